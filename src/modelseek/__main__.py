@@ -1,0 +1,5 @@
+import sys
+
+from modelseek.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,45 @@
+"""The ``rank`` verb: score every candidate of a pool for one or more tasks and return a :class:`Run`."""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+from .data.pool import Pool
+from .data.run import Run
+from .data.task import Task, TaskSet
+from .data.truth import GroundTruth
+from .errors import InputError
+from .rankers import Ranker, make
+
+
+def default_ranker() -> Ranker:
+    """The ranker shipped inside the package, trained on the NTCIR-19 training tasks."""
+    from .rankers.default import load_default
+
+    return load_default()
+
+
+def rank(tasks: Task | Iterable[Task], pool: Pool | None = None, method: str | Ranker = "default",
+         train_truth: GroundTruth | None = None, train_tasks: TaskSet | None = None, run_id: str | None = None,
+         progress: bool = False, **params) -> Run:
+    """Rank ``pool`` (default: the 20 NTCIR-19 candidates) for ``tasks`` with ``method``.
+
+    ``method`` is a registered name, a :class:`Ranker` instance, or ``"default"`` (the shipped, pre-trained
+    ranker). A method that learns from past tasks is fitted on ``train_truth`` (and ``train_tasks``).
+    """
+    from .data.pool import ntcir_pool
+
+    pool = pool if pool is not None else ntcir_pool()
+    task_list = [tasks] if isinstance(tasks, Task) else list(tasks)
+    if isinstance(method, Ranker):
+        ranker = method
+    elif method == "default":
+        ranker = default_ranker()
+    else:
+        ranker = make(method, **params)
+        if ranker.needs_fit:
+            if train_truth is None:
+                raise InputError(f"method {method!r} learns from past tasks: give their ground truth "
+                                 f"(train_truth / --train-truth)")
+            ranker.fit(train_tasks, train_truth)
+    return ranker.rank_tasks(task_list, pool, run_id=run_id or getattr(ranker, "name", "run"), progress=progress)

@@ -1,0 +1,1 @@
+"""The ``modelseek`` command line. One module per command group; each defines ``register(subparsers)``."""

@@ -1,0 +1,91 @@
+"""``modelseek bench``: task-level k-fold cross-validation of ranking methods on a task set."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ._common import add_scheme, load_pool_arg, load_truth, print_json
+
+
+def register(sub) -> None:
+    p = sub.add_parser("bench", help="cross-validate ranking methods on a task set with ground truth",
+                       description="Task-level k-fold CV (folds stratified by criticality, seeded): each method "
+                                   "is fitted on the training folds only and ranks the held-out tasks. Prints "
+                                   "per-tier nDCG@1/3/5 and MRR with bootstrap intervals.")
+    p.add_argument("path", help="NTCIR subtask-A root (ground-truth.csv, tasks.csv, task-data/)")
+    p.add_argument("-m", "--method", nargs="+", default=["avgrank"], help="method name(s)")
+    p.add_argument("--ground-truth", "-g", help="ground-truth CSV (default: PATH/ground-truth.csv)")
+    p.add_argument("--pool", help="pool (default: PATH/models.csv)")
+    p.add_argument("--folds", type=int, default=5)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--repeats", type=int, default=1, help="repeated CV with seeds seed..seed+repeats-1")
+    p.add_argument("--baseline", help="paired bootstrap of each method against this one (e.g. avgrank)")
+    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for intervals")
+    add_scheme(p)
+    p.add_argument("--run-out", help="write the cross-fitted run(s) of the first repeat to this file")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=run)
+
+
+def _needs_text(method: str) -> bool:
+    from ..rankers import RANKERS
+
+    return bool(getattr(RANKERS.get(method), "needs_text", False))
+
+
+def run(args: argparse.Namespace) -> int:
+    import inspect
+
+    from ..bench import compare, cross_validate
+    from ..data.loaders import load_ntcir_tasks
+    from ..data.run import write_runs
+    from ..rankers import RANKERS
+
+    root = Path(args.path)
+    truth = load_truth(args.ground_truth, root)
+    pool = load_pool_arg(args.pool, root)
+    methods = list(dict.fromkeys(args.method + ([args.baseline] if args.baseline else [])))
+    tasks = load_ntcir_tasks(root, ids=truth.task_ids) if any(_needs_text(m) for m in methods) else None
+    results = {}
+    for m in methods:
+        params = {"seed": args.seed} if "seed" in inspect.signature(RANKERS.get(m).__init__).parameters else {}
+        results[m] = cross_validate(m, truth, pool, tasks=tasks, folds=args.folds, seed=args.seed,
+                                    repeats=args.repeats, scheme=args.scheme, progress=not args.json,
+                                    method_params=params)
+    if args.run_out:
+        write_runs(args.run_out, [results[m].runs[0] for m in args.method])
+    out = {}
+    for m in args.method:
+        res = results[m]
+        summ = res.summary(n_resamples=args.bootstrap, seed=args.seed)
+        entry = {"tiers": {}, "folds": args.folds, "seed": args.seed, "repeats": args.repeats}
+        for _, row in summ.iterrows():
+            entry["tiers"].setdefault(row["tier"], {"n": int(row["n"])})[row["metric"]] = {
+                "mean": row["mean"], "low": row["low"], "high": row["high"]}
+        if args.baseline and m != args.baseline:
+            cmp = compare(res, results[args.baseline], "ndcg@5", args.bootstrap, args.seed)
+            entry["vs_baseline"] = {r["tier"]: {k: r[k] for k in ("mean_diff", "low", "high", "p_better")}
+                                    for _, r in cmp.iterrows()}
+        out[m] = entry
+    if args.json:
+        print_json({"path": str(root), "scheme": args.scheme, "methods": out})
+        return 0
+    metrics = results[args.method[0]].metrics
+    print(f"{len(truth.task_ids)} tasks, {len(pool)} candidates, {args.folds}-fold CV, seed {args.seed}, "
+          f"repeats {args.repeats}, grading {args.scheme}; mean [95% bootstrap interval]")
+    header = f"{'method':<12} {'tier':<7} {'n':>3}  " + "  ".join(f"{m:<21}" for m in metrics)
+    print(header)
+    print("-" * len(header))
+    for m, entry in out.items():
+        for tier, vals in entry["tiers"].items():
+            cells = "  ".join(f"{vals[k]['mean']:.3f} [{vals[k]['low']:.3f},{vals[k]['high']:.3f}]".ljust(21)
+                              for k in metrics)
+            print(f"{m:<12} {tier:<7} {vals['n']:>3}  {cells}")
+        if "vs_baseline" in entry:
+            a = entry["vs_baseline"]["all"]
+            print(f"{'':<12} vs {args.baseline} nDCG@5: {a['mean_diff']:+.3f} [{a['low']:+.3f}, {a['high']:+.3f}] "
+                  f"P(better)={a['p_better']:.2f}")
+    if args.run_out:
+        print(f"wrote cross-fitted run(s) to {args.run_out}")
+    return 0

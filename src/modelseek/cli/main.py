@@ -1,0 +1,63 @@
+"""Entry point: ``modelseek COMMAND ...``.
+
+Every module in this package (except this one and those starting with ``_``) is a command group that
+defines ``register(subparsers)``; adding a command is adding a file. Exit codes: 0 ok, 1 a user error
+(one line on stderr), 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import pkgutil
+import sys
+
+from ..errors import ModelseekError, ValidationError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from .. import __version__
+
+    parser = argparse.ArgumentParser(prog="modelseek", description="Which pre-trained model should I fine-tune?")
+    parser.add_argument("--version", action="version", version=f"modelseek {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    import modelseek.cli as pkg
+
+    for mod in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+        if mod.name == "main" or mod.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"modelseek.cli.{mod.name}")
+        if hasattr(module, "register"):
+            module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help(sys.stderr)
+        return 2
+    logging.basicConfig(level=logging.WARNING - 10 * min(args.verbose, 2),
+                        format="%(levelname)s %(name)s: %(message)s")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    try:
+        return int(args.func(args) or 0)
+    except ValidationError as exc:
+        for p in exc.problems:
+            print(f"error: {p}", file=sys.stderr)
+        print(f"{exc.path}: {len(exc.problems)} problem(s)", file=sys.stderr)
+        return 1
+    except ModelseekError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

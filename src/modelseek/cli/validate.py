@@ -1,0 +1,55 @@
+"""``modelseek validate``: check a run file against the official submission rules."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..errors import InputError
+
+
+def register(sub) -> None:
+    p = sub.add_parser("validate", help="check a run file against the submission rules",
+                       description="Checks columns, ranks and scores, duplicates, at most 5 run ids, every "
+                                   "candidate per topic (and every topic, when the task set is given). Silent "
+                                   "and exit 0 when valid; one line per violation and exit 1 otherwise.")
+    p.add_argument("run", help="TREC run file")
+    p.add_argument("--subtask", default="A", choices=["A", "B"], type=str.upper)
+    p.add_argument("--pool", help="candidates that every topic must rank (Subtask A default: the 20 NTCIR "
+                                  "models; Subtask B: a models.csv)")
+    p.add_argument("--topics", help="file with one topic id per line that the run must cover")
+    p.add_argument("--ground-truth", help="take the topics from a ground-truth CSV")
+    p.add_argument("--tasks", help="take the topics from a task folder or table")
+    p.add_argument("--quiet", "-q", action="store_true", help="print nothing when valid (default prints 'ok')")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..data.pool import load_pool
+    from ..data.run import validate_run
+
+    topics = None
+    if args.topics:
+        path = Path(args.topics)
+        if not path.exists():
+            raise InputError("no such file", path=path)
+        topics = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+    elif args.ground_truth:
+        from ..data.truth import GroundTruth
+
+        topics = GroundTruth.from_csv(args.ground_truth).task_ids
+    elif args.tasks:
+        from ..data.loaders import load_tasks
+
+        topics = load_tasks(args.tasks).ids
+    if args.pool:
+        docs = load_pool(args.pool).ids
+    elif args.subtask == "A":
+        docs = load_pool("ntcir19").ids
+    else:
+        docs = None
+    runs = validate_run(args.run, topics=topics, docs=docs, subtask=args.subtask)
+    if not args.quiet:
+        n = sum(len(r) for r in runs.values())
+        print(f"ok: {args.run}: {len(runs)} run(s), {n} topic ranking(s)")
+    return 0

@@ -1,0 +1,161 @@
+"""Tasks: the queries of model retrieval.
+
+A :class:`Task` is a text-classification data set (train, validation and optional test splits of
+(text, label) pairs) with its metadata. Loading from files lives in :mod:`modelseek.data.loaders`.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Iterable, Iterator, Mapping, Sequence
+
+from ..errors import InputError
+
+
+class Criticality(str, enum.Enum):
+    """How much picking the wrong model costs on a task (expected regret tier)."""
+
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+
+    @classmethod
+    def parse(cls, value: "str | Criticality") -> "Criticality":
+        """Accepts ``low``, ``Low``, ``Low Criticalness`` ..."""
+        if isinstance(value, Criticality):
+            return value
+        text = str(value).strip().lower().replace("criticalness", "").replace("criticality", "").strip()
+        for member in cls:
+            if text == member.value:
+                return member
+        raise InputError(f"unknown criticality {value!r}; valid values: low, medium, high")
+
+    @classmethod
+    def from_regret(cls, regret: float) -> "Criticality":
+        """Tier by expected regret R = 1 - mean normalized F1: Low < 0.03 <= Medium < 0.10 <= High."""
+        if regret < 0.03:
+            return cls.LOW
+        if regret < 0.10:
+            return cls.MEDIUM
+        return cls.HIGH
+
+
+@dataclass(frozen=True)
+class Split:
+    """Parallel tuples of texts and (string) labels."""
+
+    texts: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "texts", tuple(self.texts))
+        object.__setattr__(self, "labels", tuple(str(x) for x in self.labels))
+        if len(self.texts) != len(self.labels):
+            raise InputError(f"split has {len(self.texts)} texts but {len(self.labels)} labels")
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+
+@dataclass(frozen=True)
+class Task:
+    """A text-classification task.
+
+    ``label_names`` are the distinct labels in first-seen order over train, val, test.
+    ``has_data`` is False for tasks known only by id (e.g. from a ground-truth table); rankers that need
+    text refuse them with a clear error.
+    """
+
+    id: str
+    train: Split = field(default_factory=Split)
+    val: Split = field(default_factory=Split)
+    test: Split | None = None
+    name: str = ""
+    criticality: Criticality | None = None
+    instruction: str = ""
+    source: str = ""
+    metadata: Mapping[str, object] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "id", str(self.id))
+        if not self.name:
+            object.__setattr__(self, "name", self.id)
+        if self.criticality is not None:
+            object.__setattr__(self, "criticality", Criticality.parse(self.criticality))
+        object.__setattr__(self, "metadata", MappingProxyType(dict(self.metadata)))
+
+    @classmethod
+    def from_id(cls, task_id: str, criticality: "Criticality | str | None" = None, **kw) -> "Task":
+        """A task known by id only (no text)."""
+        return cls(id=str(task_id), criticality=criticality, **kw)
+
+    @property
+    def has_data(self) -> bool:
+        return len(self.train) > 0
+
+    @property
+    def label_names(self) -> tuple[str, ...]:
+        seen: dict[str, None] = {}
+        for split in (self.train, self.val, self.test):
+            if split is not None:
+                for y in split.labels:
+                    seen.setdefault(y, None)
+        return tuple(seen)
+
+    @property
+    def num_classes(self) -> int:
+        return len(self.label_names)
+
+    def require_data(self, who: str = "this method") -> None:
+        if not self.has_data:
+            raise InputError(f"task {self.id!r} has no text data, which {who} needs")
+
+    def __repr__(self) -> str:
+        sizes = f"train={len(self.train)}, val={len(self.val)}, test={len(self.test) if self.test else 0}"
+        return f"Task(id={self.id!r}, {sizes}, classes={self.num_classes})"
+
+
+class TaskSet(Sequence[Task]):
+    """An ordered collection of tasks with unique ids."""
+
+    def __init__(self, tasks: Iterable[Task]) -> None:
+        self._tasks: dict[str, Task] = {}
+        for t in tasks:
+            if t.id in self._tasks:
+                raise InputError(f"duplicate task id {t.id!r}")
+            self._tasks[t.id] = t
+
+    @property
+    def ids(self) -> list[str]:
+        return list(self._tasks)
+
+    def get(self, task_id: str) -> Task:
+        try:
+            return self._tasks[str(task_id)]
+        except KeyError:
+            raise InputError(f"unknown task id {task_id!r}") from None
+
+    def subset(self, ids: Iterable[str]) -> "TaskSet":
+        return TaskSet(self.get(i) for i in ids)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, str):
+            return self.get(i)
+        values = list(self._tasks.values())
+        if isinstance(i, slice):
+            return TaskSet(values[i])
+        return values[i]
+
+    def __iter__(self) -> Iterator[Task]:
+        return iter(self._tasks.values())
+
+    def __len__(self) -> int:
+        return len(self._tasks)
+
+    def __contains__(self, item: object) -> bool:
+        return (item.id if isinstance(item, Task) else str(item)) in self._tasks
+
+    def __repr__(self) -> str:
+        return f"TaskSet({len(self)} tasks)"

@@ -1,0 +1,244 @@
+"""Ground truth: the task x model fine-tuned F1 table, and what follows from it.
+
+Derived per task: ``normalized_f1 = f1 / max f1``, ``model_rank`` (1 = best; ties share the lowest rank,
+as in the organisers' file), relevance grades under a :class:`GradingScheme`, and criticality by expected
+regret ``R = 1 - mean_m(normalized_f1)`` (Low < 0.03 <= Medium < 0.10 <= High) unless given.
+"""
+
+from __future__ import annotations
+
+import csv
+import enum
+import math
+from pathlib import Path
+from typing import Iterable, Mapping
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from .task import Criticality
+
+# Normalized F1 is rounded to this many decimals before grading, so that a ratio meant to be exactly
+# 0.90 (e.g. 0.27 / 0.30 = 0.9000000000000001 in floating point) takes the grade of 0.90.
+_GRADE_DECIMALS = 10
+
+
+class GradingScheme(str, enum.Enum):
+    """How normalized F1 maps to graded relevance and gain.
+
+    * ``ntcir`` — the official NTCIR-19 scheme: <=0.90 -> 0, (0.90, 0.95] -> 1, (0.95, 0.99] -> 2,
+      >0.99 -> 3; gain 2^rel - 1.
+    * ``paper`` — the NTCIR paper's finer scheme: >=0.975 -> 4, [0.95, 0.975) -> 3, [0.925, 0.95) -> 2,
+      [0.90, 0.925) -> 1, else 0; gain rel.
+    """
+
+    NTCIR = "ntcir"
+    PAPER = "paper"
+
+    @classmethod
+    def parse(cls, value: "str | GradingScheme") -> "GradingScheme":
+        if isinstance(value, GradingScheme):
+            return value
+        try:
+            return cls(str(value).lower())
+        except ValueError:
+            raise InputError(f"unknown grading scheme {value!r}; valid: {', '.join(m.value for m in cls)}") from None
+
+    def grade(self, normalized_f1: float) -> int:
+        x = round(float(normalized_f1), _GRADE_DECIMALS)
+        if self is GradingScheme.NTCIR:
+            if x <= 0.90:
+                return 0
+            if x <= 0.95:
+                return 1
+            if x <= 0.99:
+                return 2
+            return 3
+        if x >= 0.975:
+            return 4
+        if x >= 0.95:
+            return 3
+        if x >= 0.925:
+            return 2
+        if x >= 0.90:
+            return 1
+        return 0
+
+    def gain(self, grade: float) -> float:
+        return float(2.0 ** grade - 1.0) if self is GradingScheme.NTCIR else float(grade)
+
+    @property
+    def max_grade(self) -> int:
+        return 3 if self is GradingScheme.NTCIR else 4
+
+
+class GroundTruth:
+    """Fine-tuned F1 for (task, model) pairs. Immutable; ids are strings."""
+
+    def __init__(self, frame: pd.DataFrame, criticality: Mapping[str, Criticality | str] | None = None,
+                 source: str = "") -> None:
+        missing = {"task_id", "model_id", "f1"} - set(frame.columns)
+        if missing:
+            raise InputError(f"ground truth needs columns task_id, model_id, f1; missing {sorted(missing)}")
+        df = frame[["task_id", "model_id", "f1"]].copy()
+        df["task_id"] = df["task_id"].astype(str)
+        df["model_id"] = df["model_id"].astype(str)
+        df["f1"] = df["f1"].astype(float)
+        if df.duplicated(["task_id", "model_id"]).any():
+            dup = df[df.duplicated(["task_id", "model_id"])].iloc[0]
+            raise InputError(f"duplicate (task, model) pair ({dup.task_id}, {dup.model_id})")
+        if not np.isfinite(df["f1"]).all():
+            raise InputError("f1 must be finite")
+        maxes = df.groupby("task_id", sort=False)["f1"].transform("max")
+        if (maxes <= 0).any():
+            bad = df.loc[maxes <= 0, "task_id"].iloc[0]
+            raise InputError(f"task {bad!r}: every model has F1 <= 0; cannot normalise")
+        df["normalized_f1"] = df["f1"] / maxes
+        df["model_rank"] = df.groupby("task_id", sort=False)["f1"].rank(method="min", ascending=False).astype(int)
+        self._df = df.reset_index(drop=True)
+        self.source = source
+        given = {str(k): Criticality.parse(v) for k, v in (criticality or {}).items()}
+        self._crit = {t: given.get(t) or Criticality.from_regret(self.regret(t)) for t in self.task_ids}
+
+    # ------------------------------------------------------------------------------------------ loading
+    @classmethod
+    def from_csv(cls, path: str | Path, tasks_csv: str | Path | None = None) -> "GroundTruth":
+        """Read ``task_id,model_id,f1[,...]`` (the official ground-truth format; extra columns are derived
+        again from f1). Criticality comes from ``tasks_csv`` (or a ``tasks.csv`` beside the file)."""
+        path = Path(path)
+        if not path.exists():
+            raise InputError("no such file", path=path)
+        rows = []
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            reader = csv.DictReader(fh)
+            fields = reader.fieldnames or []
+            for col in ("task_id", "model_id", "f1"):
+                if col not in fields:
+                    raise InputError("missing column", path=path, line=1, field=col)
+            crit_col = "criticality" if "criticality" in fields else None
+            crit: dict[str, str] = {}
+            seen: set[tuple[str, str]] = set()
+            for lineno, row in enumerate(reader, start=2):
+                t, m = (row["task_id"] or "").strip(), (row["model_id"] or "").strip()
+                if not t:
+                    raise InputError("empty", path=path, line=lineno, field="task_id")
+                if not m:
+                    raise InputError("empty", path=path, line=lineno, field="model_id")
+                try:
+                    f1 = float(row["f1"])
+                except (TypeError, ValueError):
+                    raise InputError(f"not a number: {row['f1']!r}", path=path, line=lineno, field="f1") from None
+                if not math.isfinite(f1) or f1 < 0 or f1 > 1:
+                    raise InputError(f"must be in [0, 1], got {row['f1']}", path=path, line=lineno, field="f1")
+                if (t, m) in seen:
+                    raise InputError(f"duplicate (task, model) pair ({t}, {m})", path=path, line=lineno,
+                                     field="model_id")
+                seen.add((t, m))
+                rows.append((t, m, f1))
+                if crit_col and row.get(crit_col):
+                    crit[t] = row[crit_col]
+        if not rows:
+            raise InputError("no rows", path=path)
+        if tasks_csv is None and (path.parent / "tasks.csv").exists():
+            tasks_csv = path.parent / "tasks.csv"
+        if tasks_csv is not None:
+            from .loaders import read_tasks_csv
+
+            for tid, row in read_tasks_csv(Path(tasks_csv)).items():
+                if row.get("task_criticalness", "").strip():
+                    crit.setdefault(tid, row["task_criticalness"])
+        frame = pd.DataFrame(rows, columns=["task_id", "model_id", "f1"])
+        try:
+            return cls(frame, criticality={t: c for t, c in crit.items()}, source=str(path))
+        except InputError as exc:
+            raise InputError(exc.message, path=path) from None
+
+    @classmethod
+    def from_matrix(cls, matrix: pd.DataFrame, criticality: Mapping[str, str] | None = None) -> "GroundTruth":
+        """From a tasks x models DataFrame of F1 (NaN = not run)."""
+        long = matrix.rename_axis(index="task_id", columns="model_id").stack().rename("f1").reset_index()
+        return cls(long, criticality=criticality)
+
+    # ------------------------------------------------------------------------------------------ views
+    @property
+    def frame(self) -> pd.DataFrame:
+        """A copy of the long table: task_id, model_id, f1, normalized_f1, model_rank."""
+        return self._df.copy()
+
+    @property
+    def task_ids(self) -> list[str]:
+        return list(dict.fromkeys(self._df["task_id"]))
+
+    @property
+    def model_ids(self) -> list[str]:
+        return list(dict.fromkeys(self._df["model_id"]))
+
+    def matrix(self, column: str = "f1") -> pd.DataFrame:
+        """Tasks x models table of ``column`` (f1, normalized_f1 or model_rank)."""
+        m = self._df.pivot(index="task_id", columns="model_id", values=column)
+        return m.loc[self.task_ids, self.model_ids]
+
+    def f1(self, task_id: str) -> dict[str, float]:
+        sub = self._task(task_id)
+        return dict(zip(sub["model_id"], sub["f1"]))
+
+    def normalized(self, task_id: str) -> dict[str, float]:
+        sub = self._task(task_id)
+        return dict(zip(sub["model_id"], sub["normalized_f1"]))
+
+    def grades(self, task_id: str, scheme: GradingScheme | str = GradingScheme.NTCIR) -> dict[str, int]:
+        s = GradingScheme.parse(scheme)
+        return {m: s.grade(v) for m, v in self.normalized(task_id).items()}
+
+    def qrels(self, scheme: GradingScheme | str = GradingScheme.NTCIR) -> dict[str, dict[str, int]]:
+        return {t: self.grades(t, scheme) for t in self.task_ids}
+
+    def regret(self, task_id: str) -> float:
+        """Expected regret of a random pick: 1 - mean normalized F1."""
+        return float(1.0 - self._task(task_id)["normalized_f1"].mean())
+
+    def criticality(self, task_id: str) -> Criticality:
+        if str(task_id) not in self._crit:
+            raise InputError(f"task {task_id!r} is not in the ground truth")
+        return self._crit[str(task_id)]
+
+    @property
+    def criticalities(self) -> dict[str, Criticality]:
+        return dict(self._crit)
+
+    def subset(self, task_ids: Iterable[str]) -> "GroundTruth":
+        ids = [str(t) for t in task_ids]
+        unknown = [t for t in ids if t not in self._crit]
+        if unknown:
+            raise InputError(f"task(s) not in the ground truth: {', '.join(unknown[:5])}")
+        keep = self._df[self._df["task_id"].isin(ids)]
+        return GroundTruth(keep, criticality={t: self._crit[t] for t in ids}, source=self.source)
+
+    def _task(self, task_id: str) -> pd.DataFrame:
+        sub = self._df[self._df["task_id"] == str(task_id)]
+        if sub.empty:
+            raise InputError(f"task {task_id!r} is not in the ground truth")
+        return sub
+
+    # ------------------------------------------------------------------------------------------ output
+    def to_frame(self, scheme: GradingScheme | str = GradingScheme.NTCIR) -> pd.DataFrame:
+        """The official format plus criticality: task_id, model_id, f1, model_rank, normalized_f1,
+        relevance_score, criticality."""
+        s = GradingScheme.parse(scheme)
+        df = self._df.copy()
+        df["model_rank"] = df["model_rank"].astype(float)
+        df["relevance_score"] = [s.grade(v) for v in df["normalized_f1"]]
+        df["criticality"] = [self._crit[t].value for t in df["task_id"]]
+        return df[["task_id", "model_id", "f1", "model_rank", "normalized_f1", "relevance_score", "criticality"]]
+
+    def to_csv(self, path: str | Path, scheme: GradingScheme | str = GradingScheme.NTCIR) -> None:
+        from ..io import atomic_write_text
+
+        atomic_write_text(path, self.to_frame(scheme).to_csv(index=False))
+
+    def __len__(self) -> int:
+        return len(self._df)
+
+    def __repr__(self) -> str:
+        return f"GroundTruth({len(self.task_ids)} tasks x {len(self.model_ids)} models)"

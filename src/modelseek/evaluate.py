@@ -1,0 +1,45 @@
+"""``evaluate(run, truth)``: the official NTCIR-19 Model Retrieval scorer, and more.
+
+Each topic of the ground truth is ordered by the run's Rank column (ties by line order; Score is not used).
+nDCG@k uses gain 2^rel - 1 and discount log2(i + 1) with the ideal ranking over *all* candidates of the
+topic; candidates missing from the run count as 0; a topic missing from the run scores 0 on every metric
+(1 on regret); the score is the plain mean over topics. ``evaluate`` never writes into its inputs.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import pandas as pd
+
+from . import metrics as _metrics
+from .data.report import Report
+from .data.run import Run
+from .data.truth import GradingScheme, GroundTruth
+
+DEFAULT_METRICS = ("ndcg@1", "ndcg@3", "ndcg@5", "mrr")
+
+
+def evaluate(run: Run, truth: GroundTruth, metrics: Sequence[str] = DEFAULT_METRICS,
+             scheme: GradingScheme | str = GradingScheme.NTCIR, topics: Sequence[str] | None = None) -> Report:
+    """Score ``run`` against ``truth``; ``topics`` restricts to a subset (default: every truth topic)."""
+    s = GradingScheme.parse(scheme)
+    names = [m.strip().lower() for m in metrics]
+    fns = {m: _metrics.get(m) for m in names}
+    wanted = truth.task_ids if topics is None else [str(t) for t in topics]
+    rows = {}
+    missing = []
+    for topic in wanted:
+        j = _metrics.Judgments(truth.grades(topic, s), truth.f1(topic), s)
+        if topic in run:
+            ranking = run.ranking(topic)
+            vals = {m: float(fn(ranking, j)) for m, fn in fns.items()}
+        else:
+            missing.append(topic)
+            vals = {m: (1.0 if m.startswith("regret") else (math.nan if m == "kendall" else 0.0)) for m in names}
+        rows[topic] = {"tier": truth.criticality(topic).value, **vals}
+    per_topic = pd.DataFrame.from_dict(rows, orient="index")
+    per_topic.index.name = "topic"
+    extra = [t for t in run if t not in set(wanted)]
+    return Report(per_topic, names, run_id=run.run_id, missing_topics=missing, extra_topics=extra, scheme=s.value)

@@ -1,0 +1,81 @@
+"""Metrics by name: ``ndcg@5``, ``mrr``, ``kendall``, ``regret@1`` ...
+
+Each metric is a function ``(ranking, judgments) -> float`` over one topic; :func:`get` parses a name
+with an optional ``@k`` cut-off. Higher is better except for ``regret``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Mapping, Sequence
+
+from ..data.truth import GradingScheme
+from ..errors import InputError
+from ..registry import Registry
+from .kendall import weighted_tau
+from .mrr import reciprocal_rank
+from .ndcg import ndcg_at_k
+from .regret import regret_at_k
+
+
+@dataclass(frozen=True)
+class Judgments:
+    """What is known about one topic: graded relevance and F1 of every candidate."""
+
+    grades: Mapping[str, int]
+    f1: Mapping[str, float]
+    scheme: GradingScheme = GradingScheme.NTCIR
+
+
+MetricFn = Callable[[Sequence[str], Judgments], float]
+# factories take the cut-off k (None when the name has none) and return the per-topic function
+METRICS: Registry[Callable[[int | None], MetricFn]] = Registry("metric")
+LOWER_IS_BETTER = {"regret"}
+
+
+@METRICS.register("ndcg")
+def _ndcg(k: int | None) -> MetricFn:
+    if k is None:
+        raise InputError("ndcg needs a cut-off, e.g. ndcg@5")
+    return lambda ranking, j: ndcg_at_k(ranking, j.grades, k, j.scheme.gain)
+
+
+@METRICS.register("mrr")
+def _mrr(k: int | None) -> MetricFn:
+    return lambda ranking, j: reciprocal_rank(ranking[:k] if k else ranking, j.grades)
+
+
+@METRICS.register("kendall")
+def _kendall(k: int | None) -> MetricFn:
+    return lambda ranking, j: weighted_tau(ranking, j.f1)
+
+
+@METRICS.register("regret")
+def _regret(k: int | None) -> MetricFn:
+    return lambda ranking, j: regret_at_k(ranking, j.f1, k or 1)
+
+
+def parse(name: str) -> tuple[str, int | None]:
+    base, _, cut = name.strip().lower().partition("@")
+    k = None
+    if cut:
+        try:
+            k = int(cut)
+        except ValueError:
+            raise InputError(f"bad cut-off in metric {name!r}; write e.g. ndcg@5") from None
+        if k < 1:
+            raise InputError(f"cut-off must be >= 1 in metric {name!r}")
+    return base, k
+
+
+def get(name: str) -> MetricFn:
+    base, k = parse(name)
+    return METRICS.get(base)(k)
+
+
+def names() -> list[str]:
+    return METRICS.names()
+
+
+__all__ = ["Judgments", "METRICS", "get", "names", "ndcg_at_k", "reciprocal_rank", "regret_at_k",
+           "weighted_tau"]

@@ -1,0 +1,39 @@
+"""The default ranker shipped inside the package (``resources/rankers/default.json`` names it).
+
+It is what ``modelseek rank DATA`` uses when no method is given: it ranks the 20 NTCIR-19 candidates
+offline, without downloading any of them. Artifacts hold numbers only (no task text).
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+
+from ..errors import InputError
+from .base import Ranker
+
+
+def artifact_dir() -> Path:
+    return Path(str(resources.files("modelseek") / "resources" / "rankers"))
+
+
+def load_artifact(path: str | Path) -> Ranker:
+    """Load any saved ranker artifact (a JSON file naming its method)."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read ranker artifact: {exc}", path=path) from None
+    method = data.get("method")
+    from . import RANKERS
+
+    cls = RANKERS.get(method)
+    if not hasattr(cls, "load"):
+        raise InputError(f"method {method!r} cannot be loaded from an artifact", path=path, field="method")
+    return cls.load(path)
+
+
+def load_default() -> Ranker:
+    spec = json.loads((artifact_dir() / "default.json").read_text(encoding="utf-8"))
+    return load_artifact(artifact_dir() / spec["artifact"])

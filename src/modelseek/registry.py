@@ -1,0 +1,90 @@
+"""One small generic registry for every pluggable kind (estimators, rankers, metrics, tests...).
+
+Entries register by decorator (``@REG.register("name")``) or lazily by an import string
+(``REG.register_lazy("name", "modelseek.rankers.avgrank:AvgRank")``) so that a registry lists names without
+importing heavy modules. A duplicate name raises; an unknown name raises with "did you mean" and the list
+of valid names.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from typing import Callable, Generic, Iterator, TypeVar
+
+from .errors import ModelseekError
+
+T = TypeVar("T")
+
+
+class UnknownNameError(ModelseekError, KeyError):
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+class Registry(Generic[T]):
+    """A name -> object mapping with lazy entries.
+
+    >>> r = Registry("colour")
+    >>> _ = r.register("red")(lambda: 1)
+    >>> r.names()
+    ['red']
+    """
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self._items: dict[str, T] = {}
+        self._lazy: dict[str, str] = {}
+
+    def _check_new(self, name: str) -> None:
+        if not name or not isinstance(name, str):
+            raise ValueError(f"{self.kind} name must be a non-empty string")
+        if name in self._items or name in self._lazy:
+            raise ValueError(f"duplicate {self.kind} name: {name!r}")
+
+    def register(self, name: str) -> Callable[[T], T]:
+        self._check_new(name)
+
+        def deco(obj: T) -> T:
+            self._items[name] = obj
+            return obj
+
+        return deco
+
+    def add(self, name: str, obj: T) -> T:
+        self._check_new(name)
+        self._items[name] = obj
+        return obj
+
+    def register_lazy(self, name: str, target: str) -> None:
+        """Register ``"package.module:Attr"``; imported on first :meth:`get`."""
+        if ":" not in target:
+            raise ValueError(f"lazy target must look like 'module:Attr', got {target!r}")
+        self._check_new(name)
+        self._lazy[name] = target
+
+    def get(self, name: str) -> T:
+        if name in self._items:
+            return self._items[name]
+        if name in self._lazy:
+            module, attr = self._lazy[name].split(":", 1)
+            obj = getattr(importlib.import_module(module), attr)
+            self._items[name] = obj
+            del self._lazy[name]
+            return obj
+        names = self.names()
+        close = difflib.get_close_matches(name, names, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise UnknownNameError(f"unknown {self.kind} {name!r}.{hint} Valid names: {', '.join(names)}")
+
+    def names(self) -> list[str]:
+        return sorted(set(self._items) | set(self._lazy))
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._items or name in self._lazy
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())
+
+    def __len__(self) -> int:
+        return len(self.names())
