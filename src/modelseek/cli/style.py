@@ -1,0 +1,170 @@
+"""``modelseek rank-style`` and ``modelseek bench-style``: Subtask B, which style LoRA made this image."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ..errors import InputError
+from ._common import print_json
+
+_METHOD_HELP = ("method(s) FEATURES-RETRIEVER, e.g. gram+moments+colour-logreg, gram-knn, hist-centroid, "
+                "gram-centroid@pca64, fusion, fusion:gram-logreg,colour-logreg")
+
+
+def _common(p) -> None:
+    p.add_argument("--size", type=int, default=128, help="images are resized and centre-cropped to SIZE x SIZE")
+    p.add_argument("--seed", type=int, default=0, help="seed of random-weight backbones, projections and folds")
+    p.add_argument("--cache", help="feature cache folder (reused and resumed across runs)")
+    p.add_argument("--images", help="image folder of a Subtask B layout (default ROOT/images; "
+                                    "also searched: DIR/train, DIR/test)")
+    p.add_argument("--models", help="models.csv fixing the candidates of a folder-per-label set")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("rank-style", help="Subtask B: rank the style models behind each query image; write a run",
+                       description="Train on labelled images (a Subtask B layout: train.csv, models.csv, images; "
+                                   "or ROOT/<label>/<image> folders) and rank every candidate model for each test "
+                                   "image. The run uses Subtask B ids (no .png, no leading zeros) and is checked "
+                                   "with the Subtask B validator.")
+    p.add_argument("train", help="Subtask B root or a folder-per-label image set")
+    p.add_argument("--test", help="query images: a folder, or a file of image names (default for a Subtask B "
+                                  "root: ROOT/test-image-ids.txt)")
+    p.add_argument("-m", "--method", nargs="+", default=["gram+moments+colour-logreg"], help=_METHOD_HELP)
+    p.add_argument("-o", "--output", help="write the run file here")
+    p.add_argument("--run-id", help="run id (default: the method name)")
+    p.add_argument("--show", type=int, default=3, help="print the top models of at most this many queries")
+    _common(p)
+    p.set_defaults(func=run_rank)
+
+    b = sub.add_parser("bench-style", help="Subtask B: grouped cross-validation of style retrievers",
+                       description="Cross-validation grouped by content image (train and held-out folds never "
+                                   "share a content image): MRR and top-1 accuracy of each method against chance, "
+                                   "on a labelled set or on the generated style benchmark (--generated).")
+    b.add_argument("path", nargs="?", help="Subtask B root or folder-per-label set (omit with --generated)")
+    b.add_argument("--generated", action="store_true", help="use the generated benchmark (offline)")
+    b.add_argument("--styles", type=int, default=20, help="generated: number of styles")
+    b.add_argument("--contents", type=int, default=20, help="generated: number of content images")
+    b.add_argument("--content-source", default="shapes", choices=["shapes", "mixed"],
+                   help="generated: content drawn by code, or mixed with scikit-image sample photographs")
+    b.add_argument("--folds", type=int, default=5)
+    b.add_argument("-m", "--method", nargs="+", help=_METHOD_HELP + " (default: all standard methods)")
+    b.add_argument("--run-out", help="write the cross-fitted runs (at most 5 methods) to this file")
+    b.add_argument("--plot", help="write a bar chart of MRR per method (PNG)")
+    _common(b)
+    b.set_defaults(func=run_bench, size=None)
+
+
+def _load_train(args):
+    from ..style.data import is_subtask_b, load_folder_dataset, load_subtask_b_train
+
+    root = Path(args.train if hasattr(args, "train") else args.path)
+    if not root.exists():
+        raise InputError("no such folder", path=root)
+    if is_subtask_b(root):
+        return load_subtask_b_train(root, args.images)
+    return load_folder_dataset(root, args.models)
+
+
+def _load_queries(args, train):
+    from ..style.data import (StyleDataset, _find_image, is_subtask_b, load_query_folder, load_subtask_b_test,
+                              read_image_list)
+    from ..data.run import normalize_b_id
+
+    root = Path(args.train)
+    if args.test is None:
+        if not is_subtask_b(root):
+            raise InputError("--test is needed for a folder-per-label training set (a folder of query images)")
+        return load_subtask_b_test(root, args.images)
+    test = Path(args.test)
+    if test.is_dir():
+        return load_query_folder(test, train.models)
+    if is_subtask_b(root):
+        return load_subtask_b_test(root, args.images, ids_file=test)
+    names = read_image_list(test)
+    dirs = [test.parent]
+    return StyleDataset([normalize_b_id(n) for n in names], train.models, paths=[_find_image(n, dirs) for n in names],
+                        source=str(test))
+
+
+def run_rank(args: argparse.Namespace) -> int:
+    from ..data.run import validate_run, write_runs
+    from ..style.pipeline import StyleRanker, _run_id
+
+    if len(args.method) > 1 and args.run_id:
+        raise InputError("--run-id needs a single --method")
+    train = _load_train(args)
+    queries = _load_queries(args, train)
+    runs = []
+    for method in args.method:
+        ranker = StyleRanker(method, size=args.size, seed=args.seed, cache=args.cache, progress=not args.json)
+        runs.append(ranker.fit(train).rank(queries, run_id=args.run_id or _run_id(method)))
+    if args.output:
+        write_runs(args.output, runs)
+        validate_run(args.output, topics=queries.ids, docs=train.models.ids, subtask="B")
+    if args.json:
+        print_json({r.run_id: {q: [{"doc": e.doc, "rank": e.rank, "score": e.score, "model": train.models.name(e.doc)}
+                                   for e in r[q][:10]] for q in r} for r in runs})
+        return 0
+    for r in runs:
+        for q in list(r)[: args.show]:
+            top = ", ".join(f"{e.doc} ({train.models.name(e.doc)})" for e in r[q][:3])
+            print(f"{r.run_id}  {q}: {top}")
+    if args.output:
+        print(f"wrote {len(runs)} run(s) of {len(queries)} queries x {len(train.models)} models to {args.output} "
+              f"(Subtask B rules: valid)")
+    return 0
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    from ..data.run import write_runs
+    from ..style.generated import generated_style_dataset
+    from ..style.pipeline import DEFAULT_METHODS, cross_validate_style
+
+    if args.generated == bool(args.path):
+        raise InputError("give either a labelled set PATH or --generated")
+    if args.generated:
+        size = args.size or 64
+        data = generated_style_dataset(args.styles, args.contents, size, args.seed, args.content_source)
+    else:
+        size = args.size or 128
+        args.train = args.path
+        data = _load_train(args)
+    methods = args.method or list(DEFAULT_METHODS)
+    res = cross_validate_style(data, methods, folds=args.folds, seed=args.seed, size=size, cache=args.cache,
+                               progress=not args.json)
+    if args.run_out:
+        if len(methods) > 5:
+            raise InputError("--run-out holds at most 5 runs; choose the methods with -m")
+        write_runs(args.run_out, [res.runs[m] for m in methods])
+    if args.plot:
+        _plot(res, args.plot)
+    if args.json:
+        out = res.to_dict()
+        out.update({"dataset": "generated" if args.generated else str(args.path), "n_images": len(data),
+                    "size": size, "seed": args.seed, "mrr_interval": res.intervals(seed=args.seed)})
+        print_json(out)
+        return 0
+    print(f"{len(data)} images, {res.n_models} models, {args.folds}-fold CV grouped by content image, seed "
+          f"{args.seed}")
+    print(res.table())
+    return 0
+
+
+def _plot(res, path: str) -> None:
+    from matplotlib.figure import Figure  # a bare Figure renders with Agg; no pyplot, no global backend
+
+    methods = sorted(res.methods, key=lambda m: res.mrr[m])
+    iv = res.intervals()
+    fig = Figure(figsize=(7, 0.35 * len(methods) + 1.2))
+    ax = fig.add_subplot()
+    vals = [res.mrr[m] for m in methods]
+    err = [[v - iv[m][0] for m, v in zip(methods, vals)], [iv[m][1] - v for m, v in zip(methods, vals)]]
+    ax.barh(methods, vals, xerr=err, color=["tab:gray" if "hist" in m else "tab:blue" for m in methods])
+    ax.axvline(res.chance, color="tab:red", ls="--", label=f"chance ({res.chance:.3f})")
+    ax.set_xlabel("MRR (95% bootstrap interval over queries)")
+    ax.set_xlim(0, 1)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)

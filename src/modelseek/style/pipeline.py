@@ -1,0 +1,281 @@
+"""Style retrieval end to end: features -> retriever -> TREC run -> MRR.
+
+A method is named ``FEATURES-RETRIEVER``: features joined by ``+`` (``hist``, ``colour``, ``gram``,
+``moments``, ...), retriever ``centroid``, ``knn`` or ``logreg``, e.g. ``gram+colour-logreg``; an optional
+``@pcaN`` suffix compresses the standardised features with PCA fitted on the training images
+(``gram-centroid@pca64``). ``fusion`` is reciprocal rank fusion of :data:`FUSION_MEMBERS`;
+``fusion:a,b,c`` fuses the named methods.
+
+Evaluation: each query has exactly one relevant model (the LoRA that made it), so the ground truth is a
+:class:`~modelseek.GroundTruth` with F1 = 1 for the true model of each query (other models absent, grade
+0); MRR comes from the shared :func:`~modelseek.evaluate`. Cross-validation is grouped by content image
+(no content image is in both the training and the held-out side of a fold), as the task splits them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..data.report import Report
+from ..data.run import Run
+from ..data.truth import GroundTruth
+from ..errors import InputError
+from ..evaluate import evaluate
+from ..progress import progress_bar
+from .data import StyleDataset
+from .descriptors import EXTRACTORS, FeatureCache, extract, make_extractor
+from .retrievers import RETRIEVERS, make_retriever, rrf
+
+DEFAULT_METHODS = ("hist-centroid", "hist-knn", "hist-logreg", "colour-logreg", "gram-centroid", "gram-knn",
+                   "gram-logreg", "moments-logreg", "gram+moments+colour-logreg", "fusion")
+FUSION_MEMBERS = ("gram+moments+colour-logreg", "gram-knn", "moments-logreg", "colour-logreg")
+BASELINE = "hist-centroid"
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    name: str
+    features: tuple[str, ...] = ()
+    retriever: str = ""
+    pca: int | None = None
+    members: tuple["MethodSpec", ...] = ()
+
+    @property
+    def is_fusion(self) -> bool:
+        return bool(self.members)
+
+    def all_features(self) -> list[str]:
+        if self.is_fusion:
+            return list(dict.fromkeys(f for m in self.members for f in m.all_features()))
+        return list(self.features)
+
+
+def parse_method(name: str) -> MethodSpec:
+    """Parse ``gram+colour-logreg``, ``gram-centroid@pca64``, ``fusion`` or ``fusion:a,b``."""
+    name = str(name).strip()
+    if name == "fusion" or name.startswith("fusion:"):
+        members = FUSION_MEMBERS if name == "fusion" else [m for m in name.split(":", 1)[1].split(",") if m]
+        if not members:
+            raise InputError(f"{name!r}: name the fused methods, e.g. fusion:gram-logreg,colour-logreg",
+                             field="method")
+        specs = tuple(parse_method(m) for m in members)
+        if any(s.is_fusion for s in specs):
+            raise InputError(f"{name!r}: fusion members cannot be fusions", field="method")
+        return MethodSpec(name, members=specs)
+    base, _, opt = name.partition("@")
+    feats, sep, retr = base.rpartition("-")
+    if not sep or not feats:
+        raise InputError(f"method {name!r} must look like FEATURES-RETRIEVER (e.g. gram-logreg); retrievers: "
+                         f"{', '.join(RETRIEVERS.names())}; features: {', '.join(EXTRACTORS.names())}",
+                         field="method")
+    RETRIEVERS.get(retr)
+    features = tuple(feats.split("+"))
+    for f in features:
+        EXTRACTORS.get(f)
+    if len(set(features)) != len(features):
+        raise InputError(f"method {name!r} repeats a feature", field="method")
+    pca = None
+    if opt:
+        if not opt.startswith("pca") or not opt[3:].isdigit() or int(opt[3:]) < 1:
+            raise InputError(f"method {name!r}: option must be @pcaN with N >= 1, got @{opt}", field="method")
+        pca = int(opt[3:])
+    return MethodSpec(name, features, retr, pca)
+
+
+class FeatureBank:
+    """Computes each extractor's features for a dataset once (disk cache optional) and hands out blocks."""
+
+    def __init__(self, dataset: StyleDataset, size: int = 128, seed: int = 0,
+                 cache: str | Path | FeatureCache | None = None, progress: bool = False,
+                 extractor_params: Mapping[str, dict] | None = None) -> None:
+        self.dataset, self.size, self.seed, self.cache, self.progress = dataset, size, seed, cache, progress
+        self.params = dict(extractor_params or {})
+        self._feats: dict[str, np.ndarray] = {}
+
+    def get(self, name: str) -> np.ndarray:
+        if name not in self._feats:
+            ext = make_extractor(name, seed=self.seed, **self.params.get(name, {}))
+            self._feats[name] = extract(self.dataset, ext, size=self.size, cache=self.cache, progress=self.progress)
+        return self._feats[name]
+
+    def matrix(self, features: Sequence[str]) -> tuple[np.ndarray, list[int]]:
+        blocks = [self.get(f) for f in features]
+        return np.concatenate(blocks, axis=1), [b.shape[1] for b in blocks]
+
+
+def method_scores(spec: MethodSpec, train: FeatureBank, train_idx: Sequence[int], test: FeatureBank,
+                  test_idx: Sequence[int], labels: Sequence[str], models: Sequence[str], seed: int = 0,
+                  params: Mapping[str, dict] | None = None) -> np.ndarray:
+    """Fit ``spec`` on rows ``train_idx`` of ``train`` and score rows ``test_idx`` of ``test``."""
+    if spec.is_fusion:
+        return rrf([method_scores(m, train, train_idx, test, test_idx, labels, models, seed, params)
+                    for m in spec.members])
+    Xtr, blocks = train.matrix(spec.features)
+    Xte, _ = test.matrix(spec.features)
+    kw = dict((params or {}).get(spec.retriever, {}))
+    retr = make_retriever(spec.retriever, blocks=blocks, pca=spec.pca, seed=seed, **kw)
+    retr.fit(Xtr[list(train_idx)], [labels[i] for i in train_idx], models)
+    return retr.scores(Xte[list(test_idx)])
+
+
+def scores_to_run(ids: Sequence[str], scores: np.ndarray, models: Sequence[str], run_id: str) -> Run:
+    """A run ranking every model per query (decreasing score; ties by natural model id order)."""
+    return Run.from_scores({q: dict(zip(models, map(float, row))) for q, row in zip(ids, scores)}, run_id)
+
+
+def style_truth(ids: Sequence[str], labels: Sequence[str]) -> GroundTruth:
+    """Single-relevant judgements: the true model of each query has F1 = 1 (grade 3), every other model is
+    absent (grade 0). MRR over it is the mean reciprocal rank of the true model."""
+    if len(ids) != len(labels):
+        raise InputError(f"{len(ids)} query ids but {len(labels)} labels")
+    if any(lab is None for lab in labels):
+        raise InputError("every query needs a label to be scored")
+    frame = pd.DataFrame({"task_id": [str(i) for i in ids], "model_id": [str(x) for x in labels], "f1": 1.0})
+    return GroundTruth(frame)
+
+
+def chance_mrr(n_models: int) -> float:
+    """Expected MRR of a uniformly random ranking with one relevant model among ``n``: H_n / n."""
+    if n_models < 1:
+        raise InputError("need at least one model")
+    return float(sum(1.0 / k for k in range(1, n_models + 1)) / n_models)
+
+
+def score_run(run: Run, truth: GroundTruth) -> Report:
+    return evaluate(run, truth, metrics=("mrr", "ndcg@1"))
+
+
+class StyleRanker:
+    """Fit a style-retrieval method on labelled images; rank every candidate model for new images.
+
+    >>> ranker = StyleRanker("gram+moments+colour-logreg").fit(train)   # doctest: +SKIP
+    >>> run = ranker.rank(test)                                          # doctest: +SKIP
+    """
+
+    def __init__(self, method: str = "gram+moments+colour-logreg", size: int = 128, seed: int = 0,
+                 cache: str | Path | None = None, progress: bool = False,
+                 params: Mapping[str, dict] | None = None) -> None:
+        self.method, self.size, self.seed, self.cache, self.progress = method, size, seed, cache, progress
+        self.params = params
+
+    def fit(self, train: StyleDataset) -> "StyleRanker":
+        self.spec_ = parse_method(self.method)
+        if not train.labelled:
+            raise InputError("training images need labels", path=train.source or None)
+        self.train_ = train
+        self.bank_ = FeatureBank(train, self.size, self.seed, self.cache, self.progress, self._ext_params())
+        for f in self.spec_.all_features():
+            self.bank_.get(f)
+        return self
+
+    def _ext_params(self):
+        return {k: v for k, v in (self.params or {}).items() if k in EXTRACTORS}
+
+    def scores(self, queries: StyleDataset) -> np.ndarray:
+        if not hasattr(self, "spec_"):
+            raise InputError("StyleRanker is not fitted")
+        if tuple(queries.models.ids) != tuple(self.train_.models.ids):
+            raise InputError("queries and training images use different model lists")
+        bank = FeatureBank(queries, self.size, self.seed, self.cache, self.progress, self._ext_params())
+        return method_scores(self.spec_, self.bank_, range(len(self.train_)), bank, range(len(queries)),
+                             self.train_.labels, self.train_.models.ids, self.seed, self.params)
+
+    def rank(self, queries: StyleDataset, run_id: str | None = None) -> Run:
+        return scores_to_run(queries.ids, self.scores(queries), self.train_.models.ids,
+                             run_id or _run_id(self.method))
+
+
+def _run_id(method: str) -> str:
+    return method.replace(":", "_").replace(",", "_").replace(" ", "")
+
+
+# ------------------------------------------------------------------------------------ cross-validation
+def content_folds(groups: Sequence[str], folds: int = 5, seed: int = 0) -> list[np.ndarray]:
+    """Held-out row indices per fold; rows sharing a content group are always on the same side."""
+    from sklearn.model_selection import GroupKFold
+
+    groups = np.asarray([str(g) for g in groups])
+    n_groups = len(set(groups))
+    if folds < 2 or folds > n_groups:
+        raise InputError(f"folds must be between 2 and the number of content groups ({n_groups}), got {folds}",
+                         field="folds")
+    splitter = GroupKFold(n_splits=folds, shuffle=True, random_state=seed)
+    return [test for _, test in splitter.split(np.zeros(len(groups)), groups=groups)]
+
+
+@dataclass
+class StyleCVResult:
+    methods: list[str]
+    runs: dict[str, Run]
+    reports: dict[str, Report]
+    folds: list[np.ndarray]
+    n_models: int
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def mrr(self) -> dict[str, float]:
+        return {m: self.reports[m].mean()["mrr"] for m in self.methods}
+
+    @property
+    def top1(self) -> dict[str, float]:
+        return {m: self.reports[m].mean()["ndcg@1"] for m in self.methods}
+
+    @property
+    def chance(self) -> float:
+        return chance_mrr(self.n_models)
+
+    def intervals(self, n_resamples: int = 1000, seed: int = 0) -> dict[str, tuple[float, float]]:
+        out = {}
+        for m in self.methods:
+            iv = self.reports[m].intervals(n_resamples=n_resamples, seed=seed)
+            row = iv[(iv["metric"] == "mrr") & (iv["tier"] == "all")].iloc[0]
+            out[m] = (float(row["low"]), float(row["high"]))
+        return out
+
+    def to_dict(self) -> dict:
+        return {"mrr": self.mrr, "top1": self.top1, "chance": {"mrr": self.chance, "top1": 1.0 / self.n_models},
+                "n_queries": len(next(iter(self.runs.values()))), "n_models": self.n_models,
+                "folds": len(self.folds), **self.extra}
+
+    def table(self) -> str:
+        lines = [f"{'method':<32} {'MRR':>7} {'top-1':>7}", "-" * 48]
+        for m in sorted(self.methods, key=lambda x: -self.mrr[x]):
+            lines.append(f"{m:<32} {self.mrr[m]:>7.3f} {self.top1[m]:>7.3f}")
+        lines.append(f"{'chance':<32} {self.chance:>7.3f} {1.0 / self.n_models:>7.3f}")
+        return "\n".join(lines)
+
+
+def cross_validate_style(dataset: StyleDataset, methods: Sequence[str] = DEFAULT_METHODS, folds: int = 5,
+                         seed: int = 0, size: int = 128, cache: str | Path | None = None, progress: bool = False,
+                         params: Mapping[str, dict] | None = None) -> StyleCVResult:
+    """Grouped k-fold CV (groups = content images): every method ranks each held-out image's candidates
+    after fitting on the other folds; the held-out rankings form one run per method, scored by MRR."""
+    if not dataset.labelled:
+        raise InputError("cross-validation needs a label for every image", path=dataset.source or None)
+    if dataset.groups is None:
+        raise InputError("cross-validation needs content groups", path=dataset.source or None)
+    specs = {m: parse_method(m) for m in methods}
+    if len(specs) != len(list(methods)):
+        raise InputError("a method is listed twice", field="method")
+    ext_params = {k: v for k, v in (params or {}).items() if k in EXTRACTORS}
+    bank = FeatureBank(dataset, size, seed, cache, progress, ext_params)
+    for f in dict.fromkeys(f for s in specs.values() for f in s.all_features()):
+        bank.get(f)
+    held = content_folds(dataset.groups, folds, seed)
+    models = list(dataset.models.ids)
+    n = len(dataset)
+    all_scores = {m: np.zeros((n, len(models))) for m in specs}
+    for test_idx in progress_bar(held, desc="folds", disable=not progress):
+        train_idx = np.setdiff1d(np.arange(n), test_idx)
+        for m, spec in specs.items():
+            all_scores[m][test_idx] = method_scores(spec, bank, train_idx, bank, test_idx, dataset.labels, models,
+                                                    seed, params)
+    truth = style_truth(dataset.ids, dataset.labels)
+    runs = {m: scores_to_run(dataset.ids, all_scores[m], models, _run_id(m)) for m in specs}
+    reports = {m: score_run(runs[m], truth) for m in specs}
+    return StyleCVResult(list(specs), runs, reports, held, len(models))
