@@ -216,7 +216,10 @@ def load_table_task(path: str | Path, text_col: str | Sequence[str] = "text",
         if "val" not in built:
             built = _organiser_splits({"train": built["train"], **({"test": built["test"]} if "test" in built else {})}, seed)
     else:
-        built = _organiser_splits({"train": Split(tuple(texts), tuple(labels))}, seed)
+        try:
+            built = _organiser_splits({"train": Split(tuple(texts), tuple(labels))}, seed)
+        except InputError as exc:
+            raise InputError(exc.message, path=path, field=exc.field) from None
     _check_splits(tid, built, path)
     return Task(id=tid, train=built["train"], val=built["val"], test=built.get("test"), source=str(path))
 
@@ -272,6 +275,9 @@ def _holdout(split: Split, fraction: float, seed: int) -> tuple[Split, Split]:
     """Split off ``fraction`` of ``split``, stratified where every class has at least 2 examples."""
     from sklearn.model_selection import train_test_split
 
+    if len(split) < 10:
+        raise InputError(f"only {len(split)} examples: too few to split off validation/test data "
+                         f"(need at least 10, or give a split column)", field="split")
     idx = np.arange(len(split))
     labels = np.asarray(split.labels)
     _, counts = np.unique(labels, return_counts=True)
