@@ -67,6 +67,12 @@ def test_folds_are_stratified_and_seeded():
         assert sum(int(t) >= 25 for t in f) == 1  # one high task per fold
 
 
+def test_bench_plot(cli, tiny_layout, tmp_path):
+    r = cli("bench", tiny_layout, "--method", "avgrank", "random", "--plot", tmp_path / "b.png")
+    assert r.code == 0, r.err
+    assert (tmp_path / "b.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
 def test_random_is_seeded_and_task_order_independent(tiny_layout, cli, tmp_path):
     a = _bench_json(cli, tiny_layout, "--method", "random", "--seed", "1")
     b = _bench_json(cli, tiny_layout, "--method", "random", "--seed", "1")
