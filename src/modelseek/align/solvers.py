@@ -215,8 +215,9 @@ def red_objective(features, stimuli: Sequence[int], unbiased: bool = False) -> f
 
 
 def optimize_red(features, m: int, *, pool: int | None = None, greedy_sample: int = 32, steps: int = 5000,
-                 seed: int = 0, t0: float | None = None, cooling_to: float = 1e-3, recompute_every: int = 500,
-                 memory_bytes: int = 1 << 30, progress: bool = False, log_every: int | None = None) -> SolverResult:
+                 seed: int = 0, t0: float | None = None, p_start: float = 0.2, cooling_to: float = 1e-3,
+                 recompute_every: int = 500, memory_bytes: int = 1 << 30, progress: bool = False,
+                 log_every: int | None = None) -> SolverResult:
     """Choose ``m`` stimuli (catalog positions) maximising the Red score; see the module docstring."""
     from ..progress import progress_bar
 
@@ -273,12 +274,12 @@ def optimize_red(features, m: int, *, pool: int | None = None, greedy_sample: in
     free_list = np.flatnonzero(~in_set)
     accepted = 0
     if steps > 0 and len(free_list) > 0:
-        if t0 is None:  # typical worsening accepted with probability 1/2 at the start
+        if t0 is None:  # a typical worsening move accepted with probability p_start at the start
             deltas = []
             for _ in range(min(50, steps)):
                 p, v = int(rng.integers(m)), int(free_list[rng.integers(len(free_list))])
                 deltas.append(abs(state.swap_delta(p, v)[0] - cur))
-            t0 = max(float(np.median(deltas)), 1e-12) / math.log(2)
+            t0 = max(float(np.median(deltas)), 1e-12) / math.log(1.0 / p_start)
         alpha = cooling_to ** (1.0 / max(1, steps - 1))
         temp = t0
         log_every = log_every or max(1, steps // 200)

@@ -42,3 +42,24 @@ def make_images(root: Path, n: int, seed: int = 0, size=(40, 48)) -> list[Path]:
 def custom_entry(name="cnn", layer="features.3", embedding="pool", seed=0, arch="tiny_cnn", **kw):
     return {"model_name": name, "source": "custom", "layer": layer, "embedding": embedding, "input_size": 32,
             "model_parameters": {"arch": arch, "seed": seed, **kw}}
+
+
+def make_features(n: int, dims=(8, 16, 12, 10, 6), latent: int = 4, seed: int = 0) -> list[np.ndarray]:
+    """Representations of n stimuli by len(dims) 'models': each a random nonlinear read-out of a shared latent
+    plus model-specific noise, so models agree on some stimuli more than on others."""
+    rng = np.random.default_rng(seed)
+    Z = rng.normal(size=(n, latent))
+    return [np.tanh(Z @ rng.normal(size=(latent, d)) * rng.uniform(0.5, 3)) + rng.normal(size=(n, d)) * rng.uniform(0.1, 1)
+            for d in dims]
+
+
+def write_setup(root: Path, n_images: int = 24, models: list[dict] | None = None, seed: int = 1) -> dict[str, Path]:
+    """Images, a catalog and a registry of tiny custom models under ``root`` (for demos and tests)."""
+    root = Path(root)
+    paths = make_images(root / "synth", n_images, seed=seed)
+    models = models or [custom_entry(f"cnn{s}", seed=s) for s in range(3)] + [
+        custom_entry("vit0", layer="blocks.-1", embedding="cls", arch="tiny_vit")]
+    (root / "registry.json").write_text(json.dumps(models, indent=1))
+    (root / "catalog.jsonl").write_text("".join(
+        json.dumps({"dataset_name": "synth", "image_identifier": p.name}) + "\n" for p in paths))
+    return {"registry": root / "registry.json", "catalog": root / "catalog.jsonl", "images": root / "synth"}
