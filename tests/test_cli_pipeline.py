@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import run_cli_subprocess
+from modelseek.testing.cli import run_cli_subprocess
 from modelseek import GroundTruth, read_runs
 from modelseek.bench import cross_validate, make_folds
 from modelseek.data.pool import load_pool
