@@ -332,7 +332,7 @@ def from_hf_dataset(ds: Any, text_columns: str | Sequence[str] = "text",
         for c in text_cols + label_cols:
             if c not in cols:
                 raise InputError(f"unknown column in split {key!r} (columns: {', '.join(cols)})", field=c)
-        columns = {c: part[c] for c in text_cols}
+        columns = {c: list(part[c]) for c in text_cols}  # plain lists: Column indexing is slow
         texts = []
         for i in range(len(part)):
             pieces = [str(columns[c][i]).strip() for c in text_cols if columns[c][i] is not None and str(columns[c][i]).strip()]
@@ -343,9 +343,9 @@ def from_hf_dataset(ds: Any, text_columns: str | Sequence[str] = "text",
             feature = part.features[label_cols[0]]
             names = getattr(feature, "names", None)
             labels = [names[v] if names is not None and isinstance(v, (int, np.integer)) and v >= 0 else str(v)
-                      for v in part[label_cols[0]]]
+                      for v in list(part[label_cols[0]])]
         else:
-            matrix = np.column_stack([np.asarray(part[c], dtype=float) for c in label_cols])
+            matrix = np.column_stack([np.asarray(list(part[c]), dtype=float) for c in label_cols])
             labels = _one_hot_to_labels(matrix, label_cols, None, 0)
         splits[key] = Split(tuple(texts), tuple(labels))
     built = _organiser_splits(splits, seed)
