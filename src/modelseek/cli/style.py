@@ -8,8 +8,10 @@ from pathlib import Path
 from ..errors import InputError
 from ._common import print_json
 
-_METHOD_HELP = ("method(s) FEATURES-RETRIEVER, e.g. gram+moments+colour-logreg, gram-knn, hist-centroid, "
-                "gram-centroid@pca64, fusion, fusion:gram-logreg,colour-logreg")
+_METHOD_HELP = ("method(s) FEATURES-RETRIEVER: features hist, colour, texture, gram, moments, enc:NAME, "
+                "encgram:NAME (NAME from the alignment model registry) joined by '+'; retriever centroid, knn or "
+                "logreg; e.g. texture+colour+gram-logreg, gram-centroid@pca64, fusion, "
+                "fusion:gram-logreg,colour-logreg")
 
 
 def _common(p) -> None:
@@ -19,6 +21,8 @@ def _common(p) -> None:
     p.add_argument("--images", help="image folder of a Subtask B layout (default ROOT/images; "
                                     "also searched: DIR/train, DIR/test)")
     p.add_argument("--models", help="models.csv fixing the candidates of a folder-per-label set")
+    p.add_argument("--registry", help="alignment model registry (JSON) for enc:NAME / encgram:NAME features "
+                                      "(default: $MODELSEEK_MODEL_REGISTRY)")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -31,7 +35,7 @@ def register(sub) -> None:
     p.add_argument("train", help="Subtask B root or a folder-per-label image set")
     p.add_argument("--test", help="query images: a folder, or a file of image names (default for a Subtask B "
                                   "root: ROOT/test-image-ids.txt)")
-    p.add_argument("-m", "--method", nargs="+", default=["gram+moments+colour-logreg"], help=_METHOD_HELP)
+    p.add_argument("-m", "--method", nargs="+", default=["texture+colour+gram-logreg"], help=_METHOD_HELP)
     p.add_argument("-o", "--output", help="write the run file here")
     p.add_argument("--run-id", help="run id (default: the method name)")
     p.add_argument("--show", type=int, default=3, help="print the top models of at most this many queries")
@@ -98,7 +102,8 @@ def run_rank(args: argparse.Namespace) -> int:
     queries = _load_queries(args, train)
     runs = []
     for method in args.method:
-        ranker = StyleRanker(method, size=args.size, seed=args.seed, cache=args.cache, progress=not args.json)
+        ranker = StyleRanker(method, size=args.size, seed=args.seed, cache=args.cache, progress=not args.json,
+                             registry=args.registry)
         runs.append(ranker.fit(train).rank(queries, run_id=args.run_id or _run_id(method)))
     if args.output:
         write_runs(args.output, runs)
@@ -133,7 +138,7 @@ def run_bench(args: argparse.Namespace) -> int:
         data = _load_train(args)
     methods = args.method or list(DEFAULT_METHODS)
     res = cross_validate_style(data, methods, folds=args.folds, seed=args.seed, size=size, cache=args.cache,
-                               progress=not args.json)
+                               progress=not args.json, registry=args.registry)
     if args.run_out:
         if len(methods) > 5:
             raise InputError("--run-out holds at most 5 runs; choose the methods with -m")

@@ -1,27 +1,32 @@
 """Style descriptors: one vector per image, computed without training.
 
-* ``hist`` — joint RGB colour histogram (8 bins per channel, L1-normalised): the classic colour baseline
+* ``hist`` -- joint RGB colour histogram (8 bins per channel, L1-normalised): the classic colour baseline
   (Swain & Ballard, "Color indexing", IJCV 1991).
-* ``colour`` — colour statistics: mean, standard deviation, skewness and 10/50/90th percentiles of R, G,
-  B, H (as cos/sin of hue weighted by saturation), S and V; saturation-weighted hue histogram; S and V
-  histograms; colourfulness (Hasler & Süsstrunk, 2003).
-* ``gram`` — Gram matrices of the feature maps of several convolutional layers (the style representation of
+* ``colour`` -- colour statistics: mean, standard deviation, skewness and 10/50/90th percentiles of R, G,
+  B, saturation-weighted hue (cos, sin), S and V; saturation-weighted hue histogram; S and V histograms;
+  colourfulness (Hasler & Suesstrunk, 2003).
+* ``texture`` -- pixel-level texture statistics after Portilla & Simoncelli (band-pass pyramid moments,
+  autocorrelation, cross-channel correlation, orientation histogram); see :class:`TextureStats`.
+* ``gram`` -- Gram matrices of the feature maps of several convolutional layers (the style representation of
   Gatys, Ecker & Bethge, "Image style transfer using CNNs", CVPR 2016). Random-weight networks keep much
   of this texture information (Ustyuzhaninov et al., "Texture synthesis using shallow convolutional
   networks with random filters", 2016), so the default backbone is a seeded random conv stack defined here.
   Each layer's upper triangle is compressed by a seeded Gaussian random projection
   (:class:`sklearn.random_projection.GaussianRandomProjection`) and L2-normalised per layer.
-* ``moments`` — per-channel mean and standard deviation of the same feature maps (the statistics AdaIN
+* ``moments`` -- per-channel mean and standard deviation of the same feature maps (the statistics AdaIN
   transfers; Huang & Belongie, ICCV 2017), L2-normalised per layer.
+* ``enc:NAME`` / ``encgram:NAME`` -- any image encoder of the alignment model registry
+  (:mod:`modelseek.align`: torchvision, timm, open_clip, transformers or custom architectures, pretrained
+  or seeded random init), loaded and hooked by the align code: its embedding, or the Gram matrix of its
+  hooked layer.
 
 Extractors are stateless: the vector of an image depends only on the image and the extractor's config, so
-vectors are cached per image (:class:`FeatureCache`). Fitted compression (PCA) belongs to the retriever.
+vectors are cached per image (see :func:`extract`). Fitted compression (PCA) belongs to the retriever.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -114,15 +119,83 @@ class ColourStats(Extractor):
         return np.concatenate([mean, std, np.clip(skew, -10, 10), pct, hue_hist, s_hist, v_hist, [colourfulness]])
 
 
-# ----------------------------------------------------------------------------------------- CNN backbones
-BACKBONES: Registry[Callable[..., Any]] = Registry("style backbone")
+@EXTRACTORS.register("texture")
+class TextureStats(Extractor):
+    """Pixel-level texture statistics in the spirit of Portilla & Simoncelli ("A parametric texture model
+    based on joint statistics of complex wavelet coefficients", IJCV 2000), reduced to what is cheap in
+    numpy (written here because no maintained Python library computes them without a heavy stack):
+
+    * a difference-of-Gaussians pyramid of the luminance (``levels`` band-pass bands): log variance,
+      skewness and kurtosis per band;
+    * the normalised autocorrelation of the two finest bands at lags up to ``lag`` pixels (periodic
+      structure: pixel blocks, scanlines, halftone screens, dithering);
+    * the correlation between the fine bands of R and B shifted horizontally and vertically against G
+      (colour fringes, per-channel noise);
+    * a magnitude-weighted histogram of gradient orientations (hatching, strokes).
+    """
+
+    name = "texture"
+
+    def __init__(self, levels: int = 4, lag: int = 4, orientations: int = 8) -> None:
+        self.levels, self.lag, self.orientations = int(levels), int(lag), int(orientations)
+
+    def config(self) -> dict[str, Any]:
+        return {"name": self.name, "levels": self.levels, "lag": self.lag, "orientations": self.orientations,
+                "v": 1}
+
+    def __call__(self, images: np.ndarray) -> np.ndarray:
+        return np.stack([self._one(img) for img in images]).astype(np.float32)
+
+    def _acf(self, band: np.ndarray) -> np.ndarray:
+        f = np.fft.rfft2(band - band.mean())
+        ac = np.fft.irfft2(np.abs(f) ** 2, s=band.shape)
+        ac = ac / max(ac[0, 0], 1e-12)
+        L = self.lag
+        # half-plane of lags (dy >= 0, excluding the origin and its mirror duplicates)
+        return np.array([ac[dy % band.shape[0], dx % band.shape[1]] for dy in range(0, L + 1)
+                         for dx in range(-L, L + 1) if dy > 0 or dx > 0])
+
+    def _one(self, img: np.ndarray) -> np.ndarray:
+        from scipy import ndimage as ndi
+
+        x = img.astype(np.float64) / 255.0
+        lum = x @ np.array([0.299, 0.587, 0.114])
+        feats = []
+        prev = lum
+        bands = []
+        for k in range(self.levels):
+            low = ndi.gaussian_filter(lum, 2.0 ** k)
+            band = prev - low
+            prev = low
+            bands.append(band)
+            sd = band.std()
+            z = (band - band.mean()) / max(sd, 1e-6)
+            feats += [np.log(sd + 1e-4), (z ** 3).mean(), np.log((z ** 4).mean() + 1e-6)]
+        for band in bands[:2]:
+            feats += list(self._acf(band))
+        hp = x - ndi.gaussian_filter(x, (1.0, 1.0, 0))
+        g = hp[..., 1] - hp[..., 1].mean()
+        for c in (0, 2):
+            ch = hp[..., c] - hp[..., c].mean()
+            denom = max(np.sqrt((ch ** 2).mean() * (g ** 2).mean()), 1e-9)
+            for axis in (0, 1):
+                feats += [(np.roll(ch, d, axis=axis) * g).mean() / denom for d in range(-self.lag, self.lag + 1)]
+        gy, gx = ndi.sobel(lum, 0), ndi.sobel(lum, 1)
+        mag = np.hypot(gx, gy)
+        ang = np.mod(np.arctan2(gy, gx), np.pi)
+        bins = np.minimum((ang / np.pi * self.orientations).astype(int), self.orientations - 1)
+        hist = np.bincount(bins.ravel(), weights=mag.ravel(), minlength=self.orientations)
+        feats += list(hist / max(hist.sum(), 1e-9)) + [np.log(mag.mean() + 1e-4)]
+        return np.asarray(feats)
 
 
+# ----------------------------------------------------------------------------------------- CNN features
 def random_cnn(channels: Sequence[int] = (32, 64, 128, 128), seed: int = 0):
     """A seeded random-weight conv stack: per stage 3x3 conv + ReLU, 2x2 average pooling between stages.
 
     Returns a callable ``(N x 3 x S x S float tensor) -> list of per-stage feature maps``. He-normal weights
-    drawn from a ``torch.Generator`` seeded with ``seed``; biases zero.
+    drawn from a ``torch.Generator`` seeded with ``seed``; biases zero. (Any architecture of the alignment
+    model registry -- torchvision, timm, transformers, custom -- is available through ``encgram:NAME``.)
     """
     import torch
 
@@ -130,8 +203,7 @@ def random_cnn(channels: Sequence[int] = (32, 64, 128, 128), seed: int = 0):
     weights = []
     c_in = 3
     for c in channels:
-        w = torch.randn(int(c), c_in, 3, 3, generator=gen) * (2.0 / (c_in * 9)) ** 0.5
-        weights.append(w)
+        weights.append(torch.randn(int(c), c_in, 3, 3, generator=gen) * (2.0 / (c_in * 9)) ** 0.5)
         c_in = int(c)
 
     def forward(x):
@@ -148,78 +220,61 @@ def random_cnn(channels: Sequence[int] = (32, 64, 128, 128), seed: int = 0):
     return forward
 
 
-BACKBONES.add("random-cnn", random_cnn)
+class _Projector:
+    """Seeded Gaussian random projection per block (sklearn's GaussianRandomProjection matrix, applied in
+    float32), then L2 normalisation per block."""
+
+    def __init__(self, dims: int, seed: int) -> None:
+        self.dims, self.seed = int(dims), int(seed)
+        self._mats: dict[int, np.ndarray] = {}
+
+    def __call__(self, block: int, g: np.ndarray) -> np.ndarray:
+        if g.shape[1] > self.dims:
+            if block not in self._mats:
+                from sklearn.random_projection import GaussianRandomProjection
+
+                rp = GaussianRandomProjection(n_components=self.dims, random_state=self.seed + 1000 * block)
+                rp.fit(np.zeros((1, g.shape[1]), np.float32))
+                self._mats[block] = np.ascontiguousarray(rp.components_.T, dtype=np.float32)
+            g = g @ self._mats[block]
+        return g / np.maximum(np.linalg.norm(g, axis=1, keepdims=True), 1e-12)
 
 
-def torchvision_backbone(arch: str = "vgg16", layers: Sequence[str] | None = None, seed: int = 0):
-    """A random-init torchvision architecture (``weights=None``), feature maps read by forward hooks on the
-    named modules (default: every ReLU after a conv stage boundary for VGG; ``layer1``..``layer4`` else)."""
-    try:
-        import torch
-        import torchvision.models as tvm
-    except Exception as exc:  # torchvision's compiled ops may not load beside this torch build
-        raise InputError(f"torchvision backbone {arch!r} unavailable: {type(exc).__name__}: {exc}") from None
-    with torch.random.fork_rng(devices=[]):  # torchvision initialises from the global generator
-        torch.manual_seed(int(seed))
-        try:
-            model = tvm.get_model(arch, weights=None)
-        except ValueError as exc:
-            raise InputError(f"unknown torchvision architecture {arch!r}: {exc}") from None
-    model.eval()
-    modules = dict(model.named_modules())
-    if layers is None:
-        if "layer4" in modules:
-            layers = ["layer1", "layer2", "layer3", "layer4"]
-        else:
-            feats = [n for n, m in modules.items() if type(m).__name__ == "ReLU" and n.startswith("features.")]
-            layers = feats[:: max(1, len(feats) // 4)][:4]
-    missing = [n for n in layers if n not in modules]
-    if missing:
-        raise InputError(f"{arch} has no module(s) {missing}; examples: {list(modules)[1:8]}")
-    return _hooked(model, list(layers))
+def gram_upper(f) -> np.ndarray:
+    """Upper triangle of the Gram matrix ``F F^T / positions`` of N x C x (positions...) maps (or N x T x C
+    token sequences, taken as C x T), power-normalised (signed square root)."""
+    import torch
+
+    if f.ndim == 3:  # tokens: N x T x C
+        f = f.transpose(1, 2)
+    f = f.reshape(f.shape[0], f.shape[1], -1).float()
+    gram = torch.bmm(f, f.transpose(1, 2)) / f.shape[2]
+    iu = torch.triu_indices(f.shape[1], f.shape[1])
+    g = gram[:, iu[0], iu[1]].numpy().astype(np.float32)
+    return np.sign(g) * np.sqrt(np.abs(g))  # tames the heavy tail of Gram entries
 
 
-def _hooked(model, layers: list[str]):
-    """Run ``model`` and return the outputs of the named modules (read by forward hooks)."""
-    modules = dict(model.named_modules())
-
-    def forward(x):
-        store: dict[str, Any] = {}
-        handles = [modules[n].register_forward_hook(lambda m, i, o, n=n: store.__setitem__(n, o)) for n in layers]
-        try:
-            model(x)
-        finally:
-            for h in handles:
-                h.remove()
-        return [store[n] for n in layers]
-
-    return forward
-
-
-BACKBONES.add("torchvision", torchvision_backbone)
-
-
-def make_backbone(spec: str, seed: int = 0):
-    """``random-cnn`` or ``torchvision:ARCH``."""
-    kind, _, arg = spec.partition(":")
-    fn = BACKBONES.get(kind)
-    return fn(arg, seed=seed) if arg else fn(seed=seed)
+def channel_moments(f) -> np.ndarray:
+    """Per-channel mean and standard deviation of N x C x (positions...) maps."""
+    f = f.reshape(f.shape[0], f.shape[1], -1).float()
+    return np.concatenate([f.mean(2).numpy(), f.std(2).numpy()], axis=1)
 
 
 class _CNNExtractor(Extractor):
-    def __init__(self, backbone: str = "random-cnn", seed: int = 0, dims: int = 256) -> None:
-        self.backbone, self.seed, self.dims = backbone, int(seed), int(dims)
+    def __init__(self, seed: int = 0, dims: int = 256, channels: Sequence[int] = (32, 64, 128, 128)) -> None:
+        self.seed, self.dims, self.channels = int(seed), int(dims), tuple(int(c) for c in channels)
         self._net = None
-        self._proj: dict[int, Any] = {}
+        self._project = _Projector(self.dims, self.seed)
 
     def config(self) -> dict[str, Any]:
-        return {"name": self.name, "backbone": self.backbone, "seed": self.seed, "dims": self.dims, "v": 1}
+        return {"name": self.name, "backbone": "random-cnn", "channels": self.channels, "seed": self.seed,
+                "dims": self.dims, "v": 1}
 
     def _maps(self, images: np.ndarray):
         import torch
 
         if self._net is None:
-            self._net = make_backbone(self.backbone, self.seed)
+            self._net = random_cnn(self.channels, self.seed)
         x = torch.from_numpy(np.ascontiguousarray(images)).permute(0, 3, 1, 2).float() / 255.0
         x = (x - 0.45) / 0.25
         with torch.no_grad():
@@ -230,31 +285,8 @@ class _CNNExtractor(Extractor):
 class GramFeatures(_CNNExtractor):
     name = "gram"
 
-    def _project(self, layer: int, g: np.ndarray) -> np.ndarray:
-        if g.shape[1] <= self.dims:
-            return g
-        if layer not in self._proj:
-            from sklearn.random_projection import GaussianRandomProjection
-
-            rp = GaussianRandomProjection(n_components=self.dims, random_state=self.seed + 1000 * layer)
-            rp.fit(np.zeros((1, g.shape[1]), np.float32))
-            self._proj[layer] = np.ascontiguousarray(rp.components_.T, dtype=np.float32)
-        return g @ self._proj[layer]  # what rp.transform computes, kept in float32 (faster)
-
     def __call__(self, images: np.ndarray) -> np.ndarray:
-        import torch
-
-        blocks = []
-        for li, f in enumerate(self._maps(images)):
-            b, c, h, w = f.shape
-            f = f.reshape(b, c, h * w)
-            gram = torch.bmm(f, f.transpose(1, 2)) / (h * w)
-            iu = torch.triu_indices(c, c)
-            g = gram[:, iu[0], iu[1]].numpy().astype(np.float32)
-            g = np.sign(g) * np.sqrt(np.abs(g))  # power normalisation tames the heavy tail of Gram entries
-            g = self._project(li, g)
-            blocks.append(g / np.maximum(np.linalg.norm(g, axis=1, keepdims=True), 1e-12))
-        return np.concatenate(blocks, axis=1).astype(np.float32)
+        return np.concatenate([self._project(i, gram_upper(f)) for i, f in enumerate(self._maps(images))], axis=1)
 
 
 @EXTRACTORS.register("moments")
@@ -262,77 +294,119 @@ class ChannelMoments(_CNNExtractor):
     name = "moments"
 
     def __call__(self, images: np.ndarray) -> np.ndarray:
-        blocks = []
-        for f in self._maps(images):
-            f = f.flatten(2)
-            m = np.concatenate([f.mean(2).numpy(), f.std(2).numpy()], axis=1)
-            blocks.append(m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12))
-        return np.concatenate(blocks, axis=1).astype(np.float32)
+        return np.concatenate([self._project(i, channel_moments(f)) for i, f in enumerate(self._maps(images))],
+                              axis=1)
 
 
-def make_extractor(name: str, seed: int = 0, **params: Any) -> Extractor:
-    """An extractor by name (``hist``, ``colour``, ``gram``, ``moments``, ...); ``seed`` where it takes one."""
+# ----------------------------------------------------------------------------- alignment-registry encoders
+class _RegistryExtractor(Extractor):
+    """An encoder of the alignment model registry (:mod:`modelseek.align`): loaded and hooked by
+    :func:`modelseek.align.load_model` at the entry's ``layer``; the registry file comes from ``registry``
+    or the ``MODELSEEK_MODEL_REGISTRY`` environment variable."""
+
+    def __init__(self, model: str = "", registry: str | Path | None = None, seed: int = 0, dims: int = 256) -> None:
+        if not model:
+            raise InputError(f"feature {self.name!r} needs a registry model name: {self.name}:NAME", field="method")
+        from ..align.formats import ModelRegistry
+
+        self.model, self.seed, self.dims = model, int(seed), int(dims)
+        self.entry = ModelRegistry.load(registry).get(model)
+        self._loaded = None
+
+    def config(self) -> dict[str, Any]:
+        return {"name": self.name, "entry": self.entry.fingerprint(), "seed": self.seed, "dims": self.dims, "v": 1}
+
+    def key(self) -> str:
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in self.model)
+        return f"{super().key()}-{safe}"
+
+    def _model(self):
+        if self._loaded is None:
+            from ..align.models import load_model
+
+            self._loaded = load_model(self.entry)
+            if self._loaded.call_images is None:
+                raise InputError(f"model {self.model!r} takes no images", field="modality")
+        return self._loaded
+
+
+@EXTRACTORS.register("enc")
+class EncoderEmbedding(_RegistryExtractor):
+    """The entry's embedding (its layer, reduced by its ``embedding`` strategy)."""
+
+    name = "enc"
+
+    def __call__(self, images: np.ndarray) -> np.ndarray:
+        from ..align.models import embed_images
+
+        return embed_images(self.entry, list(images), model=self._model())
+
+
+@EXTRACTORS.register("encgram")
+class EncoderGram(_RegistryExtractor):
+    """Gram matrix of the entry's layer output (conv maps N x C x H x W, or tokens N x T x C), projected."""
+
+    name = "encgram"
+
+    def __call__(self, images: np.ndarray) -> np.ndarray:
+        import torch
+
+        from ..align.models import _first_tensor, _run_hooked, preprocess_images
+
+        loaded = self._model()
+        x = preprocess_images(self.entry, list(images))
+        with torch.no_grad():
+            out = _first_tensor(_run_hooked(loaded, lambda: loaded.call_images(x)))
+        if out is None or out.ndim < 3:
+            shape = None if out is None else tuple(out.shape)
+            raise InputError(f"model {self.model!r}: layer {self.entry.layer!r} gives {shape}; a Gram matrix needs "
+                             f"spatial maps or tokens", field="layer")
+        return self._project_gram(gram_upper(out))
+
+    def _project_gram(self, g: np.ndarray) -> np.ndarray:
+        if not hasattr(self, "_proj"):
+            self._proj = _Projector(self.dims, self.seed)
+        return self._proj(0, g)
+
+
+def make_extractor(spec: str, seed: int = 0, **params: Any) -> Extractor:
+    """An extractor by name: ``hist``, ``colour``, ``texture``, ``gram``, ``moments``, or a registry encoder
+    ``enc:NAME`` / ``encgram:NAME``; ``seed`` goes to those that take one, ``registry`` only to encoders."""
     import inspect
 
-    cls = EXTRACTORS.get(name)
-    if "seed" in inspect.signature(cls).parameters:
+    kind, _, arg = str(spec).partition(":")
+    cls = EXTRACTORS.get(kind)
+    sig = inspect.signature(cls).parameters
+    if arg:
+        if "model" not in sig:
+            raise InputError(f"feature {kind!r} takes no argument (got {spec!r})", field="method")
+        params["model"] = arg
+    if "seed" in sig:
         params.setdefault("seed", seed)
+    if "registry" not in sig:
+        params.pop("registry", None)
     return cls(**params)
 
 
-# ----------------------------------------------------------------------------------------- cache
-class FeatureCache:
-    """One file per (extractor, image): ``DIR/<extractor key>/<sha256 of image key>.npy``.
-
-    Written atomically; each file carries the SHA-256 of its payload and is verified on read, a corrupt
-    or truncated file is recomputed.
-    """
-
-    MAGIC = b"MSFC1"
-
-    def __init__(self, root: str | Path) -> None:
-        self.root = Path(root)
-
-    def _path(self, ext_key: str, item_key: str) -> Path:
-        return self.root / ext_key / f"{hashlib.sha256(item_key.encode()).hexdigest()}.npy"
-
-    def get(self, ext_key: str, item_key: str) -> np.ndarray | None:
-        p = self._path(ext_key, item_key)
-        try:
-            data = p.read_bytes()
-        except OSError:
-            return None
-        head = len(self.MAGIC) + 32
-        if len(data) < head or data[: len(self.MAGIC)] != self.MAGIC:
-            return None
-        payload = data[head:]
-        if hashlib.sha256(payload).digest() != data[len(self.MAGIC):head]:
-            return None
-        try:
-            return np.load(io.BytesIO(payload), allow_pickle=False)
-        except ValueError:
-            return None
-
-    def put(self, ext_key: str, item_key: str, vec: np.ndarray) -> None:
-        from ..io import atomic_write_bytes
-
-        buf = io.BytesIO()
-        np.save(buf, np.asarray(vec), allow_pickle=False)
-        payload = buf.getvalue()
-        atomic_write_bytes(self._path(ext_key, item_key), self.MAGIC + hashlib.sha256(payload).digest() + payload)
+# ----------------------------------------------------------------------------------------- extraction
+def _cache_key(ext_key: str, item_key: str) -> str:
+    return f"style/{ext_key}/{hashlib.sha256(item_key.encode()).hexdigest()}"
 
 
 def extract(dataset: StyleDataset, extractor: Extractor, size: int = 128, batch_size: int = 32,
-            cache: FeatureCache | str | Path | None = None, progress: bool = False) -> np.ndarray:
+            cache: str | Path | None = None, progress: bool = False) -> np.ndarray:
     """Features of every image of ``dataset`` (N x D float32), images resized to ``size`` x ``size``.
 
-    With ``cache``, vectors found there are reused and each finished batch is written, so an interrupted
-    extraction resumes where it stopped.
+    With ``cache`` (a folder; :class:`modelseek.align.ArrayCache`: atomic writes, hash-verified reads, a
+    corrupt entry is recomputed), vectors are stored per image and reused; each finished batch is written,
+    so an interrupted extraction resumes where it stopped.
     """
     if size < 8:
         raise InputError(f"image size must be at least 8, got {size}", field="size")
-    if cache is not None and not isinstance(cache, FeatureCache):
-        cache = FeatureCache(cache)
+    if cache is not None:
+        from ..align.cache import ArrayCache
+
+        cache = ArrayCache(cache)
     ext_key = f"{extractor.key()}-s{int(size)}"
     n = len(dataset)
     rows: list[np.ndarray | None] = [None] * n
@@ -341,7 +415,7 @@ def extract(dataset: StyleDataset, extractor: Extractor, size: int = 128, batch_
     if cache is not None:
         todo = []
         for i in range(n):
-            v = cache.get(ext_key, keys[i])
+            v = cache.get(_cache_key(ext_key, keys[i]))
             if v is None:
                 todo.append(i)
             else:
@@ -353,7 +427,7 @@ def extract(dataset: StyleDataset, extractor: Extractor, size: int = 128, batch_
         for i, v in zip(batch, feats):
             rows[i] = v
             if cache is not None:
-                cache.put(ext_key, keys[i], v)
+                cache.put(_cache_key(ext_key, keys[i]), v, {"image": keys[i], "extractor": extractor.config()})
     if n == 0:
         raise InputError("no images")
     out = np.stack(rows).astype(np.float32)

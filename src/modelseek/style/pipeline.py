@@ -28,12 +28,13 @@ from ..errors import InputError
 from ..evaluate import evaluate
 from ..progress import progress_bar
 from .data import StyleDataset
-from .descriptors import EXTRACTORS, FeatureCache, extract, make_extractor
+from .descriptors import EXTRACTORS, extract, make_extractor
 from .retrievers import RETRIEVERS, make_retriever, rrf
 
-DEFAULT_METHODS = ("hist-centroid", "hist-knn", "hist-logreg", "colour-logreg", "gram-centroid", "gram-knn",
-                   "gram-logreg", "moments-logreg", "gram+moments+colour-logreg", "fusion")
-FUSION_MEMBERS = ("gram+moments+colour-logreg", "gram-knn", "moments-logreg", "colour-logreg")
+DEFAULT_METHODS = ("hist-centroid", "hist-knn", "hist-logreg", "colour-logreg", "texture-logreg", "gram-centroid",
+                   "gram-knn", "gram-logreg", "moments-logreg", "texture+colour-centroid", "texture+colour-knn",
+                   "texture+colour-logreg", "texture+colour+gram-logreg", "fusion")
+FUSION_MEMBERS = ("texture+colour-logreg", "texture+colour+gram-logreg", "texture+colour-centroid")
 BASELINE = "hist-centroid"
 
 
@@ -76,7 +77,7 @@ def parse_method(name: str) -> MethodSpec:
     RETRIEVERS.get(retr)
     features = tuple(feats.split("+"))
     for f in features:
-        EXTRACTORS.get(f)
+        EXTRACTORS.get(f.partition(":")[0])
     if len(set(features)) != len(features):
         raise InputError(f"method {name!r} repeats a feature", field="method")
     pca = None
@@ -90,16 +91,18 @@ def parse_method(name: str) -> MethodSpec:
 class FeatureBank:
     """Computes each extractor's features for a dataset once (disk cache optional) and hands out blocks."""
 
-    def __init__(self, dataset: StyleDataset, size: int = 128, seed: int = 0,
-                 cache: str | Path | FeatureCache | None = None, progress: bool = False,
-                 extractor_params: Mapping[str, dict] | None = None) -> None:
+    def __init__(self, dataset: StyleDataset, size: int = 128, seed: int = 0, cache: str | Path | None = None,
+                 progress: bool = False, extractor_params: Mapping[str, dict] | None = None,
+                 registry: str | Path | None = None) -> None:
         self.dataset, self.size, self.seed, self.cache, self.progress = dataset, size, seed, cache, progress
         self.params = dict(extractor_params or {})
+        self.registry = registry
         self._feats: dict[str, np.ndarray] = {}
 
     def get(self, name: str) -> np.ndarray:
         if name not in self._feats:
-            ext = make_extractor(name, seed=self.seed, **self.params.get(name, {}))
+            ext = make_extractor(name, seed=self.seed, registry=self.registry,
+                                 **self.params.get(name.partition(":")[0], {}))
             self._feats[name] = extract(self.dataset, ext, size=self.size, cache=self.cache, progress=self.progress)
         return self._feats[name]
 
@@ -153,22 +156,22 @@ def score_run(run: Run, truth: GroundTruth) -> Report:
 class StyleRanker:
     """Fit a style-retrieval method on labelled images; rank every candidate model for new images.
 
-    >>> ranker = StyleRanker("gram+moments+colour-logreg").fit(train)   # doctest: +SKIP
+    >>> ranker = StyleRanker("texture+colour+gram-logreg").fit(train)   # doctest: +SKIP
     >>> run = ranker.rank(test)                                          # doctest: +SKIP
     """
 
-    def __init__(self, method: str = "gram+moments+colour-logreg", size: int = 128, seed: int = 0,
+    def __init__(self, method: str = "texture+colour+gram-logreg", size: int = 128, seed: int = 0,
                  cache: str | Path | None = None, progress: bool = False,
-                 params: Mapping[str, dict] | None = None) -> None:
+                 params: Mapping[str, dict] | None = None, registry: str | Path | None = None) -> None:
         self.method, self.size, self.seed, self.cache, self.progress = method, size, seed, cache, progress
-        self.params = params
+        self.params, self.registry = params, registry
 
     def fit(self, train: StyleDataset) -> "StyleRanker":
         self.spec_ = parse_method(self.method)
         if not train.labelled:
             raise InputError("training images need labels", path=train.source or None)
         self.train_ = train
-        self.bank_ = FeatureBank(train, self.size, self.seed, self.cache, self.progress, self._ext_params())
+        self.bank_ = FeatureBank(train, self.size, self.seed, self.cache, self.progress, self._ext_params(), self.registry)
         for f in self.spec_.all_features():
             self.bank_.get(f)
         return self
@@ -181,7 +184,7 @@ class StyleRanker:
             raise InputError("StyleRanker is not fitted")
         if tuple(queries.models.ids) != tuple(self.train_.models.ids):
             raise InputError("queries and training images use different model lists")
-        bank = FeatureBank(queries, self.size, self.seed, self.cache, self.progress, self._ext_params())
+        bank = FeatureBank(queries, self.size, self.seed, self.cache, self.progress, self._ext_params(), self.registry)
         return method_scores(self.spec_, self.bank_, range(len(self.train_)), bank, range(len(queries)),
                              self.train_.labels, self.train_.models.ids, self.seed, self.params)
 
@@ -252,7 +255,8 @@ class StyleCVResult:
 
 def cross_validate_style(dataset: StyleDataset, methods: Sequence[str] = DEFAULT_METHODS, folds: int = 5,
                          seed: int = 0, size: int = 128, cache: str | Path | None = None, progress: bool = False,
-                         params: Mapping[str, dict] | None = None) -> StyleCVResult:
+                         params: Mapping[str, dict] | None = None,
+                         registry: str | Path | None = None) -> StyleCVResult:
     """Grouped k-fold CV (groups = content images): every method ranks each held-out image's candidates
     after fitting on the other folds; the held-out rankings form one run per method, scored by MRR."""
     if not dataset.labelled:
@@ -263,7 +267,7 @@ def cross_validate_style(dataset: StyleDataset, methods: Sequence[str] = DEFAULT
     if len(specs) != len(list(methods)):
         raise InputError("a method is listed twice", field="method")
     ext_params = {k: v for k, v in (params or {}).items() if k in EXTRACTORS}
-    bank = FeatureBank(dataset, size, seed, cache, progress, ext_params)
+    bank = FeatureBank(dataset, size, seed, cache, progress, ext_params, registry)
     for f in dict.fromkeys(f for s in specs.values() for f in s.all_features()):
         bank.get(f)
     held = content_folds(dataset.groups, folds, seed)
