@@ -1,0 +1,97 @@
+"""``modelseek rank-style`` and ``modelseek bench-style`` through the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from modelseek import validate_run
+from modelseek.data.run import read_runs
+
+
+def test_rank_style_writes_a_valid_subtask_b_run(cli, b_layout, tmp_path):
+    out = tmp_path / "run.txt"
+    r = cli("rank-style", b_layout, "-o", out, "--size", 32, "-m", "texture+colour-logreg", "hist-centroid",
+            "--cache", tmp_path / "cache")
+    assert r.code == 0, r.err
+    assert "Subtask B rules: valid" in r.out
+    test_ids = [n.strip()[:-4] for n in (b_layout / "test-image-ids.txt").read_text().split()]
+    runs = validate_run(out, topics=test_ids, docs=["1", "2", "3", "4"], subtask="B")
+    assert set(runs) == {"texture+colour-logreg", "hist-centroid"}
+    run = runs["texture+colour-logreg"]
+    assert sorted(run) == sorted(test_ids) and "test-0005-0011" in run
+    assert all(sorted(run.ranking(q)) == ["1", "2", "3", "4"] for q in run)
+    first = (out.read_text().splitlines()[0]).split()
+    assert first[0] == "test-0005-0011" and first[1] == "Q0" and first[3] == "1"
+
+
+def test_rank_style_json_and_cache_reuse(cli, b_layout, tmp_path):
+    args = ("rank-style", b_layout, "--size", 32, "-m", "colour-centroid", "--json", "--cache", tmp_path / "c")
+    a = cli(*args)
+    b = cli(*args)
+    assert a.code == 0 and a.out == b.out
+    data = json.loads(a.out)["colour-centroid"]
+    assert len(data) == 8 and all(len(v) == 4 for v in data.values())
+    assert data["test-0005-0011"][0]["model"].startswith("style ")
+
+
+def test_rank_style_folder_sets(cli, b_layout, tmp_path):
+    from PIL import Image
+
+    train = tmp_path / "train"
+    for lab in ("1", "2", "3", "4"):
+        (train / lab).mkdir(parents=True)
+    for p in sorted((b_layout / "images" / "train").glob("*.png")):
+        content, model = p.stem.split("-")[1:]
+        Image.open(p).save(train / str(int(model)) / f"c{content}.png")
+    queries = b_layout / "images" / "test"
+    out = tmp_path / "run.txt"
+    r = cli("rank-style", train, "--test", queries, "-o", out, "--size", 32, "-m", "colour-knn",
+            "--models", b_layout / "models.csv")
+    assert r.code == 0, r.err
+    (run,) = read_runs(out).values()
+    assert len(run) == 8
+    # without --test a folder set has no queries
+    r = cli("rank-style", train, "--size", 32)
+    assert r.code == 1 and "--test is needed" in r.err
+
+
+def test_rank_style_bad_input_exit_1(cli, b_layout, tmp_path):
+    (b_layout / "images" / "test" / "test-0005-0011.png").write_bytes(b"not a png")
+    r = cli("rank-style", b_layout, "--size", 32, "-m", "hist-centroid")
+    assert r.code == 1 and "test-0005-0011.png" in r.err and "cannot read image" in r.err
+    r = cli("rank-style", tmp_path / "nowhere")
+    assert r.code == 1 and "no such folder" in r.err
+    r = cli("rank-style", b_layout, "-m", "gram-svm")
+    assert r.code == 1 and "unknown style retriever 'svm'" in r.err
+
+
+def test_bench_style_generated_json(cli, tmp_path):
+    r = cli("bench-style", "--generated", "--styles", 20, "--seed", 0, "--json", "--contents", 4, "--size", 32,
+            "--folds", 2, "-m", "hist-centroid", "texture+colour-logreg", "--plot", tmp_path / "mrr.png")
+    assert r.code == 0, r.err
+    out = json.loads(r.out)
+    mrr = out["mrr"]
+    assert set(mrr) == {"hist-centroid", "texture+colour-logreg"}
+    assert any("hist" in m for m in mrr)
+    assert out["chance"]["mrr"] == pytest.approx(sum(1 / k for k in range(1, 21)) / 20)
+    assert out["n_images"] == 80 and out["n_models"] == 20
+    assert mrr["texture+colour-logreg"] > mrr["hist-centroid"] > out["chance"]["mrr"]
+    assert (tmp_path / "mrr.png").stat().st_size > 1000
+
+
+def test_bench_style_on_a_subtask_b_layout(cli, b_layout, tmp_path):
+    runs = tmp_path / "cv.txt"
+    r = cli("bench-style", b_layout, "--size", 32, "--folds", 2, "-m", "colour-centroid", "--run-out", runs)
+    assert r.code == 0, r.err
+    assert "colour-centroid" in r.out and "chance" in r.out
+    (run,) = validate_run(runs, subtask="B").values()
+    assert len(run) == 16  # every training image ranked once, by a model that never saw its content image
+
+
+def test_bench_style_usage_errors(cli):
+    r = cli("bench-style")
+    assert r.code == 1 and "--generated" in r.err
+    r = cli("bench-style", "--generated", "--styles", 1)
+    assert r.code == 1 and "at least 2 styles" in r.err
