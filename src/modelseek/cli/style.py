@@ -125,7 +125,7 @@ def run_rank(args: argparse.Namespace) -> int:
 def run_bench(args: argparse.Namespace) -> int:
     from ..data.run import write_runs
     from ..style.generated import generated_style_dataset
-    from ..style.pipeline import DEFAULT_METHODS, cross_validate_style
+    from ..style.pipeline import BASELINE, DEFAULT_METHODS, cross_validate_style
 
     if args.generated == bool(args.path):
         raise InputError("give either a labelled set PATH or --generated")
@@ -149,11 +149,17 @@ def run_bench(args: argparse.Namespace) -> int:
         out = res.to_dict()
         out.update({"dataset": "generated" if args.generated else str(args.path), "n_images": len(data),
                     "size": size, "seed": args.seed, "mrr_interval": res.intervals(seed=args.seed)})
+        if BASELINE in res.methods:
+            out["vs_baseline"] = {"baseline": BASELINE, **{m: vars(c) for m, c in res.versus(seed=args.seed).items()}}
         print_json(out)
         return 0
     print(f"{len(data)} images, {res.n_models} models, {args.folds}-fold CV grouped by content image, seed "
           f"{args.seed}")
     print(res.table())
+    if BASELINE in res.methods and len(res.methods) > 1:
+        print(f"MRR minus {BASELINE} (paired bootstrap over images):")
+        for m, c in res.versus(seed=args.seed).items():
+            print(f"  {m:<32} {c}")
     return 0
 
 

@@ -240,10 +240,30 @@ class StyleCVResult:
             out[m] = (float(row["low"]), float(row["high"]))
         return out
 
+    def versus(self, baseline: str = BASELINE, n_resamples: int = 1000, seed: int = 0) -> dict:
+        """Paired bootstrap (over queries) of each method's MRR minus ``baseline``'s."""
+        from ..stats.bootstrap import paired_bootstrap
+
+        if baseline not in self.reports:
+            raise InputError(f"baseline {baseline!r} was not run; methods: {', '.join(self.methods)}")
+        base = self.reports[baseline].per_topic["mrr"]
+        return {m: paired_bootstrap(self.reports[m].per_topic["mrr"].loc[base.index], base, n_resamples,
+                                    seed=seed) for m in self.methods if m != baseline}
+
+    def per_model(self) -> pd.DataFrame:
+        """MRR per true model (rows) and method (columns)."""
+        truth = self.extra.get("labels")
+        frames = {m: self.reports[m].per_topic["mrr"] for m in self.methods}
+        df = pd.DataFrame(frames)
+        if truth is not None:
+            df["model"] = [truth[t] for t in df.index]
+            return df.groupby("model", sort=False)[self.methods].mean()
+        return df
+
     def to_dict(self) -> dict:
         return {"mrr": self.mrr, "top1": self.top1, "chance": {"mrr": self.chance, "top1": 1.0 / self.n_models},
                 "n_queries": len(next(iter(self.runs.values()))), "n_models": self.n_models,
-                "folds": len(self.folds), **self.extra}
+                "folds": len(self.folds), **{k: v for k, v in self.extra.items() if k != "labels"}}
 
     def table(self) -> str:
         lines = [f"{'method':<32} {'MRR':>7} {'top-1':>7}", "-" * 48]
@@ -282,4 +302,5 @@ def cross_validate_style(dataset: StyleDataset, methods: Sequence[str] = DEFAULT
     truth = style_truth(dataset.ids, dataset.labels)
     runs = {m: scores_to_run(dataset.ids, all_scores[m], models, _run_id(m)) for m in specs}
     reports = {m: score_run(runs[m], truth) for m in specs}
-    return StyleCVResult(list(specs), runs, reports, held, len(models))
+    return StyleCVResult(list(specs), runs, reports, held, len(models),
+                         extra={"labels": dict(zip(dataset.ids, dataset.labels))})
