@@ -60,7 +60,7 @@ def test_rank_style_folder_sets(cli, b_layout, tmp_path):
 def test_rank_style_bad_input_exit_1(cli, b_layout, tmp_path):
     (b_layout / "images" / "test" / "test-0005-0011.png").write_bytes(b"not a png")
     r = cli("rank-style", b_layout, "--size", 32, "-m", "hist-centroid")
-    assert r.code == 1 and "test-0005-0011.png" in r.err and "cannot read image" in r.err
+    assert r.code == 1 and "test-0005-0011.png" in r.err and "cannot decode image" in r.err
     r = cli("rank-style", tmp_path / "nowhere")
     assert r.code == 1 and "no such folder" in r.err
     r = cli("rank-style", b_layout, "-m", "gram-svm")

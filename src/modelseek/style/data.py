@@ -159,20 +159,11 @@ def resize_square(img: np.ndarray, size: int) -> np.ndarray:
 
 
 def read_image(path: str | Path, size: int | None = None) -> np.ndarray:
-    """Read an image file as RGB uint8; :class:`InputError` naming the file when missing or unreadable."""
-    try:
-        from PIL import Image, UnidentifiedImageError
-    except ImportError:  # pragma: no cover - pillow is in the vision extra
-        raise InputError("reading images needs pillow: pip install 'modelseek[vision]'") from None
-    path = Path(path)
-    if not path.is_file():
-        raise InputError("no such image", path=path)
-    try:
-        with Image.open(path) as im:
-            im.load()
-            img = np.asarray(im.convert("RGB"))
-    except (UnidentifiedImageError, OSError, ValueError, SyntaxError) as exc:
-        raise InputError(f"cannot read image ({type(exc).__name__}: {exc})", path=path) from None
+    """Read an image file as RGB uint8 (decoded by the align loader's reader); :class:`InputError` naming
+    the file when it is missing or cannot be decoded."""
+    from ..align.models import _open_image
+
+    img = np.asarray(_open_image(Path(path), 0))
     return img if size is None else resize_square(img, size)
 
 
