@@ -151,3 +151,37 @@ def test_registry_encoder_errors(tmp_path):
     flat = make_extractor("encgram:tiny", registry=_registry(tmp_path, layer="fc"))
     with pytest.raises(InputError, match="needs spatial maps or tokens"):
         flat(_rand_images(1, 32))
+
+
+def _entry_registry(tmp_path, entry):
+    reg = tmp_path / "reg.json"
+    reg.write_text(json.dumps([entry]))
+    return reg
+
+
+def test_random_init_transformers_architecture_gram(tmp_path):
+    """A random-init Hugging Face ResNet (built from its config, seeded, offline) as a Gram backbone."""
+    reg = _entry_registry(tmp_path, {
+        "model_name": "hf-resnet", "source": "transformers", "weights": None, "layer": "encoder.stages.0",
+        "input_size": 32, "model_parameters": {"model_type": "resnet", "embedding_size": 8, "hidden_sizes": [8, 16],
+                                               "depths": [1, 1], "seed": 0}})
+    imgs = _rand_images(2, 32)
+    g = make_extractor("encgram:hf-resnet", registry=reg, dims=32)(imgs)
+    assert g.shape == (2, 32) and np.isfinite(g).all()
+    assert np.array_equal(g, make_extractor("encgram:hf-resnet", registry=reg, dims=32)(imgs))
+
+
+def test_random_init_torchvision_architecture(tmp_path):
+    """torchvision architectures with random weights through the registry; where torchvision cannot be
+    imported (its compiled ops do not load beside every torch build) the error says so in one line."""
+    reg = _entry_registry(tmp_path, {"model_name": "rn18", "source": "torchvision", "weights": None,
+                                     "layer": "layer1", "input_size": 32, "model_parameters": {"arch": "resnet18"}})
+    ext = make_extractor("encgram:rn18", registry=reg, dims=32)
+    try:
+        import torchvision  # noqa: F401
+    except Exception:  # noqa: BLE001 - ImportError or a broken binary build
+        with pytest.raises(InputError, match="torchvision"):
+            ext(_rand_images(1, 32))
+        return
+    g = ext(_rand_images(2, 32))
+    assert g.shape == (2, 32) and np.isfinite(g).all()
