@@ -15,7 +15,8 @@ _METHOD_HELP = ("method(s) FEATURES-RETRIEVER: features hist, colour, texture, g
 
 
 def _common(p) -> None:
-    p.add_argument("--size", type=int, default=128, help="images are resized and centre-cropped to SIZE x SIZE")
+    p.add_argument("--size", type=int, default=128,
+                   help="images are resized and centre-cropped to SIZE x SIZE (default 128; 64 with --generated)")
     p.add_argument("--seed", type=int, default=0, help="seed of random-weight backbones, projections and folds")
     p.add_argument("--cache", help="feature cache folder (reused and resumed across runs)")
     p.add_argument("--images", help="image folder of a Subtask B layout (default ROOT/images; "
