@@ -91,7 +91,8 @@ def _folder_set(root: Path, labels=("a", "b"), stems=("c1", "c2")) -> Path:
     for lab in labels:
         (root / lab).mkdir(parents=True)
         for k, s in enumerate(stems):
-            Image.fromarray(np.full((8, 8, 3), 40 * k + (100 if lab == "b" else 0), np.uint8)).save(root / lab / f"{s}.png")
+            value = 40 * k + (100 if lab == "b" else 0)
+            Image.fromarray(np.full((8, 8, 3), value, np.uint8)).save(root / lab / f"{s}.png")
     return root
 
 

@@ -265,10 +265,11 @@ def load_subtask_b_test(root: str | Path, images: str | Path | None = None,
     """The unlabelled test images named in ``test-image-ids.txt`` (query ids without ``.png``)."""
     root = Path(root)
     models = load_models(root / "models.csv")
-    names = read_image_list(ids_file or root / "test-image-ids.txt")
+    ids_file = Path(ids_file or root / "test-image-ids.txt")
+    names = read_image_list(ids_file)
     dirs = _image_dirs(root, images)
     return StyleDataset(ids=[normalize_b_id(n) for n in names], models=models,
-                        paths=[_find_image(n, dirs) for n in names], source=str(ids_file or root / "test-image-ids.txt"))
+                        paths=[_find_image(n, dirs) for n in names], source=str(ids_file))
 
 
 def is_subtask_b(root: str | Path) -> bool:

@@ -171,7 +171,8 @@ class StyleRanker:
         if not train.labelled:
             raise InputError("training images need labels", path=train.source or None)
         self.train_ = train
-        self.bank_ = FeatureBank(train, self.size, self.seed, self.cache, self.progress, self._ext_params(), self.registry)
+        self.bank_ = FeatureBank(train, self.size, self.seed, self.cache, self.progress, self._ext_params(),
+                                 self.registry)
         for f in self.spec_.all_features():
             self.bank_.get(f)
         return self
