@@ -153,3 +153,19 @@ def test_cv_on_generated_styles_beats_chance_and_hist(tmp_path):
     # every query ranked all 8 models, in one run per method
     run = res.runs["texture+colour-logreg"]
     assert len(run) == len(data) and all(len(run[q]) == 8 for q in run)
+
+
+def test_subtask_b_id_rules_apply_to_style_runs(tmp_path):
+    from modelseek import ValidationError, validate_run
+    from modelseek.style.pipeline import scores_to_run
+
+    good = scores_to_run(["test-0001-0011", "test-0002-0190"], np.array([[0.1, 0.9], [0.8, 0.2]]), ["1", "2"], "r")
+    path = tmp_path / "run.txt"
+    good.write(path)
+    runs = validate_run(path, topics=["test-0001-0011.png", "test-0002-0190.png"], docs=["1", "2"], subtask="B")
+    assert runs["r"].ranking("test-0001-0011") == ["2", "1"]
+    path.write_text("test-0001-0011.png Q0 01 1 0.9 r\ntest-0001-0011.png Q0 2 2 0.1 r\n")
+    with pytest.raises(ValidationError) as exc:
+        validate_run(path, subtask="B")
+    msgs = " ".join(str(p) for p in exc.value.problems)
+    assert "'test-0001-0011.png' must be written 'test-0001-0011'" in msgs and "'01' must be written '1'" in msgs

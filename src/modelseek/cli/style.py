@@ -94,11 +94,13 @@ def _load_queries(args, train):
 
 
 def run_rank(args: argparse.Namespace) -> int:
-    from ..data.run import validate_run, write_runs
+    from ..data.run import MAX_RUN_IDS, validate_run, write_runs
     from ..style.pipeline import StyleRanker, _run_id
 
     if len(args.method) > 1 and args.run_id:
         raise InputError("--run-id needs a single --method")
+    if args.output and len(args.method) > MAX_RUN_IDS:
+        raise InputError(f"a run file holds at most {MAX_RUN_IDS} runs; got {len(args.method)} methods")
     train = _load_train(args)
     queries = _load_queries(args, train)
     runs = []
@@ -141,8 +143,10 @@ def run_bench(args: argparse.Namespace) -> int:
     res = cross_validate_style(data, methods, folds=args.folds, seed=args.seed, size=size, cache=args.cache,
                                progress=not args.json, registry=args.registry)
     if args.run_out:
-        if len(methods) > 5:
-            raise InputError("--run-out holds at most 5 runs; choose the methods with -m")
+        from ..data.run import MAX_RUN_IDS
+
+        if len(methods) > MAX_RUN_IDS:
+            raise InputError(f"--run-out holds at most {MAX_RUN_IDS} runs; choose the methods with -m")
         write_runs(args.run_out, [res.runs[m] for m in methods])
     if args.plot:
         _plot(res, args.plot)
