@@ -173,7 +173,7 @@ def _plot(res, path: str) -> None:
 
     methods = sorted(res.methods, key=lambda m: res.mrr[m])
     iv = res.intervals()
-    fig = Figure(figsize=(7, 0.35 * len(methods) + 1.2))
+    fig = Figure(figsize=(8.5, 0.35 * len(methods) + 1.2))
     ax = fig.add_subplot()
     vals = [res.mrr[m] for m in methods]
     err = [[v - iv[m][0] for m, v in zip(methods, vals)], [iv[m][1] - v for m, v in zip(methods, vals)]]
@@ -181,6 +181,6 @@ def _plot(res, path: str) -> None:
     ax.axvline(res.chance, color="tab:red", ls="--", label=f"chance ({res.chance:.3f})")
     ax.set_xlabel("MRR (95% bootstrap interval over queries)")
     ax.set_xlim(0, 1)
-    ax.legend(loc="lower right")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # beside the bars, never on them
     fig.tight_layout()
     fig.savefig(path, dpi=120)
