@@ -169,3 +169,13 @@ def test_subtask_b_id_rules_apply_to_style_runs(tmp_path):
         validate_run(path, subtask="B")
     msgs = " ".join(str(p) for p in exc.value.problems)
     assert "'test-0001-0011.png' must be written 'test-0001-0011'" in msgs and "'01' must be written '1'" in msgs
+
+
+def test_generated_mixed_content_uses_sample_photos():
+    pytest.importorskip("skimage", reason="scikit-image (the vision extra) ships the sample photographs")
+    shapes = generated_style_dataset(n_styles=2, n_content=2, size=24, seed=0)
+    mixed = generated_style_dataset(n_styles=2, n_content=2, size=24, seed=0, content="mixed")
+    assert np.array_equal(shapes.arrays[0], mixed.arrays[0])  # content 1 is drawn by code in both
+    assert not np.array_equal(shapes.arrays[2], mixed.arrays[2])  # content 2 is a photo crop in "mixed"
+    with pytest.raises(InputError, match="valid: shapes, mixed"):
+        generated_style_dataset(n_styles=2, n_content=2, content="photos")
