@@ -71,6 +71,12 @@ def test_unknown_layer_lists_valid_paths(image_paths):
     assert layer_names(load_model(custom_entry()).module)[:2] == ["features", "features.0"]
 
 
+def test_unknown_layer_writes_nothing_to_cache(tmp_path, image_paths):
+    with pytest.raises(InputError, match="unknown layer"):
+        embed_images(custom_entry(layer="head"), image_paths[:2], cache_dir=tmp_path / "c")
+    assert not (tmp_path / "c").exists() or not any(p.is_file() for p in (tmp_path / "c").rglob("*"))
+
+
 def test_output_dim_checked(image_paths):
     e = dict(custom_entry(), output_dim=99)
     with pytest.raises(InputError, match="gives dim 16, registry says 99"):

@@ -130,6 +130,9 @@ def run_optimize(args) -> int:
     from ..align.solvers import optimize_blue, optimize_red, plot_trajectory
     from ..io import atomic_write_text
 
+    if args.team == "red" and args.unbiased:
+        raise InputError("--unbiased: the Red solver's incremental updates are for biased HSIC; score the "
+                         "result with 'modelseek align score --unbiased'")
     registry, catalog = _load(args)
     data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size, progress=not args.json)
     if args.team == "red":
