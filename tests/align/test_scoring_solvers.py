@@ -200,6 +200,6 @@ def test_cli_clear_errors_and_clean_cache(cli, align_setup, tmp_path):
     (imgs / "img_003.png").write_bytes(b"garbage")
     r = cli("align", "score", blue, "--cache-dir", tmp_path / "c2", "--dataset-root", f"synth={imgs}")
     assert r.code == 1 and "cannot decode image" in r.err and "img_003.png" in r.err
-    assert not list((tmp_path / "c2").rglob("*.npy"))
+    assert not list((tmp_path / "c2").rglob("*.feat"))
     r = cli("align", "optimize", "--team", "red", "--size", "5", "--unbiased", "--cache-dir", cache)
     assert r.code == 1 and "biased HSIC" in r.err

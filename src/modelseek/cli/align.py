@@ -16,7 +16,7 @@ def _common(p: argparse.ArgumentParser, data: bool = True) -> None:
     p.add_argument("--dataset-root", action="append", default=[], metavar="NAME=PATH",
                    help="folder of a data set (default: $MODELSEEK_DATASET_<NAME> or $MODELSEEK_DATASETS_ROOT/NAME)")
     if data:
-        p.add_argument("--cache-dir", help="embedding cache (default: $MODELSEEK_CACHE_DIR/align or "
+        p.add_argument("--cache-dir", help="embedding cache (default: $MODELSEEK_CACHE/align or "
                                            "~/.cache/modelseek/align)")
         p.add_argument("--batch-size", type=int, default=32)
         p.add_argument("--unbiased", action="store_true", help="unbiased HSIC (Song et al. 2012) in CKA")
@@ -193,11 +193,9 @@ def run_matrix(args) -> int:
 
 
 def _heatmap(C, names, path) -> None:
-    import io
+    from matplotlib.figure import Figure  # the object API: no pyplot, no global backend change
 
-    from matplotlib.figure import Figure
-
-    from ..io import atomic_write_bytes
+    from ..plots import save_figure
 
     k = len(names)
     fig = Figure(figsize=(2 + 0.35 * k, 1.5 + 0.35 * k), dpi=110)
@@ -207,6 +205,4 @@ def _heatmap(C, names, path) -> None:
     ax.set_yticks(range(k), names, fontsize=7)
     fig.colorbar(im, ax=ax, label="linear CKA")
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    atomic_write_bytes(path, buf.getvalue())
+    save_figure(fig, path)
