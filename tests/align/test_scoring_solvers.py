@@ -203,3 +203,13 @@ def test_cli_clear_errors_and_clean_cache(cli, align_setup, tmp_path):
     assert not list((tmp_path / "c2").rglob("*.feat"))
     r = cli("align", "optimize", "--team", "red", "--size", "5", "--unbiased", "--cache-dir", cache)
     assert r.code == 1 and "biased HSIC" in r.err
+
+
+def test_cli_embed_saves_arrays_equal_to_api(cli, align_setup, tmp_path):
+    from modelseek.align import embed_catalog
+
+    r = cli("align", "embed", "--models", "cnn1", "vit0", "--cache-dir", tmp_path / "c", "-o", tmp_path / "out")
+    assert r.code == 0, r.err
+    assert "cnn1: 24 x 16" in r.out and "vit0: 24 x 16" in r.out
+    reg, cat = ModelRegistry.load(align_setup["registry"]), StimulusCatalog.load(align_setup["catalog"])
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "cnn1.npy"), embed_catalog(reg.get("cnn1"), cat))

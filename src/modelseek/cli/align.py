@@ -24,7 +24,7 @@ def _common(p: argparse.ArgumentParser, data: bool = True) -> None:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("align", help="representational alignment (Re-Align): validate, score, optimize, matrix",
+    p = sub.add_parser("align", help="representational alignment (Re-Align): validate, score, optimize, embed, matrix",
                        description="Blue team: models that agree (mean pairwise CKA on the catalog). Red team: "
                                    "stimuli on which the registry's models disagree (1 - mean pairwise CKA).")
     s = p.add_subparsers(dest="align_command", metavar="ACTION")
@@ -59,6 +59,12 @@ def register(sub) -> None:
     o.add_argument("--plot", help="write a PNG of the score trajectory here")
     _common(o)
     o.set_defaults(func=run_optimize)
+
+    e = s.add_parser("embed", help="embed the catalog with registry models (cached); optionally save .npy files")
+    e.add_argument("--models", nargs="+", help="these registry models (default: all)")
+    e.add_argument("-o", "--output-dir", help="write <model_name>.npy files here")
+    _common(e)
+    e.set_defaults(func=run_embed)
 
     m = s.add_parser("matrix", help="CKA matrix of registry models on the catalog; list near-duplicates")
     m.add_argument("--models", nargs="+", help="these registry models (default: all)")
@@ -158,6 +164,33 @@ def run_optimize(args) -> int:
         print(f"  {k:<14} {v:.6f}")
     if args.output:
         print(f"wrote {args.output}")
+    return 0
+
+
+def run_embed(args) -> int:
+    import io
+
+    import numpy as np
+
+    from ..align.scoring import AlignData
+    from ..io import atomic_write_bytes
+
+    registry, catalog = _load(args)
+    data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size, progress=not args.json)
+    shapes = {}
+    for name, F in data.features.items():
+        shapes[name] = list(F.shape)
+        if args.output_dir:
+            buf = io.BytesIO()
+            np.save(buf, F, allow_pickle=False)
+            atomic_write_bytes(Path(args.output_dir) / f"{name}.npy", buf.getvalue())
+    if args.json:
+        print_json({"catalog_version": catalog.version(), "shapes": shapes})
+        return 0
+    for name, shp in shapes.items():
+        print(f"{name}: {shp[0]} x {shp[1]}")
+    if args.output_dir:
+        print(f"wrote {len(shapes)} file(s) to {args.output_dir}")
     return 0
 
 
