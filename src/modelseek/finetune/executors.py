@@ -49,7 +49,7 @@ def run_job(job: "Job", trainer: Trainer | None = None) -> JobOutcome:
             error = str(exc)
         else:
             error = f"{type(exc).__name__}: {exc}\n" + "".join(traceback.format_exc(limit=-3))
-        log.warning("job %s/%s seed %s failed: %s", job.task.task_id, job.model.model_id, job.seed,
+        log.info("job %s/%s seed %s failed: %s", job.task.task_id, job.model.model_id, job.seed,
                     error.splitlines()[0] if error else "")
         return JobOutcome(job.key, "failed", error=error, host=socket.gethostname())
     return JobOutcome(job.key, "done", result=result.to_dict(), host=socket.gethostname())

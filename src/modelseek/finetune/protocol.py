@@ -193,6 +193,11 @@ def _quiet_transformers() -> Iterator[None]:
 
 def load_model(model: ModelSpec, label_names: list[str]):
     """Tokenizer and a classification model with a fresh ``len(label_names)``-way head."""
+    import os
+
+    src = os.path.expanduser(model.source)
+    if (os.path.isabs(src) or src.startswith(".")) and not os.path.isdir(src):
+        raise CandidateLoadError(f"candidate {model.model_id!r}: no model folder at {model.source}")
     try:
 
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
