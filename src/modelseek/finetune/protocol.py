@@ -287,8 +287,10 @@ def _evaluate(net, data: _Encoded, n_classes: int, batch_size: int, device: str,
 
 # ------------------------------------------------------------------------------------------ the protocol
 def finetune(task: "Task | TaskData", model: "Candidate | ModelSpec | str", recipe: Recipe = PROTOCOL,
-             seed: int = 0, progress: bool = False) -> FinetuneResult:
+             seed: int = 0, progress: bool = False, output_dir: str | None = None) -> FinetuneResult:
     """Fine-tune ``model`` on ``task`` under ``recipe`` with ``seed``; score the best epoch on test.
+
+    With ``output_dir`` the fine-tuned model (best epoch) and its tokenizer are saved there.
 
     Raises :class:`InputError` for a task the protocol cannot run (labels differing between splits, no
     test split ...) and :class:`CandidateLoadError` for a model that fails to load.
@@ -361,6 +363,10 @@ def finetune(task: "Task | TaskData", model: "Candidate | ModelSpec | str", reci
         if best_state is not None:  # None only if every validation loss was NaN/inf
             net.load_state_dict(best_state)
         test_loss, test_cm = _evaluate(net, test, len(labels), recipe.eval_batch_size, device, autocast)
+        if output_dir is not None:
+            with _quiet_transformers():
+                net.save_pretrained(output_dir)
+                tok.save_pretrained(output_dir)
     best_loss = stopper.best_loss
     return FinetuneResult(
         f1=macro_f1_from_confusion(test_cm), accuracy=accuracy_from_confusion(test_cm),

@@ -10,7 +10,7 @@ from pathlib import Path
 from .synthetic import CLASS_WORDS, DOMAINS, FILLER
 
 
-def make_tiny_bert(path: str | Path, seed: int = 0, hidden: int = 32, layers: int = 2) -> Path:
+def make_tiny_bert(path: str | Path, seed: int = 0, hidden: int = 32, layers: int = 2, dropout: float = 0.1) -> Path:
     """Save a randomly initialised tiny BERT (and a word-level WordPiece vocabulary covering the words of
     :func:`modelseek.testing.make_text_task`) with ``save_pretrained``; returns ``path``."""
     import torch
@@ -23,7 +23,7 @@ def make_tiny_bert(path: str | Path, seed: int = 0, hidden: int = 32, layers: in
     tok = BertTokenizerFast({w: i for i, w in enumerate(vocab)}, do_lower_case=True, model_max_length=64)
     config = BertConfig(vocab_size=len(vocab), hidden_size=hidden, num_hidden_layers=layers,
                         num_attention_heads=2, intermediate_size=2 * hidden, max_position_embeddings=64,
-                        hidden_dropout_prob=0.1, attention_probs_dropout_prob=0.1)
+                        hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = BertForMaskedLM(config)
