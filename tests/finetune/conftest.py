@@ -40,6 +40,18 @@ def fast_recipe() -> Recipe:
     return FAST
 
 
+@pytest.fixture
+def pool_yaml():
+    """``pool_yaml(path, {id: model_dir}, extra={id: path})`` writes a pool file."""
+    return write_pool_yaml
+
+
+@pytest.fixture
+def recipe_yaml():
+    """``recipe_yaml(path, recipe)`` writes a recipe file."""
+    return write_recipe_yaml
+
+
 def write_pool_yaml(path: Path, models: dict[str, Path], extra: dict[str, str] | None = None) -> Path:
     lines = ["name: tiny", "candidates:"]
     for k, v in {**{k: str(p) for k, p in models.items()}, **(extra or {})}.items():
