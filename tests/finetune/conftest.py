@@ -40,6 +40,21 @@ def fast_recipe() -> Recipe:
     return FAST
 
 
+@pytest.fixture(scope="module")
+def fast_recipe_module() -> Recipe:
+    return FAST
+
+
+@pytest.fixture(scope="module")
+def pool_yaml_module():
+    return write_pool_yaml
+
+
+@pytest.fixture(scope="module")
+def recipe_yaml_module():
+    return write_recipe_yaml
+
+
 @pytest.fixture
 def pool_yaml():
     """``pool_yaml(path, {id: model_dir}, extra={id: path})`` writes a pool file."""

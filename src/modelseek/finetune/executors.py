@@ -78,6 +78,15 @@ def _ray_job(task, model, recipe, seed, key, trainer):
     return run_job(job, trainer)
 
 
+def _modelseek_root() -> str | None:
+    """Where this process imports modelseek from (run on a worker as a probe)."""
+    try:
+        import modelseek
+    except ImportError:
+        return None
+    return str(Path(modelseek.__file__).resolve().parents[1])
+
+
 def _package_root() -> Path:
     """The folder that holds the ``modelseek`` package this driver imported."""
     return Path(__file__).resolve().parents[2]
@@ -100,12 +109,18 @@ class RayExecutor:
         self.max_retries = max_retries
         self.ship_code = ship_code
 
-    def _runtime_env(self) -> dict[str, Any]:
+    def _runtime_env(self, ray) -> dict[str, Any]:
+        """Nothing when the workers already import this driver's modelseek (asked with a probe task, so
+        that idle workers are reused); else the package folder on PYTHONPATH (local instance) or shipped
+        with ``py_modules`` (a cluster given by address)."""
         if not self.ship_code:
+            return {}
+        here = str(_package_root())
+        if ray.get(ray.remote(_modelseek_root).remote()) == here:
             return {}
         if self.address:
             return {"py_modules": [str(_package_root() / "modelseek")]}
-        path = os.pathsep.join(p for p in (str(_package_root()), os.environ.get("PYTHONPATH", "")) if p)
+        path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
         return {"env_vars": {"PYTHONPATH": path, "TOKENIZERS_PARALLELISM": "false"}}
 
     def run(self, jobs: Sequence["Job"], on_start: OnStart, on_done: OnDone, trainer: Trainer | None = None) -> None:
@@ -122,12 +137,13 @@ class RayExecutor:
         try:
             gpus = ray.cluster_resources().get("GPU", 0)
             remote = ray.remote(_ray_job)
+            env = self._runtime_env(ray)
             task_refs: dict[str, Any] = {}
             pending: dict[Any, tuple[Job, int]] = {}
             for job in jobs:
                 res = {"num_gpus": 1, "num_cpus": 1} if gpus else {"num_cpus": job.recipe.cpu_threads or 1}
                 opts = remote.options(max_retries=self.max_retries, retry_exceptions=False,
-                                      runtime_env=self._runtime_env() or None, **res)
+                                      runtime_env=env or None, **res)
                 fp = job.task.fingerprint
                 if fp not in task_refs:  # each task's data goes to the object store once
                     task_refs[fp] = ray.put(job.task)
