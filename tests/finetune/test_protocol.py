@@ -86,6 +86,11 @@ def test_dynamic_padding(tiny_models, tiny_tasks):
     assert (b["input_ids"][b["attention_mask"] == 0] == tok.pad_token_id).all()
     ref = tok([task.train.texts[i] for i in idx], padding=True, return_tensors="pt")
     assert torch.equal(ref["input_ids"], b["input_ids"]) and torch.equal(ref["attention_mask"], b["attention_mask"])
+    static = _Encoded(tok, task.train, enc_labels := {y: i for i, y in enumerate(sorted(set(task.train.labels)))},
+                      512, pad_to_length=60).batch(idx, "cpu")
+    assert static["input_ids"].shape[1] == 60 and torch.equal(static["attention_mask"][:, : b["input_ids"].shape[1]],
+                                                              b["attention_mask"])
+    assert len(enc_labels) == 3
 
 
 def test_precision_is_fp32_on_cpu(fast_recipe):

@@ -226,7 +226,8 @@ class _Encoded:
     through Python dicts per batch): the arrays are already token ids, so padding is a fill and a copy.
     """
 
-    def __init__(self, tok, split: Split, label_index: Mapping[str, int], max_length: int) -> None:
+    def __init__(self, tok, split: Split, label_index: Mapping[str, int], max_length: int,
+                 pad_to_length: int | None = None) -> None:
         limit = max_length
         mml = getattr(tok, "model_max_length", None)
         if isinstance(mml, int) and 0 < mml < 100_000:
@@ -238,6 +239,7 @@ class _Encoded:
         self.pad_id = int(tok.pad_token_id)
         self.left = getattr(tok, "padding_side", "right") == "left"
         self.lengths = np.array([len(x) for x in self.input_ids])
+        self.pad_to_length = min(pad_to_length, limit) if pad_to_length else None
 
     def __len__(self) -> int:
         return len(self.input_ids)
@@ -246,6 +248,8 @@ class _Encoded:
         import torch
 
         width = int(self.lengths[idx].max())
+        if self.pad_to_length:
+            width = max(width, self.pad_to_length)
         ids = np.full((len(idx), width), self.pad_id, dtype=np.int64)
         mask = np.zeros((len(idx), width), dtype=np.int64)
         types = np.zeros((len(idx), width), dtype=np.int64) if self.token_type_ids is not None else None
@@ -316,9 +320,9 @@ def finetune(task: "Task | TaskData", model: "Candidate | ModelSpec | str", reci
     with _torch_state(recipe, seed, device):
         tok, net = load_model(spec, labels)
         net.to(device)
-        train = _Encoded(tok, data.train, index, recipe.max_length)
-        val = _Encoded(tok, data.val, index, recipe.max_length)
-        test = _Encoded(tok, data.test, index, recipe.max_length)
+        train = _Encoded(tok, data.train, index, recipe.max_length, recipe.pad_to_length)
+        val = _Encoded(tok, data.val, index, recipe.max_length, recipe.pad_to_length)
+        test = _Encoded(tok, data.test, index, recipe.max_length, recipe.pad_to_length)
         opt = torch.optim.AdamW(net.parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay)
         gen = torch.Generator().manual_seed(seed)
         stopper = EarlyStopper(recipe.patience, recipe.min_delta)

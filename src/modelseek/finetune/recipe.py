@@ -54,6 +54,8 @@ class Recipe:
     ``batch_size`` is the effective batch (one optimizer step); with ``grad_accum`` > 1 each step
     accumulates gradients over ``grad_accum`` micro-batches of ``batch_size / grad_accum`` examples, so the
     update is the same as with one big batch and peak memory is smaller.
+    ``pad_to_length`` pads every batch to that many tokens (static shapes, e.g. for compilers); the default
+    ``None`` pads each batch to its longest member (dynamic padding).
     ``cpu_threads`` pins torch's intra-op threads during a job (results on CPU are bit-identical only for
     the same thread count; the Ray executor reserves this many CPUs per job).
     """
@@ -67,6 +69,7 @@ class Recipe:
     min_delta: float = 0.0
     max_length: int = 512
     eval_batch_size: int = 64
+    pad_to_length: int | None = None
     precision: Precision = Precision.AUTO
     device: Device = Device.AUTO
     cpu_threads: int | None = None
@@ -95,6 +98,8 @@ class Recipe:
         for name in ("batch_size", "grad_accum", "max_epochs", "patience", "max_length", "eval_batch_size"):
             if getattr(self, name) < 1:
                 raise InputError(f"must be >= 1, got {getattr(self, name)}", field=name)
+        if self.pad_to_length is not None and self.pad_to_length < 1:
+            raise InputError(f"must be >= 1, got {self.pad_to_length}", field="pad_to_length")
         if self.cpu_threads is not None and self.cpu_threads < 1:
             raise InputError(f"must be >= 1, got {self.cpu_threads}", field="cpu_threads")
         if self.batch_size % self.grad_accum:
