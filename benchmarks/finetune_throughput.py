@@ -45,6 +45,8 @@ def main() -> None:
     ap.add_argument("--epochs", type=int, default=2)
     ap.add_argument("--static-length", type=int, default=128)
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's choice)")
+    ap.add_argument("--repeats", type=int, default=2, help="rounds over all configurations (interleaved, so "
+                                                          "that a busy machine slows each alike); best is kept")
     args = ap.parse_args()
 
     model = str(minilm_path())
@@ -60,15 +62,21 @@ def main() -> None:
     print(f"model: all-MiniLM-L6-v2 (offline, {model})")
     print(f"device: {device}; torch {torch.__version__}; threads {args.threads or torch.get_num_threads()}")
     print(f"task: {args.n_train} training examples, 4 classes; {args.epochs} epoch(s); batch 16\n")
-    rows = []
-    for name, recipe in configs:
-        res = finetune(task, model, recipe, seed=0)
-        rows.append((name, res.device, res.precision, res.train_examples_per_s))
-        print(f"  measured {name}: {res.train_examples_per_s:.1f} examples/s", file=sys.stderr)
-    baseline = rows[0][3]
+    best: dict[str, tuple[str, str, float]] = {}
+    for r in range(args.repeats):
+        for name, recipe in configs:
+            res = finetune(task, model, recipe, seed=0)
+            eps = res.train_examples_per_s
+            if name not in best or eps > best[name][2]:
+                best[name] = (res.device, res.precision, eps)
+            print(f"  round {r + 1}: {name}: {eps:.1f} examples/s", file=sys.stderr)
+    baseline = best[configs[0][0]][2]
+    print(f"best of {args.repeats} interleaved round(s); load average at the end: "
+          f"{', '.join(f'{x:.1f}' for x in os.getloadavg())}")
     print("| configuration | device | precision | train examples/s | vs baseline |")
     print("|---|---|---|---:|---:|")
-    for name, dev, prec, eps in rows:
+    for name, _ in configs:
+        dev, prec, eps = best[name]
         print(f"| {name} | {dev} | {prec} | {eps:.1f} | {eps / baseline:.2f}x |")
 
 

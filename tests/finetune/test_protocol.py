@@ -78,7 +78,8 @@ def test_dynamic_padding(tiny_models, tiny_tasks):
 
     tok = AutoTokenizer.from_pretrained(tiny_models["1"])
     task = tiny_tasks[0]
-    enc = _Encoded(tok, task.train, {y: i for i, y in enumerate(sorted(set(task.train.labels)))}, 512)
+    index = {y: i for i, y in enumerate(sorted(set(task.train.labels)))}
+    enc = _Encoded(tok, task.train, index, 512)
     idx = np.array([0, 1, 2])
     b = enc.batch(idx, "cpu")
     assert b["input_ids"].shape[1] == enc.lengths[idx].max() < 64  # padded to the batch's longest only
@@ -86,11 +87,10 @@ def test_dynamic_padding(tiny_models, tiny_tasks):
     assert (b["input_ids"][b["attention_mask"] == 0] == tok.pad_token_id).all()
     ref = tok([task.train.texts[i] for i in idx], padding=True, return_tensors="pt")
     assert torch.equal(ref["input_ids"], b["input_ids"]) and torch.equal(ref["attention_mask"], b["attention_mask"])
-    static = _Encoded(tok, task.train, enc_labels := {y: i for i, y in enumerate(sorted(set(task.train.labels)))},
-                      512, pad_to_length=60).batch(idx, "cpu")
-    assert static["input_ids"].shape[1] == 60 and torch.equal(static["attention_mask"][:, : b["input_ids"].shape[1]],
-                                                              b["attention_mask"])
-    assert len(enc_labels) == 3
+    static = _Encoded(tok, task.train, index, 512, pad_to_length=60).batch(idx, "cpu")  # the static baseline
+    width = b["input_ids"].shape[1]
+    assert static["input_ids"].shape[1] == 60 and torch.equal(static["attention_mask"][:, :width], b["attention_mask"])
+    assert int(static["attention_mask"][:, width:].sum()) == 0
 
 
 def test_precision_is_fp32_on_cpu(fast_recipe):

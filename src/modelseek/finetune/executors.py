@@ -74,7 +74,9 @@ def _ray_job(task, model, recipe, seed, key, trainer):
     from .grid import Job
 
     job = Job(task=task, model=model, recipe=recipe, seed=seed)
-    assert job.key == key, "job key changed in transit"
+    if job.key != key:  # the worker's modelseek hashes jobs differently from the driver's
+        raise RuntimeError(f"job key changed in transit ({key} -> {job.key}): driver and worker run "
+                           f"different modelseek versions")
     return run_job(job, trainer)
 
 

@@ -116,8 +116,8 @@ class Recipe:
 
     @property
     def digest(self) -> str:
-        """A stable 12-hex-digit name of the settings that change results (not the device or precision
-        choice ``auto``, which is resolved per machine)."""
+        """A stable 12-hex-digit name of every setting (jobs under different recipes are different jobs).
+        ``auto`` device and precision are named as such: they resolve per machine, recorded per result."""
         blob = json.dumps(self.to_dict(), sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
