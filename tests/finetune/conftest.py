@@ -10,7 +10,7 @@ import pytest
 from modelseek.data.pool import Candidate, Pool
 from modelseek.finetune import Recipe
 from modelseek.testing import make_text_task
-from modelseek.testing.finetune import make_tiny_bert
+from modelseek.testing.finetune import make_learnable_bert
 
 # lr far above the protocol's 2e-5: random tiny encoders need it to learn in a few epochs.
 FAST = Recipe(lr=5e-3, max_epochs=6, patience=2, cpu_threads=1)
@@ -19,8 +19,9 @@ FAST = Recipe(lr=5e-3, max_epochs=6, patience=2, cpu_threads=1)
 @pytest.fixture(scope="session")
 def tiny_models(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("models")
-    return {"1": make_tiny_bert(root / "m1", seed=0, layers=2), "2": make_tiny_bert(root / "m2", seed=1, layers=1),
-            "3": make_tiny_bert(root / "m3", seed=2, layers=1, hidden=48)}
+    return {"1": make_learnable_bert(root / "m1", seed=0, layers=2),
+            "2": make_learnable_bert(root / "m2", seed=1, layers=1),
+            "3": make_learnable_bert(root / "m3", seed=2, layers=1, hidden=48)}
 
 
 @pytest.fixture(scope="session")

@@ -12,7 +12,7 @@ from modelseek.errors import InputError
 from modelseek.finetune import CandidateLoadError, TaskData, finetune
 from modelseek.finetune.metrics import macro_f1
 from modelseek.finetune.protocol import _Encoded, resolve_precision
-from modelseek.testing.finetune import make_tiny_bert
+from modelseek.testing.finetune import make_learnable_bert
 
 
 def _val_loss_and_f1(model_dir, task):
@@ -64,7 +64,7 @@ def test_seeded_runs_are_identical_and_rng_untouched(tiny_models, tiny_tasks, fa
 
 
 def test_gradient_accumulation_matches_one_batch(tmp_path, tiny_tasks, fast_recipe):
-    model = str(make_tiny_bert(tmp_path / "nodrop", seed=5, layers=1, dropout=0.0))
+    model = str(make_learnable_bert(tmp_path / "nodrop", seed=5, layers=1, dropout=0.0))
     recipe = fast_recipe.replace(max_epochs=3, patience=3, lr=1e-3)
     one = finetune(tiny_tasks[0], model, recipe, seed=0)
     acc = finetune(tiny_tasks[0], model, recipe.replace(grad_accum=4), seed=0)

@@ -10,9 +10,16 @@ from pathlib import Path
 from .synthetic import CLASS_WORDS, DOMAINS, FILLER
 
 
-def make_tiny_bert(path: str | Path, seed: int = 0, hidden: int = 32, layers: int = 2, dropout: float = 0.1) -> Path:
-    """Save a randomly initialised tiny BERT (and a word-level WordPiece vocabulary covering the words of
-    :func:`modelseek.testing.make_text_task`) with ``save_pretrained``; returns ``path``."""
+def make_learnable_bert(path: str | Path, seed: int = 0, hidden: int = 32, layers: int = 2,
+                        dropout: float = 0.1) -> Path:
+    """Save a randomly initialised tiny BERT with a classification-ready config and a word-level vocabulary
+    covering the words of :func:`modelseek.testing.make_text_task`, with ``save_pretrained``; returns ``path``.
+
+    Unlike :func:`modelseek.testing.tiny_models.make_tiny_bert` (30k WordPiece vocabulary, for feature
+    extraction), this one *learns* the generated keyword tasks in a few epochs at lr ~5e-3, so fine-tuning
+    tests see real early stopping and F1 that differs between models. ``dropout=0`` makes training
+    independent of dropout masks (used to compare gradient accumulation with one big batch).
+    """
     import torch
     from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
 
