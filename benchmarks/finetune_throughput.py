@@ -41,7 +41,8 @@ def main() -> None:
     task = make_text_task("bench", n_classes=4, n_train=args.n_train, n_val=64, n_test=64, seed=0)
     base = Recipe(max_epochs=args.epochs, patience=args.epochs, cpu_threads=args.threads)
     cuda = torch.cuda.is_available()
-    configs = [("static padding to %d (baseline)" % args.static_length, base.replace(pad_to_length=args.static_length, precision="fp32")),
+    static = base.replace(pad_to_length=args.static_length, precision="fp32")
+    configs = [(f"static padding to {args.static_length} (baseline)", static),
                ("dynamic padding (protocol)", base.replace(precision="fp32")),
                ("dynamic padding + grad_accum 4", base.replace(grad_accum=4, precision="fp32"))]
     if cuda:
