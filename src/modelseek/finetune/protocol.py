@@ -195,7 +195,12 @@ def load_model(model: ModelSpec, label_names: list[str]):
     """Tokenizer and a classification model with a fresh ``len(label_names)``-way head."""
     import os
 
-    src = os.path.expanduser(model.source)
+    from ..features.text import resolve_source
+
+    try:
+        src = os.path.expanduser(resolve_source(model.source))  # package:NAME/sub -> the installed folder
+    except ModelseekError as exc:
+        raise CandidateLoadError(f"candidate {model.model_id!r}: {exc}") from None
     if (os.path.isabs(src) or src.startswith(".")) and not os.path.isdir(src):
         raise CandidateLoadError(f"candidate {model.model_id!r}: no model folder at {model.source}")
     try:
@@ -203,9 +208,9 @@ def load_model(model: ModelSpec, label_names: list[str]):
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         with _quiet_transformers():
-            tok = AutoTokenizer.from_pretrained(model.source, revision=model.revision)
+            tok = AutoTokenizer.from_pretrained(src, revision=model.revision)
             net = AutoModelForSequenceClassification.from_pretrained(
-                model.source, revision=model.revision, num_labels=len(label_names),
+                src, revision=model.revision, num_labels=len(label_names),
                 id2label=dict(enumerate(label_names)), label2id={n: i for i, n in enumerate(label_names)},
                 ignore_mismatched_sizes=True)  # candidates already fine-tuned carry a head of another size
     except Exception as exc:  # any loading failure (missing files, bad config, hub offline ...) is the user's
