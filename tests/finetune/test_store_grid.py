@@ -111,8 +111,10 @@ def test_cli_finetune_official_format(cli, tmp_path, tiny_models, fast_recipe, p
     store = out.with_suffix(".jobs.sqlite")
     with sqlite3.connect(store) as db:
         assert db.execute("SELECT COUNT(*) FROM jobs WHERE status='done'").fetchone()[0] == 4
-    again = cli("finetune", "--pool", pool, "--tasks", layout, "--out", out, "--recipe", recipe, "--json")
+    again = cli("finetune", "--pool", pool, "--tasks", layout, "--out", out, "--recipe", recipe, "--json",
+                "--plot", tmp_path / "curves.png")
     assert again.code == 1 and '"skipped": 6' in again.out and '"ran": 0' in again.out
+    assert (tmp_path / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_cli_finetune_bad_recipe(cli, tmp_path, tiny_models, pool_yaml):

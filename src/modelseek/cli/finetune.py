@@ -33,6 +33,7 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, help="ground-truth CSV to write (official format + criticality)")
     p.add_argument("--store", help="job store (default: OUT with suffix .jobs.sqlite)")
     p.add_argument("--scheme", default="ntcir", choices=["ntcir", "paper"], help="relevance grading of the output")
+    p.add_argument("--plot", metavar="PNG", help="also draw the validation-loss curves of the grid's jobs")
     add_recipe_args(p)
     p.add_argument("--json", action="store_true", help="print a machine-readable summary")
     p.set_defaults(func=run)
@@ -67,6 +68,10 @@ def run(args: argparse.Namespace) -> int:
     if grid.n_done:
         grid.ground_truth(tasks).to_csv(out, scheme=args.scheme)
         wrote = True
+    if args.plot and grid.n_done:
+        from ..finetune.curves import plot_learning_curves
+
+        plot_learning_curves(grid.store.records(j.key for j in grid.jobs), args.plot)
     summary = {"jobs": len(grid.jobs), "skipped": grid.skipped, "ran": grid.ran, "done": grid.n_done,
                "failed": len(failed), "recipe": recipe.digest, "store": str(store), "out": str(out) if wrote else None,
                "failures": [{"task_id": j.task.task_id, "model_id": j.model.model_id, "seed": j.seed,
