@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ._common import load_pool_arg, load_truth, print_json
+from .finetune import add_verify_args, verify_after_rank
 
 
 def register(sub) -> None:
@@ -29,6 +30,7 @@ def register(sub) -> None:
     p.add_argument("--label-col", default="label", help="label column(s) of a table file, comma-separated")
     p.add_argument("--show", type=int, default=3, help="print the rankings of at most this many tasks")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_verify_args(p)
     p.set_defaults(func=run)
 
 
@@ -61,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
     from ..data.run import write_runs
     from ..data.task import TaskSet
 
+    if args.json and (args.verify_top or args.halving):
+        raise InputError("--verify-top/--halving print tables; use them without --json")
     root = Path(args.path)
     pool = load_pool_arg(args.pool, root if root.is_dir() else None)
     tasks = _tasks(args)
@@ -96,4 +100,4 @@ def run(args: argparse.Namespace) -> int:
             print(f"... and {len(r) - args.show} more task(s)")
     if args.output:
         print(f"wrote {sum(len(r) for r in runs)} ranking(s) of {len(pool)} candidates to {args.output}")
-    return 0
+    return verify_after_rank(args, runs, tasks, pool)
