@@ -106,7 +106,7 @@ def test_extract_cache_reuses_and_recovers_from_corruption(tmp_path):
     a = extract(ds, Counting(), size=16, cache=tmp_path)
     b = extract(ds, Counting(), size=16, cache=tmp_path)
     assert np.array_equal(a, b) and calls == [3]
-    victim = sorted(tmp_path.rglob("*.npy"))[0]
+    victim = sorted(tmp_path.rglob("*.feat"))[0]
     victim.write_bytes(victim.read_bytes()[:-8] + b"corrupt!")
     c = extract(ds, Counting(), size=16, cache=tmp_path)
     assert np.array_equal(a, c) and calls == [3, 1]

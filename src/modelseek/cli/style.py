@@ -171,6 +171,8 @@ def run_bench(args: argparse.Namespace) -> int:
 def _plot(res, path: str) -> None:
     from matplotlib.figure import Figure  # a bare Figure renders with Agg; no pyplot, no global backend
 
+    from ..plots import save_figure
+
     methods = sorted(res.methods, key=lambda m: res.mrr[m])
     iv = res.intervals()
     fig = Figure(figsize=(8.5, 0.35 * len(methods) + 1.2))
@@ -183,4 +185,4 @@ def _plot(res, path: str) -> None:
     ax.set_xlim(0, 1)
     ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # beside the bars, never on them
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    save_figure(fig, path)

@@ -389,24 +389,24 @@ def make_extractor(spec: str, seed: int = 0, **params: Any) -> Extractor:
 
 
 # ----------------------------------------------------------------------------------------- extraction
-def _cache_key(ext_key: str, item_key: str) -> str:
-    return f"style/{ext_key}/{hashlib.sha256(item_key.encode()).hexdigest()}"
+def _cache_fields(ext_key: str, item_key: str) -> dict[str, str]:
+    return {"kind": "style", "extractor": ext_key, "image": item_key}
 
 
 def extract(dataset: StyleDataset, extractor: Extractor, size: int = 128, batch_size: int = 32,
             cache: str | Path | None = None, progress: bool = False) -> np.ndarray:
     """Features of every image of ``dataset`` (N x D float32), images resized to ``size`` x ``size``.
 
-    With ``cache`` (a folder; :class:`modelseek.align.ArrayCache`: atomic writes, hash-verified reads, a
-    corrupt entry is recomputed), vectors are stored per image and reused; each finished batch is written,
+    With ``cache`` (a folder; the shared :class:`modelseek.features.cache.FeatureCache`: atomic writes,
+    hash-verified reads, a corrupt entry is recomputed), vectors are stored per image and reused; each finished batch is written,
     so an interrupted extraction resumes where it stopped.
     """
     if size < 8:
         raise InputError(f"image size must be at least 8, got {size}", field="size")
     if cache is not None:
-        from ..align.cache import ArrayCache
+        from ..features.cache import FeatureCache, cache_key
 
-        cache = ArrayCache(cache)
+        cache = FeatureCache(cache)
     ext_key = f"{extractor.key()}-s{int(size)}"
     n = len(dataset)
     rows: list[np.ndarray | None] = [None] * n
@@ -415,7 +415,7 @@ def extract(dataset: StyleDataset, extractor: Extractor, size: int = 128, batch_
     if cache is not None:
         todo = []
         for i in range(n):
-            v = cache.get(_cache_key(ext_key, keys[i]))
+            v = cache.get(cache_key(_cache_fields(ext_key, keys[i])))
             if v is None:
                 todo.append(i)
             else:
@@ -427,7 +427,8 @@ def extract(dataset: StyleDataset, extractor: Extractor, size: int = 128, batch_
         for i, v in zip(batch, feats):
             rows[i] = v
             if cache is not None:
-                cache.put(_cache_key(ext_key, keys[i]), v, {"image": keys[i], "extractor": extractor.config()})
+                fields = _cache_fields(ext_key, keys[i])
+                cache.put(cache_key(fields), fields, v)
     if n == 0:
         raise InputError("no images")
     out = np.stack(rows).astype(np.float32)
