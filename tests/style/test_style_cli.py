@@ -95,3 +95,36 @@ def test_bench_style_usage_errors(cli):
     assert r.code == 1 and "--generated" in r.err
     r = cli("bench-style", "--generated", "--styles", 1)
     assert r.code == 1 and "at least 2 styles" in r.err
+
+
+@pytest.mark.slow
+def test_rank_style_on_the_real_subtask_b_metadata(cli, shared_b, tmp_path):
+    """The real train.csv / models.csv / test-image-ids.txt with stand-in images (one solid colour per model,
+    linked under every image name): a full 3,825 x 85 run that passes the Subtask B validator."""
+    import csv
+
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    src = tmp_path / "src"
+    src.mkdir()
+    for m in range(1, 86):
+        Image.fromarray(np.full((8, 8, 3), rng.integers(0, 256, 3), np.uint8)).save(src / f"{m}.png")
+    images = tmp_path / "images"
+    (images / "train").mkdir(parents=True)
+    (images / "test").mkdir(parents=True)
+    with open(shared_b / "train.csv", newline="") as fh:
+        for row in csv.DictReader(fh):
+            (images / "train" / row["image_id"]).symlink_to(src / f"{row['model_id']}.png")
+    names = (shared_b / "test-image-ids.txt").read_text().split()
+    for k, name in enumerate(names):
+        (images / "test" / name).symlink_to(src / f"{k % 85 + 1}.png")
+    out = tmp_path / "run.txt"
+    r = cli("rank-style", shared_b, "--images", images, "--size", 8, "-m", "hist-centroid", "-o", out)
+    assert r.code == 0, r.err
+    runs = validate_run(out, topics=[n[:-4] for n in names], docs=[str(m) for m in range(1, 86)], subtask="B")
+    run = runs["hist-centroid"]
+    assert len(run) == 3825 and all(len(run[q]) == 85 for q in list(run)[:50])
+    # stand-in images carry their model's colour, so the right model comes first
+    assert run.ranking(names[0][:-4])[0] == "1" and run.ranking(names[1][:-4])[0] == "2"
