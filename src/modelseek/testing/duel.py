@@ -1,0 +1,95 @@
+"""Synthetic compiled submissions for duel leaderboards (tests, benchmarks, the demo app).
+
+Each model has a latent skill; each task draws its samples (``n_samples`` fixed or a (low, high) range) and
+per-sample outcomes so that a more skilled model tends to be better on every metric: accuracy / exact match
+(Bernoulli), AUROC (2-4 classes, softmax of noisy logits boosted on the gold class), word perplexity
+(log-likelihood per word shrinking with skill) and ROUGE (Beta scores). Everything comes from one seed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from ..duel.config import LeaderboardConfig, Metric
+
+
+def _task_rng(seed: int, *keys) -> np.random.Generator:
+    from ..stats.seeding import derive_rng
+
+    return derive_rng(seed, "synthetic", *keys)
+
+
+def make_submission_dicts(config: LeaderboardConfig | None = None, n_models: int = 4,
+                          n_samples: int | tuple[int, int] = 60, seed: int = 0,
+                          skills: list[float] | None = None, prefix: str = "model") -> list[dict]:
+    """``n_models`` submissions (dicts in the compiled format) covering every task of ``config``."""
+    config = config or LeaderboardConfig.load()
+    rng = _task_rng(seed, "skills")
+    skill = np.asarray(skills if skills is not None else rng.normal(0.0, 0.6, n_models), dtype=float)
+    names = [f"{prefix}-{i:02d}" for i in range(n_models)]
+    subs = [{"metadata": {"model": names[i], "precision": "bf16", "n_params": float(1e9 * (1 + i)),
+                          "source": f"https://example.org/{names[i]}"}, "results": {}, "predictions": {}}
+            for i in range(n_models)]
+    for spec in config.tasks:
+        r = _task_rng(seed, spec.task)
+        n = n_samples if isinstance(n_samples, int) else int(r.integers(n_samples[0], n_samples[1] + 1))
+        difficulty = r.normal(0.0, 1.0, n)
+        m = spec.metric
+        if m is Metric.AVG_MCAUROC:
+            k = int(r.integers(2, 5))
+            gold = r.integers(0, k, n)
+        if m is Metric.WORD_PERPLEXITY:
+            words = r.integers(20, 400, n)
+        for i in range(n_models):
+            mr = _task_rng(seed, spec.task, names[i])
+            if m in (Metric.ACC, Metric.EXACT_MATCH):
+                prob = 1.0 / (1.0 + np.exp(-(skill[i] - difficulty)))
+                vals = (mr.random(n) < prob).astype(int)
+                recs = [{"doc_id": d, m.value: int(v)} for d, v in enumerate(vals)]
+                agg = float(vals.mean())
+            elif m in (Metric.ROUGE, Metric.NDCG5):
+                mu = 1.0 / (1.0 + np.exp(-(skill[i] - difficulty - 1.0)))
+                vals = mr.beta(mu * 8 + 0.1, (1 - mu) * 8 + 0.1)
+                recs = [{"doc_id": d, m.value: float(v)} for d, v in enumerate(vals)]
+                agg = float(vals.mean())
+            elif m is Metric.AVG_MCAUROC:
+                logits = mr.normal(0.0, 1.0, (n, k))
+                logits[np.arange(n), gold] += 0.8 + 0.8 * skill[i] - 0.3 * difficulty
+                probs = np.exp(logits - logits.max(axis=1, keepdims=True))
+                probs /= probs.sum(axis=1, keepdims=True)
+                recs = [{"doc_id": d, m.value: [int(gold[d]), [round(float(x), 6) for x in probs[d]]]}
+                        for d in range(n)]
+                from ..stats.auroc import auroc
+
+                agg = auroc(gold, np.array([rec[m.value][1] for rec in recs]))
+            else:  # word perplexity
+                per_word = -(3.0 - 0.4 * skill[i] + 0.3 * difficulty + mr.normal(0.0, 0.3, n)).clip(0.5, None)
+                ll = per_word * words
+                recs = [{"doc_id": d, m.value: [float(ll[d]), int(words[d])]} for d in range(n)]
+                agg = float(np.exp(-ll.sum() / words.sum()))
+            subs[i]["predictions"][spec.task] = recs
+            subs[i]["results"][spec.task] = {m.value: agg}
+    return subs
+
+
+def write_submissions(folder: str | Path, **kwargs) -> list[Path]:
+    """Write :func:`make_submission_dicts` to ``folder/<model>.json``; returns the paths."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for d in make_submission_dicts(**kwargs):
+        p = folder / f"{d['metadata']['model']}.json"
+        p.write_text(json.dumps(d), encoding="utf-8")
+        paths.append(p)
+    return paths
+
+
+def small_config(metrics: tuple[str, ...] = ("acc", "avg_mcauroc", "word_perplexity", "rouge_raw_r2_mid_f",
+                                             "exact_match")) -> LeaderboardConfig:
+    """A few tasks, one per metric, in two categories (for fast tests)."""
+    tasks = {f"task_{m}": {"category": "Cat A" if k % 2 == 0 else "Cat B", "metric": m, "name": f"Task {m}"}
+             for k, m in enumerate(metrics)}
+    return LeaderboardConfig.from_dict({"tasks": tasks})
