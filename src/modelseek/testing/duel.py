@@ -93,3 +93,32 @@ def small_config(metrics: tuple[str, ...] = ("acc", "avg_mcauroc", "word_perplex
     tasks = {f"task_{m}": {"category": "Cat A" if k % 2 == 0 else "Cat B", "metric": m, "name": f"Task {m}"}
              for k, m in enumerate(metrics)}
     return LeaderboardConfig.from_dict({"tasks": tasks})
+
+
+def write_harness_folder(folder: str | Path, submission: dict, config: LeaderboardConfig,
+                         prompts: dict[str, list[float]] | None = None, stamp: str = "2025-01-01T00-00-00.000000",
+                         model_args: str = "pretrained=org/model,dtype=bfloat16") -> list[Path]:
+    """Write a submission back out in the harness's layout, one folder per task (tests and examples).
+
+    ``prompts[task]`` lists score offsets: the task is written once per prompt as ``<task>_p<k>`` with its
+    aggregated metric shifted by the offset (and per-sample values kept), so max-pooling can be checked.
+    """
+    folder = Path(folder)
+    out = []
+    for spec in config.tasks:
+        t = spec.task
+        d = folder / t
+        d.mkdir(parents=True, exist_ok=True)
+        keys = {t: 0.0} if not prompts or t not in prompts else {f"{t}_p{k}": off for k, off in enumerate(prompts[t])}
+        agg = submission["results"][t][spec.metric.value]
+        doc = {"results": {k: {"alias": k, f"{spec.metric.value},none": agg + off,
+                               f"{spec.metric.value}_stderr,none": 0.01} for k, off in keys.items()},
+               "config": {"model": "hf", "model_args": model_args}, "model_name": submission["metadata"]["model"]}
+        (d / f"results_{stamp}.json").write_text(json.dumps(doc), encoding="utf-8")
+        for k in keys:
+            lines = [json.dumps({"doc_id": r.get("doc_id", i), "doc": {}, "target": "", "filter": "none",
+                                 "metrics": [spec.metric.value], spec.metric.value: r[spec.metric.value]})
+                     for i, r in enumerate(submission["predictions"][t])]
+            (d / f"samples_{k}_{stamp}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        out.append(d)
+    return out
