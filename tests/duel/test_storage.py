@@ -140,3 +140,17 @@ def test_cli_presubmit_confirm_leaderboard(cli, tmp_path, sub_files, meta_file):
     assert {row["model"] for row in board} == {"model-00", "model-01"}
     r = cli("duel", "leaderboard", "--db", db, "--model", "model-01")
     assert r.code == 0 and "model-00" in r.out
+
+
+def test_publish_many_equals_one_by_one(tmp_path, cfg, sub_dicts):
+    subs = [validate_submission(d, cfg) for d in sub_dicts]
+    bulk = Store(tmp_path / "bulk.db", config=cfg)
+    bulk.publish_many(subs[:2])
+    bulk.publish_many(subs[2:])
+    one = Store(tmp_path / "one.db", config=cfg)
+    for s in subs:
+        one.submit(s)
+    assert bulk.scores() == one.scores()
+    assert bulk.counts() == one.counts()
+    with pytest.raises(InputError, match="must be new"):
+        bulk.publish_many(subs[:1])

@@ -49,5 +49,5 @@ def runs_tournament(runs: Sequence[Run], truth: GroundTruth, scheme: str = "ntci
             vals = df.loc[df["tier"] == t, "ndcg@5"].to_numpy(dtype=float)
             data[tier_task(t)] = TaskData(Metric.NDCG5, values=vals)
             results[tier_task(t)] = {"ndcg@5": float(np.mean(vals))}
-        subs.append(Submission({"model": rep.run_id}, results, {}, data))
+        subs.append(Submission({"model": rep.run_id}, results, None, data))
     return tournament(subs, config, Settings(), alpha=alpha, fdr=fdr, max_competitors=max_competitors)

@@ -342,6 +342,56 @@ class Store:
         rank = int(table.loc[table["model"] == sub.model, "rank"].iloc[0])
         return Preview(token, sub.model, rank, scores[sub.model], table, time.perf_counter() - t0)
 
+    def publish_many(self, subs: list[Submission]) -> list[str]:
+        """Publish several validated submissions at once (an import, or rebuilding a leaderboard): their
+        profiles, one vectorised tournament among them, and their duels against the models already published."""
+        sa = self._sa
+        from .submission import check_sample_counts
+
+        names = [s.model for s in subs]
+        published = self.published()
+        taken = {m for _, m in published} & set(names)
+        if len(set(names)) != len(names) or taken:
+            raise InputError(f"model names must be new and distinct: {sorted(taken) or names}", field="metadata.model")
+        check_sample_counts(subs, self.config)
+        with self.engine.connect() as c:
+            for s in subs:
+                self._check_counts(c, s)
+        tasks = self.config.task_ids
+        prof = [{t: profile(self.config.spec(t), s.data[t], s.model, self.settings) for t in tasks} for s in subs]
+        with self.engine.begin() as c:
+            c.execute(self.t_lock.update().where(self.t_lock.c.id == 1).values(counter=self.t_lock.c.counter + 1))
+            old = [int(i) for (i,) in c.execute(sa.select(self.t_subs.c.id)
+                                                .where(self.t_subs.c.status == "published")).all()]
+            now = time.time()
+            ids = []
+            for s in subs:
+                ids.append(c.execute(self.t_subs.insert().values(
+                    model=s.model, status="published", token=secrets.token_hex(16), sha256=s.sha256, created_at=now,
+                    published_at=now, metadata_json=json.dumps(s.metadata, sort_keys=True),
+                    payload=gzip.compress(s.to_json().encode("utf-8"), compresslevel=6))).inserted_primary_key[0])
+            c.execute(self.t_published.insert(), [{"model": s.model, "submission_id": i} for s, i in zip(subs, ids)])
+            c.execute(self.t_profiles.insert(), [
+                {"submission_id": i, "task": t, "n": p[t].n, "raw": s.raw(t, self.config.spec(t).metric),
+                 "blob": p[t].to_bytes()} for s, i, p in zip(subs, ids, prof) for t in tasks])
+            old_prof = self._profiles(c, old)
+            rows = []
+            for t in tasks:
+                spec = self.config.spec(t)
+                new_t = [p[t] for p in prof]
+                P = pvalues(spec, new_t)
+                rows += [{"task": t, "a_id": ids[a], "b_id": ids[b], "p_value": float(P[a, b])}
+                         for a in range(len(ids)) for b in range(len(ids)) if a != b]
+                if old:
+                    cols = [old_prof[o][t] for o in old]
+                    W, L = pvalues(spec, new_t, cols), pvalues(spec, cols, new_t)
+                    for a in range(len(ids)):
+                        for k, o in enumerate(old):
+                            rows.append({"task": t, "a_id": ids[a], "b_id": o, "p_value": float(W[a, k])})
+                            rows.append({"task": t, "a_id": o, "b_id": ids[a], "p_value": float(L[k, a])})
+            c.execute(self.t_duels.insert(), rows)
+        return names
+
     def confirm(self, token: str) -> str:
         """Publish the pending submission ``token``; returns the model name."""
         sa = self._sa

@@ -56,7 +56,7 @@ class TaskData:
 class Submission:
     metadata: dict
     results: dict
-    predictions: dict
+    predictions: dict | None      # None: built from ``data`` when needed
     data: dict = field(repr=False, compare=False, default_factory=dict)  # task -> TaskData
 
     @property
@@ -65,10 +65,13 @@ class Submission:
 
     @property
     def tasks(self) -> list[str]:
-        return list(self.predictions)
+        return list(self.data)
 
     def to_dict(self) -> dict:
-        return {"metadata": self.metadata, "results": self.results, "predictions": self.predictions}
+        preds = self.predictions
+        if preds is None:
+            preds = {t: records_from_data(d) for t, d in self.data.items()}
+        return {"metadata": self.metadata, "results": self.results, "predictions": preds}
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
@@ -80,6 +83,18 @@ class Submission:
     def raw(self, task: str, metric: Metric) -> float:
         """The aggregated metric value the submission reports for ``task``."""
         return float(self.results[task][metric.value])
+
+
+def records_from_data(d: TaskData) -> list[dict]:
+    """Per-sample records (``doc_id`` = position) of one task's arrays."""
+    m = d.metric.value
+    if d.metric is Metric.AVG_MCAUROC:
+        return [{"doc_id": i, m: [int(g), p]} for i, (g, p) in enumerate(zip(d.gold.tolist(), d.probs.tolist()))]
+    if d.metric is Metric.WORD_PERPLEXITY:
+        return [{"doc_id": i, m: [ll, w]} for i, (ll, w) in enumerate(zip(d.loglik.tolist(), d.words.tolist()))]
+    if d.metric in (Metric.ACC, Metric.EXACT_MATCH):
+        return [{"doc_id": i, m: int(v)} for i, v in enumerate(d.values.tolist())]
+    return [{"doc_id": i, m: v} for i, v in enumerate(d.values.tolist())]
 
 
 # ----------------------------------------------------------------------------------------------- loading

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..duel.config import LeaderboardConfig, Metric
+from ..duel.submission import Submission, TaskData
 
 
 def _task_rng(seed: int, *keys) -> np.random.Generator:
@@ -22,17 +23,18 @@ def _task_rng(seed: int, *keys) -> np.random.Generator:
     return derive_rng(seed, "synthetic", *keys)
 
 
-def make_submission_dicts(config: LeaderboardConfig | None = None, n_models: int = 4,
-                          n_samples: int | tuple[int, int] = 60, seed: int = 0,
-                          skills: list[float] | None = None, prefix: str = "model") -> list[dict]:
-    """``n_models`` submissions (dicts in the compiled format) covering every task of ``config``."""
+def make_submissions(config: LeaderboardConfig | None = None, n_models: int = 4,
+                     n_samples: int | tuple[int, int] = 60, seed: int = 0, skills: list[float] | None = None,
+                     prefix: str = "model") -> list[Submission]:
+    """``n_models`` validated-shape :class:`Submission` objects built from arrays (fast; no JSON)."""
+    from ..stats.auroc import auroc
+
     config = config or LeaderboardConfig.load()
     rng = _task_rng(seed, "skills")
     skill = np.asarray(skills if skills is not None else rng.normal(0.0, 0.6, n_models), dtype=float)
     names = [f"{prefix}-{i:02d}" for i in range(n_models)]
-    subs = [{"metadata": {"model": names[i], "precision": "bf16", "n_params": float(1e9 * (1 + i)),
-                          "source": f"https://example.org/{names[i]}"}, "results": {}, "predictions": {}}
-            for i in range(n_models)]
+    data = [{} for _ in range(n_models)]
+    results = [{} for _ in range(n_models)]
     for spec in config.tasks:
         r = _task_rng(seed, spec.task)
         n = n_samples if isinstance(n_samples, int) else int(r.integers(n_samples[0], n_samples[1] + 1))
@@ -42,37 +44,40 @@ def make_submission_dicts(config: LeaderboardConfig | None = None, n_models: int
             k = int(r.integers(2, 5))
             gold = r.integers(0, k, n)
         if m is Metric.WORD_PERPLEXITY:
-            words = r.integers(20, 400, n)
+            words = r.integers(20, 400, n).astype(float)
         for i in range(n_models):
             mr = _task_rng(seed, spec.task, names[i])
             if m in (Metric.ACC, Metric.EXACT_MATCH):
                 prob = 1.0 / (1.0 + np.exp(-(skill[i] - difficulty)))
-                vals = (mr.random(n) < prob).astype(int)
-                recs = [{"doc_id": d, m.value: int(v)} for d, v in enumerate(vals)]
-                agg = float(vals.mean())
+                td = TaskData(m, values=(mr.random(n) < prob).astype(float))
+                agg = float(td.values.mean())
             elif m in (Metric.ROUGE, Metric.NDCG5):
                 mu = 1.0 / (1.0 + np.exp(-(skill[i] - difficulty - 1.0)))
-                vals = mr.beta(mu * 8 + 0.1, (1 - mu) * 8 + 0.1)
-                recs = [{"doc_id": d, m.value: float(v)} for d, v in enumerate(vals)]
-                agg = float(vals.mean())
+                td = TaskData(m, values=mr.beta(mu * 8 + 0.1, (1 - mu) * 8 + 0.1))
+                agg = float(td.values.mean())
             elif m is Metric.AVG_MCAUROC:
                 logits = mr.normal(0.0, 1.0, (n, k))
                 logits[np.arange(n), gold] += 0.8 + 0.8 * skill[i] - 0.3 * difficulty
                 probs = np.exp(logits - logits.max(axis=1, keepdims=True))
-                probs /= probs.sum(axis=1, keepdims=True)
-                recs = [{"doc_id": d, m.value: [int(gold[d]), [round(float(x), 6) for x in probs[d]]]}
-                        for d in range(n)]
-                from ..stats.auroc import auroc
-
-                agg = auroc(gold, np.array([rec[m.value][1] for rec in recs]))
+                probs = np.round(probs / probs.sum(axis=1, keepdims=True), 6)
+                td = TaskData(m, gold=gold.copy(), probs=probs)
+                agg = auroc(gold, probs)
             else:  # word perplexity
                 per_word = -(3.0 - 0.4 * skill[i] + 0.3 * difficulty + mr.normal(0.0, 0.3, n)).clip(0.5, None)
-                ll = per_word * words
-                recs = [{"doc_id": d, m.value: [float(ll[d]), int(words[d])]} for d in range(n)]
-                agg = float(np.exp(-ll.sum() / words.sum()))
-            subs[i]["predictions"][spec.task] = recs
-            subs[i]["results"][spec.task] = {m.value: agg}
-    return subs
+                td = TaskData(m, loglik=per_word * words, words=words.copy())
+                agg = float(np.exp(-td.loglik.sum() / words.sum()))
+            data[i][spec.task] = td
+            results[i][spec.task] = {m.value: agg}
+    return [Submission({"model": names[i], "precision": "bf16", "n_params": float(1e9 * (1 + i)),
+                        "source": f"https://example.org/{names[i]}"}, results[i], None, data[i])
+            for i in range(n_models)]
+
+
+def make_submission_dicts(config: LeaderboardConfig | None = None, n_models: int = 4,
+                          n_samples: int | tuple[int, int] = 60, seed: int = 0,
+                          skills: list[float] | None = None, prefix: str = "model") -> list[dict]:
+    """``n_models`` submissions (dicts in the compiled format) covering every task of ``config``."""
+    return [s.to_dict() for s in make_submissions(config, n_models, n_samples, seed, skills, prefix)]
 
 
 def write_submissions(folder: str | Path, **kwargs) -> list[Path]:
