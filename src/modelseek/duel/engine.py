@@ -58,7 +58,7 @@ class Profile:
 
 @lru_cache(maxsize=64)
 def _plan(seed: int, task: str, n: int, n_resamples: int) -> np.ndarray:
-    counts = _boot.resample_counts(n, n_resamples, derive_rng(seed, task, "bootstrap-plan"))
+    counts = _boot.resample_counts(n, n_resamples, derive_rng(seed, task, "bootstrap-plan")).astype(np.float64)
     counts.setflags(write=False)
     return counts
 

@@ -322,10 +322,11 @@ class Store:
             self._check_counts(c, sub)
         prof = {t: profile(self.config.spec(t), sub.data[t], sub.model, self.settings) for t in self.config.task_ids}
         token = secrets.token_hex(16)
-        payload = gzip.compress(sub.to_json().encode("utf-8"), compresslevel=6)
+        data, digest = sub.payload()
+        payload = gzip.compress(data, compresslevel=6)
         with self.engine.begin() as c:
             new_id = c.execute(self.t_subs.insert().values(
-                model=sub.model, status="pending", token=token, sha256=sub.sha256, created_at=time.time(),
+                model=sub.model, status="pending", token=token, sha256=digest, created_at=time.time(),
                 metadata_json=json.dumps(sub.metadata, sort_keys=True), payload=payload)).inserted_primary_key[0]
             c.execute(self.t_profiles.insert(), [
                 {"submission_id": new_id, "task": t, "n": prof[t].n,
@@ -366,10 +367,11 @@ class Store:
             now = time.time()
             ids = []
             for s in subs:
+                data, digest = s.payload()
                 ids.append(c.execute(self.t_subs.insert().values(
-                    model=s.model, status="published", token=secrets.token_hex(16), sha256=s.sha256, created_at=now,
+                    model=s.model, status="published", token=secrets.token_hex(16), sha256=digest, created_at=now,
                     published_at=now, metadata_json=json.dumps(s.metadata, sort_keys=True),
-                    payload=gzip.compress(s.to_json().encode("utf-8"), compresslevel=6))).inserted_primary_key[0])
+                    payload=gzip.compress(data, compresslevel=6))).inserted_primary_key[0])
             c.execute(self.t_published.insert(), [{"model": s.model, "submission_id": i} for s, i in zip(subs, ids)])
             c.execute(self.t_profiles.insert(), [
                 {"submission_id": i, "task": t, "n": p[t].n, "raw": s.raw(t, self.config.spec(t).metric),

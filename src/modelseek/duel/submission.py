@@ -80,6 +80,11 @@ class Submission:
     def sha256(self) -> str:
         return hashlib.sha256(self.to_json().encode("utf-8")).hexdigest()
 
+    def payload(self) -> tuple[bytes, str]:
+        """``(canonical JSON bytes, sha256)`` computed once."""
+        data = self.to_json().encode("utf-8")
+        return data, hashlib.sha256(data).hexdigest()
+
     def raw(self, task: str, metric: Metric) -> float:
         """The aggregated metric value the submission reports for ``task``."""
         return float(self.results[task][metric.value])

@@ -93,10 +93,19 @@ def resample_counts(n: int, n_resamples: int = 1000, seed: int | np.random.Gener
     return np.bincount(flat, minlength=n * n_resamples).reshape(n_resamples, n)
 
 
+def _apply(counts: np.ndarray, values) -> np.ndarray:
+    """``sum_i counts[r, i] * values[..., i]`` for every resample: (resamples,) or (models, resamples).
+
+    Computed as ``counts @ values.T`` (a C-ordered matrix-vector product); a float plan, which callers may
+    cache, avoids converting the counts on every call."""
+    x = np.asarray(values, dtype=float)
+    c = counts if counts.dtype == np.float64 else counts.astype(np.float64)
+    return (c @ x.T).T
+
+
 def resampled_mean(values, counts: np.ndarray) -> np.ndarray:
     """Mean of ``values`` (samples,) or (models, samples) on each resample: shape (resamples,) or (models, resamples)."""
-    x = np.asarray(values, dtype=float)
-    return (x @ counts.T.astype(float)) / counts.shape[1]
+    return _apply(counts, values) / counts.shape[1]
 
 
 def perplexity(loglik, words) -> float | np.ndarray:
@@ -108,8 +117,7 @@ def perplexity(loglik, words) -> float | np.ndarray:
 
 def resampled_perplexity(loglik, words, counts: np.ndarray) -> np.ndarray:
     """Word perplexity on each resample (documents resampled): shape (resamples,) or (models, resamples)."""
-    c = counts.T.astype(float)
-    return np.exp(-(np.asarray(loglik, dtype=float) @ c) / (np.asarray(words, dtype=float) @ c))
+    return np.exp(-_apply(counts, loglik) / _apply(counts, words))
 
 
 def bootstrap_pvalue_matrix(resampled, observed, higher_is_better: bool = True,
