@@ -154,3 +154,16 @@ def test_publish_many_equals_one_by_one(tmp_path, cfg, sub_dicts):
     assert bulk.counts() == one.counts()
     with pytest.raises(InputError, match="must be new"):
         bulk.publish_many(subs[:1])
+
+
+def test_profile_bytes_round_trip_and_corruption(cfg, sub_dicts):
+    from modelseek.duel.engine import Profile, profile
+
+    s = validate_submission(sub_dicts[0], cfg)
+    for t in cfg.task_ids:
+        p = profile(cfg.spec(t), s.data[t], s.model)
+        q = Profile.from_bytes(p.to_bytes())
+        assert q.test is p.test and q.n == p.n and (q.observed == p.observed or np.isnan(p.observed))
+        np.testing.assert_array_equal(q.vector, p.vector)
+    with pytest.raises(InputError, match="corrupt"):
+        Profile.from_bytes(p.to_bytes()[:-3])

@@ -9,7 +9,7 @@ a new submission only computes its own profiles and its own 2 x N duels per task
 
 from __future__ import annotations
 
-import io
+import struct
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -43,17 +43,20 @@ class Profile:
     vector: np.ndarray          # t-test: samples; AUROC: sorted draws; bootstrap: resampled statistic
     observed: float = float("nan")  # bootstrap: the statistic on the original samples
 
+    # storage format: b"MSP1" | test name (24 bytes, NUL-padded) | n, observed (2 x float64 LE) | vector (float64 LE)
+    _MAGIC = b"MSP1"
+
     def to_bytes(self) -> bytes:
-        buf = io.BytesIO()
-        np.savez(buf, vector=self.vector, meta=np.array([self.n, self.observed], dtype=float),
-                 test=np.array(self.test.name))
-        return buf.getvalue()
+        head = self._MAGIC + self.test.name.encode("ascii").ljust(24, b"\0")
+        return head + struct.pack("<dd", float(self.n), self.observed) + np.ascontiguousarray(self.vector, "<f8").tobytes()
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "Profile":
-        with np.load(io.BytesIO(data), allow_pickle=False) as z:
-            n, observed = z["meta"]
-            return cls(Test[str(z["test"])], int(n), z["vector"].copy(), float(observed))
+        if data[:4] != cls._MAGIC or len(data) < 44 or (len(data) - 44) % 8:
+            raise InputError("corrupt stored profile")
+        n, observed = struct.unpack("<dd", data[28:44])
+        return cls(Test[data[4:28].rstrip(b"\0").decode("ascii")], int(n),
+                   np.frombuffer(data, dtype="<f8", offset=44).astype(float), float(observed))
 
 
 @lru_cache(maxsize=64)
@@ -82,6 +85,26 @@ def profile(spec: TaskSpec, data: TaskData, model: str, settings: Settings = Set
         return Profile(test, data.n, _boot.resampled_mean(data.values, counts), float(np.mean(data.values)))
     return Profile(test, data.n, _boot.resampled_perplexity(data.loglik, data.words, counts),
                    float(_boot.perplexity(data.loglik, data.words)))
+
+
+def profiles(spec: TaskSpec, datas: list[TaskData], models: list[str], settings: Settings = Settings()) -> list[Profile]:
+    """:func:`profile` of many models on one task; the bootstrap statistics of all models come from one
+    product with the task's resampling plan (the plan is read from memory once, not once per model)."""
+    test = spec.metric.test
+    if test not in (Test.BOOTSTRAP_MEAN, Test.BOOTSTRAP_PERPLEXITY) or len(datas) < 2:
+        return [profile(spec, d, m, settings) for d, m in zip(datas, models)]
+    ns = {d.n for d in datas}
+    if len(ns) > 1:
+        raise InputError(f"task {spec.task!r}: models have different sample counts {sorted(ns)}",
+                         field=f"predictions.{spec.task}")
+    counts = _plan(settings.seed, spec.task, ns.pop(), settings.n_resamples)
+    if test is Test.BOOTSTRAP_MEAN:
+        X = np.stack([d.values for d in datas])
+        S, obs = _boot.resampled_mean(X, counts), X.mean(axis=1)
+    else:
+        L, W = np.stack([d.loglik for d in datas]), np.stack([d.words for d in datas])
+        S, obs = _boot.resampled_perplexity(L, W, counts), _boot.perplexity(L, W)
+    return [Profile(test, d.n, S[k].copy(), float(obs[k])) for k, d in enumerate(datas)]
 
 
 def pvalues(spec: TaskSpec, rows: list[Profile], cols: list[Profile] | None = None) -> np.ndarray:

@@ -31,7 +31,7 @@ import pandas as pd
 
 from ..errors import InputError
 from .config import LeaderboardConfig
-from .engine import Profile, Settings, profile, pvalues
+from .engine import Profile, Settings, profile, profiles, pvalues
 from .leaderboard import leaderboard_frame
 from .scoring import ALPHA, MAX_COMPETITORS, adjusted, win_scores
 from .submission import MAX_BYTES, Submission, submission_from_bytes, validate_submission
@@ -103,6 +103,15 @@ def _tables(sa):
     for stmt in postgres:
         sa.event.listen(md, "after_create", sa.DDL(stmt).execute_if(dialect="postgresql"))
     return md, meta, lock, subs, published, profiles, duels
+
+
+def _payload(sub: Submission, raw: bytes | None) -> tuple[bytes, str]:
+    """What is stored of a submission: the uploaded bytes exactly (else its canonical JSON), gzip'ed, and the
+    SHA-256 of the uncompressed bytes."""
+    import hashlib
+
+    data = raw if raw is not None else sub.payload()[0]
+    return gzip.compress(data, compresslevel=1), hashlib.sha256(data).hexdigest()
 
 
 @dataclass
@@ -303,6 +312,7 @@ class Store:
         """Validate, compute the new model's duels, store it as pending and return the preview."""
         t0 = time.perf_counter()
         sa = self._sa
+        raw = None
         if isinstance(upload, Submission):
             sub = upload
         elif isinstance(upload, (str, Path)):
@@ -311,9 +321,11 @@ class Store:
                 raise InputError("no such submission file", path=p)
             if p.stat().st_size > self.max_bytes:
                 raise InputError(f"submission too large: {p.stat().st_size:,} bytes > limit {self.max_bytes:,}", path=p)
-            sub = submission_from_bytes(p.read_bytes(), self.config, str(p), self.max_bytes)
+            raw = p.read_bytes()
+            sub = submission_from_bytes(raw, self.config, str(p), self.max_bytes)
         else:
-            sub = submission_from_bytes(bytes(upload), self.config, source, self.max_bytes)
+            raw = bytes(upload)
+            sub = submission_from_bytes(raw, self.config, source, self.max_bytes)
         pub = self.published()
         if sub.model in {m for _, m in pub}:
             raise InputError(f"model {sub.model!r} is already published (published submissions are immutable)",
@@ -322,8 +334,7 @@ class Store:
             self._check_counts(c, sub)
         prof = {t: profile(self.config.spec(t), sub.data[t], sub.model, self.settings) for t in self.config.task_ids}
         token = secrets.token_hex(16)
-        data, digest = sub.payload()
-        payload = gzip.compress(data, compresslevel=6)
+        payload, digest = _payload(sub, raw)
         with self.engine.begin() as c:
             new_id = c.execute(self.t_subs.insert().values(
                 model=sub.model, status="pending", token=token, sha256=digest, created_at=time.time(),
@@ -359,7 +370,8 @@ class Store:
             for s in subs:
                 self._check_counts(c, s)
         tasks = self.config.task_ids
-        prof = [{t: profile(self.config.spec(t), s.data[t], s.model, self.settings) for t in tasks} for s in subs]
+        by_task = {t: profiles(self.config.spec(t), [s.data[t] for s in subs], names, self.settings) for t in tasks}
+        prof = [{t: by_task[t][k] for t in tasks} for k in range(len(subs))]
         with self.engine.begin() as c:
             c.execute(self.t_lock.update().where(self.t_lock.c.id == 1).values(counter=self.t_lock.c.counter + 1))
             old = [int(i) for (i,) in c.execute(sa.select(self.t_subs.c.id)
@@ -367,11 +379,11 @@ class Store:
             now = time.time()
             ids = []
             for s in subs:
-                data, digest = s.payload()
+                payload, digest = _payload(s, None)
                 ids.append(c.execute(self.t_subs.insert().values(
                     model=s.model, status="published", token=secrets.token_hex(16), sha256=digest, created_at=now,
                     published_at=now, metadata_json=json.dumps(s.metadata, sort_keys=True),
-                    payload=gzip.compress(data, compresslevel=6))).inserted_primary_key[0])
+                    payload=payload)).inserted_primary_key[0])
             c.execute(self.t_published.insert(), [{"model": s.model, "submission_id": i} for s, i in zip(subs, ids)])
             c.execute(self.t_profiles.insert(), [
                 {"submission_id": i, "task": t, "n": p[t].n, "raw": s.raw(t, self.config.spec(t).metric),

@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import InputError
 from ..progress import progress_bar
 from .config import LeaderboardConfig
-from .engine import Profile, Settings, profile, pvalues
+from .engine import Profile, Settings, profile, profiles, pvalues
 from .scoring import ALPHA, MAX_COMPETITORS, adjusted, win_scores
 from .submission import Submission, check_sample_counts
 
@@ -67,7 +67,7 @@ def tournament(subs: list[Submission], config: LeaderboardConfig | None = None, 
     P = {}
     for t in progress_bar(config.task_ids, desc="duels", disable=not progress):
         spec = config.spec(t)
-        P[t] = pvalues(spec, [profile(spec, s.data[t], s.model, settings) for s in subs])
+        P[t] = pvalues(spec, profiles(spec, [s.data[t] for s in subs], names, settings))
     scores = win_scores(P, names, config, alpha, max_competitors, fdr)
     raw = {s.model: {t: s.raw(t, config.spec(t).metric) for t in config.task_ids} for s in subs}
     return TournamentResult(names, config, P, scores, raw, alpha, fdr)
