@@ -69,3 +69,20 @@ def test_oversized_upload(cfg, sub_dicts):
     data = json.dumps(sub_dicts[0]).encode()
     with pytest.raises(InputError, match="too large"):
         submission_from_bytes(data, cfg, max_bytes=len(data) - 1)
+
+
+def test_vectorised_path_equals_record_by_record(cfg, sub_dicts, monkeypatch):
+    import modelseek.duel.submission as sm
+
+    d = copy.deepcopy(sub_dicts[2])
+    for t in d["predictions"]:
+        d["predictions"][t] = d["predictions"][t][::-1]      # reversed doc_ids: both paths must reorder
+    fast = validate_submission(d, cfg)
+    monkeypatch.setattr(sm, "_fast_records_to_data", lambda metric, records: None)
+    slow = validate_submission(d, cfg)
+    for t in cfg.task_ids:
+        for k in ("values", "gold", "probs", "loglik", "words"):
+            a, b = getattr(fast.data[t], k), getattr(slow.data[t], k)
+            assert (a is None) == (b is None)
+            if a is not None:
+                np.testing.assert_array_equal(a, b)

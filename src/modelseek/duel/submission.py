@@ -136,10 +136,58 @@ def _num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+def _fast_records_to_data(metric: Metric, records: list) -> TaskData | None:
+    """Vectorised conversion of well-formed records; ``None`` when anything is off (the record-by-record
+    path then names the first bad record)."""
+    try:
+        vals = [r[metric.value] for r in records]
+        ids = [r.get("doc_id") for r in records]
+        if metric is Metric.AVG_MCAUROC:
+            gold = np.array([v[0] for v in vals], dtype=float)
+            probs = np.array([v[1] for v in vals], dtype=float)
+            if (any(len(v) != 2 or isinstance(v[0], bool) for v in vals) or probs.ndim != 2 or probs.shape[1] < 2
+                    or not np.isfinite(probs).all() or not np.all(gold == np.round(gold))
+                    or gold.min() < 0 or gold.max() >= probs.shape[1]):
+                return None
+            data = TaskData(metric, gold=gold.astype(int), probs=probs)
+        elif metric is Metric.WORD_PERPLEXITY:
+            arr = np.array(vals, dtype=float)
+            if arr.ndim != 2 or arr.shape[1] != 2 or not np.isfinite(arr).all() or (arr[:, 1] <= 0).any() \
+                    or (arr[:, 0] > 0).any():
+                return None
+            data = TaskData(metric, loglik=arr[:, 0].copy(), words=arr[:, 1].copy())
+        else:
+            if any(isinstance(v, (list, dict, str)) or v is None for v in vals):
+                return None
+            arr = np.array(vals, dtype=float)
+            if arr.ndim != 1 or not np.isfinite(arr).all():
+                return None
+            ok = np.isin(arr, (0.0, 1.0)).all() if metric in (Metric.ACC, Metric.EXACT_MATCH) else \
+                ((arr >= 0) & (arr <= 1)).all()
+            if not ok:
+                return None
+            data = TaskData(metric, values=arr)
+    except (TypeError, KeyError, ValueError, IndexError, AttributeError):
+        return None
+    if all(i is not None for i in ids):
+        if not all(_num(i) for i in ids):
+            return None  # mixed or string ids: the record-by-record path orders them
+        order = np.argsort(np.array(ids, dtype=float), kind="stable")
+        if len(set(ids)) != len(ids):
+            return None
+        if (order != np.arange(len(ids))).any():
+            data = TaskData(metric, **{k: getattr(data, k)[order] for k in ("values", "gold", "probs", "loglik", "words")
+                                      if getattr(data, k) is not None})
+    return data
+
+
 def _records_to_data(task: str, metric: Metric, records: list, source: str) -> TaskData:
     fld = f"predictions.{task}"
     if not isinstance(records, list) or not records:
         raise InputError("must be a non-empty list of per-sample records", path=source, field=fld)
+    fast = _fast_records_to_data(metric, records) if all(isinstance(r, Mapping) for r in records) else None
+    if fast is not None:
+        return fast
     ids = []
     vals = []
     for i, rec in enumerate(records):
