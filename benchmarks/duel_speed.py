@@ -162,6 +162,7 @@ def main() -> None:
     t0, c0 = time.perf_counter(), time.process_time()
     res8 = tournament(subs8, cfg5, s)
     warm8, warm8_cpu = time.perf_counter() - t0, time.process_time() - c0
+    assert [d["p_value"] for d in duels] == [d["p_value"] for d in res8.duels()]  # CLI == in-process
     best = int(np.argmin(cli_times))
     rows.append(("8 x 5, 300-400 samples (280 duels)", "CLI, fresh process incl. start-up (best of 3)",
                  _fmt(cli_times[best]), _fmt(cli_cpu[best]), "< 5 s"))

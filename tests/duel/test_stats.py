@@ -19,6 +19,7 @@ def test_ttest_known_value_matches_hand_computation():
     a = np.array([1, 1, 1, 0, 1, 1, 0, 1.0])
     b = np.array([0, 1, 0, 0, 1, 0, 0, 1.0])
     d = a - b  # 1,0,1,0,0,1,0,0: mean 3/8, sd sqrt(15/56)
+    assert d.mean() == 3 / 8 and d.var(ddof=1) == pytest.approx(15 / 56)
     t = (3 / 8) / (math.sqrt(15 / 56) / math.sqrt(8))
     assert paired_ttest(a, b) == pytest.approx(st.t.sf(t, 7), rel=1e-12)
     assert paired_ttest(a, b) == pytest.approx(0.0398010062276, abs=1e-12)

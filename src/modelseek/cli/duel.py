@@ -7,7 +7,6 @@ Sub-commands: ``compile`` (lm-evaluation-harness folders -> submission), ``valid
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 

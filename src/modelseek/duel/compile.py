@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from ..errors import InputError
-from .config import LeaderboardConfig, Metric
+from .config import LeaderboardConfig
 from .submission import validate_submission
 
 _SAMPLES = re.compile(r"^samples_(?P<task>.+?)_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d\-.:]+)\.jsonl$")

@@ -311,7 +311,6 @@ class Store:
     def presubmit(self, upload: bytes | str | Path | Submission, source: str = "<upload>") -> Preview:
         """Validate, compute the new model's duels, store it as pending and return the preview."""
         t0 = time.perf_counter()
-        sa = self._sa
         raw = None
         if isinstance(upload, Submission):
             sub = upload
