@@ -151,6 +151,17 @@ def test_bootstrap_identical_clear_and_tie():
     assert paired_bootstrap_test(a, b) == 1.0
 
 
+def test_bootstrap_tiny_samples():
+    assert paired_bootstrap_test([0.9], [0.1]) == 1.0          # one sample: cannot be tested
+    assert paired_bootstrap_perplexity_test([-1.0], [5], [-9.0], [5]) == 1.0
+    # two samples, differences 1.0 and -0.2 (mean 0.4): the resampled mean difference is 1.0, 0.4 or -0.2;
+    # only 1.0 exceeds 2 x 0.4, drawn with probability 1/4
+    p = paired_bootstrap_test([1.0, 0.0], [0.0, 0.2], n_resamples=4000, seed=0)
+    assert p == pytest.approx(0.25, abs=0.03)
+    # differences 0.8 and 0.1 (mean 0.45): no resample exceeds 0.9 -> p = 0
+    assert paired_bootstrap_test([0.9, 0.6], [0.1, 0.5], seed=0) == 0.0
+
+
 def test_bootstrap_pvalue_is_share_above_twice_observed():
     S = np.array([[1.0, 2.0, 3.0, 4.0], [0.0, 0.0, 0.0, 0.0]])
     # observed delta 1; resampled deltas 1,2,3,4; share > 2: 2 of 4

@@ -125,7 +125,10 @@ def pvalues(spec: TaskSpec, rows: list[Profile], cols: list[Profile] | None = No
         return auroc_pvalue_matrix(R, C)
     o = np.array([p.observed for p in rows])
     oc = None if cols is None else np.array([p.observed for p in cols])
-    return _boot.bootstrap_pvalue_matrix(R, o, spec.metric.higher_is_better, C, oc)
+    P = _boot.bootstrap_pvalue_matrix(R, o, spec.metric.higher_is_better, C, oc)
+    if every[0].n < 2:  # a single sample cannot be tested (see stats.bootstrap)
+        P = np.where(np.isnan(P), P, 1.0)
+    return P
 
 
 def metric_value(data: TaskData) -> float:

@@ -78,7 +78,8 @@ def paired_bootstrap(a, b, n_resamples: int = 1000, confidence: float = 0.95,
 # take p = share of resamples with delta* > 2 * delta_observed (the bootstrap distribution is centred on
 # delta_observed; shifting it to the null hypothesis's zero gives the factor 2). One-tailed: when A is not
 # observed to be better (delta_observed <= 0) there is no win and p = 1 -- this also keeps identical
-# vectors (delta* = 0 on every resample) from counting as significant.
+# vectors (delta* = 0 on every resample) from counting as significant. A single sample cannot be tested
+# (every resample repeats it, so any difference would look certain): p = 1, as for the t-test.
 #
 # All models of a task share one resampling plan (a resamples x samples matrix of counts), so a model's
 # resampled statistic is computed once (one matrix product for all models) and every duel is a vector
@@ -148,6 +149,8 @@ def paired_bootstrap_test(a, b, n_resamples: int = 1000, seed: int | np.random.G
     x, y = _values(a), _values(b)
     if x.shape != y.shape:
         raise InputError(f"paired vectors differ in length: {x.size} vs {y.size}")
+    if x.size < 2:
+        return 1.0
     counts = resample_counts(x.size, n_resamples, seed)
     S = resampled_mean(np.stack([x, y]), counts)
     return float(bootstrap_pvalue_matrix(S, [x.mean(), y.mean()])[0, 1])
@@ -161,6 +164,8 @@ def paired_bootstrap_perplexity_test(loglik_a, words_a, loglik_b, words_b, n_res
         raise InputError("perplexity vectors differ in length")
     if (wa <= 0).any() or (wb <= 0).any():
         raise InputError("word counts must be positive")
+    if la.size < 2:
+        return 1.0
     counts = resample_counts(la.size, n_resamples, seed)
     S = resampled_perplexity(np.stack([la, lb]), np.stack([wa, wb]), counts)
     return float(bootstrap_pvalue_matrix(S, [perplexity(la, wa), perplexity(lb, wb)], higher_is_better=False)[0, 1])
