@@ -59,6 +59,13 @@ def test_published_submissions_are_immutable(store, sub_dicts):
         c.execute(sa.text("UPDATE submissions SET model = 'other'"))
     with store.engine.begin() as c, pytest.raises(sa.exc.IntegrityError, match="immutable"):
         c.execute(sa.text("DELETE FROM submissions"))
+    store.submit(_b(sub_dicts[1]))
+    for stmt in ("DELETE FROM profiles", "DELETE FROM duels", "UPDATE duels SET p_value = 0",
+                 "UPDATE profiles SET raw = 0"):
+        with store.engine.begin() as c, pytest.raises(sa.exc.IntegrityError, match="immutable"):
+            c.execute(sa.text(stmt))
+    pv = store.presubmit(_b(sub_dicts[2]))
+    store.discard(pv.token)                      # pending rows can still be dropped
     assert store.submission("model-00").sha256 == validate_submission(sub_dicts[0], store.config).sha256
 
 

@@ -89,6 +89,12 @@ def _tables(sa):
         "BEGIN SELECT RAISE(ABORT, 'profiles are immutable'); END",
         "CREATE TRIGGER IF NOT EXISTS duels_immutable BEFORE UPDATE ON duels "
         "BEGIN SELECT RAISE(ABORT, 'duels are immutable'); END",
+        "CREATE TRIGGER IF NOT EXISTS profiles_nodelete BEFORE DELETE ON profiles "
+        "WHEN (SELECT status FROM submissions WHERE id = OLD.submission_id) = 'published' "
+        "BEGIN SELECT RAISE(ABORT, 'published submissions are immutable'); END",
+        "CREATE TRIGGER IF NOT EXISTS duels_nodelete BEFORE DELETE ON duels "
+        "WHEN (SELECT count(*) FROM submissions WHERE id IN (OLD.a_id, OLD.b_id) AND status = 'pending') = 0 "
+        "BEGIN SELECT RAISE(ABORT, 'published submissions are immutable'); END",
     ]
     postgres = [
         "CREATE OR REPLACE FUNCTION modelseek_immutable() RETURNS trigger AS $$ BEGIN "
