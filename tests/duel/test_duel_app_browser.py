@@ -1,5 +1,5 @@
 """End to end in headless Chromium (Debian's chromium driven by Playwright): load the leaderboard, upload a
-submission, pre-submit, see the preview, confirm, see the model in the table."""
+submission, pre-submit, see the preview, confirm, see the model in the table, open its duels."""
 
 import json
 import os
@@ -64,6 +64,14 @@ def test_upload_presubmit_confirm_in_chromium(app_url, tmp_path, sub_dicts):
             sync_api.expect(page.locator("#status")).to_contain_text("Published", timeout=60_000)
             page.get_by_role("tab", name="Leaderboard").click()
             sync_api.expect(page.locator("#leaderboard")).to_contain_text("brand-new-model", timeout=30_000)
+            # the new model's duels: whom it beat on each task, with p-values
+            page.get_by_role("tab", name="Duels").click()
+            box = page.locator("#duel-model input")
+            box.click()
+            box.fill("brand-new-model")
+            page.get_by_role("option", name="brand-new-model").click()
+            sync_api.expect(page.locator("#duels")).to_contain_text("task_acc", timeout=30_000)
+            sync_api.expect(page.locator("#duels")).to_contain_text("model-00", timeout=30_000)
         finally:
             browser.close()
     assert "brand-new-model" in {m for _, m in store.published()}
