@@ -45,3 +45,23 @@ def test_compile_errors(tmp_path, cfg, sub_dicts):
     (tmp_path / "empty").mkdir()
     with pytest.raises(InputError, match="no results"):
         compile_submission([tmp_path / "empty"], cfg)
+
+
+def test_compile_malformed_samples_line(tmp_path, cfg, sub_dicts):
+    folders = write_harness_folder(tmp_path / "h", sub_dicts[0], cfg)
+    samples = next((tmp_path / "h" / "task_acc").glob("samples_*.jsonl"))
+    lines = samples.read_text().splitlines()
+    lines[2] = "{not json"
+    samples.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError, match="malformed JSON") as exc:
+        compile_submission(folders, cfg)
+    assert exc.value.line == 3 and exc.value.path == str(samples)
+
+
+def test_bad_metadata_file(cli, tmp_path, sub_files):
+    bad = tmp_path / "meta.json"
+    bad.write_text('{"tasks": {"t": {"category": "c", "metric": "bleu"}}}')
+    r = cli("duel", "tournament", *sub_files[:2], "--metadata", bad)
+    assert r.code == 1 and "unknown metric 'bleu'" in r.err and "tasks.t.metric" in r.err
+    r = cli("duel", "tournament", *sub_files[:2], "--metadata", tmp_path / "missing.json")
+    assert r.code == 1 and "no such metadata file" in r.err

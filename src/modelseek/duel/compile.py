@@ -11,23 +11,16 @@ with its samples (max-pooling; the lowest for perplexity), and the choice is rec
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 from ..errors import InputError
+from ..io import iter_jsonl, read_json
 from .config import LeaderboardConfig
 from .submission import validate_submission
 
 _SAMPLES = re.compile(r"^samples_(?P<task>.+?)_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d\-.:]+)\.jsonl$")
 _PROMPT = re.compile(r"^(?:p|prompt|v|var)?_?\d+$")
-
-
-def _load_json(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON: {exc.msg}", path=path, line=exc.lineno) from None
 
 
 def _scan(folders: list[Path]):
@@ -40,7 +33,7 @@ def _scan(folders: list[Path]):
         found = False
         for p in sorted(folder.rglob("results*.json")):
             found = True
-            doc = _load_json(p)
+            doc = read_json(p)
             if not isinstance(doc.get("results"), dict):
                 raise InputError("no 'results' object (not an lm-evaluation-harness results file?)", path=p,
                                  field="results")
@@ -70,19 +63,14 @@ def _metric_entry(metrics: dict, metric: str) -> tuple[str, float] | None:
 
 def _read_samples(path: Path, metric: str, filt: str) -> list[dict]:
     out = []
-    with path.open(encoding="utf-8") as fh:
-        for ln, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"malformed JSON: {exc.msg}", path=path, line=ln) from None
-            if rec.get("filter", filt) != filt:
-                continue
-            if metric not in rec:
-                raise InputError(f"sample has no '{metric}'", path=path, line=ln, field=metric)
-            out.append({"doc_id": rec.get("doc_id", len(out)), metric: rec[metric]})
+    for ln, rec in iter_jsonl(path):
+        if not isinstance(rec, dict):
+            raise InputError("a sample must be a JSON object", path=path, line=ln)
+        if rec.get("filter", filt) != filt:
+            continue
+        if metric not in rec:
+            raise InputError(f"sample has no '{metric}'", path=path, line=ln, field=metric)
+        out.append({"doc_id": rec.get("doc_id", len(out)), metric: rec[metric]})
     if not out:
         raise InputError(f"no samples with filter {filt!r}", path=path)
     return out

@@ -123,11 +123,6 @@ class LeaderboardConfig:
         if path is None:
             text = resources.files("modelseek").joinpath("resources/benczechmark/metadata.json").read_text("utf-8")
             return cls.from_dict(json.loads(text), "benczechmark/metadata.json")
-        p = Path(path)
-        if not p.is_file():
-            raise InputError("no such metadata file", path=p)
-        try:
-            data = json.loads(p.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise InputError(f"malformed JSON: {exc.msg}", path=p, line=exc.lineno) from None
-        return cls.from_dict(data, str(p))
+        from ..io import read_json
+
+        return cls.from_dict(read_json(path, "metadata file"), str(path))
