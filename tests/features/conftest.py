@@ -21,3 +21,15 @@ def tiny_roberta(tmp_path_factory) -> Path:
     from modelseek.testing.tiny_models import make_tiny_roberta
 
     return make_tiny_roberta(tmp_path_factory.mktemp("tiny-roberta"))
+
+
+@pytest.fixture(autouse=True)
+def _one_torch_thread():
+    """Tiny models run fastest on one thread, and a busy shared machine makes torch's thread pool spin;
+    set for these tests only and restored after each."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

@@ -314,11 +314,13 @@ class TextEncoder:
     ``TextEncoder(model, pooling=..., layer=..., ...)(texts)`` equals ``extract_features(texts, model, ...)``;
     the encoder keeps the loaded model between calls (a ranker encodes many tasks with one candidate) and
     counts ``forward_calls`` (extractions that ran the model) and ``cache_hits``. :meth:`close` frees it.
+    ``models``: an optional dict shared between encoders so that candidates reading the same checkpoint in
+    different ways (pooling, layer) load it once; its owner decides when to clear it.
     """
 
     def __init__(self, model: Any, *, pooling: str = "mean", layer: "str | int" = "last", max_length: int = 256,
                  batch_size: int = 32, device: str = "auto", cache_dir: "str | os.PathLike | None | bool" = None,
-                 revision: str | None = None, progress: bool = True) -> None:
+                 revision: str | None = None, progress: bool = True, models: dict | None = None) -> None:
         self.pooling = Pooling.parse(pooling)
         self.layer = parse_layer(layer)
         if int(max_length) < 2:
@@ -329,6 +331,7 @@ class TextEncoder:
         self.source, self.revision, self.name, self._identity = _model_identity(model, revision)
         self.cache = None if cache_dir is False else FeatureCache(None if cache_dir is True else cache_dir)
         self._loaded: LoadedModel | None = None
+        self._models = models
         self.forward_calls = 0
         self.cache_hits = 0
 
@@ -358,7 +361,13 @@ class TextEncoder:
                 log.debug("features of %d texts under %s from cache %s", len(texts), self.name, self.cache.path(key))
                 return hit
         if self._loaded is None:
-            self._loaded = self._load()
+            slot = (self.output, self.source, self.revision, self.device)
+            if self._models is not None and slot in self._models:
+                self._loaded = self._models[slot]
+            else:
+                self._loaded = self._load()
+                if self._models is not None:
+                    self._models[slot] = self._loaded
         feats = self._compute(texts)
         self.forward_calls += 1
         if not np.all(np.isfinite(feats)):
@@ -389,9 +398,9 @@ class HeadProbs(TextEncoder):
 
     def __init__(self, model: Any, *, max_length: int = 256, batch_size: int = 32, device: str = "auto",
                  cache_dir: "str | os.PathLike | None | bool" = None, revision: str | None = None,
-                 progress: bool = True) -> None:
+                 progress: bool = True, models: dict | None = None) -> None:
         super().__init__(model, max_length=max_length, batch_size=batch_size, device=device, cache_dir=cache_dir,
-                         revision=revision, progress=progress)
+                         revision=revision, progress=progress, models=models)
 
     def _load(self) -> LoadedModel:
         return _load_head_model(self.source, self.revision, self.device, self.name)

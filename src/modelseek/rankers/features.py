@@ -37,6 +37,12 @@ def _short(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
 
 
+def _keep_only(models: dict, enc) -> None:
+    """Free loaded checkpoints other than the one ``enc`` reads (one model in memory at a time)."""
+    for slot in [k for k in models if k[1:3] != (enc.source, enc.revision)]:
+        del models[slot]
+
+
 def _subsample(split: Split, cap: int | None, rng: np.random.Generator) -> Split:
     if cap is None or len(split) <= cap:
         return split
@@ -112,6 +118,7 @@ class FeatureRanker(Ranker):
         out = {n: {t.id: {} for t in tasks} for n in names}
         self.failures_: dict[str, str] = getattr(self, "failures_", {})
         kinds = {estimators.input_kind(n) for n in names}
+        models: dict = {}  # loaded checkpoints, shared by consecutive candidates that read the same one
         for cand in progress_bar(list(pool), desc=f"{self.name}: candidates", disable=not self.progress):
             kw = self._encoder_kwargs(cand)
             enc = head = None
@@ -122,13 +129,17 @@ class FeatureRanker(Ranker):
                 if dead is None:
                     try:
                         if "features" in kinds:
-                            enc = enc or TextEncoder(cand, device=self.device, cache_dir=self.cache_dir,
-                                                     progress=self.progress, **kw)
+                            if enc is None:
+                                enc = TextEncoder(cand, device=self.device, cache_dir=self.cache_dir,
+                                                  progress=self.progress, models=models, **kw)
+                                _keep_only(models, enc)
                             inputs["features"] = enc(texts)
                         if "probs" in kinds:
-                            head = head or HeadProbs(cand, max_length=kw["max_length"], batch_size=kw["batch_size"],
-                                                     device=self.device, cache_dir=self.cache_dir,
-                                                     progress=self.progress)
+                            if head is None:
+                                head = HeadProbs(cand, max_length=kw["max_length"], batch_size=kw["batch_size"],
+                                                 device=self.device, cache_dir=self.cache_dir,
+                                                 progress=self.progress, models=models)
+                                _keep_only(models, head)
                             inputs["probs"] = head(texts)
                     except Exception as exc:  # noqa: BLE001 - one broken candidate must not stop the run
                         msg = _short(exc)
