@@ -212,3 +212,29 @@ def test_leep_and_nce_known_values():
     assert est.get("nce")(useless, y) == pytest.approx(np.log(0.5))  # all in z=0: H(Y|Z) = log 2
     with pytest.raises(InputError, match="probabilities"):
         est.get("leep")(perfect * 2, y)
+
+
+def test_spectral_projection_matches_eigh():
+    from modelseek.estimators._common import spd_solve, sym_eig_project
+
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((70, 40))
+    G = A.T @ A
+    B = rng.standard_normal((40, 3))
+    w, P = sym_eig_project(G, B)
+    w0, V = np.linalg.eigh(G)
+    np.testing.assert_allclose(w, w0, rtol=1e-10, atol=1e-9)
+    np.testing.assert_allclose(np.abs(P), np.abs(V.T @ B), rtol=1e-7, atol=1e-8)  # eigenvector signs free
+    np.testing.assert_allclose(spd_solve(G, B), np.linalg.solve(G, B), rtol=1e-9)
+    singular = G.copy()
+    singular[:, 0] = singular[0, :] = 0.0
+    assert spd_solve(singular, B) is None
+
+
+def test_hscore_rank_deficient_uses_pseudo_inverse():
+    X, y = _data(n=30, d=50)  # N < D: cov(f) singular, the Cholesky path must step aside
+    g = np.zeros_like(X)
+    for c in np.unique(y):
+        g[y == c] = X[y == c].mean(0)
+    want = np.trace(np.linalg.pinv(np.cov(X.T), rcond=1e-15) @ np.cov(g.T))
+    assert est.get("hscore")(X, y) == pytest.approx(want, rel=1e-6)

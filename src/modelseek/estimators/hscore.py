@@ -10,15 +10,16 @@ Approach to Transferability in Task Transfer Learning", ICIP 2019.
 
 Computation: cov(E[f | y]) = sum_c (n_c / (N - 1)) d_c d_c^T with d_c = mu_c - mu has rank <= C, so
 tr(cov(f)^+ cov(E[f|y])) = sum_c (n_c / (N - 1)) d_c^T cov(f)^+ d_c needs the eigenvalues of cov(f) and the
-projections of the C vectors d_c only (never an explicit pseudo-inverse). The pseudo-inverse cut-off is
-the usual rcond = 1e-15 relative to the largest eigenvalue.
+projections of the C vectors d_c only (never an explicit pseudo-inverse). When cov(f) is safely positive
+definite its pseudo-inverse is its inverse and a Cholesky solve suffices; otherwise the eigenvalues are cut at
+the usual rcond = 1e-15 relative to the largest.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._common import check_inputs, class_means, sym_eig_project
+from ._common import check_inputs, class_means, spd_solve, sym_eig_project
 
 RCOND = 1e-15
 
@@ -43,5 +44,13 @@ def hscore(features, labels) -> float:
     X, y, counts = check_inputs(features, labels, name="hscore")
     N = X.shape[0]
     Xc, B = between_class_factor(X, y, counts)
-    w, P = sym_eig_project((Xc.T @ Xc) / (N - 1.0), B)
+    return trace_pinv_quadratic((Xc.T @ Xc) / (N - 1.0), B)
+
+
+def trace_pinv_quadratic(A: np.ndarray, B: np.ndarray) -> float:
+    """tr(A^+ B B^T): a Cholesky solve when A is well conditioned, else the spectral pseudo-inverse."""
+    sol = spd_solve(A, B)
+    if sol is not None:
+        return float((B * sol).sum())
+    w, P = sym_eig_project(A, B)
     return pinv_quadratic(w, P)

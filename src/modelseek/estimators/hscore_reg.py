@@ -10,8 +10,8 @@ Reference: S. Ibrahim, N. Ponomareva, R. Mazumder. "Newer is not always better: 
 metrics, their peculiarities, stability and performance", ECML-PKDD 2022. Shrinkage: O. Ledoit, M. Wolf,
 "A well-conditioned estimator for large-dimensional covariance matrices", J. Multivariate Anal. 2004.
 
-Computation: Sigma_alpha has the eigenvectors of S and eigenvalues (1 - alpha) w + alpha tr(S)/D, so one
-eigendecomposition of S serves both. The Ledoit-Wolf intensity is computed in O(N D) from the same Gram
+Computation: as for the H-score, tr(Sigma_alpha^+ B B^T) with cov(E[f|y]) = B B^T of rank <= C, by a
+Cholesky solve (Sigma_alpha is positive definite whenever alpha > 0). The Ledoit-Wolf intensity is computed in O(N D) from the same Gram
 matrix (sum_ij ((X^2)^T X^2)_ij = sum_k ||x_k||^4), where scikit-learn's ``ledoit_wolf_shrinkage`` builds
 another D x D product; the tests check both agree.
 """
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import check_inputs, sym_eig_project
-from .hscore import between_class_factor, pinv_quadratic
+from ._common import check_inputs
+from .hscore import between_class_factor, trace_pinv_quadratic
 
 
 def ledoit_wolf_shrinkage_from_gram(Xc: np.ndarray, G: np.ndarray) -> float:
@@ -43,6 +43,7 @@ def hscore_reg(features, labels) -> float:
     Xc, B = between_class_factor(X, y, counts)
     G = Xc.T @ Xc
     alpha = ledoit_wolf_shrinkage_from_gram(Xc, G)
-    w, P = sym_eig_project(G / N, B)
-    shrunk = (1.0 - alpha) * w + alpha * (w.sum() / D)
-    return pinv_quadratic(shrunk, P * np.sqrt(1.0 - alpha))
+    S = G / N
+    shrunk = (1.0 - alpha) * S
+    shrunk.flat[:: D + 1] += alpha * np.trace(S) / D
+    return (1.0 - alpha) * trace_pinv_quadratic(shrunk, B)
