@@ -174,10 +174,15 @@ def test_logme_finite_and_route_independent_when_n_below_d():
     assert dual == pytest.approx(-0.6839364, abs=1e-6)
 
 
-def test_logme_routes_agree_when_n_above_d():
+@pytest.mark.parametrize("collinear", [False, True])
+def test_logme_routes_agree_when_n_above_d(collinear):
     X, y = _data(n=300, d=20)
-    assert est.get("logme")(X, y, route="primal") == pytest.approx(est.get("logme")(X, y, route="dual"),
-                                                                   rel=1e-9)
+    if collinear:  # rank-deficient F: zero eigenvalues in the D x D Gram
+        X = np.hstack([X, X[:, :5] * 2.0])
+    logme = est.get("logme")
+    want = logme(X, y, route="dual")
+    assert logme(X, y) == pytest.approx(want, rel=1e-9)  # auto = tridiagonal, no eigenvectors
+    assert logme(X, y, route="primal") == pytest.approx(want, rel=1e-9)
 
 
 # ------------------------------------------------------------------------------------------- H-scores

@@ -65,23 +65,17 @@ def _scatter_sum(out: np.ndarray, X: np.ndarray, y: np.ndarray) -> None:
     out += onehot @ X
 
 
-def sym_eig_project(G: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Eigenvalues ``w`` (ascending) of the symmetric ``G`` and ``V^T B`` for its eigenvectors ``V``.
+def tridiagonalize(G: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """G = Q T Q^T (LAPACK ``dsytrd``) -> (diagonal d, off-diagonal e of T, Q^T B).
 
-    LogME needs every eigenvalue but only the projections of C label columns, never ``V`` itself. A full
-    ``eigh`` spends most of its time accumulating V (the back-transformation, ~2 n^3 flops); here ``G`` is
-    reduced to tridiagonal form (LAPACK ``dsytrd``, G = Q T Q^T), the C columns are carried through the
-    Householder reflectors of Q (O(n^2 C)), and T's eigenvectors Z come from ``dstemr`` (O(n^2)): V^T B =
-    Z^T (Q^T B). NumPy/SciPy have no routine that applies an eigenbasis to a few vectors without forming it,
-    hence this small composition of LAPACK calls (the tests check it against ``eigh``).
+    Q is never formed: the C columns of B are carried through its Householder reflectors (O(n^2 C)).
+    NumPy/SciPy offer no routine that applies the reduction to a few vectors, hence this composition of
+    LAPACK calls (the tests check it against ``eigh``).
     """
-    from scipy.linalg import eigh_tridiagonal, lapack
+    from scipy.linalg import lapack
 
     n = G.shape[0]
-    B = np.array(B, dtype=np.float64, order="C", copy=True)
-    if n <= 2:
-        w, V = np.linalg.eigh(G)
-        return w, V.T @ B
+    QB = np.array(B, dtype=np.float64, order="C", copy=True)
     lwork = int(lapack.dsytrd_lwork(n, lower=1)[0])
     c, d, e, tau, info = lapack.dsytrd(np.asfortranarray(G), lower=1, lwork=max(lwork, n))
     if info != 0:  # pragma: no cover - LAPACK argument error
@@ -92,10 +86,26 @@ def sym_eig_project(G: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarra
             continue
         v = c[i + 1:, i].copy()
         v[0] = 1.0
-        blk = B[i + 1:]
+        blk = QB[i + 1:]
         blk -= np.outer(t * v, v @ blk)
+    return d, e, QB
+
+
+def sym_eig_project(G: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues ``w`` (ascending) of the symmetric ``G`` and ``V^T B`` for its eigenvectors ``V``.
+
+    Only the projections of a few columns are needed, never ``V``: a full ``eigh`` spends most of its time
+    accumulating V (~2 n^3 flops); here G is tridiagonalised (:func:`tridiagonalize`) and T's eigenvectors Z
+    come from ``dstemr`` (O(n^2)), so that V^T B = Z^T (Q^T B).
+    """
+    from scipy.linalg import eigh_tridiagonal
+
+    if G.shape[0] <= 2:
+        w, V = np.linalg.eigh(G)
+        return w, V.T @ np.asarray(B, dtype=np.float64)
+    d, e, QB = tridiagonalize(G, B)
     w, Z = eigh_tridiagonal(d, e, lapack_driver="stemr")
-    return w, Z.T @ B
+    return w, Z.T @ QB
 
 
 def spd_solve(A: np.ndarray, B: np.ndarray, min_rcond: float = 1e-8) -> np.ndarray | None:
