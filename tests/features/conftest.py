@@ -33,3 +33,19 @@ def _one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture
+def load_counter(monkeypatch) -> list:
+    """Record every model load (hence every possible forward pass) of modelseek.features.text."""
+    import modelseek.features.text as text_mod
+
+    calls: list = []
+    real = text_mod._load_model
+
+    def counting(*a, **k):
+        calls.append(a[0])
+        return real(*a, **k)
+
+    monkeypatch.setattr(text_mod, "_load_model", counting)
+    return calls

@@ -6,7 +6,6 @@ import logging
 import math
 from pathlib import Path
 
-import numpy as np
 import pytest
 import yaml
 
@@ -31,18 +30,6 @@ def pool(tiny_bert, tiny_roberta, tmp_path):
                  Candidate(id="2", path=str(tiny_roberta), family="roberta"),
                  Candidate(id="3", path=str(tiny_bert), options={"pooling": "cls", "layer": "mean"})],
                 name="tiny")
-
-
-def _count_loads(monkeypatch):
-    calls = []
-    real = text_mod._load_model
-
-    def counting(*a, **k):
-        calls.append(a[0])
-        return real(*a, **k)
-
-    monkeypatch.setattr(text_mod, "_load_model", counting)
-    return calls
 
 
 def test_every_estimator_is_a_ranker():
@@ -73,8 +60,8 @@ def test_knn_uses_train_and_validation_splits(task, pool, tmp_path):
     assert run.scores(task.id)["2"] == pytest.approx(want, abs=1e-9)
 
 
-def test_second_rank_reuses_cache_without_forward_pass(task, pool, tmp_path, monkeypatch):
-    calls = _count_loads(monkeypatch)
+def test_second_rank_reuses_cache_without_forward_pass(task, pool, tmp_path, load_counter):
+    calls = load_counter
     first = ms.rank(task, pool, method="hscore", cache_dir=tmp_path)
     assert len(calls) == 3
     again = ms.rank(task, pool, method="hscore", cache_dir=tmp_path)
@@ -153,7 +140,7 @@ def test_offline_pool_loads_without_the_hub():
 
 
 @pytest.mark.shared_data
-def test_ntcir_task_with_offline_pool(cli, ntcir_a, tmp_path, monkeypatch, caplog):
+def test_ntcir_task_with_offline_pool(cli, ntcir_a, tmp_path, load_counter, caplog):
     """The acceptance run: a real NTCIR training task, the offline pool, a valid run, cache reuse and a
     corrupted cache file detected and recomputed."""
     task_dir = ntcir_a / "task-data" / "train-tasks" / "1094"
@@ -161,7 +148,7 @@ def test_ntcir_task_with_offline_pool(cli, ntcir_a, tmp_path, monkeypatch, caplo
     cache = tmp_path / "cache"
     args = ["rank", task_dir, "--pool", "offline", "-m", "logme", "-o", out, "--param", f"cache_dir={cache}",
             "--param", "max_examples=60"]
-    calls = _count_loads(monkeypatch)
+    calls = load_counter
     r = cli(*args)
     assert r.code == 0, r.err
     assert cli("validate", out, "--pool", "offline").code == 0
