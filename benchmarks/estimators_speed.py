@@ -95,9 +95,12 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="small cases only")
     ap.add_argument("--repeat", type=int, default=1, help="best of this many runs per measurement")
     ap.add_argument("--others", action="store_true", help="also time the other estimators (modelseek only)")
+    ap.add_argument("--cases", help="comma-separated NxDxC, e.g. 10000x768x10,5000x4096x10")
     args = ap.parse_args()
     cases = [(2000, 256, 10), (3000, 512, 10)] if args.quick else \
         [(10_000, 768, 10), (50_000, 1_024, 10), (5_000, 4_096, 10)]
+    if args.cases:
+        cases = [tuple(int(v) for v in c.lower().split("x")) for c in args.cases.split(",")]
     rng = np.random.default_rng(0)
     warm_y = np.arange(300) % 3
     warm = np.random.default_rng(1).standard_normal((300, 40)) + warm_y[:, None]

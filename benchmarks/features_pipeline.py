@@ -46,7 +46,12 @@ def main() -> None:
     ap.add_argument("--estimators", nargs="+", default=["logme", "hscore", "hscore_reg", "knn", "knn_loo",
                                                           "linear_probe", "nleep", "sfda", "transrate", "gbc",
                                                           "pactran_gauss"])
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     args = ap.parse_args()
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
     if not NTCIR.exists():
         sys.exit(f"NTCIR data not found at {NTCIR}")
     cache = Path(tempfile.mkdtemp(prefix="modelseek-bench-"))

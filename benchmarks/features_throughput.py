@@ -55,7 +55,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, default=512)
     ap.add_argument("--max-length", type=int, default=256)
+    ap.add_argument("--threads", type=int, default=None, help="torch threads for both (default: torch's)")
     args = ap.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     path = offline_minilm_path()
     texts = make_texts(args.n, np.random.default_rng(0), path / "vocab.txt")
     # warm-up: imports, weights in the page cache
