@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ._common import load_pool_arg, load_truth, print_json
+from .finetune import add_verify_args, verify_after_rank
 
 
 def register(sub) -> None:
@@ -34,6 +35,7 @@ def register(sub) -> None:
                         "pooling=cls, layer=mean, max_examples=2000, cache_dir=/tmp/feats, device=cpu")
     p.add_argument("--show", type=int, default=3, help="print the rankings of at most this many tasks")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_verify_args(p)
     p.set_defaults(func=run)
 
 
@@ -81,6 +83,8 @@ def run(args: argparse.Namespace) -> int:
     from ..data.run import write_runs
     from ..data.task import TaskSet
 
+    if args.json and (args.verify_top or args.halving):
+        raise InputError("--verify-top/--halving print tables; use them without --json")
     root = Path(args.path)
     pool = load_pool_arg(args.pool, root if root.is_dir() else None)
     tasks = _tasks(args)
@@ -122,4 +126,4 @@ def run(args: argparse.Namespace) -> int:
             print(f"... and {len(r) - args.show} more task(s)")
     if args.output:
         print(f"wrote {sum(len(r) for r in runs)} ranking(s) of {len(pool)} candidates to {args.output}")
-    return 0
+    return verify_after_rank(args, runs, tasks, pool)
