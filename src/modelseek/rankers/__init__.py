@@ -10,6 +10,20 @@ from .base import NotFittedError, Ranker
 RANKERS: Registry[type] = Registry("method")
 RANKERS.register_lazy("avgrank", "modelseek.rankers.avgrank:AvgRank")
 RANKERS.register_lazy("random", "modelseek.rankers.random:RandomRanker")
+RANKERS.register_lazy("logme", "modelseek.rankers.features:LogMERanker")
+RANKERS.register_lazy("hscore", "modelseek.rankers.features:HScoreRanker")
+RANKERS.register_lazy("hscore_reg", "modelseek.rankers.features:HScoreRegRanker")
+RANKERS.register_lazy("knn", "modelseek.rankers.features:KNNRanker")
+RANKERS.register_lazy("knn_loo", "modelseek.rankers.features:KNNLOORanker")
+RANKERS.register_lazy("linear_probe", "modelseek.rankers.features:LinearProbeRanker")
+RANKERS.register_lazy("nleep", "modelseek.rankers.features:NLEEPRanker")
+RANKERS.register_lazy("sfda", "modelseek.rankers.features:SFDARanker")
+RANKERS.register_lazy("transrate", "modelseek.rankers.features:TransRateRanker")
+RANKERS.register_lazy("gbc", "modelseek.rankers.features:GBCRanker")
+RANKERS.register_lazy("pactran_gauss", "modelseek.rankers.features:PACTranGaussRanker")
+RANKERS.register_lazy("leep", "modelseek.rankers.features:LEEPRanker")
+RANKERS.register_lazy("nce", "modelseek.rankers.features:NCERanker")
+RANKERS.register_lazy("rrf", "modelseek.rankers.features:FusionRanker")
 
 
 def make(name: str, **params: Any) -> Ranker:
