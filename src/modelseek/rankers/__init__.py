@@ -10,6 +10,11 @@ from .base import NotFittedError, Ranker
 RANKERS: Registry[type] = Registry("method")
 RANKERS.register_lazy("avgrank", "modelseek.rankers.avgrank:AvgRank")
 RANKERS.register_lazy("random", "modelseek.rankers.random:RandomRanker")
+RANKERS.register_lazy("task_knn", "modelseek.rankers.task_knn:TaskKNN")
+RANKERS.register_lazy("metadata", "modelseek.rankers.metadata:MetadataRanker")
+RANKERS.register_lazy("ltr", "modelseek.rankers.ltr:LTRRanker")
+RANKERS.register_lazy("spider", "modelseek.rankers.spider:SpiderRanker")
+RANKERS.register_lazy("tupate", "modelseek.rankers.tupate:TuPaTERanker")
 
 
 def make(name: str, **params: Any) -> Ranker:
