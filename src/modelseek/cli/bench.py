@@ -24,6 +24,7 @@ def register(sub) -> None:
     p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for intervals")
     add_scheme(p)
     p.add_argument("--run-out", help="write the cross-fitted run(s) of the first repeat to this file")
+    p.add_argument("--plot", help="write a PNG of nDCG@5 per tier with intervals for every method")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 
@@ -56,9 +57,14 @@ def run(args: argparse.Namespace) -> int:
     if args.run_out:
         write_runs(args.run_out, [results[m].runs[0] for m in args.method])
     out = {}
+    summaries = {m: results[m].summary(n_resamples=args.bootstrap, seed=args.seed) for m in args.method}
+    if args.plot:
+        from ..plots import plot_tier_intervals
+
+        plot_tier_intervals(summaries, "ndcg@5", args.plot)
     for m in args.method:
         res = results[m]
-        summ = res.summary(n_resamples=args.bootstrap, seed=args.seed)
+        summ = summaries[m]
         entry = {"tiers": {}, "folds": args.folds, "seed": args.seed, "repeats": args.repeats}
         for _, row in summ.iterrows():
             entry["tiers"].setdefault(row["tier"], {"n": int(row["n"])})[row["metric"]] = {
@@ -88,4 +94,6 @@ def run(args: argparse.Namespace) -> int:
                   f"P(better)={a['p_better']:.2f}")
     if args.run_out:
         print(f"wrote cross-fitted run(s) to {args.run_out}")
+    if args.plot:
+        print(f"wrote plot to {args.plot}")
     return 0

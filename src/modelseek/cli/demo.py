@@ -26,7 +26,7 @@ def run(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     data = write_task_table(make_text_task("demo", n_classes=4, seed=args.seed), out / "demo-task.csv")
-    task = load_table_task(data)
+    task = load_table_task(data, task_id="demo")
     pool = ntcir_pool()
     run_ = rank(task, pool)
     run_path = out / "demo-run.txt"

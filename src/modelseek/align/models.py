@@ -1,0 +1,557 @@
+"""Embeddings by forward hooks: load a model per registry entry, run stimuli, take one layer's output.
+
+Public entry points (stable names)::
+
+    load_model(entry) -> LoadedModel              # eval() mode, seeded random init when no weights
+    layer_names(module) -> list[str]              # valid module paths for ``layer``
+    preprocess_images(entry, images) -> Tensor    # resize (shorter side, bicubic), centre crop, normalise
+    embed_images(entry, images_or_paths, batch_size=32, cache_dir=None) -> np.ndarray [n, dim] float32
+    embed_texts(entry, texts, batch_size=32, cache_dir=None) -> np.ndarray [n, dim] float32
+    embed_catalog(entry, catalog, cache_dir=None) -> np.ndarray   # images or texts of a StimulusCatalog
+
+``entry`` is a :class:`~modelseek.align.formats.ModelEntry` or its dict form. Sources:
+
+- ``torchvision``: ``torchvision.models.get_model(arch, weights=...)``; ``arch`` = ``model_parameters.arch``
+  or ``model_name``.
+- ``timm``: ``timm.create_model(arch, pretrained=...)``.
+- ``open_clip``: ``open_clip.create_model(arch, pretrained=...)``; images through ``encode_image``, texts
+  through ``encode_text`` (hook paths are relative to the whole CLIP model, e.g. ``visual.transformer``).
+- ``transformers``: ``AutoModel.from_pretrained(weights)``; with ``weights`` null/"random" the model is
+  built from ``AutoConfig.for_model(model_parameters.model_type, **rest)`` with seeded random weights.
+  Text models take a tokenizer from ``weights`` (or ``model_parameters.tokenizer``).
+- ``custom``: ``model_parameters.arch`` names a factory of :mod:`modelseek.align.zoo` or
+  ``"package.module:factory"``; remaining keys are its keyword arguments.
+
+``weights`` null or ``"random"`` means random init with ``torch.manual_seed(model_parameters.seed or 0)``
+inside :func:`torch.random.fork_rng` (the caller's RNG state is untouched); a path to an existing file loads
+a state dict (``.safetensors`` or a torch checkpoint, strictly); anything else is the library's own
+pretrained weights name (``"pretrained"`` means the library default).
+
+The hook stops the forward pass once the hooked layer has run (later layers are not computed). If a module
+runs several times in one forward pass, its first output is taken. Spatial maps are assumed NCHW.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import InputError
+from .formats import Modality, ModelEntry, Source, Strategy
+
+log = logging.getLogger(__name__)
+
+OUTPUT_ALIASES = ("output",)
+_RESERVED = ("arch", "seed", "model_type", "tokenizer", "max_length")
+CACHE_FORMAT = 1
+
+
+def _entry(entry) -> ModelEntry:
+    return entry if isinstance(entry, ModelEntry) else ModelEntry.from_dict(entry)
+
+
+@dataclass
+class LoadedModel:
+    """A model ready to embed: ``module`` (root of the layer paths, in eval mode), how to call it, and the
+    hooked layer (``None``: the model's own output)."""
+
+    entry: ModelEntry
+    module: Any
+    layer: Any
+    call_images: Callable[[Any], Any] | None
+    call_texts: Callable[[list[str]], tuple[Any, Any]] | None  # -> (output, attention mask or None)
+
+
+def _is_random(weights: str | None) -> bool:
+    return weights is None or weights.lower() in ("random", "none", "")
+
+
+def _weights_file(weights: str | None) -> Path | None:
+    if _is_random(weights):
+        return None
+    p = Path(os.path.expanduser(weights))
+    return p if p.is_file() else None
+
+
+def _load_state_dict(module, path: Path, name: str) -> None:
+    import torch
+
+    try:
+        if path.suffix == ".safetensors":
+            from safetensors.torch import load_file
+
+            sd = load_file(str(path))
+        else:
+            sd = torch.load(str(path), map_location="cpu", weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - any unreadable checkpoint is a user input error
+        raise InputError(f"model {name!r}: cannot read checkpoint: {exc}", path=path, field="weights") from None
+    for key in ("state_dict", "model"):
+        if isinstance(sd, Mapping) and key in sd and isinstance(sd[key], Mapping):
+            sd = sd[key]
+    try:
+        module.load_state_dict(sd, strict=True)
+    except RuntimeError as exc:
+        first = str(exc).splitlines()[0:3]
+        raise InputError(f"model {name!r}: checkpoint does not fit the architecture: {' '.join(first)}",
+                         path=path, field="weights") from None
+
+
+def _seeded(build: Callable[[], Any], seed: int):
+    import torch
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return build()
+
+
+def _import(name: str, extra: str, source: str):
+    import importlib
+
+    try:
+        return importlib.import_module(name)
+    except Exception as exc:  # noqa: BLE001 - ImportError or a broken binary build (e.g. torchvision ops)
+        raise InputError(f"source {source!r} needs the package {name!r} ({type(exc).__name__}: {exc}); "
+                         f"install it (pip install 'modelseek[{extra}]')", field="source") from None
+
+
+def _build(entry: ModelEntry):
+    """Return (module, call_images, call_texts)."""
+    import torch
+
+    mp = dict(entry.model_parameters)
+    arch = mp.pop("arch", entry.model_name)
+    seed = int(mp.pop("seed", 0))
+    model_type = mp.pop("model_type", None)
+    tokenizer_name = mp.pop("tokenizer", None)
+    max_length = int(mp.pop("max_length", 256))
+    wfile = _weights_file(entry.weights)
+    rand = _is_random(entry.weights)
+    fwd = dict(entry.forward_args)
+    src = entry.source
+
+    def std_call(module):
+        return lambda x: module(x, **fwd)
+
+    if src is Source.CUSTOM:
+        from .zoo import ZOO
+
+        if ":" in str(arch):
+            import importlib
+
+            mod, attr = str(arch).split(":", 1)
+            try:
+                factory = getattr(importlib.import_module(mod), attr)
+            except (ImportError, AttributeError) as exc:
+                raise InputError(f"model {entry.model_name!r}: cannot import {arch!r}: {exc}",
+                                 field="model_parameters.arch") from None
+        elif arch in ZOO:
+            factory = ZOO[arch]
+        else:
+            raise InputError(f"model {entry.model_name!r}: unknown custom arch {arch!r}; built-in: "
+                             f"{', '.join(sorted(ZOO))}, or 'package.module:factory'", field="model_parameters.arch")
+        module = _seeded(lambda: factory(**mp), seed)
+        if wfile:
+            _load_state_dict(module, wfile, entry.model_name)
+        elif not rand:
+            raise InputError(f"model {entry.model_name!r}: custom weights must be null/'random' or an existing "
+                             f"file, got {entry.weights!r}", field="weights")
+        return module, std_call(module), None
+
+    if src is Source.TORCHVISION:
+        tvm = _import("torchvision.models", "align-zoo", "torchvision")
+        if rand or wfile:
+            module = _seeded(lambda: tvm.get_model(arch, weights=None, **mp), seed)
+            if wfile:
+                _load_state_dict(module, wfile, entry.model_name)
+        else:
+            w = "DEFAULT" if entry.weights.lower() in ("pretrained", "default") else entry.weights
+            module = tvm.get_model(arch, weights=w, **mp)
+        return module, std_call(module), None
+
+    if src is Source.TIMM:
+        timm = _import("timm", "align-zoo", "timm")
+        module = _seeded(lambda: timm.create_model(arch, pretrained=not (rand or wfile), **mp), seed)
+        if wfile:
+            _load_state_dict(module, wfile, entry.model_name)
+        return module, std_call(module), None
+
+    if src is Source.OPEN_CLIP:
+        oc = _import("open_clip", "align-zoo", "open_clip")
+        pretrained = None if rand else (str(wfile) if wfile else entry.weights)
+        module = _seeded(lambda: oc.create_model(arch, pretrained=pretrained, **mp), seed)
+        tok = oc.get_tokenizer(arch)
+
+        def texts(batch):
+            return module.encode_text(tok(batch), **fwd), None
+
+        return module, (lambda x: module.encode_image(x, **fwd)), texts
+
+    # transformers
+    tr = _import("transformers", "align", "transformers")
+    if rand:
+        if not model_type:
+            raise InputError(f"model {entry.model_name!r}: random transformers weights need "
+                             f"model_parameters.model_type (e.g. 'vit', 'resnet', 'bert')",
+                             field="model_parameters.model_type")
+        config = tr.AutoConfig.for_model(model_type, **mp)
+        module = _seeded(lambda: tr.AutoModel.from_config(config), seed)
+    else:
+        try:
+            module = _seeded(lambda: tr.AutoModel.from_pretrained(entry.weights, **mp), seed)
+        except OSError as exc:
+            raise InputError(f"model {entry.model_name!r}: cannot load {entry.weights!r}: "
+                             f"{str(exc).splitlines()[0]}", field="weights") from None
+    call_texts = None
+    if entry.modality is Modality.TEXT:
+        tname = tokenizer_name or (None if rand else entry.weights)
+        if not tname:
+            raise InputError(f"model {entry.model_name!r}: a text model needs a tokenizer "
+                             f"(weights or model_parameters.tokenizer)", field="model_parameters.tokenizer")
+        tokenizer = tr.AutoTokenizer.from_pretrained(tname)
+
+        def call_texts(batch):
+            enc = tokenizer(list(batch), padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+            return module(**enc, **fwd), enc["attention_mask"]
+
+    call_images = None if call_texts is not None else (lambda x: module(pixel_values=x, **fwd))
+    return module, call_images, call_texts
+
+
+def layer_names(module) -> list[str]:
+    """All module paths of ``module`` usable as ``layer`` (plus the alias ``output``)."""
+    return [n for n, _ in module.named_modules() if n]
+
+
+def resolve_layer(module, path: str, model_name: str = ""):
+    """The submodule at ``path`` (dotted; negative integers index from the end of a container);
+    ``None`` for the alias ``output``. Unknown paths raise an InputError listing the valid paths."""
+    if path in OUTPUT_ALIASES:
+        return None
+    cur = module
+    for part in path.split("."):
+        children = dict(cur.named_children())
+        if part in children:
+            cur = children[part]
+            continue
+        if part.lstrip("-").isdigit() and int(part) < 0 and children:
+            keys = list(children)
+            idx = int(part)
+            if -len(keys) <= idx:
+                cur = children[keys[idx]]
+                continue
+        names = layer_names(module)
+        shown = ", ".join(names[:200]) + (f", ... ({len(names)} in all)" if len(names) > 200 else "")
+        raise InputError(f"model {model_name!r}: unknown layer {path!r}. Valid module paths: output, {shown}",
+                         field="layer")
+    return cur
+
+
+def load_model(entry) -> LoadedModel:
+    """Build the model of a registry entry in eval mode and resolve its layer."""
+    entry = _entry(entry)
+    module, call_images, call_texts = _build(entry)
+    module.eval()
+    layer = resolve_layer(module, entry.layer, entry.model_name)
+    return LoadedModel(entry, module, layer, call_images, call_texts)
+
+
+# ---------------------------------------------------------------- images
+
+
+def _open_image(x, index: int):
+    from PIL import Image, UnidentifiedImageError
+
+    if isinstance(x, Image.Image):
+        img = x
+    elif isinstance(x, np.ndarray):
+        arr = x
+        if arr.dtype != np.uint8:
+            if arr.size and (np.nanmin(arr) < 0 or np.nanmax(arr) > 1):
+                raise InputError(f"image {index}: float arrays must lie in [0, 1]")
+            arr = np.round(np.nan_to_num(arr) * 255).astype(np.uint8)
+        if arr.ndim not in (2, 3):
+            raise InputError(f"image {index}: expected an HxW or HxWxC array, got shape {arr.shape}")
+        img = Image.fromarray(arr)
+    elif isinstance(x, (str, os.PathLike)):
+        p = Path(x)
+        if not p.is_file():
+            raise InputError("image file does not exist", path=p)
+        try:
+            with Image.open(p) as im:
+                im.load()
+                img = im.copy()
+        except (UnidentifiedImageError, OSError, SyntaxError, ValueError) as exc:
+            raise InputError(f"cannot decode image: {exc}", path=p) from None
+    else:
+        raise InputError(f"image {index}: expected a path, a PIL image or a numpy array, got {type(x).__name__}")
+    return img.convert("RGB")
+
+
+def _resample(name: str):
+    from PIL import Image
+
+    return {"bicubic": Image.Resampling.BICUBIC, "bilinear": Image.Resampling.BILINEAR,
+            "nearest": Image.Resampling.NEAREST}[name]
+
+
+def _transform(img, entry: ModelEntry) -> np.ndarray:
+    pp = entry.preprocess
+    ch, cw = pp.crop or entry.input_size
+    resize = pp.resize if pp.resize is not None else int(round(min(ch, cw) / 0.875))
+    w, h = img.size
+    if isinstance(resize, int):  # shorter side to `resize`, keep the aspect ratio
+        if w <= h:
+            nw, nh = resize, max(1, int(round(h * resize / w)))
+        else:
+            nw, nh = max(1, int(round(w * resize / h))), resize
+    else:
+        nh, nw = resize
+    img = img.resize((nw, nh), _resample(pp.interpolation))
+    if nw < cw or nh < ch:  # crop larger than the image: resize up to cover it
+        scale = max(cw / nw, ch / nh)
+        nw, nh = int(np.ceil(nw * scale)), int(np.ceil(nh * scale))
+        img = img.resize((nw, nh), _resample(pp.interpolation))
+    left, top = int(round((nw - cw) / 2.0)), int(round((nh - ch) / 2.0))
+    img = img.crop((left, top, left + cw, top + ch))
+    arr = np.asarray(img, dtype=np.float32) / 255.0
+    mean = np.asarray(pp.mean, dtype=np.float32)
+    std = np.asarray(pp.std, dtype=np.float32)
+    arr = (arr - mean) / std
+    return np.ascontiguousarray(arr.transpose(2, 0, 1))
+
+
+def preprocess_images(entry, images: Sequence) -> "Any":
+    """Decode and preprocess a batch -> float32 tensor [n, 3, H, W]."""
+    import torch
+
+    entry = _entry(entry)
+    return torch.from_numpy(np.stack([_transform(_open_image(x, i), entry) for i, x in enumerate(images)]))
+
+
+# ---------------------------------------------------------------- hooks and strategies
+
+
+class _Stop(Exception):
+    """Raised by the hook to skip the layers after the hooked one."""
+
+
+def _first_tensor(out):
+    import torch
+
+    if isinstance(out, torch.Tensor):
+        return out
+    if hasattr(out, "last_hidden_state") and getattr(out, "last_hidden_state") is not None:
+        return out.last_hidden_state
+    if isinstance(out, Mapping):
+        for v in out.values():
+            t = _first_tensor(v)
+            if t is not None:
+                return t
+    if isinstance(out, (tuple, list)):
+        for v in out:
+            t = _first_tensor(v)
+            if t is not None:
+                return t
+    return None
+
+
+def _run_hooked(loaded: LoadedModel, call: Callable[[], Any]):
+    captured = {}
+    handle = None
+    if loaded.layer is not None:
+        def hook(_module, _inp, out):
+            captured["out"] = out
+            raise _Stop
+
+        handle = loaded.layer.register_forward_hook(hook)
+    try:
+        out = call()
+    except _Stop:
+        out = captured["out"]
+    finally:
+        if handle is not None:
+            handle.remove()
+    return out
+
+
+def apply_strategy(t, strategy: Strategy, mask=None, name: str = "") -> np.ndarray:
+    """[n, ...] layer output -> [n, dim] float32 by the strategy (see :class:`Strategy`)."""
+    import torch
+
+    strategy = Strategy(strategy)
+    t = t.detach().float()
+    if t.ndim < 2:
+        raise InputError(f"model {name!r}: layer output has shape {tuple(t.shape)}; need a batch axis and features",
+                         field="layer")
+    if strategy is Strategy.FLATTEN:
+        v = t.reshape(t.shape[0], -1)
+    elif strategy is Strategy.CLS:
+        if t.ndim != 3:
+            raise InputError(f"model {name!r}: 'cls' needs a [n, tokens, dim] output, got {tuple(t.shape)}",
+                             field="embedding")
+        v = t[:, 0, :]
+    elif t.ndim == 2:
+        v = t
+    elif t.ndim == 3:  # tokens: mean over tokens (masked when a mask is given)
+        if mask is not None and mask.shape == t.shape[:2]:
+            m = mask.to(t.dtype).unsqueeze(-1)
+            v = (t * m).sum(1) / m.sum(1).clamp_min(1.0)
+        else:
+            v = t.mean(1)
+    else:  # [n, c, *spatial]: global average pool
+        v = t.reshape(t.shape[0], t.shape[1], -1).mean(-1)
+    return v.to(torch.float32).cpu().numpy()
+
+
+def _embed_batches(loaded: LoadedModel, batches: Iterable, run_batch, n_total: int, progress: bool) -> np.ndarray:
+    import torch
+
+    from ..progress import progress_bar
+
+    out = []
+    entry = loaded.entry
+    with torch.no_grad():
+        for batch in progress_bar(batches, desc=f"embed {entry.model_name}", disable=not progress):
+            tensor, mask = run_batch(batch)
+            t = _first_tensor(tensor)
+            if t is None:
+                raise InputError(f"model {entry.model_name!r}: layer {entry.layer!r} produced no tensor",
+                                 field="layer")
+            out.append(apply_strategy(t, entry.embedding, mask, entry.model_name))
+    emb = np.concatenate(out, axis=0) if out else np.zeros((0, entry.output_dim or 0), np.float32)
+    if emb.shape[0] != n_total:
+        raise RuntimeError(f"embedding count {emb.shape[0]} != stimuli {n_total}")
+    if entry.output_dim is not None and emb.shape[1] != entry.output_dim:
+        raise InputError(f"model {entry.model_name!r}: layer {entry.layer!r} with {entry.embedding.value!r} "
+                         f"gives dim {emb.shape[1]}, registry says {entry.output_dim}", field="output_dim")
+    if not np.all(np.isfinite(emb)):
+        raise InputError(f"model {entry.model_name!r}: non-finite values in the embeddings", field="layer")
+    return emb
+
+
+def _stimuli_key(items: Sequence) -> str:
+    """A content key of the inputs: paths by (resolved path, size, mtime), images by their pixels."""
+    from PIL import Image
+
+    h = hashlib.sha256()
+    for x in items:
+        if isinstance(x, (str, os.PathLike)):
+            p = Path(x)
+            st = p.stat() if p.exists() else None
+            h.update(f"p:{p.resolve()}:{st.st_size if st else -1}:{st.st_mtime_ns if st else -1}\n".encode())
+        elif isinstance(x, np.ndarray):
+            h.update(f"a:{x.shape}:{x.dtype}:".encode() + hashlib.sha256(np.ascontiguousarray(x).tobytes()).digest())
+        elif isinstance(x, Image.Image):
+            h.update(f"i:{x.mode}:{x.size}:".encode() + hashlib.sha256(x.tobytes()).digest())
+        else:
+            h.update(f"t:{x}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def _text_key(texts: Sequence[str]) -> str:
+    h = hashlib.sha256()
+    for t in texts:
+        h.update(t.encode("utf-8") + b"\x00")
+    return "txt" + h.hexdigest()[:16]
+
+
+def _cache_key(entry: ModelEntry, stimuli_key: str) -> str:
+    layer = entry.layer.replace(".", "-")
+    return (f"{entry.model_name}/{layer}__{entry.embedding.value}__{entry.fingerprint()[:12]}"
+            f"__{stimuli_key}__v{CACHE_FORMAT}")
+
+
+def _cached(entry, stimuli_key, cache_dir, compute):
+    from .cache import ArrayCache
+
+    if cache_dir is None:
+        return compute()
+    cache = ArrayCache(cache_dir)
+    key = _cache_key(entry, stimuli_key)
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
+    emb = compute()  # any error (bad image, bad layer) raises here: nothing is written
+    cache.put(key, emb, {"model_name": entry.model_name, "layer": entry.layer, "embedding": entry.embedding.value,
+                         "stimuli_key": stimuli_key, "entry": entry.to_dict()})
+    return emb
+
+
+def embed_images(entry, images_or_paths: Sequence, batch_size: int = 32, cache_dir: str | os.PathLike | None = None,
+                 *, model: LoadedModel | None = None, stimuli_key: str | None = None,
+                 progress: bool = False) -> np.ndarray:
+    """Embed images (paths, PIL images or HxWxC arrays) -> float32 [n, dim].
+
+    With ``cache_dir`` the result is cached per model / layer / strategy / entry fingerprint / stimuli key
+    (``stimuli_key`` defaults to a content hash of the inputs); a corrupt entry is recomputed.
+    """
+    entry = _entry(entry)
+    items = list(images_or_paths)
+    if batch_size < 1:
+        raise InputError(f"batch_size must be >= 1, got {batch_size}")
+
+    def compute():
+        loaded = model or load_model(entry)
+        if loaded.call_images is None:
+            raise InputError(f"model {entry.model_name!r} takes no images", field="modality")
+        batches = [items[i:i + batch_size] for i in range(0, len(items), batch_size)]
+
+        def run_batch(b):
+            x = preprocess_images(entry, b)
+            return _run_hooked(loaded, lambda: loaded.call_images(x)), None
+
+        return _embed_batches(loaded, batches, run_batch, len(items), progress)
+
+    return _cached(entry, stimuli_key or _stimuli_key(items), cache_dir, compute)
+
+
+def embed_texts(entry, texts: Sequence[str], batch_size: int = 32, cache_dir: str | os.PathLike | None = None,
+                *, model: LoadedModel | None = None, stimuli_key: str | None = None,
+                progress: bool = False) -> np.ndarray:
+    """Embed texts with a text model (``modality: text``) -> float32 [n, dim]; ``mean`` is masked."""
+    entry = _entry(entry)
+    items = [str(t) for t in texts]
+
+    def compute():
+        loaded = model or load_model(entry)
+        if loaded.call_texts is None:
+            raise InputError(f"model {entry.model_name!r} takes no texts (set modality: text)", field="modality")
+        batches = [items[i:i + batch_size] for i in range(0, len(items), batch_size)]
+        captured = {}
+
+        def run_batch(b):
+            def call():
+                out, mask = loaded.call_texts(b)
+                captured["mask"] = mask
+                return out
+
+            captured["mask"] = None
+            out = _run_hooked(loaded, call)
+            return out, captured["mask"]
+
+        return _embed_batches(loaded, batches, run_batch, len(items), progress)
+
+    return _cached(entry, stimuli_key or _text_key(items), cache_dir, compute)
+
+
+def embed_catalog(entry, catalog, cache_dir: str | os.PathLike | None = None, batch_size: int = 32, *,
+                  model: LoadedModel | None = None, progress: bool = False) -> np.ndarray:
+    """Embed every stimulus of a :class:`~modelseek.align.formats.StimulusCatalog` (cached by catalog version)."""
+    entry = _entry(entry)
+    key = f"cat{catalog.version()}"
+    if entry.modality is Modality.TEXT:
+        texts = []
+        for i, s in enumerate(catalog):
+            if s.text is None:
+                raise InputError(f"text model {entry.model_name!r} needs a 'text' for every stimulus",
+                                 path=catalog.path, line=i + 1, field="text")
+            texts.append(s.text)
+        return embed_texts(entry, texts, batch_size, cache_dir, model=model, stimuli_key=key, progress=progress)
+    paths = [catalog.resolve(s) for s in catalog]
+    return embed_images(entry, paths, batch_size, cache_dir, model=model, stimuli_key=key, progress=progress)

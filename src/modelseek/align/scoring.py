@@ -1,0 +1,120 @@
+"""Blue/Red scores of the Re-Align challenge, on embeddings computed (and cached) per registry model.
+
+- **Blue** (models that agree): mean pairwise linear CKA over the submitted models, on the whole catalog.
+- **Red** (stimuli on which models disagree): 1 - mean pairwise linear CKA across the registry's models, on
+  the submitted stimuli only.
+
+Mean pairwise = mean of the off-diagonal entries of the CKA matrix (each unordered pair once).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from ..errors import InputError
+from .formats import ModelRegistry, StimulusCatalog, Submission, Team
+from .linear_cka import cka_matrix
+
+
+def default_cache_dir() -> Path:
+    base = os.environ.get("MODELSEEK_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "modelseek")
+    return Path(base) / "align"
+
+
+def mean_offdiag(C: np.ndarray) -> float:
+    m = C.shape[0]
+    if m < 2:
+        raise InputError("a mean pairwise CKA needs at least 2 models")
+    iu = np.triu_indices(m, 1)
+    return float(C[iu].mean())
+
+
+@dataclass
+class AlignData:
+    """Embeddings of (some of) the registry's models on the whole catalog: name -> [N, dim] array."""
+
+    registry: ModelRegistry
+    catalog: StimulusCatalog
+    features: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @classmethod
+    def compute(cls, registry: ModelRegistry, catalog: StimulusCatalog, models: Sequence[str] | None = None,
+                cache_dir: str | os.PathLike | None = None, batch_size: int = 32,
+                progress: bool = False) -> "AlignData":
+        """Embed the catalog with each model (each finished model is cached: an interrupted run resumes)."""
+        from ..progress import progress_bar
+        from .models import embed_catalog
+
+        names = list(models) if models is not None else registry.names()
+        data = cls(registry, catalog)
+        for name in progress_bar(names, desc="models", disable=not progress or len(names) < 2):
+            data.features[name] = embed_catalog(registry.get(name), catalog, cache_dir=cache_dir,
+                                                batch_size=batch_size, progress=progress)
+        return data
+
+    @classmethod
+    def from_arrays(cls, registry: ModelRegistry, catalog: StimulusCatalog,
+                    features: Mapping[str, np.ndarray]) -> "AlignData":
+        for name, F in features.items():
+            registry.get(name)
+            if np.asarray(F).shape[0] != len(catalog):
+                raise InputError(f"features of {name!r} have {np.asarray(F).shape[0]} rows, catalog has {len(catalog)}")
+        return cls(registry, catalog, {k: np.asarray(v) for k, v in features.items()})
+
+    def names(self) -> list[str]:
+        return list(self.features)
+
+    def matrix(self, models: Sequence[str] | None = None, stimuli: Sequence[int] | None = None,
+               unbiased: bool = False) -> np.ndarray:
+        names = list(models) if models is not None else self.names()
+        feats = []
+        for n in names:
+            if n not in self.features:
+                raise InputError(f"no embeddings computed for model {n!r}")
+            F = self.features[n]
+            feats.append(F if stimuli is None else F[np.asarray(stimuli)])
+        return cka_matrix(feats, unbiased=unbiased)
+
+
+def blue_score(data: AlignData, models: Sequence[str], unbiased: bool = False) -> float:
+    """Mean pairwise CKA of the chosen models over the whole catalog (higher = better for Blue)."""
+    return mean_offdiag(data.matrix(models, unbiased=unbiased))
+
+
+def red_score(data: AlignData, stimuli: Sequence[int], models: Sequence[str] | None = None,
+              unbiased: bool = False) -> float:
+    """1 - mean pairwise CKA of the registry's models on the chosen stimuli (catalog positions)."""
+    return 1.0 - mean_offdiag(data.matrix(models, stimuli=stimuli, unbiased=unbiased))
+
+
+@dataclass
+class ScoreResult:
+    team: Team
+    score: float
+    names: list[str]
+    matrix: np.ndarray
+    n_stimuli: int
+
+    def to_dict(self) -> dict:
+        return {"team": self.team.value, "score": self.score, "models": self.names, "n_stimuli": self.n_stimuli,
+                "cka_matrix": np.round(self.matrix, 12).tolist()}
+
+
+def score_submission(sub: Submission, registry: ModelRegistry, catalog: StimulusCatalog,
+                     cache_dir: str | os.PathLike | None = None, unbiased: bool = False,
+                     batch_size: int = 32, progress: bool = False) -> ScoreResult:
+    """Embed what a submission needs and score it (Blue: its models on the catalog; Red: all registry
+    models on its stimuli)."""
+    if sub.team is Team.BLUE:
+        data = AlignData.compute(registry, catalog, sub.models, cache_dir, batch_size, progress)
+        C = data.matrix(sub.models, unbiased=unbiased)
+        return ScoreResult(Team.BLUE, mean_offdiag(C), list(sub.models), C, len(catalog))
+    pos = catalog.positions(sub.stimuli)
+    data = AlignData.compute(registry, catalog, None, cache_dir, batch_size, progress)
+    C = data.matrix(stimuli=pos, unbiased=unbiased)
+    return ScoreResult(Team.RED, 1.0 - mean_offdiag(C), data.names(), C, len(pos))

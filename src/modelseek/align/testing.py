@@ -1,0 +1,65 @@
+"""Test helpers shipped with the package: generated images, tiny model entries and registries (offline).
+
+Used by the tests, the benchmarks and the demo; everything is seeded.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+TINY_VIT = {"model_type": "vit", "image_size": 32, "patch_size": 8, "hidden_size": 32, "num_hidden_layers": 2,
+            "num_attention_heads": 2, "intermediate_size": 64}
+TINY_RESNET = {"model_type": "resnet", "embedding_size": 8, "hidden_sizes": [8, 16], "depths": [1, 1],
+               "layer_type": "basic"}
+
+
+def make_images(root: Path, n: int, seed: int = 0, size=(40, 48)) -> list[Path]:
+    """Smooth random colour images (gradients plus blobs) saved as PNG."""
+    from PIL import Image
+
+    rng = np.random.default_rng(seed)
+    root.mkdir(parents=True, exist_ok=True)
+    h, w = size
+    yy, xx = np.mgrid[0:h, 0:w] / max(h, w)
+    paths = []
+    for i in range(n):
+        img = np.zeros((h, w, 3))
+        for c in range(3):
+            a, b, f = rng.normal(size=3)
+            img[..., c] = 0.5 + 0.3 * np.sin(3 * f * xx + a) * np.cos(3 * b * yy)
+        cy, cx = rng.uniform(0.2, 0.8, 2)
+        img += 0.4 * np.exp(-((yy - cy) ** 2 + (xx - cx) ** 2) / 0.02)[..., None] * rng.uniform(-1, 1, 3)
+        arr = (np.clip(img, 0, 1) * 255).astype(np.uint8)
+        p = root / f"img_{i:03d}.png"
+        Image.fromarray(arr).save(p)
+        paths.append(p)
+    return paths
+
+
+def custom_entry(name="cnn", layer="features.3", embedding="pool", seed=0, arch="tiny_cnn", **kw):
+    return {"model_name": name, "source": "custom", "layer": layer, "embedding": embedding, "input_size": 32,
+            "model_parameters": {"arch": arch, "seed": seed, **kw}}
+
+
+def make_features(n: int, dims=(8, 16, 12, 10, 6), latent: int = 4, seed: int = 0) -> list[np.ndarray]:
+    """Representations of n stimuli by len(dims) 'models': each a random nonlinear read-out of a shared latent
+    plus model-specific noise, so models agree on some stimuli more than on others."""
+    rng = np.random.default_rng(seed)
+    Z = rng.normal(size=(n, latent))
+    return [np.tanh(Z @ rng.normal(size=(latent, d)) * rng.uniform(0.5, 3)) + rng.normal(size=(n, d)) * rng.uniform(0.1, 1)
+            for d in dims]
+
+
+def write_setup(root: Path, n_images: int = 24, models: list[dict] | None = None, seed: int = 1) -> dict[str, Path]:
+    """Images, a catalog and a registry of tiny custom models under ``root`` (for demos and tests)."""
+    root = Path(root)
+    paths = make_images(root / "synth", n_images, seed=seed)
+    models = models or [custom_entry(f"cnn{s}", seed=s) for s in range(3)] + [
+        custom_entry("vit0", layer="blocks.-1", embedding="cls", arch="tiny_vit")]
+    (root / "registry.json").write_text(json.dumps(models, indent=1))
+    (root / "catalog.jsonl").write_text("".join(
+        json.dumps({"dataset_name": "synth", "image_identifier": p.name}) + "\n" for p in paths))
+    return {"registry": root / "registry.json", "catalog": root / "catalog.jsonl", "images": root / "synth"}

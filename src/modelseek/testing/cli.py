@@ -1,0 +1,43 @@
+"""Run the ``modelseek`` command line from tests: in-process (fast) or in a fresh interpreter."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass
+class CLIResult:
+    code: int
+    out: str
+    err: str
+
+
+def run_cli(*args: object) -> CLIResult:
+    """Run the CLI in-process and capture its output and exit code (argparse usage errors give 2)."""
+    from ..cli.main import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        try:
+            code = main([str(a) for a in args])
+        except SystemExit as exc:
+            code = int(exc.code or 0)
+    return CLIResult(code, out.getvalue(), err.getvalue())
+
+
+def run_cli_subprocess(*args: object, cwd: str | Path | None = None, timeout: float = 600,
+                       env: dict | None = None) -> CLIResult:
+    """Run ``python -m modelseek`` in a fresh process that imports this same modelseek."""
+    src = str(Path(__file__).resolve().parents[2])
+    full_env = dict(os.environ, HF_HUB_OFFLINE="1")
+    full_env["PYTHONPATH"] = src + (os.pathsep + full_env["PYTHONPATH"] if full_env.get("PYTHONPATH") else "")
+    full_env.update(env or {})
+    p = subprocess.run([sys.executable, "-m", "modelseek", *map(str, args)], capture_output=True, text=True,
+                       cwd=cwd, env=full_env, timeout=timeout)
+    return CLIResult(p.returncode, p.stdout, p.stderr)

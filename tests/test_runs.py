@@ -1,0 +1,113 @@
+"""TREC run files: round trip, tie policy, and the official validation rules through the CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from modelseek import Run, ValidationError, read_run, read_runs, validate_run, write_runs
+from modelseek.errors import InputError
+
+DOCS = [str(i) for i in range(1, 21)]
+
+
+def write_lines(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def full_topic(topic: str, run_id: str = "r1", docs=DOCS) -> list[str]:
+    return [f"{topic} Q0 {d} {i + 1} {1.0 - i * 0.01:.2f} {run_id}" for i, d in enumerate(docs)]
+
+
+def test_from_scores_orders_and_breaks_ties_by_natural_docid(tmp_path):
+    run = Run.from_scores({"t": {"10": 0.5, "2": 0.5, "1": 0.9, "3": float("nan")}}, "x")
+    assert run.ranking("t") == ["1", "2", "10", "3"]
+    assert [e.rank for e in run["t"]] == [1, 2, 3, 4]
+    p = tmp_path / "run.txt"
+    run.write(p)
+    back = read_run(p)
+    assert back.ranking("t") == run.ranking("t")
+    assert back.run_id == "x"
+
+
+def test_runs_are_immutable_and_derived_runs_are_new():
+    run = Run.from_scores({"t": {"a": 1.0}}, "x")
+    with pytest.raises(TypeError):
+        run._topics["t"] = ()  # type: ignore[index]
+    other = run.with_id("y")
+    assert other is not run and run.run_id == "x" and other.run_id == "y"
+
+
+def test_several_runs_in_one_file(tmp_path):
+    p = tmp_path / "runs.txt"
+    write_runs(p, [Run.from_scores({"t": {"1": 1.0}}, "a"), Run.from_scores({"t": {"1": 1.0}}, "b")])
+    assert list(read_runs(p)) == ["a", "b"]
+    with pytest.raises(InputError, match="holds 2 runs"):
+        read_run(p)
+
+
+def test_valid_file_passes_silently(tmp_path, cli):
+    p = write_lines(tmp_path / "ok.txt", full_topic("1") + full_topic("2"))
+    runs = validate_run(p, topics=["1", "2"], docs=DOCS)
+    assert list(runs) == ["r1"]
+    r = cli("validate", p, "--quiet")
+    assert r.code == 0 and r.out == "" and r.err == ""
+
+
+@pytest.mark.parametrize("mutate,line,field", [
+    (lambda ls: ls[:4] + ["1 Q0 5 5 0.96"] + ls[5:], 5, "RunID"),                      # missing column
+    (lambda ls: ls[:2] + ["1 Q0 3 three 0.98 r1"] + ls[3:], 3, "Rank"),                # non-numeric rank
+    (lambda ls: ls + [ls[6]], 21, "docID"),                                             # duplicate line
+    (lambda ls: ls[:19] + ["1 Q0 021 20 0.81 r1"], 20, "docID"),                        # unknown docID
+    (lambda ls: ls[:19], 1, "docID"),                                                   # 19 of 20 models
+    (lambda ls: ls[:1] + ["1 Q0 2 2 1.50 r1"] + ls[2:], 2, "Score"),                    # rank/score disagree
+    (lambda ls: ls[:1] + ["1 XX 2 2 0.99 r1"] + ls[2:], 2, "Q0"),
+])
+def test_bad_run_files_name_file_line_field(tmp_path, cli, mutate, line, field):
+    p = write_lines(tmp_path / "bad.txt", mutate(full_topic("1")))
+    with pytest.raises(ValidationError) as exc:
+        validate_run(p, docs=DOCS)
+    assert any(e.line == line and e.field == field for e in exc.value.problems), exc.value.problems
+    r = cli("validate", p)
+    assert r.code == 1
+    assert f"bad.txt:{line}: field '{field}'" in r.err
+
+
+def test_zero_padded_docid_gets_a_hint(tmp_path):
+    lines = full_topic("1")
+    lines[0] = "1 Q0 01 1 1.00 r1"
+    p = write_lines(tmp_path / "pad.txt", lines)
+    with pytest.raises(ValidationError, match="no zero padding"):
+        validate_run(p, docs=DOCS)
+
+
+def test_more_than_five_run_ids(tmp_path):
+    lines = [ln for i in range(6) for ln in full_topic("1", f"r{i}")]
+    with pytest.raises(ValidationError, match="at most 5"):
+        validate_run(write_lines(tmp_path / "six.txt", lines), docs=DOCS)
+
+
+def test_missing_topic_is_reported(tmp_path, cli):
+    p = write_lines(tmp_path / "t.txt", full_topic("1"))
+    topics = tmp_path / "topics.txt"
+    topics.write_text("1\n2\n")
+    r = cli("validate", p, "--topics", topics)
+    assert r.code == 1 and "misses 1 topic(s): 2" in r.err
+
+
+def test_subtask_b_id_rules(tmp_path):
+    ok = write_lines(tmp_path / "b.txt", ["test-0001-0011 Q0 7 1 0.9 r", "test-0001-0011 Q0 12 2 0.1 r"])
+    validate_run(ok, subtask="B", docs=["07", "12"], topics=["test-0001-0011.png"])
+    bad = write_lines(tmp_path / "b2.txt", ["q1.png Q0 007 1 0.9 r"])
+    with pytest.raises(ValidationError) as exc:
+        validate_run(bad, subtask="B")
+    fields = {p.field for p in exc.value.problems}
+    assert fields == {"topicID", "docID"}
+
+
+def test_evaluate_rejects_malformed_file(tmp_path, cli, tiny_layout):
+    p = write_lines(tmp_path / "m.txt", ["1001 Q0 1 x 0.5 r"])
+    r = cli("evaluate", p, "--ground-truth", tiny_layout / "ground-truth.csv")
+    assert r.code == 1 and "m.txt:1: field 'Rank'" in r.err and len(r.err.strip().splitlines()) == 1

@@ -1,0 +1,148 @@
+"""Tasks, pools and ground truth: loaders, the organisers' split rules, derived columns, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from modelseek import Criticality, GroundTruth, load_ntcir_tasks, load_pool, load_table_task
+from modelseek.data.loaders import from_hf_dataset
+from modelseek.errors import InputError
+
+
+def test_ntcir_layout_loads_with_metadata(tiny_layout):
+    tasks = load_ntcir_tasks(tiny_layout)
+    assert len(tasks) == 12 and tasks.ids[0] == "1001"
+    t = tasks.get("1001")
+    assert len(t.train) == 60 and len(t.val) == 20 and len(t.test) == 20
+    assert t.criticality in set(Criticality)
+    assert t.instruction.startswith("Classify")
+    assert 2 <= t.num_classes <= 5
+
+
+def test_table_task_with_and_without_split_column(tmp_path):
+    df = pd.DataFrame({"text": [f"text number {i}" for i in range(100)], "label": ["a", "b"] * 50})
+    df.to_csv(tmp_path / "plain.csv", index=False)
+    t = load_table_task(tmp_path / "plain.csv")
+    assert (len(t.train), len(t.val), len(t.test)) == (80, 10, 10)
+    # stratified: both classes in every split
+    assert set(t.val.labels) == {"a", "b"} and set(t.test.labels) == {"a", "b"}
+    # seed 0 by default: the same split twice
+    assert load_table_task(tmp_path / "plain.csv").val == t.val
+    df["split"] = ["train"] * 70 + ["validation"] * 20 + ["test"] * 10
+    df.to_csv(tmp_path / "split.csv", index=False)
+    t2 = load_table_task(tmp_path / "split.csv")
+    assert (len(t2.train), len(t2.val), len(t2.test)) == (70, 20, 10)
+
+
+def test_hf_dataset_rules():
+    datasets = pytest.importorskip("datasets")
+    n = 12000
+    ds = datasets.Dataset.from_dict({"title": [f"t{i}" for i in range(n)], "body": [f"b{i}" for i in range(n)],
+                                     "label": [i % 3 for i in range(n)]})
+    ds = ds.cast_column("label", datasets.ClassLabel(names=["neg", "neu", "pos"]))
+    # only train: 80/10/10, each capped at 5,000
+    t = from_hf_dataset(ds, ["title", "body"], "label", task_id="x")
+    assert (len(t.train), len(t.val), len(t.test)) == (5000, 1200, 1200)
+    assert t.train.texts[0].count(". ") == 1 and set(t.label_names) == {"neg", "neu", "pos"}
+    # train + test: 10% of train becomes validation
+    dd = datasets.DatasetDict({"train": ds.select(range(1000)), "test": ds.select(range(1000, 1300))})
+    t2 = from_hf_dataset(dd, "title", "label")
+    assert (len(t2.train), len(t2.val), len(t2.test)) == (900, 100, 300)
+    # own validation split is kept
+    dd3 = datasets.DatasetDict({"train": ds.select(range(100)), "validation": ds.select(range(100, 130))})
+    t3 = from_hf_dataset(dd3, "title", "label")
+    assert (len(t3.train), len(t3.val)) == (100, 30)
+    # one-hot label columns become one label
+    oh = datasets.Dataset.from_dict({"text": [f"x{i}" for i in range(50)],
+                                     "sports": [1 if i % 2 else 0 for i in range(50)],
+                                     "politics": [0 if i % 2 else 1 for i in range(50)]})
+    t4 = from_hf_dataset(oh, "text", ["sports", "politics"])
+    assert set(t4.label_names) == {"sports", "politics"}
+    with pytest.raises(InputError, match="unknown column"):
+        from_hf_dataset(oh, "text", "label")
+
+
+def _jsonl(path: Path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def test_bad_task_files_name_file_line_field(tmp_path, cli):
+    folder = tmp_path / "task" / "5"
+    folder.mkdir(parents=True)
+    _jsonl(folder / "train.jsonl", [{"text": "good", "labels": "a"}, {"text": "bad", "labels": "b"},
+                                    {"text": "  ", "labels": "a"}])
+    _jsonl(folder / "val.jsonl", [{"text": "v", "labels": "a"}])
+    r = cli("rank", folder)
+    assert r.code == 1 and "train.jsonl:3: field 'text': empty text" in r.err
+    _jsonl(folder / "train.jsonl", [{"text": "one", "labels": "a"}, {"text": "two", "labels": "a"}])
+    r = cli("rank", folder)
+    assert r.code == 1 and "field 'labels'" in r.err and "only one class" in r.err
+    csv = tmp_path / "d.csv"
+    pd.DataFrame({"text": [f"x{i}" for i in range(20)], "category": ["a", "b"] * 10}).to_csv(csv, index=False)
+    r = cli("rank", csv)
+    assert r.code == 1 and "d.csv:1: field 'label': unknown column" in r.err
+    r = cli("rank", csv, "--label-col", "category")
+    assert r.code == 0, r.err
+    pd.DataFrame({"text": ["x", "y"], "label": ["a", "b"]}).to_csv(csv, index=False)
+    r = cli("rank", csv)
+    assert r.code == 1 and "d.csv: field 'split': only 2 examples" in r.err
+
+
+def test_ground_truth_derivations():
+    df = pd.DataFrame([("t", "a", 0.8), ("t", "b", 0.8), ("t", "c", 0.4), ("u", "a", 0.5), ("u", "b", 0.9),
+                       ("u", "c", 0.9)], columns=["task_id", "model_id", "f1"])
+    gt = GroundTruth(df)
+    f = gt.frame.set_index(["task_id", "model_id"])
+    assert f.loc[("t", "a"), "model_rank"] == 1 and f.loc[("t", "b"), "model_rank"] == 1
+    assert f.loc[("t", "c"), "model_rank"] == 3
+    assert f.loc[("t", "c"), "normalized_f1"] == pytest.approx(0.5)
+    # R(t) = 1 - mean(1, 1, 0.5) = 1/6 -> high; R(u) = 1 - mean(5/9, 1, 1) = 0.148 -> high
+    assert gt.regret("t") == pytest.approx(1 / 6)
+    assert gt.criticality("t") is Criticality.HIGH
+    low = GroundTruth(pd.DataFrame([("v", "a", 0.9), ("v", "b", 0.89)], columns=["task_id", "model_id", "f1"]))
+    assert low.criticality("v") is Criticality.LOW
+    med = GroundTruth(pd.DataFrame([("w", "a", 1.0), ("w", "b", 0.9)], columns=["task_id", "model_id", "f1"]))
+    assert med.criticality("w") is Criticality.MEDIUM   # R = 0.05
+    given = GroundTruth(df, criticality={"t": "Low Criticalness"})
+    assert given.criticality("t") is Criticality.LOW and given.criticality("u") is Criticality.HIGH
+
+
+def test_ground_truth_file_errors(tmp_path):
+    p = tmp_path / "gt.csv"
+    p.write_text("task_id,model_id,f1\n1,1,0.5\n1,2,abc\n")
+    with pytest.raises(InputError, match=r"gt.csv:3: field 'f1'"):
+        GroundTruth.from_csv(p)
+    p.write_text("task_id,model,f1\n")
+    with pytest.raises(InputError, match=r"gt.csv:1: field 'model_id'"):
+        GroundTruth.from_csv(p)
+
+
+def test_official_ground_truth_columns_are_reproduced(ntcir_a):
+    gt = GroundTruth.from_csv(ntcir_a / "ground-truth.csv")
+    official = pd.read_csv(ntcir_a / "ground-truth.csv", dtype={"task_id": str, "model_id": str})
+    ours = gt.to_frame().merge(official, on=["task_id", "model_id"], suffixes=("", "_off"))
+    assert len(ours) == 1400
+    assert (ours["model_rank"] == ours["model_rank_off"]).all()
+    assert np.allclose(ours["normalized_f1"], ours["normalized_f1_off"], atol=1e-12)
+    assert (ours["relevance_score"] == ours["relevance_score_off"]).all()
+    # criticality comes from tasks.csv beside the file
+    assert gt.criticality("1011") is Criticality.HIGH
+
+
+def test_pools(tmp_path):
+    ntcir = load_pool("ntcir19")
+    assert ntcir.ids == [str(i) for i in range(1, 21)] and ntcir.get("5").hf_id == "bert-base-uncased"
+    y = tmp_path / "p.yaml"
+    y.write_text("candidates:\n  - {id: m1, hf_id: org/m1, path: models/m1}\n  - org/m2\n")
+    pool = load_pool(y)
+    assert pool.ids == ["m1", "org/m2"] and pool.get("m1").path == str((tmp_path / "models/m1").resolve())
+    y.write_text("candidates:\n  - {id: m1, hfid: org/m1}\n")
+    with pytest.raises(InputError, match=r"field 'candidates\[0\].hfid'"):
+        load_pool(y)
+    with pytest.raises(InputError, match="built-in pools"):
+        load_pool(tmp_path / "nope.yaml")
