@@ -2,16 +2,17 @@
 predicts F1 (the NTCIR-19 Model Retrieval paper's proposed method, "TuPaTE").
 
 **Task matrix.** ``P`` (= 20) soft prompt vectors are tuned on the task with the text encoder frozen (only the
-prompts and a linear classifier learn; AdamW, lr 1e-3, 20 epochs). The tuned prompts minus their (shared,
-seeded) initial values form the ``P x H`` task matrix. Matrices are cached on disk per task.
+prompts and a linear classifier learn; AdamW, lr 1e-3). The tuned prompts minus their (shared, seeded)
+initial values form the ``P x H`` task matrix. Matrices are cached on disk per task.
 
-*CPU-cost deviation (stated, deliberate):* full prompt tuning back-propagates through the whole encoder for
-every text, which costs minutes per task on a 2-core CPU. Here the prompts are **read-only**: at every layer the
-prompt tokens attend to themselves and to the text tokens, but the text tokens do not attend to the prompts.
-The text's hidden states and their keys/values at every layer are therefore computed once per task (one
-forward pass) and only the ``P`` prompt positions run through the frozen layers per step, which makes 20
-epochs over ``pt_max_texts`` (default 128) texts of ``pt_max_length`` (default 64) tokens take seconds.
-The classifier reads the mean of the prompts' last-layer states. This works with BERT-style encoders
+*CPU-cost deviations (stated, deliberate):* full prompt tuning back-propagates through the whole encoder for
+every text, which costs minutes per task on a 2-core CPU. Here the prompts are **read-only**: in each layer
+they pass through, the prompt tokens attend to themselves and to the text tokens, but the text tokens do not
+attend to the prompts. The text's hidden states and keys/values are therefore computed once per task (one
+forward pass) and only the ``P`` prompt positions run through the frozen layers per step. The prompts enter
+before the last ``pt_layers`` (default 2) layers of the encoder, and tuning uses ``pt_max_texts`` (default
+32, class-stratified) texts of at most ``pt_max_length`` (48) tokens for ``pt_epochs`` (10, the paper: 20)
+epochs. The classifier reads the mean of the prompts' last-layer states. This works with BERT-style encoders
 (``BertModel`` layout: all-MiniLM-L6-v2, BERT, ...).
 
 **Ranker.** A learned embedding per candidate and the task matrix rows (projected to ``width``) form the
@@ -43,8 +44,9 @@ def default_encoder_path() -> str:
 class PromptTuner:
     """Read-only prompt tuning on a frozen BERT-style encoder (see module docstring)."""
 
-    def __init__(self, encoder_path: str, n_prompts: int = 20, epochs: int = 20, lr: float = 1e-3,
-                 batch_size: int = 16, max_texts: int = 128, max_length: int = 64, seed: int = 0) -> None:
+    def __init__(self, encoder_path: str, n_prompts: int = 20, epochs: int = 10, lr: float = 1e-3,
+                 batch_size: int = 16, max_texts: int = 32, max_length: int = 48, layers: int = 2,
+                 seed: int = 0) -> None:
         import torch
         from transformers import AutoModel, AutoTokenizer
 
@@ -58,6 +60,9 @@ class PromptTuner:
                              f"{type(self.model).__name__}", path=self.path)
         self.n_prompts, self.epochs, self.lr = int(n_prompts), int(epochs), float(lr)
         self.batch_size, self.max_texts, self.max_length, self.seed = int(batch_size), int(max_texts), int(max_length), int(seed)
+        n_layers = len(self.model.encoder.layer)
+        self.layers = n_layers if int(layers) <= 0 else min(int(layers), n_layers)
+        self.first = n_layers - self.layers  # prompts enter before this layer
         emb = self.model.embeddings.word_embeddings.weight
         ids = np.random.default_rng(self.seed).choice(np.arange(1000, emb.shape[0]), self.n_prompts, replace=False)
         self.init = emb[torch.from_numpy(ids)].detach().clone()  # (P, H), the same for every task
@@ -67,7 +72,7 @@ class PromptTuner:
 
     def key(self, task: Task) -> str:
         return text_hash(task, "tupate-prompts", self.name, self.n_prompts, self.epochs, self.lr, self.batch_size,
-                         self.max_texts, self.max_length, self.seed)
+                         self.max_texts, self.max_length, self.layers, self.seed)
 
     def _text_states(self, texts: list[str]):
         """Per layer: (keys, values) of the text tokens, split by head; plus the padding mask."""
@@ -77,7 +82,7 @@ class PromptTuner:
         with torch.no_grad():
             out = self.model(**enc, output_hidden_states=True)
             kv = []
-            for layer, h in zip(self.model.encoder.layer, out.hidden_states[:-1]):
+            for layer, h in zip(self.model.encoder.layer[self.first:], out.hidden_states[self.first:-1]):
                 att = layer.attention.self
                 kv.append((self._heads(att.key(h), att), self._heads(att.value(h), att)))
         return kv, enc["attention_mask"].bool()
@@ -95,7 +100,7 @@ class PromptTuner:
         b = mask.shape[0]
         p = emb.LayerNorm(prompts + emb.token_type_embeddings.weight[0])[None].expand(b, -1, -1)
         bias = torch.cat([torch.zeros(b, self.n_prompts), (~mask).float() * -1e9], dim=1)[:, None, None, :]
-        for layer, (tk, tv) in zip(self.model.encoder.layer, kv):
+        for layer, (tk, tv) in zip(self.model.encoder.layer[self.first:], kv):
             att = layer.attention.self
             q, k, v = self._heads(att.query(p), att), self._heads(att.key(p), att), self._heads(att.value(p), att)
             k, v = torch.cat([k, tk], dim=2), torch.cat([v, tv], dim=2)
@@ -163,13 +168,13 @@ def _build(n_models: int, n_prompts: int, in_dim: int, width: int, heads: int, l
 class TuPaTERanker(LearnedRanker):
     name = "tupate"
 
-    def __init__(self, n_prompts: int = 20, pt_epochs: int = 20, pt_lr: float = 1e-3, pt_batch_size: int = 16,
-                 pt_max_texts: int = 128, pt_max_length: int = 64, width: int = 64, heads: int = 4, layers: int = 2,
+    def __init__(self, n_prompts: int = 20, pt_epochs: int = 10, pt_lr: float = 1e-3, pt_batch_size: int = 16,
+                 pt_max_texts: int = 32, pt_max_length: int = 48, pt_layers: int = 2, width: int = 64, heads: int = 4, layers: int = 2,
                  dropout: float = 0.1, epochs: int = 300, lr: float = 1e-3, weight_decay: float = 1e-2,
                  encoder_path: str | None = None, cache_dir: str | None = "auto", seed: int = 0) -> None:
         super().__init__("none", pt_max_texts, cache_dir, seed)
         self.n_prompts, self.pt_epochs, self.pt_lr, self.pt_batch_size = n_prompts, pt_epochs, pt_lr, pt_batch_size
-        self.pt_max_texts, self.pt_max_length = pt_max_texts, pt_max_length
+        self.pt_max_texts, self.pt_max_length, self.pt_layers = pt_max_texts, pt_max_length, pt_layers
         self.width, self.heads, self.layers, self.dropout = width, heads, layers, dropout
         self.epochs, self.lr, self.weight_decay = epochs, lr, weight_decay
         self.encoder_path = encoder_path
@@ -181,7 +186,7 @@ class TuPaTERanker(LearnedRanker):
         if getattr(self, "_tuner_obj", None) is None:
             self._tuner_obj = PromptTuner(self.encoder_path or default_encoder_path(), self.n_prompts, self.pt_epochs,
                                           self.pt_lr, self.pt_batch_size, self.pt_max_texts, self.pt_max_length,
-                                          self.seed)
+                                          self.pt_layers, self.seed)
         return self._tuner_obj
 
     def task_matrix(self, task: Task) -> np.ndarray:

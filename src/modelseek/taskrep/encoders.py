@@ -38,7 +38,7 @@ def minilm(max_length: int = 128, batch_size: int = 64) -> Encoder:
         from ..features.text import extract_features, offline_minilm_path
 
         return extract_features(list(texts), str(offline_minilm_path()), pooling="mean", max_length=max_length,
-                                batch_size=batch_size, device="cpu", progress=False)
+                                batch_size=batch_size, device="cpu", cache_dir=False, progress=False)
 
     return Encoder(f"all-MiniLM-L6-v2/mean/len{max_length}", embed, 384)
 
