@@ -41,6 +41,16 @@ def params_for(method: str, params: dict[str, Any], strict: bool = True) -> dict
     return {k: v for k, v in params.items() if k in accepted}
 
 
+def card_pool(pool, source):
+    """What a card-reading method (``metadata``, ``ltr``) should use as its ``pool`` parameter: the built-in
+    ``ntcir19`` pool (it has model-card metadata) when ``pool`` holds the same candidates, else ``source``."""
+    from ..data.pool import ntcir_pool
+
+    ref = ntcir_pool()
+    same = all(c.id in ref and (not c.hf_id or c.hf_id == ref.get(c.id).hf_id) for c in pool)
+    return "ntcir19" if same else source
+
+
 def register(sub) -> None:
     p = sub.add_parser("train-ranker", help="fit a learned ranker on tasks with ground truth; save its artifact",
                        description="Fit METHOD on every task of PATH (an NTCIR subtask-A root) and save the fitted "
@@ -72,8 +82,13 @@ def run(args: argparse.Namespace) -> int:
     if not hasattr(cls, "save"):
         raise InputError(f"method {args.method!r} cannot be saved as an artifact", field="--method")
     params = params_for(args.method, parse_params(args.param))
-    if "seed" in inspect.signature(cls.__init__).parameters:
+    accepted = inspect.signature(cls.__init__).parameters
+    if "seed" in accepted:
         params.setdefault("seed", args.seed)
+    if "pool" in accepted and "pool" not in params:
+        from ._common import find_in_root
+
+        params["pool"] = card_pool(pool, str(args.pool or find_in_root(root, "models.csv") or "ntcir19"))
     unknown = [m for m in truth.model_ids if m not in pool]
     if unknown:
         raise InputError(f"ground-truth model(s) {', '.join(unknown)} are not in the pool", field="--pool")

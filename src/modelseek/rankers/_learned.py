@@ -53,6 +53,26 @@ def card_text(c: Candidate) -> str:
     return ". ".join(parts)
 
 
+def _has_card(c: Candidate) -> bool:
+    return bool(c.family or c.domain or c.pretraining_data or c.finetuning_data)
+
+
+def with_cards(pool: Pool, reference: "Pool | str | None") -> Pool:
+    """``pool`` where candidates without model-card metadata (e.g. from an NTCIR ``models.csv``) take it from
+    the same candidate (same id, same or no hf_id) in ``reference`` (a pool or pool file)."""
+    if reference is None:
+        return pool
+    from ..data.pool import load_pool
+
+    ref = load_pool(reference) if isinstance(reference, str) else reference
+    out = []
+    for c in pool:
+        r = ref.get(c.id) if c.id in ref else None
+        use = r is not None and not _has_card(c) and (not c.hf_id or not r.hf_id or c.hf_id == r.hf_id)
+        out.append(r if use else c)
+    return Pool(out, name=pool.name)
+
+
 def ndcg_matrix(scores: np.ndarray, targets: np.ndarray, k: int = 5,
                 scheme: GradingScheme = GradingScheme.NTCIR) -> np.ndarray:
     """Per-row nDCG@k of ``scores`` against normalized-F1 ``targets`` (same conventions as the official

@@ -32,7 +32,7 @@ from ..data.task import Task
 from ..data.truth import GradingScheme
 from ..errors import InputError
 from ..taskrep import META_FEATURES, TaskRep
-from ._learned import LearnedRanker, card_text
+from ._learned import LearnedRanker, card_text, with_cards
 from .task_knn import knn_predict, task_vector
 
 
@@ -74,7 +74,7 @@ class LTRRanker(LearnedRanker):
 
     def _cards(self, pool: Pool) -> np.ndarray:
         cache = self.__dict__.setdefault("_card_cache", {})
-        texts = [card_text(c) for c in pool]
+        texts = [card_text(c) for c in with_cards(pool, self.pool)]
         todo = [t for t in dict.fromkeys(texts) if t not in cache]
         if todo:
             for t, e in zip(todo, self._enc()(todo)):

@@ -1,7 +1,8 @@
 """``metadata`` — match the task's text to each candidate's model card.
 
 The model card is a line built from the pool file (name, family, domain, language, pre-training data and prior
-fine-tuning data; see :func:`~modelseek.rankers._learned.card_text`). The similarity of a task to candidate
+fine-tuning data; see :func:`~modelseek.rankers._learned.card_text`); candidates of a pool without card
+metadata (an NTCIR ``models.csv``) take it from the ranker's ``pool`` file (default: the built-in ``ntcir19``). The similarity of a task to candidate
 ``m`` is the cosine between the task's mean text embedding and the card's embedding (same encoder). Alone,
 that similarity ignores how good a model is in general, so the score blends it with the training prior
 (mean normalized F1 of ``m`` over the training tasks), both z-scored over the pool::
@@ -22,7 +23,7 @@ from ..data.pool import Pool, load_pool
 from ..data.task import Task
 from ..errors import InputError
 from ..taskrep import TaskRep
-from ._learned import LearnedRanker, card_text, ndcg_matrix
+from ._learned import LearnedRanker, card_text, with_cards, ndcg_matrix
 
 
 def _z(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -41,7 +42,7 @@ class MetadataRanker(LearnedRanker):
 
     def card_embeddings(self, pool: Pool) -> np.ndarray:
         cache = self.__dict__.setdefault("_cards", {})
-        texts = [card_text(c) for c in pool]
+        texts = [card_text(c) for c in with_cards(pool, self.pool)]
         todo = [t for t in dict.fromkeys(texts) if t not in cache]
         if todo:
             for t, e in zip(todo, self._enc()(todo)):
