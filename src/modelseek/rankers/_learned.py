@@ -110,6 +110,17 @@ class LearnedRanker(Ranker):
         task.require_data(f"method {self.name!r}")
         return represent(task, self._enc(), self.max_texts, self.seed, self.cache_dir)
 
+    def card_embeddings(self, pool: Pool) -> np.ndarray:
+        """Embeddings of the candidates' model cards (:func:`card_text`; metadata completed from the ranker's
+        ``pool`` parameter where it has one), memoised per card text."""
+        cache = self.__dict__.setdefault("_card_cache", {})
+        texts = [card_text(c) for c in with_cards(pool, getattr(self, "pool", None))]
+        todo = [t for t in dict.fromkeys(texts) if t not in cache]
+        if todo:
+            for t, e in zip(todo, self._enc()(todo)):
+                cache[t] = e
+        return np.stack([cache[t] for t in texts])
+
     def _reps(self, tasks: Sequence[Task], progress: bool = False) -> list[TaskRep]:
         from ..progress import progress_bar
 

@@ -37,3 +37,16 @@ def listnet_loss(scores, targets, temperature: float):
 
     p = torch.softmax(targets / temperature, dim=-1)
     return -(p * torch.log_softmax(scores, dim=-1)).sum(-1).mean()
+
+
+class NetState:
+    """Artifact state of a ranker whose fitted part is a torch module ``net_`` built by ``_net(in_dim_)``."""
+
+    def _state(self):
+        return state_to_arrays(self.net_), {"in_dim": self.in_dim_}
+
+    def _set_state(self, arrays, extra) -> None:
+        self.in_dim_ = int(extra["in_dim"])
+        self.net_ = self._net(self.in_dim_)
+        arrays_to_state(self.net_, arrays)
+        self.net_.eval()

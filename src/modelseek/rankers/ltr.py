@@ -32,7 +32,7 @@ from ..data.task import Task
 from ..data.truth import GradingScheme
 from ..errors import InputError
 from ..taskrep import META_FEATURES, TaskRep
-from ._learned import LearnedRanker, card_text, with_cards
+from ._learned import LearnedRanker
 from .task_knn import knn_predict, task_vector
 
 
@@ -72,18 +72,9 @@ class LTRRanker(LearnedRanker):
                               for n, r in sorted((self.estimator_runs or {}).items())}
         return self._est_runs
 
-    def _cards(self, pool: Pool) -> np.ndarray:
-        cache = self.__dict__.setdefault("_card_cache", {})
-        texts = [card_text(c) for c in with_cards(pool, self.pool)]
-        todo = [t for t in dict.fromkeys(texts) if t not in cache]
-        if todo:
-            for t, e in zip(todo, self._enc()(todo)):
-                cache[t] = e
-        return np.stack([cache[t] for t in texts])
-
     def _rows(self, task_id: str, rep: TaskRep, pool: Pool, idx: np.ndarray, prior: np.ndarray,
               knn: np.ndarray) -> np.ndarray:
-        cards = self._cards(pool)
+        cards = self.card_embeddings(pool)
         q = rep.mean / max(float(np.linalg.norm(rep.mean)), 1e-12)
         lab = rep.label_emb.mean(axis=0)
         lab = lab / max(float(np.linalg.norm(lab)), 1e-12)

@@ -23,7 +23,7 @@ from ..data.pool import Pool, load_pool
 from ..data.task import Task
 from ..errors import InputError
 from ..taskrep import TaskRep
-from ._learned import LearnedRanker, card_text, with_cards, ndcg_matrix
+from ._learned import LearnedRanker, ndcg_matrix
 
 
 def _z(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -39,15 +39,6 @@ class MetadataRanker(LearnedRanker):
         super().__init__(encoder, max_texts, cache_dir, seed)
         self.alpha = alpha
         self.pool = pool
-
-    def card_embeddings(self, pool: Pool) -> np.ndarray:
-        cache = self.__dict__.setdefault("_cards", {})
-        texts = [card_text(c) for c in with_cards(pool, self.pool)]
-        todo = [t for t in dict.fromkeys(texts) if t not in cache]
-        if todo:
-            for t, e in zip(todo, self._enc()(todo)):
-                cache[t] = e
-        return np.stack([cache[t] for t in texts])
 
     def similarity(self, rep: TaskRep, cards: np.ndarray) -> np.ndarray:
         q = rep.mean / max(float(np.linalg.norm(rep.mean)), 1e-12)

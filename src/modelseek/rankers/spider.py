@@ -19,6 +19,7 @@ from ..data.pool import Pool
 from ..data.task import Task
 from ..taskrep import TaskRep
 from ._learned import LearnedRanker
+from ._torch import NetState
 
 
 def _build(n_models: int, in_dim: int, width: int, heads: int, dropout: float):
@@ -76,7 +77,7 @@ def prototype_batch(reps: list[TaskRep], max_classes: int) -> tuple[np.ndarray, 
     return x, mask
 
 
-class SpiderRanker(LearnedRanker):
+class SpiderRanker(NetState, LearnedRanker):
     name = "spider"
 
     def __init__(self, width: int = 64, heads: int = 4, dropout: float = 0.1, epochs: int = 300,
@@ -124,16 +125,3 @@ class SpiderRanker(LearnedRanker):
         x, mask = prototype_batch([rep], int(self.max_classes))
         with torch.no_grad():
             return self.net_(torch.from_numpy(x), torch.from_numpy(mask), torch.from_numpy(idx))[0].numpy()
-
-    def _state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        from ._torch import state_to_arrays
-
-        return state_to_arrays(self.net_), {"in_dim": self.in_dim_}
-
-    def _set_state(self, arrays, extra) -> None:
-        from ._torch import arrays_to_state
-
-        self.in_dim_ = int(extra["in_dim"])
-        self.net_ = self._net(self.in_dim_)
-        arrays_to_state(self.net_, arrays)
-        self.net_.eval()

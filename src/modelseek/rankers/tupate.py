@@ -33,6 +33,7 @@ from ..data.task import Task
 from ..errors import InputError
 from ..taskrep import TaskRep, read_arrays, resolve_cache_dir, sample_indices, text_hash, write_arrays
 from ._learned import LearnedRanker
+from ._torch import NetState
 
 
 def default_encoder_path() -> str:
@@ -165,7 +166,7 @@ def _build(n_models: int, n_prompts: int, in_dim: int, width: int, heads: int, l
     return TuPaTENet()
 
 
-class TuPaTERanker(LearnedRanker):
+class TuPaTERanker(NetState, LearnedRanker):
     name = "tupate"
 
     def __init__(self, n_prompts: int = 20, pt_epochs: int = 10, pt_lr: float = 1e-3, pt_batch_size: int = 16,
@@ -241,16 +242,3 @@ class TuPaTERanker(LearnedRanker):
 
         with torch.no_grad():
             return self.net_(torch.from_numpy(rep[None].astype(np.float32)), torch.from_numpy(idx))[0].numpy()
-
-    def _state(self):
-        from ._torch import state_to_arrays
-
-        return state_to_arrays(self.net_), {"in_dim": self.in_dim_}
-
-    def _set_state(self, arrays, extra) -> None:
-        from ._torch import arrays_to_state
-
-        self.in_dim_ = int(extra["in_dim"])
-        self.net_ = self._net(self.in_dim_)
-        arrays_to_state(self.net_, arrays)
-        self.net_.eval()
