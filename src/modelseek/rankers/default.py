@@ -47,4 +47,6 @@ def install_default(ranker: Ranker, why: str, name: str | None = None) -> Path:
     ranker.save(path)
     atomic_write_text(artifact_dir() / "default.json",
                       json.dumps({"artifact": path.name, "why": why}, indent=1) + "\n")
+    for p in (path, artifact_dir() / "default.json"):  # package data: readable by everyone
+        p.chmod(0o644)
     return path
