@@ -27,3 +27,35 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def read_json(path: str | os.PathLike, what: str = "file"):
+    """Parse a JSON file; a missing file or malformed JSON is an ``InputError`` naming the path and line."""
+    import json
+
+    from .errors import InputError
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError(f"no such {what}", path=path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON: {exc.msg}", path=path, line=exc.lineno) from None
+
+
+def iter_jsonl(path: str | os.PathLike):
+    """``(line number, record)`` for each non-blank line of a JSON-lines file; malformed JSON is an
+    ``InputError`` naming the path and line."""
+    import json
+
+    from .errors import InputError
+
+    with open(path, encoding="utf-8") as fh:
+        for ln, raw in enumerate(fh, 1):
+            if not raw.strip():
+                continue
+            try:
+                yield ln, json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"malformed JSON: {exc.msg}", path=path, line=ln) from None

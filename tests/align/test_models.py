@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
@@ -71,6 +69,12 @@ def test_unknown_layer_lists_valid_paths(image_paths):
     assert layer_names(load_model(custom_entry()).module)[:2] == ["features", "features.0"]
 
 
+def test_unknown_layer_writes_nothing_to_cache(tmp_path, image_paths):
+    with pytest.raises(InputError, match="unknown layer"):
+        embed_images(custom_entry(layer="head"), image_paths[:2], cache_dir=tmp_path / "c")
+    assert not (tmp_path / "c").exists() or not any(p.is_file() for p in (tmp_path / "c").rglob("*"))
+
+
 def test_output_dim_checked(image_paths):
     e = dict(custom_entry(), output_dim=99)
     with pytest.raises(InputError, match="gives dim 16, registry says 99"):
@@ -123,10 +127,9 @@ def test_cache_hit_and_corrupt_entry_recomputed(tmp_path, image_paths, monkeypat
     cache = tmp_path / "cache"
     e = custom_entry()
     a = embed_images(e, image_paths, cache_dir=cache)
-    files = sorted(cache.rglob("*.npy"))
-    assert len(files) == 1 and files[0].parent.name == "cnn"
-    manifest = json.loads(files[0].with_suffix(".json").read_text())
-    assert manifest["shape"] == [24, 16] and manifest["layer"] == "features.3"
+    files = sorted(cache.rglob("*.feat"))
+    assert len(files) == 1
+    assert b'"layer": "features.3"' in files[0].read_bytes()[:2000]  # the header names what was cached
 
     calls = []
     real = models.load_model
@@ -142,7 +145,7 @@ def test_cache_hit_and_corrupt_entry_recomputed(tmp_path, image_paths, monkeypat
     # another layer or another stimulus set is another cache entry
     embed_images(custom_entry(layer="features.0"), image_paths, cache_dir=cache)
     embed_images(e, image_paths[:5], cache_dir=cache)
-    assert len(list(cache.rglob("*.npy"))) == 3
+    assert len(list(cache.rglob("*.feat"))) == 3
 
 
 def test_transformers_random_vision_models(tmp_path, image_paths):

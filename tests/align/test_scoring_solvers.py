@@ -178,3 +178,38 @@ def test_cli_optimize_writes_valid_submissions(cli, align_setup, tmp_path):
     assert r.code == 0 and d["meta"]["exact"] and len(d["submission"]["models"]) == 3
     scored = json.loads(cli("align", "score", tmp_path / "b.json", "--cache-dir", cache, "--json").out)["score"]
     assert scored == pytest.approx(d["score"], abs=1e-9)
+
+
+def test_cli_clear_errors_and_clean_cache(cli, align_setup, tmp_path):
+    from PIL import Image
+
+    cache = tmp_path / "cache"
+    reg = json.loads(align_setup["registry"].read_text())
+    reg[1]["layer"] = "features.7"
+    bad_reg = tmp_path / "bad_reg.json"
+    bad_reg.write_text(json.dumps(reg))
+    blue = tmp_path / "blue.json"
+    blue.write_text(json.dumps({"team": "blue", "models": ["cnn0", "cnn1"]}))
+    r = cli("align", "score", blue, "--registry", bad_reg, "--cache-dir", cache)
+    assert r.code == 1 and "unknown layer 'features.7'" in r.err and "Valid module paths: output, features" in r.err
+    # an image that cannot be decoded: exit 1 naming the file, and no cache entry for any model left half-made
+    imgs = tmp_path / "imgs"
+    imgs.mkdir()
+    for p in sorted(align_setup["images"].glob("*.png"))[:6]:
+        Image.open(p).save(imgs / p.name)
+    (imgs / "img_003.png").write_bytes(b"garbage")
+    r = cli("align", "score", blue, "--cache-dir", tmp_path / "c2", "--dataset-root", f"synth={imgs}")
+    assert r.code == 1 and "cannot decode image" in r.err and "img_003.png" in r.err
+    assert not list((tmp_path / "c2").rglob("*.feat"))
+    r = cli("align", "optimize", "--team", "red", "--size", "5", "--unbiased", "--cache-dir", cache)
+    assert r.code == 1 and "biased HSIC" in r.err
+
+
+def test_cli_embed_saves_arrays_equal_to_api(cli, align_setup, tmp_path):
+    from modelseek.align import embed_catalog
+
+    r = cli("align", "embed", "--models", "cnn1", "vit0", "--cache-dir", tmp_path / "c", "-o", tmp_path / "out")
+    assert r.code == 0, r.err
+    assert "cnn1: 24 x 16" in r.out and "vit0: 24 x 16" in r.out
+    reg, cat = ModelRegistry.load(align_setup["registry"]), StimulusCatalog.load(align_setup["catalog"])
+    np.testing.assert_array_equal(np.load(tmp_path / "out" / "cnn1.npy"), embed_catalog(reg.get("cnn1"), cat))

@@ -8,7 +8,6 @@ import sys
 import numpy as np
 import pytest
 
-import modelseek.features.text as text_mod
 from modelseek.data.pool import Candidate
 from modelseek.errors import InputError, ModelseekError
 from modelseek.features import FeatureCache, extract_features, offline_minilm_path
@@ -87,20 +86,8 @@ def test_package_source_and_candidate(tiny_bert, tmp_path):
         extract_features(["hello"], "package:no_such_pkg_xyz/model", cache_dir=False, progress=False)
 
 
-def _count_loads(monkeypatch):
-    calls = []
-    real = text_mod._load_model
-
-    def counting(*a, **k):
-        calls.append(a[0])
-        return real(*a, **k)
-
-    monkeypatch.setattr(text_mod, "_load_model", counting)
-    return calls
-
-
-def test_cache_reuse_without_forward_pass(tiny_bert, tmp_path, monkeypatch):
-    calls = _count_loads(monkeypatch)
+def test_cache_reuse_without_forward_pass(tiny_bert, tmp_path, load_counter):
+    calls = load_counter
     first = extract_features(TEXTS, tiny_bert, cache_dir=tmp_path, progress=False)
     assert len(calls) == 1
     files = list(tmp_path.rglob("*.feat"))
@@ -118,8 +105,8 @@ def test_cache_reuse_without_forward_pass(tiny_bert, tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("damage", ["flip", "truncate", "garbage"])
-def test_corrupt_cache_is_detected_and_recomputed(tiny_bert, tmp_path, monkeypatch, damage, caplog):
-    calls = _count_loads(monkeypatch)
+def test_corrupt_cache_is_detected_and_recomputed(tiny_bert, tmp_path, load_counter, damage, caplog):
+    calls = load_counter
     first = extract_features(TEXTS, tiny_bert, cache_dir=tmp_path, progress=False)
     (f,) = list(tmp_path.rglob("*.feat"))
     data = bytearray(f.read_bytes())
@@ -137,7 +124,7 @@ def test_corrupt_cache_is_detected_and_recomputed(tiny_bert, tmp_path, monkeypat
     assert FeatureCache(tmp_path).get(f.stem) is not None  # rewritten, valid again
 
 
-def test_resaved_local_model_misses_cache(tmp_path, monkeypatch):
+def test_resaved_local_model_misses_cache(tmp_path):
     from modelseek.testing.tiny_models import make_tiny_bert
 
     folder = make_tiny_bert(tmp_path / "m", seed=1)

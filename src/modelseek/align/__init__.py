@@ -15,7 +15,6 @@ _EXPORTS = {
     "load_submission": "formats", "validate_submission": "formats",
     "load_model": "models", "embed_images": "models", "embed_texts": "models", "embed_catalog": "models",
     "layer_names": "models", "preprocess_images": "models", "LoadedModel": "models",
-    "ArrayCache": "cache",
     "cka": "linear_cka", "cka_matrix": "linear_cka", "minibatch_cka": "linear_cka", "hsic": "linear_cka",
     "MinibatchCKA": "linear_cka",
     "blue_score": "scoring", "red_score": "scoring", "score_submission": "scoring", "AlignData": "scoring",

@@ -122,8 +122,6 @@ def _import(name: str, extra: str, source: str):
 
 def _build(entry: ModelEntry):
     """Return (module, call_images, call_texts)."""
-    import torch
-
     mp = dict(entry.model_parameters)
     arch = mp.pop("arch", entry.model_name)
     seed = int(mp.pop("seed", 0))
@@ -207,20 +205,19 @@ def _build(entry: ModelEntry):
         except OSError as exc:
             raise InputError(f"model {entry.model_name!r}: cannot load {entry.weights!r}: "
                              f"{str(exc).splitlines()[0]}", field="weights") from None
-    call_texts = None
-    if entry.modality is Modality.TEXT:
-        tname = tokenizer_name or (None if rand else entry.weights)
-        if not tname:
-            raise InputError(f"model {entry.model_name!r}: a text model needs a tokenizer "
-                             f"(weights or model_parameters.tokenizer)", field="model_parameters.tokenizer")
-        tokenizer = tr.AutoTokenizer.from_pretrained(tname)
+    if entry.modality is not Modality.TEXT:
+        return module, (lambda x: module(pixel_values=x, **fwd)), None
+    tname = tokenizer_name or (None if rand else entry.weights)
+    if not tname:
+        raise InputError(f"model {entry.model_name!r}: a text model needs a tokenizer "
+                         f"(weights or model_parameters.tokenizer)", field="model_parameters.tokenizer")
+    tokenizer = tr.AutoTokenizer.from_pretrained(tname)
 
-        def call_texts(batch):
-            enc = tokenizer(list(batch), padding=True, truncation=True, max_length=max_length, return_tensors="pt")
-            return module(**enc, **fwd), enc["attention_mask"]
+    def call_texts(batch):
+        enc = tokenizer(list(batch), padding=True, truncation=True, max_length=max_length, return_tensors="pt")
+        return module(**enc, **fwd), enc["attention_mask"]
 
-    call_images = None if call_texts is not None else (lambda x: module(pixel_values=x, **fwd))
-    return module, call_images, call_texts
+    return module, None, call_texts
 
 
 def layer_names(module) -> list[str]:
@@ -455,31 +452,32 @@ def _stimuli_key(items: Sequence) -> str:
 
 
 def _text_key(texts: Sequence[str]) -> str:
-    h = hashlib.sha256()
-    for t in texts:
-        h.update(t.encode("utf-8") + b"\x00")
-    return "txt" + h.hexdigest()[:16]
+    from ..features.cache import texts_fingerprint
+
+    return "txt" + texts_fingerprint(texts)[:16]
 
 
-def _cache_key(entry: ModelEntry, stimuli_key: str) -> str:
-    layer = entry.layer.replace(".", "-")
-    return (f"{entry.model_name}/{layer}__{entry.embedding.value}__{entry.fingerprint()[:12]}"
-            f"__{stimuli_key}__v{CACHE_FORMAT}")
+def _cache_fields(entry: ModelEntry, stimuli_key: str) -> dict:
+    return {"kind": "align-embedding", "align_format": CACHE_FORMAT, "model_name": entry.model_name,
+            "layer": entry.layer, "embedding": entry.embedding.value, "entry": entry.fingerprint(),
+            "stimuli": stimuli_key}
 
 
 def _cached(entry, stimuli_key, cache_dir, compute):
-    from .cache import ArrayCache
+    """Serve from / fill the shared verified feature cache (:class:`modelseek.features.cache.FeatureCache`:
+    atomic writes, payload hash checked on read, a corrupt file recomputed)."""
+    from ..features.cache import FeatureCache, cache_key
 
     if cache_dir is None:
         return compute()
-    cache = ArrayCache(cache_dir)
-    key = _cache_key(entry, stimuli_key)
+    cache = FeatureCache(cache_dir)
+    fields = _cache_fields(entry, stimuli_key)
+    key = cache_key(fields)
     hit = cache.get(key)
     if hit is not None:
         return hit
     emb = compute()  # any error (bad image, bad layer) raises here: nothing is written
-    cache.put(key, emb, {"model_name": entry.model_name, "layer": entry.layer, "embedding": entry.embedding.value,
-                         "stimuli_key": stimuli_key, "entry": entry.to_dict()})
+    cache.put(key, fields, emb)
     return emb
 
 

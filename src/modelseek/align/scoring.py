@@ -22,8 +22,10 @@ from .linear_cka import cka_matrix
 
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("MODELSEEK_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "modelseek")
-    return Path(base) / "align"
+    """``$MODELSEEK_CACHE/align`` if set, else ``~/.cache/modelseek/align`` (beside the text features)."""
+    from ..features.cache import default_cache_dir as features_dir
+
+    return features_dir().parent / "align"
 
 
 def mean_offdiag(C: np.ndarray) -> float:

@@ -427,10 +427,6 @@ def plot_trajectory(result: SolverResult, path) -> None:
     ax.set_title(f"{result.team.value} team: final score {result.score:.4f}")
     ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
-    import io
+    from ..plots import save_figure
 
-    from ..io import atomic_write_bytes
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    atomic_write_bytes(path, buf.getvalue())
+    save_figure(fig, path)

@@ -16,7 +16,7 @@ def _common(p: argparse.ArgumentParser, data: bool = True) -> None:
     p.add_argument("--dataset-root", action="append", default=[], metavar="NAME=PATH",
                    help="folder of a data set (default: $MODELSEEK_DATASET_<NAME> or $MODELSEEK_DATASETS_ROOT/NAME)")
     if data:
-        p.add_argument("--cache-dir", help="embedding cache (default: $MODELSEEK_CACHE_DIR/align or "
+        p.add_argument("--cache-dir", help="embedding cache (default: $MODELSEEK_CACHE/align or "
                                            "~/.cache/modelseek/align)")
         p.add_argument("--batch-size", type=int, default=32)
         p.add_argument("--unbiased", action="store_true", help="unbiased HSIC (Song et al. 2012) in CKA")
@@ -24,7 +24,7 @@ def _common(p: argparse.ArgumentParser, data: bool = True) -> None:
 
 
 def register(sub) -> None:
-    p = sub.add_parser("align", help="representational alignment (Re-Align): validate, score, optimize, matrix",
+    p = sub.add_parser("align", help="representational alignment (Re-Align): validate, score, optimize, embed, matrix",
                        description="Blue team: models that agree (mean pairwise CKA on the catalog). Red team: "
                                    "stimuli on which the registry's models disagree (1 - mean pairwise CKA).")
     s = p.add_subparsers(dest="align_command", metavar="ACTION")
@@ -59,6 +59,12 @@ def register(sub) -> None:
     o.add_argument("--plot", help="write a PNG of the score trajectory here")
     _common(o)
     o.set_defaults(func=run_optimize)
+
+    e = s.add_parser("embed", help="embed the catalog with registry models (cached); optionally save .npy files")
+    e.add_argument("--models", nargs="+", help="these registry models (default: all)")
+    e.add_argument("-o", "--output-dir", help="write <model_name>.npy files here")
+    _common(e)
+    e.set_defaults(func=run_embed)
 
     m = s.add_parser("matrix", help="CKA matrix of registry models on the catalog; list near-duplicates")
     m.add_argument("--models", nargs="+", help="these registry models (default: all)")
@@ -130,6 +136,9 @@ def run_optimize(args) -> int:
     from ..align.solvers import optimize_blue, optimize_red, plot_trajectory
     from ..io import atomic_write_text
 
+    if args.team == "red" and args.unbiased:
+        raise InputError("--unbiased: the Red solver's incremental updates are for biased HSIC; score the "
+                         "result with 'modelseek align score --unbiased'")
     registry, catalog = _load(args)
     data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size, progress=not args.json)
     if args.team == "red":
@@ -155,6 +164,33 @@ def run_optimize(args) -> int:
         print(f"  {k:<14} {v:.6f}")
     if args.output:
         print(f"wrote {args.output}")
+    return 0
+
+
+def run_embed(args) -> int:
+    import io
+
+    import numpy as np
+
+    from ..align.scoring import AlignData
+    from ..io import atomic_write_bytes
+
+    registry, catalog = _load(args)
+    data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size, progress=not args.json)
+    shapes = {}
+    for name, F in data.features.items():
+        shapes[name] = list(F.shape)
+        if args.output_dir:
+            buf = io.BytesIO()
+            np.save(buf, F, allow_pickle=False)
+            atomic_write_bytes(Path(args.output_dir) / f"{name}.npy", buf.getvalue())
+    if args.json:
+        print_json({"catalog_version": catalog.version(), "shapes": shapes})
+        return 0
+    for name, shp in shapes.items():
+        print(f"{name}: {shp[0]} x {shp[1]}")
+    if args.output_dir:
+        print(f"wrote {len(shapes)} file(s) to {args.output_dir}")
     return 0
 
 
@@ -190,11 +226,9 @@ def run_matrix(args) -> int:
 
 
 def _heatmap(C, names, path) -> None:
-    import io
+    from matplotlib.figure import Figure  # the object API: no pyplot, no global backend change
 
-    from matplotlib.figure import Figure
-
-    from ..io import atomic_write_bytes
+    from ..plots import save_figure
 
     k = len(names)
     fig = Figure(figsize=(2 + 0.35 * k, 1.5 + 0.35 * k), dpi=110)
@@ -204,6 +238,4 @@ def _heatmap(C, names, path) -> None:
     ax.set_yticks(range(k), names, fontsize=7)
     fig.colorbar(im, ax=ax, label="linear CKA")
     fig.tight_layout()
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    atomic_write_bytes(path, buf.getvalue())
+    save_figure(fig, path)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ._common import load_pool_arg, load_truth, print_json
+from .finetune import add_verify_args, verify_after_rank
 
 
 def register(sub) -> None:
@@ -28,8 +29,14 @@ def register(sub) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed for folds and random methods")
     p.add_argument("--text-col", default="text", help="text column(s) of a table file, comma-separated")
     p.add_argument("--label-col", default="label", help="label column(s) of a table file, comma-separated")
+    p.add_argument("--fusion", choices=["rrf"], help="fuse the rankings of the --method estimators into one run "
+                                                     "by reciprocal-rank fusion (feature methods: logme, knn...)")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="a method parameter, passed to every method that takes it (repeatable), e.g. "
+                        "pooling=cls, layer=mean, max_examples=2000, cache_dir=/tmp/feats, device=cpu")
     p.add_argument("--show", type=int, default=3, help="print the rankings of at most this many tasks")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    add_verify_args(p)
     p.set_defaults(func=run)
 
 
@@ -45,7 +52,19 @@ def _tasks(args):
     return list(load_ntcir_tasks(path))
 
 
-def _params(method: str, seed: int) -> dict:
+def _parse_params(items: list[str]) -> dict:
+    import yaml
+
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise InputError(f"--param needs KEY=VALUE, got {item!r}", field="--param")
+        out[key.strip()] = yaml.safe_load(value) if value.strip() else None
+    return out
+
+
+def _params(method: str, seed: int, extra: dict | None = None) -> dict:
     import inspect
 
     from ..rankers import RANKERS
@@ -53,7 +72,10 @@ def _params(method: str, seed: int) -> dict:
     if method == "default" or method.endswith(".json"):
         return {}
     cls = RANKERS.get(method)
-    return {"seed": seed} if "seed" in inspect.signature(cls.__init__).parameters else {}
+    accepted = inspect.signature(cls.__init__).parameters
+    params = {"seed": seed} if "seed" in accepted else {}
+    params.update({k: v for k, v in (extra or {}).items() if k in accepted})
+    return params
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,14 +84,21 @@ def run(args: argparse.Namespace) -> int:
     from ..data.run import write_runs
     from ..data.task import TaskSet
 
+    if args.json and (args.verify_top or args.halving):
+        raise InputError("--verify-top/--halving print tables; use them without --json")
     root = Path(args.path)
     pool = load_pool_arg(args.pool, root if root.is_dir() else None)
     tasks = _tasks(args)
-    if len(args.method) > 1 and args.run_id:
+    if len(args.method) > 1 and args.run_id and not args.fusion:
         raise InputError("--run-id needs a single --method")
+    extra = _parse_params(args.param)
+    if args.fusion:
+        plan = [("rrf", {"methods": list(args.method)}, "rrf-" + "-".join(args.method))]
+    else:
+        plan = [(m, {}, None) for m in args.method]
     runs = []
-    for method in args.method:
-        params = _params(method, args.seed)
+    for method, fixed, default_id in plan:
+        params = {**_params(method, args.seed, extra), **fixed}
         if args.cv:
             truth = load_truth(args.train_truth, root if root.is_dir() else root.parent)
             res = cross_validate(method, truth, pool, tasks=TaskSet(tasks), folds=args.cv, seed=args.seed,
@@ -80,7 +109,8 @@ def run(args: argparse.Namespace) -> int:
             if method != "default" and args.train_truth:
                 truth = load_truth(args.train_truth)
             r = rank(tasks, pool, method=method, train_truth=truth, progress=not args.json, **params)
-        runs.append(r.with_id(args.run_id) if args.run_id else r)
+        run_id = args.run_id or default_id
+        runs.append(r.with_id(run_id) if run_id else r)
     if args.output:
         write_runs(args.output, runs)
     if args.json:
@@ -97,4 +127,4 @@ def run(args: argparse.Namespace) -> int:
             print(f"... and {len(r) - args.show} more task(s)")
     if args.output:
         print(f"wrote {sum(len(r) for r in runs)} ranking(s) of {len(pool)} candidates to {args.output}")
-    return 0
+    return verify_after_rank(args, runs, tasks, pool)

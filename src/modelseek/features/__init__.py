@@ -4,6 +4,6 @@ Importing this package does not import torch or transformers; they load on the f
 """
 
 from .cache import FeatureCache, default_cache_dir
-from .text import extract_features, offline_minilm_path
+from .text import TextEncoder, extract_features, offline_minilm_path
 
-__all__ = ["FeatureCache", "default_cache_dir", "extract_features", "offline_minilm_path"]
+__all__ = ["FeatureCache", "TextEncoder", "default_cache_dir", "extract_features", "offline_minilm_path"]

@@ -176,55 +176,69 @@ def _effective_max_length(tok, model, max_length: int) -> int:
     return min(limits)
 
 
+def _batches(loaded: LoadedModel, texts: Sequence[str], max_length: int, batch_size: int, progress: bool,
+             what: str = "features"):
+    """Yield (indices, input_ids, attention_mask) on the device: texts tokenized once, sorted by length
+    (longest first), each batch padded only to its own longest text."""
+    import torch
+
+    from ..progress import progress_bar
+
+    tok, dev = loaded.tokenizer, loaded.device
+    n = len(texts)
+    ml = _effective_max_length(tok, loaded.model, max_length)
+    ids = tok(list(texts), truncation=True, max_length=ml, padding=False, return_attention_mask=False,
+              return_token_type_ids=False)["input_ids"]
+    lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=n)
+    order = np.argsort(-lengths, kind="stable")
+    pad_id = int(tok.pad_token_id)
+    starts = range(0, n, batch_size)
+    for start in progress_bar(starts, desc=f"{what} {loaded.name}", total=len(starts), disable=not progress):
+        idx = order[start:start + batch_size]
+        width = int(lengths[idx[0]])
+        input_ids = torch.full((len(idx), width), pad_id, dtype=torch.long)
+        mask = torch.zeros((len(idx), width), dtype=torch.long)
+        for row, i in enumerate(idx):
+            L = int(lengths[i])
+            input_ids[row, :L] = torch.as_tensor(ids[i], dtype=torch.long)
+            mask[row, :L] = 1
+        yield idx, input_ids.to(dev), mask.to(dev)
+
+
+def _forward(loaded: LoadedModel, **inputs):
+    """The model call, under bf16/fp16 autocast on CUDA."""
+    import torch
+
+    dev = loaded.device
+    if dev.type == "cuda":
+        dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        with torch.autocast(device_type="cuda", dtype=dtype):
+            return loaded.model(**inputs)
+    return loaded.model(**inputs)
+
+
 def encode(loaded: LoadedModel, texts: Sequence[str], *, pooling: "str | Pooling" = "mean",
            layer: "str | int" = "last", max_length: int = 256, batch_size: int = 32,
            progress: bool = True) -> np.ndarray:
     """Features of ``texts`` with an already loaded model (no cache). float32, original order."""
     import torch
 
-    from ..progress import progress_bar
-
     pooling = Pooling.parse(pooling)
     layer = parse_layer(layer)
-    model, tok, dev = loaded.model, loaded.tokenizer, loaded.device
+    model = loaded.model
     n = len(texts)
+    hidden = int(getattr(model.config, "hidden_size", 0) or getattr(model.config, "d_model", 0))
     if n == 0:
-        hidden = int(getattr(model.config, "hidden_size", 0) or getattr(model.config, "d_model", 0))
         return np.empty((0, hidden), dtype=np.float32)
-    ml = _effective_max_length(tok, model, max_length)
-    ids = tok(list(texts), truncation=True, max_length=ml, padding=False, return_attention_mask=False,
-              return_token_type_ids=False)["input_ids"]
-    lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=n)
-    order = np.argsort(-lengths, kind="stable")
-    pad_id = int(tok.pad_token_id)
-    need_hidden = layer != "last"
     n_layers = int(getattr(model.config, "num_hidden_layers", 0) or 0)
     if isinstance(layer, int) and n_layers and not -(n_layers + 1) <= layer <= n_layers:
         raise InputError(f"layer {layer} out of range for {loaded.name!r} (hidden states 0..{n_layers})",
                          field="layer")
+    need_hidden = layer != "last"
     out: np.ndarray | None = None
-    starts = range(0, n, batch_size)
-    autocast = None
-    if dev.type == "cuda":
-        dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-        autocast = (dev.type, dtype)
     with torch.inference_mode():
-        for start in progress_bar(starts, desc=f"features {loaded.name}", total=len(starts),
-                                  disable=not progress):
-            idx = order[start:start + batch_size]
-            width = int(lengths[idx[0]])
-            input_ids = torch.full((len(idx), width), pad_id, dtype=torch.long)
-            mask = torch.zeros((len(idx), width), dtype=torch.long)
-            for row, i in enumerate(idx):
-                L = int(lengths[i])
-                input_ids[row, :L] = torch.as_tensor(ids[i], dtype=torch.long)
-                mask[row, :L] = 1
-            input_ids, mask = input_ids.to(dev), mask.to(dev)
-            if autocast is not None:
-                with torch.autocast(device_type=autocast[0], dtype=autocast[1]):
-                    res = model(input_ids=input_ids, attention_mask=mask, output_hidden_states=need_hidden)
-            else:
-                res = model(input_ids=input_ids, attention_mask=mask, output_hidden_states=need_hidden)
+        for idx, input_ids, mask in _batches(loaded, texts, max_length, batch_size, progress):
+            res = _forward(loaded, input_ids=input_ids, attention_mask=mask, output_hidden_states=need_hidden)
             if layer == "last":
                 states = [res.last_hidden_state if hasattr(res, "last_hidden_state") else res[0]]
             elif layer == "mean":
@@ -246,7 +260,41 @@ def encode(loaded: LoadedModel, texts: Sequence[str], *, pooling: "str | Pooling
             if out is None:
                 out = np.empty((n, pooled.shape[1]), dtype=np.float32)
             out[idx] = pooled
-    assert out is not None
+    return out
+
+
+def _load_head_model(source: str, revision: str | None, device: str, name: str = "") -> LoadedModel:
+    """Tokenizer and sequence-classification model; refuses a checkpoint without a trained head."""
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+
+    cfg = AutoConfig.from_pretrained(source, revision=revision)
+    archs = list(getattr(cfg, "architectures", None) or [])
+    if not any(a.endswith("ForSequenceClassification") for a in archs):
+        raise ModelseekError(f"model {name or source!r} carries no sequence-classification head "
+                             f"(architectures: {', '.join(archs) or 'none'}); leep/nce need one")
+    dev = pick_device(device)
+    tok = AutoTokenizer.from_pretrained(source, revision=revision)
+    model = AutoModelForSequenceClassification.from_pretrained(source, revision=revision)
+    if tok.pad_token_id is None:
+        if tok.eos_token is None:
+            raise ModelseekError(f"model {name or source!r}: tokenizer has neither a pad nor an eos token")
+        tok.pad_token = tok.eos_token
+    model.config.pad_token_id = tok.pad_token_id
+    model.eval().to(dev)
+    return LoadedModel(model=model, tokenizer=tok, device=dev, name=name or source)
+
+
+def head_probs(loaded: LoadedModel, texts: Sequence[str], *, max_length: int = 256, batch_size: int = 32,
+               progress: bool = True) -> np.ndarray:
+    """Softmax of the classification head over its source classes (float32, original order)."""
+    import torch
+
+    n_out = int(loaded.model.config.num_labels)
+    out = np.empty((len(texts), n_out), dtype=np.float32)
+    with torch.inference_mode():
+        for idx, input_ids, mask in _batches(loaded, texts, max_length, batch_size, progress, what="head"):
+            logits = _forward(loaded, input_ids=input_ids, attention_mask=mask).logits.float()
+            out[idx] = torch.softmax(logits, dim=-1).cpu().numpy()
     return out
 
 
@@ -260,14 +308,115 @@ def _check_texts(texts: Sequence[str]) -> list[str]:
     return texts
 
 
-def feature_key_fields(model: Any, *, pooling: "str | Pooling" = "mean", layer: "str | int" = "last",
-                       max_length: int = 256, revision: str | None = None,
-                       texts: Sequence[str] = ()) -> dict[str, Any]:
-    """Everything the cache key depends on (public so that callers can tell what a cache entry means)."""
-    _, rev, _, identity = _model_identity(model, revision)
-    return {"model": identity, "revision": rev, "pooling": Pooling.parse(pooling).value,
-            "layer": parse_layer(layer), "max_length": int(max_length), "texts": texts_fingerprint(texts),
-            "n_texts": len(texts)}
+class TextEncoder:
+    """Features of many text lists under one model: cache first, the model loaded on the first miss only.
+
+    ``TextEncoder(model, pooling=..., layer=..., ...)(texts)`` equals ``extract_features(texts, model, ...)``;
+    the encoder keeps the loaded model between calls (a ranker encodes many tasks with one candidate) and
+    counts ``forward_calls`` (extractions that ran the model) and ``cache_hits``. :meth:`close` frees it.
+    ``models``: an optional dict shared between encoders so that candidates reading the same checkpoint in
+    different ways (pooling, layer) load it once; its owner decides when to clear it.
+    """
+
+    def __init__(self, model: Any, *, pooling: str = "mean", layer: "str | int" = "last", max_length: int = 256,
+                 batch_size: int = 32, device: str = "auto", cache_dir: "str | os.PathLike | None | bool" = None,
+                 revision: str | None = None, progress: bool = True, models: dict | None = None) -> None:
+        self.pooling = Pooling.parse(pooling)
+        self.layer = parse_layer(layer)
+        if int(max_length) < 2:
+            raise InputError(f"max_length must be >= 2, got {max_length}", field="max_length")
+        if int(batch_size) < 1:
+            raise InputError(f"batch_size must be >= 1, got {batch_size}", field="batch_size")
+        self.max_length, self.batch_size, self.device, self.progress = int(max_length), int(batch_size), device, progress
+        self.source, self.revision, self.name, self._identity = _model_identity(model, revision)
+        self.cache = None if cache_dir is False else FeatureCache(None if cache_dir is True else cache_dir)
+        self._loaded: LoadedModel | None = None
+        self._models = models
+        self.forward_calls = 0
+        self.cache_hits = 0
+
+    #: what the cached arrays are (part of the key)
+    output = "features"
+
+    def _load(self) -> LoadedModel:
+        return _load_model(self.source, self.revision, self.device, self.name)
+
+    def _compute(self, texts: Sequence[str]) -> np.ndarray:
+        return encode(self._loaded, texts, pooling=self.pooling, layer=self.layer, max_length=self.max_length,
+                      batch_size=self.batch_size, progress=self.progress)
+
+    def key_fields(self, texts: Sequence[str]) -> dict[str, Any]:
+        return {"output": self.output, "model": self._identity, "revision": self.revision, "pooling": self.pooling.value,
+                "layer": self.layer, "max_length": self.max_length, "texts": texts_fingerprint(texts),
+                "n_texts": len(texts)}
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        texts = _check_texts(texts)
+        fields = self.key_fields(texts)
+        key = cache_key(fields)
+        if self.cache is not None:
+            hit = self.cache.get(key)
+            if hit is not None and hit.shape[0] == len(texts):
+                self.cache_hits += 1
+                log.debug("features of %d texts under %s from cache %s", len(texts), self.name, self.cache.path(key))
+                return hit
+        if self._loaded is None:
+            slot = (self.output, self.source, self.revision, self.device)
+            if self._models is not None and slot in self._models:
+                self._loaded = self._models[slot]
+            else:
+                self._loaded = self._load()
+                if self._models is not None:
+                    self._models[slot] = self._loaded
+        feats = self._compute(texts)
+        self.forward_calls += 1
+        if not np.all(np.isfinite(feats)):
+            raise ModelseekError(f"model {self.name!r} produced non-finite features")
+        if self.cache is not None:
+            self.cache.put(key, fields, feats)
+        return feats
+
+    @property
+    def loaded(self) -> bool:
+        return self._loaded is not None
+
+    def close(self) -> None:
+        self._loaded = None
+
+    def __enter__(self) -> "TextEncoder":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class HeadProbs(TextEncoder):
+    """Like :class:`TextEncoder`, but the softmax outputs of the candidate's classification head (for LEEP and
+    NCE); a checkpoint whose config names no ``*ForSequenceClassification`` architecture is refused."""
+
+    output = "head_probs"
+
+    def __init__(self, model: Any, *, max_length: int = 256, batch_size: int = 32, device: str = "auto",
+                 cache_dir: "str | os.PathLike | None | bool" = None, revision: str | None = None,
+                 progress: bool = True, models: dict | None = None) -> None:
+        super().__init__(model, max_length=max_length, batch_size=batch_size, device=device, cache_dir=cache_dir,
+                         revision=revision, progress=progress, models=models)
+
+    def _load(self) -> LoadedModel:
+        return _load_head_model(self.source, self.revision, self.device, self.name)
+
+    def _compute(self, texts: Sequence[str]) -> np.ndarray:
+        return head_probs(self._loaded, texts, max_length=self.max_length, batch_size=self.batch_size,
+                          progress=self.progress)
+
+
+def extract_head_probs(texts: Sequence[str], model: Any, *, max_length: int = 256, batch_size: int = 32,
+                       device: str = "auto", cache_dir: "str | os.PathLike | None | bool" = None,
+                       revision: str | None = None, progress: bool = True) -> np.ndarray:
+    """Source-class probabilities (N x Z, float32) of a candidate with a sequence-classification head."""
+    with HeadProbs(model, max_length=max_length, batch_size=batch_size, device=device, cache_dir=cache_dir,
+                   revision=revision, progress=progress) as enc:
+        return enc(texts)
 
 
 def extract_features(texts: Sequence[str], model: Any, *, pooling: str = "mean", layer: "str | int" = "last",
@@ -278,31 +427,10 @@ def extract_features(texts: Sequence[str], model: Any, *, pooling: str = "mean",
 
     ``model`` is a Hugging Face id, a local folder, ``package:NAME/sub`` (a folder inside an installed
     Python package) or a :class:`~modelseek.data.pool.Candidate` (its path or hf_id and revision; its
-    ``options`` are applied by the rankers, not here). ``cache_dir``: None = the default cache
-    (``$MODELSEEK_CACHE/features`` or ``~/.cache/modelseek/features``), a folder, or False for no cache.
+    ``options`` are applied by the rankers, not here). ``pooling``: ``mean`` | ``cls``; ``layer``: ``last`` |
+    an index into the hidden states | ``mean`` (of all transformer layers). ``cache_dir``: None = the default
+    cache (``$MODELSEEK_CACHE/features`` or ``~/.cache/modelseek/features``), a folder, or False for none.
     """
-    texts = _check_texts(texts)
-    pooling_e = Pooling.parse(pooling)
-    layer_v = parse_layer(layer)
-    if int(max_length) < 2:
-        raise InputError(f"max_length must be >= 2, got {max_length}", field="max_length")
-    if int(batch_size) < 1:
-        raise InputError(f"batch_size must be >= 1, got {batch_size}", field="batch_size")
-    source, rev, name, identity = _model_identity(model, revision)
-    fields = {"model": identity, "revision": rev, "pooling": pooling_e.value, "layer": layer_v,
-              "max_length": int(max_length), "texts": texts_fingerprint(texts), "n_texts": len(texts)}
-    cache = None if cache_dir is False else FeatureCache(None if cache_dir is True else cache_dir)
-    key = cache_key(fields)
-    if cache is not None:
-        hit = cache.get(key)
-        if hit is not None and hit.shape[0] == len(texts):
-            log.debug("features of %d texts under %s from cache %s", len(texts), name, cache.path(key))
-            return hit
-    loaded = _load_model(source, rev, device, name)
-    feats = encode(loaded, texts, pooling=pooling_e, layer=layer_v, max_length=int(max_length),
-                   batch_size=int(batch_size), progress=progress)
-    if not np.all(np.isfinite(feats)):
-        raise ModelseekError(f"model {name!r} produced non-finite features")
-    if cache is not None:
-        cache.put(key, fields, feats)
-    return feats
+    with TextEncoder(model, pooling=pooling, layer=layer, max_length=max_length, batch_size=batch_size,
+                     device=device, cache_dir=cache_dir, revision=revision, progress=progress) as enc:
+        return enc(texts)

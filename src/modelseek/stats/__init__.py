@@ -1,5 +1,19 @@
-"""Statistics with explicit seeds: bootstrap intervals and paired comparisons."""
+"""Statistics with explicit seeds: bootstrap intervals, significance tests for duels, FDR correction.
 
-from .bootstrap import bootstrap_ci, paired_bootstrap
+One file per test: ``ttest`` (paired t-test), ``auroc`` (Bayesian AUROC test), ``bootstrap`` (intervals and
+the paired bootstrap test for means such as ROUGE and for word perplexity), ``multitest``
+(Benjamini-Hochberg). Randomness comes only from ``np.random.Generator`` objects or explicit seeds
+(``seeding.derive_rng`` gives named streams).
+"""
 
-__all__ = ["bootstrap_ci", "paired_bootstrap"]
+from .auroc import auroc, auroc_draws, auroc_pvalue, auroc_pvalue_matrix, bayesian_auroc_test
+from .bootstrap import (bootstrap_ci, bootstrap_pvalue_matrix, paired_bootstrap, paired_bootstrap_perplexity_test,
+                        paired_bootstrap_test, perplexity, resample_counts, resampled_mean, resampled_perplexity)
+from .multitest import benjamini_hochberg
+from .seeding import derive_rng
+from .ttest import paired_ttest, paired_ttest_matrix
+
+__all__ = ["auroc", "auroc_draws", "auroc_pvalue", "auroc_pvalue_matrix", "bayesian_auroc_test", "bootstrap_ci",
+           "bootstrap_pvalue_matrix", "paired_bootstrap", "paired_bootstrap_perplexity_test",
+           "paired_bootstrap_test", "perplexity", "resample_counts", "resampled_mean", "resampled_perplexity",
+           "benjamini_hochberg", "derive_rng", "paired_ttest", "paired_ttest_matrix"]

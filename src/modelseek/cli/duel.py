@@ -1,0 +1,220 @@
+"""``modelseek duel``: significance-tested duel leaderboards (BenCzechMark-style win scores).
+
+Sub-commands: ``compile`` (lm-evaluation-harness folders -> submission), ``validate``, ``tournament``
+(submission files -> duels and scores), ``runs`` (TREC runs -> leaderboard by criticality tier),
+``presubmit`` / ``confirm`` / ``discard`` / ``leaderboard`` (a stored leaderboard), ``serve`` (the web app).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..errors import InputError
+from ._common import load_truth, print_json
+
+
+def register(sub) -> None:
+    p = sub.add_parser("duel", help="duel leaderboards: significance-tested win scores, storage, web app",
+                       description="Duel leaderboards: every pair of models is compared on every task by a "
+                                   "one-tailed significance test; win score = share of duels won.")
+    dsub = p.add_subparsers(dest="duel_command", metavar="SUBCOMMAND")
+
+    c = dsub.add_parser("compile", help="compile lm-evaluation-harness output folders into one submission")
+    c.add_argument("folders", nargs="+", help="harness output folders (results*.json + samples_<task>_*.jsonl)")
+    c.add_argument("-o", "--output", required=True, help="submission JSON to write")
+    c.add_argument("--model", help="model name (default: from the harness results)")
+    c.add_argument("--precision", help="precision, e.g. bf16")
+    c.add_argument("--params", type=float, help="number of parameters")
+    c.add_argument("--source", help="link to the model")
+    _metadata_arg(c)
+    c.set_defaults(func=_compile)
+
+    v = dsub.add_parser("validate", help="check submission files against the leaderboard's tasks")
+    v.add_argument("submissions", nargs="+")
+    _metadata_arg(v)
+    v.set_defaults(func=_validate)
+
+    t = dsub.add_parser("tournament", help="run every duel between submissions and print win scores")
+    t.add_argument("submissions", nargs="+", help="compiled submission JSON files (one model each)")
+    _metadata_arg(t)
+    _test_args(t)
+    t.add_argument("--level", default="overall", help="table columns: overall, tasks, or a category name")
+    t.add_argument("--json", action="store_true",
+                   help='print {"duels": [{"task","a","b","significant","p_value"}...], "scores": {...}}')
+    t.add_argument("--progress", action="store_true", help="show a progress bar")
+    t.set_defaults(func=_tournament)
+
+    r = dsub.add_parser("runs", help="duel leaderboard over TREC runs: nDCG@5 t-tests per criticality tier")
+    r.add_argument("runs", nargs="+", help="TREC run files (each may hold several run ids)")
+    r.add_argument("--ground-truth", "-g", help="ground-truth CSV (default: found beside the first run)")
+    r.add_argument("--tasks-csv", help="tasks.csv giving criticality (default: beside the ground truth)")
+    r.add_argument("--scheme", default="ntcir", choices=["ntcir", "paper"])
+    r.add_argument("--alpha", type=float, default=0.05)
+    r.add_argument("--fdr", action="store_true", help="Benjamini-Hochberg across tiers")
+    r.add_argument("--json", action="store_true")
+    r.set_defaults(func=_runs)
+
+    for name, helptext in (("presubmit", "validate a submission, compute its duels, show the preview"),):
+        s = dsub.add_parser(name, help=helptext)
+        s.add_argument("submission")
+        _db_args(s)
+        s.add_argument("--confirm", action="store_true", help="publish at once after the preview")
+        s.add_argument("--json", action="store_true")
+        s.set_defaults(func=_presubmit)
+    for name, helptext, fn in (("confirm", "publish a pre-submission by its token", _confirm),
+                               ("discard", "drop a pre-submission by its token", _discard)):
+        s = dsub.add_parser(name, help=helptext)
+        s.add_argument("token")
+        _db_args(s)
+        s.set_defaults(func=fn)
+    lb = dsub.add_parser("leaderboard", help="print the stored leaderboard")
+    _db_args(lb)
+    lb.add_argument("--level", default="overall", help="overall, tasks, or a category name")
+    lb.add_argument("--model", help="print this model's duels instead")
+    lb.add_argument("--json", action="store_true")
+    lb.set_defaults(func=_leaderboard)
+
+    w = dsub.add_parser("serve", help="serve the leaderboard web app (Gradio)")
+    _db_args(w)
+    w.add_argument("--host", default="127.0.0.1")
+    w.add_argument("--port", type=int, default=7860)
+    w.set_defaults(func=_serve)
+    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+
+
+def _metadata_arg(p) -> None:
+    p.add_argument("--metadata", help="leaderboard metadata JSON (BenCzechMark format: tasks with category and "
+                                      "metric); default: the shipped BenCzechMark configuration")
+
+
+def _test_args(p) -> None:
+    p.add_argument("--seed", type=int, default=0, help="seed of every Monte-Carlo test (default 0)")
+    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    p.add_argument("--fdr", action="store_true", help="Benjamini-Hochberg correction across tasks")
+    p.add_argument("--draws", type=int, default=1000, help="posterior draws per model (AUROC test)")
+    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (ROUGE, perplexity)")
+
+
+def _db_args(p) -> None:
+    p.add_argument("--db", default="leaderboard.db", help="SQLAlchemy URL or SQLite file (default leaderboard.db)")
+    _metadata_arg(p)
+
+
+def _config(args):
+    from ..duel.config import LeaderboardConfig
+
+    return LeaderboardConfig.load(args.metadata)
+
+
+def _store(args):
+    from ..duel.config import LeaderboardConfig
+    from ..duel.storage import Store
+
+    return Store(args.db, config=LeaderboardConfig.load(args.metadata) if args.metadata else None)
+
+
+def _compile(args) -> int:
+    from ..duel.compile import compile_submission
+    from ..io import atomic_write_text
+
+    meta = {k: v for k, v in (("precision", args.precision), ("n_params", args.params), ("source", args.source))
+            if v is not None}
+    obj = compile_submission(args.folders, _config(args), model=args.model, metadata=meta)
+    atomic_write_text(args.output, json.dumps(obj))
+    pooled = obj["metadata"].get("prompts", {})
+    print(f"wrote {args.output}: model {obj['metadata']['model']!r}, {len(obj['predictions'])} tasks"
+          + (f", {len(pooled)} max-pooled over prompts" if pooled else ""))
+    return 0
+
+
+def _validate(args) -> int:
+    from ..duel.submission import check_sample_counts, load_submission
+
+    config = _config(args)
+    subs = [load_submission(s, config) for s in args.submissions]
+    check_sample_counts(subs, config)
+    for path, s in zip(args.submissions, subs):
+        print(f"{path}: ok — model {s.model!r}, {len(s.tasks)} tasks, "
+              f"{sum(d.n for d in s.data.values())} samples")
+    return 0
+
+
+def _tournament(args) -> int:
+    from ..duel.engine import Settings
+    from ..duel.submission import load_submission
+    from ..duel.tournament import tournament
+
+    config = _config(args)
+    subs = [load_submission(s, config) for s in args.submissions]
+    res = tournament(subs, config, Settings(seed=args.seed, n_draws=args.draws, n_resamples=args.resamples),
+                     alpha=args.alpha, fdr=args.fdr, progress=args.progress and not args.json)
+    if args.json:
+        print_json(res.to_dict())
+    else:
+        print(res.table(args.level).to_string(index=False))
+    return 0
+
+
+def _runs(args) -> int:
+    from ..data.run import read_runs
+    from ..duel.runs import runs_tournament
+
+    runs = []
+    for path in args.runs:
+        runs.extend(read_runs(path).values())
+    truth = load_truth(args.ground_truth, Path(args.runs[0]).parent, args.tasks_csv)
+    res = runs_tournament(runs, truth, args.scheme, args.alpha, args.fdr)
+    if args.json:
+        print_json(res.to_dict())
+    else:
+        print(res.table("tasks").to_string(index=False))
+    return 0
+
+
+def _presubmit(args) -> int:
+    store = _store(args)
+    pv = store.presubmit(args.submission)
+    if args.confirm:
+        store.confirm(pv.token)
+    if args.json:
+        print_json({"token": pv.token, "model": pv.model, "rank": pv.rank, "scores": pv.scores,
+                    "published": bool(args.confirm), "seconds": pv.seconds})
+        return 0
+    print(f"preview for {pv.model!r}: rank {pv.rank} of {len(pv.table)}, overall {pv.scores['overall']:.2f} "
+          f"({pv.seconds:.2f} s)")
+    print(pv.table.to_string(index=False))
+    print(f"published {pv.model!r}" if args.confirm else
+          f"not published yet: modelseek duel confirm {pv.token} --db {args.db}")
+    return 0
+
+
+def _confirm(args) -> int:
+    print(f"published {_store(args).confirm(args.token)!r}")
+    return 0
+
+
+def _discard(args) -> int:
+    _store(args).discard(args.token)
+    print("discarded")
+    return 0
+
+
+def _leaderboard(args) -> int:
+    store = _store(args)
+    df = store.duel_details(args.model) if args.model else store.leaderboard(args.level)
+    if args.json:
+        print(df.to_json(orient="records", indent=2))
+    else:
+        print(df.to_string(index=False) if len(df) else "(no published submissions)")
+    return 0
+
+
+def _serve(args) -> int:
+    from ..duel.app import build_app
+
+    if not args.db:
+        raise InputError("--db is required")
+    demo = build_app(_store(args))
+    demo.launch(server_name=args.host, server_port=args.port)
+    return 0

@@ -1,0 +1,142 @@
+"""``modelseek finetune``: fine-tune every candidate of a pool on every task (resumable, local or Ray) and
+write the ground truth. Also the ``--verify-top`` / ``--halving`` options of ``modelseek rank``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..errors import InputError
+
+
+def add_recipe_args(p) -> None:
+    p.add_argument("--recipe", help="recipe YAML (keys of modelseek.finetune.Recipe; default: the protocol)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one recipe key, e.g. --set max_epochs=20 (repeatable)")
+    p.add_argument("--seeds", type=int, nargs="+", default=[0], help="seeds; F1 is their mean (default: 0)")
+    p.add_argument("--executor", default="local", choices=["local", "ray"],
+                   help="local (sequential, default) or ray (one Ray task per job)")
+    p.add_argument("--address", help="Ray cluster address ('auto' joins a running cluster; default: start a "
+                                     "local instance)")
+    p.add_argument("--retry-failed", action="store_true", help="run again the jobs that failed before")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("finetune", help="fine-tune a pool on a task set and write the ground truth",
+                       description="Fine-tune every candidate of a pool on every task under one protocol "
+                                   "(defaults: AdamW lr 2e-5, wd 0.01, batch 16, early stopping patience 10 on "
+                                   "validation loss, macro-F1 on test). Finished jobs are kept in a SQLite store "
+                                   "and skipped when the command runs again.")
+    p.add_argument("--pool", required=True, help="pool file (models.csv or YAML) or built-in pool name")
+    p.add_argument("--tasks", required=True, help="NTCIR root or task folder, or one table file")
+    p.add_argument("--out", required=True, help="ground-truth CSV to write (official format + criticality)")
+    p.add_argument("--store", help="job store (default: OUT with suffix .jobs.sqlite)")
+    p.add_argument("--scheme", default="ntcir", choices=["ntcir", "paper"], help="relevance grading of the output")
+    p.add_argument("--plot", metavar="PNG", help="also draw the validation-loss curves of the grid's jobs")
+    add_recipe_args(p)
+    p.add_argument("--json", action="store_true", help="print a machine-readable summary")
+    p.set_defaults(func=run)
+
+
+def load_recipe(args):
+    from ..finetune.recipe import PROTOCOL, Recipe
+
+    recipe = Recipe.from_yaml(args.recipe) if args.recipe else PROTOCOL
+    return recipe.with_overrides(args.overrides) if args.overrides else recipe
+
+
+def _first_line(text: str) -> str:
+    return (text or "").strip().splitlines()[0] if (text or "").strip() else "unknown error"
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..data.loaders import load_tasks
+    from ..data.pool import load_pool
+    from ..finetune.grid import run_grid
+    from ._common import print_json
+
+    recipe = load_recipe(args)
+    pool = load_pool(args.pool)
+    tasks = load_tasks(args.tasks)
+    out = Path(args.out)
+    store = Path(args.store) if args.store else out.with_suffix(".jobs.sqlite")
+    grid = run_grid(tasks, pool, store, recipe=recipe, seeds=args.seeds, executor=args.executor,
+                    address=args.address, retry_failed=args.retry_failed, progress=not args.json)
+    failed = grid.failed_jobs()
+    wrote = False
+    if grid.n_done:
+        grid.ground_truth(tasks).to_csv(out, scheme=args.scheme)
+        wrote = True
+    if args.plot and grid.n_done:
+        from ..finetune.curves import plot_learning_curves
+
+        plot_learning_curves(grid.store.records(j.key for j in grid.jobs), args.plot)
+    summary = {"jobs": len(grid.jobs), "skipped": grid.skipped, "ran": grid.ran, "done": grid.n_done,
+               "failed": len(failed), "recipe": recipe.digest, "store": str(store), "out": str(out) if wrote else None,
+               "failures": [{"task_id": j.task.task_id, "model_id": j.model.model_id, "seed": j.seed,
+                             "error": _first_line(e)} for j, e in failed]}
+    if args.json:
+        print_json(summary)
+    else:
+        print(f"{len(grid.jobs)} job(s): {grid.skipped} already in {store}, {grid.ran} run now; "
+              f"{grid.n_done} done, {len(failed)} failed (recipe {recipe.digest})")
+        if wrote:
+            print(f"wrote ground truth for {grid.n_done} job(s) to {out}")
+    for j, e in failed:
+        print(f"error: task {j.task.task_id} model {j.model.model_id} seed {j.seed}: {_first_line(e)}",
+              file=sys.stderr)
+    if failed:
+        hint = "" if args.retry_failed else "; rerun with --retry-failed to try them again"
+        print(f"{len(failed)} job(s) failed{hint}", file=sys.stderr)
+        return 1
+    return 0
+
+
+# ------------------------------------------------------------------------------ rank --verify-top / --halving
+def add_verify_args(p) -> None:
+    """The verification options of ``modelseek rank``."""
+    g = p.add_argument_group("verification (fine-tunes candidates; see 'modelseek finetune')")
+    g.add_argument("--verify-top", type=int, metavar="K", help="fine-tune the top K of each ranking and report "
+                                                               "their test F1")
+    g.add_argument("--halving", action="store_true",
+                   help="successive halving over the ranking (top K with --verify-top, else all): a few epochs "
+                        "for every survivor, keep the best half by validation F1, double the epochs, repeat")
+    g.add_argument("--finetune-store", help="job store for verification (default: modelseek-verify.sqlite)")
+    g.add_argument("--recipe", help="recipe YAML for verification (default: the protocol)")
+    g.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one recipe key (repeatable)")
+    g.add_argument("--executor", default="local", choices=["local", "ray"], help="executor for verification")
+    g.add_argument("--address", help="Ray cluster address for --executor ray")
+
+
+def verify_after_rank(args, runs, tasks, pool) -> int:
+    """Run the verification asked for on the first run; print (or return as JSON) the table."""
+    if not getattr(args, "verify_top", None) and not getattr(args, "halving", False):
+        return 0
+    from ..finetune.verify import successive_halving, verify_top
+
+    if args.verify_top is not None and args.verify_top < 1:
+        raise InputError("--verify-top must be >= 1", field="--verify-top")
+    recipe = load_recipe(args)
+    store = args.finetune_store or "modelseek-verify.sqlite"
+    run = runs[0]
+    by_id = {t.id: t for t in tasks}
+    for tid in run:
+        task = by_id[tid]
+        order = [e.doc for e in run[tid]]
+        if args.verify_top:
+            order = order[: args.verify_top]
+        if args.halving:
+            res = successive_halving(task, [pool.get(d) for d in order], store, recipe=recipe,
+                                     executor=args.executor, address=args.address)
+            print(f"task {tid} — successive halving over {len(order)} candidate(s) (run {run.run_id})")
+            print(res.table().to_string(index=False))
+            print(f"winner: {res.winner} (test F1 {res.winner_f1:.4f} after {res.rungs[-1].epochs} epoch(s))")
+        else:
+            table = verify_top(task, [pool.get(d) for d in order], store, recipe=recipe, executor=args.executor,
+                               address=args.address, scores={e.doc: e.score for e in run[tid]},
+                               seed=args.seed)
+            print(f"task {tid} — fine-tuned top {len(order)} of run {run.run_id}")
+            print(table.to_string(index=False))
+    return 0

@@ -1,0 +1,140 @@
+"""Duels: per-model profiles, then every pair's one-tailed p-value on a task, vectorised.
+
+A *profile* is what a model brings to its duels on one task, computed once: the per-sample vector (t-test),
+the sorted posterior AUROC draws (Bayesian AUROC test), or the statistic on each bootstrap resample plus the
+observed one (paired bootstrap; all models of a task share one resampling plan). Random streams are named
+by (seed, task, model) or (seed, task), so a pair's p-value is the same whichever other models take part:
+a new submission only computes its own profiles and its own 2 x N duels per task.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+from ..errors import InputError
+from ..stats.auroc import N_DRAWS, N_THRESHOLDS, auroc, auroc_draws, auroc_pvalue_matrix
+from ..stats import bootstrap as _boot
+from ..stats.seeding import derive_rng
+from ..stats.ttest import paired_ttest_matrix
+from .config import Metric, TaskSpec, Test
+from .submission import TaskData
+
+
+@dataclass(frozen=True)
+class Settings:
+    seed: int = 0
+    n_draws: int = N_DRAWS
+    n_thresholds: int | None = N_THRESHOLDS
+    n_resamples: int = 1000
+
+    def to_dict(self) -> dict:
+        return {"seed": self.seed, "n_draws": self.n_draws, "n_thresholds": self.n_thresholds,
+                "n_resamples": self.n_resamples}
+
+
+@dataclass(frozen=True)
+class Profile:
+    test: Test
+    n: int
+    vector: np.ndarray          # t-test: samples; AUROC: sorted draws; bootstrap: resampled statistic
+    observed: float = float("nan")  # bootstrap: the statistic on the original samples
+
+    # storage format: b"MSP1" | test name (24 bytes, NUL-padded) | n, observed (2 x float64 LE) | vector (float64 LE)
+    _MAGIC = b"MSP1"
+
+    def to_bytes(self) -> bytes:
+        head = self._MAGIC + self.test.name.encode("ascii").ljust(24, b"\0")
+        return head + struct.pack("<dd", float(self.n), self.observed) + np.ascontiguousarray(self.vector, "<f8").tobytes()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "Profile":
+        if data[:4] != cls._MAGIC or len(data) < 44 or (len(data) - 44) % 8:
+            raise InputError("corrupt stored profile")
+        n, observed = struct.unpack("<dd", data[28:44])
+        return cls(Test[data[4:28].rstrip(b"\0").decode("ascii")], int(n),
+                   np.frombuffer(data, dtype="<f8", offset=44).astype(float), float(observed))
+
+
+@lru_cache(maxsize=64)
+def _plan(seed: int, task: str, n: int, n_resamples: int) -> np.ndarray:
+    counts = _boot.resample_counts(n, n_resamples, derive_rng(seed, task, "bootstrap-plan")).astype(np.float64)
+    counts.setflags(write=False)
+    return counts
+
+
+def profile(spec: TaskSpec, data: TaskData, model: str, settings: Settings = Settings()) -> Profile:
+    """The profile of ``model`` on ``spec.task`` (its duels need nothing else from its predictions)."""
+    test = spec.metric.test
+    if data.metric is not spec.metric:
+        raise InputError(f"task {spec.task!r}: data is {data.metric.value}, leaderboard expects {spec.metric.value}")
+    if test is Test.TTEST:
+        return Profile(test, data.n, np.asarray(data.values, dtype=float))
+    if test is Test.AUROC:
+        rng = derive_rng(settings.seed, spec.task, model, "auroc")
+        try:
+            draws = auroc_draws(data.gold, data.probs, rng, settings.n_draws, settings.n_thresholds)
+        except InputError as exc:
+            raise InputError(f"task {spec.task!r}, model {model!r}: {exc.message}") from None
+        return Profile(test, data.n, draws)
+    counts = _plan(settings.seed, spec.task, data.n, settings.n_resamples)
+    if test is Test.BOOTSTRAP_MEAN:
+        return Profile(test, data.n, _boot.resampled_mean(data.values, counts), float(np.mean(data.values)))
+    return Profile(test, data.n, _boot.resampled_perplexity(data.loglik, data.words, counts),
+                   float(_boot.perplexity(data.loglik, data.words)))
+
+
+def profiles(spec: TaskSpec, datas: list[TaskData], models: list[str], settings: Settings = Settings()) -> list[Profile]:
+    """:func:`profile` of many models on one task; the bootstrap statistics of all models come from one
+    product with the task's resampling plan (the plan is read from memory once, not once per model)."""
+    test = spec.metric.test
+    if test not in (Test.BOOTSTRAP_MEAN, Test.BOOTSTRAP_PERPLEXITY) or len(datas) < 2:
+        return [profile(spec, d, m, settings) for d, m in zip(datas, models)]
+    ns = {d.n for d in datas}
+    if len(ns) > 1:
+        raise InputError(f"task {spec.task!r}: models have different sample counts {sorted(ns)}",
+                         field=f"predictions.{spec.task}")
+    counts = _plan(settings.seed, spec.task, ns.pop(), settings.n_resamples)
+    if test is Test.BOOTSTRAP_MEAN:
+        X = np.stack([d.values for d in datas])
+        S, obs = _boot.resampled_mean(X, counts), X.mean(axis=1)
+    else:
+        L, W = np.stack([d.loglik for d in datas]), np.stack([d.words for d in datas])
+        S, obs = _boot.resampled_perplexity(L, W, counts), _boot.perplexity(L, W)
+    return [Profile(test, d.n, S[k].copy(), float(obs[k])) for k, d in enumerate(datas)]
+
+
+def pvalues(spec: TaskSpec, rows: list[Profile], cols: list[Profile] | None = None) -> np.ndarray:
+    """``P[i, j]``: p that row model ``i`` beats column model ``j`` on the task (default cols = rows, NaN diagonal)."""
+    every = rows + (cols or [])
+    ns = {p.n for p in every}
+    if len(ns) > 1:
+        raise InputError(f"task {spec.task!r}: models have different sample counts {sorted(ns)}",
+                         field=f"predictions.{spec.task}")
+    test = spec.metric.test
+    if not rows or (cols is not None and not cols):
+        return np.empty((len(rows), len(cols) if cols is not None else len(rows)))
+    R = np.stack([p.vector for p in rows])
+    if test is Test.TTEST:
+        return paired_ttest_matrix(R, None if cols is None else np.stack([p.vector for p in cols]))
+    C = None if cols is None else np.stack([p.vector for p in cols])
+    if test is Test.AUROC:
+        return auroc_pvalue_matrix(R, C)
+    o = np.array([p.observed for p in rows])
+    oc = None if cols is None else np.array([p.observed for p in cols])
+    P = _boot.bootstrap_pvalue_matrix(R, o, spec.metric.higher_is_better, C, oc)
+    if every[0].n < 2:  # a single sample cannot be tested (see stats.bootstrap)
+        P = np.where(np.isnan(P), P, 1.0)
+    return P
+
+
+def metric_value(data: TaskData) -> float:
+    """The task metric recomputed from the per-sample records (for checks and for runs)."""
+    if data.metric.test in (Test.TTEST, Test.BOOTSTRAP_MEAN):
+        return float(np.mean(data.values))
+    if data.metric is Metric.AVG_MCAUROC:
+        return auroc(data.gold, data.probs)
+    return float(_boot.perplexity(data.loglik, data.words))

@@ -1,0 +1,299 @@
+"""Compiled submissions: one model's per-sample predictions and aggregated results on every task.
+
+.. code-block:: json
+
+    {"metadata": {"model": "org/name", "precision": "bf16", "n_params": 7.2e9, "source": "https://...",
+                  "description": "...", "revision": "...", "prompts": {"task": "task_p2"}},
+     "results": {"<task>": {"<metric>": 0.71}},
+     "predictions": {"<task>": [{"doc_id": 0, "<metric>": <per-sample value>}, ...]}}
+
+Per-sample values by metric: ``acc`` and ``exact_match`` 0 or 1; ``avg_mcauroc`` ``[gold class index,
+[class probabilities]]``; ``word_perplexity`` ``[sum log-likelihood, number of words]``;
+``rouge_raw_r2_mid_f`` a score in [0, 1]; ``ndcg@5`` (model-retrieval runs) a score in [0, 1]. When every
+record has a ``doc_id`` the samples are put in ``doc_id`` order (paired tests pair samples by position).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from ..errors import InputError
+from .config import LeaderboardConfig, Metric
+
+MAX_BYTES = 256 * 1024 * 1024
+METADATA_FIELDS = {"model": str, "precision": str, "n_params": (int, float), "source": str, "description": str,
+                   "revision": str, "team": str, "prompts": dict}
+
+
+@dataclass(frozen=True)
+class TaskData:
+    """One model's samples on one task, as arrays: ``values`` (n,), or AUROC ``gold`` + ``probs``,
+    or perplexity ``loglik`` + ``words``."""
+
+    metric: Metric
+    values: np.ndarray | None = None
+    gold: np.ndarray | None = None
+    probs: np.ndarray | None = None
+    loglik: np.ndarray | None = None
+    words: np.ndarray | None = None
+
+    @property
+    def n(self) -> int:
+        for a in (self.values, self.gold, self.loglik):
+            if a is not None:
+                return int(a.shape[0])
+        return 0
+
+
+@dataclass(frozen=True)
+class Submission:
+    metadata: dict
+    results: dict
+    predictions: dict | None      # None: built from ``data`` when needed
+    data: dict = field(repr=False, compare=False, default_factory=dict)  # task -> TaskData
+
+    @property
+    def model(self) -> str:
+        return self.metadata["model"]
+
+    @property
+    def tasks(self) -> list[str]:
+        return list(self.data)
+
+    def to_dict(self) -> dict:
+        preds = self.predictions
+        if preds is None:
+            preds = {t: records_from_data(d) for t, d in self.data.items()}
+        return {"metadata": self.metadata, "results": self.results, "predictions": preds}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), sort_keys=True, separators=(",", ":"))
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.to_json().encode("utf-8")).hexdigest()
+
+    def payload(self) -> tuple[bytes, str]:
+        """``(canonical JSON bytes, sha256)`` computed once."""
+        data = self.to_json().encode("utf-8")
+        return data, hashlib.sha256(data).hexdigest()
+
+    def raw(self, task: str, metric: Metric) -> float:
+        """The aggregated metric value the submission reports for ``task``."""
+        return float(self.results[task][metric.value])
+
+
+def records_from_data(d: TaskData) -> list[dict]:
+    """Per-sample records (``doc_id`` = position) of one task's arrays."""
+    m = d.metric.value
+    if d.metric is Metric.AVG_MCAUROC:
+        return [{"doc_id": i, m: [int(g), p]} for i, (g, p) in enumerate(zip(d.gold.tolist(), d.probs.tolist()))]
+    if d.metric is Metric.WORD_PERPLEXITY:
+        return [{"doc_id": i, m: [ll, w]} for i, (ll, w) in enumerate(zip(d.loglik.tolist(), d.words.tolist()))]
+    if d.metric in (Metric.ACC, Metric.EXACT_MATCH):
+        return [{"doc_id": i, m: int(v)} for i, v in enumerate(d.values.tolist())]
+    return [{"doc_id": i, m: v} for i, v in enumerate(d.values.tolist())]
+
+
+# ----------------------------------------------------------------------------------------------- loading
+def parse_bytes(data: bytes, source: str = "<upload>", max_bytes: int = MAX_BYTES) -> dict:
+    if len(data) > max_bytes:
+        raise InputError(f"submission too large: {len(data):,} bytes > limit {max_bytes:,}", path=source)
+    try:
+        obj = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InputError("submission is not UTF-8 text", path=source) from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})", path=source, line=exc.lineno) from None
+    return obj
+
+
+def load_submission(path: str | Path, config: LeaderboardConfig | None = None,
+                    max_bytes: int = MAX_BYTES) -> Submission:
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("no such submission file", path=p)
+    size = p.stat().st_size
+    if size > max_bytes:
+        raise InputError(f"submission too large: {size:,} bytes > limit {max_bytes:,}", path=p)
+    return validate_submission(parse_bytes(p.read_bytes(), str(p), max_bytes), config, source=str(p))
+
+
+def submission_from_bytes(data: bytes, config: LeaderboardConfig | None = None, source: str = "<upload>",
+                          max_bytes: int = MAX_BYTES) -> Submission:
+    return validate_submission(parse_bytes(data, source, max_bytes), config, source=source)
+
+
+# -------------------------------------------------------------------------------------------- validation
+def _num(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _fast_records_to_data(metric: Metric, records: list) -> TaskData | None:
+    """Vectorised conversion of well-formed records; ``None`` when anything is off (the record-by-record
+    path then names the first bad record)."""
+    try:
+        vals = [r[metric.value] for r in records]
+        ids = [r.get("doc_id") for r in records]
+        if metric is Metric.AVG_MCAUROC:
+            gold = np.array([v[0] for v in vals], dtype=float)
+            probs = np.array([v[1] for v in vals], dtype=float)
+            if (any(len(v) != 2 or isinstance(v[0], bool) for v in vals) or probs.ndim != 2 or probs.shape[1] < 2
+                    or not np.isfinite(probs).all() or not np.all(gold == np.round(gold))
+                    or gold.min() < 0 or gold.max() >= probs.shape[1]):
+                return None
+            data = TaskData(metric, gold=gold.astype(int), probs=probs)
+        elif metric is Metric.WORD_PERPLEXITY:
+            arr = np.array(vals, dtype=float)
+            if arr.ndim != 2 or arr.shape[1] != 2 or not np.isfinite(arr).all() or (arr[:, 1] <= 0).any() \
+                    or (arr[:, 0] > 0).any():
+                return None
+            data = TaskData(metric, loglik=arr[:, 0].copy(), words=arr[:, 1].copy())
+        else:
+            if any(isinstance(v, (list, dict, str)) or v is None for v in vals):
+                return None
+            arr = np.array(vals, dtype=float)
+            if arr.ndim != 1 or not np.isfinite(arr).all():
+                return None
+            ok = np.isin(arr, (0.0, 1.0)).all() if metric in (Metric.ACC, Metric.EXACT_MATCH) else \
+                ((arr >= 0) & (arr <= 1)).all()
+            if not ok:
+                return None
+            data = TaskData(metric, values=arr)
+    except (TypeError, KeyError, ValueError, IndexError, AttributeError):
+        return None
+    if all(i is not None for i in ids):
+        if not all(_num(i) for i in ids):
+            return None  # mixed or string ids: the record-by-record path orders them
+        order = np.argsort(np.array(ids, dtype=float), kind="stable")
+        if len(set(ids)) != len(ids):
+            return None
+        if (order != np.arange(len(ids))).any():
+            data = TaskData(metric, **{k: getattr(data, k)[order] for k in ("values", "gold", "probs", "loglik", "words")
+                                      if getattr(data, k) is not None})
+    return data
+
+
+def _records_to_data(task: str, metric: Metric, records: list, source: str) -> TaskData:
+    fld = f"predictions.{task}"
+    if not isinstance(records, list) or not records:
+        raise InputError("must be a non-empty list of per-sample records", path=source, field=fld)
+    fast = _fast_records_to_data(metric, records) if all(isinstance(r, Mapping) for r in records) else None
+    if fast is not None:
+        return fast
+    ids = []
+    vals = []
+    for i, rec in enumerate(records):
+        where = f"{fld}[{i}]"
+        if not isinstance(rec, Mapping):
+            raise InputError("per-sample record must be an object", path=source, field=where)
+        if metric.value not in rec:
+            raise InputError(f"missing '{metric.value}'", path=source, field=where)
+        ids.append(rec.get("doc_id"))
+        v = rec[metric.value]
+        f = f"{where}.{metric.value}"
+        if metric in (Metric.ACC, Metric.EXACT_MATCH):
+            if isinstance(v, bool):
+                v = int(v)
+            if not _num(v) or v not in (0, 1):
+                raise InputError(f"must be 0 or 1, got {v!r}", path=source, field=f)
+        elif metric in (Metric.ROUGE, Metric.NDCG5):
+            if not _num(v) or not 0 <= v <= 1:
+                raise InputError(f"must be a number in [0, 1], got {v!r}", path=source, field=f)
+        elif metric is Metric.AVG_MCAUROC:
+            ok = (isinstance(v, list) and len(v) == 2 and _num(v[0]) and float(v[0]).is_integer()
+                  and isinstance(v[1], list) and len(v[1]) >= 2 and all(_num(x) for x in v[1]))
+            if not ok:
+                raise InputError("must be [gold class index, [class probabilities]]", path=source, field=f)
+            if not 0 <= v[0] < len(v[1]):
+                raise InputError(f"gold class {v[0]} outside 0..{len(v[1]) - 1}", path=source, field=f)
+            if vals and len(v[1]) != len(vals[0][1]):
+                raise InputError(f"{len(v[1])} class probabilities, earlier samples have {len(vals[0][1])}",
+                                 path=source, field=f)
+        elif metric is Metric.WORD_PERPLEXITY:
+            ok = isinstance(v, list) and len(v) == 2 and _num(v[0]) and _num(v[1]) and v[1] > 0 and v[0] <= 0
+            if not ok:
+                raise InputError("must be [sum log-likelihood <= 0, number of words > 0]", path=source, field=f)
+        vals.append(v)
+    if all(i is not None for i in ids):
+        if len(set(map(str, ids))) != len(ids):
+            raise InputError("duplicate doc_id", path=source, field=fld)
+        try:
+            order = sorted(range(len(ids)), key=lambda k: (0, ids[k]) if _num(ids[k]) else (1, str(ids[k])))
+        except TypeError:
+            order = list(range(len(ids)))
+        vals = [vals[k] for k in order]
+    if metric is Metric.AVG_MCAUROC:
+        return TaskData(metric, gold=np.array([int(v[0]) for v in vals]),
+                        probs=np.array([v[1] for v in vals], dtype=float))
+    if metric is Metric.WORD_PERPLEXITY:
+        arr = np.array(vals, dtype=float)
+        return TaskData(metric, loglik=arr[:, 0].copy(), words=arr[:, 1].copy())
+    return TaskData(metric, values=np.array(vals, dtype=float))
+
+
+def validate_submission(obj: Any, config: LeaderboardConfig | None = None, source: str = "<submission>") -> Submission:
+    """Check a parsed submission against the leaderboard's tasks; raise :class:`InputError` on the first problem."""
+    config = config or LeaderboardConfig.load()
+    if not isinstance(obj, Mapping):
+        raise InputError("submission must be a JSON object", path=source)
+    unknown = set(obj) - {"metadata", "results", "predictions"}
+    if unknown:
+        raise InputError(f"unknown top-level key(s) {sorted(unknown)}; valid: metadata, results, predictions",
+                         path=source)
+    meta = obj.get("metadata")
+    if not isinstance(meta, Mapping):
+        raise InputError("missing 'metadata' object", path=source, field="metadata")
+    for k, v in meta.items():
+        if k not in METADATA_FIELDS:
+            raise InputError(f"unknown metadata field; valid: {', '.join(sorted(METADATA_FIELDS))}", path=source,
+                             field=f"metadata.{k}")
+        if not isinstance(v, METADATA_FIELDS[k]) or isinstance(v, bool):
+            raise InputError(f"wrong type {type(v).__name__}", path=source, field=f"metadata.{k}")
+    if not isinstance(meta.get("model"), str) or not meta["model"].strip():
+        raise InputError("a non-empty model name is required", path=source, field="metadata.model")
+    preds, results = obj.get("predictions"), obj.get("results")
+    if not isinstance(preds, Mapping):
+        raise InputError("missing 'predictions' object", path=source, field="predictions")
+    if not isinstance(results, Mapping):
+        raise InputError("missing 'results' object", path=source, field="results")
+    wanted = config.task_ids
+    missing = [t for t in wanted if t not in preds]
+    if missing:
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise InputError(f"missing task {missing[0]!r}{more}", path=source, field="predictions")
+    extra = [t for t in preds if t not in set(wanted)]
+    if extra:
+        raise InputError(f"task {extra[0]!r} is not on this leaderboard", path=source, field="predictions")
+    data = {}
+    for t in wanted:
+        spec = config.spec(t)
+        data[t] = _records_to_data(t, spec.metric, preds[t], source)
+        res = results.get(t)
+        if not isinstance(res, Mapping) or not _num(res.get(spec.metric.value)):
+            raise InputError(f"needs the aggregated '{spec.metric.value}' value", path=source, field=f"results.{t}")
+        if not all(_num(v) for v in res.values()):
+            raise InputError("aggregated metrics must be finite numbers", path=source, field=f"results.{t}")
+    extra = [t for t in results if t not in set(wanted)]
+    if extra:
+        raise InputError(f"task {extra[0]!r} is not on this leaderboard", path=source, field="results")
+    return Submission(dict(meta), {t: dict(results[t]) for t in wanted}, {t: list(preds[t]) for t in wanted}, data)
+
+
+def check_sample_counts(subs: list[Submission], config: LeaderboardConfig) -> None:
+    """Every model must have the same number of samples on a task (paired tests)."""
+    if not subs:
+        return
+    for t in config.task_ids:
+        n0 = subs[0].data[t].n
+        for s in subs[1:]:
+            if s.data[t].n != n0:
+                raise InputError(f"task {t!r}: model {s.model!r} has {s.data[t].n} samples, "
+                                 f"{subs[0].model!r} has {n0}", field=f"predictions.{t}")

@@ -1,0 +1,73 @@
+"""Tournaments: every pair of models duels on every task; results, scores and the leaderboard table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import InputError
+from ..progress import progress_bar
+from .config import LeaderboardConfig
+from .engine import Profile, Settings, profile, profiles, pvalues
+from .scoring import ALPHA, MAX_COMPETITORS, adjusted, win_scores
+from .submission import Submission, check_sample_counts
+
+
+@dataclass
+class TournamentResult:
+    models: list[str]
+    config: LeaderboardConfig
+    pvalues: dict[str, np.ndarray]          # task -> models x models (raw, unadjusted)
+    scores: dict[str, dict[str, float]]
+    raw: dict[str, dict[str, float]] = field(default_factory=dict)  # model -> task -> reported metric
+    alpha: float = ALPHA
+    fdr: bool = False
+
+    def duels(self) -> list[dict]:
+        """Every ordered pair on every task: ``{"task", "a", "b", "significant", "p_value"}`` (adjusted if fdr)."""
+        p = adjusted(self.pvalues, self.config.task_ids, self.fdr)
+        out = []
+        for t in self.config.task_ids:
+            P = p[t]
+            for i, a in enumerate(self.models):
+                for j, b in enumerate(self.models):
+                    if i != j:
+                        out.append({"task": t, "a": a, "b": b, "significant": bool(P[i, j] < self.alpha),
+                                    "p_value": float(P[i, j])})
+        return out
+
+    def to_dict(self) -> dict:
+        return {"duels": self.duels(), "scores": self.scores}
+
+    def table(self, level: str = "overall"):
+        """A pandas leaderboard: one row per model, sorted by overall score; ``level`` 'overall' shows
+        overall + categories, 'tasks' adds every task, a category name shows that category's tasks."""
+        from .leaderboard import leaderboard_frame
+
+        return leaderboard_frame(self.scores, self.raw, self.config, level)
+
+
+def profiles_of(sub: Submission, config: LeaderboardConfig, settings: Settings) -> dict[str, Profile]:
+    return {t: profile(config.spec(t), sub.data[t], sub.model, settings) for t in config.task_ids}
+
+
+def tournament(subs: list[Submission], config: LeaderboardConfig | None = None, settings: Settings = Settings(),
+               alpha: float = ALPHA, fdr: bool = False, max_competitors: int = MAX_COMPETITORS,
+               progress: bool = False) -> TournamentResult:
+    """Run the full tournament of ``subs`` (each must cover every task of ``config``)."""
+    config = config or LeaderboardConfig.load()
+    names = [s.model for s in subs]
+    if len(set(names)) != len(names):
+        dup = next(n for n in names if names.count(n) > 1)
+        raise InputError(f"two submissions name the same model {dup!r}", field="metadata.model")
+    if len(subs) < 2:
+        raise InputError("a tournament needs at least two submissions")
+    check_sample_counts(subs, config)
+    P = {}
+    for t in progress_bar(config.task_ids, desc="duels", disable=not progress):
+        spec = config.spec(t)
+        P[t] = pvalues(spec, profiles(spec, [s.data[t] for s in subs], names, settings))
+    scores = win_scores(P, names, config, alpha, max_competitors, fdr)
+    raw = {s.model: {t: s.raw(t, config.spec(t).metric) for t in config.task_ids} for s in subs}
+    return TournamentResult(names, config, P, scores, raw, alpha, fdr)

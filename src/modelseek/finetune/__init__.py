@@ -1,0 +1,26 @@
+"""Ground truth at scale: the fine-tuning protocol, a resumable job store, local and Ray executors.
+
+    from modelseek.finetune import Recipe, finetune, run_grid
+    result = finetune(task, candidate)                         # one job under the protocol
+    grid = run_grid(tasks, pool, "jobs.sqlite", executor="ray")  # resumable pool x task grid
+    grid.ground_truth(tasks).to_csv("ground-truth.csv")
+
+Heavy libraries (torch, transformers, ray) are imported only when a job runs.
+"""
+
+from __future__ import annotations
+
+from .executors import EXECUTORS, JobOutcome, LocalExecutor, RayExecutor, make_executor, run_job
+from .grid import GridResult, Job, build_jobs, collect_ground_truth, run_grid
+from .metrics import macro_f1
+from .protocol import CandidateLoadError, FinetuneResult, ModelSpec, TaskData, finetune
+from .recipe import PROTOCOL, Device, Precision, Recipe
+from .stopping import EarlyStopper
+from .store import JobRecord, JobStore
+
+__all__ = [
+    "CandidateLoadError", "Device", "EXECUTORS", "EarlyStopper", "FinetuneResult", "GridResult", "Job",
+    "JobOutcome", "JobRecord", "JobStore", "LocalExecutor", "ModelSpec", "PROTOCOL", "Precision", "RayExecutor",
+    "Recipe", "TaskData", "build_jobs", "collect_ground_truth", "finetune", "macro_f1", "make_executor",
+    "run_grid", "run_job",
+]

@@ -1,0 +1,157 @@
+"""Pool x task grids: build the jobs, skip the finished ones, run the rest, collect the ground truth."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import pandas as pd
+
+from ..data.pool import Candidate, Pool
+from ..data.task import Task, TaskSet
+from ..data.truth import GroundTruth
+from ..errors import InputError
+from .protocol import ModelSpec, TaskData
+from .recipe import PROTOCOL, Recipe
+from .store import JobStore
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One (task, model, recipe, seed) fine-tuning job; ``key`` names it in the store."""
+
+    task: TaskData
+    model: ModelSpec
+    recipe: Recipe
+    seed: int
+
+    @property
+    def key(self) -> str:
+        parts = [self.task.task_id, self.task.fingerprint, self.model.model_id, self.model.source,
+                 self.model.revision or "", self.recipe.digest, str(int(self.seed))]
+        return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:24]
+
+
+def build_jobs(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelSpec], recipe: Recipe = PROTOCOL,
+               seeds: Sequence[int] = (0,)) -> list[Job]:
+    """Every (task, model, seed) combination, task-major (the order jobs are dispatched in)."""
+    datas = [TaskData.from_task(t) for t in tasks]
+    specs = [ModelSpec.from_candidate(c) for c in pool]
+    if not datas:
+        raise InputError("no tasks to fine-tune on")
+    if not seeds:
+        raise InputError("no seeds given")
+    return [Job(d, m, recipe, int(s)) for d in datas for m in specs for s in seeds]
+
+
+@dataclass
+class GridResult:
+    """What a grid run did; :meth:`ground_truth` reads the results back from the store."""
+
+    jobs: list[Job]
+    store: JobStore
+    skipped: int = 0
+    ran: int = 0
+    failures: list[tuple[Job, str]] = field(default_factory=list)
+
+    @property
+    def statuses(self) -> dict[str, str]:
+        return self.store.statuses(j.key for j in self.jobs)
+
+    @property
+    def n_done(self) -> int:
+        return sum(1 for s in self.statuses.values() if s == "done")
+
+    @property
+    def n_failed(self) -> int:
+        return sum(1 for s in self.statuses.values() if s == "failed")
+
+    def failed_jobs(self) -> list[tuple[Job, str]]:
+        """Every job of the grid whose stored status is failed, with its error (this run's or earlier)."""
+        recs = {r.key: r for r in self.store.records(j.key for j in self.jobs)}
+        return [(j, recs[j.key].error or "") for j in self.jobs if j.key in recs and recs[j.key].status == "failed"]
+
+    def ground_truth(self, tasks: Iterable[Task] | None = None) -> GroundTruth:
+        return collect_ground_truth(self.store, self.jobs, tasks)
+
+
+def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelSpec], store: JobStore | str | Path,
+             recipe: Recipe = PROTOCOL, seeds: Sequence[int] = (0,), executor: str = "local",
+             address: str | None = None, retry_failed: bool = False, trainer=None, progress: bool = False,
+             **executor_options: Any) -> GridResult:
+    """Fine-tune every candidate of ``pool`` on every task with every seed; results go to ``store``.
+
+    Finished jobs are skipped; failed ones too unless ``retry_failed``. Each outcome is written to the
+    store as soon as it arrives, so an interrupted grid resumes where it stopped.
+    """
+    from ..progress import progress_bar
+    from .executors import make_executor
+
+    store = store if isinstance(store, JobStore) else JobStore(store)
+    jobs = build_jobs(tasks, pool, recipe, seeds)
+    keys = [j.key for j in jobs]
+    if len(set(keys)) != len(keys):
+        raise InputError("the grid has duplicate jobs (a task or candidate listed twice?)")
+    store.add_recipe(recipe.digest, recipe.to_dict())
+    known = store.statuses(keys)
+    todo = [j for j in jobs if known.get(j.key) is None or (retry_failed and known[j.key] == "failed")]
+    result = GridResult(jobs=jobs, store=store, skipped=len(jobs) - len(todo))
+    if result.skipped:
+        log.info("skipping %d finished job(s) of %d", result.skipped, len(jobs))
+    bar = progress_bar(iter(()), desc="fine-tuning", total=len(todo), disable=not progress or not todo)
+
+    def on_done(job: Job, outcome, attempt: int) -> None:
+        store.finish(key=job.key, task_id=job.task.task_id, model_id=job.model.model_id,
+                     model_source=job.model.source, recipe=job.recipe.digest, seed=job.seed,
+                     task_fingerprint=job.task.fingerprint, status=outcome.status, result=outcome.result,
+                     error=outcome.error, attempt=attempt, host=outcome.host)
+        result.ran += 1
+        if outcome.status == "failed":
+            result.failures.append((job, outcome.error or ""))
+        if hasattr(bar, "update"):
+            bar.update(1)
+
+    if todo:
+        ex = make_executor(executor, address=address, **executor_options)
+        try:
+            ex.run(todo, lambda job: store.start(job.key), on_done, trainer=trainer)
+        finally:
+            if hasattr(bar, "close"):
+                bar.close()
+    return result
+
+
+def collect_ground_truth(store: JobStore, jobs: Sequence[Job], tasks: Iterable[Task] | None = None) -> GroundTruth:
+    """The ground truth of ``jobs`` from ``store``: F1 per (task, model), the mean over the seeds that
+    finished. Rows follow the jobs' order (task-major, pool order), whatever order jobs finished in.
+    Criticality is the task's own where it has one, else derived from regret. Tasks on which no model
+    finished, or every model scored 0, are left out (logged)."""
+    recs = {r.key: r for r in store.records(j.key for j in jobs)}
+    f1s: dict[tuple[str, str], list[float]] = {}
+    for j in jobs:
+        r = recs.get(j.key)
+        if r is not None and r.status == "done" and r.f1 is not None:
+            f1s.setdefault((j.task.task_id, j.model.model_id), []).append(float(r.f1))
+    rows = [(t, m, sum(v) / len(v)) for (t, m), v in f1s.items()]
+    frame = pd.DataFrame(rows, columns=["task_id", "model_id", "f1"])
+    if frame.empty:
+        raise InputError("no finished jobs: nothing to write as ground truth")
+    best = frame.groupby("task_id")["f1"].transform("max")
+    dropped = sorted(set(frame.loc[best <= 0, "task_id"]))
+    if dropped:
+        log.warning("left out task(s) where every model scored F1 = 0: %s", ", ".join(dropped))
+        frame = frame[best > 0]
+        if frame.empty:
+            raise InputError("every task has F1 = 0 for every model: nothing to write as ground truth")
+    crit = {}
+    for t in tasks or ():
+        if getattr(t, "criticality", None) is not None:
+            crit[t.id] = t.criticality
+    present = set(frame["task_id"])
+    return GroundTruth(frame.reset_index(drop=True), criticality={k: v for k, v in crit.items() if k in present},
+                       source=str(store.path))

@@ -1,0 +1,187 @@
+"""The job store: an embedded SQLite database of fine-tuning jobs and their results.
+
+One row per job (primary key = the job's key, a hash of task data, model, recipe and seed). A job's
+result or error is written in one transaction as soon as the job finishes (WAL journal, synchronous=FULL),
+so a crashed or killed grid loses at most the jobs in flight. Every dispatch is also logged in
+``attempts`` (the audit trail that shows each job ran to completion exactly once). Only the process that
+drives a grid writes; any number of readers may watch it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator
+
+from ..errors import InputError
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS recipes (digest TEXT PRIMARY KEY, recipe TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS jobs (
+    key TEXT PRIMARY KEY,
+    task_id TEXT NOT NULL,
+    model_id TEXT NOT NULL,
+    model_source TEXT NOT NULL,
+    recipe TEXT NOT NULL,
+    seed INTEGER NOT NULL,
+    task_fingerprint TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('done', 'failed')),
+    f1 REAL, accuracy REAL, val_f1 REAL, best_val_loss REAL,
+    epochs INTEGER, best_epoch INTEGER, wall_s REAL,
+    error TEXT, result TEXT,
+    attempts INTEGER NOT NULL DEFAULT 1,
+    finished_at REAL NOT NULL,
+    host TEXT
+);
+CREATE INDEX IF NOT EXISTS jobs_task_model ON jobs (task_id, model_id, recipe, seed);
+CREATE TABLE IF NOT EXISTS attempts (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    key TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    started_at REAL NOT NULL,
+    finished_at REAL,
+    status TEXT
+);
+"""
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    """One finished (or failed) job as stored."""
+
+    key: str
+    task_id: str
+    model_id: str
+    recipe: str
+    seed: int
+    status: str
+    f1: float | None
+    accuracy: float | None
+    epochs: int | None
+    best_epoch: int | None
+    wall_s: float | None
+    error: str | None
+    attempts: int
+    result: dict[str, Any] | None
+
+
+class JobStore:
+    """A SQLite job store at ``path`` (created on first use)."""
+
+    def __init__(self, path: str | os.PathLike) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=FULL")
+            self._db.executescript(_SCHEMA)
+            row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"not a modelseek job store ({exc})", path=self.path) from None
+        if row is None:
+            self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+        elif int(row[0]) != SCHEMA_VERSION:
+            raise InputError(f"job store schema {row[0]}, this modelseek reads {SCHEMA_VERSION}", path=self.path)
+
+    # ------------------------------------------------------------------------------------------ writes
+    @contextlib.contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction (BEGIN IMMEDIATE ... COMMIT, rolled back on error)."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def add_recipe(self, digest: str, recipe: dict[str, Any]) -> None:
+        with self._tx() as db:
+            db.execute("INSERT OR IGNORE INTO recipes VALUES (?, ?)", (digest, json.dumps(recipe, sort_keys=True)))
+
+    def start(self, key: str) -> int:
+        """Log that a job was dispatched; returns the attempt id given back to :meth:`finish`."""
+        with self._tx() as db:
+            cur = db.execute("INSERT INTO attempts (key, pid, started_at) VALUES (?, ?, ?)",
+                             (key, os.getpid(), time.time()))
+            return int(cur.lastrowid)
+
+    def finish(self, *, key: str, task_id: str, model_id: str, model_source: str, recipe: str, seed: int,
+               task_fingerprint: str, status: str, result: dict[str, Any] | None = None,
+               error: str | None = None, attempt: int | None = None, host: str | None = None) -> bool:
+        """Write a finished job in one transaction. A job already ``done`` is never overwritten (returns
+        False); a ``failed`` row is replaced by a new outcome, counting the attempts."""
+        if status not in ("done", "failed"):
+            raise ValueError(f"status must be 'done' or 'failed', got {status!r}")
+        r = result or {}
+        with self._tx() as db:
+            row = db.execute("SELECT status, attempts FROM jobs WHERE key=?", (key,)).fetchone()
+            written = row is None or row[0] != "done"
+            if written:
+                db.execute(
+                    "INSERT OR REPLACE INTO jobs (key, task_id, model_id, model_source, recipe, seed, "
+                    "task_fingerprint, status, f1, accuracy, val_f1, best_val_loss, epochs, best_epoch, wall_s, "
+                    "error, result, attempts, finished_at, host) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (key, task_id, model_id, model_source, recipe, int(seed), task_fingerprint, status,
+                     r.get("f1"), r.get("accuracy"), r.get("val_f1"), _finite(r.get("best_val_loss")),
+                     r.get("epochs"), r.get("best_epoch"), r.get("wall_s"), error,
+                     json.dumps(r) if result is not None else None, (row[1] + 1) if row else 1, time.time(),
+                     host or socket.gethostname()))
+            if attempt is not None:
+                db.execute("UPDATE attempts SET finished_at=?, status=? WHERE id=?",
+                           (time.time(), status if written else "duplicate", attempt))
+        return written
+
+    # ------------------------------------------------------------------------------------------ reads
+    def statuses(self, keys: Iterable[str] | None = None) -> dict[str, str]:
+        """``{key: 'done' | 'failed'}`` for stored jobs (among ``keys`` if given)."""
+        rows = self._db.execute("SELECT key, status FROM jobs").fetchall()
+        if keys is None:
+            return dict(rows)
+        wanted = set(keys)
+        return {k: s for k, s in rows if k in wanted}
+
+    def get(self, key: str) -> JobRecord | None:
+        recs = self.records([key])
+        return recs[0] if recs else None
+
+    def records(self, keys: Iterable[str] | None = None) -> list[JobRecord]:
+        sql = ("SELECT key, task_id, model_id, recipe, seed, status, f1, accuracy, epochs, best_epoch, wall_s, "
+               "error, attempts, result FROM jobs ORDER BY finished_at, key")
+        rows = self._db.execute(sql).fetchall()
+        wanted = None if keys is None else set(keys)
+        return [JobRecord(*row[:13], json.loads(row[13]) if row[13] else None)
+                for row in rows if wanted is None or row[0] in wanted]
+
+    def attempts(self) -> list[dict[str, Any]]:
+        """The dispatch log: key, pid, started_at, finished_at, status (None = lost in flight)."""
+        rows = self._db.execute("SELECT key, pid, started_at, finished_at, status FROM attempts ORDER BY id").fetchall()
+        return [dict(zip(("key", "pid", "started_at", "finished_at", "status"), r)) for r in rows]
+
+    def counts(self) -> dict[str, int]:
+        return dict(self._db.execute("SELECT status, COUNT(*) FROM jobs GROUP BY status").fetchall())
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> "JobStore":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _finite(x: Any) -> Any:
+    import math
+
+    return x if x is None or (isinstance(x, (int, float)) and math.isfinite(x)) else None

@@ -1,0 +1,60 @@
+"""Mocks for fine-tuning: tiny random encoders that load like real candidates, and a trainer that kills
+its worker once (to test executors against worker deaths)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from .synthetic import CLASS_WORDS, DOMAINS, FILLER
+
+
+def make_learnable_bert(path: str | Path, seed: int = 0, hidden: int = 32, layers: int = 2,
+                        dropout: float = 0.1) -> Path:
+    """Save a randomly initialised tiny BERT with a classification-ready config and a word-level vocabulary
+    covering the words of :func:`modelseek.testing.make_text_task`, with ``save_pretrained``; returns ``path``.
+
+    Unlike :func:`modelseek.testing.tiny_models.make_tiny_bert` (30k WordPiece vocabulary, for feature
+    extraction), this one *learns* the generated keyword tasks in a few epochs at lr ~5e-3, so fine-tuning
+    tests see real early stopping and F1 that differs between models. ``dropout=0`` makes training
+    independent of dropout masks (used to compare gradient accumulation with one big batch).
+    """
+    import torch
+    from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
+
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    words = sorted({w for ws in DOMAINS.values() for w in ws} | {w for ws in CLASS_WORDS for w in ws} | set(FILLER))
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", *words]
+    tok = BertTokenizerFast({w: i for i, w in enumerate(vocab)}, do_lower_case=True, model_max_length=64)
+    config = BertConfig(vocab_size=len(vocab), hidden_size=hidden, num_hidden_layers=layers,
+                        num_attention_heads=2, intermediate_size=2 * hidden, max_position_embeddings=64,
+                        hidden_dropout_prob=dropout, attention_probs_dropout_prob=dropout)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = BertForMaskedLM(config)
+    from ..finetune.protocol import _quiet_transformers
+
+    with _quiet_transformers():
+        model.save_pretrained(path)
+        tok.save_pretrained(path)
+    return path
+
+
+@dataclass(frozen=True)
+class CrashOnce:
+    """A trainer that runs :func:`modelseek.finetune.finetune` but kills its own process (``os._exit``)
+    the first time it is asked to run ``model_id`` on ``task_id``; ``marker`` records that it did."""
+
+    marker: str
+    task_id: str
+    model_id: str
+
+    def __call__(self, task, model, recipe, seed, progress=False):
+        from ..finetune.protocol import finetune
+
+        if task.task_id == self.task_id and model.model_id == self.model_id and not os.path.exists(self.marker):
+            Path(self.marker).write_text(str(os.getpid()), encoding="utf-8")
+            os._exit(17)
+        return finetune(task, model, recipe, seed, progress)

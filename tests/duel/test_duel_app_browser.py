@@ -1,0 +1,77 @@
+"""End to end in headless Chromium (Debian's chromium driven by Playwright): load the leaderboard, upload a
+submission, pre-submit, see the preview, confirm, see the model in the table, open its duels."""
+
+import json
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+CHROMIUM = Path(os.environ.get("MODELSEEK_CHROMIUM", "/usr/bin/chromium"))
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+        "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def app_url(tmp_path, cfg, sub_dicts):
+    pytest.importorskip("gradio")
+    from modelseek.duel.app import build_app
+    from modelseek.duel.storage import Store
+
+    store = Store(tmp_path / "lb.db", config=cfg)
+    for d in sub_dicts[:3]:
+        store.submit(json.dumps(d).encode())
+    demo = build_app(store)
+    port = _free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    yield f"http://127.0.0.1:{port}/", store
+    demo.close()
+    store.close()
+
+
+def test_upload_presubmit_confirm_in_chromium(app_url, tmp_path, sub_dicts):
+    sync_api = pytest.importorskip("playwright.sync_api")
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} not installed (.ci/system-deps installs it)")
+    url, store = app_url
+    upload = tmp_path / "new-model.json"
+    d = dict(sub_dicts[3])
+    d["metadata"] = {**d["metadata"], "model": "brand-new-model"}
+    upload.write_text(json.dumps(d), encoding="utf-8")
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            page.goto(url, wait_until="domcontentloaded")
+            board = page.locator("#leaderboard")
+            sync_api.expect(board).to_contain_text("model-00", timeout=30_000)
+            assert "brand-new-model" not in board.inner_text()
+            page.get_by_role("tab", name="Submit").click()
+            page.locator("#upload input[type=file]").set_input_files(str(upload))
+            sync_api.expect(page.locator("#upload")).to_contain_text("new-model.json", timeout=30_000)
+            page.locator("#presubmit").click()
+            sync_api.expect(page.locator("#status")).to_contain_text("Preview", timeout=60_000)
+            sync_api.expect(page.locator("#preview")).to_contain_text("brand-new-model", timeout=30_000)
+            assert "brand-new-model" not in {m for _, m in store.published()}   # not yet published
+            page.locator("#confirm").click()
+            sync_api.expect(page.locator("#status")).to_contain_text("Published", timeout=60_000)
+            page.get_by_role("tab", name="Leaderboard").click()
+            sync_api.expect(page.locator("#leaderboard")).to_contain_text("brand-new-model", timeout=30_000)
+            # the new model's duels: whom it beat on each task, with p-values
+            page.get_by_role("tab", name="Duels").click()
+            box = page.locator("#duel-model input")
+            box.click()
+            box.fill("brand-new-model")
+            page.get_by_role("option", name="brand-new-model").click()
+            sync_api.expect(page.locator("#duels")).to_contain_text("task_acc", timeout=30_000)
+            sync_api.expect(page.locator("#duels")).to_contain_text("model-00", timeout=30_000)
+        finally:
+            browser.close()
+    assert "brand-new-model" in {m for _, m in store.published()}
