@@ -5,7 +5,6 @@ default that ``modelseek rank`` uses."""
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -14,17 +13,10 @@ from ._common import load_pool_arg, load_truth
 
 
 def parse_params(items: list[str] | None) -> dict[str, Any]:
-    """``["k=10", "view=label"]`` -> ``{"k": 10, "view": "label"}`` (values read as JSON where they parse)."""
-    out: dict[str, Any] = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise InputError(f"expected KEY=VALUE, got {item!r}", field="--param")
-        try:
-            out[key.strip()] = json.loads(value)
-        except ValueError:
-            out[key.strip()] = value
-    return out
+    """``["k=10", "view=label"]`` -> ``{"k": 10, "view": "label"}`` (the parsing of ``modelseek rank --param``)."""
+    from .rank import _parse_params
+
+    return _parse_params(list(items or []))
 
 
 def params_for(method: str, params: dict[str, Any], strict: bool = True) -> dict[str, Any]:
