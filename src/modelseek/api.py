@@ -24,8 +24,8 @@ def rank(tasks: Task | Iterable[Task], pool: Pool | None = None, method: str | R
          progress: bool = False, **params) -> Run:
     """Rank ``pool`` (default: the 20 NTCIR-19 candidates) for ``tasks`` with ``method``.
 
-    ``method`` is a registered name, a :class:`Ranker` instance, or ``"default"`` (the shipped, pre-trained
-    ranker). A method that learns from past tasks is fitted on ``train_truth`` (and ``train_tasks``).
+    ``method`` is a registered name, a :class:`Ranker` instance, ``"default"`` (the shipped, pre-trained
+    ranker) or the path of a saved ranker artifact (``.json``, from ``modelseek train-ranker``). A method that learns from past tasks is fitted on ``train_truth`` (and ``train_tasks``).
     """
     from .data.pool import ntcir_pool
 
@@ -35,6 +35,10 @@ def rank(tasks: Task | Iterable[Task], pool: Pool | None = None, method: str | R
         ranker = method
     elif method == "default":
         ranker = default_ranker()
+    elif str(method).endswith(".json"):  # a saved ranker artifact (modelseek train-ranker)
+        from .rankers.default import load_artifact
+
+        ranker = load_artifact(method)
     else:
         ranker = make(method, **params)
         if ranker.needs_fit:

@@ -25,6 +25,8 @@ def register(sub) -> None:
     add_scheme(p)
     p.add_argument("--run-out", help="write the cross-fitted run(s) of the first repeat to this file")
     p.add_argument("--plot", help="write a PNG of nDCG@5 per tier with intervals for every method")
+    p.add_argument("-p", "--param", action="append", metavar="KEY=VALUE",
+                   help="parameter for every method that accepts it, e.g. -p encoder=hashing (repeatable)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 
@@ -42,7 +44,9 @@ def run(args: argparse.Namespace) -> int:
     from ..data.loaders import load_ntcir_tasks
     from ..data.run import write_runs
     from ..rankers import RANKERS
+    from .train_ranker import card_pool, params_for, parse_params
 
+    given = parse_params(args.param)
     root = Path(args.path)
     truth = load_truth(args.ground_truth, root)
     pool = load_pool_arg(args.pool, root)
@@ -51,6 +55,9 @@ def run(args: argparse.Namespace) -> int:
     results = {}
     for m in methods:
         params = {"seed": args.seed} if "seed" in inspect.signature(RANKERS.get(m).__init__).parameters else {}
+        params.update(params_for(m, given, strict=False))
+        if "pool" in inspect.signature(RANKERS.get(m).__init__).parameters and "pool" not in params:
+            params["pool"] = card_pool(pool, pool)
         results[m] = cross_validate(m, truth, pool, tasks=tasks, folds=args.folds, seed=args.seed,
                                     repeats=args.repeats, scheme=args.scheme, progress=not args.json,
                                     method_params=params)

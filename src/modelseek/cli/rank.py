@@ -16,7 +16,8 @@ def register(sub) -> None:
                                    "and label columns), an NTCIR task folder or a whole NTCIR task set.")
     p.add_argument("path", help="a table file, an NTCIR task folder, or an NTCIR subtask-A root")
     p.add_argument("-m", "--method", nargs="+", default=["default"],
-                   help="method name(s); 'default' is the shipped pre-trained ranker (one run id per method)")
+                   help="method name(s); 'default' is the shipped pre-trained ranker; a .json path is a ranker "
+                        "artifact from 'modelseek train-ranker' (one run id per method)")
     p.add_argument("--pool", help="pool file (models.csv or YAML) or built-in name (default: ntcir19, or "
                                   "models.csv beside the tasks)")
     p.add_argument("-o", "--output", help="write the run file here")
@@ -68,7 +69,7 @@ def _params(method: str, seed: int, extra: dict | None = None) -> dict:
 
     from ..rankers import RANKERS
 
-    if method == "default":
+    if method == "default" or method.endswith(".json"):
         return {}
     cls = RANKERS.get(method)
     accepted = inspect.signature(cls.__init__).parameters

