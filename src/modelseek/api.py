@@ -19,6 +19,13 @@ def default_ranker() -> Ranker:
     return load_default()
 
 
+def _builtin(name: str) -> bool:
+    from .rankers import RANKERS
+    from .rankers.default import builtin_artifact
+
+    return name not in RANKERS and builtin_artifact(name) is not None
+
+
 def rank(tasks: Task | Iterable[Task], pool: Pool | None = None, method: str | Ranker = "default",
          train_truth: GroundTruth | None = None, train_tasks: TaskSet | None = None, run_id: str | None = None,
          progress: bool = False, **params) -> Run:
@@ -35,10 +42,10 @@ def rank(tasks: Task | Iterable[Task], pool: Pool | None = None, method: str | R
         ranker = method
     elif method == "default":
         ranker = default_ranker()
-    elif str(method).endswith(".json"):  # a saved ranker artifact (modelseek train-ranker)
-        from .rankers.default import load_artifact
+    elif str(method).endswith(".json") or _builtin(str(method)):  # a saved ranker artifact
+        from .rankers.default import builtin_artifact, load_artifact
 
-        ranker = load_artifact(method)
+        ranker = load_artifact(builtin_artifact(str(method)) or method)
     else:
         ranker = make(method, **params)
         if ranker.needs_fit:

@@ -79,10 +79,13 @@ def test_bad_datasets_single_class_and_empty_text(cli, tmp_path):
 def test_default_ranks_the_example_offline(cli_subprocess, tmp_path):
     """The shipped default on the committed example, in a fresh process, offline, outside the repo."""
     pytest.importorskip("transformers")
-    pytest.importorskip("lightgbm")  # the shipped default is an ltr artifact
+    pytest.importorskip("lightgbm")  # the shipped ltr artifact
     example = ROOT / "examples" / "reviews-4class.csv"
     run_path = tmp_path / "run.txt"
     r = cli_subprocess("rank", example, "-o", run_path, cwd=tmp_path)
+    assert r.code == 0, r.err
+    assert "method avgrank" in r.out  # the default: best overall CV nDCG@5
+    r = cli_subprocess("rank", example, "--method", "ltr-ntcir19", "-o", run_path, cwd=tmp_path)
     assert r.code == 0, r.err
     validate_run(run_path, topics=["reviews-4class"], docs=[str(i) for i in range(1, 21)])
     assert len(read_run(run_path)["reviews-4class"]) == 20

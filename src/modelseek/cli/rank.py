@@ -69,7 +69,9 @@ def _params(method: str, seed: int, extra: dict | None = None) -> dict:
 
     from ..rankers import RANKERS
 
-    if method == "default" or method.endswith(".json"):
+    from ..rankers.default import builtin_artifact
+
+    if method == "default" or method.endswith(".json") or (method not in RANKERS and builtin_artifact(method)):
         return {}
     cls = RANKERS.get(method)
     accepted = inspect.signature(cls.__init__).parameters

@@ -34,6 +34,14 @@ def load_artifact(path: str | Path) -> Ranker:
     return cls.load(path)
 
 
+def builtin_artifact(name: str) -> Path | None:
+    """A ranker artifact shipped in the package by name (e.g. ``ltr-ntcir19``), or None."""
+    if not name or "/" in name or name == "default":
+        return None
+    path = artifact_dir() / f"{name.removesuffix('.json')}.json"
+    return path if path.exists() else None
+
+
 def load_default() -> Ranker:
     spec = json.loads((artifact_dir() / "default.json").read_text(encoding="utf-8"))
     return load_artifact(artifact_dir() / spec["artifact"])
