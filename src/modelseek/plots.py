@@ -54,7 +54,7 @@ def plot_tier_intervals(summaries: Mapping[str, pd.DataFrame], metric: str, path
     ax.set_ylabel(metric)
     ax.set_ylim(0, 1)
     ax.set_title(title or f"{metric} by criticality tier (95% bootstrap interval)")
-    ax.legend(frameon=False, ncols=min(4, len(methods)))
+    ax.legend(frameon=False, ncols=min(7, len(methods)), loc="upper center", bbox_to_anchor=(0.5, -0.08))
     ax.grid(axis="y", alpha=0.3)
     out = save_figure(fig, path)
     plt.close(fig)

@@ -128,14 +128,19 @@ def _check_n(n: int, unbiased: bool) -> None:
 
 def hsic(X, Y, unbiased: bool = False, route: str | Route = "auto") -> float:
     """Linear-kernel HSIC of two representations (biased: tr(KHLH)/(n-1)^2; unbiased: Song et al. 2012)."""
+    a, b, n, r = _prepare(X, Y, unbiased, route)
+    return _hsic_from(_frob_inner(a, b, r), a, b, n, unbiased)
+
+
+def _prepare(X, Y, unbiased: bool, route):
+    """Validate a pair of representations; return their centred statistics, n and the route."""
     X, Y = _as2d(X, "X"), _as2d(Y, "Y")
     if X.shape[0] != Y.shape[0]:
         raise InputError(f"X and Y have different numbers of stimuli: {X.shape[0]} vs {Y.shape[0]}")
     n = X.shape[0]
     _check_n(n, unbiased)
-    route = _route(route, n, [X.shape[1], Y.shape[1]])
-    a, b = _stats(X), _stats(Y)
-    return _hsic_from(_frob_inner(a, b, route), a, b, n, unbiased)
+    r = _route(route, n, [X.shape[1], Y.shape[1]])
+    return _stats(X), _stats(Y), n, r
 
 
 def _route(route, n, dims) -> Route:
@@ -148,13 +153,7 @@ def _route(route, n, dims) -> Route:
 
 def cka(X, Y, unbiased: bool = False, route: str | Route = "auto") -> float:
     """Linear CKA of X [n, p] and Y [n, q] in float64 (see the module docstring for routes and eps)."""
-    X, Y = _as2d(X, "X"), _as2d(Y, "Y")
-    if X.shape[0] != Y.shape[0]:
-        raise InputError(f"X and Y have different numbers of stimuli: {X.shape[0]} vs {Y.shape[0]}")
-    n = X.shape[0]
-    _check_n(n, unbiased)
-    r = _route(route, n, [X.shape[1], Y.shape[1]])
-    a, b = _stats(X), _stats(Y)
+    a, b, n, r = _prepare(X, Y, unbiased, route)
     if a.constant or b.constant:
         return 0.0
     hxy = _hsic_from(_frob_inner(a, b, r), a, b, n, unbiased)
