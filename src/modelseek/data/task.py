@@ -6,15 +6,15 @@ A :class:`Task` is a text-classification data set (train, validation and optiona
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Iterable, Iterator, Mapping, Sequence
 
+from ..enums import Choice
 from ..errors import InputError
 
 
-class Criticality(str, enum.Enum):
+class Criticality(Choice):
     """How much picking the wrong model costs on a task (expected regret tier)."""
 
     LOW = "low"
@@ -22,15 +22,9 @@ class Criticality(str, enum.Enum):
     HIGH = "high"
 
     @classmethod
-    def parse(cls, value: "str | Criticality") -> "Criticality":
+    def _normalise(cls, text: str) -> str:
         """Accepts ``low``, ``Low``, ``Low Criticalness`` ..."""
-        if isinstance(value, Criticality):
-            return value
-        text = str(value).strip().lower().replace("criticalness", "").replace("criticality", "").strip()
-        for member in cls:
-            if text == member.value:
-                return member
-        raise InputError(f"unknown criticality {value!r}; valid values: low, medium, high")
+        return text.strip().lower().replace("criticalness", "").replace("criticality", "").strip()
 
     @classmethod
     def from_regret(cls, regret: float) -> "Criticality":

