@@ -261,10 +261,14 @@ class Table:
             values.append([_cell(c, path, lineno, f"{b}.{m}") for c, b, m in zip(row[1:], benches, metrics)])
         if not models:
             raise InputError("no model rows", path=path)
+        return cls._build(path, np.array(values, dtype=float), models, benches, metrics, lower_is_better)
+
+    @classmethod
+    def _build(cls, path: Path, values, models, benches, metrics, lower_is_better) -> "Table":
         try:
-            return cls(np.array(values, dtype=float), tuple(models), tuple(benches), tuple(metrics),
+            return cls(values, tuple(models), tuple(benches), tuple(metrics),
                        _lib(benches, metrics, lower_is_better), source=str(path))
-        except InputError as exc:
+        except InputError as exc:  # name the file
             raise InputError(exc.message, path=path, field=exc.field) from None
 
     @classmethod
@@ -305,12 +309,7 @@ class Table:
             raise InputError("no rows", path=path)
         keys = list(cells)
         values = np.array([[cells[k].get(mo, math.nan) for k in keys] for mo in models], dtype=float)
-        benches, metrics = [k[0] for k in keys], [k[1] for k in keys]
-        try:
-            return cls(values, tuple(models), tuple(benches), tuple(metrics),
-                       _lib(benches, metrics, lower_is_better), source=str(path))
-        except InputError as exc:
-            raise InputError(exc.message, path=path, field=exc.field) from None
+        return cls._build(path, values, models, [k[0] for k in keys], [k[1] for k in keys], lower_is_better)
 
     @classmethod
     def read(cls, path: str | Path, lower_is_better: Iterable[str] | None = None) -> "Table":
