@@ -241,3 +241,16 @@ def test_cli_ground_truth_table(cli, tiny_layout):
             "--keep", "3", "--children", "2", "--generations", "1", "--json")
     assert r.code == 0
     assert len(json.loads(r.out)["top"][0]["benchmarks"]) == 2
+
+
+def test_workers_give_the_same_scores(small_gate):
+    t = load_table(small_gate)
+    subsets = [("b1",), ("b2", "b4"), ("b1", "b3", "b5"), ("b3",), ("b4", "b5"), ("b1", "b2"), ("b2", "b3"),
+               ("b5",), ("b1", "b4")]
+    one = BatchedEvaluator(t).losses(subsets)
+    ev = BatchedEvaluator(t, workers=2)
+    try:
+        two = ev.losses(subsets)
+    finally:
+        ev.close()
+    np.testing.assert_array_equal(one, two)

@@ -56,6 +56,9 @@ def _common(c) -> None:
     c.add_argument("--children", type=int, default=10, help="children per parent (default 10)")
     c.add_argument("--seed", type=int, default=0, help="seed of the search and of the meta-models (default 0)")
     c.add_argument("--top", type=int, default=10, help="subsets to show (default 10)")
+    c.add_argument("--workers", type=int, default=1,
+                   help="worker processes sharing each generation's batch (default 1; 2 uses both cores of a "
+                        "2-core machine; same scores)")
     c.add_argument("--json", action="store_true", help="machine-readable output")
 
 
@@ -77,13 +80,22 @@ def _table(args):
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..eevee import BatchedEvaluator, MetaConfig, SearchConfig, importance, parse_ks, search, sweep, tiers
+    from ..eevee import BatchedEvaluator, MetaConfig, SearchConfig
 
     table = _table(args)
     meta = MetaConfig(seed=args.seed, leaky=args.leaky)
     cfg = SearchConfig(population=args.population, keep=args.keep, children=args.children,
                        generations=args.generations, seed=args.seed)
-    ev = BatchedEvaluator(table, meta)
+    ev = BatchedEvaluator(table, meta, workers=args.workers)
+    try:
+        return _run(args, table, ev, cfg)
+    finally:
+        ev.close()
+
+
+def _run(args, table, ev, cfg) -> int:
+    from ..eevee import importance, parse_ks, search, sweep, tiers
+
     progress = not args.json
     cmd = args.eevee_command
     if cmd == "search":
