@@ -243,6 +243,7 @@ def test_cli_ground_truth_table(cli, tiny_layout):
     assert len(json.loads(r.out)["top"][0]["benchmarks"]) == 2
 
 
+@pytest.mark.slow  # spawns two processes that import torch
 def test_workers_give_the_same_scores(small_gate):
     t = load_table(small_gate)
     subsets = [("b1",), ("b2", "b4"), ("b1", "b3", "b5"), ("b3",), ("b4", "b5"), ("b1", "b2"), ("b2", "b3"),
