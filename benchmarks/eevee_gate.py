@@ -33,7 +33,12 @@ def main() -> int:
     ap.add_argument("--sweep-dir", default="out/eevee-gate-sweep")
     ap.add_argument("--ks", default="1-25")
     ap.add_argument("--skip-sweep", action="store_true")
+    ap.add_argument("--report-sweep", metavar="DIR",
+                    help="only print the markdown table and draw the box plot of the k*.json files in DIR "
+                         "(e.g. of `modelseek eevee sweep --out DIR`, finished or not)")
     args = ap.parse_args()
+    if args.report_sweep:
+        return report_sweep(Path(args.report_sweep), Path(args.plots))
     table = load_table(args.table)
     cfg = SearchConfig(generations=10, seed=0)
     out: dict = {"table": repr(table)}
@@ -78,6 +83,28 @@ def main() -> int:
                         title="GATE table (no leak): CV loss of the top 50 subsets per k")
         print("sweep", out["sweep"]["wall_s"], out["sweep"]["cpu_s"], flush=True)
     Path(args.out).write_text(json.dumps(out, indent=1))
+    return 0
+
+
+def report_sweep(folder: Path, plots: Path) -> int:
+    from modelseek.eevee import SearchResult
+
+    results = {}
+    for f in folder.glob("k*.json"):
+        r = SearchResult.from_dict(json.loads(f.read_text())["result"])
+        results[r.k] = r
+    if not results:
+        print(f"no k*.json in {folder}", file=sys.stderr)
+        return 1
+    print("| k | best CV loss | top-50 mean | trained | wall s | best subset |")
+    print("|---:|---:|---:|---:|---:|---|")
+    for k in sorted(results):
+        r = results[k]
+        print(f"| {k} | {r.best.mean:.3f} | {np.mean([s.mean for s in r.top]):.3f} | {r.n_trained} | "
+              f"{r.wall_s:.0f} | {', '.join(r.best.subset)} |")
+    print(f"\ntotal wall {sum(r.wall_s for r in results.values()):.0f} s over {len(results)} k")
+    plot_score_vs_k(results, plots / "eevee_score_vs_k.png",
+                    title="GATE table (no leak): CV loss of the top 50 subsets per k")
     return 0
 
 
