@@ -155,9 +155,10 @@ def test_leaky_fills_missing_with_five(small_gate):
         if 3 in te:
             i = list(te).index(3)
             assert tr.Xte[s, i, 2] == 0 and tr.Ate[s, i, 2] == 0
-    # leaky: 5 then z-scores over all 10 models
+    # leaky: 5 (in the table as read), then z-scores over all 10 models
     col = t.values[:, 2].copy()
     col[3] = 5.0
+    assert not t.lower_is_better[2]
     assert lk.Xtr.shape[1] + lk.Xte.shape[1] == 10
     z = (col - col.mean()) / col.std()
     s0tr, s0te = lk.splits[0]

@@ -113,7 +113,9 @@ class _Data:
         zs, obs_all, means, stds = [], [], [], []
         for tr, _ in self.splits:
             if config.leaky:
-                filled = np.where(np.isnan(raw), config.fill_value, raw)
+                # the reference fills the table as read (before any sign flip), then z-scores
+                sign = np.where(np.asarray(table.lower_is_better), -1.0, 1.0)
+                filled = np.where(np.isnan(table.values), config.fill_value, table.values) * sign
                 mu, sd = filled.mean(0), filled.std(0)
                 sd = np.where(sd > 0, sd, 1.0)
                 z = (filled - mu) / sd
