@@ -1,0 +1,88 @@
+"""EEVEE on the NTCIR-19 model-retrieval ground truth: which k tasks should a new model be fine-tuned on to
+predict its F1 on all the others? Models are rows, the 70 training tasks are benchmarks (metric: F1).
+
+Reports the best k = 5 tasks and how well their cross-validated meta-model predicts each model's mean F1
+on the other tasks (each model predicted only in the splits where it is a test model), against two
+baselines measured in the same run: the model's mean F1 on the same 5 tasks, and 5 random tasks (10 draws).
+
+    python benchmarks/eevee_ntcir.py --out docs/results/eevee_ntcir.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+import numpy as np  # noqa: E402
+from scipy.stats import spearmanr  # noqa: E402
+
+from modelseek.data.truth import GroundTruth  # noqa: E402
+from modelseek.eevee import BatchedEvaluator, MetaConfig, SearchConfig, Table, search  # noqa: E402
+
+GT = ROOT.parent / "shared" / "data" / "ntcir19-mr" / "subtask-a" / "ground-truth.csv"
+
+
+def mean_other_f1(ev: BatchedEvaluator, subset) -> tuple[np.ndarray, np.ndarray]:
+    """(predicted, actual) mean F1 over the tasks outside ``subset``, per model (NaN if never a test model)."""
+    table = ev.table
+    pred = ev.predict(subset)                              # splits x models x tasks (NaN = training model)
+    other = [j for j, b in enumerate(table.benchmarks) if b not in set(subset)]
+    per_split = np.nanmean(pred[:, :, other], axis=2)      # splits x models
+    with np.errstate(all="ignore"):
+        predicted = np.nanmean(np.where(np.isnan(pred[:, :, other[0]]), np.nan, per_split), axis=0)
+    actual = np.nanmean(table.values[:, other], axis=1)
+    return predicted, actual
+
+
+def summary(pred, actual) -> dict:
+    ok = ~np.isnan(pred)
+    return {"mae": float(np.mean(np.abs(pred[ok] - actual[ok]))),
+            "spearman": float(spearmanr(pred[ok], actual[ok]).statistic), "n_models": int(ok.sum())}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ground-truth", default=str(GT))
+    ap.add_argument("-k", type=int, default=5)
+    ap.add_argument("--generations", type=int, default=10)
+    ap.add_argument("--out", default="docs/results/eevee_ntcir.json")
+    args = ap.parse_args()
+    table = Table.from_ground_truth(GroundTruth.from_csv(args.ground_truth))
+    ev = BatchedEvaluator(table, MetaConfig(seed=0))
+    t0 = time.perf_counter()
+    res = search(ev, args.k, SearchConfig(generations=args.generations, seed=0))
+    wall = time.perf_counter() - t0
+    best = list(res.best.subset)
+    pred, actual = mean_other_f1(ev, best)
+    other = [j for j, b in enumerate(table.benchmarks) if b not in set(best)]
+    own = table.values[:, [table.benchmarks.index(b) for b in best]].mean(1)
+    rng = np.random.default_rng(0)
+    rand = []
+    for _ in range(10):
+        sub = list(rng.choice(table.benchmark_names, size=args.k, replace=False))
+        p, a = mean_other_f1(ev, sub)
+        rand.append(summary(p, a) | {"score": ev.score(sub).mean})
+    out = {"table": repr(table), "k": args.k, "best": res.best.to_dict(), "wall_s": wall,
+           "n_evaluated": res.n_evaluated, "n_trained": res.n_trained,
+           "no_input_baseline": ev.score(()).to_dict(),
+           "eevee": summary(pred, actual),
+           "own_mean_baseline": summary(own, actual),
+           "random5_meta_model": {key: float(np.mean([r[key] for r in rand])) for key in ("mae", "spearman", "score")},
+           "per_model": [{"model": m, "actual": float(a), "predicted": None if np.isnan(p) else float(p),
+                          "mean_on_chosen": float(o)}
+                         for m, a, p, o in zip(table.models, actual, pred, own)],
+           "n_other_tasks": len(other)}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(out, indent=1))
+    print(json.dumps({k: v for k, v in out.items() if k != "per_model"}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""``modelseek eevee``: choose the few benchmarks that predict all the others (search, sweep, tiers,
+importance)."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..errors import InputError
+from ._common import print_json
+
+
+def register(sub) -> None:
+    p = sub.add_parser("eevee", help="choose the few benchmarks whose metrics predict all the others",
+                       description="EEVEE: from a models x benchmarks table, find subsets of k benchmarks "
+                                   "whose metrics best predict every metric of unseen models (MLP meta-model, "
+                                   "cross-validated over models, evolutionary search).")
+    cmds = p.add_subparsers(dest="eevee_command", metavar="COMMAND")
+    for name, helptext in (("search", "best subsets of k benchmarks"),
+                           ("sweep", "search every k of a range; box plot of score versus k"),
+                           ("tiers", "best subset within each cost budget"),
+                           ("importance", "leave-one-out importance of the benchmarks of a subset")):
+        c = cmds.add_parser(name, help=helptext, description=helptext)
+        _common(c)
+        if name == "search":
+            c.add_argument("-k", type=int, required=True, help="benchmarks in the subset")
+        elif name == "sweep":
+            c.add_argument("--k", dest="ks", default="1-25", help="k values, e.g. 1-25 or 1,2,8 (default 1-25)")
+            c.add_argument("--out", help="folder for one JSON per k (a rerun resumes from it)")
+            c.add_argument("--plot", help="write the score-versus-k box plot (PNG) here")
+        elif name == "tiers":
+            c.add_argument("--budgets", required=True, help="comma-separated budgets, e.g. 12,24,36")
+            c.add_argument("--k", dest="ks", help="k values to consider (default: every k that can fit)")
+        else:
+            c.add_argument("--subset", help="comma-separated benchmarks (default: search the best of size -k)")
+            c.add_argument("-k", type=int, default=8, help="subset size to search when --subset is not given")
+            c.add_argument("--plot", help="write the bar chart (PNG) here")
+        c.set_defaults(func=run)
+    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+
+
+def _common(c) -> None:
+    src = c.add_mutually_exclusive_group(required=True)
+    src.add_argument("--table", help="models x metrics CSV: GATE layout (row 1 benchmark, row 2 metric) or tidy "
+                                     "(model,benchmark,metric,value)")
+    src.add_argument("--ground-truth", help="a model-retrieval ground-truth CSV: models as rows, tasks as benchmarks")
+    c.add_argument("--mapping", help="task_mapping.yaml (default: beside the table)")
+    c.add_argument("--weights", help="task_weights.yaml (default: beside the table)")
+    c.add_argument("--costs", help="benchmark,cost CSV (e.g. GPU hours)")
+    c.add_argument("--lower-is-better", help="comma-separated metric names or benchmark.metric ids that are "
+                                             "better when lower (default: loss, dice-loss, mae, ...)")
+    c.add_argument("--leaky", action="store_true",
+                   help="the reference's normalisation: z-scores on all models, missing = 5 (leaks test models)")
+    c.add_argument("--generations", type=int, default=10, help="generations of the search (default 10)")
+    c.add_argument("--population", type=int, default=1000, help="random initial subsets (default 1000)")
+    c.add_argument("--keep", type=int, default=50, help="parents kept per generation (default 50)")
+    c.add_argument("--children", type=int, default=10, help="children per parent (default 10)")
+    c.add_argument("--seed", type=int, default=0, help="seed of the search and of the meta-models (default 0)")
+    c.add_argument("--top", type=int, default=10, help="subsets to show (default 10)")
+    c.add_argument("--workers", type=int, default=1,
+                   help="worker processes sharing each generation's batch (default 1; 2 uses both cores of a "
+                        "2-core machine; same scores)")
+    c.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _table(args):
+    from ..eevee.table import Table, load_table, read_costs, read_task_mapping, read_task_weights
+
+    lib = args.lower_is_better.split(",") if args.lower_is_better else None
+    if args.table:
+        return load_table(args.table, args.mapping, args.weights, args.costs, lib)
+    from ..data.truth import GroundTruth
+
+    table = Table.from_ground_truth(GroundTruth.from_csv(args.ground_truth))
+    if args.mapping or args.weights:
+        table = table.with_groups(read_task_mapping(args.mapping) if args.mapping else {},
+                                  read_task_weights(args.weights) if args.weights else None)
+    if args.costs:
+        table = table.with_costs(read_costs(args.costs))
+    return table
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..eevee import BatchedEvaluator, MetaConfig, SearchConfig
+
+    table = _table(args)
+    meta = MetaConfig(seed=args.seed, leaky=args.leaky)
+    cfg = SearchConfig(population=args.population, keep=args.keep, children=args.children,
+                       generations=args.generations, seed=args.seed)
+    ev = BatchedEvaluator(table, meta, workers=args.workers)
+    try:
+        return _run(args, table, ev, cfg)
+    finally:
+        ev.close()
+
+
+def _run(args, table, ev, cfg) -> int:
+    from ..eevee import importance, parse_ks, search, sweep, tiers
+
+    progress = not args.json
+    cmd = args.eevee_command
+    if cmd == "search":
+        res = search(ev, args.k, cfg, progress=progress)
+        if args.json:
+            print_json({"k": args.k, "top": [s.to_dict() for s in res.top[: args.top]],
+                        "n_evaluated": res.n_evaluated, "n_trained": res.n_trained, "wall_s": res.wall_s,
+                        "leaky": args.leaky, "table": repr(table)})
+            return 0
+        print(f"{table!r}; k={args.k}; {res.n_evaluated} subsets scored ({res.n_trained} trained) in "
+              f"{res.wall_s:.1f} s{' [leaky normalisation]' if args.leaky else ''}")
+        _print_scores(res.top[: args.top])
+        return 0
+    if cmd == "sweep":
+        ks = parse_ks(args.ks, len(table.benchmark_names))
+        results = sweep(table, ks, cfg, out_dir=args.out, progress=progress, evaluator=ev)
+        if args.plot:
+            from ..eevee.plots import plot_score_vs_k
+
+            plot_score_vs_k(results, args.plot)
+        if args.json:
+            print_json({"results": {str(k): {"top": [s.to_dict() for s in r.top[: args.top]],
+                                             "wall_s": r.wall_s} for k, r in results.items()}})
+            return 0
+        print(f"{'k':>3}  {'best':>8}  {'top mean':>8}  {'s':>7}  best subset")
+        for k, r in results.items():
+            mean_top = sum(s.mean for s in r.top) / len(r.top)
+            print(f"{k:>3}  {r.best.mean:>8.4f}  {mean_top:>8.4f}  {r.wall_s:>7.1f}  {', '.join(r.best.subset)}")
+        if args.plot:
+            print(f"wrote {args.plot}")
+        return 0
+    if cmd == "tiers":
+        if not args.costs:
+            raise InputError("tiers need --costs (a benchmark,cost CSV)", field="costs")
+        try:
+            budgets = [float(x) for x in args.budgets.split(",") if x.strip()]
+        except ValueError:
+            raise InputError(f"cannot read budgets {args.budgets!r}; use e.g. 12,24,36", field="budgets") from None
+        ks = parse_ks(args.ks, len(table.benchmark_names)) if args.ks else None
+        out = tiers(table, budgets, cfg, ks=ks, progress=progress, evaluator=ev)
+        if args.json:
+            print_json({"tiers": [t.to_dict() for t in out]})
+            return 0
+        print(f"{'budget':>8}  {'cost':>8}  {'score':>8}  benchmarks")
+        for t in out:
+            if t.score is None:
+                print(f"{t.budget:>8g}  {'-':>8}  {'-':>8}  (no benchmark fits)")
+            else:
+                print(f"{t.budget:>8g}  {t.cost:>8g}  {t.score.mean:>8.4f}  {', '.join(t.score.subset)}")
+        return 0
+    # importance
+    if args.subset:
+        subset = [s.strip() for s in args.subset.split(",") if s.strip()]
+    else:
+        subset = list(search(ev, args.k, cfg, progress=progress, top=1).best.subset)
+    items = importance(ev, subset)
+    base = ev.score(subset)
+    if args.plot:
+        from ..eevee.plots import plot_importance
+
+        plot_importance(items, args.plot)
+    if args.json:
+        print_json({"subset": sorted(subset), "score": base.mean,
+                    "importance": [{"benchmark": b, "loss_increase": v} for b, v in items]})
+        return 0
+    print(f"subset score {base.mean:.4f}: {', '.join(sorted(subset))}")
+    print(f"{'benchmark':<28}  loss increase when removed")
+    for b, v in items:
+        print(f"{b:<28}  {v:+.4f}")
+    if args.plot:
+        print(f"wrote {args.plot}")
+    return 0
+
+
+def _print_scores(scores) -> None:
+    print(f"{'#':>3}  {'score':>8}  {'std':>7}  {'min':>7}  {'max':>7}  benchmarks")
+    for i, s in enumerate(scores, 1):
+        print(f"{i:>3}  {s.mean:>8.4f}  {s.std:>7.4f}  {s.min:>7.4f}  {s.max:>7.4f}  {', '.join(s.subset)}")

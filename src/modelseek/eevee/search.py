@@ -1,0 +1,261 @@
+"""The evolutionary search over benchmark subsets, the k-sweep, leave-one-out importance and budget tiers.
+
+Search (GATE's EEVEE): ``population`` random subsets of size k (all of them when there are fewer), keep the
+best ``keep``; each generation keeps every parent and adds ``children`` children per parent, each made by
+swapping one benchmark of the parent for one outside it; duplicates are dropped and the best ``keep`` of
+parents + children survive. Every subset a generation has not scored yet is trained in one batched call of
+the evaluator (all candidates x all splits); a subset's score depends only on the subset and the seeds, so
+subsets seen in earlier generations are not trained again. Ties in score are broken by the subset's names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from itertools import combinations
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ..errors import InputError
+from ..progress import progress_bar
+from .meta import BatchedEvaluator, MetaConfig, Score, Subset, _Evaluator, normalise_subset
+from .table import Table
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    population: int = 1000   # random initial subsets
+    keep: int = 50           # parents kept per generation
+    children: int = 10       # children per parent
+    generations: int = 10
+    seed: int = 0            # subset sampling and mutation
+
+
+@dataclass
+class SearchResult:
+    k: int
+    top: list[Score]
+    n_evaluated: int          # subsets scored during this search (cache hits included)
+    n_trained: int            # subsets whose meta-models were trained (cache misses)
+    wall_s: float
+    best_per_generation: list[float] = field(default_factory=list)
+
+    @property
+    def best(self) -> Score:
+        return self.top[0]
+
+    def to_dict(self) -> dict:
+        return {"k": self.k, "top": [s.to_dict() for s in self.top], "n_evaluated": self.n_evaluated,
+                "n_trained": self.n_trained, "wall_s": self.wall_s,
+                "best_per_generation": self.best_per_generation}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> "SearchResult":
+        top = [Score(tuple(t["benchmarks"]), t["score"], t["std"], t["min"], t["max"], ()) for t in d["top"]]
+        return cls(int(d["k"]), top, int(d["n_evaluated"]), int(d["n_trained"]), float(d["wall_s"]),
+                   list(d.get("best_per_generation", [])))
+
+
+def _rank(scores: Iterable[Score]) -> list[Score]:
+    return sorted(scores, key=lambda s: (s.mean, s.subset))
+
+
+def search(table_or_evaluator: Table | _Evaluator, k: int, config: SearchConfig | None = None, *,
+           meta: MetaConfig | None = None, budget: float | None = None, progress: bool = False,
+           top: int | None = None) -> SearchResult:
+    """Find the k benchmarks whose metrics best predict every metric of unseen models.
+
+    ``table_or_evaluator``: a :class:`Table` (a :class:`BatchedEvaluator` is made with ``meta``) or an
+    evaluator to reuse (its cache carries over, e.g. across the k of a sweep). ``budget``: only subsets whose
+    total cost (``table.costs``) is at most ``budget`` are considered. Returns the best ``top`` (default
+    ``config.keep``) subsets, best first.
+    """
+    cfg = config or SearchConfig()
+    ev = table_or_evaluator if isinstance(table_or_evaluator, _Evaluator) else \
+        BatchedEvaluator(table_or_evaluator, meta)
+    table = ev.table
+    names = table.benchmark_names
+    B = len(names)
+    if not isinstance(k, (int, np.integer)) or k < 1:
+        raise InputError(f"k must be a positive integer, got {k!r}", field="k")
+    if k > B:
+        raise InputError(f"k = {k} is larger than the number of benchmarks ({B})", field="k")
+    for name, v in (("population", cfg.population), ("keep", cfg.keep)):
+        if v < 1:
+            raise InputError(f"{name} must be >= 1, got {v}", field=name)
+    if cfg.generations < 0 or cfg.children < 0:
+        raise InputError("generations and children must be >= 0", field="generations")
+    feasible = _feasibility(table, budget)
+    rng = np.random.default_rng(cfg.seed)
+    t0 = time.perf_counter()
+    trained0 = ev.n_trained
+    n_eval = 0
+
+    # initial population
+    total = math.comb(B, k)
+    if total <= cfg.population:
+        pop = [tuple(names[i] for i in c) for c in combinations(range(B), k)]
+        pop = [normalise_subset(s) for s in pop if feasible(s)]
+    else:
+        seen: dict[Subset, None] = {}
+        attempts = 0
+        while len(seen) < cfg.population and attempts < 50 * cfg.population:
+            attempts += 1
+            s = normalise_subset(names[i] for i in rng.choice(B, size=k, replace=False))
+            if s not in seen and feasible(s):
+                seen[s] = None
+        pop = list(seen)
+    if not pop:
+        raise InputError(f"no subset of {k} benchmarks fits the budget {budget}", field="budget")
+    scored = _rank(ev.scores(pop))
+    n_eval += len(pop)
+    parents = scored[: cfg.keep]
+    history = [parents[0].mean]
+    gens = range(cfg.generations)
+    for _ in progress_bar(gens, desc=f"eevee k={k}", total=cfg.generations, disable=not progress):
+        cand: dict[Subset, None] = {p.subset: None for p in parents}
+        for p in parents:
+            inside = list(p.subset)
+            outside = [b for b in names if b not in set(inside)]
+            if not outside:
+                continue
+            for _c in range(cfg.children):
+                drop = inside[rng.integers(len(inside))]
+                add = outside[rng.integers(len(outside))]
+                child = normalise_subset([b for b in inside if b != drop] + [add])
+                if child not in cand and feasible(child):
+                    cand[child] = None
+        subs = list(cand)
+        n_eval += len(subs)
+        parents = _rank(ev.scores(subs))[: cfg.keep]
+        history.append(parents[0].mean)
+    n_top = cfg.keep if top is None else top
+    return SearchResult(k, parents[:n_top], n_eval, ev.n_trained - trained0, time.perf_counter() - t0, history)
+
+
+def _feasibility(table: Table, budget: float | None):
+    if budget is None:
+        return lambda s: True
+    missing = [b for b in table.benchmark_names if b not in table.costs]
+    if missing:
+        raise InputError(f"a budget needs a cost for every benchmark; missing: {', '.join(missing[:5])}",
+                         field="cost")
+    costs = dict(table.costs)
+    return lambda s: sum(costs[b] for b in s) <= budget + 1e-9
+
+
+# ------------------------------------------------------------------------------------------------ sweep
+def parse_ks(text: str, n_benchmarks: int | None = None) -> list[int]:
+    """``"1-25"``, ``"1,2,8"`` or ``"3"`` -> sorted list of k."""
+    ks: set[int] = set()
+    try:
+        for part in str(text).split(","):
+            part = part.strip()
+            if "-" in part:
+                lo, hi = (int(x) for x in part.split("-", 1))
+                ks.update(range(lo, hi + 1))
+            elif part:
+                ks.add(int(part))
+    except ValueError:
+        raise InputError(f"cannot read k values {text!r}; use e.g. 1-25 or 1,2,8", field="k") from None
+    if not ks or min(ks) < 1:
+        raise InputError(f"k values must be positive integers, got {text!r}", field="k")
+    if n_benchmarks is not None and max(ks) > n_benchmarks:
+        raise InputError(f"k = {max(ks)} is larger than the number of benchmarks ({n_benchmarks})", field="k")
+    return sorted(ks)
+
+
+def _fingerprint(table: Table, meta: MetaConfig, cfg: SearchConfig, budget: float | None) -> str:
+    h = hashlib.sha256()
+    h.update(np.ascontiguousarray(np.nan_to_num(table.values, nan=-1e300)).tobytes())
+    h.update(json.dumps([table.models, table.columns, table.groups, sorted(table.group_weights.items()),
+                         table.lower_is_better, meta.to_dict(), cfg.__dict__, budget], default=str).encode())
+    return h.hexdigest()[:16]
+
+
+def sweep(table: Table, ks: Sequence[int], config: SearchConfig | None = None, *, meta: MetaConfig | None = None,
+          out_dir: str | Path | None = None, budget: float | None = None, progress: bool = False,
+          evaluator: _Evaluator | None = None) -> dict[int, SearchResult]:
+    """Run :func:`search` for every k, sharing one evaluator (and its score cache). With ``out_dir``, each
+    finished k is written to ``k<k>.json`` (atomically) and a rerun with the same table and settings resumes
+    from the files; files of other settings are recomputed."""
+    from ..io import atomic_write_text
+
+    cfg = config or SearchConfig()
+    ev = evaluator or BatchedEvaluator(table, meta)
+    fp = _fingerprint(table, ev.config, cfg, budget)
+    results: dict[int, SearchResult] = {}
+    for k in progress_bar(list(ks), desc="eevee sweep", disable=not progress):
+        path = Path(out_dir) / f"k{k}.json" if out_dir is not None else None
+        if path is not None and path.exists():
+            try:
+                data = json.loads(path.read_text())
+                if data.get("fingerprint") == fp:
+                    results[k] = SearchResult.from_dict(data["result"])
+                    continue
+            except (ValueError, KeyError, TypeError):
+                log.warning("%s: unreadable; recomputing k=%d", path, k)
+        res = search(ev, k, cfg, budget=budget)
+        results[k] = res
+        if path is not None:
+            atomic_write_text(path, json.dumps({"fingerprint": fp, "result": res.to_dict()}, indent=1))
+    return results
+
+
+# ------------------------------------------------------------------------------------------------ importance
+def importance(table_or_evaluator: Table | _Evaluator, subset: Iterable[str], *, meta: MetaConfig | None = None
+               ) -> list[tuple[str, float]]:
+    """Leave-one-out importance: for each benchmark b of ``subset``, score(subset - b) - score(subset) (how
+    much the loss rises without b), largest first. A one-benchmark subset is compared with no input at all
+    (the meta-model then learns the training means)."""
+    ev = table_or_evaluator if isinstance(table_or_evaluator, _Evaluator) else \
+        BatchedEvaluator(table_or_evaluator, meta)
+    sub = normalise_subset(subset)
+    if not sub:
+        raise InputError("importance needs a non-empty subset", field="benchmarks")
+    others = [tuple(x for x in sub if x != b) for b in sub]
+    scores = ev.scores([sub, *others])
+    base = scores[0].mean
+    out = [(b, s.mean - base) for b, s in zip(sub, scores[1:])]
+    return sorted(out, key=lambda t: (-t[1], t[0]))
+
+
+# ------------------------------------------------------------------------------------------------ tiers
+@dataclass(frozen=True)
+class Tier:
+    budget: float
+    score: Score | None
+    cost: float
+
+    def to_dict(self) -> dict:
+        return {"budget": self.budget, "cost": self.cost,
+                **(self.score.to_dict() if self.score else {"benchmarks": [], "score": None})}
+
+
+def tiers(table: Table, budgets: Sequence[float], config: SearchConfig | None = None, *,
+          meta: MetaConfig | None = None, ks: Sequence[int] | None = None, progress: bool = False,
+          evaluator: _Evaluator | None = None) -> list[Tier]:
+    """For each budget, the best subset (over every k in ``ks``, default all that can fit) whose total cost
+    fits it: a budget-constrained search per k, sharing one score cache."""
+    ev = evaluator or BatchedEvaluator(table, meta)
+    _feasibility(table, 0.0)  # every benchmark needs a cost
+    costs = sorted(table.costs[b] for b in table.benchmark_names)
+    out = []
+    for budget in budgets:
+        fit = int(np.searchsorted(np.cumsum(costs), budget + 1e-9, side="right"))
+        kk = [k for k in (ks or range(1, len(costs) + 1)) if 1 <= k <= fit]
+        best: Score | None = None
+        for k in progress_bar(kk, desc=f"tier {budget:g}", disable=not progress):
+            res = search(ev, k, config, budget=budget, top=1)
+            if best is None or (res.best.mean, res.best.subset) < (best.mean, best.subset):
+                best = res.best
+        out.append(Tier(float(budget), best, table.cost(best.subset) if best else 0.0))
+    return out
