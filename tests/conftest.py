@@ -11,6 +11,11 @@ from modelseek.testing.cli import CLIResult, run_cli, run_cli_subprocess  # noqa
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# Hermetic caches: the suite never reads or writes the user's ~/.cache/modelseek.
+if "MODELSEEK_CACHE" not in os.environ:
+    import tempfile
+
+    os.environ["MODELSEEK_CACHE"] = tempfile.mkdtemp(prefix="modelseek-test-cache-")
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
