@@ -5,8 +5,9 @@ PIP := $(PYTHON) -m pip install --disable-pip-version-check -q
 .PHONY: install demo test bench
 
 install:
-	# torch first, pinned: on these machines it is a local CPU build; the package's own range admits it
-	$(PIP) torch==2.13.0
+	# torch and torchvision first, pinned as a matching pair (torchvision's compiled ops need the torch they
+	# were built for); on these machines both come from local disk. The package's own ranges admit them.
+	$(PIP) torch==2.14.1 torchvision==0.29.1
 	$(PIP) -e ".[all,dev]"
 
 demo: install
