@@ -41,7 +41,9 @@ def read_json(path: str | os.PathLike, what: str = "file"):
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON: {exc.msg}", path=path, line=exc.lineno) from None
+        raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})", path=path, line=exc.lineno) from None
+    except UnicodeDecodeError:
+        raise InputError("not UTF-8 text", path=path) from None
 
 
 def iter_jsonl(path: str | os.PathLike):

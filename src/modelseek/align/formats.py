@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from ..errors import InputError, ValidationError
+from ..io import iter_jsonl, read_json
 
 REGISTRY_ENV = "MODELSEEK_MODEL_REGISTRY"
 CATALOG_ENV = "MODELSEEK_STIMULI_CATALOG"
@@ -211,17 +212,6 @@ def _floats(v, name, fld, where) -> tuple[float, ...]:
     raise InputError(f"model {name!r}: must be a non-empty list of numbers, got {v!r}", field=fld, **where)
 
 
-def _read_json(path: Path):
-    if not path.exists():
-        raise InputError("no such file", path=path)
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})", path=path, line=exc.lineno) from None
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text", path=path) from None
-
-
 def _line_of(text: str, index: int) -> int | None:
     """The line where the ``index``-th object of a top-level JSON list starts (for messages)."""
     hits = [m.start() for m in re.finditer(r'"model_name"\s*:', text)]
@@ -245,7 +235,7 @@ class ModelRegistry:
     @classmethod
     def load(cls, path: str | os.PathLike | None = None) -> "ModelRegistry":
         path = Path(_from_env(path, REGISTRY_ENV, "model registry"))
-        data = _read_json(path)
+        data = read_json(path)
         if isinstance(data, Mapping) and "models" in data:
             data = data["models"]
         if not isinstance(data, list):
@@ -331,16 +321,7 @@ class StimulusCatalog:
         path = Path(_from_env(path, CATALOG_ENV, "stimuli catalog"))
         if not path.exists():
             raise InputError("no such file", path=path)
-        stimuli = []
-        with open(path, encoding="utf-8") as fh:
-            for ln, raw in enumerate(fh, 1):
-                if not raw.strip():
-                    continue
-                try:
-                    d = json.loads(raw)
-                except json.JSONDecodeError as exc:
-                    raise InputError(f"malformed JSON: {exc.msg}", path=path, line=ln) from None
-                stimuli.append(parse_stimulus(d, path=path, line=ln, allow_text=True))
+        stimuli = [parse_stimulus(d, path=path, line=ln, allow_text=True) for ln, d in iter_jsonl(path)]
         return cls(stimuli, path=str(path), roots=roots)
 
     def save(self, path: str | os.PathLike) -> None:
@@ -426,7 +407,7 @@ class Submission:
 def load_submission(path: str | os.PathLike) -> Submission:
     """Parse a submission; structural problems raise InputError (see :func:`validate_submission`)."""
     path = Path(path)
-    d = _read_json(path)
+    d = read_json(path)
     if not isinstance(d, Mapping):
         raise InputError("a submission must be a JSON object", path=path)
     bad = sorted(set(d) - {"team", "models", "stimuli"})

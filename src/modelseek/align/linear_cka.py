@@ -219,13 +219,7 @@ def cka_matrix(features: Sequence, unbiased: bool = False, route: str | Route = 
     r = _route(route, n, [F.shape[1] for F in feats])
     stats = [_stats(F) for F in feats]
     S = _pairwise_frob(stats, r, block_bytes)
-    if unbiased:
-        D = np.stack([s.diag for s in stats], axis=1)
-        K1 = np.stack([s.k1 for s in stats], axis=1)
-        sk = np.array([s.sum_k for s in stats])
-        H = ((S - D.T @ D) + np.outer(sk, sk) / ((n - 1) * (n - 2)) - 2.0 / (n - 2) * (K1.T @ K1)) / (n * (n - 3))
-    else:
-        H = S / (n - 1) ** 2
+    H = _hsic_matrix(stats, S, n, unbiased)
     d = np.diag(H).copy()
     ok = (d > 0) & ~np.array([s.constant for s in stats])
     safe = np.where(ok, d, 1.0)
@@ -235,6 +229,16 @@ def cka_matrix(features: Sequence, unbiased: bool = False, route: str | Route = 
     C = (C + C.T) / 2
     np.fill_diagonal(C, np.where(ok, 1.0, 0.0))
     return C
+
+
+def _hsic_matrix(stats, S: np.ndarray, n: int, unbiased: bool) -> np.ndarray:
+    """All pairwise HSICs from the pairwise Frobenius inner products ``S`` of the centred Grams."""
+    if not unbiased:
+        return S / (n - 1) ** 2
+    D = np.stack([s.diag for s in stats], axis=1)
+    K1 = np.stack([s.k1 for s in stats], axis=1)
+    sk = np.array([s.sum_k for s in stats])
+    return ((S - D.T @ D) + np.outer(sk, sk) / ((n - 1) * (n - 2)) - 2.0 / (n - 2) * (K1.T @ K1)) / (n * (n - 3))
 
 
 # ------------------------------------------------------------------ minibatch CKA
@@ -263,14 +267,7 @@ class MinibatchCKA:
         _check_n(n, self.unbiased)
         stats = [_stats(F) for F in feats]
         S = _pairwise_frob(stats, choose_route(n, [F.shape[1] for F in feats]), 1 << 28)
-        if self.unbiased:
-            D = np.stack([s.diag for s in stats], axis=1)
-            K1 = np.stack([s.k1 for s in stats], axis=1)
-            sk = np.array([s.sum_k for s in stats])
-            H = ((S - D.T @ D) + np.outer(sk, sk) / ((n - 1) * (n - 2)) - 2.0 / (n - 2) * (K1.T @ K1)) / (n * (n - 3))
-        else:
-            H = S / (n - 1) ** 2
-        self.H += H
+        self.H += _hsic_matrix(stats, S, n, self.unbiased)
         self.batches += 1
         return self
 

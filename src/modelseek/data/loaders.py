@@ -13,13 +13,13 @@ Supported layouts:
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
 from ..errors import InputError
+from ..io import iter_jsonl
 from .task import Criticality, Split, Task, TaskSet
 
 SPLIT_CAP = 5000
@@ -45,27 +45,19 @@ def read_jsonl_split(path: Path, text_field: str = "text", label_field: str = "l
     """Read one JSONL split; every bad line is an error naming file, line and field."""
     texts: list[str] = []
     labels: list[str] = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            try:
-                rec = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"invalid JSON ({exc.msg})", path=path, line=lineno) from None
-            if not isinstance(rec, dict):
-                raise InputError("expected a JSON object", path=path, line=lineno)
-            for f in (text_field, label_field):
-                if f not in rec:
-                    raise InputError(f"missing (fields present: {', '.join(rec)})", path=path,
-                                     line=lineno, field=f)
-            text, label = rec[text_field], rec[label_field]
-            if not isinstance(text, str) or not text.strip():
-                raise InputError("empty text", path=path, line=lineno, field=text_field)
-            if label is None or (isinstance(label, str) and not label.strip()):
-                raise InputError("empty label", path=path, line=lineno, field=label_field)
-            texts.append(text)
-            labels.append(str(label))
+    for lineno, rec in iter_jsonl(path):
+        if not isinstance(rec, dict):
+            raise InputError("expected a JSON object", path=path, line=lineno)
+        for f in (text_field, label_field):
+            if f not in rec:
+                raise InputError(f"missing (fields present: {', '.join(rec)})", path=path, line=lineno, field=f)
+        text, label = rec[text_field], rec[label_field]
+        if not isinstance(text, str) or not text.strip():
+            raise InputError("empty text", path=path, line=lineno, field=text_field)
+        if label is None or (isinstance(label, str) and not label.strip()):
+            raise InputError("empty label", path=path, line=lineno, field=label_field)
+        texts.append(text)
+        labels.append(str(label))
     return Split(tuple(texts), tuple(labels))
 
 
