@@ -146,6 +146,51 @@ def test_no_leak_predictions_ignore_other_test_models(small_gate):
         assert np.allclose(p1[0, probe], p2[0, probe], rtol=1e-5) is same
 
 
+def test_table_unit_loss_is_the_weighted_mse_of_the_raw_predictions(small_gate):
+    """The default test loss: the cross-validated raw-scale predictions' squared errors divided by each
+    metric's variance over the whole table, averaged per column over observed test models, weighted by the
+    column weights, then averaged over splits."""
+    t = load_table(small_gate)
+    ev = BatchedEvaluator(t)
+    sub = ["b1", "b3"]
+    pred = ev.predict(sub)                                   # (splits, models, columns), NaN off-test
+    raw = t.values
+    sd = np.nanstd(raw, 0)
+    per_split = []
+    for s, (_, te) in enumerate(ev.data.splits):
+        err = ((pred[s, te] - raw[te]) / sd) ** 2            # raw scale: the sign flip cancels
+        obs = ~np.isnan(raw[te])
+        w = t.column_weights(obs.any(0))
+        col_mse = np.where(obs, err, 0).sum(0) / np.maximum(obs.sum(0), 1)
+        per_split.append(float((col_mse * w).sum()))
+    score = ev.score(sub)
+    np.testing.assert_allclose(score.per_split, per_split, rtol=2e-4)
+    # "split": the same errors in each split's training z-units (what the model is trained in)
+    sp = BatchedEvaluator(t, MetaConfig(loss_scale="split"))
+    ratio = (sp.data.std / sd[None, :]) ** 2
+    assert not np.allclose(ratio, 1.0)
+    np.testing.assert_allclose(sp.predict(sub), pred, rtol=1e-5)  # the unit changes the score, not the model
+    with pytest.raises(InputError, match="loss_scale"):
+        BatchedEvaluator(t, MetaConfig(loss_scale="z"))
+
+
+def test_table_unit_bounds_an_outlier_test_model():
+    """A test model 50 training-SDs away dominates the split-unit loss; in the table's unit it weighs in
+    like any other model (its distance is at most sqrt(n-1) table SDs)."""
+    rng = np.random.default_rng(3)
+    n = 12
+    q = rng.normal(size=n)
+    vals = np.stack([q + 0.05 * rng.normal(size=n), q + 0.05 * rng.normal(size=n),
+                     0.01 * rng.normal(size=n) + 1.0], axis=1)
+    vals[0, 2] = 0.5                                          # one model far outside the others on b3
+    t = Table(vals, tuple(f"m{i}" for i in range(n)), ("b1", "b2", "b3"), ("acc", "acc", "acc"),
+              (False, False, False))
+    table_unit = BatchedEvaluator(t).score(["b1"])
+    split_unit = BatchedEvaluator(t, MetaConfig(loss_scale="split")).score(["b1"])
+    assert split_unit.max > 100 * table_unit.max
+    assert table_unit.max < 5.0
+
+
 def test_leaky_fills_missing_with_five(small_gate):
     t = load_table(small_gate)
     tr = BatchedEvaluator(t).data
@@ -198,6 +243,12 @@ def test_cli_search_json_deterministic(cli, small_gate):
     top = j1["top"]
     assert len(top) == 3 and all(len(t["benchmarks"]) == 2 and isinstance(t["score"], float) for t in top)
     assert [t["score"] for t in top] == sorted(t["score"] for t in top)
+    assert j1["loss_scale"] == "table" and j1["leaky"] is False
+    r3 = cli(*args, "--loss-scale", "split")
+    j3 = json.loads(r3.out)
+    assert r3.code == 0 and j3["loss_scale"] == "split"
+    ev = BatchedEvaluator(load_table(small_gate), MetaConfig(loss_scale="split"))
+    assert [t["score"] for t in j3["top"]] == pytest.approx([ev.score(t["benchmarks"]).mean for t in j3["top"]])
 
 
 def test_tiers_respect_budget(tmp_path, cli, small_gate):

@@ -50,6 +50,9 @@ def _common(c) -> None:
                                              "better when lower (default: loss, dice-loss, mae, ...)")
     c.add_argument("--leaky", action="store_true",
                    help="the reference's normalisation: z-scores on all models, missing = 5 (leaks test models)")
+    c.add_argument("--loss-scale", choices=("table", "split"), default="table",
+                   help="unit of the test loss: each metric's std over the whole table (default; the "
+                        "reference's unit, the same in every split) or the split's training models' std")
     c.add_argument("--generations", type=int, default=10, help="generations of the search (default 10)")
     c.add_argument("--population", type=int, default=1000, help="random initial subsets (default 1000)")
     c.add_argument("--keep", type=int, default=50, help="parents kept per generation (default 50)")
@@ -83,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     from ..eevee import BatchedEvaluator, MetaConfig, SearchConfig
 
     table = _table(args)
-    meta = MetaConfig(seed=args.seed, leaky=args.leaky)
+    meta = MetaConfig(seed=args.seed, leaky=args.leaky, loss_scale=args.loss_scale)
     cfg = SearchConfig(population=args.population, keep=args.keep, children=args.children,
                        generations=args.generations, seed=args.seed)
     ev = BatchedEvaluator(table, meta, workers=args.workers)
@@ -103,7 +106,8 @@ def _run(args, table, ev, cfg) -> int:
         if args.json:
             print_json({"k": args.k, "top": [s.to_dict() for s in res.top[: args.top]],
                         "n_evaluated": res.n_evaluated, "n_trained": res.n_trained, "wall_s": res.wall_s,
-                        "leaky": args.leaky, "table": repr(table)})
+                        "leaky": args.leaky, "loss_scale": args.loss_scale,
+                        "table": repr(table)})
             return 0
         print(f"{table!r}; k={args.k}; {res.n_evaluated} subsets scored ({res.n_trained} trained) in "
               f"{res.wall_s:.1f} s{' [leaky normalisation]' if args.leaky else ''}")

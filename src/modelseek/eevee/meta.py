@@ -10,8 +10,12 @@ Protocol (GATE's EEVEE, with the normalisation leak fixed):
 * MLP ``Linear(in -> 100) -> LeakyReLU -> LayerNorm(100) -> Linear(100 -> M)``, initialised like
   ``torch.nn.Linear``, trained with AdamW (lr 0.01, weight decay 0.01) for 20 full-batch epochs;
 * loss = MSE per column, averaged per benchmark, per task group, then over groups with the group weights
-  (:meth:`Table.column_weights`); it is both the training loss and the test loss;
-* the score of a subset: the mean test loss over the splits (std, min and max reported too).
+  (:meth:`Table.column_weights`), for training (in the split's training z-units) and testing;
+* the score of a subset: the mean test loss over the splits (std, min and max reported too). The test
+  loss is measured in each metric's spread over the whole table (``loss_scale="table"``, the unit of the
+  reference's z-scores and the same in every split); the meta-model itself is normalised, imputed and
+  trained on the training models only. ``loss_scale="split"`` measures it in the split's training z-units
+  instead, where a test model far outside the 8 training models' range weighs in by tens of SDs.
 
 :class:`BatchedEvaluator` trains the meta-models of many subsets at once: every (subset, split) pair is one
 network in a stack of batched matmuls. Subsets of different sizes share one padded input layer (the input
@@ -52,6 +56,9 @@ class MetaConfig:
     seed: int = 0                  # initial weights of the meta-models
     leaky: bool = False            # the reference's normalisation (z-scores on all models, missing = 5)
     fill_value: float = 5.0        # the reference's constant for missing cells (leaky mode only)
+    loss_scale: str = "table"      # unit of the test loss: "table" = each metric's std over all models (the
+                                   # reference's unit, the same in every split); "split" = the training
+                                   # models' std of the split (the z-units the meta-model is trained in)
     negative_slope: float = 0.01   # LeakyReLU
     ln_eps: float = 1e-5           # LayerNorm
     betas: tuple[float, float] = (0.9, 0.999)
@@ -134,6 +141,21 @@ class _Data:
             means.append(mu)
             stds.append(sd)
         self.mean, self.std = np.array(means), np.array(stds)
+        if config.loss_scale not in ("table", "split"):
+            raise InputError(f"loss_scale must be 'table' or 'split', got {config.loss_scale!r}", field="loss_scale")
+        # Test errors are measured in the unit of ``loss_scale``. The meta-model is fitted in its split's
+        # training z-units (nothing of the test models enters its normalisation, imputation or training);
+        # with "table" its test errors are re-expressed in each metric's spread over the whole table, a
+        # fixed unit per metric: the losses of all splits are then in one unit (and in the reference's),
+        # and a test model far outside the few training models' range is not magnified by their small std.
+        if config.loss_scale == "table" and not config.leaky:
+            cnt = np.maximum((~np.isnan(raw)).sum(0), 1)
+            dev = raw - np.nansum(raw, 0) / cnt
+            sd_table = np.sqrt(np.nansum(dev * dev, 0) / cnt)
+            sd_table = np.where(sd_table > 0, sd_table, 1.0)
+            self.test_unit = (self.std / sd_table[None, :]) ** 2      # (splits, M) factor on squared errors
+        else:
+            self.test_unit = np.ones_like(self.std)
 
         def weights(obs_rows: np.ndarray) -> np.ndarray:
             cnt = obs_rows.sum(0)
@@ -144,7 +166,8 @@ class _Data:
         self.Xtr = torch.tensor(np.stack([z[tr] for z, (tr, _) in zip(zs, self.splits)]), dtype=f)
         self.Xte = torch.tensor(np.stack([z[te] for z, (_, te) in zip(zs, self.splits)]), dtype=f)
         self.Atr = torch.tensor(np.stack([weights(o[tr]) for o, (tr, _) in zip(obs_all, self.splits)]), dtype=f)
-        self.Ate = torch.tensor(np.stack([weights(o[te]) for o, (_, te) in zip(obs_all, self.splits)]), dtype=f)
+        self.Ate = torch.tensor(np.stack([weights(o[te]) * u[None, :] for o, (_, te), u in
+                                          zip(obs_all, self.splits, self.test_unit)]), dtype=f)
         h = config.hidden
         self.U1, self.u1, self.U2, self.u2 = [], [], [], []
         for s in range(config.n_splits):
