@@ -52,12 +52,14 @@ def main() -> int:
     ap.add_argument("-k", type=int, default=5)
     ap.add_argument("--generations", type=int, default=10)
     ap.add_argument("--out", default="docs/results/eevee_ntcir.json")
+    ap.add_argument("--workers", type=int, default=0, help="worker processes (default 0 = one per CPU)")
     args = ap.parse_args()
     table = Table.from_ground_truth(GroundTruth.from_csv(args.ground_truth))
-    ev = BatchedEvaluator(table, MetaConfig(seed=0))
+    ev = BatchedEvaluator(table, MetaConfig(seed=0), workers=args.workers)
     t0 = time.perf_counter()
     res = search(ev, args.k, SearchConfig(generations=args.generations, seed=0))
     wall = time.perf_counter() - t0
+    ev.close()
     best = list(res.best.subset)
     pred, actual = mean_other_f1(ev, best)
     other = [j for j, b in enumerate(table.benchmarks) if b not in set(best)]
@@ -68,7 +70,7 @@ def main() -> int:
         sub = list(rng.choice(table.benchmark_names, size=args.k, replace=False))
         p, a = mean_other_f1(ev, sub)
         rand.append(summary(p, a) | {"score": ev.score(sub).mean})
-    out = {"table": repr(table), "k": args.k, "best": res.best.to_dict(), "wall_s": wall,
+    out = {"table": repr(table), "k": args.k, "best": res.best.to_dict(), "wall_s": wall, "workers": ev.workers,
            "n_evaluated": res.n_evaluated, "n_trained": res.n_trained,
            "no_input_baseline": ev.score(()).to_dict(),
            "eevee": summary(pred, actual),

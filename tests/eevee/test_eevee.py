@@ -298,12 +298,19 @@ def test_cli_ground_truth_table(cli, tiny_layout):
 @pytest.mark.slow  # spawns two processes that import torch
 def test_workers_give_the_same_scores(small_gate):
     t = load_table(small_gate)
-    subsets = [("b1",), ("b2", "b4"), ("b1", "b3", "b5"), ("b3",), ("b4", "b5"), ("b1", "b2"), ("b2", "b3"),
-               ("b5",), ("b1", "b4")]
+    from itertools import combinations
+
+    subsets = [c for k in range(1, 6) for c in combinations(["b1", "b2", "b3", "b4", "b5"], k)]  # 31
     one = BatchedEvaluator(t).losses(subsets)
     ev = BatchedEvaluator(t, workers=2)
     try:
         two = ev.losses(subsets)
+        assert ev._pool is not None  # 31 subsets: two parts of >= MIN_PER_WORKER, so the workers ran
+        small = ev.losses([("b1", "b2", "b3", "b4")])  # cached: no training
+        assert ev.n_trained == 31 and small.shape == (1, 10)
     finally:
         ev.close()
     np.testing.assert_array_equal(one, two)
+    assert BatchedEvaluator(t, workers=0).workers >= 1  # 0 = one per usable CPU
+    with pytest.raises(InputError, match="workers"):
+        BatchedEvaluator(t, workers=-1)

@@ -59,9 +59,9 @@ def _common(c) -> None:
     c.add_argument("--children", type=int, default=10, help="children per parent (default 10)")
     c.add_argument("--seed", type=int, default=0, help="seed of the search and of the meta-models (default 0)")
     c.add_argument("--top", type=int, default=10, help="subsets to show (default 10)")
-    c.add_argument("--workers", type=int, default=1,
-                   help="worker processes sharing each generation's batch (default 1; 2 uses both cores of a "
-                        "2-core machine; same scores)")
+    c.add_argument("--workers", type=int, default=0,
+                   help="worker processes sharing each generation's batch (default 0 = one per CPU, at most 8; "
+                        "1 = this process only; the scores are the same)")
     c.add_argument("--json", action="store_true", help="machine-readable output")
 
 

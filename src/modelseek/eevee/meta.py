@@ -190,6 +190,17 @@ class _Data:
         return sorted(j for b in subset for j in self.bench_cols[b])
 
 
+def usable_cpus(cap: int | None = None) -> int:
+    """CPUs this process may run on (its affinity mask where the OS has one), at most ``cap``."""
+    import os
+
+    try:
+        n = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        n = os.cpu_count() or 1
+    return max(1, min(n, cap) if cap else n)
+
+
 @contextmanager
 def _threads(n: int | None):
     """Run with ``n`` intra-op torch threads, restoring the setting after. The meta-models are tiny: with
@@ -250,26 +261,31 @@ class _Evaluator:
 class BatchedEvaluator(_Evaluator):
     """Trains every (subset, split) network of a call as one batched computation.
 
-    ``workers > 1`` splits a call's subsets into that many contiguous parts trained by as many worker
-    processes (one torch thread each), so that both cores of a 2-core machine work; each part is still one
-    batched computation, and the padded input width is that of the whole call, so the scores are the same
-    as with one process."""
+    ``workers > 1`` splits a call's subsets into up to that many contiguous parts (at least
+    ``MIN_PER_WORKER`` subsets each, so small calls stay in this process) trained by as many worker
+    processes (one torch thread each), so that every core works; each part is still one batched
+    computation, and the padded input width is that of the whole call, so the scores are the same as with
+    one process. ``workers=0`` means one per usable CPU (at most 8).
+    """
+
+    MIN_PER_WORKER = 8
 
     def __init__(self, table: Table, config: MetaConfig | None = None, threads: int | None = 1,
                  workers: int = 1) -> None:
         super().__init__(table, config, threads)
-        if workers < 1:
-            raise InputError(f"workers must be >= 1, got {workers}", field="workers")
-        self.workers = workers
+        if workers < 0:
+            raise InputError(f"workers must be >= 0 (0 = one per CPU), got {workers}", field="workers")
+        self.workers = workers or usable_cpus(8)
         self._pool = None
 
     def _train(self, subsets: list[Subset]) -> np.ndarray:
         cols = [self.data.columns(s) for s in subsets]
         width = max(1, max(len(c) for c in cols))
-        if self.workers <= 1 or len(cols) < 4 * self.workers:
+        n_parts = min(self.workers, len(cols) // self.MIN_PER_WORKER)
+        if n_parts <= 1:
             return _train_columns(self.data, cols, width)
         pool = self._get_pool()
-        parts = [p for p in np.array_split(np.arange(len(cols)), self.workers) if len(p)]
+        parts = np.array_split(np.arange(len(cols)), n_parts)
         futures = [pool.submit(_worker_train, [cols[i] for i in p], width) for p in parts]
         return np.concatenate([f.result() for f in futures])
 
