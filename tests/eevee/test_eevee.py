@@ -191,6 +191,27 @@ def test_table_unit_bounds_an_outlier_test_model():
     assert table_unit.max < 5.0
 
 
+def test_column_constant_over_training_models_is_predicted_as_that_constant():
+    """F1 = 1.0 for every model but one: in the splits where that model is held out, the training models
+    give the column no scale, and the meta-model predicts exactly 1.0 for it (not a random unit's noise)."""
+    rng = np.random.default_rng(5)
+    n = 10
+    q = rng.normal(size=n)
+    solved = np.full(n, 0.1 + 0.2)                          # equal floats whose mean is off by an ulp
+    solved[4] = 0.25
+    vals = np.stack([q, q + 0.1 * rng.normal(size=n), solved], axis=1)
+    t = Table(vals, tuple(f"m{i}" for i in range(n)), ("a", "b", "c"), ("f1", "f1", "f1"), (False,) * 3)
+    ev = BatchedEvaluator(t)
+    pred = ev.predict(["a"])
+    held_out = [s for s, (_, te) in enumerate(ev.data.splits) if 4 in te]
+    assert held_out
+    for s in held_out:
+        te = ev.data.splits[s][1]
+        assert np.all(pred[s, te, 2] == solved[0])
+    np.testing.assert_allclose(ev.losses([("a",), ("b", "c")]), LoopEvaluator(t).losses([("a",), ("b", "c")]),
+                               rtol=1e-4, atol=1e-6)
+
+
 def test_leaky_fills_missing_with_five(small_gate):
     t = load_table(small_gate)
     tr = BatchedEvaluator(t).data

@@ -30,6 +30,7 @@ kept as the baseline the batched one is checked and timed against.
 from __future__ import annotations
 
 import math
+import warnings
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Iterable, Sequence
@@ -117,7 +118,7 @@ class _Data:
         n, m = raw.shape
         cv = ShuffleSplit(n_splits=config.n_splits, test_size=config.test_size, random_state=config.cv_seed)
         self.splits = [(np.sort(tr), np.sort(te)) for tr, te in cv.split(np.zeros((n, 1)))]
-        zs, obs_all, means, stds = [], [], [], []
+        zs, obs_all, means, stds, fixed = [], [], [], [], []
         for tr, _ in self.splits:
             if config.leaky:
                 # the reference fills the table as read (before any sign flip), then z-scores
@@ -127,6 +128,7 @@ class _Data:
                 sd = np.where(sd > 0, sd, 1.0)
                 z = (filled - mu) / sd
                 obs = np.ones_like(raw, dtype=bool)
+                const = np.zeros(m, dtype=bool)
             else:
                 obs = ~np.isnan(raw)
                 trv = raw[tr]
@@ -134,13 +136,25 @@ class _Data:
                 mu = np.where(cnt > 0, np.nansum(trv, 0) / np.maximum(cnt, 1), 0.0)
                 var = np.where(cnt > 0, np.nansum((trv - mu) ** 2, 0) / np.maximum(cnt, 1), 1.0)
                 sd = np.sqrt(var)
-                sd = np.where(sd > 0, sd, 1.0)
+                # one value (or none) among the training models: no scale to learn. Compared exactly, since
+                # the mean of equal floats can be off by an ulp and give a spurious sd of ~1e-17.
+                with np.errstate(all="ignore"), warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    lo, hi = np.nanmin(trv, 0), np.nanmax(trv, 0)
+                const = (cnt == 0) | (lo == hi)
+                mu = np.where(const & (cnt > 0), lo, mu)
+                sd = np.where(const, 1.0, sd)
                 z = np.where(obs, (raw - mu) / sd, 0.0)  # missing = the training mean (0 in z-space)
             zs.append(z)
             obs_all.append(obs)
             means.append(mu)
             stds.append(sd)
+            fixed.append(const)
         self.mean, self.std = np.array(means), np.array(stds)
+        # A column constant over a split's training models is predicted as that constant: its output weights
+        # and bias start (and, with zero gradient, stay) at zero, so the meta-model's prediction is exactly
+        # the training value rather than the noise of a random output unit in a unit (sd = 1) of no meaning.
+        self.out_mask = torch.tensor(~np.array(fixed), dtype=torch.float32)     # (splits, M)
         if config.loss_scale not in ("table", "split"):
             raise InputError(f"loss_scale must be 'table' or 'split', got {config.loss_scale!r}", field="loss_scale")
         # Test errors are measured in the unit of ``loss_scale``. The meta-model is fitted in its split's
@@ -380,8 +394,9 @@ def _init_params(d: _Data, cfg: MetaConfig, cand, split, idx, mask, fan, out=Non
     W1 = d.U1[split.unsqueeze(1), ci] * (cm * scale.unsqueeze(1)).unsqueeze(2)   # (P, D, H)
     b1 = (d.u1[split] * scale.unsqueeze(1)).unsqueeze(1)                          # (P, 1, H)
     hs = 1.0 / math.sqrt(cfg.hidden)
-    W2 = d.U2[split] * hs                                                         # (P, H, M)
-    b2 = (d.u2[split] * hs).unsqueeze(1)                                          # (P, 1, M)
+    om = d.out_mask[split].unsqueeze(1)                                           # (P, 1, M)
+    W2 = d.U2[split] * hs * om                                                    # (P, H, M)
+    b2 = d.u2[split].unsqueeze(1) * hs * om                                       # (P, 1, M)
     g = torch.ones_like(b1)
     be = torch.zeros_like(b1)
     params = [W1, b1, g, be, W2, b2]
@@ -507,8 +522,8 @@ class LoopEvaluator(_Evaluator):
                     w1 = d.U1[s, cols].T if cols else torch.zeros(cfg.hidden, 1)
                     net[0].weight.copy_(w1 / math.sqrt(fan))
                     net[0].bias.copy_(d.u1[s] / math.sqrt(fan))
-                    net[3].weight.copy_(d.U2[s].T * hs)
-                    net[3].bias.copy_(d.u2[s] * hs)
+                    net[3].weight.copy_(d.U2[s].T * hs * d.out_mask[s][:, None])
+                    net[3].bias.copy_(d.u2[s] * hs * d.out_mask[s])
                 opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
                                         betas=cfg.betas, eps=cfg.adam_eps)
                 X = d.Xtr[s][:, cols] if cols else torch.zeros(d.Xtr.shape[1], 1)

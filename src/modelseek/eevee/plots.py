@@ -23,13 +23,25 @@ def _figure(size):
 
 
 def plot_score_vs_k(results: Mapping[int, "object"], path: str | Path, title: str = "") -> Path:
-    """Box plot of the top subsets' scores (``SearchResult.top``) for each k."""
+    """Box plot of the top subsets' scores (``SearchResult.top``) for each k, with the best subset of each k
+    as a line; a logarithmic y axis when the scores span more than a factor of 3 (e.g. k = 1 of a large
+    table, whose "top" holds every single benchmark)."""
     ks = sorted(results)
     data = [[s.mean for s in results[k].top] for k in ks]
     fig = _figure((max(6.0, 0.35 * len(ks) + 2), 4.0))
     ax = fig.add_subplot(111)
     labels = [str(k) for k in ks]
     ax.boxplot(data, **({"labels": labels} if _mpl_old() else {"tick_labels": labels}))
+    best = [min(d) for d in data]
+    ax.plot(range(1, len(ks) + 1), best, color="tab:green", marker=".", lw=1, label="best subset")
+    lo, hi = min(best), max(max(d) for d in data)
+    if lo > 0 and hi / lo > 3:
+        from matplotlib.ticker import FormatStrFormatter
+
+        ax.set_yscale("log")
+        for axis_set in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):
+            axis_set(FormatStrFormatter("%.2g"))  # 0.5, 2 rather than 5x10^-1, 2x10^0
+    ax.legend(loc="upper right")
     ax.set_xlabel("k (benchmarks in the subset)")
     ax.set_ylabel(f"CV loss of the top {max(len(d) for d in data)} subsets")
     ax.set_title(title or "EEVEE: score versus k")
