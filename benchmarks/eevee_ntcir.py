@@ -14,6 +14,7 @@ import argparse
 import json
 import sys
 import time
+import warnings
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,11 +34,25 @@ def mean_other_f1(ev: BatchedEvaluator, subset) -> tuple[np.ndarray, np.ndarray]
     table = ev.table
     pred = ev.predict(subset)                              # splits x models x tasks (NaN = training model)
     other = [j for j, b in enumerate(table.benchmarks) if b not in set(subset)]
-    per_split = np.nanmean(pred[:, :, other], axis=2)      # splits x models
-    with np.errstate(all="ignore"):
+    with warnings.catch_warnings():                        # training rows are all NaN: "mean of empty slice"
+        warnings.simplefilter("ignore", RuntimeWarning)
+        per_split = np.nanmean(pred[:, :, other], axis=2)  # splits x models
         predicted = np.nanmean(np.where(np.isnan(pred[:, :, other[0]]), np.nan, per_split), axis=0)
     actual = np.nanmean(table.values[:, other], axis=1)
     return predicted, actual
+
+
+def training_mean_prediction(ev: BatchedEvaluator, subset) -> np.ndarray:
+    """The no-model baseline: each model's mean F1 on the tasks outside ``subset`` predicted as the training
+    models' average of it, in the splits where the model is a test model (averaged over them)."""
+    table = ev.table
+    other = [j for j, b in enumerate(table.benchmarks) if b not in set(subset)]
+    per_model = np.nanmean(table.values[:, other], axis=1)
+    preds = [[] for _ in table.models]
+    for tr, te in ev.data.splits:
+        for i in te:
+            preds[i].append(per_model[tr].mean())
+    return np.array([np.mean(p) if p else np.nan for p in preds])
 
 
 def summary(pred, actual) -> dict:
@@ -75,6 +90,7 @@ def main() -> int:
            "no_input_baseline": ev.score(()).to_dict(),
            "eevee": summary(pred, actual),
            "own_mean_baseline": summary(own, actual),
+           "training_mean_baseline": {"mae": summary(training_mean_prediction(ev, best), actual)["mae"]},
            "random5_meta_model": {key: float(np.mean([r[key] for r in rand])) for key in ("mae", "spearman", "score")},
            "per_model": [{"model": m, "actual": float(a), "predicted": None if np.isnan(p) else float(p),
                           "mean_on_chosen": float(o)}
