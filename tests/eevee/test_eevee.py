@@ -212,6 +212,53 @@ def test_column_constant_over_training_models_is_predicted_as_that_constant():
                                rtol=1e-4, atol=1e-6)
 
 
+def test_ridge_meta_model_matches_sklearn_with_leave_one_out_alpha(small_gate):
+    """The ridge meta-model: alpha chosen by the exact leave-one-out error of the training models (the
+    intercept refitted without the left-out model), then sklearn's Ridge with an intercept on the split's
+    z-scored data; predictions on the raw scale."""
+    from sklearn.linear_model import Ridge
+
+    t = load_table(small_gate)
+    alphas = (0.1, 1.0, 10.0)
+    ev = BatchedEvaluator(t, MetaConfig(model="ridge", ridge_alphas=alphas))
+    d, sub = ev.data, ["b1", "b3"]
+    cols = d.columns(sub)
+    pred = ev.predict(sub)
+    sign = np.where(np.asarray(t.lower_is_better), -1.0, 1.0)
+    for s in range(4):
+        X, Y, A = (d.Xtr[s].double().numpy()[:, cols], d.Xtr[s].double().numpy(), d.Atr[s].double().numpy())
+        crit = []
+        for a in alphas:
+            err = 0.0
+            for i in range(len(X)):
+                keep = np.arange(len(X)) != i
+                fit = Ridge(alpha=a).fit(X[keep], Y[keep])
+                err += float(((fit.predict(X[i:i + 1]) - Y[i]) ** 2 * A[i]).sum())
+            crit.append(err)
+        a = alphas[int(np.argmin(crit))]
+        raw = (Ridge(alpha=a).fit(X, Y).predict(d.Xte[s].double().numpy()[:, cols]) * d.std[s] + d.mean[s]) * sign
+        np.testing.assert_allclose(pred[s, d.splits[s][1]], raw, rtol=1e-5, atol=1e-5)
+    # the loss of the ridge predictions, as for the MLP; scores are deterministic
+    assert ev.score(sub).mean == BatchedEvaluator(t, MetaConfig(model="ridge", ridge_alphas=alphas)).score(sub).mean
+    with pytest.raises(InputError, match="meta-model"):
+        BatchedEvaluator(t, MetaConfig(model="forest"))
+    with pytest.raises(InputError, match="MLP"):
+        LoopEvaluator(t, MetaConfig(model="ridge"))
+
+
+def test_ridge_finds_the_copied_target_and_cli(signal_table, cli, small_gate):
+    ev = BatchedEvaluator(signal_table, MetaConfig(model="ridge"))
+    assert search(ev, 1, FAST).best.subset[0] in ("target", "copy")
+    r = cli("eevee", "search", "--table", small_gate, "-k", "2", "--meta-model", "ridge", "--ridge-alpha", "1",
+            "--population", "6", "--keep", "3", "--children", "2", "--generations", "1", "--json")
+    j = json.loads(r.out)
+    assert r.code == 0 and j["meta_model"] == "ridge"
+    fixed = BatchedEvaluator(load_table(small_gate), MetaConfig(model="ridge", ridge_alphas=(1.0,)))
+    assert j["top"][0]["score"] == pytest.approx(fixed.score(j["top"][0]["benchmarks"]).mean)
+    bad = cli("eevee", "search", "--table", small_gate, "-k", "2", "--meta-model", "ridge", "--ridge-alpha", "x")
+    assert bad.code == 1 and "ridge-alpha" in bad.err
+
+
 def test_leaky_fills_missing_with_five(small_gate):
     t = load_table(small_gate)
     tr = BatchedEvaluator(t).data

@@ -50,6 +50,12 @@ def _common(c) -> None:
                                              "better when lower (default: loss, dice-loss, mae, ...)")
     c.add_argument("--leaky", action="store_true",
                    help="the reference's normalisation: z-scores on all models, missing = 5 (leaks test models)")
+    c.add_argument("--meta-model", choices=("mlp", "ridge"), default="mlp",
+                   help="mlp: the protocol's MLP (default); ridge: closed-form ridge regression, alpha chosen per "
+                        "fit by leave-one-out over the training models (seconds per search)")
+    c.add_argument("--ridge-alpha", default="auto",
+                   help="ridge penalty in z-units: a number, comma-separated candidates chosen by leave-one-out, "
+                        "or auto (13 values from 0.01 to 10,000; default)")
     c.add_argument("--loss-scale", choices=("table", "split"), default="table",
                    help="unit of the test loss: each metric's std over the whole table (default; the "
                         "reference's unit, the same in every split) or the split's training models' std")
@@ -86,7 +92,14 @@ def run(args: argparse.Namespace) -> int:
     from ..eevee import BatchedEvaluator, MetaConfig, SearchConfig
 
     table = _table(args)
-    meta = MetaConfig(seed=args.seed, leaky=args.leaky, loss_scale=args.loss_scale)
+    extra = {}
+    if args.ridge_alpha != "auto":
+        try:
+            extra["ridge_alphas"] = tuple(float(a) for a in str(args.ridge_alpha).split(","))
+        except ValueError:
+            raise InputError(f"--ridge-alpha: not a number or list of numbers: {args.ridge_alpha!r}",
+                             field="ridge-alpha") from None
+    meta = MetaConfig(seed=args.seed, leaky=args.leaky, loss_scale=args.loss_scale, model=args.meta_model, **extra)
     cfg = SearchConfig(population=args.population, keep=args.keep, children=args.children,
                        generations=args.generations, seed=args.seed)
     ev = BatchedEvaluator(table, meta, workers=args.workers)
@@ -106,11 +119,12 @@ def _run(args, table, ev, cfg) -> int:
         if args.json:
             print_json({"k": args.k, "top": [s.to_dict() for s in res.top[: args.top]],
                         "n_evaluated": res.n_evaluated, "n_trained": res.n_trained, "wall_s": res.wall_s,
-                        "leaky": args.leaky, "loss_scale": args.loss_scale,
+                        "leaky": args.leaky, "loss_scale": args.loss_scale, "meta_model": args.meta_model,
                         "table": repr(table)})
             return 0
         print(f"{table!r}; k={args.k}; {res.n_evaluated} subsets scored ({res.n_trained} trained) in "
-              f"{res.wall_s:.1f} s{' [leaky normalisation]' if args.leaky else ''}")
+              f"{res.wall_s:.1f} s{' [leaky normalisation]' if args.leaky else ''}"
+              f"{' [ridge meta-model]' if args.meta_model == 'ridge' else ''}")
         _print_scores(res.top[: args.top])
         return 0
     if cmd == "sweep":
