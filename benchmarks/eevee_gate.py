@@ -46,7 +46,8 @@ def main() -> int:
     out: dict = {"table": repr(table)}
     evs = {}
     for key, meta in (("no_leak", MetaConfig(seed=0)), ("leaky", MetaConfig(seed=0, leaky=True)),
-                      ("no_leak_split_unit", MetaConfig(seed=0, loss_scale="split"))):
+                      ("no_leak_split_unit", MetaConfig(seed=0, loss_scale="split")),
+                      ("ridge", MetaConfig(seed=0, model="ridge"))):
         ev = BatchedEvaluator(table, meta)
         evs[key] = ev
         t0, c0 = time.perf_counter(), time.process_time()
@@ -66,6 +67,8 @@ def main() -> int:
     out["importance"] = [{"benchmark": b, "loss_increase": v} for b, v in imp]
     plot_importance(imp, Path(args.plots) / "eevee_importance.png",
                     title="GATE, best k=8 subset (no leak): loss increase when removed")
+    imp_r = importance(evs["ridge"], out["ridge"]["best"]["benchmarks"])
+    out["importance_ridge"] = [{"benchmark": b, "loss_increase": v} for b, v in imp_r]
     imp_l = importance(evs["leaky"], out["leaky"]["best"]["benchmarks"])
     out["importance_leaky"] = [{"benchmark": b, "loss_increase": v} for b, v in imp_l]
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
@@ -84,6 +87,16 @@ def main() -> int:
                                            "top_mean": float(np.mean([s.mean for s in r.top])),
                                            "wall_s": r.wall_s, "n_trained": r.n_trained}
                                   for k, r in results.items()}}
+        t0 = time.perf_counter()
+        ridge = sweep(table, ks, cfg, meta=MetaConfig(seed=0, model="ridge"),
+                      out_dir=Path(args.sweep_dir).with_name(Path(args.sweep_dir).name + "-ridge"))
+        out["sweep_ridge"] = {"wall_s": time.perf_counter() - t0,
+                              "per_k": {str(k): {"best": r.best.to_dict(),
+                                                 "top_mean": float(np.mean([s.mean for s in r.top])),
+                                                 "wall_s": r.wall_s, "n_trained": r.n_trained}
+                                        for k, r in ridge.items()}}
+        plot_score_vs_k(ridge, Path(args.plots) / "eevee_score_vs_k_ridge.png",
+                        title="GATE table (no leak, ridge meta-model): CV loss of the top 50 subsets per k")
         plot_score_vs_k(results, Path(args.plots) / "eevee_score_vs_k.png",
                         title="GATE table (no leak): CV loss of the top 50 subsets per k")
         print("sweep", out["sweep"]["wall_s"], flush=True)

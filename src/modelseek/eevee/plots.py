@@ -36,11 +36,13 @@ def plot_score_vs_k(results: Mapping[int, "object"], path: str | Path, title: st
     ax.plot(range(1, len(ks) + 1), best, color="tab:green", marker=".", lw=1, label="best subset")
     lo, hi = min(best), max(max(d) for d in data)
     if lo > 0 and hi / lo > 3:
-        from matplotlib.ticker import FormatStrFormatter
+        from matplotlib.ticker import FormatStrFormatter, LogLocator
 
         ax.set_yscale("log")
-        for axis_set in (ax.yaxis.set_major_formatter, ax.yaxis.set_minor_formatter):
-            axis_set(FormatStrFormatter("%.2g"))  # 0.5, 2 rather than 5x10^-1, 2x10^0
+        ax.yaxis.set_major_formatter(FormatStrFormatter("%.2g"))  # 0.5, 2 rather than 5x10^-1, 2x10^0
+        ax.yaxis.set_minor_formatter(FormatStrFormatter("%.2g"))
+        if hi / lo > 10:  # label only 2 and 5 of each decade, so labels do not overlap
+            ax.yaxis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
     ax.legend(loc="upper right")
     ax.set_xlabel("k (benchmarks in the subset)")
     ax.set_ylabel(f"CV loss of the top {max(len(d) for d in data)} subsets")
