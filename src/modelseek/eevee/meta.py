@@ -302,7 +302,7 @@ class BatchedEvaluator(_Evaluator):
         cols = [self.data.columns(s) for s in subsets]
         width = max(1, max(len(c) for c in cols))
         n_parts = min(self.workers, len(cols) // self.MIN_PER_WORKER)
-        if n_parts <= 1:
+        if n_parts <= 1 or self.config.model == "ridge":  # the closed form costs less than starting workers
             return _train_columns(self.data, cols, width)
         pool = self._get_pool()
         parts = np.array_split(np.arange(len(cols)), n_parts)
