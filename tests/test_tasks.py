@@ -146,3 +146,20 @@ def test_pools(tmp_path):
         load_pool(y)
     with pytest.raises(InputError, match="built-in pools"):
         load_pool(tmp_path / "nope.yaml")
+
+
+def test_import_modelseek_is_light():
+    """`import modelseek` (the top-level verbs and nouns) loads none of the heavy libraries; pandas and
+    scipy come with the first call that needs them."""
+    import subprocess
+    import sys
+
+    heavy = ("pandas", "scipy", "sklearn", "torch", "transformers", "matplotlib")
+    code = f"import sys, modelseek; print(*[m in sys.modules for m in {heavy!r}])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": "src", "PATH": ""}).stdout.split()
+    assert out == ["False"] * len(heavy)
+    code = "import modelseek.stats as s; print(s.paired_ttest.__module__)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={"PYTHONPATH": "src", "PATH": ""}).stdout.strip()
+    assert out == "modelseek.stats.ttest"

@@ -11,8 +11,6 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
-import pandas as pd
-
 from . import metrics as _metrics
 from .data.report import Report
 from .data.run import Run
@@ -39,6 +37,7 @@ def evaluate(run: Run, truth: GroundTruth, metrics: Sequence[str] = DEFAULT_METR
             missing.append(topic)
             vals = {m: (1.0 if m.startswith("regret") else (math.nan if m == "kendall" else 0.0)) for m in names}
         rows[topic] = {"tier": truth.criticality(topic).value, **vals}
+    import pandas as pd
     per_topic = pd.DataFrame.from_dict(rows, orient="index")
     per_topic.index.name = "topic"
     extra = [t for t in run if t not in set(wanted)]

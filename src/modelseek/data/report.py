@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Sequence
+from typing import Sequence, TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas is imported where it is used: `import modelseek` stays light
+    import pandas as pd
 
 from ..stats.bootstrap import bootstrap_ci
 
@@ -52,6 +54,7 @@ class Report:
             row = {m: float(sub[m].mean()) for m in self.metrics}
             row["n"] = int(len(sub))
             rows[tier] = row
+        import pandas as pd
         return pd.DataFrame.from_dict(rows, orient="index")[["n", *self.metrics]]
 
     def intervals(self, n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
@@ -69,6 +72,7 @@ class Report:
                 ci = bootstrap_ci(vals, n_resamples, confidence, seed)
                 rows.append({"metric": m, "tier": tier, "mean": ci.mean, "low": ci.low, "high": ci.high,
                              "n": int(vals.size)})
+        import pandas as pd
         return pd.DataFrame(rows)
 
     # ------------------------------------------------------------------------------------------ output

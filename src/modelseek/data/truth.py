@@ -10,10 +10,12 @@ from __future__ import annotations
 import csv
 import math
 from pathlib import Path
-from typing import Iterable, Mapping
+from typing import Iterable, Mapping, TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
+
+if TYPE_CHECKING:  # pandas is imported where it is used: `import modelseek` stays light
+    import pandas as pd
 
 from ..enums import Choice
 from ..errors import InputError
@@ -139,6 +141,7 @@ class GroundTruth:
             for tid, row in read_tasks_csv(Path(tasks_csv)).items():
                 if row.get("task_criticalness", "").strip():
                     crit.setdefault(tid, row["task_criticalness"])
+        import pandas as pd
         frame = pd.DataFrame(rows, columns=["task_id", "model_id", "f1"])
         try:
             return cls(frame, criticality={t: c for t, c in crit.items()}, source=str(path))

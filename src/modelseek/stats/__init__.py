@@ -11,7 +11,16 @@ from .bootstrap import (bootstrap_ci, bootstrap_pvalue_matrix, paired_bootstrap,
                         paired_bootstrap_test, perplexity, resample_counts, resampled_mean, resampled_perplexity)
 from .multitest import benjamini_hochberg
 from .seeding import derive_rng
-from .ttest import paired_ttest, paired_ttest_matrix
+
+
+def __getattr__(name: str):
+    # the t-test pulls in scipy.special (~0.13 s), which `import modelseek` should not pay for
+    if name in ("paired_ttest", "paired_ttest_matrix"):
+        from . import ttest
+
+        return getattr(ttest, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["auroc", "auroc_draws", "auroc_pvalue", "auroc_pvalue_matrix", "bayesian_auroc_test", "bootstrap_ci",
            "bootstrap_pvalue_matrix", "paired_bootstrap", "paired_bootstrap_perplexity_test",
