@@ -91,6 +91,31 @@ def evaluate(table: Table, meta: MetaConfig, k: int, generations: int, workers: 
     return out
 
 
+def plot_predictions(out: dict, path: str, k: int) -> None:
+    """Predicted against actual mean F1 on the other tasks, one panel per meta-model."""
+    from matplotlib.figure import Figure
+
+    from modelseek.plots import save_figure
+
+    fig = Figure(figsize=(9.0, 4.2))
+    for i, (name, res) in enumerate((("MLP (protocol)", out), ("ridge", out["ridge"]))):
+        ax = fig.add_subplot(1, 2, i + 1)
+        pm = [m for m in res["per_model"] if m["predicted"] is not None]
+        a = np.array([m["actual"] for m in pm])
+        p = np.array([m["predicted"] for m in pm])
+        ax.scatter(a, p, s=18)
+        lo, hi = min(a.min(), p.min()), max(a.max(), p.max())
+        ax.plot([lo, hi], [lo, hi], color="grey", lw=0.8, ls="--")
+        ax.set_xlabel("actual mean F1 on the other tasks")
+        ax.set_ylabel("predicted (cross-validated)")
+        e = res["eevee"]
+        ax.set_title(f"{name}: {', '.join(res['best']['benchmarks'])}\nMAE {e['mae']:.4f}, Spearman {e['spearman']:.2f}",
+                     fontsize=9)
+    fig.suptitle(f"NTCIR-19: each model's mean F1 on the other tasks from its F1 on {k} tasks", fontsize=10)
+    fig.tight_layout()
+    save_figure(fig, path)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--ground-truth", default=str(GT))
@@ -98,6 +123,8 @@ def main() -> int:
     ap.add_argument("--generations", type=int, default=10)
     ap.add_argument("--out", default="docs/results/eevee_ntcir.json")
     ap.add_argument("--workers", type=int, default=0, help="worker processes (default 0 = one per CPU)")
+    ap.add_argument("--plot", default="docs/results/eevee_ntcir.png",
+                    help="scatter of predicted against actual mean F1 on the other tasks (PNG)")
     args = ap.parse_args()
     table = Table.from_ground_truth(GroundTruth.from_csv(args.ground_truth))
     out = {"table": repr(table), "k": args.k}
@@ -106,6 +133,8 @@ def main() -> int:
     out["ridge"] = evaluate(table, MetaConfig(seed=0, model="ridge"), args.k, args.generations, 1)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(out, indent=1))
+    if args.plot:
+        plot_predictions(out, args.plot, args.k)
     brief = {k: v for k, v in out.items() if k not in ("per_model", "ridge")}
     brief["ridge"] = {k: v for k, v in out["ridge"].items() if k != "per_model"}
     print(json.dumps(brief, indent=1))
