@@ -210,6 +210,15 @@ def test_column_constant_over_training_models_is_predicted_as_that_constant():
         assert np.all(pred[s, te, 2] == solved[0])
     np.testing.assert_allclose(ev.losses([("a",), ("b", "c")]), LoopEvaluator(t).losses([("a",), ("b", "c")]),
                                rtol=1e-4, atol=1e-6)
+    # as an input, such a column passes nothing of the held-out model's value to the meta-model
+    other = vals.copy()
+    other[4, 2] = 0.9
+    t2 = Table(other, t.models, t.benchmarks, t.metrics, t.lower_is_better)
+    for model in ("mlp", "ridge"):
+        p1 = BatchedEvaluator(t, MetaConfig(model=model)).predict(["a", "c"])
+        p2 = BatchedEvaluator(t2, MetaConfig(model=model)).predict(["a", "c"])
+        for s in held_out:
+            np.testing.assert_array_equal(p1[s, 4, :2], p2[s, 4, :2])
 
 
 def test_ridge_meta_model_matches_sklearn_with_leave_one_out_alpha(small_gate):

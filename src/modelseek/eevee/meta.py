@@ -185,6 +185,10 @@ class _Data:
         f = torch.float32
         self.Xtr = torch.tensor(np.stack([z[tr] for z, (tr, _) in zip(zs, self.splits)]), dtype=f)
         self.Xte = torch.tensor(np.stack([z[te] for z, (_, te) in zip(zs, self.splits)]), dtype=f)
+        # as inputs, test models see the training value (0) of a column constant over the training models:
+        # nothing about it could have been learned, and its deviation (in the fallback unit sd = 1) would
+        # only pass through the untrained weights of that input (as targets they keep their true values)
+        self.Xte_in = self.Xte * torch.tensor(~np.array(fixed), dtype=f)[:, None, :]
         self.Atr = torch.tensor(np.stack([weights(o[tr]) for o, (tr, _) in zip(obs_all, self.splits)]), dtype=f)
         self.Ate = torch.tensor(np.stack([weights(o[te]) * u[None, :] for o, (_, te), u in
                                           zip(obs_all, self.splits, self.test_unit)]), dtype=f)
@@ -435,7 +439,7 @@ def _ridge_block(d: _Data, cfg: MetaConfig, cand, split, idx, mask, return_pred:
     cm = mask[cand].unsqueeze(1).to(f)
     n, nte = d.Xtr.shape[1], d.Xte.shape[1]
     X = torch.gather(d.Xtr[split], 2, ci.expand(-1, n, -1)).to(f) * cm               # (P, n, D)
-    Xte = torch.gather(d.Xte[split], 2, ci.expand(-1, nte, -1)).to(f) * cm           # (P, nte, D)
+    Xte = torch.gather(d.Xte_in[split], 2, ci.expand(-1, nte, -1)).to(f) * cm        # (P, nte, D)
     Y, A = d.Xtr[split].to(f), d.Atr[split].to(f)                                      # (P, n, M)
     s, U = torch.linalg.eigh(X @ X.transpose(1, 2))                                    # (P, n), (P, n, n)
     s = s.clamp(min=0.0)
@@ -538,7 +542,7 @@ def _train_block(d: _Data, cfg: MetaConfig, cand, split, idx, mask, fan, return_
         torch._fused_adamw_([flat], [gflat], [exp_avg], [exp_avg_sq], [], [step], amsgrad=False, lr=cfg.lr,
                             beta1=beta1, beta2=beta2, weight_decay=cfg.weight_decay, eps=cfg.adam_eps,
                             maximize=False, grad_scale=None, found_inf=None)
-    Xte = inputs(d.Xte[split])
+    Xte = inputs(d.Xte_in[split])
     nte = Xte.shape[1]
     a = leaky(torch.bmm(Xte, W1a), slope)
     mu_t = a.mean(-1, keepdim=True)
@@ -588,6 +592,6 @@ class LoopEvaluator(_Evaluator):
                     loss.backward()
                     opt.step()
                 with torch.no_grad():
-                    Xte = d.Xte[s][:, cols] if cols else torch.zeros(d.Xte.shape[1], 1)
+                    Xte = d.Xte_in[s][:, cols] if cols else torch.zeros(d.Xte.shape[1], 1)
                     out[i, s] = float(((net(Xte) - d.Xte[s]) ** 2 * d.Ate[s]).sum())
         return out
