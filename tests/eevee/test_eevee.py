@@ -221,7 +221,8 @@ def test_column_constant_over_training_models_is_predicted_as_that_constant():
             np.testing.assert_array_equal(p1[s, 4, :2], p2[s, 4, :2])
 
 
-def test_ridge_meta_model_matches_sklearn_with_leave_one_out_alpha(small_gate):
+@pytest.mark.parametrize("leaky", [False, True])
+def test_ridge_meta_model_matches_sklearn_with_leave_one_out_alpha(small_gate, leaky):
     """The ridge meta-model: alpha chosen by the exact leave-one-out error of the training models (the
     intercept refitted without the left-out model), then sklearn's Ridge with an intercept on the split's
     z-scored data; predictions on the raw scale."""
@@ -229,7 +230,7 @@ def test_ridge_meta_model_matches_sklearn_with_leave_one_out_alpha(small_gate):
 
     t = load_table(small_gate)
     alphas = (0.1, 1.0, 10.0)
-    ev = BatchedEvaluator(t, MetaConfig(model="ridge", ridge_alphas=alphas))
+    ev = BatchedEvaluator(t, MetaConfig(model="ridge", ridge_alphas=alphas, leaky=leaky))
     d, sub = ev.data, ["b1", "b3"]
     cols = d.columns(sub)
     pred = ev.predict(sub)
@@ -248,7 +249,8 @@ def test_ridge_meta_model_matches_sklearn_with_leave_one_out_alpha(small_gate):
         raw = (Ridge(alpha=a).fit(X, Y).predict(d.Xte[s].double().numpy()[:, cols]) * d.std[s] + d.mean[s]) * sign
         np.testing.assert_allclose(pred[s, d.splits[s][1]], raw, rtol=1e-5, atol=1e-5)
     # the loss of the ridge predictions, as for the MLP; scores are deterministic
-    assert ev.score(sub).mean == BatchedEvaluator(t, MetaConfig(model="ridge", ridge_alphas=alphas)).score(sub).mean
+    again = BatchedEvaluator(t, MetaConfig(model="ridge", ridge_alphas=alphas, leaky=leaky))
+    assert ev.score(sub).mean == again.score(sub).mean
     with pytest.raises(InputError, match="meta-model"):
         BatchedEvaluator(t, MetaConfig(model="forest"))
     with pytest.raises(InputError, match="MLP"):

@@ -427,8 +427,8 @@ def _fit_block(d: _Data, cfg: MetaConfig, cand, split, idx, mask, fan, return_pr
 
 def _ridge_block(d: _Data, cfg: MetaConfig, cand, split, idx, mask, return_pred: bool = False):
     """Ridge meta-models: all target columns from the subset's input columns, in the split's training
-    z-units (centred on the training models, so the intercept is zero; missing training targets are the
-    training mean, like missing inputs). Solved in the dual, W = X^T (X X^T + alpha I)^-1 Y, from one eigen-
+    z-units, with an unpenalised intercept (missing training targets are the training mean, like missing
+    inputs). Solved in the dual, W = X^T (X X^T + alpha I)^-1 Y, from one eigen-
     decomposition of each n x n Gram matrix (n = training models, so a few microseconds per fit); alpha is
     chosen per fit among ``cfg.ridge_alphas`` by the exact leave-one-out error of the training models,
     e_i = (y_i - yhat_i) / (1 - h_ii), weighted like the loss. Float64 throughout."""
@@ -441,21 +441,25 @@ def _ridge_block(d: _Data, cfg: MetaConfig, cand, split, idx, mask, return_pred:
     X = torch.gather(d.Xtr[split], 2, ci.expand(-1, n, -1)).to(f) * cm               # (P, n, D)
     Xte = torch.gather(d.Xte_in[split], 2, ci.expand(-1, nte, -1)).to(f) * cm        # (P, nte, D)
     Y, A = d.Xtr[split].to(f), d.Atr[split].to(f)                                      # (P, n, M)
+    # an unpenalised intercept: centre on the training models (already ~0 without the leak; with --leaky
+    # the z-scores are the whole table's), fit the centred data, add the training means back
+    x_mean, y_mean = X.mean(1, keepdim=True), Y.mean(1, keepdim=True)
+    X, Xte, Y = X - x_mean, Xte - x_mean, Y - y_mean
     s, U = torch.linalg.eigh(X @ X.transpose(1, 2))                                    # (P, n), (P, n, n)
     s = s.clamp(min=0.0)
     UtY = U.transpose(1, 2) @ Y                                                        # (P, n, M)
     alphas = torch.tensor(cfg.ridge_alphas, dtype=f)                                   # (G,)
     shrink = s.unsqueeze(1) / (s.unsqueeze(1) + alphas[None, :, None])                 # (P, G, n)
     fitted = torch.einsum("pij,pgj,pjm->pgim", U, shrink, UtY)                         # (P, G, n, M)
-    # leverages of the model *with* its intercept: the training models' centring is part of the fit, so
-    # leaving model i out must re-centre without it (else x_i = -sum of the others' x leaks y_i): the
-    # intercept adds 1/n (the columns of X are orthogonal to the ones vector)
+    # leverages of the model *with* its intercept: the centring is part of the fit, so leaving model i out
+    # must re-centre without it (else x_i = -sum of the others' x leaks y_i): the intercept adds 1/n (the
+    # centred columns of X are orthogonal to the ones vector)
     h = torch.einsum("pij,pgj->pgi", U * U, shrink) + 1.0 / n                          # (P, G, n)
     loo = (Y.unsqueeze(1) - fitted) / (1.0 - h).clamp(min=1e-12).unsqueeze(-1)
     crit = (loo * loo * A.unsqueeze(1)).sum((2, 3))                                   # (P, G)
     best = alphas[crit.argmin(1)]                                                      # (P,)
     coef = UtY / (s + best[:, None]).unsqueeze(-1)                                     # (K + aI)^-1 Y in U's basis
-    yhat = (Xte @ X.transpose(1, 2)) @ (U @ coef)                                      # (P, nte, M)
+    yhat = (Xte @ X.transpose(1, 2)) @ (U @ coef) + y_mean                             # (P, nte, M)
     loss = ((yhat - d.Xte[split].to(f)) ** 2 * d.Ate[split].to(f)).sum((1, 2)).float()
     return (loss, yhat.float()) if return_pred else loss
 
