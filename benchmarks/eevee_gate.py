@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -82,7 +83,7 @@ def main() -> int:
         results = sweep(table, ks, cfg, out_dir=args.sweep_dir, progress=True, evaluator=ev)
         ev.close()
         out["sweep"] = {"wall_s": time.perf_counter() - t0, "cpu_s_main": time.process_time() - c0,
-                        "workers": args.workers, "load_average": __import__("os").getloadavg(),
+                        "workers": args.workers, "load_average": os.getloadavg(),
                         "per_k": {str(k): {"best": r.best.to_dict(),
                                            "top_mean": float(np.mean([s.mean for s in r.top])),
                                            "wall_s": r.wall_s, "n_trained": r.n_trained}

@@ -10,11 +10,17 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from typing import Callable, Generic, Iterator, TypeVar
+from typing import Callable, Generic, Iterable, Iterator, TypeVar
 
 from .errors import ModelseekError
 
 T = TypeVar("T")
+
+
+def closest(name: str, choices: Iterable[str]) -> str | None:
+    """The choice most like ``name`` (difflib's ratio, cutoff 0.6), for "did you mean" hints; None if none."""
+    close = difflib.get_close_matches(str(name), list(choices), n=1)
+    return close[0] if close else None
 
 
 class UnknownNameError(ModelseekError, KeyError):
@@ -73,8 +79,8 @@ class Registry(Generic[T]):
             del self._lazy[name]
             return obj
         names = self.names()
-        close = difflib.get_close_matches(name, names, n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
+        close = closest(name, names)
+        hint = f" Did you mean {close!r}?" if close else ""
         raise UnknownNameError(f"unknown {self.kind} {name!r}.{hint} Valid names: {', '.join(names)}")
 
     def names(self) -> list[str]:

@@ -267,10 +267,10 @@ class ModelRegistry:
         try:
             return self._by_name[name]
         except KeyError:
-            import difflib
+            from ..registry import closest
 
-            close = difflib.get_close_matches(name, self.names(), n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
+            close = closest(name, self.names())
+            hint = f" Did you mean {close!r}?" if close else ""
             raise InputError(f"unknown model {name!r}.{hint}", path=self.path, field="model_name") from None
 
 

@@ -131,10 +131,10 @@ class Recipe:
         valid = [f.name for f in fields(cls)]
         unknown = [k for k in data if k not in valid]
         if unknown:
-            import difflib
+            from ..registry import closest
 
-            close = difflib.get_close_matches(str(unknown[0]), valid, n=1)
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            close = closest(unknown[0], valid)
+            hint = f" (did you mean {close!r}?)" if close else ""
             raise InputError(f"unknown key{hint}; valid keys: {', '.join(valid)}", path=path, field=str(unknown[0]))
         try:
             return cls(**dict(data))
