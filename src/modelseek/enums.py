@@ -24,6 +24,13 @@ class Choice(str, enum.Enum):
     def _kind(cls) -> str:
         return re.sub(r"(?<!^)(?=[A-Z])", " ", cls.__name__).lower()
 
+    # As enum.StrEnum: a member prints as its value (``f"grading {scheme}"`` reads "grading ntcir").
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
     @classmethod
     def values(cls) -> list[str]:
         return [m.value for m in cls]

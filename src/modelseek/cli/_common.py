@@ -124,9 +124,28 @@ def output_file(text: str) -> Path:
     return p
 
 
+def output_dir(text: str) -> Path:
+    """A folder to write into: an existing directory, or a path that can be made (not an existing file, and
+    the nearest existing ancestor is a writable directory)."""
+    if not text:
+        raise argparse.ArgumentTypeError("empty path")
+    p = Path(text)
+    if p.exists() and not p.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: is a file, expected a folder")
+    parent = p
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK):
+        raise argparse.ArgumentTypeError(f"{text}: {parent} is not writable")
+    return p
+
+
 EXISTING_FILE = existing_file
 EXISTING_DIR = existing_dir
 OUTPUT_FILE = output_file
+OUTPUT_DIR = output_dir
 
 
 # ------------------------------------------------------------------------------------------ output
@@ -177,5 +196,7 @@ def load_pool_arg(value: str | None, root: Path | None = None):
 
 
 def add_scheme(p) -> None:
-    p.add_argument("--scheme", default="ntcir", choices=["ntcir", "paper"],
+    from ..data.truth import GradingScheme
+
+    p.add_argument("--scheme", default=GradingScheme.NTCIR, type=choice(GradingScheme), metavar=metavar(GradingScheme),
                    help="relevance grading: ntcir (official; gain 2^rel-1) or paper (gain rel)")
