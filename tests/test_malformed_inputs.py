@@ -105,3 +105,18 @@ def test_json_output_into_a_closed_pipe_is_quiet(tiny_layout, layout_run):
     p.stderr.close()
     assert p.wait() == 141
     assert err == "", err
+
+
+@pytest.mark.parametrize("argv, words", [
+    (("rank-style", "x", "--seed", "-2"), "argument --seed: must be an integer in [0, 4294967295], got -2"),
+    (("rank-style", "x", "--size", "4"), "argument --size: must be an integer >= 8, got 4"),
+    (("bench-style", "--generated", "--folds", "1"), "argument --folds: must be an integer >= 2, got 1"),
+    (("bench-style", "--generated", "--styles", "nan"), "argument --styles: must be an integer, got 'nan'"),
+    (("finetune", "--pool", "p", "--tasks", "t", "--out", "o.csv", "--seeds", "1", "-1"),
+     "argument --seeds: must be an integer in [0, 4294967295], got -1"),
+    (("finetune", "--pool", "p", "--tasks", "t", "--out", ".", "--seeds", "1"), "argument --out: .: is a directory"),
+    (("evaluate", "r.txt", "--scheme", "ntcri"), "argument --scheme: unknown grading scheme 'ntcri' (did you mean 'ntcir'?)"),
+])
+def test_option_values_are_usage_errors(cli, argv, words):
+    r = cli(*argv)
+    assert r.code == 2 and words in r.err and "Traceback" not in r.err, r.err
