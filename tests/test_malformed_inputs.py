@@ -132,3 +132,13 @@ def test_table_files_go_through_the_one_reader(tmp_path, cli):
     _one_error_line(cli("rank", c, "-m", "random", "--pool", "ntcir19"), f"{c}:3: not UTF-8 text (byte 0xe9")
     (tmp_path / "dir.csv").mkdir()  # rank takes folders too: an empty one has no task folders
     _one_error_line(cli("rank", tmp_path / "dir.csv", "-m", "random", "--pool", "ntcir19"), "no task folders")
+
+
+@pytest.mark.parametrize("metrics, words", [
+    ("", "no metric given; valid names: kendall, mrr, ndcg, regret"),
+    (" , ", "no metric given"),
+    ("kendall@3", "kendall takes no cut-off"),
+    ("ndcg@1e9", "bad cut-off"),
+])
+def test_evaluate_metric_names(cli, tiny_layout, layout_run, metrics, words):
+    _one_error_line(cli("evaluate", layout_run, "-g", tiny_layout / "ground-truth.csv", "--metrics", metrics), words)
