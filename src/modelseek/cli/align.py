@@ -470,7 +470,9 @@ def run_embed(args) -> int:
         if args.output_dir:
             buf = io.BytesIO()
             np.save(buf, F, allow_pickle=False)
-            fname = f"{i:03d}_{''.join(c if c.isalnum() or c in '-_.' else '_' for c in name)}.npy"
+            fname = "".join(c if c.isalnum() or c in "-_." else "_" for c in name) + ".npy"
+            if any(f["file"] == fname for f in files):
+                fname = f"{i:03d}_{fname}"
             atomic_write_bytes(Path(args.output_dir) / fname, buf.getvalue())
             files.append({"model_name": name, "file": fname, "layer": registry.get(name).layer, "shape": list(F.shape)})
     if args.output_dir:  # the manifest last: a folder with a manifest is complete
