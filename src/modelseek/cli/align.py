@@ -334,7 +334,7 @@ def _subset(names: list[str], chosen, what: str, path=None) -> list[int]:
 def run_optimize(args) -> int:
     import numpy as np
 
-    from ..align.formats import Submission, Team, load_submission
+    from ..align.formats import Submission, SubmissionForm, Team, load_submission
     from ..align.solvers import blue_objective, optimize_blue, optimize_red, plot_trajectory, red_objective
     from ..io import atomic_write_text
 
@@ -372,8 +372,11 @@ def run_optimize(args) -> int:
         if compare is not None:
             res.baselines["compare"] = blue_objective(C, _subset(names, compare.models, "models searched",
                                                                  args.compare))
+        # the layers stored with a matrix are those it was computed with (`align matrix` writes the registry's):
+        # the live form names them; the draft form, which always means the registry's layer, leaves them out
+        live = args.format is SubmissionForm.LIVE
         sub = Submission(Team.BLUE, models=tuple(res.selection),
-                         layers=tuple(layers[n] for n in res.selection) if layers else ())
+                         layers=tuple(layers[n] for n in res.selection) if layers and live else ())
     else:
         if args.embeddings:
             names, feats, stimuli, version = load_embeddings(args.embeddings, args.models)
