@@ -31,7 +31,7 @@ def test_live_and_draft_forms_are_read_and_named(cli, align_setup, tmp_path):
                                                 {"model_name": "vit0", "layer_name": "blocks.0"}]}))
     r = cli("align", "validate", live_blue)
     assert r.code == 0, r.err
-    assert "valid blue submission (2 models), live form, 2 layer_name override(s)" in r.out
+    assert "valid blue submission (2 models), live form, layer_name for 2 (2 differ from the registry's)" in r.out
     assert "layers and output_dim not checked" in r.out and "--deep" in r.out
     for key in ("images", "differentiating_images"):
         red = tmp_path / f"{key}.json"

@@ -197,8 +197,10 @@ def run_validate(args) -> int:
                                   max_stimuli=args.max_stimuli, check_files=not args.no_check_files)
         what = "models" if sub.team is Team.BLUE else "stimuli"
         n = len(sub.models) if sub.team is Team.BLUE else len(sub.stimuli)
-        overrides = sum(1 for x in sub.layers if x is not None)
-        out.update({"team": sub.team.value, what: n, "form": sub.form.value, "layer_overrides": overrides})
+        named = [(m, x) for m, x in zip(sub.models, sub.layers) if x is not None]
+        overrides = sum(1 for m, x in named if m in registry and registry.get(m).layer != x)
+        out.update({"team": sub.team.value, what: n, "form": sub.form.value, "layer_names": len(named),
+                    "layer_overrides": overrides})
     entries = sub.entries(registry) if sub is not None and sub.team is Team.BLUE else list(registry)
     checks = []
     if args.deep:
@@ -215,7 +217,8 @@ def run_validate(args) -> int:
         print_json(out)
     else:
         if sub is not None:
-            extra = f", {out['layer_overrides']} layer_name override(s)" if out["layer_overrides"] else ""
+            extra = (f", layer_name for {out['layer_names']} ({out['layer_overrides']} differ from the registry's)"
+                     if out.get("layer_names") else "")
             print(f"{args.submission}: valid {sub.team.value} submission ({out.get('models', out.get('stimuli'))} "
                   f"{'models' if sub.team is Team.BLUE else 'stimuli'}), {sub.form.value} form{extra}")
         else:
@@ -413,7 +416,7 @@ def run_optimize(args) -> int:
         print(f"  {k:<14} {v:.6f}")
     if "upper_bound" in res.meta:
         proof = " (reached: the subset is optimal)" if res.meta.get("proved_optimal") else ""
-        how = "exhaustive search" if res.meta.get("exact") else f"upper bound {res.meta['upper_bound']:.6f}{proof}"
+        how = "exhaustive search: the subset is optimal" if res.meta.get("exact") else f"upper bound {res.meta['upper_bound']:.6f}{proof}"
         print(f"  {how}")
     if args.output:
         print(f"wrote {args.output} ({args.format.value} form)")
