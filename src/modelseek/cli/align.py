@@ -18,7 +18,7 @@ def _common(p: argparse.ArgumentParser, data: bool = True) -> None:
     if data:
         p.add_argument("--cache-dir", help="embedding cache (default: $MODELSEEK_CACHE/align or "
                                            "~/.cache/modelseek/align)")
-        p.add_argument("--batch-size", type=int, default=32)
+        p.add_argument("--batch-size", type=_int_at_least(1), default=32)
         p.add_argument("--unbiased", action="store_true", help="unbiased HSIC (Song et al. 2012) in CKA")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
