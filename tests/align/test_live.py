@@ -49,7 +49,7 @@ def test_live_and_draft_forms_are_read_and_named(cli, align_setup, tmp_path):
 
 @pytest.mark.parametrize("doc, match", [
     ({"models": ["cnn0", {"model_name": "cnn1"}]}, "names and objects are not mixed"),
-    ({"models": [{"model_name": "cnn0", "layer": "x"}]}, r"models\[0\].*unknown field"),
+    ({"models": [{"model_name": "cnn0", "layer": "x"}]}, r"models\[0\].layer.*unknown key 'layer' \(did you mean 'layer_name'\?\)"),
     ({"models": [{"layer_name": "x"}]}, r"models\[0\].model_name"),
     ({"models": [{"model_name": "cnn0", "layer_name": ""}]}, r"models\[0\].layer_name"),
     ({"images": _stim(IMG[:2]), "differentiating_images": _stim(IMG[2:4])}, "give one of"),
@@ -253,9 +253,10 @@ def test_non_utf8_catalog_is_located(cli, align_setup, tmp_path):
 
 
 def test_matrix_threshold_nan_is_an_error(cli, align_setup):
-    for bad in ("nan", "inf", "1.5", "-0.1"):
+    for bad, message in (("nan", "must be a finite number, got 'nan'"), ("inf", "must be a finite number"),
+                         ("1.5", "1.5"), ("-0.1", "-0.1")):
         r = cli("align", "matrix", "--threshold", bad)
-        assert r.code == 2 and "must be a number in [0, 1]" in r.err
+        assert r.code == 2 and "argument --threshold" in r.err and message in r.err, r.err
 
 
 def test_sources_are_a_registry_and_one_loaded_model_class():

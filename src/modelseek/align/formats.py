@@ -55,9 +55,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from ..config import Config, Source as ConfigSource
 from ..enums import Choice
 from ..errors import InputError, ValidationError
-from ..io import read_json
+from ..io import iter_jsonl, read_json
 
 REGISTRY_ENV = "MODELSEEK_MODEL_REGISTRY"
 CATALOG_ENV = "MODELSEEK_STIMULI_CATALOG"
@@ -387,7 +388,7 @@ class StimulusCatalog:
         path = Path(_from_env(path, CATALOG_ENV, "stimuli catalog"))
         if not path.exists():
             raise InputError("no such file", path=path)
-        stimuli = [parse_stimulus(d, path=path, line=ln, allow_text=True) for ln, d in _iter_jsonl(path)]
+        stimuli = [parse_stimulus(d, path=path, line=ln, allow_text=True) for ln, d in iter_jsonl(path, "stimuli catalog")]
         return cls(stimuli, path=str(path), roots=roots)
 
     def save(self, path: str | os.PathLike) -> None:
@@ -443,25 +444,6 @@ def parse_stimulus(d, *, path=None, line=None, allow_text=True) -> Stimulus:
     if text is not None and not isinstance(text, str):
         raise InputError("must be a string", path=path, line=line, field="text")
     return Stimulus(d["dataset_name"], d["image_identifier"], text)
-
-
-def _iter_jsonl(path: Path):
-    """``(line number, record)`` per non-blank line; a line that is not UTF-8 or not JSON is an InputError
-    naming the file and line (lines are decoded one by one so that the bad one is found)."""
-    if path.is_dir():
-        raise InputError("is a directory, not a JSON-lines file", path=path)
-    with open(path, "rb") as fh:
-        for ln, raw in enumerate(fh, 1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise InputError(f"not UTF-8 text (byte {exc.start + 1} of the line)", path=path, line=ln) from None
-            if not text.strip():
-                continue
-            try:
-                yield ln, json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})", path=path, line=ln) from None
 
 
 def _from_env(path, env: str, what: str):
@@ -532,9 +514,22 @@ class Submission:
         atomic_write_text(path, json.dumps(self.to_dict(form, registry), indent=2) + "\n")
 
 
+@dataclass(frozen=True)
+class ModelChoice(Config):
+    """One model of a live Blue submission: ``{"model_name": ..., "layer_name": ...}`` (layer optional)."""
+
+    model_name: str
+    layer_name: str | None = None
+
+    def _check(self) -> None:
+        if not self.model_name:
+            raise InputError("must be a non-empty string", field="model_name")
+        if self.layer_name is not None and not self.layer_name:
+            raise InputError("must be a non-empty string", field="layer_name")
+
+
 _STIMULI_KEYS = ("stimuli", "differentiating_images", "images")  # draft, then the two live spellings
 _SUBMISSION_KEYS = ("team", "models") + _STIMULI_KEYS
-_MODEL_KEYS = ("model_name", "layer_name")
 
 
 def load_submission(path: str | os.PathLike) -> Submission:
@@ -569,21 +564,12 @@ def load_submission(path: str | os.PathLike) -> Submission:
                               SubmissionForm.LIVE)
         names, layers = [], []
         for i, m in enumerate(models):
-            fld = f"models[{i}]"
             if not isinstance(m, Mapping):
                 raise InputError("must be a {model_name, layer_name} object (names and objects are not mixed)",
-                                 path=path, field=fld)
-            unknown = sorted(set(m) - set(_MODEL_KEYS))
-            if unknown:
-                raise InputError(f"unknown field(s) {unknown}; valid: {', '.join(_MODEL_KEYS)}", path=path,
-                                 field=fld)
-            if not isinstance(m.get("model_name"), str) or not m["model_name"]:
-                raise InputError("must be a non-empty string", path=path, field=f"{fld}.model_name")
-            layer = m.get("layer_name")
-            if layer is not None and (not isinstance(layer, str) or not layer):
-                raise InputError("must be a non-empty string", path=path, field=f"{fld}.layer_name")
-            names.append(m["model_name"])
-            layers.append(layer)
+                                 path=path, field=f"models[{i}]")
+            choice = ModelChoice.from_mapping(m, source=ConfigSource(str(path), prefix=f"models[{i}]"))
+            names.append(choice.model_name)
+            layers.append(choice.layer_name)
         return Submission(team, models=tuple(names), layers=tuple(layers), form=SubmissionForm.LIVE)
     key = skeys[0] if skeys else "stimuli"
     stimuli = d.get(key)

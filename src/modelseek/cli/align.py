@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from ..errors import InputError
-from ._common import print_json
+from ._common import POSITIVE_INT, SEED, UNIT_INTERVAL, choice, int_at_least, metavar, print_json
 
 
 def _common(p: argparse.ArgumentParser, data: bool = True) -> None:
@@ -18,46 +18,9 @@ def _common(p: argparse.ArgumentParser, data: bool = True) -> None:
     if data:
         p.add_argument("--cache-dir", help="embedding cache (default: $MODELSEEK_CACHE/align or "
                                            "~/.cache/modelseek/align)")
-        p.add_argument("--batch-size", type=_int_at_least(1), default=32)
+        p.add_argument("--batch-size", type=POSITIVE_INT, default=32)
         p.add_argument("--unbiased", action="store_true", help="unbiased HSIC (Song et al. 2012) in CKA")
     p.add_argument("--json", action="store_true", help="machine-readable output")
-
-
-def _choice(cls):
-    """argparse type: a :class:`~modelseek.enums.Choice` member (its error lists the valid values)."""
-    def parse(text):
-        try:
-            return cls.parse(text)
-        except InputError as exc:
-            raise argparse.ArgumentTypeError(exc.message) from None
-    parse.__name__ = cls.__name__.lower()
-    return parse
-
-
-def _int_at_least(lo: int):
-    def parse(text):
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if v < lo:
-            raise argparse.ArgumentTypeError(f"must be >= {lo}, got {v}")
-        return v
-    parse.__name__ = "int"
-    return parse
-
-
-def _unit_float(text):
-    """argparse type: a finite number in [0, 1] (a CKA value); 'nan' and 'inf' are refused."""
-    import math
-
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not math.isfinite(v) or not 0.0 <= v <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be a number in [0, 1], got {text!r}")
-    return v
 
 
 def register(sub) -> None:
@@ -75,10 +38,10 @@ def register(sub) -> None:
                                  "pretrained ones cannot be fetched, said so) and checks layers and output_dim on a "
                                  "dummy batch; without --deep those are not checked.")
     v.add_argument("submission", nargs="?", help="submission JSON (omit to check the registry only)")
-    v.add_argument("--min-models", type=_int_at_least(1), default=2)
-    v.add_argument("--min-stimuli", type=_int_at_least(1), default=2)
-    v.add_argument("--max-models", type=_int_at_least(1))
-    v.add_argument("--max-stimuli", type=_int_at_least(1))
+    v.add_argument("--min-models", type=int_at_least(1), default=2)
+    v.add_argument("--min-stimuli", type=int_at_least(1), default=2)
+    v.add_argument("--max-models", type=int_at_least(1))
+    v.add_argument("--max-stimuli", type=int_at_least(1))
     v.add_argument("--no-check-files", action="store_true", help="do not check that image files exist")
     v.add_argument("--deep", action="store_true", help="build the models: check layer paths and output_dim")
     _common(v, data=False)
@@ -86,8 +49,8 @@ def register(sub) -> None:
 
     sc = s.add_parser("score", help="score a submission with real forward passes and linear CKA")
     sc.add_argument("submission")
-    sc.add_argument("--min-models", type=_int_at_least(1), default=2)
-    sc.add_argument("--min-stimuli", type=_int_at_least(1), default=2)
+    sc.add_argument("--min-models", type=int_at_least(1), default=2)
+    sc.add_argument("--min-stimuli", type=int_at_least(1), default=2)
     _common(sc)
     sc.set_defaults(func=run_score)
 
@@ -97,19 +60,19 @@ def register(sub) -> None:
                                  "matrix'). Red: from the registry's embeddings, or from those stored by 'align "
                                  "embed -o DIR' (--embeddings DIR). Reports the objective of the chosen subset, of "
                                  "random subsets, of --compare's submission, and an upper bound (Blue).")
-    o.add_argument("--team", required=True, type=_choice(Team), help="blue | red")
-    o.add_argument("--size", type=_int_at_least(2), required=True,
+    o.add_argument("--team", required=True, type=choice(Team), metavar=metavar(Team))
+    o.add_argument("--size", type=int_at_least(2), required=True,
                    help="number of stimuli (red) or models (blue) to choose")
     o.add_argument("--models", nargs="+", help="restrict to these models")
     o.add_argument("--cka-matrix", help="Blue from a precomputed CKA matrix (.npz or .csv); no model is run")
     o.add_argument("--embeddings", help="Red from the embeddings stored by 'align embed -o DIR'; no model is run")
     o.add_argument("--compare", help="also report the objective of this submission (live or draft form)")
-    o.add_argument("--steps", type=_int_at_least(0), default=None,
+    o.add_argument("--steps", type=int_at_least(0), default=None,
                    help="annealing steps (default: red 5000, blue 20000)")
-    o.add_argument("--pool", type=_int_at_least(2), help="candidate pool after screening (red; default max(4m, 1024))")
-    o.add_argument("--restarts", type=_int_at_least(0), default=20, help="local-search restarts (blue)")
-    o.add_argument("--seed", type=_int_at_least(0), default=0)
-    o.add_argument("--format", type=_choice(SubmissionForm), default=SubmissionForm.LIVE,
+    o.add_argument("--pool", type=int_at_least(2), help="candidate pool after screening (red; default max(4m, 1024))")
+    o.add_argument("--restarts", type=int_at_least(0), default=20, help="local-search restarts (blue)")
+    o.add_argument("--seed", type=SEED, default=0)
+    o.add_argument("--format", type=choice(SubmissionForm), default=SubmissionForm.LIVE, metavar=metavar(SubmissionForm),
                    help="submission form written by -o: live (default) or draft")
     o.add_argument("-o", "--output", help="write the submission JSON here")
     o.add_argument("--trajectory", help="write the score trajectory (JSON) here")
@@ -128,7 +91,7 @@ def register(sub) -> None:
 
     m = s.add_parser("matrix", help="CKA matrix of registry models on the catalog; list near-duplicates")
     m.add_argument("--models", nargs="+", help="these registry models (default: all)")
-    m.add_argument("--threshold", type=_unit_float, default=0.95,
+    m.add_argument("--threshold", type=UNIT_INTERVAL, default=0.95,
                    help="report pairs with CKA >= this (a number in [0, 1]) as near-duplicates")
     m.add_argument("-o", "--output", help="write the matrix here: .npz (names, matrix, layers; what 'align optimize "
                                           "--cka-matrix' reads) or CSV")
@@ -138,7 +101,8 @@ def register(sub) -> None:
 
     c = s.add_parser("convert", help="rewrite a submission in the live or the draft form")
     c.add_argument("submission")
-    c.add_argument("--to", type=_choice(SubmissionForm), default=SubmissionForm.LIVE, help="live (default) | draft")
+    c.add_argument("--to", type=choice(SubmissionForm), default=SubmissionForm.LIVE, metavar=metavar(SubmissionForm),
+                   help="live (default) | draft")
     c.add_argument("-o", "--output", help="write here (default: print)")
     c.add_argument("--registry", help="model registry JSON, for the layer_name of each model (live) "
                                       "(default: $MODELSEEK_MODEL_REGISTRY if set)")
@@ -287,11 +251,9 @@ def load_cka_matrix(path) -> tuple[list[str], "object", list | None]:
         except (ValueError, OSError, TypeError) as exc:  # not an npz, pickled object arrays, a bad zip
             raise InputError(f"cannot read the .npz CKA matrix: {exc}", path=path) from None
     else:
-        try:
-            text = path.read_bytes().decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"not UTF-8 text (byte {exc.start + 1})", path=path) from None
-        lines = [ln for ln in text.splitlines() if ln.strip()]
+        from ..io import read_text
+
+        lines = [ln for ln in read_text(path, "CKA matrix file").splitlines() if ln.strip()]
         if not lines:
             raise InputError("empty CKA matrix file", path=path)
         head = lines[0].split(",")
