@@ -25,7 +25,7 @@ def test_entry_roundtrip_and_defaults():
 @pytest.mark.parametrize("bad, match", [
     ({"model_name": "a", "source": "keras"}, "source.*valid values: torchvision, timm, open_clip"),
     ({"model_name": "a", "source": "timm", "embedding": "max"}, "embedding.*valid values: pool, cls, flatten, mean"),
-    ({"model_name": "a", "source": "timm", "colour": 1}, "unknown field"),
+    ({"model_name": "a", "source": "timm", "colour": 1}, "unknown key 'colour'"),
     ({"model_name": "", "source": "timm"}, "model_name"),
     ({"model_name": "a", "source": "timm", "output_dim": 0}, "output_dim"),
     ({"model_name": "a", "source": "timm", "input_size": [0, 3]}, "input_size"),

@@ -365,3 +365,14 @@ def test_solver_options_are_checked(cli, tmp_path):
     np.savez(m, names=np.array([f"n{i}" for i in range(len(C))]), matrix=C)
     r = cli("align", "optimize", "--team", "red", "--size", "3", "--cka-matrix", m)
     assert r.code == 1 and "--cka-matrix is for --team blue" in r.err
+
+
+def test_wrong_input_size_for_a_fixed_size_model_is_one_line(cli, align_setup, tmp_path):
+    """A ViT with a fixed position embedding given another input size: one line from deep validate and score."""
+    reg = _write(tmp_path / "r.json", [dict(custom_entry("vit", layer="blocks.-1", embedding="cls", arch="tiny_vit"),
+                                            input_size=48), custom_entry("cnn0")])
+    r = cli("align", "validate", "--registry", reg, "--deep")
+    assert r.code == 1 and "forward pass failed" in r.err and _one_error(r.err)
+    sub = _write(tmp_path / "s.json", {"models": [{"model_name": "vit"}, {"model_name": "cnn0"}]})
+    r = cli("align", "score", sub, "--registry", reg, "--cache-dir", tmp_path / "c")
+    assert r.code == 1 and "forward pass failed (input size (48, 48))" in r.err and _one_error(r.err)

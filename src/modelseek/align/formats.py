@@ -48,14 +48,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from ..config import Config, Source as ConfigSource
+from numbers import Integral, Real
+
+from ..config import Config, Constraint, Interval, Options, Source as ConfigSource
 from ..enums import Choice
 from ..errors import InputError, ValidationError
 from ..io import iter_jsonl, read_json
@@ -116,14 +117,26 @@ IMAGENET_STD = (0.229, 0.224, 0.225)
 # input size of the timm / torchvision / open_clip image models (the largest are 896-1024).
 MAX_INPUT_SIDE = 2048
 MAX_RESIZE_SIDE = 2 * MAX_INPUT_SIDE
-_ENTRY_FIELDS = {"model_name", "source", "weights", "layer", "layer_name", "embedding", "input_size", "preprocess",
-                 "output_dim", "model_parameters", "forward_args", "modality", "notes"}
-_PREPROCESS_FIELDS = {"mean", "std", "resize", "crop", "crop_pct", "interpolation"}
 _INTERPOLATIONS = ("bicubic", "bilinear", "nearest")
 
 
+class _Size(Constraint):
+    """An image size (h, w) of positive sides, each at most ``limit`` pixels."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+
+    def is_satisfied_by(self, value) -> bool:
+        return (isinstance(value, tuple) and len(value) == 2 and all(isinstance(x, int) for x in value)
+                and all(0 < x <= self.limit for x in value))
+
+    def __str__(self) -> str:
+        return f"a size [H, W] of 1 to {self.limit} pixels a side (larger than the limit {self.limit}x{self.limit} " \
+               f"pixels is refused before any model is built)"
+
+
 @dataclass(frozen=True)
-class Preprocess:
+class Preprocess(Config):
     """Image preprocessing; a field left ``None`` takes the model's own default (timm's pretrained config for
     timm models, else ImageNet's mean/std, bicubic, resize = crop / 0.875)."""
 
@@ -134,10 +147,24 @@ class Preprocess:
     interpolation: str | None = None
     crop_pct: float | None = None                 # default 0.875 (timm: the model's own)
 
+    _constraints = {"interpolation": [Options(*_INTERPOLATIONS)],
+                    "crop_pct": [Interval(Real, 0.1, 1.0, closed="both")],
+                    "resize": [Interval(Integral, 1, MAX_RESIZE_SIDE, closed="both"), _Size(MAX_RESIZE_SIDE)],
+                    "crop": [_Size(MAX_INPUT_SIDE)]}
+
+    def _check(self) -> None:
+        if self.std is not None and any(s <= 0 for s in self.std):
+            raise InputError("must be positive", field="std")
+        for k in ("mean", "std"):
+            if getattr(self, k) is not None and not getattr(self, k):
+                raise InputError("must be a non-empty list of numbers", field=k)
+
 
 @dataclass(frozen=True)
-class ModelEntry:
-    """One validated registry entry (immutable; ``to_dict`` gives the JSON form).
+class ModelEntry(Config):
+    """One validated registry entry (immutable; ``to_dict`` gives the JSON form), built by the config layer
+    (:meth:`from_dict` = :meth:`~modelseek.config.Config.from_mapping` after two spellings the challenge uses
+    are normalised: ``layer_name`` for ``layer``, ``[C, H, W]`` or one int for a size).
 
     ``input_size`` ``None`` means the model's own crop size (timm's pretrained config, else 224), filled in by
     :func:`modelseek.align.models.resolve_entry` when the model is used."""
@@ -155,93 +182,53 @@ class ModelEntry:
     modality: Modality = Modality.IMAGE
     notes: str = ""
 
+    _constraints = {"input_size": [_Size(MAX_INPUT_SIDE)], "output_dim": [Interval(Integral, 1, None, closed="left")]}
+
+    def _check(self) -> None:
+        if not self.model_name.strip():
+            raise InputError("must be a non-empty string", field="model_name")
+        if not self.layer:
+            raise InputError(f"model {self.model_name!r}: must be a non-empty string", field="layer")
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], *, path=None, line=None) -> "ModelEntry":
         if isinstance(d, ModelEntry):
             return d
+        src = ConfigSource(None if path is None else str(path), {"": line} if line is not None else {})
         if not isinstance(d, Mapping):
-            raise InputError("a registry entry must be a JSON object", path=path, line=line)
-        unknown = sorted(set(d) - _ENTRY_FIELDS)
-        if unknown:
-            from ..registry import closest
-
-            hints = [f"{k!r} (did you mean {closest(k, _ENTRY_FIELDS)!r}?)" if closest(k, _ENTRY_FIELDS) else repr(k)
-                     for k in unknown]
-            raise InputError(f"unknown field(s) {', '.join(hints)}; valid: {', '.join(sorted(_ENTRY_FIELDS))}",
-                             path=path, line=line)
-        name = d.get("model_name")
-        if not isinstance(name, str) or not name.strip():
-            raise InputError("must be a non-empty string", path=path, line=line, field="model_name")
-        where = dict(path=path, line=line)
-        if "source" not in d:
-            raise InputError(f"model {name!r}: missing", field="source", **where)
-        source = _enum(Source, d["source"], path=path, line=line, fld="source")
-        embedding = _enum(Strategy, d.get("embedding", "pool"), path=path, line=line, fld="embedding")
-        modality = _enum(Modality, d.get("modality", "image"), path=path, line=line, fld="modality")
-        if "layer" in d and "layer_name" in d and d["layer"] != d["layer_name"]:
-            raise InputError(f"model {name!r}: 'layer' and 'layer_name' differ; give one", field="layer", **where)
-        layer = d.get("layer", d.get("layer_name", "output"))
-        if not isinstance(layer, str) or not layer:
-            raise InputError(f"model {name!r}: must be a non-empty string", field="layer", **where)
-        weights = d.get("weights")
-        if weights is not None and not isinstance(weights, str):
-            raise InputError(f"model {name!r}: must be a string or null", field="weights", **where)
-        input_size = d.get("input_size")
-        input_size = None if input_size is None else _size(input_size, name, "input_size", where, MAX_INPUT_SIDE)
-        pp = d.get("preprocess") or {}
-        if not isinstance(pp, Mapping):
-            raise InputError(f"model {name!r}: must be an object", field="preprocess", **where)
-        bad = sorted(set(pp) - _PREPROCESS_FIELDS)
-        if bad:
-            raise InputError(f"model {name!r}: unknown key(s) {bad}; valid: {sorted(_PREPROCESS_FIELDS)}",
-                             field="preprocess", **where)
-        mean = None if pp.get("mean") is None else _floats(pp["mean"], name, "preprocess.mean", where)
-        std = None if pp.get("std") is None else _floats(pp["std"], name, "preprocess.std", where)
-        if std is not None and any(s <= 0 for s in std):
-            raise InputError(f"model {name!r}: must be positive", field="preprocess.std", **where)
-        resize = pp.get("resize")
-        if resize is not None:
-            if isinstance(resize, int) and not isinstance(resize, bool):
-                if not 0 < resize <= MAX_RESIZE_SIDE:
-                    raise InputError(f"model {name!r}: must be between 1 and {MAX_RESIZE_SIDE}, got {resize}",
-                                     field="preprocess.resize", **where)
-            else:
-                resize = _size(resize, name, "preprocess.resize", where, MAX_RESIZE_SIDE)
-        crop = pp.get("crop")
-        crop = None if crop is None else _size(crop, name, "preprocess.crop", where, MAX_INPUT_SIDE)
-        crop_pct = pp.get("crop_pct")
-        if crop_pct is not None and (not isinstance(crop_pct, (int, float)) or isinstance(crop_pct, bool)
-                                     or not 0.1 <= crop_pct <= 1.0):
-            raise InputError(f"model {name!r}: must be a number in [0.1, 1], got {crop_pct!r}",
-                             field="preprocess.crop_pct", **where)
-        interp = pp.get("interpolation")
-        if interp is not None and interp not in _INTERPOLATIONS:
-            raise InputError(f"model {name!r}: {interp!r} is not one of {', '.join(_INTERPOLATIONS)}",
-                             field="preprocess.interpolation", **where)
-        output_dim = d.get("output_dim")
-        if output_dim is not None and (not isinstance(output_dim, int) or isinstance(output_dim, bool)
-                                       or output_dim <= 0):
-            raise InputError(f"model {name!r}: must be a positive integer", field="output_dim", **where)
-        for key in ("model_parameters", "forward_args"):
-            if d.get(key) is not None and not isinstance(d[key], Mapping):
-                raise InputError(f"model {name!r}: must be an object", field=key, **where)
-        return cls(model_name=name, source=source, layer=layer, embedding=embedding, weights=weights,
-                   input_size=input_size,
-                   preprocess=Preprocess(mean, std, resize, crop, interp,
-                                         None if crop_pct is None else float(crop_pct)),
-                   output_dim=output_dim, model_parameters=dict(d.get("model_parameters") or {}),
-                   forward_args=dict(d.get("forward_args") or {}), modality=modality, notes=str(d.get("notes", "")))
+            raise src.error("a registry entry must be a JSON object")
+        d = dict(d)
+        if "layer_name" in d:  # the live registry's spelling
+            if "layer" in d and d["layer"] != d["layer_name"]:
+                raise src.error(f"model {d.get('model_name')!r}: 'layer' and 'layer_name' differ; give one", "layer")
+            d["layer"] = d.pop("layer_name")
+        if "input_size" in d:
+            try:
+                d["input_size"] = _hw(d["input_size"])
+            except InputError as exc:
+                raise src.relocate(exc) from None
+        pp = d.get("preprocess")
+        if isinstance(pp, Mapping):
+            pp = dict(pp)
+            for k in ("crop", "resize"):
+                if k in pp and not isinstance(pp[k], int):
+                    try:
+                        pp[k] = _hw(pp[k], f"preprocess.{k}")
+                    except InputError as exc:
+                        raise src.relocate(exc) from None
+            if "crop" in pp and isinstance(pp["crop"], int) and not isinstance(pp["crop"], bool):
+                pp["crop"] = [pp["crop"], pp["crop"]]
+            d["preprocess"] = pp
+        elif pp is None and "preprocess" in d:
+            d.pop("preprocess")
+        for k in ("model_parameters", "forward_args"):
+            if k in d and d[k] is None:
+                d.pop(k)
+        return cls.from_mapping(d, source=src)
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["source"], d["embedding"], d["modality"] = self.source.value, self.embedding.value, self.modality.value
-        d["input_size"] = None if self.input_size is None else list(self.input_size)
-        pp = d["preprocess"]
-        for k in ("mean", "std", "crop", "resize"):
-            if isinstance(pp[k], tuple):
-                pp[k] = list(pp[k])
-        d["preprocess"] = {k: v for k, v in pp.items() if v is not None}
-        d["model_parameters"], d["forward_args"] = dict(self.model_parameters), dict(self.forward_args)
+        d = self.to_mapping()
+        d["preprocess"] = {k: v for k, v in d["preprocess"].items() if v is not None}
         return d
 
     def fingerprint(self) -> str:
@@ -257,26 +244,15 @@ class ModelEntry:
         return self if layer is None or layer == self.layer else replace(self, layer=layer)
 
 
-def _size(v, name, fld, where, limit: int) -> tuple[int, int]:
-    if isinstance(v, int) and not isinstance(v, bool) and v > 0:
-        v = [v, v]
-    if isinstance(v, (list, tuple)) and len(v) in (2, 3) and all(
-            isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in v):
-        if len(v) == 3 and v[0] not in (1, 3):
-            raise InputError(f"model {name!r}: [C, H, W] needs C = 3 (or 1), got {list(v)}", field=fld, **where)
-        h, w = int(v[-2]), int(v[-1])
-        if max(h, w) > limit:
-            raise InputError(f"model {name!r}: {h}x{w} is larger than the limit {limit}x{limit} pixels",
-                             field=fld, **where)
-        return (h, w)
-    raise InputError(f"model {name!r}: must be a positive int, [H, W] or [C, H, W], got {v!r}", field=fld, **where)
-
-
-def _floats(v, name, fld, where) -> tuple[float, ...]:
-    if isinstance(v, (list, tuple)) and v and all(isinstance(x, (int, float)) and not isinstance(x, bool)
-                                                  and math.isfinite(x) for x in v):
-        return tuple(float(x) for x in v)
-    raise InputError(f"model {name!r}: must be a non-empty list of finite numbers, got {v!r}", field=fld, **where)
+def _hw(v, fld: str = "input_size"):
+    """One int -> [v, v]; [C, H, W] -> [H, W] (C must be 3 or 1); anything else is left to the config layer."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        return [v, v]
+    if isinstance(v, (list, tuple)) and len(v) == 3:
+        if v[0] not in (1, 3):
+            raise InputError(f"[C, H, W] needs C = 3 (or 1), got {list(v)}", field=fld)
+        return list(v[1:])
+    return v
 
 
 def _line_of(text: str, index: int) -> int | None:

@@ -353,7 +353,12 @@ def _embed_batches(loaded: LoadedModel, batches: Iterable, run_batch, n_total: i
     entry = loaded.entry
     with torch.no_grad():
         for batch in progress_bar(batches, desc=f"embed {entry.model_name}", disable=not progress):
-            tensor, mask = run_batch(batch)
+            try:
+                tensor, mask = run_batch(batch)
+            except RuntimeError as exc:  # a shape error inside the model, e.g. a fixed-size ViT at another size
+                first = (str(exc).strip().splitlines() or [""])[0]
+                raise InputError(f"model {entry.model_name!r}: forward pass failed (input size {entry.input_size}): "
+                                 f"{first}", field="input_size") from None
             t = _first_tensor(tensor)
             if t is None:
                 raise InputError(f"model {entry.model_name!r}: layer {entry.layer!r} produced no tensor",
