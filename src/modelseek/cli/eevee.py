@@ -39,6 +39,8 @@ def register(sub) -> None:
 
 
 def _common(c) -> None:
+    from ..eevee.models import META_MODELS
+
     src = c.add_mutually_exclusive_group(required=True)
     src.add_argument("--table", help="models x metrics CSV: GATE layout (row 1 benchmark, row 2 metric) or tidy "
                                      "(model,benchmark,metric,value)")
@@ -50,9 +52,9 @@ def _common(c) -> None:
                                              "better when lower (default: loss, dice-loss, mae, ...)")
     c.add_argument("--leaky", action="store_true",
                    help="the reference's normalisation: z-scores on all models, missing = 5 (leaks test models)")
-    c.add_argument("--meta-model", choices=("mlp", "ridge"), default="mlp",
-                   help="mlp: the protocol's MLP (default); ridge: closed-form ridge regression, alpha chosen per "
-                        "fit by leave-one-out over the training models (seconds per search)")
+    c.add_argument("--meta-model", choices=META_MODELS.names(), default="mlp",
+                   help="; ".join(f"{m.name}: {m.description}{' (default)' if m.name == 'mlp' else ''}"
+                                  for m in map(META_MODELS.get, META_MODELS.names())))
     c.add_argument("--ridge-alpha", default="auto",
                    help="ridge penalty in z-units: a number, comma-separated candidates chosen by leave-one-out, "
                         "or auto (13 values from 0.01 to 10,000; default)")
@@ -124,7 +126,7 @@ def _run(args, table, ev, cfg) -> int:
             return 0
         print(f"{table!r}; k={args.k}; {res.n_evaluated} subsets scored ({res.n_trained} trained) in "
               f"{res.wall_s:.1f} s{' [leaky normalisation]' if args.leaky else ''}"
-              f"{' [ridge meta-model]' if args.meta_model == 'ridge' else ''}")
+              f"{f' [{args.meta_model} meta-model]' if args.meta_model != 'mlp' else ''}")
         _print_scores(res.top[: args.top])
         return 0
     if cmd == "sweep":

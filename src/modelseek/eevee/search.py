@@ -24,7 +24,9 @@ import numpy as np
 
 from ..errors import InputError
 from ..progress import progress_bar
-from .meta import BatchedEvaluator, MetaConfig, Score, Subset, _Evaluator, normalise_subset
+from .config import MetaConfig
+from .evaluators import BatchedEvaluator, Evaluator
+from .score import Score, Subset, normalise_subset
 from .table import Table
 
 log = logging.getLogger(__name__)
@@ -68,7 +70,7 @@ def _rank(scores: Iterable[Score]) -> list[Score]:
     return sorted(scores, key=lambda s: (s.mean, s.subset))
 
 
-def search(table_or_evaluator: Table | _Evaluator, k: int, config: SearchConfig | None = None, *,
+def search(table_or_evaluator: Table | Evaluator, k: int, config: SearchConfig | None = None, *,
            meta: MetaConfig | None = None, budget: float | None = None, progress: bool = False,
            top: int | None = None) -> SearchResult:
     """Find the k benchmarks whose metrics best predict every metric of unseen models.
@@ -79,7 +81,7 @@ def search(table_or_evaluator: Table | _Evaluator, k: int, config: SearchConfig 
     ``config.keep``) subsets, best first.
     """
     cfg = config or SearchConfig()
-    ev = table_or_evaluator if isinstance(table_or_evaluator, _Evaluator) else \
+    ev = table_or_evaluator if isinstance(table_or_evaluator, Evaluator) else \
         BatchedEvaluator(table_or_evaluator, meta)
     table = ev.table
     names = table.benchmark_names
@@ -183,7 +185,7 @@ def _fingerprint(table: Table, meta: MetaConfig, cfg: SearchConfig, budget: floa
 
 def sweep(table: Table, ks: Sequence[int], config: SearchConfig | None = None, *, meta: MetaConfig | None = None,
           out_dir: str | Path | None = None, budget: float | None = None, progress: bool = False,
-          evaluator: _Evaluator | None = None) -> dict[int, SearchResult]:
+          evaluator: Evaluator | None = None) -> dict[int, SearchResult]:
     """Run :func:`search` for every k, sharing one evaluator (and its score cache). With ``out_dir``, each
     finished k is written to ``k<k>.json`` (atomically) and a rerun with the same table and settings resumes
     from the files; files of other settings are recomputed."""
@@ -211,12 +213,12 @@ def sweep(table: Table, ks: Sequence[int], config: SearchConfig | None = None, *
 
 
 # ------------------------------------------------------------------------------------------------ importance
-def importance(table_or_evaluator: Table | _Evaluator, subset: Iterable[str], *, meta: MetaConfig | None = None
+def importance(table_or_evaluator: Table | Evaluator, subset: Iterable[str], *, meta: MetaConfig | None = None
                ) -> list[tuple[str, float]]:
     """Leave-one-out importance: for each benchmark b of ``subset``, score(subset - b) - score(subset) (how
     much the loss rises without b), largest first. A one-benchmark subset is compared with no input at all
     (the meta-model then learns the training means)."""
-    ev = table_or_evaluator if isinstance(table_or_evaluator, _Evaluator) else \
+    ev = table_or_evaluator if isinstance(table_or_evaluator, Evaluator) else \
         BatchedEvaluator(table_or_evaluator, meta)
     sub = normalise_subset(subset)
     if not sub:
@@ -242,7 +244,7 @@ class Tier:
 
 def tiers(table: Table, budgets: Sequence[float], config: SearchConfig | None = None, *,
           meta: MetaConfig | None = None, ks: Sequence[int] | None = None, progress: bool = False,
-          evaluator: _Evaluator | None = None) -> list[Tier]:
+          evaluator: Evaluator | None = None) -> list[Tier]:
     """For each budget, the best subset (over every k in ``ks``, default all that can fit) whose total cost
     fits it: a budget-constrained search per k, sharing one score cache."""
     ev = evaluator or BatchedEvaluator(table, meta)
