@@ -67,9 +67,10 @@ def rms(dev: np.ndarray, count) -> np.ndarray:
     return np.sqrt(np.nansum(d * d, 0) / count) * s
 
 
-#: The largest z-score admitted. Beyond it a value is so far from the training models' values (a unit or typing
-#: error, or a sentinel such as 1e308) that its squared error would overflow the meta-model's float32 loss.
-Z_MAX = 1e15
+#: The largest z-score admitted: its square (1e36) still fits the meta-model's float32 loss (max ~3.4e38).
+#: Beyond it a value is so far from the training models' values (a unit or typing error, or a sentinel such as
+#: 1e308) that its squared error would overflow to inf and the score to NaN.
+Z_MAX = 1e18
 
 
 class SplitData:
@@ -91,6 +92,11 @@ class SplitData:
         n, m = raw.shape
         cv = ShuffleSplit(n_splits=config.n_splits, test_size=config.test_size, random_state=config.cv_seed)
         self.splits = [(np.sort(tr), np.sort(te)) for tr, te in cv.split(np.zeros((n, 1)))]
+        table_unit = config.loss_scale == "table" and not config.leaky
+        if table_unit:  # each metric's spread over the whole table (the unit of the test loss, see below)
+            cnt = np.maximum((~np.isnan(raw)).sum(0), 1)
+            sd_table = rms(raw - np.nansum(raw, 0) / cnt, cnt)
+            sd_table = np.where(sd_table > 0, sd_table, 1.0 / self.scale)
         zs, obs_all, means, stds, fixed = [], [], [], [], []
         for tr, _ in self.splits:
             if config.leaky:
@@ -119,7 +125,11 @@ class SplitData:
                     lo, hi = np.nanmin(trv, 0), np.nanmax(trv, 0)
                 const = (cnt == 0) | (lo == hi)
                 mu = np.where(const & (cnt > 0), lo, mu)
-                sd = np.where(const, 1.0 / self.scale, sd)  # 1 in the table's unit, as before the scaling
+                # the unit of a test model's deviation from that constant: the metric's spread over the table
+                # when test losses are measured in it (the same loss as any fixed unit converted to it, and no
+                # overflow from a unit astronomically far from the values' own, e.g. 1 for values ~1e-259);
+                # else 1 in the table's unit
+                sd = np.where(const, sd_table if table_unit else 1.0 / self.scale, sd)
                 with np.errstate(over="ignore"):  # beyond Z_MAX anyway: a located error below
                     z = np.where(obs, (raw - mu) / sd, 0.0)  # missing = the training mean (0 in z-space)
             zs.append(z)
@@ -142,11 +152,7 @@ class SplitData:
         # with "table" its test errors are re-expressed in each metric's spread over the whole table, a
         # fixed unit per metric: the losses of all splits are then in one unit (and in the reference's),
         # and a test model far outside the few training models' range is not magnified by their small std.
-        if config.loss_scale == "table" and not config.leaky:
-            cnt = np.maximum((~np.isnan(raw)).sum(0), 1)
-            dev = raw - np.nansum(raw, 0) / cnt
-            sd_table = rms(dev, cnt)
-            sd_table = np.where(sd_table > 0, sd_table, 1.0)
+        if table_unit:
             test_unit = (self.scaled_std / sd_table[None, :]) ** 2    # (splits, M) factor on squared errors
         else:
             test_unit = np.ones_like(self.std)

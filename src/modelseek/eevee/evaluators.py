@@ -64,6 +64,11 @@ class Evaluator:
         if todo:
             with torch_threads(self.threads):
                 out = self._train(todo)
+            bad = [s for s, row in zip(todo, out) if not np.isfinite(row).all()]
+            if bad:  # never a NaN score: data the standardisation admitted but the float32 loss cannot hold
+                raise InputError(f"the meta-model's test loss is not finite for the subset {', '.join(bad[0])}: "
+                                 f"the table's values span too wide a range to score it",
+                                 path=self.table.source or None)
             for s, row in zip(todo, out):
                 self.cache[s] = row
             self.n_trained += len(todo)
