@@ -137,3 +137,34 @@ def test_retry_failed_runs_each_failed_job_once_more(tmp_path):
     again = run_grid(tasks, pool, store, seeds=[0], trainer=Picky(), retry_failed=True)
     assert (again.skipped, again.ran, again.n_failed) == (12, 3, 3)
     assert {r.attempts for r in again.store.records() if r.status == "failed"} == {2}
+
+
+@pytest.mark.slow  # two CLI processes fine-tune tiny BERTs
+def test_two_finetune_commands_on_one_store(cli, tmp_path, tiny_models, fast_recipe, pool_yaml, recipe_yaml):
+    """The command as users run it: two ``modelseek finetune`` processes on one store run the 8 jobs once
+    between them and write the same ground truth."""
+    from modelseek.testing import make_ntcir_layout
+
+    layout = make_ntcir_layout(tmp_path / "layout", n_tasks=2, n_models=2, n_train=48, n_val=12, n_test=16)
+    (layout / "ground-truth.csv").unlink()
+    pool = pool_yaml(tmp_path / "pool.yaml", {k: tiny_models[k] for k in ("1", "2")})
+    recipe = recipe_yaml(tmp_path / "recipe.yaml", fast_recipe.replace(max_epochs=3))
+    store = tmp_path / "jobs.sqlite"
+    procs = [subprocess.Popen([sys.executable, "-m", "modelseek", "finetune", "--pool", str(pool), "--tasks",
+                               str(layout), "--out", str(tmp_path / f"gt{i}.csv"), "--store", str(store),
+                               "--recipe", str(recipe), "--seeds", "0", "1", "--json"], env=_env(),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(2)]
+    try:
+        outs = [p.communicate(timeout=600) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    assert [p.returncode for p in procs] == [0, 0], outs
+    summaries = [json.loads(o) for o, _ in outs]
+    assert sum(s["ran"] for s in summaries) == 8 and all(s["ran"] + s["elsewhere"] == 8 for s in summaries)
+    with JobStore(store) as s:
+        attempts = s.attempts()
+        assert sorted(a["key"] for a in attempts) == sorted(r.key for r in s.records())
+        assert len(attempts) == 8 and {a["status"] for a in attempts} == {"done"}
+    assert (tmp_path / "gt0.csv").read_bytes() == (tmp_path / "gt1.csv").read_bytes()
