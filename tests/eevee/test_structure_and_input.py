@@ -150,9 +150,18 @@ def test_subset_naming_a_benchmark_twice(cli, small_gate):
 
 
 # ------------------------------------------------------------------------------------ directory / encoding
-def test_unreadable_tables(cli, tmp_path):
-    r = cli("eevee", "search", "--table", tmp_path, "-k", "1")
-    assert r.code == 1 and str(tmp_path) in r.err and r.err.count("\n") == 1
+def test_unreadable_tables_and_bad_options(cli, tmp_path, small_gate):
+    r = cli("eevee", "search", "--table", tmp_path, "-k", "1")  # the option type refuses it: a usage error
+    assert r.code == 2 and f"{tmp_path}: is a directory" in r.err
+    for bad in (("-k", "0"), ("--seed", "-1"), ("--population", "0"), ("--generations", "-2"), ("--top", "x"),
+                ("--ridge-alpha", "0"), ("--ridge-alpha", "nan"), ("--workers", "-1")):
+        r = cli("eevee", "search", "--table", small_gate, "-k", "1", *bad)
+        assert r.code == 2 and f"argument {bad[0]}" in r.err, (bad, r.err)
+    r = cli("eevee", "tiers", "--table", small_gate, "--budgets", "3,-1")
+    assert r.code == 2 and "argument --budgets" in r.err
+    r = cli("eevee", "search", "--table", small_gate, "-k", "1", *TINY, "--ridge-alpha", "0.5,2", "--meta-model",
+            "ridge", "--json")
+    assert r.code == 0 and math.isfinite(json.loads(r.out)["top"][0]["score"])
     p = tmp_path / "latin1.csv"
     p.write_bytes("model,a\nm\xe9,1\n".encode("latin-1"))
     r = cli("eevee", "search", "--table", p, "-k", "1")
@@ -225,3 +234,28 @@ def test_fuzz_table_reader_never_tracebacks_or_nans(cli, tmp_path, data, model):
     else:
         top = json.loads(r.out)["top"]
         assert top and all(math.isfinite(t[k]) for t in top for k in ("score", "std", "min", "max")), r.out
+
+
+# ------------------------------------------------------------------------------------ the config layer
+def test_meta_and_search_configs_use_the_config_layer(tmp_path):
+    from modelseek.eevee import read_task_weights
+
+    p = tmp_path / "meta.yaml"
+    p.write_text("hidden: 50\nlr: 0.1\nlos_scale: split\n")
+    with pytest.raises(InputError, match=r"meta.yaml:3: field 'los_scale': unknown key .*did you mean 'loss_scale'"):
+        MetaConfig.from_file(p)
+    p.write_text("hidden: 50\nbetas: [0.9, 1.5]\n")
+    with pytest.raises(InputError, match=r"meta.yaml:2: field 'betas\[1\]'"):
+        MetaConfig.from_file(p)
+    p.write_text("hidden: 50\nloss_scale: split\nridge_alphas: [1, 10]\n")
+    cfg = MetaConfig.from_file(p)
+    assert (cfg.hidden, cfg.loss_scale, cfg.ridge_alphas) == (50, "split", (1.0, 10.0))
+    for bad in ({"test_size": 1.0}, {"seed": -1}, {"lr": 0}, {"loss_scale": "tabel"}, {"epochs": 2.5}):
+        with pytest.raises(InputError, match=next(iter(bad))):
+            MetaConfig(**bad)
+    with pytest.raises(InputError, match="population"):
+        SearchConfig(population=0)
+    w = tmp_path / "task_weights.yaml"
+    w.write_text("A: [0.5]\nB: [heavy]\n")
+    with pytest.raises(InputError, match=r"task_weights.yaml:2: field 'B'"):
+        read_task_weights(w)

@@ -1,16 +1,26 @@
-"""The meta-model protocol's settings (:class:`MetaConfig`)."""
+"""The meta-model protocol's settings (:class:`MetaConfig`), a :class:`modelseek.config.Config`: built from a
+mapping or a YAML/JSON file with located errors, every field coerced and checked against its constraints."""
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from numbers import Integral, Real
+from typing import Literal
 
 import numpy as np
 
+from ..config import Config, Interval
 from ..errors import InputError
+
+_POS_INT = [Interval(Integral, 1, None, closed="left")]
+_NONNEG_INT = [Interval(Integral, 0, None, closed="left")]
+_POS = [Interval(Real, 0, None, closed="neither")]
+_NONNEG = [Interval(Real, 0, None, closed="left")]
+_SEED = [Interval(Integral, 0, 2**32 - 1, closed="both")]
 
 
 @dataclass(frozen=True)
-class MetaConfig:
+class MetaConfig(Config):
     """The meta-model protocol. Defaults are the issue's (GATE's) values."""
 
     hidden: int = 100
@@ -23,7 +33,8 @@ class MetaConfig:
     seed: int = 0                  # initial weights of the meta-models
     leaky: bool = False            # the reference's normalisation (z-scores on all models, missing = 5)
     fill_value: float = 5.0        # the reference's constant for missing cells (leaky mode only)
-    loss_scale: str = "table"      # unit of the test loss: "table" = each metric's std over all models (the
+    loss_scale: Literal["table", "split"] = "table"
+                                   # unit of the test loss: "table" = each metric's std over all models (the
                                    # reference's unit, the same in every split); "split" = the training
                                    # models' std of the split (the z-units the meta-model is trained in)
     negative_slope: float = 0.01   # LeakyReLU
@@ -35,7 +46,13 @@ class MetaConfig:
     chunk: int = 128               # networks per block of the batched computation (0 = all at once); the
                                    # blocks stay in cache: measured ~1.5x faster than one block of 10,000
 
-    def __post_init__(self) -> None:
+    _constraints = {
+        "hidden": _POS_INT, "lr": _POS, "weight_decay": _NONNEG, "epochs": _NONNEG_INT, "n_splits": _POS_INT,
+        "test_size": [Interval(Real, 0, 1, closed="neither")], "cv_seed": _SEED, "seed": _SEED,
+        "negative_slope": _NONNEG, "ln_eps": _POS, "adam_eps": _POS, "chunk": _NONNEG_INT,
+    }
+
+    def _check(self) -> None:
         from ..registry import UnknownNameError
         from .models import META_MODELS
 
@@ -43,10 +60,11 @@ class MetaConfig:
             META_MODELS.get(self.model)
         except UnknownNameError as exc:
             raise InputError(str(exc), field="model") from None
-        if self.model == "ridge" and (not self.ridge_alphas or min(self.ridge_alphas) <= 0):
+        for i, b in enumerate(self.betas):
+            if not 0 <= b < 1:
+                raise InputError(f"must be a number in [0, 1), got {b}", field=f"betas[{i}]")
+        if not self.ridge_alphas or min(self.ridge_alphas) <= 0:
             raise InputError("ridge_alphas must be a non-empty list of positive numbers", field="ridge_alphas")
-        if self.loss_scale not in ("table", "split"):
-            raise InputError(f"loss_scale must be 'table' or 'split', got {self.loss_scale!r}", field="loss_scale")
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -18,10 +18,12 @@ import time
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
+from numbers import Integral
 from typing import Iterable, Sequence
 
 import numpy as np
 
+from ..config import Config, Interval
 from ..errors import InputError
 from ..progress import progress_bar
 from .config import MetaConfig
@@ -33,12 +35,18 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class SearchConfig:
+class SearchConfig(Config):
     population: int = 1000   # random initial subsets
     keep: int = 50           # parents kept per generation
     children: int = 10       # children per parent
     generations: int = 10
     seed: int = 0            # subset sampling and mutation
+
+    _constraints = {"population": [Interval(Integral, 1, None, closed="left")],
+                    "keep": [Interval(Integral, 1, None, closed="left")],
+                    "children": [Interval(Integral, 0, None, closed="left")],
+                    "generations": [Interval(Integral, 0, None, closed="left")],
+                    "seed": [Interval(Integral, 0, 2**32 - 1, closed="both")]}
 
 
 @dataclass
@@ -90,11 +98,6 @@ def search(table_or_evaluator: Table | Evaluator, k: int, config: SearchConfig |
         raise InputError(f"k must be a positive integer, got {k!r}", field="k")
     if k > B:
         raise InputError(f"k = {k} is larger than the number of benchmarks ({B})", field="k")
-    for name, v in (("population", cfg.population), ("keep", cfg.keep)):
-        if v < 1:
-            raise InputError(f"{name} must be >= 1, got {v}", field=name)
-    if cfg.generations < 0 or cfg.children < 0:
-        raise InputError("generations and children must be >= 0", field="generations")
     feasible = _feasibility(table, budget)
     rng = np.random.default_rng(cfg.seed)
     t0 = time.perf_counter()

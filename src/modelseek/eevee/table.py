@@ -400,66 +400,53 @@ def _lib(benches: Sequence[str], metrics: Sequence[str], lower: Iterable[str] | 
 
 
 def _read_rows(path: Path) -> list[list[str]]:
-    if not path.exists():
-        raise InputError("no such file", path=path)
+    from ..io import open_text
+
+    fh = open_text(path, "table")  # a located error for a missing file, a folder, bytes that are not UTF-8
+    reader = csv.reader(fh)
     try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
-            return [row for row in csv.reader(fh)]
-    except (UnicodeDecodeError, csv.Error) as exc:
-        raise InputError(f"cannot read as CSV: {exc}", path=path) from None
-    except OSError as exc:  # a directory, no permission...
-        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
-
-
-def read_yaml(path: str | Path):
-    import yaml
-
-    path = Path(path)
-    if not path.exists():
-        raise InputError("no such file", path=path)
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return yaml.safe_load(fh)
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", path=path) from None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", path=path) from None
-    except yaml.YAMLError as exc:
-        line = getattr(getattr(exc, "problem_mark", None), "line", None)
-        raise InputError(f"invalid YAML: {getattr(exc, 'problem', exc)}", path=path,
-                         line=None if line is None else line + 1) from None
+        return list(reader)
+    except csv.Error as exc:
+        raise InputError(f"cannot read as CSV: {exc}", path=path, line=reader.line_num or None) from None
 
 
 def read_task_mapping(path: str | Path) -> dict[str, list[str]]:
     """``task_mapping.yaml``: ``{group: [benchmark.metric, ...]}`` (an empty group is allowed)."""
-    data = read_yaml(path)
+    from ..io import read_yaml_located
+
+    data, src = read_yaml_located(path, "task mapping file")
     if not isinstance(data, dict):
-        raise InputError("expected a mapping of task group -> list of benchmark.metric", path=path)
+        raise src.error("expected a mapping of task group -> list of benchmark.metric")
     out = {}
     for g, entries in data.items():
         if entries is None:
             entries = []
         if not isinstance(entries, list):
-            raise InputError("expected a list", path=path, field=str(g))
+            raise src.error("expected a list", str(g))
         out[str(g)] = [str(e).strip() for e in entries]
     return out
 
 
 def read_task_weights(path: str | Path) -> dict[str, float]:
     """``task_weights.yaml``: ``{group: weight}`` or ``{group: [weight]}`` (the GATE file's form)."""
-    data = read_yaml(path)
+    from ..config import coerce
+    from ..io import read_yaml_located
+
+    data, src = read_yaml_located(path, "task weights file")
     if not isinstance(data, dict):
-        raise InputError("expected a mapping of task group -> weight", path=path)
+        raise src.error("expected a mapping of task group -> weight")
     out = {}
     for g, w in data.items():
         if isinstance(w, list):
             if len(w) != 1:
-                raise InputError(f"expected one weight, got {len(w)}", path=path, field=str(g))
+                raise src.error(f"expected one weight, got {len(w)}", str(g))
             w = w[0]
         try:
-            out[str(g)] = float(w)
-        except (TypeError, ValueError):
-            raise InputError(f"not a number: {w!r}", path=path, field=str(g)) from None
+            out[str(g)] = coerce(w, float)
+        except InputError as exc:
+            raise src.error(exc.message, str(g)) from None
+        if out[str(g)] < 0:
+            raise src.error(f"a weight must be >= 0, got {w}", str(g))
     return out
 
 
