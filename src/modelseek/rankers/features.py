@@ -224,8 +224,8 @@ class FeatureRanker(Ranker):
         return out
 
     def _fail(self, cand: Candidate, task: Task, msg: str, log_it: bool = True) -> None:
-        if log_it:
-            log.warning("candidate %s (%s) failed on task %s: %s", cand.id, cand.source, task.id, msg)
+        if log_it:  # the summary (an error, or a warning with allow_failures) names every failure once
+            log.info("candidate %s (%s) failed on task %s: %s", cand.id, cand.source, task.id, msg)
         entry = self.failures_.setdefault(cand.id, (str(cand.source), msg, []))
         entry[2].append(task.id)
 
@@ -235,7 +235,7 @@ class FeatureRanker(Ranker):
             raise CandidateFailures(self.name, len(pool), self.failures_)
         if self.failures_:
             log.warning("%s: %d candidate(s) failed and are left out of the run: %s", self.name,
-                        len(self.failures_), "; ".join(f"{c} ({m})" for c, (_, m, _) in self.failures_.items()))
+                        len(self.failures_), "; ".join(f"{c} [{src}] ({m})" for c, (src, m, _) in self.failures_.items()))
         first = scores[self._estimators()[0]]
         empty = [t.id for t in tasks if not first[t.id]]
         if len(empty) == len(tasks):
