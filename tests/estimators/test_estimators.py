@@ -326,7 +326,7 @@ def test_sfda_scale_extremes_give_the_formula_value():
     f = est.get("sfda")
     assert f(X * 1e200, y) == pytest.approx(_sfda_literal(X, y, shrinkage=1e-10), abs=1e-7)
     assert f(X * 1e-200, y) == pytest.approx(_sfda_literal(X, y, shrinkage=1.0), abs=1e-9)
-    with pytest.raises(InputError, match="unknown variant"):
+    with pytest.raises(InputError, match="unknown sfda variant .*valid values: released, fisher"):
         f(X, y, variant="paper")
 
 
@@ -373,7 +373,7 @@ def test_gbc_scale_extremes():
     gbc = est.get("gbc")
     assert gbc(X * 1e200, y) == pytest.approx(gbc(X, y), rel=1e-9)  # the floor no longer binds: same value
     assert gbc(X * 1e-200, y) == -6.0  # every variance at the floor, every mean equal: BC = 1 for 6 pairs
-    with pytest.raises(InputError, match="unknown gaussian"):
+    with pytest.raises(InputError, match="unknown gbc gaussian .*valid values: diagonal, spherical"):
         gbc(X, y, gaussian="full")
 
 

@@ -24,21 +24,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputError
+from ..enums import Choice
 from ._common import LOG2, check_inputs, class_means, unit_scale
 from ._registry import register
 
 #: the released code's variance floor (absolute)
 VAR_FLOOR = 1e-4
-GAUSSIANS = ("diagonal", "spherical")
+
+
+class GbcGaussian(Choice):
+    DIAGONAL = "diagonal"    # per-dimension class variances (default)
+    SPHERICAL = "spherical"  # one variance per class: the mean of its per-dimension variances
 
 
 @register("gbc", scale_invariant=False)
 def gbc(features, labels, *, gaussian: str = "diagonal") -> float:
     """-sum over ordered class pairs of the Bhattacharyya coefficient. Higher = better (max 0)."""
-    if gaussian not in GAUSSIANS:
-        raise InputError(f"gbc: unknown gaussian {gaussian!r}; valid values: {', '.join(GAUSSIANS)}",
-                         field="gaussian")
+    kind = GbcGaussian.parse(gaussian, "gaussian")
     X, y, counts = check_inputs(features, labels, name="gbc", min_per_class=2)
     Xs, k = unit_scale(X)
     log_s = k * LOG2                                            # features = Xs * exp(log_s)
@@ -48,7 +50,7 @@ def gbc(features, labels, *, gaussian: str = "diagonal") -> float:
     with np.errstate(divide="ignore"):
         # log of the true-scale variance, floored at 1e-4: log max(v_s e^{2 log_s}, 1e-4)
         logv = np.maximum(np.log(var_s) + 2.0 * log_s, np.log(VAR_FLOOR))
-    if gaussian == "spherical":
+    if kind is GbcGaussian.SPHERICAL:
         logv = _logmeanexp(logv)[:, None]                       # (C, 1): one variance per class
     C = counts.shape[0]
     total = 0.0

@@ -45,11 +45,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..enums import Choice
 from ..errors import InputError
 from ._common import check_inputs, class_means, unit_scale
 from ._registry import register
 
-VARIANTS = ("released", "fisher")
+
+
+class SfdaVariant(Choice):
+    RELEASED = "released"  # the authors' released SFDA_Score (default)
+    FISHER = "fisher"      # our earlier reading of the paper
 
 
 def _softmax(a: np.ndarray) -> np.ndarray:
@@ -184,8 +189,6 @@ def _fisher(X: np.ndarray, y: np.ndarray, counts: np.ndarray, a: float) -> float
 @register("sfda", scale_invariant=False)
 def sfda(features, labels, *, a: float = 5.0, variant: str = "released") -> float:
     """Mean true-class probability after self-challenging ConfMix (authors' released code by default)."""
-    if variant not in VARIANTS:
-        raise InputError(f"sfda: unknown variant {variant!r}; valid values: {', '.join(VARIANTS)}",
-                         field="variant")
+    kind = SfdaVariant.parse(variant, "variant")
     X, y, counts = check_inputs(features, labels, name="sfda", min_per_class=2)
-    return (_released if variant == "released" else _fisher)(X, y, counts, float(a))
+    return (_released if kind is SfdaVariant.RELEASED else _fisher)(X, y, counts, float(a))
