@@ -14,6 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Mapping
 
+from ..enums import Choice
 from ..errors import InputError
 
 
@@ -24,8 +25,9 @@ class Test(str, Enum):
     BOOTSTRAP_PERPLEXITY = "paired bootstrap (perplexity)"
 
 
-class Metric(str, Enum):
-    """Per-sample metrics a duel knows how to test; values are the field names of per-sample records."""
+class Metric(Choice):
+    """Per-sample metrics a duel knows how to test; values are the field names of per-sample records
+    (parsed by the one :class:`~modelseek.enums.Choice` parser)."""
 
     ACC = "acc"
     EXACT_MATCH = "exact_match"
@@ -33,14 +35,6 @@ class Metric(str, Enum):
     WORD_PERPLEXITY = "word_perplexity"
     ROUGE = "rouge_raw_r2_mid_f"
     NDCG5 = "ndcg@5"  # model-retrieval runs: per-topic nDCG@5
-
-    @classmethod
-    def parse(cls, value: str, where: str = "") -> "Metric":
-        try:
-            return cls(value)
-        except ValueError:
-            raise InputError(f"{where}unknown metric {value!r}; valid: {', '.join(m.value for m in cls)}",
-                             field="metric") from None
 
     @property
     def test(self) -> Test:
@@ -110,9 +104,9 @@ class LeaderboardConfig:
                 if not isinstance(rec.get(key), str) or not rec[key]:
                     raise InputError(f"task {tid!r} needs a '{key}' string", path=path, field=f"tasks.{tid}.{key}")
             try:
-                metric = Metric.parse(rec["metric"], f"task {tid!r}: ")
+                metric = Metric.parse(rec["metric"])
             except InputError as exc:
-                raise InputError(exc.message, path=path, field=f"tasks.{tid}.metric") from None
+                raise InputError(f"task {tid!r}: {exc.message}", path=path, field=f"tasks.{tid}.metric") from None
             specs.append(TaskSpec(str(tid), rec["category"], metric, str(rec.get("name", "")),
                                   str(rec.get("abbreviation", ""))))
         return cls(tuple(specs))

@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -132,9 +133,32 @@ def pvalues(spec: TaskSpec, rows: list[Profile], cols: list[Profile] | None = No
 
 
 def metric_value(data: TaskData) -> float:
-    """The task metric recomputed from the per-sample records (for checks and for runs)."""
+    """The task metric computed from the per-sample records: what the leaderboard shows beside the win
+    scores, and what a submission's self-reported ``results`` are checked against."""
     if data.metric.test in (Test.TTEST, Test.BOOTSTRAP_MEAN):
         return float(np.mean(data.values))
     if data.metric is Metric.AVG_MCAUROC:
         return auroc(data.gold, data.probs)
     return float(_boot.perplexity(data.loglik, data.words))
+
+
+def duels_against(config, new: Sequence[Mapping[str, Profile]], published: Sequence[Mapping[str, Profile]]
+                  ) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Every duel the ``new`` models bring to a leaderboard of ``published`` models, per task.
+
+    ``new[k][task]`` / ``published[k][task]`` are profiles. Returns ``{task: (among, win, loss)}``:
+    ``among[i, j]`` p that new model i beats new model j (NaN diagonal), ``win[i, k]`` p that new model i
+    beats published model k, ``loss[k, i]`` p that published model k beats new model i. The one place
+    where stored leaderboards compute duels (pre-submission, confirmation and bulk publication)."""
+    out = {}
+    for t in config.task_ids:
+        spec = config.spec(t)
+        rows = [p[t] for p in new]
+        cols = [p[t] for p in published]
+        among = pvalues(spec, rows) if len(rows) > 1 else np.full((len(rows), len(rows)), np.nan)
+        if cols and rows:
+            win, loss = pvalues(spec, rows, cols), pvalues(spec, cols, rows)
+        else:
+            win, loss = np.empty((len(rows), len(cols))), np.empty((len(cols), len(rows)))
+        out[t] = (among, win, loss)
+    return out
