@@ -22,7 +22,7 @@ def _free_port() -> int:
 @pytest.fixture
 def app_url(tmp_path, cfg, sub_dicts):
     pytest.importorskip("gradio")
-    from modelseek.duel.app import build_app
+    from modelseek.duel.app import build_app, launch
     from modelseek.duel.storage import Store
 
     store = Store(tmp_path / "lb.db", config=cfg)
@@ -30,7 +30,7 @@ def app_url(tmp_path, cfg, sub_dicts):
         store.submit(json.dumps(d).encode())
     demo = build_app(store)
     port = _free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+    launch(demo, "127.0.0.1", port, prevent_thread_lock=True, quiet=True)
     yield f"http://127.0.0.1:{port}/", store
     demo.close()
     store.close()

@@ -7,11 +7,40 @@ Sub-commands: ``compile`` (lm-evaluation-harness folders -> submission), ``valid
 
 from __future__ import annotations
 
+import argparse
 import json
+import math
 from pathlib import Path
 
 from ..errors import InputError
 from ._common import load_truth, print_json
+
+
+def _number(kind, low=None, high=None, low_open=False, high_open=False, what="a number"):
+    """An argparse type: ``kind`` within bounds; anything else is a usage error (exit 2) naming the range."""
+    def parse(text: str):
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        ok = not (isinstance(value, float) and not math.isfinite(value))
+        if ok and low is not None:
+            ok = value > low if low_open else value >= low
+        if ok and high is not None:
+            ok = value < high if high_open else value <= high
+        if not ok:
+            lo = "" if low is None else f"{'>' if low_open else '>='} {low}"
+            hi = "" if high is None else f"{'<' if high_open else '<='} {high}"
+            raise argparse.ArgumentTypeError(f"{text!r}: must be {what} {' and '.join(x for x in (lo, hi) if x)}")
+        return value
+    return parse
+
+
+ALPHA = _number(float, 0, 1, low_open=True, high_open=True, what="a significance level")
+COUNT = _number(int, 1, what="a whole number")
+SEED = _number(int, 0, what="a whole number")
+PORT = _number(int, 0, 65535, what="a port number")
+MEGABYTES = _number(float, 0, low_open=True, what="a size in MB")
 
 
 def register(sub) -> None:
@@ -50,7 +79,7 @@ def register(sub) -> None:
     r.add_argument("--ground-truth", "-g", help="ground-truth CSV (default: found beside the first run)")
     r.add_argument("--tasks-csv", help="tasks.csv giving criticality (default: beside the ground truth)")
     r.add_argument("--scheme", default="ntcir", choices=["ntcir", "paper"])
-    r.add_argument("--alpha", type=float, default=0.05)
+    r.add_argument("--alpha", type=ALPHA, default=0.05, help="significance level in (0, 1) (default 0.05)")
     r.add_argument("--fdr", action="store_true", help="Benjamini-Hochberg across tiers")
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=_runs)
@@ -78,8 +107,18 @@ def register(sub) -> None:
     w = dsub.add_parser("serve", help="serve the leaderboard web app (Gradio)")
     _db_args(w)
     w.add_argument("--host", default="127.0.0.1")
-    w.add_argument("--port", type=int, default=7860)
+    w.add_argument("--port", type=PORT, default=7860, help="port (0-65535, default 7860)")
+    w.add_argument("--max-upload-mb", type=MEGABYTES, default=None,
+                   help="largest submission accepted, in MB (default 64); bigger uploads are refused while "
+                        "they are received")
     w.set_defaults(func=_serve)
+
+    db = dsub.add_parser("db", help="leaderboard database maintenance")
+    dbsub = db.add_subparsers(dest="db_command", metavar="SUBCOMMAND")
+    up = dbsub.add_parser("upgrade", help="apply the schema migrations (also done, under a lock, on opening)")
+    up.add_argument("--db", default="leaderboard.db", help="SQLAlchemy URL or SQLite file (default leaderboard.db)")
+    up.set_defaults(func=_db_upgrade)
+    db.set_defaults(func=lambda a: (db.print_help(), 2)[1])
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
 
@@ -89,11 +128,11 @@ def _metadata_arg(p) -> None:
 
 
 def _test_args(p) -> None:
-    p.add_argument("--seed", type=int, default=0, help="seed of every Monte-Carlo test (default 0)")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    p.add_argument("--seed", type=SEED, default=0, help="seed of every Monte-Carlo test (default 0)")
+    p.add_argument("--alpha", type=ALPHA, default=0.05, help="significance level in (0, 1) (default 0.05)")
     p.add_argument("--fdr", action="store_true", help="Benjamini-Hochberg correction across tasks")
-    p.add_argument("--draws", type=int, default=1000, help="posterior draws per model (AUROC test)")
-    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (ROUGE, perplexity)")
+    p.add_argument("--draws", type=COUNT, default=1000, help="posterior draws per model (AUROC test, >= 1)")
+    p.add_argument("--resamples", type=COUNT, default=1000, help="bootstrap resamples (ROUGE, perplexity, >= 1)")
 
 
 def _db_args(p) -> None:
@@ -211,10 +250,20 @@ def _leaderboard(args) -> int:
 
 
 def _serve(args) -> int:
-    from ..duel.app import build_app
+    from ..duel.app import build_app, launch
 
     if not args.db:
         raise InputError("--db is required")
-    demo = build_app(_store(args))
-    demo.launch(server_name=args.host, server_port=args.port)
+    store = _store(args)        # a database that cannot be opened stops here, before any page is served
+    if args.max_upload_mb is not None:
+        store.max_bytes = int(args.max_upload_mb * 1024 * 1024)
+    launch(build_app(store), host=args.host, port=args.port)
+    return 0
+
+
+def _db_upgrade(args) -> int:
+    from ..duel.storage import upgrade_database
+
+    before, after = upgrade_database(args.db)
+    print(f"schema {after}" + (" (already up to date)" if before == after else f" (was {before or 'empty'})"))
     return 0

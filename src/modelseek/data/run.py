@@ -155,8 +155,15 @@ def _parse(path: Path, problems: list[InputError] | None) -> list[_Line]:
     if not path.exists():
         raise InputError("no such file", path=path)
     out: list[_Line] = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, raw in enumerate(fh, start=1):
+    if path.is_dir():
+        raise InputError("is a folder, not a run file", path=path)
+    with open(path, "rb") as fh:
+        for lineno, raw_bytes in enumerate(fh, start=1):
+            try:
+                raw = raw_bytes.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise InputError(f"not UTF-8 text (byte {raw_bytes[exc.start]:#04x} at column {exc.start + 1})",
+                                 path=path, line=lineno) from None
             if not raw.strip():
                 continue
             parts = raw.split()

@@ -32,6 +32,16 @@ class Settings:
     n_thresholds: int | None = N_THRESHOLDS
     n_resamples: int = 1000
 
+    def __post_init__(self) -> None:
+        for name in ("n_draws", "n_resamples"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+                raise InputError(f"must be a whole number >= 1, got {v!r}", field=name)
+        if self.n_thresholds is not None and (not isinstance(self.n_thresholds, int) or self.n_thresholds < 2):
+            raise InputError(f"must be a whole number >= 2 or None, got {self.n_thresholds!r}", field="n_thresholds")
+        if not isinstance(self.seed, int) or self.seed < 0:
+            raise InputError(f"must be a whole number >= 0, got {self.seed!r}", field="seed")
+
     def to_dict(self) -> dict:
         return {"seed": self.seed, "n_draws": self.n_draws, "n_thresholds": self.n_thresholds,
                 "n_resamples": self.n_resamples}

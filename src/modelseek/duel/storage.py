@@ -39,7 +39,7 @@ from . import schema
 from .config import LeaderboardConfig
 from .engine import Profile, Settings, duels_against, profile, profiles
 from .leaderboard import leaderboard_frame
-from .scoring import ALPHA, MAX_COMPETITORS, adjusted, win_scores
+from .scoring import ALPHA, MAX_COMPETITORS, adjusted, check_alpha, win_scores
 from .submission import MAX_BYTES, Submission, check_sample_counts, submission_from_bytes
 
 RETRIES = 30
@@ -79,6 +79,69 @@ def database_url(url: str | Path) -> str:
     return text
 
 
+def shown_url(url: str) -> str:
+    """``url`` without its password (for messages)."""
+    try:
+        return _sqlalchemy().engine.make_url(url).render_as_string(hide_password=True)
+    except Exception:  # pragma: no cover - the URL was checked before
+        return url
+
+
+def _reason(exc) -> str:
+    lines = str(getattr(exc, "orig", exc)).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def open_engine(url: str):
+    """A SQLAlchemy engine for a URL from :func:`database_url`. On SQLite we take control of BEGIN (pysqlite
+    starts transactions itself and never ``BEGIN IMMEDIATE``) so that writes take the write lock up front
+    (no deadlocked lock upgrade, no 'database is locked' mid-transaction) and DDL is transactional
+    (SQLAlchemy's documented recipe); WAL lets readers go on while one process writes."""
+    sa = _sqlalchemy()
+    sqlite = url.startswith("sqlite")
+    kwargs = {"connect_args": {"timeout": 60, "check_same_thread": False}} if sqlite else {"pool_pre_ping": True}
+    try:
+        engine = sa.create_engine(url, **kwargs)
+    except ImportError as exc:
+        raise InputError(f"the database driver is missing ({exc.name}): pip install 'modelseek[web]'",
+                         field="db") from None
+    if sqlite:
+        @sa.event.listens_for(engine, "connect")
+        def _connect(dbapi_conn, _record):
+            dbapi_conn.isolation_level = None
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA busy_timeout = 60000")
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.close()
+
+        @sa.event.listens_for(engine, "begin")
+        def _begin(conn):
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("modelseek_write")
+                                 else "BEGIN")
+    return engine
+
+
+def prepare_write(conn) -> None:
+    """Mark ``conn``'s next transaction as a write (SQLite: ``BEGIN IMMEDIATE``)."""
+    if conn.dialect.name == "sqlite":
+        conn.execution_options(modelseek_write=True)
+
+
+def upgrade_database(url: str | Path) -> tuple[str | None, str]:
+    """Apply the schema migrations to the database at ``url`` (``modelseek duel db upgrade``):
+    ``(version before, version after)``."""
+    sa = _sqlalchemy()
+    full = database_url(url)
+    engine = open_engine(full)
+    try:
+        return schema.upgrade(engine, prepare_write)
+    except sa.exc.DBAPIError as exc:
+        raise InputError(f"cannot use the database: {_reason(exc)}", path=shown_url(full), field="db") from None
+    finally:
+        engine.dispose()
+
+
 def _retryable(exc: Exception) -> bool:
     orig = getattr(exc, "orig", exc)
     if getattr(orig, "sqlstate", None) in _RETRY_SQLSTATES:
@@ -113,66 +176,23 @@ class Store:
                  max_competitors: int = MAX_COMPETITORS, max_bytes: int = MAX_BYTES) -> None:
         sa = self._sa = _sqlalchemy()
         self.url = database_url(url)
-        self.alpha, self.fdr, self.max_competitors, self.max_bytes = alpha, fdr, max_competitors, max_bytes
-        try:
-            self.engine = sa.create_engine(self.url, **self._engine_kwargs())
-        except ImportError as exc:
-            raise InputError(f"the database driver is missing ({exc.name}): pip install 'modelseek[web]'",
-                             field="db") from None
+        self.alpha, self.fdr, self.max_competitors, self.max_bytes = check_alpha(alpha), fdr, max_competitors, max_bytes
+        self.engine = open_engine(self.url)
         self.dialect = self.engine.dialect.name
-        if self.dialect == "sqlite":
-            self._sqlite_events()
         _, self.t = schema.tables(sa)
         try:
-            self.schema_before, self.schema_version = schema.upgrade(self.engine, self._prepare_write)
+            self.schema_before, self.schema_version = schema.upgrade(self.engine, prepare_write)
             self.config, self.settings = self._write(lambda c: self._bind(c, config, settings))
         except sa.exc.DBAPIError as exc:
             self.engine.dispose()
-            raise InputError(f"cannot use the database: {str(exc.orig).strip().splitlines()[0]}",
-                             path=self._shown_url(), field="db") from None
+            raise InputError(f"cannot use the database: {_reason(exc)}", path=shown_url(self.url), field="db") from None
         except InputError as exc:
             self.engine.dispose()
             if exc.path is None:
-                raise InputError(exc.message, path=self._shown_url(), field=exc.field) from None
+                raise InputError(exc.message, path=shown_url(self.url), field=exc.field) from None
             raise
 
-    def _shown_url(self) -> str:
-        """The URL without a password (for messages)."""
-        try:
-            return self._sa.engine.make_url(self.url).render_as_string(hide_password=True)
-        except Exception:  # pragma: no cover - the URL was parsed before
-            return self.url
-
     # -------------------------------------------------------------------------------------- set-up
-    def _engine_kwargs(self) -> dict:
-        if self.url.startswith("sqlite"):
-            return {"connect_args": {"timeout": 60, "check_same_thread": False}}
-        return {"pool_pre_ping": True}
-
-    def _sqlite_events(self) -> None:
-        """pysqlite starts transactions itself (and never ``BEGIN IMMEDIATE``); we take control of BEGIN so
-        that writes take the write lock up front (no deadlocked lock upgrade, no 'database is locked'
-        mid-transaction) and DDL is transactional (SQLAlchemy's documented recipe)."""
-        sa = self._sa
-
-        @sa.event.listens_for(self.engine, "connect")
-        def _connect(dbapi_conn, _record):
-            dbapi_conn.isolation_level = None
-            cur = dbapi_conn.cursor()
-            cur.execute("PRAGMA busy_timeout = 60000")
-            cur.execute("PRAGMA journal_mode=WAL")     # readers do not block the writer
-            cur.execute("PRAGMA foreign_keys=ON")
-            cur.close()
-
-        @sa.event.listens_for(self.engine, "begin")
-        def _begin(conn):
-            conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("modelseek_write")
-                                 else "BEGIN")
-
-    def _prepare_write(self, conn) -> None:
-        if self.dialect == "sqlite":
-            conn.execution_options(modelseek_write=True)
-
     def _write(self, fn, serialised: bool = True):
         """Run ``fn(conn)`` in one write transaction, serialised with every other writer of the database
         (``serialised``: PostgreSQL's advisory lock; SQLite writes are always serialised), retried on
@@ -181,7 +201,7 @@ class Store:
         for attempt in range(RETRIES):
             try:
                 with self.engine.connect() as conn:
-                    self._prepare_write(conn)
+                    prepare_write(conn)
                     with conn.begin():
                         if serialised and self.dialect == "postgresql":
                             conn.execute(sa.text("SELECT pg_advisory_xact_lock(:a, :b)"),

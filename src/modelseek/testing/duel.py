@@ -213,3 +213,90 @@ def recompute_results(submission: dict, config: LeaderboardConfig) -> dict:
         data = _records_to_data(spec.task, spec.metric, submission["predictions"][spec.task], "<test>")
         out["results"][spec.task] = {**submission["results"].get(spec.task, {}), spec.metric.value: metric_value(data)}
     return out
+
+
+# ------------------------------------------------------------------------------------ a real PostgreSQL
+def postgres_binaries() -> Path | None:
+    """The folder with Debian's PostgreSQL server binaries (``initdb``, ``pg_ctl``), or ``None``."""
+    import glob
+    import os
+    import shutil
+
+    env = os.environ.get("MODELSEEK_PG_BIN")
+    cands = [Path(env)] if env else []
+    cands += [Path(p) for p in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)]
+    if shutil.which("initdb"):
+        cands.append(Path(shutil.which("initdb")).parent)
+    return next((c for c in cands if (c / "initdb").exists() and (c / "pg_ctl").exists()), None)
+
+
+POSTGRES_HINT = "apt-get install -y postgresql (or set MODELSEEK_PG_BIN to the folder holding initdb and pg_ctl)"
+
+
+class PostgresServer:
+    """A throw-away PostgreSQL server on 127.0.0.1 in a temporary folder (tests and benchmarks).
+
+    PostgreSQL refuses to run as root: as root the cluster is created and run as the unprivileged
+    ``nobody`` user (``runuser``). ``url(db)`` creates database ``db`` and returns its SQLAlchemy URL;
+    ``stop()`` (or leaving the ``with`` block) stops the server and deletes the folder."""
+
+    def __init__(self, folder: str | Path | None = None) -> None:
+        import os
+        import socket
+        import subprocess
+        import tempfile
+
+        bins = postgres_binaries()
+        if bins is None:
+            raise RuntimeError(f"PostgreSQL server binaries not found: {POSTGRES_HINT}")
+        self._own = folder is None
+        self.folder = Path(folder or tempfile.mkdtemp(prefix="modelseek-pg-"))
+        self.data = self.folder / "data"
+        self.bins = bins
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            self.port = s.getsockname()[1]
+        self._prefix: list[str] = []
+        if os.geteuid() == 0:
+            import pwd
+            import shutil
+
+            user = pwd.getpwnam("nobody")
+            os.chown(self.folder, user.pw_uid, user.pw_gid)
+            self._prefix = [shutil.which("runuser") or "/usr/sbin/runuser", "-u", "nobody", "--"]
+        env = {**os.environ, "LC_ALL": "C", "LANG": "C"}
+        self._env = env
+        subprocess.run(self._prefix + [str(bins / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres",
+                                       "--no-sync", "-E", "UTF8", "--no-instructions"],
+                       check=True, capture_output=True, env=env, cwd=self.folder)
+        opts = (f"-h 127.0.0.1 -p {self.port} -k {self.folder} -F -c max_connections=200 "
+                "-c shared_buffers=32MB -c fsync=off -c synchronous_commit=off -c full_page_writes=off")
+        subprocess.run(self._prefix + [str(bins / "pg_ctl"), "-D", str(self.data), "-o", opts, "-l",
+                                       str(self.folder / "server.log"), "-w", "-t", "60", "start"],
+                       check=True, capture_output=True, env=env, cwd=self.folder)
+        self._running = True
+
+    def url(self, database: str) -> str:
+        import psycopg
+
+        with psycopg.connect(f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres",
+                             autocommit=True) as conn:
+            conn.execute(f'CREATE DATABASE "{database}"')
+        return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
+
+    def stop(self) -> None:
+        import shutil
+        import subprocess
+
+        if self._running:
+            subprocess.run(self._prefix + [str(self.bins / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w",
+                                           "stop"], capture_output=True, env=self._env, cwd=self.folder)
+            self._running = False
+        if self._own:
+            shutil.rmtree(self.folder, ignore_errors=True)
+
+    def __enter__(self) -> "PostgresServer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
