@@ -221,7 +221,7 @@ class Store:
             config = config or LeaderboardConfig.load()
             settings = settings or Settings()
             conn.execute(meta.insert(), [
-                {"key": "config", "value": json.dumps(config.to_dict(), sort_keys=True)},
+                {"key": "config", "value": json.dumps(config.to_dict())},   # task order matters
                 {"key": "settings", "value": json.dumps(settings.to_dict(), sort_keys=True)}])
             return config, settings
         s_config = LeaderboardConfig.from_dict(json.loads(stored["config"]))
