@@ -89,6 +89,7 @@ def run(url: str, cfg: LeaderboardConfig, subs: list[dict], pre: int, clients: i
         "board_equals_offline": store.scores() == full.scores,
         "client_p50_s": sorted(s for _, _, s in out)[len(out) // 2], "client_max_s": max(s for _, _, s in out),
         "error_samples": [m for o, m, _ in out if o == "error"][:3],
+        "refusals": [m for o, m, _ in out if o == "refused"][:3],
     }
     store.close()
     return result
@@ -141,7 +142,8 @@ def main() -> None:
                       f"(serial {r['serial_s']:6.1f} s)  errors {r['errors']}  refused {r['refused']}  "
                       f"lost {r['lost']}  duplicated {r['duplicated']}  board == offline: "
                       f"{r['board_equals_offline']}  client p50 {r['client_p50_s']:.1f} s, max {r['client_max_s']:.1f} s"
-                      + (f"  e.g. {r['error_samples']}" if r["error_samples"] else ""), flush=True)
+                      + (f"  e.g. {r['error_samples']}" if r["error_samples"] else "")
+                      + (f"  refusals: {r['refusals']}" if r["refused"] != 1 else ""), flush=True)
     finally:
         if pg is not None:
             pg.stop()

@@ -133,8 +133,11 @@ def _version(conn) -> str | None:
     import sqlalchemy as sa
 
     insp = sa.inspect(conn)
+    # 'submissions' first: the migration commits both tables at once, so once it is visible the version
+    # table is too (the other order could see a half-finished race as a legacy database)
+    has_data = insp.has_table("submissions")
     if not insp.has_table("alembic_version"):
-        if insp.has_table("submissions"):
+        if has_data:
             raise InputError("this leaderboard database predates schema versioning (modelseek < 0.3); export its "
                              "submissions and publish them into a new database", field="db")
         return None
