@@ -19,6 +19,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+HOSTILE = "<b>bold</b> `tick` <img src=x>"
+
+
 def _chromium():
     sync_api = pytest.importorskip("playwright.sync_api", reason="playwright missing: pip install 'modelseek[web]'")
     if not CHROMIUM.exists():
@@ -42,7 +45,8 @@ def _serve(tmp_path, cfg, subs):
 
 @pytest.fixture
 def app_url(tmp_path, cfg, sub_dicts):
-    url, store, demo = _serve(tmp_path, cfg, sub_dicts[:3])
+    hostile = {**sub_dicts[4], "metadata": {**sub_dicts[4]["metadata"], "model": HOSTILE}}
+    url, store, demo = _serve(tmp_path, cfg, [*sub_dicts[:3], hostile])
     yield url, store
     demo.close()
     store.close()
@@ -63,6 +67,9 @@ def test_upload_presubmit_confirm_in_chromium(app_url, tmp_path, sub_dicts):
             board = page.locator("#leaderboard")
             sync_api.expect(board).to_contain_text("model-00", timeout=30_000)
             assert "brand-new-model" not in board.inner_text()
+            # a hostile model name is shown as text, not rendered as HTML
+            sync_api.expect(board).to_contain_text(HOSTILE, timeout=30_000)
+            assert page.locator("#leaderboard b").count() == 0 and page.locator("#leaderboard img").count() == 0
             # the Duels tab is filled on first open: the leader's duels, with its details
             leader = store.leaderboard()["model"].iloc[0]
             page.get_by_role("tab", name="Duels").click()
