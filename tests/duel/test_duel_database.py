@@ -189,10 +189,10 @@ def test_bad_db_is_one_line(cli, tmp_path, sub_files, meta_file, case):
 
 
 def test_serve_refuses_to_start_on_a_bad_db(cli, tmp_path):
-    r = cli("duel", "serve", "--db", tmp_path / "missing" / "lb.db", "--port", "0")
+    r = cli("duel", "serve", "--db", tmp_path / "missing" / "lb.db", "--port", "7861")
     assert r.code == 1 and "does not exist" in r.err and len(r.err.strip().splitlines()) == 1
     r = cli("duel", "serve", "--db", tmp_path / "lb.db", "--port", "-1")
-    assert r.code == 2 and "--port" in r.err and "port number" in r.err
+    assert r.code == 2 and "--port" in r.err and "-1" in r.err and "Traceback" not in r.err
 
 
 @pytest.mark.parametrize("args, where", [

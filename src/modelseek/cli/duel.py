@@ -7,40 +7,14 @@ Sub-commands: ``compile`` (lm-evaluation-harness folders -> submission), ``valid
 
 from __future__ import annotations
 
-import argparse
 import json
-import math
 from pathlib import Path
 
 from ..errors import InputError
-from ._common import load_truth, print_json
+from ._common import (EXISTING_FILE, OUTPUT_FILE, PORT, POSITIVE_FLOAT, POSITIVE_INT, PROBABILITY, SEED,
+                      add_scheme, load_truth, print_json)
 
 
-def _number(kind, low=None, high=None, low_open=False, high_open=False, what="a number"):
-    """An argparse type: ``kind`` within bounds; anything else is a usage error (exit 2) naming the range."""
-    def parse(text: str):
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
-        ok = not (isinstance(value, float) and not math.isfinite(value))
-        if ok and low is not None:
-            ok = value > low if low_open else value >= low
-        if ok and high is not None:
-            ok = value < high if high_open else value <= high
-        if not ok:
-            lo = "" if low is None else f"{'>' if low_open else '>='} {low}"
-            hi = "" if high is None else f"{'<' if high_open else '<='} {high}"
-            raise argparse.ArgumentTypeError(f"{text!r}: must be {what} {' and '.join(x for x in (lo, hi) if x)}")
-        return value
-    return parse
-
-
-ALPHA = _number(float, 0, 1, low_open=True, high_open=True, what="a significance level")
-COUNT = _number(int, 1, what="a whole number")
-SEED = _number(int, 0, what="a whole number")
-PORT = _number(int, 0, 65535, what="a port number")
-MEGABYTES = _number(float, 0, low_open=True, what="a size in MB")
 
 
 def register(sub) -> None:
@@ -51,10 +25,10 @@ def register(sub) -> None:
 
     c = dsub.add_parser("compile", help="compile lm-evaluation-harness output folders into one submission")
     c.add_argument("folders", nargs="+", help="harness output folders (results*.json + samples_<task>_*.jsonl)")
-    c.add_argument("-o", "--output", required=True, help="submission JSON to write")
+    c.add_argument("-o", "--output", required=True, type=OUTPUT_FILE, help="submission JSON to write")
     c.add_argument("--model", help="model name (default: from the harness results)")
     c.add_argument("--precision", help="precision, e.g. bf16")
-    c.add_argument("--params", type=float, help="number of parameters")
+    c.add_argument("--params", type=POSITIVE_FLOAT, help="number of parameters")
     c.add_argument("--source", help="link to the model")
     _metadata_arg(c)
     c.set_defaults(func=_compile)
@@ -78,8 +52,8 @@ def register(sub) -> None:
     r.add_argument("runs", nargs="+", help="TREC run files (each may hold several run ids)")
     r.add_argument("--ground-truth", "-g", help="ground-truth CSV (default: found beside the first run)")
     r.add_argument("--tasks-csv", help="tasks.csv giving criticality (default: beside the ground truth)")
-    r.add_argument("--scheme", default="ntcir", choices=["ntcir", "paper"])
-    r.add_argument("--alpha", type=ALPHA, default=0.05, help="significance level in (0, 1) (default 0.05)")
+    add_scheme(r)
+    r.add_argument("--alpha", type=PROBABILITY, default=0.05, help="significance level in (0, 1) (default 0.05)")
     r.add_argument("--fdr", action="store_true", help="Benjamini-Hochberg across tiers")
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=_runs)
@@ -107,8 +81,8 @@ def register(sub) -> None:
     w = dsub.add_parser("serve", help="serve the leaderboard web app (Gradio)")
     _db_args(w)
     w.add_argument("--host", default="127.0.0.1")
-    w.add_argument("--port", type=PORT, default=7860, help="port (0-65535, default 7860)")
-    w.add_argument("--max-upload-mb", type=MEGABYTES, default=None,
+    w.add_argument("--port", type=PORT, default=7860, help="port (1-65535, default 7860)")
+    w.add_argument("--max-upload-mb", type=POSITIVE_FLOAT, default=None,
                    help="largest submission accepted, in MB (default 64); bigger uploads are refused while "
                         "they are received")
     w.set_defaults(func=_serve)
@@ -129,10 +103,10 @@ def _metadata_arg(p) -> None:
 
 def _test_args(p) -> None:
     p.add_argument("--seed", type=SEED, default=0, help="seed of every Monte-Carlo test (default 0)")
-    p.add_argument("--alpha", type=ALPHA, default=0.05, help="significance level in (0, 1) (default 0.05)")
+    p.add_argument("--alpha", type=PROBABILITY, default=0.05, help="significance level in (0, 1) (default 0.05)")
     p.add_argument("--fdr", action="store_true", help="Benjamini-Hochberg correction across tasks")
-    p.add_argument("--draws", type=COUNT, default=1000, help="posterior draws per model (AUROC test, >= 1)")
-    p.add_argument("--resamples", type=COUNT, default=1000, help="bootstrap resamples (ROUGE, perplexity, >= 1)")
+    p.add_argument("--draws", type=POSITIVE_INT, default=1000, help="posterior draws per model (AUROC test, >= 1)")
+    p.add_argument("--resamples", type=POSITIVE_INT, default=1000, help="bootstrap resamples (ROUGE, perplexity, >= 1)")
 
 
 def _db_args(p) -> None:

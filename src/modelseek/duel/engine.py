@@ -16,6 +16,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from numbers import Integral
+
+from ..config import Config, Interval
 from ..errors import InputError
 from ..stats.auroc import N_DRAWS, N_THRESHOLDS, auroc, auroc_draws, auroc_pvalue_matrix
 from ..stats import bootstrap as _boot
@@ -26,25 +29,23 @@ from .submission import TaskData
 
 
 @dataclass(frozen=True)
-class Settings:
+class Settings(Config):
+    """The Monte-Carlo settings of every duel (stored with a leaderboard; later openings must agree)."""
+
     seed: int = 0
     n_draws: int = N_DRAWS
     n_thresholds: int | None = N_THRESHOLDS
     n_resamples: int = 1000
 
-    def __post_init__(self) -> None:
-        for name in ("n_draws", "n_resamples"):
-            v = getattr(self, name)
-            if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-                raise InputError(f"must be a whole number >= 1, got {v!r}", field=name)
-        if self.n_thresholds is not None and (not isinstance(self.n_thresholds, int) or self.n_thresholds < 2):
-            raise InputError(f"must be a whole number >= 2 or None, got {self.n_thresholds!r}", field="n_thresholds")
-        if not isinstance(self.seed, int) or self.seed < 0:
-            raise InputError(f"must be a whole number >= 0, got {self.seed!r}", field="seed")
+    _constraints = {
+        "seed": [Interval(Integral, 0, None, closed="left")],
+        "n_draws": [Interval(Integral, 1, None, closed="left")],
+        "n_thresholds": [Interval(Integral, 2, None, closed="left")],
+        "n_resamples": [Interval(Integral, 1, None, closed="left")],
+    }
 
     def to_dict(self) -> dict:
-        return {"seed": self.seed, "n_draws": self.n_draws, "n_thresholds": self.n_thresholds,
-                "n_resamples": self.n_resamples}
+        return self.to_mapping()
 
 
 @dataclass(frozen=True)

@@ -225,7 +225,7 @@ class Store:
                 {"key": "settings", "value": json.dumps(settings.to_dict(), sort_keys=True)}])
             return config, settings
         s_config = LeaderboardConfig.from_dict(json.loads(stored["config"]))
-        s_settings = Settings(**json.loads(stored["settings"]))
+        s_settings = Settings.from_mapping(json.loads(stored["settings"]), source="stored settings")
         if config is not None and config.to_dict() != s_config.to_dict():
             raise InputError("this leaderboard database was created with another task configuration")
         if settings is not None and settings != s_settings:
