@@ -174,7 +174,8 @@ def build_app(store: Store, title: str = "Duel leaderboard"):
         msg = app.confirm(token)
         return (msg, app.board(level), app.empty_note(), None, gr.update(interactive=False), models_update(current))
 
-    with gr.Blocks(title=title, analytics_enabled=False) as demo:
+    # uploads are deleted once handled; delete_cache also clears those never pre-submitted (hourly, > 1 h old)
+    with gr.Blocks(title=title, analytics_enabled=False, delete_cache=(3600, 3600)) as demo:
         gr.Markdown(f"# {md_text(title)}\nEvery pair of models duels on every task (one-tailed significance test, "
                     f"alpha = {store.alpha}); a task win score is the share of duels won x 100, a category "
                     "averages its tasks, overall averages categories. Metric values are computed from each "
