@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from ..errors import InputError
-from ._common import (EXISTING_FILE, OUTPUT_FILE, PORT, POSITIVE_FLOAT, POSITIVE_INT, PROBABILITY, SEED,
+from ._common import (OUTPUT_FILE, PORT, POSITIVE_FLOAT, POSITIVE_INT, PROBABILITY, SEED,
                       add_scheme, load_truth, print_json)
 
 

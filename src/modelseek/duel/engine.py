@@ -12,19 +12,18 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from functools import lru_cache
+from numbers import Integral
 from typing import Mapping, Sequence
 
 import numpy as np
 
-from numbers import Integral
-
 from ..config import Config, Interval
 from ..errors import InputError
-from ..stats.auroc import N_DRAWS, N_THRESHOLDS, auroc, auroc_draws, auroc_pvalue_matrix
+from ..stats.auroc import N_DRAWS, N_THRESHOLDS, auroc_draws, auroc_pvalue_matrix
 from ..stats import bootstrap as _boot
 from ..stats.seeding import derive_rng
 from ..stats.ttest import paired_ttest_matrix
-from .config import Metric, TaskSpec, Test
+from .config import TaskSpec, Test
 from .submission import TaskData
 
 
@@ -141,16 +140,6 @@ def pvalues(spec: TaskSpec, rows: list[Profile], cols: list[Profile] | None = No
     if every[0].n < 2:  # a single sample cannot be tested (see stats.bootstrap)
         P = np.where(np.isnan(P), P, 1.0)
     return P
-
-
-def metric_value(data: TaskData) -> float:
-    """The task metric computed from the per-sample records: what the leaderboard shows beside the win
-    scores, and what a submission's self-reported ``results`` are checked against."""
-    if data.metric.test in (Test.TTEST, Test.BOOTSTRAP_MEAN):
-        return float(np.mean(data.values))
-    if data.metric is Metric.AVG_MCAUROC:
-        return auroc(data.gold, data.probs)
-    return float(_boot.perplexity(data.loglik, data.words))
 
 
 def duels_against(config, new: Sequence[Mapping[str, Profile]], published: Sequence[Mapping[str, Profile]]

@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import InputError
 from ..progress import progress_bar
 from .config import LeaderboardConfig
-from .engine import Settings, metric_value, profiles, pvalues
+from .engine import Settings, profiles, pvalues
 from .scoring import ALPHA, MAX_COMPETITORS, adjusted, win_scores
 from .submission import Submission, check_sample_counts
 
