@@ -3,7 +3,14 @@
 
 from alembic import context
 
-connection = context.config.attributes["connection"]
-context.configure(connection=connection, target_metadata=None)
-with context.begin_transaction():
-    context.run_migrations()
+
+def run_migrations() -> None:
+    connection = context.config.attributes["connection"]
+    context.configure(connection=connection, target_metadata=None)
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+# Alembic runs this file inside an EnvironmentContext; imported any other way (the import test) it does nothing
+if getattr(context, "_proxy", None) is not None:
+    run_migrations()
