@@ -8,8 +8,7 @@ from .data.pool import Pool
 from .data.run import Run
 from .data.task import Task, TaskSet
 from .data.truth import GroundTruth
-from .errors import InputError
-from .rankers import Ranker, make
+from .rankers import Ranker
 
 
 def default_ranker() -> Ranker:
@@ -19,38 +18,21 @@ def default_ranker() -> Ranker:
     return load_default()
 
 
-def _builtin(name: str) -> bool:
-    from .rankers import RANKERS
-    from .rankers.default import builtin_artifact
-
-    return name not in RANKERS and builtin_artifact(name) is not None
-
-
 def rank(tasks: Task | Iterable[Task], pool: Pool | None = None, method: str | Ranker = "default",
          train_truth: GroundTruth | None = None, train_tasks: TaskSet | None = None, run_id: str | None = None,
          progress: bool = False, **params) -> Run:
     """Rank ``pool`` (default: the 20 NTCIR-19 candidates) for ``tasks`` with ``method``.
 
     ``method`` is a registered name, a :class:`Ranker` instance, ``"default"`` (the shipped, pre-trained
-    ranker) or the path of a saved ranker artifact (``.json``, from ``modelseek train-ranker``). A method that learns from past tasks is fitted on ``train_truth`` (and ``train_tasks``).
+    ranker), the name of a shipped artifact (``"ltr-ntcir19"``) or the path of a saved ranker artifact (``.json``,
+    from ``modelseek train-ranker``); see :func:`modelseek.rankers.resolve.resolve`. A method that learns from
+    past tasks is fitted on ``train_truth`` (and ``train_tasks``, for methods that read the tasks' text); its
+    candidates are matched to ``pool`` by Hugging Face id. ``params`` are the method's declared parameters.
     """
     from .data.pool import ntcir_pool
+    from .rankers.resolve import resolve
 
     pool = pool if pool is not None else ntcir_pool()
     task_list = [tasks] if isinstance(tasks, Task) else list(tasks)
-    if isinstance(method, Ranker):
-        ranker = method
-    elif method == "default":
-        ranker = default_ranker()
-    elif str(method).endswith(".json") or _builtin(str(method)):  # a saved ranker artifact
-        from .rankers.default import builtin_artifact, load_artifact
-
-        ranker = load_artifact(builtin_artifact(str(method)) or method)
-    else:
-        ranker = make(method, **params)
-        if ranker.needs_fit:
-            if train_truth is None:
-                raise InputError(f"method {method!r} learns from past tasks: give their ground truth "
-                                 f"(train_truth / --train-truth)")
-            ranker.fit(train_tasks, train_truth)
+    ranker = resolve(method, params, train_truth=train_truth, train_tasks=train_tasks, pool=pool)
     return ranker.rank_tasks(task_list, pool, run_id=run_id or getattr(ranker, "name", "run"), progress=progress)
