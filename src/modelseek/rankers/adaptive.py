@@ -125,6 +125,8 @@ class AdaptiveRanker(LearnedRanker):
     def fit(self, tasks: TaskSet | None, truth: GroundTruth, pool: Pool | None = None,
             progress: bool = False) -> "AdaptiveRanker":
         self._validate()
+        f1 = truth.matrix("normalized_f1")
+        self._fit_ranks = truth.matrix("model_rank").loc[f1.index, f1.columns].to_numpy(float)
         self._fit_tiers = np.array([TIERS.index(truth.criticality(t).value) for t in truth.task_ids])
         self._fit_names = {t: (tasks.get(t).name if tasks is not None and t in tasks else "") for t in truth.task_ids}
         return super().fit(tasks, truth, pool=pool, progress=progress)
@@ -136,7 +138,9 @@ class AdaptiveRanker(LearnedRanker):
         keys = _unit_rows(np.stack([r.mean for r in reps]).astype(np.float64))
         sims = keys @ keys.T
         np.fill_diagonal(sims, -np.inf)  # leave-one-task-out: a task is never its own neighbour
-        prior_loo = (y.sum(axis=0)[None, :] - y) / (n - 1)
+        u = -self._fit_ranks  # ranking utility: minus the fine-tuned rank (1 = best), as the organisers' avgrank
+        prior_loo = (u.sum(axis=0)[None, :] - u) / (n - 1)
+        f1_prior_loo = (y.sum(axis=0)[None, :] - y) / (n - 1)
         gains = np.vectorize(lambda v: GradingScheme.NTCIR.gain(GradingScheme.NTCIR.grade(v)))(y)
         disc = 1.0 / np.log2(np.arange(2, 7))
         idcg = (-np.sort(-gains, axis=1)[:, :5] * disc[: min(5, y.shape[1])]).sum(axis=1)
@@ -147,16 +151,19 @@ class AdaptiveRanker(LearnedRanker):
         for w in ws:  # ascending: on ties the smaller weight (closer to the prior) wins
             for k in ks:
                 for t in ts:
-                    knn_loo = _softmax_topk(sims, k, t) @ y
+                    knn_loo = _softmax_topk(sims, k, t) @ u
                     score = float(_ndcg5((1 - w) * prior_loo + w * knn_loo, gains, idcg).mean())
                     if best is None or score > best[0] + 1e-12:
-                        best = (score, w, k, t, knn_loo)
-        self.loo_ndcg5_, self.weight_, self.k_, self.temperature_, knn_loo = best
-        pred_loo = (1 - self.weight_) * prior_loo + self.weight_ * knn_loo
+                        best = (score, w, k, t)
+        self.loo_ndcg5_, self.weight_, self.k_, self.temperature_ = best
+        nbr = _softmax_topk(sims, self.k_, self.temperature_)
+        rank_loo = (1 - self.weight_) * prior_loo + self.weight_ * (nbr @ u)
+        pred_loo = (1 - self.weight_) * f1_prior_loo + self.weight_ * (nbr @ y)
         self.keys_ = keys.astype(np.float32)
         self.targets_ = y.astype(np.float32).astype(np.float64)  # as stored in the artifact: save/load is exact
         self.residuals_ = (y - pred_loo).astype(np.float32).astype(np.float64)
-        top = np.argmax(pred_loo, axis=1)
+        self.utility_ = u.astype(np.float32).astype(np.float64)
+        top = np.argmax(rank_loo, axis=1)
         rows = np.arange(n)
         self.regret_residuals_ = (1 - y[rows, top]) - (1 - pred_loo[rows, top])
         self.regret_residuals_ = self.regret_residuals_.astype(np.float32).astype(np.float64)
@@ -178,12 +185,13 @@ class AdaptiveRanker(LearnedRanker):
         q = rep.mean.astype(np.float64)
         return q / max(float(np.linalg.norm(q)), 1e-12)
 
-    def _predict(self, rep: TaskRep) -> tuple[np.ndarray, np.ndarray]:
-        """(predicted normalized F1 of every trained candidate, similarities to the training tasks)."""
+    def _predict(self, rep: TaskRep) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(ranking score = minus the blended expected rank, predicted normalized F1, similarities to the
+        training tasks), for every trained candidate."""
         sims = self.keys_.astype(np.float64) @ self._query(rep)
         w = _softmax_topk(sims[None, :], int(self.k_), float(self.temperature_))[0]
-        prior = self.targets_.mean(axis=0)
-        return (1 - self.weight_) * prior + self.weight_ * (w @ self.targets_), sims
+        blend = lambda m: (1 - self.weight_) * m.mean(axis=0) + self.weight_ * (w @ m)  # noqa: E731
+        return blend(self.utility_), blend(self.targets_), sims
 
     def _scores(self, task: Task, rep: TaskRep, pool: Pool, idx: np.ndarray) -> np.ndarray:
         return self._predict(rep)[0][idx]
@@ -192,14 +200,15 @@ class AdaptiveRanker(LearnedRanker):
         """The ranking of ``pool`` for ``task`` with what it rests on (see the module docstring); JSON-ready."""
         idx = self.pool_index(pool)
         rep = self._rep(task)
-        pred, sims = self._predict(rep)
+        score, pred, sims = self._predict(rep)
         a = (1 - float(self.coverage)) / 2
         lo_off, hi_off = np.quantile(self.residuals_, [a, 1 - a], axis=0)
-        order = np.argsort(-pred[idx], kind="stable")
+        order = np.argsort(-score[idx], kind="stable")
         cands = []
         for r, j in enumerate(order, start=1):
             c, m = pool[int(j)], int(idx[j])
-            cands.append({"rank": r, "doc": c.id, "model": c.hf_id or c.id, "relative_f1": float(pred[m]),
+            cands.append({"rank": r, "doc": c.id, "model": c.hf_id or c.id, "expected_rank": float(-score[m]),
+                          "relative_f1": float(pred[m]),
                           "low": float(np.clip(pred[m] + lo_off[m], 0, 1)),
                           "high": float(np.clip(pred[m] + hi_off[m], 0, 1))})
         top = int(idx[order[0]])
@@ -229,6 +238,7 @@ class AdaptiveRanker(LearnedRanker):
     # ------------------------------------------------------------------------------------------ artifacts
     def _state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         arrays = {"keys": self.keys_.astype(np.float32), "targets": self.targets_.astype(np.float32),
+                  "utility": self.utility_.astype(np.float32),
                   "residuals": self.residuals_.astype(np.float32),
                   "regret_residuals": self.regret_residuals_.astype(np.float32), "tiers": self.tiers_.astype(np.int8)}
         extra = {"weight": self.weight_, "k": self.k_, "temperature": self.temperature_, "k_tier": self.k_tier_,
@@ -240,6 +250,7 @@ class AdaptiveRanker(LearnedRanker):
     def _set_state(self, arrays, extra) -> None:
         self.keys_ = arrays["keys"].astype(np.float32)
         self.targets_ = arrays["targets"].astype(np.float64)
+        self.utility_ = arrays["utility"].astype(np.float64)
         self.residuals_ = arrays["residuals"].astype(np.float64)
         self.regret_residuals_ = arrays["regret_residuals"].astype(np.float64)
         self.tiers_ = arrays["tiers"].astype(int)
