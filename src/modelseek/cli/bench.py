@@ -5,8 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ._common import add_scheme, load_pool_arg, load_truth, print_json
-from .rank import _int_at_least
+from ._common import POSITIVE_INT, SEED, add_scheme, int_at_least, load_pool_arg, load_truth, print_json
 
 
 def register(sub) -> None:
@@ -21,12 +20,12 @@ def register(sub) -> None:
                    help=f"method name(s); an artifact is refitted on each fold with its parameters. {describe_methods()}")
     p.add_argument("--ground-truth", "-g", help="ground-truth CSV (default: PATH/ground-truth.csv)")
     p.add_argument("--pool", help="pool (default: PATH/models.csv)")
-    p.add_argument("--folds", type=_int_at_least(2, "--folds"), default=5)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--repeats", type=_int_at_least(1, "--repeats"), default=1,
+    p.add_argument("--folds", type=int_at_least(2), default=5)
+    p.add_argument("--seed", type=SEED, default=0)
+    p.add_argument("--repeats", type=POSITIVE_INT, default=1,
                    help="repeated CV with seeds seed..seed+repeats-1")
     p.add_argument("--baseline", help="paired bootstrap of each method against this one (e.g. avgrank)")
-    p.add_argument("--bootstrap", type=_int_at_least(1, "--bootstrap"), default=1000,
+    p.add_argument("--bootstrap", type=POSITIVE_INT, default=1000,
                    help="bootstrap resamples for intervals")
     add_scheme(p)
     p.add_argument("--run-out", help="write the cross-fitted run(s) of the first repeat to this file")

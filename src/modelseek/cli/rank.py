@@ -12,21 +12,8 @@ import argparse
 from pathlib import Path
 
 from ..errors import InputError
-from ._common import load_pool_arg, load_truth, print_json
+from ._common import NON_NEGATIVE_INT, SEED, int_at_least, load_pool_arg, load_truth, print_json
 from .finetune import add_verify_args, verify_after_rank
-
-
-def _int_at_least(low: int, what: str):
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{what} must be an integer, got {text!r}") from None
-        if value < low:
-            raise argparse.ArgumentTypeError(f"{what} must be >= {low}, got {value}")
-        return value
-
-    return parse
 
 
 def register(sub) -> None:
@@ -48,9 +35,9 @@ def register(sub) -> None:
                                          "--train-tasks: ground-truth.csv beside those tasks)")
     p.add_argument("--train-tasks", metavar="DIR", help="NTCIR task folder of the past tasks, for learned methods "
                                                         "that read the tasks' text (task_knn, adaptive, ltr ...)")
-    p.add_argument("--cv", type=_int_at_least(2, "--cv"), metavar="K",
+    p.add_argument("--cv", type=int_at_least(2), metavar="K",
                    help="cross-fit: rank each task with a model fitted on the other folds (the folds of 'bench')")
-    p.add_argument("--seed", type=int, default=0, help="seed for folds and random methods")
+    p.add_argument("--seed", type=SEED, default=0, help="seed for folds and random methods")
     p.add_argument("--text-col", default="text", help="text column(s) of a table file, comma-separated")
     p.add_argument("--label-col", default="label", help="label column(s) of a table file, comma-separated")
     p.add_argument("--fusion", choices=["rrf"], help="fuse the rankings of the --method estimators into one run "
@@ -58,7 +45,7 @@ def register(sub) -> None:
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="a method parameter (repeatable), given to every --method that declares it; a key that no "
                         "method declares is an error. E.g. pooling=cls, max_examples=2000, k=5")
-    p.add_argument("--show", type=_int_at_least(0, "--show"), default=3,
+    p.add_argument("--show", type=NON_NEGATIVE_INT, default=3,
                    help="print the rankings of at most this many tasks")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_verify_args(p)
@@ -116,8 +103,6 @@ def run(args: argparse.Namespace) -> int:
     from ..data.task import TaskSet
     from ..rankers.resolve import resolve, split_params
 
-    if args.verify_top is not None and args.verify_top < 1:
-        raise InputError(f"--verify-top must be >= 1, got {args.verify_top}", field="--verify-top")
     if args.json and (args.verify_top or args.halving):
         raise InputError("--verify-top/--halving print tables; use them without --json")
     if args.cv and args.train_tasks:

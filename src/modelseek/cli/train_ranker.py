@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ._common import load_pool_arg, load_truth
+from ._common import SEED, load_pool_arg, load_truth
 
 
 def parse_params(items: list[str] | None) -> dict[str, Any]:
@@ -42,7 +42,7 @@ def register(sub) -> None:
     p.add_argument("--ground-truth", "-g", help="ground-truth CSV (default: PATH/ground-truth.csv)")
     p.add_argument("--pool", help="pool the ground truth's models come from (default: PATH/models.csv or ntcir19)")
     p.add_argument("-p", "--param", action="append", metavar="KEY=VALUE", help="method parameter (repeatable)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=SEED, default=0)
     p.add_argument("-o", "--output", help="artifact path (default: METHOD.json)")
     p.add_argument("--install-default", action="store_true",
                    help="write the artifact into the package and make it the default ranker")

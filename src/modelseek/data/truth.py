@@ -99,11 +99,11 @@ class GroundTruth:
     def from_csv(cls, path: str | Path, tasks_csv: str | Path | None = None) -> "GroundTruth":
         """Read ``task_id,model_id,f1[,...]`` (the official ground-truth format; extra columns are derived
         again from f1). Criticality comes from ``tasks_csv`` (or a ``tasks.csv`` beside the file)."""
+        from ..io import open_text
+
         path = Path(path)
-        if not path.exists():
-            raise InputError("no such file", path=path)
         rows = []
-        with open(path, encoding="utf-8-sig", newline="") as fh:
+        with open_text(path, "ground-truth file") as fh:  # missing, directory, non-UTF-8: located errors
             reader = csv.DictReader(fh)
             fields = reader.fieldnames or []
             for col in ("task_id", "model_id", "f1"):
