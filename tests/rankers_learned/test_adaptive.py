@@ -100,16 +100,17 @@ def test_explained_output_and_json_carry_the_same_fields(cli, artifact, domain_l
     assert reg["expected"] < 0.02 and ex["candidates"][0]["doc"] == "4"
 
 
-def test_weight_zero_is_the_mean_f1_prior_and_selection_can_fall_back(data):
+def test_weight_zero_is_avgrank_and_selection_can_fall_back(data):
     from modelseek.rankers import make
 
     tasks, truth, pool = data  # random ground truth, unrelated to the texts
-    prior = truth.matrix("normalized_f1").mean(axis=0)
+    prior_f1 = truth.matrix("normalized_f1").mean(axis=0)
+    avg = make("avgrank").fit(None, truth, pool=pool)
     r = make("adaptive", weight=0.0, encoder="hashing", cache_dir=None).fit(tasks, truth, pool=pool)
     for t in list(tasks)[:3]:
-        s = r.rank(t, pool)
-        for m in pool.ids:
-            assert s[m] == pytest.approx(prior[m])
+        assert r.rank(t, pool) == pytest.approx(avg.rank(t, pool), rel=1e-6)  # w = 0 is the organisers' avgrank
+        for c in r.explain(t, pool)["candidates"]:  # and the predicted relative F1 is the mean normalized F1
+            assert c["relative_f1"] == pytest.approx(prior_f1[c["doc"]], rel=1e-6)
     chosen = make("adaptive", encoder="hashing", cache_dir=None).fit(tasks, truth, pool=pool)
     assert 0.0 <= chosen.weight_ <= 1.0 and chosen.k_ in (3, 5, 10, 20, 40)
     fixed = make("adaptive", weight=chosen.weight_, k=chosen.k_, temperature=chosen.temperature_,
@@ -142,3 +143,22 @@ def test_bad_parameters_are_clear_errors(cli, domain_layout, tmp_path):
     r = cli("train-ranker", domain_layout, "-m", "adaptive", "-p", "encoder=hashing", "-p", "k=zero",
             "-o", tmp_path / "x.json")
     assert r.code == 1 and "k must be a number" in r.err
+
+
+@pytest.mark.slow
+def test_shipped_default_reads_the_data(cli_subprocess, tmp_path):
+    """The shipped default (trained on the 70 public NTCIR-19 tasks) orders the 20 candidates differently for a
+    generated medical task and a generated social-media task, in a fresh process, offline."""
+    pytest.importorskip("transformers")
+    medical = write_task_table(make_text_task("medical", 3, domain="medical", seed=1), tmp_path / "medical.csv")
+    social = write_task_table(make_text_task("social", 5, domain="social", seed=2), tmp_path / "social.csv")
+    a = cli_subprocess("rank", medical, "--json", cwd=tmp_path)
+    b = cli_subprocess("rank", social, "--json", cwd=tmp_path)
+    assert a.code == 0 and b.code == 0, a.err + b.err
+    ja, jb = json.loads(a.out), json.loads(b.out)
+    ra, rb = ja["adaptive"]["medical"], jb["adaptive"]["social"]
+    ea, eb = ja["explanations"]["adaptive"]["medical"], jb["explanations"]["adaptive"]["social"]
+    assert sorted(e["doc"] for e in ra) == sorted(e["doc"] for e in rb) == [str(i) for i in range(1, 21)]
+    assert [e["doc"] for e in ra] != [e["doc"] for e in rb]
+    assert ea["nearest_tasks"] != eb["nearest_tasks"]
+    assert ea["blend"]["weight"] > 0 and ea["blend"]["training_tasks"] == 70

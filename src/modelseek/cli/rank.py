@@ -169,7 +169,7 @@ def _entry(e, pool, ex) -> dict:
     d = {"doc": e.doc, "rank": e.rank, "score": e.score, "model": pool.get(e.doc).hf_id}
     if ex is not None:
         c = next(c for c in ex["candidates"] if c["doc"] == e.doc)
-        d.update(relative_f1=c["relative_f1"], low=c["low"], high=c["high"])
+        d.update(expected_rank=c["expected_rank"], relative_f1=c["relative_f1"], low=c["low"], high=c["high"])
     return d
 
 
@@ -179,12 +179,12 @@ def _print_explained(run_id: str, ex: dict, n_pool: int) -> None:
     print(f"task {ex['task']} — method {run_id}")
     sampled = "all" if s["texts_embedded"] == s["train_rows"] else f"a label-stratified sample (seed {s['seed']}) of"
     print(f"  read {s['texts_embedded']} texts: {sampled} {s['train_rows']:,} training rows")
-    print(f"  prior blended with the {b['k']} most similar of {b['training_tasks']} past tasks (weight "
-          f"{b['weight']:.1f}, chosen by leave-one-task-out)")
-    print(f"{'rank':>4}  {'docID':>5}  {'relative F1 [' + str(cov) + '% interval]':<28}  model")
+    print(f"  order: expected fine-tuned rank, the average rank over {b['training_tasks']} past tasks blended with "
+          f"that on the {b['k']} most similar (weight {b['weight']:.1f}, chosen by leave-one-task-out)")
+    print(f"{'rank':>4}  {'docID':>5}  {'exp. rank':>9}  {'relative F1 [' + str(cov) + '% interval]':<28}  model")
     for c in ex["candidates"]:
         cell = f"{c['relative_f1']:.3f} [{c['low']:.3f}, {c['high']:.3f}]"
-        print(f"{c['rank']:>4}  {c['doc']:>5}  {cell:<28}  {c['model']}")
+        print(f"{c['rank']:>4}  {c['doc']:>5}  {c['expected_rank']:>9.1f}  {cell:<28}  {c['model']}")
     crit, reg = ex["criticality"], ex["regret_top1"]
     probs = ", ".join(f"{k} {v:.2f}" for k, v in crit["probabilities"].items())
     print(f"  criticality: {crit['tier'].upper()} (P: {probs})")
