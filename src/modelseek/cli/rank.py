@@ -98,7 +98,6 @@ def _train_data(args, pool):
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..bench import cross_validate
     from ..data.run import write_runs
     from ..data.task import TaskSet
     from ..rankers.resolve import resolve, split_params
@@ -125,6 +124,8 @@ def run(args: argparse.Namespace) -> int:
     for method, params, default_id in plan:
         run_id = args.run_id or default_id
         if args.cv:
+            from ..bench import cross_validate  # (imported here: the plain path stays light)
+
             truth = load_truth(args.train_truth, root if root.is_dir() else root.parent)
             res = cross_validate(method, truth, pool, tasks=TaskSet(tasks), folds=args.cv, seed=args.seed,
                                  method_params=params)
