@@ -158,7 +158,7 @@ def test_shipped_default_reads_the_data(cli_subprocess, tmp_path):
     ja, jb = json.loads(a.out), json.loads(b.out)
     ra, rb = ja["adaptive"]["medical"], jb["adaptive"]["social"]
     ea, eb = ja["explanations"]["adaptive"]["medical"], jb["explanations"]["adaptive"]["social"]
-    assert sorted(e["doc"] for e in ra) == sorted(e["doc"] for e in rb) == [str(i) for i in range(1, 21)]
+    assert sorted(e["doc"] for e in ra) == sorted(e["doc"] for e in rb) == sorted(str(i) for i in range(1, 21))
     assert [e["doc"] for e in ra] != [e["doc"] for e in rb]
     assert ea["nearest_tasks"] != eb["nearest_tasks"]
     assert ea["blend"]["weight"] > 0 and ea["blend"]["training_tasks"] == 70
