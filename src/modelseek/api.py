@@ -8,8 +8,7 @@ from .data.pool import Pool
 from .data.run import Run
 from .data.task import Task, TaskSet
 from .data.truth import GroundTruth
-from .errors import InputError
-from .rankers import Ranker, make
+from .rankers import Ranker
 
 
 def default_ranker() -> Ranker:
@@ -19,11 +18,17 @@ def default_ranker() -> Ranker:
     return load_default()
 
 
-def _builtin(name: str) -> bool:
-    from .rankers import RANKERS
-    from .rankers.default import builtin_artifact
+def failures_allowed(ranker: Ranker) -> Ranker:
+    """``ranker`` set to leave failed candidates out of its runs (a copy; the caller's instance is unchanged).
 
-    return name not in RANKERS and builtin_artifact(name) is not None
+    Rankers without candidate failures (learned rankers read no model) are returned as they are.
+    """
+    if getattr(ranker, "allow_failures", True) is False:
+        import copy
+
+        ranker = copy.copy(ranker)
+        ranker.allow_failures = True
+    return ranker
 
 
 def rank(tasks: Task | Iterable[Task], pool: Pool | None = None, method: str | Ranker = "default",
@@ -32,34 +37,21 @@ def rank(tasks: Task | Iterable[Task], pool: Pool | None = None, method: str | R
     """Rank ``pool`` (default: the 20 NTCIR-19 candidates) for ``tasks`` with ``method``.
 
     ``method`` is a registered name, a :class:`Ranker` instance, ``"default"`` (the shipped, pre-trained
-    ranker) or the path of a saved ranker artifact (``.json``, from ``modelseek train-ranker``). A method that learns from past tasks is fitted on ``train_truth`` (and ``train_tasks``).
+    ranker), the name of a shipped artifact (``"ltr-ntcir19"``) or the path of a saved ranker artifact (``.json``,
+    from ``modelseek train-ranker``); see :func:`modelseek.rankers.resolve.resolve`. A method that learns from
+    past tasks is fitted on ``train_truth`` (and ``train_tasks``, for methods that read the tasks' text); its
+    candidates are matched to ``pool`` by Hugging Face id. ``params`` are the method's declared parameters.
 
     A candidate that cannot be downloaded, loaded or featurised makes the call raise
     :class:`~modelseek.rankers.features.CandidateFailures` naming every failure; with ``allow_failures=True``
     the failed candidates are absent from the run instead (never given placeholder scores).
     """
     from .data.pool import ntcir_pool
+    from .rankers.resolve import resolve
 
     pool = pool if pool is not None else ntcir_pool()
     task_list = [tasks] if isinstance(tasks, Task) else list(tasks)
-    if isinstance(method, Ranker):
-        ranker = method
-    elif method == "default":
-        ranker = default_ranker()
-    elif str(method).endswith(".json") or _builtin(str(method)):  # a saved ranker artifact
-        from .rankers.default import builtin_artifact, load_artifact
-
-        ranker = load_artifact(builtin_artifact(str(method)) or method)
-    else:
-        ranker = make(method, **params)
-        if ranker.needs_fit:
-            if train_truth is None:
-                raise InputError(f"method {method!r} learns from past tasks: give their ground truth "
-                                 f"(train_truth / --train-truth)")
-            ranker.fit(train_tasks, train_truth)
-    if allow_failures and getattr(ranker, "allow_failures", True) is False:
-        import copy
-
-        ranker = copy.copy(ranker)  # the caller's instance is not modified
-        ranker.allow_failures = True
+    ranker = resolve(method, params, train_truth=train_truth, train_tasks=train_tasks, pool=pool)
+    if allow_failures:
+        ranker = failures_allowed(ranker)
     return ranker.rank_tasks(task_list, pool, run_id=run_id or getattr(ranker, "name", "run"), progress=progress)

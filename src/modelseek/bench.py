@@ -22,7 +22,7 @@ from .data.truth import GradingScheme, GroundTruth
 from .errors import InputError
 from .evaluate import evaluate
 from .progress import progress_bar
-from .rankers import Ranker, make
+from .rankers import Ranker
 from .stats.bootstrap import paired_bootstrap
 
 BENCH_METRICS = ("ndcg@1", "ndcg@3", "ndcg@5", "mrr")
@@ -70,12 +70,29 @@ class CVResult:
         return self.report.intervals(n_resamples=n_resamples, seed=seed)
 
 
-def cross_validate(method: str | Callable[[], Ranker], truth: GroundTruth, pool: Pool,
+def cross_validate(method: str | Ranker | Callable[[], Ranker], truth: GroundTruth, pool: Pool,
                    tasks: TaskSet | None = None, folds: int = 5, seed: int = 0, repeats: int = 1,
                    scheme: GradingScheme | str = GradingScheme.NTCIR, metrics: Sequence[str] = BENCH_METRICS,
                    progress: bool = False, method_params: dict | None = None) -> CVResult:
-    """Task-level k-fold CV of ``method`` on the tasks of ``truth`` (see module docstring)."""
-    factory = (lambda: make(method, **(method_params or {}))) if isinstance(method, str) else method
+    """Task-level k-fold CV of ``method`` on the tasks of ``truth`` (see module docstring).
+
+    ``method`` is anything :func:`~modelseek.rankers.resolve.build` takes (a registered name, ``"default"``, an
+    artifact: refitted on every fold with its parameters) or a factory returning a new unfitted ranker."""
+    from .rankers.resolve import build, check_params
+
+    if folds is None or int(folds) < 2:
+        raise InputError(f"folds must be at least 2, got {folds}", field="folds")
+    if repeats is None or int(repeats) < 1:
+        raise InputError(f"repeats must be at least 1, got {repeats}", field="repeats")
+    if isinstance(method, (str, Ranker)):
+        if isinstance(method, Ranker):
+            check_params(method, method_params or {})
+            proto = method
+            factory = lambda: type(proto)(**proto.get_params())  # noqa: E731 - a fresh, unfitted copy per fold
+        else:
+            factory = lambda: build(method, method_params)  # noqa: E731
+    else:
+        factory = method
     probe = factory()
     name = method if isinstance(method, str) else probe.name
     task_ids = truth.task_ids
@@ -102,7 +119,7 @@ def cross_validate(method: str | Callable[[], Ranker], truth: GroundTruth, pool:
             train_ids = [t for t in task_ids if t not in held_set]
             ranker = factory()
             if ranker.needs_fit:
-                ranker.fit(tasks.subset(train_ids), truth.subset(train_ids))
+                ranker.fit(tasks.subset(train_ids), truth.subset(train_ids), pool=pool)
             fitted.append(train_ids)
             for t in held:
                 scores[t] = ranker.rank(tasks.get(t), pool)

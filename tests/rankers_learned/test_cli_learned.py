@@ -84,7 +84,8 @@ def test_default_ranks_the_example_offline(cli_subprocess, tmp_path):
     run_path = tmp_path / "run.txt"
     r = cli_subprocess("rank", example, "-o", run_path, cwd=tmp_path)
     assert r.code == 0, r.err
-    assert "method avgrank" in r.out  # the default: best overall CV nDCG@5
+    assert "method adaptive" in r.out  # the default: the prior blended with the nearest past tasks
+    assert "criticality: " in r.out and "most similar past tasks: " in r.out
     r = cli_subprocess("rank", example, "--method", "ltr-ntcir19", "-o", run_path, cwd=tmp_path)
     assert r.code == 0, r.err
     validate_run(run_path, topics=["reviews-4class"], docs=[str(i) for i in range(1, 21)])

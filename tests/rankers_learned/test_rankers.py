@@ -13,7 +13,7 @@ from modelseek.data.truth import GroundTruth
 from modelseek.errors import InputError
 from modelseek.rankers import RANKERS, make
 
-METHODS = ["task_knn", "metadata", "ltr", "spider", "tupate"]
+METHODS = ["adaptive", "task_knn", "metadata", "ltr", "spider", "tupate"]
 
 
 @pytest.fixture
@@ -65,7 +65,7 @@ def test_cv_reproducible_and_never_fits_on_held_out(method, data, params):
 @pytest.mark.parametrize("method", METHODS)
 def test_artifact_round_trip_and_unknown_candidate(method, data, params, tmp_path):
     tasks, truth, pool = data
-    r = make(method, **params(method)).fit(tasks, truth)
+    r = make(method, **params(method)).fit(tasks, truth, pool=pool)
     path = tmp_path / f"{method}.json"
     r.save(path)
     text = path.read_text()
@@ -89,7 +89,7 @@ def test_task_knn_nearest_neighbour_known_value(data, tmp_path):
     tasks, truth, pool = data
     # k=1: a task whose twin is in training gets exactly the twin's normalized F1
     ids = truth.task_ids[:6]
-    r = make("task_knn", k=1, encoder="hashing", cache_dir=str(tmp_path)).fit(tasks.subset(ids), truth.subset(ids))
+    r = make("task_knn", k=1, encoder="hashing", cache_dir=str(tmp_path)).fit(tasks.subset(ids), truth.subset(ids), pool=pool)
     got = r.rank(tasks.get(ids[2]), pool)
     want = truth.normalized(ids[2])
     for m in pool.ids:
@@ -144,6 +144,6 @@ def test_unseen_labels_are_fine(data, tmp_path):
     from modelseek.testing import make_text_task
 
     tasks, truth, pool = data
-    r = make("task_knn", encoder="hashing", cache_dir=None).fit(tasks, truth)
+    r = make("task_knn", encoder="hashing", cache_dir=None).fit(tasks, truth, pool=pool)
     new = make_text_task("new", n_classes=7, domain="medical", seed=9)  # labels never seen in training
     assert len(r.rank(new, pool)) == len(pool)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ._common import add_scheme, load_pool_arg, load_truth, print_json
+from ._common import POSITIVE_INT, SEED, add_scheme, int_at_least, load_pool_arg, load_truth, print_json
 
 
 def register(sub) -> None:
@@ -14,14 +14,19 @@ def register(sub) -> None:
                                    "is fitted on the training folds only and ranks the held-out tasks. Prints "
                                    "per-tier nDCG@1/3/5 and MRR with bootstrap intervals.")
     p.add_argument("path", help="NTCIR subtask-A root (ground-truth.csv, tasks.csv, task-data/)")
-    p.add_argument("-m", "--method", nargs="+", default=["avgrank"], help="method name(s)")
+    from ..rankers.resolve import describe_methods
+
+    p.add_argument("-m", "--method", nargs="+", default=["avgrank"],
+                   help=f"method name(s); an artifact is refitted on each fold with its parameters. {describe_methods()}")
     p.add_argument("--ground-truth", "-g", help="ground-truth CSV (default: PATH/ground-truth.csv)")
     p.add_argument("--pool", help="pool (default: PATH/models.csv)")
-    p.add_argument("--folds", type=int, default=5)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--repeats", type=int, default=1, help="repeated CV with seeds seed..seed+repeats-1")
+    p.add_argument("--folds", type=int_at_least(2), default=5)
+    p.add_argument("--seed", type=SEED, default=0)
+    p.add_argument("--repeats", type=POSITIVE_INT, default=1,
+                   help="repeated CV with seeds seed..seed+repeats-1")
     p.add_argument("--baseline", help="paired bootstrap of each method against this one (e.g. avgrank)")
-    p.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for intervals")
+    p.add_argument("--bootstrap", type=POSITIVE_INT, default=1000,
+                   help="bootstrap resamples for intervals")
     add_scheme(p)
     p.add_argument("--run-out", help="write the cross-fitted run(s) of the first repeat to this file")
     p.add_argument("--plot", help="write a PNG of nDCG@5 per tier with intervals for every method")
@@ -32,19 +37,17 @@ def register(sub) -> None:
 
 
 def _needs_text(method: str) -> bool:
-    from ..rankers import RANKERS
+    from ..rankers.resolve import ranker_class
 
-    return bool(getattr(RANKERS.get(method), "needs_text", False))
+    return bool(getattr(ranker_class(method), "needs_text", False))
 
 
 def run(args: argparse.Namespace) -> int:
-    import inspect
-
     from ..bench import compare, cross_validate
     from ..data.loaders import load_ntcir_tasks
     from ..data.run import write_runs
-    from ..rankers import RANKERS
-    from .train_ranker import card_pool, params_for, parse_params
+    from ..rankers.resolve import ranker_class, split_params
+    from .train_ranker import card_pool, parse_params
 
     given = parse_params(args.param)
     root = Path(args.path)
@@ -52,11 +55,11 @@ def run(args: argparse.Namespace) -> int:
     pool = load_pool_arg(args.pool, root)
     methods = list(dict.fromkeys(args.method + ([args.baseline] if args.baseline else [])))
     tasks = load_ntcir_tasks(root, ids=truth.task_ids) if any(_needs_text(m) for m in methods) else None
+    per = split_params(methods, given, args.seed)
     results = {}
     for m in methods:
-        params = {"seed": args.seed} if "seed" in inspect.signature(RANKERS.get(m).__init__).parameters else {}
-        params.update(params_for(m, given, strict=False))
-        if "pool" in inspect.signature(RANKERS.get(m).__init__).parameters and "pool" not in params:
+        params = per[m]
+        if "pool" in ranker_class(m).param_names() and "pool" not in params:
             params["pool"] = card_pool(pool, pool)
         results[m] = cross_validate(m, truth, pool, tasks=tasks, folds=args.folds, seed=args.seed,
                                     repeats=args.repeats, scheme=args.scheme, progress=not args.json,

@@ -1,4 +1,10 @@
-"""``modelseek rank``: rank the candidates of a pool for a task (or a task set) and write a run file."""
+"""``modelseek rank``: rank the candidates of a pool for a task (or a task set) and write a run file.
+
+Every method goes through :func:`modelseek.rankers.resolve.resolve` (a name, ``default``, a shipped artifact or
+an artifact path); a method that explains itself (``adaptive``, the default) also prints each candidate's
+predicted relative F1 with an interval, the predicted criticality tier, the expected regret of fine-tuning only
+the top-1 candidate, and the nearest past tasks; ``--json`` carries the same fields.
+"""
 
 from __future__ import annotations
 
@@ -6,39 +12,45 @@ import argparse
 from pathlib import Path
 
 from ..errors import InputError
-from ._common import load_pool_arg, load_truth, print_json
+from ._common import NON_NEGATIVE_INT, SEED, int_at_least, load_pool_arg, load_truth, print_json
 from .finetune import add_verify_args, verify_after_rank
 
 
 def register(sub) -> None:
+    from ..rankers.resolve import describe_methods
+
     p = sub.add_parser("rank", help="rank candidate models for a task or task set; write a TREC run",
                        description="Rank the candidates of a pool for a data set (CSV/JSONL/Parquet with text "
                                    "and label columns), an NTCIR task folder or a whole NTCIR task set.")
     p.add_argument("path", help="a table file, an NTCIR task folder, or an NTCIR subtask-A root")
     p.add_argument("-m", "--method", nargs="+", default=["default"],
-                   help="method name(s); 'default' is the shipped pre-trained ranker; a .json path is a ranker "
-                        "artifact from 'modelseek train-ranker' (one run id per method)")
+                   help="method name(s) (one run id per method); 'default' is the shipped pre-trained ranker. "
+                        f"Methods — {describe_methods()}")
     p.add_argument("--pool", help="pool file (models.csv or YAML) or built-in name (default: ntcir19, or "
                                   "models.csv beside the tasks)")
     p.add_argument("-o", "--output", help="write the run file here")
     p.add_argument("--run-id", help="run id (default: the method name)")
-    p.add_argument("--train-truth", help="ground truth of past tasks for methods that learn "
-                                         "(default with --cv: ground-truth.csv beside the tasks)")
-    p.add_argument("--cv", type=int, metavar="K", help="cross-fit: rank each task with a model fitted on the "
-                                                       "other folds (the folds of 'bench')")
-    p.add_argument("--seed", type=int, default=0, help="seed for folds and random methods")
+    p.add_argument("--train-truth", help="ground truth (task_id,model_id,f1) of past tasks for methods that learn; "
+                                         "its model ids are the pool's ids or HF ids (default with --cv or "
+                                         "--train-tasks: ground-truth.csv beside those tasks)")
+    p.add_argument("--train-tasks", metavar="DIR", help="NTCIR task folder of the past tasks, for learned methods "
+                                                        "that read the tasks' text (task_knn, adaptive, ltr ...)")
+    p.add_argument("--cv", type=int_at_least(2), metavar="K",
+                   help="cross-fit: rank each task with a model fitted on the other folds (the folds of 'bench')")
+    p.add_argument("--seed", type=SEED, default=0, help="seed for folds and random methods")
     p.add_argument("--text-col", default="text", help="text column(s) of a table file, comma-separated")
     p.add_argument("--label-col", default="label", help="label column(s) of a table file, comma-separated")
     p.add_argument("--fusion", choices=["rrf"], help="fuse the rankings of the --method estimators into one run "
                                                      "by reciprocal-rank fusion (feature methods: logme, knn...)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                   help="a method parameter, passed to every method that takes it (repeatable), e.g. "
-                        "pooling=cls, layer=mean, max_examples=2000, cache_dir=/tmp/feats, device=cpu")
+                   help="a method parameter (repeatable), given to every --method that declares it; a key that no "
+                        "method declares is an error. E.g. pooling=cls, max_examples=2000, k=5")
     p.add_argument("--allow-failures", action="store_true",
                    help="rank the candidates that work when some fail (cannot be downloaded, loaded or "
                         "featurised): failed candidates are left out of the run and named in a warning. Without "
                         "it such a rank exits 1 naming every failure; failed candidates never get a score")
-    p.add_argument("--show", type=int, default=3, help="print the rankings of at most this many tasks")
+    p.add_argument("--show", type=NON_NEGATIVE_INT, default=3,
+                   help="print the rankings of at most this many tasks")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_verify_args(p)
     p.set_defaults(func=run)
@@ -56,76 +68,100 @@ def _tasks(args):
     return list(load_ntcir_tasks(path))
 
 
-def _parse_params(items: list[str]) -> dict:
+def _parse_params(items: list[str] | None) -> dict:
+    """``["k=10", "view=label"]`` -> ``{"k": 10, "view": "label"}`` (values read as YAML scalars)."""
     import yaml
 
     out = {}
-    for item in items:
+    for item in items or []:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
             raise InputError(f"--param needs KEY=VALUE, got {item!r}", field="--param")
-        out[key.strip()] = yaml.safe_load(value) if value.strip() else None
+        try:
+            out[key.strip()] = yaml.safe_load(value) if value.strip() else None
+        except yaml.YAMLError:
+            out[key.strip()] = value
     return out
 
 
-def _params(method: str, seed: int, extra: dict | None = None) -> dict:
-    import inspect
+def _train_data(args, pool):
+    """(training ground truth, training tasks, the pool that names the truth's models) from --train-truth /
+    --train-tasks; the pool is the models.csv beside them where there is one, else the ranking pool."""
+    from ..data.loaders import load_ntcir_tasks
+    from ._common import find_in_root
 
-    from ..rankers import RANKERS
-
-    from ..rankers.default import builtin_artifact
-
-    if method == "default" or method.endswith(".json") or (method not in RANKERS and builtin_artifact(method)):
-        return {}
-    cls = RANKERS.get(method)
-    accepted = inspect.signature(cls.__init__).parameters
-    params = {"seed": seed} if "seed" in accepted else {}
-    params.update({k: v for k, v in (extra or {}).items() if k in accepted})
-    return params
+    if not args.train_tasks and not args.train_truth:
+        return None, None, pool
+    where = Path(args.train_tasks) if args.train_tasks else Path(args.train_truth).parent
+    models = find_in_root(where, "models.csv") if where.is_dir() else None
+    train_pool = load_pool_arg(str(models)) if models is not None else pool
+    if args.train_tasks:
+        truth = load_truth(args.train_truth, where)
+        return truth, load_ntcir_tasks(where, ids=truth.task_ids), train_pool
+    return load_truth(args.train_truth), None, train_pool
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..api import rank
-    from ..bench import cross_validate
     from ..data.run import write_runs
     from ..data.task import TaskSet
+    from ..api import failures_allowed
+    from ..rankers.resolve import resolve, split_params
 
     if args.json and (args.verify_top or args.halving):
         raise InputError("--verify-top/--halving print tables; use them without --json")
-    root = Path(args.path)
-    pool = load_pool_arg(args.pool, root if root.is_dir() else None)
-    tasks = _tasks(args)
+    if args.cv and args.train_tasks:
+        raise InputError("--cv fits on the other folds of PATH itself; it takes no --train-tasks", field="--cv")
     if len(args.method) > 1 and args.run_id and not args.fusion:
         raise InputError("--run-id needs a single --method")
-    extra = _parse_params(args.param)
+    root = Path(args.path)
+    # the ranking pool: --pool, else models.csv beside the tasks (or beside --train-tasks), else ntcir19
+    pool = load_pool_arg(args.pool, root if root.is_dir() else (Path(args.train_tasks) if args.train_tasks else None))
+    tasks = _tasks(args)
+    given = _parse_params(args.param)
     if args.fusion:
-        plan = [("rrf", {"methods": list(args.method)}, "rrf-" + "-".join(args.method))]
+        params = split_params(["rrf"], given, args.seed)["rrf"]
+        plan = [("rrf", {**params, "methods": list(args.method)}, "rrf-" + "-".join(args.method))]
     else:
-        plan = [(m, {}, None) for m in args.method]
-    runs = []
-    for method, fixed, default_id in plan:
-        params = {**_params(method, args.seed, extra), **fixed}
+        per = split_params(list(args.method), given, args.seed)
+        plan = [(m, per[m], None) for m in args.method]
+    runs, explanations = [], {}
+    train = None
+    for method, params, default_id in plan:
+        run_id = args.run_id or default_id
         if args.cv:
+            from ..bench import cross_validate  # (imported here: the plain path stays light)
+
             truth = load_truth(args.train_truth, root if root.is_dir() else root.parent)
             res = cross_validate(method, truth, pool, tasks=TaskSet(tasks), folds=args.cv, seed=args.seed,
                                  method_params=params)
             r = res.runs[0]
         else:
-            truth = None
-            if method != "default" and args.train_truth:
-                truth = load_truth(args.train_truth)
-            r = rank(tasks, pool, method=method, train_truth=truth, progress=not args.json,
-                     allow_failures=args.allow_failures, **params)
-        run_id = args.run_id or default_id
+            if train is None:
+                train = _train_data(args, pool)
+            truth, train_tasks, train_pool = train
+            ranker = resolve(method, params, train_truth=truth, train_tasks=train_tasks, pool=train_pool,
+                             progress=not args.json)
+            if args.allow_failures:
+                ranker = failures_allowed(ranker)
+            r = ranker.rank_tasks(tasks, pool, run_id=run_id or ranker.name, progress=not args.json)
+            if hasattr(ranker, "explain"):
+                explanations[r.run_id] = {t.id: ranker.explain(t, pool) for t in tasks}
         runs.append(r.with_id(run_id) if run_id else r)
     if args.output:
         write_runs(args.output, runs)
     if args.json:
-        print_json({r.run_id: {t: [{"doc": e.doc, "rank": e.rank, "score": e.score,
-                                     "model": pool.get(e.doc).hf_id} for e in r[t]] for t in r} for r in runs})
+        out: dict = {r.run_id: {t: [_entry(e, pool, explanations.get(r.run_id, {}).get(t)) for e in r[t]] for t in r}
+                     for r in runs}
+        if explanations:
+            out["explanations"] = explanations
+        print_json(out)
         return 0
     for r in runs:
         for t in list(r)[: args.show]:
+            ex = explanations.get(r.run_id, {}).get(t)
+            if ex is not None:
+                _print_explained(r.run_id, ex, len(pool))
+                continue
             print(f"task {t} — method {r.run_id}")
             print(f"{'rank':>4}  {'docID':>5}  {'score':>10}  model")
             for e in r[t]:
@@ -135,3 +171,34 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         print(f"wrote {sum(len(r) for r in runs)} ranking(s) of {len(pool)} candidates to {args.output}")
     return verify_after_rank(args, runs, tasks, pool)
+
+
+def _entry(e, pool, ex) -> dict:
+    d = {"doc": e.doc, "rank": e.rank, "score": e.score, "model": pool.get(e.doc).hf_id}
+    if ex is not None:
+        c = next(c for c in ex["candidates"] if c["doc"] == e.doc)
+        d.update(expected_rank=c["expected_rank"], relative_f1=c["relative_f1"], low=c["low"], high=c["high"])
+    return d
+
+
+def _print_explained(run_id: str, ex: dict, n_pool: int) -> None:
+    s, b = ex["sample"], ex["blend"]
+    cov = round(100 * ex["coverage"])
+    print(f"task {ex['task']} — method {run_id}")
+    sampled = "all" if s["texts_embedded"] == s["train_rows"] else f"a label-stratified sample (seed {s['seed']}) of"
+    print(f"  read {s['texts_embedded']} texts: {sampled} {s['train_rows']:,} training rows")
+    print(f"  order: expected fine-tuned rank, the average rank over {b['training_tasks']} past tasks blended with "
+          f"that on the {b['k']} most similar (weight {b['weight']:.1f}, chosen by leave-one-task-out)")
+    print(f"{'rank':>4}  {'docID':>5}  {'exp. rank':>9}  {'relative F1 [' + str(cov) + '% interval]':<28}  model")
+    for c in ex["candidates"]:
+        cell = f"{c['relative_f1']:.3f} [{c['low']:.3f}, {c['high']:.3f}]"
+        print(f"{c['rank']:>4}  {c['doc']:>5}  {c['expected_rank']:>9.1f}  {cell:<28}  {c['model']}")
+    crit, reg = ex["criticality"], ex["regret_top1"]
+    probs = ", ".join(f"{k} {v:.2f}" for k, v in crit["probabilities"].items())
+    print(f"  criticality: {crit['tier'].upper()} (P: {probs})")
+    print(f"  expected regret of fine-tuning only the top-1 instead of all {n_pool}: {reg['expected']:.3f} "
+          f"[{reg['low']:.3f}, {reg['high']:.3f}] (relative F1 lost)")
+    near = "; ".join(f"{n['task']}" + (f" {n['name']}" if n["name"] and n["name"] != n["task"] else "")
+                     + f" ({n['similarity']:.2f})"
+                     for n in ex["nearest_tasks"])
+    print(f"  most similar past tasks: {near}")

@@ -213,6 +213,8 @@ def load_table_task(path: str | Path, text_col: str | Sequence[str] = "text",
         if c not in df.columns:
             raise InputError(f"unknown column (columns: {', '.join(map(str, df.columns))})", path=path,
                              line=header_line, field=c)
+    if len(df) == 0:
+        raise InputError("no data rows (the file has only a header)", path=path, line=header_line)
     # Row i of the frame is line i + 2 of a CSV (header) and line i + 1 of a JSONL file.
     offset = 2 if path.suffix.lower() in (".csv", ".tsv") else 1
     texts = _join_text(df, text_cols, path, offset)

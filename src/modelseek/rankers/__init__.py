@@ -41,6 +41,7 @@ class _MethodRegistry(Registry[type]):
 
 RANKERS: Registry[type] = _MethodRegistry("method")
 RANKERS.register_lazy("avgrank", "modelseek.rankers.avgrank:AvgRank")
+RANKERS.register_lazy("adaptive", "modelseek.rankers.adaptive:AdaptiveRanker")
 RANKERS.register_lazy("random", "modelseek.rankers.random:RandomRanker")
 RANKERS.register_lazy("task_knn", "modelseek.rankers.task_knn:TaskKNN")
 RANKERS.register_lazy("metadata", "modelseek.rankers.metadata:MetadataRanker")
@@ -51,9 +52,11 @@ RANKERS.register_lazy("rrf", "modelseek.rankers.features:FusionRanker")
 
 
 def make(name: str, **params: Any) -> Ranker:
-    """Instantiate the ranker registered as ``name`` with ``params``."""
-    cls = RANKERS.get(name)
-    return cls(**params)
+    """Instantiate the ranker registered as ``name`` with ``params`` (checked against its declared parameters;
+    the one road from a method to a fitted ranker is :func:`modelseek.rankers.resolve.resolve`)."""
+    from .resolve import make as _make
+
+    return _make(name, **params)
 
 
 def names() -> list[str]:

@@ -21,9 +21,10 @@ from ..data.task import Task, TaskSet
 from ..data.truth import GradingScheme, GroundTruth
 from ..errors import InputError
 from ..taskrep import TaskRep, get_encoder, represent
-from .base import NotFittedError, Ranker
+from .base import NotFittedError, Ranker, Trained
 
-ARTIFACT_VERSION = 1
+#: 2: candidates carry their HF ids (``model_hf_ids``); version-1 artifacts know them by id only
+ARTIFACT_VERSION = 2
 
 
 def pack_array(a: np.ndarray) -> dict[str, Any]:
@@ -92,6 +93,7 @@ class LearnedRanker(Ranker):
     """Base of text-aware learned rankers (``needs_text``); subclasses implement ``_fit`` and ``_scores``."""
 
     needs_text = True
+    parameters = ("encoder", "max_texts", "cache_dir", "seed")
 
     def __init__(self, encoder: str = "minilm", max_texts: int = 256, cache_dir: str | None = "auto",
                  seed: int = 0) -> None:
@@ -127,7 +129,10 @@ class LearnedRanker(Ranker):
         return [self._rep(t) for t in progress_bar(list(tasks), desc=f"{self.name}: tasks", disable=not progress)]
 
     # -------------------------------------------------------------------------------- fitting
-    def fit(self, tasks: TaskSet | None, truth: GroundTruth, progress: bool = False) -> "LearnedRanker":
+    def fit(self, tasks: TaskSet | None, truth: GroundTruth, pool: Pool | None = None,
+            progress: bool = False) -> "LearnedRanker":
+        """Learn from ``tasks`` (their text) and ``truth``. ``pool`` ties the ground truth's model ids to HF
+        ids (see :class:`~modelseek.rankers.base.Trained`); without it only pools known by the same ids match."""
         if tasks is None:
             raise InputError(f"method {self.name!r} learns from the training tasks' text: give the task folder")
         ids = [t for t in truth.task_ids]
@@ -140,30 +145,33 @@ class LearnedRanker(Ranker):
         if y.isna().any().any():
             t = y.index[y.isna().any(axis=1)][0]
             raise InputError(f"ground truth is incomplete: task {t!r} lacks some models' F1")
-        self.model_ids_ = [str(m) for m in y.columns]
+        self.trained_ = Trained.from_truth([str(m) for m in y.columns], pool if pool is not None else self._default_pool())
         self.fitted_task_ids_ = list(ids)
         task_list = [tasks.get(t) for t in ids]
         self._fit(task_list, self._reps(task_list, progress), y.to_numpy(float), progress)
         return self
 
+    def _default_pool(self) -> Pool | None:
+        """The pool that ties ground-truth ids to HF ids when ``fit`` is given none (card-reading methods: theirs)."""
+        return None
+
     def _fit(self, tasks: list[Task], reps: list[TaskRep], y: np.ndarray, progress: bool) -> None:
         raise NotImplementedError  # pragma: no cover
 
     # -------------------------------------------------------------------------------- ranking
+    @property
+    def model_ids_(self) -> list[str]:
+        return list(self.trained_.model_ids)
+
     def _check_fitted(self) -> None:
-        if not hasattr(self, "model_ids_"):
+        if not hasattr(self, "trained_"):
             raise NotFittedError(f"{self.name} is not fitted; call fit(tasks, ground_truth) first")
 
     def pool_index(self, pool: Pool) -> np.ndarray:
-        """Positions of the pool's candidates among the trained ones; unknown candidates are an error."""
+        """Positions of the pool's candidates among the trained ones (matched by HF id); unknown candidates
+        are an error that names them."""
         self._check_fitted()
-        pos = {m: i for i, m in enumerate(self.model_ids_)}
-        unknown = [c for c in pool if c.id not in pos]
-        if unknown:
-            names = ", ".join(f"{c.id}" + (f" ({c.hf_id})" if c.hf_id and c.hf_id != c.id else "") for c in unknown)
-            raise InputError(f"{self.name} was not trained on candidate(s) {names}; it can rank only "
-                             f"{', '.join(self.model_ids_)} (retrain with `modelseek train-ranker`)")
-        return np.array([pos[c.id] for c in pool], dtype=int)
+        return self.trained_.index(pool, self.name)
 
     def rank(self, task: Task, pool: Pool) -> dict[str, float]:
         idx = self.pool_index(pool)
@@ -190,7 +198,8 @@ class LearnedRanker(Ranker):
         if not all(isinstance(v, (str, int, float, bool, type(None), list, dict)) for v in params.values()):
             raise InputError(f"{self.name}: only rankers built from named encoders/parameters can be saved")
         doc = {"method": self.name, "artifact_version": ARTIFACT_VERSION, "params": params,
-               "model_ids": self.model_ids_, "fitted_task_ids": self.fitted_task_ids_, "info": info,
+               "model_ids": list(self.trained_.model_ids),
+               "model_hf_ids": list(self.trained_.hf_ids), "fitted_task_ids": self.fitted_task_ids_, "info": info,
                "extra": extra, "arrays": {k: pack_array(v) for k, v in arrays.items()}}
         atomic_write_text(path, json.dumps(doc, separators=(",", ":")) + "\n")
 
@@ -202,7 +211,11 @@ class LearnedRanker(Ranker):
                 raise InputError(f"artifact is for method {doc.get('method')!r}, not {cls.name!r}", path=path,
                                  field="method")
             r = cls(**{**doc["params"], **overrides})
-            r.model_ids_ = [str(m) for m in doc["model_ids"]]
+            ids = [str(m) for m in doc["model_ids"]]
+            if "model_hf_ids" in doc:
+                r.trained_ = Trained(tuple(ids), tuple(str(h) for h in doc["model_hf_ids"]))
+            else:  # a version-1 artifact: its own card pool (ltr, metadata) names the models, else ids only
+                r.trained_ = Trained.from_truth(ids, r._default_pool())
             r.fitted_task_ids_ = [str(t) for t in doc["fitted_task_ids"]]
             r.info_ = doc.get("info", {})
             r._set_state({k: unpack_array(v) for k, v in doc["arrays"].items()}, doc.get("extra", {}))

@@ -18,8 +18,8 @@ def artifact_dir() -> Path:
     return Path(str(resources.files("modelseek") / "resources" / "rankers"))
 
 
-def load_artifact(path: str | Path) -> Ranker:
-    """Load any saved ranker artifact (a JSON file naming its method)."""
+def load_artifact(path: str | Path, **overrides) -> Ranker:
+    """Load any saved ranker artifact (a JSON file naming its method); ``overrides`` replace stored parameters."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -31,7 +31,7 @@ def load_artifact(path: str | Path) -> Ranker:
     cls = RANKERS.get(method)
     if not hasattr(cls, "load"):
         raise InputError(f"method {method!r} cannot be loaded from an artifact", path=path, field="method")
-    return cls.load(path)
+    return cls.load(path, **overrides)
 
 
 def builtin_artifact(name: str) -> Path | None:

@@ -43,6 +43,8 @@ def _z(x: np.ndarray) -> np.ndarray:
 
 class LTRRanker(LearnedRanker):
     name = "ltr"
+    parameters = ("n_estimators", "learning_rate", "num_leaves", "min_child_samples", "knn_k", "knn_temperature",
+                  "estimator_runs", "pool", "encoder", "max_texts", "cache_dir", "seed")
 
     def __init__(self, n_estimators: int = 300, learning_rate: float = 0.03, num_leaves: int = 7,
                  min_child_samples: int = 20, knn_k: int = 10, knn_temperature: float = 0.05,
@@ -99,6 +101,9 @@ class LTRRanker(LearnedRanker):
                     label_gain=[GradingScheme.NTCIR.gain(g) for g in range(GradingScheme.NTCIR.max_grade + 1)],
                     lambdarank_truncation_level=10, subsample=0.8, subsample_freq=1, colsample_bytree=0.8,
                     random_state=int(self.seed), deterministic=True, force_row_wise=True, n_jobs=1, verbose=-1)
+
+    def _default_pool(self) -> Pool:
+        return load_pool(self.pool) if isinstance(self.pool, str) else self.pool
 
     def _fit(self, tasks, reps, y, progress) -> None:
         import lightgbm as lgb

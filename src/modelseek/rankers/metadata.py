@@ -33,6 +33,7 @@ def _z(x: np.ndarray, axis: int = -1) -> np.ndarray:
 
 class MetadataRanker(LearnedRanker):
     name = "metadata"
+    parameters = ("alpha", "pool", "encoder", "max_texts", "cache_dir", "seed")
 
     def __init__(self, alpha: float | None = None, pool: str = "ntcir19", encoder: str = "minilm",
                  max_texts: int = 256, cache_dir: str | None = "auto", seed: int = 0) -> None:
@@ -43,6 +44,9 @@ class MetadataRanker(LearnedRanker):
     def similarity(self, rep: TaskRep, cards: np.ndarray) -> np.ndarray:
         q = rep.mean / max(float(np.linalg.norm(rep.mean)), 1e-12)
         return cards @ q
+
+    def _default_pool(self) -> Pool:
+        return load_pool(self.pool) if isinstance(self.pool, str) else self.pool
 
     def _fit(self, tasks, reps, y, progress) -> None:
         train_pool = load_pool(self.pool) if isinstance(self.pool, str) else self.pool

@@ -17,6 +17,7 @@ from .base import Ranker
 class RandomRanker(Ranker):
     name = "random"
     needs_fit = False
+    parameters = ("seed",)
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed

@@ -79,6 +79,8 @@ def prototype_batch(reps: list[TaskRep], max_classes: int) -> tuple[np.ndarray, 
 
 class SpiderRanker(NetState, LearnedRanker):
     name = "spider"
+    parameters = ("width", "heads", "dropout", "epochs", "lr", "weight_decay", "target_temperature",
+                  "max_classes", "encoder", "max_texts", "cache_dir", "seed")
 
     def __init__(self, width: int = 64, heads: int = 4, dropout: float = 0.1, epochs: int = 300,
                  lr: float = 1e-3, weight_decay: float = 1e-2, target_temperature: float = 0.02,

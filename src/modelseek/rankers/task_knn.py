@@ -47,6 +47,7 @@ def knn_predict(query: np.ndarray, keys: np.ndarray, targets: np.ndarray, k: int
 
 class TaskKNN(LearnedRanker):
     name = "task_knn"
+    parameters = ("k", "temperature", "view", "encoder", "max_texts", "cache_dir", "seed")
 
     def __init__(self, k: int = 10, temperature: float = 0.05, view: str = "mean", encoder: str = "minilm",
                  max_texts: int = 256, cache_dir: str | None = "auto", seed: int = 0) -> None:

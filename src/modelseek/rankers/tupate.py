@@ -168,6 +168,9 @@ def _build(n_models: int, n_prompts: int, in_dim: int, width: int, heads: int, l
 
 class TuPaTERanker(NetState, LearnedRanker):
     name = "tupate"
+    parameters = ("n_prompts", "pt_epochs", "pt_lr", "pt_batch_size", "pt_max_texts", "pt_max_length", "pt_layers",
+                  "width", "heads", "layers", "dropout", "epochs", "lr", "weight_decay", "encoder_path", "cache_dir",
+                  "seed")
 
     def __init__(self, n_prompts: int = 20, pt_epochs: int = 10, pt_lr: float = 1e-3, pt_batch_size: int = 16,
                  pt_max_texts: int = 32, pt_max_length: int = 48, pt_layers: int = 2, width: int = 64, heads: int = 4, layers: int = 2,

@@ -1,0 +1,176 @@
+"""One road from a method to a fitted ranker, used by :func:`modelseek.rank`, :func:`modelseek.bench.
+cross_validate` and every command (``rank``, ``bench``, ``train-ranker``).
+
+A *method* is one of:
+
+* a registered name (``avgrank``, ``adaptive``, ``logme`` ...): built with its declared parameters and, when it
+  learns, fitted on the training ground truth (and the training tasks' text where it reads text);
+* ``"default"``: the ranker shipped in the package (``resources/rankers/default.json`` names its artifact);
+* the name of another shipped artifact (``ltr-ntcir19``) or the path of a saved artifact (``.json``);
+* a :class:`~modelseek.rankers.base.Ranker` instance (fitted here if it needs it and is not yet).
+
+Parameters are checked against what the ranker declares (:meth:`Ranker.param_names`): an unknown one is an
+:class:`~modelseek.errors.InputError` with a did-you-mean, everywhere. For cross-validation, :func:`build`
+turns any method (an artifact too) into an *unfitted* ranker of the same method and parameters.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ..data.pool import Pool
+from ..data.task import TaskSet
+from ..data.truth import GroundTruth
+from ..errors import InputError
+from ..registry import closest
+from .base import Ranker
+
+
+def _registry():
+    from . import RANKERS
+
+    return RANKERS
+
+
+def artifact_path(method: str) -> Path | None:
+    """The artifact file that ``method`` names (``default``, a shipped artifact name, a ``.json`` path), or None
+    for a registered method name."""
+    from .default import artifact_dir, builtin_artifact
+
+    if method == "default":
+        spec = json.loads((artifact_dir() / "default.json").read_text(encoding="utf-8"))
+        return artifact_dir() / spec["artifact"]
+    if method in _registry():
+        return None
+    if method.endswith(".json") or "/" in method or Path(method).suffix:
+        return Path(method)
+    return builtin_artifact(method)
+
+
+def artifact_spec(path: str | Path) -> tuple[str, dict[str, Any]]:
+    """(method name, parameters) recorded in a saved artifact."""
+    path = Path(path)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read ranker artifact: {exc}", path=path) from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("method"), str):
+        raise InputError("not a ranker artifact (no 'method')", path=path, field="method")
+    _registry().get(doc["method"])  # unknown method -> did-you-mean error
+    return doc["method"], dict(doc.get("params") or {})
+
+
+def ranker_class(method: str | Ranker) -> type:
+    """The class a method resolves to (without fitting or loading anything heavy)."""
+    if isinstance(method, Ranker):
+        return type(method)
+    if method not in _registry():
+        path = artifact_path(method)
+        if path is None:
+            _registry().get(method)  # raises with did-you-mean
+        return _registry().get(artifact_spec(path)[0])
+    return _registry().get(method)
+
+
+def check_params(method: str | Ranker, params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` if ``method`` declares every one of them; else an InputError with a did-you-mean."""
+    cls = ranker_class(method)
+    valid = cls.param_names()
+    for key in params:
+        if key not in valid:
+            close = closest(key, valid)
+            hint = f" Did you mean {close!r}?" if close else ""
+            listed = ", ".join(valid) if valid else "none"
+            raise InputError(f"method {getattr(cls, 'name', method)!r} has no parameter {key!r}.{hint} "
+                             f"Valid: {listed}", field="--param")
+    return dict(params)
+
+
+def split_params(methods: Sequence[str], params: Mapping[str, Any], seed: int | None = None
+                 ) -> dict[str, dict[str, Any]]:
+    """Per method, the given ``params`` it declares (a key no method declares is an error with a did-you-mean)
+    plus ``seed`` where it declares one (not for saved artifacts, whose seed is part of what was fitted)."""
+    names = {m: ranker_class(m).param_names() for m in methods}
+    for key in params:
+        if not any(key in v for v in names.values()):
+            if len(methods) == 1:
+                check_params(methods[0], {key: params[key]})
+            valid = sorted({p for v in names.values() for p in v})
+            close = closest(key, valid)
+            hint = f" Did you mean {close!r}?" if close else ""
+            raise InputError(f"no method of {', '.join(map(str, methods))} has a parameter {key!r}.{hint}",
+                             field="--param")
+    out = {}
+    for m in methods:
+        p = {k: v for k, v in params.items() if k in names[m]}
+        if seed is not None and "seed" in names[m] and "seed" not in p and artifact_path(m) is None:
+            p["seed"] = seed
+        out[m] = p
+    return out
+
+
+def make(method: str, **params: Any) -> Ranker:
+    """A new, unfitted instance of the registered ``method`` with checked ``params``."""
+    cls = _registry().get(method)
+    return cls(**check_params(method, params))
+
+
+def build(method: str | Ranker, params: Mapping[str, Any] | None = None) -> Ranker:
+    """An unfitted ranker for ``method``: a registered name, or an artifact's method with the artifact's
+    parameters (``params`` override them) — what cross-validation refits on each fold."""
+    params = dict(params or {})
+    if isinstance(method, Ranker):
+        if params:
+            raise InputError("parameters cannot be given with a ranker instance", field="--param")
+        return method
+    path = artifact_path(method)
+    if path is None:
+        return make(method, **params)
+    name, stored = artifact_spec(path)
+    check_params(name, params)
+    return make(name, **{**stored, **params})
+
+
+def resolve(method: str | Ranker = "default", params: Mapping[str, Any] | None = None, *,
+            train_truth: GroundTruth | None = None, train_tasks: TaskSet | None = None,
+            pool: Pool | None = None, progress: bool = False) -> Ranker:
+    """A fitted ranker for ``method`` (see the module docstring)."""
+    params = dict(params or {})
+    if isinstance(method, Ranker):
+        ranker = build(method, params)
+    else:
+        path = artifact_path(method)
+        if path is not None:
+            from .default import load_artifact
+
+            check_params(method, params)
+            return load_artifact(path, **params)
+        ranker = make(method, **params)
+    if ranker.needs_fit and not ranker.is_fitted:
+        name = ranker.name
+        if train_truth is None:
+            raise InputError(f"method {name!r} learns from past tasks: give their ground truth (--train-truth "
+                             f"GT.csv, with columns task_id,model_id,f1)", field="--train-truth")
+        if ranker.needs_text and train_tasks is None:
+            raise InputError(f"method {name!r} learns from the training tasks' text: give their task folder "
+                             f"(--train-tasks DIR)", field="--train-tasks")
+        fit_kw = {"pool": pool}
+        if progress:
+            fit_kw["progress"] = True
+        ranker.fit(train_tasks, train_truth, **fit_kw)
+    return ranker
+
+
+def describe_methods() -> str:
+    """One line for ``--help``: the registered methods and the shipped artifacts."""
+    from .default import artifact_dir
+
+    shipped = sorted(p.stem for p in artifact_dir().glob("*.json") if p.name != "default.json")
+    return (f"registered: {', '.join(_registry().names())}; shipped artifacts: default, {', '.join(shipped)}; "
+            f"or the path of an artifact from 'modelseek train-ranker'")
+
+
+__all__ = ["artifact_path", "artifact_spec", "build", "check_params", "describe_methods", "make", "ranker_class",
+           "resolve", "split_params"]
