@@ -133,6 +133,11 @@ def combine(values: np.ndarray, method: FusionMethod, weights: Sequence[float]) 
     Written as an explicit sum over runs (elementwise operations only), so a candidate's fused score does
     not depend on the shape of the block it was computed in.
     """
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported by block_to_run
+        return _combine(values, method, weights)
+
+
+def _combine(values: np.ndarray, method: FusionMethod, weights: Sequence[float]) -> np.ndarray:
     present = ~np.isnan(values)
     v = np.where(present, values, 0.0)
     acc = np.zeros(values.shape[1:])
