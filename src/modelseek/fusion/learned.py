@@ -305,7 +305,7 @@ def optimize_fusion(runs: Sequence[Run] | Mapping[str, Run], truth: GroundTruth,
     from ..bench import make_folds
 
     tiers = [truth.criticality(t).value for t in topics]
-    held_lists = make_folds(topics, tiers, folds, seed)
+    held_lists = [[str(t) for t in held] for held in make_folds(topics, tiers, folds, seed)]
     index = {t: i for i, t in enumerate(topics)}
     fold_results: list[FoldResult] = []
     fold_of: dict[str, int] = {}
