@@ -225,3 +225,28 @@ def test_kendall_of_a_missing_topic_is_null_in_json(cli, tmp_path, accuracy_zoo)
     doc = json.loads(r.out)["mine"]
     assert doc["per_topic"]["U"]["kendall"] is None and doc["per_topic"]["U"]["ndcg@5"] == 0.0
     assert doc["mean"]["kendall"] == pytest.approx(2 / 11)
+
+
+@pytest.mark.parametrize("args, match", [
+    (["--seed", "-1"], "seed must be an integer >= 0"),
+    (["--folds", "1"], "folds must be between 2"),
+    (["--folds", "1000"], "folds must be between 2"),
+    (["--step", "0.3"], "step must divide 1"),
+    (["--step", "nan"], "step must be in (0, 1]"),
+    (["--metric", "mrr"], "nDCG at a cut-off"),
+    (["--rrf-k", "nan"], "rrf k must be"),
+])
+def test_optimize_bad_numbers_exit_1(cli, tmp_path, args, match):
+    _, _, paths, gt = _write_zoo(tmp_path, n_tasks=12)
+    r = cli("fuse", *paths.values(), "-o", tmp_path / "o.txt", "--optimize", "-g", gt, *args)
+    assert r.code == 1 and match in r.err and "Traceback" not in r.err
+
+
+def test_folders_instead_of_files_exit_1(cli, tmp_path, foreign):
+    a, b = foreign
+    r = cli("fuse", a, b, tmp_path, "-o", tmp_path / "o.txt")
+    assert r.code == 1 and "not a file" in r.err
+    r = cli("fuse", a, b, "-o", tmp_path)
+    assert r.code == 1 and "is a folder" in r.err
+    r = cli("evaluate", a, "-g", tmp_path)
+    assert r.code == 1 and "not a file" in r.err

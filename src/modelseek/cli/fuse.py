@@ -53,7 +53,12 @@ def _read_inputs(paths: list[str], names: str | None):
 
     runs = []
     for path in paths:
-        runs.extend(read_runs(path).values())
+        if Path(path).exists() and not Path(path).is_file():
+            raise InputError("not a file", path=path)
+        try:
+            runs.extend(read_runs(path).values())
+        except UnicodeDecodeError as exc:
+            raise InputError(f"not UTF-8 text (byte {exc.start})", path=path) from None
     if names is not None:
         new = [n.strip() for n in names.split(",")]
         if len(new) != len(runs):
@@ -96,6 +101,9 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--optimize needs --ground-truth", field="--ground-truth")
     if args.save and not args.optimize:
         raise InputError("--save needs --optimize", field="--save")
+    for opt, value in (("--output", args.output), ("--save", args.save)):
+        if value is not None and Path(value).is_dir():
+            raise InputError("is a folder; give a file name", path=value, field=opt)
     runs = _read_inputs(args.runs, args.names)
 
     if args.apply:

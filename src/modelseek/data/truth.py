@@ -106,8 +106,8 @@ class GroundTruth:
         finite. Grades still come from ``score / best score of the task``, so every task needs a positive
         best score; model ids are any strings without spaces (Hugging Face ids match a run's docIDs)."""
         path = Path(path)
-        if not path.exists():
-            raise InputError("no such file", path=path)
+        if not path.is_file():
+            raise InputError("no such file" if not path.exists() else "not a file", path=path)
         rows = []
         with open(path, encoding="utf-8-sig", newline="") as fh:
             reader = csv.DictReader(fh)

@@ -277,6 +277,8 @@ def optimize_fusion(runs: Sequence[Run] | Mapping[str, Run], truth: GroundTruth,
     Fusion.build(ids)  # validates the run ids
     s = GradingScheme.parse(scheme)
     k = _ndcg_cut(metric)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(f"seed must be an integer >= 0, got {seed!r}", field="seed")
     truth_topics = set(truth.task_ids)
     all_topics = list(dict.fromkeys(t for r in rs for t in r))
     topics = [t for t in all_topics if t in truth_topics]
@@ -289,6 +291,9 @@ def optimize_fusion(runs: Sequence[Run] | Mapping[str, Run], truth: GroundTruth,
         raise InputError(f"no docID of the runs is a model id of the ground truth (e.g. "
                          f"{next(e.doc for r in rs for t in r for e in r[t])!r} vs "
                          f"{', '.join(truth.model_ids[:3])})", field="docID")
+    if folds is not None and (isinstance(folds, bool) or not 2 <= int(folds) <= len(topics)):
+        raise InputError(f"folds must be between 2 and the number of topics with ground truth ({len(topics)}), "
+                         f"got {folds}", field="folds")
     block = make_block(rs, topics)
     judged = _Judged.build(block, truth, s, k)
     grid = candidate_fusions(ids, methods, norms, step, rrf_ks, max_weights, seed)
