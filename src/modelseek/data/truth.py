@@ -229,8 +229,14 @@ class GroundTruth:
         return GroundTruth(keep, criticality={t: self._crit[t] for t in ids}, source=self.source)
 
     def _task(self, task_id: str) -> pd.DataFrame:
-        sub = self._df[self._df["task_id"] == str(task_id)]
-        if sub.empty:
+        # one groupby, built on first use (the table is immutable): scoring a run looks up every task, and
+        # filtering the whole table per task made evaluation quadratic in the number of tasks
+        groups = self.__dict__.get("_groups")
+        if groups is None:
+            groups = {str(t): sub for t, sub in self._df.groupby("task_id", sort=False)}
+            self.__dict__["_groups"] = groups
+        sub = groups.get(str(task_id))
+        if sub is None:
             raise InputError(f"task {task_id!r} is not in the ground truth")
         return sub
 
