@@ -101,8 +101,10 @@ def test_learned_fusion_beats_each_input_on_the_generated_zoo(learned):
     assert set(learned.cv.per_fold().columns) >= {"n", LEARNED, PLAIN_RRF}
 
 
-def test_final_fusion_is_the_best_on_all_topics(learned, zoo):
+def test_final_fusion_is_the_best_on_all_topics(zoo):
     truth, runs = zoo
+    learned = optimize_fusion(list(runs.values()), truth, folds=None, step=0.25, selection="best")
+    assert learned.cv is None
     grid = candidate_fusions(list(runs), step=0.25)
     means = [ms.evaluate(g.apply(list(runs.values())), truth, ["ndcg@5"]).mean()["ndcg@5"] for g in grid[:12]]
     assert learned.train_score >= max(means) - 1e-12
@@ -169,3 +171,22 @@ def test_the_search_is_deterministic(zoo):
     assert a.fusion == b.fusion and [f.held_out for f in a.cv.folds] == [f.held_out for f in b.cv.folds]
     pd.testing.assert_frame_equal(a.cv.per_topic, b.cv.per_topic)
     assert np.isfinite(a.cv.per_topic[LEARNED]).all()
+
+
+def test_one_standard_error_rule_prefers_fewer_runs():
+    from modelseek.fusion import Fusion, choose
+
+    grid = [Fusion.build(["a", "b"], "rrf"),                         # both runs
+            Fusion.build(["a", "b"], "wsum", "min-max", [1, 0]),     # a alone
+            Fusion.build(["a", "b"], "wsum", "min-max", [0, 1])]     # b alone
+    M = np.array([[1.0, 1.0, 1.0, 1.0, 1.0],
+                  [1.05, 0.95, 1.0, 1.0, 0.99],   # mean 0.998: 0.002 below, paired SE ~0.016
+                  [0.5, 0.5, 0.5, 0.5, 0.5]])
+    assert choose(M, range(5), grid, "best") == 0
+    assert choose(M, range(5), grid, "1se") == 1
+    # only the columns given count: on topics 0..3 'a' ties the best (mean 1.0), on topic 4 alone it loses
+    assert choose(M, [0, 1, 2, 3], grid, "1se") == 1
+    assert choose(M, [4], grid, "1se") == 0
+    M2 = M.copy()
+    M2[1] = [0.9, 0.9, 0.9, 0.9, 0.85]            # clearly worse: the best is kept
+    assert choose(M2, range(5), grid, "1se") == 0

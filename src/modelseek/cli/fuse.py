@@ -42,6 +42,9 @@ def register(sub) -> None:
     g.add_argument("--folds", type=int, default=5, help="cross-validation folds over topics (default 5)")
     g.add_argument("--seed", type=int, default=0, help="seed of the folds (and of a sampled weight grid)")
     g.add_argument("--step", type=float, default=0.1, help="weight grid step on the simplex (default 0.1)")
+    g.add_argument("--selection", default="1se", choices=["1se", "best"],
+                   help="1se (default): among fusions within one standard error of the best on the training "
+                        "topics, the one using the fewest runs; best: the best mean")
     g.add_argument("--save", metavar="FUSION_JSON", help="save the learned fusion (versioned, checksummed JSON)")
     p.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     p.set_defaults(func=run)
@@ -123,7 +126,8 @@ def run(args: argparse.Namespace) -> int:
     if args.optimize:
         truth = load_truth(args.ground_truth, None, args.tasks_csv, any_score=args.any_score)
         learned = optimize_fusion(runs, truth, metric=args.metric, scheme=args.scheme, folds=args.folds,
-                                  seed=args.seed, step=args.step, rrf_ks=(args.rrf_k,), progress=not args.json)
+                                  seed=args.seed, step=args.step, rrf_ks=(args.rrf_k,), selection=args.selection,
+                                  progress=not args.json)
         fused = learned.apply(runs, args.run_id)
         fused.write(args.output)
         if args.save:

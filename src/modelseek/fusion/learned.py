@@ -4,8 +4,10 @@ The search space is a fixed grid of :class:`~modelseek.fusion.core.Fusion` speci
 fixed order: plain RRF first, then combsum and combmnz under each normalisation, then wsum and weighted RRF
 over weight vectors on the simplex (steps of ``step``; equal weights and every single run included; when
 the simplex grid is larger than ``max_weights`` a seeded random subset of it). Every specification is
-scored once per topic with the official metric (nDCG@k), so fitting a fold is choosing the specification
-with the best mean over that fold's *training* topics (the first one in grid order on a tie).
+scored once per topic with the official metric (nDCG@k), so fitting a fold is choosing a specification from
+its scores on that fold's *training* topics: by default with the one-standard-error rule (the fusion using
+the fewest runs among those within one paired standard error of the best mean; see :func:`choose`), or the
+best mean (``selection="best"``).
 
 Honest estimate: task-level k-fold cross-validation with the folds of ``bench`` (seeded, stratified by
 criticality tier where possible). Each fold's choice is made on the other folds' topics only and scored
@@ -145,6 +147,40 @@ def score_grid(block: Block, judged: _Judged, grid: Sequence[Fusion], progress: 
     return out
 
 
+SELECTIONS = ("1se", "best")
+
+
+def runs_used(spec: Fusion) -> int:
+    """How many input runs a fusion uses (runs with weight 0 are not used)."""
+    return sum(1 for w in spec.weights if w > 0)
+
+
+def choose(M: np.ndarray, cols: Sequence[int], grid: Sequence[Fusion], selection: str = "1se") -> int:
+    """Index of the fusion chosen from per-topic scores ``M[:, cols]`` (the training topics only).
+
+    ``best``: the highest mean (first in grid order on a tie). ``1se``: the one-standard-error rule (Breiman
+    et al., 1984; Hastie et al., ESL 7.10) on paired differences -- among the fusions whose mean is within
+    one standard error of the best's (the SE of the per-topic difference to the best), the one using the
+    fewest runs, then the highest mean, then grid order. With few and noisy tasks the best-on-training
+    weights often give a small weight to a run that only fits noise; the rule keeps such a run out unless
+    the data clearly support it.
+    """
+    X = M[:, list(cols)]
+    with np.errstate(invalid="ignore", over="ignore"):
+        means = X.mean(axis=1)
+        best = int(np.argmax(means))
+        if selection == "best" or X.shape[1] < 2:
+            return best
+        diff = X[best][None, :] - X
+        se = diff.std(axis=1, ddof=1) / math.sqrt(X.shape[1])
+        ok = np.isfinite(means) & (means >= means[best] - np.nan_to_num(se, nan=np.inf))
+    ok[best] = True
+    used = np.array([runs_used(g) for g in grid])
+    fewest = used[ok].min()
+    cand = np.flatnonzero(ok & (used == fewest))
+    return int(cand[np.argmax(means[cand])])
+
+
 # ------------------------------------------------------------------------------------------ results
 @dataclass(frozen=True)
 class FoldResult:
@@ -263,10 +299,11 @@ def optimize_fusion(runs: Sequence[Run] | Mapping[str, Run], truth: GroundTruth,
                     scheme: GradingScheme | str = GradingScheme.NTCIR, folds: int | None = 5, seed: int = 0,
                     methods: Sequence[FusionMethod | str] | None = None, norms: Sequence[Norm | str] | None = None,
                     step: float = 0.1, rrf_ks: Sequence[float] = (DEFAULT_RRF_K,), max_weights: int = 1000,
-                    progress: bool = False) -> LearnedFusion:
+                    selection: str = "1se", progress: bool = False) -> LearnedFusion:
     """Choose a fusion of ``runs`` on the topics that have ground truth (see the module docstring).
 
-    ``folds=None`` skips the cross-validation (the result has ``cv=None``).
+    ``selection``: ``1se`` (default) or ``best`` (see :func:`choose`). ``folds=None`` skips the
+    cross-validation (the result has ``cv=None``).
     """
     import pandas as pd
 
@@ -277,6 +314,8 @@ def optimize_fusion(runs: Sequence[Run] | Mapping[str, Run], truth: GroundTruth,
     Fusion.build(ids)  # validates the run ids
     s = GradingScheme.parse(scheme)
     k = _ndcg_cut(metric)
+    if selection not in SELECTIONS:
+        raise InputError(f"unknown selection {selection!r}; valid values: {', '.join(SELECTIONS)}", field="selection")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InputError(f"seed must be an integer >= 0, got {seed!r}", field="seed")
     truth_topics = set(truth.task_ids)
@@ -299,8 +338,8 @@ def optimize_fusion(runs: Sequence[Run] | Mapping[str, Run], truth: GroundTruth,
     grid = candidate_fusions(ids, methods, norms, step, rrf_ks, max_weights, seed)
     M = score_grid(block, judged, grid, progress)
     mean_all = M.mean(axis=1)
-    best = int(np.argmax(mean_all))
-    info = {"grid_size": len(grid), "step": step, "rrf_ks": [float(x) for x in rrf_ks],
+    best = choose(M, list(range(len(topics))), grid, selection)
+    info = {"grid_size": len(grid), "step": step, "selection": selection, "rrf_ks": [float(x) for x in rrf_ks],
             "methods": sorted({g.method.value for g in grid}), "norms": sorted({g.norm.value for g in grid}),
             "runs": ids, "n_topics_with_truth": len(topics), "n_topics": len(all_topics)}
     result = LearnedFusion(grid[best], metric, s.value, list(topics), float(mean_all[best]), None, info)
@@ -319,7 +358,7 @@ def optimize_fusion(runs: Sequence[Run] | Mapping[str, Run], truth: GroundTruth,
         held_set = set(held)
         train = [t for t in topics if t not in held_set]
         cols = [index[t] for t in train]
-        c = int(np.argmax(M[:, cols].mean(axis=1)))
+        c = choose(M, cols, grid, selection)
         spec = grid[c]
         fold_results.append(FoldResult(f, tuple(held), tuple(train), spec, float(M[c, cols].mean())))
         fused = spec.fused_scores(block)
