@@ -42,6 +42,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--step", type=float, default=0.1)
     ap.add_argument("--resamples", type=int, default=2000)
+    ap.add_argument("--selection", default="1se", choices=["1se", "best"], help="how a fold chooses its fusion")
     ap.add_argument("--ground-truth", help="use these runs and this ground truth instead of generated zoos")
     ap.add_argument("--any-score", action="store_true", help="the ground truth holds any higher-is-better score")
     ap.add_argument("--runs", nargs="+", help="run files (with --ground-truth)")
@@ -74,12 +75,13 @@ def main() -> None:
     first = None
     for title, truth, runs in cases:
         t = time.perf_counter()
-        learned = optimize_fusion(runs, truth, folds=args.folds, seed=args.seed, step=args.step)
+        learned = optimize_fusion(runs, truth, folds=args.folds, seed=args.seed, step=args.step,
+                                  selection=args.selection)
         wall = time.perf_counter() - t
         cv = learned.cv
         first = first or (title, cv)
         print(f"## {title}\n")
-        print(f"{args.folds}-fold CV over tasks, seed {args.seed}; grid of {learned.info['grid_size']} fusions "
+        print(f"{args.folds}-fold CV over tasks, seed {args.seed}, selection {args.selection}; grid of {learned.info['grid_size']} fusions "
               f"(step {args.step}); search + CV {wall:.1f} s\n")
         print("\n".join(_table(cv, args.resamples, args.seed)))
         print("\nper fold (nDCG@5 on its held-out tasks; the fusion chosen on the other folds):\n")
