@@ -1,4 +1,8 @@
-"""Options with a fixed set of values are enums whose errors list the valid values."""
+"""Options with a fixed set of values are enums whose errors list the valid values.
+
+:class:`Choice` is the one enum base of the package: configs (:mod:`modelseek.config`) coerce to it, and
+argparse options take it through :func:`modelseek.cli._common.choice`.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,8 @@ from .errors import InputError
 
 
 class Choice(str, enum.Enum):
-    """A string enum with a forgiving :meth:`parse` (case and surrounding spaces ignored)."""
+    """A string enum with a forgiving :meth:`parse` (case and surrounding spaces ignored); an unknown value
+    is an ``InputError`` with "did you mean" and the valid values."""
 
     @classmethod
     def _normalise(cls, text: str) -> str:
@@ -19,6 +24,17 @@ class Choice(str, enum.Enum):
     def _kind(cls) -> str:
         return re.sub(r"(?<!^)(?=[A-Z])", " ", cls.__name__).lower()
 
+    # As enum.StrEnum: a member prints as its value (``f"grading {scheme}"`` reads "grading ntcir").
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    @classmethod
+    def values(cls) -> list[str]:
+        return [m.value for m in cls]
+
     @classmethod
     def parse(cls, value: "str | Choice", field: str | None = None):
         if isinstance(value, cls):
@@ -27,5 +43,9 @@ class Choice(str, enum.Enum):
         for member in cls:
             if text == member.value:
                 return member
-        raise InputError(f"unknown {cls._kind()} {value!r}; valid values: {', '.join(m.value for m in cls)}",
+        from .registry import closest
+
+        close = closest(text, cls.values())
+        hint = f" (did you mean {close!r}?)" if close else ""
+        raise InputError(f"unknown {cls._kind()} {value!r}{hint}; valid values: {', '.join(cls.values())}",
                          field=field)

@@ -44,6 +44,10 @@ class InputError(ModelseekError, ValueError):
         return f"{where}{what}{self.message}"
 
 
+class NotFittedError(ModelseekError):
+    """A learned object (ranker, retriever) used before :meth:`fit` (scikit-learn's ``NotFittedError``)."""
+
+
 class ValidationError(ModelseekError):
     """A file broke several rules; ``problems`` holds one located message per violation."""
 

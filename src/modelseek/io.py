@@ -1,12 +1,41 @@
-"""Small file helpers: atomic writes (write to a temporary file in the same folder, fsync, rename)."""
+"""One way to read and write files.
+
+Writing: :func:`atomic_write_bytes` / :func:`atomic_write_text` (temporary file in the same folder, fsync,
+rename), so a reader never sees half a file.
+
+Reading: every input file goes through :func:`read_bytes` → :func:`read_text` → :func:`read_json` /
+:func:`read_yaml` / :func:`read_config`. Whatever goes wrong is an :class:`~modelseek.errors.InputError`
+naming the file (and the line where there is one):
+
+- a missing file (``no such file``), a directory where a file is expected, a file that cannot be read;
+- bytes that are not UTF-8 (``not UTF-8 text (byte 0xff at offset 12)``, with the line); a UTF-8 byte-order
+  mark is dropped;
+- malformed JSON or YAML (the line and column of the parser), a duplicate key in a YAML mapping;
+- JSON numbers a float cannot hold (``1e999``), ``NaN``/``Infinity`` constants, integers too long to
+  convert — Python's :mod:`json` would silently return ``inf`` or ``nan`` (hooks reject them, located).
+
+:func:`read_yaml_located` and :func:`read_config` also return a :class:`~modelseek.config.Source` carrying
+the line of every key, so that :meth:`~modelseek.config.Config.from_mapping` errors can name the line.
+"""
 
 from __future__ import annotations
 
+import io
+import json
+import math
 import os
+import re
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+from .errors import InputError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .config import Source
 
 
+# ------------------------------------------------------------------------------------------------ writing
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -29,35 +58,218 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def read_json(path: str | os.PathLike, what: str = "file"):
-    """Parse a JSON file; a missing file or malformed JSON is an ``InputError`` naming the path and line."""
-    import json
+# ------------------------------------------------------------------------------------------------ reading
+def check_file(path: str | os.PathLike, what: str = "file") -> Path:
+    """``path`` as a :class:`Path` if it names an existing regular file (or a pipe/device); else an
+    ``InputError``: ``no such WHAT`` or ``is a directory, expected a WHAT``."""
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"is a directory, expected a {what}", path=p)
+    if not p.exists():
+        raise InputError(f"no such {what}", path=p)
+    return p
 
-    from .errors import InputError
 
-    path = Path(path)
-    if not path.is_file():
-        raise InputError(f"no such {what}", path=path)
+def read_bytes(path: str | os.PathLike, what: str = "file") -> bytes:
+    p = check_file(path, what)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        return p.read_bytes()
+    except IsADirectoryError:  # raced with a rename
+        raise InputError(f"is a directory, expected a {what}", path=p) from None
+    except OSError as exc:
+        raise InputError(f"cannot read {what}: {exc.strerror or exc}", path=p) from None
+
+
+def decode_text(data: bytes, path: str | os.PathLike | None = None) -> str:
+    """UTF-8 bytes → text (a leading byte-order mark dropped, ``\\r\\n`` kept as is); other bytes are an
+    ``InputError`` naming the offending byte, its offset and its line."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError(f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start})", path=path,
+                         line=line) from None
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def read_text(path: str | os.PathLike, what: str = "file") -> str:
+    """The whole file as text; see the module docstring for the errors."""
+    return decode_text(read_bytes(path, what), path)
+
+
+def open_text(path: str | os.PathLike, what: str = "file") -> io.StringIO:
+    """:func:`read_text` as a file object (for :mod:`csv` readers): decoding errors surface here, located,
+    instead of halfway through a loop as a raw ``UnicodeDecodeError``. ``newline=''`` semantics, as the
+    csv module wants."""
+    return io.StringIO(read_text(path, what), newline="")
+
+
+def line_of(text: str, offset: int) -> int:
+    """1-based line number of character ``offset`` in ``text``."""
+    return text.count("\n", 0, max(0, offset)) + 1
+
+
+# ------------------------------------------------------------------------------------------------ JSON
+# Strings are matched first so that digits inside them are skipped; then every number or constant token
+# in document order. Used only to locate the token a hook refused (the prefix parsed, so it is valid JSON).
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|(-?(?:\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?|NaN|-?Infinity)')
+
+
+class _Refused(Exception):
+    def __init__(self, index: int, message: str) -> None:
+        self.index, self.message = index, message
+
+
+def _strict_hooks():
+    """``parse_int``/``parse_float``/``parse_constant`` that count the number tokens seen and refuse
+    non-finite values (Python's json turns ``1e999`` into inf and accepts ``NaN``)."""
+    seen = [0]
+
+    def _float(token: str) -> float:
+        seen[0] += 1
+        value = float(token)
+        if not math.isfinite(value):
+            raise _Refused(seen[0], f"number {_short(token)} is too large for a float")
+        return value
+
+    def _int(token: str) -> int:
+        seen[0] += 1
+        try:
+            return int(token)
+        except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
+            raise _Refused(seen[0], f"integer with {len(token)} digits is too long") from None
+
+    def _constant(token: str) -> float:
+        seen[0] += 1
+        raise _Refused(seen[0], f"{token} is not a number JSON allows (NaN and Infinity are refused)")
+
+    return {"parse_float": _float, "parse_int": _int, "parse_constant": _constant}
+
+
+def _short(token: str, n: int = 24) -> str:
+    return token if len(token) <= n else token[:n] + "..."
+
+
+def _locate_token(text: str, index: int) -> int | None:
+    k = 0
+    for m in _JSON_TOKEN.finditer(text):
+        if m.group(1) is not None:
+            k += 1
+            if k == index:
+                return line_of(text, m.start(1))
+    return None
+
+
+def loads_json(text: str, path: str | os.PathLike | None = None, line_offset: int = 0) -> Any:
+    """Strict :func:`json.loads`: malformed JSON and numbers a float cannot hold are ``InputError``\\ s
+    naming ``path`` and the line (``line_offset`` is added: for one record of a JSON-lines file)."""
+    try:
+        return json.loads(text, **_strict_hooks())
     except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})", path=path, line=exc.lineno) from None
-    except UnicodeDecodeError:
-        raise InputError("not UTF-8 text", path=path) from None
+        raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})", path=path,
+                         line=exc.lineno + line_offset) from None
+    except _Refused as exc:
+        line = _locate_token(text, exc.index)
+        raise InputError(exc.message, path=path, line=None if line is None else line + line_offset) from None
+    except RecursionError:
+        raise InputError("malformed JSON: nested too deeply", path=path) from None
 
 
-def iter_jsonl(path: str | os.PathLike):
-    """``(line number, record)`` for each non-blank line of a JSON-lines file; malformed JSON is an
-    ``InputError`` naming the path and line."""
-    import json
+def read_json(path: str | os.PathLike, what: str = "file") -> Any:
+    """Parse a JSON file; every problem is an ``InputError`` naming the path and line."""
+    return loads_json(read_text(path, what), path)
 
-    from .errors import InputError
 
-    with open(path, encoding="utf-8") as fh:
-        for ln, raw in enumerate(fh, 1):
-            if not raw.strip():
+def iter_jsonl(path: str | os.PathLike, what: str = "file") -> Iterator[tuple[int, Any]]:
+    """``(line number, record)`` for each non-blank line of a JSON-lines file; errors as :func:`read_json`."""
+    text = read_text(path, what)
+    for ln, raw in enumerate(text.splitlines(), 1):
+        if raw.strip():
+            yield ln, loads_json(raw, path, line_offset=ln - 1)
+
+
+# ------------------------------------------------------------------------------------------------ YAML
+def _yaml_error(exc: Exception, text: str, path) -> InputError:
+    import yaml
+
+    if isinstance(exc, yaml.reader.ReaderError):  # a control character: position, not a mark
+        return InputError(f"invalid YAML: unacceptable character #x{exc.character:04x}" if isinstance(
+            exc.character, int) else f"invalid YAML: {exc.reason}", path=path, line=line_of(text, exc.position))
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or getattr(exc, "context", None) or str(exc).splitlines()[0]
+    return InputError(f"invalid YAML: {problem}", path=path, line=mark.line + 1 if mark else None)
+
+
+def loads_yaml_located(text: str, path: str | os.PathLike | None = None) -> tuple[Any, dict[str, int]]:
+    """Parse YAML (safe loader) and return ``(data, lines)``: ``lines`` maps each key's dotted path
+    (``candidates[0].hf_id``; ``""`` for the document) to its 1-based line. A key given twice in one mapping
+    is an error (PyYAML would silently keep the last)."""
+    import yaml
+
+    loader = None
+    try:
+        loader = yaml.SafeLoader(text)  # checks for unprintable characters already
+        node = loader.get_single_node()
+        lines: dict[str, int] = {}
+        if node is not None:
+            _walk(node, "", lines, path, set())
+        data = loader.construct_document(node) if node is not None else None
+    except yaml.YAMLError as exc:
+        raise _yaml_error(exc, text, path) from None
+    except RecursionError:
+        raise InputError("invalid YAML: nested too deeply", path=path) from None
+    except (ValueError, TypeError, AttributeError, OverflowError) as exc:  # a tagged value PyYAML cannot build
+        raise InputError(f"invalid YAML: cannot build a value ({type(exc).__name__}: {exc})", path=path) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+    return data, lines
+
+
+def _walk(node, where: str, lines: dict[str, int], path, seen_nodes: set[int]) -> None:
+    import yaml
+
+    lines.setdefault(where, node.start_mark.line + 1)
+    if id(node) in seen_nodes:  # an alias: walked once (else "billion laughs" documents take forever)
+        return
+    seen_nodes.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
+        for knode, vnode in node.value:
+            if not isinstance(knode, yaml.ScalarNode) or knode.tag == "tag:yaml.org,2002:merge":
                 continue
-            try:
-                yield ln, json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise InputError(f"malformed JSON: {exc.msg}", path=path, line=ln) from None
+            key = str(knode.value)
+            line = knode.start_mark.line + 1
+            if key in seen:
+                raise InputError(f"duplicate key (first on line {seen[key]})", path=path, line=line,
+                                 field=f"{where}.{key}" if where else key)
+            seen[key] = line
+            sub = f"{where}.{key}" if where else key
+            lines[sub] = line
+            _walk(vnode, sub, lines, path, seen_nodes)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _walk(item, f"{where}[{i}]", lines, path, seen_nodes)
+
+
+def read_yaml_located(path: str | os.PathLike, what: str = "file") -> tuple[Any, "Source"]:
+    """:func:`read_yaml` plus a :class:`~modelseek.config.Source` (the path and the line of every key)."""
+    from .config import Source
+
+    data, lines = loads_yaml_located(read_text(path, what), path)
+    return data, Source(str(path), lines)
+
+
+def read_yaml(path: str | os.PathLike, what: str = "file") -> Any:
+    """Parse a YAML file (safe loader); errors name the path and line."""
+    return read_yaml_located(path, what)[0]
+
+
+def read_config(path: str | os.PathLike, what: str = "config file") -> tuple[Any, "Source"]:
+    """A config document and its :class:`~modelseek.config.Source`: ``.json`` files through the strict JSON
+    reader (no key lines), anything else as YAML (of which JSON is a subset)."""
+    from .config import Source
+
+    if Path(path).suffix.lower() == ".json":
+        return read_json(path, what), Source(str(path))
+    return read_yaml_located(path, what)

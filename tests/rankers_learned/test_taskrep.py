@@ -55,7 +55,7 @@ def test_cache_hit_and_corrupt_file_recomputed(tmp_path):
 
     task = make_text_task("c", n_classes=2, seed=2)
     rep = represent(task, "hashing", cache_dir=tmp_path)
-    files = list(tmp_path.glob("*.npz"))
+    files = list(tmp_path.glob("*.arrays"))
     assert len(files) == 1
     tr._MEMORY.clear()
     again = represent(task, "hashing", cache_dir=tmp_path)

@@ -93,8 +93,8 @@ def test_bench_style_on_a_subtask_b_layout(cli, b_layout, tmp_path):
 def test_bench_style_usage_errors(cli):
     r = cli("bench-style")
     assert r.code == 1 and "--generated" in r.err
-    r = cli("bench-style", "--generated", "--styles", 1)
-    assert r.code == 1 and "at least 2 styles" in r.err
+    r = cli("bench-style", "--generated", "--styles", 1)  # an option value: argparse's usage error (#14)
+    assert r.code == 2 and "argument --styles: must be an integer >= 2, got 1" in r.err
 
 
 @pytest.mark.slow

@@ -7,7 +7,7 @@ import pytest
 
 from modelseek import Run, evaluate
 from modelseek.data.run import Entry
-from modelseek.errors import InputError
+from modelseek.errors import InputError, NotFittedError
 from modelseek.style import (chance_mrr, content_folds, cross_validate_style, generated_style_dataset, make_styles,
                              parse_method, style_truth)
 from modelseek.style.retrievers import make_retriever, ranks_from_scores, rrf
@@ -55,7 +55,7 @@ def test_retriever_errors():
         make_retriever("logreg").fit(bad, y, MODELS)
     with pytest.raises(InputError, match="at least 2 models"):
         make_retriever("knn").fit(X[:6], y[:6], MODELS)
-    with pytest.raises(InputError, match="not fitted"):
+    with pytest.raises(NotFittedError, match="not fitted"):
         make_retriever("knn").scores(X)
 
 
@@ -179,3 +179,12 @@ def test_generated_mixed_content_uses_sample_photos():
     assert not np.array_equal(shapes.arrays[2], mixed.arrays[2])  # content 2 is a photo crop in "mixed"
     with pytest.raises(InputError, match="valid: shapes, mixed"):
         generated_style_dataset(n_styles=2, n_content=2, content="photos")
+
+
+def test_not_fitted_is_the_one_not_fitted_error():
+    from modelseek.rankers import NotFittedError as RankersNotFitted
+    from modelseek.style import StyleRanker
+
+    assert RankersNotFitted is NotFittedError
+    with pytest.raises(NotFittedError, match="StyleRanker is not fitted"):
+        StyleRanker("hist-centroid").scores(None)

@@ -1,13 +1,154 @@
-"""Helpers shared by the command modules."""
+"""Helpers shared by the command modules.
+
+Option types: every option that takes a number, a choice or a path validates through the ``type=`` helpers
+below, built on :mod:`modelseek.config`'s constraints, so a bad value is argparse's usage error (exit 2)
+with one clear line (``argument --seed: must be an integer >= 0, got -1``)::
+
+    p.add_argument("--seed", type=SEED, default=0)
+    p.add_argument("--folds", type=int_at_least(2), default=5)
+    p.add_argument("--alpha", type=PROBABILITY, default=0.05)
+    p.add_argument("--scheme", type=choice(GradingScheme), default=GradingScheme.NTCIR,
+                   metavar=metavar(GradingScheme))
+    p.add_argument("--threshold", type=number(Interval(Real, 0, 1, closed="both")))
+    p.add_argument("data", type=EXISTING_FILE)
+    p.add_argument("--out", type=OUTPUT_FILE)
+"""
 
 from __future__ import annotations
 
+import argparse
 import json
+import os
 import sys
+from numbers import Integral, Real
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from ..config import Constraint, Interval, check, coerce
 from ..errors import InputError
+
+
+# ------------------------------------------------------------------------------------------ option types
+def arg_type(annotation: Any, *constraints: Constraint, name: str | None = None,
+             nonfinite: bool = False) -> Callable[[str], Any]:
+    """An argparse ``type=`` converting the text with :func:`modelseek.config.coerce` (``annotation``) and
+    checking ``constraints`` (any one satisfies): the same rules as a config file field."""
+
+    def convert(text: str) -> Any:
+        try:
+            value = coerce(text, annotation, nonfinite=nonfinite)
+            return check(value, list(constraints)) if constraints else value
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(exc.message) from None
+
+    convert.__name__ = name or getattr(annotation, "__name__", "value")
+    return convert
+
+
+def integer(*constraints: Constraint) -> Callable[[str], int]:
+    return arg_type(int, *constraints, name="integer")
+
+
+def number(*constraints: Constraint, nonfinite: bool = False) -> Callable[[str], float]:
+    """A float (finite unless ``nonfinite``) satisfying ``constraints``."""
+    return arg_type(float, *constraints, name="number", nonfinite=nonfinite)
+
+
+def int_at_least(low: int) -> Callable[[str], int]:
+    return integer(Interval(Integral, low, None, closed="left"))
+
+
+SEED = integer(Interval(Integral, 0, 2**32 - 1, closed="both"))
+"""A random seed: 0 <= seed < 2**32 (numpy's SeedSequence takes any non-negative int; torch wants 64 bits)."""
+NON_NEGATIVE_INT = int_at_least(0)
+POSITIVE_INT = int_at_least(1)
+FINITE_FLOAT = number()
+NON_NEGATIVE_FLOAT = number(Interval(Real, 0, None, closed="left"))
+POSITIVE_FLOAT = number(Interval(Real, 0, None, closed="neither"))
+PROBABILITY = number(Interval(Real, 0, 1, closed="neither"))
+"""A probability strictly between 0 and 1 (a significance level, a quantile)."""
+UNIT_INTERVAL = number(Interval(Real, 0, 1, closed="both"))
+PORT = integer(Interval(Integral, 1, 65535, closed="both"))
+
+
+def choice(enum_cls) -> Callable[[str], Any]:
+    """``type=`` for a :class:`~modelseek.enums.Choice`: case-insensitive, errors with "did you mean" and the
+    valid values. Pair with ``metavar=metavar(enum_cls)`` so the usage line lists them."""
+
+    def convert(text: str):
+        try:
+            return enum_cls.parse(text)
+        except InputError as exc:
+            raise argparse.ArgumentTypeError(exc.message) from None
+
+    convert.__name__ = enum_cls.__name__
+    return convert
+
+
+def metavar(enum_cls) -> str:
+    return "{" + ",".join(m.value for m in enum_cls) + "}"
+
+
+def existing_file(text: str) -> Path:
+    """An existing file (not a directory)."""
+    p = Path(text)
+    if p.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: is a directory, expected a file")
+    if not p.exists():
+        raise argparse.ArgumentTypeError(f"{text}: no such file")
+    return p
+
+
+def existing_dir(text: str) -> Path:
+    p = Path(text)
+    if not p.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: {'not a directory' if p.exists() else 'no such directory'}")
+    return p
+
+
+def output_file(text: str) -> Path:
+    """A file to write: not a directory, and its parent is a directory or can be made (the nearest existing
+    ancestor is a writable directory). An existing file is overwritten."""
+    if not text:
+        raise argparse.ArgumentTypeError("empty path")
+    p = Path(text)
+    if p.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: is a directory, expected a file to write")
+    parent = p.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK):
+        raise argparse.ArgumentTypeError(f"{text}: {parent} is not writable")
+    return p
+
+
+def output_dir(text: str) -> Path:
+    """A folder to write into: an existing directory, or a path that can be made (not an existing file, and
+    the nearest existing ancestor is a writable directory)."""
+    if not text:
+        raise argparse.ArgumentTypeError("empty path")
+    p = Path(text)
+    if p.exists() and not p.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: is a file, expected a folder")
+    parent = p
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    if not parent.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: {parent} is not a directory")
+    if not os.access(parent, os.W_OK):
+        raise argparse.ArgumentTypeError(f"{text}: {parent} is not writable")
+    return p
+
+
+EXISTING_FILE = existing_file
+EXISTING_DIR = existing_dir
+OUTPUT_FILE = output_file
+OUTPUT_DIR = output_dir
+
+
+# ------------------------------------------------------------------------------------------ output
 
 
 def print_json(obj: Any) -> None:
@@ -55,5 +196,7 @@ def load_pool_arg(value: str | None, root: Path | None = None):
 
 
 def add_scheme(p) -> None:
-    p.add_argument("--scheme", default="ntcir", choices=["ntcir", "paper"],
+    from ..data.truth import GradingScheme
+
+    p.add_argument("--scheme", default=GradingScheme.NTCIR, type=choice(GradingScheme), metavar=metavar(GradingScheme),
                    help="relevance grading: ntcir (official; gain 2^rel-1) or paper (gain rel)")

@@ -9,11 +9,13 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ._common import OUTPUT_DIR, SEED
+
 
 def register(sub) -> None:
     p = sub.add_parser("demo", help="rank the NTCIR-19 candidates for a generated example task (offline)")
-    p.add_argument("--out", default="out", help="output folder (default: out/)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", type=OUTPUT_DIR, default="out", help="output folder (default: out/)")
+    p.add_argument("--seed", type=SEED, default=0, help="seed of the generated task (0 <= SEED < 2**32)")
     p.set_defaults(func=run)
 
 
@@ -22,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
     from ..data.loaders import load_table_task
     from ..data.pool import ntcir_pool
     from ..data.run import validate_run
-    from ..testing import make_text_task, write_task_table
+    from ..data.synthetic import make_text_task, write_task_table
 
     out = Path(args.out)
     data = write_task_table(make_text_task("demo", n_classes=4, seed=args.seed), out / "demo-task.csv")

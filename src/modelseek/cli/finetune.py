@@ -7,14 +7,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..errors import InputError
+from ._common import OUTPUT_FILE, POSITIVE_INT, SEED, choice, metavar
 
 
 def add_recipe_args(p) -> None:
     p.add_argument("--recipe", help="recipe YAML (keys of modelseek.finetune.Recipe; default: the protocol)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override one recipe key, e.g. --set max_epochs=20 (repeatable)")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0], help="seeds; F1 is their mean (default: 0)")
+    p.add_argument("--seeds", type=SEED, nargs="+", default=[0], help="seeds; F1 is their mean (default: 0)")
     p.add_argument("--executor", default="local", choices=["local", "ray"],
                    help="local (sequential, default) or ray (one Ray task per job)")
     p.add_argument("--address", help="Ray cluster address ('auto' joins a running cluster; default: start a "
@@ -30,10 +30,13 @@ def register(sub) -> None:
                                    "and skipped when the command runs again.")
     p.add_argument("--pool", required=True, help="pool file (models.csv or YAML) or built-in pool name")
     p.add_argument("--tasks", required=True, help="NTCIR root or task folder, or one table file")
-    p.add_argument("--out", required=True, help="ground-truth CSV to write (official format + criticality)")
+    p.add_argument("--out", required=True, type=OUTPUT_FILE, help="ground-truth CSV to write (official format + criticality)")
     p.add_argument("--store", help="job store (default: OUT with suffix .jobs.sqlite)")
-    p.add_argument("--scheme", default="ntcir", choices=["ntcir", "paper"], help="relevance grading of the output")
-    p.add_argument("--plot", metavar="PNG", help="also draw the validation-loss curves of the grid's jobs")
+    from ..data.truth import GradingScheme
+
+    p.add_argument("--scheme", default=GradingScheme.NTCIR, type=choice(GradingScheme), metavar=metavar(GradingScheme),
+                   help="relevance grading of the output")
+    p.add_argument("--plot", metavar="PNG", type=OUTPUT_FILE, help="also draw the validation-loss curves of the grid's jobs")
     add_recipe_args(p)
     p.add_argument("--json", action="store_true", help="print a machine-readable summary")
     p.set_defaults(func=run)
@@ -97,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
 def add_verify_args(p) -> None:
     """The verification options of ``modelseek rank``."""
     g = p.add_argument_group("verification (fine-tunes candidates; see 'modelseek finetune')")
-    g.add_argument("--verify-top", type=int, metavar="K", help="fine-tune the top K of each ranking and report "
+    g.add_argument("--verify-top", type=POSITIVE_INT, metavar="K", help="fine-tune the top K of each ranking and report "
                                                                "their test F1")
     g.add_argument("--halving", action="store_true",
                    help="successive halving over the ranking (top K with --verify-top, else all): a few epochs "
@@ -116,8 +119,6 @@ def verify_after_rank(args, runs, tasks, pool) -> int:
         return 0
     from ..finetune.verify import successive_halving, verify_top
 
-    if args.verify_top is not None and args.verify_top < 1:
-        raise InputError("--verify-top must be >= 1", field="--verify-top")
     recipe = load_recipe(args)
     store = args.finetune_store or "modelseek-verify.sqlite"
     run = runs[0]

@@ -2,7 +2,7 @@
 
 Every module in this package (except this one and those starting with ``_``) is a command group that
 defines ``register(subparsers)``; adding a command is adding a file. Exit codes: 0 ok, 1 a user error
-(one line on stderr), 2 usage.
+(one line on stderr), 2 usage, 130 interrupted, 141 the reader of stdout went away (``| head``).
 """
 
 from __future__ import annotations
@@ -45,7 +45,14 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe surfaces here, inside the handler, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        # The reader went away (``modelseek ... --json | head``): stop quietly, as Unix tools do. Python's
+        # documented recipe: point stdout at devnull so the final flush at exit does not raise again.
+        _silence_stdout()
+        return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by a closed pipe
     except ValidationError as exc:
         for p in exc.problems:
             print(f"error: {p}", file=sys.stderr)
@@ -57,6 +64,15 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _silence_stdout() -> None:
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # stdout without a file descriptor (captured in tests)
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

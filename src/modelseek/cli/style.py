@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..errors import InputError
-from ._common import print_json
+from ._common import NON_NEGATIVE_INT, OUTPUT_FILE, SEED, int_at_least, print_json
 
 _METHOD_HELP = ("method(s) FEATURES-RETRIEVER: features hist, colour, texture, gram, moments, enc:NAME, "
                 "encgram:NAME (NAME from the alignment model registry) joined by '+'; retriever centroid, knn or "
@@ -15,9 +15,9 @@ _METHOD_HELP = ("method(s) FEATURES-RETRIEVER: features hist, colour, texture, g
 
 
 def _common(p) -> None:
-    p.add_argument("--size", type=int, default=128,
+    p.add_argument("--size", type=int_at_least(8), default=128,
                    help="images are resized and centre-cropped to SIZE x SIZE (default 128; 64 with --generated)")
-    p.add_argument("--seed", type=int, default=0, help="seed of random-weight backbones, projections and folds")
+    p.add_argument("--seed", type=SEED, default=0, help="seed of random-weight backbones, projections and folds")
     p.add_argument("--cache", help="feature cache folder (reused and resumed across runs)")
     p.add_argument("--images", help="image folder of a Subtask B layout (default ROOT/images; "
                                     "also searched: DIR/train, DIR/test)")
@@ -37,9 +37,9 @@ def register(sub) -> None:
     p.add_argument("--test", help="query images: a folder, or a file of image names (default for a Subtask B "
                                   "root: ROOT/test-image-ids.txt)")
     p.add_argument("-m", "--method", nargs="+", default=["texture+colour+gram-logreg"], help=_METHOD_HELP)
-    p.add_argument("-o", "--output", help="write the run file here")
+    p.add_argument("-o", "--output", type=OUTPUT_FILE, help="write the run file here")
     p.add_argument("--run-id", help="run id (default: the method name)")
-    p.add_argument("--show", type=int, default=3, help="print the top models of at most this many queries")
+    p.add_argument("--show", type=NON_NEGATIVE_INT, default=3, help="print the top models of at most this many queries")
     _common(p)
     p.set_defaults(func=run_rank)
 
@@ -49,14 +49,14 @@ def register(sub) -> None:
                                    "on a labelled set or on the generated style benchmark (--generated).")
     b.add_argument("path", nargs="?", help="Subtask B root or folder-per-label set (omit with --generated)")
     b.add_argument("--generated", action="store_true", help="use the generated benchmark (offline)")
-    b.add_argument("--styles", type=int, default=20, help="generated: number of styles")
-    b.add_argument("--contents", type=int, default=20, help="generated: number of content images")
+    b.add_argument("--styles", type=int_at_least(2), default=20, help="generated: number of styles")
+    b.add_argument("--contents", type=int_at_least(2), default=20, help="generated: number of content images")
     b.add_argument("--content-source", default="shapes", choices=["shapes", "mixed"],
                    help="generated: content drawn by code, or mixed with scikit-image sample photographs")
-    b.add_argument("--folds", type=int, default=5)
+    b.add_argument("--folds", type=int_at_least(2), default=5, help="cross-validation folds (>= 2)")
     b.add_argument("-m", "--method", nargs="+", help=_METHOD_HELP + " (default: all standard methods)")
-    b.add_argument("--run-out", help="write the cross-fitted runs (at most 5 methods) to this file")
-    b.add_argument("--plot", help="write a bar chart of MRR per method (PNG)")
+    b.add_argument("--run-out", type=OUTPUT_FILE, help="write the cross-fitted runs (at most 5 methods) to this file")
+    b.add_argument("--plot", type=OUTPUT_FILE, help="write a bar chart of MRR per method (PNG)")
     _common(b)
     b.set_defaults(func=run_bench, size=None)
 

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
-
-from ..errors import InputError
 
 
 def register(sub) -> None:
@@ -30,10 +27,9 @@ def run(args: argparse.Namespace) -> int:
 
     topics = None
     if args.topics:
-        path = Path(args.topics)
-        if not path.exists():
-            raise InputError("no such file", path=path)
-        topics = [ln.strip() for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip()]
+        from ..io import read_text
+
+        topics = [ln.strip() for ln in read_text(args.topics, "topics file").split("\n") if ln.strip()]
     elif args.ground_truth:
         from ..data.truth import GroundTruth
 

@@ -19,7 +19,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..errors import InputError
-from ..io import iter_jsonl
+from ..io import iter_jsonl, open_text
 from .task import Criticality, Split, Task, TaskSet
 
 SPLIT_CAP = 5000
@@ -65,7 +65,7 @@ def read_jsonl_split(path: Path, text_field: str = "text", label_field: str = "l
 def read_tasks_csv(path: Path) -> dict[str, dict[str, str]]:
     """``tasks.csv`` of the NTCIR layout -> {task_id: row}."""
     out: dict[str, dict[str, str]] = {}
-    with open(path, encoding="utf-8-sig", newline="") as fh:
+    with open_text(path, "tasks file") as fh:
         reader = csv.DictReader(fh)
         if reader.fieldnames is None or "task_id" not in reader.fieldnames:
             raise InputError("missing column", path=path, line=1, field="task_id")
@@ -343,16 +343,6 @@ def from_hf_dataset(ds: Any, text_columns: str | Sequence[str] = "text",
     built = _organiser_splits(splits, seed)
     _check_splits(task_id, built, f"<dataset {task_id}>")
     return Task(id=task_id, train=built["train"], val=built["val"], test=built.get("test"), **task_kw)
-
-
-def load_hf_task(name: str, subset: str | None = None, text_columns: str | Sequence[str] = "text",
-                 label_columns: str | Sequence[str] = "label", task_id: str | None = None, **kw: Any) -> Task:
-    """Download a data set from the Hugging Face Hub and split it by the organisers' rules."""
-    import datasets
-
-    ds = datasets.load_dataset(name, subset)
-    return from_hf_dataset(ds, text_columns, label_columns, task_id=task_id or f"{name}@{subset or ''}",
-                           source="hf", **kw)
 
 
 def load_tasks(path: str | Path, **kw: Any) -> TaskSet:

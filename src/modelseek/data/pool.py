@@ -21,20 +21,20 @@ Unknown keys are rejected so that typos do not pass silently.
 from __future__ import annotations
 
 import csv
+import dataclasses
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from types import MappingProxyType
+from numbers import Real
 from typing import Any, Iterable, Iterator, Mapping, Sequence
 
+from ..config import Config, Interval, Source
 from ..errors import InputError
-
-_CANDIDATE_KEYS = {"id", "hf_id", "revision", "family", "params_m", "pretraining_data", "finetuning_data",
-                   "language", "domain", "options", "path"}
+from ..io import open_text, read_yaml_located
 
 
 @dataclass(frozen=True)
-class Candidate:
+class Candidate(Config):
     """One candidate model: its docID, how to load it, and model-card metadata."""
 
     id: str
@@ -49,11 +49,11 @@ class Candidate:
     path: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "id", str(self.id))
-        object.__setattr__(self, "pretraining_data", tuple(self.pretraining_data))
-        object.__setattr__(self, "finetuning_data", tuple(self.finetuning_data))
-        object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
+    _constraints = {"params_m": [Interval(Real, 0, None, closed="left")]}
+
+    def _check(self) -> None:
+        if not self.id.strip():
+            raise InputError("must not be empty", field="id")
 
     @property
     def source(self) -> str:
@@ -104,7 +104,7 @@ class Pool(Sequence[Candidate]):
 
 def _read_models_csv(path: Path) -> Pool:
     cands = []
-    with open(path, encoding="utf-8-sig", newline="") as fh:
+    with open_text(path, "pool file") as fh:
         reader = csv.DictReader(fh)
         fields = reader.fieldnames or []
         id_col = next((c for c in ("model_id", "id", "docid") if c in fields), None)
@@ -119,46 +119,54 @@ def _read_models_csv(path: Path) -> Pool:
     return Pool(cands, name=path.stem)
 
 
-def _read_pool_yaml(path: Path, text: str | None = None) -> Pool:
-    import yaml
+@dataclass(frozen=True)
+class PoolFile(Config):
+    """A YAML pool file (see the module docstring)."""
 
-    try:
-        data = yaml.safe_load(text if text is not None else path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        raise InputError(f"invalid YAML: {getattr(exc, 'problem', exc)}", path=path,
-                         line=mark.line + 1 if mark else None) from None
-    if isinstance(data, list):
+    candidates: tuple[Candidate, ...]
+    name: str | None = None
+    description: str = ""
+
+
+def _read_pool_yaml(path: Path) -> Pool:
+    data, src = read_yaml_located(path, "pool file")
+    if isinstance(data, list):  # a bare list of candidates
         data = {"candidates": data}
+        src = Source(src.path, {"candidates" + k: v for k, v in src.lines.items()})
     if not isinstance(data, dict) or "candidates" not in data:
-        raise InputError("a pool file needs a 'candidates' list", path=path, field="candidates")
-    unknown = set(data) - {"name", "candidates", "description"}
-    if unknown:
-        raise InputError(f"unknown key(s): {', '.join(sorted(unknown))}", path=path, field=sorted(unknown)[0])
-    cands = []
-    for i, entry in enumerate(data["candidates"]):
-        where = f"candidates[{i}]"
-        if isinstance(entry, str):
-            entry = {"id": entry, "hf_id": entry}
-        if not isinstance(entry, dict):
-            raise InputError("expected a mapping", path=path, field=where)
-        bad = set(entry) - _CANDIDATE_KEYS
-        if bad:
-            raise InputError(f"unknown key(s) {', '.join(sorted(bad))}; valid: {', '.join(sorted(_CANDIDATE_KEYS))}",
-                             path=path, field=f"{where}.{sorted(bad)[0]}")
-        if "id" not in entry and "hf_id" not in entry:
-            raise InputError("needs 'id' or 'hf_id'", path=path, field=where)
-        kw = dict(entry)
-        kw.setdefault("id", kw.get("hf_id"))
-        for key in ("pretraining_data", "finetuning_data"):
-            if isinstance(kw.get(key), str):
-                kw[key] = [kw[key]]
-            kw[key] = tuple(kw.get(key) or ())
-        if kw.get("path") and not str(kw["path"]).startswith("package:"):  # package:NAME/sub stays symbolic
-            p = Path(kw["path"])
-            kw["path"] = str(p if p.is_absolute() else (path.parent / p).resolve())
-        cands.append(Candidate(**kw))
-    return Pool(cands, name=str(data.get("name") or path.stem))
+        raise src.error("a pool file needs a 'candidates' list", "candidates")
+    entries = data["candidates"]
+    if isinstance(entries, list):  # shorthand before validation: a bare Hub id, a missing id, null lists
+        entries = [_shorthand(e, i, src) for i, e in enumerate(entries)]
+    pf = PoolFile.from_mapping({**data, "candidates": entries}, source=src)
+    cands, first = [], {}
+    for i, c in enumerate(pf.candidates):
+        if c.id in first:
+            raise src.error(f"duplicate candidate id {c.id!r} (first: candidates[{first[c.id]}])",
+                            f"candidates[{i}]")
+        first[c.id] = i
+        if c.path and not c.path.startswith("package:"):  # package:NAME/sub stays symbolic
+            p = Path(c.path)
+            c = dataclasses.replace(c, path=str(p if p.is_absolute() else (path.parent / p).resolve()))
+        cands.append(c)
+    if not cands:
+        raise src.error("a pool needs at least one candidate", "candidates")
+    return Pool(cands, name=str(pf.name or path.stem))
+
+
+def _shorthand(entry: Any, i: int, src: Source) -> Any:
+    if isinstance(entry, str):
+        return {"id": entry, "hf_id": entry}
+    if not isinstance(entry, dict):
+        return entry  # from_mapping reports it
+    if "id" not in entry and "hf_id" not in entry:
+        raise src.error("needs 'id' or 'hf_id'", f"candidates[{i}]")
+    entry = dict(entry)
+    entry.setdefault("id", entry.get("hf_id"))
+    for key in ("pretraining_data", "finetuning_data"):
+        if key in entry and entry[key] is None:
+            entry[key] = ()
+    return entry
 
 
 def load_pool(path: str | Path) -> Pool:

@@ -153,40 +153,40 @@ def _parse(path: Path, problems: list[InputError] | None) -> list[_Line]:
             raise err
         problems.append(err)
 
-    if not path.exists():
-        raise InputError("no such file", path=path)
+    from ..io import read_text
+
     out: list[_Line] = []
-    with open(path, encoding="utf-8-sig") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            if not raw.strip():
-                continue
-            parts = raw.split()
-            if len(parts) != 6:
-                missing = _FIELDS[len(parts)] if len(parts) < 6 else None
-                if missing:
-                    bad(f"expected 6 columns (topicID Q0 docID Rank Score RunID), found {len(parts)}", lineno,
-                        missing)
-                else:
-                    bad(f"expected 6 columns (topicID Q0 docID Rank Score RunID), found {len(parts)}", lineno)
-                continue
-            topic, q0, doc, rank_s, score_s, run_id = parts
-            try:
-                rank = int(rank_s)
-            except ValueError:
-                bad(f"not an integer: {rank_s!r}", lineno, "Rank")
-                continue
-            if rank < 1:
-                bad(f"must be >= 1, got {rank}", lineno, "Rank")
-                continue
-            try:
-                score = float(score_s)
-            except ValueError:
-                bad(f"not a number: {score_s!r}", lineno, "Score")
-                continue
-            if math.isnan(score):
-                bad("NaN", lineno, "Score")
-                continue
-            out.append(_Line(lineno, topic, q0, doc, rank, score, run_id))
+    # One reader: a missing file, a directory and non-UTF-8 bytes are located InputErrors.
+    for lineno, raw in enumerate(read_text(path, "run file").split("\n"), start=1):
+        if not raw.strip():
+            continue
+        parts = raw.split()
+        if len(parts) != 6:
+            missing = _FIELDS[len(parts)] if len(parts) < 6 else None
+            if missing:
+                bad(f"expected 6 columns (topicID Q0 docID Rank Score RunID), found {len(parts)}", lineno,
+                    missing)
+            else:
+                bad(f"expected 6 columns (topicID Q0 docID Rank Score RunID), found {len(parts)}", lineno)
+            continue
+        topic, q0, doc, rank_s, score_s, run_id = parts
+        try:
+            rank = int(rank_s)
+        except ValueError:
+            bad(f"not an integer: {rank_s!r}", lineno, "Rank")
+            continue
+        if rank < 1:
+            bad(f"must be >= 1, got {rank}", lineno, "Rank")
+            continue
+        try:
+            score = float(score_s)
+        except ValueError:
+            bad(f"not a number: {score_s!r}", lineno, "Score")
+            continue
+        if not math.isfinite(score):  # NaN, inf, or a number too large for a float (1e999)
+            bad(f"must be a finite number, got {score_s!r}", lineno, "Score")
+            continue
+        out.append(_Line(lineno, topic, q0, doc, rank, score, run_id))
     return out
 
 

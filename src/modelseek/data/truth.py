@@ -105,11 +105,11 @@ class GroundTruth:
         column may hold any higher-is-better score (accuracy in %, BLEU, a negative loss ...) and must only be
         finite. Grades still come from ``score / best score of the task``, so every task needs a positive
         best score; model ids are any strings without spaces (Hugging Face ids match a run's docIDs)."""
+        from ..io import open_text
+
         path = Path(path)
-        if not path.is_file():
-            raise InputError("no such file" if not path.exists() else "not a file", path=path)
         rows = []
-        with open(path, encoding="utf-8-sig", newline="") as fh:
+        with open_text(path, "ground-truth file") as fh:  # missing, directory, non-UTF-8: located errors
             reader = csv.DictReader(fh)
             fields = reader.fieldnames or []
             for col in ("task_id", "model_id", "f1"):

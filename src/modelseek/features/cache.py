@@ -1,36 +1,31 @@
 """A content-addressed, verified on-disk cache of feature matrices.
 
 Each entry is one file ``<key>.feat`` named by the SHA-256 of everything that determines the features
-(model id and revision, layer, pooling, max_length, a fingerprint of the texts, the format version). The file
-holds a one-line JSON header (the key fields, shape, dtype and the SHA-256 of the payload) followed by the raw
-array bytes. Writes are atomic (:func:`modelseek.io.atomic_write_bytes`); a read re-hashes the payload and
-compares the header with the expected key, so a truncated, corrupted or mismatched file is reported, removed
-and recomputed instead of trusted.
+(model id and revision, layer, pooling, max_length, a fingerprint of the texts, the format version), in the
+package's one verified cache format (:mod:`modelseek.cache`: atomic writes; a read checks the header, the
+key, the size and the SHA-256 of the payload), so a truncated, corrupted or mismatched file is reported,
+removed and recomputed instead of trusted. The folder follows the one cache policy
+(:func:`modelseek.cache.cache_dir`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import numpy as np
 
-from ..io import atomic_write_bytes
+from ..cache import CorruptCacheError, cache_dir, load_arrays, write_arrays
 
-log = logging.getLogger(__name__)
-
-FORMAT_VERSION = 1
-_MAGIC = b"MSFEAT1\n"
+FORMAT_VERSION = 2  # 2: the shared verified format of modelseek.cache
 
 
 def default_cache_dir() -> Path:
-    """``$MODELSEEK_CACHE/features`` if set, else ``~/.cache/modelseek/features``."""
-    root = os.environ.get("MODELSEEK_CACHE")
-    return (Path(root) if root else Path.home() / ".cache" / "modelseek") / "features"
+    """The feature cache folder: :func:`modelseek.cache.cache_dir` ``("features")``."""
+    return cache_dir("features")
 
 
 def texts_fingerprint(texts: Iterable[str]) -> str:
@@ -51,10 +46,6 @@ def cache_key(fields: Mapping[str, Any]) -> str:
     return hashlib.sha256(blob).hexdigest()
 
 
-class CorruptCacheError(Exception):
-    """A cache file failed verification (internal: the caller recomputes)."""
-
-
 class FeatureCache:
     """Feature matrices stored under ``root`` by content key."""
 
@@ -65,48 +56,12 @@ class FeatureCache:
         return self.root / key[:2] / f"{key}.feat"
 
     def put(self, key: str, fields: Mapping[str, Any], array: np.ndarray) -> Path:
-        array = np.ascontiguousarray(array)
-        payload = array.tobytes()
-        header = {"key": key, "fields": dict(fields), "shape": list(array.shape), "dtype": array.dtype.str,
-                  "sha256": hashlib.sha256(payload).hexdigest()}
-        head = json.dumps(header, sort_keys=True, default=str).encode("utf-8") + b"\n"
-        p = self.path(key)
-        atomic_write_bytes(p, _MAGIC + head + payload)
-        return p
-
-    def _read(self, p: Path, key: str) -> np.ndarray:
-        data = p.read_bytes()
-        if not data.startswith(_MAGIC):
-            raise CorruptCacheError("bad magic")
-        nl = data.find(b"\n", len(_MAGIC))
-        if nl < 0:
-            raise CorruptCacheError("no header")
-        try:
-            header = json.loads(data[len(_MAGIC):nl].decode("utf-8"))
-            shape = tuple(int(s) for s in header["shape"])
-            dtype = np.dtype(header["dtype"])
-        except (ValueError, KeyError, TypeError) as exc:
-            raise CorruptCacheError(f"bad header ({exc})") from None
-        if header.get("key") != key:
-            raise CorruptCacheError("key mismatch")
-        payload = data[nl + 1:]
-        if hashlib.sha256(payload).hexdigest() != header.get("sha256"):
-            raise CorruptCacheError("checksum mismatch")
-        if len(payload) != int(np.prod(shape, dtype=np.int64)) * dtype.itemsize:
-            raise CorruptCacheError("size mismatch")
-        return np.frombuffer(payload, dtype=dtype).reshape(shape).copy()
+        return write_arrays(self.path(key), {"features": array}, {"key": key, "fields": dict(fields)})
 
     def get(self, key: str) -> np.ndarray | None:
         """The stored array, or None when absent or corrupt (a corrupt file is logged and removed)."""
-        p = self.path(key)
-        if not p.exists():
-            return None
-        try:
-            return self._read(p, key)
-        except (CorruptCacheError, OSError) as exc:
-            log.warning("feature cache file %s is corrupt (%s); recomputing", p, exc)
-            try:
-                p.unlink()
-            except OSError:
-                pass
-            return None
+        arrays = load_arrays(self.path(key), {"key": key}, what="feature cache")
+        return None if arrays is None else arrays.get("features")
+
+
+__all__ = ["CorruptCacheError", "FeatureCache", "cache_key", "default_cache_dir", "texts_fingerprint"]

@@ -10,17 +10,19 @@ passes silently) and has a stable :attr:`Recipe.digest` that names it in the job
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import json
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
+from numbers import Integral, Real
 from pathlib import Path
 from typing import Any, Mapping
 
+from ..config import Config, Interval, Source, parse_overrides
+from ..enums import Choice
 from ..errors import InputError
 
 
-class Precision(str, enum.Enum):
+class Precision(Choice):
     """Numeric precision of the forward pass: ``auto`` = bf16 autocast on a GPU that supports it, fp32
     elsewhere; ``bf16`` = bf16 autocast on GPU (fp32 on CPU, where autocast only slows training);
     ``fp32`` = never autocast."""
@@ -30,7 +32,7 @@ class Precision(str, enum.Enum):
     FP32 = "fp32"
 
 
-class Device(str, enum.Enum):
+class Device(Choice):
     """Where a job trains: ``auto`` = the first CUDA device if any, else the CPU."""
 
     AUTO = "auto"
@@ -38,17 +40,13 @@ class Device(str, enum.Enum):
     CUDA = "cuda"
 
 
-def _enum(cls: type[enum.Enum], value: Any, name: str) -> enum.Enum:
-    if isinstance(value, cls):
-        return value
-    try:
-        return cls(str(value).lower())
-    except ValueError:
-        raise InputError(f"unknown value {value!r}; valid: {', '.join(m.value for m in cls)}", field=name) from None
+_POSITIVE = [Interval(Real, 0, None, closed="neither")]
+_NON_NEGATIVE = [Interval(Real, 0, None, closed="left")]
+_AT_LEAST_1 = [Interval(Integral, 1, None, closed="left")]
 
 
 @dataclass(frozen=True)
-class Recipe:
+class Recipe(Config):
     """How one (task, model, seed) job is fine-tuned. Defaults = the protocol.
 
     ``batch_size`` is the effective batch (one optimizer step); with ``grad_accum`` > 1 each step
@@ -75,33 +73,13 @@ class Recipe:
     cpu_threads: int | None = None
     deterministic: bool = True
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "precision", _enum(Precision, self.precision, "precision"))
-        object.__setattr__(self, "device", _enum(Device, self.device, "device"))
-        for f in fields(self):
-            v = getattr(self, f.name)
-            if f.type in ("float",):
-                if isinstance(v, bool) or not isinstance(v, (int, float)):
-                    raise InputError(f"must be a number, got {v!r}", field=f.name)
-                object.__setattr__(self, f.name, float(v))
-            elif f.type in ("int",) or (f.type == "int | None" and v is not None):
-                if isinstance(v, bool) or not isinstance(v, int):
-                    raise InputError(f"must be an integer, got {v!r}", field=f.name)
-            elif f.type == "bool" and not isinstance(v, bool):
-                raise InputError(f"must be true or false, got {v!r}", field=f.name)
-        if not self.lr > 0:
-            raise InputError(f"must be > 0, got {self.lr}", field="lr")
-        if self.weight_decay < 0:
-            raise InputError(f"must be >= 0, got {self.weight_decay}", field="weight_decay")
-        if self.min_delta < 0:
-            raise InputError(f"must be >= 0, got {self.min_delta}", field="min_delta")
-        for name in ("batch_size", "grad_accum", "max_epochs", "patience", "max_length", "eval_batch_size"):
-            if getattr(self, name) < 1:
-                raise InputError(f"must be >= 1, got {getattr(self, name)}", field=name)
-        if self.pad_to_length is not None and self.pad_to_length < 1:
-            raise InputError(f"must be >= 1, got {self.pad_to_length}", field="pad_to_length")
-        if self.cpu_threads is not None and self.cpu_threads < 1:
-            raise InputError(f"must be >= 1, got {self.cpu_threads}", field="cpu_threads")
+    _constraints = {
+        "lr": _POSITIVE, "weight_decay": _NON_NEGATIVE, "min_delta": _NON_NEGATIVE,
+        **{name: _AT_LEAST_1 for name in ("batch_size", "grad_accum", "max_epochs", "patience", "max_length",
+                                          "eval_batch_size", "pad_to_length", "cpu_threads")},
+    }
+
+    def _check(self) -> None:
         if self.batch_size % self.grad_accum:
             raise InputError(f"batch_size {self.batch_size} is not a multiple of grad_accum {self.grad_accum}",
                              field="grad_accum")
@@ -112,7 +90,7 @@ class Recipe:
         return self.batch_size // self.grad_accum
 
     def to_dict(self) -> dict[str, Any]:
-        return {f.name: (v.value if isinstance(v := getattr(self, f.name), enum.Enum) else v) for f in fields(self)}
+        return self.to_mapping()
 
     @property
     def digest(self) -> str:
@@ -121,53 +99,19 @@ class Recipe:
         blob = json.dumps(self.to_dict(), sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
-    def replace(self, **changes: Any) -> "Recipe":
-        return Recipe.from_dict({**self.to_dict(), **changes})
-
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], path: str | Path | None = None) -> "Recipe":
-        if not isinstance(data, Mapping):
-            raise InputError("a recipe must be a mapping of key: value", path=path)
-        valid = [f.name for f in fields(cls)]
-        unknown = [k for k in data if k not in valid]
-        if unknown:
-            from ..registry import closest
-
-            close = closest(unknown[0], valid)
-            hint = f" (did you mean {close!r}?)" if close else ""
-            raise InputError(f"unknown key{hint}; valid keys: {', '.join(valid)}", path=path, field=str(unknown[0]))
-        try:
-            return cls(**dict(data))
-        except InputError as exc:
-            raise InputError(exc.message, path=path, field=exc.field) from None
+    def from_dict(cls, data: Mapping[str, Any], path: str | Path | Source | None = None) -> "Recipe":
+        """A recipe from a mapping (see :meth:`~modelseek.config.Config.from_mapping`)."""
+        return cls.from_mapping(data, source=path)
 
     @classmethod
     def from_yaml(cls, path: str | Path) -> "Recipe":
         """Load a recipe file (YAML mapping; keys not given keep the protocol's defaults)."""
-        import yaml
-
-        path = Path(path)
-        if not path.exists():
-            raise InputError("no such recipe file", path=path)
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            raise InputError(f"invalid YAML: {getattr(exc, 'problem', exc)}", path=path,
-                             line=mark.line + 1 if mark else None) from None
-        return cls.from_dict(data or {}, path=path)
+        return cls.from_file(path, what="recipe file")
 
     def with_overrides(self, pairs: list[str]) -> "Recipe":
         """Apply ``key=value`` strings (values parsed as YAML scalars), as given by ``--set``."""
-        import yaml
-
-        changes: dict[str, Any] = {}
-        for pair in pairs:
-            if "=" not in pair:
-                raise InputError(f"expected KEY=VALUE, got {pair!r}", field="--set")
-            key, value = pair.split("=", 1)
-            changes[key.strip()] = yaml.safe_load(value)
-        return Recipe.from_dict({**self.to_dict(), **changes})
+        return Recipe.from_dict({**self.to_dict(), **parse_overrides(pairs)})
 
 
 PROTOCOL = Recipe()

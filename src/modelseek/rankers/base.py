@@ -14,11 +14,7 @@ from ..data.pool import Pool
 from ..data.run import Run
 from ..data.task import Task, TaskSet
 from ..data.truth import GroundTruth
-from ..errors import ModelseekError
-
-
-class NotFittedError(ModelseekError):
-    pass
+from ..errors import NotFittedError  # noqa: F401  (the one not-fitted error; re-exported here)
 
 
 class Ranker:

@@ -24,7 +24,7 @@ import pandas as pd
 from ..data.report import Report
 from ..data.run import Run
 from ..data.truth import GroundTruth
-from ..errors import InputError
+from ..errors import InputError, NotFittedError
 from ..evaluate import evaluate
 from ..progress import progress_bar
 from .data import StyleDataset
@@ -182,7 +182,7 @@ class StyleRanker:
 
     def scores(self, queries: StyleDataset) -> np.ndarray:
         if not hasattr(self, "spec_"):
-            raise InputError("StyleRanker is not fitted")
+            raise NotFittedError("StyleRanker is not fitted; call fit(train) first")
         if tuple(queries.models.ids) != tuple(self.train_.models.ids):
             raise InputError("queries and training images use different model lists")
         bank = FeatureBank(queries, self.size, self.seed, self.cache, self.progress, self._ext_params(), self.registry)

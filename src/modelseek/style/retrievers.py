@@ -23,7 +23,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import InputError, NotFittedError
 from ..registry import Registry
 
 RETRIEVERS: Registry[type] = Registry("style retriever")
@@ -103,7 +103,7 @@ class Retriever:
 
     def scores(self, X: np.ndarray) -> np.ndarray:
         if not hasattr(self, "pre_"):
-            raise InputError(f"{self.name} retriever is not fitted")
+            raise NotFittedError(f"{self.name} retriever is not fitted; call fit first")
         X = _check(X)
         seen = self._scores(self.pre_.transform(X))  # n x len(seen_)
         out = np.empty((len(X), len(self.models_)))

@@ -9,16 +9,14 @@ For a :class:`~modelseek.data.task.Task`, :func:`represent` computes, with an of
 * ``meta`` — encoder-free meta-features (:data:`META_FEATURES`): number of classes, train size, text length
   statistics, class entropy and imbalance, vocabulary richness, share of non-ASCII characters.
 
-Representations are cached: in memory for the process, and on disk under ``cache_dir`` (one ``.npz`` per task,
-keyed by a hash of the encoder, the options and the sampled texts and labels; written atomically and
-verified by a content digest on read — a corrupt file is recomputed). No task text is stored.
+Representations are cached: in memory for the process, and on disk under ``cache_dir`` (one ``.arrays`` file per
+task, keyed by a hash of the encoder, the options and the sampled texts and labels; the package's one
+verified cache format, :mod:`modelseek.cache` — a corrupt file is recomputed). No task text is stored.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
-import os
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,9 +54,10 @@ class TaskRep:
 
 
 def default_cache_dir() -> Path:
-    """``$MODELSEEK_CACHE/taskrep``, else ``~/.cache/modelseek/taskrep``."""
-    root = os.environ.get("MODELSEEK_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "modelseek")
-    return Path(root) / "taskrep"
+    """The task-representation cache folder: :func:`modelseek.cache.cache_dir` ``("taskrep")``."""
+    from ..cache import cache_dir
+
+    return cache_dir("taskrep")
 
 
 def resolve_cache_dir(cache_dir: "str | Path | None") -> Path | None:
@@ -130,37 +129,21 @@ _MEMORY_MAX = 1024
 _ARRAYS = ("mean", "prototypes", "class_counts", "label_emb", "meta")
 
 
-def _digest(arrays: dict[str, np.ndarray]) -> str:
-    h = hashlib.sha256()
-    for k in sorted(arrays):
-        a = np.ascontiguousarray(arrays[k])
-        h.update(k.encode() + str(a.dtype).encode() + str(a.shape).encode() + a.tobytes())
-    return h.hexdigest()
-
-
 def read_arrays(path: Path | None) -> dict[str, np.ndarray] | None:
-    """The arrays of a cache file written by :func:`write_arrays`, or None when it is missing, unreadable
-    or fails its digest (the caller recomputes)."""
-    if path is None:
-        return None
-    try:
-        with np.load(path, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files if k != "digest"}
-            stored = str(z["digest"])
-    except Exception:  # missing, truncated or not an npz
-        return None
-    return arrays if stored == _digest(arrays) else None
+    """The arrays of a cache file written by :func:`write_arrays`, or None when it is missing or fails
+    verification (the one verified format, :mod:`modelseek.cache`; the caller recomputes)."""
+    from ..cache import load_arrays
+
+    return load_arrays(path, what="task representation cache")
 
 
 def write_arrays(path: Path | None, arrays: dict[str, np.ndarray]) -> None:
-    """Write arrays atomically with a content digest (verified by :func:`read_arrays`)."""
+    """Write arrays atomically in the verified cache format (checked by :func:`read_arrays`)."""
     if path is None:
         return
-    from ..io import atomic_write_bytes
+    from ..cache import write_arrays as write
 
-    buf = io.BytesIO()
-    np.savez(buf, digest=np.array(_digest(arrays)), **arrays)
-    atomic_write_bytes(path, buf.getvalue())
+    write(path, arrays)
 
 
 def _read_cache(path: Path, task_id: str, encoder: str) -> TaskRep | None:
@@ -202,7 +185,7 @@ def represent(task: Task, encoder: "str | Encoder" = "minilm", max_texts: int = 
         _MEMORY.move_to_end(key)
         return _with_id(_MEMORY[key], task.id)
     folder = resolve_cache_dir(cache_dir)
-    path = folder / f"{key}.npz" if folder is not None else None
+    path = folder / f"{key}.arrays" if folder is not None else None
     rep = _read_cache(path, task.id, enc.name) if path is not None else None
     if rep is None:
         rep = _compute(task, enc, max_texts, seed)

@@ -6,6 +6,6 @@
   ground-truth.csv, task-data/train-tasks/<id>/{train,val,test}.jsonl).
 """
 
-from .synthetic import make_ground_truth, make_ntcir_layout, make_text_task, write_task_table
+from ..data.synthetic import make_ground_truth, make_ntcir_layout, make_text_task, write_task_table
 
 __all__ = ["make_ground_truth", "make_ntcir_layout", "make_text_task", "write_task_table"]

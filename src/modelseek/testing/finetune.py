@@ -7,7 +7,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from .synthetic import CLASS_WORDS, DOMAINS, FILLER
+from ..data.synthetic import CLASS_WORDS, DOMAINS, FILLER
 
 
 def make_learnable_bert(path: str | Path, seed: int = 0, hidden: int = 32, layers: int = 2,

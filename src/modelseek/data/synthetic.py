@@ -1,4 +1,5 @@
-"""Synthetic tasks and ground truth (see :mod:`modelseek.testing`)."""
+"""Generated example data: synthetic text tasks, ground truth and NTCIR-style layouts, seeded. Used by
+``modelseek demo`` and re-exported by :mod:`modelseek.testing` (whose mocks build on it)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..data.task import Criticality, Split, Task
-from ..data.truth import GroundTruth
+from .task import Criticality, Split, Task
+from .truth import GroundTruth
 
 DOMAINS = {
     "reviews": ["product", "delivery", "price", "quality", "support", "package", "refund", "store"],

@@ -1,0 +1,122 @@
+"""Regression cases of issue #14 through the CLI: malformed input ends in exit 1 with one located line (or
+argparse's usage error, exit 2) — never a traceback, never a silent wrong answer."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from modelseek import GroundTruth, Run
+
+
+def _one_error_line(r, *words):
+    assert r.code == 1, (r.code, r.out, r.err)
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in r.err, r.err
+    for w in words:
+        assert w in lines[0], (w, lines[0])
+
+
+@pytest.fixture
+def layout_run(tmp_path, tiny_layout):
+    """A valid run file of the tiny layout's ground truth (scores = F1)."""
+    truth = GroundTruth.from_csv(tiny_layout / "ground-truth.csv")
+    run = Run.from_scores({t: truth.f1(t) for t in truth.task_ids}, run_id="byorder")
+    path = tmp_path / "run.txt"
+    run.write(path)
+    return path
+
+
+def test_non_utf8_run_to_validate_and_evaluate(tmp_path, cli, tiny_layout, layout_run):
+    data = layout_run.read_bytes().split(b"\n")
+    data[2] = data[2].replace(b"byorder", b"by\xe9order")
+    bad = tmp_path / "latin1.txt"
+    bad.write_bytes(b"\n".join(data))
+    offset = b"\n".join(data).index(b"\xe9")
+    for args in (("validate", bad, "--pool", tiny_layout / "models.csv"),
+                 ("evaluate", bad, "-g", tiny_layout / "ground-truth.csv")):
+        _one_error_line(cli(*args), f"{bad}:3: not UTF-8 text (byte 0xe9 at offset {offset})")
+
+
+def test_non_utf8_ground_truth_to_evaluate(tmp_path, cli, tiny_layout, layout_run):
+    gt = tmp_path / "gt.csv"
+    gt.write_bytes((tiny_layout / "ground-truth.csv").read_bytes().replace(b"\n", b"\n\xff", 1))
+    _one_error_line(cli("evaluate", layout_run, "-g", gt), f"{gt}:2: not UTF-8 text (byte 0xff")
+
+
+def test_directory_given_as_a_file(tmp_path, cli, tiny_layout, layout_run):
+    _one_error_line(cli("validate", tmp_path, "--pool", tiny_layout / "models.csv"), "is a directory")
+    _one_error_line(cli("evaluate", layout_run, "-g", tmp_path), "is a directory")
+    _one_error_line(cli("validate", layout_run, "--topics", tmp_path), "is a directory")
+    (tmp_path / "pool.yaml").mkdir()
+    _one_error_line(cli("validate", layout_run, "--pool", tmp_path / "pool.yaml"), "is a directory")
+
+
+@pytest.mark.parametrize("score", ["inf", "-inf", "nan", "1e999", "Infinity"])
+def test_run_with_a_non_finite_score_is_refused(tmp_path, cli, tiny_layout, layout_run, score):
+    lines = layout_run.read_text().splitlines()
+    parts = lines[4].split()
+    parts[4] = score
+    lines[4] = " ".join(parts)
+    bad = tmp_path / "r.txt"
+    bad.write_text("\n".join(lines) + "\n")
+    r = cli("evaluate", bad, "-g", tiny_layout / "ground-truth.csv")
+    _one_error_line(r, f"{bad}:5: field 'Score': must be a finite number, got {score!r}")
+    r = cli("validate", bad, "--pool", tiny_layout / "models.csv")
+    assert r.code == 1 and f"{bad}:5: field 'Score'" in r.err and "Traceback" not in r.err
+
+
+def test_demo_out_naming_a_file_and_negative_seed(tmp_path, cli):
+    f = tmp_path / "taken"
+    f.write_text("x")
+    r = cli("demo", "--out", f)
+    assert r.code == 2 and "argument --out" in r.err and "is a file, expected a folder" in r.err
+    r = cli("demo", "--out", tmp_path / "o", "--seed", "-1")
+    assert r.code == 2 and "argument --seed: must be an integer in [0, 4294967295], got -1" in r.err
+    assert not (tmp_path / "o").exists()
+
+
+def test_json_number_too_large_for_a_float_in_a_task(tmp_path, cli):
+    task = tmp_path / "t1"
+    task.mkdir()
+    rows = [{"text": f"text {i}", "labels": i % 2} for i in range(6)]
+    (task / "train.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    (task / "val.jsonl").write_text('{"text": "a", "labels": 0}\n{"text": "b", "labels": 1e999}\n', encoding="utf-8")
+    run = tmp_path / "run.txt"
+    run.write_text("t1 Q0 1 1 0.5 r\n")
+    _one_error_line(cli("validate", run, "--tasks", task, "--pool", "ntcir19"),
+                    f"{task / 'val.jsonl'}:2: number 1e999 is too large for a float")
+
+
+def test_json_output_into_a_closed_pipe_is_quiet(tiny_layout, layout_run):
+    """``modelseek evaluate ... --json | head -c0``: the reader is gone before the first write."""
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env = dict(os.environ, PYTHONPATH=src, HF_HUB_OFFLINE="1")
+    p = subprocess.Popen([sys.executable, "-m", "modelseek", "evaluate", str(layout_run), "-g",
+                          str(tiny_layout / "ground-truth.csv"), "--json", "--per-topic"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    p.stdout.close()  # the reader goes away at once, long before the command has imported its modules
+    err = p.stderr.read().decode()
+    p.stderr.close()
+    assert p.wait() == 141
+    assert err == "", err
+
+
+@pytest.mark.parametrize("argv, words", [
+    (("rank-style", "x", "--seed", "-2"), "argument --seed: must be an integer in [0, 4294967295], got -2"),
+    (("rank-style", "x", "--size", "4"), "argument --size: must be an integer >= 8, got 4"),
+    (("bench-style", "--generated", "--folds", "1"), "argument --folds: must be an integer >= 2, got 1"),
+    (("bench-style", "--generated", "--styles", "nan"), "argument --styles: must be an integer, got 'nan'"),
+    (("finetune", "--pool", "p", "--tasks", "t", "--out", "o.csv", "--seeds", "1", "-1"),
+     "argument --seeds: must be an integer in [0, 4294967295], got -1"),
+    (("finetune", "--pool", "p", "--tasks", "t", "--out", ".", "--seeds", "1"), "argument --out: .: is a directory"),
+    (("evaluate", "r.txt", "--scheme", "ntcri"), "argument --scheme: unknown grading scheme 'ntcri' (did you mean 'ntcir'?)"),
+])
+def test_option_values_are_usage_errors(cli, argv, words):
+    r = cli(*argv)
+    assert r.code == 2 and words in r.err and "Traceback" not in r.err, r.err
