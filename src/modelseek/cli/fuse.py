@@ -8,7 +8,15 @@ plain RRF, optionally saved with ``--save``), or a saved one applied to new topi
 from __future__ import annotations
 
 import argparse
+from numbers import Real
 from pathlib import Path
+
+from ..config import Interval
+from ..fusion import FusionMethod, Norm
+from ._common import (EXISTING_FILE, NON_NEGATIVE_FLOAT, OUTPUT_FILE, SEED, add_scheme, choice, int_at_least,
+                      metavar, number)
+
+STEP = number(Interval(Real, 0, 1, closed="right"))
 
 
 def register(sub) -> None:
@@ -18,34 +26,40 @@ def register(sub) -> None:
                     "A candidate missing from a run adds nothing from it (0 after normalisation for combsum/wsum, "
                     "not counted by combmnz, no RRF term); topics are the union of the inputs'; ties go to the "
                     "natural docID order.")
-    p.add_argument("runs", nargs="+", metavar="RUN", help="run files; every run id in each file is one input")
-    p.add_argument("-o", "--output", required=True, help="write the fused run here")
+    p.add_argument("runs", nargs="+", metavar="RUN", type=EXISTING_FILE,
+                   help="run files; every run id in each file is one input")
+    p.add_argument("-o", "--output", required=True, type=OUTPUT_FILE, help="write the fused run here")
     p.add_argument("--names", help="comma-separated new run ids for the inputs, in order (when ids clash)")
     p.add_argument("--run-id", help="run id of the fused run (default fused-METHOD, or fused-learned)")
-    p.add_argument("--method", help="rrf (default), combsum, combmnz or wsum")
-    p.add_argument("--norm", help="score normalisation for combsum/combmnz/wsum: min-max (default), zmuv, rank, "
-                                  "sum or none")
+    p.add_argument("--method", type=choice(FusionMethod), metavar=metavar(FusionMethod),
+                   help="rrf (default), combsum, combmnz or wsum")
+    p.add_argument("--norm", type=choice(Norm), metavar=metavar(Norm),
+                   help="score normalisation for combsum/combmnz/wsum: min-max (default), zmuv, rank, sum or none")
     p.add_argument("--weights", help="comma-separated weights, one per input run in order (rrf and wsum)")
-    p.add_argument("--rrf-k", type=float, default=60.0, help="RRF's constant k (default 60)")
+    p.add_argument("--rrf-k", type=NON_NEGATIVE_FLOAT, default=60.0, help="RRF's constant k (default 60)")
     g = p.add_argument_group("learned fusion")
     mode = g.add_mutually_exclusive_group()
     mode.add_argument("--optimize", action="store_true",
                       help="choose method, normalisation and weights by task-level CV on the topics with ground "
                            "truth; needs --ground-truth")
-    mode.add_argument("--apply", metavar="FUSION_JSON", help="apply a fusion saved by --optimize --save")
-    g.add_argument("--ground-truth", "-g", help="ground truth (task_id, model_id, f1) for --optimize")
+    mode.add_argument("--apply", metavar="FUSION_JSON", type=EXISTING_FILE,
+                      help="apply a fusion saved by --optimize --save")
+    g.add_argument("--ground-truth", "-g", type=EXISTING_FILE, help="ground truth (task_id, model_id, f1) for --optimize")
     g.add_argument("--any-score", action="store_true",
                    help="the ground truth's f1 column holds any higher-is-better score (accuracy in %%, ...)")
-    g.add_argument("--tasks-csv", help="tasks.csv giving criticality (default: beside the ground truth)")
+    g.add_argument("--tasks-csv", type=EXISTING_FILE,
+                   help="tasks.csv giving criticality (default: beside the ground truth)")
     g.add_argument("--metric", default="ndcg@5", help="what the search maximises: ndcg@k (default ndcg@5)")
-    g.add_argument("--scheme", default="ntcir", choices=["ntcir", "paper"], help="relevance grading")
-    g.add_argument("--folds", type=int, default=5, help="cross-validation folds over topics (default 5)")
-    g.add_argument("--seed", type=int, default=0, help="seed of the folds (and of a sampled weight grid)")
-    g.add_argument("--step", type=float, default=0.1, help="weight grid step on the simplex (default 0.1)")
+    add_scheme(g)
+    g.add_argument("--folds", type=int_at_least(2), default=5, help="cross-validation folds over topics (default 5)")
+    g.add_argument("--seed", type=SEED, default=0, help="seed of the folds (and of a sampled weight grid)")
+    g.add_argument("--step", type=STEP, default=0.1,
+                   help="weight grid step on the simplex, dividing 1 (default 0.1)")
     g.add_argument("--selection", default="1se", choices=["1se", "best"],
                    help="1se (default): among fusions within one standard error of the best on the training "
                         "topics, the one using the fewest runs; best: the best mean")
-    g.add_argument("--save", metavar="FUSION_JSON", help="save the learned fusion (versioned, checksummed JSON)")
+    g.add_argument("--save", metavar="FUSION_JSON", type=OUTPUT_FILE,
+                   help="save the learned fusion (versioned, checksummed JSON)")
     p.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
     p.set_defaults(func=run)
 
@@ -56,12 +70,7 @@ def _read_inputs(paths: list[str], names: str | None):
 
     runs = []
     for path in paths:
-        if Path(path).exists() and not Path(path).is_file():
-            raise InputError("not a file", path=path)
-        try:
-            runs.extend(read_runs(path).values())
-        except UnicodeDecodeError as exc:
-            raise InputError(f"not UTF-8 text (byte {exc.start})", path=path) from None
+        runs.extend(read_runs(path).values())
     if names is not None:
         new = [n.strip() for n in names.split(",")]
         if len(new) != len(runs):
@@ -104,9 +113,6 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--optimize needs --ground-truth", field="--ground-truth")
     if args.save and not args.optimize:
         raise InputError("--save needs --optimize", field="--save")
-    for opt, value in (("--output", args.output), ("--save", args.save)):
-        if value is not None and Path(value).is_dir():
-            raise InputError("is a folder; give a file name", path=value, field=opt)
     runs = _read_inputs(args.runs, args.names)
 
     if args.apply:
@@ -114,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
         fused = learned.apply(runs, args.run_id)
         fused.write(args.output)
         summary = {"fusion": learned.fusion.to_dict(), "describe": learned.fusion.describe(),
-                   "output": args.output, "topics": len(fused),
+                   "output": str(args.output), "topics": len(fused),
                    "new_topics": sum(1 for t in fused if t not in set(learned.fitted_topics))}
         if args.json:
             print_json(summary)
@@ -136,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
             print_json({"fusion": learned.fusion.to_dict(), "describe": learned.fusion.describe(),
                         "fitted_topics": learned.fitted_topics, "train_score": learned.train_score,
                         "cv": learned.cv.to_dict() if learned.cv is not None else None,
-                        "output": args.output, "saved": args.save})
+                        "output": str(args.output), "saved": None if args.save is None else str(args.save)})
             return 0
         print(f"learned fusion: {learned.fusion.describe()}")
         print(f"  chosen on {len(learned.fitted_topics)} topics with ground truth "
@@ -156,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
     fused.write(args.output)
     if args.json:
         print_json({"inputs": [r.run_id for r in runs], "run_id": fused.run_id, "topics": len(fused),
-                    "output": args.output})
+                    "output": str(args.output)})
     else:
         print(f"fused {len(runs)} runs ({', '.join(r.run_id for r in runs)}) into {fused.run_id}: "
               f"{len(fused)} topics; wrote {args.output}")
