@@ -80,9 +80,21 @@ def _read_inputs(paths: list[str], names: str | None):
     ids = [r.run_id for r in runs]
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
-        raise InputError(f"input runs share the run id(s) {', '.join(dup)}; give each a name with --names "
-                         f"(e.g. --names {','.join(f'{Path(p).stem}' for p in paths)})", field="RunID")
+        raise InputError(f"input runs share the run id(s) {', '.join(dup)} ({', '.join(map(str, paths))}); give "
+                         f"each a name with --names", field="RunID")
     return runs
+
+
+_OPTION_FIELDS = {"step", "metric", "seed", "selection", "k", "norm", "method", "max_weights"}
+
+
+def _located(exc, path, files):
+    """An error about how the inputs fit together, named by ``path`` and listing the input files."""
+    from ..errors import InputError
+
+    if exc.path is not None or exc.field in _OPTION_FIELDS:  # a bad option value is not about the files
+        return exc
+    return InputError(f"{exc.message} (inputs: {', '.join(map(str, files))})", path=path, field=exc.field)
 
 
 def _weights(text: str | None):
@@ -117,7 +129,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.apply:
         learned = LearnedFusion.load(args.apply)
-        fused = learned.apply(runs, args.run_id)
+        try:
+            fused = learned.apply(runs, args.run_id)
+        except InputError as exc:
+            raise _located(exc, args.apply, args.runs) from None
         fused.write(args.output)
         summary = {"fusion": learned.fusion.to_dict(), "describe": learned.fusion.describe(),
                    "output": str(args.output), "topics": len(fused),
@@ -131,9 +146,12 @@ def run(args: argparse.Namespace) -> int:
 
     if args.optimize:
         truth = load_truth(args.ground_truth, None, args.tasks_csv, any_score=args.any_score)
-        learned = optimize_fusion(runs, truth, metric=args.metric, scheme=args.scheme, folds=args.folds,
-                                  seed=args.seed, step=args.step, rrf_ks=(args.rrf_k,), selection=args.selection,
-                                  progress=not args.json)
+        try:
+            learned = optimize_fusion(runs, truth, metric=args.metric, scheme=args.scheme, folds=args.folds,
+                                      seed=args.seed, step=args.step, rrf_ks=(args.rrf_k,), selection=args.selection,
+                                      progress=not args.json)
+        except InputError as exc:
+            raise _located(exc, args.ground_truth, args.runs) from None
         fused = learned.apply(runs, args.run_id)
         fused.write(args.output)
         if args.save:
@@ -157,8 +175,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {args.output} ({len(fused)} topics)" + (f"; saved {args.save}" if args.save else ""))
         return 0
 
-    fused = fuse(runs, method=args.method or "rrf", norm=args.norm, weights=_weights(args.weights), k=args.rrf_k,
-                 run_id=args.run_id)
+    try:
+        fused = fuse(runs, method=args.method or "rrf", norm=args.norm, weights=_weights(args.weights),
+                     k=args.rrf_k, run_id=args.run_id)
+    except InputError as exc:
+        raise _located(exc, None, args.runs) from None
     fused.write(args.output)
     if args.json:
         print_json({"inputs": [r.run_id for r in runs], "run_id": fused.run_id, "topics": len(fused),
