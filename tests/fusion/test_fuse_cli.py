@@ -244,11 +244,12 @@ def test_optimize_bad_numbers(cli, tmp_path, args, code, match):
     assert r.code == code and match in r.err and "Traceback" not in r.err
 
 
-def test_folders_instead_of_files_are_usage_errors(cli, tmp_path, foreign):
+def test_folders_instead_of_files(cli, tmp_path, foreign):
     a, b = foreign
-    for args in ([a, b, tmp_path, "-o", tmp_path / "o.txt"], [a, b, "-o", tmp_path],
-                 [a, b, "-o", tmp_path / "o.txt", "--apply", tmp_path]):
-        r = cli("fuse", *args)
-        assert r.code == 2 and "is a directory" in r.err
-    r = cli("evaluate", a, "-g", tmp_path)
+    for args in ([a, b, tmp_path, "-o", tmp_path / "o.txt"], [a, b, "-o", tmp_path / "o.txt", "--apply", tmp_path]):
+        r = cli("fuse", *args)       # inputs: the located readers' error, exit 1
+        assert r.code == 1 and "is a directory" in r.err and len(r.err.strip().splitlines()) == 1
+    r = cli("fuse", a, b, "-o", tmp_path)    # an output that is a folder: a usage error
     assert r.code == 2 and "is a directory" in r.err
+    r = cli("evaluate", a, "-g", tmp_path)
+    assert r.code == 1 and "is a directory" in r.err

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ._common import EXISTING_FILE, add_scheme, load_truth, print_json
+from ._common import add_scheme, load_truth, print_json
 
 DEFAULT_METRICS = "ndcg@1,ndcg@3,ndcg@5,mrr,kendall"
 
@@ -13,13 +13,13 @@ DEFAULT_METRICS = "ndcg@1,ndcg@3,ndcg@5,mrr,kendall"
 def register(sub) -> None:
     p = sub.add_parser("evaluate", help="score a run file against ground truth (nDCG@1,3,5, MRR, weighted "
                                         "Kendall tau, per tier)")
-    p.add_argument("run", type=EXISTING_FILE, help="TREC run file (may hold several run ids; files written by other tools, e.g. "
+    p.add_argument("run", help="TREC run file (may hold several run ids; files written by other tools, e.g. "
                                "ranx, are read too)")
-    p.add_argument("--ground-truth", "-g", type=EXISTING_FILE, help="ground-truth CSV (task_id, model_id, f1, ...)")
+    p.add_argument("--ground-truth", "-g", help="ground-truth CSV (task_id, model_id, f1, ...)")
     p.add_argument("--any-score", action="store_true",
                    help="the f1 column holds any higher-is-better score (accuracy in %%, BLEU ...), e.g. a "
                         "published model zoo's records: values outside [0, 1] are accepted")
-    p.add_argument("--tasks-csv", type=EXISTING_FILE, help="tasks.csv giving criticality (default: beside the ground truth)")
+    p.add_argument("--tasks-csv", help="tasks.csv giving criticality (default: beside the ground truth)")
     p.add_argument("--metrics", default=DEFAULT_METRICS,
                    help=f"comma-separated: ndcg@k, mrr, kendall, regret@k (default {DEFAULT_METRICS})")
     add_scheme(p)

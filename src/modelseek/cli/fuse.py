@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..config import Interval
 from ..fusion import FusionMethod, Norm
-from ._common import (EXISTING_FILE, NON_NEGATIVE_FLOAT, OUTPUT_FILE, SEED, add_scheme, choice, int_at_least,
+from ._common import (NON_NEGATIVE_FLOAT, OUTPUT_FILE, SEED, add_scheme, choice, int_at_least,
                       metavar, number)
 
 STEP = number(Interval(Real, 0, 1, closed="right"))
@@ -26,7 +26,8 @@ def register(sub) -> None:
                     "A candidate missing from a run adds nothing from it (0 after normalisation for combsum/wsum, "
                     "not counted by combmnz, no RRF term); topics are the union of the inputs'; ties go to the "
                     "natural docID order.")
-    p.add_argument("runs", nargs="+", metavar="RUN", type=EXISTING_FILE,
+    # input files are read by the located readers (a missing file or a folder: exit 1, as in evaluate)
+    p.add_argument("runs", nargs="+", metavar="RUN",
                    help="run files; every run id in each file is one input")
     p.add_argument("-o", "--output", required=True, type=OUTPUT_FILE, help="write the fused run here")
     p.add_argument("--names", help="comma-separated new run ids for the inputs, in order (when ids clash)")
@@ -42,12 +43,12 @@ def register(sub) -> None:
     mode.add_argument("--optimize", action="store_true",
                       help="choose method, normalisation and weights by task-level CV on the topics with ground "
                            "truth; needs --ground-truth")
-    mode.add_argument("--apply", metavar="FUSION_JSON", type=EXISTING_FILE,
+    mode.add_argument("--apply", metavar="FUSION_JSON",
                       help="apply a fusion saved by --optimize --save")
-    g.add_argument("--ground-truth", "-g", type=EXISTING_FILE, help="ground truth (task_id, model_id, f1) for --optimize")
+    g.add_argument("--ground-truth", "-g", help="ground truth (task_id, model_id, f1) for --optimize")
     g.add_argument("--any-score", action="store_true",
                    help="the ground truth's f1 column holds any higher-is-better score (accuracy in %%, ...)")
-    g.add_argument("--tasks-csv", type=EXISTING_FILE,
+    g.add_argument("--tasks-csv",
                    help="tasks.csv giving criticality (default: beside the ground truth)")
     g.add_argument("--metric", default="ndcg@5", help="what the search maximises: ndcg@k (default ndcg@5)")
     add_scheme(g)
