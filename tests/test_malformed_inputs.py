@@ -120,3 +120,25 @@ def test_json_output_into_a_closed_pipe_is_quiet(tiny_layout, layout_run):
 def test_option_values_are_usage_errors(cli, argv, words):
     r = cli(*argv)
     assert r.code == 2 and words in r.err and "Traceback" not in r.err, r.err
+
+
+def test_table_files_go_through_the_one_reader(tmp_path, cli):
+    rows = "".join(f'{{"text": "text {i}", "label": "{"ab"[i % 2]}"}}\n' for i in range(12))
+    t = tmp_path / "task.jsonl"
+    t.write_text(rows + '{"text": "x", "label": 1e999}\n', encoding="utf-8")
+    _one_error_line(cli("rank", t, "-m", "random", "--pool", "ntcir19"), f"{t}:13: number 1e999 is too large")
+    c = tmp_path / "task.csv"
+    c.write_bytes(b"text,label\nfine,a\ncaf\xe9,b\n")
+    _one_error_line(cli("rank", c, "-m", "random", "--pool", "ntcir19"), f"{c}:3: not UTF-8 text (byte 0xe9")
+    (tmp_path / "dir.csv").mkdir()  # rank takes folders too: an empty one has no task folders
+    _one_error_line(cli("rank", tmp_path / "dir.csv", "-m", "random", "--pool", "ntcir19"), "no task folders")
+
+
+@pytest.mark.parametrize("metrics, words", [
+    ("", "no metric given; valid names: kendall, mrr, ndcg, regret"),
+    (" , ", "no metric given"),
+    ("kendall@3", "kendall takes no cut-off"),
+    ("ndcg@1e9", "bad cut-off"),
+])
+def test_evaluate_metric_names(cli, tiny_layout, layout_run, metrics, words):
+    _one_error_line(cli("evaluate", layout_run, "-g", tiny_layout / "ground-truth.csv", "--metrics", metrics), words)

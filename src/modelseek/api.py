@@ -28,11 +28,15 @@ def _builtin(name: str) -> bool:
 
 def rank(tasks: Task | Iterable[Task], pool: Pool | None = None, method: str | Ranker = "default",
          train_truth: GroundTruth | None = None, train_tasks: TaskSet | None = None, run_id: str | None = None,
-         progress: bool = False, **params) -> Run:
+         progress: bool = False, allow_failures: bool = False, **params) -> Run:
     """Rank ``pool`` (default: the 20 NTCIR-19 candidates) for ``tasks`` with ``method``.
 
     ``method`` is a registered name, a :class:`Ranker` instance, ``"default"`` (the shipped, pre-trained
     ranker) or the path of a saved ranker artifact (``.json``, from ``modelseek train-ranker``). A method that learns from past tasks is fitted on ``train_truth`` (and ``train_tasks``).
+
+    A candidate that cannot be downloaded, loaded or featurised makes the call raise
+    :class:`~modelseek.rankers.features.CandidateFailures` naming every failure; with ``allow_failures=True``
+    the failed candidates are absent from the run instead (never given placeholder scores).
     """
     from .data.pool import ntcir_pool
 
@@ -53,4 +57,9 @@ def rank(tasks: Task | Iterable[Task], pool: Pool | None = None, method: str | R
                 raise InputError(f"method {method!r} learns from past tasks: give their ground truth "
                                  f"(train_truth / --train-truth)")
             ranker.fit(train_tasks, train_truth)
+    if allow_failures and getattr(ranker, "allow_failures", True) is False:
+        import copy
+
+        ranker = copy.copy(ranker)  # the caller's instance is not modified
+        ranker.allow_failures = True
     return ranker.rank_tasks(task_list, pool, run_id=run_id or getattr(ranker, "name", "run"), progress=progress)

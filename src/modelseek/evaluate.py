@@ -29,7 +29,9 @@ def evaluate(run: Run, truth: GroundTruth, metrics: Sequence[str] = DEFAULT_METR
              scheme: GradingScheme | str = GradingScheme.NTCIR, topics: Sequence[str] | None = None) -> Report:
     """Score ``run`` against ``truth``; ``topics`` restricts to a subset (default: every truth topic)."""
     s = GradingScheme.parse(scheme)
-    names = [m.strip().lower() for m in metrics]
+    names = [m.strip().lower() for m in metrics if m.strip()]
+    if not names:
+        raise InputError(f"no metric given; valid names: {', '.join(_metrics.names())}", field="metrics")
     fns = {m: _metrics.get(m) for m in names}
     wanted = truth.task_ids if topics is None else [str(t) for t in topics]
     shared = [t for t in wanted if t in run]

@@ -201,3 +201,27 @@ def test_properties(n, p, q, seed):
     assert 0 <= cka(X, Y) <= 1 + 1e-12
     perm = g.permutation(n)
     assert cka(X[perm], Y[perm]) == pytest.approx(cka(X, Y), abs=1e-12)  # sample order does not matter
+
+
+@pytest.mark.parametrize("scale", [1e80, 1e-80, 1e200, 1e-300, 3.0])
+@pytest.mark.parametrize("unbiased", [False, True])
+def test_cka_is_scale_invariant_in_float64(scale, unbiased):
+    """Issue #14: features scaled by 1e80 gave 0.0 (biased) or NaN (unbiased); CKA is scale-invariant."""
+    from modelseek.align.linear_cka import MinibatchCKA, cka, cka_matrix
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(40, 6))
+    Y = np.tanh(X @ rng.normal(size=(6, 9))) + rng.normal(size=(40, 9))
+    ref = cka(X, Y, unbiased=unbiased)
+    assert 0.05 < abs(ref) < 0.95
+    for route in ("gram", "feature"):
+        assert cka(X * scale, Y, unbiased=unbiased, route=route) == pytest.approx(ref, rel=1e-9)
+        assert cka(X * scale, Y / scale, unbiased=unbiased, route=route) == pytest.approx(ref, rel=1e-9)
+    C = cka_matrix([X * scale, Y, X], unbiased=unbiased)
+    assert np.all(np.isfinite(C)) and C[0, 1] == pytest.approx(ref, rel=1e-9) and C[0, 2] == pytest.approx(1.0)
+    mb = MinibatchCKA(2, unbiased=unbiased)
+    plain = MinibatchCKA(2, unbiased=unbiased)
+    for a in range(0, 40, 10):
+        mb.update([X[a:a + 10] * scale, Y[a:a + 10]])
+        plain.update([X[a:a + 10], Y[a:a + 10]])
+    assert mb.result()[0, 1] == pytest.approx(plain.result()[0, 1], rel=1e-9)

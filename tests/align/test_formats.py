@@ -14,7 +14,8 @@ def test_entry_roundtrip_and_defaults():
     e = ModelEntry.from_dict({"model_name": "a", "source": "timm", "layer": "blocks.11", "embedding": "cls",
                               "input_size": [3, 224, 224], "preprocess": {"resize": 256}, "output_dim": 768,
                               "notes": "x"})
-    assert e.input_size == (224, 224) and e.preprocess.resize == 256 and e.preprocess.interpolation == "bicubic"
+    # preprocessing the registry leaves out stays None here: resolve_entry fills it from the model's config
+    assert e.input_size == (224, 224) and e.preprocess.resize == 256 and e.preprocess.interpolation is None
     assert ModelEntry.from_dict(e.to_dict()) == e
     other = ModelEntry.from_dict(dict(e.to_dict(), notes="changed"))
     assert other.fingerprint() == e.fingerprint()  # notes do not change embeddings
@@ -22,14 +23,19 @@ def test_entry_roundtrip_and_defaults():
 
 
 @pytest.mark.parametrize("bad, match", [
-    ({"model_name": "a", "source": "keras"}, "source.*not one of torchvision, timm, open_clip"),
-    ({"model_name": "a", "source": "timm", "embedding": "max"}, "embedding.*pool, cls, flatten, mean"),
-    ({"model_name": "a", "source": "timm", "colour": 1}, "unknown field"),
+    ({"model_name": "a", "source": "keras"}, "source.*valid values: torchvision, timm, open_clip"),
+    ({"model_name": "a", "source": "timm", "embedding": "max"}, "embedding.*valid values: pool, cls, flatten, mean"),
+    ({"model_name": "a", "source": "timm", "colour": 1}, "unknown key 'colour'"),
     ({"model_name": "", "source": "timm"}, "model_name"),
     ({"model_name": "a", "source": "timm", "output_dim": 0}, "output_dim"),
     ({"model_name": "a", "source": "timm", "input_size": [0, 3]}, "input_size"),
     ({"model_name": "a", "source": "timm", "preprocess": {"std": [0, 1, 1]}}, "preprocess.std"),
-    ({"model_name": "a", "source": "timm", "preprocess": {"crop_pct": 0.9}}, "unknown key"),
+    ({"model_name": "a", "source": "timm", "preprocess": {"crop": 224, "colour": 1}}, "unknown key"),
+    ({"model_name": "a", "source": "timm", "preprocess": {"crop_pct": 2}}, "crop_pct"),
+    ({"model_name": "a", "source": "timm", "input_size": 100_000}, "larger than the limit 2048x2048"),
+    ({"model_name": "a", "source": "timm", "input_size": [3, 224, 99_999]}, "larger than the limit"),
+    ({"model_name": "a", "source": "timm", "preprocess": {"resize": 10**9}}, "preprocess.resize"),
+    ({"model_name": "a", "source": "timm", "layer": "x", "layer_name": "y"}, "differ"),
 ])
 def test_entry_errors(bad, match):
     with pytest.raises(InputError, match=match):
@@ -146,4 +152,4 @@ def test_cli_validate(cli, align_setup, tmp_path):
     assert r.code == 1 and "malformed JSON" in r.err and str(bad) in r.err
     bad.write_text('{"team": "green", "models": []}')
     r = cli("align", "validate", bad)
-    assert r.code == 1 and "'green' is not one of blue, red" in r.err
+    assert r.code == 1 and "unknown team 'green'; valid values: blue, red" in r.err

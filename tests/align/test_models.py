@@ -195,16 +195,10 @@ def test_text_model_minilm():
 
 
 def test_missing_library_is_a_clear_error(monkeypatch):
-    import builtins
+    import sys
 
-    real = builtins.__import__
-
-    def fake(name, *a, **k):
-        if name.startswith("timm"):
-            raise ImportError("no timm here")
-        return real(name, *a, **k)
-
-    monkeypatch.setattr(builtins, "__import__", fake)
+    # None in sys.modules makes `import timm` raise ImportError even when another test imported it already
+    monkeypatch.setitem(sys.modules, "timm", None)
     with pytest.raises(InputError, match="needs the package 'timm'"):
         load_model({"model_name": "r", "source": "timm", "model_parameters": {"arch": "resnet18"}})
 

@@ -31,3 +31,26 @@ def sub_files(tmp_path, sub_dicts) -> list[Path]:
         p.write_text(json.dumps(d), encoding="utf-8")
         out.append(p)
     return out
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A real PostgreSQL server on 127.0.0.1 in a temporary folder, for the whole session (stopped after)."""
+    pytest.importorskip("psycopg", reason="psycopg missing: pip install 'modelseek[web]'")
+    from modelseek.testing.duel import POSTGRES_HINT, PostgresServer, postgres_binaries
+
+    if postgres_binaries() is None:
+        pytest.skip(f"PostgreSQL server binaries (initdb, pg_ctl) not found: {POSTGRES_HINT}")
+    server = PostgresServer()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db_url(request, tmp_path):
+    """A fresh, empty database URL on each dialect (PostgreSQL: a new database on the session's server)."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'lb.db'}"
+    import uuid
+
+    return request.getfixturevalue("pg_server").url(f"t_{uuid.uuid4().hex[:12]}")

@@ -19,27 +19,41 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def app_url(tmp_path, cfg, sub_dicts):
+HOSTILE = "<b>bold</b> `tick` <img src=x>"
+
+
+def _chromium():
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright missing: pip install 'modelseek[web]'")
+    if not CHROMIUM.exists():
+        pytest.skip(f"{CHROMIUM} not installed; enable this test with: apt-get install -y chromium")
+    return sync_api
+
+
+def _serve(tmp_path, cfg, subs):
     pytest.importorskip("gradio")
-    from modelseek.duel.app import build_app
+    from modelseek.duel.app import build_app, launch
     from modelseek.duel.storage import Store
 
     store = Store(tmp_path / "lb.db", config=cfg)
-    for d in sub_dicts[:3]:
+    for d in subs:
         store.submit(json.dumps(d).encode())
     demo = build_app(store)
     port = _free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
-    yield f"http://127.0.0.1:{port}/", store
+    launch(demo, "127.0.0.1", port, prevent_thread_lock=True, quiet=True)
+    return f"http://127.0.0.1:{port}/", store, demo
+
+
+@pytest.fixture
+def app_url(tmp_path, cfg, sub_dicts):
+    hostile = {**sub_dicts[4], "metadata": {**sub_dicts[4]["metadata"], "model": HOSTILE}}
+    url, store, demo = _serve(tmp_path, cfg, [*sub_dicts[:3], hostile])
+    yield url, store
     demo.close()
     store.close()
 
 
 def test_upload_presubmit_confirm_in_chromium(app_url, tmp_path, sub_dicts):
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not CHROMIUM.exists():
-        pytest.skip(f"{CHROMIUM} not installed (.ci/system-deps installs it)")
+    sync_api = _chromium()
     url, store = app_url
     upload = tmp_path / "new-model.json"
     d = dict(sub_dicts[3])
@@ -53,6 +67,15 @@ def test_upload_presubmit_confirm_in_chromium(app_url, tmp_path, sub_dicts):
             board = page.locator("#leaderboard")
             sync_api.expect(board).to_contain_text("model-00", timeout=30_000)
             assert "brand-new-model" not in board.inner_text()
+            # a hostile model name is shown as text, not rendered as HTML
+            sync_api.expect(board).to_contain_text(HOSTILE, timeout=30_000)
+            assert page.locator("#leaderboard b").count() == 0 and page.locator("#leaderboard img").count() == 0
+            # the Duels tab is filled on first open: the leader's duels, with its details
+            leader = store.leaderboard()["model"].iloc[0]
+            page.get_by_role("tab", name="Duels").click()
+            sync_api.expect(page.locator("#duels")).to_contain_text("task_acc", timeout=30_000)
+            sync_api.expect(page.locator("#duel-model input")).to_have_value(leader, timeout=30_000)
+            sync_api.expect(page.locator("#model-details")).to_contain_text("example.org", timeout=30_000)
             page.get_by_role("tab", name="Submit").click()
             page.locator("#upload input[type=file]").set_input_files(str(upload))
             sync_api.expect(page.locator("#upload")).to_contain_text("new-model.json", timeout=30_000)
@@ -75,3 +98,23 @@ def test_upload_presubmit_confirm_in_chromium(app_url, tmp_path, sub_dicts):
         finally:
             browser.close()
     assert "brand-new-model" in {m for _, m in store.published()}
+
+
+def test_empty_board_in_chromium(tmp_path, cfg):
+    sync_api = _chromium()
+    url, store, demo = _serve(tmp_path, cfg, [])
+    try:
+        with sync_api.sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+            try:
+                page = browser.new_page(viewport={"width": 1200, "height": 900})
+                page.goto(url, wait_until="domcontentloaded")
+                sync_api.expect(page.locator("#empty")).to_contain_text("No model is published yet", timeout=30_000)
+                page.get_by_role("tab", name="Duels").click()
+                sync_api.expect(page.locator("#duels-empty")).to_contain_text("No model is published yet",
+                                                                                timeout=30_000)
+            finally:
+                browser.close()
+    finally:
+        demo.close()
+        store.close()

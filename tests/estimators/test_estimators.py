@@ -243,3 +243,201 @@ def test_hscore_rank_deficient_uses_pseudo_inverse():
         g[y == c] = X[y == c].mean(0)
     want = np.trace(np.linalg.pinv(np.cov(X.T), rcond=1e-15) @ np.cov(g.T))
     assert est.get("hscore")(X, y) == pytest.approx(want, rel=1e-6)
+
+
+# ------------------------------------------------------------------------------------------- SFDA
+def _sfda_literal(X, y, shrinkage=None):
+    """The released SFDA_Score written out plainly, as the authors' code does it: np.cov, a loop over classes,
+    the generalised eigenproblem eigh(S_B, S_W') with every eigenvector, coef = M V V^T (independent of the
+    package's Cholesky route)."""
+    from scipy import linalg
+
+    X = np.array(X, dtype=np.float64)
+    y = np.asarray(y)
+    n, C = len(y), len(np.unique(y))
+
+    def cov(Z, lam=None):
+        S = np.cov(Z.T, bias=True)
+        if lam is not None:
+            S = (1 - lam) * S + lam * np.trace(S) / S.shape[0] * np.eye(S.shape[0])
+        return S
+
+    def fit_proba(Z, lam):
+        priors = np.array([np.mean(y == c) for c in range(C)])
+        means = np.array([Z[y == c].mean(0) for c in range(C)])
+        Sw = sum(priors[c] * cov(Z[y == c]) for c in range(C))
+        if lam is None:
+            x = Sw.sum(1)
+            for _ in range(3):
+                t = Sw @ x
+                v = t / np.linalg.norm(t)
+                t = Sw @ v
+                x = t / np.linalg.norm(t)
+            lam = max(np.exp(-5 * (x @ Sw @ v)), 1e-10)
+        Sw_shrunk = cov_shrink(Sw, lam)
+        Sb = cov(Z, lam) - Sw_shrunk
+        evals, V = linalg.eigh(Sb, Sw_shrunk)
+        V = V[:, np.argsort(evals)[::-1]]
+        coef = means @ V @ V.T
+        logits = Z @ coef.T - 0.5 * np.diag(means @ coef.T) + np.log(priors)
+        e = np.exp(logits - logits.max(1, keepdims=True))
+        return e / e.sum(1, keepdims=True), means, lam
+
+    def cov_shrink(S, lam):
+        return (1 - lam) * S + lam * np.trace(S) / S.shape[0] * np.eye(S.shape[0])
+
+    prob, means, lam = fit_proba(X, shrinkage)
+    prob = np.exp(prob) / np.exp(prob).sum(1, keepdims=True)
+    for c in range(C):
+        other = (means.sum(0) - means[c]) / (C - 1)
+        idx = np.where(y == c)[0]
+        p = prob[idx, c][:, None]
+        X[idx] = p * X[idx] + (1 - p) * other
+    prob2, _, _ = fit_proba(X, lam)
+    return float(prob2[np.arange(n), y].mean())
+
+
+def test_sfda_iris_equals_the_authors_released_code():
+    """The issue's reference value: TencentARC/SFDA ``SFDA_Score`` on raw iris (X, y 0..2) = 0.8764934."""
+    got = est.get("sfda")(IRIS_X, IRIS_Y)
+    assert got == pytest.approx(0.8764934, abs=1e-6)
+    assert got == pytest.approx(_sfda_literal(IRIS_X, IRIS_Y), abs=1e-12)
+    assert est.get("sfda")(IRIS_X, IRIS_Y, variant="fisher") == pytest.approx(0.9380192, abs=1e-6)  # old reading
+
+
+@pytest.mark.parametrize("case", ["random", "digits", "n_below_d"])
+def test_sfda_matches_the_literal_released_algorithm(case):
+    from sklearn.datasets import load_digits
+
+    if case == "digits":  # 64 pixels, several constant within (or across) classes; shrinkage at its 1e-10 floor
+        X, y = load_digits(return_X_y=True)
+    elif case == "random":
+        X, y = _data(n=150, d=10, c=4, sep=0.4)
+        X = X * 0.3  # small scatter: a shrinkage well above the floor
+    else:
+        X, y = _data(n=40, d=60, c=4)
+    assert est.get("sfda")(X, y) == pytest.approx(_sfda_literal(X, y), abs=1e-7)
+
+
+def test_sfda_scale_extremes_give_the_formula_value():
+    """SFDA is not scale-invariant (its shrinkage depends on lambda_max): at 1e200 the shrinkage sits at its
+    1e-10 floor, at 1e-200 it is 1; both are the released formula with that shrinkage, computed stably."""
+    X, y = _data(n=120, d=8, sep=0.8)
+    f = est.get("sfda")
+    assert f(X * 1e200, y) == pytest.approx(_sfda_literal(X, y, shrinkage=1e-10), abs=1e-7)
+    assert f(X * 1e-200, y) == pytest.approx(_sfda_literal(X, y, shrinkage=1.0), abs=1e-9)
+    with pytest.raises(InputError, match="unknown sfda variant .*valid values: released, fisher"):
+        f(X, y, variant="paper")
+
+
+# ------------------------------------------------------------------------------------------- GBC
+def _gbc_plain(X, y, spherical=False, floor=1e-4):
+    """The released get_gbc_score written plainly: per-class mean and variance (ddof 0) floored at 1e-4, the
+    spherical variant averaging each class's variances (its log term then counted once), and
+    -sum over ordered pairs c1 != c2 of exp(-D_B)."""
+    stats = {}
+    for c in np.unique(y):
+        Xc = X[y == c]
+        var = np.maximum(Xc.var(0), floor)
+        stats[c] = (Xc.mean(0), np.array([var.mean()]) if spherical else var)
+    total = 0.0
+    for c1 in stats:
+        for c2 in stats:
+            if c1 == c2:
+                continue
+            (m1, v1), (m2, v2) = stats[c1], stats[c2]
+            avg = (v1 + v2) / 2
+            db = np.sum((m1 - m2) ** 2 / avg) / 8 + 0.5 * (np.sum(np.log(avg)) - 0.5 * np.sum(np.log(v1))
+                                                          - 0.5 * np.sum(np.log(v2)))
+            total += np.exp(-db)
+    return -total
+
+
+@pytest.mark.parametrize("spherical", [False, True])
+def test_gbc_equals_the_released_formula_on_iris_and_digits(spherical):
+    from sklearn.datasets import load_digits
+
+    gbc = est.get("gbc")
+    kind = "spherical" if spherical else "diagonal"
+    Xd, yd = load_digits(return_X_y=True)  # pixels constant within a class: the 1e-4 floor decides
+    for X, y in ((IRIS_X, IRIS_Y), (Xd, yd)):
+        assert gbc(X, y, gaussian=kind) == pytest.approx(_gbc_plain(X, y, spherical), rel=1e-10, abs=1e-15)
+    # recorded values (iris diagonal unchanged by the floor; digits was -6.24e-08 with the old relative floor)
+    want = {False: (-0.23068558, -1.2025662e-04), True: (-0.33780431, -0.053658648)}[spherical]
+    assert gbc(IRIS_X, IRIS_Y, gaussian=kind) == pytest.approx(want[0], abs=1e-8)
+    assert gbc(Xd, yd, gaussian=kind) == pytest.approx(want[1], rel=1e-7)
+
+
+def test_gbc_scale_extremes():
+    X, y = _data()
+    gbc = est.get("gbc")
+    assert gbc(X * 1e200, y) == pytest.approx(gbc(X, y), rel=1e-9)  # the floor no longer binds: same value
+    assert gbc(X * 1e-200, y) == -6.0  # every variance at the floor, every mean equal: BC = 1 for 6 pairs
+    with pytest.raises(InputError, match="unknown gbc gaussian .*valid values: diagonal, spherical"):
+        gbc(X, y, gaussian="full")
+
+
+# ------------------------------------------------------------------------------------------- the registry
+def test_registry_records_the_properties():
+    seeded = {n for n in ALL if est.info(n).seeded}
+    assert seeded == {"knn", "linear_probe", "nleep"}
+    assert {n for n in ALL if est.info(n).uses_validation} == {"knn", "linear_probe"}
+    assert set(PROB_EST) == {"leep", "nce"}
+    assert all(est.info(n).higher_is_better for n in ALL)
+    import inspect
+
+    for n in ALL:  # what a seeded estimator declares, its signature holds (and vice versa)
+        assert ("seed" in inspect.signature(est.get(n)).parameters) == est.info(n).seeded, n
+        assert est.info(n).summary
+
+
+# ------------------------------------------------------------------------------------------- the contract
+#: nleep's GMM stops at EM tolerance 1e-3, so the rounding of a rescaled copy moves it by ~1e-5
+SCALE_RTOL = {"nleep": 1e-4}
+
+
+@pytest.mark.parametrize("scale", [1e200, 1e-200, 3.0])
+@pytest.mark.parametrize("name", FEATURE_EST)
+def test_every_estimator_is_scale_robust(name, scale):
+    """Scaled features give the unscaled score when the estimator declares scale invariance; otherwise a
+    finite score or a clear InputError — never NaN, inf or a raw exception."""
+    X, y = _data()
+    f, info = est.get(name), est.info(name)
+    try:
+        got = f(X * scale, y)
+    except InputError as exc:
+        assert not info.scale_invariant and "rescale" in str(exc)
+        return
+    assert isinstance(got, float) and np.isfinite(got)
+    if info.scale_invariant:
+        assert got == pytest.approx(f(X, y), rel=SCALE_RTOL.get(name, 1e-6), abs=1e-12)
+
+
+@pytest.mark.parametrize("name", PROB_EST)
+def test_scaled_probabilities_are_refused(name):
+    _, y = _data()
+    for scale in (1e200, 1e-200):
+        with pytest.raises(InputError, match="probabilities"):
+            est.get(name)(_probs(y) * scale, y)
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_constant_inputs_give_a_value_or_a_clear_error(name):
+    X, y = _data()
+    A = np.full_like(_input(name, X, y), 1.0 / X.shape[1] if est.input_kind(name) == "features" else 1.0 / 6)
+    try:
+        got = est.get(name)(A, y)
+    except InputError as exc:
+        assert name in str(exc)
+        return
+    assert isinstance(got, float) and np.isfinite(got)
+
+
+def test_non_invariant_limits():
+    X, y = _data()
+    assert est.get("transrate")(X * 1e-200, y) == 0.0  # every coding rate ~1e-396: zero in double precision
+    assert np.isfinite(est.get("transrate")(X * 1e200, y))
+    # the PAC-Bayes head cannot use 1e-200 features: the loss is the label entropy, log 3 for balanced classes
+    assert est.get("pactran_gauss")(X * 1e-200, y) == pytest.approx(-np.log(3), abs=1e-9)
+    with pytest.raises(InputError, match="rescale the features"):
+        est.get("logme")(X * 1e200, y)

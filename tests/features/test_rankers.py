@@ -15,7 +15,7 @@ import modelseek.features.text as text_mod
 from modelseek.data.pool import Candidate, Pool, load_pool
 from modelseek.features import extract_features
 from modelseek.rankers import make, names
-from modelseek.rankers.features import reciprocal_rank_fusion
+from modelseek.rankers.features import CandidateFailures, reciprocal_rank_fusion
 from modelseek.testing import make_text_task
 
 
@@ -69,14 +69,16 @@ def test_second_rank_reuses_cache_without_forward_pass(task, pool, tmp_path, loa
     assert again == first
 
 
-def test_failed_candidate_is_ranked_last_and_named(task, pool, tmp_path, caplog):
+def test_failed_candidate_stops_the_rank_unless_allowed(task, pool, tmp_path):
+    """The failure policy (issue #15): a failure is an error naming the candidate; allowed, it is absent."""
     broken = Pool([*pool, Candidate(id="9", path=str(tmp_path / "no-such-model"))], name="with-broken")
-    with caplog.at_level(logging.WARNING):
-        run = ms.rank(task, broken, method="logme", cache_dir=tmp_path / "c")
-    assert run.ranking(task.id)[-1] == "9" and run.scores(task.id)["9"] == -math.inf
-    assert all(math.isfinite(run.scores(task.id)[c]) for c in "123")
-    assert "1 candidate(s) failed" in caplog.text and "9 (" in caplog.text
-    assert "9 Q0" not in "\n".join(run.lines()) or "-1e+308" in "\n".join(run.lines())
+    with pytest.raises(CandidateFailures, match=r"1 of 4 candidate\(s\) failed") as info:
+        ms.rank(task, broken, method="logme", cache_dir=tmp_path / "c")
+    assert "candidate 9" in str(info.value) and "no-such-model" in str(info.value)
+    assert set(info.value.failures) == {"9"}
+    run = ms.rank(task, broken, method="logme", cache_dir=tmp_path / "c", allow_failures=True)
+    assert run.ranking(task.id) == ms.rank(task, pool, method="logme", cache_dir=tmp_path / "c").ranking(task.id)
+    assert "9" not in run.scores(task.id) and all(math.isfinite(v) for v in run.scores(task.id).values())
 
 
 def test_rrf_fuses_reciprocal_ranks(task, pool, tmp_path):
@@ -104,10 +106,11 @@ def test_leep_needs_a_classification_head(task, tmp_path, tiny_bert, caplog):
         BertForSequenceClassification(cfg).save_pretrained(head)
     BertTokenizerFast.from_pretrained(tiny_bert).save_pretrained(head)
     pool = Pool([Candidate(id="1", path=str(head)), Candidate(id="2", path=str(tiny_bert))])
-    with caplog.at_level(logging.WARNING):
-        run = ms.rank(task, pool, method="leep", cache_dir=tmp_path / "c")
+    with pytest.raises(CandidateFailures, match="candidate 2 .*no sequence-classification head"):
+        ms.rank(task, pool, method="leep", cache_dir=tmp_path / "c")
+    run = ms.rank(task, pool, method="leep", cache_dir=tmp_path / "c", allow_failures=True)
     assert math.isfinite(run.scores(task.id)["1"]) and run.scores(task.id)["1"] <= 0
-    assert run.scores(task.id)["2"] == -math.inf and "no sequence-classification head" in caplog.text
+    assert run.ranking(task.id) == ["1"]  # the headless candidate is absent, not scored
 
 
 def test_cli_rank_tiny_layout_writes_valid_run(cli, tiny_layout, tiny_bert, tiny_roberta, tmp_path):

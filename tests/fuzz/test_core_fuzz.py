@@ -42,8 +42,12 @@ def case(tmp_path_factory):
         f"  - id: '{m}'\n    hf_id: org/model-{m}\n    params_m: 110\n    pretraining_data: [wiki]\n"
         for m in truth.model_ids), encoding="utf-8")
     table = write_task_table(make_text_task("t", n_classes=3, n_train=24, n_val=9, seed=0), root / "task.csv")
+    import pandas as pd
+
+    jsonl = root / "task.jsonl"
+    pd.read_csv(table, dtype=str, keep_default_na=False).to_json(jsonl, orient="records", lines=True)
     task_dir = next((layout / "task-data" / "train-tasks").iterdir())
-    return {"root": root, "layout": layout, "run": run, "topics": topics, "pool": pool, "table": table,
+    return {"root": root, "layout": layout, "run": run, "topics": topics, "pool": pool, "table": table, "jsonl": jsonl,
             "task_dir": task_dir, "gt": layout / "ground-truth.csv", "models": layout / "models.csv"}
 
 
@@ -112,10 +116,10 @@ def test_validate_survives_a_damaged_pool(case, data, which):
 
 # ------------------------------------------------------------------------------------------ tasks
 @FUZZ
-@given(data=st.data())
-def test_rank_survives_a_damaged_task_table(case, data):
+@given(data=st.data(), fmt=st.sampled_from(["table", "jsonl"]))
+def test_rank_survives_a_damaged_task_table(case, data, fmt):
     """Only the input-file layer of ``rank`` (the random method needs nothing else)."""
-    path, valid = _victim(case, "table")
+    path, valid = _victim(case, fmt)
     path.write_bytes(data.draw(damaged(valid)))
     out = case["root"] / "victims" / "rank-out.txt"
     assert_clean_exit(run_cli("rank", path, "-m", "random", "--pool", case["models"], "-o", out), path)

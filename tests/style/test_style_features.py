@@ -185,3 +185,16 @@ def test_random_init_torchvision_architecture(tmp_path):
         return
     g = ext(_rand_images(2, 32))
     assert g.shape == (2, 32) and np.isfinite(g).all()
+
+
+def test_extractor_parameters_go_through_the_config_layer():
+    from modelseek.style.descriptors import make_extractor
+
+    assert make_extractor("colour", hue_bins="16").config()["hue_bins"] == 16
+    with pytest.raises(InputError) as ei:
+        make_extractor("hist", binz=4)
+    assert ei.value.field == "hist.binz" and "did you mean 'bins'" in ei.value.message
+    with pytest.raises(InputError, match=r"must be an integer in \[2, 64\], got 1"):
+        make_extractor("hist", bins=1)
+    with pytest.raises(InputError, match="positive integers"):
+        make_extractor("gram", channels=[8, 0])

@@ -1,5 +1,5 @@
-"""Representational alignment (Re-Align): model registry and stimuli catalog formats, embeddings by forward
-hooks, linear CKA (biased/unbiased, Gram/feature routes, minibatch, all pairs at once), Blue/Red scoring and
+"""Representational alignment (Re-Align): model registry and stimuli catalog formats (submissions in the live
+and the draft form), model sources (one per library, a registry), embeddings by forward hooks, linear CKA (biased/unbiased, Gram/feature routes, minibatch, all pairs at once), Blue/Red scoring and
 solvers for both teams.
 
 Heavy libraries (torch, transformers, PIL) are imported only inside the functions that need them.
@@ -12,13 +12,15 @@ import importlib
 _EXPORTS = {
     "ModelEntry": "formats", "ModelRegistry": "formats", "Stimulus": "formats", "StimulusCatalog": "formats",
     "Submission": "formats", "Source": "formats", "Strategy": "formats", "Team": "formats",
-    "load_submission": "formats", "validate_submission": "formats",
+    "SubmissionForm": "formats", "load_submission": "formats", "validate_submission": "formats",
     "load_model": "models", "embed_images": "models", "embed_texts": "models", "embed_catalog": "models",
-    "layer_names": "models", "preprocess_images": "models", "LoadedModel": "models",
+    "layer_names": "models", "preprocess_images": "models", "LoadedModel": "models", "resolve_entry": "models",
+    "check_entry": "models", "SOURCES": "sources", "WeightsUnavailable": "sources",
     "cka": "linear_cka", "cka_matrix": "linear_cka", "minibatch_cka": "linear_cka", "hsic": "linear_cka",
     "MinibatchCKA": "linear_cka",
     "blue_score": "scoring", "red_score": "scoring", "score_submission": "scoring", "AlignData": "scoring",
     "optimize_red": "solvers", "optimize_blue": "solvers", "SolverResult": "solvers",
+    "blue_objective": "solvers", "blue_upper_bound": "solvers", "red_objective": "solvers",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -3,16 +3,21 @@
 Model registry
     A JSON list of entries, or ``{"models": [...]}``. Each entry::
 
-        {"model_name": "resnet18_rand",          # unique
+        {"model_name": "resnet18_rand",          # unique; for timm the full tagged name is fine
+                                                 # ("beitv2_base_patch16_224.in1k_ft_in1k")
          "source": "torchvision",                # torchvision | timm | open_clip | transformers | custom
-         "weights": null,                        # null/"random": random init (seeded); "pretrained"/"DEFAULT"/a
-                                                 # library weights name; or a path to a local checkpoint/folder
-         "layer": "avgpool",                     # module path as in named_modules() ("encoder.layer.-1" counts
-                                                 # from the end) or an alias ("output": the model's own output)
+         "weights": null,                        # null/"random": random init (seeded); "imagenet"/"pretrained"/
+                                                 # "DEFAULT": the library's pretrained weights (timm: those of
+                                                 # the name's tag); a library weights name or timm tag; or a
+                                                 # path to a local checkpoint/folder
+         "layer": "avgpool",                     # (or "layer_name") module path as in named_modules()
+                                                 # ("stages.3.norm", "head.global_pool", "norm.1"; "blocks.-1"
+                                                 # counts from the end) or "output" (the model's own output)
          "embedding": "pool",                    # pool | cls | flatten | mean
-         "input_size": 224,                      # int, [H, W] or [C, H, W]
-         "preprocess": {"mean": [...], "std": [...], "resize": 256, "crop": 224},
-         "output_dim": 512,                      # optional check of the embedding width
+         "input_size": 224,                      # optional: int, [H, W] or [C, H, W], at most 2048 a side;
+                                                 # default the model's crop size (timm's config, else 224)
+         "preprocess": {"mean": [...], "std": [...], "resize": 256, "crop": 224, "crop_pct": 0.9},  # optional
+         "output_dim": 512,                      # optional check of the embedding width (align validate --deep)
          "model_parameters": {"arch": "resnet18", "seed": 0, ...},  # optional; other keys go to the constructor
          "forward_args": {},                     # optional keyword arguments of forward()
          "modality": "image",                    # optional: image (default) | text
@@ -24,9 +29,19 @@ Stimuli catalog
     root of a data set comes from the environment variable ``MODELSEEK_DATASET_<NAME>`` (upper case,
     non-alphanumerics as ``_``), or ``MODELSEEK_DATASETS_ROOT/<dataset_name>``, or an explicit mapping.
 
-Submission
-    ``{"team": "blue", "models": [names...]}`` or ``{"team": "red", "stimuli": [{"dataset_name",
-    "image_identifier"}, ...]}``.
+Submission, in either of two forms (both read; the live form is written by default)
+    live (the running challenge)::
+
+        {"models": [{"model_name": "deit3_base_patch16_224.fb_in1k", "layer_name": "fc_norm"}, ...]}
+        {"images": [{"dataset_name": "imagenet_val", "image_identifier": "ILSVRC2012_val_00005736.JPEG"}, ...]}
+
+    (``differentiating_images`` is read as a synonym of ``images``; a model's ``layer_name`` overrides the
+    registry's layer for that submission), and draft (the draft evaluation contract)::
+
+        {"team": "blue", "models": ["name", ...]}
+        {"team": "red", "stimuli": [{"dataset_name": ..., "image_identifier": ...}, ...]}
+
+    ``team`` is optional in both (the lists imply it).
 """
 
 from __future__ import annotations
@@ -35,11 +50,14 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import asdict, dataclass, field
-from enum import Enum
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from numbers import Integral, Real
+
+from ..config import Config, Constraint, Interval, Options, Source as ConfigSource
+from ..enums import Choice
 from ..errors import InputError, ValidationError
 from ..io import iter_jsonl, read_json
 
@@ -49,7 +67,7 @@ DATASET_ENV_PREFIX = "MODELSEEK_DATASET_"
 DATASETS_ROOT_ENV = "MODELSEEK_DATASETS_ROOT"
 
 
-class Source(str, Enum):
+class Source(Choice):
     TORCHVISION = "torchvision"
     TIMM = "timm"
     OPEN_CLIP = "open_clip"
@@ -57,7 +75,7 @@ class Source(str, Enum):
     CUSTOM = "custom"
 
 
-class Strategy(str, Enum):
+class Strategy(Choice):
     """How a layer's output becomes one vector per stimulus."""
 
     POOL = "pool"        # global average pool over spatial positions ([n,c,h,w] -> [n,c]); tokens: mean
@@ -66,50 +84,97 @@ class Strategy(str, Enum):
     MEAN = "mean"        # mean over tokens (masked by the attention mask for text)
 
 
-class Modality(str, Enum):
+class Modality(Choice):
     IMAGE = "image"
     TEXT = "text"
 
 
-class Team(str, Enum):
+class Team(Choice):
     BLUE = "blue"
     RED = "red"
 
 
+class SubmissionForm(Choice):
+    """``live``: the files the running challenge takes (models as {model_name, layer_name}, stimuli under
+    ``images``); ``draft``: the draft evaluation contract (``team`` + model names / ``stimuli``)."""
+
+    LIVE = "live"
+    DRAFT = "draft"
+
+
 def _enum(cls, value, *, path, line, fld):
+    """The one :class:`~modelseek.enums.Choice` parser, with the file and line of the record."""
     try:
-        return cls(value)
-    except ValueError:
-        raise InputError(f"{value!r} is not one of {', '.join(m.value for m in cls)}", path=path, line=line,
-                         field=fld) from None
+        return cls.parse(value, field=fld)
+    except InputError as exc:
+        raise InputError(exc.message, path=path, line=line, field=fld) from None
 
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
-_ENTRY_FIELDS = {"model_name", "source", "weights", "layer", "embedding", "input_size", "preprocess",
-                 "output_dim", "model_parameters", "forward_args", "modality", "notes"}
-_PREPROCESS_FIELDS = {"mean", "std", "resize", "crop", "interpolation"}
+# Bounds on image sizes, checked when a registry is read (before any model or tensor exists): a side of
+# 100,000 pixels would otherwise be an out-of-memory kill in the middle of preprocessing. 2048 is above every
+# input size of the timm / torchvision / open_clip image models (the largest are 896-1024).
+MAX_INPUT_SIDE = 2048
+MAX_RESIZE_SIDE = 2 * MAX_INPUT_SIDE
+_INTERPOLATIONS = ("bicubic", "bilinear", "nearest")
+
+
+class _Size(Constraint):
+    """An image size (h, w) of positive sides, each at most ``limit`` pixels."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+
+    def is_satisfied_by(self, value) -> bool:
+        return (isinstance(value, tuple) and len(value) == 2 and all(isinstance(x, int) for x in value)
+                and all(0 < x <= self.limit for x in value))
+
+    def __str__(self) -> str:
+        return f"a size [H, W] of 1 to {self.limit} pixels a side (larger than the limit {self.limit}x{self.limit} " \
+               f"pixels is refused before any model is built)"
 
 
 @dataclass(frozen=True)
-class Preprocess:
-    mean: tuple[float, ...] = IMAGENET_MEAN
-    std: tuple[float, ...] = IMAGENET_STD
-    resize: int | tuple[int, int] | None = None  # shorter side (int) or exact (h, w); default crop / 0.875
+class Preprocess(Config):
+    """Image preprocessing; a field left ``None`` takes the model's own default (timm's pretrained config for
+    timm models, else ImageNet's mean/std, bicubic, resize = crop / 0.875)."""
+
+    mean: tuple[float, ...] | None = None
+    std: tuple[float, ...] | None = None
+    resize: int | tuple[int, int] | None = None  # shorter side (int) or exact (h, w); default crop / crop_pct
     crop: tuple[int, int] | None = None           # centre crop (h, w); default input_size
-    interpolation: str = "bicubic"
+    interpolation: str | None = None
+    crop_pct: float | None = None                 # default 0.875 (timm: the model's own)
+
+    _constraints = {"interpolation": [Options(*_INTERPOLATIONS)],
+                    "crop_pct": [Interval(Real, 0.1, 1.0, closed="both")],
+                    "resize": [Interval(Integral, 1, MAX_RESIZE_SIDE, closed="both"), _Size(MAX_RESIZE_SIDE)],
+                    "crop": [_Size(MAX_INPUT_SIDE)]}
+
+    def _check(self) -> None:
+        if self.std is not None and any(s <= 0 for s in self.std):
+            raise InputError("must be positive", field="std")
+        for k in ("mean", "std"):
+            if getattr(self, k) is not None and not getattr(self, k):
+                raise InputError("must be a non-empty list of numbers", field=k)
 
 
 @dataclass(frozen=True)
-class ModelEntry:
-    """One validated registry entry (immutable; ``to_dict`` gives the JSON form)."""
+class ModelEntry(Config):
+    """One validated registry entry (immutable; ``to_dict`` gives the JSON form), built by the config layer
+    (:meth:`from_dict` = :meth:`~modelseek.config.Config.from_mapping` after two spellings the challenge uses
+    are normalised: ``layer_name`` for ``layer``, ``[C, H, W]`` or one int for a size).
+
+    ``input_size`` ``None`` means the model's own crop size (timm's pretrained config, else 224), filled in by
+    :func:`modelseek.align.models.resolve_entry` when the model is used."""
 
     model_name: str
     source: Source
     layer: str = "output"
     embedding: Strategy = Strategy.POOL
     weights: str | None = None
-    input_size: tuple[int, int] = (224, 224)
+    input_size: tuple[int, int] | None = None
     preprocess: Preprocess = field(default_factory=Preprocess)
     output_dim: int | None = None
     model_parameters: Mapping[str, Any] = field(default_factory=dict)
@@ -117,76 +182,53 @@ class ModelEntry:
     modality: Modality = Modality.IMAGE
     notes: str = ""
 
+    _constraints = {"input_size": [_Size(MAX_INPUT_SIDE)], "output_dim": [Interval(Integral, 1, None, closed="left")]}
+
+    def _check(self) -> None:
+        if not self.model_name.strip():
+            raise InputError("must be a non-empty string", field="model_name")
+        if not self.layer:
+            raise InputError(f"model {self.model_name!r}: must be a non-empty string", field="layer")
+
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], *, path=None, line=None) -> "ModelEntry":
         if isinstance(d, ModelEntry):
             return d
+        src = ConfigSource(None if path is None else str(path), {"": line} if line is not None else {})
         if not isinstance(d, Mapping):
-            raise InputError("a registry entry must be a JSON object", path=path, line=line)
-        unknown = sorted(set(d) - _ENTRY_FIELDS)
-        if unknown:
-            raise InputError(f"unknown field(s) {unknown}; valid: {sorted(_ENTRY_FIELDS)}", path=path, line=line)
-        name = d.get("model_name")
-        if not isinstance(name, str) or not name.strip():
-            raise InputError("must be a non-empty string", path=path, line=line, field="model_name")
-        where = dict(path=path, line=line)
-        if "source" not in d:
-            raise InputError(f"model {name!r}: missing", field="source", **where)
-        source = _enum(Source, d["source"], path=path, line=line, fld="source")
-        embedding = _enum(Strategy, d.get("embedding", "pool"), path=path, line=line, fld="embedding")
-        modality = _enum(Modality, d.get("modality", "image"), path=path, line=line, fld="modality")
-        layer = d.get("layer", "output")
-        if not isinstance(layer, str) or not layer:
-            raise InputError(f"model {name!r}: must be a non-empty string", field="layer", **where)
-        weights = d.get("weights")
-        if weights is not None and not isinstance(weights, str):
-            raise InputError(f"model {name!r}: must be a string or null", field="weights", **where)
-        input_size = _size(d.get("input_size", 224), name, "input_size", where)
-        pp = d.get("preprocess") or {}
-        if not isinstance(pp, Mapping):
-            raise InputError(f"model {name!r}: must be an object", field="preprocess", **where)
-        bad = sorted(set(pp) - _PREPROCESS_FIELDS)
-        if bad:
-            raise InputError(f"model {name!r}: unknown key(s) {bad}; valid: {sorted(_PREPROCESS_FIELDS)}",
-                             field="preprocess", **where)
-        mean = _floats(pp.get("mean", IMAGENET_MEAN), name, "preprocess.mean", where)
-        std = _floats(pp.get("std", IMAGENET_STD), name, "preprocess.std", where)
-        if any(s <= 0 for s in std):
-            raise InputError(f"model {name!r}: must be positive", field="preprocess.std", **where)
-        resize = pp.get("resize")
-        if resize is not None:
-            resize = resize if isinstance(resize, int) and not isinstance(resize, bool) else \
-                _size(resize, name, "preprocess.resize", where)
-            if isinstance(resize, int) and resize <= 0:
-                raise InputError(f"model {name!r}: must be positive", field="preprocess.resize", **where)
-        crop = pp.get("crop")
-        crop = None if crop is None else _size(crop, name, "preprocess.crop", where)
-        interp = pp.get("interpolation", "bicubic")
-        if interp not in ("bicubic", "bilinear", "nearest"):
-            raise InputError(f"model {name!r}: {interp!r} is not one of bicubic, bilinear, nearest",
-                             field="preprocess.interpolation", **where)
-        output_dim = d.get("output_dim")
-        if output_dim is not None and (not isinstance(output_dim, int) or isinstance(output_dim, bool)
-                                       or output_dim <= 0):
-            raise InputError(f"model {name!r}: must be a positive integer", field="output_dim", **where)
-        for key in ("model_parameters", "forward_args"):
-            if d.get(key) is not None and not isinstance(d[key], Mapping):
-                raise InputError(f"model {name!r}: must be an object", field=key, **where)
-        return cls(model_name=name, source=source, layer=layer, embedding=embedding, weights=weights,
-                   input_size=input_size, preprocess=Preprocess(mean, std, resize, crop, interp),
-                   output_dim=output_dim, model_parameters=dict(d.get("model_parameters") or {}),
-                   forward_args=dict(d.get("forward_args") or {}), modality=modality, notes=str(d.get("notes", "")))
+            raise src.error("a registry entry must be a JSON object")
+        d = dict(d)
+        if "layer_name" in d:  # the live registry's spelling
+            if "layer" in d and d["layer"] != d["layer_name"]:
+                raise src.error(f"model {d.get('model_name')!r}: 'layer' and 'layer_name' differ; give one", "layer")
+            d["layer"] = d.pop("layer_name")
+        if "input_size" in d:
+            try:
+                d["input_size"] = _hw(d["input_size"])
+            except InputError as exc:
+                raise src.relocate(exc) from None
+        pp = d.get("preprocess")
+        if isinstance(pp, Mapping):
+            pp = dict(pp)
+            for k in ("crop", "resize"):
+                if k in pp and not isinstance(pp[k], int):
+                    try:
+                        pp[k] = _hw(pp[k], f"preprocess.{k}")
+                    except InputError as exc:
+                        raise src.relocate(exc) from None
+            if "crop" in pp and isinstance(pp["crop"], int) and not isinstance(pp["crop"], bool):
+                pp["crop"] = [pp["crop"], pp["crop"]]
+            d["preprocess"] = pp
+        elif pp is None and "preprocess" in d:
+            d.pop("preprocess")
+        for k in ("model_parameters", "forward_args"):
+            if k in d and d[k] is None:
+                d.pop(k)
+        return cls.from_mapping(d, source=src)
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["source"], d["embedding"], d["modality"] = self.source.value, self.embedding.value, self.modality.value
-        d["input_size"] = list(self.input_size)
-        pp = d["preprocess"]
-        pp["mean"], pp["std"] = list(pp["mean"]), list(pp["std"])
-        pp["crop"] = None if pp["crop"] is None else list(pp["crop"])
-        if isinstance(pp["resize"], tuple):
-            pp["resize"] = list(pp["resize"])
-        d["model_parameters"], d["forward_args"] = dict(self.model_parameters), dict(self.forward_args)
+        d = self.to_mapping()
+        d["preprocess"] = {k: v for k, v in d["preprocess"].items() if v is not None}
         return d
 
     def fingerprint(self) -> str:
@@ -195,21 +237,22 @@ class ModelEntry:
         d.pop("notes")
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()
 
+    def with_layer(self, layer: str | None) -> "ModelEntry":
+        """This entry with another layer (a submission's per-model ``layer_name``); itself when ``None``."""
+        from dataclasses import replace
 
-def _size(v, name, fld, where) -> tuple[int, int]:
-    if isinstance(v, int) and not isinstance(v, bool) and v > 0:
-        return (v, v)
-    if isinstance(v, (list, tuple)) and len(v) in (2, 3) and all(
-            isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in v):
-        return (int(v[-2]), int(v[-1]))
-    raise InputError(f"model {name!r}: must be a positive int, [H, W] or [C, H, W], got {v!r}", field=fld, **where)
+        return self if layer is None or layer == self.layer else replace(self, layer=layer)
 
 
-def _floats(v, name, fld, where) -> tuple[float, ...]:
-    if isinstance(v, (list, tuple)) and v and all(isinstance(x, (int, float)) and not isinstance(x, bool)
-                                                  for x in v):
-        return tuple(float(x) for x in v)
-    raise InputError(f"model {name!r}: must be a non-empty list of numbers, got {v!r}", field=fld, **where)
+def _hw(v, fld: str = "input_size"):
+    """One int -> [v, v]; [C, H, W] -> [H, W] (C must be 3 or 1); anything else is left to the config layer."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        return [v, v]
+    if isinstance(v, (list, tuple)) and len(v) == 3:
+        if v[0] not in (1, 3):
+            raise InputError(f"[C, H, W] needs C = 3 (or 1), got {list(v)}", field=fld)
+        return list(v[1:])
+    return v
 
 
 def _line_of(text: str, index: int) -> int | None:
@@ -321,7 +364,7 @@ class StimulusCatalog:
         path = Path(_from_env(path, CATALOG_ENV, "stimuli catalog"))
         if not path.exists():
             raise InputError("no such file", path=path)
-        stimuli = [parse_stimulus(d, path=path, line=ln, allow_text=True) for ln, d in iter_jsonl(path)]
+        stimuli = [parse_stimulus(d, path=path, line=ln, allow_text=True) for ln, d in iter_jsonl(path, "stimuli catalog")]
         return cls(stimuli, path=str(path), roots=roots)
 
     def save(self, path: str | os.PathLike) -> None:
@@ -389,45 +432,143 @@ def _from_env(path, env: str, what: str):
 
 @dataclass(frozen=True)
 class Submission:
+    """A Blue (models) or Red (stimuli) submission.
+
+    ``layers`` holds a submission's per-model ``layer_name`` (same length as ``models``; ``None``: the
+    registry's layer), which overrides the registry's layer for this submission. ``form`` records the form the
+    file was read in (see :class:`SubmissionForm`)."""
+
     team: Team
     models: tuple[str, ...] = ()
     stimuli: tuple[Stimulus, ...] = ()
+    layers: tuple[str | None, ...] = ()
+    form: SubmissionForm = SubmissionForm.LIVE
 
-    def to_dict(self) -> dict[str, Any]:
-        if self.team is Team.BLUE:
+    def __post_init__(self) -> None:
+        if self.layers and len(self.layers) != len(self.models):
+            raise ValueError("layers must be empty or as long as models")
+
+    def layer_of(self, i: int) -> str | None:
+        return self.layers[i] if self.layers else None
+
+    def entries(self, registry: "ModelRegistry") -> list[ModelEntry]:
+        """The registry entries of a Blue submission, each with the submission's layer where it names one."""
+        return [registry.get(n).with_layer(self.layer_of(i)) for i, n in enumerate(self.models)]
+
+    def to_dict(self, form: "SubmissionForm | str" = SubmissionForm.LIVE,
+                registry: "ModelRegistry | None" = None) -> dict[str, Any]:
+        """The JSON form. Live Blue names each model's layer: the submission's own, else the registry's (a
+        model whose layer is known to neither is written without ``layer_name``). The draft form has no place
+        for a layer, so a layer that differs from the registry's is an error there."""
+        form = SubmissionForm.parse(form, field="form")
+        if self.team is Team.RED:
+            key = "images" if form is SubmissionForm.LIVE else "stimuli"
+            out = {key: [s.to_dict() for s in self.stimuli]}
+            return out if form is SubmissionForm.LIVE else {"team": "red", **out}
+        if form is SubmissionForm.DRAFT:
+            for i, n in enumerate(self.models):
+                layer = self.layer_of(i)
+                if layer is None:
+                    continue
+                if registry is None or n not in registry or registry.get(n).layer != layer:
+                    raise InputError(f"model {n!r} uses layer {layer!r}, which the draft form cannot express "
+                                     f"(it always takes the registry's layer); write the live form",
+                                     field="models")
             return {"team": "blue", "models": list(self.models)}
-        return {"team": "red", "stimuli": [s.to_dict() for s in self.stimuli]}
+        models = []
+        for i, n in enumerate(self.models):
+            layer = self.layer_of(i)
+            if layer is None and registry is not None and n in registry:
+                layer = registry.get(n).layer
+            models.append({"model_name": n} if layer is None else {"model_name": n, "layer_name": layer})
+        return {"models": models}
 
-    def save(self, path: str | os.PathLike) -> None:
+    def save(self, path: str | os.PathLike, form: "SubmissionForm | str" = SubmissionForm.LIVE,
+             registry: "ModelRegistry | None" = None) -> None:
         from ..io import atomic_write_text
 
-        atomic_write_text(path, json.dumps(self.to_dict(), indent=2) + "\n")
+        atomic_write_text(path, json.dumps(self.to_dict(form, registry), indent=2) + "\n")
+
+
+@dataclass(frozen=True)
+class ModelChoice(Config):
+    """One model of a live Blue submission: ``{"model_name": ..., "layer_name": ...}`` (layer optional)."""
+
+    model_name: str
+    layer_name: str | None = None
+
+    def _check(self) -> None:
+        if not self.model_name:
+            raise InputError("must be a non-empty string", field="model_name")
+        if self.layer_name is not None and not self.layer_name:
+            raise InputError("must be a non-empty string", field="layer_name")
+
+
+_STIMULI_KEYS = ("stimuli", "differentiating_images", "images")  # draft, then the two live spellings
+_SUBMISSION_KEYS = ("team", "models") + _STIMULI_KEYS
 
 
 def load_submission(path: str | os.PathLike) -> Submission:
-    """Parse a submission; structural problems raise InputError (see :func:`validate_submission`)."""
+    """Parse a submission in the draft or the live form (see the module docstring); structural problems raise
+    InputError (see :func:`validate_submission`)."""
     path = Path(path)
-    d = read_json(path)
+    d = read_json(path, what="submission file")
     if not isinstance(d, Mapping):
         raise InputError("a submission must be a JSON object", path=path)
-    bad = sorted(set(d) - {"team", "models", "stimuli"})
+    bad = sorted(set(d) - set(_SUBMISSION_KEYS))
     if bad:
-        raise InputError(f"unknown field(s) {bad}; valid: team, models, stimuli", path=path)
-    team = d.get("team")
+        raise InputError(f"unknown field(s) {bad}; valid: {', '.join(_SUBMISSION_KEYS)}", path=path)
+    skeys = [k for k in _STIMULI_KEYS if k in d]
+    if len(skeys) > 1 or (skeys and "models" in d):
+        raise InputError(f"give one of models, {', '.join(_STIMULI_KEYS)}; got {', '.join(sorted(d))}", path=path)
+    implied = "blue" if "models" in d else "red" if skeys else None
+    team = d.get("team", implied)
     if team is None:
-        team = "blue" if "models" in d else "red" if "stimuli" in d else None
-    if team is None:
-        raise InputError("missing (and neither 'models' nor 'stimuli' given)", path=path, field="team")
-    team = _enum(Team, team, path=path, line=None, fld="team")
+        raise InputError(f"missing (and none of models, {', '.join(_STIMULI_KEYS)} given)", path=path,
+                         field="team")
+    team = _enum(Team, team, path=path, line=_line_in(path, "team"), fld="team")
+    if implied is not None and team.value != implied:
+        raise InputError(f"says {team.value!r} but the file lists {'models' if implied == 'blue' else 'stimuli'}",
+                         path=path, field="team")
     if team is Team.BLUE:
         models = d.get("models")
-        if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
-            raise InputError("must be a list of model names", path=path, field="models")
-        return Submission(team, models=tuple(models))
-    stimuli = d.get("stimuli")
+        if not isinstance(models, list):
+            raise InputError("must be a list of model names or of {model_name, layer_name} objects", path=path,
+                             field="models")
+        if all(isinstance(m, str) for m in models):
+            return Submission(team, models=tuple(models), form=SubmissionForm.DRAFT if models else
+                              SubmissionForm.LIVE)
+        names, layers = [], []
+        for i, m in enumerate(models):
+            if not isinstance(m, Mapping):
+                raise InputError("must be a {model_name, layer_name} object (names and objects are not mixed)",
+                                 path=path, field=f"models[{i}]")
+            choice = ModelChoice.from_mapping(m, source=ConfigSource(str(path), prefix=f"models[{i}]"))
+            names.append(choice.model_name)
+            layers.append(choice.layer_name)
+        return Submission(team, models=tuple(names), layers=tuple(layers), form=SubmissionForm.LIVE)
+    key = skeys[0] if skeys else "stimuli"
+    stimuli = d.get(key)
     if not isinstance(stimuli, list):
-        raise InputError("must be a list of {dataset_name, image_identifier}", path=path, field="stimuli")
-    return Submission(team, stimuli=tuple(parse_stimulus(s, path=path, allow_text=False) for s in stimuli))
+        raise InputError("must be a list of {dataset_name, image_identifier}", path=path, field=key)
+    parsed = []
+    for i, s in enumerate(stimuli):
+        try:
+            parsed.append(parse_stimulus(s, path=path, allow_text=False))
+        except InputError as exc:
+            sub = f".{exc.field}" if exc.field else ""
+            raise InputError(exc.message, path=path, field=f"{key}[{i}]{sub}") from None
+    form = SubmissionForm.DRAFT if key == "stimuli" else SubmissionForm.LIVE
+    return Submission(team, stimuli=tuple(parsed), form=form)
+
+
+def _line_in(path: Path, key: str) -> int | None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    m = re.search(rf'"{re.escape(key)}"\s*:', text)
+    return text.count("\n", 0, m.start()) + 1 if m else None
 
 
 def validate_submission(path: str | os.PathLike, registry: ModelRegistry, catalog: StimulusCatalog, *,
@@ -436,7 +577,8 @@ def validate_submission(path: str | os.PathLike, registry: ModelRegistry, catalo
     """Check a submission against the registry and catalog; every problem is listed in one ValidationError.
 
     The draft contract asks for >= 2 models / stimuli; the live challenge used exactly 20 models and 1000
-    stimuli (pass ``min_models=max_models=20`` etc.).
+    stimuli (pass ``min_models=max_models=20`` etc.). A per-model ``layer_name`` is checked against the model
+    itself only by :func:`modelseek.align.models.check_entries` (``align validate --deep``): that needs the model.
     """
     path = Path(path)
     try:

@@ -68,6 +68,15 @@ def _as2d(X, name: str) -> np.ndarray:
     return X
 
 
+def _unit_scale(X: np.ndarray) -> np.ndarray:
+    """X divided by its largest absolute entry (CKA is invariant to scaling each representation, HSIC is not).
+
+    Without this, features of size 1e80 overflow float64 in the fourth powers inside HSIC (inf / inf = NaN) and
+    features of size 1e-80 underflow to a 'constant' representation; after it every entry lies in [-1, 1]."""
+    m = float(np.max(np.abs(X))) if X.size else 0.0
+    return X / m if m > 0 else X
+
+
 def _center(X: np.ndarray) -> tuple[np.ndarray, bool]:
     """Centred copy and whether the representation is constant (see the eps convention)."""
     Xc = X - X.mean(axis=0, keepdims=True)
@@ -153,7 +162,7 @@ def _route(route, n, dims) -> Route:
 
 def cka(X, Y, unbiased: bool = False, route: str | Route = "auto") -> float:
     """Linear CKA of X [n, p] and Y [n, q] in float64 (see the module docstring for routes and eps)."""
-    a, b, n, r = _prepare(X, Y, unbiased, route)
+    a, b, n, r = _prepare(_unit_scale(_as2d(X, "X")), _unit_scale(_as2d(Y, "Y")), unbiased, route)
     if a.constant or b.constant:
         return 0.0
     hxy = _hsic_from(_frob_inner(a, b, r), a, b, n, unbiased)
@@ -161,7 +170,7 @@ def cka(X, Y, unbiased: bool = False, route: str | Route = "auto") -> float:
     hyy = _hsic_from(_frob_inner(b, b, r), b, b, n, unbiased)
     if hxx <= 0 or hyy <= 0:
         return 0.0
-    return float(hxy / np.sqrt(hxx * hyy))
+    return float(hxy / (np.sqrt(hxx) * np.sqrt(hyy)))
 
 
 # ------------------------------------------------------------------ all pairs
@@ -208,7 +217,7 @@ def cka_matrix(features: Sequence, unbiased: bool = False, route: str | Route = 
     representations give 0 off the diagonal and 1 on it (by the eps convention their self-CKA would be 0;
     we report 1 on the diagonal only for non-constant ones, 0 otherwise).
     """
-    feats = [_as2d(F, f"features[{i}]") for i, F in enumerate(features)]
+    feats = [_unit_scale(_as2d(F, f"features[{i}]")) for i, F in enumerate(features)]
     if not feats:
         raise InputError("cka_matrix needs at least one representation")
     n = feats[0].shape[0]
@@ -256,6 +265,9 @@ class MinibatchCKA:
         self.unbiased = unbiased
         self.H = np.zeros((self.m, self.m))
         self.batches = 0
+        # one scale per representation, fixed at its first batch: the same for every batch, so the sum of
+        # minibatch HSICs is that of the unscaled data times a constant per model (which CKA cancels)
+        self.scale: np.ndarray | None = None
 
     def update(self, batch: Sequence) -> "MinibatchCKA":
         if len(batch) != self.m:
@@ -265,9 +277,18 @@ class MinibatchCKA:
         if any(F.shape[0] != n for F in feats):
             raise InputError("all representations of a batch need the same stimuli")
         _check_n(n, self.unbiased)
+        if self.scale is None:
+            self.scale = np.array([float(np.max(np.abs(F))) or 1.0 for F in feats])
+        feats = [F / s for F, s in zip(feats, self.scale)]
+        if not all(np.all(np.isfinite(F)) for F in feats):
+            raise InputError("a batch is too large relative to the first batch of the same model for float64")
         stats = [_stats(F) for F in feats]
         S = _pairwise_frob(stats, choose_route(n, [F.shape[1] for F in feats]), 1 << 28)
-        self.H += _hsic_matrix(stats, S, n, self.unbiased)
+        H = _hsic_matrix(stats, S, n, self.unbiased)
+        if not np.all(np.isfinite(H)):
+            raise InputError("HSIC overflowed float64 in this batch: the features are too large relative to the "
+                             "first batch of the same model; rescale them (CKA does not change)")
+        self.H += H
         self.batches += 1
         return self
 

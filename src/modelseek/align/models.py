@@ -9,23 +9,16 @@ Public entry points (stable names)::
     embed_texts(entry, texts, batch_size=32, cache_dir=None) -> np.ndarray [n, dim] float32
     embed_catalog(entry, catalog, cache_dir=None) -> np.ndarray   # images or texts of a StimulusCatalog
 
-``entry`` is a :class:`~modelseek.align.formats.ModelEntry` or its dict form. Sources:
-
-- ``torchvision``: ``torchvision.models.get_model(arch, weights=...)``; ``arch`` = ``model_parameters.arch``
-  or ``model_name``.
-- ``timm``: ``timm.create_model(arch, pretrained=...)``.
-- ``open_clip``: ``open_clip.create_model(arch, pretrained=...)``; images through ``encode_image``, texts
-  through ``encode_text`` (hook paths are relative to the whole CLIP model, e.g. ``visual.transformer``).
-- ``transformers``: ``AutoModel.from_pretrained(weights)``; with ``weights`` null/"random" the model is
-  built from ``AutoConfig.for_model(model_parameters.model_type, **rest)`` with seeded random weights.
-  Text models take a tokenizer from ``weights`` (or ``model_parameters.tokenizer``).
-- ``custom``: ``model_parameters.arch`` names a factory of :mod:`modelseek.align.zoo` or
-  ``"package.module:factory"``; remaining keys are its keyword arguments.
+``entry`` is a :class:`~modelseek.align.formats.ModelEntry` or its dict form. Each ``source`` is one class in
+:mod:`modelseek.align.sources` (torchvision, timm, open_clip, transformers, custom), registered by name;
+:func:`load_model` asks the entry's source to build the model, then resolves the layer.
 
 ``weights`` null or ``"random"`` means random init with ``torch.manual_seed(model_parameters.seed or 0)``
 inside :func:`torch.random.fork_rng` (the caller's RNG state is untouched); a path to an existing file loads
-a state dict (``.safetensors`` or a torch checkpoint, strictly); anything else is the library's own
-pretrained weights name (``"pretrained"`` means the library default).
+a state dict (``.safetensors`` or a torch checkpoint, strictly); ``imagenet``/``pretrained`` the library's
+pretrained weights (timm: those of the name's tag). Pretrained weights that cannot be had are an
+:class:`~modelseek.align.sources.WeightsUnavailable` error, or, with ``random_fallback=True`` (``align
+validate --deep``), random weights with a note saying so.
 
 The hook stops the forward pass once the hooked layer has run (later layers are not computed). If a module
 runs several times in one forward pass, its first output is taken. Spatial maps are assumed NCHW.
@@ -43,181 +36,54 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..errors import InputError
-from .formats import Modality, ModelEntry, Source, Strategy
+from .formats import IMAGENET_MEAN, IMAGENET_STD, Modality, ModelEntry, Preprocess, Strategy
+from .sources import LoadedModel, Spec, WeightsUnavailable, get_source
 
 log = logging.getLogger(__name__)
 
 OUTPUT_ALIASES = ("output",)
-_RESERVED = ("arch", "seed", "model_type", "tokenizer", "max_length")
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
+DEFAULT_INPUT_SIZE = 224
+DEFAULT_CROP_PCT = 0.875
 
 
 def _entry(entry) -> ModelEntry:
     return entry if isinstance(entry, ModelEntry) else ModelEntry.from_dict(entry)
 
 
-@dataclass
-class LoadedModel:
-    """A model ready to embed: ``module`` (root of the layer paths, in eval mode), how to call it, and the
-    hooked layer (``None``: the model's own output)."""
-
-    entry: ModelEntry
-    module: Any
-    layer: Any
-    call_images: Callable[[Any], Any] | None
-    call_texts: Callable[[list[str]], tuple[Any, Any]] | None  # -> (output, attention mask or None)
+_RESOLVED: dict[str, ModelEntry] = {}
 
 
-def _is_random(weights: str | None) -> bool:
-    return weights is None or weights.lower() in ("random", "none", "")
+def resolve_entry(entry) -> ModelEntry:
+    """The entry with every default filled in: ``input_size`` (the model's crop size: timm's pretrained config,
+    torchvision's weights transforms, else 224) and preprocessing (mean, std, interpolation, crop_pct, from the
+    same place, else ImageNet's, bicubic, 0.875). Values the registry gives are kept."""
+    from dataclasses import replace
 
+    entry = _entry(entry)
+    pp = entry.preprocess
+    if entry.input_size is not None and None not in (pp.mean, pp.std, pp.interpolation) and (
+            pp.resize is not None or pp.crop_pct is not None):
+        return entry
+    key = entry.fingerprint()
+    if key not in _RESOLVED:
+        need_model = entry.modality is Modality.IMAGE
+        d = get_source(entry.source).defaults(entry) if need_model else {}
+        size = entry.input_size or d.get("input_size") or (DEFAULT_INPUT_SIZE, DEFAULT_INPUT_SIZE)
+        from .formats import MAX_INPUT_SIDE
 
-def _weights_file(weights: str | None) -> Path | None:
-    if _is_random(weights):
-        return None
-    p = Path(os.path.expanduser(weights))
-    return p if p.is_file() else None
-
-
-def _load_state_dict(module, path: Path, name: str) -> None:
-    import torch
-
-    try:
-        if path.suffix == ".safetensors":
-            from safetensors.torch import load_file
-
-            sd = load_file(str(path))
-        else:
-            sd = torch.load(str(path), map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - any unreadable checkpoint is a user input error
-        raise InputError(f"model {name!r}: cannot read checkpoint: {exc}", path=path, field="weights") from None
-    for key in ("state_dict", "model"):
-        if isinstance(sd, Mapping) and key in sd and isinstance(sd[key], Mapping):
-            sd = sd[key]
-    try:
-        module.load_state_dict(sd, strict=True)
-    except RuntimeError as exc:
-        first = str(exc).splitlines()[0:3]
-        raise InputError(f"model {name!r}: checkpoint does not fit the architecture: {' '.join(first)}",
-                         path=path, field="weights") from None
-
-
-def _seeded(build: Callable[[], Any], seed: int):
-    import torch
-
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        return build()
-
-
-def _import(name: str, extra: str, source: str):
-    import importlib
-
-    try:
-        return importlib.import_module(name)
-    except Exception as exc:  # noqa: BLE001 - ImportError or a broken binary build (e.g. torchvision ops)
-        raise InputError(f"source {source!r} needs the package {name!r} ({type(exc).__name__}: {exc}); "
-                         f"install it (pip install 'modelseek[{extra}]')", field="source") from None
-
-
-def _build(entry: ModelEntry):
-    """Return (module, call_images, call_texts)."""
-    mp = dict(entry.model_parameters)
-    arch = mp.pop("arch", entry.model_name)
-    seed = int(mp.pop("seed", 0))
-    model_type = mp.pop("model_type", None)
-    tokenizer_name = mp.pop("tokenizer", None)
-    max_length = int(mp.pop("max_length", 256))
-    wfile = _weights_file(entry.weights)
-    rand = _is_random(entry.weights)
-    fwd = dict(entry.forward_args)
-    src = entry.source
-
-    def std_call(module):
-        return lambda x: module(x, **fwd)
-
-    if src is Source.CUSTOM:
-        from .zoo import ZOO
-
-        if ":" in str(arch):
-            import importlib
-
-            mod, attr = str(arch).split(":", 1)
-            try:
-                factory = getattr(importlib.import_module(mod), attr)
-            except (ImportError, AttributeError) as exc:
-                raise InputError(f"model {entry.model_name!r}: cannot import {arch!r}: {exc}",
-                                 field="model_parameters.arch") from None
-        elif arch in ZOO:
-            factory = ZOO[arch]
-        else:
-            raise InputError(f"model {entry.model_name!r}: unknown custom arch {arch!r}; built-in: "
-                             f"{', '.join(sorted(ZOO))}, or 'package.module:factory'", field="model_parameters.arch")
-        module = _seeded(lambda: factory(**mp), seed)
-        if wfile:
-            _load_state_dict(module, wfile, entry.model_name)
-        elif not rand:
-            raise InputError(f"model {entry.model_name!r}: custom weights must be null/'random' or an existing "
-                             f"file, got {entry.weights!r}", field="weights")
-        return module, std_call(module), None
-
-    if src is Source.TORCHVISION:
-        tvm = _import("torchvision.models", "align-zoo", "torchvision")
-        if rand or wfile:
-            module = _seeded(lambda: tvm.get_model(arch, weights=None, **mp), seed)
-            if wfile:
-                _load_state_dict(module, wfile, entry.model_name)
-        else:
-            w = "DEFAULT" if entry.weights.lower() in ("pretrained", "default") else entry.weights
-            module = tvm.get_model(arch, weights=w, **mp)
-        return module, std_call(module), None
-
-    if src is Source.TIMM:
-        timm = _import("timm", "align-zoo", "timm")
-        module = _seeded(lambda: timm.create_model(arch, pretrained=not (rand or wfile), **mp), seed)
-        if wfile:
-            _load_state_dict(module, wfile, entry.model_name)
-        return module, std_call(module), None
-
-    if src is Source.OPEN_CLIP:
-        oc = _import("open_clip", "align-zoo", "open_clip")
-        pretrained = None if rand else (str(wfile) if wfile else entry.weights)
-        module = _seeded(lambda: oc.create_model(arch, pretrained=pretrained, **mp), seed)
-        tok = oc.get_tokenizer(arch)
-
-        def texts(batch):
-            return module.encode_text(tok(batch), **fwd), None
-
-        return module, (lambda x: module.encode_image(x, **fwd)), texts
-
-    # transformers
-    tr = _import("transformers", "align", "transformers")
-    if rand:
-        if not model_type:
-            raise InputError(f"model {entry.model_name!r}: random transformers weights need "
-                             f"model_parameters.model_type (e.g. 'vit', 'resnet', 'bert')",
-                             field="model_parameters.model_type")
-        config = tr.AutoConfig.for_model(model_type, **mp)
-        module = _seeded(lambda: tr.AutoModel.from_config(config), seed)
-    else:
-        try:
-            module = _seeded(lambda: tr.AutoModel.from_pretrained(entry.weights, **mp), seed)
-        except OSError as exc:
-            raise InputError(f"model {entry.model_name!r}: cannot load {entry.weights!r}: "
-                             f"{str(exc).splitlines()[0]}", field="weights") from None
-    if entry.modality is not Modality.TEXT:
-        return module, (lambda x: module(pixel_values=x, **fwd)), None
-    tname = tokenizer_name or (None if rand else entry.weights)
-    if not tname:
-        raise InputError(f"model {entry.model_name!r}: a text model needs a tokenizer "
-                         f"(weights or model_parameters.tokenizer)", field="model_parameters.tokenizer")
-    tokenizer = tr.AutoTokenizer.from_pretrained(tname)
-
-    def call_texts(batch):
-        enc = tokenizer(list(batch), padding=True, truncation=True, max_length=max_length, return_tensors="pt")
-        return module(**enc, **fwd), enc["attention_mask"]
-
-    return module, None, call_texts
+        if max(size) > MAX_INPUT_SIDE:
+            raise InputError(f"model {entry.model_name!r}: input size {size} is larger than the limit "
+                             f"{MAX_INPUT_SIDE}", field="input_size")
+        resize = pp.resize
+        crop_pct = pp.crop_pct if pp.crop_pct is not None else d.get("crop_pct")
+        if resize is None and crop_pct is None and "resize" in d and entry.input_size is None:
+            resize = d["resize"]
+        pp = Preprocess(mean=pp.mean or d.get("mean") or IMAGENET_MEAN, std=pp.std or d.get("std") or IMAGENET_STD,
+                        resize=resize, crop=pp.crop, interpolation=pp.interpolation or d.get("interpolation")
+                        or "bicubic", crop_pct=crop_pct if crop_pct is not None else DEFAULT_CROP_PCT)
+        _RESOLVED[key] = replace(entry, input_size=tuple(size), preprocess=pp)
+    return _RESOLVED[key]
 
 
 def layer_names(module) -> list[str]:
@@ -242,20 +108,92 @@ def resolve_layer(module, path: str, model_name: str = ""):
             if -len(keys) <= idx:
                 cur = children[keys[idx]]
                 continue
+        from ..registry import closest
+
         names = layer_names(module)
-        shown = ", ".join(names[:200]) + (f", ... ({len(names)} in all)" if len(names) > 200 else "")
-        raise InputError(f"model {model_name!r}: unknown layer {path!r}. Valid module paths: output, {shown}",
+        close = closest(path, names)
+        hint = f" Did you mean {close!r}?" if close else ""
+        shown = ", ".join(names[:60]) + (f", ... ({len(names)} in all)" if len(names) > 60 else "")
+        raise InputError(f"model {model_name!r}: unknown layer {path!r}.{hint} Valid module paths: output, {shown}",
                          field="layer")
     return cur
 
 
-def load_model(entry) -> LoadedModel:
-    """Build the model of a registry entry in eval mode and resolve its layer."""
+def load_model(entry, *, random_fallback: bool = False) -> LoadedModel:
+    """Build the model of a registry entry in eval mode and resolve its layer.
+
+    Pretrained weights that cannot be had raise :class:`WeightsUnavailable` (one line); with
+    ``random_fallback`` the model gets seeded random weights instead and ``random_fallback``/``weights_note``
+    of the result say so (enough to check layers and shapes, not to score)."""
+    entry = resolve_entry(entry)
+    source = get_source(entry.source)
+    try:
+        loaded = source.build(entry, Spec.of(entry))
+    except WeightsUnavailable as exc:
+        if not random_fallback:
+            raise
+        loaded = source.build(entry, Spec.of(entry, force_random=True))
+        loaded.weights_note = f"RANDOM weights: {exc.message.split(': ', 1)[-1]}"
+        loaded.random_fallback = True
+    loaded.module.eval()
+    loaded.layer = resolve_layer(loaded.module, entry.layer, entry.model_name)
+    return loaded
+
+
+@dataclass(frozen=True)
+class EntryCheck:
+    """What ``align validate --deep`` found for one model: the embedding width of its layer on a dummy batch."""
+
+    model_name: str
+    layer: str
+    ok: bool
+    dim: int | None = None
+    weights: str = ""
+    random_fallback: bool = False
+    problem: str = ""
+
+    def to_dict(self) -> dict:
+        return {"model_name": self.model_name, "layer": self.layer, "ok": self.ok, "dim": self.dim,
+                "weights": self.weights, "random_fallback": self.random_fallback, "problem": self.problem}
+
+
+def check_entry(entry, *, random_fallback: bool = True) -> EntryCheck:
+    """Build the model (random weights when pretrained ones cannot be had, said in the result), check that its
+    layer exists and run one seeded dummy batch (no data set) to check the embedding width against
+    ``output_dim``. Problems are reported in the result, not raised."""
+    import torch
+
     entry = _entry(entry)
-    module, call_images, call_texts = _build(entry)
-    module.eval()
-    layer = resolve_layer(module, entry.layer, entry.model_name)
-    return LoadedModel(entry, module, layer, call_images, call_texts)
+    try:
+        entry = resolve_entry(entry)
+        loaded = load_model(entry, random_fallback=random_fallback)
+        with torch.no_grad():
+            if loaded.call_images is not None:
+                x = torch.randn(2, 3, *entry.input_size, generator=torch.Generator().manual_seed(0))
+                out, mask = _run_hooked(loaded, lambda: loaded.call_images(x)), None
+            else:
+                captured = {}
+
+                def call():
+                    o, captured["mask"] = loaded.call_texts(["a short text", "another text"])
+                    return o
+
+                out = _run_hooked(loaded, call)
+                mask = captured.get("mask")
+            t = _first_tensor(out)
+            if t is None:
+                raise InputError(f"model {entry.model_name!r}: layer {entry.layer!r} produced no tensor", field="layer")
+            dim = int(apply_strategy(t, entry.embedding, mask, entry.model_name).shape[1])
+    except InputError as exc:
+        return EntryCheck(entry.model_name, entry.layer, False, problem=exc.message)
+    except RuntimeError as exc:  # a shape error inside the model (e.g. a fixed-size ViT given another size)
+        first = (str(exc).strip().splitlines() or [""])[0]
+        return EntryCheck(entry.model_name, entry.layer, False, problem=f"forward pass failed: {first}")
+    if entry.output_dim is not None and dim != entry.output_dim:
+        return EntryCheck(entry.model_name, entry.layer, False, dim, loaded.weights_note, loaded.random_fallback,
+                          problem=f"output_dim is {entry.output_dim} but layer {entry.layer!r} with "
+                                  f"{entry.embedding.value!r} gives {dim}")
+    return EntryCheck(entry.model_name, entry.layer, True, dim, loaded.weights_note, loaded.random_fallback)
 
 
 # ---------------------------------------------------------------- images
@@ -300,7 +238,7 @@ def _resample(name: str):
 def _transform(img, entry: ModelEntry) -> np.ndarray:
     pp = entry.preprocess
     ch, cw = pp.crop or entry.input_size
-    resize = pp.resize if pp.resize is not None else int(round(min(ch, cw) / 0.875))
+    resize = pp.resize if pp.resize is not None else int(round(min(ch, cw) / (pp.crop_pct or DEFAULT_CROP_PCT)))
     w, h = img.size
     if isinstance(resize, int):  # shorter side to `resize`, keep the aspect ratio
         if w <= h:
@@ -327,7 +265,7 @@ def preprocess_images(entry, images: Sequence) -> "Any":
     """Decode and preprocess a batch -> float32 tensor [n, 3, H, W]."""
     import torch
 
-    entry = _entry(entry)
+    entry = resolve_entry(entry)
     return torch.from_numpy(np.stack([_transform(_open_image(x, i), entry) for i, x in enumerate(images)]))
 
 
@@ -415,7 +353,12 @@ def _embed_batches(loaded: LoadedModel, batches: Iterable, run_batch, n_total: i
     entry = loaded.entry
     with torch.no_grad():
         for batch in progress_bar(batches, desc=f"embed {entry.model_name}", disable=not progress):
-            tensor, mask = run_batch(batch)
+            try:
+                tensor, mask = run_batch(batch)
+            except RuntimeError as exc:  # a shape error inside the model, e.g. a fixed-size ViT at another size
+                first = (str(exc).strip().splitlines() or [""])[0]
+                raise InputError(f"model {entry.model_name!r}: forward pass failed (input size {entry.input_size}): "
+                                 f"{first}", field="input_size") from None
             t = _first_tensor(tensor)
             if t is None:
                 raise InputError(f"model {entry.model_name!r}: layer {entry.layer!r} produced no tensor",
@@ -489,7 +432,7 @@ def embed_images(entry, images_or_paths: Sequence, batch_size: int = 32, cache_d
     With ``cache_dir`` the result is cached per model / layer / strategy / entry fingerprint / stimuli key
     (``stimuli_key`` defaults to a content hash of the inputs); a corrupt entry is recomputed.
     """
-    entry = _entry(entry)
+    entry = resolve_entry(entry)
     items = list(images_or_paths)
     if batch_size < 1:
         raise InputError(f"batch_size must be >= 1, got {batch_size}")
@@ -513,7 +456,7 @@ def embed_texts(entry, texts: Sequence[str], batch_size: int = 32, cache_dir: st
                 *, model: LoadedModel | None = None, stimuli_key: str | None = None,
                 progress: bool = False) -> np.ndarray:
     """Embed texts with a text model (``modality: text``) -> float32 [n, dim]; ``mean`` is masked."""
-    entry = _entry(entry)
+    entry = resolve_entry(entry)
     items = [str(t) for t in texts]
 
     def compute():

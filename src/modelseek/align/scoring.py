@@ -47,16 +47,20 @@ class AlignData:
     @classmethod
     def compute(cls, registry: ModelRegistry, catalog: StimulusCatalog, models: Sequence[str] | None = None,
                 cache_dir: str | os.PathLike | None = None, batch_size: int = 32,
-                progress: bool = False) -> "AlignData":
-        """Embed the catalog with each model (each finished model is cached: an interrupted run resumes)."""
+                progress: bool = False, layers: Mapping[str, str | None] | None = None) -> "AlignData":
+        """Embed the catalog with each model (each finished model is cached: an interrupted run resumes).
+        ``layers`` maps a model name to the layer to use instead of the registry's (a live submission's
+        ``layer_name``)."""
         from ..progress import progress_bar
         from .models import embed_catalog
 
         names = list(models) if models is not None else registry.names()
+        layers = dict(layers or {})
         data = cls(registry, catalog)
         for name in progress_bar(names, desc="models", disable=not progress or len(names) < 2):
-            data.features[name] = embed_catalog(registry.get(name), catalog, cache_dir=cache_dir,
-                                                batch_size=batch_size, progress=progress)
+            entry = registry.get(name).with_layer(layers.get(name))
+            data.features[name] = embed_catalog(entry, catalog, cache_dir=cache_dir, batch_size=batch_size,
+                                                progress=progress)
         return data
 
     @classmethod
@@ -113,7 +117,8 @@ def score_submission(sub: Submission, registry: ModelRegistry, catalog: Stimulus
     """Embed what a submission needs and score it (Blue: its models on the catalog; Red: all registry
     models on its stimuli)."""
     if sub.team is Team.BLUE:
-        data = AlignData.compute(registry, catalog, sub.models, cache_dir, batch_size, progress)
+        layers = {n: sub.layer_of(i) for i, n in enumerate(sub.models)}
+        data = AlignData.compute(registry, catalog, sub.models, cache_dir, batch_size, progress, layers=layers)
         C = data.matrix(sub.models, unbiased=unbiased)
         return ScoreResult(Team.BLUE, mean_offdiag(C), list(sub.models), C, len(catalog))
     pos = catalog.positions(sub.stimuli)

@@ -177,6 +177,10 @@ def _feats(features) -> list[np.ndarray]:
     if isinstance(features, AlignData):
         features = list(features.features.values())
     feats = [np.asarray(F, dtype=np.float64) for F in features]
+    # CKA is invariant to scaling each model's features; scaling to a largest entry of 1 keeps the
+    # incremental Gram sums far from float64 overflow whatever the features' units
+    feats = [F / m if (m := float(np.max(np.abs(F))) if F.size else 0.0) > 0 and np.isfinite(m) else F
+             for F in feats]
     if len(feats) < 2:
         raise InputError("the Red objective needs at least 2 models")
     n = feats[0].shape[0]
@@ -315,11 +319,44 @@ def optimize_red(features, m: int, *, pool: int | None = None, greedy_sample: in
 # ------------------------------------------------------------------ Blue
 
 
-def _blue_obj(C: np.ndarray, S) -> float:
+def _check_matrix(C) -> np.ndarray:
+    C = np.asarray(C, dtype=np.float64)
+    if C.ndim != 2 or C.shape[0] != C.shape[1]:
+        raise InputError(f"the CKA matrix must be square, got shape {C.shape}")
+    if not np.all(np.isfinite(C)):
+        raise InputError("the CKA matrix has NaN or infinite entries")
+    if not np.allclose(C, C.T, atol=1e-8):
+        raise InputError("the CKA matrix must be symmetric")
+    return (C + C.T) / 2
+
+
+def blue_objective(C: np.ndarray, S) -> float:
+    """Mean pairwise CKA (off-diagonal mean) of the models at positions ``S``."""
     S = list(S)
-    sub = C[np.ix_(S, S)]
     k = len(S)
+    if k < 2:
+        raise InputError("a Blue subset needs at least 2 models")
+    sub = C[np.ix_(S, S)]
     return float((sub.sum() - np.trace(sub)) / (k * (k - 1)))
+
+
+_blue_obj = blue_objective
+
+
+def blue_upper_bound(C: np.ndarray, k: int) -> float:
+    """An upper bound of the best mean pairwise CKA over all k-subsets, in O(M^2 log M).
+
+    For a subset S, sum_{i in S} sum_{j in S, j != i} C_ij <= sum_{i in S} u_i with u_i the sum of the k-1
+    largest off-diagonal entries of row i, and that is at most the sum of the k largest u_i. The bound is tight
+    when the best subset is a clique whose members' k-1 largest neighbours are each other (planted clusters):
+    the solver's value reaching it proves that subset optimal."""
+    C = np.asarray(C, dtype=np.float64)
+    M = C.shape[0]
+    off = C.copy()
+    np.fill_diagonal(off, -np.inf)
+    top = -np.sort(-off, axis=1)[:, :k - 1]
+    u = top.sum(axis=1)
+    return float(np.sort(u)[::-1][:k].sum() / (k * (k - 1))) if M >= k else float("nan")
 
 
 def _local_search(C: np.ndarray, S: list[int], trace: list[float] | None = None) -> list[int]:
@@ -341,22 +378,84 @@ def _local_search(C: np.ndarray, S: list[int], trace: list[float] | None = None)
             return S
         S[i] = int(out[j])
         if trace is not None:
-            trace.append(_blue_obj(C, S))
+            trace.append(blue_objective(C, S))
+
+
+def _anneal_blue(C: np.ndarray, S: list[int], steps: int, rng: np.random.Generator, p_start: float = 0.2,
+                 cooling_to: float = 1e-3) -> tuple[list[int], float, list[tuple[int, float, float]]]:
+    """Simulated annealing over swaps. With a[v] = sum_{j in S} C[v, j] kept up to date, a swap's change of the
+    ordered-pair sum is 2 ((a[v] - C[v,u]) - (a[u] - C[u,u])): O(1) per proposal, O(M) per accepted move."""
+    M, k = C.shape[0], len(S)
+    S = np.array(S)
+    inS = np.zeros(M, dtype=bool)
+    inS[S] = True
+    out = np.flatnonzero(~inS)
+    if len(out) == 0 or steps <= 0:
+        return S.tolist(), blue_objective(C, S), []
+    a = C[:, S].sum(axis=1)
+    norm = k * (k - 1)
+    total = float(a[S].sum() - np.trace(C[np.ix_(S, S)]))
+
+    def delta(p, q):
+        u, v = S[p], out[q]
+        return 2.0 * ((a[v] - C[v, u]) - (a[u] - C[u, u]))
+
+    sample = [abs(delta(int(rng.integers(k)), int(rng.integers(len(out))))) for _ in range(min(100, steps))]
+    t0 = max(float(np.median(sample)), 1e-12) / math.log(1.0 / p_start)
+    alpha = cooling_to ** (1.0 / max(1, steps - 1))
+    temp, best, best_S, log = t0, total, S.copy(), []
+    every = max(1, steps // 100)
+    for step in range(steps):
+        p, q = int(rng.integers(k)), int(rng.integers(len(out)))
+        d = delta(p, q)
+        if d >= 0 or rng.random() < math.exp(d / temp):
+            u, v = S[p], out[q]
+            a += C[:, v] - C[:, u]
+            S[p], out[q] = v, u
+            total += d
+            if total > best + 1e-12:
+                best, best_S = total, S.copy()
+        temp *= alpha
+        if (step + 1) % every == 0:
+            log.append((step, total / norm, best / norm))
+    return best_S.tolist(), blue_objective(C, best_S), log
+
+
+def _exhaustive_blue(C: np.ndarray, k: int, chunk: int = 8192) -> tuple[float, list[int]]:
+    """Every k-subset, in lexicographic order, scored in vectorised blocks (first best wins ties)."""
+    from itertools import combinations, islice
+
+    it = combinations(range(C.shape[0]), k)
+    diag = np.diag(C)
+    opt, opt_S = -np.inf, None
+    while True:
+        block = np.array(list(islice(it, chunk)), dtype=np.intp)
+        if not len(block):
+            return float(opt), opt_S
+        vals = C[block[:, :, None], block[:, None, :]].sum(axis=(1, 2)) - diag[block].sum(axis=1)
+        i = int(np.argmax(vals))
+        if vals[i] / (k * (k - 1)) > opt:
+            opt, opt_S = float(vals[i] / (k * (k - 1))), block[i].tolist()
 
 
 def optimize_blue(C: np.ndarray, k: int, names: Sequence[str] | None = None, *, restarts: int = 20,
-                  seed: int = 0, exhaustive_limit: int = 200_000) -> SolverResult:
-    """Choose ``k`` models maximising the mean pairwise CKA of the symmetric matrix ``C``."""
-    C = np.asarray(C, dtype=np.float64)
+                  seed: int = 0, exhaustive_limit: int = 200_000, steps: int = 20_000) -> SolverResult:
+    """Choose ``k`` models maximising the mean pairwise CKA of the symmetric matrix ``C``.
+
+    Exhaustive when C(M, k) <= ``exhaustive_limit``; otherwise greedy, best-improvement local search from the
+    greedy start and ``restarts`` seeded random starts, then simulated annealing (``steps`` swaps) from the
+    best. ``meta`` holds the upper bound (:func:`blue_upper_bound`) and whether the result is proved optimal
+    (exhaustive search, or the bound reached)."""
+    C = _check_matrix(C)
     M = C.shape[0]
-    if C.ndim != 2 or C.shape != (M, M) or not np.allclose(C, C.T, atol=1e-10):
-        raise InputError("C must be a symmetric square matrix")
     if not 2 <= k <= M:
         raise InputError(f"k must be between 2 and the number of models ({M}), got {k}")
     names = list(names) if names is not None else [str(i) for i in range(M)]
+    if len(names) != M:
+        raise InputError(f"{len(names)} names for a {M} x {M} matrix")
     rng = np.random.default_rng(seed)
     clock, traj, baselines = {}, [], {}
-    baselines["random"] = float(np.mean([_blue_obj(C, rng.choice(M, k, replace=False)) for _ in range(20)]))
+    baselines["random"] = float(np.mean([blue_objective(C, rng.choice(M, k, replace=False)) for _ in range(20)]))
 
     t = time.perf_counter()
     i, j = np.unravel_index(int(np.argmax(C - np.eye(M) * 1e9)), C.shape)
@@ -365,7 +464,7 @@ def optimize_blue(C: np.ndarray, k: int, names: Sequence[str] | None = None, *, 
         a = C[:, S].sum(axis=1)
         a[S] = -np.inf
         S.append(int(np.argmax(a)))
-    greedy = _blue_obj(C, S)
+    greedy = blue_objective(C, S)
     baselines["greedy"] = greedy
     traj.append({"step": 0, "phase": "greedy", "score": greedy, "best": greedy})
     clock["greedy"] = time.perf_counter() - t
@@ -373,35 +472,42 @@ def optimize_blue(C: np.ndarray, k: int, names: Sequence[str] | None = None, *, 
     t = time.perf_counter()
     trace: list[float] = []
     best_S = _local_search(C, S, trace)
-    best = _blue_obj(C, best_S)
+    best = blue_objective(C, best_S)
     for v in trace:
         traj.append({"step": len(traj), "phase": "local_search", "score": v, "best": max(v, greedy)})
     for _ in range(restarts):
         S2 = _local_search(C, [int(x) for x in rng.choice(M, k, replace=False)])
-        v = _blue_obj(C, S2)
+        v = blue_objective(C, S2)
         if v > best + 1e-15:
             best, best_S = v, S2
         traj.append({"step": len(traj), "phase": "restart", "score": v, "best": best})
     baselines["local_search"] = best
     clock["local_search"] = time.perf_counter() - t
+    t = time.perf_counter()
+    S3, v, log = _anneal_blue(C, best_S, steps, rng)
+    start = len(traj)
+    for step, cur, b in log:
+        traj.append({"step": start + step, "phase": "annealing", "score": cur, "best": max(b, best)})
+    if v > best + 1e-15:
+        best_S = _local_search(C, S3)  # polish: annealing ends cold, a last swap may still help
+        best = blue_objective(C, best_S)
+    baselines["annealing"] = best
+    clock["annealing"] = time.perf_counter() - t
 
     exact = math.comb(M, k) <= exhaustive_limit
     if exact:
-        from itertools import combinations
-
         t = time.perf_counter()
-        opt, opt_S = -np.inf, None
-        for comb in combinations(range(M), k):
-            v = _blue_obj(C, comb)
-            if v > opt:
-                opt, opt_S = v, list(comb)
+        opt, opt_S = _exhaustive_blue(C, k)
         baselines["exhaustive"] = float(opt)
         clock["exhaustive"] = time.perf_counter() - t
         if opt > best + 1e-15:
             best, best_S = float(opt), opt_S
+    bound = blue_upper_bound(C, k)
+    proved = exact or best >= bound - 1e-9
     sel = sorted(best_S)
     return SolverResult(Team.BLUE, [names[i] for i in sel], float(best), traj, baselines, clock,
-                        {"k": k, "models": M, "exact": exact, "restarts": restarts, "seed": seed})
+                        {"k": k, "models": M, "exact": exact, "proved_optimal": bool(proved),
+                         "upper_bound": bound, "restarts": restarts, "steps": steps, "seed": seed})
 
 
 def plot_trajectory(result: SolverResult, path) -> None:

@@ -63,3 +63,29 @@ def write_setup(root: Path, n_images: int = 24, models: list[dict] | None = None
     (root / "catalog.jsonl").write_text("".join(
         json.dumps({"dataset_name": "synth", "image_identifier": p.name}) + "\n" for p in paths))
     return {"registry": root / "registry.json", "catalog": root / "catalog.jsonl", "images": root / "synth"}
+
+
+def planted_blue_features(n: int, seed: int = 0, M: int = 100, k: int = 20):
+    """Representations of ``M`` models on ``n`` stimuli in clusters sharing a latent factor; returns (features,
+    planted indices, cluster labels). Planted: a cluster of exactly ``k`` models (the best k-subset), a decoy of
+    near-duplicates that traps greedy, clusters too small for a k-subset and singletons (see
+    benchmarks/align_blue.py)."""
+    rng = np.random.default_rng(seed)
+    sizes, noise = ([k, 6, 15, 12, 10, 8, 8], [0.9, 0.12, 1.3, 1.3, 1.2, 1.2, 1.2]) if M >= 80 else \
+        ([k, 3, k - 1, 4], [0.9, 0.12, 1.3, 1.3])
+    if sum(sizes) > M:
+        raise ValueError(f"clusters of {sum(sizes)} models do not fit in M = {M}")
+    noise += [1.0] * (M - sum(sizes))
+    sizes += [1] * (M - sum(sizes))
+    labels, feats = [], []
+    for c, (size, sd) in enumerate(zip(sizes, noise)):
+        Z = rng.normal(size=(n, 8))
+        for _ in range(size):
+            d = int(rng.integers(24, 96))
+            F = np.tanh(Z @ rng.normal(size=(8, d)) * rng.uniform(0.5, 1.5)) + rng.normal(size=(n, d)) * sd
+            feats.append(F)
+            labels.append(c)
+    order = rng.permutation(M)  # the planted cluster is not a block of the first indices
+    feats = [feats[i] for i in order]
+    labels = np.asarray(labels)[order]
+    return feats, sorted(np.flatnonzero(labels == 0).tolist()), labels

@@ -109,30 +109,27 @@ def existing_dir(text: str) -> Path:
 def output_file(text: str) -> Path:
     """A file to write: not a directory, and its parent is a directory or can be made (the nearest existing
     ancestor is a writable directory). An existing file is overwritten."""
-    if not text:
-        raise argparse.ArgumentTypeError("empty path")
-    p = Path(text)
+    p = _creatable(text)
     if p.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: is a directory, expected a file to write")
-    parent = p.parent
-    while not parent.exists() and parent != parent.parent:
-        parent = parent.parent
-    if not parent.is_dir():
-        raise argparse.ArgumentTypeError(f"{text}: {parent} is not a directory")
-    if not os.access(parent, os.W_OK):
-        raise argparse.ArgumentTypeError(f"{text}: {parent} is not writable")
     return p
 
 
 def output_dir(text: str) -> Path:
     """A folder to write into: an existing directory, or a path that can be made (not an existing file, and
     the nearest existing ancestor is a writable directory)."""
+    p = _creatable(text)
+    if p.exists() and not p.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: is a file, expected a folder")
+    return p
+
+
+def _creatable(text: str) -> Path:
+    """``text`` as a path whose nearest existing ancestor is a writable directory (so it can be made)."""
     if not text:
         raise argparse.ArgumentTypeError("empty path")
     p = Path(text)
-    if p.exists() and not p.is_dir():
-        raise argparse.ArgumentTypeError(f"{text}: is a file, expected a folder")
-    parent = p
+    parent = p.parent
     while not parent.exists() and parent != parent.parent:
         parent = parent.parent
     if not parent.is_dir():

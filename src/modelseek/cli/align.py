@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from ..errors import InputError
-from ._common import print_json
+from ._common import POSITIVE_INT, SEED, UNIT_INTERVAL, choice, int_at_least, metavar, print_json
 
 
 def _common(p: argparse.ArgumentParser, data: bool = True) -> None:
@@ -18,61 +18,95 @@ def _common(p: argparse.ArgumentParser, data: bool = True) -> None:
     if data:
         p.add_argument("--cache-dir", help="embedding cache (default: $MODELSEEK_CACHE/align or "
                                            "~/.cache/modelseek/align)")
-        p.add_argument("--batch-size", type=int, default=32)
+        p.add_argument("--batch-size", type=POSITIVE_INT, default=32)
         p.add_argument("--unbiased", action="store_true", help="unbiased HSIC (Song et al. 2012) in CKA")
     p.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def register(sub) -> None:
+    from ..align.formats import SubmissionForm, Team
+
     p = sub.add_parser("align", help="representational alignment (Re-Align): validate, score, optimize, embed, matrix",
                        description="Blue team: models that agree (mean pairwise CKA on the catalog). Red team: "
                                    "stimuli on which the registry's models disagree (1 - mean pairwise CKA).")
     s = p.add_subparsers(dest="align_command", metavar="ACTION")
 
-    v = s.add_parser("validate", help="check a submission: schema, names, stimuli, counts, files")
-    v.add_argument("submission")
-    v.add_argument("--min-models", type=int, default=2)
-    v.add_argument("--min-stimuli", type=int, default=2)
-    v.add_argument("--max-models", type=int)
-    v.add_argument("--max-stimuli", type=int)
+    v = s.add_parser("validate", help="check a submission (live or draft form) and/or the registry",
+                     description="Checks a submission's schema, names, stimuli, counts and files against the registry "
+                                 "and catalog, and says which form (live/draft) it read. Without a submission the "
+                                 "registry alone is checked. --deep builds each model (random weights when the "
+                                 "pretrained ones cannot be fetched, said so) and checks layers and output_dim on a "
+                                 "dummy batch; without --deep those are not checked.")
+    v.add_argument("submission", nargs="?", help="submission JSON (omit to check the registry only)")
+    v.add_argument("--min-models", type=int_at_least(1), default=2)
+    v.add_argument("--min-stimuli", type=int_at_least(1), default=2)
+    v.add_argument("--max-models", type=int_at_least(1))
+    v.add_argument("--max-stimuli", type=int_at_least(1))
     v.add_argument("--no-check-files", action="store_true", help="do not check that image files exist")
+    v.add_argument("--deep", action="store_true", help="build the models: check layer paths and output_dim")
     _common(v, data=False)
     v.set_defaults(func=run_validate)
 
     sc = s.add_parser("score", help="score a submission with real forward passes and linear CKA")
     sc.add_argument("submission")
-    sc.add_argument("--min-models", type=int, default=2)
-    sc.add_argument("--min-stimuli", type=int, default=2)
+    sc.add_argument("--min-models", type=int_at_least(1), default=2)
+    sc.add_argument("--min-stimuli", type=int_at_least(1), default=2)
     _common(sc)
     sc.set_defaults(func=run_score)
 
-    o = s.add_parser("optimize", help="search a submission for the Blue or Red team")
-    o.add_argument("--team", required=True, choices=["red", "blue"])
-    o.add_argument("--size", type=int, required=True, help="number of stimuli (red) or models (blue) to choose")
-    o.add_argument("--models", nargs="+", help="restrict to these registry models")
-    o.add_argument("--steps", type=int, default=5000, help="annealing steps (red)")
-    o.add_argument("--pool", type=int, help="candidate pool after screening (red; default max(4m, 1024))")
-    o.add_argument("--restarts", type=int, default=20, help="local-search restarts (blue)")
-    o.add_argument("--seed", type=int, default=0)
+    o = s.add_parser("optimize", help="search a submission for the Blue or Red team",
+                     description="Blue: from the registry's embeddings, or from a precomputed models x models CKA "
+                                 "matrix (--cka-matrix, .npz with 'names' and 'matrix', or the CSV of 'align "
+                                 "matrix'). Red: from the registry's embeddings, or from those stored by 'align "
+                                 "embed -o DIR' (--embeddings DIR). Reports the objective of the chosen subset, of "
+                                 "random subsets, of --compare's submission, and an upper bound (Blue).")
+    o.add_argument("--team", required=True, type=choice(Team), metavar=metavar(Team))
+    o.add_argument("--size", type=int_at_least(2), required=True,
+                   help="number of stimuli (red) or models (blue) to choose")
+    o.add_argument("--models", nargs="+", help="restrict to these models")
+    o.add_argument("--cka-matrix", help="Blue from a precomputed CKA matrix (.npz or .csv); no model is run")
+    o.add_argument("--embeddings", help="Red from the embeddings stored by 'align embed -o DIR'; no model is run")
+    o.add_argument("--compare", help="also report the objective of this submission (live or draft form)")
+    o.add_argument("--steps", type=int_at_least(0), default=None,
+                   help="annealing steps (default: red 5000, blue 20000)")
+    o.add_argument("--pool", type=int_at_least(2), help="candidate pool after screening (red; default max(4m, 1024))")
+    o.add_argument("--restarts", type=int_at_least(0), default=20, help="local-search restarts (blue)")
+    o.add_argument("--seed", type=SEED, default=0)
+    o.add_argument("--format", type=choice(SubmissionForm), default=SubmissionForm.LIVE, metavar=metavar(SubmissionForm),
+                   help="submission form written by -o: live (default) or draft")
     o.add_argument("-o", "--output", help="write the submission JSON here")
     o.add_argument("--trajectory", help="write the score trajectory (JSON) here")
     o.add_argument("--plot", help="write a PNG of the score trajectory here")
     _common(o)
     o.set_defaults(func=run_optimize)
 
-    e = s.add_parser("embed", help="embed the catalog with registry models (cached); optionally save .npy files")
+    e = s.add_parser("embed", help="embed the catalog with registry models (cached); optionally save them",
+                     description="With -o DIR: <model>.npy per model plus embeddings.json (models, layers, the "
+                                 "catalog's stimuli and version), which 'align optimize --team red --embeddings DIR' "
+                                 "reads without running any model.")
     e.add_argument("--models", nargs="+", help="these registry models (default: all)")
-    e.add_argument("-o", "--output-dir", help="write <model_name>.npy files here")
+    e.add_argument("-o", "--output-dir", help="write <model_name>.npy files and embeddings.json here")
     _common(e)
     e.set_defaults(func=run_embed)
 
     m = s.add_parser("matrix", help="CKA matrix of registry models on the catalog; list near-duplicates")
     m.add_argument("--models", nargs="+", help="these registry models (default: all)")
-    m.add_argument("--threshold", type=float, default=0.95, help="report pairs with CKA >= this as near-duplicates")
-    m.add_argument("-o", "--output", help="write the matrix (CSV) here")
+    m.add_argument("--threshold", type=UNIT_INTERVAL, default=0.95,
+                   help="report pairs with CKA >= this (a number in [0, 1]) as near-duplicates")
+    m.add_argument("-o", "--output", help="write the matrix here: .npz (names, matrix, layers; what 'align optimize "
+                                          "--cka-matrix' reads) or CSV")
     m.add_argument("--plot", help="write a heat map PNG here")
     _common(m)
     m.set_defaults(func=run_matrix)
+
+    c = s.add_parser("convert", help="rewrite a submission in the live or the draft form")
+    c.add_argument("submission")
+    c.add_argument("--to", type=choice(SubmissionForm), default=SubmissionForm.LIVE, metavar=metavar(SubmissionForm),
+                   help="live (default) | draft")
+    c.add_argument("-o", "--output", help="write here (default: print)")
+    c.add_argument("--registry", help="model registry JSON, for the layer_name of each model (live) "
+                                      "(default: $MODELSEEK_MODEL_REGISTRY if set)")
+    c.set_defaults(func=run_convert)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
 
@@ -86,10 +120,24 @@ def _roots(args) -> dict[str, str]:
     return out
 
 
-def _load(args):
-    from ..align.formats import ModelRegistry, StimulusCatalog
+def _registry(args, required: bool = True):
+    import os
 
-    return ModelRegistry.load(args.registry), StimulusCatalog.load(args.catalog, roots=_roots(args))
+    from ..align.formats import REGISTRY_ENV, ModelRegistry
+
+    if not required and not args.registry and not os.environ.get(REGISTRY_ENV):
+        return None
+    return ModelRegistry.load(args.registry)
+
+
+def _catalog(args):
+    from ..align.formats import StimulusCatalog
+
+    return StimulusCatalog.load(args.catalog, roots=_roots(args))
+
+
+def _load(args):
+    return _registry(args), _catalog(args)
 
 
 def _cache(args):
@@ -99,18 +147,64 @@ def _cache(args):
 
 
 def run_validate(args) -> int:
-    from ..align.formats import validate_submission
+    from ..align.formats import Team, load_submission, validate_submission
+    from ..errors import ValidationError
 
-    registry, catalog = _load(args)
-    sub = validate_submission(args.submission, registry, catalog, min_models=args.min_models,
-                              min_stimuli=args.min_stimuli, max_models=args.max_models,
-                              max_stimuli=args.max_stimuli, check_files=not args.no_check_files)
-    n = len(sub.models) if sub.models else len(sub.stimuli)
-    what = "models" if sub.team.value == "blue" else "stimuli"
+    registry = _registry(args)
+    out: dict = {"valid": True, "registry": registry.path, "models_in_registry": len(registry)}
+    sub = None
+    if args.submission:
+        peek = load_submission(args.submission) if Path(args.submission).is_file() else None
+        catalog = _catalog(args) if peek is None or peek.team is Team.RED else None
+        sub = validate_submission(args.submission, registry, catalog, min_models=args.min_models,
+                                  min_stimuli=args.min_stimuli, max_models=args.max_models,
+                                  max_stimuli=args.max_stimuli, check_files=not args.no_check_files)
+        what = "models" if sub.team is Team.BLUE else "stimuli"
+        n = len(sub.models) if sub.team is Team.BLUE else len(sub.stimuli)
+        named = [(m, x) for m, x in zip(sub.models, sub.layers) if x is not None]
+        overrides = sum(1 for m, x in named if m in registry and registry.get(m).layer != x)
+        out.update({"team": sub.team.value, what: n, "form": sub.form.value, "layer_names": len(named),
+                    "layer_overrides": overrides})
+    entries = sub.entries(registry) if sub is not None and sub.team is Team.BLUE else list(registry)
+    checks = []
+    if args.deep:
+        from ..align.models import check_entry
+        from ..progress import progress_bar
+
+        for e in progress_bar(entries, desc="build models", disable=args.json or len(entries) < 2):
+            checks.append(check_entry(e, random_fallback=True))
+        out["checks"] = [c.to_dict() for c in checks]
+        out["valid"] = all(c.ok for c in checks)
+        out["random_fallback"] = [c.model_name for c in checks if c.random_fallback]
+    out["deep"] = bool(args.deep)
     if args.json:
-        print_json({"valid": True, "team": sub.team.value, what: n})
+        print_json(out)
     else:
-        print(f"{args.submission}: valid {sub.team.value} submission ({n} {what})")
+        if sub is not None:
+            extra = (f", layer_name for {out['layer_names']} ({out['layer_overrides']} differ from the registry's)"
+                     if out.get("layer_names") else "")
+            print(f"{args.submission}: valid {sub.team.value} submission ({out.get('models', out.get('stimuli'))} "
+                  f"{'models' if sub.team is Team.BLUE else 'stimuli'}), {sub.form.value} form{extra}")
+        else:
+            print(f"{registry.path}: {len(registry)} registry entries read")
+        if not args.deep:
+            print("layers and output_dim not checked (they need the models): use --deep")
+        for c in checks:
+            if c.ok:
+                print(f"  ok    {c.model_name}  layer {c.layer}  dim {c.dim}  [{c.weights}]")
+            else:
+                print(f"  FAIL  {c.model_name}  layer {c.layer}: {c.problem}")
+        fb = [c.model_name for c in checks if c.random_fallback]
+        if fb:
+            print(f"note: {len(fb)} model(s) checked with RANDOM weights (pretrained ones could not be fetched): "
+                  f"layers and dims are right, their embeddings would not be")
+    bad = [c for c in checks if not c.ok]
+    if bad:
+        from ..errors import InputError as IE
+
+        raise ValidationError(registry.path or "registry", [IE(c.problem, path=registry.path, field="layer"
+                                                                if "output_dim" not in c.problem else "output_dim")
+                                                             for c in bad])
     return 0
 
 
@@ -124,47 +218,207 @@ def run_score(args) -> int:
     res = score_submission(sub, registry, catalog, cache_dir=_cache(args), unbiased=args.unbiased,
                            batch_size=args.batch_size, progress=not args.json)
     if args.json:
-        print_json(res.to_dict())
+        d = res.to_dict()
+        d["form"] = sub.form.value
+        print_json(d)
         return 0
     label = "mean pairwise CKA" if res.team.value == "blue" else "1 - mean pairwise CKA"
-    print(f"{res.team.value} score: {res.score:.6f}  ({label}; {len(res.names)} models, {res.n_stimuli} stimuli)")
+    print(f"{res.team.value} score: {res.score:.6f}  ({label}; {len(res.names)} models, {res.n_stimuli} stimuli; "
+          f"{sub.form.value} form)")
     return 0
 
 
+def load_cka_matrix(path) -> tuple[list[str], "object", list | None]:
+    """(names, matrix, layers or None) from an .npz ('names', 'matrix', optional 'layers') or the CSV of
+    ``align matrix -o``; every problem is an InputError naming the file."""
+    import numpy as np
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError("no such CKA matrix file", path=path)
+    if path.suffix.lower() == ".npz":
+        try:
+            with np.load(path, allow_pickle=False) as z:
+                keys = set(z.files)
+                if not {"names", "matrix"} <= keys:
+                    raise InputError(f"an .npz CKA matrix needs arrays 'names' and 'matrix', found "
+                                     f"{sorted(keys)}", path=path)
+                names = [str(x) for x in z["names"].tolist()]
+                C = np.asarray(z["matrix"], dtype=np.float64)
+                layers = [str(x) for x in z["layers"].tolist()] if "layers" in keys else None
+        except InputError:
+            raise
+        except (ValueError, OSError, TypeError) as exc:  # not an npz, pickled object arrays, a bad zip
+            raise InputError(f"cannot read the .npz CKA matrix: {exc}", path=path) from None
+    else:
+        from ..io import read_text
+
+        lines = [ln for ln in read_text(path, "CKA matrix file").splitlines() if ln.strip()]
+        if not lines:
+            raise InputError("empty CKA matrix file", path=path)
+        head = lines[0].split(",")
+        names = [h.strip() for h in head[1:]]
+        rows = []
+        for i, ln in enumerate(lines[1:], 2):
+            cells = ln.split(",")
+            if len(cells) != len(head) or cells[0].strip() != (names[i - 2] if i - 2 < len(names) else None):
+                raise InputError(f"expected the row of {names[i - 2] if i - 2 < len(names) else '(none)'!r} with "
+                                 f"{len(head) - 1} values", path=path, line=i)
+            try:
+                rows.append([float(x) for x in cells[1:]])
+            except ValueError:
+                raise InputError("a value is not a number", path=path, line=i) from None
+        C, layers = np.array(rows, dtype=np.float64), None
+    if C.ndim != 2 or C.shape != (len(names), len(names)):
+        raise InputError(f"{len(names)} names but a matrix of shape {C.shape}", path=path)
+    if len(set(names)) != len(names):
+        raise InputError("model names repeat", path=path)
+    if layers is not None and len(layers) != len(names):
+        raise InputError(f"{len(layers)} layers for {len(names)} names", path=path)
+    if not np.all(np.isfinite(C)):
+        raise InputError("the matrix has NaN or infinite entries", path=path)
+    if not np.allclose(C, C.T, atol=1e-8):
+        raise InputError("the matrix is not symmetric", path=path)
+    return names, C, layers
+
+
+def _subset(names: list[str], chosen, what: str, path=None) -> list[int]:
+    from ..registry import closest
+
+    index = {n: i for i, n in enumerate(names)}
+    out = []
+    for n in chosen:
+        if n not in index:
+            close = closest(n, names)
+            hint = f" Did you mean {close!r}?" if close else ""
+            raise InputError(f"model {n!r} is not in the {what}.{hint}", path=path, field="models")
+        out.append(index[n])
+    return out
+
+
 def run_optimize(args) -> int:
-    from ..align.scoring import AlignData
-    from ..align.solvers import optimize_blue, optimize_red, plot_trajectory
+    import numpy as np
+
+    from ..align.formats import Submission, SubmissionForm, Team, load_submission
+    from ..align.solvers import blue_objective, optimize_blue, optimize_red, plot_trajectory, red_objective
     from ..io import atomic_write_text
 
-    if args.team == "red" and args.unbiased:
+    team = args.team
+    if team is Team.RED and args.unbiased:
         raise InputError("--unbiased: the Red solver's incremental updates are for biased HSIC; score the "
                          "result with 'modelseek align score --unbiased'")
-    registry, catalog = _load(args)
-    data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size, progress=not args.json)
-    if args.team == "red":
-        res = optimize_red(data, args.size, pool=args.pool, steps=args.steps, seed=args.seed,
-                           progress=not args.json)
+    if args.cka_matrix and team is not Team.BLUE:
+        raise InputError("--cka-matrix is for --team blue (Red needs per-stimulus embeddings: --embeddings)")
+    if args.embeddings and team is not Team.RED:
+        raise InputError("--embeddings is for --team red (Blue takes a CKA matrix: --cka-matrix)")
+    compare = load_submission(args.compare) if args.compare else None
+    if compare is not None and compare.team is not team:
+        raise InputError(f"is a {compare.team.value} submission, not {team.value}", path=args.compare, field="team")
+    registry = layers = None
+    stimuli = None
+    if team is Team.BLUE:
+        if args.cka_matrix:
+            names, C, mlayers = load_cka_matrix(args.cka_matrix)
+            if args.models:
+                idx = _subset(names, args.models, "CKA matrix", args.cka_matrix)
+                names, C = [names[i] for i in idx], C[np.ix_(idx, idx)]
+                mlayers = None if mlayers is None else [mlayers[i] for i in idx]
+            registry = _registry(args, required=False)
+            layers = dict(zip(names, mlayers)) if mlayers is not None else None
+        else:
+            from ..align.scoring import AlignData
+
+            registry, catalog = _load(args)
+            data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size,
+                                     progress=not args.json)
+            names, C = data.names(), data.matrix(unbiased=args.unbiased)
+        res = optimize_blue(C, args.size, names, restarts=args.restarts, seed=args.seed,
+                            steps=20_000 if args.steps is None else args.steps)
+        if compare is not None:
+            res.baselines["compare"] = blue_objective(C, _subset(names, compare.models, "models searched",
+                                                                 args.compare))
+        # the layers stored with a matrix are those it was computed with (`align matrix` writes the registry's):
+        # the live form names them; the draft form, which always means the registry's layer, leaves them out
+        live = args.format is SubmissionForm.LIVE
+        sub = Submission(Team.BLUE, models=tuple(res.selection),
+                         layers=tuple(layers[n] for n in res.selection) if layers and live else ())
     else:
-        C = data.matrix(unbiased=args.unbiased)
-        res = optimize_blue(C, args.size, data.names(), restarts=args.restarts, seed=args.seed)
-    sub = res.submission(catalog)
+        if args.embeddings:
+            names, feats, stimuli, version = load_embeddings(args.embeddings, args.models)
+        else:
+            from ..align.scoring import AlignData
+
+            registry, catalog = _load(args)
+            data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size,
+                                     progress=not args.json)
+            names, feats, stimuli = data.names(), list(data.features.values()), list(catalog)
+        res = optimize_red(feats, args.size, pool=args.pool, steps=5000 if args.steps is None else args.steps,
+                           seed=args.seed, progress=not args.json)
+        if compare is not None:
+            index = {s.key: i for i, s in enumerate(stimuli)}
+            missing = [s for s in compare.stimuli if s.key not in index]
+            if missing:
+                raise InputError(f"stimulus {missing[0].dataset_name}/{missing[0].image_identifier} is not among "
+                                 f"the embedded stimuli", path=args.compare)
+            res.baselines["compare"] = red_objective(feats, [index[s.key] for s in compare.stimuli])
+        sub = Submission(Team.RED, stimuli=tuple(stimuli[i] for i in res.selection))
     if args.output:
-        sub.save(args.output)
+        sub.save(args.output, args.format, registry)
     if args.trajectory:
         atomic_write_text(args.trajectory, json.dumps(res.to_dict(), indent=1) + "\n")
     if args.plot:
         plot_trajectory(res, args.plot)
     if args.json:
         d = res.to_dict()
-        d["submission"] = sub.to_dict()
+        d["submission"] = sub.to_dict(args.format, registry)
         print_json(d)
         return 0
-    print(f"{args.team} team, size {args.size}: score {res.score:.6f}")
+    print(f"{team.value} team, size {args.size}: score {res.score:.6f}")
     for k, v in res.baselines.items():
         print(f"  {k:<14} {v:.6f}")
+    if "upper_bound" in res.meta:
+        proof = " (reached: the subset is optimal)" if res.meta.get("proved_optimal") else ""
+        how = "exhaustive search: the subset is optimal" if res.meta.get("exact") else f"upper bound {res.meta['upper_bound']:.6f}{proof}"
+        print(f"  {how}")
     if args.output:
-        print(f"wrote {args.output}")
+        print(f"wrote {args.output} ({args.format.value} form)")
     return 0
+
+
+MANIFEST = "embeddings.json"
+
+
+def load_embeddings(folder, models=None):
+    """(names, features, stimuli, catalog version) from the folder written by ``align embed -o``."""
+    import numpy as np
+
+    from ..align.formats import parse_stimulus
+    from ..io import read_json
+
+    folder = Path(folder)
+    mpath = folder / MANIFEST
+    d = read_json(mpath, what=f"embeddings manifest (write it with 'align embed -o {folder}')")
+    if not isinstance(d, dict) or not isinstance(d.get("models"), list) or not isinstance(d.get("stimuli"), list):
+        raise InputError("expected {models: [...], stimuli: [...]}", path=mpath)
+    stimuli = [parse_stimulus(s, path=mpath) for s in d["stimuli"]]
+    entries = d["models"]
+    by_name = {m.get("model_name"): m for m in entries if isinstance(m, dict)}
+    names = list(models) if models else list(by_name)
+    feats = []
+    for n in names:
+        if n not in by_name:
+            raise InputError(f"model {n!r} is not in the embeddings", path=mpath, field="models")
+        f = folder / str(by_name[n].get("file", ""))
+        try:
+            F = np.load(f, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise InputError(f"cannot read embeddings of {n!r}: {exc}", path=f) from None
+        if F.ndim != 2 or F.shape[0] != len(stimuli):
+            raise InputError(f"shape {F.shape}, expected ({len(stimuli)}, dim)", path=f)
+        if not np.all(np.isfinite(F)):
+            raise InputError("NaN or infinite values", path=f)
+        feats.append(F)
+    return names, feats, stimuli, d.get("catalog_version")
 
 
 def run_embed(args) -> int:
@@ -173,32 +427,44 @@ def run_embed(args) -> int:
     import numpy as np
 
     from ..align.scoring import AlignData
-    from ..io import atomic_write_bytes
+    from ..io import atomic_write_bytes, atomic_write_text
 
     registry, catalog = _load(args)
     data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size, progress=not args.json)
     shapes = {}
-    for name, F in data.features.items():
+    files = []
+    for i, (name, F) in enumerate(data.features.items()):
         shapes[name] = list(F.shape)
         if args.output_dir:
             buf = io.BytesIO()
             np.save(buf, F, allow_pickle=False)
-            atomic_write_bytes(Path(args.output_dir) / f"{name}.npy", buf.getvalue())
+            fname = "".join(c if c.isalnum() or c in "-_." else "_" for c in name) + ".npy"
+            if any(f["file"] == fname for f in files):
+                fname = f"{i:03d}_{fname}"
+            atomic_write_bytes(Path(args.output_dir) / fname, buf.getvalue())
+            files.append({"model_name": name, "file": fname, "layer": registry.get(name).layer, "shape": list(F.shape)})
+    if args.output_dir:  # the manifest last: a folder with a manifest is complete
+        atomic_write_text(Path(args.output_dir) / MANIFEST, json.dumps(
+            {"catalog_version": catalog.version(), "models": files,
+             "stimuli": [{"dataset_name": s.dataset_name, "image_identifier": s.image_identifier} for s in catalog]},
+            indent=1) + "\n")
     if args.json:
         print_json({"catalog_version": catalog.version(), "shapes": shapes})
         return 0
     for name, shp in shapes.items():
         print(f"{name}: {shp[0]} x {shp[1]}")
     if args.output_dir:
-        print(f"wrote {len(shapes)} file(s) to {args.output_dir}")
+        print(f"wrote {len(shapes)} file(s) and {MANIFEST} to {args.output_dir}")
     return 0
 
 
 def run_matrix(args) -> int:
+    import io
+
     import numpy as np
 
     from ..align.scoring import AlignData
-    from ..io import atomic_write_text
+    from ..io import atomic_write_bytes, atomic_write_text
 
     registry, catalog = _load(args)
     data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size, progress=not args.json)
@@ -206,7 +472,11 @@ def run_matrix(args) -> int:
     C = data.matrix(unbiased=args.unbiased)
     pairs = sorted(((float(C[i, j]), names[i], names[j]) for i in range(len(names)) for j in range(i + 1, len(names))
                     if C[i, j] >= args.threshold), reverse=True)
-    if args.output:
+    if args.output and str(args.output).lower().endswith(".npz"):
+        buf = io.BytesIO()
+        np.savez(buf, names=np.array(names), matrix=C, layers=np.array([registry.get(n).layer for n in names]))
+        atomic_write_bytes(args.output, buf.getvalue())
+    elif args.output:
         lines = ["model," + ",".join(names)] + [names[i] + "," + ",".join(f"{x:.10f}" for x in C[i])
                                                for i in range(len(names))]
         atomic_write_text(args.output, "\n".join(lines) + "\n")
@@ -222,6 +492,20 @@ def run_matrix(args) -> int:
         print(f"{n:<{w}}  " + " ".join(f"{x:6.3f}" for x in C[i]) + f"   [{i}]")
     print(f"near-duplicates (CKA >= {args.threshold}): " + (", ".join(f"{a}~{b} ({c:.3f})" for c, a, b in pairs)
                                                             or "none"))
+    return 0
+
+
+def run_convert(args) -> int:
+    from ..align.formats import load_submission
+
+    sub = load_submission(args.submission)
+    registry = _registry(args, required=False)
+    d = sub.to_dict(args.to, registry)
+    if args.output:
+        sub.save(args.output, args.to, registry)
+        print(f"wrote {args.output} ({args.to.value} form, read as {sub.form.value})")
+    else:
+        print(json.dumps(d, indent=2))
     return 0
 
 

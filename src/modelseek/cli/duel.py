@@ -11,7 +11,10 @@ import json
 from pathlib import Path
 
 from ..errors import InputError
-from ._common import load_truth, print_json
+from ._common import (OUTPUT_FILE, PORT, POSITIVE_FLOAT, POSITIVE_INT, PROBABILITY, SEED,
+                      add_scheme, load_truth, print_json)
+
+
 
 
 def register(sub) -> None:
@@ -22,10 +25,10 @@ def register(sub) -> None:
 
     c = dsub.add_parser("compile", help="compile lm-evaluation-harness output folders into one submission")
     c.add_argument("folders", nargs="+", help="harness output folders (results*.json + samples_<task>_*.jsonl)")
-    c.add_argument("-o", "--output", required=True, help="submission JSON to write")
+    c.add_argument("-o", "--output", required=True, type=OUTPUT_FILE, help="submission JSON to write")
     c.add_argument("--model", help="model name (default: from the harness results)")
     c.add_argument("--precision", help="precision, e.g. bf16")
-    c.add_argument("--params", type=float, help="number of parameters")
+    c.add_argument("--params", type=POSITIVE_FLOAT, help="number of parameters")
     c.add_argument("--source", help="link to the model")
     _metadata_arg(c)
     c.set_defaults(func=_compile)
@@ -49,8 +52,8 @@ def register(sub) -> None:
     r.add_argument("runs", nargs="+", help="TREC run files (each may hold several run ids)")
     r.add_argument("--ground-truth", "-g", help="ground-truth CSV (default: found beside the first run)")
     r.add_argument("--tasks-csv", help="tasks.csv giving criticality (default: beside the ground truth)")
-    r.add_argument("--scheme", default="ntcir", choices=["ntcir", "paper"])
-    r.add_argument("--alpha", type=float, default=0.05)
+    add_scheme(r)
+    r.add_argument("--alpha", type=PROBABILITY, default=0.05, help="significance level in (0, 1) (default 0.05)")
     r.add_argument("--fdr", action="store_true", help="Benjamini-Hochberg across tiers")
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=_runs)
@@ -78,8 +81,18 @@ def register(sub) -> None:
     w = dsub.add_parser("serve", help="serve the leaderboard web app (Gradio)")
     _db_args(w)
     w.add_argument("--host", default="127.0.0.1")
-    w.add_argument("--port", type=int, default=7860)
+    w.add_argument("--port", type=PORT, default=7860, help="port (1-65535, default 7860)")
+    w.add_argument("--max-upload-mb", type=POSITIVE_FLOAT, default=None,
+                   help="largest submission accepted, in MB (default 64); bigger uploads are refused while "
+                        "they are received")
     w.set_defaults(func=_serve)
+
+    db = dsub.add_parser("db", help="leaderboard database maintenance")
+    dbsub = db.add_subparsers(dest="db_command", metavar="SUBCOMMAND")
+    up = dbsub.add_parser("upgrade", help="apply the schema migrations (also done, under a lock, on opening)")
+    up.add_argument("--db", default="leaderboard.db", help="SQLAlchemy URL or SQLite file (default leaderboard.db)")
+    up.set_defaults(func=_db_upgrade)
+    db.set_defaults(func=lambda a: (db.print_help(), 2)[1])
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
 
@@ -89,11 +102,11 @@ def _metadata_arg(p) -> None:
 
 
 def _test_args(p) -> None:
-    p.add_argument("--seed", type=int, default=0, help="seed of every Monte-Carlo test (default 0)")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level (default 0.05)")
+    p.add_argument("--seed", type=SEED, default=0, help="seed of every Monte-Carlo test (default 0)")
+    p.add_argument("--alpha", type=PROBABILITY, default=0.05, help="significance level in (0, 1) (default 0.05)")
     p.add_argument("--fdr", action="store_true", help="Benjamini-Hochberg correction across tasks")
-    p.add_argument("--draws", type=int, default=1000, help="posterior draws per model (AUROC test)")
-    p.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (ROUGE, perplexity)")
+    p.add_argument("--draws", type=POSITIVE_INT, default=1000, help="posterior draws per model (AUROC test, >= 1)")
+    p.add_argument("--resamples", type=POSITIVE_INT, default=1000, help="bootstrap resamples (ROUGE, perplexity, >= 1)")
 
 
 def _db_args(p) -> None:
@@ -211,10 +224,20 @@ def _leaderboard(args) -> int:
 
 
 def _serve(args) -> int:
-    from ..duel.app import build_app
+    from ..duel.app import build_app, launch
 
     if not args.db:
         raise InputError("--db is required")
-    demo = build_app(_store(args))
-    demo.launch(server_name=args.host, server_port=args.port)
+    store = _store(args)        # a database that cannot be opened stops here, before any page is served
+    if args.max_upload_mb is not None:
+        store.max_bytes = int(args.max_upload_mb * 1024 * 1024)
+    launch(build_app(store), host=args.host, port=args.port)
+    return 0
+
+
+def _db_upgrade(args) -> int:
+    from ..duel.storage import upgrade_database
+
+    before, after = upgrade_database(args.db)
+    print(f"schema {after}" + (" (already up to date)" if before == after else f" (was {before or 'empty'})"))
     return 0

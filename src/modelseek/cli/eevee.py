@@ -4,9 +4,29 @@ importance)."""
 from __future__ import annotations
 
 import argparse
+from numbers import Real
 
+from ..config import Interval
 from ..errors import InputError
-from ._common import print_json
+from ._common import (EXISTING_FILE, NON_NEGATIVE_INT, OUTPUT_DIR, OUTPUT_FILE, POSITIVE_INT, SEED, arg_type,
+                      print_json)
+
+
+def _numbers(text: str, what: str, positive: bool) -> tuple[float, ...]:
+    """Comma-separated finite numbers (> 0 or >= 0): an option type, so a bad list is a usage error."""
+    conv = arg_type(float, Interval(Real, 0, None, closed="neither" if positive else "left"), name=what)
+    parts = [p.strip() for p in str(text).split(",") if p.strip()]
+    if not parts:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}")
+    return tuple(conv(p) for p in parts)
+
+
+def BUDGETS(text: str) -> tuple[float, ...]:  # noqa: N802  (an option type, named like the others)
+    return _numbers(text, "budgets", positive=False)
+
+
+def RIDGE_ALPHAS(text: str):  # noqa: N802
+    return "auto" if str(text).strip().lower() == "auto" else _numbers(text, "ridge alphas", positive=True)
 
 
 def register(sub) -> None:
@@ -22,50 +42,52 @@ def register(sub) -> None:
         c = cmds.add_parser(name, help=helptext, description=helptext)
         _common(c)
         if name == "search":
-            c.add_argument("-k", type=int, required=True, help="benchmarks in the subset")
+            c.add_argument("-k", type=POSITIVE_INT, required=True, help="benchmarks in the subset")
         elif name == "sweep":
             c.add_argument("--k", dest="ks", default="1-25", help="k values, e.g. 1-25 or 1,2,8 (default 1-25)")
-            c.add_argument("--out", help="folder for one JSON per k (a rerun resumes from it)")
-            c.add_argument("--plot", help="write the score-versus-k box plot (PNG) here")
+            c.add_argument("--out", type=OUTPUT_DIR, help="folder for one JSON per k (a rerun resumes from it)")
+            c.add_argument("--plot", type=OUTPUT_FILE, help="write the score-versus-k box plot (PNG) here")
         elif name == "tiers":
-            c.add_argument("--budgets", required=True, help="comma-separated budgets, e.g. 12,24,36")
+            c.add_argument("--budgets", required=True, type=BUDGETS, help="comma-separated budgets >= 0, e.g. 12,24,36")
             c.add_argument("--k", dest="ks", help="k values to consider (default: every k that can fit)")
         else:
             c.add_argument("--subset", help="comma-separated benchmarks (default: search the best of size -k)")
-            c.add_argument("-k", type=int, default=8, help="subset size to search when --subset is not given")
-            c.add_argument("--plot", help="write the bar chart (PNG) here")
+            c.add_argument("-k", type=POSITIVE_INT, default=8, help="subset size to search when --subset is not given")
+            c.add_argument("--plot", type=OUTPUT_FILE, help="write the bar chart (PNG) here")
         c.set_defaults(func=run)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
 
 def _common(c) -> None:
+    from ..eevee.models import META_MODELS
+
     src = c.add_mutually_exclusive_group(required=True)
-    src.add_argument("--table", help="models x metrics CSV: GATE layout (row 1 benchmark, row 2 metric) or tidy "
+    src.add_argument("--table", type=EXISTING_FILE, help="models x metrics CSV: GATE layout (row 1 benchmark, row 2 metric) or tidy "
                                      "(model,benchmark,metric,value)")
-    src.add_argument("--ground-truth", help="a model-retrieval ground-truth CSV: models as rows, tasks as benchmarks")
-    c.add_argument("--mapping", help="task_mapping.yaml (default: beside the table)")
-    c.add_argument("--weights", help="task_weights.yaml (default: beside the table)")
-    c.add_argument("--costs", help="benchmark,cost CSV (e.g. GPU hours)")
+    src.add_argument("--ground-truth", type=EXISTING_FILE, help="a model-retrieval ground-truth CSV: models as rows, tasks as benchmarks")
+    c.add_argument("--mapping", type=EXISTING_FILE, help="task_mapping.yaml (default: beside the table)")
+    c.add_argument("--weights", type=EXISTING_FILE, help="task_weights.yaml (default: beside the table)")
+    c.add_argument("--costs", type=EXISTING_FILE, help="benchmark,cost CSV (e.g. GPU hours)")
     c.add_argument("--lower-is-better", help="comma-separated metric names or benchmark.metric ids that are "
                                              "better when lower (default: loss, dice-loss, mae, ...)")
     c.add_argument("--leaky", action="store_true",
                    help="the reference's normalisation: z-scores on all models, missing = 5 (leaks test models)")
-    c.add_argument("--meta-model", choices=("mlp", "ridge"), default="mlp",
-                   help="mlp: the protocol's MLP (default); ridge: closed-form ridge regression, alpha chosen per "
-                        "fit by leave-one-out over the training models (seconds per search)")
-    c.add_argument("--ridge-alpha", default="auto",
+    c.add_argument("--meta-model", choices=META_MODELS.names(), default="mlp",
+                   help="; ".join(f"{m.name}: {m.description}{' (default)' if m.name == 'mlp' else ''}"
+                                  for m in map(META_MODELS.get, META_MODELS.names())))
+    c.add_argument("--ridge-alpha", default="auto", type=RIDGE_ALPHAS,
                    help="ridge penalty in z-units: a number, comma-separated candidates chosen by leave-one-out, "
                         "or auto (13 values from 0.01 to 10,000; default)")
     c.add_argument("--loss-scale", choices=("table", "split"), default="table",
                    help="unit of the test loss: each metric's std over the whole table (default; the "
                         "reference's unit, the same in every split) or the split's training models' std")
-    c.add_argument("--generations", type=int, default=10, help="generations of the search (default 10)")
-    c.add_argument("--population", type=int, default=1000, help="random initial subsets (default 1000)")
-    c.add_argument("--keep", type=int, default=50, help="parents kept per generation (default 50)")
-    c.add_argument("--children", type=int, default=10, help="children per parent (default 10)")
-    c.add_argument("--seed", type=int, default=0, help="seed of the search and of the meta-models (default 0)")
-    c.add_argument("--top", type=int, default=10, help="subsets to show (default 10)")
-    c.add_argument("--workers", type=int, default=0,
+    c.add_argument("--generations", type=NON_NEGATIVE_INT, default=10, help="generations of the search (default 10)")
+    c.add_argument("--population", type=POSITIVE_INT, default=1000, help="random initial subsets (default 1000)")
+    c.add_argument("--keep", type=POSITIVE_INT, default=50, help="parents kept per generation (default 50)")
+    c.add_argument("--children", type=NON_NEGATIVE_INT, default=10, help="children per parent (default 10)")
+    c.add_argument("--seed", type=SEED, default=0, help="seed of the search and of the meta-models (default 0)")
+    c.add_argument("--top", type=POSITIVE_INT, default=10, help="subsets to show (default 10)")
+    c.add_argument("--workers", type=NON_NEGATIVE_INT, default=0,
                    help="worker processes sharing each generation's batch (default 0 = one per CPU, at most 8; "
                         "1 = this process only; the scores are the same)")
     c.add_argument("--json", action="store_true", help="machine-readable output")
@@ -92,13 +114,7 @@ def run(args: argparse.Namespace) -> int:
     from ..eevee import BatchedEvaluator, MetaConfig, SearchConfig
 
     table = _table(args)
-    extra = {}
-    if args.ridge_alpha != "auto":
-        try:
-            extra["ridge_alphas"] = tuple(float(a) for a in str(args.ridge_alpha).split(","))
-        except ValueError:
-            raise InputError(f"--ridge-alpha: not a number or list of numbers: {args.ridge_alpha!r}",
-                             field="ridge-alpha") from None
+    extra = {} if args.ridge_alpha == "auto" else {"ridge_alphas": args.ridge_alpha}
     meta = MetaConfig(seed=args.seed, leaky=args.leaky, loss_scale=args.loss_scale, model=args.meta_model, **extra)
     cfg = SearchConfig(population=args.population, keep=args.keep, children=args.children,
                        generations=args.generations, seed=args.seed)
@@ -124,7 +140,7 @@ def _run(args, table, ev, cfg) -> int:
             return 0
         print(f"{table!r}; k={args.k}; {res.n_evaluated} subsets scored ({res.n_trained} trained) in "
               f"{res.wall_s:.1f} s{' [leaky normalisation]' if args.leaky else ''}"
-              f"{' [ridge meta-model]' if args.meta_model == 'ridge' else ''}")
+              f"{f' [{args.meta_model} meta-model]' if args.meta_model != 'mlp' else ''}")
         _print_scores(res.top[: args.top])
         return 0
     if cmd == "sweep":
@@ -148,10 +164,7 @@ def _run(args, table, ev, cfg) -> int:
     if cmd == "tiers":
         if not args.costs:
             raise InputError("tiers need --costs (a benchmark,cost CSV)", field="costs")
-        try:
-            budgets = [float(x) for x in args.budgets.split(",") if x.strip()]
-        except ValueError:
-            raise InputError(f"cannot read budgets {args.budgets!r}; use e.g. 12,24,36", field="budgets") from None
+        budgets = args.budgets
         ks = parse_ks(args.ks, len(table.benchmark_names)) if args.ks else None
         out = tiers(table, budgets, cfg, ks=ks, progress=progress, evaluator=ev)
         if args.json:

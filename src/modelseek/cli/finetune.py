@@ -27,7 +27,8 @@ def register(sub) -> None:
                        description="Fine-tune every candidate of a pool on every task under one protocol "
                                    "(defaults: AdamW lr 2e-5, wd 0.01, batch 16, early stopping patience 10 on "
                                    "validation loss, macro-F1 on test). Finished jobs are kept in a SQLite store "
-                                   "and skipped when the command runs again.")
+                                   "and skipped when the command runs again; several finetune processes on one "
+                                   "store share its grid (each job is claimed by one of them).")
     p.add_argument("--pool", required=True, help="pool file (models.csv or YAML) or built-in pool name")
     p.add_argument("--tasks", required=True, help="NTCIR root or task folder, or one table file")
     p.add_argument("--out", required=True, type=OUTPUT_FILE, help="ground-truth CSV to write (official format + criticality)")
@@ -75,14 +76,16 @@ def run(args: argparse.Namespace) -> int:
         from ..finetune.curves import plot_learning_curves
 
         plot_learning_curves(grid.store.records(j.key for j in grid.jobs), args.plot)
-    summary = {"jobs": len(grid.jobs), "skipped": grid.skipped, "ran": grid.ran, "done": grid.n_done,
+    summary = {"jobs": len(grid.jobs), "skipped": grid.skipped, "ran": grid.ran, "elsewhere": grid.elsewhere,
+               "done": grid.n_done,
                "failed": len(failed), "recipe": recipe.digest, "store": str(store), "out": str(out) if wrote else None,
                "failures": [{"task_id": j.task.task_id, "model_id": j.model.model_id, "seed": j.seed,
                              "error": _first_line(e)} for j, e in failed]}
     if args.json:
         print_json(summary)
     else:
-        print(f"{len(grid.jobs)} job(s): {grid.skipped} already in {store}, {grid.ran} run now; "
+        others = f", {grid.elsewhere} run meanwhile by other workers on the store" if grid.elsewhere else ""
+        print(f"{len(grid.jobs)} job(s): {grid.skipped} already in {store}, {grid.ran} run now{others}; "
               f"{grid.n_done} done, {len(failed)} failed (recipe {recipe.digest})")
         if wrote:
             print(f"wrote ground truth for {grid.n_done} job(s) to {out}")

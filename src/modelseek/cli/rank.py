@@ -34,6 +34,10 @@ def register(sub) -> None:
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="a method parameter, passed to every method that takes it (repeatable), e.g. "
                         "pooling=cls, layer=mean, max_examples=2000, cache_dir=/tmp/feats, device=cpu")
+    p.add_argument("--allow-failures", action="store_true",
+                   help="rank the candidates that work when some fail (cannot be downloaded, loaded or "
+                        "featurised): failed candidates are left out of the run and named in a warning. Without "
+                        "it such a rank exits 1 naming every failure; failed candidates never get a score")
     p.add_argument("--show", type=int, default=3, help="print the rankings of at most this many tasks")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_verify_args(p)
@@ -110,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
             truth = None
             if method != "default" and args.train_truth:
                 truth = load_truth(args.train_truth)
-            r = rank(tasks, pool, method=method, train_truth=truth, progress=not args.json, **params)
+            r = rank(tasks, pool, method=method, train_truth=truth, progress=not args.json,
+                     allow_failures=args.allow_failures, **params)
         run_id = args.run_id or default_id
         runs.append(r.with_id(run_id) if run_id else r)
     if args.output:

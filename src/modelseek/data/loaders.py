@@ -19,7 +19,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..errors import InputError
-from ..io import iter_jsonl, open_text
+from ..io import check_file, iter_jsonl, open_text, read_json
 from .task import Criticality, Split, Task, TaskSet
 
 SPLIT_CAP = 5000
@@ -152,18 +152,41 @@ def load_ntcir_tasks(root: str | Path, ids: Iterable[str] | None = None) -> Task
 
 # ----------------------------------------------------------------------------------------------- tables
 def _read_table(path: Path):
+    """A table file as a DataFrame; text formats go through the one reader (:mod:`modelseek.io`), so a
+    wrong encoding, a directory or a JSON number too large for a float is a located ``InputError``."""
     import pandas as pd
 
     suffix = path.suffix.lower()
-    try:
-        if suffix in (".csv", ".tsv"):
-            return pd.read_csv(path, sep="\t" if suffix == ".tsv" else ",", dtype=str, keep_default_na=False)
-        if suffix in (".jsonl", ".json"):
-            return pd.read_json(path, lines=suffix == ".jsonl", dtype=False)
-        if suffix in (".parquet", ".pq"):
+    if suffix in (".csv", ".tsv"):
+        text = open_text(path, "table file")
+        try:
+            return pd.read_csv(text, sep="\t" if suffix == ".tsv" else ",", dtype=str, keep_default_na=False)
+        except pd.errors.EmptyDataError:
+            raise InputError("empty table (no header line)", path=path, line=1) from None
+        except (ValueError, pd.errors.ParserError) as exc:
+            raise InputError(f"cannot read table: {str(exc).strip().splitlines()[-1]}", path=path) from None
+    if suffix == ".jsonl":
+        records = []
+        for ln, rec in iter_jsonl(path, "table file"):
+            if not isinstance(rec, dict):
+                raise InputError("expected a JSON object", path=path, line=ln)
+            records.append(rec)
+        return pd.DataFrame.from_records(records)
+    if suffix == ".json":
+        data = read_json(path, "table file")
+        if isinstance(data, list) and all(isinstance(r, dict) for r in data):
+            return pd.DataFrame.from_records(data)
+        if isinstance(data, dict) and all(isinstance(v, list) for v in data.values()):
+            if len({len(v) for v in data.values()}) > 1:
+                raise InputError("columns of different lengths", path=path)
+            return pd.DataFrame(data)
+        raise InputError("expected a list of records or a mapping of column: list", path=path)
+    if suffix in (".parquet", ".pq"):
+        check_file(path, "table file")
+        try:
             return pd.read_parquet(path)
-    except (ValueError, OSError) as exc:
-        raise InputError(f"cannot read table: {exc}", path=path) from None
+        except (ValueError, OSError) as exc:
+            raise InputError(f"cannot read table: {exc}", path=path) from None
     raise InputError(f"unsupported file type {suffix!r} (use .csv, .tsv, .jsonl, .json or .parquet)",
                      path=path)
 

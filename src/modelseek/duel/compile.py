@@ -17,7 +17,7 @@ from pathlib import Path
 from ..errors import InputError
 from ..io import iter_jsonl, read_json
 from .config import LeaderboardConfig
-from .submission import validate_submission
+from .submission import PROVENANCE_FIELDS, validate_submission
 
 _SAMPLES = re.compile(r"^samples_(?P<task>.+?)_(?P<stamp>\d{4}-\d{2}-\d{2}T[\d\-.:]+)\.jsonl$")
 _PROMPT = re.compile(r"^(?:p|prompt|v|var)?_?\d+$")
@@ -118,6 +118,8 @@ def compile_submission(folders: list[str | Path], config: LeaderboardConfig | No
     args = (header.get("config") or {}).get("model_args")
     if isinstance(args, str) and "dtype=" in args:
         meta["precision"] = args.split("dtype=", 1)[1].split(",", 1)[0]
+    # the harness's provenance (versions, tokenizer, chat template, timings) travels with the submission
+    meta.update({k: header[k] for k in sorted(PROVENANCE_FIELDS) if k in header and k != "config"})
     meta.update(metadata or {})
     if prompts:
         meta["prompts"] = prompts

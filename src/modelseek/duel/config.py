@@ -14,6 +14,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Mapping
 
+from ..config import Config
+from ..enums import Choice
 from ..errors import InputError
 
 
@@ -24,8 +26,9 @@ class Test(str, Enum):
     BOOTSTRAP_PERPLEXITY = "paired bootstrap (perplexity)"
 
 
-class Metric(str, Enum):
-    """Per-sample metrics a duel knows how to test; values are the field names of per-sample records."""
+class Metric(Choice):
+    """Per-sample metrics a duel knows how to test; values are the field names of per-sample records
+    (parsed by the one :class:`~modelseek.enums.Choice` parser)."""
 
     ACC = "acc"
     EXACT_MATCH = "exact_match"
@@ -33,14 +36,6 @@ class Metric(str, Enum):
     WORD_PERPLEXITY = "word_perplexity"
     ROUGE = "rouge_raw_r2_mid_f"
     NDCG5 = "ndcg@5"  # model-retrieval runs: per-topic nDCG@5
-
-    @classmethod
-    def parse(cls, value: str, where: str = "") -> "Metric":
-        try:
-            return cls(value)
-        except ValueError:
-            raise InputError(f"{where}unknown metric {value!r}; valid: {', '.join(m.value for m in cls)}",
-                             field="metric") from None
 
     @property
     def test(self) -> Test:
@@ -54,12 +49,19 @@ class Metric(str, Enum):
 
 
 @dataclass(frozen=True)
-class TaskSpec:
+class TaskSpec(Config):
+    """One leaderboard task (built by the config layer: ``metric`` parsed by :class:`Metric`)."""
+
     task: str
     category: str
     metric: Metric
     name: str = ""
     abbreviation: str = ""
+
+    def _check(self) -> None:
+        for name in ("task", "category"):
+            if not getattr(self, name).strip():
+                raise InputError("must be a non-empty string", field=name)
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,8 @@ class LeaderboardConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping, path: str | None = None) -> "LeaderboardConfig":
+        """From BenCzechMark's ``metadata.json`` shape; each task's other fields (``source_url``,
+        ``short_name``, ...) are BenCzechMark's own and ignored."""
         if not isinstance(data, Mapping) or not isinstance(data.get("tasks"), Mapping) or not data["tasks"]:
             raise InputError("metadata must be an object with a non-empty 'tasks' object", path=path, field="tasks")
         specs = []
@@ -109,12 +113,12 @@ class LeaderboardConfig:
             for key in ("category", "metric"):
                 if not isinstance(rec.get(key), str) or not rec[key]:
                     raise InputError(f"task {tid!r} needs a '{key}' string", path=path, field=f"tasks.{tid}.{key}")
+            fields = {k: rec[k] for k in ("category", "metric", "name", "abbreviation") if k in rec}
             try:
-                metric = Metric.parse(rec["metric"], f"task {tid!r}: ")
+                specs.append(TaskSpec(task=str(tid), **fields))
             except InputError as exc:
-                raise InputError(exc.message, path=path, field=f"tasks.{tid}.metric") from None
-            specs.append(TaskSpec(str(tid), rec["category"], metric, str(rec.get("name", "")),
-                                  str(rec.get("abbreviation", ""))))
+                raise InputError(f"task {tid!r}: {exc.message}", path=path,
+                                 field=f"tasks.{tid}.{exc.field}" if exc.field else f"tasks.{tid}") from None
         return cls(tuple(specs))
 
     @classmethod
@@ -123,6 +127,7 @@ class LeaderboardConfig:
         if path is None:
             text = resources.files("modelseek").joinpath("resources/benczechmark/metadata.json").read_text("utf-8")
             return cls.from_dict(json.loads(text), "benczechmark/metadata.json")
-        from ..io import read_json
+        from ..io import read_config
 
-        return cls.from_dict(read_json(path, "metadata file"), str(path))
+        data, _ = read_config(path, "metadata file")       # JSON (BenCzechMark's file) or YAML
+        return cls.from_dict(data, str(path))

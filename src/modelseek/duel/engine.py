@@ -12,28 +12,39 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from functools import lru_cache
+from numbers import Integral
+from typing import Mapping, Sequence
 
 import numpy as np
 
+from ..config import Config, Interval
 from ..errors import InputError
-from ..stats.auroc import N_DRAWS, N_THRESHOLDS, auroc, auroc_draws, auroc_pvalue_matrix
+from ..stats.auroc import N_DRAWS, N_THRESHOLDS, auroc_draws, auroc_pvalue_matrix
 from ..stats import bootstrap as _boot
 from ..stats.seeding import derive_rng
 from ..stats.ttest import paired_ttest_matrix
-from .config import Metric, TaskSpec, Test
+from .config import TaskSpec, Test
 from .submission import TaskData
 
 
 @dataclass(frozen=True)
-class Settings:
+class Settings(Config):
+    """The Monte-Carlo settings of every duel (stored with a leaderboard; later openings must agree)."""
+
     seed: int = 0
     n_draws: int = N_DRAWS
     n_thresholds: int | None = N_THRESHOLDS
     n_resamples: int = 1000
 
+    _constraints = {
+        "seed": [Interval(Integral, 0, None, closed="left")],
+        "n_draws": [Interval(Integral, 1, None, closed="left")],
+        "n_thresholds": [Interval(Integral, 2, None, closed="left")],
+        "n_resamples": [Interval(Integral, 1, None, closed="left")],
+    }
+
     def to_dict(self) -> dict:
-        return {"seed": self.seed, "n_draws": self.n_draws, "n_thresholds": self.n_thresholds,
-                "n_resamples": self.n_resamples}
+        return self.to_mapping()
 
 
 @dataclass(frozen=True)
@@ -131,10 +142,23 @@ def pvalues(spec: TaskSpec, rows: list[Profile], cols: list[Profile] | None = No
     return P
 
 
-def metric_value(data: TaskData) -> float:
-    """The task metric recomputed from the per-sample records (for checks and for runs)."""
-    if data.metric.test in (Test.TTEST, Test.BOOTSTRAP_MEAN):
-        return float(np.mean(data.values))
-    if data.metric is Metric.AVG_MCAUROC:
-        return auroc(data.gold, data.probs)
-    return float(_boot.perplexity(data.loglik, data.words))
+def duels_against(config, new: Sequence[Mapping[str, Profile]], published: Sequence[Mapping[str, Profile]]
+                  ) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Every duel the ``new`` models bring to a leaderboard of ``published`` models, per task.
+
+    ``new[k][task]`` / ``published[k][task]`` are profiles. Returns ``{task: (among, win, loss)}``:
+    ``among[i, j]`` p that new model i beats new model j (NaN diagonal), ``win[i, k]`` p that new model i
+    beats published model k, ``loss[k, i]`` p that published model k beats new model i. The one place
+    where stored leaderboards compute duels (pre-submission, confirmation and bulk publication)."""
+    out = {}
+    for t in config.task_ids:
+        spec = config.spec(t)
+        rows = [p[t] for p in new]
+        cols = [p[t] for p in published]
+        among = pvalues(spec, rows) if len(rows) > 1 else np.full((len(rows), len(rows)), np.nan)
+        if cols and rows:
+            win, loss = pvalues(spec, rows, cols), pvalues(spec, cols, rows)
+        else:
+            win, loss = np.empty((len(rows), len(cols))), np.empty((len(cols), len(rows)))
+        out[t] = (among, win, loss)
+    return out

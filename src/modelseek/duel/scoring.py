@@ -14,10 +14,18 @@ from typing import Mapping
 import numpy as np
 
 from ..stats.multitest import benjamini_hochberg
+from ..errors import InputError
 from .config import LeaderboardConfig
 
 ALPHA = 0.05
 MAX_COMPETITORS = 50
+
+
+def check_alpha(alpha: float) -> float:
+    """A significance level must lie strictly between 0 and 1 (``alpha`` 5 would make every duel a win)."""
+    if not isinstance(alpha, (int, float)) or isinstance(alpha, bool) or not 0 < alpha < 1:
+        raise InputError(f"the significance level must be in (0, 1), got {alpha!r}", field="alpha")
+    return float(alpha)
 
 
 def adjusted(pvals: Mapping[str, np.ndarray], tasks: list[str], fdr: bool) -> dict[str, np.ndarray]:
@@ -43,6 +51,7 @@ def _scores(wins: dict[str, np.ndarray], config: LeaderboardConfig, competitors:
 def win_scores(pvals: Mapping[str, np.ndarray], models: list[str], config: LeaderboardConfig, alpha: float = ALPHA,
                max_competitors: int = MAX_COMPETITORS, fdr: bool = False) -> dict[str, dict[str, float]]:
     """``{model: {task: score, ..., category: score, ..., "overall": score}}`` from ``P[task][i, j]``."""
+    check_alpha(alpha)
     m = len(models)
     p = adjusted(pvals, config.task_ids, fdr)
     wins = {t: np.nan_to_num(p[t], nan=1.0) < alpha for t in config.task_ids}

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -27,9 +29,27 @@ import numpy as np
 from ..errors import InputError
 from .config import LeaderboardConfig, Metric
 
-MAX_BYTES = 256 * 1024 * 1024
+log = logging.getLogger(__name__)
+
+#: default upload limit: a compiled BenCzechMark submission (50 tasks, per-sample records) is a few MB to a
+#: few tens of MB; ``--max-upload-mb`` / ``Store(max_bytes=...)`` change it
+MAX_BYTES = 64 * 1024 * 1024
 METADATA_FIELDS = {"model": str, "precision": str, "n_params": (int, float), "source": str, "description": str,
                    "revision": str, "team": str, "prompts": dict}
+#: per-field limits (characters) of the fields people read on the leaderboard
+FIELD_LIMITS = {"model": 200, "precision": 32, "source": 500, "description": 5000, "revision": 200, "team": 200}
+MAX_METADATA_BYTES = 256 * 1024
+#: what BenCzechMark's compile script copies from the lm-evaluation-harness results header: kept as provenance
+PROVENANCE_FIELDS = frozenset({
+    "git_hash", "transformers_version", "tokenizer_pad_token", "tokenizer_eos_token", "tokenizer_bos_token",
+    "eot_token_id", "max_length", "task_hashes", "model_source", "model_name", "model_name_sanitized",
+    "system_instruction", "system_instruction_sha", "fewshot_as_multiturn", "chat_template", "chat_template_sha",
+    "start_time", "end_time", "total_evaluation_time_seconds", "n-shot", "config", "date", "pretty_env_info",
+    "upper_git_hash", "lm_eval_version"})
+#: other spellings of a metric in files (BenCzechMark maps the summarisation metric the same way)
+ALIASES = {Metric.ROUGE: ("rouge_raw_r2_mid_f_without_bootstrap",)}
+CROSS_CHECK_ABS, CROSS_CHECK_REL = 0.01, 0.01
+_URL = re.compile(r"^https?://[^\s]+$")
 
 
 @dataclass(frozen=True)
@@ -58,6 +78,7 @@ class Submission:
     results: dict
     predictions: dict | None      # None: built from ``data`` when needed
     data: dict = field(repr=False, compare=False, default_factory=dict)  # task -> TaskData
+    warnings: tuple = field(repr=False, compare=False, default=())      # tolerated oddities, for the uploader
 
     @property
     def model(self) -> str:
@@ -85,9 +106,14 @@ class Submission:
         data = self.to_json().encode("utf-8")
         return data, hashlib.sha256(data).hexdigest()
 
-    def raw(self, task: str, metric: Metric) -> float:
-        """The aggregated metric value the submission reports for ``task``."""
-        return float(self.results[task][metric.value])
+    def raw(self, task: str) -> float:
+        """The task's metric computed from the predictions (never the self-reported value)."""
+        return metric_value(self.data[task])
+
+    @property
+    def provenance(self) -> dict:
+        """Metadata beyond modelseek's own fields (lm-evaluation-harness header copied by BenCzechMark)."""
+        return {k: v for k, v in self.metadata.items() if k not in METADATA_FIELDS}
 
 
 def records_from_data(d: TaskData) -> list[dict]:
@@ -136,11 +162,18 @@ def _num(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+def _key(metric: Metric, rec: Mapping) -> str:
+    """The field holding ``metric`` in a per-sample record (its own name first, then an accepted alias)."""
+    if metric.value in rec:
+        return metric.value
+    return next((a for a in ALIASES.get(metric, ()) if a in rec), metric.value)
+
+
 def _fast_records_to_data(metric: Metric, records: list) -> TaskData | None:
     """Vectorised conversion of well-formed records; ``None`` when anything is off (the record-by-record
     path then names the first bad record)."""
     try:
-        vals = [r[metric.value] for r in records]
+        vals = [r[_key(metric, r)] for r in records]
         ids = [r.get("doc_id") for r in records]
         if metric is Metric.AVG_MCAUROC:
             gold = np.array([v[0] for v in vals], dtype=float)
@@ -194,10 +227,10 @@ def _records_to_data(task: str, metric: Metric, records: list, source: str) -> T
         where = f"{fld}[{i}]"
         if not isinstance(rec, Mapping):
             raise InputError("per-sample record must be an object", path=source, field=where)
-        if metric.value not in rec:
+        if _key(metric, rec) not in rec:
             raise InputError(f"missing '{metric.value}'", path=source, field=where)
         ids.append(rec.get("doc_id"))
-        v = rec[metric.value]
+        v = rec[_key(metric, rec)]
         f = f"{where}.{metric.value}"
         if metric in (Metric.ACC, Metric.EXACT_MATCH):
             if isinstance(v, bool):
@@ -239,26 +272,95 @@ def _records_to_data(task: str, metric: Metric, records: list, source: str) -> T
     return TaskData(metric, values=np.array(vals, dtype=float))
 
 
+def _check_metadata(meta: Mapping, source: str) -> tuple[dict, list[str]]:
+    """Typed and bounded modelseek fields, lm-evaluation-harness provenance kept as is, anything else kept
+    with a warning."""
+    warnings = []
+    if "model" not in meta and isinstance(meta.get("model_name"), str):
+        meta = {**meta, "model": meta["model_name"]}     # BenCzechMark files name the model by lm-eval's field
+    size = len(json.dumps(meta, default=str))
+    if size > MAX_METADATA_BYTES:
+        raise InputError(f"metadata too large: {size:,} bytes > limit {MAX_METADATA_BYTES:,}", path=source,
+                         field="metadata")
+    for k, v in meta.items():
+        fld = f"metadata.{k}"
+        if k in METADATA_FIELDS:
+            if not isinstance(v, METADATA_FIELDS[k]) or isinstance(v, bool):
+                raise InputError(f"wrong type {type(v).__name__}", path=source, field=fld)
+            if isinstance(v, float) and not math.isfinite(v):
+                raise InputError("must be a finite number", path=source, field=fld)
+            limit = FIELD_LIMITS.get(k)
+            if limit is not None and isinstance(v, str) and len(v) > limit:
+                raise InputError(f"too long: {len(v):,} characters > limit {limit:,}", path=source, field=fld)
+            if k == "source" and v and not _URL.match(v):
+                raise InputError("must be an http(s) link", path=source, field=fld)
+            if k == "prompts" and not all(isinstance(x, str) and len(x) <= FIELD_LIMITS["model"]
+                                          for x in (*v.keys(), *v.values())):
+                raise InputError("must map task names to prompt names", path=source, field=fld)
+        elif k not in PROVENANCE_FIELDS:
+            warnings.append(f"{source}: field '{fld}': unknown metadata field kept as provenance")
+    model = meta.get("model")
+    if not isinstance(model, str) or not model.strip():
+        raise InputError("a non-empty model name is required", path=source, field="metadata.model")
+    if model != model.strip() or any(ord(ch) < 32 or ord(ch) == 127 for ch in model):
+        raise InputError("the model name must not contain control characters or surrounding spaces", path=source,
+                         field="metadata.model")
+    return dict(meta), warnings
+
+
+def _aggregate(task: str, metric: Metric, res: Any, source: str, warnings: list[str]) -> dict:
+    """The ``results`` entry of one task: the metric (BenCzechMark's ``<metric>_without_bootstrap`` and
+    lm-eval's ``<metric>,<filter>`` spellings accepted), numbers, and the winning prompt's ``alias``."""
+    fld = f"results.{task}"
+    if not isinstance(res, Mapping):
+        raise InputError(f"needs the aggregated '{metric.value}' value", path=source, field=fld)
+    out = {}
+    for k, v in res.items():
+        if k == "alias":
+            if not isinstance(v, str) or len(v) > FIELD_LIMITS["model"]:
+                raise InputError("must be a prompt name", path=source, field=f"{fld}.alias")
+            out[k] = v
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
+            if not math.isfinite(v):
+                raise InputError("aggregated metrics must be finite numbers", path=source, field=f"{fld}.{k}")
+            out[k] = v
+        else:
+            warnings.append(f"{source}: field '{fld}.{k}': not a number, ignored")
+    for name in (metric.value, *ALIASES.get(metric, ())):
+        for key in (name, f"{name},none"):
+            if key in out and not isinstance(out[key], str):
+                if key != metric.value:
+                    out[metric.value] = out[key]
+                return out
+    raise InputError(f"needs the aggregated '{metric.value}' value", path=source, field=fld)
+
+
+def cross_check_tolerance(metric: Metric, computed: float) -> float:
+    """How far a self-reported aggregate may be from the one computed from the predictions: 0.01 absolute on
+    bounded metrics (rounding, BenCzechMark's bootstrap 'mid' ROUGE vs the plain mean), 1 % of the value for
+    perplexity."""
+    return CROSS_CHECK_REL * abs(computed) if metric is Metric.WORD_PERPLEXITY else CROSS_CHECK_ABS
+
+
 def validate_submission(obj: Any, config: LeaderboardConfig | None = None, source: str = "<submission>") -> Submission:
-    """Check a parsed submission against the leaderboard's tasks; raise :class:`InputError` on the first problem."""
+    """Check a parsed submission against the leaderboard's tasks; raise :class:`InputError` on the first problem.
+
+    Scores come from the predictions: each self-reported ``results`` value is only cross-checked against
+    the value the predictions give (see :func:`cross_check_tolerance`). BenCzechMark's compiled files are
+    accepted as they are (lm-eval metadata kept as provenance, ``alias`` and extra numbers in ``results``);
+    unknown extra fields are kept or ignored with a warning (``Submission.warnings``, also logged)."""
     config = config or LeaderboardConfig.load()
     if not isinstance(obj, Mapping):
         raise InputError("submission must be a JSON object", path=source)
-    unknown = set(obj) - {"metadata", "results", "predictions"}
-    if unknown:
-        raise InputError(f"unknown top-level key(s) {sorted(unknown)}; valid: metadata, results, predictions",
-                         path=source)
+    warnings: list[str] = []
+    for k in obj:
+        if k not in ("metadata", "results", "predictions"):
+            warnings.append(f"{source}: unknown top-level key {str(k)[:80]!r} ignored")
     meta = obj.get("metadata")
     if not isinstance(meta, Mapping):
         raise InputError("missing 'metadata' object", path=source, field="metadata")
-    for k, v in meta.items():
-        if k not in METADATA_FIELDS:
-            raise InputError(f"unknown metadata field; valid: {', '.join(sorted(METADATA_FIELDS))}", path=source,
-                             field=f"metadata.{k}")
-        if not isinstance(v, METADATA_FIELDS[k]) or isinstance(v, bool):
-            raise InputError(f"wrong type {type(v).__name__}", path=source, field=f"metadata.{k}")
-    if not isinstance(meta.get("model"), str) or not meta["model"].strip():
-        raise InputError("a non-empty model name is required", path=source, field="metadata.model")
+    meta, more = _check_metadata(meta, source)
+    warnings += more
     preds, results = obj.get("predictions"), obj.get("results")
     if not isinstance(preds, Mapping):
         raise InputError("missing 'predictions' object", path=source, field="predictions")
@@ -267,24 +369,41 @@ def validate_submission(obj: Any, config: LeaderboardConfig | None = None, sourc
     wanted = config.task_ids
     missing = [t for t in wanted if t not in preds]
     if missing:
-        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
-        raise InputError(f"missing task {missing[0]!r}{more}", path=source, field="predictions")
+        more_ = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise InputError(f"missing task {missing[0]!r}{more_}", path=source, field="predictions")
     extra = [t for t in preds if t not in set(wanted)]
     if extra:
         raise InputError(f"task {extra[0]!r} is not on this leaderboard", path=source, field="predictions")
-    data = {}
+    data, res_out = {}, {}
     for t in wanted:
         spec = config.spec(t)
         data[t] = _records_to_data(t, spec.metric, preds[t], source)
-        res = results.get(t)
-        if not isinstance(res, Mapping) or not _num(res.get(spec.metric.value)):
-            raise InputError(f"needs the aggregated '{spec.metric.value}' value", path=source, field=f"results.{t}")
-        if not all(_num(v) for v in res.values()):
-            raise InputError("aggregated metrics must be finite numbers", path=source, field=f"results.{t}")
+        res_out[t] = _aggregate(t, spec.metric, results.get(t), source, warnings)
+        reported, computed = float(res_out[t][spec.metric.value]), metric_value(data[t])
+        tol = cross_check_tolerance(spec.metric, computed)
+        if not abs(reported - computed) <= tol:
+            raise InputError(f"task {t!r}: reported {spec.metric.value} = {reported:.6g} but the predictions give "
+                             f"{computed:.6g} (tolerance {tol:.3g})", path=source,
+                             field=f"results.{t}.{spec.metric.value}")
     extra = [t for t in results if t not in set(wanted)]
     if extra:
         raise InputError(f"task {extra[0]!r} is not on this leaderboard", path=source, field="results")
-    return Submission(dict(meta), {t: dict(results[t]) for t in wanted}, {t: list(preds[t]) for t in wanted}, data)
+    for w in warnings:
+        log.warning(w)
+    return Submission(meta, res_out, {t: list(preds[t]) for t in wanted}, data, tuple(warnings))
+
+
+def metric_value(data: TaskData) -> float:
+    """The task metric computed from the per-sample records: what the leaderboard shows beside the win
+    scores, and what a submission's self-reported ``results`` are checked against."""
+    from ..stats import bootstrap as _boot
+    from ..stats.auroc import auroc
+
+    if data.metric is Metric.AVG_MCAUROC:
+        return float(auroc(data.gold, data.probs))
+    if data.metric is Metric.WORD_PERPLEXITY:
+        return float(_boot.perplexity(data.loglik, data.words))
+    return float(np.mean(data.values))
 
 
 def check_sample_counts(subs: list[Submission], config: LeaderboardConfig) -> None:

@@ -9,7 +9,7 @@ import numpy as np
 from ..errors import InputError
 from ..progress import progress_bar
 from .config import LeaderboardConfig
-from .engine import Profile, Settings, profile, profiles, pvalues
+from .engine import Settings, profiles, pvalues
 from .scoring import ALPHA, MAX_COMPETITORS, adjusted, win_scores
 from .submission import Submission, check_sample_counts
 
@@ -48,10 +48,6 @@ class TournamentResult:
         return leaderboard_frame(self.scores, self.raw, self.config, level)
 
 
-def profiles_of(sub: Submission, config: LeaderboardConfig, settings: Settings) -> dict[str, Profile]:
-    return {t: profile(config.spec(t), sub.data[t], sub.model, settings) for t in config.task_ids}
-
-
 def tournament(subs: list[Submission], config: LeaderboardConfig | None = None, settings: Settings = Settings(),
                alpha: float = ALPHA, fdr: bool = False, max_competitors: int = MAX_COMPETITORS,
                progress: bool = False) -> TournamentResult:
@@ -69,5 +65,5 @@ def tournament(subs: list[Submission], config: LeaderboardConfig | None = None, 
         spec = config.spec(t)
         P[t] = pvalues(spec, profiles(spec, [s.data[t] for s in subs], names, settings))
     scores = win_scores(P, names, config, alpha, max_competitors, fdr)
-    raw = {s.model: {t: s.raw(t, config.spec(t).metric) for t in config.task_ids} for s in subs}
+    raw = {s.model: {t: s.raw(t) for t in config.task_ids} for s in subs}   # from the predictions
     return TournamentResult(names, config, P, scores, raw, alpha, fdr)

@@ -10,10 +10,13 @@ budget tiers out::
 torch is imported only when meta-models are trained.
 """
 
-from .meta import BatchedEvaluator, LoopEvaluator, MetaConfig, Score
+from .config import MetaConfig
+from .evaluators import BatchedEvaluator, Evaluator, LoopEvaluator
+from .models import META_MODELS, MetaModel, register_meta_model
+from .score import Score
 from .search import SearchConfig, SearchResult, Tier, importance, parse_ks, search, sweep, tiers
 from .table import Table, load_table, read_costs, read_task_mapping, read_task_weights
 
-__all__ = ["BatchedEvaluator", "LoopEvaluator", "MetaConfig", "Score", "SearchConfig", "SearchResult", "Table",
-           "Tier", "importance", "load_table", "parse_ks", "read_costs", "read_task_mapping",
-           "read_task_weights", "search", "sweep", "tiers"]
+__all__ = ["BatchedEvaluator", "Evaluator", "LoopEvaluator", "META_MODELS", "MetaConfig", "MetaModel", "Score",
+           "SearchConfig", "SearchResult", "Table", "Tier", "importance", "load_table", "parse_ks", "read_costs",
+           "read_task_mapping", "read_task_weights", "register_meta_model", "search", "sweep", "tiers"]

@@ -18,25 +18,35 @@ import time
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
+from numbers import Integral
 from typing import Iterable, Sequence
 
 import numpy as np
 
+from ..config import Config, Interval
 from ..errors import InputError
 from ..progress import progress_bar
-from .meta import BatchedEvaluator, MetaConfig, Score, Subset, _Evaluator, normalise_subset
+from .config import MetaConfig
+from .evaluators import BatchedEvaluator, Evaluator
+from .score import Score, Subset, normalise_subset
 from .table import Table
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class SearchConfig:
+class SearchConfig(Config):
     population: int = 1000   # random initial subsets
     keep: int = 50           # parents kept per generation
     children: int = 10       # children per parent
     generations: int = 10
     seed: int = 0            # subset sampling and mutation
+
+    _constraints = {"population": [Interval(Integral, 1, None, closed="left")],
+                    "keep": [Interval(Integral, 1, None, closed="left")],
+                    "children": [Interval(Integral, 0, None, closed="left")],
+                    "generations": [Interval(Integral, 0, None, closed="left")],
+                    "seed": [Interval(Integral, 0, 2**32 - 1, closed="both")]}
 
 
 @dataclass
@@ -68,7 +78,7 @@ def _rank(scores: Iterable[Score]) -> list[Score]:
     return sorted(scores, key=lambda s: (s.mean, s.subset))
 
 
-def search(table_or_evaluator: Table | _Evaluator, k: int, config: SearchConfig | None = None, *,
+def search(table_or_evaluator: Table | Evaluator, k: int, config: SearchConfig | None = None, *,
            meta: MetaConfig | None = None, budget: float | None = None, progress: bool = False,
            top: int | None = None) -> SearchResult:
     """Find the k benchmarks whose metrics best predict every metric of unseen models.
@@ -79,7 +89,7 @@ def search(table_or_evaluator: Table | _Evaluator, k: int, config: SearchConfig 
     ``config.keep``) subsets, best first.
     """
     cfg = config or SearchConfig()
-    ev = table_or_evaluator if isinstance(table_or_evaluator, _Evaluator) else \
+    ev = table_or_evaluator if isinstance(table_or_evaluator, Evaluator) else \
         BatchedEvaluator(table_or_evaluator, meta)
     table = ev.table
     names = table.benchmark_names
@@ -88,11 +98,6 @@ def search(table_or_evaluator: Table | _Evaluator, k: int, config: SearchConfig 
         raise InputError(f"k must be a positive integer, got {k!r}", field="k")
     if k > B:
         raise InputError(f"k = {k} is larger than the number of benchmarks ({B})", field="k")
-    for name, v in (("population", cfg.population), ("keep", cfg.keep)):
-        if v < 1:
-            raise InputError(f"{name} must be >= 1, got {v}", field=name)
-    if cfg.generations < 0 or cfg.children < 0:
-        raise InputError("generations and children must be >= 0", field="generations")
     feasible = _feasibility(table, budget)
     rng = np.random.default_rng(cfg.seed)
     t0 = time.perf_counter()
@@ -183,7 +188,7 @@ def _fingerprint(table: Table, meta: MetaConfig, cfg: SearchConfig, budget: floa
 
 def sweep(table: Table, ks: Sequence[int], config: SearchConfig | None = None, *, meta: MetaConfig | None = None,
           out_dir: str | Path | None = None, budget: float | None = None, progress: bool = False,
-          evaluator: _Evaluator | None = None) -> dict[int, SearchResult]:
+          evaluator: Evaluator | None = None) -> dict[int, SearchResult]:
     """Run :func:`search` for every k, sharing one evaluator (and its score cache). With ``out_dir``, each
     finished k is written to ``k<k>.json`` (atomically) and a rerun with the same table and settings resumes
     from the files; files of other settings are recomputed."""
@@ -211,12 +216,12 @@ def sweep(table: Table, ks: Sequence[int], config: SearchConfig | None = None, *
 
 
 # ------------------------------------------------------------------------------------------------ importance
-def importance(table_or_evaluator: Table | _Evaluator, subset: Iterable[str], *, meta: MetaConfig | None = None
+def importance(table_or_evaluator: Table | Evaluator, subset: Iterable[str], *, meta: MetaConfig | None = None
                ) -> list[tuple[str, float]]:
     """Leave-one-out importance: for each benchmark b of ``subset``, score(subset - b) - score(subset) (how
     much the loss rises without b), largest first. A one-benchmark subset is compared with no input at all
     (the meta-model then learns the training means)."""
-    ev = table_or_evaluator if isinstance(table_or_evaluator, _Evaluator) else \
+    ev = table_or_evaluator if isinstance(table_or_evaluator, Evaluator) else \
         BatchedEvaluator(table_or_evaluator, meta)
     sub = normalise_subset(subset)
     if not sub:
@@ -242,7 +247,7 @@ class Tier:
 
 def tiers(table: Table, budgets: Sequence[float], config: SearchConfig | None = None, *,
           meta: MetaConfig | None = None, ks: Sequence[int] | None = None, progress: bool = False,
-          evaluator: _Evaluator | None = None) -> list[Tier]:
+          evaluator: Evaluator | None = None) -> list[Tier]:
     """For each budget, the best subset (over every k in ``ks``, default all that can fit) whose total cost
     fits it: a budget-constrained search per k, sharing one score cache."""
     ev = evaluator or BatchedEvaluator(table, meta)

@@ -6,6 +6,8 @@ is the unit that EEVEE chooses. Every column belongs to one task *group*; groups
 * :meth:`Table.from_gate_csv` — the GATE layout: row 1 ``Model,<benchmark>,...``, row 2 ``Metric,<metric>,...``,
   then one row per model (empty cell = missing);
 * :meth:`Table.from_tidy_csv` — one ``model,benchmark,metric,value`` row per cell;
+* :meth:`Table.from_wide_csv` — the common shape: one row per model, a model-name column, one column per
+  benchmark (or ``benchmark.metric``);
 * :meth:`Table.from_ground_truth` — a model-retrieval :class:`~modelseek.data.truth.GroundTruth` (rows =
   models, benchmarks = tasks, one ``f1`` column each);
 * :meth:`Table.read` picks the CSV layout from the header.
@@ -35,6 +37,12 @@ LOWER_IS_BETTER = frozenset({"loss", "dice-loss", "mae", "mse", "rmse", "error",
                              "word_perplexity", "wer", "cer"})
 
 _MISSING = {"", "na", "nan", "n/a", "none", "null", "-"}
+_MODEL_COLUMNS = {"model", "name", "model_name", "model_id"}
+
+
+def shown(name: str) -> str:
+    """A name from a file as it may appear in a one-line message (quoted when it holds control characters)."""
+    return name if name.isprintable() else repr(name)
 
 
 def _cell(text: str, path, line: int, field_name: str) -> float:
@@ -44,9 +52,9 @@ def _cell(text: str, path, line: int, field_name: str) -> float:
     try:
         v = float(s)
     except ValueError:
-        raise InputError(f"not a number: {s!r}", path=path, line=line, field=field_name) from None
+        raise InputError(f"not a number: {s!r}", path=path, line=line, field=shown(field_name)) from None
     if not math.isfinite(v):
-        raise InputError(f"not a finite number: {s!r}", path=path, line=line, field=field_name)
+        raise InputError(f"not a finite number: {s!r}", path=path, line=line, field=shown(field_name))
     return v
 
 
@@ -86,13 +94,13 @@ class Table:
         cols = self.columns
         if len(set(cols)) != m:
             dup = next(c for c in cols if cols.count(c) > 1)
-            raise InputError(f"duplicate column {dup!r}", path=self.source or None, field=dup)
+            raise InputError(f"duplicate column {dup!r}", path=self.source or None, field=shown(dup))
         if m == 0:
             raise InputError("the table has no metric columns", path=self.source or None)
         for b in self.benchmark_names:
             col = v[:, [j for j, bb in enumerate(self.benchmarks) if bb == b]]
             if n and np.isnan(col).all():
-                raise InputError("every value of this benchmark is missing", path=self.source or None, field=b)
+                raise InputError("every value of this benchmark is missing", path=self.source or None, field=shown(b))
         for g, w in self.group_weights.items():
             if not (math.isfinite(w) and w >= 0):
                 raise InputError(f"group weight must be a finite number >= 0, got {w}", field=g)
@@ -156,12 +164,6 @@ class Table:
             raise InputError(f"no cost for benchmark(s) {', '.join(missing[:5])}", field="cost")
         return float(sum(self.costs[b] for b in subset))
 
-    def benchmark_frame(self):
-        """A pandas DataFrame (models x ``benchmark.metric``) of the raw values."""
-        import pandas as pd
-
-        return pd.DataFrame(self.values, index=list(self.models), columns=self.columns)
-
     def __repr__(self) -> str:
         return (f"Table({self.n_models} models x {len(self.benchmarks)} metrics over "
                 f"{len(self.benchmark_names)} benchmarks, {int(np.isnan(self.values).sum())} missing)")
@@ -204,10 +206,6 @@ class Table:
             log.warning("costs given for benchmark(s) not in the table (ignored): %s", ", ".join(unknown[:5]))
         return replace(self, costs={str(b): float(c) for b, c in costs.items() if b in set(self.benchmarks)})
 
-    def select_models(self, models: Sequence[str]) -> "Table":
-        idx = [self.models.index(m) for m in models]
-        return replace(self, values=self.values[idx], models=tuple(models))
-
     # -------------------------------------------------------------------------------------------- readers
     @classmethod
     def from_frame(cls, frame, lower_is_better: Iterable[str] | None = None, source: str = "") -> "Table":
@@ -245,7 +243,7 @@ class Table:
             if not b:
                 raise InputError(f"empty benchmark name in column {j + 2}", path=path, line=1)
             if not m:
-                raise InputError(f"empty metric name in column {j + 2}", path=path, line=2, field=b)
+                raise InputError(f"empty metric name in column {j + 2}", path=path, line=2, field=shown(b))
         models, values = [], []
         for lineno, row in enumerate(rows[2:], start=3):
             if not any(c.strip() for c in row):
@@ -254,9 +252,9 @@ class Table:
                 raise InputError(f"{len(row)} cells, header has {len(head)}", path=path, line=lineno)
             name = row[0].strip()
             if not name:
-                raise InputError("empty model name", path=path, line=lineno, field=head[0] or "Model")
+                raise InputError("empty model name", path=path, line=lineno, field=shown(head[0]) or "Model")
             if name in models:
-                raise InputError(f"duplicate model {name!r}", path=path, line=lineno, field=head[0] or "Model")
+                raise InputError(f"duplicate model {name!r}", path=path, line=lineno, field=shown(head[0]) or "Model")
             models.append(name)
             values.append([_cell(c, path, lineno, f"{b}.{m}") for c, b, m in zip(row[1:], benches, metrics)])
         if not models:
@@ -312,8 +310,66 @@ class Table:
         return cls._build(path, values, models, [k[0] for k in keys], [k[1] for k in keys], lower_is_better)
 
     @classmethod
+    def from_wide_csv(cls, path: str | Path, lower_is_better: Iterable[str] | None = None) -> "Table":
+        """One row per model, one column per benchmark: a header row, then ``model,value,value,...`` rows.
+
+        The model-name column is the one headed ``model``, ``name``, ``model_name`` or ``model_id`` (any case),
+        else the first column (an empty header, as pandas writes an index, included). Every other column is
+        a benchmark; a header ``benchmark.metric`` names a metric of that benchmark (several columns may
+        share a benchmark), a plain header is a benchmark with metric ``value``. ``--lower-is-better`` may
+        name a column by its header too."""
+        path = Path(path)
+        rows = _read_rows(path)
+        if not rows:
+            raise InputError("empty file", path=path)
+        head = [h.strip() for h in rows[0]]
+        names = [i for i, h in enumerate(head) if h.lower() in _MODEL_COLUMNS]
+        im = names[0] if names else 0
+        cols = [j for j in range(len(head)) if j != im]
+        if not cols:
+            raise InputError("a models x benchmarks table needs a model column and at least one benchmark column",
+                             path=path, line=1)
+        benches, metrics = [], []
+        for j in cols:
+            h = head[j]
+            if not h:
+                raise InputError(f"empty benchmark name in column {j + 1}", path=path, line=1)
+            b, m = h.split(".", 1) if "." in h else (h, "value")
+            if not b.strip() or not m.strip():
+                raise InputError(f"cannot read benchmark.metric from {h!r} (column {j + 1})", path=path, line=1)
+            benches.append(b.strip())
+            metrics.append(m.strip())
+        models, values = [], []
+        for lineno, row in enumerate(rows[1:], start=2):
+            if not any(c.strip() for c in row):
+                continue
+            if len(row) != len(head):
+                raise InputError(f"{len(row)} cells, header has {len(head)}", path=path, line=lineno)
+            name = row[im].strip()
+            field_name = shown(head[im]) or "model"
+            if not name:
+                raise InputError("empty model name", path=path, line=lineno, field=field_name)
+            if name in models:
+                raise InputError(f"duplicate model {name!r}", path=path, line=lineno, field=field_name)
+            models.append(name)
+            values.append([_cell(row[j], path, lineno, head[j]) for j in cols])
+        if not models:
+            raise InputError("no model rows", path=path)
+        lib = _lib(benches, metrics, lower_is_better)
+        if lower_is_better is not None:  # a column may also be named by its header as written
+            given = {x.strip().lower() for x in lower_is_better}
+            lib = tuple(f or head[j].lower() in given for f, j in zip(lib, cols))
+        try:
+            return cls(np.array(values, dtype=float), tuple(models), tuple(benches), tuple(metrics), lib,
+                       source=str(path))
+        except InputError as exc:  # name the file
+            raise InputError(exc.message, path=path, field=exc.field) from None
+
+    @classmethod
     def read(cls, path: str | Path, lower_is_better: Iterable[str] | None = None) -> "Table":
-        """Read a GATE-layout or tidy CSV (decided by the header)."""
+        """Read a tidy, GATE-layout or wide (one row per model, one column per benchmark) CSV, decided by the
+        header: tidy when it has ``model``, ``benchmark`` and ``value`` columns, GATE when row 2 starts with
+        ``Metric``, else wide."""
         path = Path(path)
         rows = _read_rows(path)
         head = [h.strip().lower() for h in (rows[0] if rows else [])]
@@ -321,8 +377,11 @@ class Table:
             return cls.from_tidy_csv(path, lower_is_better)
         if len(rows) >= 2 and rows[1] and rows[1][0].strip().lower() == "metric":
             return cls.from_gate_csv(path, lower_is_better)
-        raise InputError("unknown table layout: expected a tidy CSV (model,benchmark,metric,value) or the GATE "
-                         "layout (row 1 benchmarks, row 2 starting with 'Metric')", path=path, line=1)
+        if len(head) >= 2:
+            return cls.from_wide_csv(path, lower_is_better)
+        raise InputError("unknown table layout: expected a wide CSV (a model column, then one column per "
+                         "benchmark), a tidy CSV (model,benchmark,metric,value) or the GATE layout (row 1 "
+                         "benchmarks, row 2 starting with 'Metric')", path=path, line=1)
 
     @classmethod
     def from_ground_truth(cls, truth, column: str = "f1") -> "Table":
@@ -341,60 +400,53 @@ def _lib(benches: Sequence[str], metrics: Sequence[str], lower: Iterable[str] | 
 
 
 def _read_rows(path: Path) -> list[list[str]]:
-    if not path.exists():
-        raise InputError("no such file", path=path)
+    from ..io import open_text
+
+    fh = open_text(path, "table")  # a located error for a missing file, a folder, bytes that are not UTF-8
+    reader = csv.reader(fh)
     try:
-        with open(path, encoding="utf-8-sig", newline="") as fh:
-            return [row for row in csv.reader(fh)]
-    except (UnicodeDecodeError, csv.Error) as exc:
-        raise InputError(f"cannot read as CSV: {exc}", path=path) from None
-
-
-def read_yaml(path: str | Path):
-    import yaml
-
-    path = Path(path)
-    if not path.exists():
-        raise InputError("no such file", path=path)
-    try:
-        with open(path, encoding="utf-8") as fh:
-            return yaml.safe_load(fh)
-    except yaml.YAMLError as exc:
-        line = getattr(getattr(exc, "problem_mark", None), "line", None)
-        raise InputError(f"invalid YAML: {getattr(exc, 'problem', exc)}", path=path,
-                         line=None if line is None else line + 1) from None
+        return list(reader)
+    except csv.Error as exc:
+        raise InputError(f"cannot read as CSV: {exc}", path=path, line=reader.line_num or None) from None
 
 
 def read_task_mapping(path: str | Path) -> dict[str, list[str]]:
     """``task_mapping.yaml``: ``{group: [benchmark.metric, ...]}`` (an empty group is allowed)."""
-    data = read_yaml(path)
+    from ..io import read_yaml_located
+
+    data, src = read_yaml_located(path, "task mapping file")
     if not isinstance(data, dict):
-        raise InputError("expected a mapping of task group -> list of benchmark.metric", path=path)
+        raise src.error("expected a mapping of task group -> list of benchmark.metric")
     out = {}
     for g, entries in data.items():
         if entries is None:
             entries = []
         if not isinstance(entries, list):
-            raise InputError("expected a list", path=path, field=str(g))
+            raise src.error("expected a list", str(g))
         out[str(g)] = [str(e).strip() for e in entries]
     return out
 
 
 def read_task_weights(path: str | Path) -> dict[str, float]:
     """``task_weights.yaml``: ``{group: weight}`` or ``{group: [weight]}`` (the GATE file's form)."""
-    data = read_yaml(path)
+    from ..config import coerce
+    from ..io import read_yaml_located
+
+    data, src = read_yaml_located(path, "task weights file")
     if not isinstance(data, dict):
-        raise InputError("expected a mapping of task group -> weight", path=path)
+        raise src.error("expected a mapping of task group -> weight")
     out = {}
     for g, w in data.items():
         if isinstance(w, list):
             if len(w) != 1:
-                raise InputError(f"expected one weight, got {len(w)}", path=path, field=str(g))
+                raise src.error(f"expected one weight, got {len(w)}", str(g))
             w = w[0]
         try:
-            out[str(g)] = float(w)
-        except (TypeError, ValueError):
-            raise InputError(f"not a number: {w!r}", path=path, field=str(g)) from None
+            out[str(g)] = coerce(w, float)
+        except InputError as exc:
+            raise src.error(exc.message, str(g)) from None
+        if out[str(g)] < 0:
+            raise src.error(f"a weight must be >= 0, got {w}", str(g))
     return out
 
 

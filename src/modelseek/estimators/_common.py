@@ -125,3 +125,20 @@ def spd_solve(A: np.ndarray, B: np.ndarray, min_rcond: float = 1e-8) -> np.ndarr
         return None
     X, info = lapack.dpotrs(L, np.asarray(B, dtype=np.float64), lower=1)
     return X if info == 0 else None
+
+
+def unit_scale(X: np.ndarray) -> tuple[np.ndarray, int]:
+    """(X / 2**k, k) with k chosen so that max |X / 2**k| lies in [0.5, 1); k = 0 for an all-zero X.
+
+    Multiplying by a power of two is exact in floating point, so an estimator whose math is scale-invariant
+    computes the same value on the rescaled copy, and one that is not can carry the scale as ``k`` (in
+    log space) instead of squaring features of magnitude 1e200 into an overflow or 1e-200 into zero.
+    """
+    top = float(np.abs(X).max()) if X.size else 0.0
+    if top == 0.0:
+        return X, 0
+    k = int(np.frexp(top)[1])
+    return np.ldexp(X, -k), k
+
+
+LOG2 = float(np.log(2.0))

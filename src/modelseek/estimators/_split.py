@@ -7,7 +7,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import InputError
-from ._common import check_inputs
+from ._common import check_inputs, unit_scale
 
 
 def train_val_macro_f1(name: str, fit_predict: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray],
@@ -37,9 +37,12 @@ def train_val_macro_f1(name: str, fit_predict: Callable[[np.ndarray, np.ndarray,
             raise InputError(f"{name}: the training labels hold one class", field="labels")
         if len(yv) == 0:
             raise InputError(f"{name}: empty validation set", field="val_labels")
-        pred = fit_predict(Xt, yt, Xv)
+        # both methods are scale-invariant; one exact power-of-two rescale keeps 1e200-scaled features finite
+        Xt, k = unit_scale(Xt)
+        pred = fit_predict(Xt, yt, np.ldexp(Xv, -k))
         return float(f1_score(yv, pred, average="macro", labels=np.unique(np.concatenate([yt, yv]))))
     X, y, counts = check_inputs(features, labels, name=name, min_per_class=2)
+    X = unit_scale(X)[0]
     k = int(min(folds, counts.min()))
     pred = np.empty_like(y)
     for tr, te in StratifiedKFold(n_splits=k, shuffle=True, random_state=seed).split(X, y):

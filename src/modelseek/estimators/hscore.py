@@ -12,14 +12,16 @@ Computation: cov(E[f | y]) = sum_c (n_c / (N - 1)) d_c d_c^T with d_c = mu_c - m
 tr(cov(f)^+ cov(E[f|y])) = sum_c (n_c / (N - 1)) d_c^T cov(f)^+ d_c needs the eigenvalues of cov(f) and the
 projections of the C vectors d_c only (never an explicit pseudo-inverse). When cov(f) is safely positive
 definite its pseudo-inverse is its inverse and a Cholesky solve suffices; otherwise the eigenvalues are cut at
-the usual rcond = 1e-15 relative to the largest.
+the usual rcond = 1e-15 relative to the largest. The H-score is scale-invariant; features are first divided by a
+power of two (exact) so that any scale computes without overflow.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._common import check_inputs, class_means, spd_solve, sym_eig_project
+from ._registry import register
+from ._common import check_inputs, class_means, spd_solve, sym_eig_project, unit_scale
 
 RCOND = 1e-15
 
@@ -39,9 +41,11 @@ def pinv_quadratic(w: np.ndarray, P: np.ndarray, rcond: float = RCOND) -> float:
     return float(((P[keep] ** 2).sum(1) / w[keep]).sum())
 
 
+@register("hscore")
 def hscore(features, labels) -> float:
     """H-score tr(pinv(cov f) cov(E[f|y])) with unbiased covariances. Higher = better."""
     X, y, counts = check_inputs(features, labels, name="hscore")
+    X = unit_scale(X)[0]  # scale-invariant: an exact power-of-two rescale keeps 1e200-scaled features finite
     N = X.shape[0]
     Xc, B = between_class_factor(X, y, counts)
     return trace_pinv_quadratic((Xc.T @ Xc) / (N - 1.0), B)

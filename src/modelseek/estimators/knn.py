@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InputError
+from ._registry import register
 from ._split import train_val_macro_f1
 
 
@@ -28,10 +30,11 @@ def _fit_predict(k: int, metric: str):
     return run
 
 
+@register("knn", seeded=True, uses_validation=True)
 def knn(features, labels, *, val_features=None, val_labels=None, k: int = 5, metric: str = "cosine",
         folds: int = 5, seed: int = 0) -> float:
     """Macro-F1 of a k-NN classifier (train -> validation, or stratified CV when no validation set)."""
     if int(k) < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
+        raise InputError(f"knn: k must be >= 1, got {k}", field="k")
     return train_val_macro_f1("knn", _fit_predict(int(k), metric), features, labels, val_features, val_labels,
                               folds=folds, seed=seed)

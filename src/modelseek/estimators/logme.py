@@ -15,18 +15,25 @@ O(k C) fixed point per class column (alpha = beta = 1 at start, at most 11 itera
 eigenvalues: when N < D (or F is rank deficient) the missing D - k are zeros and contribute log(alpha) each.
 The authors' public code omits them and returns nonsense for N < D (its issue 23); this implementation
 keeps them.
+
+Scale: the published fixed point starts at alpha = beta = 1 and stops after at most 11 steps, so the value
+depends on the feature scale (iris x 1000 gives -0.195 against -0.160). Features whose Gram matrix would over- or underflow
+float64 (largest magnitude outside 1e-150..1e150) raise InputError rather than returning NaN or -inf.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from ..errors import InputError
+from ._registry import register
 from ._common import check_inputs, one_hot, sym_eig_project, tridiagonalize
 
 #: MacKay fixed-point safeguard added to the denominators, as in the published algorithm
 _EPS = 1e-5
 
 
+@register("logme", scale_invariant=False)
 def logme(features, labels, *, max_iter: int = 11, tol: float = 1e-3, route: str = "auto") -> float:
     """LogME of ``features`` (N x D) for classification ``labels`` (N,). Higher = better.
 
@@ -35,6 +42,14 @@ def logme(features, labels, *, max_iter: int = 11, tol: float = 1e-3, route: str
     """
     X, y, counts = check_inputs(features, labels, name="logme")
     N, D = X.shape
+    top = float(np.abs(X).max())
+    if top == 0.0:
+        raise InputError("logme: the features are all zero", field="features")
+    if not 1e-150 < top < 1e150:
+        raise InputError(f"logme: features of magnitude {top:.3g} over- or underflow float64 in the Gram matrix "
+                         f"(LogME computes for magnitudes between 1e-150 and 1e150); its fixed point, started at "
+                         f"alpha = beta = 1, depends on the feature scale, so they are not rescaled silently: "
+                         f"rescale the features", field="features")
     Y = one_hot(y, counts.shape[0])
     if route == "auto":
         route = "tridiagonal" if N > D and D > 2 else "dual"
@@ -50,7 +65,7 @@ def logme(features, labels, *, max_iter: int = 11, tol: float = 1e-3, route: str
         sigma, x = sym_eig_project(X @ X.T, Y)            # u_i^T y directly
         sigma = np.clip(sigma, 0.0, None)
     else:
-        raise ValueError(f"route must be auto, tridiagonal, primal or dual, got {route!r}")
+        raise InputError(f"logme: route must be auto, tridiagonal, primal or dual, got {route!r}", field="route")
     x2 = x * x
     yy = (Y * Y).sum(0)
     res_x2 = np.clip(yy - x2.sum(0), 0.0, None)  # the part of y outside the span of F

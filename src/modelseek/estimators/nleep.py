@@ -13,10 +13,15 @@ CVPR 2021.
 
 from __future__ import annotations
 
-from ._common import check_inputs
+import numpy as np
+
+from ..errors import InputError
+from ._registry import register
+from ._common import check_inputs, unit_scale
 from .leep import leep
 
 
+@register("nleep", seeded=True)
 def nleep(features, labels, *, variance: float = 0.8, components_per_class: int = 5, seed: int = 0,
           covariance_type: str = "diag", max_iter: int = 100) -> float:
     """LEEP on the posteriors of a seeded GMM over PCA-reduced features. Higher = better."""
@@ -24,10 +29,15 @@ def nleep(features, labels, *, variance: float = 0.8, components_per_class: int 
     from sklearn.mixture import GaussianMixture
 
     if not 0 < variance <= 1:
-        raise ValueError(f"variance must be in (0, 1], got {variance}")
+        raise InputError(f"nleep: variance must be in (0, 1], got {variance}", field="variance")
     X, y, counts = check_inputs(features, labels, name="nleep")
+    Xc = X - X.mean(0)
+    if not np.abs(Xc).max() > 64 * np.finfo(np.float64).eps * np.abs(X).max():
+        raise InputError("nleep: every feature is constant (no variance to fit a mixture to)", field="features")
+    # the GMM's reg_covar (1e-6) is absolute: centring and an exact power-of-two rescale to unit magnitude make
+    # the score independent of the feature scale (and keep 1e200-scaled features finite)
     Z = PCA(n_components=variance if variance < 1 else None, svd_solver="full",
-            random_state=seed).fit_transform(X - X.mean(0))
+            random_state=seed).fit_transform(unit_scale(Xc)[0])
     n_comp = int(min(components_per_class * counts.shape[0], X.shape[0]))
     gmm = GaussianMixture(n_components=n_comp, covariance_type=covariance_type, random_state=seed,
                           max_iter=max_iter, reg_covar=1e-6)

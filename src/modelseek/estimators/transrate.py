@@ -12,31 +12,47 @@ Conventions (those of the authors' code, under which the issue's iris value 0.58
 once with the overall mean, eps = 1e-4, n = the number of rows of the block being coded, and the class
 term is the *unweighted* mean over classes. log det(I_D + A^T A) = log det(I_n + A A^T) (Sylvester), so the
 smaller side is factorised, by Cholesky (the matrix is positive definite).
+
+Scale: eps is absolute, so TransRate depends on the feature scale. The features are divided by a power of two
+(exact) and the scale carried separately: where the Gram matrix of the true-scale features would overflow
+(features of magnitude 1e200) the log-determinant is taken from the eigenvalues in log space,
+sum_i log1p(c l_i) = sum_i softplus(log c + log l_i), with eigenvalues below the rounding level of the largest
+counted as zero; features of magnitude 1e-200 give 0, the value of the formula to double precision.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ._common import check_inputs
+from ._common import LOG2, check_inputs, unit_scale
+from ..errors import InputError
+from ._registry import register
 
 
-def coding_rate(Z: np.ndarray, eps: float = 1e-4) -> float:
-    """1/2 log det(I + Z^T Z / (n eps)) for Z (n x d), via the smaller Gram matrix."""
+def coding_rate(Z: np.ndarray, eps: float = 1e-4, k: int = 0) -> float:
+    """1/2 log det(I + W^T W / (n eps)) for W = Z * 2**k (n x d), via the smaller Gram matrix of Z."""
     n, d = Z.shape
-    G = Z.T @ Z if d <= n else Z @ Z.T
-    G /= n * eps
-    G.flat[:: G.shape[0] + 1] += 1.0
-    L = np.linalg.cholesky(G)
-    return float(np.log(np.diagonal(L)).sum())  # 1/2 log det = sum log diag(L)
+    G0 = Z.T @ Z if d <= n else Z @ Z.T
+    with np.errstate(over="ignore", under="ignore"):
+        G = np.ldexp(G0, 2 * k) / (n * eps)
+    if np.isfinite(G).all():
+        G.flat[:: G.shape[0] + 1] += 1.0
+        L = np.linalg.cholesky(G)
+        return float(np.log(np.diagonal(L)).sum())  # 1/2 log det = sum log diag(L)
+    lam = np.linalg.eigvalsh(G0)
+    keep = lam > lam.max() * G0.shape[0] * np.finfo(np.float64).eps
+    u = np.log(lam[keep]) + 2 * k * LOG2 - np.log(n * eps)
+    return float(0.5 * np.logaddexp(0.0, u).sum())
 
 
+@register("transrate", scale_invariant=False)
 def transrate(features, labels, *, eps: float = 1e-4) -> float:
     """R(Z) - mean_c R(Z_c) on centred features. Higher = better."""
     X, y, counts = check_inputs(features, labels, name="transrate")
-    if eps <= 0:
-        raise ValueError(f"eps must be > 0, got {eps}")
-    Z = X - X.mean(0)
-    rz = coding_rate(Z, eps)
-    rzy = sum(coding_rate(Z[y == c], eps) for c in range(counts.shape[0]))
+    if not eps > 0:
+        raise InputError(f"transrate: eps must be > 0, got {eps}", field="eps")
+    Xs, k = unit_scale(X)
+    Z = Xs - Xs.mean(0)
+    rz = coding_rate(Z, eps, k)
+    rzy = sum(coding_rate(Z[y == c], eps, k) for c in range(counts.shape[0]))
     return rz - rzy / counts.shape[0]

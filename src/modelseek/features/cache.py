@@ -52,6 +52,24 @@ class FeatureCache:
     def __init__(self, root: str | os.PathLike | None = None) -> None:
         self.root = Path(root) if root is not None else default_cache_dir()
 
+    def ensure_usable(self) -> None:
+        """Create the cache folder and prove it writable, or raise InputError naming it (a file in the way,
+        no permission): checked once before a run, so that an unusable cache is one clear error instead of
+        a failure per candidate."""
+        import tempfile
+
+        from ..errors import InputError
+
+        try:
+            if self.root.exists() and not self.root.is_dir():
+                raise NotADirectoryError(f"{self.root} is not a folder")
+            self.root.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile(dir=self.root, prefix=".probe-"):
+                pass
+        except OSError as exc:
+            raise InputError(f"feature cache is not a usable folder ({exc.strerror or exc})",
+                             path=self.root, field="cache_dir") from None
+
     def path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.feat"
 

@@ -120,6 +120,63 @@ def _model_identity(model: Any, revision: str | None) -> tuple[str, str | None, 
     return source, revision, source, {"hub_id": source}
 
 
+# ------------------------------------------------------------------------------------------ the Hub
+_TRUE = {"1", "true", "yes", "on"}
+
+
+def hub_offline_reason(timeout: float = 3.0) -> str | None:
+    """None when the Hugging Face Hub can be reached, else why not, decided in at most ``timeout`` seconds.
+
+    ``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``) set to a true value means offline without asking;
+    otherwise one HEAD request to the endpoint (``HF_ENDPOINT`` or huggingface.co): any HTTP answer, even an
+    error status, means reachable. Without this check every unreachable id costs transformers' retries
+    (about 54 s each) before failing.
+    """
+    import urllib.error
+    import urllib.request
+
+    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        if os.environ.get(var, "").strip().lower() in _TRUE:
+            return f"{var}={os.environ[var]}"
+    endpoint = os.environ.get("HF_ENDPOINT", "").strip() or "https://huggingface.co"
+    try:
+        urllib.request.urlopen(urllib.request.Request(endpoint, method="HEAD"), timeout=timeout).close()
+    except urllib.error.HTTPError:
+        return None  # the server answered
+    except (OSError, ValueError) as exc:  # URLError, timeouts, refused connections, a malformed endpoint
+        reason = getattr(exc, "reason", exc)
+        return f"{endpoint} is unreachable ({type(exc).__name__}: {reason})"
+    return None
+
+
+def in_hub_cache(repo_id: str, revision: str | None = None) -> bool:
+    """Whether the local Hugging Face cache holds ``repo_id`` (its config.json at ``revision``)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
+        return False
+    try:
+        found = try_to_load_from_cache(repo_id, "config.json", revision=revision)
+    except Exception:  # noqa: BLE001 - a malformed id is simply not cached
+        return False
+    return isinstance(found, str)
+
+
+def is_hub_source(model: Any) -> bool:
+    """Whether loading ``model`` (an id, a folder, ``package:...`` or a Candidate) would ask the Hub."""
+    from ..data.pool import Candidate
+
+    if isinstance(model, Candidate):
+        if model.path:
+            return False
+        model = model.hf_id
+    if not isinstance(model, (str, os.PathLike)) or not str(model).strip():
+        return False
+    text = os.fspath(model)
+    return not (text.startswith("package:") or Path(text).expanduser().exists() or os.path.isabs(text)
+                or text.startswith("."))
+
+
 # ------------------------------------------------------------------------------------------ extraction
 @dataclass
 class LoadedModel:
@@ -145,13 +202,14 @@ def pick_device(device: str = "auto"):
     return torch.device("cpu")
 
 
-def _load_model(source: str, revision: str | None, device: str, name: str = "") -> LoadedModel:
+def _load_model(source: str, revision: str | None, device: str, name: str = "",
+                local_files_only: bool = False) -> LoadedModel:
     """Load tokenizer and encoder (the encoder alone for encoder-decoder models) in eval mode."""
     from transformers import AutoModel, AutoTokenizer
 
     dev = pick_device(device)
-    tok = AutoTokenizer.from_pretrained(source, revision=revision)
-    model = AutoModel.from_pretrained(source, revision=revision)
+    tok = AutoTokenizer.from_pretrained(source, revision=revision, local_files_only=local_files_only)
+    model = AutoModel.from_pretrained(source, revision=revision, local_files_only=local_files_only)
     if getattr(model.config, "is_encoder_decoder", False) and hasattr(model, "get_encoder"):
         model = model.get_encoder()
     if tok.pad_token_id is None:
@@ -257,18 +315,20 @@ def encode(loaded: LoadedModel, texts: Sequence[str], *, pooling: "str | Pooling
     return out
 
 
-def _load_head_model(source: str, revision: str | None, device: str, name: str = "") -> LoadedModel:
+def _load_head_model(source: str, revision: str | None, device: str, name: str = "",
+                     local_files_only: bool = False) -> LoadedModel:
     """Tokenizer and sequence-classification model; refuses a checkpoint without a trained head."""
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
-    cfg = AutoConfig.from_pretrained(source, revision=revision)
+    lfo = {"local_files_only": local_files_only}
+    cfg = AutoConfig.from_pretrained(source, revision=revision, **lfo)
     archs = list(getattr(cfg, "architectures", None) or [])
     if not any(a.endswith("ForSequenceClassification") for a in archs):
         raise ModelseekError(f"model {name or source!r} carries no sequence-classification head "
                              f"(architectures: {', '.join(archs) or 'none'}); leep/nce need one")
     dev = pick_device(device)
-    tok = AutoTokenizer.from_pretrained(source, revision=revision)
-    model = AutoModelForSequenceClassification.from_pretrained(source, revision=revision)
+    tok = AutoTokenizer.from_pretrained(source, revision=revision, **lfo)
+    model = AutoModelForSequenceClassification.from_pretrained(source, revision=revision, **lfo)
     if tok.pad_token_id is None:
         if tok.eos_token is None:
             raise ModelseekError(f"model {name or source!r}: tokenizer has neither a pad nor an eos token")
@@ -314,7 +374,8 @@ class TextEncoder:
 
     def __init__(self, model: Any, *, pooling: str = "mean", layer: "str | int" = "last", max_length: int = 256,
                  batch_size: int = 32, device: str = "auto", cache_dir: "str | os.PathLike | None | bool" = None,
-                 revision: str | None = None, progress: bool = True, models: dict | None = None) -> None:
+                 revision: str | None = None, progress: bool = True, models: dict | None = None,
+                 local_files_only: bool = False) -> None:
         self.pooling = Pooling.parse(pooling)
         self.layer = parse_layer(layer)
         if int(max_length) < 2:
@@ -326,6 +387,8 @@ class TextEncoder:
         self.cache = None if cache_dir is False else FeatureCache(None if cache_dir is True else cache_dir)
         self._loaded: LoadedModel | None = None
         self._models = models
+        #: load from local files only (a Hub id from the local Hugging Face cache): set when the Hub is offline
+        self.local_files_only = bool(local_files_only)
         self.forward_calls = 0
         self.cache_hits = 0
 
@@ -333,7 +396,8 @@ class TextEncoder:
     output = "features"
 
     def _load(self) -> LoadedModel:
-        return _load_model(self.source, self.revision, self.device, self.name)
+        return _load_model(self.source, self.revision, self.device, self.name,
+                           **({"local_files_only": True} if self.local_files_only else {}))
 
     def _compute(self, texts: Sequence[str]) -> np.ndarray:
         return encode(self._loaded, texts, pooling=self.pooling, layer=self.layer, max_length=self.max_length,
@@ -392,12 +456,13 @@ class HeadProbs(TextEncoder):
 
     def __init__(self, model: Any, *, max_length: int = 256, batch_size: int = 32, device: str = "auto",
                  cache_dir: "str | os.PathLike | None | bool" = None, revision: str | None = None,
-                 progress: bool = True, models: dict | None = None) -> None:
+                 progress: bool = True, models: dict | None = None, local_files_only: bool = False) -> None:
         super().__init__(model, max_length=max_length, batch_size=batch_size, device=device, cache_dir=cache_dir,
-                         revision=revision, progress=progress, models=models)
+                         revision=revision, progress=progress, models=models, local_files_only=local_files_only)
 
     def _load(self) -> LoadedModel:
-        return _load_head_model(self.source, self.revision, self.device, self.name)
+        return _load_head_model(self.source, self.revision, self.device, self.name,
+                                **({"local_files_only": True} if self.local_files_only else {}))
 
     def _compute(self, texts: Sequence[str]) -> np.ndarray:
         return head_probs(self._loaded, texts, max_length=self.max_length, batch_size=self.batch_size,

@@ -5,7 +5,9 @@
   ``address=None`` starts a local Ray instance, ``"auto"`` joins a running cluster. A worker that dies is
   retried by Ray (``max_retries``); a job whose retries are spent is reported failed and the grid goes on.
 
-An executor never writes to the store: the grid does, from the one driver process, as outcomes arrive.
+An executor never writes to the store: the grid does, from its driver process, through two callbacks:
+``on_start(job)`` claims the job before it is dispatched (None: another worker holds it or finished it, so
+the executor skips it) and ``on_done(job, outcome, attempt)`` records the outcome as soon as it arrives.
 """
 
 from __future__ import annotations
@@ -20,12 +22,13 @@ from typing import Any, Callable, Sequence
 
 from ..errors import ModelseekError
 from ..registry import Registry
+from .jobs import Job
 
 log = logging.getLogger(__name__)
 
 Trainer = Callable[..., Any]
-OnStart = Callable[["Job"], int]
-OnDone = Callable[["Job", "JobOutcome", int], None]
+OnStart = Callable[[Job], "int | None"]  # the attempt id, or None: claimed elsewhere, skip
+OnDone = Callable[[Job, "JobOutcome", int], None]
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,7 @@ class JobOutcome:
     host: str = ""
 
 
-def run_job(job: "Job", trainer: Trainer | None = None) -> JobOutcome:
+def run_job(job: Job, trainer: Trainer | None = None) -> JobOutcome:
     """Run one job, turning any exception into a failed outcome that names it."""
     from .protocol import finetune
 
@@ -63,16 +66,15 @@ class LocalExecutor:
     def __init__(self, **_: Any) -> None:
         pass
 
-    def run(self, jobs: Sequence["Job"], on_start: OnStart, on_done: OnDone, trainer: Trainer | None = None) -> None:
+    def run(self, jobs: Sequence[Job], on_start: OnStart, on_done: OnDone, trainer: Trainer | None = None) -> None:
         for job in jobs:
             attempt = on_start(job)
-            on_done(job, run_job(job, trainer), attempt)
+            if attempt is not None:
+                on_done(job, run_job(job, trainer), attempt)
 
 
 def _ray_job(task, model, recipe, seed, key, trainer):
     """The Ray task: rebuild the job on the worker and run it."""
-    from .grid import Job
-
     job = Job(task=task, model=model, recipe=recipe, seed=seed)
     if job.key != key:  # the worker's modelseek hashes jobs differently from the driver's
         raise RuntimeError(f"job key changed in transit ({key} -> {job.key}): driver and worker run "
@@ -125,7 +127,7 @@ class RayExecutor:
         path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
         return {"env_vars": {"PYTHONPATH": path, "TOKENIZERS_PARALLELISM": "false"}}
 
-    def run(self, jobs: Sequence["Job"], on_start: OnStart, on_done: OnDone, trainer: Trainer | None = None) -> None:
+    def run(self, jobs: Sequence[Job], on_start: OnStart, on_done: OnDone, trainer: Trainer | None = None) -> None:
         try:
             import ray
             from ray.exceptions import RayError
@@ -150,6 +152,8 @@ class RayExecutor:
                 if fp not in task_refs:  # each task's data goes to the object store once
                     task_refs[fp] = ray.put(job.task)
                 attempt = on_start(job)
+                if attempt is None:  # claimed by another worker of the grid
+                    continue
                 ref = opts.remote(task_refs[fp], job.model, job.recipe, job.seed, job.key, trainer)
                 pending[ref] = (job, attempt)
             while pending:
@@ -176,5 +180,3 @@ EXECUTORS.add("ray", RayExecutor)
 def make_executor(name: str, **options: Any):
     return EXECUTORS.get(name)(**options)
 
-
-from .grid import Job  # noqa: E402  (type used above; grid imports this module lazily)

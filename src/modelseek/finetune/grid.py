@@ -2,51 +2,25 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import pandas as pd
 
-from ..data.pool import Candidate, Pool
-from ..data.task import Task, TaskSet
+from ..data.pool import Candidate
+from ..data.task import Task
 from ..data.truth import GroundTruth
 from ..errors import InputError
+from .executors import make_executor
+from .jobs import Job, build_jobs
 from .protocol import ModelSpec, TaskData
 from .recipe import PROTOCOL, Recipe
 from .store import JobStore
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Job:
-    """One (task, model, recipe, seed) fine-tuning job; ``key`` names it in the store."""
-
-    task: TaskData
-    model: ModelSpec
-    recipe: Recipe
-    seed: int
-
-    @property
-    def key(self) -> str:
-        parts = [self.task.task_id, self.task.fingerprint, self.model.model_id, self.model.source,
-                 self.model.revision or "", self.recipe.digest, str(int(self.seed))]
-        return hashlib.sha256("\x00".join(parts).encode()).hexdigest()[:24]
-
-
-def build_jobs(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelSpec], recipe: Recipe = PROTOCOL,
-               seeds: Sequence[int] = (0,)) -> list[Job]:
-    """Every (task, model, seed) combination, task-major (the order jobs are dispatched in)."""
-    datas = [TaskData.from_task(t) for t in tasks]
-    specs = [ModelSpec.from_candidate(c) for c in pool]
-    if not datas:
-        raise InputError("no tasks to fine-tune on")
-    if not seeds:
-        raise InputError("no seeds given")
-    return [Job(d, m, recipe, int(s)) for d in datas for m in specs for s in seeds]
 
 
 @dataclass
@@ -56,7 +30,8 @@ class GridResult:
     jobs: list[Job]
     store: JobStore
     skipped: int = 0
-    ran: int = 0
+    ran: int = 0              # jobs this process ran
+    elsewhere: int = 0        # jobs of this run's share that other workers on the store ran meanwhile
     failures: list[tuple[Job, str]] = field(default_factory=list)
 
     @property
@@ -83,27 +58,37 @@ class GridResult:
 def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelSpec], store: JobStore | str | Path,
              recipe: Recipe = PROTOCOL, seeds: Sequence[int] = (0,), executor: str = "local",
              address: str | None = None, retry_failed: bool = False, trainer=None, progress: bool = False,
-             **executor_options: Any) -> GridResult:
+             poll_s: float = 1.0, **executor_options: Any) -> GridResult:
     """Fine-tune every candidate of ``pool`` on every task with every seed; results go to ``store``.
 
     Finished jobs are skipped; failed ones too unless ``retry_failed``. Each outcome is written to the
-    store as soon as it arrives, so an interrupted grid resumes where it stopped.
+    store as soon as it arrives, so an interrupted grid resumes where it stopped. Several processes may run
+    the same grid on one store: each job is claimed before it runs (see :class:`JobStore`), so every job runs
+    once; a process that has no job left to claim waits (polling every ``poll_s`` seconds) for those that
+    other workers hold, taking over any whose worker died, and returns when the whole grid is finished.
     """
     from ..progress import progress_bar
-    from .executors import make_executor
 
     store = store if isinstance(store, JobStore) else JobStore(store)
     jobs = build_jobs(tasks, pool, recipe, seeds)
     keys = [j.key for j in jobs]
     if len(set(keys)) != len(keys):
         raise InputError("the grid has duplicate jobs (a task or candidate listed twice?)")
+    if not poll_s > 0:
+        raise InputError(f"poll_s must be > 0, got {poll_s}", field="poll_s")
     store.add_recipe(recipe.digest, recipe.to_dict())
-    known = store.statuses(keys)
-    todo = [j for j in jobs if known.get(j.key) is None or (retry_failed and known[j.key] == "failed")]
+    known = store.states(keys)
+    # a failed job is retried once per run asked for: while its stored attempts are those seen now
+    retry = {k: a for k, (s, a) in known.items() if s == "failed"} if retry_failed else {}
+    todo = [j for j in jobs if j.key not in known or j.key in retry]
     result = GridResult(jobs=jobs, store=store, skipped=len(jobs) - len(todo))
     if result.skipped:
         log.info("skipping %d finished job(s) of %d", result.skipped, len(jobs))
     bar = progress_bar(iter(()), desc="fine-tuning", total=len(todo), disable=not progress or not todo)
+    ran_here: set[str] = set()
+
+    def on_start(job: Job) -> int | None:
+        return store.claim(job.key, retry.get(job.key))
 
     def on_done(job: Job, outcome, attempt: int) -> None:
         store.finish(key=job.key, task_id=job.task.task_id, model_id=job.model.model_id,
@@ -111,18 +96,33 @@ def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelS
                      task_fingerprint=job.task.fingerprint, status=outcome.status, result=outcome.result,
                      error=outcome.error, attempt=attempt, host=outcome.host)
         result.ran += 1
+        ran_here.add(job.key)
         if outcome.status == "failed":
             result.failures.append((job, outcome.error or ""))
         if hasattr(bar, "update"):
             bar.update(1)
 
+    def pending() -> list[Job]:
+        """Jobs of ``todo`` that nobody has finished (or, for a retry, re-run) yet."""
+        now = store.states(j.key for j in todo)
+        return [j for j in todo if j.key not in ran_here
+                and (j.key not in now or (j.key in retry and now[j.key] == ("failed", retry[j.key])))]
+
     if todo:
         ex = make_executor(executor, address=address, **executor_options)
         try:
-            ex.run(todo, lambda job: store.start(job.key), on_done, trainer=trainer)
+            with store.heartbeat():
+                left = pending()
+                while left:
+                    ex.run(left, on_start, on_done, trainer=trainer)
+                    left = pending()
+                    if left:  # held by other workers: wait for them (or for their claims to go stale)
+                        time.sleep(poll_s)
+                        left = pending()
         finally:
             if hasattr(bar, "close"):
                 bar.close()
+    result.elsewhere = len(todo) - result.ran
     return result
 
 

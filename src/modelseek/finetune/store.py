@@ -3,8 +3,15 @@
 One row per job (primary key = the job's key, a hash of task data, model, recipe and seed). A job's
 result or error is written in one transaction as soon as the job finishes (WAL journal, synchronous=FULL),
 so a crashed or killed grid loses at most the jobs in flight. Every dispatch is also logged in
-``attempts`` (the audit trail that shows each job ran to completion exactly once). Only the process that
-drives a grid writes; any number of readers may watch it.
+``attempts`` (the audit trail that shows each job ran to completion exactly once).
+
+Several processes may drive one grid on one store: a job is *claimed* before it runs (:meth:`JobStore.claim`,
+one ``BEGIN IMMEDIATE`` transaction: SQLite's write lock makes check-and-claim atomic across processes), so
+each job runs once and extra workers share the grid instead of repeating it. A claim names its owner (host,
+pid and a per-store token) and carries a heartbeat that the owner refreshes while it runs
+(:meth:`JobStore.heartbeat`); a claim whose owner is a dead process on this host, or whose heartbeat is older
+than the lease, is stale and may be taken over (a worker killed mid-job does not block the grid). Any number
+of readers may watch the store.
 """
 
 from __future__ import annotations
@@ -14,7 +21,9 @@ import json
 import os
 import socket
 import sqlite3
+import threading
 import time
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -43,6 +52,15 @@ CREATE TABLE IF NOT EXISTS jobs (
     host TEXT
 );
 CREATE INDEX IF NOT EXISTS jobs_task_model ON jobs (task_id, model_id, recipe, seed);
+CREATE TABLE IF NOT EXISTS claims (
+    key TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    host TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    attempt INTEGER,
+    claimed_at REAL NOT NULL,
+    heartbeat REAL NOT NULL
+);
 CREATE TABLE IF NOT EXISTS attempts (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     key TEXT NOT NULL,
@@ -74,10 +92,31 @@ class JobRecord:
     result: dict[str, Any] | None
 
 
-class JobStore:
-    """A SQLite job store at ``path`` (created on first use)."""
+#: Seconds without a heartbeat after which another worker may take a claim over (the owner refreshes its claims
+#: every ``lease_s / 4`` while it runs, so only a dead, frozen or unreachable worker misses it).
+LEASE_S = 300.0
 
-    def __init__(self, path: str | os.PathLike) -> None:
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this id exists on this host."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, owned by someone else
+        return True
+    return True
+
+
+class JobStore:
+    """A SQLite job store at ``path`` (created on first use). ``lease_s``: see :data:`LEASE_S`."""
+
+    def __init__(self, path: str | os.PathLike, lease_s: float = LEASE_S) -> None:
+        if not lease_s > 0:
+            raise InputError(f"the lease must be > 0 seconds, got {lease_s}", field="lease_s")
+        self.lease_s = float(lease_s)
+        self.host, self.pid = socket.gethostname(), os.getpid()
+        self.owner = f"{self.host}:{self.pid}:{uuid.uuid4().hex[:12]}"
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -109,8 +148,68 @@ class JobStore:
         with self._tx() as db:
             db.execute("INSERT OR IGNORE INTO recipes VALUES (?, ?)", (digest, json.dumps(recipe, sort_keys=True)))
 
+    def claim(self, key: str, retry_attempts: int | None = None) -> int | None:
+        """Claim job ``key`` for this store's owner and log the dispatch, atomically; returns the attempt id
+        given back to :meth:`finish`, or None when the job is not to be run here: already done, failed (unless
+        ``retry_attempts`` is its stored number of attempts: a retry asked for, and not yet made by another
+        worker), or claimed by a live worker. A stale claim (see the module doc) is taken over."""
+        now = time.time()
+        with self._tx() as db:
+            row = db.execute("SELECT status, attempts FROM jobs WHERE key=?", (key,)).fetchone()
+            if row is not None and (row[0] == "done" or retry_attempts is None or row[1] != retry_attempts):
+                return None
+            held = db.execute("SELECT owner, host, pid, heartbeat FROM claims WHERE key=?", (key,)).fetchone()
+            if held is not None and held[0] != self.owner and not self._stale(*held[1:], now=now):
+                return None
+            cur = db.execute("INSERT INTO attempts (key, pid, started_at) VALUES (?, ?, ?)", (key, self.pid, now))
+            attempt = int(cur.lastrowid)
+            db.execute("INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?, ?, ?, ?)",
+                       (key, self.owner, self.host, self.pid, attempt, now, now))
+        return attempt
+
+    def _stale(self, host: str, pid: int, heartbeat: float, now: float) -> bool:
+        return now - heartbeat > self.lease_s or (host == self.host and not pid_alive(int(pid)))
+
+    def release(self) -> None:
+        """Drop every claim this store's owner still holds (jobs it claimed but did not finish)."""
+        with self._tx() as db:
+            db.execute("DELETE FROM claims WHERE owner=?", (self.owner,))
+
+    @contextlib.contextmanager
+    def heartbeat(self, interval: float | None = None) -> Iterator[None]:
+        """Refresh this owner's claims every ``interval`` seconds (default a quarter of the lease) from a
+        background thread with its own connection, for as long as the block runs; release them after."""
+        stop = threading.Event()
+        every = self.lease_s / 4 if interval is None else interval
+
+        def beat() -> None:
+            db = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
+            try:
+                while not stop.wait(every):
+                    try:
+                        db.execute("UPDATE claims SET heartbeat=? WHERE owner=?", (time.time(), self.owner))
+                    except sqlite3.OperationalError:  # locked past the timeout: try again next beat
+                        pass
+            finally:
+                db.close()
+
+        thread = threading.Thread(target=beat, name="jobstore-heartbeat", daemon=True)
+        thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            thread.join()
+            self.release()
+
+    def claims(self) -> list[dict[str, Any]]:
+        """The claims held now: key, owner, host, pid, attempt, claimed_at, heartbeat."""
+        cols = ("key", "owner", "host", "pid", "attempt", "claimed_at", "heartbeat")
+        return [dict(zip(cols, r)) for r in self._db.execute(f"SELECT {', '.join(cols)} FROM claims ORDER BY key")]
+
     def start(self, key: str) -> int:
-        """Log that a job was dispatched; returns the attempt id given back to :meth:`finish`."""
+        """Log that a job was dispatched, without claiming it; returns the attempt id given back to
+        :meth:`finish` (:meth:`claim` is the way for grids)."""
         with self._tx() as db:
             cur = db.execute("INSERT INTO attempts (key, pid, started_at) VALUES (?, ?, ?)",
                              (key, os.getpid(), time.time()))
@@ -140,9 +239,16 @@ class JobStore:
             if attempt is not None:
                 db.execute("UPDATE attempts SET finished_at=?, status=? WHERE id=?",
                            (time.time(), status if written else "duplicate", attempt))
+            db.execute("DELETE FROM claims WHERE key=? AND owner=?", (key, self.owner))
         return written
 
     # ------------------------------------------------------------------------------------------ reads
+    def states(self, keys: Iterable[str] | None = None) -> dict[str, tuple[str, int]]:
+        """``{key: (status, attempts)}`` for stored jobs (among ``keys`` if given)."""
+        rows = self._db.execute("SELECT key, status, attempts FROM jobs").fetchall()
+        wanted = None if keys is None else set(keys)
+        return {k: (s, int(a)) for k, s, a in rows if wanted is None or k in wanted}
+
     def statuses(self, keys: Iterable[str] | None = None) -> dict[str, str]:
         """``{key: 'done' | 'failed'}`` for stored jobs (among ``keys`` if given)."""
         rows = self._db.execute("SELECT key, status FROM jobs").fetchall()

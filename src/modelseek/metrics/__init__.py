@@ -47,6 +47,8 @@ def _mrr(k: int | None) -> MetricFn:
 
 @METRICS.register("kendall")
 def _kendall(k: int | None) -> MetricFn:
+    if k is not None:  # a cut-off would be silently ignored
+        raise InputError(f"kendall takes no cut-off (got kendall@{k}); it compares whole rankings")
     return lambda ranking, j: weighted_tau(ranking, j.f1)
 
 

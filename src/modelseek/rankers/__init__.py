@@ -7,7 +7,39 @@ from typing import Any
 from ..registry import Registry
 from .base import NotFittedError, Ranker
 
-RANKERS: Registry[type] = Registry("method")
+
+# ---- feature rankers (issue #14): one per registered estimator, derived on lookup from modelseek.estimators,
+# so that a new estimator module needs no line here. Everything else in this file is the plain registry.
+class _MethodRegistry(Registry[type]):
+    """Registered rankers, plus :func:`modelseek.rankers.features.feature_ranker` of every estimator."""
+
+    @staticmethod
+    def _estimators():
+        from ..estimators import ESTIMATORS
+
+        return ESTIMATORS
+
+    def _check_new(self, name: str) -> None:
+        super()._check_new(name)
+        if name in self._estimators():
+            raise ValueError(f"duplicate method name: {name!r} is a registered estimator")
+
+    def get(self, name: str) -> type:
+        if name not in self._items and name not in self._lazy and name in self._estimators():
+            from .features import feature_ranker
+
+            return feature_ranker(name)
+        return super().get(name)
+
+    def names(self) -> list[str]:
+        return sorted(set(super().names()) | set(self._estimators().names()))
+
+    def __contains__(self, name: object) -> bool:
+        return super().__contains__(name) or name in self._estimators()
+# ---- end of the feature-ranker registration
+
+
+RANKERS: Registry[type] = _MethodRegistry("method")
 RANKERS.register_lazy("avgrank", "modelseek.rankers.avgrank:AvgRank")
 RANKERS.register_lazy("random", "modelseek.rankers.random:RandomRanker")
 RANKERS.register_lazy("task_knn", "modelseek.rankers.task_knn:TaskKNN")
@@ -15,19 +47,6 @@ RANKERS.register_lazy("metadata", "modelseek.rankers.metadata:MetadataRanker")
 RANKERS.register_lazy("ltr", "modelseek.rankers.ltr:LTRRanker")
 RANKERS.register_lazy("spider", "modelseek.rankers.spider:SpiderRanker")
 RANKERS.register_lazy("tupate", "modelseek.rankers.tupate:TuPaTERanker")
-RANKERS.register_lazy("logme", "modelseek.rankers.features:LogMERanker")
-RANKERS.register_lazy("hscore", "modelseek.rankers.features:HScoreRanker")
-RANKERS.register_lazy("hscore_reg", "modelseek.rankers.features:HScoreRegRanker")
-RANKERS.register_lazy("knn", "modelseek.rankers.features:KNNRanker")
-RANKERS.register_lazy("knn_loo", "modelseek.rankers.features:KNNLOORanker")
-RANKERS.register_lazy("linear_probe", "modelseek.rankers.features:LinearProbeRanker")
-RANKERS.register_lazy("nleep", "modelseek.rankers.features:NLEEPRanker")
-RANKERS.register_lazy("sfda", "modelseek.rankers.features:SFDARanker")
-RANKERS.register_lazy("transrate", "modelseek.rankers.features:TransRateRanker")
-RANKERS.register_lazy("gbc", "modelseek.rankers.features:GBCRanker")
-RANKERS.register_lazy("pactran_gauss", "modelseek.rankers.features:PACTranGaussRanker")
-RANKERS.register_lazy("leep", "modelseek.rankers.features:LEEPRanker")
-RANKERS.register_lazy("nce", "modelseek.rankers.features:NCERanker")
 RANKERS.register_lazy("rrf", "modelseek.rankers.features:FusionRanker")
 
 

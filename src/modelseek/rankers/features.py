@@ -2,22 +2,33 @@
 
 ``FeatureRanker(estimator="logme")`` ranks a pool for a task by: features of the task's train + validation
 texts under each candidate (:class:`modelseek.features.text.TextEncoder`: cached, the model loaded once for
-all tasks), then ``modelseek.estimators.get(estimator)`` on them (higher = better). Estimators that fit a
-classifier (knn, linear_probe) train on the train split and score the validation split; ``leep``/``nce``
-score the candidate's own classification head (its softmax over source classes) and need a candidate with
-one. One class per estimator is registered under the estimator's name (``logme``, ``knn``...), and
-``rrf`` fuses several estimators by reciprocal-rank fusion over one feature extraction per candidate.
+all tasks), then the registered estimator on them (:mod:`modelseek.estimators`). Everything the ranker needs
+to know about an estimator comes from its registration record: its input (``features``, or ``probs``, the
+candidate's own classification head, for leep/nce), whether it takes a ``seed``, whether it fits on the train
+split and scores the validation split (knn, linear_probe), and its direction (a lower-is-better score is
+negated). :func:`feature_ranker` derives one ranker class per registered estimator, registered under the
+estimator's name (``logme``, ``knn``...); ``rrf`` fuses several estimators by reciprocal-rank fusion over one
+feature extraction per candidate.
 
-A candidate that fails to load or run is logged with its error, scored -inf (ranked last; the run file
-writes -1e+308) and named in the summary warning; the run goes on with the others. Per-candidate feature
-options (``pooling``, ``layer``, ``max_length``, ``batch_size``) in the pool file override the ranker's.
+Failures are loud. Before any work the feature cache folder is checked (an unusable path is one
+:class:`~modelseek.errors.InputError`) and, when some candidate is a Hugging Face id, the Hub is probed once
+(:func:`~modelseek.features.text.hub_offline_reason`: ``HF_HUB_OFFLINE`` or one HEAD request with a 3 s
+timeout); offline, ids in the local Hugging Face cache load from it and the others fail at once. A candidate
+that cannot be downloaded, loaded or featurised, or whose estimator fails, makes the ranking raise
+:class:`CandidateFailures` naming every failure. With ``allow_failures=True`` the failures are logged and the
+failed candidates are **absent** from the run: a candidate that failed on a task is left out of that task's
+ranking (one that cannot load is left out of every task); they never get placeholder scores. A ranking in which
+no candidate could be scored for any task raises either way.
+
+Per-candidate feature options (``pooling``, ``layer``, ``max_length``, ``batch_size``) in the pool file override
+the ranker's.
 """
 
 from __future__ import annotations
 
-import inspect
 import logging
 import math
+from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 import numpy as np
@@ -25,12 +36,25 @@ import numpy as np
 from ..data.pool import Candidate, Pool
 from ..data.run import Run
 from ..data.task import Split, Task
-from ..errors import InputError
+from ..errors import InputError, ModelseekError
 from .base import Ranker
 
 log = logging.getLogger(__name__)
 
 _OPTION_KEYS = ("pooling", "layer", "max_length", "batch_size")
+
+
+class CandidateFailures(ModelseekError):
+    """Some candidates could not be scored; ``failures`` maps candidate id -> (source, reason, task ids)."""
+
+    def __init__(self, method: str, n_candidates: int, failures: dict[str, tuple[str, str, list[str]]]) -> None:
+        self.failures = dict(failures)
+        lines = [f"{method}: {len(failures)} of {n_candidates} candidate(s) failed; rerun with "
+                 f"--allow-failures (allow_failures=True) to rank the others without them:"]
+        for cid, (source, reason, tasks) in failures.items():
+            where = f" (task {tasks[0]})" if len(tasks) == 1 else f" ({len(tasks)} tasks)"
+            lines.append(f"  candidate {cid} [{source}]{where}: {reason}")
+        super().__init__("\n".join(lines))
 
 
 def _short(exc: BaseException) -> str:
@@ -56,13 +80,13 @@ class FeatureRanker(Ranker):
     name = "features"
     needs_text = True
     needs_fit = False
-    #: default estimator of the registered subclasses
+    #: default estimator of the derived subclasses
     estimator_name = "logme"
 
     def __init__(self, estimator: str | None = None, *, pooling: str = "mean", layer: "str | int" = "last",
                  max_length: int = 256, batch_size: int = 32, device: str = "auto", cache_dir=None,
                  max_examples: int | None = None, estimator_params: dict | None = None, seed: int = 0,
-                 progress: bool = True) -> None:
+                 progress: bool = True, allow_failures: bool = False) -> None:
         self.estimator = estimator or self.estimator_name
         self.pooling = pooling
         self.layer = layer
@@ -74,6 +98,7 @@ class FeatureRanker(Ranker):
         self.estimator_params = estimator_params
         self.seed = seed
         self.progress = progress
+        self.allow_failures = allow_failures
 
     # ------------------------------------------------------------------------------------ internals
     def _estimators(self) -> list[str]:
@@ -88,15 +113,19 @@ class FeatureRanker(Ranker):
     def _score(self, est_name: str, feats: np.ndarray, ytr: Sequence[str], yva: Sequence[str]) -> float:
         from .. import estimators
 
-        fn = estimators.get(est_name)
+        info = estimators.info(est_name)
         params = dict(self.estimator_params or {})
-        sig = inspect.signature(fn).parameters
-        if "seed" in sig:
+        if info.seeded:
             params.setdefault("seed", self.seed)
         ntr = len(ytr)
-        if est_name in estimators.USES_VALIDATION and len(yva):
-            return float(fn(feats[:ntr], list(ytr), val_features=feats[ntr:], val_labels=list(yva), **params))
-        return float(fn(feats, list(ytr) + list(yva), **params))
+        if info.uses_validation and len(yva):
+            value = info.fn(feats[:ntr], list(ytr), val_features=feats[ntr:], val_labels=list(yva), **params)
+        else:
+            value = info.fn(feats, list(ytr) + list(yva), **params)
+        value = float(value)
+        if not math.isfinite(value):
+            raise ModelseekError(f"{est_name} returned {value}")
+        return value if info.higher_is_better else -value
 
     def _task_data(self, task: Task) -> tuple[list[str], list[str], list[str]]:
         task.require_data(f"method {self.name!r}")
@@ -105,92 +134,137 @@ class FeatureRanker(Ranker):
         va = _subsample(task.val, self.max_examples, rng)
         return list(tr.texts) + list(va.texts), list(tr.labels), list(va.labels)
 
+    def _preflight(self, pool: Pool) -> dict[str, str]:
+        """Checks made once before any model is loaded: the feature cache folder (InputError when unusable),
+        and the Hub when some candidate needs it. -> {candidate id: why it cannot load}; sets
+        ``self._local_only_`` to the ids to load from the local Hugging Face cache."""
+        from ..features.cache import FeatureCache
+        from ..features.text import hub_offline_reason, in_hub_cache, is_hub_source
+
+        if self.cache_dir is not False:
+            FeatureCache(None if self.cache_dir in (None, True) else self.cache_dir).ensure_usable()
+        from ..features.text import resolve_source
+
+        self._local_only_: set[str] = set()
+        dead: dict[str, str] = {}
+        for c in pool:
+            if c.path and not c.path.startswith("package:") and not Path(resolve_source(c.path)).expanduser().is_dir():
+                dead[c.id] = f"no model folder at {c.path}"
+        hub = [c for c in pool if is_hub_source(c)]
+        reason = hub_offline_reason() if hub else None
+        if reason:
+            for c in hub:
+                if in_hub_cache(c.hf_id, c.revision):
+                    self._local_only_.add(c.id)
+                else:
+                    dead[c.id] = f"not in the local Hugging Face cache and the Hub is offline ({reason})"
+        return dead
+
     def score_tasks(self, tasks: Sequence[Task], pool: Pool) -> dict[str, dict[str, dict[str, float]]]:
-        """{estimator: {task id: {candidate id: score}}}, one model load per candidate for all tasks."""
+        """{estimator: {task id: {candidate id: score}}}, one model load per candidate for all tasks.
+
+        Failed (candidate, task) pairs are absent; ``self.failures_`` maps each failed candidate id to
+        (source, first reason, task ids). The failure policy is applied by :meth:`rank`/:meth:`rank_tasks`.
+        """
         from .. import estimators
         from ..features.text import HeadProbs, TextEncoder
         from ..progress import progress_bar
 
         names = self._estimators()
-        for n in names:
-            estimators.get(n)
+        infos = {n: estimators.info(n) for n in names}
         data = {t.id: self._task_data(t) for t in tasks}
-        out = {n: {t.id: {} for t in tasks} for n in names}
-        self.failures_: dict[str, str] = getattr(self, "failures_", {})
-        kinds = {estimators.input_kind(n) for n in names}
+        out: dict[str, dict[str, dict[str, float]]] = {n: {t.id: {} for t in tasks} for n in names}
+        self.failures_: dict[str, tuple[str, str, list[str]]] = {}
+        dead_at_start = self._preflight(pool)
+        kinds = {i.input.value for i in infos.values()}
         models: dict = {}  # loaded checkpoints, shared by consecutive candidates that read the same one
         for cand in progress_bar(list(pool), desc=f"{self.name}: candidates", disable=not self.progress):
             kw = self._encoder_kwargs(cand)
+            local = {"local_files_only": True} if cand.id in self._local_only_ else {}
             enc = head = None
-            dead = None  # the error that makes this candidate unusable (it failed to load)
+            dead = dead_at_start.get(cand.id)  # why this candidate is unusable (it cannot load)
             for task in tasks:
                 texts, ytr, yva = data[task.id]
+                if dead is not None:
+                    self._fail(cand, task, dead, log_it=cand.id not in self.failures_)
+                    continue
                 inputs: dict[str, np.ndarray] = {}
-                if dead is None:
-                    try:
-                        if "features" in kinds:
-                            if enc is None:
-                                enc = TextEncoder(cand, device=self.device, cache_dir=self.cache_dir,
-                                                  progress=self.progress, models=models, **kw)
-                                _keep_only(models, enc)
-                            inputs["features"] = enc(texts)
-                        if "probs" in kinds:
-                            if head is None:
-                                head = HeadProbs(cand, max_length=kw["max_length"], batch_size=kw["batch_size"],
-                                                 device=self.device, cache_dir=self.cache_dir,
-                                                 progress=self.progress, models=models)
-                                _keep_only(models, head)
-                            inputs["probs"] = head(texts)
-                    except Exception as exc:  # noqa: BLE001 - one broken candidate must not stop the run
-                        msg = _short(exc)
-                        loaded = any(x is not None and x.loaded for x in (enc, head))
-                        self._fail(cand, task, msg)
-                        if not loaded:
-                            dead = msg
-                for n in names:
-                    if estimators.input_kind(n) not in inputs:
-                        out[n][task.id][cand.id] = -math.inf
-                        continue
-                    try:
-                        out[n][task.id][cand.id] = self._score(n, inputs[estimators.input_kind(n)], ytr, yva)
-                    except Exception as exc:  # noqa: BLE001
-                        self._fail(cand, task, f"{n}: {_short(exc)}")
-                        out[n][task.id][cand.id] = -math.inf
+                try:
+                    if "features" in kinds:
+                        if enc is None:
+                            enc = TextEncoder(cand, device=self.device, cache_dir=self.cache_dir,
+                                              progress=self.progress, models=models, **local, **kw)
+                            _keep_only(models, enc)
+                        inputs["features"] = enc(texts)
+                    if "probs" in kinds:
+                        if head is None:
+                            head = HeadProbs(cand, max_length=kw["max_length"], batch_size=kw["batch_size"],
+                                             device=self.device, cache_dir=self.cache_dir,
+                                             progress=self.progress, models=models, **local)
+                            _keep_only(models, head)
+                        inputs["probs"] = head(texts)
+                except Exception as exc:  # noqa: BLE001 - recorded, then the policy decides
+                    msg = _short(exc)
+                    self._fail(cand, task, msg)
+                    if not any(x is not None and x.loaded for x in (enc, head)):
+                        dead = msg
+                    continue
+                scores: dict[str, float] = {}
+                try:
+                    for n in names:
+                        scores[n] = self._score(n, inputs[infos[n].input.value], ytr, yva)
+                except Exception as exc:  # noqa: BLE001
+                    self._fail(cand, task, f"{n}: {_short(exc)}")
+                    continue
+                for n, v in scores.items():  # a candidate is scored by every estimator of a task or absent
+                    out[n][task.id][cand.id] = v
             for x in (enc, head):
                 if x is not None:
                     x.close()
         return out
 
-    def _fail(self, cand: Candidate, task: Task, msg: str) -> None:
-        log.warning("candidate %s (%s) failed on task %s: %s", cand.id, cand.hf_id or cand.path, task.id, msg)
-        self.failures_.setdefault(cand.id, msg)
+    def _fail(self, cand: Candidate, task: Task, msg: str, log_it: bool = True) -> None:
+        if log_it:  # the summary (an error, or a warning with allow_failures) names every failure once
+            log.info("candidate %s (%s) failed on task %s: %s", cand.id, cand.source, task.id, msg)
+        entry = self.failures_.setdefault(cand.id, (str(cand.source), msg, []))
+        entry[2].append(task.id)
 
-    def _summary(self) -> None:
-        if getattr(self, "failures_", None):
-            log.warning("%s: %d candidate(s) failed and were ranked last: %s", self.name, len(self.failures_),
-                        "; ".join(f"{c} ({m})" for c, m in self.failures_.items()))
+    def _apply_policy(self, scores, tasks: Sequence[Task], pool: Pool):
+        """Raise :class:`CandidateFailures` unless ``allow_failures``; then drop tasks nobody could score."""
+        if self.failures_ and not self.allow_failures:
+            raise CandidateFailures(self.name, len(pool), self.failures_)
+        if self.failures_:
+            log.warning("%s: %d candidate(s) failed and are left out of the run: %s", self.name,
+                        len(self.failures_), "; ".join(f"{c} [{src}] ({m})" for c, (src, m, _) in self.failures_.items()))
+        first = scores[self._estimators()[0]]
+        empty = [t.id for t in tasks if not first[t.id]]
+        if len(empty) == len(tasks):
+            raise CandidateFailures(self.name, len(pool), self.failures_) if self.failures_ else \
+                ModelseekError(f"{self.name}: the pool is empty")
+        if empty:
+            log.warning("%s: no candidate could be scored for task(s) %s; they are absent from the run",
+                        self.name, ", ".join(empty))
+        return {n: {t: v for t, v in per.items() if v} for n, per in scores.items()}
 
     # ------------------------------------------------------------------------------------ the contract
     def rank(self, task: Task, pool: Pool) -> dict[str, float]:
-        self.failures_ = {}
-        scores = self.score_tasks([task], pool)[self.estimator][task.id]
-        self._summary()
-        return scores
+        scores = self._apply_policy(self.score_tasks([task], pool), [task], pool)
+        return scores[self.estimator][task.id]
 
     def rank_tasks(self, tasks: Iterable[Task], pool: Pool, run_id: str | None = None,
                    progress: bool = False) -> Run:
         tasks = list(tasks)
-        self.failures_ = {}
         wanted, self.progress = self.progress, self.progress and progress
         try:
             scores = self.score_tasks(tasks, pool)
         finally:
             self.progress = wanted
-        self._summary()
-        return Run.from_scores(self._combine(scores, tasks), run_id or self.name)
+        scores = self._apply_policy(scores, tasks, pool)
+        kept = [t for t in tasks if t.id in scores[self._estimators()[0]]]
+        return Run.from_scores(self._combine(scores, kept), run_id or self.name)
 
     def _combine(self, scores, tasks) -> dict[str, dict[str, float]]:
-        return scores[self.estimator]
+        return {t.id: scores[self.estimator][t.id] for t in tasks}
 
 
 def reciprocal_rank_fusion(per_method: Sequence[dict[str, float]], k: float = 60.0) -> dict[str, float]:
@@ -212,10 +286,11 @@ class FusionRanker(FeatureRanker):
 
     def __init__(self, methods: Sequence[str] = ("logme", "knn"), *, rrf_k: float = 60.0, pooling: str = "mean",
                  layer: "str | int" = "last", max_length: int = 256, batch_size: int = 32, device: str = "auto",
-                 cache_dir=None, max_examples: int | None = None, seed: int = 0, progress: bool = True) -> None:
+                 cache_dir=None, max_examples: int | None = None, seed: int = 0, progress: bool = True,
+                 allow_failures: bool = False) -> None:
         super().__init__(None, pooling=pooling, layer=layer, max_length=max_length, batch_size=batch_size,
                          device=device, cache_dir=cache_dir, max_examples=max_examples, seed=seed,
-                         progress=progress)
+                         progress=progress, allow_failures=allow_failures)
         if isinstance(methods, str):
             methods = [m for m in methods.split(",") if m]
         if len(methods) < 1:
@@ -230,29 +305,27 @@ class FusionRanker(FeatureRanker):
         return {t.id: reciprocal_rank_fusion([scores[m][t.id] for m in self.methods], self.rrf_k) for t in tasks}
 
     def rank(self, task: Task, pool: Pool) -> dict[str, float]:
-        self.failures_ = {}
-        scores = self.score_tasks([task], pool)
-        self._summary()
+        scores = self._apply_policy(self.score_tasks([task], pool), [task], pool)
         return self._combine(scores, [task])[task.id]
 
 
-def _make(est: str) -> type:
-    doc = (f"``{est}`` on frozen features of the task under each candidate "
-           f"(see :mod:`modelseek.estimators.{est}`).")
-    return type(f"{est.title().replace('_', '')}Ranker", (FeatureRanker,),
-                {"name": est, "estimator_name": est, "__doc__": doc, "__module__": __name__})
+_DERIVED: dict[str, type] = {}
 
 
-LogMERanker = _make("logme")
-HScoreRanker = _make("hscore")
-HScoreRegRanker = _make("hscore_reg")
-KNNRanker = _make("knn")
-KNNLOORanker = _make("knn_loo")
-LinearProbeRanker = _make("linear_probe")
-NLEEPRanker = _make("nleep")
-SFDARanker = _make("sfda")
-TransRateRanker = _make("transrate")
-GBCRanker = _make("gbc")
-PACTranGaussRanker = _make("pactran_gauss")
-LEEPRanker = _make("leep")
-NCERanker = _make("nce")
+def feature_ranker(estimator: str) -> type:
+    """The :class:`FeatureRanker` subclass of the registered ``estimator`` (built on first use, then reused).
+
+    Derived from the estimator's registration alone, so a new estimator module is all it takes to make
+    ``rank --method NAME`` work.
+    """
+    from .. import estimators
+
+    info = estimators.info(estimator)  # unknown names raise with suggestions
+    cls = _DERIVED.get(estimator)
+    if cls is None:
+        doc = (f"``{estimator}`` on frozen {info.input.value} of the task under each candidate "
+               f"(see :mod:`{info.fn.__module__}`): {info.summary}")
+        cls = type(f"{estimator.title().replace('_', '')}Ranker", (FeatureRanker,),
+                   {"name": estimator, "estimator_name": estimator, "__doc__": doc, "__module__": __name__})
+        _DERIVED[estimator] = cls
+    return cls

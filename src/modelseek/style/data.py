@@ -169,9 +169,9 @@ def read_image(path: str | Path, size: int | None = None) -> np.ndarray:
 
 # ------------------------------------------------------------------------------------- Subtask B layout
 def _read_csv(path: Path, required: Sequence[str]) -> list[tuple[int, dict[str, str]]]:
-    if not path.is_file():
-        raise InputError("no such file", path=path)
-    with open(path, encoding="utf-8-sig", newline="") as fh:
+    from ..io import open_text
+
+    with open_text(path) as fh:  # missing, a directory, not UTF-8: located InputErrors
         reader = csv.DictReader(fh)
         fields = reader.fieldnames or []
         for col in required:
@@ -243,18 +243,17 @@ def load_subtask_b_train(root: str | Path, images: str | Path | None = None) -> 
 def read_image_list(path: str | Path) -> list[str]:
     """Image names, one per line (blank lines ignored; duplicates rejected)."""
     path = Path(path)
-    if not path.is_file():
-        raise InputError("no such file", path=path)
+    from ..io import read_text
+
     names, seen = [], {}
-    with open(path, encoding="utf-8") as fh:
-        for lineno, raw in enumerate(fh, start=1):
-            name = raw.strip()
-            if not name:
-                continue
-            if name in seen:
-                raise InputError(f"duplicate image {name!r} (first on line {seen[name]})", path=path, line=lineno)
-            seen[name] = lineno
-            names.append(name)
+    for lineno, raw in enumerate(read_text(path).split("\n"), start=1):
+        name = raw.strip()
+        if not name:
+            continue
+        if name in seen:
+            raise InputError(f"duplicate image {name!r} (first on line {seen[name]})", path=path, line=lineno)
+        seen[name] = lineno
+        names.append(name)
     if not names:
         raise InputError("no image names", path=path)
     return names

@@ -26,13 +26,17 @@ vectors are cached per image (see :func:`extract`). Fitted compression (PCA) bel
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+from dataclasses import dataclass
+from numbers import Integral
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, ClassVar, Sequence
 
 import numpy as np
 
+from ..config import Config, Interval, Source
 from ..errors import InputError
 from ..progress import progress_bar
 from ..registry import Registry
@@ -41,10 +45,27 @@ from .data import StyleDataset
 EXTRACTORS: Registry[Callable[..., "Extractor"]] = Registry("style feature")
 
 
+def _ints(low: int, high: int | None = None) -> list:
+    return [Interval(Integral, low, high, closed="both" if high is not None else "left")]
+
+
+_SEED = _ints(0, 2**32 - 1)
+
+
+@dataclass(frozen=True)
+class NoParams(Config):
+    """An extractor without parameters."""
+
+
 class Extractor:
-    """Maps a batch of N x S x S x 3 uint8 images to an N x D float32 matrix."""
+    """Maps a batch of N x S x S x 3 uint8 images to an N x D float32 matrix.
+
+    ``Params`` is the extractor's config (:mod:`modelseek.config`): :func:`make_extractor` builds it from
+    user-given parameters (unknown names with "did you mean", declared ranges) before the constructor runs.
+    """
 
     name = "extractor"
+    Params: ClassVar[type[Config]] = NoParams
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name}
@@ -64,6 +85,11 @@ class Extractor:
 @EXTRACTORS.register("hist")
 class ColourHistogram(Extractor):
     name = "hist"
+
+    @dataclass(frozen=True)
+    class Params(Config):
+        bins: int = 8
+        _constraints = {"bins": _ints(2, 64)}
 
     def __init__(self, bins: int = 8) -> None:
         self.bins = int(bins)
@@ -90,6 +116,12 @@ def _rgb_to_hsv(x: np.ndarray) -> np.ndarray:
 @EXTRACTORS.register("colour")
 class ColourStats(Extractor):
     name = "colour"
+
+    @dataclass(frozen=True)
+    class Params(Config):
+        hue_bins: int = 12
+        bins: int = 8
+        _constraints = {"hue_bins": _ints(2, 360), "bins": _ints(2, 256)}
 
     def __init__(self, hue_bins: int = 12, bins: int = 8) -> None:
         self.hue_bins, self.bins = int(hue_bins), int(bins)
@@ -135,6 +167,13 @@ class TextureStats(Extractor):
     """
 
     name = "texture"
+
+    @dataclass(frozen=True)
+    class Params(Config):
+        levels: int = 4
+        lag: int = 4
+        orientations: int = 8
+        _constraints = {"levels": _ints(1, 8), "lag": _ints(1, 32), "orientations": _ints(2, 64)}
 
     def __init__(self, levels: int = 4, lag: int = 4, orientations: int = 8) -> None:
         self.levels, self.lag, self.orientations = int(levels), int(lag), int(orientations)
@@ -261,6 +300,18 @@ def channel_moments(f) -> np.ndarray:
 
 
 class _CNNExtractor(Extractor):
+    @dataclass(frozen=True)
+    class Params(Config):
+        seed: int = 0
+        dims: int = 256
+        channels: tuple[int, ...] = (32, 64, 128, 128)
+        _constraints = {"seed": _SEED, "dims": _ints(1)}
+
+        def _check(self) -> None:
+            if not self.channels or min(self.channels) < 1:
+                raise InputError(f"must be one or more positive integers, got {list(self.channels)}",
+                                 field="channels")
+
     def __init__(self, seed: int = 0, dims: int = 256, channels: Sequence[int] = (32, 64, 128, 128)) -> None:
         self.seed, self.dims, self.channels = int(seed), int(dims), tuple(int(c) for c in channels)
         self._net = None
@@ -303,6 +354,14 @@ class _RegistryExtractor(Extractor):
     """An encoder of the alignment model registry (:mod:`modelseek.align`): loaded and hooked by
     :func:`modelseek.align.load_model` at the entry's ``layer``; the registry file comes from ``registry``
     or the ``MODELSEEK_MODEL_REGISTRY`` environment variable."""
+
+    @dataclass(frozen=True)
+    class Params(Config):
+        model: str = ""
+        registry: str | None = None
+        seed: int = 0
+        dims: int = 256
+        _constraints = {"seed": _SEED, "dims": _ints(1)}
 
     def __init__(self, model: str = "", registry: str | Path | None = None, seed: int = 0, dims: int = 256) -> None:
         if not model:
@@ -371,21 +430,23 @@ class EncoderGram(_RegistryExtractor):
 
 def make_extractor(spec: str, seed: int = 0, **params: Any) -> Extractor:
     """An extractor by name: ``hist``, ``colour``, ``texture``, ``gram``, ``moments``, or a registry encoder
-    ``enc:NAME`` / ``encgram:NAME``; ``seed`` goes to those that take one, ``registry`` only to encoders."""
-    import inspect
-
+    ``enc:NAME`` / ``encgram:NAME``. ``params`` are checked by the extractor's :attr:`Extractor.Params`
+    config; ``seed`` goes to those that take one, ``registry`` only to encoders."""
     kind, _, arg = str(spec).partition(":")
     cls = EXTRACTORS.get(kind)
-    sig = inspect.signature(cls).parameters
+    names = {f.name for f in dataclasses.fields(cls.Params)}
     if arg:
-        if "model" not in sig:
+        if "model" not in names:
             raise InputError(f"feature {kind!r} takes no argument (got {spec!r})", field="method")
         params["model"] = arg
-    if "seed" in sig:
+    if "seed" in names:
         params.setdefault("seed", seed)
-    if "registry" not in sig:
+    if "registry" not in names:
         params.pop("registry", None)
-    return cls(**params)
+    elif params.get("registry") is not None:
+        params["registry"] = str(params["registry"])
+    checked = cls.Params.from_mapping(params, source=Source(prefix=kind))
+    return cls(**{name: getattr(checked, name) for name in names})
 
 
 # ----------------------------------------------------------------------------------------- extraction

@@ -1,9 +1,12 @@
-"""Mocks for fine-tuning: tiny random encoders that load like real candidates, and a trainer that kills
-its worker once (to test executors against worker deaths)."""
+"""Mocks for fine-tuning: tiny random encoders that load like real candidates, a trainer that kills its
+worker once (to test executors against worker deaths), and a fake trainer that trains nothing (to test job
+stores and grids with many jobs and several workers)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -58,3 +61,38 @@ class CrashOnce:
             Path(self.marker).write_text(str(os.getpid()), encoding="utf-8")
             os._exit(17)
         return finetune(task, model, recipe, seed, progress)
+
+
+@dataclass(frozen=True)
+class FakeTrainer:
+    """A trainer that trains nothing: after ``delay`` seconds it returns a result whose F1 is a fixed function
+    of (task, model, seed), so any grid run with it has one known ground truth. With ``log``, each call
+    appends ``task model seed pid`` to that file (one ``O_APPEND`` write: lines from several processes do
+    not interleave), the trainer's own record of how often each job ran."""
+
+    delay: float = 0.0
+    log: str | None = None
+
+    @staticmethod
+    def f1(task_id: str, model_id: str, seed: int) -> float:
+        digest = hashlib.sha256(f"{task_id}\0{model_id}\0{seed}".encode()).digest()
+        return 0.05 + 0.9 * int.from_bytes(digest[:4], "big") / 2 ** 32
+
+    def __call__(self, task, model, recipe, seed, progress=False):
+        from ..finetune.protocol import FinetuneResult
+
+        if self.delay:
+            time.sleep(self.delay)
+        if self.log:
+            fd = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                os.write(fd, f"{task.task_id} {model.model_id} {seed} {os.getpid()}\n".encode())
+            finally:
+                os.close(fd)
+        f1 = self.f1(task.task_id, model.model_id, int(seed))
+        return FinetuneResult(f1=f1, accuracy=f1, val_f1=f1, val_accuracy=f1, best_val_loss=1.0 - f1,
+                              test_loss=1.0 - f1, epochs=1, best_epoch=1, stopped_early=False, wall_s=self.delay,
+                              train_examples_per_s=0.0, seed=int(seed), device="cpu", precision="fp32",
+                              n_train=len(task.train.texts), n_val=len(task.val.texts),
+                              n_test=len(task.test.texts) if task.test is not None else 0,
+                              num_labels=len(set(task.train.labels)))

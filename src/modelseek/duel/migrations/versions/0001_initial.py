@@ -1,0 +1,27 @@
+"""Initial schema: published (append-only, enforced by triggers) and pending tables.
+
+Revision ID: 0001
+Revises:
+"""
+
+import sqlalchemy as sa
+from alembic import op
+
+from modelseek.duel.schema import immutability_ddl, tables
+
+revision = "0001"
+down_revision = None
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    bind = op.get_bind()
+    md, _ = tables(sa)
+    md.create_all(bind)
+    for stmt in immutability_ddl(bind.dialect.name):
+        op.execute(stmt)
+
+
+def downgrade() -> None:  # published data are never dropped by a migration
+    raise RuntimeError("the leaderboard schema cannot be downgraded")

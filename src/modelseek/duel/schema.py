@@ -1,0 +1,185 @@
+"""The leaderboard's database schema: tables, database-enforced immutability, migrations (Alembic).
+
+Two kinds of tables:
+
+* **published** (``meta``, ``submissions``, ``profiles``, ``duels``): append-only. The database itself
+  refuses ``UPDATE``, ``DELETE`` and replacing inserts (SQLite ``INSERT OR REPLACE`` / ``REPLACE``, PostgreSQL
+  ``INSERT ... ON CONFLICT DO UPDATE``) on every one of them, and ``TRUNCATE`` on PostgreSQL (a
+  statement-level ``BEFORE TRUNCATE`` trigger; ``TRUNCATE ... CASCADE`` fires it on each table it reaches).
+  The application only ever inserts into them.
+* **pending** (``pending``, ``pending_profiles``, ``pending_duels``): pre-submissions awaiting confirmation;
+  confirmation copies a pending submission into the published tables and deletes the pending rows.
+
+The schema lives in Alembic migrations (``modelseek/duel/migrations``); :func:`upgrade` applies them once and
+race-free: under ``pg_advisory_xact_lock`` on PostgreSQL (DDL is transactional there), inside a
+``BEGIN IMMEDIATE`` transaction on SQLite (one writer at a time; the DDL commits or rolls back with it).
+Every :class:`~modelseek.duel.storage.Store` opening checks the version first and takes the lock only when
+the database is behind, so many processes may open one database at once.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import InputError
+
+#: the Alembic revision this code expects (the newest migration)
+SCHEMA_VERSION = "0001"
+#: pg_advisory lock keys (two int4 keys: 'mdls', purpose)
+LOCK_NAMESPACE = 0x6D646C73
+MIGRATION_LOCK, PUBLISH_LOCK = 1, 2
+
+MIGRATIONS = Path(__file__).with_name("migrations")
+
+#: append-only tables and their unique keys (a replacing insert is recognised by any of them)
+IMMUTABLE: dict[str, list[tuple[str, ...]]] = {
+    "meta": [("key",)],
+    "submissions": [("id",), ("model",), ("token",)],
+    "profiles": [("submission_id", "task")],
+    "duels": [("task", "a_id", "b_id")],
+}
+PENDING = ("pending", "pending_profiles", "pending_duels")
+
+
+def tables(sa, md=None):
+    """Table objects (reads and writes use these; migrations create the same tables)."""
+    md = md if md is not None else sa.MetaData()
+    t = {}
+    t["meta"] = sa.Table("meta", md, sa.Column("key", sa.String(64), primary_key=True),
+                         sa.Column("value", sa.Text, nullable=False))
+    t["pending"] = sa.Table(
+        "pending", md,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("model", sa.String(300), nullable=False),
+        sa.Column("token", sa.String(64), nullable=False, unique=True),
+        sa.Column("sha256", sa.String(64), nullable=False),
+        sa.Column("created_at", sa.Float, nullable=False),
+        sa.Column("metadata_json", sa.Text, nullable=False),
+        sa.Column("payload", sa.LargeBinary, nullable=False),
+        sqlite_autoincrement=True,   # ids are never reused: a published submission keeps its pending id
+    )
+    t["submissions"] = sa.Table(
+        "submissions", md,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("model", sa.String(300), nullable=False, unique=True),
+        sa.Column("token", sa.String(64), nullable=False, unique=True),   # the pre-submission's token
+        sa.Column("sha256", sa.String(64), nullable=False),
+        sa.Column("created_at", sa.Float, nullable=False),
+        sa.Column("published_at", sa.Float, nullable=False),
+        sa.Column("metadata_json", sa.Text, nullable=False),
+        sa.Column("payload", sa.LargeBinary, nullable=False),
+    )
+    for name, owner, fk in (("profiles", "submission_id", "submissions.id"),
+                            ("pending_profiles", "pending_id", "pending.id")):
+        t[name] = sa.Table(
+            name, md,
+            sa.Column(owner, sa.Integer, sa.ForeignKey(fk), primary_key=True),
+            sa.Column("task", sa.String(300), primary_key=True),
+            sa.Column("n", sa.Integer, nullable=False),
+            sa.Column("raw", sa.Float, nullable=False),
+            sa.Column("blob", sa.LargeBinary, nullable=False),
+        )
+    t["duels"] = sa.Table(
+        "duels", md,
+        sa.Column("task", sa.String(300), primary_key=True),
+        sa.Column("a_id", sa.Integer, sa.ForeignKey("submissions.id"), primary_key=True),
+        sa.Column("b_id", sa.Integer, sa.ForeignKey("submissions.id"), primary_key=True),
+        sa.Column("p_value", sa.Float, nullable=False),    # p that a beats b
+    )
+    t["pending_duels"] = sa.Table(
+        "pending_duels", md,
+        sa.Column("pending_id", sa.Integer, sa.ForeignKey("pending.id"), primary_key=True),
+        sa.Column("task", sa.String(300), primary_key=True),
+        sa.Column("opponent_id", sa.Integer, sa.ForeignKey("submissions.id"), primary_key=True),
+        sa.Column("p_win", sa.Float, nullable=False),      # p that the pending model beats the opponent
+        sa.Column("p_loss", sa.Float, nullable=False),     # p that the opponent beats it
+    )
+    return md, t
+
+
+def immutability_ddl(dialect: str) -> list[str]:
+    """The statements that make the published tables append-only on ``dialect`` (sqlite or postgresql)."""
+    out = []
+    if dialect == "sqlite":
+        for table, keys in IMMUTABLE.items():
+            msg = f"{table}: published data are immutable"
+            out.append(f"CREATE TRIGGER {table}_no_update BEFORE UPDATE ON {table} "
+                       f"BEGIN SELECT RAISE(ABORT, '{msg}'); END")
+            out.append(f"CREATE TRIGGER {table}_no_delete BEFORE DELETE ON {table} "
+                       f"BEGIN SELECT RAISE(ABORT, '{msg}'); END")
+            # REPLACE deletes the old row without firing delete triggers (unless recursive_triggers is on in
+            # the connection that runs it), so an insert that meets any existing key is refused up front.
+            clash = " OR ".join(
+                f"EXISTS (SELECT 1 FROM {table} WHERE " + " AND ".join(f"{c} = NEW.{c}" for c in key) + ")"
+                for key in keys)
+            out.append(f"CREATE TRIGGER {table}_no_replace BEFORE INSERT ON {table} WHEN {clash} "
+                       f"BEGIN SELECT RAISE(ABORT, '{msg}'); END")
+    elif dialect == "postgresql":
+        out.append("CREATE OR REPLACE FUNCTION modelseek_immutable() RETURNS trigger AS $$ BEGIN "
+                   "RAISE EXCEPTION '%: published data are immutable', TG_TABLE_NAME; END; $$ LANGUAGE plpgsql")
+        for table in IMMUTABLE:
+            # ON CONFLICT DO UPDATE is an UPDATE: the row trigger refuses it as well
+            out.append(f"CREATE TRIGGER {table}_immutable BEFORE UPDATE OR DELETE ON {table} "
+                       "FOR EACH ROW EXECUTE FUNCTION modelseek_immutable()")
+            out.append(f"CREATE TRIGGER {table}_no_truncate BEFORE TRUNCATE ON {table} "
+                       "FOR EACH STATEMENT EXECUTE FUNCTION modelseek_immutable()")
+    else:
+        raise InputError(f"unsupported database dialect {dialect!r}; use SQLite or PostgreSQL", field="db")
+    return out
+
+
+# ------------------------------------------------------------------------------------------ migrations
+def _version(conn) -> str | None:
+    import sqlalchemy as sa
+
+    insp = sa.inspect(conn)
+    # 'submissions' first: the migration commits both tables at once, so once it is visible the version
+    # table is too (the other order could see a half-finished race as a legacy database)
+    has_data = insp.has_table("submissions")
+    if not insp.has_table("alembic_version"):
+        if has_data:
+            raise InputError("this leaderboard database predates schema versioning (modelseek < 0.3); export its "
+                             "submissions and publish them into a new database", field="db")
+        return None
+    return conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
+
+
+def schema_version(engine) -> str | None:
+    """The database's schema revision (``None`` for an empty database)."""
+    with engine.connect() as conn:
+        return _version(conn)
+
+
+def _alembic_upgrade(conn) -> None:
+    from alembic import command
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS))
+    cfg.attributes["connection"] = conn
+    command.upgrade(cfg, "head")
+
+
+def upgrade(engine, write_connection) -> tuple[str | None, str]:
+    """Bring the database to :data:`SCHEMA_VERSION` once: ``(version before, version after)``.
+
+    ``write_connection(conn)`` prepares a connection for a serialised write transaction (see storage)."""
+    with engine.connect() as conn:
+        before = _version(conn)
+    if before == SCHEMA_VERSION:
+        return before, before
+    if before is not None and before > SCHEMA_VERSION:
+        raise InputError(f"this leaderboard database has schema {before}, newer than this modelseek "
+                         f"({SCHEMA_VERSION}); upgrade modelseek", field="db")
+    import sqlalchemy as sa
+
+    with engine.connect() as conn:
+        write_connection(conn)
+        with conn.begin():
+            if conn.dialect.name == "postgresql":
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(:a, :b)"),
+                             {"a": LOCK_NAMESPACE, "b": MIGRATION_LOCK})
+            now = _version(conn)                 # another process may have upgraded while we waited
+            if now != SCHEMA_VERSION:
+                _alembic_upgrade(conn)
+    return before, SCHEMA_VERSION

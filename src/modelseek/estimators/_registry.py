@@ -1,0 +1,103 @@
+"""The estimator registry: every estimator registers itself, with its properties, in its own module.
+
+``@register("name", input="features", seeded=False, higher_is_better=True)`` on the function is all a new
+estimator needs: the package discovers its modules on first use (every public module of
+``modelseek.estimators``), and the feature ranker of each registered estimator is derived from this record
+(:mod:`modelseek.rankers.features`), so no other table lists estimators or their properties.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from typing import Callable
+
+from ..enums import Choice
+from ..registry import Registry
+
+
+class InputKind(Choice):
+    """What an estimator's first argument is."""
+
+    FEATURES = "features"  # frozen features of the task's examples (N x D)
+    PROBS = "probs"        # the source classification head's class probabilities (N x Z)
+
+
+@dataclass(frozen=True)
+class EstimatorInfo:
+    """One registered estimator and the properties a caller needs to run it."""
+
+    name: str
+    fn: Callable[..., float]
+    #: the first argument: frozen features or the source head's class probabilities
+    input: InputKind = InputKind.FEATURES
+    #: takes a ``seed`` keyword and is deterministic under it
+    seeded: bool = False
+    #: direction of the score
+    higher_is_better: bool = True
+    #: fits on a training split and scores ``val_features``/``val_labels`` when given them
+    uses_validation: bool = False
+    #: the score is unchanged when the features are multiplied by any c > 0 (the contract tests hold each
+    #: estimator to what it declares; the others compute a finite value at any scale or raise InputError)
+    scale_invariant: bool = True
+
+    @property
+    def summary(self) -> str:
+        doc = (self.fn.__doc__ or "").strip()
+        return doc.splitlines()[0] if doc else ""
+
+
+class EstimatorRegistry(Registry[EstimatorInfo]):
+    """A :class:`~modelseek.registry.Registry` of :class:`EstimatorInfo` that imports the package's modules
+    (which register themselves) the first time it is asked for a name."""
+
+    def __init__(self, package: str) -> None:
+        super().__init__("estimator")
+        self._package = package
+        self._discovered = False
+
+    def _discover(self) -> None:
+        if self._discovered:
+            return
+        self._discovered = True
+        pkg = importlib.import_module(self._package)
+        for mod in pkgutil.iter_modules(pkg.__path__):
+            if not mod.name.startswith("_"):
+                importlib.import_module(f"{self._package}.{mod.name}")
+
+    def get(self, name: str) -> EstimatorInfo:
+        self._discover()
+        return super().get(name)
+
+    def names(self) -> list[str]:
+        self._discover()
+        return super().names()
+
+    def __contains__(self, name: object) -> bool:
+        self._discover()
+        return super().__contains__(name)
+
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` (for tests and plug-ins that register temporarily)."""
+        self.get(name)
+        del self._items[name]
+
+
+ESTIMATORS = EstimatorRegistry("modelseek.estimators")
+
+
+def register(name: str, *, input: "str | InputKind" = "features", seeded: bool = False,
+             higher_is_better: bool = True, uses_validation: bool = False,
+             scale_invariant: bool = True) -> Callable[[Callable[..., float]], Callable[..., float]]:
+    """Decorator: register ``fn(features_or_probs, labels, **options) -> float`` under ``name``."""
+    kind = InputKind.parse(input, "input")
+
+    def deco(fn: Callable[..., float]) -> Callable[..., float]:
+        ESTIMATORS.add(name, EstimatorInfo(name=name, fn=fn, input=kind, seeded=bool(seeded),
+                                           higher_is_better=bool(higher_is_better),
+                                           uses_validation=bool(uses_validation),
+                                           scale_invariant=bool(scale_invariant)))
+        return fn
+
+    return deco
