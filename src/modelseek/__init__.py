@@ -7,6 +7,7 @@ verbs and nouns::
     truth = GroundTruth.from_csv("ground-truth.csv")
     run = rank(tasks, pool, method="avgrank", train_truth=truth)
     print(evaluate(run, truth))
+    fused = fuse([run, other_run], method="wsum", norm="min-max", weights=[0.7, 0.3])
 
 Importing modelseek changes no global state and imports no heavy library.
 """
@@ -21,13 +22,14 @@ from .data.task import Criticality, Split, Task, TaskSet
 from .data.truth import GradingScheme, GroundTruth
 from .errors import InputError, ModelseekError, ValidationError
 from .evaluate import evaluate
+from .fusion import fuse
 from .api import rank
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Candidate", "Criticality", "GradingScheme", "GroundTruth", "InputError", "ModelseekError", "Pool",
-    "Report", "Run", "Split", "Task", "TaskSet", "ValidationError", "evaluate", "from_hf_dataset",
+    "Report", "Run", "Split", "Task", "TaskSet", "ValidationError", "evaluate", "from_hf_dataset", "fuse",
     "load_ntcir_tasks", "load_pool", "load_table_task", "load_tasks", "rank", "read_run", "read_runs",
     "validate_run", "write_runs", "__version__",
 ]

@@ -4,6 +4,11 @@ Each topic of the ground truth is ordered by the run's Rank column (ties by line
 nDCG@k uses gain 2^rel - 1 and discount log2(i + 1) with the ideal ranking over *all* candidates of the
 topic; candidates missing from the run count as 0; a topic missing from the run scores 0 on every metric
 (1 on regret); the score is the plain mean over topics. ``evaluate`` never writes into its inputs.
+
+``kendall`` is Vigna's weighted Kendall tau between the run's order and the ground-truth scores (any
+higher-is-better score: F1, accuracy ...); a topic missing from the run has no value (NaN, left out of the
+means). A run whose docIDs match no model id of the ground truth on the topics they share is an error, not
+a report of zeros (e.g. a run of Hugging Face ids scored against a table of numeric ids).
 """
 
 from __future__ import annotations
@@ -29,6 +34,13 @@ def evaluate(run: Run, truth: GroundTruth, metrics: Sequence[str] = DEFAULT_METR
         raise InputError(f"no metric given; valid names: {', '.join(_metrics.names())}", field="metrics")
     fns = {m: _metrics.get(m) for m in names}
     wanted = truth.task_ids if topics is None else [str(t) for t in topics]
+    shared = [t for t in wanted if t in run]
+    models = set(truth.model_ids)
+    if shared and not any(e.doc in models for t in shared for e in run[t]):
+        example = run[shared[0]][0].doc
+        raise InputError(f"run {run.run_id!r}: no docID matches a model id of the ground truth on the "
+                         f"{len(shared)} shared topic(s) (run: {example!r} ...; ground truth: "
+                         f"{', '.join(repr(m) for m in truth.model_ids[:3])} ...)", field="docID")
     rows = {}
     missing = []
     for topic in wanted:

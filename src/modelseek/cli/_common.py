@@ -172,7 +172,7 @@ def find_in_root(root: Path, name: str) -> Path | None:
     return None
 
 
-def load_truth(path: str | None, root: Path | None = None, tasks_csv: str | None = None):
+def load_truth(path: str | None, root: Path | None = None, tasks_csv: str | None = None, any_score: bool = False):
     from ..data.truth import GroundTruth
 
     if path is None:
@@ -180,7 +180,7 @@ def load_truth(path: str | None, root: Path | None = None, tasks_csv: str | None
         if found is None:
             raise InputError("no ground truth given (--ground-truth) and none found beside the tasks")
         path = str(found)
-    return GroundTruth.from_csv(path, tasks_csv=tasks_csv)
+    return GroundTruth.from_csv(path, tasks_csv=tasks_csv, any_score=any_score)
 
 
 def load_pool_arg(value: str | None, root: Path | None = None):

@@ -94,14 +94,18 @@ class Report:
         return self.table()
 
     def to_dict(self) -> dict:
+        def num(v):  # NaN (e.g. kendall on a topic missing from the run) is JSON null
+            v = float(v)
+            return None if np.isnan(v) else v
+
         return {
             "run_id": self.run_id,
             "scheme": self.scheme,
             "metrics": self.metrics,
-            "mean": self.mean(),
-            "by_tier": {t: {k: (int(v) if k == "n" else float(v)) for k, v in r.items()}
+            "mean": {k: num(v) for k, v in self.mean().items()},
+            "by_tier": {t: {k: (int(v) if k == "n" else num(v)) for k, v in r.items()}
                         for t, r in self.by_tier().iterrows()},
-            "per_topic": {t: {k: (v if isinstance(v, str) else float(v)) for k, v in r.items()}
+            "per_topic": {t: {k: (v if isinstance(v, str) else num(v)) for k, v in r.items()}
                           for t, r in self._per_topic.iterrows()},
             "missing_topics": self.missing_topics,
             "extra_topics": self.extra_topics,

@@ -1,7 +1,8 @@
 """Runs: the output of a model-retrieval method, in TREC format.
 
-A run file has one line per (topic, candidate): ``topicID Q0 docID Rank Score RunID``, whitespace
-separated. A file may hold several runs (RunIDs); the official rules allow at most 5.
+A run file has one line per (topic, candidate): ``topicID Q0 docID Rank Score RunID``, separated by any
+whitespace (spaces, tabs; a UTF-8 byte-order mark is ignored), as written by trec_eval-style tools and ranx.
+A file may hold several runs (RunIDs); the official rules allow at most 5.
 
 Tie policy (written down and tested): a topic is ordered by the Rank column; equal ranks keep their line
 order; Score is not used for ordering. :meth:`Run.from_scores` assigns ranks 1..n by decreasing score;

@@ -96,9 +96,15 @@ class GroundTruth:
 
     # ------------------------------------------------------------------------------------------ loading
     @classmethod
-    def from_csv(cls, path: str | Path, tasks_csv: str | Path | None = None) -> "GroundTruth":
+    def from_csv(cls, path: str | Path, tasks_csv: str | Path | None = None,
+                 any_score: bool = False) -> "GroundTruth":
         """Read ``task_id,model_id,f1[,...]`` (the official ground-truth format; extra columns are derived
-        again from f1). Criticality comes from ``tasks_csv`` (or a ``tasks.csv`` beside the file)."""
+        again from f1). Criticality comes from ``tasks_csv`` (or a ``tasks.csv`` beside the file).
+
+        ``any_score=True`` reads a generic ground truth, e.g. a published model zoo's records: the ``f1``
+        column may hold any higher-is-better score (accuracy in %, BLEU, a negative loss ...) and must only be
+        finite. Grades still come from ``score / best score of the task``, so every task needs a positive
+        best score; model ids are any strings without spaces (Hugging Face ids match a run's docIDs)."""
         from ..io import open_text
 
         path = Path(path)
@@ -112,6 +118,7 @@ class GroundTruth:
             crit_col = "criticality" if "criticality" in fields else None
             crit: dict[str, str] = {}
             seen: set[tuple[str, str]] = set()
+            first_line: dict[str, int] = {}
             for lineno, row in enumerate(reader, start=2):
                 t, m = (row["task_id"] or "").strip(), (row["model_id"] or "").strip()
                 if not t:
@@ -122,8 +129,13 @@ class GroundTruth:
                     f1 = float(row["f1"])
                 except (TypeError, ValueError):
                     raise InputError(f"not a number: {row['f1']!r}", path=path, line=lineno, field="f1") from None
-                if not math.isfinite(f1) or f1 < 0 or f1 > 1:
-                    raise InputError(f"must be in [0, 1], got {row['f1']}", path=path, line=lineno, field="f1")
+                if not math.isfinite(f1):
+                    raise InputError(f"must be finite, got {row['f1']}", path=path, line=lineno, field="f1")
+                if not any_score and (f1 < 0 or f1 > 1):
+                    raise InputError(f"must be in [0, 1], got {row['f1']} (for another higher-is-better score, "
+                                     f"e.g. accuracy in %, read it as any score: --any-score)", path=path,
+                                     line=lineno, field="f1")
+                first_line.setdefault(t, lineno)
                 if (t, m) in seen:
                     raise InputError(f"duplicate (task, model) pair ({t}, {m})", path=path, line=lineno,
                                      field="model_id")
@@ -133,6 +145,13 @@ class GroundTruth:
                     crit[t] = row[crit_col]
         if not rows:
             raise InputError("no rows", path=path)
+        best: dict[str, float] = {}
+        for t, _, f1 in rows:
+            best[t] = max(best.get(t, -math.inf), f1)
+        for t, b in best.items():
+            if b <= 0:
+                raise InputError(f"task {t!r}: the best score is {b:g} <= 0; grades are score / best score and "
+                                 f"need a positive best", path=path, line=first_line[t], field="f1")
         if tasks_csv is None and (path.parent / "tasks.csv").exists():
             tasks_csv = path.parent / "tasks.csv"
         if tasks_csv is not None:
@@ -210,8 +229,14 @@ class GroundTruth:
         return GroundTruth(keep, criticality={t: self._crit[t] for t in ids}, source=self.source)
 
     def _task(self, task_id: str) -> pd.DataFrame:
-        sub = self._df[self._df["task_id"] == str(task_id)]
-        if sub.empty:
+        # one groupby, built on first use (the table is immutable): scoring a run looks up every task, and
+        # filtering the whole table per task made evaluation quadratic in the number of tasks
+        groups = self.__dict__.get("_groups")
+        if groups is None:
+            groups = {str(t): sub for t, sub in self._df.groupby("task_id", sort=False)}
+            self.__dict__["_groups"] = groups
+        sub = groups.get(str(task_id))
+        if sub is None:
             raise InputError(f"task {task_id!r} is not in the ground truth")
         return sub
 

@@ -268,17 +268,15 @@ class FeatureRanker(Ranker):
 
 
 def reciprocal_rank_fusion(per_method: Sequence[dict[str, float]], k: float = 60.0) -> dict[str, float]:
-    """sum_m 1 / (k + rank_m(d)) over methods (Cormack, Clarke, Buettcher, SIGIR 2009); failed (-inf) last.
+    """RRF of one task's per-estimator scores by :func:`modelseek.fusion.fuse` (ranks by decreasing score,
+    ties by natural docID; a failed, -inf, score has no term); a candidate failed everywhere gets -inf."""
+    from ..fusion import fuse
 
-    Ranks within a method follow :meth:`Run.from_scores` (decreasing score, ties by natural docID).
-    """
-    fused: dict[str, float] = {}
-    for scores in per_method:
-        run = Run.from_scores({"t": scores})
-        for e in run["t"]:
-            fused[e.doc] = fused.get(e.doc, 0.0) + (1.0 / (k + e.rank) if math.isfinite(e.score) else 0.0)
-    # a candidate that failed everywhere gets -inf, not 0, so that the run marks it
-    return {d: (v if v > 0 else -math.inf) for d, v in fused.items()}
+    if not per_method:
+        return {}
+    fused = fuse([Run.from_scores({"t": s}, f"m{i}") for i, s in enumerate(per_method)], "rrf", k=k)
+    got = fused.scores("t") if "t" in fused else {}
+    return {d: got.get(d, -math.inf) for s in per_method for d in s}
 
 
 class FusionRanker(FeatureRanker):

@@ -211,10 +211,21 @@ def ranks_from_scores(scores: np.ndarray) -> np.ndarray:
 
 
 def rrf(score_list: Sequence[np.ndarray], k: int = RRF_K) -> np.ndarray:
-    """Reciprocal rank fusion of several ``n x m`` score matrices over the same queries and models."""
+    """Reciprocal rank fusion of several ``n x m`` score matrices over the same queries and models, by
+    :func:`modelseek.fusion.fuse` (columns are docIDs 0..m-1, so ties go to the lower column)."""
+    from ..data.run import Run
+    from ..fusion import fuse
+
     if not score_list:
         raise InputError("fusion needs at least one member")
     shape = score_list[0].shape
     if any(s.shape != shape for s in score_list):
         raise InputError("fusion members disagree on the number of queries or models")
-    return sum(1.0 / (k + ranks_from_scores(s)) for s in score_list)
+    runs = [Run.from_scores({str(q): {str(j): float(v) for j, v in enumerate(row)} for q, row in enumerate(s)},
+                            f"m{i}") for i, s in enumerate(score_list)]
+    fused = fuse(runs, "rrf", k=k)
+    out = np.zeros(shape)
+    for q in range(shape[0]):
+        for d, v in (fused.scores(str(q)) if str(q) in fused else {}).items():
+            out[q, int(d)] = v
+    return out

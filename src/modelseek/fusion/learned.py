@@ -1,0 +1,383 @@
+"""Learned fusion: choose the method, normalisation and weights from ground truth, honestly.
+
+The search space is a fixed grid of :class:`~modelseek.fusion.core.Fusion` specifications, enumerated in a
+fixed order: plain RRF first, then combsum and combmnz under each normalisation, then wsum and weighted RRF
+over weight vectors on the simplex (steps of ``step``; equal weights and every single run included; when
+the simplex grid is larger than ``max_weights`` a seeded random subset of it). Every specification is
+scored once per topic with the official metric (nDCG@k), so fitting a fold is choosing a specification from
+its scores on that fold's *training* topics: by default with the one-standard-error rule (the fusion using
+the fewest runs among those within one paired standard error of the best mean; see :func:`choose`), or the
+best mean (``selection="best"``).
+
+Honest estimate: task-level k-fold cross-validation with the folds of ``bench`` (seeded, stratified by
+criticality tier where possible). Each fold's choice is made on the other folds' topics only and scored
+on its held-out topics; :class:`FoldResult` records both topic lists so that this can be checked. The
+held-out scores are compared with each input run and with plain RRF on the same topics (mean, percentile
+bootstrap interval over topics, paired bootstrap of the difference). The fusion that is saved and applied
+is then chosen on every topic with ground truth.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence, TYPE_CHECKING
+
+import numpy as np
+
+from ..data.run import Run
+from ..data.truth import GradingScheme, GroundTruth
+from ..errors import InputError
+from .core import DEFAULT_RRF_K, Block, Fusion, FusionMethod, _as_runs, block_to_run, fuse, make_block
+from .norms import Norm
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+LEARNED = "learned fusion"   # names with a space cannot clash with a run id
+PLAIN_RRF = "plain rrf"
+DEFAULT_NORMS = (Norm.MIN_MAX, Norm.ZMUV, Norm.RANK, Norm.SUM)
+
+
+# ------------------------------------------------------------------------------------------ the grid
+def simplex_weights(n_runs: int, step: float = 0.1) -> list[tuple[float, ...]]:
+    """Every weight vector with entries in {0, step, 2 step, ..., 1} summing to 1 (lexicographic order)."""
+    if not (0 < step <= 1) or not math.isfinite(step):
+        raise InputError(f"step must be in (0, 1], got {step}", field="step")
+    units = int(round(1.0 / step))
+    if abs(units * step - 1.0) > 1e-9:
+        raise InputError(f"step must divide 1 (0.5, 0.25, 0.2, 0.1, 0.05 ...), got {step}", field="step")
+    out = []
+    for comp in itertools.product(range(units + 1), repeat=n_runs - 1):
+        rest = units - sum(comp)
+        if rest >= 0:
+            out.append(tuple(c / units for c in (*comp, rest)))
+    return sorted(out, reverse=True)
+
+
+def candidate_fusions(run_ids: Sequence[str], methods: Sequence[FusionMethod | str] | None = None,
+                      norms: Sequence[Norm | str] | None = None, step: float = 0.1,
+                      rrf_ks: Sequence[float] = (DEFAULT_RRF_K,), max_weights: int = 1000,
+                      seed: int = 0) -> list[Fusion]:
+    """The search grid, in its fixed order (see the module docstring)."""
+    ids = list(run_ids)
+    ms = [FusionMethod.parse(m, field="method") for m in (methods or list(FusionMethod))]
+    ns = [Norm.parse(n, field="norm") for n in (norms or DEFAULT_NORMS)]
+    if not ms or not ns:
+        raise InputError("the search needs at least one method and one normalisation")
+    if max_weights < 1:
+        raise InputError(f"max_weights must be >= 1, got {max_weights}", field="max_weights")
+    R = len(ids)
+    equal = tuple(1.0 / R for _ in ids)
+    singles = [tuple(1.0 if i == j else 0.0 for j in range(R)) for i in range(R)]
+    grid = simplex_weights(R, step) if R > 1 else [(1.0,)]
+    if len(grid) > max_weights:
+        rng = np.random.default_rng(seed)
+        keep = sorted(rng.choice(len(grid), size=max_weights, replace=False))
+        grid = [grid[i] for i in keep]
+    weights = list(dict.fromkeys([equal, *singles, *grid]))
+    out: list[Fusion] = []
+    if FusionMethod.RRF in ms:
+        out += [Fusion.build(ids, "rrf", None, None, k) for k in rrf_ks]
+    for m in (FusionMethod.COMBSUM, FusionMethod.COMBMNZ):
+        if m in ms:
+            out += [Fusion.build(ids, m, n) for n in ns]
+    if FusionMethod.WSUM in ms and R > 1:
+        out += [Fusion.build(ids, "wsum", n, w) for n in ns for w in weights]
+    if FusionMethod.RRF in ms and R > 1:
+        out += [Fusion.build(ids, "rrf", None, w, k) for k in rrf_ks for w in weights if w != equal]
+    return list(dict.fromkeys(out))
+
+
+# ------------------------------------------------------------------------------------------ fast scorer
+def _ndcg_cut(metric: str) -> int:
+    from ..metrics import parse
+
+    base, k = parse(metric)
+    if base != "ndcg" or k is None:
+        raise InputError(f"learned fusion optimises nDCG at a cut-off (e.g. ndcg@5), got {metric!r}", field="metric")
+    return k
+
+
+@dataclass
+class _Judged:
+    """Gains of a block's candidates and the ideal DCG per topic (the official scorer's conventions)."""
+
+    gains: np.ndarray   # T x D
+    idcg: np.ndarray    # T
+    k: int
+
+    @classmethod
+    def build(cls, block: Block, truth: GroundTruth, scheme: GradingScheme, k: int) -> "_Judged":
+        from ..metrics.ndcg import dcg
+
+        gains = np.zeros(block.scores.shape[1:])
+        idcg = np.zeros(len(block.topics))
+        for ti, t in enumerate(block.topics):
+            grades = truth.grades(t, scheme)
+            for j, d in enumerate(block.docs[ti]):
+                gains[ti, j] = scheme.gain(grades.get(d, 0))
+            idcg[ti] = dcg(sorted((scheme.gain(g) for g in grades.values()), reverse=True), k)
+        return cls(gains, idcg, k)
+
+    def ndcg(self, fused: np.ndarray) -> np.ndarray:
+        """Per-topic nDCG@k of rankings by decreasing fused score, ties in candidate (natural docID) order."""
+        absent = np.isnan(fused)
+        order = np.argsort(np.where(absent, np.inf, -fused), axis=1, kind="stable")[:, :self.k]
+        g = np.take_along_axis(np.where(absent, 0.0, self.gains), order, axis=1)
+        disc = 1.0 / np.log2(np.arange(2, order.shape[1] + 2))
+        dcg = (g * disc).sum(axis=1)
+        return np.where(self.idcg > 0, dcg / np.where(self.idcg > 0, self.idcg, 1.0), 0.0)
+
+
+def score_grid(block: Block, judged: _Judged, grid: Sequence[Fusion], progress: bool = False) -> np.ndarray:
+    """``len(grid) x topics`` matrix of per-topic nDCG@k; a specification whose fused scores overflow
+    (raw scores near the float range under ``none``) scores -inf everywhere."""
+    from ..progress import progress_bar
+
+    out = np.empty((len(grid), len(block.topics)))
+    for i, spec in enumerate(progress_bar(grid, desc="fusion grid", disable=not progress)):
+        fused = spec.fused_scores(block)
+        if np.isinf(fused).any():
+            out[i] = -np.inf
+        else:
+            out[i] = judged.ndcg(fused)
+    return out
+
+
+SELECTIONS = ("1se", "best")
+
+
+def runs_used(spec: Fusion) -> int:
+    """How many input runs a fusion uses (runs with weight 0 are not used)."""
+    return sum(1 for w in spec.weights if w > 0)
+
+
+def choose(M: np.ndarray, cols: Sequence[int], grid: Sequence[Fusion], selection: str = "1se") -> int:
+    """Index of the fusion chosen from per-topic scores ``M[:, cols]`` (the training topics only).
+
+    ``best``: the highest mean (first in grid order on a tie). ``1se``: the one-standard-error rule (Breiman
+    et al., 1984; Hastie et al., ESL 7.10) on paired differences -- among the fusions whose mean is within
+    one standard error of the best's (the SE of the per-topic difference to the best), the one using the
+    fewest runs, then the highest mean, then grid order. With few and noisy tasks the best-on-training
+    weights often give a small weight to a run that only fits noise; the rule keeps such a run out unless
+    the data clearly support it.
+    """
+    X = M[:, list(cols)]
+    with np.errstate(invalid="ignore", over="ignore"):
+        means = X.mean(axis=1)
+        best = int(np.argmax(means))
+        if selection == "best" or X.shape[1] < 2:
+            return best
+        diff = X[best][None, :] - X
+        se = diff.std(axis=1, ddof=1) / math.sqrt(X.shape[1])
+        ok = np.isfinite(means) & (means >= means[best] - np.nan_to_num(se, nan=np.inf))
+    ok[best] = True
+    used = np.array([runs_used(g) for g in grid])
+    fewest = used[ok].min()
+    cand = np.flatnonzero(ok & (used == fewest))
+    return int(cand[np.argmax(means[cand])])
+
+
+# ------------------------------------------------------------------------------------------ results
+@dataclass(frozen=True)
+class FoldResult:
+    fold: int
+    held_out: tuple[str, ...]    # topics this fold's choice is scored on
+    fitted: tuple[str, ...]      # topics this fold's choice was made on (never a held-out one)
+    fusion: Fusion
+    train_score: float
+
+    def to_dict(self) -> dict:
+        return {"fold": self.fold, "held_out": list(self.held_out), "fitted": list(self.fitted),
+                "fusion": self.fusion.to_dict(), "describe": self.fusion.describe(),
+                "train_score": self.train_score}
+
+
+@dataclass
+class FusionCV:
+    """Cross-validated comparison: per-topic held-out values of the learned fusion, each input run and plain
+    RRF (columns), with the fold and tier of each topic."""
+
+    metric: str
+    folds: list[FoldResult]
+    per_topic: "pd.DataFrame"
+    systems: list[str]
+    seed: int = 0
+    run: Run | None = None      # the learned fusion's held-out rankings (each topic by its fold's choice)
+
+    def per_fold(self) -> "pd.DataFrame":
+        """Mean metric per fold (rows) and system (columns), with the number of held-out topics."""
+        df = self.per_topic.groupby("fold")[self.systems].mean()
+        df.insert(0, "n", self.per_topic.groupby("fold").size())
+        return df
+
+    def summary(self, n_resamples: int = 1000, confidence: float = 0.95, seed: int | None = None) -> "pd.DataFrame":
+        """Per system: mean [bootstrap interval over topics] and the paired difference learned − system."""
+        import pandas as pd
+
+        from ..stats.bootstrap import bootstrap_ci, paired_bootstrap
+
+        s = self.seed if seed is None else seed
+        learned = self.per_topic[LEARNED].to_numpy(float)
+        rows = []
+        for name in self.systems:
+            v = self.per_topic[name].to_numpy(float)
+            ci = bootstrap_ci(v, n_resamples, confidence, s)
+            row = {"system": name, "mean": ci.mean, "low": ci.low, "high": ci.high,
+                   "diff": math.nan, "diff_low": math.nan, "diff_high": math.nan, "p_better": math.nan}
+            if name != LEARNED:
+                c = paired_bootstrap(learned, v, n_resamples, confidence, s)
+                row.update(diff=c.mean_diff, diff_low=c.low, diff_high=c.high, p_better=c.p_better)
+            rows.append(row)
+        return pd.DataFrame(rows).set_index("system")
+
+    def to_dict(self, n_resamples: int = 1000) -> dict:
+        summ = self.summary(n_resamples)
+        fold_means = self.per_fold()
+        return {"metric": self.metric, "seed": self.seed, "n_topics": int(len(self.per_topic)),
+                "folds": [{**f.to_dict(), "means": {k: float(v) for k, v in fold_means.loc[f.fold, self.systems].items()}}
+                          for f in self.folds],
+                "summary": {name: {k: (None if isinstance(v, float) and math.isnan(v) else float(v))
+                                   for k, v in row.items()} for name, row in summ.iterrows()}}
+
+    def table(self, n_resamples: int = 1000) -> str:
+        """A text table: the mean per fold, then mean [95%] and learned − system [95%] over all topics."""
+        summ = self.summary(n_resamples)
+        pf = self.per_fold()
+        names = self.systems
+        w = max(16, *(len(n) for n in names)) + 2
+
+        def row(label: str, cells) -> str:
+            return f"{label:<16}" + "".join(f"{c:>{w}}" for c in cells)
+
+        lines = [f"{self.metric} on held-out topics ({len(self.folds)} folds, seed {self.seed}, "
+                 f"{len(self.per_topic)} topics)", row("", names)]
+        for fold, r in pf.iterrows():
+            lines.append(row(f"fold {fold} (n={int(r['n'])})", [f"{r[n]:.4f}" for n in names]))
+        lines.append(row("mean", [f"{summ.loc[n, 'mean']:.4f}" for n in names]))
+        lines.append(row("  95% interval", [f"[{summ.loc[n, 'low']:.3f}, {summ.loc[n, 'high']:.3f}]" for n in names]))
+        lines.append(row("learned − it", ["—" if n == LEARNED else f"{summ.loc[n, 'diff']:+.4f}" for n in names]))
+        lines.append(row("  95% interval", ["" if n == LEARNED else
+                                            f"[{summ.loc[n, 'diff_low']:+.3f}, {summ.loc[n, 'diff_high']:+.3f}]"
+                                            for n in names]))
+        return "\n".join(lines)
+
+
+@dataclass
+class LearnedFusion:
+    """A fusion chosen on ground truth, with how it was chosen and (when run) its cross-validation."""
+
+    fusion: Fusion
+    metric: str
+    scheme: str
+    fitted_topics: list[str]
+    train_score: float
+    cv: FusionCV | None = None
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def apply(self, runs: Sequence[Run] | Mapping[str, Run], run_id: str | None = None) -> Run:
+        """Fuse ``runs`` (matched by run id) on every topic they hold, new topics included."""
+        return self.fusion.apply(runs, run_id or "fused-learned")
+
+    def save(self, path: str | Path) -> None:
+        from .persist import save_fusion
+
+        save_fusion(self, path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "LearnedFusion":
+        from .persist import load_fusion
+
+        return load_fusion(path)
+
+
+# ------------------------------------------------------------------------------------------ optimise
+def optimize_fusion(runs: Sequence[Run] | Mapping[str, Run], truth: GroundTruth, metric: str = "ndcg@5",
+                    scheme: GradingScheme | str = GradingScheme.NTCIR, folds: int | None = 5, seed: int = 0,
+                    methods: Sequence[FusionMethod | str] | None = None, norms: Sequence[Norm | str] | None = None,
+                    step: float = 0.1, rrf_ks: Sequence[float] = (DEFAULT_RRF_K,), max_weights: int = 1000,
+                    selection: str = "1se", progress: bool = False) -> LearnedFusion:
+    """Choose a fusion of ``runs`` on the topics that have ground truth (see the module docstring).
+
+    ``selection``: ``1se`` (default) or ``best`` (see :func:`choose`). ``folds=None`` skips the
+    cross-validation (the result has ``cv=None``).
+    """
+    import pandas as pd
+
+    from ..evaluate import evaluate
+
+    rs = _as_runs(runs)
+    ids = [r.run_id for r in rs]
+    Fusion.build(ids)  # validates the run ids
+    s = GradingScheme.parse(scheme)
+    k = _ndcg_cut(metric)
+    if selection not in SELECTIONS:
+        raise InputError(f"unknown selection {selection!r}; valid values: {', '.join(SELECTIONS)}", field="selection")
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise InputError(f"seed must be an integer >= 0, got {seed!r}", field="seed")
+    truth_topics = set(truth.task_ids)
+    all_topics = list(dict.fromkeys(t for r in rs for t in r))
+    topics = [t for t in all_topics if t in truth_topics]
+    if not topics:
+        raise InputError(f"no topic of the runs has ground truth (runs: {', '.join(all_topics[:5])}"
+                         f"{' ...' if len(all_topics) > 5 else ''}; ground truth: {', '.join(truth.task_ids[:5])}"
+                         f"{' ...' if len(truth_topics) > 5 else ''})", field="topicID")
+    models = set(truth.model_ids)
+    if not any(e.doc in models for r in rs for t in topics for e in r[t] if t in r):
+        raise InputError(f"no docID of the runs is a model id of the ground truth (e.g. "
+                         f"{next(e.doc for r in rs for t in r for e in r[t])!r} vs "
+                         f"{', '.join(truth.model_ids[:3])})", field="docID")
+    if folds is not None and (isinstance(folds, bool) or not 2 <= int(folds) <= len(topics)):
+        raise InputError(f"folds must be between 2 and the number of topics with ground truth ({len(topics)}), "
+                         f"got {folds}", field="folds")
+    block = make_block(rs, topics)
+    judged = _Judged.build(block, truth, s, k)
+    grid = candidate_fusions(ids, methods, norms, step, rrf_ks, max_weights, seed)
+    M = score_grid(block, judged, grid, progress)
+    mean_all = M.mean(axis=1)
+    best = choose(M, list(range(len(topics))), grid, selection)
+    info = {"grid_size": len(grid), "step": step, "selection": selection, "rrf_ks": [float(x) for x in rrf_ks],
+            "methods": sorted({g.method.value for g in grid}), "norms": sorted({g.norm.value for g in grid}),
+            "runs": ids, "n_topics_with_truth": len(topics), "n_topics": len(all_topics)}
+    result = LearnedFusion(grid[best], metric, s.value, list(topics), float(mean_all[best]), None, info)
+    if folds is None:
+        return result
+
+    from ..bench import make_folds
+
+    tiers = [truth.criticality(t).value for t in topics]
+    held_lists = [[str(t) for t in held] for held in make_folds(topics, tiers, folds, seed)]
+    index = {t: i for i, t in enumerate(topics)}
+    fold_results: list[FoldResult] = []
+    fold_of: dict[str, int] = {}
+    cv_scores: dict[str, dict[str, float]] = {}
+    for f, held in enumerate(held_lists, start=1):
+        held_set = set(held)
+        train = [t for t in topics if t not in held_set]
+        cols = [index[t] for t in train]
+        c = choose(M, cols, grid, selection)
+        spec = grid[c]
+        fold_results.append(FoldResult(f, tuple(held), tuple(train), spec, float(M[c, cols].mean())))
+        fused = spec.fused_scores(block)
+        part = block_to_run(block, fused, "learned-cv", topics=held)
+        for t in held:
+            fold_of[t] = f
+            if t in part:
+                cv_scores[t] = part.scores(t)
+    cv_run = Run({t: Run.from_scores({t: cv_scores[t]})[t] for t in topics if t in cv_scores}, "learned-cv")
+    metric_name = f"ndcg@{k}"
+    cols = {LEARNED: evaluate(cv_run, truth, [metric_name], s, topics=topics).per_topic[metric_name]}
+    for r in rs:
+        cols[r.run_id] = evaluate(r, truth, [metric_name], s, topics=topics).per_topic[metric_name]
+    cols[PLAIN_RRF] = evaluate(fuse(rs, "rrf"), truth, [metric_name], s, topics=topics).per_topic[metric_name]
+    per_topic = pd.DataFrame(cols)
+    per_topic.insert(0, "tier", tiers)
+    per_topic.insert(0, "fold", [fold_of[t] for t in topics])
+    per_topic.index.name = "topic"
+    result.cv = FusionCV(metric_name, fold_results, per_topic, [LEARNED, *ids, PLAIN_RRF], seed, cv_run)
+    result.info["folds"] = len(held_lists)
+    result.info["seed"] = seed
+    return result
