@@ -34,11 +34,17 @@ class Encoder:
 
 
 def minilm(max_length: int = 128, batch_size: int = 64) -> Encoder:
-    def embed(texts: Sequence[str]) -> np.ndarray:
-        from ..features.text import extract_features, offline_minilm_path
+    # One TextEncoder per Encoder, created on the first call: a task representation encodes the task's texts
+    # and then its label names, and loading the model for each call doubled the cold-start time of `rank`.
+    loaded: list = []
 
-        return extract_features(list(texts), str(offline_minilm_path()), pooling="mean", max_length=max_length,
-                                batch_size=batch_size, device="cpu", cache_dir=False, progress=False)
+    def embed(texts: Sequence[str]) -> np.ndarray:
+        if not loaded:
+            from ..features.text import TextEncoder, offline_minilm_path
+
+            loaded.append(TextEncoder(str(offline_minilm_path()), pooling="mean", max_length=max_length,
+                                      batch_size=batch_size, device="cpu", cache_dir=False, progress=False))
+        return loaded[0](list(texts))
 
     return Encoder(f"all-MiniLM-L6-v2/mean/len{max_length}", embed, 384)
 
