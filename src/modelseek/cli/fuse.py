@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 from numbers import Real
-from pathlib import Path
 
 from ..config import Interval
 from ..fusion import FusionMethod, Norm

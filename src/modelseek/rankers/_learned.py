@@ -152,8 +152,25 @@ class LearnedRanker(Ranker):
         return self
 
     def _default_pool(self) -> Pool | None:
-        """The pool that ties ground-truth ids to HF ids when ``fit`` is given none (card-reading methods: theirs)."""
-        return None
+        """The pool that ties ground-truth ids to HF ids when ``fit`` is given none: the ranker's own ``pool``
+        parameter for the methods that read model cards, else none."""
+        pool = getattr(self, "pool", None)
+        if pool is None:
+            return None
+        from ..data.pool import load_pool
+
+        return load_pool(pool) if isinstance(pool, str) else pool
+
+    def _cards_pool(self, what: str) -> Pool:
+        """The trained candidates, in ``model_ids_`` order, as described by the ranker's ``pool`` parameter
+        (rankers that read model cards need them); a candidate that pool does not describe is an error."""
+        train_pool = self._default_pool()
+        missing = [m for m in self.model_ids_ if m not in train_pool]
+        if missing:
+            raise InputError(f"{self.name}: {what} of candidate(s) {', '.join(missing)} are not in pool "
+                             f"{self.pool!r}; give the pool file that describes the ground truth's models",
+                             field="pool")
+        return Pool([train_pool.get(m) for m in self.model_ids_])
 
     def _fit(self, tasks: list[Task], reps: list[TaskRep], y: np.ndarray, progress: bool) -> None:
         raise NotImplementedError  # pragma: no cover

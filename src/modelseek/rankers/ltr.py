@@ -27,10 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from ..data.pool import Pool, load_pool
+from ..data.pool import Pool
 from ..data.task import Task
 from ..data.truth import GradingScheme
-from ..errors import InputError
 from ..taskrep import META_FEATURES, TaskRep
 from ._learned import LearnedRanker
 from .task_knn import knn_predict, task_vector
@@ -102,18 +101,10 @@ class LTRRanker(LearnedRanker):
                     lambdarank_truncation_level=10, subsample=0.8, subsample_freq=1, colsample_bytree=0.8,
                     random_state=int(self.seed), deterministic=True, force_row_wise=True, n_jobs=1, verbose=-1)
 
-    def _default_pool(self) -> Pool:
-        return load_pool(self.pool) if isinstance(self.pool, str) else self.pool
-
     def _fit(self, tasks, reps, y, progress) -> None:
         import lightgbm as lgb
 
-        train_pool = load_pool(self.pool) if isinstance(self.pool, str) else self.pool
-        missing = [m for m in self.model_ids_ if m not in train_pool]
-        if missing:
-            raise InputError(f"ltr: candidate(s) {', '.join(missing)} are not in pool {self.pool!r}; give the pool "
-                             f"file that describes the ground truth's models", field="pool")
-        pool = Pool([train_pool.get(m) for m in self.model_ids_])
+        pool = self._cards_pool("the model cards")
         idx = np.arange(len(self.model_ids_))
         self.keys_ = np.stack([task_vector(r, "mean") for r in reps])
         self.targets_ = y

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..data.pool import Pool, load_pool
+from ..data.pool import Pool
 from ..data.task import Task
 from ..errors import InputError
 from ..taskrep import TaskRep
@@ -45,17 +45,8 @@ class MetadataRanker(LearnedRanker):
         q = rep.mean / max(float(np.linalg.norm(rep.mean)), 1e-12)
         return cards @ q
 
-    def _default_pool(self) -> Pool:
-        return load_pool(self.pool) if isinstance(self.pool, str) else self.pool
-
     def _fit(self, tasks, reps, y, progress) -> None:
-        train_pool = load_pool(self.pool) if isinstance(self.pool, str) else self.pool
-        missing = [m for m in self.model_ids_ if m not in train_pool]
-        if missing:
-            raise InputError(f"metadata: the model cards of candidate(s) {', '.join(missing)} are not in pool "
-                             f"{self.pool!r}; give the pool file that describes the ground truth's models",
-                             field="pool")
-        cards = self.card_embeddings(Pool([train_pool.get(m) for m in self.model_ids_]))
+        cards = self.card_embeddings(self._cards_pool("the model cards"))
         self.prior_ = y.mean(axis=0)
         sims = np.stack([self.similarity(r, cards) for r in reps])
         if self.alpha is not None:

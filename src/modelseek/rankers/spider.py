@@ -11,7 +11,6 @@ full batch, AdamW, so tied best models share the target mass.
 
 from __future__ import annotations
 
-from typing import Any
 
 import numpy as np
 

@@ -31,7 +31,7 @@ import numpy as np
 from ..data.pool import Pool
 from ..data.task import Task
 from ..errors import InputError
-from ..taskrep import TaskRep, read_arrays, resolve_cache_dir, sample_indices, text_hash, write_arrays
+from ..taskrep import read_arrays, resolve_cache_dir, sample_indices, text_hash, write_arrays
 from ._learned import LearnedRanker
 from ._torch import NetState
 
