@@ -25,9 +25,9 @@ from modelseek.testing.fuzz import NASTY_NUMBERS, assert_clean_exit, damaged
 
 pytest.importorskip("torch")
 
-FUZZ = settings(max_examples=25, deadline=None, derandomize=True, database=None,
+FUZZ = settings(max_examples=50, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-FEW = settings(FUZZ, max_examples=8)
+FEW = settings(FUZZ, max_examples=15)
 
 #: Values for a numeric option: in range, out of range, non-finite, not numbers.
 OPTION_VALUES = st.one_of(st.integers(-3, 12).map(str), st.sampled_from(NASTY_NUMBERS + ("2.5", "1e3", "-0.0", "4294967296")))
@@ -359,3 +359,19 @@ def test_regression_empty_catalog_is_named(setup, tmp_path):
         for args in (("matrix", *setup["common"][:2]), ("validate", setup["red-live"], *setup["common"][:2])):
             r = run_cli("align", *args, "--catalog", cat, "--dataset-root", f"synth={setup['images']}")
             assert r.code == 1 and r.err == f"error: {cat}: no stimuli (expected one JSON object per line)\n", r.err
+
+
+def test_regression_convert_to_draft_names_the_submission(setup, tmp_path):
+    """A live submission whose layer the draft form cannot hold: the error named no file."""
+    sub = tmp_path / "live.json"
+    sub.write_text(json.dumps({"models": [{"model_name": "cnn0", "layer_name": "features.0"}, {"model_name": "cnn1"}]}))
+    r = run_cli("align", "convert", sub, "--to", "draft", "--registry", setup["registry"])
+    assert r.code == 1 and r.err.startswith(f"error: {sub}: field 'models': model 'cnn0' uses layer 'features.0'"), r.err
+
+
+def test_regression_a_line_separator_in_a_key_keeps_the_error_on_one_line(setup, tmp_path):
+    """A key holding U+2028 (a line break to str.splitlines) was echoed raw in the field name."""
+    sub = tmp_path / "live.json"
+    sub.write_text('{"models": [{"\\u2028model_name": "cnn0"}]}')
+    r = run_cli("align", "validate", sub, *setup["common"][:4])
+    assert r.code == 1 and len(r.err.splitlines()) == 1 and "field 'models[0].\\u2028model_name'" in r.err, r.err

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from modelseek.testing.cli import run_cli
 from modelseek.testing.fuzz import NASTY_NUMBERS, assert_clean_exit, damaged
 
-FUZZ = settings(max_examples=25, deadline=None, derandomize=True, database=None,
+FUZZ = settings(max_examples=50, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 TINY = ("--population", "6", "--keep", "3", "--children", "2", "--generations", "1", "--workers", "1",
         "--meta-model", "ridge", "--json")
@@ -171,3 +171,11 @@ def test_regression_costs_file_lacking_a_benchmark_is_named(case, tmp_path):
     costs.write_text("benchmark,cost\nb2,1\nb3,2\nb4,4\nb5,3\n")
     r = run_cli("eevee", "tiers", "--table", case["table"], "--costs", costs, "--budgets", "3", *TINY)
     assert r.code == 1 and r.err == f"error: {costs}: field 'cost': no cost for benchmark(s) of the table: b1\n", r.err
+
+
+def test_regression_short_costs_row_is_located(case, tmp_path):
+    """A costs row with fewer fields than the header was an IndexError traceback."""
+    costs = tmp_path / "costs.csv"
+    costs.write_text("benchmark,cost\nb1,5\nb2,1\nb3,2\nb4,4\nb5,3\n caf\u00e9\n")
+    r = run_cli("eevee", "tiers", "--table", case["table"], "--costs", costs, "--budgets", "3", *TINY)
+    assert r.code == 1 and r.err == f"error: {costs}:7: 1 field(s), the header has 2\n", r.err

@@ -516,7 +516,10 @@ def run_convert(args) -> int:
 
     sub = load_submission(args.submission)
     registry = _registry(args, required=False)
-    d = sub.to_dict(args.to, registry)
+    try:
+        d = sub.to_dict(args.to, registry)
+    except InputError as exc:  # a layer the draft form cannot hold: about this submission
+        raise InputError(exc.message, path=exc.path or args.submission, field=exc.field) from None
     if args.output:
         sub.save(args.output, args.to, registry)
         print(f"wrote {args.output} ({args.to.value} form, read as {sub.form.value})")
