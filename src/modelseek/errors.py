@@ -40,7 +40,9 @@ class InputError(ModelseekError, ValueError):
             where += ": "
         elif self.line is not None:
             where = f"line {self.line}: "
-        what = f"field '{self.field}': " if self.field else ""
+        # a field named by a hostile file may hold line breaks (\n, \u2028): escaped, the error stays one line
+        field = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(self.field)) if self.field else ""
+        what = f"field '{field}': " if field else ""
         return f"{where}{what}{self.message}"
 
 

@@ -228,6 +228,18 @@ def run_score(args) -> int:
     return 0
 
 
+def _npy_errors() -> tuple[type[BaseException], ...]:
+    import zipfile
+    import zlib
+
+    # what numpy's readers raise on damaged bytes: a bad header (ValueError), a short read (EOFError), a
+    # damaged zip member (BadZipFile, zlib.error), a pickled array refused (ValueError)
+    return (ValueError, OSError, TypeError, EOFError, KeyError, zipfile.BadZipFile, zlib.error)
+
+
+_NPY_ERRORS = _npy_errors()
+
+
 def load_cka_matrix(path) -> tuple[list[str], "object", list | None]:
     """(names, matrix, layers or None) from an .npz ('names', 'matrix', optional 'layers') or the CSV of
     ``align matrix -o``; every problem is an InputError naming the file."""
@@ -248,8 +260,8 @@ def load_cka_matrix(path) -> tuple[list[str], "object", list | None]:
                 layers = [str(x) for x in z["layers"].tolist()] if "layers" in keys else None
         except InputError:
             raise
-        except (ValueError, OSError, TypeError) as exc:  # not an npz, pickled object arrays, a bad zip
-            raise InputError(f"cannot read the .npz CKA matrix: {exc}", path=path) from None
+        except _NPY_ERRORS as exc:  # not an npz, pickled object arrays, a bad or truncated zip
+            raise InputError(f"cannot read the .npz CKA matrix: {exc or type(exc).__name__}", path=path) from None
     else:
         from ..io import read_text
 
@@ -409,10 +421,14 @@ def load_embeddings(folder, models=None):
         if n not in by_name:
             raise InputError(f"model {n!r} is not in the embeddings", path=mpath, field="models")
         f = folder / str(by_name[n].get("file", ""))
+        if not f.is_file():
+            raise InputError(f"embeddings of {n!r}: no such file", path=f)
         try:
             F = np.load(f, allow_pickle=False)
-        except (OSError, ValueError) as exc:
-            raise InputError(f"cannot read embeddings of {n!r}: {exc}", path=f) from None
+        except _NPY_ERRORS as exc:
+            raise InputError(f"cannot read embeddings of {n!r}: {exc or type(exc).__name__}", path=f) from None
+        if not isinstance(F, np.ndarray) or not np.issubdtype(F.dtype, np.number) or np.iscomplexobj(F):
+            raise InputError(f"embeddings of {n!r}: expected a real-valued .npy array", path=f)
         if F.ndim != 2 or F.shape[0] != len(stimuli):
             raise InputError(f"shape {F.shape}, expected ({len(stimuli)}, dim)", path=f)
         if not np.all(np.isfinite(F)):
@@ -500,7 +516,10 @@ def run_convert(args) -> int:
 
     sub = load_submission(args.submission)
     registry = _registry(args, required=False)
-    d = sub.to_dict(args.to, registry)
+    try:
+        d = sub.to_dict(args.to, registry)
+    except InputError as exc:  # a layer the draft form cannot hold: about this submission
+        raise InputError(exc.message, path=exc.path or args.submission, field=exc.field) from None
     if args.output:
         sub.save(args.output, args.to, registry)
         print(f"wrote {args.output} ({args.to.value} form, read as {sub.form.value})")

@@ -164,6 +164,10 @@ def _run(args, table, ev, cfg) -> int:
     if cmd == "tiers":
         if not args.costs:
             raise InputError("tiers need --costs (a benchmark,cost CSV)", field="costs")
+        missing = [b for b in table.benchmark_names if b not in table.costs]
+        if missing:  # the costs file is what lacks them: name it
+            raise InputError(f"no cost for benchmark(s) of the table: {', '.join(missing[:5])}"
+                             f"{' ...' if len(missing) > 5 else ''}", path=args.costs, field="cost")
         budgets = args.budgets
         ks = parse_ks(args.ks, len(table.benchmark_names)) if args.ks else None
         out = tiers(table, budgets, cfg, ks=ks, progress=progress, evaluator=ev)

@@ -62,6 +62,12 @@ def run(args: argparse.Namespace) -> int:
 
     recipe = load_recipe(args)
     pool = load_pool(args.pool)
+    for c in pool:  # a pool for ranking may list bare ids; fine-tuning has to load each candidate
+        if not c.source:
+            from ..errors import InputError
+
+            raise InputError(f"candidate {c.id!r} has neither hf_id nor path (fine-tuning loads it)",
+                             path=args.pool, field="hf_id")
     tasks = load_tasks(args.tasks)
     out = Path(args.out)
     store = Path(args.store) if args.store else out.with_suffix(".jobs.sqlite")

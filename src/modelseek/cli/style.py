@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from ..errors import InputError
-from ._common import NON_NEGATIVE_INT, OUTPUT_FILE, SEED, int_at_least, print_json
+from ._common import NON_NEGATIVE_INT, OUTPUT_DIR, OUTPUT_FILE, SEED, int_at_least, print_json
 
 _METHOD_HELP = ("method(s) FEATURES-RETRIEVER: features hist, colour, texture, gram, moments, enc:NAME, "
                 "encgram:NAME (NAME from the alignment model registry) joined by '+'; retriever centroid, knn or "
@@ -18,7 +18,7 @@ def _common(p) -> None:
     p.add_argument("--size", type=int_at_least(8), default=128,
                    help="images are resized and centre-cropped to SIZE x SIZE (default 128; 64 with --generated)")
     p.add_argument("--seed", type=SEED, default=0, help="seed of random-weight backbones, projections and folds")
-    p.add_argument("--cache", help="feature cache folder (reused and resumed across runs)")
+    p.add_argument("--cache", type=OUTPUT_DIR, help="feature cache folder (reused and resumed across runs)")
     p.add_argument("--images", help="image folder of a Subtask B layout (default ROOT/images; "
                                     "also searched: DIR/train, DIR/test)")
     p.add_argument("--models", help="models.csv fixing the candidates of a folder-per-label set")
@@ -74,7 +74,7 @@ def _load_train(args):
 
 def _load_queries(args, train):
     from ..style.data import (StyleDataset, _find_image, is_subtask_b, load_query_folder, load_subtask_b_test,
-                              read_image_list)
+                              read_image_list_located)
     from ..data.run import normalize_b_id
 
     root = Path(args.train)
@@ -87,10 +87,10 @@ def _load_queries(args, train):
         return load_query_folder(test, train.models)
     if is_subtask_b(root):
         return load_subtask_b_test(root, args.images, ids_file=test)
-    names = read_image_list(test)
+    located = read_image_list_located(test)
     dirs = [test.parent]
-    return StyleDataset([normalize_b_id(n) for n in names], train.models, paths=[_find_image(n, dirs) for n in names],
-                        source=str(test))
+    return StyleDataset([normalize_b_id(n) for _, n in located], train.models,
+                        paths=[_find_image(n, dirs, test, ln) for ln, n in located], source=str(test))
 
 
 def run_rank(args: argparse.Namespace) -> int:

@@ -111,11 +111,21 @@ def _read_models_csv(path: Path) -> Pool:
         name_col = next((c for c in ("model_name", "hf_id", "name") if c in fields), None)
         if id_col is None:
             raise InputError("missing column", path=path, line=1, field="model_id")
+        seen: dict[str, int] = {}
         for lineno, row in enumerate(reader, start=2):
             cid = (row.get(id_col) or "").strip()
             if not cid:
                 raise InputError("empty id", path=path, line=lineno, field=id_col)
-            cands.append(Candidate(id=cid, hf_id=(row.get(name_col) or "").strip() if name_col else ""))
+            if cid in seen:
+                raise InputError(f"duplicate candidate id {cid!r} (first on line {seen[cid]})", path=path,
+                                 line=lineno, field=id_col)
+            seen[cid] = lineno
+            try:
+                cands.append(Candidate(id=cid, hf_id=(row.get(name_col) or "").strip() if name_col else ""))
+            except InputError as exc:  # the candidate's own checks, located in the file
+                raise InputError(exc.message, path=path, line=lineno, field=exc.field or name_col) from None
+    if not cands:
+        raise InputError("a pool needs at least one candidate (no rows)", path=path)
     return Pool(cands, name=path.stem)
 
 

@@ -465,6 +465,8 @@ def read_costs(path: str | Path) -> dict[str, float]:
     for lineno, row in enumerate(rows[1:], start=2):
         if not any(c.strip() for c in row):
             continue
+        if len(row) < len(head):
+            raise InputError(f"{len(row)} field(s), the header has {len(head)}", path=path, line=lineno)
         b = row[ib].strip()
         if not b:
             raise InputError("empty", path=path, line=lineno, field="benchmark")

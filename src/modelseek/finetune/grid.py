@@ -113,10 +113,19 @@ def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelS
         try:
             with store.heartbeat():
                 left = pending()
+                idle = 0
                 while left:
+                    before = result.ran
                     ex.run(left, on_start, on_done, trainer=trainer)
                     left = pending()
                     if left:  # held by other workers: wait for them (or for their claims to go stale)
+                        held = {c["key"] for c in store.claims() if c["owner"] != store.owner}
+                        # nothing ran here and nobody holds what is left, twice: the store contradicts itself
+                        # (a job neither finished nor claimable); waiting would never end
+                        idle = idle + 1 if result.ran == before and not any(j.key in held for j in left) else 0
+                        if idle >= 2:
+                            raise InputError(f"{len(left)} job(s) are neither finished nor claimable: the job store "
+                                             f"is inconsistent; start a new one with --store", path=store.path)
                         time.sleep(poll_s)
                         left = pending()
         finally:

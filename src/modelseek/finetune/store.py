@@ -118,19 +118,35 @@ class JobStore:
         self.host, self.pid = socket.gethostname(), os.getpid()
         self.owner = f"{self.host}:{self.pid}:{uuid.uuid4().hex[:12]}"
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if self.path.is_dir():
+            raise InputError("is a directory, expected a job store file", path=self.path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise InputError(f"cannot make the job store's folder: {exc.strerror or exc}", path=self.path) from None
         try:
             self._db = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
+            # A damaged page or index makes lookups by key disagree with each other (a job both "not done"
+            # and "done"), so a grid would wait forever for it: check the file's structure once on opening
+            # (integrity_check, unlike quick_check, also compares indexes with their tables; milliseconds for a
+            # store of thousands of jobs).
+            bad = [ln.strip() for r in self._db.execute("PRAGMA integrity_check(3)") for ln in str(r[0]).splitlines()
+                   if ln.strip() and not ln.startswith("***")][:3]
+            if bad != ["ok"]:
+                raise InputError(f"damaged job store (SQLite integrity_check: {'; '.join(bad)}); restore it or start "
+                                 f"a new one with --store", path=self.path)
             self._db.executescript(_SCHEMA)
             row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
         except sqlite3.DatabaseError as exc:
             raise InputError(f"not a modelseek job store ({exc})", path=self.path) from None
+        except OSError as exc:  # a folder above the file is a file, or not writable
+            raise InputError(f"cannot open the job store: {exc.strerror or exc}", path=self.path) from None
         if row is None:
             self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-        elif int(row[0]) != SCHEMA_VERSION:
-            raise InputError(f"job store schema {row[0]}, this modelseek reads {SCHEMA_VERSION}", path=self.path)
+        elif str(row[0]) != str(SCHEMA_VERSION):
+            raise InputError(f"job store schema {row[0]!r}, this modelseek reads {SCHEMA_VERSION}", path=self.path)
 
     # ------------------------------------------------------------------------------------------ writes
     @contextlib.contextmanager

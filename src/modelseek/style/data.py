@@ -204,12 +204,17 @@ def load_models(path: str | Path) -> StyleModels:
     return StyleModels(tuple(ids), tuple(names), str(path))
 
 
-def _find_image(name: str, dirs: Sequence[Path]) -> Path:
+def _find_image(name: str, dirs: Sequence[Path], source: Path | None = None, line: int | None = None,
+                field: str | None = None) -> Path:
+    """The file of image ``name`` in the first of ``dirs`` holding it; a missing one is an InputError naming
+    ``source`` (the list or table naming the image, at ``line``) when given, else the expected path."""
     for d in dirs:
         p = d / name
         if p.is_file():
             return p
     shown = ", ".join(str(d) for d in dirs)
+    if source is not None:
+        raise InputError(f"image {name!r} not found in {shown}", path=source, line=line, field=field)
     raise InputError(f"image {name!r} not found in {shown}", path=dirs[0] / name if dirs else name)
 
 
@@ -233,7 +238,7 @@ def load_subtask_b_train(root: str | Path, images: str | Path | None = None) -> 
             raise InputError(f"label {row['model_id']!r} is not in models.csv", path=path, line=lineno,
                              field="model_id")
     dirs = _image_dirs(root, images)
-    paths = [_find_image(row["image_id"], dirs) for _, row in rows]
+    paths = [_find_image(row["image_id"], dirs, path, lineno, "image_id") for lineno, row in rows]
     return StyleDataset(ids=[normalize_b_id(r["image_id"]) for _, r in rows], models=models, paths=paths,
                         labels=[normalize_b_id(r["model_id"]) for _, r in rows],
                         groups=[normalize_b_id(r["content_image_id"]) for _, r in rows], source=str(path),
@@ -242,6 +247,11 @@ def load_subtask_b_train(root: str | Path, images: str | Path | None = None) -> 
 
 def read_image_list(path: str | Path) -> list[str]:
     """Image names, one per line (blank lines ignored; duplicates rejected)."""
+    return [name for _, name in read_image_list_located(path)]
+
+
+def read_image_list_located(path: str | Path) -> list[tuple[int, str]]:
+    """``(line, name)`` of each image name of a list file (see :func:`read_image_list`)."""
     path = Path(path)
     from ..io import read_text
 
@@ -253,7 +263,7 @@ def read_image_list(path: str | Path) -> list[str]:
         if name in seen:
             raise InputError(f"duplicate image {name!r} (first on line {seen[name]})", path=path, line=lineno)
         seen[name] = lineno
-        names.append(name)
+        names.append((lineno, name))
     if not names:
         raise InputError("no image names", path=path)
     return names
@@ -265,10 +275,10 @@ def load_subtask_b_test(root: str | Path, images: str | Path | None = None,
     root = Path(root)
     models = load_models(root / "models.csv")
     ids_file = Path(ids_file or root / "test-image-ids.txt")
-    names = read_image_list(ids_file)
+    located = read_image_list_located(ids_file)
     dirs = _image_dirs(root, images)
-    return StyleDataset(ids=[normalize_b_id(n) for n in names], models=models,
-                        paths=[_find_image(n, dirs) for n in names], source=str(ids_file))
+    return StyleDataset(ids=[normalize_b_id(n) for _, n in located], models=models,
+                        paths=[_find_image(n, dirs, ids_file, ln) for ln, n in located], source=str(ids_file))
 
 
 def is_subtask_b(root: str | Path) -> bool:

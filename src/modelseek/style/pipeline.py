@@ -170,6 +170,9 @@ class StyleRanker:
         self.spec_ = parse_method(self.method)
         if not train.labelled:
             raise InputError("training images need labels", path=train.source or None)
+        if len(set(train.labels)) < 2:  # checked before any feature is computed, naming the training file
+            raise InputError(f"need training images of at least 2 models, got {len(set(train.labels))}",
+                             path=train.source or None)
         self.train_ = train
         self.bank_ = FeatureBank(train, self.size, self.seed, self.cache, self.progress, self._ext_params(),
                                  self.registry)
@@ -288,10 +291,16 @@ def cross_validate_style(dataset: StyleDataset, methods: Sequence[str] = DEFAULT
     if len(specs) != len(list(methods)):
         raise InputError("a method is listed twice", field="method")
     ext_params = {k: v for k, v in (params or {}).items() if k in EXTRACTORS}
+    if len(set(dataset.labels)) < 2:
+        raise InputError(f"need images of at least 2 models, got {len(set(dataset.labels))}",
+                         path=dataset.source or None)
+    try:  # before any feature is computed; a data set with too few content images names its file
+        held = content_folds(dataset.groups, folds, seed)
+    except InputError as exc:
+        raise InputError(exc.message, path=dataset.source or None, field=exc.field) from None
     bank = FeatureBank(dataset, size, seed, cache, progress, ext_params, registry)
     for f in dict.fromkeys(f for s in specs.values() for f in s.all_features()):
         bank.get(f)
-    held = content_folds(dataset.groups, folds, seed)
     models = list(dataset.models.ids)
     n = len(dataset)
     all_scores = {m: np.zeros((n, len(models))) for m in specs}
