@@ -54,6 +54,10 @@ class Candidate(Config):
     def _check(self) -> None:
         if not self.id.strip():
             raise InputError("must not be empty", field="id")
+        for name in ("id", "hf_id"):  # they are printed in tables and error lines: a control character breaks both
+            bad = next((ch for ch in getattr(self, name) if ord(ch) < 32 or ord(ch) == 127), None)
+            if bad is not None:
+                raise InputError(f"must not contain control characters, found {bad!r}", field=name)
 
     @property
     def source(self) -> str:
@@ -111,11 +115,21 @@ def _read_models_csv(path: Path) -> Pool:
         name_col = next((c for c in ("model_name", "hf_id", "name") if c in fields), None)
         if id_col is None:
             raise InputError("missing column", path=path, line=1, field="model_id")
+        seen: dict[str, int] = {}
         for lineno, row in enumerate(reader, start=2):
             cid = (row.get(id_col) or "").strip()
             if not cid:
                 raise InputError("empty id", path=path, line=lineno, field=id_col)
-            cands.append(Candidate(id=cid, hf_id=(row.get(name_col) or "").strip() if name_col else ""))
+            if cid in seen:
+                raise InputError(f"duplicate candidate id {cid!r} (first on line {seen[cid]})", path=path,
+                                 line=lineno, field=id_col)
+            seen[cid] = lineno
+            try:
+                cands.append(Candidate(id=cid, hf_id=(row.get(name_col) or "").strip() if name_col else ""))
+            except InputError as exc:
+                raise InputError(exc.message, path=path, line=lineno, field=exc.field) from None
+    if not cands:
+        raise InputError("no candidates (a header and no rows)", path=path)
     return Pool(cands, name=path.stem)
 
 
