@@ -241,3 +241,31 @@ def _float(text: str) -> float:
         return float(text)
     except ValueError:
         return math.nan
+
+
+# ------------------------------------------------------------------------------------------ issue #14's classes
+@pytest.mark.parametrize("option,value", [("--alpha", "5"), ("--alpha", "nan"), ("--alpha", "0"), ("--alpha", "1"),
+                                          ("--draws", "0"), ("--resamples", "0"), ("--seed", "-1"),
+                                          ("--draws", "1e999")])
+def test_tournament_refuses_out_of_range_options(duel, option, value):
+    """Were exit 0 with a wrong answer (--alpha 5: everyone wins; --draws 0: NaN p-values): now usage errors."""
+    r = run_cli("duel", "tournament", *duel["subs"], "--metadata", duel["meta"], option, value)
+    assert r.code == 2 and f"argument {option}" in r.err, r.err
+
+
+@pytest.mark.parametrize("kind", ["text-file", "foo://x", "sqlite:///"])
+def test_presubmit_refuses_an_unusable_db(duel, kind):
+    """A --db that is not a database, an unknown scheme, or in-memory (nothing would be kept): exit 1, one line."""
+    r = run_cli("duel", "presubmit", duel["subs"][0], "--db", _db(duel, kind), "--metadata", duel["meta"])
+    assert_clean_exit(r)
+    assert r.code == 1 and "db" in r.err, r.err
+
+
+def test_tournament_names_the_file_of_a_duplicate_model(duel):
+    """Was 'field metadata.model: two submissions name the same model' without saying which file."""
+    copy = duel["root"] / "victims" / "same-model.json"
+    copy.parent.mkdir(exist_ok=True)
+    shutil.copy(duel["subs"][0], copy)
+    r = run_cli("duel", "tournament", duel["subs"][0], copy, "--metadata", duel["meta"])
+    assert_clean_exit(r, copy)
+    assert r.code == 1 and str(copy) in r.err and "model-00" in r.err, r.err

@@ -314,3 +314,12 @@ def test_train_ranker_refuses_a_file_as_its_task_root(layout, tmp_path, monkeypa
     r = run_cli("train-ranker", layout["layout"] / "ground-truth.csv", "-m", "avgrank")
     assert r.code == 2 and "not a directory" in r.err
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("args", [("bench", "--bootstrap", "0"), ("bench", "--repeats", "0"), ("bench", "--folds", "1"),
+                                  ("rank", "--cv", "0"), ("rank", "--verify-top", "0"), ("rank", "--cv", "1")])
+def test_issue_14_option_classes_are_usage_errors(layout, args):
+    """Were tracebacks (bench --bootstrap 0 / --repeats 0) or silently ignored (rank --cv 0, --verify-top 0)."""
+    cmd, option, value = args
+    r = run_cli(cmd, layout["layout"], "-m", "avgrank", option, value)
+    assert r.code == 2 and f"argument {option}" in r.err, r.err

@@ -143,7 +143,7 @@ def _typed(cls: type, params: Mapping[str, Any]) -> dict[str, Any]:
         try:
             out[key] = coerce(value, hint, key)
             if key == "seed" and isinstance(out[key], int) and not 0 <= out[key] < 2**32:  # as --seed: numpy's range
-                raise InputError(f"must be an integer in 0..2**32-1, got {out[key]}", field=key)
+                raise InputError(f"must be an integer in [0, 4294967295], got {out[key]}", field=key)
         except InputError as exc:
             raise InputError(f"method {getattr(cls, 'name', cls.__name__)!r}: {exc.message}",
                              field=f"--param {key}") from None
