@@ -269,3 +269,27 @@ def test_tournament_names_the_file_of_a_duplicate_model(duel):
     r = run_cli("duel", "tournament", duel["subs"][0], copy, "--metadata", duel["meta"])
     assert_clean_exit(r, copy)
     assert r.code == 1 and str(copy) in r.err and "model-00" in r.err, r.err
+
+
+@FEW
+@given(data=st.data(), which=st.sampled_from(["ground-truth.csv", "tasks.csv"]))
+def test_runs_survives_damaged_truth_or_tasks_csv(runs_case, data, which):
+    folder = runs_case["root"] / "victim-layout"
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir()
+    for name in ("ground-truth.csv", "tasks.csv"):
+        shutil.copy(runs_case["layout"] / name, folder / name)
+    path = folder / which
+    path.write_bytes(data.draw(damaged(path.read_bytes())))
+    r = run_cli("duel", "runs", runs_case["a"], runs_case["b"], "-g", folder / "ground-truth.csv", "--tasks-csv",
+                folder / "tasks.csv", "--json")
+    assert_clean_exit(r, path, runs_case["a"], runs_case["b"])
+
+
+def test_runs_with_a_short_tasks_csv_row(runs_case, tmp_path):
+    """Was an AttributeError traceback: a tasks.csv row shorter than its header (criticality None)."""
+    tasks = tmp_path / "tasks.csv"
+    tasks.write_bytes(b"task_id,task_name,task_source,task_class_count,task_type,task_instruction,task_criticalness\r\n1")
+    r = run_cli("duel", "runs", runs_case["a"], runs_case["b"], "-g", runs_case["layout"] / "ground-truth.csv",
+                "--tasks-csv", tasks, "--json")
+    assert_clean_exit(r, tasks, runs_case["layout"] / "ground-truth.csv")
