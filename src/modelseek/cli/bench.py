@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ._common import POSITIVE_INT, SEED, add_scheme, int_at_least, load_pool_arg, load_truth, print_json
+from ._common import EXISTING_DIR, OUTPUT_FILE, POSITIVE_INT, SEED, add_scheme, int_at_least, load_pool_arg, load_truth, print_json
 
 
 def register(sub) -> None:
@@ -13,7 +13,7 @@ def register(sub) -> None:
                        description="Task-level k-fold CV (folds stratified by criticality, seeded): each method "
                                    "is fitted on the training folds only and ranks the held-out tasks. Prints "
                                    "per-tier nDCG@1/3/5 and MRR with bootstrap intervals.")
-    p.add_argument("path", help="NTCIR subtask-A root (ground-truth.csv, tasks.csv, task-data/)")
+    p.add_argument("path", type=EXISTING_DIR, help="NTCIR subtask-A root (ground-truth.csv, tasks.csv, task-data/)")
     from ..rankers.resolve import describe_methods
 
     p.add_argument("-m", "--method", nargs="+", default=["avgrank"],
@@ -28,8 +28,8 @@ def register(sub) -> None:
     p.add_argument("--bootstrap", type=POSITIVE_INT, default=1000,
                    help="bootstrap resamples for intervals")
     add_scheme(p)
-    p.add_argument("--run-out", help="write the cross-fitted run(s) of the first repeat to this file")
-    p.add_argument("--plot", help="write a PNG of nDCG@5 per tier with intervals for every method")
+    p.add_argument("--run-out", type=OUTPUT_FILE, help="write the cross-fitted run(s) of the first repeat to this file")
+    p.add_argument("--plot", type=OUTPUT_FILE, help="write a PNG of nDCG@5 per tier with intervals for every method")
     p.add_argument("-p", "--param", action="append", metavar="KEY=VALUE",
                    help="parameter for every method that accepts it, e.g. -p encoder=hashing (repeatable)")
     p.add_argument("--json", action="store_true")

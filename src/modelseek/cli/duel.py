@@ -120,10 +120,26 @@ def _config(args):
     return LeaderboardConfig.load(args.metadata)
 
 
+def _db(text: str) -> str:
+    """``--db`` for a command whose work must outlive it: an in-memory SQLite database (``sqlite://``,
+    ``sqlite:///``, ``:memory:``) would be created empty and lost at exit — a pre-submission whose token
+    can never be confirmed, an upgrade of nothing — so it is refused."""
+    from ..duel.storage import database_url
+
+    url = database_url(text)
+    path = url.split("://", 1)[1][1:]
+    if url.startswith("sqlite") and (not path or path == ":memory:" or "mode=memory" in path):
+        raise InputError("an in-memory database keeps nothing after this command; give a file or a server URL",
+                         path=text or "''", field="--db")
+    return text
+
+
 def _store(args):
     from ..duel.config import LeaderboardConfig
     from ..duel.storage import Store
 
+    if args.duel_command != "serve":
+        _db(args.db)
     return Store(args.db, config=LeaderboardConfig.load(args.metadata) if args.metadata else None)
 
 
@@ -141,12 +157,27 @@ def _compile(args) -> int:
     return 0
 
 
-def _validate(args) -> int:
-    from ..duel.submission import check_sample_counts, load_submission
+def _load_all(paths: list[str], config):
+    """Load every submission; two naming the same model, or with another number of samples on a task than the
+    first, are an error naming the later file (paired tests compare the models sample by sample)."""
+    from ..duel.submission import load_submission
 
+    subs = [load_submission(s, config) for s in paths]
+    for i, (path, s) in enumerate(zip(paths, subs)):
+        for first, earlier in zip(paths[:i], subs[:i]):
+            if earlier.model == s.model:
+                raise InputError(f"names the same model {s.model!r} as {first}", path=path, field="metadata.model")
+        if i:
+            for t in config.task_ids:
+                if s.data[t].n != subs[0].data[t].n:
+                    raise InputError(f"task {t!r}: {s.data[t].n} samples, {paths[0]} has {subs[0].data[t].n}",
+                                     path=path, field=f"predictions.{t}")
+    return subs
+
+
+def _validate(args) -> int:
     config = _config(args)
-    subs = [load_submission(s, config) for s in args.submissions]
-    check_sample_counts(subs, config)
+    subs = _load_all(args.submissions, config)
     for path, s in zip(args.submissions, subs):
         print(f"{path}: ok — model {s.model!r}, {len(s.tasks)} tasks, "
               f"{sum(d.n for d in s.data.values())} samples")
@@ -155,11 +186,10 @@ def _validate(args) -> int:
 
 def _tournament(args) -> int:
     from ..duel.engine import Settings
-    from ..duel.submission import load_submission
     from ..duel.tournament import tournament
 
     config = _config(args)
-    subs = [load_submission(s, config) for s in args.submissions]
+    subs = _load_all(args.submissions, config)
     res = tournament(subs, config, Settings(seed=args.seed, n_draws=args.draws, n_resamples=args.resamples),
                      alpha=args.alpha, fdr=args.fdr, progress=args.progress and not args.json)
     if args.json:
@@ -238,6 +268,6 @@ def _serve(args) -> int:
 def _db_upgrade(args) -> int:
     from ..duel.storage import upgrade_database
 
-    before, after = upgrade_database(args.db)
+    before, after = upgrade_database(_db(args.db))
     print(f"schema {after}" + (" (already up to date)" if before == after else f" (was {before or 'empty'})"))
     return 0

@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 
 from ..errors import InputError
-from ._common import NON_NEGATIVE_INT, SEED, int_at_least, load_pool_arg, load_truth, print_json
+from ._common import NON_NEGATIVE_INT, OUTPUT_FILE, SEED, int_at_least, load_pool_arg, load_truth, print_json
 from .finetune import add_verify_args, verify_after_rank
 
 
@@ -28,7 +28,7 @@ def register(sub) -> None:
                         f"Methods — {describe_methods()}")
     p.add_argument("--pool", help="pool file (models.csv or YAML) or built-in name (default: ntcir19, or "
                                   "models.csv beside the tasks)")
-    p.add_argument("-o", "--output", help="write the run file here")
+    p.add_argument("-o", "--output", type=OUTPUT_FILE, help="write the run file here")
     p.add_argument("--run-id", help="run id (default: the method name)")
     p.add_argument("--train-truth", help="ground truth (task_id,model_id,f1) of past tasks for methods that learn; "
                                          "its model ids are the pool's ids or HF ids (default with --cv or "
@@ -85,20 +85,23 @@ def _parse_params(items: list[str] | None) -> dict:
 
 
 def _train_data(args, pool):
-    """(training ground truth, training tasks, the pool that names the truth's models) from --train-truth /
-    --train-tasks; the pool is the models.csv beside them where there is one, else the ranking pool."""
+    """(training ground truth, training tasks, the pool that names the truth's models, the file that named
+    them) from --train-truth / --train-tasks; the pool is the models.csv beside them where there is one, else the
+    ranking pool."""
     from ..data.loaders import load_ntcir_tasks
     from ._common import find_in_root
 
     if not args.train_tasks and not args.train_truth:
-        return None, None, pool
+        return None, None, pool, None
     where = Path(args.train_tasks) if args.train_tasks else Path(args.train_truth).parent
     models = find_in_root(where, "models.csv") if where.is_dir() else None
     train_pool = load_pool_arg(str(models)) if models is not None else pool
     if args.train_tasks:
         truth = load_truth(args.train_truth, where)
-        return truth, load_ntcir_tasks(where, ids=truth.task_ids), train_pool
-    return load_truth(args.train_truth), None, train_pool
+        train = truth, load_ntcir_tasks(where, ids=truth.task_ids), train_pool
+    else:
+        train = load_truth(args.train_truth), None, train_pool
+    return (*train, str(models) if models is not None else train[0].source)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -138,9 +141,11 @@ def run(args: argparse.Namespace) -> int:
         else:
             if train is None:
                 train = _train_data(args, pool)
-            truth, train_tasks, train_pool = train
+            truth, train_tasks, train_pool, named_by = train
             ranker = resolve(method, params, train_truth=truth, train_tasks=train_tasks, pool=train_pool,
                              progress=not args.json)
+            if named_by and not getattr(ranker, "artifact_", None):
+                ranker.artifact_ = named_by  # a candidate it was not trained on: the error names this file
             if args.allow_failures:
                 ranker = failures_allowed(ranker)
             r = ranker.rank_tasks(tasks, pool, run_id=run_id or ranker.name, progress=not args.json)

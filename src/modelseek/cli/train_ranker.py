@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ._common import SEED, load_pool_arg, load_truth
+from ._common import EXISTING_DIR, OUTPUT_FILE, SEED, load_pool_arg, load_truth
 
 
 def parse_params(items: list[str] | None) -> dict[str, Any]:
@@ -36,14 +36,14 @@ def register(sub) -> None:
                        description="Fit METHOD on every task of PATH (an NTCIR subtask-A root) and save the fitted "
                                    "ranker as a JSON artifact (numbers only). With --install-default it becomes "
                                    "the ranker that 'modelseek rank' uses by default.")
-    p.add_argument("path", help="NTCIR subtask-A root (ground-truth.csv, tasks.csv, task-data/)")
+    p.add_argument("path", type=EXISTING_DIR, help="NTCIR subtask-A root (ground-truth.csv, tasks.csv, task-data/)")
     p.add_argument("-m", "--method", default="adaptive",
                    help=f"learned method (default: adaptive, the default ranker's method). {describe_methods()}")
     p.add_argument("--ground-truth", "-g", help="ground-truth CSV (default: PATH/ground-truth.csv)")
     p.add_argument("--pool", help="pool the ground truth's models come from (default: PATH/models.csv or ntcir19)")
     p.add_argument("-p", "--param", action="append", metavar="KEY=VALUE", help="method parameter (repeatable)")
     p.add_argument("--seed", type=SEED, default=0)
-    p.add_argument("-o", "--output", help="artifact path (default: METHOD.json)")
+    p.add_argument("-o", "--output", type=OUTPUT_FILE, help="artifact path (default: METHOD.json)")
     p.add_argument("--install-default", action="store_true",
                    help="write the artifact into the package and make it the default ranker")
     p.set_defaults(func=run)
@@ -68,7 +68,8 @@ def run(args: argparse.Namespace) -> int:
         params["pool"] = card_pool(pool, str(args.pool or find_in_root(root, "models.csv") or "ntcir19"))
     unknown = [m for m in truth.model_ids if m not in pool and not any(c.hf_id == m for c in pool)]
     if unknown:
-        raise InputError(f"ground-truth model(s) {', '.join(unknown)} are not in the pool", field="--pool")
+        raise InputError(f"model(s) {', '.join(unknown)} are not in the pool {args.pool or 'beside it'}",
+                         path=truth.source or None, field="model_id")
     tasks = load_ntcir_tasks(root, ids=truth.task_ids) if cls.needs_text else None
     ranker = build(args.method, params)
     ranker.fit(tasks, truth, pool=pool, progress=True)

@@ -54,6 +54,10 @@ class Candidate(Config):
     def _check(self) -> None:
         if not self.id.strip():
             raise InputError("must not be empty", field="id")
+        for name in ("id", "hf_id"):  # they are printed in tables and error lines: a control character breaks both
+            bad = next((ch for ch in getattr(self, name) if ord(ch) < 32 or ord(ch) == 127), None)
+            if bad is not None:
+                raise InputError(f"must not contain control characters, found {bad!r}", field=name)
 
     @property
     def source(self) -> str:

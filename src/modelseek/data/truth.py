@@ -158,7 +158,7 @@ class GroundTruth:
             from .loaders import read_tasks_csv
 
             for tid, row in read_tasks_csv(Path(tasks_csv)).items():
-                if row.get("task_criticalness", "").strip():
+                if (row.get("task_criticalness") or "").strip():  # a short row has None
                     crit.setdefault(tid, row["task_criticalness"])
         import pandas as pd
         frame = pd.DataFrame(rows, columns=["task_id", "model_id", "f1"])

@@ -97,6 +97,9 @@ class LearnedRanker(Ranker):
 
     def __init__(self, encoder: str = "minilm", max_texts: int = 256, cache_dir: str | None = "auto",
                  seed: int = 0) -> None:
+        # a non-positive sample size would silently embed one text per class
+        if isinstance(max_texts, (int, float)) and not isinstance(max_texts, bool) and not max_texts >= 1:
+            raise InputError(f"max_texts must be >= 1, got {max_texts}", field="max_texts")
         self.encoder = encoder
         self.max_texts = max_texts
         self.cache_dir = cache_dir
@@ -138,13 +141,16 @@ class LearnedRanker(Ranker):
         ids = [t for t in truth.task_ids]
         missing = [t for t in ids if t not in tasks]
         if missing:
-            raise InputError(f"{len(missing)} ground-truth task(s) have no task data: {', '.join(missing[:5])}")
+            raise InputError(f"{len(missing)} ground-truth task(s) have no task data: {', '.join(missing[:5])}",
+                             path=truth.source or None, field="task_id")
         if len(ids) < 2:
-            raise InputError(f"method {self.name!r} needs at least 2 training tasks, got {len(ids)}")
+            raise InputError(f"method {self.name!r} needs at least 2 training tasks, got {len(ids)}",
+                             path=truth.source or None, field="task_id")
         y = truth.matrix("normalized_f1")
         if y.isna().any().any():
             t = y.index[y.isna().any(axis=1)][0]
-            raise InputError(f"ground truth is incomplete: task {t!r} lacks some models' F1")
+            raise InputError(f"ground truth is incomplete: task {t!r} lacks some models' F1", path=truth.source or None,
+                             field="f1")
         self.trained_ = Trained.from_truth([str(m) for m in y.columns], pool if pool is not None else self._default_pool())
         self.fitted_task_ids_ = list(ids)
         task_list = [tasks.get(t) for t in ids]
@@ -188,7 +194,7 @@ class LearnedRanker(Ranker):
         """Positions of the pool's candidates among the trained ones (matched by HF id); unknown candidates
         are an error that names them."""
         self._check_fitted()
-        return self.trained_.index(pool, self.name)
+        return self.trained_.index(pool, self.name, getattr(self, "artifact_", None))
 
     def rank(self, task: Task, pool: Pool) -> dict[str, float]:
         idx = self.pool_index(pool)

@@ -41,7 +41,7 @@ class AvgRank(Ranker):
     def rank(self, task: Task, pool: Pool) -> dict[str, float]:
         if not hasattr(self, "trained_"):
             raise NotFittedError("avgrank is not fitted; call fit(tasks, ground_truth) first")
-        idx = self.trained_.index(pool, "avgrank")
+        idx = self.trained_.index(pool, "avgrank", getattr(self, "artifact_", None))
         return {c.id: -float(self.mean_rank_[j]) for c, j in zip(pool, idx)}
 
     # a fitted avgrank is a few numbers per candidate: saved as JSON

@@ -103,10 +103,10 @@ class Trained:
     def to_json(self) -> dict[str, list[str]]:
         return {"model_ids": list(self.model_ids), "hf_ids": list(self.hf_ids)}
 
-    def index(self, pool: Pool, who: str) -> np.ndarray:
+    def index(self, pool: Pool, who: str, source: str | None = None) -> np.ndarray:
         """Positions of ``pool``'s candidates among the trained ones, matched by HF id (a candidate without an
         HF id by its id, against trained candidates that have none either). Unknown candidates are an error
-        that names them and points to the methods that need no history."""
+        that names them and points to the methods that need no history (and ``source``, the artifact loaded)."""
         by_hf = {_norm(h): i for i, h in enumerate(self.hf_ids) if h}
         by_hf.update({_norm(m): i for i, (m, h) in enumerate(zip(self.model_ids, self.hf_ids)) if not h})
         by_id = {m: i for i, m in enumerate(self.model_ids)}
@@ -123,7 +123,7 @@ class Trained:
             raise InputError(
                 f"{who} was not trained on candidate(s) {names}: it has fine-tuning history only for {known}. "
                 f"Rank a pool with new models by a frozen-feature method (--method logme knn ...), add "
-                f"--verify-top K to fine-tune the top K, or retrain with `modelseek train-ranker`")
+                f"--verify-top K to fine-tune the top K, or retrain with `modelseek train-ranker`", path=source)
         if len(set(out)) != len(out):
-            raise InputError(f"{who}: two pool candidates are the same trained model")
+            raise InputError(f"{who}: two pool candidates are the same trained model", path=source)
         return np.asarray(out, dtype=int)

@@ -25,13 +25,20 @@ def load_artifact(path: str | Path, **overrides) -> Ranker:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise InputError(f"cannot read ranker artifact: {exc}", path=path) from None
-    method = data.get("method")
+    if not isinstance(data, dict) or not isinstance(data.get("method"), str):
+        raise InputError("not a ranker artifact (no 'method')", path=path, field="method")
+    method = data["method"]
     from . import RANKERS
 
-    cls = RANKERS.get(method)
+    try:
+        cls = RANKERS.get(method)
+    except Exception as exc:  # the registry's did-you-mean error, located in the artifact
+        raise InputError(str(getattr(exc, "message", exc)), path=path, field="method") from None
     if not hasattr(cls, "load"):
         raise InputError(f"method {method!r} cannot be loaded from an artifact", path=path, field="method")
-    return cls.load(path, **overrides)
+    ranker = cls.load(path, **overrides)
+    ranker.artifact_ = str(path)  # errors about the candidates it was trained on name the artifact
+    return ranker
 
 
 def builtin_artifact(name: str) -> Path | None:
@@ -39,7 +46,10 @@ def builtin_artifact(name: str) -> Path | None:
     if not name or "/" in name or name == "default":
         return None
     path = artifact_dir() / f"{name.removesuffix('.json')}.json"
-    return path if path.exists() else None
+    try:
+        return path if path.is_file() else None
+    except (OSError, ValueError):  # a name too long for the file system, or with a NUL byte: not shipped
+        return None
 
 
 def load_default() -> Ranker:

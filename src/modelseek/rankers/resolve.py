@@ -58,8 +58,14 @@ def artifact_spec(path: str | Path) -> tuple[str, dict[str, Any]]:
         raise InputError(f"cannot read ranker artifact: {exc}", path=path) from None
     if not isinstance(doc, dict) or not isinstance(doc.get("method"), str):
         raise InputError("not a ranker artifact (no 'method')", path=path, field="method")
-    _registry().get(doc["method"])  # unknown method -> did-you-mean error
-    return doc["method"], dict(doc.get("params") or {})
+    try:
+        _registry().get(doc["method"])  # unknown method -> did-you-mean error
+    except Exception as exc:  # the registry's did-you-mean error, located in the artifact
+        raise InputError(str(getattr(exc, "message", exc)), path=path, field="method") from None
+    params = doc.get("params") or {}
+    if not isinstance(params, dict):
+        raise InputError("'params' must be an object", path=path, field="params")
+    return doc["method"], dict(params)
 
 
 def ranker_class(method: str | Ranker) -> type:
@@ -111,10 +117,43 @@ def split_params(methods: Sequence[str], params: Mapping[str, Any], seed: int | 
     return out
 
 
+_SCALARS = (bool, int, float, str)
+
+
+def _typed(cls: type, params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` coerced to the scalar types the constructor annotates (``int``, ``float``, ``str``, ``bool``,
+    optional or not) by the config layer's one :func:`~modelseek.config.coerce`: ``--param k=nan`` or
+    ``temperature=`` is a one-line error here, not a ``TypeError`` deep in a fit. Other annotations (pools,
+    estimators, mappings) are left to the ranker."""
+    import types
+    import typing
+
+    from ..config import coerce
+
+    try:
+        hints = typing.get_type_hints(cls.__init__)
+    except Exception:  # an annotation that cannot be resolved here: nothing to coerce by
+        return dict(params)
+    out = dict(params)
+    for key, value in params.items():
+        hint = hints.get(key)
+        members = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
+        if hint is None or not all(m in _SCALARS or m is type(None) for m in members):
+            continue
+        try:
+            out[key] = coerce(value, hint, key)
+            if key == "seed" and isinstance(out[key], int) and not 0 <= out[key] < 2**32:  # as --seed: numpy's range
+                raise InputError(f"must be an integer in [0, 4294967295], got {out[key]}", field=key)
+        except InputError as exc:
+            raise InputError(f"method {getattr(cls, 'name', cls.__name__)!r}: {exc.message}",
+                             field=f"--param {key}") from None
+    return out
+
+
 def make(method: str, **params: Any) -> Ranker:
     """A new, unfitted instance of the registered ``method`` with checked ``params``."""
     cls = _registry().get(method)
-    return cls(**check_params(method, params))
+    return cls(**_typed(cls, check_params(method, params)))
 
 
 def build(method: str | Ranker, params: Mapping[str, Any] | None = None) -> Ranker:
