@@ -279,7 +279,7 @@ def test_rank_long_method_name_is_an_error_not_an_oserror(layout):
 
 
 @pytest.mark.parametrize("rows,expect", [
-    ("model_id,model_name\n", "no candidates"),                                     # was unlocated
+    ("model_id,model_name\n", "at least one candidate"),                                 # was unlocated
     ("model_id,model_name\n1,org/a\n1,org/b\n", ":3: field 'model_id': duplicate"),  # was unlocated
     ("model_id,model_name\n1,org/\x0ba\n", ":2: field 'hf_id': must not contain control"),  # broke the error line
 ])
