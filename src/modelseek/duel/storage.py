@@ -111,7 +111,9 @@ def open_engine(url: str):
             dbapi_conn.isolation_level = None
             cur = dbapi_conn.cursor()
             cur.execute("PRAGMA busy_timeout = 60000")
-            cur.execute("PRAGMA journal_mode=WAL")
+            # Switching a new file to WAL needs its exclusive lock, and SQLite answers 'database is locked' at
+            # once (no busy handler) while another process is creating the same file: retry it here.
+            _retry_locked(lambda: cur.execute("PRAGMA journal_mode=WAL"))
             cur.execute("PRAGMA foreign_keys=ON")
             cur.close()
 
@@ -120,6 +122,22 @@ def open_engine(url: str):
             conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("modelseek_write")
                                  else "BEGIN")
     return engine
+
+
+def _backoff(attempt: int) -> None:
+    time.sleep(min(1.0, 0.01 * 2 ** min(attempt, 6)) * (0.5 + random.random()))
+
+
+def _retry_locked(fn):
+    """``fn()``, retried with back-off while it fails because another process holds the database."""
+    for attempt in range(RETRIES):
+        try:
+            return fn()
+        except Exception as exc:  # sqlite3 or SQLAlchemy errors: the retry test reads the message
+            if attempt == RETRIES - 1 or not _retryable(exc):
+                raise
+            _backoff(attempt)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def prepare_write(conn) -> None:
@@ -135,7 +153,7 @@ def upgrade_database(url: str | Path) -> tuple[str | None, str]:
     full = database_url(url)
     engine = open_engine(full)
     try:
-        return schema.upgrade(engine, prepare_write)
+        return _retry_locked(lambda: schema.upgrade(engine, prepare_write))
     except sa.exc.DBAPIError as exc:
         raise InputError(f"cannot use the database: {_reason(exc)}", path=shown_url(full), field="db") from None
     finally:
@@ -181,7 +199,7 @@ class Store:
         self.dialect = self.engine.dialect.name
         _, self.t = schema.tables(sa)
         try:
-            self.schema_before, self.schema_version = schema.upgrade(self.engine, prepare_write)
+            self.schema_before, self.schema_version = _retry_locked(lambda: schema.upgrade(self.engine, prepare_write))
             self.config, self.settings = self._write(lambda c: self._bind(c, config, settings))
         except sa.exc.DBAPIError as exc:
             self.engine.dispose()
@@ -198,20 +216,17 @@ class Store:
         (``serialised``: PostgreSQL's advisory lock; SQLite writes are always serialised), retried on
         serialization failures, deadlocks and busy databases."""
         sa = self._sa
-        for attempt in range(RETRIES):
-            try:
-                with self.engine.connect() as conn:
-                    prepare_write(conn)
-                    with conn.begin():
-                        if serialised and self.dialect == "postgresql":
-                            conn.execute(sa.text("SELECT pg_advisory_xact_lock(:a, :b)"),
-                                         {"a": schema.LOCK_NAMESPACE, "b": schema.PUBLISH_LOCK})
-                        return fn(conn)
-            except sa.exc.DBAPIError as exc:
-                if attempt == RETRIES - 1 or not _retryable(exc):
-                    raise
-                time.sleep(min(1.0, 0.01 * 2 ** min(attempt, 6)) * (0.5 + random.random()))
-        raise AssertionError("unreachable")  # pragma: no cover
+
+        def once():
+            with self.engine.connect() as conn:
+                prepare_write(conn)
+                with conn.begin():
+                    if serialised and self.dialect == "postgresql":
+                        conn.execute(sa.text("SELECT pg_advisory_xact_lock(:a, :b)"),
+                                     {"a": schema.LOCK_NAMESPACE, "b": schema.PUBLISH_LOCK})
+                    return fn(conn)
+
+        return _retry_locked(once)
 
     def _bind(self, conn, config, settings):
         """The first opening records the configuration and settings; later openings must agree."""
