@@ -31,20 +31,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
 from modelseek.align.linear_cka import cka_matrix  # noqa: E402
-from modelseek.align.solvers import blue_objective, blue_upper_bound, optimize_blue  # noqa: E402
+from modelseek.align.solvers import blue_objective, blue_upper_bound, greedy_blue, optimize_blue  # noqa: E402
 from modelseek.align.testing import planted_blue_features as planted_features  # noqa: E402
-
-
-def greedy(C: np.ndarray, k: int) -> list[int]:
-    """The common baseline: start from the most similar pair, add the model most similar to those chosen."""
-    M = C.shape[0]
-    i, j = np.unravel_index(int(np.argmax(C - np.eye(M) * 1e9)), C.shape)
-    S = [int(i), int(j)]
-    while len(S) < k:
-        a = C[:, S].sum(axis=1)
-        a[S] = -np.inf
-        S.append(int(np.argmax(a)))
-    return S
 
 
 def main() -> int:
@@ -75,7 +63,7 @@ def main() -> int:
     rand = [blue_objective(C, rng.choice(M, k, replace=False)) for _ in range(1000)]
     t_rand = (time.perf_counter() - t) / 1000
     t = time.perf_counter()
-    G = greedy(C, k)
+    G = greedy_blue(C, k)
     t_greedy = time.perf_counter() - t
     bound = blue_upper_bound(C, k)
     planted_obj = blue_objective(C, planted)

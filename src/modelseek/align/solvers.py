@@ -218,6 +218,19 @@ def red_objective(features, stimuli: Sequence[int], unbiased: bool = False) -> f
     return float(1 - C[iu].mean())
 
 
+def greedy_blue(C: np.ndarray, k: int) -> list[int]:
+    """The common Blue baseline: start from the most similar pair of models, then add the model most similar to
+    those chosen (sum of CKA), until ``k``."""
+    M = C.shape[0]
+    i, j = np.unravel_index(int(np.argmax(C - np.eye(M) * 1e9)), C.shape)
+    S = [int(i), int(j)]
+    while len(S) < k:
+        a = C[:, S].sum(axis=1)
+        a[S] = -np.inf
+        S.append(int(np.argmax(a)))
+    return S
+
+
 def optimize_red(features, m: int, *, pool: int | None = None, greedy_sample: int = 32, steps: int = 5000,
                  seed: int = 0, t0: float | None = None, p_start: float = 0.2, cooling_to: float = 1e-3,
                  recompute_every: int = 500, memory_bytes: int = 1 << 30, progress: bool = False,
@@ -458,12 +471,7 @@ def optimize_blue(C: np.ndarray, k: int, names: Sequence[str] | None = None, *, 
     baselines["random"] = float(np.mean([blue_objective(C, rng.choice(M, k, replace=False)) for _ in range(20)]))
 
     t = time.perf_counter()
-    i, j = np.unravel_index(int(np.argmax(C - np.eye(M) * 1e9)), C.shape)
-    S = [int(i), int(j)]
-    while len(S) < k:
-        a = C[:, S].sum(axis=1)
-        a[S] = -np.inf
-        S.append(int(np.argmax(a)))
+    S = greedy_blue(C, k)
     greedy = blue_objective(C, S)
     baselines["greedy"] = greedy
     traj.append({"step": 0, "phase": "greedy", "score": greedy, "best": greedy})

@@ -18,8 +18,8 @@ def artifact_dir() -> Path:
     return Path(str(resources.files("modelseek") / "resources" / "rankers"))
 
 
-def load_artifact(path: str | Path, **overrides) -> Ranker:
-    """Load any saved ranker artifact (a JSON file naming its method); ``overrides`` replace stored parameters."""
+def read_artifact(path: str | Path) -> dict:
+    """The JSON document of a saved ranker artifact, checked to name its method."""
     path = Path(path)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -27,6 +27,13 @@ def load_artifact(path: str | Path, **overrides) -> Ranker:
         raise InputError(f"cannot read ranker artifact: {exc}", path=path) from None
     if not isinstance(data, dict) or not isinstance(data.get("method"), str):
         raise InputError("not a ranker artifact (no 'method')", path=path, field="method")
+    return data
+
+
+def load_artifact(path: str | Path, **overrides) -> Ranker:
+    """Load any saved ranker artifact (a JSON file naming its method); ``overrides`` replace stored parameters."""
+    path = Path(path)
+    data = read_artifact(path)
     method = data["method"]
     from . import RANKERS
 

@@ -51,13 +51,10 @@ def artifact_path(method: str) -> Path | None:
 
 def artifact_spec(path: str | Path) -> tuple[str, dict[str, Any]]:
     """(method name, parameters) recorded in a saved artifact."""
+    from .default import read_artifact
+
     path = Path(path)
-    try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read ranker artifact: {exc}", path=path) from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("method"), str):
-        raise InputError("not a ranker artifact (no 'method')", path=path, field="method")
+    doc = read_artifact(path)
     try:
         _registry().get(doc["method"])  # unknown method -> did-you-mean error
     except Exception as exc:  # the registry's did-you-mean error, located in the artifact
