@@ -8,7 +8,7 @@ import math
 import pytest
 
 import modelseek as ms
-from modelseek.testing.fusion_zoo import make_fusion_zoo
+from modelseek.testing.fusion_zoo import write_fusion_zoo
 
 
 @pytest.fixture
@@ -89,14 +89,7 @@ def test_fuse_malformed_input_is_located(cli, foreign, tmp_path):
 
 
 def _write_zoo(tmp_path, n_tasks=30, hf_ids=True):
-    truth, runs = make_fusion_zoo(n_tasks=n_tasks, n_models=10, seed=2, hf_ids=hf_ids)
-    paths = {}
-    for name, run in runs.items():
-        paths[name] = tmp_path / f"{name}.txt"
-        run.write(paths[name])
-    gt = tmp_path / "gt.csv"
-    truth.to_csv(gt)
-    return truth, runs, paths, gt
+    return write_fusion_zoo(tmp_path, n_tasks=n_tasks, n_models=10, seed=2, hf_ids=hf_ids)
 
 
 def test_optimize_save_and_apply_to_new_topics(cli, tmp_path):

@@ -3,7 +3,6 @@ exit 0 with a valid run, or exit 1 with one located error naming the damaged fil
 
 from __future__ import annotations
 
-import shutil
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -11,7 +10,7 @@ from hypothesis import strategies as st
 
 import modelseek as ms
 from modelseek.testing.cli import run_cli
-from modelseek.testing.fusion_zoo import make_fusion_zoo
+from modelseek.testing.fusion_zoo import write_fusion_zoo
 from modelseek.testing.fuzz import assert_clean_exit, damaged
 
 FUZZ = settings(max_examples=25, deadline=None, derandomize=True, database=None,
@@ -21,13 +20,7 @@ FUZZ = settings(max_examples=25, deadline=None, derandomize=True, database=None,
 @pytest.fixture(scope="module")
 def case(tmp_path_factory):
     root = tmp_path_factory.mktemp("fusefuzz")
-    truth, runs = make_fusion_zoo(n_tasks=8, n_models=5, seed=0)
-    paths = {}
-    for name, run in runs.items():
-        paths[name] = root / f"{name}.txt"
-        run.write(paths[name])
-    gt = root / "gt.csv"
-    truth.to_csv(gt)
+    truth, runs, paths, gt = write_fusion_zoo(root, n_tasks=8, n_models=5, seed=0)
     saved = root / "fusion.json"
     r = run_cli("fuse", *paths.values(), "-o", root / "o.txt", "--optimize", "-g", gt, "--folds", "2",
                 "--step", "0.5", "--save", saved, "--json")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import modelseek as ms
-from modelseek.fusion import Fusion, normalize_run
+from modelseek.fusion import normalize_run
 from modelseek.errors import InputError
 
 

@@ -129,7 +129,6 @@ def test_search_numeric_options(case, option, value):
                                      "99", "2,2", "1.5", " 1 , 2 ", "\u0661", "1-2-3", "-2-1"]),
                     st.text(alphabet="0123456789-, ", max_size=6)))
 def test_sweep_k_lists(case, ks):
-    out = case["root"] / "victims" / "sweep"
     r = run_cli("eevee", "sweep", "--table", case["table"], "--k", ks, *TINY)
     assert_clean_exit(r)
     if r.code == 0:

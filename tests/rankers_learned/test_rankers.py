@@ -8,7 +8,6 @@ import pytest
 
 from modelseek.bench import cross_validate
 from modelseek.data.pool import Candidate, Pool
-from modelseek.data.task import TaskSet
 from modelseek.data.truth import GroundTruth
 from modelseek.errors import InputError
 from modelseek.rankers import RANKERS, make

@@ -14,6 +14,8 @@ practitioner would have them:
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from ..data.run import Run
@@ -45,3 +47,17 @@ def make_fusion_zoo(n_tasks: int = 60, n_models: int = 20, seed: int = 0, prior_
                                     if mask is None or not mask[i, j]} for i, t in enumerate(tasks)}, name)
 
     return truth, {"prior": run(prior, "prior"), "est_a": run(est_a, "est_a"), "est_b": run(est_b, "est_b", failed)}
+
+
+def write_fusion_zoo(folder: "str | Path", **zoo) -> tuple[GroundTruth, dict[str, Run], dict[str, Path], Path]:
+    """:func:`make_fusion_zoo` (``zoo``: its arguments) written to ``folder``: one TREC file per run
+    (``NAME.txt``) and the ground truth (``gt.csv``). Returns (truth, runs, run paths by name, truth path)."""
+    folder = Path(folder)
+    truth, runs = make_fusion_zoo(**zoo)
+    paths = {}
+    for name, run in runs.items():
+        paths[name] = folder / f"{name}.txt"
+        run.write(paths[name])
+    gt = folder / "gt.csv"
+    truth.to_csv(gt)
+    return truth, runs, paths, gt
