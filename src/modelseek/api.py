@@ -9,6 +9,7 @@ from .data.run import Run
 from .data.task import Task, TaskSet
 from .data.truth import GroundTruth
 from .rankers import Ranker
+from .rankers.base import failures_allowed  # noqa: F401  (re-exported: part of the API)
 
 
 def default_ranker() -> Ranker:
@@ -16,19 +17,6 @@ def default_ranker() -> Ranker:
     from .rankers.default import load_default
 
     return load_default()
-
-
-def failures_allowed(ranker: Ranker) -> Ranker:
-    """``ranker`` set to leave failed candidates out of its runs (a copy; the caller's instance is unchanged).
-
-    Rankers without candidate failures (learned rankers read no model) are returned as they are.
-    """
-    if getattr(ranker, "allow_failures", True) is False:
-        import copy
-
-        ranker = copy.copy(ranker)
-        ranker.allow_failures = True
-    return ranker
 
 
 def rank(tasks: Task | Iterable[Task], pool: Pool | None = None, method: str | Ranker = "default",

@@ -73,11 +73,16 @@ class CVResult:
 def cross_validate(method: str | Ranker | Callable[[], Ranker], truth: GroundTruth, pool: Pool,
                    tasks: TaskSet | None = None, folds: int = 5, seed: int = 0, repeats: int = 1,
                    scheme: GradingScheme | str = GradingScheme.NTCIR, metrics: Sequence[str] = BENCH_METRICS,
-                   progress: bool = False, method_params: dict | None = None) -> CVResult:
+                   progress: bool = False, method_params: dict | None = None,
+                   allow_failures: bool = False) -> CVResult:
     """Task-level k-fold CV of ``method`` on the tasks of ``truth`` (see module docstring).
 
     ``method`` is anything :func:`~modelseek.rankers.resolve.build` takes (a registered name, ``"default"``, an
-    artifact: refitted on every fold with its parameters) or a factory returning a new unfitted ranker."""
+    artifact: refitted on every fold with its parameters) or a factory returning a new unfitted ranker.
+    ``allow_failures``: candidates that cannot be featurised are left out of the held-out tasks' rankings (and
+    so count as not retrieved) instead of stopping the CV with
+    :class:`~modelseek.rankers.features.CandidateFailures`."""
+    from .rankers.base import failures_allowed
     from .rankers.resolve import build, check_params
 
     if folds is None or int(folds) < 2:
@@ -117,7 +122,7 @@ def cross_validate(method: str | Ranker | Callable[[], Ranker], truth: GroundTru
         for held in progress_bar(fold_ids, desc=f"{name} CV repeat {rep + 1}/{repeats}", disable=not progress):
             held_set = set(held)
             train_ids = [t for t in task_ids if t not in held_set]
-            ranker = factory()
+            ranker = failures_allowed(factory()) if allow_failures else factory()
             if ranker.needs_fit:
                 ranker.fit(tasks.subset(train_ids), truth.subset(train_ids), pool=pool)
             fitted.append(train_ids)

@@ -4,6 +4,7 @@ registry (issues #15 and #14), on tiny local models built with save_pretrained."
 from __future__ import annotations
 
 import http.server
+import json
 import shutil
 import socket
 import threading
@@ -181,3 +182,29 @@ def test_a_new_estimator_is_one_registration(cli, tiny_layout, tiny_bert, tmp_pa
     finally:
         est.ESTIMATORS.unregister("toy_spread")
     assert "toy_spread" not in names() and "toy_spread" not in RANKERS
+
+
+def test_cross_validation_follows_the_failure_policy(cli, tiny_layout, tiny_bert, tmp_path):
+    """``rank --cv`` and ``bench`` of a frozen-feature method used to stop at the first failed candidate
+    whatever ``--allow-failures`` said; now both follow the policy of a plain ``rank``."""
+    pool = _pool_file(tmp_path, [{"id": "1", "path": str(tiny_bert)}, {"id": "2", "path": str(tiny_bert)},
+                                 {"id": "3", "path": str(tmp_path / "gone")}])
+    out = tmp_path / "cv.txt"
+    params = ["--param", f"cache_dir={tmp_path / 'c'}", "--param", "max_examples=30"]
+    args = ["rank", tiny_layout, "--pool", pool, "-m", "hscore", "--cv", "3", "-o", out, *params]
+    r = cli(*args)
+    assert r.code == 1 and not out.exists()
+    assert "candidate 3" in r.err and "no model folder" in r.err and "Traceback" not in r.err
+    r = cli(*args, "--allow-failures")
+    assert r.code == 0, r.err
+    lines = _run_lines(out)
+    assert len(lines) == 12 * 2 and {ln[2] for ln in lines} == {"1", "2"}  # 3 absent on every held-out task
+    bench = ["bench", tiny_layout, "--pool", pool, "-m", "hscore", "--folds", "3", "--json", "-p",
+             f"cache_dir={tmp_path / 'c'}", "-p", "max_examples=30"]
+    r = cli(*bench)
+    assert r.code == 1 and "candidate 3" in r.err
+    r = cli(*bench, "--allow-failures")
+    assert r.code == 0, r.err
+    tiers = json.loads(r.out)["methods"]["hscore"]["tiers"]
+    assert tiers["all"]["n"] == 12 == sum(t["n"] for k, t in tiers.items() if k != "all")
+    assert all(0.0 <= t["ndcg@5"]["mean"] <= 1.0 for t in tiers.values())

@@ -32,6 +32,10 @@ def register(sub) -> None:
     p.add_argument("--plot", type=OUTPUT_FILE, help="write a PNG of nDCG@5 per tier with intervals for every method")
     p.add_argument("-p", "--param", action="append", metavar="KEY=VALUE",
                    help="parameter for every method that accepts it, e.g. -p encoder=hashing (repeatable)")
+    p.add_argument("--allow-failures", action="store_true",
+                   help="frozen-feature methods: leave candidates that cannot be downloaded, loaded or featurised "
+                        "out of the held-out rankings (they count as not retrieved) instead of stopping with "
+                        "exit 1 naming every failure")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=run)
 
@@ -63,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
             params["pool"] = card_pool(pool, pool)
         results[m] = cross_validate(m, truth, pool, tasks=tasks, folds=args.folds, seed=args.seed,
                                     repeats=args.repeats, scheme=args.scheme, progress=not args.json,
-                                    method_params=params)
+                                    method_params=params, allow_failures=args.allow_failures)
     if args.run_out:
         write_runs(args.run_out, [results[m].runs[0] for m in args.method])
     out = {}

@@ -107,7 +107,7 @@ def _train_data(args, pool):
 def run(args: argparse.Namespace) -> int:
     from ..data.run import write_runs
     from ..data.task import TaskSet
-    from ..api import failures_allowed
+    from ..rankers.base import failures_allowed
     from ..rankers.resolve import resolve, split_params
 
     if args.json and (args.verify_top or args.halving):
@@ -136,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
 
             truth = load_truth(args.train_truth, root if root.is_dir() else root.parent)
             res = cross_validate(method, truth, pool, tasks=TaskSet(tasks), folds=args.cv, seed=args.seed,
-                                 method_params=params)
+                                 method_params=params, allow_failures=args.allow_failures)
             r = res.runs[0]
         else:
             if train is None:

@@ -27,6 +27,19 @@ from ..data.truth import GroundTruth
 from ..errors import InputError, NotFittedError  # noqa: F401  (the one not-fitted error; re-exported here)
 
 
+def failures_allowed(ranker: "Ranker") -> "Ranker":
+    """``ranker`` set to leave failed candidates out of its runs (a copy; the caller's instance is unchanged).
+
+    Rankers without candidate failures (learned rankers read no model) are returned as they are.
+    """
+    if getattr(ranker, "allow_failures", True) is False:
+        import copy
+
+        ranker = copy.copy(ranker)
+        ranker.allow_failures = True
+    return ranker
+
+
 class Ranker:
     #: registry name
     name: str = "ranker"
