@@ -66,7 +66,8 @@ def test_random_configurations_match_transformers(tmp_path, variant):
     torch.manual_seed(3)
     cls = BertForSequenceClassification if variant == "task-model-prefix" else BertModel
     cls(BertConfig(**kw)).save_pretrained(tmp_path)
-    BertTokenizerFast(vocab_file=str(offline_minilm_path() / "vocab.txt"), model_max_length=64).save_pretrained(tmp_path)
+    vocab = str(offline_minilm_path() / "vocab.txt")
+    BertTokenizerFast(vocab_file=vocab, model_max_length=64).save_pretrained(tmp_path)
     assert lean_bert.unsupported_reason(tmp_path) is None
     lean, ref = _both(HOSTILE, tmp_path, layer="mean", batch_size=5)
     np.testing.assert_allclose(lean, ref, atol=2e-5, rtol=1e-4)

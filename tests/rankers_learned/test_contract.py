@@ -11,6 +11,7 @@ score any candidate, so the foreign-candidate clause does not apply to them.
 from __future__ import annotations
 
 import inspect
+import typing
 
 import numpy as np
 import pytest
@@ -31,6 +32,9 @@ def test_declared_parameters_and_unknown_parameter_rejected(name):
     cls = RANKERS.get(name)
     sig = inspect.signature(cls.__init__).parameters
     assert set(cls.param_names()) <= set(sig), name
+    # `--param` values are converted by the constructor's annotations: every declared parameter has one
+    hints = typing.get_type_hints(cls.__init__)
+    assert [p for p in cls.param_names() if p not in hints] == [], name
     with pytest.raises(InputError, match=r"has no parameter 'sed'\. Did you mean 'seed'\?"
                        if "seed" in cls.param_names() else r"has no parameter 'sed'"):
         make(name, sed=1)

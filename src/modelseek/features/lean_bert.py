@@ -25,7 +25,8 @@ from typing import Any, Sequence
 
 from ..errors import ModelseekError
 
-CONFIG, WEIGHTS, TOKENIZER, TOKENIZER_CONFIG = "config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"
+CONFIG, WEIGHTS = "config.json", "model.safetensors"
+TOKENIZER, TOKENIZER_CONFIG = "tokenizer.json", "tokenizer_config.json"
 _ACTIVATIONS = ("gelu", "relu")
 #: weight-name prefixes under which a BERT encoder is saved (BertModel, Bert*For* task models)
 _PREFIXES = ("", "bert.")

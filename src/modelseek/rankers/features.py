@@ -84,9 +84,10 @@ class FeatureRanker(Ranker):
     estimator_name = "logme"
 
     def __init__(self, estimator: str | None = None, *, pooling: str = "mean", layer: "str | int" = "last",
-                 max_length: int = 256, batch_size: int = 32, device: str = "auto", cache_dir=None,
-                 max_examples: int | None = None, estimator_params: dict | None = None, seed: int = 0,
-                 progress: bool = True, allow_failures: bool = False) -> None:
+                 max_length: int = 256, batch_size: int = 32, device: str = "auto",
+                 cache_dir: "str | Path | bool | None" = None, max_examples: int | None = None,
+                 estimator_params: dict | None = None, seed: int = 0, progress: bool = True,
+                 allow_failures: bool = False) -> None:
         self.estimator = estimator or self.estimator_name
         self.pooling = pooling
         self.layer = layer
@@ -286,8 +287,8 @@ class FusionRanker(FeatureRanker):
 
     def __init__(self, methods: Sequence[str] = ("logme", "knn"), *, rrf_k: float = 60.0, pooling: str = "mean",
                  layer: "str | int" = "last", max_length: int = 256, batch_size: int = 32, device: str = "auto",
-                 cache_dir=None, max_examples: int | None = None, seed: int = 0, progress: bool = True,
-                 allow_failures: bool = False) -> None:
+                 cache_dir: "str | Path | bool | None" = None, max_examples: int | None = None, seed: int = 0,
+                 progress: bool = True, allow_failures: bool = False) -> None:
         super().__init__(None, pooling=pooling, layer=layer, max_length=max_length, batch_size=batch_size,
                          device=device, cache_dir=cache_dir, max_examples=max_examples, seed=seed,
                          progress=progress, allow_failures=allow_failures)
