@@ -17,6 +17,18 @@ if "MODELSEEK_CACHE" not in os.environ:
 
     os.environ["MODELSEEK_CACHE"] = tempfile.mkdtemp(prefix="modelseek-test-cache-")
 
+# Every property-based test is reproducible: the default profile draws a fixed sequence of examples (derandomized,
+# no example database). MODELSEEK_HYPOTHESIS=explore draws new ones (seed them with --hypothesis-seed=N), and
+# MODELSEEK_FUZZ_SCALE=K runs K times the fuzz suite's examples: a longer search for maintainers, not for CI.
+try:
+    from hypothesis import settings as _hypothesis_settings
+
+    _hypothesis_settings.register_profile("modelseek", derandomize=True, database=None)
+    _hypothesis_settings.register_profile("explore", derandomize=False, database=None)
+    _hypothesis_settings.load_profile(os.environ.get("MODELSEEK_HYPOTHESIS", "modelseek"))
+except ImportError:  # hypothesis is a dev dependency; the tests that need it import it themselves
+    pass
+
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
 NTCIR_A = SHARED / "ntcir19-mr" / "subtask-a"

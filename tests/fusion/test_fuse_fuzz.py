@@ -5,16 +5,15 @@ from __future__ import annotations
 
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 import modelseek as ms
 from modelseek.testing.cli import run_cli
 from modelseek.testing.fusion_zoo import write_fusion_zoo
-from modelseek.testing.fuzz import assert_clean_exit, damaged
+from modelseek.testing.fuzz import assert_clean_exit, damaged, fuzz_settings
 
-FUZZ = settings(max_examples=25, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FUZZ = fuzz_settings(25)
 
 
 @pytest.fixture(scope="module")

@@ -17,17 +17,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from modelseek.testing.cli import run_cli
-from modelseek.testing.fuzz import NASTY_NUMBERS, assert_clean_exit, damaged
+from modelseek.testing.fuzz import NASTY_NUMBERS, assert_clean_exit, damaged, fuzz_settings
 
 pytest.importorskip("torch")
 
-FUZZ = settings(max_examples=50, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-FEW = settings(FUZZ, max_examples=15)
+FUZZ = fuzz_settings(50)
+FEW = fuzz_settings(15)
 
 #: Values for a numeric option: in range, out of range, non-finite, not numbers.
 OPTION_VALUES = st.one_of(st.integers(-3, 12).map(str), st.sampled_from(NASTY_NUMBERS + ("2.5", "1e3", "-0.0", "4294967296")))

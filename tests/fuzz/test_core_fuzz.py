@@ -13,18 +13,17 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from modelseek import GroundTruth, Run
 from modelseek.errors import InputError
 from modelseek.testing import make_ntcir_layout, make_text_task, write_task_table
 from modelseek.testing.cli import run_cli
-from modelseek.testing.fuzz import assert_clean_exit, damaged
+from modelseek.testing.fuzz import assert_clean_exit, damaged, fuzz_settings
 
-FUZZ = settings(max_examples=30, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-FEW = settings(FUZZ, max_examples=8)
+FUZZ = fuzz_settings(30)
+FEW = fuzz_settings(8)
 
 
 @pytest.fixture(scope="module")

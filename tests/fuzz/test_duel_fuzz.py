@@ -15,16 +15,15 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from modelseek.testing.cli import run_cli
 from modelseek.testing.duel import bcm_compiled, make_submission_dicts, small_config, write_harness_folder
-from modelseek.testing.fuzz import NASTY_NUMBERS, assert_clean_exit, damaged
+from modelseek.testing.fuzz import NASTY_NUMBERS, assert_clean_exit, damaged, fuzz_settings
 
-FUZZ = settings(max_examples=20, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-FEW = settings(FUZZ, max_examples=8)
+FUZZ = fuzz_settings(20)
+FEW = fuzz_settings(8)
 
 pytest.importorskip("sqlalchemy", reason="the duel storage needs SQLAlchemy: pip install 'modelseek[web]'")
 

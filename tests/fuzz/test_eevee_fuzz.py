@@ -14,14 +14,13 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from modelseek.testing.cli import run_cli
-from modelseek.testing.fuzz import NASTY_NUMBERS, assert_clean_exit, damaged
+from modelseek.testing.fuzz import NASTY_NUMBERS, assert_clean_exit, damaged, fuzz_settings
 
-FUZZ = settings(max_examples=50, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+FUZZ = fuzz_settings(50)
 TINY = ("--population", "6", "--keep", "3", "--children", "2", "--generations", "1", "--workers", "1",
         "--meta-model", "ridge", "--json")
 OPTION_VALUES = st.one_of(st.integers(-3, 8).map(str), st.sampled_from(NASTY_NUMBERS + ("2.5", "1e3", "-0.0", "4294967296")))

@@ -13,17 +13,16 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from modelseek.testing import make_ntcir_layout
 from modelseek.testing.cli import run_cli
 from modelseek.testing.finetune import FakeTrainer
-from modelseek.testing.fuzz import NASTY_NUMBERS, assert_clean_exit, damaged
+from modelseek.testing.fuzz import NASTY_NUMBERS, assert_clean_exit, damaged, fuzz_settings
 
-FUZZ = settings(max_examples=50, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-FEW = settings(FUZZ, max_examples=15)
+FUZZ = fuzz_settings(50)
+FEW = fuzz_settings(15)
 
 
 @pytest.fixture(autouse=True)

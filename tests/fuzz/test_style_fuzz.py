@@ -15,16 +15,15 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from modelseek.testing.cli import run_cli
-from modelseek.testing.fuzz import NASTY_NUMBERS, assert_clean_exit, damaged
+from modelseek.testing.fuzz import NASTY_NUMBERS, assert_clean_exit, damaged, fuzz_settings
 from modelseek.testing.style import make_b_layout
 
-FUZZ = settings(max_examples=50, deadline=None, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-FEW = settings(FUZZ, max_examples=15)
+FUZZ = fuzz_settings(50)
+FEW = fuzz_settings(15)
 FAST = ("--size", "16", "-m", "hist-centroid")
 OPTION_VALUES = st.one_of(st.integers(-3, 6).map(str), st.sampled_from(NASTY_NUMBERS + ("2.5", "1e3", "-0.0", "4294967296")))
 

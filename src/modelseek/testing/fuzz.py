@@ -21,7 +21,25 @@ import re
 from pathlib import Path
 from typing import Sequence
 
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
+
+
+def fuzz_settings(max_examples: int) -> settings:
+    """The fuzz suite's Hypothesis settings: ``max_examples`` times ``$MODELSEEK_FUZZ_SCALE`` (default 1), no
+    deadline (commands start processes and models), the fixture and slowness health checks off. Whether the
+    examples are a fixed sequence comes from the loaded profile (tests/conftest.py: derandomized by default)."""
+    import os
+
+    raw = os.environ.get("MODELSEEK_FUZZ_SCALE", "1")
+    try:
+        scale = int(raw)
+    except ValueError:
+        raise ValueError(f"MODELSEEK_FUZZ_SCALE must be a positive integer, got {raw!r}") from None
+    if scale < 1:
+        raise ValueError(f"MODELSEEK_FUZZ_SCALE must be a positive integer, got {raw!r}")
+    return settings(max_examples=max_examples * scale, deadline=None,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 
 #: Values that break naive number parsing: non-finite, overflowing, underflowing, too many digits, other
 #: scripts' digits, separators, signs and empties.
