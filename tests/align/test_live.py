@@ -319,7 +319,11 @@ def test_optimize_blue_from_cka_matrix(cli, tmp_path, monkeypatch):
 
 @pytest.mark.parametrize("fix, match", [
     (lambda C: C.__setitem__((0, 1), np.nan), "NaN or infinite"),
-    (lambda C: C.__setitem__((0, 1), 5.0), "not symmetric"),
+    (lambda C: C.__setitem__((0, 1), 0.5), "not symmetric"),
+    # a symmetric pair of huge values used to send the local search into an endless loop (found by the
+    # exploring fuzz run); values outside [-1, 1] are no CKA values
+    (lambda C: (C.__setitem__((1, 2), 1e308), C.__setitem__((2, 1), 1e308)), "1e+308 is not a CKA value"),
+    (lambda C: (C.__setitem__((1, 2), -3.0), C.__setitem__((2, 1), -3.0)), "-3 is not a CKA value"),
 ])
 def test_bad_cka_matrix_one_line(cli, tmp_path, fix, match):
     C, _ = planted()
@@ -331,6 +335,24 @@ def test_bad_cka_matrix_one_line(cli, tmp_path, fix, match):
     m.write_bytes(b"not a zip")
     r = cli("align", "optimize", "--team", "blue", "--size", "4", "--cka-matrix", m)
     assert r.code == 1 and "cannot read the .npz" in r.err
+
+
+def test_out_of_range_cka_matrix_is_located_and_refused_by_the_api(cli, tmp_path):
+    from modelseek.align.solvers import optimize_blue
+    from modelseek.errors import InputError
+
+    C, _ = planted()
+    C[3, 5] = C[5, 3] = 1.5
+    names = [f"n{i}" for i in range(len(C))]
+    csv = tmp_path / "M.csv"
+    csv.write_text("model," + ",".join(names) + "\n" + "".join(
+        names[i] + "," + ",".join(f"{x:.10f}" for x in C[i]) + "\n" for i in range(len(C))))
+    r = cli("align", "optimize", "--team", "blue", "--size", "4", "--cka-matrix", csv)
+    assert r.code == 1 and r.err.strip() == f"error: {csv}:5: field 'n5': 1.5 is not a CKA value (in [-1, 1])"
+    with pytest.raises(InputError, match=r"entry \(3, 5\) is 1.5, not a CKA value"):
+        optimize_blue(C, 4, seed=0)
+    C[3, 5] = C[5, 3] = 1.0 + 1e-9  # rounding above 1 is still a CKA value
+    assert len(optimize_blue(C, 4, seed=0, restarts=1, steps=50).selection) == 4
 
 
 def test_optimize_red_from_stored_embeddings(cli, align_setup, tmp_path, monkeypatch):

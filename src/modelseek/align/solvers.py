@@ -332,12 +332,29 @@ def optimize_red(features, m: int, *, pool: int | None = None, greedy_sample: in
 # ------------------------------------------------------------------ Blue
 
 
+#: how far outside [-1, 1] a CKA value may lie (rounding); linear CKA is in [0, 1], its unbiased form in [-1, 1]
+CKA_TOLERANCE = 1e-6
+
+
+def cka_out_of_range(C: np.ndarray) -> "tuple[int, int, float] | None":
+    """The first entry (row, column, value) of ``C`` that is no CKA value (outside [-1, 1] beyond rounding), or
+    None. A matrix of such values would make the objective meaningless (and, near 1e308, overflow)."""
+    bad = np.argwhere(~(np.abs(C) <= 1.0 + CKA_TOLERANCE))
+    if len(bad) == 0:
+        return None
+    i, j = (int(x) for x in bad[0])
+    return i, j, float(C[i, j])
+
+
 def _check_matrix(C) -> np.ndarray:
     C = np.asarray(C, dtype=np.float64)
     if C.ndim != 2 or C.shape[0] != C.shape[1]:
         raise InputError(f"the CKA matrix must be square, got shape {C.shape}")
     if not np.all(np.isfinite(C)):
         raise InputError("the CKA matrix has NaN or infinite entries")
+    bad = cka_out_of_range(C)
+    if bad is not None:
+        raise InputError(f"the CKA matrix entry ({bad[0]}, {bad[1]}) is {bad[2]:g}, not a CKA value (in [-1, 1])")
     if not np.allclose(C, C.T, atol=1e-8):
         raise InputError("the CKA matrix must be symmetric")
     return (C + C.T) / 2
@@ -373,10 +390,14 @@ def blue_upper_bound(C: np.ndarray, k: int) -> float:
 
 
 def _local_search(C: np.ndarray, S: list[int], trace: list[float] | None = None) -> list[int]:
-    """Best-improvement swaps (one model out, one in) until none improves."""
+    """Best-improvement swaps (one model out, one in) until none improves.
+
+    Each swap raises the objective, so the search ends; the cap on swaps (far above what a matrix of CKA values
+    needs: every swap gains at least 1e-15) guarantees it also where rounding could make two swaps undo each
+    other."""
     M = C.shape[0]
     S = list(S)
-    while True:
+    for _ in range(100 * M * max(1, len(S)) + 1000):
         inS = np.zeros(M, dtype=bool)
         inS[S] = True
         a = C[:, S].sum(axis=1)              # a[v] = sum_{j in S} C[v, j]
@@ -387,11 +408,12 @@ def _local_search(C: np.ndarray, S: list[int], trace: list[float] | None = None)
         # gain of swapping u (in S) for v (out): (a[v] - C[v,u]) - (a[u] - C[u,u])
         gain = (a[out][None, :] - C[np.ix_(Sarr, out)]) - (a[Sarr] - C[Sarr, Sarr])[:, None]
         i, j = np.unravel_index(int(np.argmax(gain)), gain.shape)
-        if gain[i, j] <= 1e-15:
+        if not gain[i, j] > 1e-15:  # also a NaN gain: nothing measurable left to improve
             return S
         S[i] = int(out[j])
         if trace is not None:
             trace.append(blue_objective(C, S))
+    return S
 
 
 def _anneal_blue(C: np.ndarray, S: list[int], steps: int, rng: np.random.Generator, p_start: float = 0.2,

@@ -289,6 +289,13 @@ def load_cka_matrix(path) -> tuple[list[str], "object", list | None]:
         raise InputError(f"{len(layers)} layers for {len(names)} names", path=path)
     if not np.all(np.isfinite(C)):
         raise InputError("the matrix has NaN or infinite entries", path=path)
+    from ..align.solvers import cka_out_of_range
+
+    bad = cka_out_of_range(C)
+    if bad is not None:
+        i, j, value = bad
+        raise InputError(f"{value:g} is not a CKA value (in [-1, 1])", path=path, field=names[j],
+                         line=i + 2 if path.suffix.lower() != ".npz" else None)
     if not np.allclose(C, C.T, atol=1e-8):
         raise InputError("the matrix is not symmetric", path=path)
     return names, C, layers
