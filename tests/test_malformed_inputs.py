@@ -142,3 +142,32 @@ def test_table_files_go_through_the_one_reader(tmp_path, cli):
 ])
 def test_evaluate_metric_names(cli, tiny_layout, layout_run, metrics, words):
     _one_error_line(cli("evaluate", layout_run, "-g", tiny_layout / "ground-truth.csv", "--metrics", metrics), words)
+
+
+def test_task_table_row_without_its_split_is_located(tmp_path, cli):
+    """Found by the exploring fuzz run: a JSONL row lacking the split key (pandas 3 keeps it missing, not
+    "nan") ended in AttributeError; an empty split cell in a CSV is the same case."""
+    rows = [{"text": f"text number {i}", "label": "ab"[i % 2], "split": "train"} for i in range(8)]
+    rows[3] = {"text": "no split here", "label": "a", "rplit": "train"}
+    jsonl = tmp_path / "task.jsonl"
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    _one_error_line(cli("rank", jsonl, "-o", tmp_path / "run.txt"), str(jsonl) + ":4", "field 'split'",
+                    "missing split (use train, val, test)")
+    csv = tmp_path / "task.csv"
+    csv.write_text("text,label,split\n" + "".join(f"t{i},{'ab'[i % 2]},{'' if i == 5 else 'train'}\n"
+                                                  for i in range(8)))
+    _one_error_line(cli("rank", csv, "-o", tmp_path / "run.txt"), str(csv) + ":7", "missing split")
+
+
+def test_ground_truth_frame_with_a_missing_id_is_refused():
+    import numpy as np
+    import pandas as pd
+
+    from modelseek.errors import InputError
+
+    frame = pd.DataFrame({"task_id": ["t1", "t1", np.nan], "model_id": ["m1", "m2", "m1"], "f1": [0.5, 0.6, 0.7]})
+    with pytest.raises(InputError, match="ground truth row 2: missing task_id"):
+        GroundTruth(frame)
+    frame = pd.DataFrame({"task_id": ["t1", "t1"], "model_id": ["m1", None], "f1": [0.5, 0.6]})
+    with pytest.raises(InputError, match="ground truth row 1: missing model_id"):
+        GroundTruth(frame)

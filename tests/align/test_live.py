@@ -379,6 +379,23 @@ def test_optimize_red_from_stored_embeddings(cli, align_setup, tmp_path, monkeyp
         [IMG[i] for i in d["selection"]]
 
 
+@pytest.mark.parametrize("damage", [b"\x00", b"'shape': ((", b"'shape': (99999999999, 99999999999), 'x': ("])
+def test_damaged_npy_header_in_stored_embeddings_is_one_line(cli, align_setup, tmp_path, monkeypatch, damage):
+    """Found by the exploring fuzz run: a NUL byte or a cut literal in an .npy header raised SyntaxError /
+    TokenError from numpy's header parser, which the reader did not expect (a traceback)."""
+    emb = tmp_path / "emb"
+    assert cli("align", "embed", "-o", emb, "--cache-dir", tmp_path / "c").code == 0
+    manifest = json.loads((emb / "embeddings.json").read_text())
+    victim = emb / manifest["models"][1]["file"]
+    data = victim.read_bytes()
+    victim.write_bytes(data.replace(b"'shape': (", damage, 1) if damage != b"\x00" else data[:20] + b"\x00" + data[21:])
+    for var in ("MODELSEEK_MODEL_REGISTRY", "MODELSEEK_STIMULI_CATALOG", "MODELSEEK_DATASET_SYNTH"):
+        monkeypatch.delenv(var)
+    r = cli("align", "optimize", "--team", "red", "--size", "6", "--embeddings", emb, "--steps", "50", "--json")
+    assert r.code == 1 and "Traceback" not in r.err, r.err
+    assert len(r.err.strip().splitlines()) == 1 and str(victim) in r.err
+
+
 def test_solver_options_are_checked(cli, tmp_path):
     r = cli("align", "optimize", "--team", "purple", "--size", "3")
     assert r.code == 2 and "unknown team 'purple'; valid values: blue, red" in r.err

@@ -177,3 +177,18 @@ def test_regression_short_costs_row_is_located(case, tmp_path):
     costs.write_text("benchmark,cost\nb1,5\nb2,1\nb3,2\nb4,4\nb5,3\n caf\u00e9\n")
     r = run_cli("eevee", "tiers", "--table", case["table"], "--costs", costs, "--budgets", "3", *TINY)
     assert r.code == 1 and r.err == f"error: {costs}:7: 1 field(s), the header has 2\n", r.err
+
+
+def test_huge_children_and_generations_end_with_the_same_answer(case):
+    """Found by the exploring fuzz run: ``--children 4294967296`` drew that many children per parent (hours).
+    Draws are capped at 64 times a parent's one-swap neighbourhood, and a search whose parents stopped
+    changing with every neighbour scored ends early: the same answer as the bounded run, at once."""
+    base = ("eevee", "search", "--table", case["table"], "-k", "2", "--population", "3", "--keep", "2",
+            "--seed", "0", "--meta-model", "ridge", "--json")
+    small = run_cli(*base, "--children", "40", "--generations", "30")
+    huge = run_cli(*base, "--children", "4294967296", "--generations", "100000")
+    assert small.code == 0 == huge.code, small.err + huge.err
+    a, b = json.loads(small.out), json.loads(huge.out)
+    assert [(t["benchmarks"], t["score"]) for t in a["top"]] == [(t["benchmarks"], t["score"]) for t in b["top"]]
+    assert b["n_trained"] <= 10  # C(5, 2) subsets exist; the 100,000 generations stopped once converged
+    assert b["n_evaluated"] <= a["n_evaluated"]

@@ -229,12 +229,16 @@ def run_score(args) -> int:
 
 
 def _npy_errors() -> tuple[type[BaseException], ...]:
+    import tokenize
     import zipfile
     import zlib
 
-    # what numpy's readers raise on damaged bytes: a bad header (ValueError), a short read (EOFError), a
-    # damaged zip member (BadZipFile, zlib.error), a pickled array refused (ValueError)
-    return (ValueError, OSError, TypeError, EOFError, KeyError, zipfile.BadZipFile, zlib.error)
+    # what numpy's readers raise on damaged bytes: a bad header (ValueError; SyntaxError or TokenError where
+    # the header's Python literal is cut or holds NUL bytes), a short read (EOFError), a damaged zip member
+    # (BadZipFile, zlib.error), a pickled array refused (ValueError), a shape too large (OverflowError,
+    # MemoryError)
+    return (ValueError, OSError, TypeError, EOFError, KeyError, SyntaxError, tokenize.TokenError, OverflowError,
+            MemoryError, zipfile.BadZipFile, zlib.error)
 
 
 _NPY_ERRORS = _npy_errors()

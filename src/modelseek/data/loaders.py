@@ -13,6 +13,7 @@ Supported layouts:
 from __future__ import annotations
 
 import csv
+import math
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -222,8 +223,12 @@ def load_table_task(path: str | Path, text_col: str | Sequence[str] = "text",
     tid = task_id or path.stem
     if split_col and split_col in df.columns:
         splits: dict[str, tuple[list[str], list[str]]] = {"train": ([], []), "val": ([], []), "test": ([], [])}
-        for i, value in enumerate(df[split_col].astype(str)):
-            key = _SPLIT_ALIASES.get(value.strip().lower())
+        for i, value in enumerate(df[split_col]):
+            # a row without the split (a JSONL line lacking the key, an empty CSV cell) is missing, not "nan"
+            if value is None or (isinstance(value, float) and math.isnan(value)) or not str(value).strip():
+                raise InputError("missing split (use train, val, test)", path=path, line=i + offset,
+                                 field=split_col)
+            key = _SPLIT_ALIASES.get(str(value).strip().lower())
             if key is None:
                 raise InputError(f"unknown split {value!r} (use train, val, test)", path=path,
                                  line=i + offset, field=split_col)

@@ -75,6 +75,10 @@ class GroundTruth:
         if missing:
             raise InputError(f"ground truth needs columns task_id, model_id, f1; missing {sorted(missing)}")
         df = frame[["task_id", "model_id", "f1"]].copy()
+        for col in ("task_id", "model_id"):
+            if df[col].isna().any():
+                raise InputError(f"ground truth row {int(np.flatnonzero(df[col].isna().to_numpy())[0])}: missing "
+                                 f"{col}", field=col)
         df["task_id"] = df["task_id"].astype(str)
         df["model_id"] = df["model_id"].astype(str)
         df["f1"] = df["f1"].astype(float)

@@ -124,15 +124,19 @@ def search(table_or_evaluator: Table | Evaluator, k: int, config: SearchConfig |
     n_eval += len(pop)
     parents = scored[: cfg.keep]
     history = [parents[0].mean]
+    evaluated: set[Subset] = {s.subset for s in scored}
+    # A parent has k (B - k) one-swap neighbours; 64 times as many random draws find every one of them but with
+    # a negligible probability, so more draws than that (a huge --children) can only repeat them.
+    draws = min(cfg.children, 64 * k * (B - k))
     gens = range(cfg.generations)
-    for _ in progress_bar(gens, desc=f"eevee k={k}", total=cfg.generations, disable=not progress):
+    for g in progress_bar(gens, desc=f"eevee k={k}", total=cfg.generations, disable=not progress):
         cand: dict[Subset, None] = {p.subset: None for p in parents}
         for p in parents:
             inside = list(p.subset)
             outside = [b for b in names if b not in set(inside)]
             if not outside:
                 continue
-            for _c in range(cfg.children):
+            for _c in range(draws):
                 drop = inside[rng.integers(len(inside))]
                 add = outside[rng.integers(len(outside))]
                 child = normalise_subset([b for b in inside if b != drop] + [add])
@@ -140,10 +144,31 @@ def search(table_or_evaluator: Table | Evaluator, k: int, config: SearchConfig |
                     cand[child] = None
         subs = list(cand)
         n_eval += len(subs)
+        before = [p.subset for p in parents]
         parents = _rank(ev.scores(subs))[: cfg.keep]
+        evaluated.update(subs)
         history.append(parents[0].mean)
+        if [p.subset for p in parents] == before and _converged(before, names, evaluated, feasible):
+            # every subset a later generation could draw is scored, and none beat these parents (a subset left
+            # out once never re-enters: the parents only improve): the remaining generations cannot change them
+            history.extend([parents[0].mean] * (cfg.generations - 1 - g))
+            break
     n_top = cfg.keep if top is None else top
     return SearchResult(k, parents[:n_top], n_eval, ev.n_trained - trained0, time.perf_counter() - t0, history)
+
+
+def _converged(parents: list[Subset], names: Sequence[str], scored: set[Subset], feasible) -> bool:
+    """Whether every feasible one-swap neighbour of every parent has been scored."""
+    for p in parents:
+        inside = set(p)
+        for drop in p:
+            rest = [b for b in p if b != drop]
+            for add in names:
+                if add not in inside:
+                    child = tuple(sorted(rest + [add]))
+                    if child not in scored and feasible(child):
+                        return False
+    return True
 
 
 def _feasibility(table: Table, budget: float | None):
