@@ -25,6 +25,7 @@ import json
 import math
 import os
 import re
+import sys
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
@@ -115,6 +116,9 @@ def line_of(text: str, offset: int) -> int:
 _JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|(-?(?:\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?|NaN|-?Infinity)')
 
 
+_FLOAT_MAX = int(sys.float_info.max)
+
+
 class _Refused(Exception):
     def __init__(self, index: int, message: str) -> None:
         self.index, self.message = index, message
@@ -135,9 +139,12 @@ def _strict_hooks():
     def _int(token: str) -> int:
         seen[0] += 1
         try:
-            return int(token)
+            value = int(token)
         except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
             raise _Refused(seen[0], f"integer with {len(token)} digits is too long") from None
+        if abs(value) > _FLOAT_MAX:  # every number is a float somewhere downstream: float(value) would overflow
+            raise _Refused(seen[0], f"number {_short(token)} is too large for a float")
+        return value
 
     def _constant(token: str) -> float:
         seen[0] += 1

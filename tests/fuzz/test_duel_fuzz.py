@@ -106,7 +106,7 @@ def test_tournament_number_options(duel, value, which):
     if r.code == 0:
         _check_tournament_json(r.out, 2)
         v = float(value)
-        assert math.isfinite(v) and v > 0, (which, value)
+        assert math.isfinite(v) and (v >= 0 if which == "--seed" else v > 0), (which, value)  # seed 0 is a seed
         if which == "--alpha":
             assert v < 1, value
 
@@ -292,3 +292,48 @@ def test_runs_with_a_short_tasks_csv_row(runs_case, tmp_path):
     r = run_cli("duel", "runs", runs_case["a"], runs_case["b"], "-g", runs_case["layout"] / "ground-truth.csv",
                 "--tasks-csv", tasks, "--json")
     assert_clean_exit(r, tasks, runs_case["layout"] / "ground-truth.csv")
+
+
+# ------------------------------------------------------------------------------------------ found by exploring
+def test_runs_tasks_csv_with_a_repeated_header_is_located(runs_case, tmp_path):
+    """The error named ground-truth.csv for a value read from tasks.csv (a header row pasted twice)."""
+    src = (runs_case["layout"] / "tasks.csv").read_text().splitlines()
+    tasks = tmp_path / "tasks.csv"
+    tasks.write_text("\n".join([src[0], src[0], *src[1:]]) + "\n")
+    r = run_cli("duel", "runs", runs_case["a"], runs_case["b"], "-g", runs_case["layout"] / "ground-truth.csv",
+                "--tasks-csv", tasks, "--json")
+    assert r.code == 1 and r.err.strip().startswith(f"error: {tasks}:2: field 'task_criticalness': "), r.err
+    again = tmp_path / "again.csv"
+    again.write_text("\n".join([*src, src[1]]) + "\n")
+    r = run_cli("duel", "runs", runs_case["a"], runs_case["b"], "-g", runs_case["layout"] / "ground-truth.csv",
+                "--tasks-csv", again, "--json")
+    assert r.code == 1 and f"error: {again}:{len(src) + 1}: field 'task_id': " in r.err and "listed again" in r.err
+
+
+def test_submission_with_an_integer_no_float_holds_is_located(duel, tmp_path):
+    """A JSON integer such as 10**400 was an OverflowError traceback (math.isfinite of a huge int)."""
+    text = Path(duel["subs"][0]).read_text()
+    obj = json.loads(text)
+    task = next(iter(obj["predictions"]))
+    metric = next(k for k in obj["predictions"][task][0] if k != "doc_id")
+    obj["predictions"][task][0][metric] = 7
+    bad = tmp_path / "huge.json"
+    bad.write_text(json.dumps(obj, indent=1).replace(f'"{metric}": 7', f'"{metric}": 1{"0" * 400}', 1))
+    r = run_cli("duel", "validate", bad, "--metadata", duel["meta"])
+    assert r.code == 1 and "Traceback" not in r.err and len(r.err.strip().splitlines()) == 1, r.err
+    assert f"error: {bad}:" in r.err and "too large for a float" in r.err
+
+
+@pytest.mark.parametrize("option", ["--draws", "--resamples"])
+def test_tournament_sample_counts_are_bounded(duel, option):
+    """--draws 10**400 allocated an array of that length (numpy: "Maximum allowed dimension exceeded")."""
+    for value, code in (("1" + "0" * 400, 2), ("10000001", 2), ("0", 2), ("3", 0)):
+        r = run_cli("duel", "tournament", *duel["subs"], "--metadata", duel["meta"], option, value, "--json")
+        assert r.code == code, (option, value, r.err)
+    assert "1..10,000,000" in run_cli("duel", "tournament", "--help").out
+
+
+def test_compile_with_an_empty_model_name_is_refused(duel, tmp_path):
+    out = tmp_path / "c.json"
+    r = run_cli("duel", "compile", duel["harness"], "-o", out, "--metadata", duel["meta"], "--model", " ")
+    assert r.code == 1 and "field 'model': the model name is empty" in r.err and not out.exists()

@@ -69,6 +69,9 @@ PROBABILITY = number(Interval(Real, 0, 1, closed="neither"))
 """A probability strictly between 0 and 1 (a significance level, a quantile)."""
 UNIT_INTERVAL = number(Interval(Real, 0, 1, closed="both"))
 PORT = integer(Interval(Integral, 1, 65535, closed="both"))
+MAX_SAMPLES = 10_000_000
+SAMPLE_COUNT = integer(Interval(Integral, 1, MAX_SAMPLES, closed="both"))
+"""A number of Monte-Carlo draws or bootstrap resamples: 1..10,000,000 (each is an array of that length)."""
 
 
 def choice(enum_cls) -> Callable[[str], Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ._common import EXISTING_DIR, OUTPUT_FILE, POSITIVE_INT, SEED, add_scheme, int_at_least, load_pool_arg, load_truth, print_json
+from ._common import EXISTING_DIR, OUTPUT_FILE, POSITIVE_INT, SAMPLE_COUNT, SEED, add_scheme, int_at_least, load_pool_arg, load_truth, print_json
 
 
 def register(sub) -> None:
@@ -25,7 +25,7 @@ def register(sub) -> None:
     p.add_argument("--repeats", type=POSITIVE_INT, default=1,
                    help="repeated CV with seeds seed..seed+repeats-1")
     p.add_argument("--baseline", help="paired bootstrap of each method against this one (e.g. avgrank)")
-    p.add_argument("--bootstrap", type=POSITIVE_INT, default=1000,
+    p.add_argument("--bootstrap", type=SAMPLE_COUNT, default=1000,
                    help="bootstrap resamples for intervals")
     add_scheme(p)
     p.add_argument("--run-out", type=OUTPUT_FILE, help="write the cross-fitted run(s) of the first repeat to this file")

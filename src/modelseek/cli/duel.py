@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from ..errors import InputError
-from ._common import (OUTPUT_FILE, PORT, POSITIVE_FLOAT, POSITIVE_INT, PROBABILITY, SEED,
+from ._common import (OUTPUT_FILE, PORT, POSITIVE_FLOAT, PROBABILITY, SAMPLE_COUNT, SEED,
                       add_scheme, load_truth, print_json)
 
 
@@ -105,8 +105,8 @@ def _test_args(p) -> None:
     p.add_argument("--seed", type=SEED, default=0, help="seed of every Monte-Carlo test (default 0)")
     p.add_argument("--alpha", type=PROBABILITY, default=0.05, help="significance level in (0, 1) (default 0.05)")
     p.add_argument("--fdr", action="store_true", help="Benjamini-Hochberg correction across tasks")
-    p.add_argument("--draws", type=POSITIVE_INT, default=1000, help="posterior draws per model (AUROC test, >= 1)")
-    p.add_argument("--resamples", type=POSITIVE_INT, default=1000, help="bootstrap resamples (ROUGE, perplexity, >= 1)")
+    p.add_argument("--draws", type=SAMPLE_COUNT, default=1000, help="posterior draws per model (AUROC test, 1..10,000,000)")
+    p.add_argument("--resamples", type=SAMPLE_COUNT, default=1000, help="bootstrap resamples (ROUGE, perplexity, 1..10,000,000)")
 
 
 def _db_args(p) -> None:

@@ -66,6 +66,7 @@ def read_jsonl_split(path: Path, text_field: str = "text", label_field: str = "l
 def read_tasks_csv(path: Path) -> dict[str, dict[str, str]]:
     """``tasks.csv`` of the NTCIR layout -> {task_id: row}."""
     out: dict[str, dict[str, str]] = {}
+    first: dict[str, int] = {}
     with open_text(path, "tasks file") as fh:
         reader = csv.DictReader(fh)
         if reader.fieldnames is None or "task_id" not in reader.fieldnames:
@@ -74,6 +75,16 @@ def read_tasks_csv(path: Path) -> dict[str, dict[str, str]]:
             tid = (row.get("task_id") or "").strip()
             if not tid:
                 raise InputError("empty task id", path=path, line=lineno, field="task_id")
+            if tid in first:
+                raise InputError(f"task {tid!r} is listed again (first on line {first[tid]})", path=path,
+                                 line=lineno, field="task_id")
+            crit = (row.get("task_criticalness") or "").strip()
+            if crit:  # checked here, where the line is known (a repeated header row, a typo)
+                try:
+                    Criticality.parse(crit)
+                except InputError as exc:
+                    raise InputError(exc.message, path=path, line=lineno, field="task_criticalness") from None
+            first[tid] = lineno
             out[tid] = row
     return out
 

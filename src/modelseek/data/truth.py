@@ -145,7 +145,11 @@ class GroundTruth:
                                      field="model_id")
                 seen.add((t, m))
                 rows.append((t, m, f1))
-                if crit_col and row.get(crit_col):
+                if crit_col and (row.get(crit_col) or "").strip():
+                    try:
+                        Criticality.parse(row[crit_col])
+                    except InputError as exc:
+                        raise InputError(exc.message, path=path, line=lineno, field=crit_col) from None
                     crit[t] = row[crit_col]
         if not rows:
             raise InputError("no rows", path=path)

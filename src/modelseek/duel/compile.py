@@ -90,6 +90,9 @@ def _model_name(header: dict) -> str | None:
 def compile_submission(folders: list[str | Path], config: LeaderboardConfig | None = None, model: str | None = None,
                        metadata: dict | None = None) -> dict:
     """Compile harness output folders into a validated submission dict (see module docstring)."""
+    if model is not None and not model.strip():
+        raise InputError("the model name is empty; give a name or leave it out to take the harness's",
+                         field="model")
     config = config or LeaderboardConfig.load()
     results, samples, header = _scan([Path(f) for f in folders])
     preds, res, prompts = {}, {}, {}

@@ -38,9 +38,9 @@ class Settings(Config):
 
     _constraints = {
         "seed": [Interval(Integral, 0, None, closed="left")],
-        "n_draws": [Interval(Integral, 1, None, closed="left")],
+        "n_draws": [Interval(Integral, 1, 10_000_000, closed="both")],
         "n_thresholds": [Interval(Integral, 2, None, closed="left")],
-        "n_resamples": [Interval(Integral, 1, None, closed="left")],
+        "n_resamples": [Interval(Integral, 1, 10_000_000, closed="both")],
     }
 
     def to_dict(self) -> dict:

@@ -132,13 +132,14 @@ def records_from_data(d: TaskData) -> list[dict]:
 def parse_bytes(data: bytes, source: str = "<upload>", max_bytes: int = MAX_BYTES) -> dict:
     if len(data) > max_bytes:
         raise InputError(f"submission too large: {len(data):,} bytes > limit {max_bytes:,}", path=source)
+    from ..io import loads_json
+
     try:
-        obj = json.loads(data.decode("utf-8"))
+        text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError("submission is not UTF-8 text", path=source) from None
-    except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})", path=source, line=exc.lineno) from None
-    return obj
+    # the one strict JSON reader: NaN, Infinity and numbers no float holds (1e999, 10**400) are located errors
+    return loads_json(text, source)
 
 
 def load_submission(path: str | Path, config: LeaderboardConfig | None = None,
@@ -159,7 +160,13 @@ def submission_from_bytes(data: bytes, config: LeaderboardConfig | None = None, 
 
 # -------------------------------------------------------------------------------------------- validation
 def _num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    """A finite number a float holds (a Python int beyond 1.8e308 is not: float() of it overflows)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    try:
+        return math.isfinite(v)
+    except OverflowError:
+        return False
 
 
 def _key(metric: Metric, rec: Mapping) -> str:
@@ -200,7 +207,7 @@ def _fast_records_to_data(metric: Metric, records: list) -> TaskData | None:
             if not ok:
                 return None
             data = TaskData(metric, values=arr)
-    except (TypeError, KeyError, ValueError, IndexError, AttributeError):
+    except (TypeError, KeyError, ValueError, IndexError, AttributeError, OverflowError):
         return None
     if all(i is not None for i in ids):
         if not all(_num(i) for i in ids):
@@ -321,7 +328,7 @@ def _aggregate(task: str, metric: Metric, res: Any, source: str, warnings: list[
                 raise InputError("must be a prompt name", path=source, field=f"{fld}.alias")
             out[k] = v
         elif isinstance(v, (int, float)) and not isinstance(v, bool):
-            if not math.isfinite(v):
+            if not _num(v):
                 raise InputError("aggregated metrics must be finite numbers", path=source, field=f"{fld}.{k}")
             out[k] = v
         else:
