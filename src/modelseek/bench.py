@@ -112,7 +112,8 @@ def cross_validate(method: str | Ranker | Callable[[], Ranker], truth: GroundTru
         tasks = tasks.subset(task_ids)
     missing_models = [c.id for c in pool if c.id not in set(truth.model_ids)]
     if missing_models:
-        raise InputError(f"pool candidate(s) not in the ground truth: {', '.join(missing_models)}")
+        raise InputError(f"pool candidate(s) not in the ground truth: {', '.join(missing_models)}",
+                         path=truth.source or None)
     tiers = [truth.criticality(t).value for t in task_ids]
     runs, reports, all_folds, all_fitted = [], [], [], []
     for rep in range(repeats):

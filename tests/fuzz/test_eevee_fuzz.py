@@ -192,3 +192,11 @@ def test_huge_children_and_generations_end_with_the_same_answer(case):
     assert [(t["benchmarks"], t["score"]) for t in a["top"]] == [(t["benchmarks"], t["score"]) for t in b["top"]]
     assert b["n_trained"] <= 10  # C(5, 2) subsets exist; the 100,000 generations stopped once converged
     assert b["n_evaluated"] <= a["n_evaluated"]
+
+
+@pytest.mark.parametrize("value,code,words", [("9" * 30, 2, "must be an integer in [0, 2147483647]"),
+                                              ("2000000", 1, "field 'generations': must be an integer in [0, 1000000]")])
+def test_generations_are_bounded(case, value, code, words):
+    """Found by the exploring fuzz run: --generations 10**400 was an OverflowError traceback from range()."""
+    r = run_cli("eevee", "search", "--table", case["table"], "-k", "2", "--generations", value, "--json")
+    assert r.code == code and words in r.err and "Traceback" not in r.err, r.err

@@ -224,3 +224,20 @@ def test_regression_store_path_below_a_file(case, tmp_path):
     store = tmp_path / "file" / "store.sqlite"
     r, _ = _run(case, store=store)
     assert r.code == 1 and r.err.startswith(f"error: {store}: cannot make the job store's folder"), r.err
+
+
+def test_store_with_a_damaged_result_is_located(case, tmp_path):
+    """Found by the exploring fuzz run: a job's stored result that is not JSON was a JSONDecodeError traceback."""
+    import sqlite3
+
+    store = tmp_path / "store.sqlite"
+    src, dst = sqlite3.connect(case["store"]), sqlite3.connect(store)
+    src.backup(dst)  # the store is in WAL mode: a file copy could miss the log
+    src.close()
+    dst.close()
+    with sqlite3.connect(store) as db:
+        key = db.execute("SELECT key FROM jobs WHERE result IS NOT NULL LIMIT 1").fetchone()[0]
+        db.execute("UPDATE jobs SET result = ? WHERE key = ?", ('{"f1": 0.5, "per_epoch": [', key))
+    r, _ = _run(case, store=store)
+    assert r.code == 1 and "Traceback" not in r.err and len(r.err.strip().splitlines()) == 1, r.err
+    assert f"error: {store}: field 'result': job {key!r}: the stored result is not valid JSON" in r.err

@@ -322,3 +322,14 @@ def test_issue_14_option_classes_are_usage_errors(layout, args):
     cmd, option, value = args
     r = run_cli(cmd, layout["layout"], "-m", "avgrank", option, value)
     assert r.code == 2 and f"argument {option}" in r.err, r.err
+
+
+def test_bench_ground_truth_without_some_pool_models_is_named(layout):
+    """Found by the exploring fuzz run: a ground truth cut short named no file in its error."""
+    folder = layout["victims"] / "bench-short"
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(layout["layout"], folder)
+    gt = folder / "ground-truth.csv"
+    gt.write_text("task_id,model_id,f1\n1001,1,0.9\n")
+    r = run_cli("bench", folder, "-m", "avgrank", "--bootstrap", "50", "--folds", "2", "--json")
+    assert r.code == 1 and r.err.strip().startswith(f"error: {gt}: pool candidate(s) not in the ground truth"), r.err

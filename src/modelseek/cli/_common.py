@@ -54,8 +54,12 @@ def number(*constraints: Constraint, nonfinite: bool = False) -> Callable[[str],
     return arg_type(float, *constraints, name="number", nonfinite=nonfinite)
 
 
-def int_at_least(low: int) -> Callable[[str], int]:
-    return integer(Interval(Integral, low, None, closed="left"))
+#: the largest value an integer option takes (a count beyond it is a typo, and would overflow range() and numpy)
+MAX_INT_OPTION = 2**31 - 1
+
+
+def int_at_least(low: int, high: int = MAX_INT_OPTION) -> Callable[[str], int]:
+    return integer(Interval(Integral, low, high, closed="both"))
 
 
 SEED = integer(Interval(Integral, 0, 2**32 - 1, closed="both"))

@@ -34,6 +34,11 @@ from .table import Table
 log = logging.getLogger(__name__)
 
 
+#: bounds of the search's sizes: each is a list or a loop of that length (larger values are typos)
+MAX_SUBSETS = 10_000_000
+MAX_GENERATIONS = 1_000_000
+
+
 @dataclass(frozen=True)
 class SearchConfig(Config):
     population: int = 1000   # random initial subsets
@@ -42,10 +47,10 @@ class SearchConfig(Config):
     generations: int = 10
     seed: int = 0            # subset sampling and mutation
 
-    _constraints = {"population": [Interval(Integral, 1, None, closed="left")],
-                    "keep": [Interval(Integral, 1, None, closed="left")],
-                    "children": [Interval(Integral, 0, None, closed="left")],
-                    "generations": [Interval(Integral, 0, None, closed="left")],
+    _constraints = {"population": [Interval(Integral, 1, MAX_SUBSETS, closed="both")],
+                    "keep": [Interval(Integral, 1, MAX_SUBSETS, closed="both")],
+                    "children": [Interval(Integral, 0, MAX_SUBSETS, closed="both")],
+                    "generations": [Interval(Integral, 0, MAX_GENERATIONS, closed="both")],
                     "seed": [Interval(Integral, 0, 2**32 - 1, closed="both")]}
 
 

@@ -282,8 +282,19 @@ class JobStore:
                "error, attempts, result FROM jobs ORDER BY finished_at, key")
         rows = self._db.execute(sql).fetchall()
         wanted = None if keys is None else set(keys)
-        return [JobRecord(*row[:13], json.loads(row[13]) if row[13] else None)
+        return [JobRecord(*row[:13], self._result(row[0], row[13]))
                 for row in rows if wanted is None or row[0] in wanted]
+
+    def _result(self, key: str, text: Any) -> Any:
+        """A job's stored result (JSON), or a located error when the store was damaged."""
+        if not text:
+            return None
+        try:
+            return json.loads(text)
+        except (TypeError, ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
+            raise InputError(f"job {key!r}: the stored result is not valid JSON ({exc}); the store is damaged — "
+                             f"rerun that job with a new store (--store)", path=self.path,
+                             field="result") from None
 
     def attempts(self) -> list[dict[str, Any]]:
         """The dispatch log: key, pid, started_at, finished_at, status (None = lost in flight)."""
