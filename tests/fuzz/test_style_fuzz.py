@@ -212,3 +212,12 @@ def test_regression_too_few_content_images_or_models_name_the_training_file(layo
     for cmd in (("rank-style", b), ("bench-style", b, "--folds", "2")):
         r = run_cli(*cmd, *FAST)
         assert r.code == 1 and r.err.startswith(f"error: {train}: need ") and "at least 2 models, got 1" in r.err, r.err
+
+
+def test_generated_benchmark_too_large_for_memory_is_refused():
+    """Found by the exploring fuzz run: --contents 4294967296 started rendering billions of images in memory."""
+    r = run_cli("bench-style", "--generated", "--styles", "3", "--contents", "2147483647", "--size", "16")
+    assert r.code == 1 and "Traceback" not in r.err and len(r.err.strip().splitlines()) == 1, r.err
+    assert "field 'contents'" in r.err and "GiB of images in memory" in r.err
+    r = run_cli("bench-style", "--generated", "--size", "5000")
+    assert r.code == 2 and "must be an integer in [8, 4096]" in r.err

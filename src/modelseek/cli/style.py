@@ -15,7 +15,7 @@ _METHOD_HELP = ("method(s) FEATURES-RETRIEVER: features hist, colour, texture, g
 
 
 def _common(p) -> None:
-    p.add_argument("--size", type=int_at_least(8), default=128,
+    p.add_argument("--size", type=int_at_least(8, 4096), default=128,
                    help="images are resized and centre-cropped to SIZE x SIZE (default 128; 64 with --generated)")
     p.add_argument("--seed", type=SEED, default=0, help="seed of random-weight backbones, projections and folds")
     p.add_argument("--cache", type=OUTPUT_DIR, help="feature cache folder (reused and resumed across runs)")

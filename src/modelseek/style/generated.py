@@ -338,6 +338,10 @@ def make_styles(n_styles: int, seed: int = 0) -> list[tuple[str, Style]]:
     return styles
 
 
+#: the generated benchmark keeps every image in memory (uint8 RGB); beyond this it is a typo, not a benchmark
+MAX_GENERATED_BYTES = 4 * 2**30
+
+
 def generated_style_dataset(n_styles: int = 20, n_content: int = 20, size: int = 64, seed: int = 0,
                             content: str = "shapes") -> StyleDataset:
     """Every content image rendered in every style: ``n_styles * n_content`` labelled images in memory.
@@ -352,6 +356,11 @@ def generated_style_dataset(n_styles: int = 20, n_content: int = 20, size: int =
         raise InputError(f"need at least 2 content images, got {n_content}", field="content")
     if size < 16:
         raise InputError(f"image size must be at least 16, got {size}", field="size")
+    need = int(n_styles) * int(n_content) * int(size) ** 2 * 3
+    if need > MAX_GENERATED_BYTES:
+        raise InputError(f"{n_styles:,} styles x {n_content:,} contents at {size}x{size} would hold "
+                         f"{need / 2**30:,.1f} GiB of images in memory, more than the {MAX_GENERATED_BYTES // 2**30} "
+                         f"GiB allowed; use fewer styles or contents, or a smaller size", field="contents")
     styles = make_styles(n_styles, seed)
     models = StyleModels(tuple(str(i + 1) for i in range(n_styles)), tuple(name for name, _ in styles))
     ids, arrays, labels, groups = [], [], [], []
