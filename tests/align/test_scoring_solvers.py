@@ -151,6 +151,8 @@ def test_blue_finds_planted_cluster_and_matches_exhaustive():
         r = optimize_blue(R, k, seed=1)
         assert r.baselines["local_search"] == pytest.approx(r.baselines["exhaustive"], abs=1e-12)
     with pytest.raises(InputError, match="symmetric"):
+        optimize_blue(np.arange(9.0).reshape(3, 3) / 10, 2)
+    with pytest.raises(InputError, match=r"entry \(0, 2\) is 2, not a CKA value"):
         optimize_blue(np.arange(9.0).reshape(3, 3), 2)
 
 

@@ -59,7 +59,22 @@ MAX_INT_OPTION = 2**31 - 1
 
 
 def int_at_least(low: int, high: int = MAX_INT_OPTION) -> Callable[[str], int]:
-    return integer(Interval(Integral, low, high, closed="both"))
+    """An integer >= ``low`` (the message users see) and <= ``high``."""
+    at_least = integer(Interval(Integral, low, None, closed="left"))
+
+    def convert(text: str) -> int:
+        value = at_least(text)
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be an integer <= {high:,}, got {text.strip()[:40]}")
+        return value
+
+    convert.__name__ = "integer"
+    return convert
+
+
+MAX_SAMPLES = 10_000_000
+SAMPLE_COUNT = int_at_least(1, MAX_SAMPLES)
+"""A number of Monte-Carlo draws or bootstrap resamples: 1..10,000,000 (each is an array of that length)."""
 
 
 SEED = integer(Interval(Integral, 0, 2**32 - 1, closed="both"))
@@ -73,9 +88,6 @@ PROBABILITY = number(Interval(Real, 0, 1, closed="neither"))
 """A probability strictly between 0 and 1 (a significance level, a quantile)."""
 UNIT_INTERVAL = number(Interval(Real, 0, 1, closed="both"))
 PORT = integer(Interval(Integral, 1, 65535, closed="both"))
-MAX_SAMPLES = 10_000_000
-SAMPLE_COUNT = integer(Interval(Integral, 1, MAX_SAMPLES, closed="both"))
-"""A number of Monte-Carlo draws or bootstrap resamples: 1..10,000,000 (each is an array of that length)."""
 
 
 def choice(enum_cls) -> Callable[[str], Any]:
