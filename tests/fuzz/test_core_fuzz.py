@@ -167,3 +167,13 @@ def test_demo_options(case, seed, out):
     assert_clean_exit(r)
     valid_seed = seed.isdigit() and int(seed) < 2**32
     assert (r.code == 0) == (valid_seed and out in ("dir", "new/nested")), (r.code, r.err)
+
+
+def test_topics_file_with_a_control_character_in_an_id(case, tmp_path):
+    """Found by the exploring fuzz run: '1001<VT>1002' was taken as one topic id, and the vertical tab in the
+    printed message broke the one-line error into two."""
+    topics = tmp_path / "topics.txt"
+    topics.write_bytes(b"1001\x0b1002\n1003\n")
+    r = run_cli("validate", case["run"], "--pool", case["models"], "--topics", topics)
+    assert r.code == 1 and r.err.strip() == (f"error: {topics}:1: field 'topicID': topic id '1001\\x0b1002' holds "
+                                            f"white space or a control character")

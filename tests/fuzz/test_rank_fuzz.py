@@ -333,3 +333,25 @@ def test_bench_ground_truth_without_some_pool_models_is_named(layout):
     gt.write_text("task_id,model_id,f1\n1001,1,0.9\n")
     r = run_cli("bench", folder, "-m", "avgrank", "--bootstrap", "50", "--folds", "2", "--json")
     assert r.code == 1 and r.err.strip().startswith(f"error: {gt}: pool candidate(s) not in the ground truth"), r.err
+
+
+def test_artifact_with_a_refused_parameter_names_the_artifact(layout, tmp_path):
+    """Found by the exploring fuzz run: a stored parameter the ranker refuses named no file."""
+    data = json.loads(layout["artifact"].read_text())
+    data["params"]["view"] = "lean"
+    bad = tmp_path / "artifact.json"
+    bad.write_text(json.dumps(data))
+    r = run_cli("rank", layout["task"], "--method", bad)
+    assert r.code == 1 and r.err.strip().startswith(f"error: {bad}: field 'params.view': unknown task view"), r.err
+
+
+def test_bench_with_fewer_tasks_than_folds_names_the_ground_truth(layout):
+    folder = layout["victims"] / "bench-one-task"
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(layout["layout"], folder)
+    gt = folder / "ground-truth.csv"
+    lines = gt.read_text().splitlines()
+    gt.write_text("\n".join([lines[0]] + [ln for ln in lines[1:] if ln.startswith("1001,")]) + "\n")
+    r = run_cli("bench", folder, "-m", "avgrank", "--bootstrap", "50", "--folds", "2", "--json")
+    assert r.code == 1 and r.err.strip().startswith(f"error: {gt}: folds must be between 2 and the number of "
+                                                    f"tasks (1)"), r.err

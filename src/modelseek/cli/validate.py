@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from ..errors import InputError
+
 
 def register(sub) -> None:
     p = sub.add_parser("validate", help="check a run file against the submission rules",
@@ -29,7 +31,16 @@ def run(args: argparse.Namespace) -> int:
     if args.topics:
         from ..io import read_text
 
-        topics = [ln.strip() for ln in read_text(args.topics, "topics file").split("\n") if ln.strip()]
+        topics = []
+        for lineno, ln in enumerate(read_text(args.topics, "topics file").split("\n"), 1):
+            topic = ln.strip()
+            if not topic:
+                continue
+            if any(c.isspace() or not c.isprintable() for c in topic):
+                # a run's columns are separated by white space: such an id can never be matched
+                raise InputError(f"topic id {topic!r} holds white space or a control character", path=args.topics,
+                                 line=lineno, field="topicID")
+            topics.append(topic)
     elif args.ground_truth:
         from ..data.truth import GroundTruth
 

@@ -234,6 +234,8 @@ class LearnedRanker(Ranker):
                 raise InputError(f"artifact is for method {doc.get('method')!r}, not {cls.name!r}", path=path,
                                  field="method")
             r = cls(**{**doc["params"], **overrides})
+            if hasattr(r, "_validate"):  # stored parameters are checked on load, not first at rank time
+                r._validate()
             ids = [str(m) for m in doc["model_ids"]]
             if "model_hf_ids" in doc:
                 r.trained_ = Trained(tuple(ids), tuple(str(h) for h in doc["model_hf_ids"]))

@@ -43,7 +43,13 @@ def load_artifact(path: str | Path, **overrides) -> Ranker:
         raise InputError(str(getattr(exc, "message", exc)), path=path, field="method") from None
     if not hasattr(cls, "load"):
         raise InputError(f"method {method!r} cannot be loaded from an artifact", path=path, field="method")
-    ranker = cls.load(path, **overrides)
+    try:
+        ranker = cls.load(path, **overrides)
+    except InputError as exc:
+        if exc.path is not None:
+            raise
+        # a stored parameter the ranker refuses (a damaged or hand-edited artifact): located in the artifact
+        raise InputError(exc.message, path=path, field=f"params.{exc.field}" if exc.field else None) from None
     ranker.artifact_ = str(path)  # errors about the candidates it was trained on name the artifact
     return ranker
 
