@@ -123,15 +123,23 @@ def cross_validate(method: str | Ranker | Callable[[], Ranker], truth: GroundTru
         fold_ids = make_folds(task_ids, tiers, folds, seed + rep)
         scores: dict[str, dict[str, float]] = {}
         fitted = []
-        for held in progress_bar(fold_ids, desc=f"{name} CV repeat {rep + 1}/{repeats}", disable=not progress):
+        for fold_no, held in enumerate(progress_bar(fold_ids, desc=f"{name} CV repeat {rep + 1}/{repeats}",
+                                                    disable=not progress), 1):
             held_set = set(held)
             train_ids = [t for t in task_ids if t not in held_set]
             ranker = failures_allowed(factory()) if allow_failures else factory()
-            if ranker.needs_fit:
-                ranker.fit(tasks.subset(train_ids), truth.subset(train_ids), pool=pool)
-            fitted.append(train_ids)
-            for t in held:
-                scores[t] = ranker.rank(tasks.get(t), pool)
+            try:
+                if ranker.needs_fit:
+                    ranker.fit(tasks.subset(train_ids), truth.subset(train_ids), pool=pool)
+                fitted.append(train_ids)
+                for t in held:
+                    scores[t] = ranker.rank(tasks.get(t), pool)
+            except InputError as exc:
+                if exc.path is not None or not truth.source:
+                    raise
+                # e.g. a ground truth with gaps: the training folds know some candidates on no task at all
+                raise InputError(f"cross-validation fold {fold_no} of repeat {rep + 1}: {exc.message}",
+                                 path=truth.source, field=exc.field) from None
         run = Run.from_scores({t: scores[t] for t in task_ids}, name)
         runs.append(run)
         reports.append(evaluate(run, truth, metrics, scheme))

@@ -379,6 +379,21 @@ def test_optimize_red_from_stored_embeddings(cli, align_setup, tmp_path, monkeyp
         [IMG[i] for i in d["selection"]]
 
 
+def test_manifest_naming_a_missing_embeddings_file_names_the_manifest(cli, align_setup, tmp_path, monkeypatch):
+    """Found by the exploring fuzz run (seed 3): the error named the missing file, not the manifest naming it."""
+    emb = tmp_path / "emb"
+    assert cli("align", "embed", "-o", emb, "--cache-dir", tmp_path / "c").code == 0
+    manifest = emb / "embeddings.json"
+    d = json.loads(manifest.read_text())
+    d["models"][2]["file"] = "cnnnan.npy"
+    manifest.write_text(json.dumps(d))
+    for var in ("MODELSEEK_MODEL_REGISTRY", "MODELSEEK_STIMULI_CATALOG", "MODELSEEK_DATASET_SYNTH"):
+        monkeypatch.delenv(var)
+    r = cli("align", "optimize", "--team", "red", "--size", "6", "--embeddings", emb, "--steps", "50", "--json")
+    assert r.code == 1 and r.err.strip() == (f"error: {manifest}: field 'models.file': embeddings of 'cnn2': "
+                                            f"no such file {str(emb / 'cnnnan.npy')!r}"), r.err
+
+
 @pytest.mark.parametrize("damage", [b"\x00", b"'shape': ((", b"'shape': (99999999999, 99999999999), 'x': ("])
 def test_damaged_npy_header_in_stored_embeddings_is_one_line(cli, align_setup, tmp_path, monkeypatch, damage):
     """Found by the exploring fuzz run: a NUL byte or a cut literal in an .npy header raised SyntaxError /

@@ -337,3 +337,11 @@ def test_compile_with_an_empty_model_name_is_refused(duel, tmp_path):
     out = tmp_path / "c.json"
     r = run_cli("duel", "compile", duel["harness"], "-o", out, "--metadata", duel["meta"], "--model", " ")
     assert r.code == 1 and "field 'model': the model name is empty" in r.err and not out.exists()
+
+
+def test_runs_with_a_run_matching_no_model_names_the_run_file(runs_case, tmp_path):
+    """Found by the exploring fuzz run (seed 3): the error named no file."""
+    victim = tmp_path / "nan-run.txt"
+    victim.write_text("1001 Q0 nan 1 0.5 vorst\n")
+    r = run_cli("duel", "runs", runs_case["a"], victim, "--json")
+    assert r.code == 1 and r.err.strip().startswith(f"error: {victim}: field 'docID': run 'vorst': no docID "), r.err

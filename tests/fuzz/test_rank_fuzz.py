@@ -355,3 +355,18 @@ def test_bench_with_fewer_tasks_than_folds_names_the_ground_truth(layout):
     r = run_cli("bench", folder, "-m", "avgrank", "--bootstrap", "50", "--folds", "2", "--json")
     assert r.code == 1 and r.err.strip().startswith(f"error: {gt}: folds must be between 2 and the number of "
                                                     f"tasks (1)"), r.err
+
+
+def test_bench_on_a_ground_truth_with_gaps_names_it(layout):
+    """Found by the exploring fuzz run (seed 3): with models missing from the training folds the ranker's
+    error named no file."""
+    folder = layout["victims"] / "bench-gaps"
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(layout["layout"], folder)
+    gt = folder / "ground-truth.csv"
+    lines = gt.read_text().splitlines()
+    keep = [ln for ln in lines[1:] if ln.split(",")[1] == "1" or ln.startswith("1001,")]
+    gt.write_text("\n".join([lines[0], *keep]) + "\n")
+    r = run_cli("bench", folder, "-m", "avgrank", "--bootstrap", "50", "--folds", "2", "--json")
+    assert r.code == 1 and "Traceback" not in r.err and len(r.err.strip().splitlines()) == 1, r.err
+    assert r.err.startswith(f"error: {gt}: cross-validation fold ") and "was not trained on candidate" in r.err

@@ -432,8 +432,8 @@ def load_embeddings(folder, models=None):
         if n not in by_name:
             raise InputError(f"model {n!r} is not in the embeddings", path=mpath, field="models")
         f = folder / str(by_name[n].get("file", ""))
-        if not f.is_file():
-            raise InputError(f"embeddings of {n!r}: no such file", path=f)
+        if not f.is_file():  # the manifest names it: the manifest is what to fix (or the file to restore)
+            raise InputError(f"embeddings of {n!r}: no such file {str(f)!r}", path=mpath, field="models.file")
         try:
             F = np.load(f, allow_pickle=False)
         except _NPY_ERRORS as exc:
