@@ -346,7 +346,8 @@ def test_regression_empty_or_non_numeric_npy_in_an_embeddings_folder(setup, tmp_
         else:
             f.unlink()
         r = run_cli("align", "optimize", "--team", "red", "--size", "4", "--embeddings", folder)
-        assert r.code == 1 and r.err.startswith(f"error: {f}: ") and r.err.count("\n") == 1, (how, r.err)
+        named = folder / "embeddings.json" if how == "missing" else f  # a missing file: the manifest naming it
+        assert r.code == 1 and r.err.startswith(f"error: {named}: ") and r.err.count("\n") == 1, (how, r.err)
 
 
 def test_regression_empty_catalog_is_named(setup, tmp_path):

@@ -221,3 +221,12 @@ def test_generated_benchmark_too_large_for_memory_is_refused():
     assert "field 'contents'" in r.err and "GiB of images in memory" in r.err
     r = run_cli("bench-style", "--generated", "--size", "5000")
     assert r.code == 2 and "must be an integer <= 4,096" in r.err
+
+
+def test_image_list_with_a_name_too_long_for_the_file_system(layout, tmp_path):
+    """Found by the exploring fuzz run (seed 4): an OSError (File name too long) traceback."""
+    queries = tmp_path / "queries.txt"
+    queries.write_text("test" + "9" * 400 + "-0011.png\n")
+    r = run_cli("rank-style", layout["b"], "--test", queries, "--size", "16", "-m", "hist-centroid")
+    assert r.code == 1 and "Traceback" not in r.err and len(r.err.strip().splitlines()) == 1, r.err
+    assert r.err.startswith(f"error: {queries}:1: image name 'test999") and "is no usable file name" in r.err

@@ -210,8 +210,13 @@ def _find_image(name: str, dirs: Sequence[Path], source: Path | None = None, lin
     ``source`` (the list or table naming the image, at ``line``) when given, else the expected path."""
     for d in dirs:
         p = d / name
-        if p.is_file():
-            return p
+        try:
+            if p.is_file():
+                return p
+        except (OSError, ValueError) as exc:  # a name longer than the file system allows, a NUL byte
+            where = {"path": source, "line": line, "field": field} if source is not None else {"path": d}
+            raise InputError(f"image name {name[:60]!r}{'...' if len(name) > 60 else ''} is no usable file name "
+                             f"({getattr(exc, 'strerror', None) or exc})", **where) from None
     shown = ", ".join(str(d) for d in dirs)
     if source is not None:
         raise InputError(f"image {name!r} not found in {shown}", path=source, line=line, field=field)
