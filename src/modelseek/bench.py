@@ -115,12 +115,12 @@ def cross_validate(method: str | Ranker | Callable[[], Ranker], truth: GroundTru
         raise InputError(f"pool candidate(s) not in the ground truth: {', '.join(missing_models)}",
                          path=truth.source or None)
     tiers = [truth.criticality(t).value for t in task_ids]
-    if int(folds) > len(task_ids):  # checked here too, where the ground truth's file is known
-        raise InputError(f"folds must be between 2 and the number of tasks ({len(task_ids)}), got {folds}",
-                         path=truth.source or None)
     runs, reports, all_folds, all_fitted = [], [], [], []
     for rep in range(repeats):
-        fold_ids = make_folds(task_ids, tiers, folds, seed + rep)
+        try:
+            fold_ids = make_folds(task_ids, tiers, folds, seed + rep)
+        except InputError as exc:  # too few tasks for the folds: the ground truth's file says which tasks
+            raise InputError(exc.message, path=truth.source or None, field=exc.field) from None
         scores: dict[str, dict[str, float]] = {}
         fitted = []
         for fold_no, held in enumerate(progress_bar(fold_ids, desc=f"{name} CV repeat {rep + 1}/{repeats}",

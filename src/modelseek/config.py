@@ -199,6 +199,9 @@ class _NonFinite(Constraint):
 NONFINITE = _NonFinite()
 """List it in a float field's constraints to let NaN and ±inf through coercion."""
 
+MAX_SAMPLES = 10_000_000
+"""The most Monte-Carlo draws or bootstrap resamples a setting or option takes (each is an array of that length)."""
+
 
 def describe(constraints: Sequence[Constraint]) -> str:
     return " or ".join(str(c) for c in constraints if c is not NONFINITE)

@@ -29,6 +29,18 @@ FEW = fuzz_settings(6)
 KNN = ("-m", "task_knn", "--param", "encoder=hashing")
 
 
+def _layout_copy(layout, name: str):
+    """A fresh copy of the valid layout under victims/NAME, for a test to damage."""
+    folder = layout["victims"] / name
+    shutil.rmtree(folder, ignore_errors=True)
+    shutil.copytree(layout["layout"], folder)
+    return folder
+
+
+def _bench(folder):
+    return run_cli("bench", folder, "-m", "avgrank", "--bootstrap", "50", "--folds", "2", "--json")
+
+
 @pytest.fixture(scope="module")
 def layout(tmp_path_factory):
     root = tmp_path_factory.mktemp("rankfuzz")
@@ -122,9 +134,7 @@ def test_rank_survives_a_damaged_artifact(layout, data):
 @FUZZ
 @given(data=st.data(), which=st.sampled_from(["ground-truth.csv", "models.csv"]))
 def test_rank_survives_damaged_training_files(layout, data, which):
-    folder = layout["victims"] / "train"
-    shutil.rmtree(folder, ignore_errors=True)
-    shutil.copytree(layout["layout"], folder)
+    folder = _layout_copy(layout, "train")
     path = folder / which
     path.write_bytes(data.draw(damaged(path.read_bytes())))
     out = layout["victims"] / "train-run.txt"
@@ -157,9 +167,7 @@ def test_rank_training_paths(layout, what):
 @FUZZ
 @given(data=st.data())
 def test_train_ranker_survives_a_damaged_ground_truth(layout, data):
-    folder = layout["victims"] / "tr"
-    shutil.rmtree(folder, ignore_errors=True)
-    shutil.copytree(layout["layout"], folder)
+    folder = _layout_copy(layout, "tr")
     path = folder / "ground-truth.csv"
     path.write_bytes(data.draw(damaged(path.read_bytes())))
     out = layout["victims"] / "tr.json"
@@ -232,12 +240,10 @@ def test_bench_paths(layout, case):
 @FEW
 @given(data=st.data())
 def test_bench_survives_a_damaged_ground_truth(layout, data):
-    folder = layout["victims"] / "bench"
-    shutil.rmtree(folder, ignore_errors=True)
-    shutil.copytree(layout["layout"], folder)
+    folder = _layout_copy(layout, "bench")
     path = folder / "ground-truth.csv"
     path.write_bytes(data.draw(damaged(path.read_bytes())))
-    r = run_cli("bench", folder, "-m", "avgrank", "--bootstrap", "50", "--folds", "2", "--json")
+    r = _bench(folder)
     assert_clean_exit(r, path, folder)
 
 
@@ -292,9 +298,7 @@ def test_pool_csv_regressions(layout, rows, expect):
 
 def test_artifact_trained_on_other_candidates_names_itself(layout):
     """An avgrank artifact trained on a ground truth with one model cannot rank a 4-model pool: the error names it."""
-    folder = layout["victims"] / "one-model"
-    shutil.rmtree(folder, ignore_errors=True)
-    shutil.copytree(layout["layout"], folder)
+    folder = _layout_copy(layout, "one-model")
     gt = folder / "ground-truth.csv"
     lines = gt.read_text(encoding="utf-8").splitlines()
     col = lines[0].split(",").index("model_id")
@@ -326,12 +330,10 @@ def test_issue_14_option_classes_are_usage_errors(layout, args):
 
 def test_bench_ground_truth_without_some_pool_models_is_named(layout):
     """Found by the exploring fuzz run: a ground truth cut short named no file in its error."""
-    folder = layout["victims"] / "bench-short"
-    shutil.rmtree(folder, ignore_errors=True)
-    shutil.copytree(layout["layout"], folder)
+    folder = _layout_copy(layout, "bench-short")
     gt = folder / "ground-truth.csv"
     gt.write_text("task_id,model_id,f1\n1001,1,0.9\n")
-    r = run_cli("bench", folder, "-m", "avgrank", "--bootstrap", "50", "--folds", "2", "--json")
+    r = _bench(folder)
     assert r.code == 1 and r.err.strip().startswith(f"error: {gt}: pool candidate(s) not in the ground truth"), r.err
 
 
@@ -346,13 +348,11 @@ def test_artifact_with_a_refused_parameter_names_the_artifact(layout, tmp_path):
 
 
 def test_bench_with_fewer_tasks_than_folds_names_the_ground_truth(layout):
-    folder = layout["victims"] / "bench-one-task"
-    shutil.rmtree(folder, ignore_errors=True)
-    shutil.copytree(layout["layout"], folder)
+    folder = _layout_copy(layout, "bench-one-task")
     gt = folder / "ground-truth.csv"
     lines = gt.read_text().splitlines()
     gt.write_text("\n".join([lines[0]] + [ln for ln in lines[1:] if ln.startswith("1001,")]) + "\n")
-    r = run_cli("bench", folder, "-m", "avgrank", "--bootstrap", "50", "--folds", "2", "--json")
+    r = _bench(folder)
     assert r.code == 1 and r.err.strip().startswith(f"error: {gt}: folds must be between 2 and the number of "
                                                     f"tasks (1)"), r.err
 
@@ -360,13 +360,11 @@ def test_bench_with_fewer_tasks_than_folds_names_the_ground_truth(layout):
 def test_bench_on_a_ground_truth_with_gaps_names_it(layout):
     """Found by the exploring fuzz run (seed 3): with models missing from the training folds the ranker's
     error named no file."""
-    folder = layout["victims"] / "bench-gaps"
-    shutil.rmtree(folder, ignore_errors=True)
-    shutil.copytree(layout["layout"], folder)
+    folder = _layout_copy(layout, "bench-gaps")
     gt = folder / "ground-truth.csv"
     lines = gt.read_text().splitlines()
     keep = [ln for ln in lines[1:] if ln.split(",")[1] == "1" or ln.startswith("1001,")]
     gt.write_text("\n".join([lines[0], *keep]) + "\n")
-    r = run_cli("bench", folder, "-m", "avgrank", "--bootstrap", "50", "--folds", "2", "--json")
+    r = _bench(folder)
     assert r.code == 1 and "Traceback" not in r.err and len(r.err.strip().splitlines()) == 1, r.err
     assert r.err.startswith(f"error: {gt}: cross-validation fold ") and "was not trained on candidate" in r.err

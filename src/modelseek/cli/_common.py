@@ -24,7 +24,7 @@ from numbers import Integral, Real
 from pathlib import Path
 from typing import Any, Callable
 
-from ..config import Constraint, Interval, check, coerce
+from ..config import MAX_SAMPLES, Constraint, Interval, check, coerce
 from ..errors import InputError
 
 
@@ -72,7 +72,6 @@ def int_at_least(low: int, high: int = MAX_INT_OPTION) -> Callable[[str], int]:
     return convert
 
 
-MAX_SAMPLES = 10_000_000
 SAMPLE_COUNT = int_at_least(1, MAX_SAMPLES)
 """A number of Monte-Carlo draws or bootstrap resamples: 1..10,000,000 (each is an array of that length)."""
 

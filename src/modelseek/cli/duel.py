@@ -203,22 +203,13 @@ def _runs(args) -> int:
     from ..data.run import read_runs
     from ..duel.runs import runs_tournament
 
-    runs, source = [], {}
+    runs, sources = [], []
     for path in args.runs:
         for r in read_runs(path).values():
             runs.append(r)
-            source[r.run_id] = path
+            sources.append(path)
     truth = load_truth(args.ground_truth, Path(args.runs[0]).parent, args.tasks_csv)
-    from ..evaluate import evaluate
-
-    for r in runs:  # a run that cannot be scored against the ground truth: named by its file
-        try:
-            evaluate(r, truth, ["ndcg@5"], args.scheme)
-        except InputError as exc:
-            if exc.path is not None:
-                raise
-            raise InputError(exc.message, path=source[r.run_id], field=exc.field) from None
-    res = runs_tournament(runs, truth, args.scheme, args.alpha, args.fdr)
+    res = runs_tournament(runs, truth, args.scheme, args.alpha, args.fdr, sources=sources)
     if args.json:
         print_json(res.to_dict())
     else:

@@ -120,7 +120,7 @@ class GroundTruth:
                 if col not in fields:
                     raise InputError("missing column", path=path, line=1, field=col)
             crit_col = "criticality" if "criticality" in fields else None
-            crit: dict[str, str] = {}
+            crit: dict[str, Criticality | str] = {}
             seen: set[tuple[str, str]] = set()
             first_line: dict[str, int] = {}
             for lineno, row in enumerate(reader, start=2):
@@ -147,10 +147,9 @@ class GroundTruth:
                 rows.append((t, m, f1))
                 if crit_col and (row.get(crit_col) or "").strip():
                     try:
-                        Criticality.parse(row[crit_col])
+                        crit[t] = Criticality.parse(row[crit_col])
                     except InputError as exc:
                         raise InputError(exc.message, path=path, line=lineno, field=crit_col) from None
-                    crit[t] = row[crit_col]
         if not rows:
             raise InputError("no rows", path=path)
         best: dict[str, float] = {}

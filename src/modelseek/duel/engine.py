@@ -17,7 +17,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from ..config import Config, Interval
+from ..config import MAX_SAMPLES, Config, Interval
 from ..errors import InputError
 from ..stats.auroc import N_DRAWS, N_THRESHOLDS, auroc_draws, auroc_pvalue_matrix
 from ..stats import bootstrap as _boot
@@ -38,9 +38,9 @@ class Settings(Config):
 
     _constraints = {
         "seed": [Interval(Integral, 0, None, closed="left")],
-        "n_draws": [Interval(Integral, 1, 10_000_000, closed="both")],
+        "n_draws": [Interval(Integral, 1, MAX_SAMPLES, closed="both")],
         "n_thresholds": [Interval(Integral, 2, None, closed="left")],
-        "n_resamples": [Interval(Integral, 1, 10_000_000, closed="both")],
+        "n_resamples": [Interval(Integral, 1, MAX_SAMPLES, closed="both")],
     }
 
     def to_dict(self) -> dict:

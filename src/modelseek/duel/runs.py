@@ -31,12 +31,22 @@ def tier_task(tier: str) -> str:
 
 
 def runs_tournament(runs: Sequence[Run], truth: GroundTruth, scheme: str = "ntcir", alpha: float = ALPHA,
-                    fdr: bool = False, max_competitors: int = MAX_COMPETITORS) -> TournamentResult:
-    """Duel leaderboard of ``runs`` (distinct run ids) on ``truth``'s topics, categories = criticality tiers."""
+                    fdr: bool = False, max_competitors: int = MAX_COMPETITORS,
+                    sources: Sequence[str] | None = None) -> TournamentResult:
+    """Duel leaderboard of ``runs`` (distinct run ids) on ``truth``'s topics, categories = criticality tiers.
+
+    ``sources``: the file of each run; a run that cannot be scored against ``truth`` is an error naming it."""
     ids = [r.run_id for r in runs]
     if len(set(ids)) != len(ids):
         raise InputError(f"run ids must differ: {ids}")
-    reports = [evaluate(r, truth, ["ndcg@5"], scheme) for r in runs]
+    reports = []
+    for i, r in enumerate(runs):
+        try:
+            reports.append(evaluate(r, truth, ["ndcg@5"], scheme))
+        except InputError as exc:
+            if exc.path is not None or sources is None:
+                raise
+            raise InputError(exc.message, path=sources[i], field=exc.field) from None
     per_topic = reports[0].per_topic
     tiers = [t for t in TIERS if (per_topic["tier"] == t).any()]
     config = LeaderboardConfig.from_dict({"tasks": {tier_task(t): {"category": t, "metric": Metric.NDCG5.value,

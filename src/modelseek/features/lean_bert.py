@@ -71,18 +71,26 @@ def _weight_prefix(folder: Path, n_layers: int) -> "str | None":
     return None
 
 
-def unsupported_reason(source: "str | Path") -> "str | None":
-    """None when ``source`` (a local folder) can run here exactly as ``transformers`` runs it, else why not."""
+class Unsupported(ModelseekError):
+    """A folder the lean path does not run; ``reason`` says why."""
+
+    def __init__(self, folder: "str | Path", reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"{folder}: not a plain BERT encoder the lean path runs ({reason})")
+
+
+def _inspect(source: "str | Path") -> "tuple[str | None, str | None]":
+    """(why the folder is not run here or None, the weight-name prefix when it is)."""
     folder = Path(source)
     if not folder.is_dir():
-        return f"{source} is not a local folder"
+        return f"{source} is not a local folder", None
     for name in (CONFIG, WEIGHTS, TOKENIZER):
         if not (folder / name).is_file():
-            return f"no {name}"
+            return f"no {name}", None
     try:
         cfg = _read_json(folder / CONFIG)
     except ModelseekError as exc:
-        return str(exc)
+        return str(exc), None
     checks = [
         (cfg.get("model_type") == "bert", f"model_type {cfg.get('model_type')!r} is not bert"),
         (cfg.get("position_embedding_type", "absolute") == "absolute", "relative position embeddings"),
@@ -92,16 +100,22 @@ def unsupported_reason(source: "str | Path") -> "str | None":
     ]
     for ok, why in checks:
         if not ok:
-            return why
+            return why, None
     try:
         n_layers, hidden, heads = (int(cfg[k]) for k in ("num_hidden_layers", "hidden_size", "num_attention_heads"))
     except (KeyError, TypeError, ValueError):
-        return "config lacks num_hidden_layers/hidden_size/num_attention_heads"
+        return "config lacks num_hidden_layers/hidden_size/num_attention_heads", None
     if n_layers < 1 or heads < 1 or hidden % heads:
-        return f"hidden_size {hidden} is not a multiple of num_attention_heads {heads}"
-    if _weight_prefix(folder, n_layers) is None:
-        return f"{WEIGHTS} lacks weights under BertModel's names"
-    return None
+        return f"hidden_size {hidden} is not a multiple of num_attention_heads {heads}", None
+    prefix = _weight_prefix(folder, n_layers)
+    if prefix is None:
+        return f"{WEIGHTS} lacks weights under BertModel's names", None
+    return None, prefix
+
+
+def unsupported_reason(source: "str | Path") -> "str | None":
+    """None when ``source`` (a local folder) can run here exactly as ``transformers`` runs it, else why not."""
+    return _inspect(source)[0]
 
 
 # ------------------------------------------------------------------------------------------------ tokenizer
@@ -161,7 +175,8 @@ class LeanBert:
     Called like a ``transformers`` model: ``model(input_ids=..., attention_mask=..., output_hidden_states=...)``.
     Token type ids are all 0 (one segment), as ``transformers`` assumes when none are given."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, prefix: str) -> None:
+        """``prefix``: the weight-name prefix :func:`load` found (``""`` or ``"bert."``)."""
         import torch
         from safetensors.torch import load_file
 
@@ -169,9 +184,6 @@ class LeanBert:
         self.config = LeanConfig(int(cfg["hidden_size"]), int(cfg["num_hidden_layers"]),
                                  int(cfg["num_attention_heads"]), float(cfg.get("layer_norm_eps", 1e-12)),
                                  str(cfg.get("hidden_act", "gelu")), int(cfg.get("max_position_embeddings", 512)))
-        prefix = _weight_prefix(folder, self.config.num_hidden_layers)
-        if prefix is None:
-            raise ModelseekError(f"{folder / WEIGHTS}: lacks weights under BertModel's names")
         raw = load_file(str(folder / WEIGHTS))
         self._w = {k[len(prefix):]: v.float() for k, v in raw.items() if k.startswith(prefix)}
         self._device = torch.device("cpu")
@@ -236,7 +248,7 @@ class LeanBert:
 def load(folder: "str | Path") -> "tuple[LeanBert, LeanTokenizer]":
     """Model and tokenizer of a supported local folder (see :func:`unsupported_reason`)."""
     folder = Path(folder)
-    why = unsupported_reason(folder)
+    why, prefix = _inspect(folder)
     if why is not None:
-        raise ModelseekError(f"{folder}: not a plain BERT encoder the lean path runs ({why})")
-    return LeanBert(folder), LeanTokenizer(folder)
+        raise Unsupported(folder, why)
+    return LeanBert(folder, prefix), LeanTokenizer(folder)

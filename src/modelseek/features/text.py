@@ -212,19 +212,19 @@ def _load_model(source: str, revision: str | None, device: str, name: str = "",
     ``backend``: ``transformers`` (AutoModel/AutoTokenizer), ``lean`` (:mod:`.lean_bert`, a plain BERT encoder in
     a local folder, without importing transformers; anything else is an error) or ``auto`` (lean where it
     applies, else transformers)."""
-    if backend not in BACKENDS:
-        raise InputError(f"unknown backend {backend!r}; valid values: {', '.join(BACKENDS)}", field="backend")
     if backend != "transformers" and revision is None:
         from . import lean_bert
 
-        why = lean_bert.unsupported_reason(source)
-        if why is None:
+        try:
             model, tok = lean_bert.load(source)
+        except lean_bert.Unsupported as exc:
+            if backend == "lean":
+                raise ModelseekError(f"model {name or source!r}: the lean backend cannot run it ({exc.reason})") \
+                    from None
+            log.debug("model %s: transformers backend (%s)", name or source, exc.reason)
+        else:
             dev = pick_device(device)
             return LoadedModel(model=model.eval().to(dev), tokenizer=tok, device=dev, name=name or source)
-        if backend == "lean":
-            raise ModelseekError(f"model {name or source!r}: the lean backend cannot run it ({why})")
-        log.debug("model %s: transformers backend (%s)", name or source, why)
     elif backend == "lean":
         raise ModelseekError(f"model {name or source!r}: the lean backend reads local folders only, "
                              f"without a revision")
