@@ -116,6 +116,15 @@ class Trained:
     def to_json(self) -> dict[str, list[str]]:
         return {"model_ids": list(self.model_ids), "hf_ids": list(self.hf_ids)}
 
+    def match(self, pool: Pool) -> np.ndarray:
+        """Positions of ``pool``'s candidates among the trained ones (matched as :meth:`index` does), -1 for a
+        candidate without fine-tuning history."""
+        by_hf = {_norm(h): i for i, h in enumerate(self.hf_ids) if h}
+        by_hf.update({_norm(m): i for i, (m, h) in enumerate(zip(self.model_ids, self.hf_ids)) if not h})
+        by_id = {m: i for i, m in enumerate(self.model_ids)}
+        out = [by_hf.get(_norm(c.hf_id)) if c.hf_id else by_id.get(c.id) for c in pool]
+        return np.asarray([-1 if j is None else j for j in out], dtype=int)
+
     def index(self, pool: Pool, who: str, source: str | None = None) -> np.ndarray:
         """Positions of ``pool``'s candidates among the trained ones, matched by HF id (a candidate without an
         HF id by its id, against trained candidates that have none either). Unknown candidates are an error
