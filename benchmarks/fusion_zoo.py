@@ -42,7 +42,8 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--step", type=float, default=0.1)
     ap.add_argument("--resamples", type=int, default=2000)
-    ap.add_argument("--selection", default="1se", choices=["1se", "best"], help="how a fold chooses its fusion")
+    ap.add_argument("--selection", default="vs-rrf", choices=["vs-rrf", "1se", "best"],
+                    help="how a fold chooses its fusion")
     ap.add_argument("--ground-truth", help="use these runs and this ground truth instead of generated zoos")
     ap.add_argument("--any-score", action="store_true", help="the ground truth holds any higher-is-better score")
     ap.add_argument("--runs", nargs="+", help="run files (with --ground-truth)")

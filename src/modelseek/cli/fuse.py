@@ -55,9 +55,10 @@ def register(sub) -> None:
     g.add_argument("--seed", type=SEED, default=0, help="seed of the folds (and of a sampled weight grid)")
     g.add_argument("--step", type=STEP, default=0.1,
                    help="weight grid step on the simplex, dividing 1 (default 0.1)")
-    g.add_argument("--selection", default="1se", choices=["1se", "best"],
-                   help="1se (default): among fusions within one standard error of the best on the training "
-                        "topics, the one using the fewest runs; best: the best mean")
+    g.add_argument("--selection", default="vs-rrf", choices=["vs-rrf", "1se", "best"],
+                   help="vs-rrf (default): plain RRF unless the learned choice beats it in an inner "
+                        "cross-validation by more than one standard error; 1se: among fusions within one standard "
+                        "error of the best on the training topics, the one using the fewest runs; best: the best mean")
     g.add_argument("--save", metavar="FUSION_JSON", type=OUTPUT_FILE,
                    help="save the learned fusion (versioned, checksummed JSON)")
     p.add_argument("--json", action="store_true", help="machine-readable summary on stdout")

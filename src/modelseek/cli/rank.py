@@ -187,23 +187,49 @@ def _entry(e, pool, ex) -> dict:
 
 
 def _print_explained(run_id: str, ex: dict, n_pool: int) -> None:
-    s, b = ex["sample"], ex["blend"]
+    s, b, ev = ex["sample"], ex["blend"], ex.get("evidence", {})
     cov = round(100 * ex["coverage"])
     print(f"task {ex['task']} — method {run_id}")
     sampled = "all" if s["texts_embedded"] == s["train_rows"] else f"a label-stratified sample (seed {s['seed']}) of"
-    print(f"  read {s['texts_embedded']} texts: {sampled} {s['train_rows']:,} training rows")
-    print(f"  order: expected fine-tuned rank, the average rank over {b['training_tasks']} past tasks blended with "
-          f"that on the {b['k']} most similar (weight {b['weight']:.1f}, chosen by leave-one-task-out)")
+    rows = f"{s['train_rows']:,} training rows"
+    if s.get("val_rows"):
+        rows += f" (of {s['rows_total']:,}: {s['val_rows']:,} went to validation)"
+    print(f"  read {s['texts_embedded']} texts: {sampled} {rows}")
+    print(f"  order: expected fine-tuned rank — the average rank over {b['training_tasks']} past tasks, moved by the "
+          f"evidence this task carries (weights chosen by leave-one-task-out)")
+    if b["training_tasks"] < 100:
+        print(f"  (fitted on {b['training_tasks']} past tasks; the organisers publish 100 — refit with "
+              f"`modelseek train-ranker DATA --install-default`)")
+    if ev.get("fallback_to_prior"):
+        print("  evidence: weak (no card matches the task, no close past tasks): the order is the prior")
     print(f"{'rank':>4}  {'docID':>5}  {'exp. rank':>9}  {'relative F1 [' + str(cov) + '% interval]':<28}  model")
-    for c in ex["candidates"]:
+    for i, c in enumerate(ex["candidates"]):
         cell = f"{c['relative_f1']:.3f} [{c['low']:.3f}, {c['high']:.3f}]"
         print(f"{c['rank']:>4}  {c['doc']:>5}  {c['expected_rank']:>9.1f}  {cell:<28}  {c['model']}")
+        if i < 3 or any(e["kind"] == "domain" for e in c.get("evidence", ())):
+            for e in c.get("evidence", ()):
+                print(f"{'':>24}↳ {e['text']}")
+    _print_indistinguishable(ex["candidates"])
     crit, reg = ex["criticality"], ex["regret_top1"]
     probs = ", ".join(f"{k} {v:.2f}" for k, v in crit["probabilities"].items())
-    print(f"  criticality: {crit['tier'].upper()} (P: {probs})")
+    rule = "low" if reg["expected"] < 0.03 else "medium" if reg["expected"] < 0.10 else "high"
+    print(f"  criticality: {crit['tier'].upper()} — {crit.get('source', 'a vote of the most similar past tasks')} "
+          f"(P: {probs})")
     print(f"  expected regret of fine-tuning only the top-1 instead of all {n_pool}: {reg['expected']:.3f} "
-          f"[{reg['low']:.3f}, {reg['high']:.3f}] (relative F1 lost)")
+          f"[{reg['low']:.3f}, {reg['high']:.3f}] (relative F1 lost; by the regret rule alone the tier would be "
+          f"{rule}{'' if rule == crit['tier'] else ', which differs: the vote reads past tasks, the rule this prediction'})")
     near = "; ".join(f"{n['task']}" + (f" {n['name']}" if n["name"] and n["name"] != n["task"] else "")
                      + f" ({n['similarity']:.2f})"
                      for n in ex["nearest_tasks"])
     print(f"  most similar past tasks: {near}")
+
+
+def _print_indistinguishable(cands: list) -> None:
+    """Say which top candidates the intervals cannot tell apart from the first."""
+    if len(cands) < 2:
+        return
+    top_low = cands[0]["low"]
+    same = [c for c in cands[1:] if c["high"] >= top_low]
+    if same:
+        print(f"  the intervals of the top {len(same) + 1} candidates overlap the first's: the data cannot tell them "
+              f"apart (consider --verify-top {min(len(same) + 1, 5)})")
