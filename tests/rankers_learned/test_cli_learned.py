@@ -49,7 +49,7 @@ def test_rank_pool_with_unknown_candidate_is_a_clear_error(cli, layout, tmp_path
     from modelseek.testing import make_text_task, write_task_table
 
     art = tmp_path / "knn.json"
-    assert cli("train-ranker", layout, "-p", "encoder=hashing", "-o", art).code == 0
+    assert cli("train-ranker", layout, "-m", "task_knn", "-p", "encoder=hashing", "-o", art).code == 0
     pool = tmp_path / "pool.yaml"
     pool.write_text("candidates:\n" + "".join(f"  - {{id: '{i}', hf_id: test-org/model-{i}}}\n" for i in range(1, 7))
                     + "  - {id: '42', hf_id: acme/brand-new-bert}\n")

@@ -135,7 +135,11 @@ def test_default_ranks_a_subset_by_hf_id_and_refuses_renamed_ids(cli, tmp_path, 
     foreign = tmp_path / "foreign.yaml"
     foreign.write_text("candidates:\n  - {id: '1', hf_id: roberta-base}\n  - {id: '2', hf_id: microsoft/mpnet-base}\n"
                        "  - {id: '3', hf_id: acme/new-bert}\n")
-    for method in ("default", "avgrank-ntcir19", "ltr-ntcir19"):
+    r = cli("rank", task_csv, "--pool", foreign, "--json")  # the default ranks them from their profiles
+    assert r.code == 0, r.err
+    ex = json.loads(r.out)["explanations"]["adaptive"]["mine"]["candidates"]
+    assert {c["doc"]: c["history"] for c in ex} == {"1": True, "2": False, "3": False}
+    for method in ("avgrank-ntcir19", "ltr-ntcir19"):
         r = cli("rank", task_csv, "--method", method, "--pool", foreign)
         assert r.code == 1, (method, r.out)
         assert "not trained on candidate(s) 2 (microsoft/mpnet-base), 3 (acme/new-bert):" in r.err

@@ -192,8 +192,8 @@ class AdaptiveRanker(LearnedRanker):
     parameters = ("k", "temperature", "weight", "shape_weight", "domain_weight", "domain_threshold", "coverage",
                   "profiles", "encoder", "max_texts", "cache_dir", "seed")
 
-    def __init__(self, k: int | None = None, temperature: float | None = None, weight: float | None = 0.0,
-                 shape_weight: float | None = 0.0, domain_weight: float | None = None,
+    def __init__(self, k: int | None = None, temperature: float | None = None, weight: float | None = None,
+                 shape_weight: float | None = None, domain_weight: float | None = None,
                  domain_threshold: float | None = None, coverage: float = 0.8, profiles: str | None = None,
                  encoder: str = "minilm", max_texts: int = 256, cache_dir: str | None = "auto",
                  seed: int = 0) -> None:
