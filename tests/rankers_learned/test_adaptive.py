@@ -38,7 +38,7 @@ def artifact(domain_layout, tmp_path_factory) -> Path:
     from modelseek.testing.cli import run_cli
 
     art = tmp_path_factory.mktemp("art") / "adaptive.json"
-    r = run_cli("train-ranker", domain_layout, "-m", "adaptive", "-p", "encoder=hashing", "-o", art)
+    r = run_cli("train-ranker", domain_layout, "-m", "adaptive", "-p", "encoder=hashing", "-p", "weight=auto", "-o", art)
     assert r.code == 0, r.err
     return art
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ._common import EXISTING_DIR, OUTPUT_FILE, SEED, load_pool_arg, load_truth
+from ._common import EXISTING_DIR, OUTPUT_FILE, POSITIVE_INT, SEED, int_at_least, load_pool_arg, load_truth
 
 
 def parse_params(items: list[str] | None) -> dict[str, Any]:
@@ -46,6 +46,10 @@ def register(sub) -> None:
     p.add_argument("-o", "--output", type=OUTPUT_FILE, help="artifact path (default: METHOD.json)")
     p.add_argument("--install-default", action="store_true",
                    help="write the artifact into the package and make it the default ranker")
+    p.add_argument("--cv", type=int_at_least(2), metavar="K", default=None,
+                   help="before fitting on every task, cross-validate the method against avgrank (K folds over "
+                        "tasks, --repeats seeds) and print nDCG@1/3/5 per tier with the paired difference")
+    p.add_argument("--repeats", type=POSITIVE_INT, default=1, help="repeats of --cv with seeds seed..")
     p.set_defaults(func=run)
 
 
@@ -71,6 +75,8 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(f"model(s) {', '.join(unknown)} are not in the pool {args.pool or 'beside it'}",
                          path=truth.source or None, field="model_id")
     tasks = load_ntcir_tasks(root, ids=truth.task_ids) if cls.needs_text else None
+    if args.cv:
+        _print_cv(args, truth, pool, tasks, params)
     ranker = build(args.method, params)
     ranker.fit(tasks, truth, pool=pool, progress=True)
     info = {"trained_on": f"{len(truth.task_ids)} tasks x {len(truth.model_ids)} models", "source": root.name}
@@ -82,3 +88,29 @@ def run(args: argparse.Namespace) -> int:
     size = path.stat().st_size
     print(f"trained {ranker.name} on {info['trained_on']}; wrote {path} ({size / 1024:.0f} KiB)")
     return 0
+
+
+def _print_cv(args: argparse.Namespace, truth, pool, tasks, params: dict) -> None:
+    """The method against avgrank in a task-level CV on the same folds (what the artifact can be expected to do
+    on tasks it never saw): nDCG@1/3/5 per tier, mean [95% bootstrap interval], and method − avgrank."""
+    from ..bench import compare, cross_validate
+
+    res = {m: cross_validate(m, truth, pool, tasks=tasks, folds=args.cv, seed=args.seed, repeats=args.repeats,
+                             method_params=params if m == args.method else None, progress=True)
+           for m in dict.fromkeys([args.method, "avgrank"])}
+    print(f"{len(truth.task_ids)} tasks, {args.cv}-fold CV x {args.repeats} seed(s); mean [95% interval]")
+    print(f"{'method':<10} {'tier':<7} {'nDCG@1':>21} {'nDCG@3':>21} {'nDCG@5':>21}  nDCG@5 − avgrank [95%]")
+    diffs = compare(res[args.method], res["avgrank"], "ndcg@5", 1000, 0).set_index("tier") \
+        if args.method != "avgrank" else None
+    for m, r in res.items():
+        s = r.summary(n_resamples=1000, seed=0)
+        cell = {(row.tier, row.metric): f"{row['mean']:.3f} [{row['low']:.3f}, {row['high']:.3f}]"
+                for _, row in s.iterrows()}
+        for tier in ("low", "medium", "high", "all"):
+            if (tier, "ndcg@5") not in cell:
+                continue
+            d = ""
+            if diffs is not None and m == args.method and tier in diffs.index:
+                d = f"{diffs.loc[tier, 'mean_diff']:+.3f} [{diffs.loc[tier, 'low']:+.3f}, {diffs.loc[tier, 'high']:+.3f}]"
+            print(f"{m:<10} {tier:<7} {cell[(tier, 'ndcg@1')]:>21} {cell[(tier, 'ndcg@3')]:>21} "
+                  f"{cell[(tier, 'ndcg@5')]:>21}  {d}")
