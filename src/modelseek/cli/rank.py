@@ -206,7 +206,7 @@ def _print_explained(run_id: str, ex: dict, n_pool: int) -> None:
     for i, c in enumerate(ex["candidates"]):
         cell = f"{c['relative_f1']:.3f} [{c['low']:.3f}, {c['high']:.3f}]"
         print(f"{c['rank']:>4}  {c['doc']:>5}  {c['expected_rank']:>9.1f}  {cell:<28}  {c['model']}")
-        if i < 3 or any(e["kind"] == "domain" for e in c.get("evidence", ())):
+        if i < 3 or any(e["kind"].startswith("domain") for e in c.get("evidence", ())):
             for e in c.get("evidence", ()):
                 print(f"{'':>24}↳ {e['text']}")
     _print_indistinguishable(ex["candidates"])

@@ -111,10 +111,9 @@ def tier_votes(sims: np.ndarray, tiers: np.ndarray, k: int, temperature: float) 
 
 SHAPE_FEATURES = ("log2_classes", "mean_label_words")  # of taskrep.META_FEATURES: the task's shape
 SHAPE_GRID = (0.0, 0.25, 0.5, 1.0)
-DOMAIN_GRID = (0.0, 0.5, 1.0)
+DOMAIN_GRID = (0.0, 0.5, 1.0, 2.0)
 TAU_GRID = (0.5, 1.0, 1.5, 2.0)
 SHAPE_RIDGE = 1.0   # ridge penalty (per task) of the per-candidate slopes on the shape features
-DOMAIN_KAPPA = 1.0  # pseudo-weight: shrinks a card-matched mean toward the prior
 INNER_REPEATS = 3  # repeats of the inner cross-validation that decides whether a stage is kept
 MOVED = 0.25        # an evidence term that moves a candidate by less than this many ranks is not named
 
@@ -191,19 +190,26 @@ def cv_select(per_config: np.ndarray, base: np.ndarray, folds: int = 5, seed: in
 
 def _card_shift(z: np.ndarray, u: np.ndarray, tau: float, loo: bool = False) -> np.ndarray:
     """Per candidate (column): its mean utility on the past tasks whose text matches its card, weighted by how
-    far their affinity ``z`` is above ``tau``, minus its mean on all past tasks; shrunk toward 0 by
-    ``W / (W + DOMAIN_KAPPA)`` for a total match weight ``W``. ``loo``: one row per past task, computed without
-    that task (it is not its own evidence)."""
+    far their affinity ``z`` is above ``tau``, minus its mean on all past tasks -- shrunk toward 0 by the
+    positive-part James-Stein factor ``1 - SE^2 / d^2`` (``SE^2``: the candidate's utility variance over the past
+    tasks divided by the matching tasks' effective number ``W^2 / sum(w^2)``), so that a difference the matching
+    tasks cannot tell from noise moves nothing. ``loo``: one row per past task, computed without that task (it is
+    not its own evidence)."""
     wts = np.maximum(z - tau, 0.0)
     if loo:
         n = len(u)
         tw = wts.sum(axis=0)[None, :] - wts
+        tw2 = (wts ** 2).sum(axis=0)[None, :] - wts ** 2
         tot = (wts * u).sum(axis=0)[None, :] - wts * u
         prior = (u.sum(axis=0)[None, :] - u) / (n - 1)
+        var = ((u ** 2).sum(axis=0)[None, :] - u ** 2) / (n - 1) - prior ** 2
     else:
-        tw, tot, prior = wts.sum(axis=0), (wts * u).sum(axis=0), u.mean(axis=0)
-    cond = np.where(tw > 0, tot / np.maximum(tw, 1e-12), prior)
-    return tw / (tw + DOMAIN_KAPPA) * (cond - prior)
+        tw, tw2, tot = wts.sum(axis=0), (wts ** 2).sum(axis=0), (wts * u).sum(axis=0)
+        prior, var = u.mean(axis=0), u.var(axis=0)
+    d = np.where(tw > 0, tot / np.maximum(tw, 1e-12), prior) - prior
+    n_eff = np.where(tw > 0, tw ** 2 / np.maximum(tw2, 1e-12), 0.0)
+    se2 = np.where(n_eff > 0, np.maximum(var, 0.0) / np.maximum(n_eff, 1e-12), np.inf)
+    return np.clip(1.0 - se2 / np.maximum(d ** 2, 1e-12), 0.0, 1.0) * d
 
 
 class AdaptiveRanker(LearnedRanker):
@@ -582,11 +588,18 @@ class AdaptiveRanker(LearnedRanker):
             classes = 2 ** float(t["shape_x"][0])
             out.append({"kind": "shape", "ranks": float(t["shape"][j]),
                         "text": f"task shape: {classes:.0f} classes ({t['shape'][j]:+.1f} ranks)"})
-        if t["domain"][j] > 0:
+        if t["domain"][j] == 0 and t["z"][j] > float(self.domain_threshold_) + 1 and self.domain_weight_ > 0:
+            out.append({"kind": "domain_unconfirmed", "ranks": 0.0,
+                        "text": f"its card ({prof.domain_name() or prof.evidence_short()}) matches the task (z "
+                                f"{t['z'][j]:.1f}), but on the past tasks that matched it as well it did not do "
+                                f"reliably better: not moved"})
+        if t["domain"][j] != 0:
             what = prof.domain_name() or "its card"
             card = prof.evidence_short()
+            how = ("did better on the past tasks that matched it as well" if t["domain"][j] > 0 else
+                   "did worse on the past tasks that matched it as well")
             out.append({"kind": "domain", "ranks": float(t["domain"][j]),
-                        "text": f"domain: {what} (texts and labels resemble its card, z {t['z'][j]:.1f}; "
+                        "text": f"domain: {what} (texts and labels resemble its card, z {t['z'][j]:.1f}; it {how}: "
                                 f"{t['domain'][j]:+.1f} ranks)" + (f"; card: {card}" if card else "")})
         return sorted(out, key=lambda d: -abs(d["ranks"]))
 
