@@ -223,3 +223,27 @@ def _cli(argv):
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = main(argv)
     return code, out.getvalue(), err.getvalue()
+
+
+# ------------------------------------------------------------------------------------------ output a reader can use
+def test_wrong_column_names_the_option_that_fixes_it(tmp_path):
+    data = tmp_path / "t.csv"
+    data.write_text("review,stars\ngood stuff,5\nbad,1\n", encoding="utf-8")
+    code, _, err = _cli(["rank", str(data)])
+    assert code == 1 and "t.csv:1: field 'text'" in err and "--text-col" in err
+    code, _, err = _cli(["rank", str(data), "--text-col", "review"])
+    assert code == 1 and "field 'label'" in err and "--label-col" in err
+
+
+def test_rank_json_has_each_fact_once(tmp_path):
+    from modelseek.testing import write_task_table
+
+    path = write_task_table(make_domain_task("plain", seed=3, n_train=40, n_val=8, n_test=8), tmp_path / "p.csv")
+    code, out, err = _cli(["rank", str(path), "--json"])
+    assert code == 0, err
+    doc = json.loads(out)
+    entries = doc["adaptive"]["p"]
+    cands = doc["explanations"]["adaptive"]["p"]["candidates"]
+    assert all(set(e) == {"doc", "rank", "score", "model"} for e in entries)
+    assert [c["doc"] for c in cands] == [e["doc"] for e in entries]
+    assert not any({"rank", "model"} & set(c) for c in cands)

@@ -155,10 +155,12 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         write_runs(args.output, runs)
     if args.json:
-        out: dict = {r.run_id: {t: [_entry(e, pool, explanations.get(r.run_id, {}).get(t)) for e in r[t]] for t in r}
-                     for r in runs}
+        # each fact once: the run holds the order (doc, rank, score, model); an explanation holds what the ranker
+        # predicts per candidate, keyed by doc, and what the ranking rests on
+        out: dict = {r.run_id: {t: [_entry(e, pool) for e in r[t]] for t in r} for r in runs}
         if explanations:
-            out["explanations"] = explanations
+            out["explanations"] = {rid: {t: _json_explanation(ex) for t, ex in per.items()}
+                                   for rid, per in explanations.items()}
         print_json(out)
         return 0
     for r in runs:
@@ -178,12 +180,14 @@ def run(args: argparse.Namespace) -> int:
     return verify_after_rank(args, runs, tasks, pool)
 
 
-def _entry(e, pool, ex) -> dict:
-    d = {"doc": e.doc, "rank": e.rank, "score": e.score, "model": pool.get(e.doc).hf_id}
-    if ex is not None:
-        c = next(c for c in ex["candidates"] if c["doc"] == e.doc)
-        d.update(expected_rank=c["expected_rank"], relative_f1=c["relative_f1"], low=c["low"], high=c["high"])
-    return d
+def _entry(e, pool) -> dict:
+    return {"doc": e.doc, "rank": e.rank, "score": e.score, "model": pool.get(e.doc).hf_id}
+
+
+def _json_explanation(ex: dict) -> dict:
+    """An explanation for ``--json``: the candidates without the rank and model the run already carries."""
+    return {**ex, "candidates": [{k: v for k, v in c.items() if k not in ("rank", "model")}
+                                 for c in ex["candidates"]]}
 
 
 def _print_explained(run_id: str, ex: dict, n_pool: int) -> None:

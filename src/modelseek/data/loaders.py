@@ -223,7 +223,9 @@ def load_table_task(path: str | Path, text_col: str | Sequence[str] = "text",
         label_cols = ["labels"]
     for c in text_cols + label_cols:
         if c not in df.columns:
-            raise InputError(f"unknown column (columns: {', '.join(map(str, df.columns))})", path=path,
+            which = "--text-col" if c in text_cols else "--label-col"
+            raise InputError(f"unknown column (columns: {', '.join(map(str, df.columns))}; name the "
+                             f"{'text' if which == '--text-col' else 'label'} column with {which})", path=path,
                              line=header_line, field=c)
     if len(df) == 0:
         raise InputError("no data rows (the file has only a header)", path=path, line=header_line)
