@@ -32,7 +32,12 @@ def make_folds(task_ids: Sequence[str], tiers: Sequence[str], folds: int = 5, se
     """Held-out task ids per fold; stratified by tier when every tier has at least ``folds`` tasks."""
     from sklearn.model_selection import KFold, StratifiedKFold
 
-    ids = np.asarray([str(t) for t in task_ids])
+    from .data.run import natural_key
+
+    # canonical (natural) order first: the folds depend on which tasks there are, not on the order of the rows
+    pairs = sorted(zip((str(t) for t in task_ids), tiers), key=lambda p: natural_key(p[0]))
+    ids = np.asarray([p[0] for p in pairs])
+    tiers = [p[1] for p in pairs]
     if folds < 2 or folds > len(ids):
         raise InputError(f"folds must be between 2 and the number of tasks ({len(ids)}), got {folds}")
     _, counts = np.unique(np.asarray(tiers), return_counts=True)
@@ -150,7 +155,10 @@ def cross_validate(method: str | Ranker | Callable[[], Ranker], truth: GroundTru
 
 def compare(a: CVResult, b: CVResult, metric: str = "ndcg@5", n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
     """Paired bootstrap of a - b per tier on ``metric`` (same topics)."""
-    pa, pb = a.per_topic, b.per_topic.loc[a.per_topic.index]
+    from .data.run import natural_key
+
+    order = sorted(a.per_topic.index, key=lambda t: natural_key(str(t)))  # resamples follow the topics' names
+    pa, pb = a.per_topic.loc[order], b.per_topic.loc[order]
     rows = []
     for tier in ["low", "medium", "high", "all"]:
         mask = np.ones(len(pa), bool) if tier == "all" else (pa["tier"] == tier).to_numpy()

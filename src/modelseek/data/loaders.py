@@ -247,12 +247,12 @@ def load_table_task(path: str | Path, text_col: str | Sequence[str] = "text",
                                  line=i + offset, field=split_col)
             splits[key][0].append(texts[i])
             splits[key][1].append(labels[i])
-        built = {k: Split(tuple(v[0]), tuple(v[1])) for k, v in splits.items() if v[0]}
+        built = {k: _canonical(Split(tuple(v[0]), tuple(v[1]))) for k, v in splits.items() if v[0]}
         if "val" not in built:
             built = _organiser_splits({"train": built["train"], **({"test": built["test"]} if "test" in built else {})}, seed)
     else:
         try:
-            built = _organiser_splits({"train": Split(tuple(texts), tuple(labels))}, seed)
+            built = _organiser_splits({"train": _canonical(Split(tuple(texts), tuple(labels)))}, seed)
         except InputError as exc:
             raise InputError(exc.message, path=path, field=exc.field) from None
     _check_splits(tid, built, path)
@@ -300,6 +300,14 @@ def _cap(split: Split, rng_seed: int, cap: int = SPLIT_CAP) -> Split:
     rng = np.random.default_rng(rng_seed)
     idx = np.sort(rng.choice(len(split), size=cap, replace=False))
     return Split(tuple(split.texts[i] for i in idx), tuple(split.labels[i] for i in idx))
+
+
+def _canonical(split: Split) -> Split:
+    """The rows of a user's table in a canonical order (by label, then text; stable for duplicates), so that the
+    seeded hold-out and every later step give the same answer for any order of the file's rows. (Hugging Face
+    data sets keep their own order: the organisers' split rules are defined on it.)"""
+    order = sorted(range(len(split)), key=lambda i: (split.labels[i], split.texts[i]))
+    return _take(split, order)
 
 
 def _take(split: Split, idx) -> Split:

@@ -59,9 +59,13 @@ class Report:
 
     def intervals(self, n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
         """Bootstrap interval (over topics) of every metric per tier: columns ``metric``, ``tier``, mean, low, high."""
+        from .run import natural_key
+
         rows = []
+        # topics in their natural order: the resamples depend on which topics there are, not on the files' order
+        pt = self._per_topic.loc[sorted(self._per_topic.index, key=lambda t: natural_key(str(t)))]
         for tier in TIER_ORDER:
-            sub = self._per_topic if tier == "all" else self._per_topic[self._per_topic["tier"] == tier]
+            sub = pt if tier == "all" else pt[pt["tier"] == tier]
             if sub.empty:
                 continue
             for m in self.metrics:

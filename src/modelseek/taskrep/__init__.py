@@ -29,7 +29,7 @@ from ..errors import InputError
 from .encoders import ENCODERS, Encoder, get_encoder
 
 #: bump when the computation changes, so that old cache files are not reused
-VERSION = 1
+VERSION = 2  # 2: the training split is read in a canonical row order (by label, then text)
 
 META_FEATURES = ("log2_classes", "log10_train", "log1p_mean_words", "log1p_p10_words", "log1p_p50_words",
                  "log1p_p90_words", "class_entropy", "log_imbalance", "type_token_ratio", "non_ascii_frac",
@@ -175,10 +175,26 @@ def cache_key(task: Task, encoder: Encoder, max_texts: int, seed: int) -> str:
 
 
 # ------------------------------------------------------------------------------------------ computing
+def canonical_task(task: Task) -> Task:
+    """``task`` with its training rows in a canonical order (by label, then text): a representation, its seeded
+    sample and its cache key do not depend on the order of the rows a user's file happened to have."""
+    import dataclasses
+
+    from ..data.task import Split
+
+    tr = task.train
+    order = sorted(range(len(tr)), key=lambda i: (tr.labels[i], tr.texts[i]))
+    if order == list(range(len(tr))):
+        return task
+    return dataclasses.replace(task, train=Split(tuple(tr.texts[i] for i in order), tuple(tr.labels[i] for i in order)))
+
+
 def represent(task: Task, encoder: "str | Encoder" = "minilm", max_texts: int = 256, seed: int = 0,
               cache_dir: "str | Path | None" = "auto") -> TaskRep:
-    """The :class:`TaskRep` of ``task`` (cached; see module docstring)."""
+    """The :class:`TaskRep` of ``task`` (cached; see module docstring). Rows are read in a canonical order
+    (:func:`canonical_task`)."""
     _check_task(task)
+    task = canonical_task(task)
     enc = get_encoder(encoder)
     key = cache_key(task, enc, max_texts, seed)
     if key in _MEMORY:
