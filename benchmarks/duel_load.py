@@ -47,11 +47,10 @@ def client(args) -> tuple[str, str, float]:
     try:
         store = Store(url, config=LeaderboardConfig.from_dict(cfg_dict))
         try:
-            pv = store.presubmit(payload)
-            model = store.confirm(pv.token)
+            model, rounds = publish_like_a_user(store, payload)
         finally:
             store.close()
-        return "published", model, time.perf_counter() - t0
+        return "published", model, time.perf_counter() - t0, rounds
     except InputError as exc:
         return "refused", str(exc), time.perf_counter() - t0
     except Exception as exc:  # noqa: BLE001 - an error is what this benchmark counts
