@@ -319,22 +319,17 @@ def _serve(args) -> int:
 
 
 def _db_verify(args) -> int:
-    from ..duel.storage import Store
+    from ..duel.storage import verify_database
 
-    store = Store(_db(args.db))
-    try:
-        problems = store.verify()
-        top = store.head()
-        if args.head and not problems and args.head not in store.chain_hashes():
-            problems.append(f"the recorded head {args.head} is not in the chain (rows were removed from the end or "
-                            f"the chain was rebuilt; now {top[0]} models, head {top[1]})")
-    finally:
-        store.close()
+    problems, top, hashes = verify_database(_db(args.db))
+    if args.head and args.head not in hashes:
+        problems.append(f"the recorded head {args.head} is not in the chain (rows were removed from the end or the "
+                        f"chain was rebuilt; now {top[0] if top else 0} models, head {top[1] if top else '-'})")
     if problems:
         for p in problems[1:]:
             print(f"also: {p}")
         raise InputError(f"the leaderboard was altered: {problems[0]}", path=args.db, field="db")
-    print(f"ok: {top[0]} published models, chain and triggers intact; head {top[1]}")
+    print(f"ok: {top[0] if top else 0} published models, chain and triggers intact; head {top[1] if top else '-'}")
     return 0
 
 

@@ -114,11 +114,11 @@ def _who(sub: Mapping | None, sid) -> str:
 
 def verify(conn, t, sa) -> list[str]:
     """Every problem found, the first bad row first (empty: the chain and the triggers are intact)."""
-    problems = check_triggers(conn)
+    problems: list[str] = []
     chain = [dict(r) for r in conn.execute(sa.select(t["chain"]).order_by(t["chain"].c.seq)).mappings()]
     meta = conn.execute(sa.select(t["meta"].c.key, t["meta"].c.value)).all()
     if not chain:
-        return problems + ["chain row 0 (the configuration) is missing"] if meta else problems
+        return (["chain row 0 (the configuration) is missing"] if meta else []) + check_triggers(conn)
     subs = {int(r["id"]): dict(r) for r in conn.execute(sa.select(t["submissions"])).mappings()}
     profiles: dict[int, list] = {}
     for r in conn.execute(sa.select(t["profiles"])).mappings():
@@ -169,7 +169,7 @@ def verify(conn, t, sa) -> list[str]:
                         "is not in the chain")
     for sid in sorted(set(tids) - set(seq_of)):
         problems.append(f"task_ids fixed by {_who(subs.get(sid), sid)} are not in the chain")
-    return problems
+    return problems + check_triggers(conn)
 
 
 def check_triggers(conn) -> list[str]:

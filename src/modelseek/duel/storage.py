@@ -186,6 +186,25 @@ def upgrade_database(url: str | Path) -> tuple[str | None, str]:
         engine.dispose()
 
 
+def verify_database(url: str | Path) -> tuple[list[str], tuple[int, str] | None, list[str]]:
+    """``(problems, head, every chain hash)`` of the database at ``url`` (``modelseek duel db verify``),
+    without reading its configuration (altered meta rows are one of the things found)."""
+    sa = _sqlalchemy()
+    full = database_url(url)
+    engine = open_engine(full)
+    try:
+        if schema.schema_version(engine) != schema.SCHEMA_VERSION:
+            _retry_locked(lambda: schema.upgrade(engine, prepare_write))
+        _, t = schema.tables(sa)
+        with engine.connect() as c, c.begin():
+            return (chain.verify(c, t, sa), chain.head(c, t, sa),
+                    [h for h, in c.execute(sa.select(t["chain"].c.hash)).all()])
+    except sa.exc.DBAPIError as exc:
+        raise InputError(f"cannot use the database: {_reason(exc)}", path=shown_url(full), field="db") from None
+    finally:
+        engine.dispose()
+
+
 def _retryable(exc: Exception) -> bool:
     orig = getattr(exc, "orig", exc)
     if getattr(orig, "sqlstate", None) in _RETRY_SQLSTATES:
@@ -311,8 +330,12 @@ class Store:
             return config, settings
         chain.genesis(conn, self.t, sa)            # a database created before the chain (0002) has none
         self._purge(conn)
-        s_config = LeaderboardConfig.from_dict(json.loads(stored["config"]))
-        s_settings = Settings.from_mapping(json.loads(stored["settings"]), source="stored settings")
+        try:
+            s_config = LeaderboardConfig.from_dict(json.loads(stored["config"]))
+            s_settings = Settings.from_mapping(json.loads(stored["settings"]), source="stored settings")
+        except (KeyError, ValueError, TypeError) as exc:
+            raise InputError(f"the stored configuration is unreadable ({type(exc).__name__}): the meta rows were "
+                             "altered; run modelseek duel db verify") from None
         if config is not None and config.to_dict() != s_config.to_dict():
             raise InputError("this leaderboard database was created with another task configuration")
         if settings is not None and settings != s_settings:
@@ -622,10 +645,10 @@ class Store:
         returns the model name. A preview older than the board raises :class:`StalePreview` unless
         ``recompute`` (then the missing duels are computed here)."""
         sa = self._sa
-        pduel, subs = self.t["pending_duels"], self.t["submissions"]
+        pduel = self.t["pending_duels"]
+        self.purge_expired()                      # its own transaction: a refused confirm does not undo it
 
         def publish(c):
-            self._purge(c)
             row = self._pending(c, token, session, identity)
             sid, model = int(row["id"]), row["model"]
             key = row["name_key"] or name_key(model)
