@@ -321,7 +321,7 @@ def test_submission_with_an_integer_no_float_holds_is_located(duel, tmp_path):
     bad.write_text(json.dumps(obj, indent=1).replace(f'"{metric}": 7', f'"{metric}": 1{"0" * 400}', 1))
     r = run_cli("duel", "validate", bad, "--metadata", duel["meta"])
     assert r.code == 1 and "Traceback" not in r.err and len(r.err.strip().splitlines()) == 1, r.err
-    assert f"error: {bad}:" in r.err and "too large for a float" in r.err
+    assert f"error: {bad}:" in r.err and "overflows a float" in r.err
 
 
 @pytest.mark.parametrize("option", ["--draws", "--resamples"])

@@ -718,15 +718,21 @@ class Store:
             board = top[0] if top else 0
             # pending rows are not append-only: the board the preview now stands on
             c.execute(sa.update(pend).where(pend.c.id == sid).values(board=board))
+            return sid, row["model"], board, have | {o for _, o, _, _ in new}
+
+        sid, model, board, opponents = self._write(update)
+        # the preview is computed outside the serialised write (others publish meanwhile): the board of its seq
+        with self.engine.connect() as c, c.begin():
             pubs, P, _, raw_by_model = self._board(c)
             stored = c.execute(sa.select(pduel.c.task, pduel.c.opponent_id, pduel.c.p_win, pduel.c.p_loss)
                                .where(pduel.c.pending_id == sid)).all()
             raw = {t: float(r) for t, r in c.execute(sa.select(self.t["pending_profiles"].c.task,
                                                                 self.t["pending_profiles"].c.raw)
                                                       .where(self.t["pending_profiles"].c.pending_id == sid)).all()}
-            return row["model"], board, pubs, P, raw_by_model, stored, raw
-
-        model, board, pubs, P, raw_by_model, stored, raw = self._write(update)
+        keep = [k for k, (i, _) in enumerate(pubs) if i in opponents]
+        pubs = [pubs[k] for k in keep]
+        P = {t: M[np.ix_(keep, keep)] for t, M in P.items()}
+        raw_by_model = {m: raw_by_model[m] for _, m in pubs}
         pos = {i: k for k, (i, _) in enumerate(pubs)}
         names = [m for _, m in pubs] + [model]
         n = len(names)
