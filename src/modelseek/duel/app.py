@@ -455,9 +455,13 @@ def launch(demo, host: str = "127.0.0.1", port: int = 7860, **kwargs):
     from starlette.middleware import Middleware
 
     quiet = kwargs.pop("quiet", False)
+    block = not kwargs.pop("prevent_thread_lock", False)
     app_kwargs = {**kwargs.pop("app_kwargs", {}), "middleware": [Middleware(SessionCookie)]}
     out = demo.launch(server_name=host, server_port=port, max_file_size=demo.modelseek_store.max_bytes,
-                      allowed_paths=[], quiet=True, app_kwargs=app_kwargs, head=_HEAD, css=_CSS, **kwargs)
+                      allowed_paths=[], quiet=True, app_kwargs=app_kwargs, head=_HEAD, css=_CSS,
+                      prevent_thread_lock=True, **kwargs)
     if not quiet:
         print(f"serving the leaderboard on http://{host}:{demo.server_port}/ (Ctrl+C stops it)", flush=True)
+    if block:
+        demo.block_thread()
     return out
