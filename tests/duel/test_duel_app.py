@@ -223,3 +223,37 @@ def test_benczechmark_compiled_file_accepted_as_is(tmp_path, cfg, sub_dicts, cap
 def test_recompute_results_helper_matches_validation(cfg, sub_dicts):
     d = recompute_results(sub_dicts[2], cfg)
     assert validate_submission(d, cfg).results["task_acc"]["acc"] == d["results"]["task_acc"]["acc"]
+
+
+def test_pvalues_and_numbers_shown_in_one_format(app, store, sub_dicts):
+    from modelseek.duel.app import pvalue_text
+
+    assert [pvalue_text(p) for p in (0.0, 1e-300, 1e-16, 0.0123456, 1.0)] == \
+        ["< 1e-16", "< 1e-16", "1e-16", "0.0123", "1"]
+    for d in sub_dicts[:3]:
+        store.submit(json.dumps(d).encode())
+    details, meta = app.duels("model-00")
+    shown = list(details["p_value (beats opponent)"]) + list(details["p_value (opponent beats)"])
+    assert all(isinstance(p, str) and (p == "< 1e-16" or float(p) >= 1e-16) for p in shown)
+    assert "_published" in meta and meta["_published"].endswith(" UTC") and "_published_at" not in meta
+    styled = app.shown_board("tasks")
+    assert styled.modelseek_titles["Overall"].startswith("overall win score")
+    html = styled.to_html()
+    import re
+
+    assert not re.search(r">\s*\d+\.\d{1}\s*<|>\s*100\s*<", html)      # every win score with two decimals
+
+
+def test_duel_example_writes_valid_submissions(cli, tmp_path):
+    r = cli("duel", "example", tmp_path / "ex", "--models", "3")
+    assert r.code == 0
+    files = sorted((tmp_path / "ex").glob("example-model-*.json"))
+    meta = tmp_path / "ex" / "metadata.json"
+    assert len(files) == 3 and meta.exists()
+    obj = json.loads(files[0].read_text(encoding="utf-8"))
+    assert obj["metadata"]["transformers_version"] and obj["predictions"]       # BenCzechMark's compiled shape
+    r = cli("duel", "validate", *files, "--metadata", meta)
+    assert r.code == 0 and r.out.count(": ok") == 3
+    r = cli("duel", "tournament", *files, "--metadata", meta, "--json")
+    assert r.code == 0 and set(json.loads(r.out)["scores"]) == {"example-model-00", "example-model-01",
+                                                               "example-model-02"}
