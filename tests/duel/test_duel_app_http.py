@@ -27,8 +27,8 @@ def _port() -> int:
 class Browser:
     """An HTTP client with its own cookie jar speaking Gradio's queue protocol."""
 
-    def __init__(self, base: str, demo, session_hash: str | None = None) -> None:
-        self.http = httpx.Client(base_url=base, timeout=120)
+    def __init__(self, base: str, demo, session_hash: str | None = None, headers: dict | None = None) -> None:
+        self.http = httpx.Client(base_url=base, timeout=120, headers=headers or {})
         self.http.get("/")                                     # the page: the server sets the session cookie
         self.session_hash = session_hash or uuid.uuid4().hex[:11]
         self.fns = {fn.name: (i, fn.targets[0][0]) for i, fn in demo.fns.items()}
@@ -83,6 +83,30 @@ def test_a_reused_session_hash_confirms_nothing(server, sub_dicts):
     assert out[0].startswith("**Published**") and "model-01" in out[0]
     assert out[1]["visible"] is False                     # no table titled "Preview" after publishing
     assert store.verify() == []
+
+
+def test_identity_from_the_proxy_header_owns_the_presubmission(tmp_path, cfg, sub_dicts):
+    from modelseek.duel.app import build_app, launch
+
+    store = Store(tmp_path / "lb.db", config=cfg)
+    demo = build_app(store, identity_header="X-Forwarded-User")
+    port = _port()
+    launch(demo, "127.0.0.1", port, prevent_thread_lock=True, quiet=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        anonymous = Browser(base, demo)
+        status = anonymous.call("presubmit", [anonymous.upload(json.dumps(sub_dicts[0]).encode())])[0]
+        assert "sign in" in status and store.counts()["pending"] == 0
+        alice = Browser(base, demo, headers={"X-Forwarded-User": "alice"})
+        assert "Preview" in alice.call("presubmit", [alice.upload(json.dumps(sub_dicts[0]).encode())])[0]
+        mallory = Browser(base, demo, session_hash=alice.session_hash, headers={"X-Forwarded-User": "mallory"})
+        mallory.http.cookies = alice.http.cookies                    # even with alice's cookie
+        out = mallory.call("confirm", [None, "overall", None])
+        assert "another signed\\-in user" in out[0] and store.published() == []
+        assert alice.call("confirm", [None, "overall", None])[0].startswith("**Published**")
+    finally:
+        demo.close()
+        store.close()
 
 
 def test_two_browsers_uploading_identical_bytes_both_presubmit(server, sub_dicts):

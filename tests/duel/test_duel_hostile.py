@@ -7,6 +7,7 @@ import re
 import shutil
 import sqlite3
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -378,3 +379,14 @@ def test_least_privilege_postgresql_deployment(pg_server, cfg, sub_dicts, cli):
             with pytest.raises(psycopg.Error, match="must be owner|permission denied|immutable"):
                 c.execute(stmt)
     assert cli("duel", "db", "verify", "--db", base.format(app)).code == 0
+    # storage that refuses the write: nothing says Published
+    store = Store(base.format(app))
+    pv = store.presubmit(_b(sub_dicts[3]))
+    with psycopg.connect(f"host=127.0.0.1 port={pg_server.port} user={owner} dbname={db}", autocommit=True) as c:
+        c.execute(f"REVOKE INSERT ON profiles FROM {app}")
+    from modelseek.duel.app import LeaderboardApp
+
+    msg, _, published = LeaderboardApp(store, uploads=Path(".")).confirm(pv.token)
+    assert not published and msg.startswith("**Error:**") and "refused the write" in msg
+    assert len(store.published()) == 2 and store.verify() == []
+    store.close()

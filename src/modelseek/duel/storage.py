@@ -774,8 +774,13 @@ class Store:
     def publish_many(self, subs: list[Submission]) -> list[str]:
         """Publish several validated submissions at once (an import, or rebuilding a leaderboard): their
         profiles, one vectorised tournament among them, and their duels against the models already published."""
-        subs = [self._load(s, "<submission>") for s in subs]
+        from .text import clean_name
+
         names = [s.model for s in subs]
+        for k, name in enumerate(names):        # an operator's import: the names meet the upload's rules
+            if clean_name(name, "metadata.model", f"<submission {k}>") != name:
+                raise InputError("the model name is not NFC-normalised", path=f"<submission {k}>",
+                                 field="metadata.model")
         keys = [name_key(m) for m in names]
         if len(set(keys)) != len(keys):
             raise InputError(f"model names must be new and distinct: {names}", field="metadata.model")
