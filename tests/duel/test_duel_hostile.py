@@ -315,6 +315,8 @@ def test_forged_insert_and_switched_off_triggers_are_detected(db_url, cfg, sub_d
                   "payload FROM submissions WHERE id = 1"])
     r = cli("duel", "db", "verify", "--db", forged)
     assert r.code == 1 and "submission id 99 (model 'forged') is not in the chain" in r.err
+    r = cli("duel", "leaderboard", "--db", forged)             # the forged row no longer ranks silently
+    assert r.code == 1 and "not in the chain" in r.err and "forged" not in r.out
     # switching the protection off is itself visible, before any row changes
     off = _copy(db_url, db_url, tmp_path, pg)
     if sqlite:
@@ -327,7 +329,7 @@ def test_forged_insert_and_switched_off_triggers_are_detected(db_url, cfg, sub_d
     r = cli("duel", "db", "verify", "--db", off)
     assert r.code == 1 and want in r.err
     r = cli("duel", "serve", "--db", off, "--port", "7999")          # refuses to serve, before any page
-    assert r.code == 1 and want in r.err and "not serving" in r.err and "Traceback" not in r.err
+    assert r.code == 1 and want in r.err and "not using it" in r.err and "Traceback" not in r.err
     # rows removed from the end leave a valid, shorter chain: caught against the recorded head
     shorter = _copy(db_url, db_url, tmp_path, pg)
     tables = ["meta", "submissions", "profiles", "duels", "chain", "task_ids"]

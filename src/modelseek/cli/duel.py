@@ -284,8 +284,17 @@ def _discard(args) -> int:
     return 0
 
 
+def _refuse_altered(store, db) -> None:
+    problems = store.verify()   # an altered board is not shown (nor served)
+    if problems:
+        raise InputError(f"the leaderboard was altered: {problems[0]}"
+                         + (f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else "")
+                         + "; not using it (modelseek duel db verify lists them)", path=db, field="db")
+
+
 def _leaderboard(args) -> int:
     store = _store(args)
+    _refuse_altered(store, args.db)
     df = store.duel_details(args.model) if args.model else store.leaderboard(args.level)
     if args.json:
         print(df.to_json(orient="records", indent=2))
@@ -306,11 +315,7 @@ def _serve(args) -> int:
         store.max_daily_bytes = int(args.daily_mb * 1024 * 1024)
     if args.pending_hours is not None:
         store.pending_ttl = args.pending_hours * 3600.0
-    problems = store.verify()   # an altered board is not served
-    if problems:
-        raise InputError(f"the leaderboard was altered: {problems[0]}"
-                         + (f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else "")
-                         + "; not serving it (modelseek duel db verify lists them)", path=args.db, field="db")
+    _refuse_altered(store, args.db)
     demo = build_app(store, identity_header=args.identity_header)
     for note in demo.modelseek_notes:
         print(f"warning: {note}")
