@@ -375,10 +375,11 @@ def test_any_model_name_is_refused_or_stored_showable(duel, name):
 
 @FUZZ
 @given(key=st.sampled_from(["precision", "model", "doc_id", "acc"]), number=st.sampled_from(
-    ["1e-400", "-2.5e-320", "1e400", "0.0e-999", "123456789e-330"]), where=st.integers(0, 1))
+    ["1e-400", "-2.5e-320", "1e400", "0.0e-999", "123456789e-340"]), where=st.integers(0, 1))
 def test_duplicate_keys_and_extreme_numbers_are_located(duel, key, number, where):
-    """The strict upload reader: a duplicated key anywhere and a number a double cannot hold exactly (over- or
-    underflow; an exact zero is fine) is one error naming the line, never a silent value."""
+    """The strict upload reader: a duplicated key anywhere and a number a double cannot hold (overflow, or
+    underflow to 0; an exact zero and a subnormal are values) is one error naming the line, never a silent
+    value."""
     from modelseek.duel.text import loads_strict
     from modelseek.errors import InputError
 
@@ -391,7 +392,7 @@ def test_duplicate_keys_and_extreme_numbers_are_located(duel, key, number, where
     else:                                        # the number in place of the key's value
         head = lines[target].split(":", 1)[0]
         lines[target] = f"{head}: {number}" + ("," if lines[target].rstrip().endswith(",") else "")
-        kind = None if number == "0.0e-999" else "flows a float"
+        kind = None if number in ("0.0e-999", "-2.5e-320") else "flows a float"   # exact 0, a subnormal: values
     body = "\n".join(lines)
     if kind is None:
         loads_strict(body, "x.json")

@@ -159,6 +159,7 @@ class LeaderboardApp:
         self.uploads = (uploads or upload_root()).resolve()
         self.identity_header = identity_header
         self.upload_ttl = upload_ttl
+        self._handled: set[Path] = set()     # uploads this app read (Gradio's folder is shared with other apps)
 
     # ------------------------------------------------------------------------------------ uploads
     def _uploaded_path(self, file) -> Path:
@@ -183,6 +184,7 @@ class LeaderboardApp:
         if size > limit:
             p.unlink(missing_ok=True)
             raise ModelseekError(f"submission too large: {size:,} bytes > limit {limit:,}")
+        self._handled.add(p)
         with open(p, "rb") as fh:
             data = fh.read(limit + 1)
         if len(data) > limit:
@@ -190,20 +192,30 @@ class LeaderboardApp:
         return data, p.name
 
     def sweep_uploads(self, now: float | None = None) -> int:
-        """Delete uploaded files (and partial uploads) older than ``upload_ttl``, and empty folders; returns
-        how many files. Identical uploads share one file, so a file is not deleted when first read."""
+        """Delete the uploads this app read and the partial uploads Gradio left (``tmp*`` files at the top of
+        its folder) once older than ``upload_ttl``, with their emptied folders; returns how many files.
+        Identical uploads share one file, so a file is not deleted when first read; other apps' files in
+        Gradio's shared folder are left alone (Gradio's ``delete_cache`` removes unread uploads hourly)."""
         now = time.time() if now is None else now
         gone = 0
-        if not self.uploads.is_dir():
-            return 0
-        for path in sorted(self.uploads.rglob("*"), key=lambda q: len(q.parts), reverse=True):
+        candidates = list(self._handled)
+        if self.uploads.is_dir():
+            candidates += [q for q in self.uploads.glob("tmp*") if q.is_file() and not q.is_symlink()]
+        for path in candidates:
             try:
-                if path.is_symlink() or path.is_file():
-                    if now - path.lstat().st_mtime >= self.upload_ttl:
-                        path.unlink()
-                        gone += 1
-                elif path.is_dir() and not any(path.iterdir()) and now - path.lstat().st_mtime >= self.upload_ttl:
-                    path.rmdir()
+                if now - path.lstat().st_mtime < self.upload_ttl:
+                    continue
+                path.unlink()
+                gone += 1
+            except FileNotFoundError:
+                pass
+            except OSError:
+                continue
+            self._handled.discard(path)
+            folder = path.parent
+            try:
+                if folder != self.uploads and self.uploads in folder.parents and not any(folder.iterdir()):
+                    folder.rmdir()
             except OSError:
                 pass
         return gone
@@ -224,7 +236,7 @@ class LeaderboardApp:
                 headers = {k.lower(): v for k, v in dict(getattr(request, "headers", {}) or {}).items()}
             except Exception:  # noqa: BLE001
                 headers = {}
-            identity = (headers.get(self.identity_header.lower()) or "").strip() or None
+            identity = safe_str(headers.get(self.identity_header.lower()) or "").strip()[:300] or None
         host = None
         try:
             host = getattr(getattr(request, "client", None), "host", None)

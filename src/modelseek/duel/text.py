@@ -10,7 +10,7 @@ default-ignorable characters (Unicode's ``NFKC_Casefold`` idea), so ``Model_0``,
 the full-width ``ｍodel_0`` are one name.
 
 :func:`loads_strict` is the upload's JSON reader: malformed JSON, a duplicate key in an object, NaN or
-Infinity, a number that overflows a float (``1e400``) or underflows it (``1e-400``, which Python reads as 0)
+Infinity, a number that overflows a float (``1e400``) or underflows it to 0 (``1e-400``, which Python reads as 0)
 and a lone surrogate escape (``"\\udc80"``) are located errors naming the line.
 """
 
@@ -121,7 +121,6 @@ def safe_str(value: Any) -> str:
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|[{}\[\]:,]|[A-Za-z]+|\s+|.',
                     re.S)
 _FLOAT_MAX = 1.7976931348623157e308
-_TINY = 2.2250738585072014e-308           # the smallest normal double
 
 
 class _Refused(Exception):
@@ -186,9 +185,9 @@ def _hooks():
         value = float(token)
         if not math.isfinite(value):
             raise _Refused("number", seen[0], f"number {token[:24]} overflows a float")
-        if abs(value) < _TINY and any(c in "123456789" for c in token.lower().split("e")[0]):
-            raise _Refused("number", seen[0], f"number {token[:24]} underflows a float (smallest normal "
-                                              f"magnitude {_TINY:.4g})")
+        if value == 0.0 and any(c in "123456789" for c in token.lower().split("e")[0]):
+            raise _Refused("number", seen[0], f"number {token[:24]} underflows a float: it would be read as 0 "
+                                              "(the smallest is 4.9e-324)")
         return value
 
     def _int(token: str) -> int:
