@@ -15,7 +15,6 @@ from modelseek.duel.storage import StalePreview, Store, verify_database
 from modelseek.duel.submission import validate_submission
 from modelseek.duel.text import name_key
 from modelseek.errors import InputError
-from modelseek.testing.duel import recompute_results
 
 sa = pytest.importorskip("sqlalchemy")
 pytest.importorskip("alembic")
@@ -307,7 +306,7 @@ def test_forged_insert_and_switched_off_triggers_are_detected(db_url, cfg, sub_d
     pg = None if sqlite else request.getfixturevalue("pg_server")
     head = _published_board(db_url, cfg, sub_dicts)
     r = cli("duel", "db", "verify", "--db", db_url, "--head", head[1])
-    assert r.code == 0 and f"ok: 3 published models" in r.out and head[1] in r.out
+    assert r.code == 0 and "ok: 3 published models" in r.out and head[1] in r.out
     # a forged submission inserted by SQL (INSERT is allowed: the triggers do not stop it)
     forged = _copy(db_url, db_url, tmp_path, pg)
     _sql(forged, ["INSERT INTO submissions (id, model, token, sha256, created_at, published_at, metadata_json, "
