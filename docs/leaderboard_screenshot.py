@@ -26,7 +26,7 @@ def main() -> None:
     args = ap.parse_args()
     from playwright.sync_api import expect, sync_playwright
 
-    from modelseek.duel.app import build_app
+    from modelseek.duel.app import build_app, launch
     from modelseek.duel.config import LeaderboardConfig
     from modelseek.duel.storage import Store
     from modelseek.testing.duel import make_submissions
@@ -39,7 +39,7 @@ def main() -> None:
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             port = s.getsockname()[1]
-        demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True)
+        launch(demo, "127.0.0.1", port, prevent_thread_lock=True, quiet=True)   # with the app's cookie, CSS, titles
         try:
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=args.chromium, args=ARGS, headless=True)

@@ -72,15 +72,21 @@ def test_server_path_refused_without_reading_it(app, store, tmp_path, sub_dicts)
     assert store.counts()["pending"] == 0 and store.published() == []
 
 
-def test_uploaded_file_is_read_once_and_deleted(app, store, tmp_path, sub_dicts):
+def test_identical_uploads_both_work_and_files_are_swept(app, store, tmp_path, sub_dicts):
+    """Gradio stores identical bytes in one file: two sessions uploading them must both pre-submit (#23), and
+    uploaded files, also those never pre-submitted, are deleted once older than upload_ttl."""
     p = _upload(app, tmp_path, sub_dicts[0])
     status, table, token = app.presubmit(p)
     assert status.startswith("**Preview**") and token and list(table["model"]) == ["model-00"]
-    assert not p.exists() and not p.parent.exists()    # temp file and its folder removed
-    assert "model-00" in app.confirm(token)
+    status2, _, token2 = app.presubmit(p)             # the second session, same bytes, same file
+    assert status2.startswith("**Preview**") and token2 not in (None, token)
+    assert "model-00" in app.confirm(token)[0]
     bad = _upload(app, tmp_path, {"metadata": {}})
     status, _, _ = app.presubmit(bad)
-    assert status.startswith("**Error:**") and not bad.exists()   # removed after a refusal too
+    assert status.startswith("**Error:**")
+    partial = app.uploads / "tmpabc123"               # what an aborted upload leaves
+    partial.write_bytes(b"x" * 889)
+    assert app.sweep_uploads(now=time.time() + app.upload_ttl + 1) == 3
     assert list(app.uploads.iterdir()) == []
 
 
@@ -90,7 +96,7 @@ def test_oversized_upload_file_refused_before_reading(app, store, tmp_path):
         fh.truncate(store.max_bytes + 1)                # sparse: no memory, no disk
     _WATCH.add(str(big))
     status, _, token = app.presubmit(big)
-    assert "too large" in status and token is None and _OPENED == [] and not big.exists()
+    assert "too large" in status and token is None and _OPENED == [] and not big.exists()   # deleted unread
 
 
 def _rss() -> int:
@@ -168,7 +174,7 @@ def test_status_line_escapes_a_hostile_model_name(app, store, tmp_path, sub_dict
     d["metadata"]["model"] = "m`` <b>x</b> `y"
     status, _, token = app.presubmit(_upload(app, tmp_path, d))
     assert md_code("m`` <b>x</b> `y") in status
-    assert md_code("m`` <b>x</b> `y") in app.confirm(token)
+    assert md_code("m`` <b>x</b> `y") in app.confirm(token)[0]
 
 
 def test_duels_tab_opens_on_the_leader_and_empty_state(app, store, sub_dicts):
@@ -195,7 +201,7 @@ def test_benczechmark_compiled_file_accepted_as_is(tmp_path, cfg, sub_dicts, cap
     sub = validate_submission(obj, cfg, source="bcm.json")
     assert sub.model == "model-01" and sub.provenance["git_hash"] == "a1b2c3d"
     assert any("metadata.leaderboard_note" in w for w in sub.warnings)
-    assert "unknown metadata field kept" in caplog.text
+    assert "unknown metadata field dropped" in caplog.text
     store = Store(tmp_path / "lb.db", config=cfg)
     store.submit(json.dumps(sub_dicts[0]).encode())
     pv = store.presubmit(json.dumps(obj).encode(), source="bcm.json")
@@ -217,3 +223,37 @@ def test_benczechmark_compiled_file_accepted_as_is(tmp_path, cfg, sub_dicts, cap
 def test_recompute_results_helper_matches_validation(cfg, sub_dicts):
     d = recompute_results(sub_dicts[2], cfg)
     assert validate_submission(d, cfg).results["task_acc"]["acc"] == d["results"]["task_acc"]["acc"]
+
+
+def test_pvalues_and_numbers_shown_in_one_format(app, store, sub_dicts):
+    from modelseek.duel.app import pvalue_text
+
+    assert [pvalue_text(p) for p in (0.0, 1e-300, 1e-16, 0.0123456, 1.0)] == \
+        ["< 1e-16", "< 1e-16", "1e-16", "0.0123", "1"]
+    for d in sub_dicts[:3]:
+        store.submit(json.dumps(d).encode())
+    details, meta = app.duels("model-00")
+    shown = list(details["p_value (beats opponent)"]) + list(details["p_value (opponent beats)"])
+    assert all(isinstance(p, str) and (p == "< 1e-16" or float(p) >= 1e-16) for p in shown)
+    assert "_published" in meta and meta["_published"].endswith(" UTC") and "_published_at" not in meta
+    styled = app.shown_board("tasks")
+    assert styled.modelseek_titles["Overall"].startswith("overall win score")
+    html = styled.to_html()
+    import re
+
+    assert not re.search(r">\s*\d+\.\d{1}\s*<|>\s*100\s*<", html)      # every win score with two decimals
+
+
+def test_duel_example_writes_valid_submissions(cli, tmp_path):
+    r = cli("duel", "example", tmp_path / "ex", "--models", "3")
+    assert r.code == 0
+    files = sorted((tmp_path / "ex").glob("example-model-*.json"))
+    meta = tmp_path / "ex" / "metadata.json"
+    assert len(files) == 3 and meta.exists()
+    obj = json.loads(files[0].read_text(encoding="utf-8"))
+    assert obj["metadata"]["transformers_version"] and obj["predictions"]       # BenCzechMark's compiled shape
+    r = cli("duel", "validate", *files, "--metadata", meta)
+    assert r.code == 0 and r.out.count(": ok") == 3
+    r = cli("duel", "tournament", *files, "--metadata", meta, "--json")
+    assert r.code == 0 and set(json.loads(r.out)["scores"]) == {"example-model-00", "example-model-01",
+                                                               "example-model-02"}

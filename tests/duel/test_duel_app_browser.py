@@ -3,6 +3,7 @@ submission, pre-submit, see the preview, confirm, see the model in the table, op
 
 import json
 import os
+import re
 import socket
 from pathlib import Path
 
@@ -85,6 +86,7 @@ def test_upload_presubmit_confirm_in_chromium(app_url, tmp_path, sub_dicts):
             assert "brand-new-model" not in {m for _, m in store.published()}   # not yet published
             page.locator("#confirm").click()
             sync_api.expect(page.locator("#status")).to_contain_text("Published", timeout=60_000)
+            sync_api.expect(page.locator("#preview")).to_be_hidden(timeout=30_000)   # no "Preview" once published
             page.get_by_role("tab", name="Leaderboard").click()
             sync_api.expect(page.locator("#leaderboard")).to_contain_text("brand-new-model", timeout=30_000)
             # the new model's duels: whom it beat on each task, with p-values
@@ -95,6 +97,20 @@ def test_upload_presubmit_confirm_in_chromium(app_url, tmp_path, sub_dicts):
             page.get_by_role("option", name="brand-new-model").click()
             sync_api.expect(page.locator("#duels")).to_contain_text("task_acc", timeout=30_000)
             sync_api.expect(page.locator("#duels")).to_contain_text("model-00", timeout=30_000)
+            details = page.locator("#model-details").inner_text()
+            assert re.search(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC", details)     # a readable date
+            page.get_by_role("tab", name="Leaderboard").click()
+            # short headers that do not wrap inside a word, the full name on hover, one number format
+            heads = page.locator("#leaderboard th")
+            sync_api.expect(heads.first).to_be_visible(timeout=30_000)
+            texts = [t.strip() for t in heads.all_inner_texts()]
+            assert "Overall" in " ".join(texts) and all("\n" not in t for t in texts if t)
+            sync_api.expect(page.locator("#leaderboard th[title*='overall win score']").first).to_be_attached(
+                timeout=30_000)
+            board_text = page.locator("#leaderboard").inner_text()
+            numbers = re.findall(r"(?<![\w.-])\d+\.\d+(?![\w.])", board_text)
+            assert numbers and all(re.fullmatch(r"\d+\.\d{2}", x) for x in numbers), numbers
+            assert "100.00" in numbers or "0.00" in numbers          # not "100" beside "62.39"
         finally:
             browser.close()
     assert "brand-new-model" in {m for _, m in store.published()}

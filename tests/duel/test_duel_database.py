@@ -15,7 +15,7 @@ from modelseek.duel.storage import Store, upgrade_database
 from modelseek.duel.submission import validate_submission
 from modelseek.duel.tournament import tournament
 from modelseek.errors import InputError
-from modelseek.testing.duel import make_submission_dicts
+from modelseek.testing.duel import make_submission_dicts, publish_like_a_user
 
 sa = pytest.importorskip("sqlalchemy")
 pytest.importorskip("alembic")
@@ -42,8 +42,7 @@ def _clients(url, cfg, uploads: list[dict]):
             start.wait()
             store = Store(url, config=cfg)
             try:
-                pv = store.presubmit(_b(d))
-                model = store.confirm(pv.token)
+                model, _ = publish_like_a_user(store, _b(d))
             finally:
                 store.close()
             with lock:

@@ -321,7 +321,7 @@ def test_submission_with_an_integer_no_float_holds_is_located(duel, tmp_path):
     bad.write_text(json.dumps(obj, indent=1).replace(f'"{metric}": 7', f'"{metric}": 1{"0" * 400}', 1))
     r = run_cli("duel", "validate", bad, "--metadata", duel["meta"])
     assert r.code == 1 and "Traceback" not in r.err and len(r.err.strip().splitlines()) == 1, r.err
-    assert f"error: {bad}:" in r.err and "too large for a float" in r.err
+    assert f"error: {bad}:" in r.err and "overflows a float" in r.err
 
 
 @pytest.mark.parametrize("option", ["--draws", "--resamples"])
@@ -345,3 +345,58 @@ def test_runs_with_a_run_matching_no_model_names_the_run_file(runs_case, tmp_pat
     victim.write_text("1001 Q0 nan 1 0.5 vorst\n")
     r = run_cli("duel", "runs", runs_case["a"], victim, "--json")
     assert r.code == 1 and r.err.strip().startswith(f"error: {victim}: field 'docID': run 'vorst': no docID "), r.err
+
+
+# ------------------------------------------------------------------------------------------ issue #23
+@FUZZ
+@given(name=st.text(min_size=0, max_size=24))
+def test_any_model_name_is_refused_or_stored_showable(duel, name):
+    """Any text as a model name (surrogates, controls, bidi, combining marks, full-width...): refused with a
+    located error, or accepted NFC, printable when encoded, with a stable confusable-safe key."""
+    import unicodedata
+
+    from modelseek.duel.submission import validate_submission
+    from modelseek.duel.text import name_key, safe_str
+    from modelseek.errors import InputError
+
+    d = json.loads(duel["subs"][0].read_text(encoding="utf-8"))
+    d["metadata"]["model"] = name
+    try:
+        sub = validate_submission(d, duel["cfg"])
+    except InputError as exc:
+        assert exc.field == "metadata.model" and "\n" not in str(exc)
+        return
+    model = sub.model
+    assert model == unicodedata.normalize("NFC", model) == model.strip() and model
+    assert safe_str(model) == model and model.encode("utf-8")
+    assert all(unicodedata.category(c) not in ("Cc", "Cf", "Cs", "Zl", "Zp") for c in model)
+    assert name_key(model) == name_key(name_key(model)) or name_key(model)      # computed without error
+
+
+@FUZZ
+@given(key=st.sampled_from(["precision", "model", "doc_id", "acc"]), number=st.sampled_from(
+    ["1e-400", "-2.5e-320", "1e400", "0.0e-999", "123456789e-340"]), where=st.integers(0, 1))
+def test_duplicate_keys_and_extreme_numbers_are_located(duel, key, number, where):
+    """The strict upload reader: a duplicated key anywhere and a number a double cannot hold (overflow, or
+    underflow to 0; an exact zero and a subnormal are values) is one error naming the line, never a silent
+    value."""
+    from modelseek.duel.text import loads_strict
+    from modelseek.errors import InputError
+
+    text = duel["subs"][0].read_text(encoding="utf-8")
+    lines = text.splitlines()
+    target = next(i for i, ln in enumerate(lines) if f'"{key}":' in ln)
+    if where == 0:                               # the key twice in its object
+        lines.insert(target, lines[target].rstrip(",") + ",")
+        kind = "duplicate key"
+    else:                                        # the number in place of the key's value
+        head = lines[target].split(":", 1)[0]
+        lines[target] = f"{head}: {number}" + ("," if lines[target].rstrip().endswith(",") else "")
+        kind = None if number in ("0.0e-999", "-2.5e-320") else "flows a float"   # exact 0, a subnormal: values
+    body = "\n".join(lines)
+    if kind is None:
+        loads_strict(body, "x.json")
+        return
+    with pytest.raises(InputError) as exc:
+        loads_strict(body, "x.json")
+    assert kind in str(exc.value) and exc.value.line is not None and 1 <= exc.value.line <= len(lines)

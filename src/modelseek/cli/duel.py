@@ -85,13 +85,37 @@ def register(sub) -> None:
     w.add_argument("--max-upload-mb", type=POSITIVE_FLOAT, default=None,
                    help="largest submission accepted, in MB (default 64); bigger uploads are refused while "
                         "they are received")
+    w.add_argument("--daily-mb", type=POSITIVE_FLOAT, default=None,
+                   help="bytes one uploader may store per 24 hours, in MB (default 256)")
+    w.add_argument("--pending-hours", type=POSITIVE_FLOAT, default=None,
+                   help="pre-submissions not confirmed within this many hours are deleted (default 24)")
+    w.add_argument("--identity-header", default=None, metavar="HEADER",
+                   help="behind a signing-in proxy (Hugging Face / OAuth): the request header holding the user "
+                        "(e.g. X-Forwarded-User); uploads without it are refused and a pre-submission can only "
+                        "be confirmed by the same user")
     w.set_defaults(func=_serve)
+
+    ex = dsub.add_parser("example", help="write a few valid example submissions and their metadata file")
+    ex.add_argument("folder", help="folder to write into (created if missing)")
+    ex.add_argument("--models", type=int, default=3, choices=range(2, 11), metavar="2..10",
+                    help="how many submissions (default 3)")
+    ex.add_argument("--seed", type=SEED, default=0, help="seed of the generated predictions (default 0)")
+    ex.set_defaults(func=_example)
 
     db = dsub.add_parser("db", help="leaderboard database maintenance")
     dbsub = db.add_subparsers(dest="db_command", metavar="SUBCOMMAND")
     up = dbsub.add_parser("upgrade", help="apply the schema migrations (also done, under a lock, on opening)")
     up.add_argument("--db", default="leaderboard.db", help="SQLAlchemy URL or SQLite file (default leaderboard.db)")
     up.set_defaults(func=_db_upgrade)
+    ver = dbsub.add_parser("verify", help="check the hash chain over the published rows and the immutability "
+                                          "triggers (exit 1 naming the first altered row)")
+    ver.add_argument("--db", default="leaderboard.db", help="SQLAlchemy URL or SQLite file (default leaderboard.db)")
+    ver.add_argument("--head", metavar="HASH", help="the head hash recorded earlier: also refuse a chain that no "
+                                                    "longer contains it (rows removed from the end)")
+    ver.set_defaults(func=_db_verify)
+    gr_ = dbsub.add_parser("grants", help="print the PostgreSQL GRANTs of the least-privilege app role")
+    gr_.add_argument("role", help="the app's database role (it must own nothing)")
+    gr_.set_defaults(func=_db_grants)
     db.set_defaults(func=lambda a: (db.print_help(), 2)[1])
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
@@ -160,18 +184,22 @@ def _compile(args) -> int:
 def _load_all(paths: list[str], config):
     """Load every submission; two naming the same model, or with another number of samples on a task than the
     first, are an error naming the later file (paired tests compare the models sample by sample)."""
-    from ..duel.submission import load_submission
+    from ..duel.submission import id_difference, load_submission
+    from ..duel.text import name_key
 
     subs = [load_submission(s, config) for s in paths]
     for i, (path, s) in enumerate(zip(paths, subs)):
         for first, earlier in zip(paths[:i], subs[:i]):
-            if earlier.model == s.model:
-                raise InputError(f"names the same model {s.model!r} as {first}", path=path, field="metadata.model")
+            if name_key(earlier.model) == name_key(s.model):
+                raise InputError(f"names the same model {s.model!r} as {first} ({earlier.model!r}; names are "
+                                 "compared ignoring case, width and invisible characters)", path=path,
+                                 field="metadata.model")
         if i:
             for t in config.task_ids:
-                if s.data[t].n != subs[0].data[t].n:
-                    raise InputError(f"task {t!r}: {s.data[t].n} samples, {paths[0]} has {subs[0].data[t].n}",
-                                     path=path, field=f"predictions.{t}")
+                diff = id_difference(subs[0].data[t].doc_ids, s.data[t].doc_ids)
+                if diff is not None:
+                    raise InputError(f"task {t!r}: {s.data[t].n} samples, {paths[0]} has {subs[0].data[t].n}: {diff} "
+                                     "(paired tests pair samples by doc_id)", path=path, field=f"predictions.{t}")
     return subs
 
 
@@ -221,7 +249,7 @@ def _presubmit(args) -> int:
     store = _store(args)
     pv = store.presubmit(args.submission)
     if args.confirm:
-        store.confirm(pv.token)
+        store.confirm(pv.token, recompute=True)     # one step: duels against models published since included
     if args.json:
         print_json({"token": pv.token, "model": pv.model, "rank": pv.rank, "scores": pv.scores,
                     "published": bool(args.confirm), "seconds": pv.seconds})
@@ -235,7 +263,18 @@ def _presubmit(args) -> int:
 
 
 def _confirm(args) -> int:
-    print(f"published {_store(args).confirm(args.token)!r}")
+    from ..duel.storage import StalePreview
+
+    store = _store(args)
+    try:
+        print(f"published {store.confirm(args.token)!r}")
+    except StalePreview as exc:
+        pv = store.refresh(args.token)
+        print(f"the leaderboard changed since the preview; recomputed: {pv.model!r} rank {pv.rank} of "
+              f"{len(pv.table)}, overall {pv.scores['overall']:.2f}")
+        print(pv.table.to_string(index=False))
+        raise InputError(f"{exc.message}; the preview above was recomputed, run the same confirm again to "
+                         "publish") from None
     return 0
 
 
@@ -245,8 +284,17 @@ def _discard(args) -> int:
     return 0
 
 
+def _refuse_altered(store, db) -> None:
+    problems = store.verify()   # an altered board is not shown (nor served)
+    if problems:
+        raise InputError(f"the leaderboard was altered: {problems[0]}"
+                         + (f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else "")
+                         + "; not using it (modelseek duel db verify lists them)", path=db, field="db")
+
+
 def _leaderboard(args) -> int:
     store = _store(args)
+    _refuse_altered(store, args.db)
     df = store.duel_details(args.model) if args.model else store.leaderboard(args.level)
     if args.json:
         print(df.to_json(orient="records", indent=2))
@@ -262,8 +310,50 @@ def _serve(args) -> int:
         raise InputError("--db is required")
     store = _store(args)        # a database that cannot be opened stops here, before any page is served
     if args.max_upload_mb is not None:
-        store.max_bytes = int(args.max_upload_mb * 1024 * 1024)
-    launch(build_app(store), host=args.host, port=args.port)
+        store.max_bytes = store.max_stored_bytes = int(args.max_upload_mb * 1024 * 1024)
+    if args.daily_mb is not None:
+        store.max_daily_bytes = int(args.daily_mb * 1024 * 1024)
+    if args.pending_hours is not None:
+        store.pending_ttl = args.pending_hours * 3600.0
+    _refuse_altered(store, args.db)
+    demo = build_app(store, identity_header=args.identity_header)
+    for note in demo.modelseek_notes:
+        print(f"warning: {note}")
+    launch(demo, host=args.host, port=args.port)
+    return 0
+
+
+def _db_verify(args) -> int:
+    from ..duel.storage import verify_database
+
+    problems, top, hashes = verify_database(_db(args.db))
+    if args.head and args.head not in hashes:
+        problems.append(f"the recorded head {args.head} is not in the chain (rows were removed from the end or the "
+                        f"chain was rebuilt; now {top[0] if top else 0} models, head {top[1] if top else '-'})")
+    if problems:
+        for p in problems[1:]:
+            print(f"also: {p}")
+        raise InputError(f"the leaderboard was altered: {problems[0]}", path=args.db, field="db")
+    print(f"ok: {top[0] if top else 0} published models, chain and triggers intact; head {top[1] if top else '-'}")
+    return 0
+
+
+def _db_grants(args) -> int:
+    from ..duel.schema import grants
+
+    print("\n".join(grants(args.role)))
+    return 0
+
+
+def _example(args) -> int:
+    from ..duel.config import LeaderboardConfig
+    from ..testing.duel import write_examples
+
+    paths, meta = write_examples(args.folder, n_models=args.models, seed=args.seed)
+    for p in paths:
+        print(f"wrote {p}")
+    print(f"wrote {meta} (the leaderboard's tasks: {len(LeaderboardConfig.load(meta).tasks)})")
+    print(f"try: modelseek duel tournament {' '.join(str(p) for p in paths)} --metadata {meta}")
     return 0
 
 

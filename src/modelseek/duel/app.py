@@ -8,19 +8,36 @@ pre-submit, look at the preview, confirm). ``modelseek duel serve --db leaderboa
 Facing the internet: the app reads only files uploaded through it (a file object naming any other path on
 the server is refused without being opened), uploads over the store's size limit are refused by the server
 while they are received (Gradio's ``max_file_size``) and again before reading, every upload is deleted once
-handled, and user strings are escaped wherever Markdown renders them.
+handled (a file is shared by two uploads of identical bytes, so it is deleted once older than
+``upload_ttl``, as are partial uploads), and user strings are escaped wherever Markdown renders them.
+
+Ownership: the server gives each browser an unguessable, HttpOnly session cookie (:class:`SessionCookie`);
+a pre-submission is bound to it (and, behind a signing-in proxy, to the user named by ``identity_header``),
+so its token confirms nothing from another browser, whatever Gradio session hash that browser claims.
+Every stored value reaches the page through :func:`cell` / :func:`safe_tree` (strings that can always be
+encoded, numbers in one format), so no stored row can stop a page from rendering; rows that could not be
+shown as stored are listed to the operator at start (``modelseek_notes``).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
+import secrets
+import time
 from pathlib import Path
 
 import pandas as pd
 
 from ..errors import ModelseekError
-from .storage import Store
+from .leaderboard import display_frame
+from .storage import StalePreview, Store
+from .text import safe_str
+
+COOKIE = "modelseek_session"
+#: uploaded files older than this are deleted (identical uploads share one file: not deleted at once)
+UPLOAD_TTL = 600.0
 
 EMPTY = "No model is published yet. Upload the first one in the **Submit** tab."
 _PUNCT = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~&\"'$%=:;,/?@^])")
@@ -29,13 +46,13 @@ _PUNCT = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~&\"'$%=:;,/?@^])")
 def md_text(text: str) -> str:
     """``text`` as literal Markdown text: every ASCII punctuation character backslash-escaped (CommonMark
     allows it for all of them), so no user string can open a code span, a link, emphasis or HTML."""
-    return _PUNCT.sub(r"\\\1", str(text)).replace("\n", " ")
+    return _PUNCT.sub(r"\\\1", safe_str(text)).replace("\n", " ")
 
 
 def md_code(text: str) -> str:
     """``text`` in a Markdown code span that it cannot close: the fence is one backtick longer than the
     longest run of backticks inside (CommonMark code spans), padded when the text starts or ends with one."""
-    text = str(text).replace("\n", " ")
+    text = safe_str(text).replace("\n", " ")
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
@@ -52,12 +69,97 @@ def upload_root() -> Path:
         return Path(os.environ.get("GRADIO_TEMP_DIR", "/tmp/gradio")).resolve()
 
 
+def pvalue_text(p) -> str:
+    """A p-value for people: ``< 1e-16`` where double precision cannot tell it from 0, else 3 significant
+    digits."""
+    try:
+        p = float(p)
+    except (TypeError, ValueError):
+        return safe_str(p)
+    if math.isnan(p):
+        return "—"
+    return "< 1e-16" if p < 1e-16 else f"{p:.3g}"
+
+
+def cell(value) -> str | float | int:
+    """One stored value as the page shows it (never raises): numbers stay numbers, text is encodable."""
+    if isinstance(value, bool) or value is None:
+        return safe_str(value)
+    if isinstance(value, (int, float)):
+        return value
+    try:
+        import numpy as np
+
+        if isinstance(value, np.generic):
+            return value.item()
+    except ImportError:  # pragma: no cover
+        pass
+    return safe_str(value)
+
+
+def safe_tree(obj):
+    """A JSON value whose strings (keys too) can always be encoded."""
+    if isinstance(obj, dict):
+        return {safe_str(k): safe_tree(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [safe_tree(v) for v in obj]
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return safe_str(obj)
+    if obj is None or isinstance(obj, (bool, int, float)):
+        return obj
+    return safe_str(obj)
+
+
+def safe_frame(df: pd.DataFrame | None) -> pd.DataFrame | None:
+    """Every cell through :func:`cell`, every header through :func:`safe_str`."""
+    if df is None:
+        return None
+    out = df.copy()
+    out.columns = [safe_str(c) for c in out.columns]
+    for col in out.columns:
+        if out[col].dtype == object:
+            out[col] = out[col].map(cell)
+    return out
+
+
+class SessionCookie:
+    """ASGI middleware: an unguessable HttpOnly session cookie for every browser that has none."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        raw = b"; ".join(v for k, v in scope.get("headers", []) if k == b"cookie").decode("latin-1")
+        if re.search(rf"(^|;\s*){COOKIE}=[A-Za-z0-9_-]{{20,}}", raw):
+            return await self.app(scope, receive, send)
+        value = secrets.token_urlsafe(32)
+        headers = [(k, v) for k, v in scope.get("headers", []) if k != b"cookie"]
+        headers.append((b"cookie", (raw + "; " if raw else "").encode("latin-1") + f"{COOKIE}={value}".encode()))
+        scope = {**scope, "headers": headers}            # this request already carries it
+        secure = scope.get("scheme") == "https" or (b"x-forwarded-proto", b"https") in scope["headers"]
+        attrs = "; Path=/; HttpOnly; SameSite=Lax" + ("; Secure" if secure else "")
+
+        async def send_with_cookie(message):
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []),
+                                                   (b"set-cookie", f"{COOKIE}={value}{attrs}".encode())]}
+            await send(message)
+
+        return await self.app(scope, receive, send_with_cookie)
+
+
 class LeaderboardApp:
     """The app's behaviour, apart from its layout (tests call these handlers directly)."""
 
-    def __init__(self, store: Store, uploads: Path | None = None) -> None:
+    def __init__(self, store: Store, uploads: Path | None = None, identity_header: str | None = None,
+                 upload_ttl: float = UPLOAD_TTL) -> None:
         self.store = store
         self.uploads = (uploads or upload_root()).resolve()
+        self.identity_header = identity_header
+        self.upload_ttl = upload_ttl
+        self._handled: set[Path] = set()     # uploads this app read (Gradio's folder is shared with other apps)
 
     # ------------------------------------------------------------------------------------ uploads
     def _uploaded_path(self, file) -> Path:
@@ -69,7 +171,7 @@ class LeaderboardApp:
         try:
             real = p.resolve(strict=True)
         except (OSError, RuntimeError):
-            raise ModelseekError("the file is not an upload of this page") from None
+            raise ModelseekError("the file is not an upload of this page (or it expired: upload it again)") from None
         if self.uploads not in real.parents or p.is_symlink() or not real.is_file():
             raise ModelseekError("only files uploaded through this page are read")
         return real
@@ -80,29 +182,83 @@ class LeaderboardApp:
         limit = self.store.max_bytes
         size = p.stat().st_size
         if size > limit:
+            p.unlink(missing_ok=True)
             raise ModelseekError(f"submission too large: {size:,} bytes > limit {limit:,}")
+        self._handled.add(p)
         with open(p, "rb") as fh:
             data = fh.read(limit + 1)
         if len(data) > limit:
             raise ModelseekError(f"submission too large: more than {limit:,} bytes")
         return data, p.name
 
-    def discard_upload(self, file) -> None:
-        """Delete an uploaded file (and its folder when empty) once it has been handled."""
+    def sweep_uploads(self, now: float | None = None) -> int:
+        """Delete the uploads this app read and the partial uploads Gradio left (``tmp*`` files at the top of
+        its folder) once older than ``upload_ttl``, with their emptied folders; returns how many files.
+        Identical uploads share one file, so a file is not deleted when first read; other apps' files in
+        Gradio's shared folder are left alone (Gradio's ``delete_cache`` removes unread uploads hourly)."""
+        now = time.time() if now is None else now
+        gone = 0
+        candidates = list(self._handled)
+        if self.uploads.is_dir():
+            candidates += [q for q in self.uploads.glob("tmp*") if q.is_file() and not q.is_symlink()]
+        for path in candidates:
+            try:
+                if now - path.lstat().st_mtime < self.upload_ttl:
+                    continue
+                path.unlink()
+                gone += 1
+            except FileNotFoundError:
+                pass
+            except OSError:
+                continue
+            self._handled.discard(path)
+            folder = path.parent
+            try:
+                if folder != self.uploads and self.uploads in folder.parents and not any(folder.iterdir()):
+                    folder.rmdir()
+            except OSError:
+                pass
+        return gone
+
+    # ------------------------------------------------------------------------------------ who is asking
+    def who(self, request) -> tuple[str | None, str | None, str | None]:
+        """``(session, identity, uploader)`` of a Gradio request (``None`` parts when unknown)."""
+        if request is None:
+            return None, None, None
         try:
-            p = self._uploaded_path(file)
-        except ModelseekError:
-            return
+            cookies = dict(getattr(request, "cookies", {}) or {})
+        except Exception:  # noqa: BLE001 - a request without cookies
+            cookies = {}
+        session = cookies.get(COOKIE) or None
+        identity = None
+        if self.identity_header:
+            try:
+                headers = {k.lower(): v for k, v in dict(getattr(request, "headers", {}) or {}).items()}
+            except Exception:  # noqa: BLE001
+                headers = {}
+            identity = safe_str(headers.get(self.identity_header.lower()) or "").strip()[:300] or None
+        host = None
         try:
-            p.unlink()
-            if p.parent != self.uploads and not any(p.parent.iterdir()):
-                p.parent.rmdir()
-        except OSError:
-            pass
+            host = getattr(getattr(request, "client", None), "host", None)
+        except Exception:  # noqa: BLE001
+            host = None
+        uploader = identity or (f"ip:{host}" if host else session)
+        return session, identity, uploader
+
+    def _require(self, session, identity) -> None:
+        if self.identity_header and identity is None:
+            raise ModelseekError("sign in first (this leaderboard accepts submissions from signed-in users)")
+        if session is None:
+            raise ModelseekError("this page needs its session cookie: reload it (with cookies enabled)")
 
     # ------------------------------------------------------------------------------------ handlers
     def board(self, level: str | None = "overall") -> pd.DataFrame:
         return self.store.leaderboard(level or "overall")
+
+    def shown_board(self, level: str | None = "overall"):
+        """The table as the page shows it: short headers (full names in ``.attrs['titles']``), one number
+        format (pandas Styler), every cell encodable."""
+        return display_frame(safe_frame(self.board(level)), self.store.config)
 
     def empty_note(self) -> str:
         return "" if self.store.published() else EMPTY
@@ -110,49 +266,122 @@ class LeaderboardApp:
     def models(self) -> list[str]:
         """Published models, best first (the Duels tab opens on the leader)."""
         board = self.store.leaderboard("overall")
-        return [str(m) for m in board["model"]] if len(board) else []
+        return [safe_str(m) for m in board["model"]] if len(board) else []
 
     def duels(self, model: str | None) -> tuple[pd.DataFrame | None, dict | None]:
         if not model:
             return None, None
-        return self.store.duel_details(model), self.store.metadata(model)
+        details = self.store.duel_details(model)
+        for col in ("p_value (beats opponent)", "p_value (opponent beats)"):
+            details[col] = details[col].map(pvalue_text)
+        return safe_frame(details), safe_tree(self.store.metadata(model))
 
-    def presubmit(self, file) -> tuple[str, object, str | None]:
-        """``(status Markdown, preview table or None, token or None)``; the upload is deleted afterwards."""
+    def problems(self) -> list[str]:
+        """Published rows that cannot be shown as stored (they are shown escaped): told to the operator."""
+        notes = []
+        for sid, model in self.store.published():
+            shown = safe_str(model)
+            if shown != model or not model.isprintable():
+                notes.append(f"submission {sid}: model name {shown!r} is not printable text (shown escaped)")
+            try:
+                meta = self.store.metadata(model)
+                import json
+
+                json.dumps(meta, ensure_ascii=False).encode("utf-8")
+            except Exception as exc:  # noqa: BLE001 - the operator is told, the page still renders
+                notes.append(f"submission {sid} ({shown!r}): metadata cannot be shown as stored "
+                             f"({type(exc).__name__}; shown escaped)")
+        return notes
+
+    def presubmit(self, file, request=None) -> tuple[str, object, str | None]:
+        """``(status Markdown, preview table or None, token or None)``."""
         try:
+            session, identity, uploader = self.who(request)
+            if request is not None:
+                self._require(session, identity)
             data, name = self.read_upload(file)
-            pv = self.store.presubmit(data, source=name)
+            pv = self.store.presubmit(data, source=name, session=session, identity=identity, uploader=uploader)
         except ModelseekError as exc:
             return f"**Error:** {md_text(exc)}", None, None
+        except Exception as exc:  # noqa: BLE001 - never a traceback on the page
+            return f"**Error:** the submission could not be handled ({md_text(type(exc).__name__)})", None, None
         finally:
-            self.discard_upload(file)
+            self.sweep_uploads()
         msg = (f"**Preview** for {md_code(pv.model)}: rank {pv.rank} of {len(pv.table)}, overall win score "
                f"{pv.scores['overall']:.2f} (computed in {pv.seconds:.1f} s). Nothing is published until you confirm.")
         if pv.warnings:
             msg += "\n\nWarnings: " + "; ".join(md_text(w) for w in pv.warnings[:10])
         return msg, pv.table, pv.token
 
-    def confirm(self, token: str | None) -> str:
+    def confirm(self, token: str | None, request=None) -> tuple[str, object, bool]:
+        """``(status Markdown, a recomputed preview table or None, published)``."""
         if not token:
-            return "**Error:** pre-submit first."
+            return "**Error:** pre-submit first.", None, False
+        session, identity, _ = self.who(request)
         try:
-            model = self.store.confirm(token)
+            model = self.store.confirm(token, session=session, identity=identity)
+        except StalePreview:
+            try:
+                pv = self.store.refresh(token, session=session, identity=identity)
+            except ModelseekError as exc:
+                return f"**Error:** {md_text(exc)}", None, False
+            return (f"**The leaderboard changed since your preview.** Recomputed **preview** for {md_code(pv.model)}: "
+                    f"rank {pv.rank} of {len(pv.table)}, overall win score {pv.scores['overall']:.2f}. Nothing is "
+                    "published yet: confirm again to publish.", pv.table, False)
         except ModelseekError as exc:
-            return f"**Error:** {md_text(exc)}"
-        return f"**Published** {md_code(model)}."
+            return f"**Error:** {md_text(exc)}", None, False
+        except Exception as exc:  # noqa: BLE001 - nothing says Published unless it is
+            return (f"**Error:** not published: the database could not store it ({md_text(type(exc).__name__)})",
+                    None, False)
+        return f"**Published** {md_code(model)}.", None, True
 
 
-def build_app(store: Store, title: str = "Duel leaderboard"):
-    """A ``gradio.Blocks`` app over ``store`` (launch it with :func:`launch`)."""
+_HEAD = """<script>
+(function () {
+  function titles() {
+    document.querySelectorAll('[data-modelseek-titles]').forEach(function (holder) {
+      var map = JSON.parse(holder.getAttribute('data-modelseek-titles'));
+      var root = document.getElementById(holder.getAttribute('data-for'));
+      if (!root) return;
+      root.querySelectorAll('th, [role=columnheader]').forEach(function (th) {
+        var text = (th.innerText || '').trim();
+        if (map[text]) th.setAttribute('title', map[text]);
+      });
+    });
+  }
+  new MutationObserver(titles).observe(document.documentElement, {subtree: true, childList: true});
+})();
+</script>"""
+_CSS = """#leaderboard th, #preview th, #duels th { word-break: keep-all; overflow-wrap: normal; hyphens: none; }
+#leaderboard th *, #preview th *, #duels th * { word-break: keep-all !important; overflow-wrap: normal !important; }"""
+
+
+def _titles_html(frame, target: str) -> str:
+    import html
+    import json
+
+    titles = getattr(frame, "modelseek_titles", {}) or {}
+    return (f"<div data-modelseek-titles='{html.escape(json.dumps(titles), quote=True)}' data-for='{target}' "
+            "style='display:none'></div>")
+
+
+def build_app(store: Store, title: str = "Duel leaderboard", identity_header: str | None = None):
+    """A ``gradio.Blocks`` app over ``store`` (launch it with :func:`launch`). ``identity_header``: the
+    proxy's header naming the signed-in user (uploads without it are refused)."""
     import gradio as gr
 
-    app = LeaderboardApp(store)
+    app = LeaderboardApp(store, identity_header=identity_header)
+    store.purge_expired()
     levels = ["overall", "tasks", *store.config.categories]
 
     def models_update(current=None):
         names = app.models()
         value = current if current in names else (names[0] if names else None)
         return gr.update(choices=names, value=value)
+
+    def shown(level):
+        frame = app.shown_board(level)
+        return frame, _titles_html(frame, "leaderboard")
 
     def duels_update(model):
         details, meta = app.duels(model)
@@ -163,58 +392,88 @@ def build_app(store: Store, title: str = "Duel leaderboard"):
         model = names[0] if names else None
         details, meta = app.duels(model)
         note = app.empty_note()
-        return (app.board(level), note, gr.update(choices=names, value=model), details, meta, note)
+        frame, titles = shown(level)
+        return (frame, titles, note, gr.update(choices=names, value=model), details, meta, note)
 
-    def presubmit(file):
-        msg, table, token = app.presubmit(file)
-        return (msg, gr.update(value=table, visible=table is not None), token,
+    def presubmit(file, request: gr.Request):
+        msg, table, token = app.presubmit(file, request)
+        frame = display_frame(safe_frame(table), store.config) if table is not None else None
+        return (msg, gr.update(value=frame, visible=table is not None, label="Preview (not published)"), token,
                 gr.update(interactive=token is not None), None)
 
-    def confirm(token, level, current):
-        msg = app.confirm(token)
-        return (msg, app.board(level), app.empty_note(), None, gr.update(interactive=False), models_update(current))
+    def confirm(token, level, current, request: gr.Request):
+        msg, table, published = app.confirm(token, request)
+        frame, titles = shown(level)
+        if table is not None:          # the board changed: the recomputed preview, confirm again
+            preview = gr.update(value=display_frame(safe_frame(table), store.config), visible=True,
+                                label="Preview (recomputed, not published)")
+            return (msg, preview, frame, titles, app.empty_note(), token, gr.update(interactive=True),
+                    models_update(current))
+        return (msg, gr.update(value=None, visible=False), frame, titles, app.empty_note(),
+                None if published else token, gr.update(interactive=not published and token is not None),
+                models_update(current))
 
-    # uploads are deleted once handled; delete_cache also clears those never pre-submitted (hourly, > 1 h old)
+    # the module's annotations are strings (__future__): Gradio finds its Request parameter by the class
+    presubmit.__annotations__["request"] = gr.Request
+    confirm.__annotations__["request"] = gr.Request
+    notes = app.problems()
     with gr.Blocks(title=title, analytics_enabled=False, delete_cache=(3600, 3600)) as demo:
         gr.Markdown(f"# {md_text(title)}\nEvery pair of models duels on every task (one-tailed significance test, "
                     f"alpha = {store.alpha}); a task win score is the share of duels won x 100, a category "
                     "averages its tasks, overall averages categories. Metric values are computed from each "
-                    "submission's predictions. Click a column header to sort.")
+                    "submission's predictions. Click a column header to sort; hover it for its full name.")
         with gr.Tab("Leaderboard"):
             level = gr.Dropdown(levels, value="overall", label="Show (filter by category)", elem_id="level")
             empty = gr.Markdown(app.empty_note(), elem_id="empty")
-            table = gr.Dataframe(value=app.board("overall"), interactive=False, elem_id="leaderboard", wrap=True)
-            level.change(app.board, level, table)
+            first = app.shown_board("overall")
+            table = gr.Dataframe(value=first, interactive=False, elem_id="leaderboard", wrap=False)
+            titles = gr.HTML(_titles_html(first, "leaderboard"), elem_id="leaderboard-titles")
+            level.change(shown, level, [table, titles])
         with gr.Tab("Duels"):
             names = app.models()
             model = gr.Dropdown(names, value=names[0] if names else None, label="Model", elem_id="duel-model")
             duels_empty = gr.Markdown(app.empty_note(), elem_id="duels-empty")
-            details = gr.Dataframe(value=app.duels(names[0])[0] if names else None, interactive=False,
-                                   elem_id="duels")
-            meta = gr.JSON(value=app.duels(names[0])[1] if names else None, label="Model details and provenance",
-                           elem_id="model-details")
+            d0, m0 = app.duels(names[0]) if names else (None, None)
+            details = gr.Dataframe(value=d0, interactive=False, elem_id="duels")
+            meta = gr.JSON(value=m0, label="Model details and provenance", elem_id="model-details")
             model.change(duels_update, model, [details, meta, duels_empty])
         with gr.Tab("Submit"):
             gr.Markdown("Upload a compiled submission (`modelseek duel compile` output or BenCzechMark's compiled "
                         f"file, at most {store.max_bytes / 2**20:.0f} MB), pre-submit to see the leaderboard as it "
-                        "would be, then confirm to publish. Published submissions are immutable.")
+                        "would be, then confirm to publish (within "
+                        f"{store.pending_ttl / 3600:g} h). Published submissions are immutable.")
             upload = gr.File(label="Submission JSON", file_types=[".json"], type="filepath", elem_id="upload")
             pre_btn = gr.Button("Pre-submit", variant="secondary", elem_id="presubmit")
             status = gr.Markdown(elem_id="status")
-            preview = gr.Dataframe(visible=False, interactive=False, elem_id="preview", label="Preview")
+            preview = gr.Dataframe(visible=False, interactive=False, elem_id="preview", label="Preview (not published)")
             token = gr.State(None)
             confirm_btn = gr.Button("Confirm and publish", variant="primary", interactive=False, elem_id="confirm")
             pre_btn.click(presubmit, upload, [status, preview, token, confirm_btn, upload])
-            confirm_btn.click(confirm, [token, level, model], [status, table, empty, token, confirm_btn, model])
+            confirm_btn.click(confirm, [token, level, model],
+                              [status, preview, table, titles, empty, token, confirm_btn, model])
         # a page opened later shows the board as it is then (also on the Duels tab)
-        demo.load(first_open, level, [table, empty, model, details, meta, duels_empty])
+        demo.load(first_open, level, [table, titles, empty, model, details, meta, duels_empty])
     demo.modelseek_store = store
+    demo.modelseek_notes = notes
+    demo.modelseek_app = app
     return demo
 
 
 def launch(demo, host: str = "127.0.0.1", port: int = 7860, **kwargs):
     """Serve ``demo`` (from :func:`build_app`): uploads over the store's limit are refused while they are
-    received (Gradio's ``max_file_size`` stops reading the request), and no server folder is added to what
-    Gradio may serve."""
-    return demo.launch(server_name=host, server_port=port, max_file_size=demo.modelseek_store.max_bytes,
-                       allowed_paths=[], **kwargs)
+    received (Gradio's ``max_file_size`` stops reading the request), no server folder is added to what
+    Gradio may serve, every browser gets its session cookie (:class:`SessionCookie`), and the address is
+    printed by modelseek (Gradio's own start-up text advertises a ``share=True`` this command has not)."""
+    from starlette.middleware import Middleware
+
+    quiet = kwargs.pop("quiet", False)
+    block = not kwargs.pop("prevent_thread_lock", False)
+    app_kwargs = {**kwargs.pop("app_kwargs", {}), "middleware": [Middleware(SessionCookie)]}
+    out = demo.launch(server_name=host, server_port=port, max_file_size=demo.modelseek_store.max_bytes,
+                      allowed_paths=[], quiet=True, app_kwargs=app_kwargs, head=_HEAD, css=_CSS,
+                      prevent_thread_lock=True, **kwargs)
+    if not quiet:
+        print(f"serving the leaderboard on http://{host}:{demo.server_port}/ (Ctrl+C stops it)", flush=True)
+    if block:
+        demo.block_thread()
+    return out

@@ -36,3 +36,58 @@ def leaderboard_frame(scores: dict, raw: dict, config: LeaderboardConfig, level:
     df = df.sort_values(["overall", "model"], ascending=[False, True], kind="stable").reset_index(drop=True)
     df.insert(0, "rank", range(1, len(df) + 1))
     return df
+
+
+def _initials(name: str) -> str:
+    words = [w for w in name.replace("-", " ").split() if w]
+    return name if len(words) < 2 or len(name) <= 12 else "".join(w[0].upper() for w in words)
+
+
+def display_frame(df: pd.DataFrame | None, config: LeaderboardConfig):
+    """The leaderboard as the web app shows it: short headers (``#``, ``Model``, ``Overall``, category
+    initials, BenCzechMark's task abbreviations; the full names in ``.modelseek_titles`` for hovering) and
+    one number format (win scores ``62.40``, metric values ``0.6240``), as a pandas Styler over the numbers
+    (sorting stays numeric). ``None`` stays ``None``."""
+    if df is None:
+        return None
+    titles: dict[str, str] = {}
+    rename: dict[str, str] = {}
+    used: set[str] = set()
+
+    def short(col: str, s: str, full: str) -> None:
+        base, k = s, 2
+        while s in used:
+            s, k = f"{base}{k}", k + 1
+        used.add(s)
+        rename[col] = s
+        titles[s] = full
+
+    specs = {t.task: t for t in config.tasks}
+    metric_cols: list[str] = []
+    for col in df.columns:
+        col = str(col)
+        if col == "rank":
+            short(col, "#", "rank (by overall win score)")
+        elif col == "model":
+            short(col, "Model", "model")
+        elif col == "overall":
+            short(col, "Overall", "overall win score (mean of the categories)")
+        elif col in config.categories:
+            short(col, _initials(col), f"{col}: category win score (mean of its tasks)")
+        elif col in specs:
+            sp = specs[col]
+            short(col, sp.abbreviation or col, f"{sp.name or col} ({col}): task win score")
+        elif col.endswith(")") and " (" in col and col.rsplit(" (", 1)[0] in specs:
+            task, metric = col[:-1].rsplit(" (", 1)
+            sp = specs[task]
+            short(col, f"{sp.abbreviation or task} {metric}", f"{sp.name or task}: {metric} computed from the "
+                                                              "predictions")
+            metric_cols.append(rename[col])
+        else:
+            short(col, col, col)
+    shown = df.rename(columns=rename)
+    numeric = [c for c in shown.columns if c not in ("#", "Model") and pd.api.types.is_numeric_dtype(shown[c])]
+    fmt = {c: ("{:.4f}" if c in metric_cols else "{:.2f}") for c in numeric}
+    styler = shown.style.format(fmt, na_rep="—").hide(axis="index")
+    styler.modelseek_titles = titles
+    return styler

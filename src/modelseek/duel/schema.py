@@ -24,7 +24,7 @@ from pathlib import Path
 from ..errors import InputError
 
 #: the Alembic revision this code expects (the newest migration)
-SCHEMA_VERSION = "0001"
+SCHEMA_VERSION = "0002"
 #: pg_advisory lock keys (two int4 keys: 'mdls', purpose)
 LOCK_NAMESPACE = 0x6D646C73
 MIGRATION_LOCK, PUBLISH_LOCK = 1, 2
@@ -37,7 +37,14 @@ IMMUTABLE: dict[str, list[tuple[str, ...]]] = {
     "submissions": [("id",), ("model",), ("token",)],
     "profiles": [("submission_id", "task")],
     "duels": [("task", "a_id", "b_id")],
+    "chain": [("seq",), ("submission_id",), ("name_key",)],      # 0002: the hash chain over published rows
+    "task_ids": [("task",)],                                     # 0002: each task's doc_ids (paired samples)
 }
+#: the tables of each migration (a later migration adds tables and nullable columns only)
+TABLES_0001 = ("meta", "pending", "submissions", "profiles", "pending_profiles", "duels", "pending_duels")
+TABLES_0002 = ("chain", "task_ids")
+#: columns 0002 adds to ``pending``
+PENDING_0002 = ("name_key", "session", "identity", "uploader", "size", "board")
 PENDING = ("pending", "pending_profiles", "pending_duels")
 
 
@@ -56,6 +63,12 @@ def tables(sa, md=None):
         sa.Column("created_at", sa.Float, nullable=False),
         sa.Column("metadata_json", sa.Text, nullable=False),
         sa.Column("payload", sa.LargeBinary, nullable=False),
+        sa.Column("name_key", sa.String(300), nullable=True),   # the confusable-safe name (text.name_key)
+        sa.Column("session", sa.String(64), nullable=True),     # SHA-256 of the browser session it belongs to
+        sa.Column("identity", sa.String(300), nullable=True),   # the signed-in identity (proxy header)
+        sa.Column("uploader", sa.String(64), nullable=True),    # SHA-256 of who uploaded (daily limit)
+        sa.Column("size", sa.Integer, nullable=True),           # bytes of the canonical submission
+        sa.Column("board", sa.Integer, nullable=True),          # the chain's head when the preview was computed
         sqlite_autoincrement=True,   # ids are never reused: a published submission keeps its pending id
     )
     t["submissions"] = sa.Table(
@@ -86,6 +99,24 @@ def tables(sa, md=None):
         sa.Column("b_id", sa.Integer, sa.ForeignKey("submissions.id"), primary_key=True),
         sa.Column("p_value", sa.Float, nullable=False),    # p that a beats b
     )
+    # the hash chain: row 0 covers ``meta``; row k covers the k-th published submission with its profiles,
+    # its duels against those published before it and the task_ids rows it fixed (see .chain)
+    t["chain"] = sa.Table(
+        "chain", md,
+        sa.Column("seq", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("submission_id", sa.Integer, nullable=True, unique=True),   # no foreign key: a TRUNCATE
+        sa.Column("name_key", sa.String(300), nullable=True, unique=True),    # ... CASCADE does not reach it
+        sa.Column("uploader", sa.String(64), nullable=True),
+        sa.Column("size", sa.Integer, nullable=True),
+        sa.Column("prev_hash", sa.String(64), nullable=False),
+        sa.Column("hash", sa.String(64), nullable=False),
+    )
+    t["task_ids"] = sa.Table(
+        "task_ids", md,
+        sa.Column("task", sa.String(300), primary_key=True),
+        sa.Column("submission_id", sa.Integer, nullable=False),   # the submission that fixed them
+        sa.Column("ids", sa.Text, nullable=False),                # JSON list, sample order
+    )
     t["pending_duels"] = sa.Table(
         "pending_duels", md,
         sa.Column("pending_id", sa.Integer, sa.ForeignKey("pending.id"), primary_key=True),
@@ -97,11 +128,16 @@ def tables(sa, md=None):
     return md, t
 
 
-def immutability_ddl(dialect: str) -> list[str]:
+#: the body of PostgreSQL's trigger function (``db verify`` checks that it was not replaced)
+PG_FUNCTION_BODY = " BEGIN RAISE EXCEPTION '%: published data are immutable', TG_TABLE_NAME; END; "
+
+
+def immutability_ddl(dialect: str, tables: tuple[str, ...] | None = None, function: bool = True) -> list[str]:
     """The statements that make the published tables append-only on ``dialect`` (sqlite or postgresql)."""
     out = []
+    chosen = {k: v for k, v in IMMUTABLE.items() if tables is None or k in tables}
     if dialect == "sqlite":
-        for table, keys in IMMUTABLE.items():
+        for table, keys in chosen.items():
             msg = f"{table}: published data are immutable"
             out.append(f"CREATE TRIGGER {table}_no_update BEFORE UPDATE ON {table} "
                        f"BEGIN SELECT RAISE(ABORT, '{msg}'); END")
@@ -115,9 +151,10 @@ def immutability_ddl(dialect: str) -> list[str]:
             out.append(f"CREATE TRIGGER {table}_no_replace BEFORE INSERT ON {table} WHEN {clash} "
                        f"BEGIN SELECT RAISE(ABORT, '{msg}'); END")
     elif dialect == "postgresql":
-        out.append("CREATE OR REPLACE FUNCTION modelseek_immutable() RETURNS trigger AS $$ BEGIN "
-                   "RAISE EXCEPTION '%: published data are immutable', TG_TABLE_NAME; END; $$ LANGUAGE plpgsql")
-        for table in IMMUTABLE:
+        if function:
+            out.append(f"CREATE OR REPLACE FUNCTION modelseek_immutable() RETURNS trigger AS $${PG_FUNCTION_BODY}$$ "
+                       "LANGUAGE plpgsql")
+        for table in chosen:
             # ON CONFLICT DO UPDATE is an UPDATE: the row trigger refuses it as well
             out.append(f"CREATE TRIGGER {table}_immutable BEFORE UPDATE OR DELETE ON {table} "
                        "FOR EACH ROW EXECUTE FUNCTION modelseek_immutable()")
@@ -126,6 +163,24 @@ def immutability_ddl(dialect: str) -> list[str]:
     else:
         raise InputError(f"unsupported database dialect {dialect!r}; use SQLite or PostgreSQL", field="db")
     return out
+
+
+def grants(role: str) -> list[str]:
+    """PostgreSQL statements giving the app's role ``role`` what it needs and nothing more: SELECT and
+    INSERT on the published tables (no UPDATE, DELETE, TRUNCATE, no ownership: it can neither drop nor
+    disable a trigger nor replace the trigger function), SELECT, INSERT, UPDATE, DELETE on the pending
+    tables, and the sequences of their ids. Run them as the owner role, after ``modelseek duel db upgrade``."""
+    import re
+
+    if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", role):
+        raise InputError(f"not a plain role name: {role!r}", field="role")
+    published = ", ".join(IMMUTABLE)
+    return [f"REVOKE ALL ON ALL TABLES IN SCHEMA public FROM {role};",
+            f"GRANT USAGE ON SCHEMA public TO {role};",
+            f"GRANT SELECT ON alembic_version TO {role};",
+            f"GRANT SELECT, INSERT ON {published} TO {role};",
+            f"GRANT SELECT, INSERT, UPDATE, DELETE ON {', '.join(PENDING)} TO {role};",
+            f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {role};"]
 
 
 # ------------------------------------------------------------------------------------------ migrations

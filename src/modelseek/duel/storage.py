@@ -5,12 +5,22 @@ by psycopg, extra ``web``). The schema and its database-enforced immutability li
 duels themselves are computed by :func:`.engine.duels_against`. Life of a submission:
 
 1. :meth:`Store.presubmit` validates the upload, computes the new model's profiles and only its own
-   2 x N duels per task against the published models, stores them as *pending*, and returns a
+   2 x N duels per task against the published models, stores them as *pending* (its canonical form only,
+   bound to the uploader's browser session and signed-in identity when given), and returns a
    :class:`Preview`: the leaderboard as it would be with the new model. Nothing is published.
-2. :meth:`Store.confirm` publishes a pending submission: it computes first any duel against a model
-   published since the preview, then inserts the submission, its profiles and duels into the append-only
-   published tables and deletes the pending rows. A model name can be published once.
-3. :meth:`Store.discard` drops a pending submission.
+2. :meth:`Store.confirm` publishes a pending submission, given its token (and the same session and
+   identity): it inserts the submission, its profiles and duels into the append-only published tables,
+   chains them (:mod:`.chain`) and deletes the pending rows. A preview computed on an older board is
+   refused (:class:`StalePreview`) until :meth:`Store.refresh` recomputed it (``recompute=True``
+   computes the missing duels in the same transaction: scripts). A model name can be published once;
+   names are compared by :func:`.text.name_key` (case, width and invisible characters do not count).
+3. :meth:`Store.discard` drops a pending submission; pending submissions older than ``pending_ttl``
+   (default 24 h) are deleted by every write.
+
+Limits: the canonical (stored) size of one submission (``max_stored_bytes``) and the bytes one uploader
+may store per 24 hours (``max_daily_bytes``). On SQLite a write checks, before it commits, that the file
+it opened is still the file at its path (a folder removed or a file replaced under a running server would
+otherwise take the write with it); commits are synchronous (``PRAGMA synchronous=FULL``).
 
 Many :class:`Store` objects and processes on one database are normal use. Every write is one serialised
 transaction: ``BEGIN IMMEDIATE`` on SQLite (one writer at a time, readers continue under WAL) and a
@@ -25,6 +35,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import os
 import random
 import secrets
 import time
@@ -35,14 +46,28 @@ import numpy as np
 import pandas as pd
 
 from ..errors import InputError
-from . import schema
+from . import chain, schema
 from .config import LeaderboardConfig
 from .engine import Profile, Settings, duels_against, profile, profiles
 from .leaderboard import leaderboard_frame
 from .scoring import ALPHA, MAX_COMPETITORS, adjusted, check_alpha, win_scores
-from .submission import MAX_BYTES, Submission, check_sample_counts, submission_from_bytes
+from .submission import MAX_BYTES, Submission, check_sample_counts, id_difference, submission_from_bytes
+from .text import name_key
 
 RETRIES = 30
+#: pending pre-submissions are deleted after this many seconds (``--pending-hours``)
+PENDING_TTL = 24 * 3600.0
+#: bytes of canonical submissions one uploader may store per 24 hours
+MAX_DAILY_BYTES = 256 * 1024 * 1024
+DAY = 24 * 3600.0
+
+
+class StalePreview(InputError):
+    """The board changed since the preview was computed: recompute it (:meth:`Store.refresh`) first."""
+
+
+def _sha_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()
 _RETRY_SQLSTATES = {"40001", "40P01", "55P03"}   # serialization failure, deadlock, lock not available
 
 
@@ -115,6 +140,7 @@ def open_engine(url: str):
             # once (no busy handler) while another process is creating the same file: retry it here.
             _retry_locked(lambda: cur.execute("PRAGMA journal_mode=WAL"))
             cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute("PRAGMA synchronous=FULL")          # a commit is on disk when it returns
             cur.close()
 
         @sa.event.listens_for(engine, "begin")
@@ -160,6 +186,25 @@ def upgrade_database(url: str | Path) -> tuple[str | None, str]:
         engine.dispose()
 
 
+def verify_database(url: str | Path) -> tuple[list[str], tuple[int, str] | None, list[str]]:
+    """``(problems, head, every chain hash)`` of the database at ``url`` (``modelseek duel db verify``),
+    without reading its configuration (altered meta rows are one of the things found)."""
+    sa = _sqlalchemy()
+    full = database_url(url)
+    engine = open_engine(full)
+    try:
+        if schema.schema_version(engine) != schema.SCHEMA_VERSION:
+            _retry_locked(lambda: schema.upgrade(engine, prepare_write))
+        _, t = schema.tables(sa)
+        with engine.connect() as c, c.begin():
+            return (chain.verify(c, t, sa), chain.head(c, t, sa),
+                    [h for h, in c.execute(sa.select(t["chain"].c.hash)).all()])
+    except sa.exc.DBAPIError as exc:
+        raise InputError(f"cannot use the database: {_reason(exc)}", path=shown_url(full), field="db") from None
+    finally:
+        engine.dispose()
+
+
 def _retryable(exc: Exception) -> bool:
     orig = getattr(exc, "orig", exc)
     if getattr(orig, "sqlstate", None) in _RETRY_SQLSTATES:
@@ -168,11 +213,11 @@ def _retryable(exc: Exception) -> bool:
     return "database is locked" in msg or "database table is locked" in msg or "database is busy" in msg
 
 
-def _payload(sub: Submission, raw: bytes | None) -> tuple[bytes, str]:
-    """What is stored of a submission: the uploaded bytes exactly (else its canonical JSON), gzip'ed, and the
-    SHA-256 of the uncompressed bytes."""
-    data = raw if raw is not None else sub.payload()[0]
-    return gzip.compress(data, compresslevel=1), hashlib.sha256(data).hexdigest()
+def _payload(sub: Submission) -> tuple[bytes, str, int]:
+    """What is stored of a submission: its canonical JSON (what scoring reads; nothing else of the upload),
+    gzip'ed, the SHA-256 and the size of the uncompressed bytes."""
+    data = sub.payload()[0]
+    return gzip.compress(data, compresslevel=1, mtime=0), hashlib.sha256(data).hexdigest(), len(data)
 
 
 @dataclass
@@ -184,6 +229,7 @@ class Preview:
     table: pd.DataFrame          # the leaderboard as it would be with the new model
     seconds: float
     warnings: tuple = ()         # tolerated oddities of the upload (unknown fields...)
+    board: int = 0               # the chain head (number of published models) the preview was computed on
 
 
 class Store:
@@ -191,15 +237,24 @@ class Store:
 
     def __init__(self, url: str | Path = "sqlite:///leaderboard.db", config: LeaderboardConfig | None = None,
                  settings: Settings | None = None, alpha: float = ALPHA, fdr: bool = False,
-                 max_competitors: int = MAX_COMPETITORS, max_bytes: int = MAX_BYTES) -> None:
+                 max_competitors: int = MAX_COMPETITORS, max_bytes: int = MAX_BYTES,
+                 pending_ttl: float = PENDING_TTL, max_stored_bytes: int | None = None,
+                 max_daily_bytes: int = MAX_DAILY_BYTES) -> None:
         sa = self._sa = _sqlalchemy()
         self.url = database_url(url)
         self.alpha, self.fdr, self.max_competitors, self.max_bytes = check_alpha(alpha), fdr, max_competitors, max_bytes
+        if not pending_ttl > 0:
+            raise InputError(f"the pending lifetime must be positive, got {pending_ttl!r}", field="pending_ttl")
+        self.pending_ttl = float(pending_ttl)
+        self.max_stored_bytes = max_stored_bytes if max_stored_bytes is not None else max_bytes
+        self.max_daily_bytes = max_daily_bytes
+        self._file = None
         self.engine = open_engine(self.url)
         self.dialect = self.engine.dialect.name
         _, self.t = schema.tables(sa)
         try:
             self.schema_before, self.schema_version = _retry_locked(lambda: schema.upgrade(self.engine, prepare_write))
+            self._file = self._sqlite_file()
             self.config, self.settings = self._write(lambda c: self._bind(c, config, settings))
         except sa.exc.DBAPIError as exc:
             self.engine.dispose()
@@ -211,10 +266,36 @@ class Store:
             raise
 
     # -------------------------------------------------------------------------------------- set-up
+    def _sqlite_file(self):
+        """``(path, device, inode)`` of the SQLite file this store opened (``None`` elsewhere)."""
+        if self.dialect != "sqlite":
+            return None
+        path = self.url.split("://", 1)[1][1:].split("?", 1)[0]
+        if not path or path == ":memory:" or path.startswith("file:"):
+            return None
+        st = os.stat(path)
+        return path, st.st_dev, st.st_ino
+
+    def _check_file(self) -> None:
+        """Refuse a write that could not reach the database file this store opened."""
+        if self._file is None:
+            return
+        path, dev, ino = self._file
+        try:
+            st = os.stat(path)
+        except OSError:
+            raise InputError("the database file was removed (or its folder) since the server opened it: nothing "
+                             "can be stored; restart the server on a database that exists", path=path,
+                             field="db") from None
+        if (st.st_dev, st.st_ino) != (dev, ino):
+            raise InputError("the database file was replaced since the server opened it: nothing was stored; "
+                             "restart the server", path=path, field="db")
+
     def _write(self, fn, serialised: bool = True):
         """Run ``fn(conn)`` in one write transaction, serialised with every other writer of the database
         (``serialised``: PostgreSQL's advisory lock; SQLite writes are always serialised), retried on
-        serialization failures, deadlocks and busy databases."""
+        serialization failures, deadlocks and busy databases. A write the database refuses (read-only,
+        disk full, a removed or replaced SQLite file) is an :class:`InputError`: nothing was stored."""
         sa = self._sa
 
         def once():
@@ -224,9 +305,16 @@ class Store:
                     if serialised and self.dialect == "postgresql":
                         conn.execute(sa.text("SELECT pg_advisory_xact_lock(:a, :b)"),
                                      {"a": schema.LOCK_NAMESPACE, "b": schema.PUBLISH_LOCK})
-                    return fn(conn)
+                    out = fn(conn)
+                    self._check_file()            # before the commit: a vanished file rolls it back
+                self._check_file()                # after it: the commit reached the file that is there
+                return out
 
-        return _retry_locked(once)
+        try:
+            return _retry_locked(once)
+        except sa.exc.DBAPIError as exc:
+            raise InputError(f"the database refused the write ({_reason(exc)}): nothing was stored",
+                             path=shown_url(self.url), field="db") from None
 
     def _bind(self, conn, config, settings):
         """The first opening records the configuration and settings; later openings must agree."""
@@ -238,9 +326,16 @@ class Store:
             conn.execute(meta.insert(), [
                 {"key": "config", "value": json.dumps(config.to_dict())},   # task order matters
                 {"key": "settings", "value": json.dumps(settings.to_dict(), sort_keys=True)}])
+            chain.genesis(conn, self.t, sa)
             return config, settings
-        s_config = LeaderboardConfig.from_dict(json.loads(stored["config"]))
-        s_settings = Settings.from_mapping(json.loads(stored["settings"]), source="stored settings")
+        chain.genesis(conn, self.t, sa)            # a database created before the chain (0002) has none
+        self._purge(conn)
+        try:
+            s_config = LeaderboardConfig.from_dict(json.loads(stored["config"]))
+            s_settings = Settings.from_mapping(json.loads(stored["settings"]), source="stored settings")
+        except (KeyError, ValueError, TypeError) as exc:
+            raise InputError(f"the stored configuration is unreadable ({type(exc).__name__}): the meta rows were "
+                             "altered; run modelseek duel db verify") from None
         if config is not None and config.to_dict() != s_config.to_dict():
             raise InputError("this leaderboard database was created with another task configuration")
         if settings is not None and settings != s_settings:
@@ -338,7 +433,12 @@ class Store:
                             .where(sub.c.model == model)).first()
         if row is None:
             raise InputError(f"no published model {model!r}", field="model")
-        return {**json.loads(row[0]), "_sha256": row[1], "_published_at": row[2]}
+        try:
+            meta = json.loads(row[0])
+        except ValueError:                      # a row written behind the app's back: shown, not trusted
+            meta = {"unreadable metadata": str(row[0])[:1000]}
+        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(row[2])))
+        return {**(meta if isinstance(meta, dict) else {"metadata": meta}), "_sha256": row[1], "_published": when}
 
     def submission(self, model: str) -> Submission:
         """The stored (published) submission of ``model``, exactly as uploaded."""
@@ -351,18 +451,42 @@ class Store:
             raise InputError(f"no published model {model!r}", field="model")
         return validate_submission(json.loads(gzip.decompress(row[0])), self.config)
 
-    def _check_counts(self, conn, sub: Submission) -> None:
+    def _check_samples(self, conn, sub: Submission) -> None:
+        """The upload's samples must be the task's (paired by doc_id): the ids fixed by the first published
+        submission, else (a database older than task_ids) the published sample counts."""
         sa, p = self._sa, self.t["profiles"]
+        fixed = dict(conn.execute(sa.select(self.t["task_ids"].c.task, self.t["task_ids"].c.ids)).all())
+        for task in self.config.task_ids:
+            if task in fixed:
+                diff = id_difference(tuple(json.loads(fixed[task])), sub.data[task].doc_ids)
+                if diff is not None:
+                    raise InputError(f"task {task!r}: {diff} (the published models have {len(json.loads(fixed[task]))} "
+                                     f"samples, this one {sub.data[task].n}; paired tests pair samples by doc_id)",
+                                     field=f"predictions.{task}")
         rows = conn.execute(sa.select(p.c.task, sa.func.min(p.c.n), sa.func.max(p.c.n)).group_by(p.c.task)).all()
         for task, lo, hi in rows:
             if task in sub.data and not (lo == hi == sub.data[task].n):
                 raise InputError(f"task {task!r} has {sub.data[task].n} samples; published models have {lo}",
                                  field=f"predictions.{task}")
 
+    def _check_name(self, conn, model: str, key: str) -> None:
+        ch, subs = self.t["chain"], self.t["submissions"]
+        row = conn.execute(self._sa.select(subs.c.model).select_from(ch.join(subs, ch.c.submission_id == subs.c.id))
+                           .where(ch.c.name_key == key)).first()
+        if row is None:
+            row = conn.execute(self._sa.select(subs.c.model).where(subs.c.model == model)).first()
+        if row is not None:
+            same = "" if row[0] == model else (f" as {row[0]!r} (names that differ only in case, width or invisible "
+                                               "characters are one model)")
+            raise InputError(f"model {model!r} is already published{same} (published submissions are immutable)",
+                             field="metadata.model")
+
     # -------------------------------------------------------------------------------------- writing
-    def _load(self, upload, source: str) -> tuple[Submission, bytes | None]:
+    def _load(self, upload, source: str) -> Submission:
         if isinstance(upload, Submission):
-            return upload, None
+            from .submission import validate_submission
+
+            return validate_submission(upload.to_dict(), self.config, source)   # the same checks as an upload
         if isinstance(upload, (str, Path)):     # a local file named by the operator (CLI, scripts)
             p = Path(upload)
             if not p.is_file():
@@ -370,34 +494,74 @@ class Store:
             if p.stat().st_size > self.max_bytes:
                 raise InputError(f"submission too large: {p.stat().st_size:,} bytes > limit {self.max_bytes:,}",
                                  path=p)
-            raw = p.read_bytes()
-            return submission_from_bytes(raw, self.config, str(p), self.max_bytes), raw
-        raw = bytes(upload)
-        return submission_from_bytes(raw, self.config, source, self.max_bytes), raw
+            return submission_from_bytes(p.read_bytes(), self.config, str(p), self.max_bytes)
+        return submission_from_bytes(bytes(upload), self.config, source, self.max_bytes)
 
-    def presubmit(self, upload: bytes | str | Path | Submission, source: str = "<upload>") -> Preview:
-        """Validate, compute the new model's duels, store it as pending and return the preview."""
+    def _purge(self, c, now: float | None = None) -> int:
+        """Delete pre-submissions older than ``pending_ttl``; returns how many."""
+        pend = self.t["pending"]
+        cutoff = (now or time.time()) - self.pending_ttl
+        old = [int(i) for i, in c.execute(self._sa.select(pend.c.id).where(pend.c.created_at < cutoff)).all()]
+        for pid in old:
+            self._drop_pending(c, pid)
+        return len(old)
+
+    def purge_expired(self) -> int:
+        """Delete expired pre-submissions now (every write does it too); returns how many."""
+        return self._write(self._purge, serialised=False)
+
+    def _daily_bytes(self, c, uploader: str, now: float) -> int:
+        sa, pend, ch, subs = self._sa, self.t["pending"], self.t["chain"], self.t["submissions"]
+        pending = c.execute(sa.select(sa.func.coalesce(sa.func.sum(pend.c.size), 0))
+                            .where(pend.c.uploader == uploader, pend.c.created_at >= now - DAY)).scalar_one()
+        published = c.execute(sa.select(sa.func.coalesce(sa.func.sum(ch.c.size), 0))
+                              .select_from(ch.join(subs, ch.c.submission_id == subs.c.id))
+                              .where(ch.c.uploader == uploader, subs.c.published_at >= now - DAY)).scalar_one()
+        return int(pending) + int(published)
+
+    def presubmit(self, upload: bytes | str | Path | Submission, source: str = "<upload>", *,
+                  session: str | None = None, identity: str | None = None, uploader: str | None = None) -> Preview:
+        """Validate, compute the new model's duels, store it as pending and return the preview.
+
+        ``session``: the browser session the pre-submission belongs to (confirm must present it again);
+        ``identity``: the signed-in user (likewise); ``uploader``: who is charged for the stored bytes
+        (default: the identity, else the session)."""
         t0 = time.perf_counter()
-        sub, raw = self._load(upload, source)
+        sub = self._load(upload, source)
+        key = name_key(sub.model)
+        payload, digest, size = _payload(sub)
+        if size > self.max_stored_bytes:
+            raise InputError(f"submission too large to store: {size:,} bytes of predictions and metadata > limit "
+                             f"{self.max_stored_bytes:,}", path=source)
         tasks = self.config.task_ids
         with self.engine.connect() as c, c.begin():   # one snapshot on SQLite; append-only tables elsewhere
+            top = chain.head(c, self.t, self._sa)
             pub, P, _, raw_by_model = self._board(c)
-            if sub.model in {m for _, m in pub}:
-                raise InputError(f"model {sub.model!r} is already published (published submissions are "
-                                 "immutable)", field="metadata.model")
-            self._check_counts(c, sub)
+            self._check_name(c, sub.model, key)
+            self._check_samples(c, sub)
             old = self._profiles(c, [i for i, _ in pub])
+        board = top[0] if top else 0
         ids = [i for i, _ in pub]
         prof = {t: profile(self.config.spec(t), sub.data[t], sub.model, self.settings) for t in tasks}
         duels = duels_against(self.config, [prof], [old[i] for i in ids])
-        token = secrets.token_hex(16)
-        payload, digest = _payload(sub, raw)
+        token = secrets.token_hex(32)
+        who = uploader if uploader is not None else (identity if identity is not None else session)
+        who_hash = _sha_text(who) if who is not None else None
         pend, pprof, pduel = self.t["pending"], self.t["pending_profiles"], self.t["pending_duels"]
 
         def write(c):
+            now = time.time()
+            self._purge(c, now)
+            if who_hash is not None and self.max_daily_bytes is not None:
+                used = self._daily_bytes(c, who_hash, now)
+                if used + size > self.max_daily_bytes:
+                    raise InputError(f"daily storage limit reached: {used:,} bytes stored in the last 24 hours + "
+                                     f"{size:,} > {self.max_daily_bytes:,}; try again later", path=source)
             new_id = c.execute(pend.insert().values(
-                model=sub.model, token=token, sha256=digest, created_at=time.time(),
-                metadata_json=json.dumps(sub.metadata, sort_keys=True), payload=payload)).inserted_primary_key[0]
+                model=sub.model, token=token, sha256=digest, created_at=now,
+                metadata_json=json.dumps(sub.metadata, sort_keys=True), payload=payload, name_key=key,
+                session=_sha_text(session) if session is not None else None, identity=identity, uploader=who_hash,
+                size=size, board=board)).inserted_primary_key[0]
             c.execute(pprof.insert(), [{"pending_id": new_id, "task": t, "n": prof[t].n, "raw": sub.raw(t),
                                         "blob": prof[t].to_bytes()} for t in tasks])
             rows = [{"pending_id": new_id, "task": t, "opponent_id": sid, "p_win": float(duels[t][1][0, k]),
@@ -419,7 +583,8 @@ class Store:
         raw_by_model[sub.model] = {t: sub.raw(t) for t in tasks}
         table = leaderboard_frame(scores, raw_by_model, self.config, "overall")
         rank = int(table.loc[table["model"] == sub.model, "rank"].iloc[0])
-        return Preview(token, sub.model, rank, scores[sub.model], table, time.perf_counter() - t0, sub.warnings)
+        return Preview(token, sub.model, rank, scores[sub.model], table, time.perf_counter() - t0, sub.warnings,
+                       board)
 
     def _insert_published(self, c, rows_sub: list[dict], rows_prof: list[dict], rows_duel: list[dict]) -> None:
         c.execute(self.t["submissions"].insert(), rows_sub)
@@ -427,99 +592,214 @@ class Store:
         if rows_duel:
             c.execute(self.t["duels"].insert(), rows_duel)
 
-    def confirm(self, token: str) -> str:
-        """Publish the pending submission ``token``; returns the model name."""
+    def _pending(self, c, token: str, session: str | None, identity: str | None) -> dict:
+        """The pending row of ``token``, checked: not expired, same session and identity."""
+        sa, pend, subs = self._sa, self.t["pending"], self.t["submissions"]
+        row = c.execute(sa.select(pend).where(pend.c.token == str(token))).mappings().first()
+        if row is None:
+            done = c.execute(sa.select(subs.c.model).where(subs.c.token == str(token))).first()
+            if done is not None:
+                raise InputError(f"model {done[0]!r} is already published", field="token")
+            raise InputError("unknown, expired or discarded pre-submission: pre-submit again", field="token")
+        if row["session"] is not None and (session is None or _sha_text(session) != row["session"]):
+            raise InputError("this pre-submission belongs to another browser session", field="token")
+        if row["identity"] is not None and identity != row["identity"]:
+            raise InputError("this pre-submission was made by another signed-in user", field="token")
+        if row["created_at"] < time.time() - self.pending_ttl:
+            raise InputError(f"this pre-submission expired ({self.pending_ttl / 3600:g} h): pre-submit again",
+                             field="token")
+        return dict(row)
+
+    def _missing_duels(self, c, sid: int, have: set[int], pub: list[int]):
+        """Duels of pending ``sid`` against the models published since its preview: ``(task, opp, p_win,
+        p_loss)`` rows. Their samples are checked first (the first publication fixes a task's doc_ids)."""
+        missing = [i for i in pub if i not in have]
+        if not missing:
+            return []
+        mine = self._profiles(c, [sid], "pending_profiles")[sid]
+        theirs = self._profiles(c, missing)
+        for t in self.config.task_ids:
+            if any(theirs[o][t].n != mine[t].n for o in missing):
+                raise InputError(f"task {t!r} has {mine[t].n} samples; a model published since has "
+                                 f"{next(theirs[o][t].n for o in missing)}", field=f"predictions.{t}")
+        duels = duels_against(self.config, [mine], [theirs[i] for i in missing])
+        return [(t, o, float(win[0, k]), float(loss[k, 0])) for t, (_, win, loss) in duels.items()
+                for k, o in enumerate(missing)]
+
+    def _recheck_ids(self, c, row: dict) -> None:
+        """A stale pre-submission's doc_ids against the task_ids fixed since (decodes its payload)."""
+        fixed = dict(c.execute(self._sa.select(self.t["task_ids"].c.task, self.t["task_ids"].c.ids)).all())
+        if not fixed:
+            return
+        preds = json.loads(gzip.decompress(row["payload"]))["predictions"]
+        for task, ids in fixed.items():
+            mine = tuple(r["doc_id"] for r in preds.get(task, []))
+            diff = id_difference(tuple(json.loads(ids)), mine)
+            if diff is not None:
+                raise InputError(f"task {task!r}: {diff} (a model published since fixed this task's samples)",
+                                 field=f"predictions.{task}")
+
+    def confirm(self, token: str, *, session: str | None = None, identity: str | None = None,
+                recompute: bool = False) -> str:
+        """Publish the pending submission ``token`` (given with the session and identity it was made with);
+        returns the model name. A preview older than the board raises :class:`StalePreview` unless
+        ``recompute`` (then the missing duels are computed here)."""
         sa = self._sa
-        pend, pprof, pduel, subs = self.t["pending"], self.t["pending_profiles"], self.t["pending_duels"], \
-            self.t["submissions"]
+        pduel = self.t["pending_duels"]
+        self.purge_expired()                      # its own transaction: a refused confirm does not undo it
 
         def publish(c):
-            row = c.execute(sa.select(pend).where(pend.c.token == token)).mappings().first()
-            if row is None:
-                done = c.execute(sa.select(subs.c.model).where(subs.c.token == token)).first()
-                if done is not None:
-                    raise InputError(f"model {done[0]!r} is already published", field="token")
-                raise InputError("unknown or discarded pre-submission", field="token")
+            row = self._pending(c, token, session, identity)
             sid, model = int(row["id"]), row["model"]
-            if c.execute(sa.select(subs.c.id).where(subs.c.model == model)).first():
-                raise InputError(f"model {model!r} is already published (published submissions are immutable)",
-                                 field="metadata.model")
+            key = row["name_key"] or name_key(model)
+            self._check_name(c, model, key)
+            top = chain.head(c, self.t, sa)
+            now_board = top[0] if top else 0
+            stale = row["board"] is None or int(row["board"]) != now_board
+            if stale and not recompute:
+                raise StalePreview(f"the leaderboard changed since this preview ({now_board - int(row['board'] or 0)} "
+                                   "model(s) published since): recompute the preview before confirming",
+                                   field="token")
+            if stale:
+                self._recheck_ids(c, row)
             pub = [i for i, _ in self._published(c)]
             stored = c.execute(sa.select(pduel.c.task, pduel.c.opponent_id, pduel.c.p_win, pduel.c.p_loss)
                                .where(pduel.c.pending_id == sid)).all()
+            stored += self._missing_duels(c, sid, {int(o) for _, o, _, _ in stored}, pub)
             duel_rows = []
             for task, opp, p_win, p_loss in stored:
                 duel_rows += [{"task": task, "a_id": sid, "b_id": int(opp), "p_value": p_win},
                               {"task": task, "a_id": int(opp), "b_id": sid, "p_value": p_loss}]
-            have = {int(o) for _, o, _, _ in stored}
-            missing = [i for i in pub if i not in have]        # published since the preview
-            prof_rows = [dict(r) for r in c.execute(sa.select(pprof).where(pprof.c.pending_id == sid)).mappings()]
-            if missing:
-                mine = self._profiles(c, [sid], "pending_profiles")[sid]
-                theirs = self._profiles(c, missing)
-                duels = duels_against(self.config, [mine], [theirs[i] for i in missing])
-                for t, (_, win, loss) in duels.items():
-                    for k, o in enumerate(missing):
-                        duel_rows += [{"task": t, "a_id": sid, "b_id": o, "p_value": float(win[0, k])},
-                                      {"task": t, "a_id": o, "b_id": sid, "p_value": float(loss[k, 0])}]
-            self._insert_published(
-                c, [{"id": sid, "model": model, "token": token, "sha256": row["sha256"],
-                     "created_at": row["created_at"], "published_at": time.time(),
-                     "metadata_json": row["metadata_json"], "payload": row["payload"]}],
-                [{"submission_id": sid, "task": r["task"], "n": r["n"], "raw": r["raw"], "blob": r["blob"]}
-                 for r in prof_rows], duel_rows)
+            prof_rows = [{"submission_id": sid, "task": r["task"], "n": r["n"], "raw": r["raw"], "blob": r["blob"]}
+                         for r in c.execute(sa.select(self.t["pending_profiles"]).where(
+                             self.t["pending_profiles"].c.pending_id == sid)).mappings()]
+            sub_row = {"id": sid, "model": model, "token": row["token"], "sha256": row["sha256"],
+                       "created_at": row["created_at"], "published_at": time.time(),
+                       "metadata_json": row["metadata_json"], "payload": row["payload"]}
+            tid_rows = self._new_task_ids(c, [(sid, row["payload"])])
+            self._insert_published(c, [sub_row], prof_rows, duel_rows)
+            if tid_rows:
+                c.execute(self.t["task_ids"].insert(), tid_rows)
+            chain.append(c, self.t, sa, [sub_row], prof_rows, duel_rows, tid_rows,
+                         [{"name_key": key, "uploader": row["uploader"], "size": row["size"]}])
             self._drop_pending(c, sid)
             return model
 
         return self._write(publish)
+
+    def _new_task_ids(self, c, payloads: list[tuple[int, bytes]]) -> list[dict]:
+        """task_ids rows for the tasks that have none yet, from the first of ``payloads``."""
+        have = {t for t, in c.execute(self._sa.select(self.t["task_ids"].c.task)).all()}
+        todo = [t for t in self.config.task_ids if t not in have]
+        if not todo or not payloads:
+            return []
+        sid, payload = payloads[0]
+        preds = json.loads(gzip.decompress(payload))["predictions"]
+        return [{"task": t, "submission_id": sid, "ids": json.dumps([r["doc_id"] for r in preds[t]],
+                                                                     ensure_ascii=False)} for t in todo]
+
+    def refresh(self, token: str, *, session: str | None = None, identity: str | None = None) -> Preview:
+        """Recompute a pending preview on the board as it is now (its duels against models published since)."""
+        t0 = time.perf_counter()
+        sa, pend, pduel = self._sa, self.t["pending"], self.t["pending_duels"]
+
+        def update(c):
+            row = self._pending(c, token, session, identity)
+            sid = int(row["id"])
+            self._recheck_ids(c, row)
+            pub = [i for i, _ in self._published(c)]
+            have = {int(o) for o, in c.execute(sa.select(pduel.c.opponent_id).where(pduel.c.pending_id == sid)
+                                                .distinct()).all()}
+            new = self._missing_duels(c, sid, have, pub)
+            if new:
+                c.execute(pduel.insert(), [{"pending_id": sid, "task": t, "opponent_id": o, "p_win": w, "p_loss": l}
+                                           for t, o, w, l in new])
+            top = chain.head(c, self.t, sa)
+            board = top[0] if top else 0
+            # pending rows are not append-only: the board the preview now stands on
+            c.execute(sa.update(pend).where(pend.c.id == sid).values(board=board))
+            return sid, row["model"], board, have | {o for _, o, _, _ in new}
+
+        sid, model, board, opponents = self._write(update)
+        # the preview is computed outside the serialised write (others publish meanwhile): the board of its seq
+        with self.engine.connect() as c, c.begin():
+            pubs, P, _, raw_by_model = self._board(c)
+            stored = c.execute(sa.select(pduel.c.task, pduel.c.opponent_id, pduel.c.p_win, pduel.c.p_loss)
+                               .where(pduel.c.pending_id == sid)).all()
+            raw = {t: float(r) for t, r in c.execute(sa.select(self.t["pending_profiles"].c.task,
+                                                                self.t["pending_profiles"].c.raw)
+                                                      .where(self.t["pending_profiles"].c.pending_id == sid)).all()}
+        keep = [k for k, (i, _) in enumerate(pubs) if i in opponents]
+        pubs = [pubs[k] for k in keep]
+        P = {t: M[np.ix_(keep, keep)] for t, M in P.items()}
+        raw_by_model = {m: raw_by_model[m] for _, m in pubs}
+        pos = {i: k for k, (i, _) in enumerate(pubs)}
+        names = [m for _, m in pubs] + [model]
+        n = len(names)
+        Pn = {}
+        for t in self.config.task_ids:
+            M = np.full((n, n), np.nan)
+            M[:-1, :-1] = P[t]
+            Pn[t] = M
+        for t, o, w, l in stored:
+            if int(o) in pos:
+                Pn[t][-1, pos[int(o)]], Pn[t][pos[int(o)], -1] = w, l
+        scores = win_scores(Pn, names, self.config, self.alpha, self.max_competitors, self.fdr)
+        raw_by_model[model] = raw
+        table = leaderboard_frame(scores, raw_by_model, self.config, "overall")
+        rank = int(table.loc[table["model"] == model, "rank"].iloc[0])
+        return Preview(token, model, rank, scores[model], table, time.perf_counter() - t0, (), board)
 
     def _drop_pending(self, c, pid: int) -> None:
         c.execute(self.t["pending_duels"].delete().where(self.t["pending_duels"].c.pending_id == pid))
         c.execute(self.t["pending_profiles"].delete().where(self.t["pending_profiles"].c.pending_id == pid))
         c.execute(self.t["pending"].delete().where(self.t["pending"].c.id == pid))
 
-    def discard(self, token: str) -> None:
+    def discard(self, token: str, *, session: str | None = None, identity: str | None = None) -> None:
         """Drop a pending pre-submission and its duels (published ones cannot be dropped)."""
-        pend = self.t["pending"]
 
         def drop(c):
-            row = c.execute(self._sa.select(pend.c.id).where(pend.c.token == token)).first()
-            if row is None:
-                raise InputError("no pending pre-submission with this token", field="token")
-            self._drop_pending(c, int(row[0]))
+            row = self._pending(c, token, session, identity)
+            self._drop_pending(c, int(row["id"]))
 
         self._write(drop, serialised=False)
 
     def submit(self, upload, source: str = "<upload>") -> Preview:
-        """Pre-submit and confirm in one step (scripts and the CLI)."""
+        """Pre-submit and confirm in one step (scripts and the CLI); duels against models published in
+        between are computed at confirmation."""
         preview = self.presubmit(upload, source)
-        self.confirm(preview.token)
+        self.confirm(preview.token, recompute=True)
         return preview
 
     def publish_many(self, subs: list[Submission]) -> list[str]:
         """Publish several validated submissions at once (an import, or rebuilding a leaderboard): their
         profiles, one vectorised tournament among them, and their duels against the models already published."""
+        from .text import clean_name
+
         names = [s.model for s in subs]
-        if len(set(names)) != len(names):
+        for k, name in enumerate(names):        # an operator's import: the names meet the upload's rules
+            if clean_name(name, "metadata.model", f"<submission {k}>") != name:
+                raise InputError("the model name is not NFC-normalised", path=f"<submission {k}>",
+                                 field="metadata.model")
+        keys = [name_key(m) for m in names]
+        if len(set(keys)) != len(keys):
             raise InputError(f"model names must be new and distinct: {names}", field="metadata.model")
         check_sample_counts(subs, self.config)
         tasks = self.config.task_ids
         by_task = {t: profiles(self.config.spec(t), [s.data[t] for s in subs], names, self.settings) for t in tasks}
         prof = [{t: by_task[t][k] for t in tasks} for k in range(len(subs))]
-        payloads = [_payload(s, None) for s in subs]
+        payloads = [_payload(s) for s in subs]
 
         def publish(c):
             pub = self._published(c)
-            taken = {m for _, m in pub} & set(names)
-            if taken:
-                raise InputError(f"model names must be new and distinct: {sorted(taken)}", field="metadata.model")
-            for s in subs:
-                self._check_counts(c, s)
+            for s, k in zip(subs, keys):
+                self._check_name(c, s.model, k)
+                self._check_samples(c, s)
             old = [i for i, _ in pub]
             old_prof = self._profiles(c, old)
             now, ids, tokens = time.time(), [], []
-            for s, (payload, digest) in zip(subs, payloads):   # the pending table allocates the ids
-                tokens.append(secrets.token_hex(16))
+            for s, (payload, digest, _) in zip(subs, payloads):   # the pending table allocates the ids
+                tokens.append(secrets.token_hex(32))
                 ids.append(int(c.execute(self.t["pending"].insert().values(
                     model=s.model, token=tokens[-1], sha256=digest, created_at=now, metadata_json="{}",
                     payload=b"")).inserted_primary_key[0]))
@@ -533,15 +813,35 @@ class Store:
                     for k, o in enumerate(old):
                         rows += [{"task": t, "a_id": ids[a], "b_id": o, "p_value": float(win[a, k])},
                                  {"task": t, "a_id": o, "b_id": ids[a], "p_value": float(loss[k, a])}]
-            self._insert_published(
-                c, [{"id": i, "model": s.model, "token": tok, "sha256": digest, "created_at": now,
-                     "published_at": now, "metadata_json": json.dumps(s.metadata, sort_keys=True), "payload": payload}
-                    for s, i, tok, (payload, digest) in zip(subs, ids, tokens, payloads)],
-                [{"submission_id": i, "task": t, "n": p[t].n, "raw": s.raw(t), "blob": p[t].to_bytes()}
-                 for s, i, p in zip(subs, ids, prof) for t in tasks], rows)
+            sub_rows = [{"id": i, "model": s.model, "token": tok, "sha256": digest, "created_at": now,
+                         "published_at": now, "metadata_json": json.dumps(s.metadata, sort_keys=True),
+                         "payload": payload}
+                        for s, i, tok, (payload, digest, _) in zip(subs, ids, tokens, payloads)]
+            prof_rows = [{"submission_id": i, "task": t, "n": p[t].n, "raw": s.raw(t), "blob": p[t].to_bytes()}
+                         for s, i, p in zip(subs, ids, prof) for t in tasks]
+            tid_rows = self._new_task_ids(c, [(ids[0], payloads[0][0])])
+            self._insert_published(c, sub_rows, prof_rows, rows)
+            if tid_rows:
+                c.execute(self.t["task_ids"].insert(), tid_rows)
+            chain.append(c, self.t, self._sa, sub_rows, prof_rows, rows, tid_rows,
+                         [{"name_key": k, "uploader": None, "size": size} for k, (_, _, size) in zip(keys, payloads)])
             return names
 
         return self._write(publish)
+
+    def head(self) -> tuple[int, str] | None:
+        """``(number of published models, hash)`` at the head of the chain."""
+        with self.engine.connect() as c:
+            return chain.head(c, self.t, self._sa)
+
+    def chain_hashes(self) -> list[str]:
+        with self.engine.connect() as c:
+            return [h for h, in c.execute(self._sa.select(self.t["chain"].c.hash)).all()]
+
+    def verify(self) -> list[str]:
+        """Every sign of tampering (:func:`.chain.verify`): empty when the board is intact."""
+        with self.engine.connect() as c, c.begin():
+            return chain.verify(c, self.t, self._sa)
 
     def counts(self) -> dict[str, int]:
         sa = self._sa

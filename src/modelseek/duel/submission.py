@@ -9,8 +9,16 @@
 
 Per-sample values by metric: ``acc`` and ``exact_match`` 0 or 1; ``avg_mcauroc`` ``[gold class index,
 [class probabilities]]``; ``word_perplexity`` ``[sum log-likelihood, number of words]``;
-``rouge_raw_r2_mid_f`` a score in [0, 1]; ``ndcg@5`` (model-retrieval runs) a score in [0, 1]. When every
-record has a ``doc_id`` the samples are put in ``doc_id`` order (paired tests pair samples by position).
+``rouge_raw_r2_mid_f`` a score in [0, 1]; ``ndcg@5`` (model-retrieval runs) a score in [0, 1].
+
+Samples are identified by ``doc_id`` (an integer or a name; every record has one, or none has and the
+position is the id): they are put in ``doc_id`` order, and paired tests pair the samples of two models by
+``doc_id`` — two submissions whose id sets differ on a task cannot duel (the first missing id is named).
+
+What is stored of a submission is its *canonical* form (:meth:`Submission.to_json`): the metadata fields
+modelseek knows (and lm-evaluation-harness provenance), per task the metric value and the prompt alias, and
+the per-sample records ``{"doc_id", metric}``; anything else in the upload is dropped with a warning. Every
+string is checked by :mod:`.text` (valid Unicode, NFC; names without invisible or control characters).
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ import numpy as np
 
 from ..errors import InputError
 from .config import LeaderboardConfig, Metric
+from .text import clean_name, clean_text, clean_tree, loads_strict, safe_str
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +72,11 @@ class TaskData:
     probs: np.ndarray | None = None
     loglik: np.ndarray | None = None
     words: np.ndarray | None = None
+    ids: tuple | None = None          # the samples' doc_ids in sample order; None: the positions
+
+    @property
+    def doc_ids(self) -> tuple:
+        return self.ids if self.ids is not None else tuple(range(self.n))
 
     @property
     def n(self) -> int:
@@ -117,29 +131,44 @@ class Submission:
 
 
 def records_from_data(d: TaskData) -> list[dict]:
-    """Per-sample records (``doc_id`` = position) of one task's arrays."""
-    m = d.metric.value
+    """Per-sample records ``{"doc_id", metric}`` of one task's arrays (the canonical predictions)."""
+    m, ids = d.metric.value, d.doc_ids
     if d.metric is Metric.AVG_MCAUROC:
-        return [{"doc_id": i, m: [int(g), p]} for i, (g, p) in enumerate(zip(d.gold.tolist(), d.probs.tolist()))]
+        return [{"doc_id": i, m: [int(g), p]} for i, g, p in zip(ids, d.gold.tolist(), d.probs.tolist())]
     if d.metric is Metric.WORD_PERPLEXITY:
-        return [{"doc_id": i, m: [ll, w]} for i, (ll, w) in enumerate(zip(d.loglik.tolist(), d.words.tolist()))]
+        return [{"doc_id": i, m: [ll, w]} for i, ll, w in zip(ids, d.loglik.tolist(), d.words.tolist())]
     if d.metric in (Metric.ACC, Metric.EXACT_MATCH):
-        return [{"doc_id": i, m: int(v)} for i, v in enumerate(d.values.tolist())]
-    return [{"doc_id": i, m: v} for i, v in enumerate(d.values.tolist())]
+        return [{"doc_id": i, m: int(v)} for i, v in zip(ids, d.values.tolist())]
+    return [{"doc_id": i, m: v} for i, v in zip(ids, d.values.tolist())]
+
+
+def id_difference(ref: tuple, ids: tuple) -> str | None:
+    """``None`` when two samples' doc_id lists are the same set, else what differs (the first missing id,
+    else the first extra one)."""
+    if ref == ids:
+        return None
+    have, want = set(ids), set(ref)
+    missing = next((i for i in ref if i not in have), None)
+    if missing is not None:
+        return f"doc_id {missing!r} is missing"
+    extra = next((i for i in ids if i not in want), None)
+    if extra is not None:
+        return f"doc_id {extra!r} is not a sample of this task"
+    return "the samples differ"  # pragma: no cover - equal sets in sorted order are equal tuples
 
 
 # ----------------------------------------------------------------------------------------------- loading
 def parse_bytes(data: bytes, source: str = "<upload>", max_bytes: int = MAX_BYTES) -> dict:
     if len(data) > max_bytes:
         raise InputError(f"submission too large: {len(data):,} bytes > limit {max_bytes:,}", path=source)
-    from ..io import loads_json
-
     try:
         text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise InputError("submission is not UTF-8 text", path=source) from None
-    # the one strict JSON reader: NaN, Infinity and numbers no float holds (1e999, 10**400) are located errors
-    return loads_json(text, source)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise InputError("submission is not UTF-8 text", path=source, line=line) from None
+    # the strict upload reader: duplicate keys, NaN, numbers a float does not hold (1e999, 1e-400) and lone
+    # surrogates are located errors
+    return loads_strict(text, source)
 
 
 def load_submission(path: str | Path, config: LeaderboardConfig | None = None,
@@ -181,7 +210,6 @@ def _fast_records_to_data(metric: Metric, records: list) -> TaskData | None:
     path then names the first bad record)."""
     try:
         vals = [r[_key(metric, r)] for r in records]
-        ids = [r.get("doc_id") for r in records]
         if metric is Metric.AVG_MCAUROC:
             gold = np.array([v[0] for v in vals], dtype=float)
             probs = np.array([v[1] for v in vals], dtype=float)
@@ -209,16 +237,39 @@ def _fast_records_to_data(metric: Metric, records: list) -> TaskData | None:
             data = TaskData(metric, values=arr)
     except (TypeError, KeyError, ValueError, IndexError, AttributeError, OverflowError):
         return None
-    if all(i is not None for i in ids):
-        if not all(_num(i) for i in ids):
-            return None  # mixed or string ids: the record-by-record path orders them
-        order = np.argsort(np.array(ids, dtype=float), kind="stable")
-        if len(set(ids)) != len(ids):
-            return None
-        if (order != np.arange(len(ids))).any():
-            data = TaskData(metric, **{k: getattr(data, k)[order] for k in ("values", "gold", "probs", "loglik", "words")
-                                      if getattr(data, k) is not None})
     return data
+
+
+def _doc_ids(records: list, source: str, fld: str) -> tuple[tuple | None, list[int] | None]:
+    """``(doc_ids in sorted order, the records' order)``, or ``(None, None)`` when no record has one.
+    A doc_id is an integer (an integral float counts as one) or a name; integers sort before names."""
+    raw = [r.get("doc_id") for r in records]
+    if all(i is None for i in raw):
+        return None, None
+    ids = []
+    for k, i in enumerate(raw):
+        where = f"{fld}[{k}].doc_id"
+        if i is None:
+            raise InputError("missing doc_id (other records have one: every record needs one, or none)",
+                             path=source, field=where)
+        if isinstance(i, bool):
+            raise InputError("must be an integer or a name", path=source, field=where)
+        if isinstance(i, float):
+            if not _num(i) or not i.is_integer():
+                raise InputError(f"must be an integer or a name, got {i!r}", path=source, field=where)
+            i = int(i)
+        elif isinstance(i, str):
+            i = clean_name(i, where, source)
+        elif not isinstance(i, int):
+            raise InputError(f"must be an integer or a name, got {type(i).__name__}", path=source, field=where)
+        ids.append(i)
+    keys = [(0, i, "") if isinstance(i, int) else (1, 0, i) for i in ids]
+    if len(set(keys)) != len(keys):
+        seen: set = set()
+        dup = next(i for i in keys if i in seen or seen.add(i))
+        raise InputError(f"duplicate doc_id {(dup[1] if dup[0] == 0 else dup[2])!r}", path=source, field=fld)
+    order = sorted(range(len(ids)), key=keys.__getitem__)
+    return tuple(ids[k] for k in order), order
 
 
 def _records_to_data(task: str, metric: Metric, records: list, source: str) -> TaskData:
@@ -226,9 +277,19 @@ def _records_to_data(task: str, metric: Metric, records: list, source: str) -> T
     if not isinstance(records, list) or not records:
         raise InputError("must be a non-empty list of per-sample records", path=source, field=fld)
     fast = _fast_records_to_data(metric, records) if all(isinstance(r, Mapping) for r in records) else None
-    if fast is not None:
-        return fast
-    ids = []
+    data = fast if fast is not None else _records_to_data_slow(task, metric, records, source)
+    ids, order = _doc_ids(records, source, fld)
+    if ids is None:
+        return data
+    arrays = {k: getattr(data, k) for k in ("values", "gold", "probs", "loglik", "words") if getattr(data, k) is not None}
+    if order != list(range(len(order))):
+        arrays = {k: v[np.asarray(order)] for k, v in arrays.items()}
+    return TaskData(metric, ids=ids, **arrays)
+
+
+def _records_to_data_slow(task: str, metric: Metric, records: list, source: str) -> TaskData:
+    """Record by record: names the first bad record."""
+    fld = f"predictions.{task}"
     vals = []
     for i, rec in enumerate(records):
         where = f"{fld}[{i}]"
@@ -236,7 +297,6 @@ def _records_to_data(task: str, metric: Metric, records: list, source: str) -> T
             raise InputError("per-sample record must be an object", path=source, field=where)
         if _key(metric, rec) not in rec:
             raise InputError(f"missing '{metric.value}'", path=source, field=where)
-        ids.append(rec.get("doc_id"))
         v = rec[_key(metric, rec)]
         f = f"{where}.{metric.value}"
         if metric in (Metric.ACC, Metric.EXACT_MATCH):
@@ -262,14 +322,6 @@ def _records_to_data(task: str, metric: Metric, records: list, source: str) -> T
             if not ok:
                 raise InputError("must be [sum log-likelihood <= 0, number of words > 0]", path=source, field=f)
         vals.append(v)
-    if all(i is not None for i in ids):
-        if len(set(map(str, ids))) != len(ids):
-            raise InputError("duplicate doc_id", path=source, field=fld)
-        try:
-            order = sorted(range(len(ids)), key=lambda k: (0, ids[k]) if _num(ids[k]) else (1, str(ids[k])))
-        except TypeError:
-            order = list(range(len(ids)))
-        vals = [vals[k] for k in order]
     if metric is Metric.AVG_MCAUROC:
         return TaskData(metric, gold=np.array([int(v[0]) for v in vals]),
                         probs=np.array([v[1] for v in vals], dtype=float))
@@ -279,9 +331,13 @@ def _records_to_data(task: str, metric: Metric, records: list, source: str) -> T
     return TaskData(metric, values=np.array(vals, dtype=float))
 
 
+NAME_FIELDS = ("model", "precision", "revision", "team")
+
+
 def _check_metadata(meta: Mapping, source: str) -> tuple[dict, list[str]]:
-    """Typed and bounded modelseek fields, lm-evaluation-harness provenance kept as is, anything else kept
-    with a warning."""
+    """Typed and bounded modelseek fields (names by :func:`.text.clean_name`, text by
+    :func:`.text.clean_text`), lm-evaluation-harness provenance kept (its strings checked), anything else
+    dropped with a warning (never stored)."""
     warnings = []
     if "model" not in meta and isinstance(meta.get("model_name"), str):
         meta = {**meta, "model": meta["model_name"]}     # BenCzechMark files name the model by lm-eval's field
@@ -289,6 +345,9 @@ def _check_metadata(meta: Mapping, source: str) -> tuple[dict, list[str]]:
     if size > MAX_METADATA_BYTES:
         raise InputError(f"metadata too large: {size:,} bytes > limit {MAX_METADATA_BYTES:,}", path=source,
                          field="metadata")
+    if not isinstance(meta.get("model"), str) or not meta["model"].strip():
+        raise InputError("a non-empty model name is required", path=source, field="metadata.model")
+    out = {}
     for k, v in meta.items():
         fld = f"metadata.{k}"
         if k in METADATA_FIELDS:
@@ -297,47 +356,46 @@ def _check_metadata(meta: Mapping, source: str) -> tuple[dict, list[str]]:
             if isinstance(v, float) and not math.isfinite(v):
                 raise InputError("must be a finite number", path=source, field=fld)
             limit = FIELD_LIMITS.get(k)
-            if limit is not None and isinstance(v, str) and len(v) > limit:
-                raise InputError(f"too long: {len(v):,} characters > limit {limit:,}", path=source, field=fld)
+            if k in NAME_FIELDS:
+                v = clean_name(v, fld, source, limit)
+            elif isinstance(v, str):
+                v = clean_text(v, fld, source, limit)
             if k == "source" and v and not _URL.match(v):
                 raise InputError("must be an http(s) link", path=source, field=fld)
-            if k == "prompts" and not all(isinstance(x, str) and len(x) <= FIELD_LIMITS["model"]
-                                          for x in (*v.keys(), *v.values())):
-                raise InputError("must map task names to prompt names", path=source, field=fld)
-        elif k not in PROVENANCE_FIELDS:
-            warnings.append(f"{source}: field '{fld}': unknown metadata field kept as provenance")
-    model = meta.get("model")
-    if not isinstance(model, str) or not model.strip():
-        raise InputError("a non-empty model name is required", path=source, field="metadata.model")
-    if model != model.strip() or any(ord(ch) < 32 or ord(ch) == 127 for ch in model):
-        raise InputError("the model name must not contain control characters or surrounding spaces", path=source,
-                         field="metadata.model")
-    return dict(meta), warnings
+            if k == "prompts":
+                if not all(isinstance(x, str) for x in (*v.keys(), *v.values())):
+                    raise InputError("must map task names to prompt names", path=source, field=fld)
+                v = {clean_name(a, f"{fld}.{a}", source): clean_text(b, f"{fld}.{a}", source, FIELD_LIMITS["model"])
+                     for a, b in v.items()}
+            out[k] = v
+        elif k in PROVENANCE_FIELDS:
+            out[k] = clean_tree(v, fld, source)
+        else:
+            warnings.append(f"{source}: field '{fld}': unknown metadata field dropped")
+    return out, warnings
 
 
 def _aggregate(task: str, metric: Metric, res: Any, source: str, warnings: list[str]) -> dict:
-    """The ``results`` entry of one task: the metric (BenCzechMark's ``<metric>_without_bootstrap`` and
-    lm-eval's ``<metric>,<filter>`` spellings accepted), numbers, and the winning prompt's ``alias``."""
+    """The ``results`` entry of one task as stored: the metric (BenCzechMark's ``<metric>_without_bootstrap``
+    and lm-eval's ``<metric>,<filter>`` spellings accepted) and the winning prompt's ``alias``; other
+    numbers are checked to be finite and dropped."""
     fld = f"results.{task}"
     if not isinstance(res, Mapping):
         raise InputError(f"needs the aggregated '{metric.value}' value", path=source, field=fld)
-    out = {}
+    numbers, out = {}, {}
     for k, v in res.items():
         if k == "alias":
-            if not isinstance(v, str) or len(v) > FIELD_LIMITS["model"]:
-                raise InputError("must be a prompt name", path=source, field=f"{fld}.alias")
-            out[k] = v
+            out[k] = clean_text(v, f"{fld}.alias", source, FIELD_LIMITS["model"])
         elif isinstance(v, (int, float)) and not isinstance(v, bool):
             if not _num(v):
                 raise InputError("aggregated metrics must be finite numbers", path=source, field=f"{fld}.{k}")
-            out[k] = v
+            numbers[k] = v
         else:
             warnings.append(f"{source}: field '{fld}.{k}': not a number, ignored")
     for name in (metric.value, *ALIASES.get(metric, ())):
         for key in (name, f"{name},none"):
-            if key in out and not isinstance(out[key], str):
-                if key != metric.value:
-                    out[metric.value] = out[key]
+            if key in numbers:
+                out[metric.value] = numbers[key]
                 return out
     raise InputError(f"needs the aggregated '{metric.value}' value", path=source, field=fld)
 
@@ -355,14 +413,15 @@ def validate_submission(obj: Any, config: LeaderboardConfig | None = None, sourc
     Scores come from the predictions: each self-reported ``results`` value is only cross-checked against
     the value the predictions give (see :func:`cross_check_tolerance`). BenCzechMark's compiled files are
     accepted as they are (lm-eval metadata kept as provenance, ``alias`` and extra numbers in ``results``);
-    unknown extra fields are kept or ignored with a warning (``Submission.warnings``, also logged)."""
+    unknown extra fields are dropped with a warning (``Submission.warnings``, also logged): the submission
+    holds only its canonical form."""
     config = config or LeaderboardConfig.load()
     if not isinstance(obj, Mapping):
         raise InputError("submission must be a JSON object", path=source)
     warnings: list[str] = []
     for k in obj:
         if k not in ("metadata", "results", "predictions"):
-            warnings.append(f"{source}: unknown top-level key {str(k)[:80]!r} ignored")
+            warnings.append(f"{source}: unknown top-level key {safe_str(k)[:80]!r} dropped")
     meta = obj.get("metadata")
     if not isinstance(meta, Mapping):
         raise InputError("missing 'metadata' object", path=source, field="metadata")
@@ -397,7 +456,8 @@ def validate_submission(obj: Any, config: LeaderboardConfig | None = None, sourc
         raise InputError(f"task {extra[0]!r} is not on this leaderboard", path=source, field="results")
     for w in warnings:
         log.warning(w)
-    return Submission(meta, res_out, {t: list(preds[t]) for t in wanted}, data, tuple(warnings))
+    # canonical: predictions are rebuilt from the arrays (doc_id + metric per record), nothing else is kept
+    return Submission(meta, res_out, None, data, tuple(warnings))
 
 
 def metric_value(data: TaskData) -> float:
@@ -414,12 +474,14 @@ def metric_value(data: TaskData) -> float:
 
 
 def check_sample_counts(subs: list[Submission], config: LeaderboardConfig) -> None:
-    """Every model must have the same number of samples on a task (paired tests)."""
+    """Every model must have the same samples (doc_ids) on a task: paired tests pair them by doc_id."""
     if not subs:
         return
     for t in config.task_ids:
-        n0 = subs[0].data[t].n
+        ref = subs[0].data[t].doc_ids
         for s in subs[1:]:
-            if s.data[t].n != n0:
-                raise InputError(f"task {t!r}: model {s.model!r} has {s.data[t].n} samples, "
-                                 f"{subs[0].model!r} has {n0}", field=f"predictions.{t}")
+            diff = id_difference(ref, s.data[t].doc_ids)
+            if diff is not None:
+                raise InputError(f"task {t!r}: model {s.model!r} has {s.data[t].n} samples and {subs[0].model!r} "
+                                 f"{len(ref)}: {diff} (paired tests pair samples by doc_id)",
+                                 field=f"predictions.{t}")

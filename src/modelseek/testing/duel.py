@@ -300,3 +300,53 @@ class PostgresServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+def publish_like_a_user(store, upload: bytes, source: str = "<upload>", session: str | None = None,
+                        max_rounds: int = 1000) -> tuple[str, int]:
+    """What a person does in the app: pre-submit, confirm, and while the board changed in between (the
+    preview is stale) look at the recomputed preview and confirm again. Returns ``(model, recomputations)``."""
+    from ..duel.storage import StalePreview
+
+    pv = store.presubmit(upload, source, session=session)
+    for rounds in range(max_rounds):
+        try:
+            return store.confirm(pv.token, session=session), rounds
+        except StalePreview:
+            pv = store.refresh(pv.token, session=session)
+    raise RuntimeError(f"still stale after {max_rounds} recomputations")  # pragma: no cover
+
+
+def example_config() -> LeaderboardConfig:
+    """A few of BenCzechMark's own tasks (the first of each metric), with their categories and metrics."""
+    full = LeaderboardConfig.load()
+    picked, seen = [], set()
+    for spec in full.tasks:
+        if spec.metric not in seen:
+            seen.add(spec.metric)
+            picked.append(spec)
+    return LeaderboardConfig(tuple(picked))
+
+
+def write_examples(folder: str | Path, n_models: int = 3, seed: int = 0, n_samples: tuple[int, int] = (40, 80)
+                   ) -> tuple[list[Path], Path]:
+    """``modelseek duel example``: ``metadata.json`` (BenCzechMark's format, a few of its tasks) and
+    ``n_models`` compiled submissions in BenCzechMark's format (lm-evaluation-harness provenance in
+    ``metadata``, ``results`` and per-sample ``predictions`` with ``doc_id``), valid for that metadata."""
+    from ..io import atomic_write_text
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    config = example_config()
+    meta_path = folder / "metadata.json"
+    atomic_write_text(meta_path, json.dumps(config.to_dict(), indent=2, ensure_ascii=False) + "\n")
+    paths = []
+    for k, d in enumerate(make_submission_dicts(config, n_models=n_models, n_samples=n_samples, seed=seed,
+                                                prefix="example-model")):
+        name = d["metadata"]["model"]
+        d["metadata"] = {**{k_: v for k_, v in LM_EVAL_HEADER.items() if k_ != "model_name"}, "model_name": name,
+                         **d["metadata"], "description": f"generated example {k + 1} of {n_models} (seed {seed})"}
+        p = folder / f"{name}.json"
+        atomic_write_text(p, json.dumps(d, ensure_ascii=False) + "\n")
+        paths.append(p)
+    return paths, meta_path

@@ -7,7 +7,7 @@ Revises:
 import sqlalchemy as sa
 from alembic import op
 
-from modelseek.duel.schema import immutability_ddl, tables
+from modelseek.duel.schema import TABLES_0001, immutability_ddl, tables
 
 revision = "0001"
 down_revision = None
@@ -17,9 +17,9 @@ depends_on = None
 
 def upgrade() -> None:
     bind = op.get_bind()
-    md, _ = tables(sa)
-    md.create_all(bind)
-    for stmt in immutability_ddl(bind.dialect.name):
+    md, t = tables(sa)
+    md.create_all(bind, tables=[t[name] for name in TABLES_0001])
+    for stmt in immutability_ddl(bind.dialect.name, TABLES_0001):
         op.execute(stmt)
 
 

@@ -1,0 +1,235 @@
+"""Text a leaderboard can store and show, and the strict JSON reader of uploads.
+
+Every string of a submission is valid Unicode (no lone surrogates: they cannot be encoded, so they could
+neither be stored as UTF-8 nor shown), normalised to NFC. *Names* (model, team, precision, revision, prompt
+names, string ``doc_id``\\ s) also hold no control (Cc), format (Cf: zero-width characters, bidi overrides),
+line or paragraph separator, surrogate or default-ignorable character; free text (``description``,
+provenance) may hold line breaks and tabs but no other control character and no bidi control. Two names are
+the same model when their :func:`name_key`\\ s are equal: NFKC, case folding and removal of
+default-ignorable characters (Unicode's ``NFKC_Casefold`` idea), so ``Model_0``, ``model_0`` + U+200B and
+the full-width ``ｍodel_0`` are one name.
+
+:func:`loads_strict` is the upload's JSON reader: malformed JSON, a duplicate key in an object, NaN or
+Infinity, a number that overflows a float (``1e400``) or underflows it to 0 (``1e-400``, which Python reads as 0)
+and a lone surrogate escape (``"\\udc80"``) are located errors naming the line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import unicodedata
+from typing import Any
+
+from ..errors import InputError
+
+#: Unicode's Default_Ignorable_Code_Point ranges (DerivedCoreProperties.txt, Unicode 15)
+_IGNORABLE = ((0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5),
+              (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164),
+              (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
+              (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF))
+_IGNORABLE_RE = re.compile("[" + "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in _IGNORABLE) + "]")
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+_BIDI = frozenset(range(0x202A, 0x202F)) | frozenset(range(0x2066, 0x206A)) | {0x200E, 0x200F, 0x061C}
+_NAME_BAD_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+
+
+def describe(ch: str) -> str:
+    """``U+200B ZERO WIDTH SPACE``."""
+    return f"U+{ord(ch):04X}" + (f" {unicodedata.name(ch)}" if unicodedata.name(ch, "") else "")
+
+
+def _surrogate_error(text: str, field: str, source: str | None) -> None:
+    m = _SURROGATE_RE.search(text)
+    if m:
+        raise InputError(f"holds a lone surrogate ({describe(m.group())}): not valid Unicode text",
+                         path=source, field=field)
+
+
+def clean_name(text: Any, field: str, source: str | None = None, limit: int = 200) -> str:
+    """A name as stored: NFC, without control, format, separator or ignorable characters, no surrounding
+    space, not empty, at most ``limit`` characters. Raises a located :class:`InputError`."""
+    if not isinstance(text, str):
+        raise InputError(f"must be a string, got {type(text).__name__}", path=source, field=field)
+    _surrogate_error(text, field, source)
+    text = unicodedata.normalize("NFC", text)
+    for ch in text:
+        if unicodedata.category(ch) in _NAME_BAD_CATEGORIES or _IGNORABLE_RE.match(ch):
+            raise InputError(f"a name must not hold control characters, nor format, separator or invisible ones "
+                             f"({describe(ch)})", path=source, field=field)
+    if not text.strip():
+        raise InputError("must be a non-empty name", path=source, field=field)
+    if text != text.strip():
+        raise InputError("a name must not start or end with white space", path=source, field=field)
+    if len(text) > limit:
+        raise InputError(f"too long: {len(text):,} characters > limit {limit:,}", path=source, field=field)
+    return text
+
+
+def clean_text(text: Any, field: str, source: str | None = None, limit: int | None = None) -> str:
+    """Free text as stored: NFC, line breaks and tabs allowed, no other control character, no bidi control."""
+    if not isinstance(text, str):
+        raise InputError(f"must be a string, got {type(text).__name__}", path=source, field=field)
+    _surrogate_error(text, field, source)
+    text = unicodedata.normalize("NFC", text)
+    for ch in text:
+        o = ord(ch)
+        if (unicodedata.category(ch) == "Cc" and ch not in "\n\t") or o in _BIDI:
+            raise InputError(f"holds a control character ({describe(ch)})", path=source, field=field)
+    if limit is not None and len(text) > limit:
+        raise InputError(f"too long: {len(text):,} characters > limit {limit:,}", path=source, field=field)
+    return text
+
+
+def clean_tree(obj: Any, field: str, source: str | None = None) -> Any:
+    """A JSON value (provenance) with every string and key checked by :func:`clean_text`."""
+    if isinstance(obj, str):
+        return clean_text(obj, field, source)
+    if isinstance(obj, list):
+        return [clean_tree(v, f"{field}[{i}]", source) for i, v in enumerate(obj)]
+    if isinstance(obj, dict):
+        out = {}
+        for k, v in obj.items():
+            key = clean_text(str(k), f"{field}.{k}", source)
+            out[key] = clean_tree(v, f"{field}.{key}", source)
+        return out
+    return obj
+
+
+def name_key(name: str) -> str:
+    """The key two names collide on: default-ignorable characters removed, NFKC, case folded, NFKC again."""
+    text = _IGNORABLE_RE.sub("", _SURROGATE_RE.sub("\ufffd", str(name)))
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+
+
+def safe_str(value: Any) -> str:
+    """``value`` as a string that can always be encoded (lone surrogates shown as ``\\udc80``): the one
+    display conversion of stored data, which never raises."""
+    try:
+        text = value if isinstance(value, str) else str(value)
+    except Exception:  # noqa: BLE001 - a value whose __str__ fails is shown by its type
+        return f"<{type(value).__name__}>"
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+# ------------------------------------------------------------------------------------ strict JSON
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?|[{}\[\]:,]|[A-Za-z]+|\s+|.',
+                    re.S)
+_FLOAT_MAX = 1.7976931348623157e308
+
+
+class _Refused(Exception):
+    def __init__(self, kind: str, index: int, message: str) -> None:
+        self.kind, self.index, self.message = kind, index, message
+
+
+def _line(text: str, pos: int) -> int:
+    return text.count("\n", 0, pos) + 1
+
+
+def _number_line(text: str, index: int) -> int | None:
+    k = 0
+    for m in _TOKEN.finditer(text):
+        tok = m.group()
+        if tok[0] in "-0123456789" or tok in ("NaN", "Infinity"):
+            k += 1
+            if k == index:
+                return _line(text, m.start())
+    return None
+
+
+def _duplicate_line(text: str) -> tuple[int | None, str | None]:
+    """Line and key of the first duplicate key (a small scanner; only run once a duplicate was seen)."""
+    stack: list[list] = []          # [is_object, keys seen, expecting a key]
+    for m in _TOKEN.finditer(text):
+        tok = m.group()
+        if tok in "{[" and tok:
+            stack.append([tok == "{", set(), tok == "{"])
+        elif tok in "}]" and tok:
+            if stack:
+                stack.pop()
+        elif tok == ",":
+            if stack and stack[-1][0]:
+                stack[-1][2] = True
+        elif tok == ":":
+            if stack:
+                stack[-1][2] = False
+        elif tok.startswith('"') and stack and stack[-1][0] and stack[-1][2]:
+            try:
+                key = json.loads(tok)
+            except ValueError:
+                key = tok
+            if key in stack[-1][1]:
+                return _line(text, m.start()), key
+            stack[-1][1].add(key)
+    return None, None
+
+
+def _surrogate_line(text: str) -> int | None:
+    for m in re.finditer(r'"(?:[^"\\]|\\.)*"', text, re.S):
+        if "\\u" in m.group() and _SURROGATE_RE.search(json.loads(m.group())):
+            return _line(text, m.start())
+    return None
+
+
+def _hooks():
+    seen = [0]
+
+    def _float(token: str) -> float:
+        seen[0] += 1
+        value = float(token)
+        if not math.isfinite(value):
+            raise _Refused("number", seen[0], f"number {token[:24]} overflows a float")
+        if value == 0.0 and any(c in "123456789" for c in token.lower().split("e")[0]):
+            raise _Refused("number", seen[0], f"number {token[:24]} underflows a float: it would be read as 0 "
+                                              "(the smallest is 4.9e-324)")
+        return value
+
+    def _int(token: str) -> int:
+        seen[0] += 1
+        try:
+            value = int(token)
+        except ValueError:
+            raise _Refused("number", seen[0], f"integer with {len(token)} digits is too long") from None
+        if abs(value) > _FLOAT_MAX:
+            raise _Refused("number", seen[0], f"number {token[:24]} overflows a float")
+        return value
+
+    def _constant(token: str) -> float:
+        seen[0] += 1
+        raise _Refused("number", seen[0], f"{token} is not a number JSON allows (NaN and Infinity are refused)")
+
+    def _pairs(pairs):
+        d = dict(pairs)
+        if len(d) != len(pairs):
+            raise _Refused("duplicate", 0, "")
+        return d
+
+    return {"parse_float": _float, "parse_int": _int, "parse_constant": _constant, "object_pairs_hook": _pairs}
+
+
+def loads_strict(text: str, source: str | None = None) -> Any:
+    """Parse an upload; every problem is one located :class:`InputError` (see the module docstring)."""
+    try:
+        obj = json.loads(text, **_hooks())
+    except json.JSONDecodeError as exc:
+        raise InputError(f"malformed JSON: {exc.msg} (column {exc.colno})", path=source, line=exc.lineno) from None
+    except _Refused as exc:
+        if exc.kind == "duplicate":
+            line, key = _duplicate_line(text)
+            raise InputError(f"duplicate key {safe_str(key)[:80]!r} in one object (JSON readers would silently "
+                             "keep one of them)", path=source, line=line) from None
+        raise InputError(exc.message, path=source, line=_number_line(text, exc.index)) from None
+    except RecursionError:
+        raise InputError("malformed JSON: nested too deeply", path=source) from None
+    if re.search(r"\\u[dD][89a-fA-F]", text):      # only a \u escape can put a surrogate into decoded text
+        line = _surrogate_line(text)
+        if line is not None:
+            raise InputError("a string holds a lone surrogate (\\ud800-\\udfff escape without its pair): not "
+                             "valid Unicode text", path=source, line=line)
+    return obj
