@@ -247,3 +247,17 @@ def test_rank_json_has_each_fact_once(tmp_path):
     assert all(set(e) == {"doc", "rank", "score", "model"} for e in entries)
     assert [c["doc"] for c in cands] == [e["doc"] for e in entries]
     assert not any({"rank", "model"} & set(c) for c in cands)
+
+
+def test_readme_commands_run_on_the_generated_layout(tmp_path):
+    """README's bench and eevee lines work on a fresh clone without ../shared: `demo --layout` writes the folder."""
+    code, out, err = _cli(["demo", "--out", str(tmp_path / "try"), "--layout"])
+    assert code == 0, err
+    root = tmp_path / "try" / "subtask-a"
+    assert "generated NTCIR-19 Subtask A layout (24 tasks x 8 models)" in out
+    assert {p.name for p in root.iterdir()} >= {"ground-truth.csv", "models.csv", "tasks.csv", "task-data"}
+    code, out, err = _cli(["bench", str(root), "--method", "avgrank", "--plot", str(tmp_path / "b.png")])
+    assert code == 0 and (tmp_path / "b.png").stat().st_size > 0, err
+    code, out, err = _cli(["eevee", "search", "--ground-truth", str(root / "ground-truth.csv"), "-k", "3",
+                           "--generations", "2", "--seed", "0"])
+    assert code == 0, err

@@ -16,6 +16,10 @@ def register(sub) -> None:
     p = sub.add_parser("demo", help="rank the NTCIR-19 candidates for a generated example task (offline)")
     p.add_argument("--out", type=OUTPUT_DIR, default="out", help="output folder (default: out/)")
     p.add_argument("--seed", type=SEED, default=0, help="seed of the generated task (0 <= SEED < 2**32)")
+    p.add_argument("--layout", action="store_true",
+                   help="also write OUT/subtask-a: a generated NTCIR-19 Subtask A folder (24 tasks with text, 8 "
+                        "models, ground-truth.csv, tasks.csv, models.csv) to try bench, train-ranker, fuse, "
+                        "evaluate and eevee without the organisers' data")
     p.set_defaults(func=run)
 
 
@@ -41,4 +45,9 @@ def run(args: argparse.Namespace) -> int:
     for e in run_[task.id]:
         print(f"{e.rank:>4}  {e.doc:>5}  {e.score:>8.3f}  {pool.get(e.doc).hf_id}")
     print(f"run file (valid TREC format): {run_path}")
+    if args.layout:
+        from ..data.synthetic import make_ntcir_layout
+
+        root = make_ntcir_layout(out / "subtask-a", n_tasks=24, n_models=8, seed=args.seed)
+        print(f"generated NTCIR-19 Subtask A layout (24 tasks x 8 models): {root}")
     return 0
