@@ -57,6 +57,7 @@ class CVResult:
     folds: list[list[list[str]]]          # repeat -> fold -> held-out task ids
     fitted: list[list[list[str]]]         # repeat -> fold -> task ids the method was fitted on
     metrics: list[str] = field(default_factory=lambda: list(BENCH_METRICS))
+    dropped: list[str] = field(default_factory=list)  # tasks no candidate could score (allow_failures)
 
     @property
     def per_topic(self) -> pd.DataFrame:
@@ -120,7 +121,11 @@ def cross_validate(method: str | Ranker | Callable[[], Ranker], truth: GroundTru
         raise InputError(f"pool candidate(s) not in the ground truth: {', '.join(missing_models)}",
                          path=truth.source or None)
     tiers = [truth.criticality(t).value for t in task_ids]
-    runs, reports, all_folds, all_fitted = [], [], [], []
+    from .rankers.features import CandidateFailures
+
+    runs, all_folds, all_fitted = [], [], []
+    dropped: dict[str, None] = {}  # tasks no candidate could score (with allow_failures), in order
+    last_failure: Exception | None = None
     for rep in range(repeats):
         try:
             fold_ids = make_folds(task_ids, tiers, folds, seed + rep)
@@ -137,27 +142,45 @@ def cross_validate(method: str | Ranker | Callable[[], Ranker], truth: GroundTru
                 if ranker.needs_fit:
                     ranker.fit(tasks.subset(train_ids), truth.subset(train_ids), pool=pool)
                 fitted.append(train_ids)
+                # the fold's held-out tasks in one call: a frozen-feature ranker loads each candidate once per
+                # fold, not once per task
+                try:
+                    part = ranker.rank_tasks([tasks.get(t) for t in held], pool, run_id=name)
+                except CandidateFailures as exc:
+                    if not allow_failures:
+                        raise
+                    last_failure = exc
+                    part = Run({}, name)  # no candidate could score any task of this fold
                 for t in held:
-                    scores[t] = ranker.rank(tasks.get(t), pool)
+                    if t in part and len(part[t]):
+                        scores[t] = part.scores(t)
+                    elif allow_failures:
+                        dropped.setdefault(t, None)
+                    else:  # pragma: no cover - a ranker that returns no ranking without a failure
+                        raise InputError(f"method {name!r} returned no ranking for task {t!r}")
             except InputError as exc:
                 if exc.path is not None or not truth.source:
                     raise
                 # e.g. a ground truth with gaps: the training folds know some candidates on no task at all
                 raise InputError(f"cross-validation fold {fold_no} of repeat {rep + 1}: {exc.message}",
                                  path=truth.source, field=exc.field) from None
-        run = Run.from_scores({t: scores[t] for t in task_ids}, name)
-        runs.append(run)
-        reports.append(evaluate(run, truth, metrics, scheme))
+        runs.append(Run.from_scores({t: scores[t] for t in task_ids if t in scores}, name))
         all_folds.append(fold_ids)
         all_fitted.append(fitted)
-    return CVResult(name, runs, reports, all_folds, all_fitted, list(metrics))
+    if dropped and len(dropped) == len(task_ids):
+        why = f": {last_failure}" if last_failure is not None else ""
+        raise InputError(f"method {name!r}: no candidate could be scored for any task{why}", field="method")
+    kept = [t for t in task_ids if t not in dropped]  # a task dropped in one repeat is dropped from all
+    reports = [evaluate(r, truth, metrics, scheme, topics=kept if dropped else None) for r in runs]
+    return CVResult(name, runs, reports, all_folds, all_fitted, list(metrics), dropped=list(dropped))
 
 
 def compare(a: CVResult, b: CVResult, metric: str = "ndcg@5", n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
     """Paired bootstrap of a - b per tier on ``metric`` (same topics)."""
     from .data.run import natural_key
 
-    order = sorted(a.per_topic.index, key=lambda t: natural_key(str(t)))  # resamples follow the topics' names
+    common = set(a.per_topic.index) & set(b.per_topic.index)  # tasks either method dropped are left out of both
+    order = sorted(common, key=lambda t: natural_key(str(t)))  # resamples follow the topics' names
     pa, pb = a.per_topic.loc[order], b.per_topic.loc[order]
     rows = []
     for tier in ["low", "medium", "high", "all"]:

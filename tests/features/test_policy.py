@@ -208,3 +208,18 @@ def test_cross_validation_follows_the_failure_policy(cli, tiny_layout, tiny_bert
     tiers = json.loads(r.out)["methods"]["hscore"]["tiers"]
     assert tiers["all"]["n"] == 12 == sum(t["n"] for k, t in tiers.items() if k != "all")
     assert all(0.0 <= t["ndcg@5"]["mean"] <= 1.0 for t in tiers.values())
+
+
+def test_bench_loads_each_candidate_once_per_fold(cli, tiny_layout, tiny_bert, tiny_roberta, tmp_path, load_counter):
+    """Issue #24: bench ranks a fold's held-out tasks in one call, so on a cold cache each candidate is loaded
+    once per fold (3 folds x 2 candidates), not once per held-out task (12 tasks x 2)."""
+    pool = _pool_file(tmp_path, [{"id": "1", "path": str(tiny_bert)}, {"id": "2", "path": str(tiny_roberta)}])
+    r = cli("bench", tiny_layout, "--pool", pool, "-m", "hscore", "--folds", "3", "--json",
+            "-p", f"cache_dir={tmp_path / 'cold'}", "-p", "max_examples=30")
+    assert r.code == 0, r.err
+    assert 2 <= len(load_counter) <= 3 * 2, load_counter
+    # with every candidate failing, --allow-failures has nothing left to score: one clear error, not a table
+    gone = _pool_file(tmp_path, [{"id": "1", "path": str(tmp_path / "gone")}])
+    r = cli("bench", tiny_layout, "--pool", gone, "-m", "hscore", "--folds", "3", "--allow-failures",
+            "-p", f"cache_dir={tmp_path / 'c2'}")
+    assert r.code == 1 and "Traceback" not in r.err and "candidate 1" in r.err

@@ -261,3 +261,18 @@ def test_readme_commands_run_on_the_generated_layout(tmp_path):
     code, out, err = _cli(["eevee", "search", "--ground-truth", str(root / "ground-truth.csv"), "-k", "3",
                            "--generations", "2", "--seed", "0"])
     assert code == 0, err
+
+
+def test_bench_metadata_with_a_pool_file(tmp_path):
+    """Issue #24: `bench LAYOUT -m metadata --pool my-pool.csv` gave the card pool as a Pool object to a string
+    parameter ("field '--param pool': must be a string") although no --param was given."""
+    import shutil
+
+    code, _, err = _cli(["demo", "--out", str(tmp_path / "try"), "--layout"])
+    assert code == 0, err
+    root = tmp_path / "try" / "subtask-a"
+    mine = tmp_path / "my-pool.csv"
+    shutil.copy(root / "models.csv", mine)
+    code, out, err = _cli(["bench", str(root), "-m", "metadata", "--pool", str(mine), "--folds", "3", "--json"])
+    assert code == 0, err
+    assert json.loads(out)["methods"]["metadata"]["tiers"]["all"]["n"] == 24

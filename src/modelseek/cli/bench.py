@@ -51,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
     from ..data.loaders import load_ntcir_tasks
     from ..data.run import write_runs
     from ..rankers.resolve import ranker_class, split_params
-    from .train_ranker import card_pool, parse_params
+    from ._common import card_pool
+    from .train_ranker import parse_params
 
     given = parse_params(args.param)
     root = Path(args.path)
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     for m in methods:
         params = per[m]
         if "pool" in ranker_class(m).param_names() and "pool" not in params:
-            params["pool"] = card_pool(pool, pool)
+            params["pool"] = card_pool(pool, args.pool, root)
         results[m] = cross_validate(m, truth, pool, tasks=tasks, folds=args.folds, seed=args.seed,
                                     repeats=args.repeats, scheme=args.scheme, progress=not args.json,
                                     method_params=params, allow_failures=args.allow_failures)
@@ -79,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
     for m in args.method:
         res = results[m]
         summ = summaries[m]
-        entry = {"tiers": {}, "folds": args.folds, "seed": args.seed, "repeats": args.repeats}
+        entry = {"tiers": {}, "folds": args.folds, "seed": args.seed, "repeats": args.repeats,
+                 "dropped_tasks": list(res.dropped)}
         for _, row in summ.iterrows():
             entry["tiers"].setdefault(row["tier"], {"n": int(row["n"])})[row["metric"]] = {
                 "mean": row["mean"], "low": row["low"], "high": row["high"]}
@@ -102,6 +104,10 @@ def run(args: argparse.Namespace) -> int:
             cells = "  ".join(f"{vals[k]['mean']:.3f} [{vals[k]['low']:.3f},{vals[k]['high']:.3f}]".ljust(21)
                               for k in metrics)
             print(f"{m:<12} {tier:<7} {vals['n']:>3}  {cells}")
+        if entry["dropped_tasks"]:
+            d = entry["dropped_tasks"]
+            print(f"{'':<12} note: {len(d)} task(s) left out, no candidate could be scored: {', '.join(d[:10])}"
+                  f"{' ...' if len(d) > 10 else ''}")
         if "vs_baseline" in entry:
             a = entry["vs_baseline"]["all"]
             print(f"{'':<12} vs {args.baseline} nDCG@5: {a['mean_diff']:+.3f} [{a['low']:+.3f}, {a['high']:+.3f}] "

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ._common import EXISTING_DIR, OUTPUT_FILE, POSITIVE_INT, SEED, int_at_least, load_pool_arg, load_truth
+from ._common import (EXISTING_DIR, OUTPUT_FILE, POSITIVE_INT, SEED, card_pool, int_at_least, load_pool_arg,
+                      load_truth)
 
 
 def parse_params(items: list[str] | None) -> dict[str, Any]:
@@ -17,16 +18,6 @@ def parse_params(items: list[str] | None) -> dict[str, Any]:
     from .rank import _parse_params
 
     return _parse_params(list(items or []))
-
-
-def card_pool(pool, source):
-    """What a card-reading method (``metadata``, ``ltr``) should use as its ``pool`` parameter: the built-in
-    ``ntcir19`` pool (it has model-card metadata) when ``pool`` holds the same candidates, else ``source``."""
-    from ..data.pool import ntcir_pool
-
-    ref = ntcir_pool()
-    same = all(c.id in ref and (not c.hf_id or c.hf_id == ref.get(c.id).hf_id) for c in pool)
-    return "ntcir19" if same else source
 
 
 def register(sub) -> None:
@@ -67,9 +58,7 @@ def run(args: argparse.Namespace) -> int:
     pool = load_pool_arg(args.pool, root)
     params = split_params([args.method], parse_params(args.param), args.seed)[args.method]
     if "pool" in cls.param_names() and "pool" not in params:
-        from ._common import find_in_root
-
-        params["pool"] = card_pool(pool, str(args.pool or find_in_root(root, "models.csv") or "ntcir19"))
+        params["pool"] = card_pool(pool, args.pool, root)
     unknown = [m for m in truth.model_ids if m not in pool and not any(c.hf_id == m for c in pool)]
     if unknown:
         raise InputError(f"model(s) {', '.join(unknown)} are not in the pool {args.pool or 'beside it'}",
