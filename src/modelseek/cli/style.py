@@ -29,13 +29,16 @@ def _common(p) -> None:
 
 def register(sub) -> None:
     p = sub.add_parser("rank-style", help="Subtask B: rank the style models behind each query image; write a run",
-                       description="Train on labelled images (a Subtask B layout: train.csv, models.csv, images; "
+                       description="Train on labelled images (the organisers' layout as cloned: data/train.csv, "
+                                   "data/models.csv, data/train/NNNN/*.png, data/test/*.png, given as data/ or "
+                                   "the repository root; a Subtask B layout with images/ and test-image-ids.txt; "
                                    "or ROOT/<label>/<image> folders) and rank every candidate model for each test "
                                    "image. The run uses Subtask B ids (no .png, no leading zeros) and is checked "
                                    "with the Subtask B validator.")
-    p.add_argument("train", help="Subtask B root or a folder-per-label image set")
-    p.add_argument("--test", help="query images: a folder, or a file of image names (default for a Subtask B "
-                                  "root: ROOT/test-image-ids.txt)")
+    p.add_argument("train", help="the organisers' data/ folder (or their repository root), a Subtask B root or "
+                                 "a folder-per-label image set")
+    p.add_argument("--test", help="query images: a folder, or a file of image names (default: data/test/ of the "
+                                  "organisers' layout, ROOT/test-image-ids.txt of a Subtask B root)")
     p.add_argument("-m", "--method", nargs="+", default=["texture+colour+gram-logreg"], help=_METHOD_HELP)
     p.add_argument("-o", "--output", type=OUTPUT_FILE, help="write the run file here")
     p.add_argument("--run-id", help="run id (default: the method name)")
@@ -61,12 +64,23 @@ def register(sub) -> None:
     b.set_defaults(func=run_bench, size=None)
 
 
+def _organiser(args):
+    """The data/ folder when the training set is the organisers' layout (and --images is not given)."""
+    from ..style.layout import organiser_root
+
+    return organiser_root(args.train) if args.images is None else None
+
+
 def _load_train(args):
     from ..style.data import is_subtask_b, load_folder_dataset, load_subtask_b_train
+    from ..style.layout import load_organiser_train
 
     root = Path(args.train if hasattr(args, "train") else args.path)
     if not root.exists():
         raise InputError("no such folder", path=root)
+    data = _organiser(args)
+    if data is not None:
+        return load_organiser_train(data)
     if is_subtask_b(root):
         return load_subtask_b_train(root, args.images)
     return load_folder_dataset(root, args.models)
@@ -77,7 +91,12 @@ def _load_queries(args, train):
                               read_image_list_located)
     from ..data.run import normalize_b_id
 
+    from ..style.layout import load_organiser_test
+
     root = Path(args.train)
+    data = _organiser(args)
+    if args.test is None and data is not None:
+        return load_organiser_test(data, models=train.models)
     if args.test is None:
         if not is_subtask_b(root):
             raise InputError("--test is needed for a folder-per-label training set (a folder of query images)")
@@ -101,8 +120,17 @@ def run_rank(args: argparse.Namespace) -> int:
         raise InputError("--run-id needs a single --method")
     if args.output and len(args.method) > MAX_RUN_IDS:
         raise InputError(f"a run file holds at most {MAX_RUN_IDS} runs; got {len(args.method)} methods")
+    from ..style.pipeline import parse_method
+
+    for method in args.method:  # a misspelt method is reported before any file is read
+        parse_method(method)
     train = _load_train(args)
     queries = _load_queries(args, train)
+    if queries.paths is not None:  # every query's header is checked before any training: a bad one fails fast
+        from ..style.images import probe
+
+        for p in queries.paths:
+            probe(p)
     runs = []
     for method in args.method:
         ranker = StyleRanker(method, size=args.size, seed=args.seed, cache=args.cache, progress=not args.json,

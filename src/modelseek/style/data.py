@@ -159,12 +159,11 @@ def resize_square(img: np.ndarray, size: int) -> np.ndarray:
 
 
 def read_image(path: str | Path, size: int | None = None) -> np.ndarray:
-    """Read an image file as RGB uint8 (decoded by the align loader's reader); :class:`InputError` naming
-    the file when it is missing or cannot be decoded."""
-    from ..align.models import _open_image
+    """Read an image file as RGB uint8 (:func:`modelseek.style.images.decode`: checked header, reduced
+    decoding); :class:`InputError` naming the file when it is missing or cannot be decoded."""
+    from .images import decode, read_bytes
 
-    img = np.asarray(_open_image(Path(path), 0))
-    return img if size is None else resize_square(img, size)
+    return decode(read_bytes(path), size, path=path)
 
 
 # ------------------------------------------------------------------------------------- Subtask B layout

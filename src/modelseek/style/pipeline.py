@@ -28,7 +28,7 @@ from ..errors import InputError, NotFittedError
 from ..evaluate import evaluate
 from ..progress import progress_bar
 from .data import StyleDataset
-from .descriptors import EXTRACTORS, extract, make_extractor
+from .descriptors import EXTRACTORS, extract_many, make_extractor
 from .retrievers import RETRIEVERS, make_retriever, rrf
 
 DEFAULT_METHODS = ("hist-centroid", "hist-knn", "hist-logreg", "colour-logreg", "texture-logreg", "gram-centroid",
@@ -99,11 +99,20 @@ class FeatureBank:
         self.registry = registry
         self._feats: dict[str, np.ndarray] = {}
 
+    def _make(self, name: str):
+        return make_extractor(name, seed=self.seed, registry=self.registry,
+                              **self.params.get(name.partition(":")[0], {}))
+
+    def prefetch(self, names: Sequence[str]) -> None:
+        """Compute the features of every extractor in ``names`` not yet held, in one pass over the images."""
+        todo = [n for n in dict.fromkeys(names) if n not in self._feats]
+        if todo:
+            mats = extract_many(self.dataset, [self._make(n) for n in todo], size=self.size, cache=self.cache,
+                                progress=self.progress)
+            self._feats.update(zip(todo, mats))
+
     def get(self, name: str) -> np.ndarray:
-        if name not in self._feats:
-            ext = make_extractor(name, seed=self.seed, registry=self.registry,
-                                 **self.params.get(name.partition(":")[0], {}))
-            self._feats[name] = extract(self.dataset, ext, size=self.size, cache=self.cache, progress=self.progress)
+        self.prefetch([name])
         return self._feats[name]
 
     def matrix(self, features: Sequence[str]) -> tuple[np.ndarray, list[int]]:
@@ -176,8 +185,7 @@ class StyleRanker:
         self.train_ = train
         self.bank_ = FeatureBank(train, self.size, self.seed, self.cache, self.progress, self._ext_params(),
                                  self.registry)
-        for f in self.spec_.all_features():
-            self.bank_.get(f)
+        self.bank_.prefetch(self.spec_.all_features())
         return self
 
     def _ext_params(self):
@@ -189,6 +197,7 @@ class StyleRanker:
         if tuple(queries.models.ids) != tuple(self.train_.models.ids):
             raise InputError("queries and training images use different model lists")
         bank = FeatureBank(queries, self.size, self.seed, self.cache, self.progress, self._ext_params(), self.registry)
+        bank.prefetch(self.spec_.all_features())
         return method_scores(self.spec_, self.bank_, range(len(self.train_)), bank, range(len(queries)),
                              self.train_.labels, self.train_.models.ids, self.seed, self.params)
 
@@ -299,8 +308,7 @@ def cross_validate_style(dataset: StyleDataset, methods: Sequence[str] = DEFAULT
     except InputError as exc:
         raise InputError(exc.message, path=dataset.source or None, field=exc.field) from None
     bank = FeatureBank(dataset, size, seed, cache, progress, ext_params, registry)
-    for f in dict.fromkeys(f for s in specs.values() for f in s.all_features()):
-        bank.get(f)
+    bank.prefetch([f for s in specs.values() for f in s.all_features()])
     models = list(dataset.models.ids)
     n = len(dataset)
     all_scores = {m: np.zeros((n, len(models))) for m in specs}
