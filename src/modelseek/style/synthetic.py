@@ -173,3 +173,35 @@ def write_organiser_layout(dest: str | Path, listing: str | Path, train_csv: str
             _write(job)
     (data / "test").mkdir(exist_ok=True)
     return data
+
+
+def write_organiser_sources(dest: str | Path, n_models: int = 4, train_contents: Sequence[int] = (1, 2, 3, 4),
+                            test_contents: Sequence[int] = (5, 6), seed: int = 0) -> tuple[Path, Path, Path]:
+    """A small listing, ``train.csv`` and ``models.csv`` in the organisers' formats (for tests on a fresh
+    clone, where their files are absent): every training content in every model's style, and ``n_models``
+    test images per test content. Returns the three paths."""
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng([seed, 6])
+    lines, rows = [], []
+    for m in range(1, n_models + 1):
+        for c in train_contents:
+            name = f"train-{c:04d}-{m:04d}.png"
+            lines.append(f"data/train/{m:04d}/{name}")
+            rows.append([name, "train", m, c, int(rng.integers(0, 16))])
+    for c in test_contents:
+        for x in sorted(rng.choice(9999, n_models, replace=False) + 1):
+            lines.append(f"data/test/test-{c:04d}-{int(x):04d}.png")
+    listing = dest / "image-files.txt"
+    listing.write_text("".join(line + "\n" for line in sorted(lines)))
+    with open(dest / "train.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["image_id", "split", "model_id", "content_image_id", "best_seed"])
+        w.writerows(rows)
+    with open(dest / "models.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["id", "model_name", "model_id", "model_version_id", "version_name", "civitai_url",
+                    "trigger_words"])
+        for m in range(1, n_models + 1):
+            w.writerow([m, f"style LoRA {m}", 100 + m, 200 + m, "v1", f"https://example.org/{m}", f"style{m}"])
+    return listing, dest / "train.csv", dest / "models.csv"
