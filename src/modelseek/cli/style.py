@@ -11,7 +11,10 @@ from ._common import NON_NEGATIVE_INT, OUTPUT_DIR, OUTPUT_FILE, SEED, int_at_lea
 _METHOD_HELP = ("method(s) FEATURES-RETRIEVER: features hist, colour, texture, gram, moments, enc:NAME, "
                 "encgram:NAME (NAME from the alignment model registry) joined by '+'; retriever centroid, knn or "
                 "logreg; e.g. texture+colour+gram-logreg, gram-centroid@pca64, fusion, "
-                "fusion:gram-logreg,colour-logreg")
+                "fusion:gram-logreg,colour-logreg; or the organisers' baseline: resnet50-finetune (their steps: "
+                "IMAGENET1K_V2, dropout 0.2 + linear head, 224 px, Adam 1e-4, 5 epochs, batch 256, seed 42), with "
+                "CPU options resnet50-finetune@frozen or @epochs=N (fields: weights=imagenet|random, epochs, "
+                "batch, lr, dropout, size, seed, frozen); tiny-finetune@weights=random for a quick check")
 
 
 def _common(p) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -45,6 +45,7 @@ class MethodSpec:
     retriever: str = ""
     pca: int | None = None
     members: tuple["MethodSpec", ...] = ()
+    finetune: Any = None  # a baseline.FineTune: the organisers' fine-tuned classifier (ARCH-finetune)
 
     @property
     def is_fusion(self) -> bool:
@@ -70,9 +71,14 @@ def parse_method(name: str) -> MethodSpec:
         return MethodSpec(name, members=specs)
     base, _, opt = name.partition("@")
     feats, sep, retr = base.rpartition("-")
+    if sep and feats and retr == "finetune":
+        from .baseline import parse_finetune
+
+        return MethodSpec(name, finetune=parse_finetune(name, feats, opt))
     if not sep or not feats:
         raise InputError(f"method {name!r} must look like FEATURES-RETRIEVER (e.g. gram-logreg); retrievers: "
-                         f"{', '.join(RETRIEVERS.names())}; features: {', '.join(EXTRACTORS.names())}",
+                         f"{', '.join(RETRIEVERS.names())}; features: {', '.join(EXTRACTORS.names())}; or the organisers' "
+                         f"baseline ARCH-finetune (e.g. resnet50-finetune)",
                          field="method")
     RETRIEVERS.get(retr)
     features = tuple(feats.split("+"))
@@ -98,6 +104,7 @@ class FeatureBank:
         self.params = dict(extractor_params or {})
         self.registry = registry
         self._feats: dict[str, np.ndarray] = {}
+        self._extra: dict[Any, np.ndarray] = {}  # what a fine-tuned method computes once per bank
 
     def _make(self, name: str):
         return make_extractor(name, seed=self.seed, registry=self.registry,
@@ -124,6 +131,10 @@ def method_scores(spec: MethodSpec, train: FeatureBank, train_idx: Sequence[int]
                   test_idx: Sequence[int], labels: Sequence[str], models: Sequence[str], seed: int = 0,
                   params: Mapping[str, dict] | None = None) -> np.ndarray:
     """Fit ``spec`` on rows ``train_idx`` of ``train`` and score rows ``test_idx`` of ``test``."""
+    if spec.finetune is not None:
+        from .baseline import finetune_scores
+
+        return finetune_scores(spec.finetune, train, train_idx, test, test_idx, labels, models)
     if spec.is_fusion:
         return rrf([method_scores(m, train, train_idx, test, test_idx, labels, models, seed, params)
                     for m in spec.members])
