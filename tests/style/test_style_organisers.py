@@ -235,3 +235,38 @@ def test_an_unread_mode_is_refused(cli, repo, tmp_path):
     Image.fromarray(np.zeros((16, 16), np.float32), "F").save(p)
     line = _fails(cli, repo, tmp_path, str(p))
     assert "image mode 'F' is not read" in line
+
+
+@pytest.mark.slow
+def test_the_full_listing_gives_a_run_of_3825_queries_by_85_models(cli, shared_b, tmp_path):
+    """Every file of the organisers' image-files.txt (train/NNNN/ and test/), their train.csv and models.csv:
+    stand-in pixels (one small PNG per model, linked under each of its file names; test files linked to a
+    seeded model), rank-style DATA -o run.txt with no other option than the method and size."""
+    from modelseek.style.synthetic import parse_listing
+
+    rng = np.random.default_rng(0)
+    src = tmp_path / "src"
+    src.mkdir()
+    for m in range(1, 86):
+        Image.fromarray(np.full((8, 8, 3), rng.integers(0, 256, 3), np.uint8)).save(src / f"{m}.png")
+    data = tmp_path / "repo" / "data"
+    train, test = parse_listing((shared_b / "image-files.txt").read_text().splitlines())
+    hidden = {}
+    for path, _, model in train:
+        (data / path[5:]).parent.mkdir(parents=True, exist_ok=True)
+        (data / path[5:]).symlink_to(src / f"{model}.png")
+    for k, (path, _) in enumerate(test):
+        (data / path[5:]).parent.mkdir(parents=True, exist_ok=True)
+        hidden[Path(path).stem] = str(k % 85 + 1)
+        (data / path[5:]).symlink_to(src / f"{hidden[Path(path).stem]}.png")
+    shutil.copy(shared_b / "train.csv", data / "train.csv")
+    shutil.copy(shared_b / "models.csv", data / "models.csv")
+    out = tmp_path / "run.txt"
+    r = cli("rank-style", data, "-o", out, "--size", 8, "-m", "hist-centroid")
+    assert r.code == 0, r.err
+    assert "wrote 1 run(s) of 3825 queries x 85 models" in r.out
+    names = (shared_b / "test-image-ids.txt").read_text().split()
+    (run,) = validate_run(out, topics=[n[:-4] for n in names], docs=[str(m) for m in range(1, 86)],
+                          subtask="B").values()
+    assert len(run) == 3825 and all(len(run[q]) == 85 for q in list(run)[::97])
+    assert all(run.ranking(q)[0] == hidden[q] for q in list(run)[::50])  # each stand-in model's colour is its own
