@@ -242,7 +242,13 @@ def load_subtask_b_train(root: str | Path, images: str | Path | None = None) -> 
             raise InputError(f"label {row['model_id']!r} is not in models.csv", path=path, line=lineno,
                              field="model_id")
     dirs = _image_dirs(root, images)
-    paths = [_find_image(row["image_id"], dirs, path, lineno, "image_id") for lineno, row in rows]
+
+    def where(mid: str) -> list[Path]:  # also DIR/train/NNNN/: --images pointing at the organisers' data/ folder
+        sub = f"{int(mid):04d}" if mid.isdigit() else mid
+        return dirs + [d / sub for d in dirs if (d / sub).is_dir()]
+
+    paths = [_find_image(row["image_id"], where(normalize_b_id(row["model_id"])), path, lineno, "image_id")
+             for lineno, row in rows]
     return StyleDataset(ids=[normalize_b_id(r["image_id"]) for _, r in rows], models=models, paths=paths,
                         labels=[normalize_b_id(r["model_id"]) for _, r in rows],
                         groups=[normalize_b_id(r["content_image_id"]) for _, r in rows], source=str(path),
