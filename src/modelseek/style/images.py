@@ -24,6 +24,7 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import threading
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +38,9 @@ MAX_PIXELS = 89_478_485
 #: pixel modes read (see the module docstring); others are refused
 MODES = ("RGB", "RGBA", "RGBX", "L", "LA", "P", "PA", "1", "CMYK", "YCbCr", "I;16", "I;16B", "I;16L", "I")
 _SIXTEEN = ("I;16", "I;16B", "I;16L", "I")
+#: ``warnings.catch_warnings`` swaps the process's filter list: the reading threads take turns (opening reads
+#: only the header, so this costs nothing measurable)
+_OPEN_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -57,7 +61,7 @@ def _open(src, path):
     """``Image.open`` with every failure located: not an image, a decompression bomb, an unreadable file."""
     from PIL import Image, UnidentifiedImageError
 
-    with warnings.catch_warnings():
+    with _OPEN_LOCK, warnings.catch_warnings():
         warnings.simplefilter("error", Image.DecompressionBombWarning)
         try:
             return Image.open(src)
