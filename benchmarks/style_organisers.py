@@ -35,8 +35,9 @@ import numpy as np
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "ntcir19-mr" / "subtask-b"
 
 
-def _child(cmd: list[str], log: Path) -> tuple[float, float, int]:
-    """Run ``cmd``; (wall seconds, peak RSS in GiB, exit code). stderr (progress bars) goes to ``log``."""
+def _child(cmd: list[str], log: Path) -> tuple[float, float, int, float]:
+    """Run ``cmd``; (wall seconds, peak RSS in GiB, exit code, CPU seconds: user + system). stderr (progress
+    bars) goes to ``log``. On a shared machine the CPU seconds are the load-independent figure."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(Path(__file__).resolve().parents[1] / "src"),
                                                        os.environ.get("PYTHONPATH", "")]))
     with open(log, "w") as err:
@@ -45,7 +46,7 @@ def _child(cmd: list[str], log: Path) -> tuple[float, float, int]:
         _, status, usage = os.wait4(p.pid, 0)
         wall = time.perf_counter() - t
     p.returncode = os.waitstatus_to_exitcode(status)
-    return wall, usage.ru_maxrss / 2**20, p.returncode
+    return wall, usage.ru_maxrss / 2**20, p.returncode, usage.ru_utime + usage.ru_stime
 
 
 def naive(dest: str, out: str, method: str, size: int) -> None:
@@ -159,34 +160,34 @@ def main() -> None:
     py = sys.executable
     if not args.skip_naive:
         out = dest / "run-naive.txt"
-        wall, rss, rc = _child([py, __file__, "--naive-child", str(repo), str(out), "-m", args.method,
-                                "--feature-size", str(args.feature_size)], dest / "naive.log")
+        wall, rss, rc, cpu = _child([py, __file__, "--naive-child", str(repo), str(out), "-m", args.method,
+                                     "--feature-size", str(args.feature_size)], dest / "naive.log")
         mrr = score_style_run(read_run(out), truth).mrr if rc == 0 else float("nan")
-        rows.append(("PIL open-resize loop (baseline)", wall, rss, rc, mrr))
-        print(f"baseline: {wall:.1f} s, peak {rss:.2f} GiB, exit {rc}", flush=True)
+        rows.append(("PIL open-resize loop (baseline)", wall, rss, rc, mrr, cpu))
+        print(f"baseline: {wall:.1f} s, CPU {cpu:.0f} s, peak {rss:.2f} GiB, exit {rc}", flush=True)
     cache = dest / "cache"
     shutil.rmtree(cache, ignore_errors=True)
     for label in ("rank-style, cold cache", "rank-style, warm cache"):
         out = dest / f"run-{label.split()[-2]}.txt"
-        wall, rss, rc = _child([py, "-m", "modelseek", "rank-style", str(repo), "-o", str(out), "--cache", str(cache),
+        wall, rss, rc, cpu = _child([py, "-m", "modelseek", "rank-style", str(repo), "-o", str(out), "--cache", str(cache),
                                 "-m", args.method, "--size", str(args.feature_size)],
                                dest / f"{label.split()[-2]}.log")
         mrr = score_style_run(read_run(out), truth).mrr if rc == 0 else float("nan")
-        rows.append((label, wall, rss, rc, mrr))
-        print(f"{label}: {wall:.1f} s, peak {rss:.2f} GiB, exit {rc}", flush=True)
+        rows.append((label, wall, rss, rc, mrr, cpu))
+        print(f"{label}: {wall:.1f} s, CPU {cpu:.0f} s, peak {rss:.2f} GiB, exit {rc}", flush=True)
     same = (dest / "run-cold.txt").read_text() == (dest / "run-warm.txt").read_text()
     load_after = os.getloadavg()
     up = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
 
     base = rows[0][1] if not args.skip_naive else None
-    print(f"\n| pipeline ({args.method}, {args.feature_size} px) | wall | images/s | peak memory | MRR (hidden test "
-          f"models) | vs baseline |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for label, wall, rss, rc, mrr in rows:
+    print(f"\n| pipeline ({args.method}, {args.feature_size} px) | wall | CPU (user+sys) | images/s | peak memory | "
+          f"MRR (hidden test models) | wall vs baseline |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for label, wall, rss, rc, mrr, cpu in rows:
         vs = f"{base / wall:.2f}x faster" if base and label != rows[0][0] else "—"
         status = "" if rc == 0 else f" (exit {rc})"
-        print(f"| {label}{status} | {wall / 60:.1f} min ({wall:.0f} s) | {len(files) / wall:.1f} | {rss:.2f} GiB | "
-              f"{mrr:.3f} | {vs} |")
+        print(f"| {label}{status} | {wall / 60:.1f} min ({wall:.0f} s) | {cpu:.0f} s | {len(files) / wall:.1f} | "
+              f"{rss:.2f} GiB | {mrr:.3f} | {vs} |")
     print(f"\ncold and warm runs identical: {same}; chance MRR {sum(1 / k for k in range(1, 86)) / 85:.3f} "
           f"(85 models)" if args.models is None else f"\ncold and warm runs identical: {same}")
     print(f"load average after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}; uptime: {up}")
@@ -199,7 +200,8 @@ def main() -> None:
     if args.json:
         Path(args.json).write_text(json.dumps({
             "files": len(files), "bytes": nbytes, "size": args.size, "method": args.method,
-            "runs": [{"pipeline": r[0], "wall_s": r[1], "peak_gib": r[2], "exit": r[3], "mrr": r[4]} for r in rows],
+            "runs": [{"pipeline": r[0], "wall_s": r[1], "peak_gib": r[2], "exit": r[3], "mrr": r[4], "cpu_s": r[5]}
+                     for r in rows],
             "identical": same, "load_before": load_before, "load_after": load_after, "uptime": up,
             "profile_ms": dict(prof)}, indent=2))
 
