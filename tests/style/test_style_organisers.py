@@ -270,3 +270,18 @@ def test_the_full_listing_gives_a_run_of_3825_queries_by_85_models(cli, shared_b
                           subtask="B").values()
     assert len(run) == 3825 and all(len(run[q]) == 85 for q in list(run)[::97])
     assert all(run.ranking(q)[0] == hidden[q] for q in list(run)[::50])  # each stand-in model's colour is its own
+
+
+def test_a_list_of_test_names_is_looked_up_in_the_test_folder(cli, organisers, tmp_path):
+    names = sorted(p.name for p in (organisers / "data" / "test").glob("*.png"))[:3]
+    ids = tmp_path / "ids.txt"
+    ids.write_text("\n".join(names) + "\n")
+    out = tmp_path / "run.txt"
+    r = cli("rank-style", organisers, "--test", ids, "-o", out, *FAST)
+    assert r.code == 0, r.err
+    assert sorted(validate_run(out, topics=[n[:-4] for n in names], subtask="B")["hist-centroid"]) == \
+        [n[:-4] for n in names]
+    ids.write_text("\n".join(names) + "\nnope.png\n")
+    r = cli("rank-style", organisers, "--test", ids, *FAST)
+    assert r.code == 1 and r.err.startswith(f"error: {ids}:4: image 'nope.png' not found in "
+                                            f"{organisers / 'data' / 'test'}"), r.err

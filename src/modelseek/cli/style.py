@@ -53,7 +53,8 @@ def register(sub) -> None:
                        description="Cross-validation grouped by content image (train and held-out folds never "
                                    "share a content image): MRR and top-1 accuracy of each method against chance, "
                                    "on a labelled set or on the generated style benchmark (--generated).")
-    b.add_argument("path", nargs="?", help="Subtask B root or folder-per-label set (omit with --generated)")
+    b.add_argument("path", nargs="?", help="the organisers' data/ folder (or their repository root), a Subtask B root "
+                                         "or a folder-per-label set (omit with --generated)")
     b.add_argument("--generated", action="store_true", help="use the generated benchmark (offline)")
     b.add_argument("--styles", type=int_at_least(2), default=20, help="generated: number of styles")
     b.add_argument("--contents", type=int_at_least(2), default=20, help="generated: number of content images")
@@ -93,7 +94,6 @@ def _load_queries(args, train):
     from ..style.data import (StyleDataset, _find_image, is_subtask_b, load_query_folder, load_subtask_b_test,
                               read_image_list_located)
     from ..data.run import normalize_b_id
-
     from ..style.layout import load_organiser_test
 
     root = Path(args.train)
@@ -107,10 +107,10 @@ def _load_queries(args, train):
     test = Path(args.test)
     if test.is_dir():
         return load_query_folder(test, train.models)
-    if is_subtask_b(root):
+    if is_subtask_b(root) and data is None:
         return load_subtask_b_test(root, args.images, ids_file=test)
     located = read_image_list_located(test)
-    dirs = [test.parent]
+    dirs = [data / "test", test.parent] if data is not None else [test.parent]  # names of the organisers' test/
     return StyleDataset([normalize_b_id(n) for _, n in located], train.models,
                         paths=[_find_image(n, dirs, test, ln) for ln, n in located], source=str(test))
 
