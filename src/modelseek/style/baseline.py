@@ -107,6 +107,14 @@ class _Tiny:
 def build_backbone(cfg: FineTune):
     """The network with its ImageNet head (weights loaded or seeded); offline without cached weights: the
     alignment loader's :class:`~modelseek.align.sources.WeightsUnavailable`."""
+    import importlib
+
+    for name in ("torch",) if cfg.arch == "tiny" else ("torch", "torchvision.models"):
+        try:
+            importlib.import_module(name)
+        except Exception as exc:  # noqa: BLE001 - ImportError or a broken binary build
+            raise InputError(f"the fine-tuned baseline needs {name.split('.')[0]} ({type(exc).__name__}: {exc}); "
+                             f"install it (pip install 'modelseek[align-zoo]')", field="method") from None
     import torch
 
     if cfg.arch == "tiny":
