@@ -230,3 +230,67 @@ def test_image_list_with_a_name_too_long_for_the_file_system(layout, tmp_path):
     r = run_cli("rank-style", layout["b"], "--test", queries, "--size", "16", "-m", "hist-centroid")
     assert r.code == 1 and "Traceback" not in r.err and len(r.err.strip().splitlines()) == 1, r.err
     assert r.err.startswith(f"error: {queries}:1: image name 'test999") and "is no usable file name" in r.err
+
+
+# ------------------------------------------------------------------------------------------ organisers' layout
+@pytest.fixture(scope="module")
+def organisers(tmp_path_factory):
+    from modelseek.style.synthetic import write_organiser_layout, write_organiser_sources
+
+    src = tmp_path_factory.mktemp("orgfuzz-src")
+    listing, train, models = write_organiser_sources(src, n_models=3, train_contents=(1, 2, 3), test_contents=(4,))
+    root = tmp_path_factory.mktemp("orgfuzz") / "repo"
+    write_organiser_layout(root, listing, train, models, size=16, render=16, grain=0)
+    return root
+
+
+def _fresh_org(organisers) -> Path:
+    dst = organisers.parent / "victim"
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(organisers, dst)
+    return dst
+
+
+@FUZZ
+@given(data=st.data(), name=st.sampled_from(["train.csv", "models.csv"]))
+def test_rank_style_survives_a_damaged_organisers_csv(organisers, data, name):
+    """Issue #22: the organisers' layout (data/train.csv, data/models.csv, data/train/NNNN/, data/test/)."""
+    repo = _fresh_org(organisers)
+    path = repo / "data" / name
+    path.write_bytes(data.draw(damaged(path.read_bytes())))
+    out = repo.parent / "org-run.txt"
+    out.unlink(missing_ok=True)
+    r = run_cli("rank-style", repo, *FAST, "-o", out, "--json")
+    assert_clean_exit(r, *(repo / "data" / n for n in ("train.csv", "models.csv", "train", "test")))
+    if r.code == 0:
+        from modelseek.style.data import load_models
+
+        _valid_run(out, len(list((repo / "data" / "test").glob("*.png"))), len(load_models(repo / "data" / "models.csv")))
+    else:
+        assert not out.exists()
+
+
+@FEW
+@given(data=st.data(), split=st.sampled_from(["train", "test"]), victim=st.integers(0, 2),
+       how=st.sampled_from(["bytes", "bytes", "truncate", "move", "dir", "empty"]))
+def test_rank_style_survives_a_damaged_organisers_image(organisers, data, split, victim, how):
+    repo = _fresh_org(organisers)
+    path = sorted((repo / "data" / split).rglob("*.png"))[victim]
+    named = [path, repo / "data" / "train.csv", repo / "data" / "test"]
+    if how == "move" and split == "train":  # into another model's folder
+        other = next(d for d in sorted((repo / "data" / "train").iterdir()) if d != path.parent)
+        path.rename(other / path.name)
+    elif how == "dir":
+        path.unlink()
+        path.mkdir()
+    elif how == "empty":
+        path.write_bytes(b"")
+    elif how == "truncate":
+        path.write_bytes(path.read_bytes()[: data.draw(st.integers(0, path.stat().st_size - 1))])
+    else:
+        path.write_bytes(data.draw(damaged(path.read_bytes(), max_damages=2)))
+    out = repo.parent / "org-run.txt"
+    out.unlink(missing_ok=True)
+    r = run_cli("rank-style", repo, *FAST, "-o", out, "--json")
+    assert_clean_exit(r, *named)
+    assert r.code == 0 or not out.exists()

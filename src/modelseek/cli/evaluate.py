@@ -37,6 +37,10 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import InputError
     from ..evaluate import evaluate
 
+    from ..style.evaluation import is_style_truth  # Subtask B truth (image_id,model_id: train.csv), issue #22
+    if args.ground_truth and is_style_truth(args.ground_truth):
+        from ..style.evaluation import run_evaluate
+        return run_evaluate(args)
     truth = load_truth(args.ground_truth, Path(args.run).parent, args.tasks_csv, any_score=args.any_score)
     runs = [read_run(args.run, args.run_id)] if args.run_id else list(read_runs(args.run).values())
     metrics = [m for m in args.metrics.split(",") if m.strip()]

@@ -11,7 +11,10 @@ from ._common import NON_NEGATIVE_INT, OUTPUT_DIR, OUTPUT_FILE, SEED, int_at_lea
 _METHOD_HELP = ("method(s) FEATURES-RETRIEVER: features hist, colour, texture, gram, moments, enc:NAME, "
                 "encgram:NAME (NAME from the alignment model registry) joined by '+'; retriever centroid, knn or "
                 "logreg; e.g. texture+colour+gram-logreg, gram-centroid@pca64, fusion, "
-                "fusion:gram-logreg,colour-logreg")
+                "fusion:gram-logreg,colour-logreg; or the organisers' baseline: resnet50-finetune (their steps: "
+                "IMAGENET1K_V2, dropout 0.2 + linear head, 224 px, Adam 1e-4, 5 epochs, batch 256, seed 42), with "
+                "CPU options resnet50-finetune@frozen or @epochs=N (fields: weights=imagenet|random, epochs, "
+                "batch, lr, dropout, size, seed, frozen); tiny-finetune@weights=random for a quick check")
 
 
 def _common(p) -> None:
@@ -29,13 +32,16 @@ def _common(p) -> None:
 
 def register(sub) -> None:
     p = sub.add_parser("rank-style", help="Subtask B: rank the style models behind each query image; write a run",
-                       description="Train on labelled images (a Subtask B layout: train.csv, models.csv, images; "
+                       description="Train on labelled images (the organisers' layout as cloned: data/train.csv, "
+                                   "data/models.csv, data/train/NNNN/*.png, data/test/*.png, given as data/ or "
+                                   "the repository root; a Subtask B layout with images/ and test-image-ids.txt; "
                                    "or ROOT/<label>/<image> folders) and rank every candidate model for each test "
                                    "image. The run uses Subtask B ids (no .png, no leading zeros) and is checked "
                                    "with the Subtask B validator.")
-    p.add_argument("train", help="Subtask B root or a folder-per-label image set")
-    p.add_argument("--test", help="query images: a folder, or a file of image names (default for a Subtask B "
-                                  "root: ROOT/test-image-ids.txt)")
+    p.add_argument("train", help="the organisers' data/ folder (or their repository root), a Subtask B root or "
+                                 "a folder-per-label image set")
+    p.add_argument("--test", help="query images: a folder, or a file of image names (default: data/test/ of the "
+                                  "organisers' layout, ROOT/test-image-ids.txt of a Subtask B root)")
     p.add_argument("-m", "--method", nargs="+", default=["texture+colour+gram-logreg"], help=_METHOD_HELP)
     p.add_argument("-o", "--output", type=OUTPUT_FILE, help="write the run file here")
     p.add_argument("--run-id", help="run id (default: the method name)")
@@ -47,7 +53,8 @@ def register(sub) -> None:
                        description="Cross-validation grouped by content image (train and held-out folds never "
                                    "share a content image): MRR and top-1 accuracy of each method against chance, "
                                    "on a labelled set or on the generated style benchmark (--generated).")
-    b.add_argument("path", nargs="?", help="Subtask B root or folder-per-label set (omit with --generated)")
+    b.add_argument("path", nargs="?", help="the organisers' data/ folder (or their repository root), a Subtask B root "
+                                         "or a folder-per-label set (omit with --generated)")
     b.add_argument("--generated", action="store_true", help="use the generated benchmark (offline)")
     b.add_argument("--styles", type=int_at_least(2), default=20, help="generated: number of styles")
     b.add_argument("--contents", type=int_at_least(2), default=20, help="generated: number of content images")
@@ -61,12 +68,23 @@ def register(sub) -> None:
     b.set_defaults(func=run_bench, size=None)
 
 
+def _organiser(args):
+    """The data/ folder when the training set is the organisers' layout (and --images is not given)."""
+    from ..style.layout import organiser_root
+
+    return organiser_root(args.train) if args.images is None else None
+
+
 def _load_train(args):
     from ..style.data import is_subtask_b, load_folder_dataset, load_subtask_b_train
+    from ..style.layout import load_organiser_train
 
     root = Path(args.train if hasattr(args, "train") else args.path)
     if not root.exists():
         raise InputError("no such folder", path=root)
+    data = _organiser(args)
+    if data is not None:
+        return load_organiser_train(data)
     if is_subtask_b(root):
         return load_subtask_b_train(root, args.images)
     return load_folder_dataset(root, args.models)
@@ -76,8 +94,12 @@ def _load_queries(args, train):
     from ..style.data import (StyleDataset, _find_image, is_subtask_b, load_query_folder, load_subtask_b_test,
                               read_image_list_located)
     from ..data.run import normalize_b_id
+    from ..style.layout import load_organiser_test
 
     root = Path(args.train)
+    data = _organiser(args)
+    if args.test is None and data is not None:
+        return load_organiser_test(data, models=train.models)
     if args.test is None:
         if not is_subtask_b(root):
             raise InputError("--test is needed for a folder-per-label training set (a folder of query images)")
@@ -85,10 +107,10 @@ def _load_queries(args, train):
     test = Path(args.test)
     if test.is_dir():
         return load_query_folder(test, train.models)
-    if is_subtask_b(root):
+    if is_subtask_b(root) and data is None:
         return load_subtask_b_test(root, args.images, ids_file=test)
     located = read_image_list_located(test)
-    dirs = [test.parent]
+    dirs = [data / "test", test.parent] if data is not None else [test.parent]  # names of the organisers' test/
     return StyleDataset([normalize_b_id(n) for _, n in located], train.models,
                         paths=[_find_image(n, dirs, test, ln) for ln, n in located], source=str(test))
 
@@ -101,8 +123,17 @@ def run_rank(args: argparse.Namespace) -> int:
         raise InputError("--run-id needs a single --method")
     if args.output and len(args.method) > MAX_RUN_IDS:
         raise InputError(f"a run file holds at most {MAX_RUN_IDS} runs; got {len(args.method)} methods")
+    from ..style.pipeline import parse_method
+
+    for method in args.method:  # a misspelt method is reported before any file is read
+        parse_method(method)
     train = _load_train(args)
     queries = _load_queries(args, train)
+    if queries.paths is not None:  # every query's header is checked before any training: a bad one fails fast
+        from ..style.images import probe
+
+        for p in queries.paths:
+            probe(p)
     runs = []
     for method in args.method:
         ranker = StyleRanker(method, size=args.size, seed=args.seed, cache=args.cache, progress=not args.json,

@@ -19,6 +19,8 @@ def register(sub) -> None:
     p.add_argument("--topics", help="file with one topic id per line that the run must cover")
     p.add_argument("--ground-truth", help="take the topics from a ground-truth CSV")
     p.add_argument("--tasks", help="take the topics from a task folder or table")
+    p.add_argument("--test-images", help="Subtask B: the organisers' data/ folder or a test folder; the run must "
+                                         "rank every test image against every model of models.csv")
     p.add_argument("--quiet", "-q", action="store_true", help="print nothing when valid (default prints 'ok')")
     p.set_defaults(func=run)
 
@@ -27,6 +29,9 @@ def run(args: argparse.Namespace) -> int:
     from ..data.pool import load_pool
     from ..data.run import validate_run
 
+    if args.test_images:  # Subtask B against the organisers' test folder (issue #22)
+        from ..style.evaluation import run_validate
+        return run_validate(args)
     topics = None
     if args.topics:
         from ..io import read_text

@@ -159,12 +159,11 @@ def resize_square(img: np.ndarray, size: int) -> np.ndarray:
 
 
 def read_image(path: str | Path, size: int | None = None) -> np.ndarray:
-    """Read an image file as RGB uint8 (decoded by the align loader's reader); :class:`InputError` naming
-    the file when it is missing or cannot be decoded."""
-    from ..align.models import _open_image
+    """Read an image file as RGB uint8 (:func:`modelseek.style.images.decode`: checked header, reduced
+    decoding); :class:`InputError` naming the file when it is missing or cannot be decoded."""
+    from .images import decode, read_bytes
 
-    img = np.asarray(_open_image(Path(path), 0))
-    return img if size is None else resize_square(img, size)
+    return decode(read_bytes(path), size, path=path)
 
 
 # ------------------------------------------------------------------------------------- Subtask B layout
@@ -243,7 +242,13 @@ def load_subtask_b_train(root: str | Path, images: str | Path | None = None) -> 
             raise InputError(f"label {row['model_id']!r} is not in models.csv", path=path, line=lineno,
                              field="model_id")
     dirs = _image_dirs(root, images)
-    paths = [_find_image(row["image_id"], dirs, path, lineno, "image_id") for lineno, row in rows]
+
+    def where(mid: str) -> list[Path]:  # also DIR/train/NNNN/: --images pointing at the organisers' data/ folder
+        sub = f"{int(mid):04d}" if mid.isdigit() else mid
+        return dirs + [d / sub for d in dirs if (d / sub).is_dir()]
+
+    paths = [_find_image(row["image_id"], where(normalize_b_id(row["model_id"])), path, lineno, "image_id")
+             for lineno, row in rows]
     return StyleDataset(ids=[normalize_b_id(r["image_id"]) for _, r in rows], models=models, paths=paths,
                         labels=[normalize_b_id(r["model_id"]) for _, r in rows],
                         groups=[normalize_b_id(r["content_image_id"]) for _, r in rows], source=str(path),

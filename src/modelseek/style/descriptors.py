@@ -38,7 +38,6 @@ import numpy as np
 
 from ..config import Config, Interval, Source
 from ..errors import InputError
-from ..progress import progress_bar
 from ..registry import Registry
 from .data import StyleDataset
 
@@ -139,7 +138,8 @@ class ColourStats(Extractor):
         chans = np.column_stack([rgb, s * np.cos(2 * np.pi * h), s * np.sin(2 * np.pi * h), s, v])
         mean = chans.mean(0)
         std = chans.std(0)
-        skew = ((chans - mean) ** 3).mean(0) / np.maximum(std, 1e-6) ** 3
+        d = chans - mean
+        skew = (d * d * d).mean(0) / np.maximum(std, 1e-6) ** 3  # d*d*d: exact powers, 10x faster than pow
         pct = np.percentile(chans, [10, 50, 90], axis=0).ravel()
         hue_hist = np.bincount(np.minimum((h * self.hue_bins).astype(int), self.hue_bins - 1), weights=s,
                                minlength=self.hue_bins) / len(h)
@@ -209,7 +209,8 @@ class TextureStats(Extractor):
             bands.append(band)
             sd = band.std()
             z = (band - band.mean()) / max(sd, 1e-6)
-            feats += [np.log(sd + 1e-4), (z ** 3).mean(), np.log((z ** 4).mean() + 1e-6)]
+            z2 = z * z
+            feats += [np.log(sd + 1e-4), (z2 * z).mean(), np.log((z2 * z2).mean() + 1e-6)]
         for band in bands[:2]:
             feats += list(self._acf(band))
         hp = x - ndi.gaussian_filter(x, (1.0, 1.0, 0))
@@ -261,22 +262,27 @@ def random_cnn(channels: Sequence[int] = (32, 64, 128, 128), seed: int = 0):
 
 class _Projector:
     """Seeded Gaussian random projection per block (sklearn's GaussianRandomProjection matrix, applied in
-    float32), then L2 normalisation per block."""
+    float32 by torch: numpy's BLAS right after torch's convolutions competes with torch's still-spinning
+    OpenMP threads and runs many times slower), then L2 normalisation per block."""
 
     def __init__(self, dims: int, seed: int) -> None:
         self.dims, self.seed = int(dims), int(seed)
-        self._mats: dict[int, np.ndarray] = {}
+        self._mats: dict[int, Any] = {}
 
     def __call__(self, block: int, g: np.ndarray) -> np.ndarray:
+        import torch
+
+        t = torch.from_numpy(np.ascontiguousarray(g, dtype=np.float32))
         if g.shape[1] > self.dims:
             if block not in self._mats:
                 from sklearn.random_projection import GaussianRandomProjection
 
                 rp = GaussianRandomProjection(n_components=self.dims, random_state=self.seed + 1000 * block)
                 rp.fit(np.zeros((1, g.shape[1]), np.float32))
-                self._mats[block] = np.ascontiguousarray(rp.components_.T, dtype=np.float32)
-            g = g @ self._mats[block]
-        return g / np.maximum(np.linalg.norm(g, axis=1, keepdims=True), 1e-12)
+                self._mats[block] = torch.from_numpy(np.ascontiguousarray(rp.components_.T, dtype=np.float32))
+            t = t @ self._mats[block]
+        t = t / torch.clamp(torch.linalg.vector_norm(t, dim=1, keepdim=True), min=1e-12)
+        return t.numpy()
 
 
 def gram_upper(f) -> np.ndarray:
@@ -450,50 +456,162 @@ def make_extractor(spec: str, seed: int = 0, **params: Any) -> Extractor:
 
 
 # ----------------------------------------------------------------------------------------- extraction
+#: version of the image reading (decode, reduce, resize) that features depend on; part of every cache key
+LOADER_VERSION = 2
+#: threads reading, checksumming and decoding image files ahead of the feature extractors (PIL's decoders
+#: release the GIL); at most this many batches of decoded images wait in memory
+READ_THREADS = 2
+PREFETCH_BATCHES = 2
+
+
 def _cache_fields(ext_key: str, item_key: str) -> dict[str, str]:
     return {"kind": "style", "extractor": ext_key, "image": item_key}
 
 
+class _Digests:
+    """File -> SHA-1 of its bytes, remembered in the cache by (path, size, mtime, inode) so that a warm run
+    reads no image file; a file whose stat changed is read and hashed again (git's index does the same)."""
+
+    def __init__(self, cache) -> None:
+        self.cache = cache
+
+    @staticmethod
+    def _stat_fields(path: Path) -> dict[str, Any] | None:
+        try:
+            st = path.stat()
+        except OSError:
+            return None
+        return {"kind": "style-digest", "path": str(path.resolve()), "size": st.st_size, "mtime_ns": st.st_mtime_ns,
+                "ino": st.st_ino}
+
+    def known(self, path: Path) -> str | None:
+        from ..features.cache import cache_key
+
+        fields = self._stat_fields(path)
+        if fields is None:
+            return None
+        v = self.cache.get(cache_key(fields))
+        return None if v is None else bytes(np.asarray(v, np.uint8)).decode("ascii", "replace")
+
+    def remember(self, path: Path, stat_fields: dict[str, Any] | None, hexdigest: str) -> None:
+        from ..features.cache import cache_key
+
+        if stat_fields is not None:
+            self.cache.put(cache_key(stat_fields), stat_fields, np.frombuffer(hexdigest.encode("ascii"), np.uint8))
+
+
 def extract(dataset: StyleDataset, extractor: Extractor, size: int = 128, batch_size: int = 32,
             cache: str | Path | None = None, progress: bool = False) -> np.ndarray:
-    """Features of every image of ``dataset`` (N x D float32), images resized to ``size`` x ``size``.
+    """Features of every image of ``dataset`` (N x D float32); see :func:`extract_many`."""
+    return extract_many(dataset, [extractor], size, batch_size, cache, progress)[0]
+
+
+def extract_many(dataset: StyleDataset, extractors: Sequence[Extractor], size: int = 128, batch_size: int = 32,
+                 cache: str | Path | None = None, progress: bool = False) -> list[np.ndarray]:
+    """Features of every image of ``dataset`` for each extractor (N x D float32 each), images resized to
+    ``size`` x ``size``, in one streamed pass: each image is read, decoded at reduced size
+    (:func:`modelseek.style.images.decode`) and handed to every extractor once; at most a few batches of
+    small decoded images are held in memory, whatever the number or size of the files.
 
     With ``cache`` (a folder; the shared :class:`modelseek.features.cache.FeatureCache`: atomic writes,
-    hash-verified reads, a corrupt entry is recomputed), vectors are stored per image and reused; each finished batch is written,
-    so an interrupted extraction resumes where it stopped.
+    hash-verified reads, a corrupt entry is recomputed) each image's vectors are stored under the SHA-1 of
+    its file's bytes (arrays: of the array) and reused; every finished batch is written, so an interrupted
+    extraction resumes where it stopped. A progress bar (images, rate, ETA) goes to stderr with ``progress``.
     """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from . import images as imgio
+
     if size < 8:
         raise InputError(f"image size must be at least 8, got {size}", field="size")
+    n = len(dataset)
+    if n == 0:
+        raise InputError("no images")
     if cache is not None:
         from ..features.cache import FeatureCache, cache_key
 
         cache = FeatureCache(cache)
-    ext_key = f"{extractor.key()}-s{int(size)}"
-    n = len(dataset)
-    rows: list[np.ndarray | None] = [None] * n
-    keys = [dataset.key(i) for i in range(n)] if cache is not None else []
-    todo = list(range(n))
-    if cache is not None:
-        todo = []
-        for i in range(n):
-            v = cache.get(cache_key(_cache_fields(ext_key, keys[i])))
-            if v is None:
-                todo.append(i)
-            else:
-                rows[i] = v
+        digests = _Digests(cache)
+    ext_keys = [f"{e.key()}-s{int(size)}-l{LOADER_VERSION}" for e in extractors]
+    rows: list[list[np.ndarray | None]] = [[None] * n for _ in extractors]
+    item: list[str | None] = [None] * n
+
+    def lookup(i: int) -> bool:
+        """Fill image i's rows from the cache; True when every extractor's vector was there."""
+        if cache is None or item[i] is None:
+            return False
+        for k, key in enumerate(ext_keys):
+            if rows[k][i] is None:
+                rows[k][i] = cache.get(cache_key(_cache_fields(key, item[i])))
+        return all(rows[k][i] is not None for k in range(len(extractors)))
+
+    files = dataset.paths is not None
+    todo = []
+    for i in range(n):
+        if cache is not None:
+            item[i] = (f"sha1:{d}" if (d := digests.known(Path(dataset.paths[i]))) else None) if files \
+                else dataset.key(i)
+        if not lookup(i):
+            todo.append(i)
+
+    def load(i: int) -> np.ndarray | None:
+        """Image i at ``size`` (None when its checksum shows its features are already cached)."""
+        if not files:
+            return dataset.image(i, size)
+        p = Path(dataset.paths[i])
+        stat_fields = _Digests._stat_fields(p) if cache is not None else None
+        data = imgio.read_bytes(p)
+        if cache is not None:
+            d = imgio.digest(data)
+            digests.remember(p, stat_fields, d)
+            item[i] = f"sha1:{d}"
+            if lookup(i):  # the same content under another name, or a touched but unchanged file
+                return None
+        return imgio.decode(data, size, path=p)
+
+    bar = None
+    if progress and todo:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(todo), desc=f"{'+'.join(e.name for e in extractors)} features", unit="img",
+                   leave=False, dynamic_ncols=True)
     batches = [todo[j:j + batch_size] for j in range(0, len(todo), batch_size)]
-    for batch in progress_bar(batches, desc=f"{extractor.name} features", disable=not progress):
-        imgs = np.stack([dataset.image(i, size) for i in batch])
-        feats = np.asarray(extractor(imgs), dtype=np.float32)
-        for i, v in zip(batch, feats):
-            rows[i] = v
-            if cache is not None:
-                fields = _cache_fields(ext_key, keys[i])
-                cache.put(cache_key(fields), fields, v)
-    if n == 0:
-        raise InputError("no images")
-    out = np.stack(rows).astype(np.float32)
-    if not np.isfinite(out).all():
-        bad = int(np.where(~np.isfinite(out).all(axis=1))[0][0])
-        raise InputError(f"non-finite {extractor.name} features for image {dataset.ids[bad]!r}")
+    try:
+        with ThreadPoolExecutor(max_workers=READ_THREADS if files else 1) as pool:
+            pending = [(b, [pool.submit(load, i) for i in b]) for b in batches[:PREFETCH_BATCHES]]
+            nxt = len(pending)
+            try:
+                while pending:
+                    batch, futures = pending.pop(0)
+                    if nxt < len(batches):
+                        pending.append((batches[nxt], [pool.submit(load, i) for i in batches[nxt]]))
+                        nxt += 1
+                    fresh = [(i, img) for i, img in ((i, f.result()) for i, f in zip(batch, futures))
+                             if img is not None]
+                    if fresh:
+                        imgs = np.stack([img for _, img in fresh])
+                        for k, ext in enumerate(extractors):
+                            feats = np.asarray(ext(imgs), dtype=np.float32)
+                            for (i, _), v in zip(fresh, feats):
+                                rows[k][i] = v
+                                if cache is not None:
+                                    fields = _cache_fields(ext_keys[k], item[i])
+                                    cache.put(cache_key(fields), fields, v)
+                    if bar is not None:
+                        bar.update(len(batch))
+            except BaseException:  # a bad image: stop reading ahead, report it
+                for _, futures in pending:
+                    for f in futures:
+                        f.cancel()
+                raise
+    finally:
+        if bar is not None:
+            bar.close()
+    out = []
+    for k, ext in enumerate(extractors):
+        m = np.stack(rows[k]).astype(np.float32)
+        if not np.isfinite(m).all():
+            bad = int(np.where(~np.isfinite(m).all(axis=1))[0][0])
+            raise InputError(f"non-finite {ext.name} features for image {dataset.ids[bad]!r}")
+        out.append(m)
     return out

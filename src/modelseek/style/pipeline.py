@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -28,7 +28,7 @@ from ..errors import InputError, NotFittedError
 from ..evaluate import evaluate
 from ..progress import progress_bar
 from .data import StyleDataset
-from .descriptors import EXTRACTORS, extract, make_extractor
+from .descriptors import EXTRACTORS, extract_many, make_extractor
 from .retrievers import RETRIEVERS, make_retriever, rrf
 
 DEFAULT_METHODS = ("hist-centroid", "hist-knn", "hist-logreg", "colour-logreg", "texture-logreg", "gram-centroid",
@@ -45,6 +45,7 @@ class MethodSpec:
     retriever: str = ""
     pca: int | None = None
     members: tuple["MethodSpec", ...] = ()
+    finetune: Any = None  # a baseline.FineTune: the organisers' fine-tuned classifier (ARCH-finetune)
 
     @property
     def is_fusion(self) -> bool:
@@ -70,9 +71,14 @@ def parse_method(name: str) -> MethodSpec:
         return MethodSpec(name, members=specs)
     base, _, opt = name.partition("@")
     feats, sep, retr = base.rpartition("-")
+    if sep and feats and retr == "finetune":
+        from .baseline import parse_finetune
+
+        return MethodSpec(name, finetune=parse_finetune(name, feats, opt))
     if not sep or not feats:
         raise InputError(f"method {name!r} must look like FEATURES-RETRIEVER (e.g. gram-logreg); retrievers: "
-                         f"{', '.join(RETRIEVERS.names())}; features: {', '.join(EXTRACTORS.names())}",
+                         f"{', '.join(RETRIEVERS.names())}; features: {', '.join(EXTRACTORS.names())}; or the organisers' "
+                         f"baseline ARCH-finetune (e.g. resnet50-finetune)",
                          field="method")
     RETRIEVERS.get(retr)
     features = tuple(feats.split("+"))
@@ -98,12 +104,22 @@ class FeatureBank:
         self.params = dict(extractor_params or {})
         self.registry = registry
         self._feats: dict[str, np.ndarray] = {}
+        self._extra: dict[Any, np.ndarray] = {}  # what a fine-tuned method computes once per bank
+
+    def _make(self, name: str):
+        return make_extractor(name, seed=self.seed, registry=self.registry,
+                              **self.params.get(name.partition(":")[0], {}))
+
+    def prefetch(self, names: Sequence[str]) -> None:
+        """Compute the features of every extractor in ``names`` not yet held, in one pass over the images."""
+        todo = [n for n in dict.fromkeys(names) if n not in self._feats]
+        if todo:
+            mats = extract_many(self.dataset, [self._make(n) for n in todo], size=self.size, cache=self.cache,
+                                progress=self.progress)
+            self._feats.update(zip(todo, mats))
 
     def get(self, name: str) -> np.ndarray:
-        if name not in self._feats:
-            ext = make_extractor(name, seed=self.seed, registry=self.registry,
-                                 **self.params.get(name.partition(":")[0], {}))
-            self._feats[name] = extract(self.dataset, ext, size=self.size, cache=self.cache, progress=self.progress)
+        self.prefetch([name])
         return self._feats[name]
 
     def matrix(self, features: Sequence[str]) -> tuple[np.ndarray, list[int]]:
@@ -115,6 +131,10 @@ def method_scores(spec: MethodSpec, train: FeatureBank, train_idx: Sequence[int]
                   test_idx: Sequence[int], labels: Sequence[str], models: Sequence[str], seed: int = 0,
                   params: Mapping[str, dict] | None = None) -> np.ndarray:
     """Fit ``spec`` on rows ``train_idx`` of ``train`` and score rows ``test_idx`` of ``test``."""
+    if spec.finetune is not None:
+        from .baseline import finetune_scores
+
+        return finetune_scores(spec.finetune, train, train_idx, test, test_idx, labels, models)
     if spec.is_fusion:
         return rrf([method_scores(m, train, train_idx, test, test_idx, labels, models, seed, params)
                     for m in spec.members])
@@ -176,8 +196,7 @@ class StyleRanker:
         self.train_ = train
         self.bank_ = FeatureBank(train, self.size, self.seed, self.cache, self.progress, self._ext_params(),
                                  self.registry)
-        for f in self.spec_.all_features():
-            self.bank_.get(f)
+        self.bank_.prefetch(self.spec_.all_features())
         return self
 
     def _ext_params(self):
@@ -189,6 +208,7 @@ class StyleRanker:
         if tuple(queries.models.ids) != tuple(self.train_.models.ids):
             raise InputError("queries and training images use different model lists")
         bank = FeatureBank(queries, self.size, self.seed, self.cache, self.progress, self._ext_params(), self.registry)
+        bank.prefetch(self.spec_.all_features())
         return method_scores(self.spec_, self.bank_, range(len(self.train_)), bank, range(len(queries)),
                              self.train_.labels, self.train_.models.ids, self.seed, self.params)
 
@@ -299,8 +319,7 @@ def cross_validate_style(dataset: StyleDataset, methods: Sequence[str] = DEFAULT
     except InputError as exc:
         raise InputError(exc.message, path=dataset.source or None, field=exc.field) from None
     bank = FeatureBank(dataset, size, seed, cache, progress, ext_params, registry)
-    for f in dict.fromkeys(f for s in specs.values() for f in s.all_features()):
-        bank.get(f)
+    bank.prefetch([f for s in specs.values() for f in s.all_features()])
     models = list(dataset.models.ids)
     n = len(dataset)
     all_scores = {m: np.zeros((n, len(models))) for m in specs}
