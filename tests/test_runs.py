@@ -35,7 +35,9 @@ def test_from_scores_orders_and_breaks_ties_by_natural_docid(tmp_path):
 def test_runs_are_immutable_and_derived_runs_are_new():
     run = Run.from_scores({"t": {"a": 1.0}}, "x")
     with pytest.raises(TypeError):
-        run._topics["t"] = ()  # type: ignore[index]
+        run["t"] = ()  # type: ignore[index]
+    with pytest.raises(ValueError):  # the columns are read-only views
+        run.arrays().score[0] = 2.0
     other = run.with_id("y")
     assert other is not run and run.run_id == "x" and other.run_id == "y"
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import math
 from pathlib import Path
-from typing import Iterable, Mapping, TYPE_CHECKING
+from typing import Iterable, Mapping, NamedTuple, TYPE_CHECKING
 
 import numpy as np
 
@@ -58,6 +58,28 @@ class GradingScheme(Choice):
             return 1
         return 0
 
+    def grade_array(self, normalized_f1) -> np.ndarray:
+        """:meth:`grade` of every value (vectorised; values within 1e-8 of a threshold take the scalar rule, so
+        both give the same grade to the last bit)."""
+        x = np.asarray(normalized_f1, dtype=float)
+        r = np.round(x, _GRADE_DECIMALS)
+        if self is GradingScheme.NTCIR:
+            thr = np.array([0.90, 0.95, 0.99])
+            g = (r[:, None] > thr).sum(axis=1)
+        else:
+            thr = np.array([0.90, 0.925, 0.95, 0.975])
+            g = (r[:, None] >= thr).sum(axis=1)
+        g = g.astype(np.int64)
+        near = np.flatnonzero((np.abs(x[:, None] - thr) < 1e-8).any(axis=1))
+        for i in near.tolist():
+            g[i] = self.grade(x[i])
+        return g
+
+    def gain_array(self, grades) -> np.ndarray:
+        """:meth:`gain` of every grade; a negative grade (judged non-relevant in TREC qrels) gains 0."""
+        g = np.maximum(np.asarray(grades, dtype=float), 0.0)
+        return np.exp2(g) - 1.0 if self is GradingScheme.NTCIR else g
+
     def gain(self, grade: float) -> float:
         return float(2.0 ** grade - 1.0) if self is GradingScheme.NTCIR else float(grade)
 
@@ -66,37 +88,70 @@ class GradingScheme(Choice):
         return 3 if self is GradingScheme.NTCIR else 4
 
 
+class TruthArrays(NamedTuple):
+    """A ground truth as columns grouped by task (``tasks[i]`` holds rows ``offsets[i]:offsets[i+1]``, in file
+    order): model ids, F1 (or the score) and grades under one scheme."""
+
+    tasks: list[str]
+    offsets: np.ndarray
+    model: np.ndarray
+    f1: np.ndarray
+    grade: np.ndarray
+
+
 class GroundTruth:
-    """Fine-tuned F1 for (task, model) pairs. Immutable; ids are strings."""
+    """Fine-tuned F1 for (task, model) pairs. Immutable; ids are strings.
+
+    A ``grade`` column (as read from TREC qrels by :meth:`from_qrels`) gives the relevance grades directly,
+    whatever the scheme; they may be negative (judged non-relevant). Otherwise grades follow from F1."""
 
     def __init__(self, frame: pd.DataFrame, criticality: Mapping[str, Criticality | str] | None = None,
                  source: str = "") -> None:
+        import pandas as pd
+
         missing = {"task_id", "model_id", "f1"} - set(frame.columns)
         if missing:
             raise InputError(f"ground truth needs columns task_id, model_id, f1; missing {sorted(missing)}")
-        df = frame[["task_id", "model_id", "f1"]].copy()
+        explicit = "grade" in frame.columns
+        df = frame[["task_id", "model_id", "f1", *(["grade"] if explicit else [])]].copy()
         for col in ("task_id", "model_id"):
             if df[col].isna().any():
                 raise InputError(f"ground truth row {int(np.flatnonzero(df[col].isna().to_numpy())[0])}: missing "
                                  f"{col}", field=col)
-        df["task_id"] = df["task_id"].astype(str)
-        df["model_id"] = df["model_id"].astype(str)
+        df["task_id"] = df["task_id"].astype(str).astype(object)
+        df["model_id"] = df["model_id"].astype(str).astype(object)
         df["f1"] = df["f1"].astype(float)
+        if explicit:
+            df["grade"] = df["grade"].astype(np.int64)
         if df.duplicated(["task_id", "model_id"]).any():
             dup = df[df.duplicated(["task_id", "model_id"])].iloc[0]
             raise InputError(f"duplicate (task, model) pair ({dup.task_id}, {dup.model_id})")
         if not np.isfinite(df["f1"]).all():
             raise InputError("f1 must be finite")
         maxes = df.groupby("task_id", sort=False)["f1"].transform("max")
-        if (maxes <= 0).any():
-            bad = df.loc[maxes <= 0, "task_id"].iloc[0]
-            raise InputError(f"task {bad!r}: every model has F1 <= 0; cannot normalise")
-        df["normalized_f1"] = df["f1"] / maxes
+        if explicit:  # qrels: a topic without a relevant document is normal
+            df["normalized_f1"] = np.where(maxes > 0, np.maximum(df["f1"], 0) / maxes.where(maxes > 0, 1.0), 0.0)
+        else:
+            if (maxes <= 0).any():
+                bad = df.loc[maxes <= 0, "task_id"].iloc[0]
+                raise InputError(f"task {bad!r}: every model has F1 <= 0; cannot normalise")
+            df["normalized_f1"] = df["f1"] / maxes
         df["model_rank"] = df.groupby("task_id", sort=False)["f1"].rank(method="min", ascending=False).astype(int)
         self._df = df.reset_index(drop=True)
+        self.explicit_grades = explicit
         self.source = source
+        codes, uniques = pd.factorize(self._df["task_id"])
+        self._task_ids = [str(t) for t in uniques]
+        self._model_ids = [str(m) for m in pd.unique(self._df["model_id"])]
+        self._order = np.argsort(codes, kind="stable")
+        self._offsets = np.zeros(len(uniques) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(codes, minlength=len(uniques)), out=self._offsets[1:])
+        self._index = {t: i for i, t in enumerate(self._task_ids)}
+        self._arrays: dict[GradingScheme, TruthArrays] = {}
+        regret = 1.0 - np.bincount(codes, weights=self._df["normalized_f1"].to_numpy(), minlength=len(uniques)) \
+            / np.diff(self._offsets)
         given = {str(k): Criticality.parse(v) for k, v in (criticality or {}).items()}
-        self._crit = {t: given.get(t) or Criticality.from_regret(self.regret(t)) for t in self.task_ids}
+        self._crit = {t: given.get(t) or Criticality.from_regret(float(r)) for t, r in zip(self._task_ids, regret)}
 
     # ------------------------------------------------------------------------------------------ loading
     @classmethod
@@ -188,11 +243,27 @@ class GroundTruth:
 
     @property
     def task_ids(self) -> list[str]:
-        return list(dict.fromkeys(self._df["task_id"]))
+        return list(self._task_ids)
 
     @property
     def model_ids(self) -> list[str]:
-        return list(dict.fromkeys(self._df["model_id"]))
+        return list(self._model_ids)
+
+    def has_task(self, task_id: str) -> bool:
+        return str(task_id) in self._index
+
+    def arrays(self, scheme: GradingScheme | str = GradingScheme.NTCIR) -> TruthArrays:
+        """The table as columns grouped by task, with the grades under ``scheme`` (computed once)."""
+        s = GradingScheme.parse(scheme)
+        hit = self._arrays.get(s)
+        if hit is None:
+            df, o = self._df, self._order
+            grade = (df["grade"].to_numpy()[o] if self.explicit_grades
+                     else s.grade_array(df["normalized_f1"].to_numpy()[o]))
+            hit = TruthArrays(self._task_ids, self._offsets, df["model_id"].to_numpy(dtype=object)[o],
+                              df["f1"].to_numpy(dtype=float)[o], grade)
+            self._arrays[s] = hit
+        return hit
 
     def matrix(self, column: str = "f1") -> pd.DataFrame:
         """Tasks x models table of ``column`` (f1, normalized_f1 or model_rank)."""
@@ -200,23 +271,26 @@ class GroundTruth:
         return m.loc[self.task_ids, self.model_ids]
 
     def f1(self, task_id: str) -> dict[str, float]:
-        sub = self._task(task_id)
-        return dict(zip(sub["model_id"], sub["f1"]))
+        lo, hi, a = self._slice(task_id)
+        return dict(zip(a.model[lo:hi].tolist(), a.f1[lo:hi].tolist()))
 
     def normalized(self, task_id: str) -> dict[str, float]:
-        sub = self._task(task_id)
-        return dict(zip(sub["model_id"], sub["normalized_f1"]))
+        lo, hi, _ = self._slice(task_id)
+        rows = self._order[lo:hi]
+        return dict(zip(self._df["model_id"].to_numpy()[rows].tolist(),
+                        self._df["normalized_f1"].to_numpy()[rows].tolist()))
 
     def grades(self, task_id: str, scheme: GradingScheme | str = GradingScheme.NTCIR) -> dict[str, int]:
-        s = GradingScheme.parse(scheme)
-        return {m: s.grade(v) for m, v in self.normalized(task_id).items()}
+        lo, hi, a = self._slice(task_id, scheme)
+        return dict(zip(a.model[lo:hi].tolist(), a.grade[lo:hi].tolist()))
 
     def qrels(self, scheme: GradingScheme | str = GradingScheme.NTCIR) -> dict[str, dict[str, int]]:
-        return {t: self.grades(t, scheme) for t in self.task_ids}
+        return {t: self.grades(t, scheme) for t in self._task_ids}
 
     def regret(self, task_id: str) -> float:
         """Expected regret of a random pick: 1 - mean normalized F1."""
-        return float(1.0 - self._task(task_id)["normalized_f1"].mean())
+        lo, hi, _ = self._slice(task_id)
+        return float(1.0 - self._df["normalized_f1"].to_numpy()[self._order[lo:hi]].mean())
 
     def criticality(self, task_id: str) -> Criticality:
         if str(task_id) not in self._crit:
@@ -233,19 +307,15 @@ class GroundTruth:
         if unknown:
             raise InputError(f"task(s) not in the ground truth: {', '.join(unknown[:5])}")
         keep = self._df[self._df["task_id"].isin(ids)]
+        keep = keep[["task_id", "model_id", "f1", *(["grade"] if self.explicit_grades else [])]]
         return GroundTruth(keep, criticality={t: self._crit[t] for t in ids}, source=self.source)
 
-    def _task(self, task_id: str) -> pd.DataFrame:
-        # one groupby, built on first use (the table is immutable): scoring a run looks up every task, and
-        # filtering the whole table per task made evaluation quadratic in the number of tasks
-        groups = self.__dict__.get("_groups")
-        if groups is None:
-            groups = {str(t): sub for t, sub in self._df.groupby("task_id", sort=False)}
-            self.__dict__["_groups"] = groups
-        sub = groups.get(str(task_id))
-        if sub is None:
+    def _slice(self, task_id: str, scheme: GradingScheme | str = GradingScheme.NTCIR) -> tuple[int, int, TruthArrays]:
+        # rows of one task in the task-grouped arrays: looking up every task stays linear in the table's size
+        i = self._index.get(str(task_id))
+        if i is None:
             raise InputError(f"task {task_id!r} is not in the ground truth")
-        return sub
+        return int(self._offsets[i]), int(self._offsets[i + 1]), self.arrays(scheme)
 
     # ------------------------------------------------------------------------------------------ output
     def to_frame(self, scheme: GradingScheme | str = GradingScheme.NTCIR) -> pd.DataFrame:
@@ -254,7 +324,8 @@ class GroundTruth:
         s = GradingScheme.parse(scheme)
         df = self._df.copy()
         df["model_rank"] = df["model_rank"].astype(float)
-        df["relevance_score"] = [s.grade(v) for v in df["normalized_f1"]]
+        df["relevance_score"] = (df["grade"].to_numpy() if self.explicit_grades
+                                 else s.grade_array(df["normalized_f1"].to_numpy()))
         df["criticality"] = [self._crit[t].value for t in df["task_id"]]
         return df[["task_id", "model_id", "f1", "model_rank", "normalized_f1", "relevance_score", "criticality"]]
 
@@ -267,4 +338,4 @@ class GroundTruth:
         return len(self._df)
 
     def __repr__(self) -> str:
-        return f"GroundTruth({len(self.task_ids)} tasks x {len(self.model_ids)} models)"
+        return f"GroundTruth({len(self._task_ids)} tasks x {len(self._model_ids)} models)"
