@@ -8,7 +8,9 @@ regret ``R = 1 - mean_m(normalized_f1)`` (Low < 0.03 <= Medium < 0.10 <= High) u
 from __future__ import annotations
 
 import csv
+import io
 import math
+import re
 from pathlib import Path
 from typing import Iterable, Mapping, NamedTuple, TYPE_CHECKING
 
@@ -20,6 +22,10 @@ if TYPE_CHECKING:  # pandas is imported where it is used: `import modelseek` sta
 from ..enums import Choice
 from ..errors import InputError
 from .task import Criticality
+
+_INT = re.compile(r"[+-]?[0-9]+")
+_FLOAT = re.compile(r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)", re.I)
+_NOT_PLAIN = re.compile(rb"[^\t\n\r\x20-\x7e]")
 
 # Normalized F1 is rounded to this many decimals before grading, so that a ratio meant to be exactly
 # 0.90 (e.g. 0.27 / 0.30 = 0.9000000000000001 in floating point) takes the grade of 0.90.
@@ -163,57 +169,37 @@ class GroundTruth:
         ``any_score=True`` reads a generic ground truth, e.g. a published model zoo's records: the ``f1``
         column may hold any higher-is-better score (accuracy in %, BLEU, a negative loss ...) and must only be
         finite. Grades still come from ``score / best score of the task``, so every task needs a positive
-        best score; model ids are any strings without spaces (Hugging Face ids match a run's docIDs)."""
-        from ..io import open_text
+        best score; model ids are any strings without spaces (Hugging Face ids match a run's docIDs).
+
+        A plain file goes through pandas' C reader (a million rows in well under a second); one that needs
+        a located error, or holds non-ASCII text, is read row by row. A column named twice is an error, and
+        so is an identifier holding a control or format character. Fields of any length are read."""
+        from ..io import decode_text, read_bytes
 
         path = Path(path)
-        rows = []
-        with open_text(path, "ground-truth file") as fh:  # missing, directory, non-UTF-8: located errors
-            reader = csv.DictReader(fh)
-            fields = reader.fieldnames or []
-            for col in ("task_id", "model_id", "f1"):
-                if col not in fields:
-                    raise InputError("missing column", path=path, line=1, field=col)
-            crit_col = "criticality" if "criticality" in fields else None
-            crit: dict[str, Criticality | str] = {}
-            seen: set[tuple[str, str]] = set()
-            first_line: dict[str, int] = {}
-            for lineno, row in enumerate(reader, start=2):
-                t, m = (row["task_id"] or "").strip(), (row["model_id"] or "").strip()
-                if not t:
-                    raise InputError("empty", path=path, line=lineno, field="task_id")
-                if not m:
-                    raise InputError("empty", path=path, line=lineno, field="model_id")
-                try:
-                    f1 = float(row["f1"])
-                except (TypeError, ValueError):
-                    raise InputError(f"not a number: {row['f1']!r}", path=path, line=lineno, field="f1") from None
-                if not math.isfinite(f1):
-                    raise InputError(f"must be finite, got {row['f1']}", path=path, line=lineno, field="f1")
-                if not any_score and (f1 < 0 or f1 > 1):
-                    raise InputError(f"must be in [0, 1], got {row['f1']} (for another higher-is-better score, "
-                                     f"e.g. accuracy in %, read it as any score: --any-score)", path=path,
-                                     line=lineno, field="f1")
-                first_line.setdefault(t, lineno)
-                if (t, m) in seen:
-                    raise InputError(f"duplicate (task, model) pair ({t}, {m})", path=path, line=lineno,
-                                     field="model_id")
-                seen.add((t, m))
-                rows.append((t, m, f1))
-                if crit_col and (row.get(crit_col) or "").strip():
-                    try:
-                        crit[t] = Criticality.parse(row[crit_col])
-                    except InputError as exc:
-                        raise InputError(exc.message, path=path, line=lineno, field=crit_col) from None
-        if not rows:
+        data = read_bytes(path, "ground-truth file")  # missing, directory, FIFO, over the cap: located errors
+        text = decode_text(data, path)
+        fields = _header(text, path)
+        for col in ("task_id", "model_id", "f1"):
+            if col not in fields:
+                raise InputError("missing column", path=path, line=1, field=col)
+        crit_col = "criticality" if "criticality" in fields else None
+        rows = _read_truth_fast(data, fields, crit_col, any_score)
+        if rows is None:
+            rows = _read_truth_careful(path, text, crit_col, any_score)
+        tasks, models, f1s, crit = rows
+        if len(tasks) == 0:
             raise InputError("no rows", path=path)
-        best: dict[str, float] = {}
-        for t, _, f1 in rows:
-            best[t] = max(best.get(t, -math.inf), f1)
-        for t, b in best.items():
-            if b <= 0:
-                raise InputError(f"task {t!r}: the best score is {b:g} <= 0; grades are score / best score and "
-                                 f"need a positive best", path=path, line=first_line[t], field="f1")
+        import pandas as pd
+
+        frame = pd.DataFrame({"task_id": tasks, "model_id": models, "f1": f1s})
+        best = frame.groupby("task_id", sort=False)["f1"].max()
+        if (best <= 0).any():
+            t = str(best.index[np.flatnonzero(best.to_numpy() <= 0)[0]])
+            b = float(best[t])
+            line = _first_line_of(text, path, t)
+            raise InputError(f"task {t!r}: the best score is {b:g} <= 0; grades are score / best score and "
+                             f"need a positive best", path=path, line=line, field="f1")
         if tasks_csv is None and (path.parent / "tasks.csv").exists():
             tasks_csv = path.parent / "tasks.csv"
         if tasks_csv is not None:
@@ -222,12 +208,91 @@ class GroundTruth:
             for tid, row in read_tasks_csv(Path(tasks_csv)).items():
                 if (row.get("task_criticalness") or "").strip():  # a short row has None
                     crit.setdefault(tid, row["task_criticalness"])
-        import pandas as pd
-        frame = pd.DataFrame(rows, columns=["task_id", "model_id", "f1"])
         try:
-            return cls(frame, criticality={t: c for t, c in crit.items()}, source=str(path))
+            return cls(frame, criticality=crit, source=str(path))
         except InputError as exc:
             raise InputError(exc.message, path=path) from None
+
+    @classmethod
+    def from_qrels(cls, path: str | Path) -> "GroundTruth":
+        """Read a TREC qrels file: ``topic iteration docno grade`` per line, white-space separated (trec_eval's
+        format). Grades are integers; a negative grade means judged non-relevant. The grades are used as they
+        are, under every scheme (``--scheme`` then only chooses the gain: 2^grade - 1 or the grade); weighted
+        Kendall tau and regret use the grade as the score. Tiers follow the usual rule on grade / best grade
+        of the topic and mean little for TREC topics."""
+        from ..io import decode_text, read_bytes
+        from .run import bad_identifier_char, describe_char
+
+        path = Path(path)
+        data = read_bytes(path, "ground-truth file")
+        text = decode_text(data, path)
+        tasks: list[str] = []
+        models: list[str] = []
+        grades: list[int] = []
+        seen: dict[tuple[str, str], int] = {}
+        fast = _read_qrels_fast(data)
+        if fast is not None:
+            tasks, models, grades = fast
+        else:
+            for lineno, raw in enumerate(text.split("\n"), 1):
+                parts = raw.split()
+                if not parts:
+                    continue
+                if len(parts) != 4:
+                    raise InputError(f"expected 4 columns (topic iteration docno grade), found {len(parts)}",
+                                     path=path, line=lineno)
+                t, _, d, g = parts
+                for fname, value in (("topic", t), ("docno", d)):
+                    c = bad_identifier_char(value)
+                    if c is not None:
+                        raise InputError(f"{value!r} holds {describe_char(c)}, a control or format character",
+                                         path=path, line=lineno, field=fname)
+                if not _INT.fullmatch(g) or abs(int(g)) > 2**31:
+                    raise InputError(f"not an integer grade: {g[:40]!r}", path=path, line=lineno, field="grade")
+                if (t, d) in seen:
+                    raise InputError(f"duplicate (topic, docno) pair ({t}, {d}); first on line {seen[(t, d)]}",
+                                     path=path, line=lineno, field="docno")
+                seen[(t, d)] = lineno
+                tasks.append(t)
+                models.append(d)
+                grades.append(int(g))
+        if len(tasks) == 0:
+            raise InputError("no judgments", path=path)
+        import pandas as pd
+
+        frame = pd.DataFrame({"task_id": tasks, "model_id": models, "f1": np.asarray(grades, dtype=float),
+                              "grade": np.asarray(grades, dtype=np.int64)})
+        if fast is not None and frame.duplicated(["task_id", "model_id"]).any():
+            return cls.from_qrels_careful(path, text)
+        return cls(frame, source=str(path))
+
+    @classmethod
+    def from_qrels_careful(cls, path: Path, text: str) -> "GroundTruth":
+        seen: dict[tuple[str, str], int] = {}
+        for lineno, raw in enumerate(text.split("\n"), 1):
+            parts = raw.split()
+            if len(parts) == 4:
+                key = (parts[0], parts[2])
+                if key in seen:
+                    raise InputError(f"duplicate (topic, docno) pair {key}; first on line {seen[key]}", path=path,
+                                     line=lineno, field="docno")
+                seen[key] = lineno
+        raise InputError("duplicate (topic, docno) pair", path=path)  # pragma: no cover (found above)
+
+    @staticmethod
+    def detect_format(path: str | Path) -> str:
+        """``qrels`` when the first non-blank line has four white-space separated fields ending in an integer
+        and no comma, else ``csv``."""
+        from ..io import check_file
+
+        p = check_file(path, "ground-truth file")
+        with open(p, "rb") as fh:
+            head = fh.read(65536)
+        for raw in head.decode("utf-8", "replace").lstrip("\ufeff").split("\n"):
+            if raw.strip():
+                parts = raw.split()
+                return "qrels" if ("," not in raw and len(parts) == 4 and _INT.fullmatch(parts[3])) else "csv"
+        return "csv"
 
     @classmethod
     def from_matrix(cls, matrix: pd.DataFrame, criticality: Mapping[str, str] | None = None) -> "GroundTruth":
@@ -310,6 +375,18 @@ class GroundTruth:
         keep = keep[["task_id", "model_id", "f1", *(["grade"] if self.explicit_grades else [])]]
         return GroundTruth(keep, criticality={t: self._crit[t] for t in ids}, source=self.source)
 
+    def rename_models(self, mapping: Mapping[str, str]) -> "GroundTruth":
+        """A new ground truth whose model ids are renamed by ``mapping`` (others unchanged); two ids of one task
+        that become the same model are an error."""
+        df = self._df[["task_id", "model_id", "f1", *(["grade"] if self.explicit_grades else [])]].copy()
+        df["model_id"] = [mapping.get(m, m) for m in df["model_id"].tolist()]
+        dup = df.duplicated(["task_id", "model_id"])
+        if dup.any():
+            row = df[dup].iloc[0]
+            raise InputError(f"task {row.task_id!r} names model {row.model_id!r} twice (once by its pool id, once by "
+                             f"its Hugging Face id)", path=self.source or None, field="model_id")
+        return GroundTruth(df, criticality=self._crit, source=self.source)
+
     def _slice(self, task_id: str, scheme: GradingScheme | str = GradingScheme.NTCIR) -> tuple[int, int, TruthArrays]:
         # rows of one task in the task-grouped arrays: looking up every task stays linear in the table's size
         i = self._index.get(str(task_id))
@@ -339,3 +416,170 @@ class GroundTruth:
 
     def __repr__(self) -> str:
         return f"GroundTruth({len(self._task_ids)} tasks x {len(self._model_ids)} models)"
+
+
+# ---------------------------------------------------------------------------------------------- readers
+def _header(text: str, path: Path) -> list[str]:
+    """The header's column names (stripped); a column named twice is an error."""
+    first = text.split("\n", 1)[0].rstrip("\r")
+    try:
+        fields = next(csv.reader([first]), [])
+    except csv.Error as exc:
+        raise InputError(f"malformed header: {exc}", path=path, line=1) from None
+    fields = [f.strip() for f in fields]
+    seen: dict[str, int] = {}
+    for i, f in enumerate(fields, 1):
+        if f in seen and f:
+            raise InputError(f"column {f!r} is named twice (columns {seen[f]} and {i})", path=path, line=1,
+                             field=f)
+        seen[f] = i
+    return fields
+
+
+def _read_truth_fast(data: bytes, fields: list[str], crit_col: str | None, any_score: bool):
+    """pandas' C reader over a plain (printable ASCII) file whose every value is valid; None otherwise."""
+    if _NOT_PLAIN.search(data) or b'"' in data:
+        return None
+    if b"\r" in data and b"\r" in data.replace(b"\r\n", b""):
+        return None
+    import pandas as pd
+
+    use = ["task_id", "model_id", "f1", *([crit_col] if crit_col else [])]
+    try:
+        df = pd.read_csv(io.BytesIO(data), usecols=use, dtype=object, na_filter=False, engine="c",
+                         skipinitialspace=False)
+    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, OverflowError):
+        return None
+    t = df["task_id"].to_numpy(dtype=object)
+    m = df["model_id"].to_numpy(dtype=object)
+    raw_f1 = df["f1"].to_numpy(dtype=object)
+    n = len(df)
+    n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    if n + 1 != n_lines:
+        return None  # blank lines: the careful reader numbers the lines
+    joined = "".join(t.tolist()) + "".join(m.tolist())
+    if joined != joined.strip() or " " in joined or "\t" in joined:
+        return None  # spaces around ids are stripped, and located, by the careful reader
+    if (t == "").any() or (m == "").any():
+        return None
+    f1s = "".join(raw_f1.tolist())
+    if "_" in f1s or " " in f1s:
+        return None
+    try:
+        f1 = raw_f1.astype(np.float64)  # float() per value: the same numbers as the careful reader
+    except (ValueError, TypeError):
+        return None
+    if not np.isfinite(f1).all() or (not any_score and ((f1 < 0) | (f1 > 1)).any()):
+        return None
+    if pd.DataFrame({"t": t, "m": m}).duplicated().any():
+        return None
+    crit: dict[str, Criticality | str] = {}
+    if crit_col:
+        c = df[crit_col].to_numpy(dtype=object)
+        given = c != ""
+        if given.any():
+            last = pd.DataFrame({"t": t[given], "c": c[given]}).drop_duplicates("t", keep="last")
+            try:
+                crit = {str(k): Criticality.parse(v) for k, v in zip(last["t"], last["c"])}
+            except InputError:
+                return None
+    return t, m, f1, crit
+
+
+def _read_truth_careful(path: Path, text: str, crit_col: str | None, any_score: bool):
+    """Row by row with :mod:`csv`; the first problem is an error naming its line and field."""
+    from .run import bad_identifier_char, describe_char
+
+    tasks, models, f1s = [], [], []
+    crit: dict[str, Criticality | str] = {}
+    seen: set[tuple[str, str]] = set()
+    limit = max(len(text) + 1, csv.field_size_limit())
+    old = csv.field_size_limit(limit)  # a field may be as long as the (capped) file; restored below
+    try:
+        reader = csv.reader(io.StringIO(text, newline=""))
+        header = next(reader, [])
+        idx = {name.strip(): i for i, name in enumerate(header)}
+        it, im, i1 = idx["task_id"], idx["model_id"], idx["f1"]
+        ic = idx.get(crit_col) if crit_col else None
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                raise InputError(f"malformed CSV: {exc}", path=path, line=reader.line_num) from None
+            lineno = reader.line_num
+            if not row or not any(x.strip() for x in row):
+                continue
+
+            def cell(i):
+                return row[i] if i is not None and i < len(row) else None
+
+            t, m, raw = (cell(it) or "").strip(), (cell(im) or "").strip(), cell(i1)
+            if not t:
+                raise InputError("empty", path=path, line=lineno, field="task_id")
+            if not m:
+                raise InputError("empty", path=path, line=lineno, field="model_id")
+            for fname, value in (("task_id", t), ("model_id", m)):
+                c = bad_identifier_char(value)
+                if c is not None:
+                    raise InputError(f"{value[:60]!r} holds {describe_char(c)}, a control or format character",
+                                     path=path, line=lineno, field=fname)
+            if raw is None or not _FLOAT.fullmatch(raw.strip()):
+                raise InputError(f"not a number: {(raw or '')[:60]!r}", path=path, line=lineno, field="f1")
+            f1 = float(raw)
+            if not math.isfinite(f1):
+                raise InputError(f"must be finite, got {raw.strip()[:60]}", path=path, line=lineno, field="f1")
+            if not any_score and (f1 < 0 or f1 > 1):
+                raise InputError(f"must be in [0, 1], got {raw.strip()[:60]} (for another higher-is-better score, "
+                                 f"e.g. accuracy in %, read it as any score: --any-score)", path=path,
+                                 line=lineno, field="f1")
+            if (t, m) in seen:
+                raise InputError(f"duplicate (task, model) pair ({t}, {m})", path=path, line=lineno,
+                                 field="model_id")
+            seen.add((t, m))
+            tasks.append(t)
+            models.append(m)
+            f1s.append(f1)
+            cv = cell(ic)
+            if ic is not None and (cv or "").strip():
+                try:
+                    crit[t] = Criticality.parse(cv)
+                except InputError as exc:
+                    raise InputError(exc.message, path=path, line=lineno, field=crit_col) from None
+    finally:
+        csv.field_size_limit(old)
+    return tasks, models, np.asarray(f1s, dtype=float), crit
+
+
+def _first_line_of(text: str, path: Path, task: str) -> int | None:
+    for lineno, raw in enumerate(text.split("\n"), 1):
+        if lineno > 1 and raw.split(",", 1)[0].strip().strip('"') == task:
+            return lineno
+    return None
+
+
+def _read_qrels_fast(data: bytes):
+    if _NOT_PLAIN.search(data):
+        return None
+    if b"\r" in data and b"\r" in data.replace(b"\r\n", b""):
+        return None
+    import pandas as pd
+
+    try:
+        df = pd.read_csv(io.BytesIO(data), sep=r"\s+", header=None, names=list(range(4)), engine="c",
+                         dtype={0: object, 1: object, 2: object, 3: object}, na_filter=False)
+    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, OverflowError):
+        return None
+    if df.empty:
+        return None
+    g = df[3].to_numpy(dtype=object)
+    if (g == "").any() or "_" in "".join(g.tolist()):
+        return None
+    try:
+        grade = g.astype(np.int64)
+    except (ValueError, OverflowError):
+        return None
+    if (np.abs(grade) > 2**31).any():
+        return None
+    return df[0].to_numpy(dtype=object), df[2].to_numpy(dtype=object), grade
