@@ -175,6 +175,58 @@ def open_text(path: str | os.PathLike, what: str = "file") -> io.StringIO:
     return io.StringIO(read_text(path, what), newline="")
 
 
+class _LongFields:
+    """Lift :mod:`csv`'s 131,072-character field limit while a reader parses (the file itself is capped)."""
+
+    def __enter__(self):
+        import csv
+
+        self._old = csv.field_size_limit(2**31 - 1)
+
+    def __exit__(self, *exc):
+        import csv
+
+        csv.field_size_limit(self._old)
+        return False
+
+
+def csv_dict_reader(fh, path: str | os.PathLike | None = None):
+    """A :class:`csv.DictReader` whose problems are located ``InputError`` errors: a field or header of any length
+    is read (no ``_csv.Error`` at 131,072 characters), a malformed row names its line, and a header naming a
+    column twice is refused (DictReader would silently keep the last)."""
+    import csv
+
+    class Reader(csv.DictReader):
+        @property
+        def fieldnames(self):
+            if self._fieldnames is None:
+                with _LongFields():
+                    try:
+                        names = csv.DictReader.fieldnames.fget(self)
+                    except csv.Error as exc:
+                        raise InputError(f"malformed CSV header: {exc}", path=path, line=1) from None
+                seen: dict[str, int] = {}
+                for i, name in enumerate(names or [], 1):
+                    if name in seen and name.strip():
+                        raise InputError(f"column {name!r} is named twice (columns {seen[name]} and {i})", path=path,
+                                         line=1, field=name)
+                    seen[name] = i
+            return self._fieldnames
+
+        @fieldnames.setter
+        def fieldnames(self, value):
+            self._fieldnames = value
+
+        def __next__(self):
+            with _LongFields():
+                try:
+                    return super().__next__()
+                except csv.Error as exc:
+                    raise InputError(f"malformed CSV: {exc}", path=path, line=self.line_num) from None
+
+    return Reader(fh)
+
+
 def line_of(text: str, offset: int) -> int:
     """1-based line number of character ``offset`` in ``text``."""
     return text.count("\n", 0, max(0, offset)) + 1

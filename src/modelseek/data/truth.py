@@ -422,10 +422,13 @@ class GroundTruth:
 def _header(text: str, path: Path) -> list[str]:
     """The header's column names (stripped); a column named twice is an error."""
     first = text.split("\n", 1)[0].rstrip("\r")
+    old = csv.field_size_limit(max(len(first) + 1, csv.field_size_limit()))  # a header of any length
     try:
         fields = next(csv.reader([first]), [])
     except csv.Error as exc:
         raise InputError(f"malformed header: {exc}", path=path, line=1) from None
+    finally:
+        csv.field_size_limit(old)
     fields = [f.strip() for f in fields]
     seen: dict[str, int] = {}
     for i, f in enumerate(fields, 1):
