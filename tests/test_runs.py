@@ -113,3 +113,20 @@ def test_evaluate_rejects_malformed_file(tmp_path, cli, tiny_layout):
     p = write_lines(tmp_path / "m.txt", ["1001 Q0 1 x 0.5 r"])
     r = cli("evaluate", p, "--ground-truth", tiny_layout / "ground-truth.csv")
     assert r.code == 1 and "m.txt:1: field 'Rank'" in r.err and len(r.err.strip().splitlines()) == 1
+
+
+def test_numeric_looking_ids_keep_their_text(tmp_path):
+    # the C reader must not read ids as numbers: 001 and 1 are two topics, 01 and 1 two docIDs
+    p = tmp_path / "ids.txt"
+    p.write_text("001 Q0 01 1 0.5 r\n1 Q0 1 1 0.4 r\n001 Q0 1 2 0.3 r\n")
+    run = read_run(p)
+    assert list(run) == ["001", "1"] and run.ranking("001") == ["01", "1"] and run.ranking("1") == ["1"]
+
+
+def test_rows_out_of_order_are_grouped_by_topic_then_rank_then_line(tmp_path):
+    p = tmp_path / "mixed.txt"
+    p.write_text("b Q0 x 2 0.1 r\na Q0 y 2 0.5 r\nb Q0 z 1 0.9 r\na Q0 w 1 0.6 r\nb Q0 v 1 0.2 r\n")
+    run = read_run(p)
+    assert list(run) == ["b", "a"]
+    assert run.ranking("b") == ["z", "v", "x"] and run.ranking("a") == ["w", "y"]
+    assert [e.line for e in run["b"]] == [3, 5, 1]

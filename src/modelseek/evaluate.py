@@ -69,42 +69,55 @@ def evaluate(run: Run, truth: GroundTruth, metrics: Sequence[str] = DEFAULT_METR
         _metrics.get(m)  # unknown names and bad cut-offs: the registry's errors
     ta = truth.arrays(s)
     wanted = list(ta.tasks) if topics is None else [str(t) for t in topics]
-    w_index = pd.Index(wanted)
+    w_index = pd.Index(wanted, dtype=object)  # object: no string-type inference
     if not w_index.is_unique:
         raise InputError("a topic is given twice", field="topics")
-    t_of_w = pd.Index(ta.tasks).get_indexer(w_index)
+    t_of_w = pd.Index(ta.tasks, dtype=object).get_indexer(w_index)
     if (t_of_w < 0).any():
         bad = [wanted[i] for i in np.flatnonzero(t_of_w < 0)[:5]]
         raise InputError(f"task(s) not in the ground truth: {', '.join(bad)}")
     W = len(wanted)
 
     ra = run.arrays()
-    seg_of_topic = w_index.get_indexer(pd.Index(ra.topics)) if ra.topics else np.zeros(0, dtype=np.int64)
+    seg_of_topic = w_index.get_indexer(pd.Index(ra.topics, dtype=object)) if ra.topics else np.zeros(0, dtype=np.int64)
     sizes = np.diff(ra.offsets)
     row_seg = np.repeat(seg_of_topic, sizes)
     keep = row_seg >= 0
     seg = row_seg[keep]
     doc = ra.doc[keep]
-    # evaluation order: Rank order is the run's own row order; trec_eval's is score desc, docID desc
-    if o is Order.TREC_EVAL and seg.size:
-        dcode = pd.factorize(doc, sort=True)[0]
-        perm = np.lexsort((-dcode, -ra.score[keep], seg))
+    # one code per distinct model id / docID: the join, the docID order and the unknown docIDs use it. A run
+    # read from a file carries its docIDs' codes already; only its distinct docIDs are looked up.
+    if ra.doc_code is not None:
+        t_codes, t_uniq = pd.factorize(ta.model)
+        run_names = pd.Index(ra.doc_names, dtype=object)
+        in_truth = pd.Index(t_uniq, dtype=object).get_indexer(run_names)
+        new = in_truth < 0
+        name_code = in_truth.copy()
+        name_code[new] = len(t_uniq) + np.arange(int(new.sum()))
+        uniq = np.concatenate([np.asarray(t_uniq, dtype=object), ra.doc_names[new]])
+        dcode = name_code[ra.doc_code[keep]]
     else:
-        perm = np.argsort(seg, kind="stable")
-    seg, doc = seg[perm], doc[perm]
+        codes, uniq = pd.factorize(np.concatenate([ta.model, doc]))
+        t_codes, dcode = codes[: ta.model.size], codes[ta.model.size:]
+    n_codes = max(len(uniq), 1)
+    known_code = np.zeros(n_codes, dtype=bool)
+    known_code[t_codes] = True
+    unknown_rows = ~known_code[dcode]
+    unknown = [str(u) for u in uniq[pd.unique(dcode[unknown_rows])]] if unknown_rows.any() else []
+    # evaluation order: Rank order is the run's own row order; trec_eval's is score desc, docID desc
+    perm = _order(seg, ra.score[keep], dcode, uniq, o)
+    seg, doc, dcode = seg[perm], doc[perm], dcode[perm]
     n = seg.size
     present = np.bincount(seg, minlength=W) > 0
     seg_start = np.zeros(W + 1, dtype=np.int64)
     np.cumsum(np.bincount(seg, minlength=W), out=seg_start[1:])
     pos = np.arange(n, dtype=np.int64) - seg_start[seg]  # 0-based position within the topic
 
-    # join (topic, docID) to the ground truth's rows: one hash lookup
-    codes, uniq = pd.factorize(np.concatenate([ta.model, doc]))
-    n_codes = max(len(uniq), 1)
+    # join (topic, docID) to the ground truth's rows: one hash lookup of integer keys
     t_sizes = np.diff(ta.offsets)
     truth_task = np.repeat(np.arange(len(ta.tasks), dtype=np.int64), t_sizes)
-    truth_key = truth_task * n_codes + codes[: ta.model.size]
-    run_key = t_of_w[seg].astype(np.int64) * n_codes + codes[ta.model.size:]
+    truth_key = truth_task * n_codes + t_codes
+    run_key = t_of_w[seg].astype(np.int64) * n_codes + dcode
     hit = pd.Index(truth_key).get_indexer(run_key)
     matched = hit >= 0
     shared = np.flatnonzero(present)
@@ -139,10 +152,25 @@ def evaluate(run: Run, truth: GroundTruth, metrics: Sequence[str] = DEFAULT_METR
     per_topic = pd.DataFrame({"tier": tiers, **{m: columns[m] for m in names}}, index=pd.Index(wanted, name="topic"))
     missing = [wanted[i] for i in np.flatnonzero(~present)]
     extra = [t for t, i in zip(ra.topics, seg_of_topic.tolist()) if i < 0]
-    model_set = pd.Index(truth.model_ids)
-    unknown = pd.unique(ra.doc[keep][model_set.get_indexer(ra.doc[keep]) < 0]).tolist() if n else []
     return Report(per_topic, names, run_id=run.run_id, missing_topics=missing, extra_topics=extra, scheme=s.value,
                   unknown_models=unknown, order=o.value, relevance_level=level)
+
+
+def _order(seg, score, dcode, uniq, o) -> np.ndarray:
+    """Rows grouped by topic in evaluation order. Rank order: the run's rows are in it already (a stable
+    integer sort groups topics). trec_eval: score descending, then docID descending, as one stable sort of an
+    integer key (score and docID replaced by their ranks) when it fits in 63 bits, else ``lexsort``."""
+    if o is Order.RANK or seg.size == 0:
+        return np.argsort(seg, kind="stable")
+    doc_rank = np.empty(len(uniq), dtype=np.int64)
+    doc_rank[np.argsort(np.asarray(uniq, dtype=str), kind="stable")] = np.arange(len(uniq))
+    d = doc_rank[dcode]
+    s_uniq, s_rank = np.unique(score, return_inverse=True)
+    n_s, n_d = len(s_uniq), len(uniq)
+    if (int(seg.max()) + 1) * n_s * n_d < 2**62:
+        key = (seg.astype(np.int64) * n_s + (n_s - 1 - s_rank)) * n_d + (n_d - 1 - d)
+        return np.argsort(key, kind="stable")
+    return np.lexsort((-d, -score, seg))
 
 
 def _segment_sum(seg: np.ndarray, values: np.ndarray, W: int) -> np.ndarray:

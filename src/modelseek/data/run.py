@@ -49,6 +49,8 @@ class RunArrays(NamedTuple):
     rank: np.ndarray     # int64
     score: np.ndarray    # float64
     line: np.ndarray     # int64 (0 when built in memory)
+    doc_code: np.ndarray | None = None  # optional: doc[i] == doc_names[doc_code[i]] (from the reader)
+    doc_names: np.ndarray | None = None
 
 
 class Run(Mapping[str, tuple[Entry, ...]]):
@@ -86,7 +88,8 @@ class Run(Mapping[str, tuple[Entry, ...]]):
 
     def _set(self, arrays: RunArrays) -> None:
         for col in arrays[1:]:
-            col.setflags(write=False)
+            if col is not None:
+                col.setflags(write=False)
         self._a = arrays
         self._pos = {t: i for i, t in enumerate(arrays.topics)}
         self._cache: dict[str, tuple[Entry, ...]] = {}
@@ -224,7 +227,12 @@ _INT = re.compile(r"[+-]?[0-9]+")  # ASCII digits only: int() would also take Ar
 _FLOAT = re.compile(r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)", re.I)
 # a file of plain printable ASCII (tabs and line ends allowed) can take the C reader; anything else is read
 # line by line so that a control or format character, or a non-ASCII digit, is refused at its line
-_NOT_PLAIN = re.compile(rb"[^\t\n\r\x20-\x7e]")
+_PLAIN = bytes([9, 10, 13, *range(0x20, 0x7F)])
+
+
+def is_plain(data: bytes) -> bool:
+    """Only printable ASCII, tabs and line ends (``bytes.translate`` deletes those: a C loop, no regex)."""
+    return not data.translate(None, _PLAIN)
 
 
 class _Table(NamedTuple):
@@ -235,6 +243,8 @@ class _Table(NamedTuple):
     score: np.ndarray
     run_id: np.ndarray
     line: np.ndarray
+    # optional (from the C reader): codes and distinct values of run id, topic and docID columns
+    codes: dict | None = None
 
 
 def bad_identifier_char(value: str) -> str | None:
@@ -256,8 +266,12 @@ def describe_char(c: str) -> str:
 
 
 def _parse_fast(data: bytes) -> _Table | None:
-    """The C reader over a plain file of exactly six columns; None when anything needs the careful reader."""
-    if _NOT_PLAIN.search(data):
+    """The C reader over a plain file of exactly six columns; None when anything needs the careful reader.
+
+    (Text columns are read as strings, not as pandas categories: category parsing turns ``001`` and ``1`` into
+    the same number.) Rank values are checked with the careful reader's rule: ``int()`` per value refuses
+    ``1.0`` and ``1e0``, and ``1_0`` is caught before."""
+    if not is_plain(data):
         return None
     if b"\r" in data and b"\r" in data.replace(b"\r\n", b""):
         return None  # a bare carriage return: pandas would take it for a line end
@@ -268,7 +282,8 @@ def _parse_fast(data: bytes) -> _Table | None:
     obj = object
     try:
         df = pd.read_csv(io.BytesIO(data), sep=r"\s+", header=None, names=list(range(6)), engine="c",
-                         dtype={0: obj, 1: obj, 2: obj, 3: obj, 4: np.float64, 5: obj}, na_filter=False)
+                         low_memory=False, dtype={0: obj, 1: obj, 2: obj, 3: obj, 4: np.float64, 5: obj},
+                         na_filter=False)
     except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, OverflowError):
         return None  # a wrong column count, a score that is not a number ...: located by the careful reader
     if df.empty:
@@ -378,9 +393,14 @@ def _build(path: Path, tab: _Table, problems: list[InputError] | None) -> dict[s
     n = tab.topic.size
     if n == 0:
         return {}
-    rcode, rnames = pd.factorize(tab.run_id)
-    tcode, tnames = pd.factorize(tab.topic)
-    dcode, dnames = pd.factorize(tab.doc)
+    if tab.codes is not None:  # category codes of the C reader, renumbered in order of first appearance
+        rcode, rnames = _first_seen(*tab.codes["run"])
+        tcode, tnames = _first_seen(*tab.codes["topic"])
+        dcode, dnames = tab.codes["doc"]
+    else:
+        rcode, rnames = pd.factorize(tab.run_id)
+        tcode, tnames = pd.factorize(tab.topic)
+        dcode, dnames = pd.factorize(tab.doc)
     key = (rcode.astype(np.int64) * len(tnames) + tcode) * len(dnames) + dcode
     dup = pd.Series(key).duplicated(keep="first").to_numpy()
     keep = np.ones(n, dtype=bool)
@@ -396,17 +416,37 @@ def _build(path: Path, tab: _Table, problems: list[InputError] | None) -> dict[s
             problems.append(err)
         keep = ~dup
     runs: dict[str, Run] = {}
+    single = len(rnames) == 1 and bool(keep.all())
     for r, rid in enumerate(rnames.tolist()):
-        rows = np.flatnonzero((rcode == r) & keep) if len(rnames) > 1 or not keep.all() else np.arange(n)
+        rows = np.arange(n) if single else np.flatnonzero((rcode == r) & keep)
         # topics in the order they first appear in this run's lines
-        tc, names = pd.factorize(tab.topic[rows])
-        order = np.lexsort((tab.line[rows], tab.rank[rows], tc))
+        tc, names = (tcode, tnames) if single else pd.factorize(tab.topic[rows])
+        sel = rows[_topic_rank_order(tc, tab.rank[rows])]
         offsets = np.zeros(len(names) + 1, dtype=np.int64)
         np.cumsum(np.bincount(tc, minlength=len(names)), out=offsets[1:])
-        sel = rows[order]
-        runs[rid] = Run.from_arrays(RunArrays(names.tolist(), offsets, tab.doc[sel], tab.rank[sel], tab.score[sel],
-                                              tab.line[sel]), rid)
+        runs[rid] = Run.from_arrays(RunArrays([str(t) for t in names], offsets, tab.doc[sel], tab.rank[sel],
+                                              tab.score[sel], tab.line[sel], dcode[sel],
+                                              np.asarray(dnames, dtype=object)), rid)
     return runs
+
+
+def _first_seen(codes: np.ndarray, names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    import pandas as pd
+
+    new, order = pd.factorize(codes)
+    return new, names[order]
+
+
+def _topic_rank_order(tc: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """Permutation putting rows (in line order) in (topic, rank, line) order: the identity for a file already
+    grouped by topic with increasing ranks, else two stable integer sorts (line order is kept by stability)."""
+    if tc.size < 2:
+        return np.arange(tc.size)
+    dt, dr = np.diff(tc), np.diff(rank)
+    if ((dt > 0) | ((dt == 0) & (dr >= 0))).all():
+        return np.arange(tc.size)
+    by_rank = np.argsort(rank, kind="stable")
+    return by_rank[np.argsort(tc[by_rank], kind="stable")]
 
 
 def read_runs(path: str | Path, extra_columns: bool = False) -> dict[str, Run]:
@@ -488,7 +528,7 @@ def validate_run(path: str | Path, topics: Iterable[str] | None = None, docs: It
         want_topics = None if want_topics is None else [normalize_b_id(t) for t in want_topics]
         want_docs = None if want_docs is None else [normalize_b_id(d) for d in want_docs]
     topic_set = None if want_topics is None else set(want_topics)
-    doc_index = None if want_docs is None else pd.Index(list(dict.fromkeys(want_docs)))
+    doc_index = None if want_docs is None else pd.Index(list(dict.fromkeys(want_docs)), dtype=object)
     doc_set = None if want_docs is None else set(want_docs)
     for rid, run in runs.items():
         a = run.arrays()

@@ -25,7 +25,6 @@ from .task import Criticality
 
 _INT = re.compile(r"[+-]?[0-9]+")
 _FLOAT = re.compile(r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)", re.I)
-_NOT_PLAIN = re.compile(rb"[^\t\n\r\x20-\x7e]")
 
 # Normalized F1 is rounded to this many decimals before grading, so that a ratio meant to be exactly
 # 0.90 (e.g. 0.27 / 0.30 = 0.9000000000000001 in floating point) takes the grade of 0.90.
@@ -441,7 +440,9 @@ def _header(text: str, path: Path) -> list[str]:
 
 def _read_truth_fast(data: bytes, fields: list[str], crit_col: str | None, any_score: bool):
     """pandas' C reader over a plain (printable ASCII) file whose every value is valid; None otherwise."""
-    if _NOT_PLAIN.search(data) or b'"' in data:
+    from .run import is_plain
+
+    if not is_plain(data) or b'"' in data:
         return None
     if b"\r" in data and b"\r" in data.replace(b"\r\n", b""):
         return None
@@ -449,7 +450,7 @@ def _read_truth_fast(data: bytes, fields: list[str], crit_col: str | None, any_s
 
     use = ["task_id", "model_id", "f1", *([crit_col] if crit_col else [])]
     try:
-        df = pd.read_csv(io.BytesIO(data), usecols=use, dtype=object, na_filter=False, engine="c",
+        df = pd.read_csv(io.BytesIO(data), usecols=use, dtype=object, na_filter=False, engine="c", low_memory=False,
                          skipinitialspace=False)
     except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, OverflowError):
         return None
@@ -563,14 +564,16 @@ def _first_line_of(text: str, path: Path, task: str) -> int | None:
 
 
 def _read_qrels_fast(data: bytes):
-    if _NOT_PLAIN.search(data):
+    from .run import is_plain
+
+    if not is_plain(data):
         return None
     if b"\r" in data and b"\r" in data.replace(b"\r\n", b""):
         return None
     import pandas as pd
 
     try:
-        df = pd.read_csv(io.BytesIO(data), sep=r"\s+", header=None, names=list(range(4)), engine="c",
+        df = pd.read_csv(io.BytesIO(data), sep=r"\s+", header=None, names=list(range(4)), engine="c", low_memory=False,
                          dtype={0: object, 1: object, 2: object, 3: object}, na_filter=False)
     except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, OverflowError):
         return None
