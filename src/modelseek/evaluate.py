@@ -130,7 +130,7 @@ def evaluate(run: Run, truth: GroundTruth, metrics: Sequence[str] = DEFAULT_METR
     f1 = np.where(matched, ta.f1[np.maximum(hit, 0)], np.nan)
 
     columns: dict[str, np.ndarray] = {}
-    ideal_cache: dict[int, np.ndarray] = {}
+    ideal_cache: dict = {}
     for m, (base, k) in parsed.items():
         if base == "ndcg":
             columns[m] = _ndcg(seg, pos, grade, k, W, s, lambda kk: _idcg(ta, t_of_w, kk, s, ideal_cache))
@@ -183,15 +183,18 @@ def _dcg(seg, pos, gains, k, W) -> np.ndarray:
 
 
 def _idcg(ta, t_of_w, k, s, cache) -> np.ndarray:
-    """Ideal DCG@k of every ground-truth task (all its candidates, best gains first), computed once per k."""
+    """Ideal DCG@k of every ground-truth task (all its candidates, best gains first): one sort per ground truth
+    and scheme, one segment sum per k."""
     hit = cache.get(k)
     if hit is None:
-        gains = s.gain_array(ta.grade)
-        task = np.repeat(np.arange(len(ta.tasks)), np.diff(ta.offsets))
-        order = np.lexsort((-gains, task))
-        pos = np.arange(task.size) - ta.offsets[task]
-        hit = _dcg(task, pos, gains[order], k, len(ta.tasks))
-        cache[k] = hit
+        ideal = cache.get("ideal")
+        if ideal is None:
+            gains = s.gain_array(ta.grade)
+            task = np.repeat(np.arange(len(ta.tasks)), np.diff(ta.offsets))
+            order = np.lexsort((-gains, task))
+            ideal = cache["ideal"] = (task, np.arange(task.size) - ta.offsets[task], gains[order])
+        task, pos, gains = ideal
+        hit = cache[k] = _dcg(task, pos, gains, k, len(ta.tasks))
     return hit[t_of_w]
 
 

@@ -15,7 +15,7 @@ import argparse
 import sys
 
 from ._common import PROBABILITY, SAMPLE_COUNT, SEED, print_json
-from .evaluate import add_truth_args, check_shared_topics, harmonise, load_runs, pool_aliases, read_truth
+from .evaluate import add_truth_args, check_shared_topics, harmonise, load_runs, read_truth
 
 DEFAULT_METRICS = "ndcg@1,ndcg@3,ndcg@5,mrr"
 _SUP = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖ𐞥ʳˢᵗᵘᵛʷˣʸᶻ")
@@ -221,7 +221,7 @@ def run(args: argparse.Namespace) -> int:
     if args.baseline is not None and args.baseline not in origin:
         raise InputError(f"--baseline {args.baseline!r} is not a run id of the files (run ids: "
                          f"{', '.join(origin)})")
-    runs, truth = harmonise(runs, truth, pool_aliases(args.pool))
+    runs, truth = harmonise(runs, truth, args.pool)
     metrics = [m.strip().lower() for m in args.metrics.split(",") if m.strip()]
     reports = [evaluate(r, truth, metrics, args.scheme, order=args.order, relevance_level=args.relevance_level)
                for r in runs]

@@ -32,10 +32,10 @@ def add_truth_args(p) -> None:
                    help="the f1 column holds any higher-is-better score (accuracy in %%, BLEU ...), e.g. a "
                         "published model zoo's records: values outside [0, 1] are accepted")
     p.add_argument("--tasks-csv", help="tasks.csv giving criticality (default: beside the ground truth)")
-    p.add_argument("--pool", default="ntcir19",
+    p.add_argument("--pool", default=None,
                    help="pool whose ids and Hugging Face ids name the same models, so that a run of NTCIR docIDs "
-                        "scores against a ground truth of HF ids and back (default: ntcir19; 'none' to match "
-                        "ids as written)")
+                        "scores against a ground truth of HF ids and back (default: ntcir19 for a CSV ground "
+                        "truth, none for TREC qrels; 'none' to match ids as written)")
     add_scheme(p)
     p.add_argument("--relevance-level", type=int_at_least(1), default=1, metavar="N",
                    help="lowest grade counted as relevant by MRR and binary measures (trec_eval's -l; default 1)")
@@ -90,8 +90,22 @@ def pool_aliases(name: str | None) -> dict[str, str]:
     return {c.hf_id: c.id for c in load_pool(name) if c.hf_id and c.hf_id != c.id}
 
 
-def harmonise(runs, truth, aliases: dict[str, str]):
-    """Runs and ground truth with every HF id of the pool written as the pool's id (other ids unchanged)."""
+def harmonise(runs, truth, pool: str | None):
+    """Runs and ground truth with every HF id of ``pool`` written as the pool's id (other ids unchanged).
+
+    Default pool: ntcir19 for a CSV ground truth, none for TREC qrels (their docnos are not models). The pool
+    is not even read when every docID of the runs is a model id of the ground truth already."""
+    explicit = pool is not None
+    if pool is None:
+        pool = "none" if truth.explicit_grades else "ntcir19"
+    if pool.lower() == "none":
+        return runs, truth
+    known = set(truth.model_ids)
+    if all(d in known for r in runs for d in _docs(r)):
+        if explicit:
+            pool_aliases(pool)  # a bad --pool is still an error
+        return runs, truth
+    aliases = pool_aliases(pool)
     if not aliases:
         return runs, truth
     if any(m in aliases for m in truth.model_ids):
@@ -101,9 +115,12 @@ def harmonise(runs, truth, aliases: dict[str, str]):
 
 
 def _docs(run):
+    a = run.arrays()
+    if a.doc_names is not None:
+        return a.doc_names.tolist()
     import pandas as pd
 
-    return pd.unique(run.arrays().doc).tolist()
+    return pd.unique(a.doc).tolist()
 
 
 def load_runs(path, run_id=None):
@@ -128,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
 
     truth = read_truth(args)
     runs = load_runs(args.run, args.run_id)
-    runs, truth = harmonise(runs, truth, pool_aliases(args.pool))
+    runs, truth = harmonise(runs, truth, args.pool)
     metrics = [m for m in args.metrics.split(",") if m.strip()]
     check_shared_topics(runs, truth, args.run)
     reports = [evaluate(r, truth, metrics, args.scheme, order=args.order, relevance_level=args.relevance_level)

@@ -123,29 +123,33 @@ class GroundTruth:
             if df[col].isna().any():
                 raise InputError(f"ground truth row {int(np.flatnonzero(df[col].isna().to_numpy())[0])}: missing "
                                  f"{col}", field=col)
-        df["task_id"] = df["task_id"].astype(str).astype(object)
-        df["model_id"] = df["model_id"].astype(str).astype(object)
+        for col in ("task_id", "model_id"):  # object columns of str (no per-call string-type conversions)
+            if df[col].dtype != object or pd.api.types.infer_dtype(df[col], skipna=False) != "string":
+                df[col] = df[col].astype(str).astype(object)
         df["f1"] = df["f1"].astype(float)
         if explicit:
             df["grade"] = df["grade"].astype(np.int64)
         if df.duplicated(["task_id", "model_id"]).any():
             dup = df[df.duplicated(["task_id", "model_id"])].iloc[0]
             raise InputError(f"duplicate (task, model) pair ({dup.task_id}, {dup.model_id})")
-        if not np.isfinite(df["f1"]).all():
+        f1 = df["f1"].to_numpy(dtype=float)
+        if not np.isfinite(f1).all():
             raise InputError("f1 must be finite")
-        maxes = df.groupby("task_id", sort=False)["f1"].transform("max")
+        codes, uniques = pd.factorize(df["task_id"].to_numpy(dtype=object))
+        best = np.full(len(uniques), -np.inf)
+        np.maximum.at(best, codes, f1)
+        maxes = best[codes]
         if explicit:  # qrels: a topic without a relevant document is normal
-            df["normalized_f1"] = np.where(maxes > 0, np.maximum(df["f1"], 0) / maxes.where(maxes > 0, 1.0), 0.0)
+            df["normalized_f1"] = np.where(maxes > 0, np.maximum(f1, 0) / np.where(maxes > 0, maxes, 1.0), 0.0)
         else:
             if (maxes <= 0).any():
-                bad = df.loc[maxes <= 0, "task_id"].iloc[0]
+                bad = df["task_id"].to_numpy()[np.flatnonzero(maxes <= 0)[0]]
                 raise InputError(f"task {bad!r}: every model has F1 <= 0; cannot normalise")
-            df["normalized_f1"] = df["f1"] / maxes
-        df["model_rank"] = df.groupby("task_id", sort=False)["f1"].rank(method="min", ascending=False).astype(int)
+            df["normalized_f1"] = f1 / maxes
+        df["model_rank"] = _min_rank_desc(codes, f1)
         self._df = df.reset_index(drop=True)
         self.explicit_grades = explicit
         self.source = source
-        codes, uniques = pd.factorize(self._df["task_id"])
         self._task_ids = [str(t) for t in uniques]
         self._model_ids = [str(m) for m in pd.unique(self._df["model_id"])]
         self._order = np.argsort(codes, kind="stable")
@@ -191,7 +195,8 @@ class GroundTruth:
             raise InputError("no rows", path=path)
         import pandas as pd
 
-        frame = pd.DataFrame({"task_id": tasks, "model_id": models, "f1": f1s})
+        frame = pd.DataFrame({"task_id": pd.Series(tasks, dtype=object), "model_id": pd.Series(models, dtype=object),
+                              "f1": np.asarray(f1s, dtype=float)})
         best = frame.groupby("task_id", sort=False)["f1"].max()
         if (best <= 0).any():
             t = str(best.index[np.flatnonzero(best.to_numpy() <= 0)[0]])
@@ -259,7 +264,8 @@ class GroundTruth:
             raise InputError("no judgments", path=path)
         import pandas as pd
 
-        frame = pd.DataFrame({"task_id": tasks, "model_id": models, "f1": np.asarray(grades, dtype=float),
+        frame = pd.DataFrame({"task_id": pd.Series(tasks, dtype=object), "model_id": pd.Series(models, dtype=object),
+                              "f1": np.asarray(grades, dtype=float),
                               "grade": np.asarray(grades, dtype=np.int64)})
         if fast is not None and frame.duplicated(["task_id", "model_id"]).any():
             return cls.from_qrels_careful(path, text)
@@ -415,6 +421,24 @@ class GroundTruth:
 
     def __repr__(self) -> str:
         return f"GroundTruth({len(self._task_ids)} tasks x {len(self._model_ids)} models)"
+
+
+def _min_rank_desc(codes: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Rank of every value within its group, best (largest) first, ties sharing the lowest rank (pandas'
+    ``rank(method="min", ascending=False)``), by one sort."""
+    n = values.size
+    if n == 0:
+        return np.zeros(0, dtype=int)
+    order = np.lexsort((-values, codes))
+    sc, sv = codes[order], values[order]
+    pos = np.arange(n)
+    task_start = np.r_[True, sc[1:] != sc[:-1]]
+    new_value = task_start | np.r_[True, sv[1:] != sv[:-1]]
+    start = np.maximum.accumulate(np.where(task_start, pos, 0))
+    first = np.maximum.accumulate(np.where(new_value, pos, 0))
+    out = np.empty(n, dtype=int)
+    out[order] = first - start + 1
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- readers
