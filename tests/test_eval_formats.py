@@ -223,3 +223,11 @@ def test_compare_monte_carlo_is_seeded_and_close_to_exact(tmp_path, cli):
         assert res.code == 0 and "good" in res.out
     assert cli("compare", paths[0], "-g", gt).code == 1
     assert "not a run id" in cli("compare", *paths, "-g", gt, "--baseline", "nope").err
+
+
+def test_qrels_line_with_extra_fields_is_refused(files, tmp_path, cli):
+    _, r = files
+    bad = tmp_path / "extra.qrels"
+    bad.write_text("A 0 d1 3\nA 0 d2 1 x y\n")
+    res = cli("evaluate", r, "-g", bad, "--truth-format", "qrels")
+    assert res.code == 1 and f"{bad}:2: expected 4 columns" in res.err

@@ -265,7 +265,7 @@ def describe_char(c: str) -> str:
     return f"U+{ord(c):04X}" + (f" ({unicodedata.name(c)})" if unicodedata.name(c, "") else "")
 
 
-def _parse_fast(data: bytes) -> _Table | None:
+def _parse_fast(data: bytes, need_q0: bool = True) -> _Table | None:
     """The C reader over a plain file of exactly six columns; None when anything needs the careful reader.
 
     (Text columns are read as strings, not as pandas categories: category parsing turns ``001`` and ``1`` into
@@ -283,12 +283,14 @@ def _parse_fast(data: bytes) -> _Table | None:
     try:
         df = pd.read_csv(io.BytesIO(data), sep=r"\s+", header=None, names=list(range(6)), engine="c",
                          low_memory=False, dtype={0: obj, 1: obj, 2: obj, 3: obj, 4: np.float64, 5: obj},
-                         na_filter=False)
+                         na_filter=False, usecols=None if need_q0 else [0, 2, 3, 4, 5])
     except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, OverflowError):
         return None  # a wrong column count, a score that is not a number ...: located by the careful reader
     if df.empty:
         return None
-    cols = [df[i].to_numpy() for i in range(6)]
+    cols = [df[i].to_numpy() if i in df.columns else None for i in range(6)]
+    if cols[1] is None:  # Q0 is checked by validate only; evaluate reads it as trec_eval does (ignored)
+        cols[1] = np.full(len(df), "Q0", dtype=object)
     if (cols[5] == "").any():
         return None  # a short line
     ranks = cols[3]
@@ -298,7 +300,7 @@ def _parse_fast(data: bytes) -> _Table | None:
         rank = ranks.astype(np.int64)  # int() per item: "1.0" and "1e0" are refused
     except (ValueError, OverflowError):
         return None
-    score = cols[4].astype(np.float64)
+    score = cols[4] if cols[4].dtype == np.float64 else cols[4].astype(np.float64)
     if (rank < 1).any() or (rank > MAX_RANK).any() or not np.isfinite(score).all():
         return None
     n = len(df)
@@ -382,7 +384,7 @@ def _parse(path: Path, problems: list[InputError] | None, strict: bool = True) -
 
     data = read_bytes(path, "run file")  # regular file, size cap; missing or a directory: located errors
     text = decode_text(data, path)  # non-UTF-8 bytes: located
-    table = _parse_fast(data)
+    table = _parse_fast(data, need_q0=problems is not None)
     return table if table is not None else _parse_careful(path, text, problems, strict)
 
 
@@ -398,7 +400,10 @@ def _build(path: Path, tab: _Table, problems: list[InputError] | None) -> dict[s
         tcode, tnames = _first_seen(*tab.codes["topic"])
         dcode, dnames = tab.codes["doc"]
     else:
-        rcode, rnames = pd.factorize(tab.run_id)
+        if (tab.run_id == tab.run_id[0]).all():  # one run id (the usual file): no hashing of a million strings
+            rcode, rnames = np.zeros(n, dtype=np.int64), np.array([tab.run_id[0]], dtype=object)
+        else:
+            rcode, rnames = pd.factorize(tab.run_id)
         tcode, tnames = pd.factorize(tab.topic)
         dcode, dnames = pd.factorize(tab.doc)
     key = (rcode.astype(np.int64) * len(tnames) + tcode) * len(dnames) + dcode
