@@ -130,3 +130,8 @@ def test_rows_out_of_order_are_grouped_by_topic_then_rank_then_line(tmp_path):
     assert list(run) == ["b", "a"]
     assert run.ranking("b") == ["z", "v", "x"] and run.ranking("a") == ["w", "y"]
     assert [e.line for e in run["b"]] == [3, 5, 1]
+
+
+def test_validate_help_says_what_it_prints(cli):
+    r = cli("validate", "--help")
+    assert r.code == 0 and "Silent" not in r.out and "'ok' line" in r.out
