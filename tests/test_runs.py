@@ -135,3 +135,30 @@ def test_rows_out_of_order_are_grouped_by_topic_then_rank_then_line(tmp_path):
 def test_validate_help_says_what_it_prints(cli):
     r = cli("validate", "--help")
     assert r.code == 0 and "Silent" not in r.out and "'ok' line" in r.out
+
+
+def test_the_three_readers_give_the_same_runs(tmp_path):
+    """Single spaces take pyarrow's reader, tabs pandas' C reader, anything else the careful line reader:
+    the same lines give the same runs (order, ranks, scores, line numbers)."""
+    import numpy as np
+
+    from modelseek.data import run as R
+
+    rng = np.random.default_rng(0)
+    rows = [(f"{t:03d}", str(d), int(r), float(s), rid) for rid in ("a", "b") for t in range(7)
+            for r, (d, s) in enumerate(zip(rng.permutation(30)[:9], np.round(rng.random(9), 2)), 1)]
+    rng.shuffle(rows)
+    lines = [(t, "Q0", d, str(r), f"{s}", rid) for t, d, r, s, rid in rows]
+    single = tmp_path / "single.txt"
+    single.write_text("\n".join(" ".join(x) for x in lines) + "\n")
+    tabs = tmp_path / "tabs.txt"
+    tabs.write_text("\n".join("\t".join(x) for x in lines) + "\n")
+    data = single.read_bytes()
+    assert R._parse_arrow(data, True) is not None and R._parse_arrow(tabs.read_bytes(), True) is None
+    careful = R._build(single, R._parse_careful(single, data.decode(), None, True), None)
+    for p in (single, tabs):
+        got = read_runs(p)
+        assert list(got) == list(careful)
+        for rid in careful:
+            assert got[rid].lines() == careful[rid].lines()
+            assert [e.line for t in got[rid] for e in got[rid][t]] == [e.line for t in careful[rid] for e in careful[rid][t]]

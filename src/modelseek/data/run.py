@@ -314,6 +314,65 @@ def _parse_fast(data: bytes, need_q0: bool = True) -> _Table | None:
     return _Table(cols[0], cols[1], cols[2], rank, score, cols[5], line)
 
 
+def _parse_arrow(data: bytes, need_q0: bool) -> _Table | None:
+    """pyarrow's multi-threaded CSV reader (installed with pandas' string support) over a file whose columns
+    are separated by single spaces: text columns are dictionary-encoded in C++, so no Python string is made
+    per line, only per distinct value. Ranks are checked per distinct value with the careful reader's rule
+    (pyarrow would take ``0x1``). None when pyarrow is absent or the file needs another reader."""
+    if (b"\t" in data or b"  " in data or b"\r" in data or data.startswith((b" ", b"\n")) or b"\n " in data
+            or b" \n" in data or b"\n\n" in data or data.endswith(b" ")):
+        return None
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as pcsv
+    except ImportError:  # pragma: no cover - pandas' C reader then
+        return None
+    names = ["topic", "q0", "doc", "rank", "score", "run"]
+    keep = [c for c in names if need_q0 or c != "q0"]
+    string = pa.string()
+    try:
+        tb = pcsv.read_csv(
+            pa.BufferReader(data), read_options=pcsv.ReadOptions(column_names=names),
+            parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False),
+            convert_options=pcsv.ConvertOptions(column_types={c: (pa.float64() if c == "score" else string)
+                                                              for c in names}, null_values=[],
+                                                strings_can_be_null=False, include_columns=keep))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError):
+        return None  # a line of another length, a score that is not a number ...: the careful reader locates it
+    n = tb.num_rows
+    if n == 0:
+        return None
+    score = tb.column("score").to_numpy()
+    if not np.isfinite(score).all():
+        return None
+
+    def encode(col: str) -> tuple[np.ndarray, np.ndarray]:
+        enc = pc.dictionary_encode(tb.column(col).combine_chunks())
+        return (enc.indices.to_numpy(zero_copy_only=False).astype(np.int64),
+                np.asarray(enc.dictionary.to_pylist(), dtype=object))
+
+    rcodes, rvalues = encode("rank")
+    values = []
+    for v in rvalues.tolist():
+        if not _INT.fullmatch(v):
+            return None
+        r = int(v)
+        if r < 1 or r > MAX_RANK:
+            return None
+        values.append(r)
+    rank = np.asarray(values, dtype=np.int64)[rcodes]
+    n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    if n != n_lines:
+        return None
+    line = np.arange(1, n + 1, dtype=np.int64)
+    cols = {c: encode(c) for c in ("topic", "doc", "run")}
+    q0 = encode("q0") if need_q0 else None
+    take = {c: names_[codes] for c, (codes, names_) in cols.items()}
+    return _Table(take["topic"], q0[1][q0[0]] if q0 else np.full(n, "Q0", dtype=object), take["doc"], rank, score,
+                  take["run"], line, codes={"run": cols["run"], "topic": cols["topic"], "doc": cols["doc"]})
+
+
 def _parse_careful(path: Path, text: str, problems: list[InputError] | None, strict: bool) -> _Table:
     """Line by line; every problem located (collected into ``problems``, or raised on the first if None)."""
 
@@ -384,7 +443,11 @@ def _parse(path: Path, problems: list[InputError] | None, strict: bool = True) -
 
     data = read_bytes(path, "run file")  # regular file, size cap; missing or a directory: located errors
     text = decode_text(data, path)  # non-UTF-8 bytes: located
-    table = _parse_fast(data, need_q0=problems is not None)
+    table = None
+    if is_plain(data):
+        table = _parse_arrow(data, need_q0=problems is not None)
+    if table is None:
+        table = _parse_fast(data, need_q0=problems is not None)
     return table if table is not None else _parse_careful(path, text, problems, strict)
 
 
@@ -395,7 +458,7 @@ def _build(path: Path, tab: _Table, problems: list[InputError] | None) -> dict[s
     n = tab.topic.size
     if n == 0:
         return {}
-    if tab.codes is not None:  # category codes of the C reader, renumbered in order of first appearance
+    if tab.codes is not None:  # dictionary codes of the arrow reader, renumbered in order of first appearance
         rcode, rnames = _first_seen(*tab.codes["run"])
         tcode, tnames = _first_seen(*tab.codes["topic"])
         dcode, dnames = tab.codes["doc"]
