@@ -290,7 +290,7 @@ def _parse_fast(data: bytes, need_q0: bool = True) -> _Table | None:
         return None
     cols = [df[i].to_numpy() if i in df.columns else None for i in range(6)]
     if cols[1] is None:  # Q0 is checked by validate only; evaluate reads it as trec_eval does (ignored)
-        cols[1] = np.full(len(df), "Q0", dtype=object)
+        cols[1] = _constant("Q0", len(df))
     if (cols[5] == "").any():
         return None  # a short line
     ranks = cols[3]
@@ -312,6 +312,11 @@ def _parse_fast(data: bytes, need_q0: bool = True) -> _Table | None:
         if line.size != n:
             return None
     return _Table(cols[0], cols[1], cols[2], rank, score, cols[5], line)
+
+
+def _constant(value: str, n: int) -> np.ndarray:
+    """A read-only column of ``n`` copies of ``value`` (a broadcast view: no memory per line)."""
+    return np.broadcast_to(np.array([value], dtype=object), (n,))
 
 
 def _parse_arrow(data: bytes, need_q0: bool) -> _Table | None:
@@ -369,7 +374,7 @@ def _parse_arrow(data: bytes, need_q0: bool) -> _Table | None:
     cols = {c: encode(c) for c in ("topic", "doc", "run")}
     q0 = encode("q0") if need_q0 else None
     take = {c: names_[codes] for c, (codes, names_) in cols.items()}
-    return _Table(take["topic"], q0[1][q0[0]] if q0 else np.full(n, "Q0", dtype=object), take["doc"], rank, score,
+    return _Table(take["topic"], q0[1][q0[0]] if q0 else _constant("Q0", n), take["doc"], rank, score,
                   take["run"], line, codes={"run": cols["run"], "topic": cols["topic"], "doc": cols["doc"]})
 
 
