@@ -148,7 +148,7 @@ def evaluate(run: Run, truth: GroundTruth, metrics: Sequence[str] = DEFAULT_METR
     for m, (base, k) in parsed.items():
         if base in ("ndcg", "mrr"):
             columns[m] = np.where(present, columns[m], 0.0)
-    tiers = [truth.criticality(t).value for t in wanted]
+    tiers = truth.tiers(wanted)
     per_topic = pd.DataFrame({"tier": tiers, **{m: columns[m] for m in names}}, index=pd.Index(wanted, name="topic"))
     missing = [wanted[i] for i in np.flatnonzero(~present)]
     extra = [t for t, i in zip(ra.topics, seg_of_topic.tolist()) if i < 0]

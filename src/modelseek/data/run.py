@@ -236,12 +236,12 @@ def is_plain(data: bytes) -> bool:
 
 
 class _Table(NamedTuple):
-    topic: np.ndarray
+    topic: np.ndarray | None  # None: only the codes are there (arrow reader for read_runs)
     q0: np.ndarray
-    doc: np.ndarray
+    doc: np.ndarray | None
     rank: np.ndarray
     score: np.ndarray
-    run_id: np.ndarray
+    run_id: np.ndarray | None
     line: np.ndarray
     # optional (from the C reader): codes and distinct values of run id, topic and docID columns
     codes: dict | None = None
@@ -354,8 +354,7 @@ def _parse_arrow(data: bytes, need_q0: bool) -> _Table | None:
 
     def encode(col: str) -> tuple[np.ndarray, np.ndarray]:
         enc = pc.dictionary_encode(tb.column(col).combine_chunks())
-        return (enc.indices.to_numpy(zero_copy_only=False).astype(np.int64),
-                np.asarray(enc.dictionary.to_pylist(), dtype=object))
+        return (enc.indices.to_numpy(zero_copy_only=False), np.asarray(enc.dictionary.to_pylist(), dtype=object))
 
     rcodes, rvalues = encode("rank")
     values = []
@@ -372,10 +371,12 @@ def _parse_arrow(data: bytes, need_q0: bool) -> _Table | None:
         return None
     line = np.arange(1, n + 1, dtype=np.int64)
     cols = {c: encode(c) for c in ("topic", "doc", "run")}
-    q0 = encode("q0") if need_q0 else None
-    take = {c: names_[codes] for c, (codes, names_) in cols.items()}
-    return _Table(take["topic"], q0[1][q0[0]] if q0 else _constant("Q0", n), take["doc"], rank, score,
-                  take["run"], line, codes={"run": cols["run"], "topic": cols["topic"], "doc": cols["doc"]})
+    codes = {"run": cols["run"], "topic": cols["topic"], "doc": cols["doc"]}
+    if not need_q0:  # read_runs: the codes are all it needs (the docID column is built per run, in run order)
+        return _Table(None, _constant("Q0", n), None, rank, score, None, line, codes=codes)
+    q0 = encode("q0")
+    take = {c: names_[codes_] for c, (codes_, names_) in cols.items()}
+    return _Table(take["topic"], q0[1][q0[0]], take["doc"], rank, score, take["run"], line, codes=codes)
 
 
 def _parse_careful(path: Path, text: str, problems: list[InputError] | None, strict: bool) -> _Table:
@@ -460,7 +461,7 @@ def _build(path: Path, tab: _Table, problems: list[InputError] | None) -> dict[s
     """Group a parsed table into runs (file order of run ids, then of topics); duplicates are problems."""
     import pandas as pd
 
-    n = tab.topic.size
+    n = tab.rank.size
     if n == 0:
         return {}
     if tab.codes is not None:  # dictionary codes of the arrow reader, renumbered in order of first appearance
@@ -474,32 +475,39 @@ def _build(path: Path, tab: _Table, problems: list[InputError] | None) -> dict[s
             rcode, rnames = pd.factorize(tab.run_id)
         tcode, tnames = pd.factorize(tab.topic)
         dcode, dnames = pd.factorize(tab.doc)
+    tnames = np.asarray(tnames, dtype=object)
     key = (rcode.astype(np.int64) * len(tnames) + tcode) * len(dnames) + dcode
-    dup = pd.Series(key).duplicated(keep="first").to_numpy()
     keep = np.ones(n, dtype=bool)
-    if dup.any():
+    if np.unique(key).size != n:  # a sort finds whether any (run, topic, doc) repeats; pandas says which
+        dup = pd.Series(key).duplicated(keep="first").to_numpy()
         first: dict[int, int] = {}
         for i in np.flatnonzero(~dup[: np.flatnonzero(dup)[-1] + 1]).tolist():
             first.setdefault(int(key[i]), int(tab.line[i]))
         for i in np.flatnonzero(dup).tolist():
-            err = InputError(f"duplicate (run, topic, doc) = ({tab.run_id[i]}, {tab.topic[i]}, {tab.doc[i]}); first "
-                             f"on line {first[int(key[i])]}", path=path, line=int(tab.line[i]), field="docID")
+            err = InputError(f"duplicate (run, topic, doc) = ({rnames[rcode[i]]}, {tnames[tcode[i]]}, "
+                             f"{dnames[dcode[i]]}); first on line {first[int(key[i])]}", path=path,
+                             line=int(tab.line[i]), field="docID")
             if problems is None:
                 raise err
             problems.append(err)
         keep = ~dup
     runs: dict[str, Run] = {}
     single = len(rnames) == 1 and bool(keep.all())
+    doc_names = np.asarray(dnames, dtype=object)
     for r, rid in enumerate(rnames.tolist()):
         rows = np.arange(n) if single else np.flatnonzero((rcode == r) & keep)
         # topics in the order they first appear in this run's lines
-        tc, names = (tcode, tnames) if single else pd.factorize(tab.topic[rows])
+        if single:
+            tc, names = tcode, tnames
+        else:
+            tc, first_codes = pd.factorize(tcode[rows])
+            names = tnames[first_codes]
         sel = rows[_topic_rank_order(tc, tab.rank[rows])]
         offsets = np.zeros(len(names) + 1, dtype=np.int64)
         np.cumsum(np.bincount(tc, minlength=len(names)), out=offsets[1:])
-        runs[rid] = Run.from_arrays(RunArrays([str(t) for t in names], offsets, tab.doc[sel], tab.rank[sel],
-                                              tab.score[sel], tab.line[sel], dcode[sel],
-                                              np.asarray(dnames, dtype=object)), rid)
+        doc = tab.doc[sel] if tab.doc is not None else doc_names[dcode[sel]]
+        runs[str(rid)] = Run.from_arrays(RunArrays([str(t) for t in names], offsets, doc, tab.rank[sel],
+                                                   tab.score[sel], tab.line[sel], dcode[sel], doc_names), str(rid))
     return runs
 
 

@@ -160,7 +160,13 @@ class GroundTruth:
         regret = 1.0 - np.bincount(codes, weights=self._df["normalized_f1"].to_numpy(), minlength=len(uniques)) \
             / np.diff(self._offsets)
         given = {str(k): Criticality.parse(v) for k, v in (criticality or {}).items()}
-        self._crit = {t: given.get(t) or Criticality.from_regret(float(r)) for t, r in zip(self._task_ids, regret)}
+        # Criticality.from_regret's rule, on every task at once
+        levels = (Criticality.LOW, Criticality.MEDIUM, Criticality.HIGH)
+        tier = np.where(regret < 0.03, 0, np.where(regret < 0.10, 1, 2))
+        self._crit = dict(zip(self._task_ids, [levels[i] for i in tier.tolist()]))
+        for t, c in given.items():
+            if t in self._crit:
+                self._crit[t] = c
 
     # ------------------------------------------------------------------------------------------ loading
     @classmethod
@@ -366,6 +372,14 @@ class GroundTruth:
         if str(task_id) not in self._crit:
             raise InputError(f"task {task_id!r} is not in the ground truth")
         return self._crit[str(task_id)]
+
+    def tiers(self, task_ids: Iterable[str]) -> list[str]:
+        """The criticality value (``low``/``medium``/``high``) of each task."""
+        crit = self._crit
+        try:
+            return [crit[t].value for t in task_ids]
+        except KeyError as exc:
+            raise InputError(f"task {exc.args[0]!r} is not in the ground truth") from None
 
     @property
     def criticalities(self) -> dict[str, Criticality]:
