@@ -165,8 +165,12 @@ def _order(seg, score, dcode, uniq, o) -> np.ndarray:
     doc_rank = np.empty(len(uniq), dtype=np.int64)
     doc_rank[np.argsort(np.asarray(uniq, dtype=str), kind="stable")] = np.arange(len(uniq))
     d = doc_rank[dcode]
-    s_uniq, s_rank = np.unique(score, return_inverse=True)
-    n_s, n_d = len(s_uniq), len(uniq)
+    by_score = np.argsort(score, kind="stable")  # dense rank of every score, by one sort
+    ss = score[by_score]
+    step = np.r_[True, ss[1:] != ss[:-1]]
+    s_rank = np.empty(score.size, dtype=np.int64)
+    s_rank[by_score] = np.cumsum(step) - 1
+    n_s, n_d = int(step.sum()), len(uniq)
     if (int(seg.max()) + 1) * n_s * n_d < 2**62:
         key = (seg.astype(np.int64) * n_s + (n_s - 1 - s_rank)) * n_d + (n_d - 1 - d)
         return np.argsort(key, kind="stable")
