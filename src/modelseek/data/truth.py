@@ -240,7 +240,9 @@ class GroundTruth:
         models: list[str] = []
         grades: list[int] = []
         seen: dict[tuple[str, str], int] = {}
-        fast = _read_qrels_fast(data)
+        fast = _read_qrels_arrow(data)
+        if fast is None:
+            fast = _read_qrels_fast(data)
         if fast is not None:
             tasks, models, grades = fast
         else:
@@ -599,6 +601,45 @@ def _first_line_of(text: str, path: Path, task: str) -> int | None:
         if lineno > 1 and raw.split(",", 1)[0].strip().strip('"') == task:
             return lineno
     return None
+
+
+def _read_qrels_arrow(data: bytes):
+    """pyarrow's reader for qrels separated by single spaces (see ``run._parse_arrow``); None otherwise."""
+    from .run import is_plain
+
+    if (not is_plain(data) or b"\t" in data or b"  " in data or b"\r" in data or data.startswith((b" ", b"\n"))
+            or b"\n " in data or b" \n" in data or b"\n\n" in data or data.endswith(b" ")):
+        return None
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as pcsv
+    except ImportError:  # pragma: no cover
+        return None
+    names = ["topic", "iter", "docno", "grade"]
+    try:
+        tb = pcsv.read_csv(
+            pa.BufferReader(data), read_options=pcsv.ReadOptions(column_names=names, use_threads=False),
+            parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False),
+            convert_options=pcsv.ConvertOptions(column_types={c: pa.string() for c in names}, null_values=[],
+                                                strings_can_be_null=False, include_columns=["topic", "docno", "grade"]))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError):
+        return None
+    if tb.num_rows == 0:
+        return None
+
+    def encode(col):
+        enc = pc.dictionary_encode(tb.column(col).combine_chunks())
+        return enc.indices.to_numpy(zero_copy_only=False), np.asarray(enc.dictionary.to_pylist(), dtype=object)
+
+    gc, gv = encode("grade")
+    values = []
+    for v in gv.tolist():
+        if not _INT.fullmatch(v) or abs(int(v)) > 2**31:
+            return None
+        values.append(int(v))
+    (tc, tv), (dc, dv) = encode("topic"), encode("docno")
+    return tv[tc], dv[dc], np.asarray(values, dtype=np.int64)[gc]
 
 
 def _read_qrels_fast(data: bytes):
