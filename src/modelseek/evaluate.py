@@ -14,14 +14,17 @@ means). A run whose docIDs match no model id of the ground truth on the topics t
 a report of zeros (e.g. a run of Hugging Face ids scored against a table of numeric ids).
 
 How it is computed (why not pytrec_eval or ranx underneath): every topic's rows are put in evaluation order
-once (one ``lexsort`` over the whole run), joined to the ground truth once (one hash lookup of
-(topic, docID)), and each measure is a segment sum over the sorted arrays (``bincount`` by topic) with the
-ideal DCG computed once per ground truth. That is linear in the number of lines, with no Python loop per
-topic (except for weighted Kendall tau, one SciPy call per topic). Measured on 10,000 topics x 100 documents
-(``benchmarks/eval_speed.py``) this core evaluates in about the time pytrec_eval takes (which also needs the
-run turned into nested dicts first) and faster than ranx's first call (numba compilation); neither peer
-computes the official grading, tiers, regret or weighted tau, and both would be a compiled dependency of
-the core. So the core is ours, and the benchmark checks its values against pytrec_eval to 1e-9.
+once (one stable sort over the whole run), joined to the ground truth once (one hash lookup of integer
+(topic, docID) keys), and each measure is a segment sum over the sorted arrays (``bincount`` by topic) with
+the ideal DCG sorted once per ground truth. That is linear in the number of lines, with no Python loop per
+topic (except for weighted Kendall tau, one SciPy call per topic). ``benchmarks/eval_speed.py`` measured it
+against both peers on 10,000 x 100 and 100,000 x 20 graded runs: the same per-topic values as pytrec_eval
+(trec_eval's C code; largest difference 0.0), a whole ``evaluate`` process within about 1.5x of a pytrec_eval
+script's CPU time (reading the files dominates both), and 5-10x faster than ranx's first call (numba
+compiles). Putting pytrec_eval underneath would not be faster: its input is nested dicts, whose building
+from a million lines costs about what this whole core does, and neither peer computes the official
+grading, tiers, regret or weighted tau. So the core is ours, and the benchmark checks it against
+pytrec_eval on every topic.
 """
 
 from __future__ import annotations
