@@ -129,9 +129,9 @@ class GroundTruth:
         df["f1"] = df["f1"].astype(float)
         if explicit:
             df["grade"] = df["grade"].astype(np.int64)
-        if df.duplicated(["task_id", "model_id"]).any():
-            dup = df[df.duplicated(["task_id", "model_id"])].iloc[0]
-            raise InputError(f"duplicate (task, model) pair ({dup.task_id}, {dup.model_id})")
+        i = _first_duplicate_pair(df["task_id"].to_numpy(dtype=object), df["model_id"].to_numpy(dtype=object))
+        if i >= 0:
+            raise InputError(f"duplicate (task, model) pair ({df['task_id'].iat[i]}, {df['model_id'].iat[i]})")
         f1 = df["f1"].to_numpy(dtype=float)
         if not np.isfinite(f1).all():
             raise InputError("f1 must be finite")
@@ -146,8 +146,8 @@ class GroundTruth:
                 bad = df["task_id"].to_numpy()[np.flatnonzero(maxes <= 0)[0]]
                 raise InputError(f"task {bad!r}: every model has F1 <= 0; cannot normalise")
             df["normalized_f1"] = f1 / maxes
-        df["model_rank"] = _min_rank_desc(codes, f1)
         self._df = df.reset_index(drop=True)
+        self._codes = codes  # model_rank is computed on first use (_with_rank): scoring does not need it
         self.explicit_grades = explicit
         self.source = source
         self._task_ids = [str(t) for t in uniques]
@@ -193,7 +193,9 @@ class GroundTruth:
             if col not in fields:
                 raise InputError("missing column", path=path, line=1, field=col)
         crit_col = "criticality" if "criticality" in fields else None
-        rows = _read_truth_fast(data, fields, crit_col, any_score)
+        rows = _read_truth_arrow(data, fields, crit_col, any_score)
+        if rows is None:
+            rows = _read_truth_fast(data, fields, crit_col, any_score)
         if rows is None:
             rows = _read_truth_careful(path, text, crit_col, any_score)
         tasks, models, f1s, crit = rows
@@ -317,7 +319,12 @@ class GroundTruth:
     @property
     def frame(self) -> pd.DataFrame:
         """A copy of the long table: task_id, model_id, f1, normalized_f1, model_rank."""
-        return self._df.copy()
+        return self._with_rank().copy()
+
+    def _with_rank(self) -> pd.DataFrame:
+        if "model_rank" not in self._df.columns:
+            self._df["model_rank"] = _min_rank_desc(self._codes, self._df["f1"].to_numpy(dtype=float))
+        return self._df
 
     @property
     def task_ids(self) -> list[str]:
@@ -345,7 +352,7 @@ class GroundTruth:
 
     def matrix(self, column: str = "f1") -> pd.DataFrame:
         """Tasks x models table of ``column`` (f1, normalized_f1 or model_rank)."""
-        m = self._df.pivot(index="task_id", columns="model_id", values=column)
+        m = self._with_rank().pivot(index="task_id", columns="model_id", values=column)
         return m.loc[self.task_ids, self.model_ids]
 
     def f1(self, task_id: str) -> dict[str, float]:
@@ -420,7 +427,7 @@ class GroundTruth:
         """The official format plus criticality: task_id, model_id, f1, model_rank, normalized_f1,
         relevance_score, criticality."""
         s = GradingScheme.parse(scheme)
-        df = self._df.copy()
+        df = self._with_rank().copy()
         df["model_rank"] = df["model_rank"].astype(float)
         df["relevance_score"] = (df["grade"].to_numpy() if self.explicit_grades
                                  else s.grade_array(df["normalized_f1"].to_numpy()))
@@ -439,13 +446,29 @@ class GroundTruth:
         return f"GroundTruth({len(self._task_ids)} tasks x {len(self._model_ids)} models)"
 
 
+def _first_duplicate_pair(a: np.ndarray, b: np.ndarray) -> int:
+    """Index of the first row whose (a, b) pair came before (-1 if none): integer keys, one sort to know."""
+    import pandas as pd
+
+    if a.size < 2:
+        return -1
+    ca, ua = pd.factorize(a)
+    cb, _ = pd.factorize(b)
+    key = ca.astype(np.int64) * (int(cb.max()) + 1) + cb
+    sk = np.sort(key)
+    if not (sk[1:] == sk[:-1]).any():
+        return -1
+    return int(np.flatnonzero(pd.Series(key).duplicated().to_numpy())[0])
+
+
 def _min_rank_desc(codes: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Rank of every value within its group, best (largest) first, ties sharing the lowest rank (pandas'
     ``rank(method="min", ascending=False)``), by one sort."""
     n = values.size
     if n == 0:
         return np.zeros(0, dtype=int)
-    order = np.lexsort((-values, codes))
+    by_value = np.argsort(-values, kind="stable")  # two stable sorts: lexsort's order, faster
+    order = by_value[np.argsort(codes[by_value], kind="stable")]
     sc, sv = codes[order], values[order]
     pos = np.arange(n)
     task_start = np.r_[True, sc[1:] != sc[:-1]]
@@ -476,6 +499,66 @@ def _header(text: str, path: Path) -> list[str]:
                              field=f)
         seen[f] = i
     return fields
+
+
+def _read_truth_arrow(data: bytes, fields: list[str], crit_col: str | None, any_score: bool):
+    """pyarrow's CSV reader (ids dictionary-encoded: one Python string per distinct id) over a plain file whose
+    every value is valid; None otherwise (then pandas' C reader, then the careful reader)."""
+    from .run import is_plain
+
+    if not is_plain(data) or b'"' in data or b"\r" in data or b"\n\n" in data or data.startswith(b"\n"):
+        return None
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as pcsv
+    except ImportError:  # pragma: no cover
+        return None
+    use = ["task_id", "model_id", "f1", *([crit_col] if crit_col else [])]
+    if any(f != f.strip() for f in fields):
+        return None
+    try:
+        tb = pcsv.read_csv(
+            pa.BufferReader(data), read_options=pcsv.ReadOptions(use_threads=False),
+            parse_options=pcsv.ParseOptions(delimiter=",", quote_char=False, double_quote=False, escape_char=False),
+            convert_options=pcsv.ConvertOptions(column_types={c: (pa.float64() if c == "f1" else pa.string())
+                                                              for c in use}, null_values=[],
+                                                strings_can_be_null=False, include_columns=use))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, KeyError):
+        return None
+    n = tb.num_rows
+    if n == 0 or n + 1 != data.count(b"\n") + (0 if data.endswith(b"\n") else 1):
+        return None
+    f1 = tb.column("f1").to_numpy()
+    if not np.isfinite(f1).all() or (not any_score and ((f1 < 0) | (f1 > 1)).any()):
+        return None
+
+    def encode(col):
+        enc = pc.dictionary_encode(tb.column(col).combine_chunks())
+        return enc.indices.to_numpy(zero_copy_only=False), np.asarray(enc.dictionary.to_pylist(), dtype=object)
+
+    (tc, tv), (mc, mv) = encode("task_id"), encode("model_id")
+    for values in (tv, mv):
+        vals = values.tolist()
+        if any(v == "" or v != v.strip() or " " in v or "\t" in v for v in vals):
+            return None  # empty ids and ids with spaces: the careful reader strips or locates them
+    key = tc.astype(np.int64) * len(mv) + mc
+    sk = np.sort(key)
+    if (sk[1:] == sk[:-1]).any():
+        return None
+    crit: dict[str, Criticality | str] = {}
+    if crit_col:
+        cc, cv = encode(crit_col)
+        given = cv[cc] != ""
+        if given.any():
+            last = {}
+            for t, c in zip(tv[tc[given]].tolist(), cv[cc[given]].tolist()):
+                last[t] = c
+            try:
+                crit = {str(k): Criticality.parse(v) for k, v in last.items()}
+            except InputError:
+                return None
+    return tv[tc], mv[mc], f1, crit
 
 
 def _read_truth_fast(data: bytes, fields: list[str], crit_col: str | None, any_score: bool):
@@ -515,7 +598,7 @@ def _read_truth_fast(data: bytes, fields: list[str], crit_col: str | None, any_s
         return None
     if not np.isfinite(f1).all() or (not any_score and ((f1 < 0) | (f1 > 1)).any()):
         return None
-    if pd.DataFrame({"t": t, "m": m}).duplicated().any():
+    if _first_duplicate_pair(t, m) >= 0:
         return None
     crit: dict[str, Criticality | str] = {}
     if crit_col:
