@@ -162,3 +162,13 @@ def test_the_three_readers_give_the_same_runs(tmp_path):
         for rid in careful:
             assert got[rid].lines() == careful[rid].lines()
             assert [e.line for t in got[rid] for e in got[rid][t]] == [e.line for t in careful[rid] for e in careful[rid][t]]
+
+
+@pytest.mark.parametrize("content", [b"", b"\n\n", b"  \n\t\n"])
+def test_empty_run_files_are_located_errors(tmp_path, cli, content):
+    p = tmp_path / "empty.txt"
+    p.write_bytes(content)
+    r = cli("evaluate", p, "-g", p)
+    assert r.code == 1 and "Traceback" not in r.err and str(p) in r.err
+    with pytest.raises(InputError, match="run file is empty"):
+        read_runs(p)

@@ -271,7 +271,7 @@ def _parse_fast(data: bytes, need_q0: bool = True) -> _Table | None:
     (Text columns are read as strings, not as pandas categories: category parsing turns ``001`` and ``1`` into
     the same number.) Rank values are checked with the careful reader's rule: ``int()`` per value refuses
     ``1.0`` and ``1e0``, and ``1_0`` is caught before."""
-    if not is_plain(data):
+    if not is_plain(data) or not data.strip():
         return None
     if b"\r" in data and b"\r" in data.replace(b"\r\n", b""):
         return None  # a bare carriage return: pandas would take it for a line end
@@ -284,7 +284,7 @@ def _parse_fast(data: bytes, need_q0: bool = True) -> _Table | None:
         df = pd.read_csv(io.BytesIO(data), sep=r"\s+", header=None, names=list(range(6)), engine="c",
                          low_memory=False, dtype={0: obj, 1: obj, 2: obj, 3: obj, 4: np.float64, 5: obj},
                          na_filter=False, usecols=None if need_q0 else [0, 2, 3, 4, 5])
-    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, OverflowError):
+    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, OverflowError, IndexError, StopIteration):
         return None  # a wrong column count, a score that is not a number ...: located by the careful reader
     if df.empty:
         return None
@@ -343,7 +343,7 @@ def _parse_arrow(data: bytes, need_q0: bool) -> _Table | None:
             convert_options=pcsv.ConvertOptions(column_types={c: (pa.float64() if c == "score" else string)
                                                               for c in names}, null_values=[],
                                                 strings_can_be_null=False, include_columns=keep))
-    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError):
+    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, IndexError):
         return None  # a line of another length, a score that is not a number ...: the careful reader locates it
     n = tb.num_rows
     if n == 0:

@@ -575,7 +575,7 @@ def _read_truth_fast(data: bytes, fields: list[str], crit_col: str | None, any_s
     try:
         df = pd.read_csv(io.BytesIO(data), usecols=use, dtype=object, na_filter=False, engine="c", low_memory=False,
                          skipinitialspace=False)
-    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, OverflowError):
+    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, OverflowError, IndexError, StopIteration):
         return None
     t = df["task_id"].to_numpy(dtype=object)
     m = df["model_id"].to_numpy(dtype=object)
@@ -706,7 +706,7 @@ def _read_qrels_arrow(data: bytes):
             parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False),
             convert_options=pcsv.ConvertOptions(column_types={c: pa.string() for c in names}, null_values=[],
                                                 strings_can_be_null=False, include_columns=["topic", "docno", "grade"]))
-    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError):
+    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, IndexError):
         return None
     if tb.num_rows == 0:
         return None
@@ -737,7 +737,7 @@ def _read_qrels_fast(data: bytes):
     try:
         df = pd.read_csv(io.BytesIO(data), sep=r"\s+", header=None, names=list(range(4)), engine="c", low_memory=False,
                          dtype={0: object, 1: object, 2: object, 3: object}, na_filter=False)
-    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, OverflowError):
+    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, OverflowError, IndexError, StopIteration):
         return None
     if df.empty:
         return None
