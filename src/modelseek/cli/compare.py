@@ -142,11 +142,12 @@ def render_text(res: dict) -> str:
           "p(perm) Holm"]
     crow = [[c["metric"], c["a"], c["b"], _signed(c["diff"]),
              "-" if c["ci_low"] is None else f"[{c['ci_low']:+.4f}, {c['ci_high']:+.4f}]", _p(c["p_t"]),
-             _p(c["p_t_holm"]), _p(c["p_permutation"]) + ("" if c["permutation_exact"] else ""),
+             _p(c["p_t_holm"]), _p(c["p_permutation"]) + ("" if c["permutation_exact"] else "*"),
              _p(c["p_permutation_holm"])] for c in res["comparisons"]]
     out += _grid(ch, crow)
-    out.append(f"randomisation test: {st['permutations']:,} sign assignments (exact when 2^topics fits), seed "
-               f"{st['seed']}; bootstrap: {st['resamples']:,} resamples")
+    out.append(f"randomisation test: every sign assignment when 2^topics <= {st['permutations']:,}, else "
+               f"{st['permutations']:,} drawn with seed {st['seed']} (marked *); bootstrap: {st['resamples']:,} "
+               f"resamples")
     return "\n".join(out)
 
 
