@@ -35,7 +35,9 @@ def test_from_scores_orders_and_breaks_ties_by_natural_docid(tmp_path):
 def test_runs_are_immutable_and_derived_runs_are_new():
     run = Run.from_scores({"t": {"a": 1.0}}, "x")
     with pytest.raises(TypeError):
-        run._topics["t"] = ()  # type: ignore[index]
+        run["t"] = ()  # type: ignore[index]
+    with pytest.raises(ValueError):  # the columns are read-only views
+        run.arrays().score[0] = 2.0
     other = run.with_id("y")
     assert other is not run and run.run_id == "x" and other.run_id == "y"
 
@@ -111,3 +113,62 @@ def test_evaluate_rejects_malformed_file(tmp_path, cli, tiny_layout):
     p = write_lines(tmp_path / "m.txt", ["1001 Q0 1 x 0.5 r"])
     r = cli("evaluate", p, "--ground-truth", tiny_layout / "ground-truth.csv")
     assert r.code == 1 and "m.txt:1: field 'Rank'" in r.err and len(r.err.strip().splitlines()) == 1
+
+
+def test_numeric_looking_ids_keep_their_text(tmp_path):
+    # the C reader must not read ids as numbers: 001 and 1 are two topics, 01 and 1 two docIDs
+    p = tmp_path / "ids.txt"
+    p.write_text("001 Q0 01 1 0.5 r\n1 Q0 1 1 0.4 r\n001 Q0 1 2 0.3 r\n")
+    run = read_run(p)
+    assert list(run) == ["001", "1"] and run.ranking("001") == ["01", "1"] and run.ranking("1") == ["1"]
+
+
+def test_rows_out_of_order_are_grouped_by_topic_then_rank_then_line(tmp_path):
+    p = tmp_path / "mixed.txt"
+    p.write_text("b Q0 x 2 0.1 r\na Q0 y 2 0.5 r\nb Q0 z 1 0.9 r\na Q0 w 1 0.6 r\nb Q0 v 1 0.2 r\n")
+    run = read_run(p)
+    assert list(run) == ["b", "a"]
+    assert run.ranking("b") == ["z", "v", "x"] and run.ranking("a") == ["w", "y"]
+    assert [e.line for e in run["b"]] == [3, 5, 1]
+
+
+def test_validate_help_says_what_it_prints(cli):
+    r = cli("validate", "--help")
+    assert r.code == 0 and "Silent" not in r.out and "'ok' line" in r.out
+
+
+def test_the_three_readers_give_the_same_runs(tmp_path):
+    """Single spaces take pyarrow's reader, tabs pandas' C reader, anything else the careful line reader:
+    the same lines give the same runs (order, ranks, scores, line numbers)."""
+    import numpy as np
+
+    from modelseek.data import run as R
+
+    rng = np.random.default_rng(0)
+    rows = [(f"{t:03d}", str(d), int(r), float(s), rid) for rid in ("a", "b") for t in range(7)
+            for r, (d, s) in enumerate(zip(rng.permutation(30)[:9], np.round(rng.random(9), 2)), 1)]
+    rng.shuffle(rows)
+    lines = [(t, "Q0", d, str(r), f"{s}", rid) for t, d, r, s, rid in rows]
+    single = tmp_path / "single.txt"
+    single.write_text("\n".join(" ".join(x) for x in lines) + "\n")
+    tabs = tmp_path / "tabs.txt"
+    tabs.write_text("\n".join("\t".join(x) for x in lines) + "\n")
+    data = single.read_bytes()
+    assert R._parse_arrow(data, True) is not None and R._parse_arrow(tabs.read_bytes(), True) is None
+    careful = R._build(single, R._parse_careful(single, data.decode(), None, True), None)
+    for p in (single, tabs):
+        got = read_runs(p)
+        assert list(got) == list(careful)
+        for rid in careful:
+            assert got[rid].lines() == careful[rid].lines()
+            assert [e.line for t in got[rid] for e in got[rid][t]] == [e.line for t in careful[rid] for e in careful[rid][t]]
+
+
+@pytest.mark.parametrize("content", [b"", b"\n\n", b"  \n\t\n"])
+def test_empty_run_files_are_located_errors(tmp_path, cli, content):
+    p = tmp_path / "empty.txt"
+    p.write_bytes(content)
+    r = cli("evaluate", p, "-g", p)
+    assert r.code == 1 and "Traceback" not in r.err and str(p) in r.err
+    with pytest.raises(InputError, match="run file is empty"):
+        read_runs(p)

@@ -116,7 +116,8 @@ def cross_validate(method: str | Ranker | Callable[[], Ranker], truth: GroundTru
         if missing:
             raise InputError(f"{len(missing)} ground-truth task(s) have no task data: {', '.join(missing[:5])}")
         tasks = tasks.subset(task_ids)
-    missing_models = [c.id for c in pool if c.id not in set(truth.model_ids)]
+    known_models = set(truth.model_ids)  # built once: a set per candidate made the check quadratic
+    missing_models = [c.id for c in pool if c.id not in known_models]
     if missing_models:
         raise InputError(f"pool candidate(s) not in the ground truth: {', '.join(missing_models)}",
                          path=truth.source or None)

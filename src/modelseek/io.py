@@ -37,7 +37,17 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 # ------------------------------------------------------------------------------------------------ writing
+def _umask() -> int:
+    # os.umask can only be read by setting it; set it back at once (the value, not the process, is what we need)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a temporary file in the same folder (fsync, rename). The file gets
+    the mode ``open()`` would give a new file (0666 less the umask), not mkstemp's 0600: a teammate or a grader
+    must be able to read a submission on a shared machine."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
@@ -45,6 +55,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
+            os.fchmod(fh.fileno(), 0o666 & ~_umask())
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
@@ -60,25 +71,84 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------------ reading
+#: the largest file each kind of input may be, in MiB (``what`` as the readers name it); override one with
+#: the environment variable ``MODELSEEK_MAX_MB_<KIND>`` (e.g. ``MODELSEEK_MAX_MB_RUN_FILE=4096``) or all with
+#: ``MODELSEEK_MAX_MB``. A file over its cap is refused before a byte is read, so memory stays bounded.
+SIZE_LIMITS_MB = {
+    "run file": 2048,
+    "ground-truth file": 2048,
+    "pool file": 64,
+    "topics file": 256,
+    "task table": 512,
+    "config file": 16,
+    "file": 1024,
+}
+
+
+def size_limit(what: str) -> int:
+    """The byte cap for an input of kind ``what`` (see :data:`SIZE_LIMITS_MB`)."""
+    key = "MODELSEEK_MAX_MB_" + re.sub(r"[^A-Za-z0-9]+", "_", what).strip("_").upper()
+    for name in (key, "MODELSEEK_MAX_MB"):
+        raw = os.environ.get(name)
+        if raw:
+            try:
+                mb = float(raw)
+            except ValueError:
+                raise InputError(f"environment variable {name} must be a number of MiB, got {raw!r}") from None
+            if mb > 0 and math.isfinite(mb):
+                return int(mb * 2**20)
+            raise InputError(f"environment variable {name} must be a positive number of MiB, got {raw!r}")
+    return int(SIZE_LIMITS_MB.get(what, SIZE_LIMITS_MB["file"]) * 2**20)
+
+
+def _kind(mode: int) -> str:
+    import stat
+
+    for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
 def check_file(path: str | os.PathLike, what: str = "file") -> Path:
-    """``path`` as a :class:`Path` if it names an existing regular file (or a pipe/device); else an
-    ``InputError``: ``no such WHAT`` or ``is a directory, expected a WHAT``."""
+    """``path`` as a :class:`Path` if it names an existing regular file no larger than the cap for ``what``;
+    else an ``InputError``: ``no such WHAT``, ``is a directory, expected a WHAT``, ``is a FIFO ...``, or the
+    size and the cap. Nothing is opened: a FIFO without a writer would block for ever, ``/dev/zero`` never ends."""
+    import stat
+
     p = Path(path)
-    if p.is_dir():
+    try:
+        st = os.stat(p)
+    except FileNotFoundError:
+        raise InputError(f"no such {what}", path=p) from None
+    except OSError as exc:
+        raise InputError(f"cannot read {what}: {exc.strerror or exc}", path=p) from None
+    if stat.S_ISDIR(st.st_mode):
         raise InputError(f"is a directory, expected a {what}", path=p)
-    if not p.exists():
-        raise InputError(f"no such {what}", path=p)
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"is {_kind(st.st_mode)}, expected a regular {what}", path=p)
+    cap = size_limit(what)
+    if st.st_size > cap:
+        key = "MODELSEEK_MAX_MB_" + re.sub(r"[^A-Za-z0-9]+", "_", what).strip("_").upper()
+        raise InputError(f"{what} is {st.st_size / 2**20:,.1f} MiB, over the {cap / 2**20:,.0f} MiB cap (raise it with "
+                         f"{key}=N)", path=p)
     return p
 
 
 def read_bytes(path: str | os.PathLike, what: str = "file") -> bytes:
     p = check_file(path, what)
+    cap = size_limit(what)
     try:
-        return p.read_bytes()
+        with open(p, "rb") as fh:
+            data = fh.read(cap + 1)  # the file may have grown since the check: never read past the cap
     except IsADirectoryError:  # raced with a rename
         raise InputError(f"is a directory, expected a {what}", path=p) from None
     except OSError as exc:
         raise InputError(f"cannot read {what}: {exc.strerror or exc}", path=p) from None
+    if len(data) > cap:
+        raise InputError(f"{what} is over the {cap / 2**20:,.0f} MiB cap", path=p)
+    return data
 
 
 def decode_text(data: bytes, path: str | os.PathLike | None = None) -> str:
@@ -103,6 +173,58 @@ def open_text(path: str | os.PathLike, what: str = "file") -> io.StringIO:
     instead of halfway through a loop as a raw ``UnicodeDecodeError``. ``newline=''`` semantics, as the
     csv module wants."""
     return io.StringIO(read_text(path, what), newline="")
+
+
+class _LongFields:
+    """Lift :mod:`csv`'s 131,072-character field limit while a reader parses (the file itself is capped)."""
+
+    def __enter__(self):
+        import csv
+
+        self._old = csv.field_size_limit(2**31 - 1)
+
+    def __exit__(self, *exc):
+        import csv
+
+        csv.field_size_limit(self._old)
+        return False
+
+
+def csv_dict_reader(fh, path: str | os.PathLike | None = None):
+    """A :class:`csv.DictReader` whose problems are located ``InputError`` errors: a field or header of any length
+    is read (no ``_csv.Error`` at 131,072 characters), a malformed row names its line, and a header naming a
+    column twice is refused (DictReader would silently keep the last)."""
+    import csv
+
+    class Reader(csv.DictReader):
+        @property
+        def fieldnames(self):
+            if self._fieldnames is None:
+                with _LongFields():
+                    try:
+                        names = csv.DictReader.fieldnames.fget(self)
+                    except csv.Error as exc:
+                        raise InputError(f"malformed CSV header: {exc}", path=path, line=1) from None
+                seen: dict[str, int] = {}
+                for i, name in enumerate(names or [], 1):
+                    if name in seen and name.strip():
+                        raise InputError(f"column {name!r} is named twice (columns {seen[name]} and {i})", path=path,
+                                         line=1, field=name)
+                    seen[name] = i
+            return self._fieldnames
+
+        @fieldnames.setter
+        def fieldnames(self, value):
+            self._fieldnames = value
+
+        def __next__(self):
+            with _LongFields():
+                try:
+                    return super().__next__()
+                except csv.Error as exc:
+                    raise InputError(f"malformed CSV: {exc}", path=path, line=self.line_num) from None
+
+    return Reader(fh)
 
 
 def line_of(text: str, offset: int) -> int:

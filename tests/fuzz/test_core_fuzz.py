@@ -177,3 +177,36 @@ def test_topics_file_with_a_control_character_in_an_id(case, tmp_path):
     r = run_cli("validate", case["run"], "--pool", case["models"], "--topics", topics)
     assert r.code == 1 and r.err.strip() == (f"error: {topics}:1: field 'topicID': topic id '1001\\x0b1002' holds "
                                             f"white space or a control character")
+
+
+_TOKEN = st.text(alphabet="abAB019_-.:/+", min_size=1, max_size=5)
+_SEP = st.sampled_from([" ", "  ", "\t", " \t"])
+
+
+@FUZZ
+@given(rows=st.lists(st.tuples(_TOKEN, _TOKEN, st.integers(1, 30), st.floats(-5, 5, allow_nan=False), _SEP,
+                               st.sampled_from(["a", "b"])), min_size=1, max_size=40),
+       blank=st.booleans(), crlf=st.booleans())
+def test_fast_readers_agree_with_the_careful_reader(tmp_path_factory, rows, blank, crlf):
+    """Whatever reader a file takes (pyarrow for single spaces, pandas' C reader, the line reader), the runs
+    are those the careful line reader builds, or the same located error."""
+    from modelseek.data import run as R
+
+    lines = [sep.join([t, "Q0", d, str(r), repr(s), rid]) for t, d, r, s, sep, rid in rows]
+    if blank:
+        lines.insert(len(lines) // 2, "")
+    text = ("\r\n" if crlf else "\n").join(lines) + "\n"
+    p = tmp_path_factory.mktemp("readers") / "run.txt"
+    p.write_bytes(text.encode())
+    try:
+        want = R._build(p, R._parse_careful(p, text, None, True), None)
+    except InputError as exc:
+        with pytest.raises(InputError) as got:
+            R.read_runs(p)
+        assert (got.value.line, got.value.field) == (exc.line, exc.field)
+        return
+    got = R.read_runs(p)
+    assert list(got) == list(want)
+    for rid in want:
+        assert got[rid].lines() == want[rid].lines()
+        assert [e.line for t in got[rid] for e in got[rid][t]] == [e.line for t in want[rid] for e in want[rid][t]]

@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
         fused.write(args.output)
         summary = {"fusion": learned.fusion.to_dict(), "describe": learned.fusion.describe(),
                    "output": str(args.output), "topics": len(fused),
-                   "new_topics": sum(1 for t in fused if t not in set(learned.fitted_topics))}
+                   "new_topics": len(set(fused) - set(learned.fitted_topics))}
         if args.json:
             print_json(summary)
         else:

@@ -17,7 +17,9 @@ import sys
 from ..errors import ModelseekError, ValidationError
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; ``only`` registers just the module of that name (a command's start-up
+    then imports nothing of the others: ``evaluate`` does not pay for torch-backed command modules)."""
     from .. import __version__
 
     parser = argparse.ArgumentParser(prog="modelseek", description="Which pre-trained model should I fine-tune?")
@@ -27,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     import modelseek.cli as pkg
 
     for mod in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-        if mod.name == "main" or mod.name.startswith("_"):
+        if mod.name == "main" or mod.name.startswith("_") or (only is not None and mod.name != only):
             continue
         module = importlib.import_module(f"modelseek.cli.{mod.name}")
         if hasattr(module, "register"):
@@ -36,7 +38,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    words = sys.argv[1:] if argv is None else list(argv)
+    first = next((w for w in words if not w.startswith("-")), None)
+    lean = first in ("evaluate", "compare", "validate") and "-h" not in words and "--help" not in words
+    parser = build_parser(first if lean else None)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)

@@ -30,6 +30,8 @@ def register(sub) -> None:
                                   "models.csv beside the tasks)")
     p.add_argument("-o", "--output", type=OUTPUT_FILE, help="write the run file here")
     p.add_argument("--run-id", help="run id (default: the method name)")
+    p.add_argument("--docid", choices=["pool", "hf"], default="pool",
+                   help="docIDs written to --output: the pool's ids (default; NTCIR docIDs 1-20) or Hugging Face ids")
     p.add_argument("--train-truth", help="ground truth (task_id,model_id,f1) of past tasks for methods that learn; "
                                          "its model ids are the pool's ids or HF ids (default with --cv or "
                                          "--train-tasks: ground-truth.csv beside those tasks)")
@@ -153,7 +155,8 @@ def run(args: argparse.Namespace) -> int:
                 explanations[r.run_id] = {t.id: ranker.explain(t, pool) for t in tasks}
         runs.append(r.with_id(run_id) if run_id else r)
     if args.output:
-        write_runs(args.output, runs)
+        hf = {c.id: c.hf_id for c in pool if c.hf_id} if args.docid == "hf" else {}
+        write_runs(args.output, [r.map_docs(hf) if hf else r for r in runs])
     if args.json:
         # each fact once: the run holds the order (doc, rank, score, model); an explanation holds what the ranker
         # predicts per candidate, keyed by doc, and what the ranking rests on

@@ -10,8 +10,10 @@ from ..errors import InputError
 def register(sub) -> None:
     p = sub.add_parser("validate", help="check a run file against the submission rules",
                        description="Checks columns, ranks and scores, duplicates, at most 5 run ids, every "
-                                   "candidate per topic (and every topic, when the task set is given). Silent "
-                                   "and exit 0 when valid; one line per violation and exit 1 otherwise.")
+                                   "candidate per topic (and every topic, when the task set is given). Prints "
+                                   "one 'ok' line and exits 0 when valid (nothing with --quiet); one line per "
+                                   "violation and exit 1 otherwise. Strict where evaluate is lenient: a line "
+                                   "with more than six columns is refused, naming the extra columns.")
     p.add_argument("run", help="TREC run file")
     p.add_argument("--subtask", default="A", choices=["A", "B"], type=str.upper)
     p.add_argument("--pool", help="candidates that every topic must rank (Subtask A default: the 20 NTCIR "

@@ -12,7 +12,6 @@ Supported layouts:
 
 from __future__ import annotations
 
-import csv
 import math
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
@@ -20,7 +19,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from ..errors import InputError
-from ..io import check_file, iter_jsonl, open_text, read_json
+from ..io import check_file, csv_dict_reader, iter_jsonl, open_text, read_json
 from .task import Criticality, Split, Task, TaskSet
 
 SPLIT_CAP = 5000
@@ -68,7 +67,7 @@ def read_tasks_csv(path: Path) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
     first: dict[str, int] = {}
     with open_text(path, "tasks file") as fh:
-        reader = csv.DictReader(fh)
+        reader = csv_dict_reader(fh, path)  # long fields read, errors located, a column named twice refused
         if reader.fieldnames is None or "task_id" not in reader.fieldnames:
             raise InputError("missing column", path=path, line=1, field="task_id")
         for lineno, row in enumerate(reader, start=2):

@@ -20,7 +20,6 @@ Unknown keys are rejected so that typos do not pass silently.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 from dataclasses import dataclass, field
 from importlib import resources
@@ -30,7 +29,7 @@ from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from ..config import Config, Interval, Source
 from ..errors import InputError
-from ..io import open_text, read_yaml_located
+from ..io import csv_dict_reader, open_text, read_yaml_located
 
 
 @dataclass(frozen=True)
@@ -109,7 +108,7 @@ class Pool(Sequence[Candidate]):
 def _read_models_csv(path: Path) -> Pool:
     cands = []
     with open_text(path, "pool file") as fh:
-        reader = csv.DictReader(fh)
+        reader = csv_dict_reader(fh, path)  # long fields read, errors located, a column named twice refused
         fields = reader.fieldnames or []
         id_col = next((c for c in ("model_id", "id", "docid") if c in fields), None)
         name_col = next((c for c in ("model_name", "hf_id", "name") if c in fields), None)

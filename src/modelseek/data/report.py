@@ -20,18 +20,27 @@ from ..stats.bootstrap import bootstrap_ci
 TIER_ORDER = ["low", "medium", "high", "all"]
 
 
+def _some(items: Sequence[str], n: int = 10) -> str:
+    shown = ", ".join(repr(x) if any(not c.isprintable() or c.isspace() for c in x) else x for x in items[:n])
+    return shown + (" ..." if len(items) > n else "")
+
+
 class Report:
     """Per-topic scores of one run. ``per_topic`` has one row per topic: ``tier`` and one column per metric."""
 
     def __init__(self, per_topic: pd.DataFrame, metrics: Sequence[str], run_id: str = "run",
                  missing_topics: Sequence[str] = (), extra_topics: Sequence[str] = (),
-                 scheme: str = "ntcir") -> None:
+                 scheme: str = "ntcir", unknown_models: Sequence[str] = (), order: str = "rank",
+                 relevance_level: int = 1) -> None:
         self._per_topic = per_topic.copy()
         self.metrics = list(metrics)
         self.run_id = run_id
         self.missing_topics = list(missing_topics)
         self.extra_topics = list(extra_topics)
         self.scheme = scheme
+        self.unknown_models = list(unknown_models)  # docIDs of the run that no ground-truth row names
+        self.order = order
+        self.relevance_level = int(relevance_level)
 
     @property
     def per_topic(self) -> pd.DataFrame:
@@ -89,10 +98,23 @@ class Report:
         lines = [f"run {self.run_id} ({len(self.topics)} topics, grading {self.scheme})", fmt(header),
                  fmt(["-" * w for w in widths])]
         lines += [fmt(r) for r in rows]
-        if self.missing_topics:
-            lines.append(f"note: {len(self.missing_topics)} topic(s) of the ground truth missing from the run "
-                         f"scored 0: {', '.join(self.missing_topics[:10])}")
+        lines += [f"note: {n}" for n in self.notes()]
         return "\n".join(lines)
+
+    def notes(self) -> list[str]:
+        """What the numbers do not show: topics missing from the run, run topics and docIDs the ground truth
+        does not know (printed by every output mode of ``evaluate``; ``--strict`` makes the last two errors)."""
+        out = []
+        if self.missing_topics:
+            out.append(f"{len(self.missing_topics)} topic(s) of the ground truth missing from the run scored 0: "
+                       f"{_some(self.missing_topics)}")
+        if self.extra_topics:
+            out.append(f"{len(self.extra_topics)} topic(s) of the run not in the ground truth were ignored: "
+                       f"{_some(self.extra_topics)}")
+        if self.unknown_models:
+            out.append(f"{len(self.unknown_models)} docID(s) of the run not in the ground truth count as "
+                       f"non-relevant: {_some(self.unknown_models)}")
+        return out
 
     def __str__(self) -> str:
         return self.table()
@@ -113,6 +135,9 @@ class Report:
                           for t, r in self._per_topic.iterrows()},
             "missing_topics": self.missing_topics,
             "extra_topics": self.extra_topics,
+            "unknown_models": self.unknown_models,
+            "order": self.order,
+            "relevance_level": self.relevance_level,
         }
 
     def to_json(self, path: str | Path | None = None) -> str:
@@ -139,6 +164,23 @@ class Report:
         body = [f"| {t} | {int(r['n'])} | " + " | ".join(f"{r[m]:.{digits}f}" for m in self.metrics) + " |"
                 for t, r in df.iterrows()]
         return "\n".join([head, sep, *body])
+
+    def to_trec(self, per_topic: bool = False, digits: int = 4) -> str:
+        """trec_eval's ``-q`` layout: ``measure<TAB>topic<TAB>value`` with trec_eval's measure names
+        (``ndcg_cut_5``, ``recip_rank``), one ``all`` line per measure (the mean), per-topic lines first when
+        ``per_topic``. Measure names are padded to 22 characters as trec_eval does; a NaN topic is left out."""
+        from ..metrics import trec_name
+
+        out = []
+        names = {m: trec_name(m) for m in self.metrics}
+        if per_topic:  # topic by topic, as trec_eval -q prints them
+            values = self._per_topic[self.metrics].to_numpy(dtype=float)
+            for t, row in zip(self._per_topic.index, values):
+                out += [f"{names[m]:<22}\t{t}\t{v:.{digits}f}" for m, v in zip(self.metrics, row) if not np.isnan(v)]
+        means = self.mean()
+        for m in self.metrics:
+            out.append(f"{names[m]:<22}\tall\t{means[m]:.{digits}f}")
+        return "\n".join(out) + "\n"
 
     def __repr__(self) -> str:
         return f"Report({self.run_id!r}, {len(self.topics)} topics, {self.mean()})"

@@ -16,7 +16,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Iterable, Iterator, Mapping, NamedTuple, Sequence
+
+import numpy as np
 
 from ..errors import InputError, ValidationError
 
@@ -37,20 +39,73 @@ def natural_key(s: str):
     return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", str(s)) if p]
 
 
+class RunArrays(NamedTuple):
+    """A run as columns: rows grouped by topic (``topics[i]`` holds rows ``offsets[i]:offsets[i+1]``), each
+    topic in evaluation order (Rank, then line order)."""
+
+    topics: list[str]
+    offsets: np.ndarray  # int64, len(topics) + 1
+    doc: np.ndarray      # object (str)
+    rank: np.ndarray     # int64
+    score: np.ndarray    # float64
+    line: np.ndarray     # int64 (0 when built in memory)
+    doc_code: np.ndarray | None = None  # optional: doc[i] == doc_names[doc_code[i]] (from the reader)
+    doc_names: np.ndarray | None = None
+
+
 class Run(Mapping[str, tuple[Entry, ...]]):
-    """An immutable ranking per topic. Derived runs are new objects."""
+    """An immutable ranking per topic. Derived runs are new objects.
+
+    Stored as columns (:class:`RunArrays`), so that reading, validating and scoring a million lines is a few
+    array operations; ``run[topic]`` builds that topic's :class:`Entry` tuple on first use."""
 
     def __init__(self, topics: Mapping[str, Iterable[Entry]], run_id: str = "run") -> None:
-        if not run_id or any(c.isspace() for c in run_id):
-            raise InputError(f"run id must be a non-empty word without spaces, got {run_id!r}", field="RunID")
+        _check_run_id(run_id)
         self.run_id = run_id
-        ordered: dict[str, tuple[Entry, ...]] = {}
+        names: list[str] = []
+        sizes: list[int] = []
+        docs: list[str] = []
+        ranks: list[int] = []
+        scores: list[float] = []
+        lines: list[int] = []
         for topic, entries in topics.items():
             es = list(entries)
             # Stable sort: equal ranks keep their input (line) order.
             es.sort(key=lambda e: e.rank)
-            ordered[str(topic)] = tuple(es)
-        self._topics = MappingProxyType(ordered)
+            names.append(str(topic))
+            sizes.append(len(es))
+            for e in es:
+                docs.append(e.doc)
+                ranks.append(e.rank)
+                scores.append(e.score)
+                lines.append(e.line)
+        if len(set(names)) != len(names):
+            raise InputError("a topic is given twice", field="topicID")
+        offsets = np.zeros(len(names) + 1, dtype=np.int64)
+        np.cumsum(sizes, out=offsets[1:])
+        self._set(RunArrays(names, offsets, _object_array(docs), np.asarray(ranks, dtype=np.int64),
+                            np.asarray(scores, dtype=np.float64), np.asarray(lines, dtype=np.int64)))
+
+    def _set(self, arrays: RunArrays) -> None:
+        for col in arrays[1:]:
+            if col is not None:
+                col.setflags(write=False)
+        self._a = arrays
+        self._pos = {t: i for i, t in enumerate(arrays.topics)}
+        self._cache: dict[str, tuple[Entry, ...]] = {}
+
+    @classmethod
+    def from_arrays(cls, arrays: RunArrays, run_id: str = "run") -> "Run":
+        """A run from columns already in :class:`RunArrays` order (not copied: do not change them after)."""
+        _check_run_id(run_id)
+        run = cls.__new__(cls)
+        run.run_id = run_id
+        run._set(arrays)
+        return run
+
+    def arrays(self) -> RunArrays:
+        """The run as columns (read-only views)."""
+        return self._a
 
     # ----------------------------------------------------------------------------------------- building
     @classmethod
@@ -71,35 +126,58 @@ class Run(Mapping[str, tuple[Entry, ...]]):
         return cls(topics, run_id)
 
     def with_id(self, run_id: str) -> "Run":
-        return Run(dict(self._topics), run_id)
+        return Run.from_arrays(self._a, run_id)
 
     def restrict(self, topics: Iterable[str]) -> "Run":
         keep = [str(t) for t in topics]
-        return Run({t: self._topics[t] for t in keep if t in self._topics}, self.run_id)
+        return Run({t: self[t] for t in keep if t in self._pos}, self.run_id)
+
+    def map_docs(self, mapping: Mapping[str, str]) -> "Run":
+        """A new run whose docIDs are renamed by ``mapping`` (ids it does not hold stay as they are)."""
+        a = self._a
+        doc = _object_array([mapping.get(d, d) for d in a.doc.tolist()])
+        a = RunArrays(a.topics, a.offsets, doc, a.rank, a.score, a.line)
+        return Run.from_arrays(a, self.run_id)
 
     # ----------------------------------------------------------------------------------------- views
     def __getitem__(self, topic: str) -> tuple[Entry, ...]:
-        return self._topics[str(topic)]
+        topic = str(topic)
+        hit = self._cache.get(topic)
+        if hit is None:
+            i = self._pos[topic]
+            a = self._a
+            lo, hi = int(a.offsets[i]), int(a.offsets[i + 1])
+            hit = tuple(Entry(d, r, s, ln) for d, r, s, ln in zip(a.doc[lo:hi].tolist(), a.rank[lo:hi].tolist(),
+                                                                   a.score[lo:hi].tolist(), a.line[lo:hi].tolist()))
+            self._cache[topic] = hit
+        return hit
+
+    def __contains__(self, topic: object) -> bool:
+        return str(topic) in self._pos
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._topics)
+        return iter(self._a.topics)
 
     def __len__(self) -> int:
-        return len(self._topics)
+        return len(self._a.topics)
 
     def ranking(self, topic: str) -> list[str]:
         """DocIDs in evaluation order (Rank, then line order)."""
-        return [e.doc for e in self._topics[str(topic)]]
+        i = self._pos[str(topic)]
+        return self._a.doc[self._a.offsets[i]:self._a.offsets[i + 1]].tolist()
 
     def scores(self, topic: str) -> dict[str, float]:
-        return {e.doc: e.score for e in self._topics[str(topic)]}
+        i = self._pos[str(topic)]
+        lo, hi = self._a.offsets[i], self._a.offsets[i + 1]
+        return dict(zip(self._a.doc[lo:hi].tolist(), self._a.score[lo:hi].tolist()))
 
     def lines(self) -> list[str]:
-        out = []
-        for topic, entries in self._topics.items():
-            for e in entries:
-                out.append(f"{topic} Q0 {e.doc} {e.rank} {_fmt(e.score)} {self.run_id}")
-        return out
+        a = self._a
+        sizes = np.diff(a.offsets)
+        topics = [t for t, n in zip(a.topics, sizes.tolist()) for _ in range(n)]
+        rid = self.run_id
+        return [f"{t} Q0 {d} {r} {_fmt(s)} {rid}" for t, d, r, s in zip(topics, a.doc.tolist(), a.rank.tolist(),
+                                                                      a.score.tolist())]
 
     def write(self, path: str | Path) -> None:
         write_runs(path, [self])
@@ -114,6 +192,17 @@ class Run(Mapping[str, tuple[Entry, ...]]):
 
     def __repr__(self) -> str:
         return f"Run({self.run_id!r}, {len(self)} topics)"
+
+
+def _check_run_id(run_id: str) -> None:
+    if not run_id or any(c.isspace() for c in run_id):
+        raise InputError(f"run id must be a non-empty word without spaces, got {run_id!r}", field="RunID")
+
+
+def _object_array(items: Sequence[str]) -> np.ndarray:
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out
 
 
 def _fmt(x: float) -> str:
@@ -133,19 +222,165 @@ def write_runs(path: str | Path, runs: Sequence[Run]) -> None:
 
 
 # --------------------------------------------------------------------------------------------- parsing
-@dataclass(frozen=True)
-class _Line:
-    lineno: int
-    topic: str
-    q0: str
-    doc: str
-    rank: int
-    score: float
-    run_id: str
+MAX_RANK = 2**31 - 1
+_INT = re.compile(r"[+-]?[0-9]+")  # ASCII digits only: int() would also take Arabic-Indic or full-width ones
+_FLOAT = re.compile(r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)", re.I)
+# a file of plain printable ASCII (tabs and line ends allowed) can take the C reader; anything else is read
+# line by line so that a control or format character, or a non-ASCII digit, is refused at its line
+_PLAIN = bytes([9, 10, 13, *range(0x20, 0x7F)])
 
 
-def _parse(path: Path, problems: list[InputError] | None) -> list[_Line]:
-    """Parse every line; collect format problems into ``problems`` or raise on the first if None."""
+def is_plain(data: bytes) -> bool:
+    """Only printable ASCII, tabs and line ends (``bytes.translate`` deletes those: a C loop, no regex)."""
+    return not data.translate(None, _PLAIN)
+
+
+class _Table(NamedTuple):
+    topic: np.ndarray | None  # None: only the codes are there (arrow reader for read_runs)
+    q0: np.ndarray
+    doc: np.ndarray | None
+    rank: np.ndarray
+    score: np.ndarray
+    run_id: np.ndarray | None
+    line: np.ndarray
+    # optional (from the C reader): codes and distinct values of run id, topic and docID columns
+    codes: dict | None = None
+
+
+def bad_identifier_char(value: str) -> str | None:
+    """The first control, format, surrogate, private-use or unassigned character of ``value`` (None if clean).
+
+    Such characters are invisible or break lines when printed (a byte-order mark in the middle of a
+    concatenated file, a NUL, a zero-width space): an identifier holding one can never be matched by eye."""
+    if value.isascii():
+        return next((c for c in value if ord(c) < 32 or ord(c) == 127), None)
+    import unicodedata
+
+    return next((c for c in value if unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")), None)
+
+
+def describe_char(c: str) -> str:
+    import unicodedata
+
+    return f"U+{ord(c):04X}" + (f" ({unicodedata.name(c)})" if unicodedata.name(c, "") else "")
+
+
+def _parse_fast(data: bytes, need_q0: bool = True) -> _Table | None:
+    """The C reader over a plain file of exactly six columns; None when anything needs the careful reader.
+
+    (Text columns are read as strings, not as pandas categories: category parsing turns ``001`` and ``1`` into
+    the same number.) Rank values are checked with the careful reader's rule: ``int()`` per value refuses
+    ``1.0`` and ``1e0``, and ``1_0`` is caught before."""
+    if not is_plain(data) or not data.strip():
+        return None
+    if b"\r" in data and b"\r" in data.replace(b"\r\n", b""):
+        return None  # a bare carriage return: pandas would take it for a line end
+    import io
+
+    import pandas as pd
+
+    obj = object
+    try:
+        df = pd.read_csv(io.BytesIO(data), sep=r"\s+", header=None, names=list(range(6)), engine="c",
+                         low_memory=False, dtype={0: obj, 1: obj, 2: obj, 3: obj, 4: np.float64, 5: obj},
+                         na_filter=False, usecols=None if need_q0 else [0, 2, 3, 4, 5])
+    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, OverflowError, IndexError, StopIteration):
+        return None  # a wrong column count, a score that is not a number ...: located by the careful reader
+    if df.empty:
+        return None
+    cols = [df[i].to_numpy() if i in df.columns else None for i in range(6)]
+    if cols[1] is None:  # Q0 is checked by validate only; evaluate reads it as trec_eval does (ignored)
+        cols[1] = _constant("Q0", len(df))
+    if (cols[5] == "").any():
+        return None  # a short line
+    ranks = cols[3]
+    if "_" in "".join(ranks.tolist()):  # int() takes 1_0
+        return None
+    try:
+        rank = ranks.astype(np.int64)  # int() per item: "1.0" and "1e0" are refused
+    except (ValueError, OverflowError):
+        return None
+    score = cols[4] if cols[4].dtype == np.float64 else cols[4].astype(np.float64)
+    if (rank < 1).any() or (rank > MAX_RANK).any() or not np.isfinite(score).all():
+        return None
+    n = len(df)
+    n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    if n == n_lines:
+        line = np.arange(1, n + 1, dtype=np.int64)
+    else:  # blank lines: number the others
+        line = np.array([i for i, ln in enumerate(data.split(b"\n"), 1) if ln.strip()], dtype=np.int64)
+        if line.size != n:
+            return None
+    return _Table(cols[0], cols[1], cols[2], rank, score, cols[5], line)
+
+
+def _constant(value: str, n: int) -> np.ndarray:
+    """A read-only column of ``n`` copies of ``value`` (a broadcast view: no memory per line)."""
+    return np.broadcast_to(np.array([value], dtype=object), (n,))
+
+
+def _parse_arrow(data: bytes, need_q0: bool) -> _Table | None:
+    """pyarrow's multi-threaded CSV reader (installed with pandas' string support) over a file whose columns
+    are separated by single spaces: text columns are dictionary-encoded in C++, so no Python string is made
+    per line, only per distinct value. Ranks are checked per distinct value with the careful reader's rule
+    (pyarrow would take ``0x1``). None when pyarrow is absent or the file needs another reader."""
+    if (b"\t" in data or b"  " in data or b"\r" in data or data.startswith((b" ", b"\n")) or b"\n " in data
+            or b" \n" in data or b"\n\n" in data or data.endswith(b" ")):
+        return None
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as pcsv
+    except ImportError:  # pragma: no cover - pandas' C reader then
+        return None
+    names = ["topic", "q0", "doc", "rank", "score", "run"]
+    keep = [c for c in names if need_q0 or c != "q0"]
+    string = pa.string()
+    try:
+        tb = pcsv.read_csv(
+            pa.BufferReader(data), read_options=pcsv.ReadOptions(column_names=names, use_threads=False),
+            parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False),
+            convert_options=pcsv.ConvertOptions(column_types={c: (pa.float64() if c == "score" else string)
+                                                              for c in names}, null_values=[],
+                                                strings_can_be_null=False, include_columns=keep))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, IndexError):
+        return None  # a line of another length, a score that is not a number ...: the careful reader locates it
+    n = tb.num_rows
+    if n == 0:
+        return None
+    score = tb.column("score").to_numpy()
+    if not np.isfinite(score).all():
+        return None
+
+    def encode(col: str) -> tuple[np.ndarray, np.ndarray]:
+        enc = pc.dictionary_encode(tb.column(col).combine_chunks())
+        return (enc.indices.to_numpy(zero_copy_only=False), np.asarray(enc.dictionary.to_pylist(), dtype=object))
+
+    rcodes, rvalues = encode("rank")
+    values = []
+    for v in rvalues.tolist():
+        if not _INT.fullmatch(v):
+            return None
+        r = int(v)
+        if r < 1 or r > MAX_RANK:
+            return None
+        values.append(r)
+    rank = np.asarray(values, dtype=np.int64)[rcodes]
+    n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    if n != n_lines:
+        return None
+    line = np.arange(1, n + 1, dtype=np.int64)
+    cols = {c: encode(c) for c in ("topic", "doc", "run")}
+    codes = {"run": cols["run"], "topic": cols["topic"], "doc": cols["doc"]}
+    if not need_q0:  # read_runs: the codes are all it needs (the docID column is built per run, in run order)
+        return _Table(None, _constant("Q0", n), None, rank, score, None, line, codes=codes)
+    q0 = encode("q0")
+    take = {c: names_[codes_] for c, (codes_, names_) in cols.items()}
+    return _Table(take["topic"], q0[1][q0[0]], take["doc"], rank, score, take["run"], line, codes=codes)
+
+
+def _parse_careful(path: Path, text: str, problems: list[InputError] | None, strict: bool) -> _Table:
+    """Line by line; every problem located (collected into ``problems``, or raised on the first if None)."""
 
     def bad(msg: str, line: int, field: str | None = None) -> None:
         err = InputError(msg, path=path, line=line, field=field)
@@ -153,71 +388,162 @@ def _parse(path: Path, problems: list[InputError] | None) -> list[_Line]:
             raise err
         problems.append(err)
 
-    from ..io import read_text
-
-    out: list[_Line] = []
-    # One reader: a missing file, a directory and non-UTF-8 bytes are located InputErrors.
-    for lineno, raw in enumerate(read_text(path, "run file").split("\n"), start=1):
-        if not raw.strip():
-            continue
+    topic, q0, doc, rank, score, rid, line = [], [], [], [], [], [], []
+    expected = "expected 6 columns (topicID Q0 docID Rank Score RunID)"
+    for lineno, raw in enumerate(text.split("\n"), start=1):
         parts = raw.split()
-        if len(parts) != 6:
-            missing = _FIELDS[len(parts)] if len(parts) < 6 else None
-            if missing:
-                bad(f"expected 6 columns (topicID Q0 docID Rank Score RunID), found {len(parts)}", lineno,
-                    missing)
-            else:
-                bad(f"expected 6 columns (topicID Q0 docID Rank Score RunID), found {len(parts)}", lineno)
+        if not parts:
             continue
-        topic, q0, doc, rank_s, score_s, run_id = parts
-        try:
-            rank = int(rank_s)
-        except ValueError:
-            bad(f"not an integer: {rank_s!r}", lineno, "Rank")
+        if len(parts) < 6:
+            bad(f"{expected}, found {len(parts)}", lineno, _FIELDS[len(parts)])
             continue
-        if rank < 1:
-            bad(f"must be >= 1, got {rank}", lineno, "Rank")
+        if len(parts) > 6 and strict:
+            extra = ", ".join(repr(p[:40]) for p in parts[6:9]) + (" ..." if len(parts) > 9 else "")
+            bad(f"{expected}, found {len(parts)}: extra column(s) {extra} (evaluate ignores them, as trec_eval "
+                f"does; a submission must not have them)", lineno)
             continue
-        try:
-            score = float(score_s)
-        except ValueError:
-            bad(f"not a number: {score_s!r}", lineno, "Score")
+        t, q, d, rank_s, score_s, r = parts[:6]
+        ok = True
+        for fname, value in (("topicID", t), ("docID", d), ("RunID", r)):
+            c = bad_identifier_char(value)
+            if c is not None:
+                bad(f"{value!r} holds {describe_char(c)}, a control or format character", lineno, fname)
+                ok = False
+                break
+        if not ok:
             continue
-        if not math.isfinite(score):  # NaN, inf, or a number too large for a float (1e999)
-            bad(f"must be a finite number, got {score_s!r}", lineno, "Score")
+        if not _INT.fullmatch(rank_s):
+            bad(f"not an integer: {rank_s!r}" + (" (write ranks with ASCII digits 0-9)"
+                                                  if any(ch.isdigit() and not ch.isascii() for ch in rank_s)
+                                                  else ""), lineno, "Rank")
             continue
-        out.append(_Line(lineno, topic, q0, doc, rank, score, run_id))
-    return out
+        rk = int(rank_s)
+        if rk < 1:
+            bad(f"must be >= 1, got {rk}", lineno, "Rank")
+            continue
+        if rk > MAX_RANK:
+            bad(f"must be <= {MAX_RANK}, got {rank_s[:40]}", lineno, "Rank")
+            continue
+        if not _FLOAT.fullmatch(score_s):
+            bad(f"not a number: {score_s[:60]!r}" + (" (write scores with ASCII digits 0-9)"
+                                                     if any(ch.isdigit() and not ch.isascii() for ch in score_s)
+                                                     else ""), lineno, "Score")
+            continue
+        sc = float(score_s)
+        if not math.isfinite(sc):  # NaN, inf, or a number too large for a float (1e999)
+            bad(f"must be a finite number, got {score_s[:60]!r}", lineno, "Score")
+            continue
+        topic.append(t)
+        q0.append(q)
+        doc.append(d)
+        rank.append(rk)
+        score.append(sc)
+        rid.append(r)
+        line.append(lineno)
+    return _Table(_object_array(topic), _object_array(q0), _object_array(doc), np.asarray(rank, dtype=np.int64),
+                  np.asarray(score, dtype=np.float64), _object_array(rid), np.asarray(line, dtype=np.int64))
 
 
-def _build(path: Path, lines: list[_Line], problems: list[InputError] | None) -> dict[str, Run]:
-    seen: dict[tuple[str, str, str], int] = {}
-    grouped: dict[str, dict[str, list[Entry]]] = {}
-    for ln in lines:
-        key = (ln.run_id, ln.topic, ln.doc)
-        if key in seen:
-            err = InputError(f"duplicate (run, topic, doc) = ({ln.run_id}, {ln.topic}, {ln.doc}); first on line "
-                             f"{seen[key]}", path=path, line=ln.lineno, field="docID")
+def _parse(path: Path, problems: list[InputError] | None, strict: bool = True) -> _Table:
+    from ..io import decode_text, read_bytes
+
+    data = read_bytes(path, "run file")  # regular file, size cap; missing or a directory: located errors
+    text = decode_text(data, path)  # non-UTF-8 bytes: located
+    table = None
+    if is_plain(data):
+        table = _parse_arrow(data, need_q0=problems is not None)
+    if table is None:
+        table = _parse_fast(data, need_q0=problems is not None)
+    return table if table is not None else _parse_careful(path, text, problems, strict)
+
+
+def _build(path: Path, tab: _Table, problems: list[InputError] | None) -> dict[str, Run]:
+    """Group a parsed table into runs (file order of run ids, then of topics); duplicates are problems."""
+    import pandas as pd
+
+    n = tab.rank.size
+    if n == 0:
+        return {}
+    if tab.codes is not None:  # dictionary codes of the arrow reader, renumbered in order of first appearance
+        rcode, rnames = _first_seen(*tab.codes["run"])
+        tcode, tnames = _first_seen(*tab.codes["topic"])
+        dcode, dnames = tab.codes["doc"]
+    else:
+        if (tab.run_id == tab.run_id[0]).all():  # one run id (the usual file): no hashing of a million strings
+            rcode, rnames = np.zeros(n, dtype=np.int64), np.array([tab.run_id[0]], dtype=object)
+        else:
+            rcode, rnames = pd.factorize(tab.run_id)
+        tcode, tnames = pd.factorize(tab.topic)
+        dcode, dnames = pd.factorize(tab.doc)
+    tnames = np.asarray(tnames, dtype=object)
+    key = (rcode.astype(np.int64) * len(tnames) + tcode) * len(dnames) + dcode
+    keep = np.ones(n, dtype=bool)
+    sk = np.sort(key)  # a sort finds whether any (run, topic, doc) repeats (np.unique hashes: slower); pandas says which
+    if (sk[1:] == sk[:-1]).any():
+        dup = pd.Series(key).duplicated(keep="first").to_numpy()
+        first: dict[int, int] = {}
+        for i in np.flatnonzero(~dup[: np.flatnonzero(dup)[-1] + 1]).tolist():
+            first.setdefault(int(key[i]), int(tab.line[i]))
+        for i in np.flatnonzero(dup).tolist():
+            err = InputError(f"duplicate (run, topic, doc) = ({rnames[rcode[i]]}, {tnames[tcode[i]]}, "
+                             f"{dnames[dcode[i]]}); first on line {first[int(key[i])]}", path=path,
+                             line=int(tab.line[i]), field="docID")
             if problems is None:
                 raise err
             problems.append(err)
-            continue
-        seen[key] = ln.lineno
-        grouped.setdefault(ln.run_id, {}).setdefault(ln.topic, []).append(Entry(ln.doc, ln.rank, ln.score, ln.lineno))
-    return {rid: Run(topics, rid) for rid, topics in grouped.items()}
+        keep = ~dup
+    runs: dict[str, Run] = {}
+    single = len(rnames) == 1 and bool(keep.all())
+    doc_names = np.asarray(dnames, dtype=object)
+    for r, rid in enumerate(rnames.tolist()):
+        rows = np.arange(n) if single else np.flatnonzero((rcode == r) & keep)
+        # topics in the order they first appear in this run's lines
+        if single:
+            tc, names = tcode, tnames
+        else:
+            tc, first_codes = pd.factorize(tcode[rows])
+            names = tnames[first_codes]
+        sel = rows[_topic_rank_order(tc, tab.rank[rows])]
+        offsets = np.zeros(len(names) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(tc, minlength=len(names)), out=offsets[1:])
+        doc = tab.doc[sel] if tab.doc is not None else doc_names[dcode[sel]]
+        runs[str(rid)] = Run.from_arrays(RunArrays([str(t) for t in names], offsets, doc, tab.rank[sel],
+                                                   tab.score[sel], tab.line[sel], dcode[sel], doc_names), str(rid))
+    return runs
 
 
-def read_runs(path: str | Path) -> dict[str, Run]:
-    """All runs in a TREC run file, by run id (file order). Raises on the first malformed line."""
+def _first_seen(codes: np.ndarray, names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    import pandas as pd
+
+    new, order = pd.factorize(codes)
+    return new, names[order]
+
+
+def _topic_rank_order(tc: np.ndarray, rank: np.ndarray) -> np.ndarray:
+    """Permutation putting rows (in line order) in (topic, rank, line) order: the identity for a file already
+    grouped by topic with increasing ranks, else two stable integer sorts (line order is kept by stability)."""
+    if tc.size < 2:
+        return np.arange(tc.size)
+    dt, dr = np.diff(tc), np.diff(rank)
+    if ((dt > 0) | ((dt == 0) & (dr >= 0))).all():
+        return np.arange(tc.size)
+    by_rank = np.argsort(rank, kind="stable")
+    return by_rank[np.argsort(tc[by_rank], kind="stable")]
+
+
+def read_runs(path: str | Path, extra_columns: bool = False) -> dict[str, Run]:
+    """All runs in a TREC run file, by run id (file order). Raises on the first malformed line.
+
+    ``extra_columns=True`` reads lines with more than six columns as trec_eval does (the rest is ignored)."""
     path = Path(path)
-    runs = _build(path, _parse(path, None), None)
+    runs = _build(path, _parse(path, None, strict=not extra_columns), None)
     if not runs:
         raise InputError("run file is empty", path=path)
     return runs
 
 
-def read_run(path: str | Path, run_id: str | None = None) -> Run:
-    runs = read_runs(path)
+def read_run(path: str | Path, run_id: str | None = None, extra_columns: bool = False) -> Run:
+    runs = read_runs(path, extra_columns)
     if run_id is not None:
         if run_id not in runs:
             raise InputError(f"no run {run_id!r} in file (runs: {', '.join(runs)})", path=path, field="RunID")
@@ -242,32 +568,40 @@ def validate_run(path: str | Path, topics: Iterable[str] | None = None, docs: It
                  subtask: str = "A", max_run_ids: int = MAX_RUN_IDS) -> dict[str, Run]:
     """Check a run file against the official submission rules; return its runs when valid.
 
-    Rules: 6 columns, ``Q0``, integer rank >= 1, numeric score; at most ``max_run_ids`` run ids; no
-    duplicate (run, topic, doc); every topic of ``topics`` present and every candidate of ``docs`` present
-    per topic, no unknown docIDs; rank 1 carries the highest score and ranks agree with the score order.
-    Subtask A docIDs must match exactly (no zero padding); Subtask B ids must carry no ``.png`` suffix and
-    no leading zeros. Raises :class:`ValidationError` listing every violation with its line.
+    Rules: 6 columns, ``Q0``, integer rank >= 1 (ASCII digits), numeric score; identifiers without control
+    or format characters; at most ``max_run_ids`` run ids; no duplicate (run, topic, doc); every topic of
+    ``topics`` present and every candidate of ``docs`` present per topic, no unknown docIDs; rank 1 carries
+    the highest score and ranks agree with the score order. Subtask A docIDs must match exactly (no zero
+    padding); Subtask B ids must carry no ``.png`` suffix and no leading zeros. Raises
+    :class:`ValidationError` listing every violation with its line. Every check is one pass over arrays
+    (linear in the number of lines).
     """
+    import pandas as pd
+
     path = Path(path)
     subtask = str(subtask).upper()
     if subtask not in ("A", "B"):
         raise InputError(f"unknown subtask {subtask!r}; valid: A, B")
     problems: list[InputError] = []
-    lines = _parse(path, problems)
-    if not lines and not problems:
+    tab = _parse(path, problems)
+    if tab.topic.size == 0 and not problems:
         problems.append(InputError("run file is empty", path=path))
-    for ln in lines:
-        if ln.q0 != "Q0":
-            problems.append(InputError(f"expected 'Q0', found {ln.q0!r}", path=path, line=ln.lineno, field="Q0"))
-        if subtask == "B":
-            for fname, value in (("topicID", ln.topic), ("docID", ln.doc)):
-                if normalize_b_id(value) != value:
-                    problems.append(InputError(f"{value!r} must be written {normalize_b_id(value)!r} (no .png "
-                                               f"suffix, no leading zeros)", path=path, line=ln.lineno, field=fname))
-    runs = _build(path, lines, problems)
+    for i in np.flatnonzero(tab.q0 != "Q0").tolist():
+        problems.append(InputError(f"expected 'Q0', found {tab.q0[i]!r}", path=path, line=int(tab.line[i]),
+                                   field="Q0"))
+    if subtask == "B":
+        for fname, col in (("topicID", tab.topic), ("docID", tab.doc)):
+            values = pd.unique(col)
+            wrong = {v for v in values.tolist() if normalize_b_id(v) != v}
+            if wrong:
+                for i in np.flatnonzero(pd.Series(col).isin(wrong).to_numpy()).tolist():
+                    v = col[i]
+                    problems.append(InputError(f"{v!r} must be written {normalize_b_id(v)!r} (no .png suffix, no "
+                                               f"leading zeros)", path=path, line=int(tab.line[i]), field=fname))
+    runs = _build(path, tab, problems)
     if len(runs) > max_run_ids:
         first_extra = list(runs)[max_run_ids]
-        line = min(e.line for es in runs[first_extra].values() for e in es)
+        line = int(runs[first_extra].arrays().line.min())
         problems.append(InputError(f"{len(runs)} run ids; at most {max_run_ids} are allowed", path=path, line=line,
                                    field="RunID"))
     want_topics = None if topics is None else [str(t) for t in topics]
@@ -275,49 +609,60 @@ def validate_run(path: str | Path, topics: Iterable[str] | None = None, docs: It
     if subtask == "B":
         want_topics = None if want_topics is None else [normalize_b_id(t) for t in want_topics]
         want_docs = None if want_docs is None else [normalize_b_id(d) for d in want_docs]
+    topic_set = None if want_topics is None else set(want_topics)
+    doc_index = None if want_docs is None else pd.Index(list(dict.fromkeys(want_docs)), dtype=object)
+    doc_set = None if want_docs is None else set(want_docs)
     for rid, run in runs.items():
-        if want_topics is not None:
-            extra = [t for t in run if t not in set(want_topics)]
-            for t in extra[:20]:
-                problems.append(InputError(f"unknown topic {t!r} in run {rid!r}", path=path,
-                                           line=run[t][0].line, field="topicID"))
+        a = run.arrays()
+        sizes = np.diff(a.offsets)
+        starts = a.offsets[:-1]
+        seg = np.repeat(np.arange(len(a.topics)), sizes)
+        if topic_set is not None:
+            extra = [i for i, t in enumerate(a.topics) if t not in topic_set]
+            for i in extra[:20]:
+                problems.append(InputError(f"unknown topic {a.topics[i]!r} in run {rid!r}", path=path,
+                                           line=int(a.line[starts[i]:starts[i] + sizes[i]].min()), field="topicID"))
             missing = [t for t in want_topics if t not in run]
             if missing:
                 problems.append(InputError(f"run {rid!r} misses {len(missing)} topic(s): {', '.join(missing[:10])}"
                                            f"{' ...' if len(missing) > 10 else ''}", path=path, field="topicID"))
-        for topic, entries in run.items():
-            first = min(e.line for e in entries)
-            if want_docs is not None:
-                wanted = set(want_docs)
-                for e in entries:
-                    if e.doc not in wanted:
-                        hint = ""
-                        if e.doc.lstrip("0") in wanted:
-                            hint = f" (no zero padding: write {e.doc.lstrip('0')!r})"
-                        problems.append(InputError(f"unknown docID {e.doc!r}{hint}", path=path, line=e.line,
-                                                   field="docID"))
-                present = {e.doc for e in entries}
+        first_line = np.minimum.reduceat(a.line, starts) if a.line.size else a.line
+        if doc_index is not None:
+            known = doc_index.get_indexer(a.doc) >= 0
+            for i in np.flatnonzero(~known).tolist():
+                d = a.doc[i]
+                hint = ""
+                if d.lstrip("0") in doc_set:
+                    hint = f" (no zero padding: write {d.lstrip('0')!r})"
+                problems.append(InputError(f"unknown docID {d!r}{hint}", path=path, line=int(a.line[i]), field="docID"))
+            n_known = np.bincount(seg[known], minlength=len(a.topics))
+            for i in np.flatnonzero(n_known < len(doc_index)).tolist():
+                present = set(a.doc[starts[i]:starts[i] + sizes[i]].tolist())
                 missing = [d for d in want_docs if d not in present]
-                if missing:
-                    problems.append(InputError(f"topic {topic!r} of run {rid!r} ranks {len(present & wanted)} of "
-                                               f"{len(want_docs)} candidates; missing {', '.join(missing[:10])}",
-                                               path=path, line=first, field="docID"))
-            # ranks must agree with scores: a better (smaller) rank never has a smaller score.
-            by_rank = sorted(entries, key=lambda e: e.rank)
-            if by_rank[0].rank != 1:
-                problems.append(InputError(f"topic {topic!r} of run {rid!r} has no rank 1", path=path,
-                                           line=by_rank[0].line, field="Rank"))
-            best_score = max(e.score for e in entries)
-            for prev, cur in zip(by_rank, by_rank[1:]):
-                if cur.rank > prev.rank and cur.score > prev.score:
-                    problems.append(InputError(f"rank {cur.rank} has a higher score ({cur.score:g}) than rank "
-                                               f"{prev.rank} ({prev.score:g}) in topic {topic!r}", path=path,
-                                               line=cur.line, field="Score"))
-                    break
-            else:
-                if by_rank[0].score < best_score:
-                    problems.append(InputError(f"rank 1 does not carry the highest score in topic {topic!r}",
-                                               path=path, line=by_rank[0].line, field="Score"))
+                problems.append(InputError(f"topic {a.topics[i]!r} of run {rid!r} ranks {int(n_known[i])} of "
+                                           f"{len(want_docs)} candidates; missing {', '.join(missing[:10])}",
+                                           path=path, line=int(first_line[i]), field="docID"))
+        # ranks must agree with scores: a better (smaller) rank never has a smaller score.
+        for i in np.flatnonzero(a.rank[starts] != 1).tolist():
+            problems.append(InputError(f"topic {a.topics[i]!r} of run {rid!r} has no rank 1", path=path,
+                                       line=int(a.line[starts[i]]), field="Rank"))
+        same = seg[1:] == seg[:-1]
+        worse = same & (a.rank[1:] > a.rank[:-1]) & (a.score[1:] > a.score[:-1])
+        rows = np.flatnonzero(worse) + 1
+        flagged = np.zeros(len(a.topics), dtype=bool)
+        if rows.size:
+            first_of = np.r_[True, seg[rows][1:] != seg[rows][:-1]]
+            for j in rows[first_of].tolist():
+                t = int(seg[j])
+                flagged[t] = True
+                problems.append(InputError(f"rank {a.rank[j]} has a higher score ({a.score[j]:g}) than rank "
+                                           f"{a.rank[j - 1]} ({a.score[j - 1]:g}) in topic {a.topics[t]!r}",
+                                           path=path, line=int(a.line[j]), field="Score"))
+        if a.score.size:
+            best = np.maximum.reduceat(a.score, starts)
+            for i in np.flatnonzero(~flagged & (a.score[starts] < best)).tolist():
+                problems.append(InputError(f"rank 1 does not carry the highest score in topic {a.topics[i]!r}",
+                                           path=path, line=int(a.line[starts[i]]), field="Score"))
     if problems:
         problems.sort(key=lambda p: (p.line is None, p.line or 0))
         raise ValidationError(path, problems)

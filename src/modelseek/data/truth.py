@@ -8,9 +8,11 @@ regret ``R = 1 - mean_m(normalized_f1)`` (Low < 0.03 <= Medium < 0.10 <= High) u
 from __future__ import annotations
 
 import csv
+import io
 import math
+import re
 from pathlib import Path
-from typing import Iterable, Mapping, TYPE_CHECKING
+from typing import Iterable, Mapping, NamedTuple, TYPE_CHECKING
 
 import numpy as np
 
@@ -20,6 +22,9 @@ if TYPE_CHECKING:  # pandas is imported where it is used: `import modelseek` sta
 from ..enums import Choice
 from ..errors import InputError
 from .task import Criticality
+
+_INT = re.compile(r"[+-]?[0-9]+")
+_FLOAT = re.compile(r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)", re.I)
 
 # Normalized F1 is rounded to this many decimals before grading, so that a ratio meant to be exactly
 # 0.90 (e.g. 0.27 / 0.30 = 0.9000000000000001 in floating point) takes the grade of 0.90.
@@ -58,6 +63,28 @@ class GradingScheme(Choice):
             return 1
         return 0
 
+    def grade_array(self, normalized_f1) -> np.ndarray:
+        """:meth:`grade` of every value (vectorised; values within 1e-8 of a threshold take the scalar rule, so
+        both give the same grade to the last bit)."""
+        x = np.asarray(normalized_f1, dtype=float)
+        r = np.round(x, _GRADE_DECIMALS)
+        if self is GradingScheme.NTCIR:
+            thr = np.array([0.90, 0.95, 0.99])
+            g = (r[:, None] > thr).sum(axis=1)
+        else:
+            thr = np.array([0.90, 0.925, 0.95, 0.975])
+            g = (r[:, None] >= thr).sum(axis=1)
+        g = g.astype(np.int64)
+        near = np.flatnonzero((np.abs(x[:, None] - thr) < 1e-8).any(axis=1))
+        for i in near.tolist():
+            g[i] = self.grade(x[i])
+        return g
+
+    def gain_array(self, grades) -> np.ndarray:
+        """:meth:`gain` of every grade; a negative grade (judged non-relevant in TREC qrels) gains 0."""
+        g = np.maximum(np.asarray(grades, dtype=float), 0.0)
+        return np.exp2(g) - 1.0 if self is GradingScheme.NTCIR else g
+
     def gain(self, grade: float) -> float:
         return float(2.0 ** grade - 1.0) if self is GradingScheme.NTCIR else float(grade)
 
@@ -66,37 +93,80 @@ class GradingScheme(Choice):
         return 3 if self is GradingScheme.NTCIR else 4
 
 
+class TruthArrays(NamedTuple):
+    """A ground truth as columns grouped by task (``tasks[i]`` holds rows ``offsets[i]:offsets[i+1]``, in file
+    order): model ids, F1 (or the score) and grades under one scheme."""
+
+    tasks: list[str]
+    offsets: np.ndarray
+    model: np.ndarray
+    f1: np.ndarray
+    grade: np.ndarray
+
+
 class GroundTruth:
-    """Fine-tuned F1 for (task, model) pairs. Immutable; ids are strings."""
+    """Fine-tuned F1 for (task, model) pairs. Immutable; ids are strings.
+
+    A ``grade`` column (as read from TREC qrels by :meth:`from_qrels`) gives the relevance grades directly,
+    whatever the scheme; they may be negative (judged non-relevant). Otherwise grades follow from F1."""
 
     def __init__(self, frame: pd.DataFrame, criticality: Mapping[str, Criticality | str] | None = None,
                  source: str = "") -> None:
+        import pandas as pd
+
         missing = {"task_id", "model_id", "f1"} - set(frame.columns)
         if missing:
             raise InputError(f"ground truth needs columns task_id, model_id, f1; missing {sorted(missing)}")
-        df = frame[["task_id", "model_id", "f1"]].copy()
+        explicit = "grade" in frame.columns
+        df = frame[["task_id", "model_id", "f1", *(["grade"] if explicit else [])]].copy()
         for col in ("task_id", "model_id"):
             if df[col].isna().any():
                 raise InputError(f"ground truth row {int(np.flatnonzero(df[col].isna().to_numpy())[0])}: missing "
                                  f"{col}", field=col)
-        df["task_id"] = df["task_id"].astype(str)
-        df["model_id"] = df["model_id"].astype(str)
+        for col in ("task_id", "model_id"):  # object columns of str (no per-call string-type conversions)
+            if df[col].dtype != object or pd.api.types.infer_dtype(df[col], skipna=False) != "string":
+                df[col] = df[col].astype(str).astype(object)
         df["f1"] = df["f1"].astype(float)
-        if df.duplicated(["task_id", "model_id"]).any():
-            dup = df[df.duplicated(["task_id", "model_id"])].iloc[0]
-            raise InputError(f"duplicate (task, model) pair ({dup.task_id}, {dup.model_id})")
-        if not np.isfinite(df["f1"]).all():
+        if explicit:
+            df["grade"] = df["grade"].astype(np.int64)
+        i = _first_duplicate_pair(df["task_id"].to_numpy(dtype=object), df["model_id"].to_numpy(dtype=object))
+        if i >= 0:
+            raise InputError(f"duplicate (task, model) pair ({df['task_id'].iat[i]}, {df['model_id'].iat[i]})")
+        f1 = df["f1"].to_numpy(dtype=float)
+        if not np.isfinite(f1).all():
             raise InputError("f1 must be finite")
-        maxes = df.groupby("task_id", sort=False)["f1"].transform("max")
-        if (maxes <= 0).any():
-            bad = df.loc[maxes <= 0, "task_id"].iloc[0]
-            raise InputError(f"task {bad!r}: every model has F1 <= 0; cannot normalise")
-        df["normalized_f1"] = df["f1"] / maxes
-        df["model_rank"] = df.groupby("task_id", sort=False)["f1"].rank(method="min", ascending=False).astype(int)
+        codes, uniques = pd.factorize(df["task_id"].to_numpy(dtype=object))
+        best = np.full(len(uniques), -np.inf)
+        np.maximum.at(best, codes, f1)
+        maxes = best[codes]
+        if explicit:  # qrels: a topic without a relevant document is normal
+            df["normalized_f1"] = np.where(maxes > 0, np.maximum(f1, 0) / np.where(maxes > 0, maxes, 1.0), 0.0)
+        else:
+            if (maxes <= 0).any():
+                bad = df["task_id"].to_numpy()[np.flatnonzero(maxes <= 0)[0]]
+                raise InputError(f"task {bad!r}: every model has F1 <= 0; cannot normalise")
+            df["normalized_f1"] = f1 / maxes
         self._df = df.reset_index(drop=True)
+        self._codes = codes  # model_rank is computed on first use (_with_rank): scoring does not need it
+        self.explicit_grades = explicit
         self.source = source
+        self._task_ids = [str(t) for t in uniques]
+        self._model_ids = [str(m) for m in pd.unique(self._df["model_id"])]
+        self._order = np.argsort(codes, kind="stable")
+        self._offsets = np.zeros(len(uniques) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(codes, minlength=len(uniques)), out=self._offsets[1:])
+        self._index = {t: i for i, t in enumerate(self._task_ids)}
+        self._arrays: dict[GradingScheme, TruthArrays] = {}
+        regret = 1.0 - np.bincount(codes, weights=self._df["normalized_f1"].to_numpy(), minlength=len(uniques)) \
+            / np.diff(self._offsets)
         given = {str(k): Criticality.parse(v) for k, v in (criticality or {}).items()}
-        self._crit = {t: given.get(t) or Criticality.from_regret(self.regret(t)) for t in self.task_ids}
+        # Criticality.from_regret's rule, on every task at once
+        levels = (Criticality.LOW, Criticality.MEDIUM, Criticality.HIGH)
+        tier = np.where(regret < 0.03, 0, np.where(regret < 0.10, 1, 2))
+        self._crit = dict(zip(self._task_ids, [levels[i] for i in tier.tolist()]))
+        for t, c in given.items():
+            if t in self._crit:
+                self._crit[t] = c
 
     # ------------------------------------------------------------------------------------------ loading
     @classmethod
@@ -108,57 +178,40 @@ class GroundTruth:
         ``any_score=True`` reads a generic ground truth, e.g. a published model zoo's records: the ``f1``
         column may hold any higher-is-better score (accuracy in %, BLEU, a negative loss ...) and must only be
         finite. Grades still come from ``score / best score of the task``, so every task needs a positive
-        best score; model ids are any strings without spaces (Hugging Face ids match a run's docIDs)."""
-        from ..io import open_text
+        best score; model ids are any strings without spaces (Hugging Face ids match a run's docIDs).
+
+        A plain file goes through pandas' C reader (a million rows in well under a second); one that needs
+        a located error, or holds non-ASCII text, is read row by row. A column named twice is an error, and
+        so is an identifier holding a control or format character. Fields of any length are read."""
+        from ..io import decode_text, read_bytes
 
         path = Path(path)
-        rows = []
-        with open_text(path, "ground-truth file") as fh:  # missing, directory, non-UTF-8: located errors
-            reader = csv.DictReader(fh)
-            fields = reader.fieldnames or []
-            for col in ("task_id", "model_id", "f1"):
-                if col not in fields:
-                    raise InputError("missing column", path=path, line=1, field=col)
-            crit_col = "criticality" if "criticality" in fields else None
-            crit: dict[str, Criticality | str] = {}
-            seen: set[tuple[str, str]] = set()
-            first_line: dict[str, int] = {}
-            for lineno, row in enumerate(reader, start=2):
-                t, m = (row["task_id"] or "").strip(), (row["model_id"] or "").strip()
-                if not t:
-                    raise InputError("empty", path=path, line=lineno, field="task_id")
-                if not m:
-                    raise InputError("empty", path=path, line=lineno, field="model_id")
-                try:
-                    f1 = float(row["f1"])
-                except (TypeError, ValueError):
-                    raise InputError(f"not a number: {row['f1']!r}", path=path, line=lineno, field="f1") from None
-                if not math.isfinite(f1):
-                    raise InputError(f"must be finite, got {row['f1']}", path=path, line=lineno, field="f1")
-                if not any_score and (f1 < 0 or f1 > 1):
-                    raise InputError(f"must be in [0, 1], got {row['f1']} (for another higher-is-better score, "
-                                     f"e.g. accuracy in %, read it as any score: --any-score)", path=path,
-                                     line=lineno, field="f1")
-                first_line.setdefault(t, lineno)
-                if (t, m) in seen:
-                    raise InputError(f"duplicate (task, model) pair ({t}, {m})", path=path, line=lineno,
-                                     field="model_id")
-                seen.add((t, m))
-                rows.append((t, m, f1))
-                if crit_col and (row.get(crit_col) or "").strip():
-                    try:
-                        crit[t] = Criticality.parse(row[crit_col])
-                    except InputError as exc:
-                        raise InputError(exc.message, path=path, line=lineno, field=crit_col) from None
-        if not rows:
+        data = read_bytes(path, "ground-truth file")  # missing, directory, FIFO, over the cap: located errors
+        text = decode_text(data, path)
+        fields = _header(text, path)
+        for col in ("task_id", "model_id", "f1"):
+            if col not in fields:
+                raise InputError("missing column", path=path, line=1, field=col)
+        crit_col = "criticality" if "criticality" in fields else None
+        rows = _read_truth_arrow(data, fields, crit_col, any_score)
+        if rows is None:
+            rows = _read_truth_fast(data, fields, crit_col, any_score)
+        if rows is None:
+            rows = _read_truth_careful(path, text, crit_col, any_score)
+        tasks, models, f1s, crit = rows
+        if len(tasks) == 0:
             raise InputError("no rows", path=path)
-        best: dict[str, float] = {}
-        for t, _, f1 in rows:
-            best[t] = max(best.get(t, -math.inf), f1)
-        for t, b in best.items():
-            if b <= 0:
-                raise InputError(f"task {t!r}: the best score is {b:g} <= 0; grades are score / best score and "
-                                 f"need a positive best", path=path, line=first_line[t], field="f1")
+        import pandas as pd
+
+        frame = pd.DataFrame({"task_id": pd.Series(tasks, dtype=object), "model_id": pd.Series(models, dtype=object),
+                              "f1": np.asarray(f1s, dtype=float)})
+        best = frame.groupby("task_id", sort=False)["f1"].max()
+        if (best <= 0).any():
+            t = str(best.index[np.flatnonzero(best.to_numpy() <= 0)[0]])
+            b = float(best[t])
+            line = _first_line_of(text, path, t)
+            raise InputError(f"task {t!r}: the best score is {b:g} <= 0; grades are score / best score and "
+                             f"need a positive best", path=path, line=line, field="f1")
         if tasks_csv is None and (path.parent / "tasks.csv").exists():
             tasks_csv = path.parent / "tasks.csv"
         if tasks_csv is not None:
@@ -167,12 +220,94 @@ class GroundTruth:
             for tid, row in read_tasks_csv(Path(tasks_csv)).items():
                 if (row.get("task_criticalness") or "").strip():  # a short row has None
                     crit.setdefault(tid, row["task_criticalness"])
-        import pandas as pd
-        frame = pd.DataFrame(rows, columns=["task_id", "model_id", "f1"])
         try:
-            return cls(frame, criticality={t: c for t, c in crit.items()}, source=str(path))
+            return cls(frame, criticality=crit, source=str(path))
         except InputError as exc:
             raise InputError(exc.message, path=path) from None
+
+    @classmethod
+    def from_qrels(cls, path: str | Path) -> "GroundTruth":
+        """Read a TREC qrels file: ``topic iteration docno grade`` per line, white-space separated (trec_eval's
+        format). Grades are integers; a negative grade means judged non-relevant. The grades are used as they
+        are, under every scheme (``--scheme`` then only chooses the gain: 2^grade - 1 or the grade); weighted
+        Kendall tau and regret use the grade as the score. Tiers follow the usual rule on grade / best grade
+        of the topic and mean little for TREC topics."""
+        from ..io import decode_text, read_bytes
+        from .run import bad_identifier_char, describe_char
+
+        path = Path(path)
+        data = read_bytes(path, "ground-truth file")
+        text = decode_text(data, path)
+        tasks: list[str] = []
+        models: list[str] = []
+        grades: list[int] = []
+        seen: dict[tuple[str, str], int] = {}
+        fast = _read_qrels_arrow(data)
+        if fast is None:
+            fast = _read_qrels_fast(data)
+        if fast is not None:
+            tasks, models, grades = fast
+        else:
+            for lineno, raw in enumerate(text.split("\n"), 1):
+                parts = raw.split()
+                if not parts:
+                    continue
+                if len(parts) != 4:
+                    raise InputError(f"expected 4 columns (topic iteration docno grade), found {len(parts)}",
+                                     path=path, line=lineno)
+                t, _, d, g = parts
+                for fname, value in (("topic", t), ("docno", d)):
+                    c = bad_identifier_char(value)
+                    if c is not None:
+                        raise InputError(f"{value!r} holds {describe_char(c)}, a control or format character",
+                                         path=path, line=lineno, field=fname)
+                if not _INT.fullmatch(g) or abs(int(g)) > 2**31:
+                    raise InputError(f"not an integer grade: {g[:40]!r}", path=path, line=lineno, field="grade")
+                if (t, d) in seen:
+                    raise InputError(f"duplicate (topic, docno) pair ({t}, {d}); first on line {seen[(t, d)]}",
+                                     path=path, line=lineno, field="docno")
+                seen[(t, d)] = lineno
+                tasks.append(t)
+                models.append(d)
+                grades.append(int(g))
+        if len(tasks) == 0:
+            raise InputError("no judgments", path=path)
+        import pandas as pd
+
+        frame = pd.DataFrame({"task_id": pd.Series(tasks, dtype=object), "model_id": pd.Series(models, dtype=object),
+                              "f1": np.asarray(grades, dtype=float),
+                              "grade": np.asarray(grades, dtype=np.int64)})
+        if fast is not None and frame.duplicated(["task_id", "model_id"]).any():
+            return cls.from_qrels_careful(path, text)
+        return cls(frame, source=str(path))
+
+    @classmethod
+    def from_qrels_careful(cls, path: Path, text: str) -> "GroundTruth":
+        seen: dict[tuple[str, str], int] = {}
+        for lineno, raw in enumerate(text.split("\n"), 1):
+            parts = raw.split()
+            if len(parts) == 4:
+                key = (parts[0], parts[2])
+                if key in seen:
+                    raise InputError(f"duplicate (topic, docno) pair {key}; first on line {seen[key]}", path=path,
+                                     line=lineno, field="docno")
+                seen[key] = lineno
+        raise InputError("duplicate (topic, docno) pair", path=path)  # pragma: no cover (found above)
+
+    @staticmethod
+    def detect_format(path: str | Path) -> str:
+        """``qrels`` when the first non-blank line has four white-space separated fields ending in an integer
+        and no comma, else ``csv``."""
+        from ..io import check_file
+
+        p = check_file(path, "ground-truth file")
+        with open(p, "rb") as fh:
+            head = fh.read(65536)
+        for raw in head.decode("utf-8", "replace").lstrip("\ufeff").split("\n"):
+            if raw.strip():
+                parts = raw.split()
+                return "qrels" if ("," not in raw and len(parts) == 4 and _INT.fullmatch(parts[3])) else "csv"
+        return "csv"
 
     @classmethod
     def from_matrix(cls, matrix: pd.DataFrame, criticality: Mapping[str, str] | None = None) -> "GroundTruth":
@@ -184,44 +319,76 @@ class GroundTruth:
     @property
     def frame(self) -> pd.DataFrame:
         """A copy of the long table: task_id, model_id, f1, normalized_f1, model_rank."""
-        return self._df.copy()
+        return self._with_rank().copy()
+
+    def _with_rank(self) -> pd.DataFrame:
+        if "model_rank" not in self._df.columns:
+            self._df["model_rank"] = _min_rank_desc(self._codes, self._df["f1"].to_numpy(dtype=float))
+        return self._df
 
     @property
     def task_ids(self) -> list[str]:
-        return list(dict.fromkeys(self._df["task_id"]))
+        return list(self._task_ids)
 
     @property
     def model_ids(self) -> list[str]:
-        return list(dict.fromkeys(self._df["model_id"]))
+        return list(self._model_ids)
+
+    def has_task(self, task_id: str) -> bool:
+        return str(task_id) in self._index
+
+    def arrays(self, scheme: GradingScheme | str = GradingScheme.NTCIR) -> TruthArrays:
+        """The table as columns grouped by task, with the grades under ``scheme`` (computed once)."""
+        s = GradingScheme.parse(scheme)
+        hit = self._arrays.get(s)
+        if hit is None:
+            df, o = self._df, self._order
+            grade = (df["grade"].to_numpy()[o] if self.explicit_grades
+                     else s.grade_array(df["normalized_f1"].to_numpy()[o]))
+            hit = TruthArrays(self._task_ids, self._offsets, df["model_id"].to_numpy(dtype=object)[o],
+                              df["f1"].to_numpy(dtype=float)[o], grade)
+            self._arrays[s] = hit
+        return hit
 
     def matrix(self, column: str = "f1") -> pd.DataFrame:
         """Tasks x models table of ``column`` (f1, normalized_f1 or model_rank)."""
-        m = self._df.pivot(index="task_id", columns="model_id", values=column)
+        m = self._with_rank().pivot(index="task_id", columns="model_id", values=column)
         return m.loc[self.task_ids, self.model_ids]
 
     def f1(self, task_id: str) -> dict[str, float]:
-        sub = self._task(task_id)
-        return dict(zip(sub["model_id"], sub["f1"]))
+        lo, hi, a = self._slice(task_id)
+        return dict(zip(a.model[lo:hi].tolist(), a.f1[lo:hi].tolist()))
 
     def normalized(self, task_id: str) -> dict[str, float]:
-        sub = self._task(task_id)
-        return dict(zip(sub["model_id"], sub["normalized_f1"]))
+        lo, hi, _ = self._slice(task_id)
+        rows = self._order[lo:hi]
+        return dict(zip(self._df["model_id"].to_numpy()[rows].tolist(),
+                        self._df["normalized_f1"].to_numpy()[rows].tolist()))
 
     def grades(self, task_id: str, scheme: GradingScheme | str = GradingScheme.NTCIR) -> dict[str, int]:
-        s = GradingScheme.parse(scheme)
-        return {m: s.grade(v) for m, v in self.normalized(task_id).items()}
+        lo, hi, a = self._slice(task_id, scheme)
+        return dict(zip(a.model[lo:hi].tolist(), a.grade[lo:hi].tolist()))
 
     def qrels(self, scheme: GradingScheme | str = GradingScheme.NTCIR) -> dict[str, dict[str, int]]:
-        return {t: self.grades(t, scheme) for t in self.task_ids}
+        return {t: self.grades(t, scheme) for t in self._task_ids}
 
     def regret(self, task_id: str) -> float:
         """Expected regret of a random pick: 1 - mean normalized F1."""
-        return float(1.0 - self._task(task_id)["normalized_f1"].mean())
+        lo, hi, _ = self._slice(task_id)
+        return float(1.0 - self._df["normalized_f1"].to_numpy()[self._order[lo:hi]].mean())
 
     def criticality(self, task_id: str) -> Criticality:
         if str(task_id) not in self._crit:
             raise InputError(f"task {task_id!r} is not in the ground truth")
         return self._crit[str(task_id)]
+
+    def tiers(self, task_ids: Iterable[str]) -> list[str]:
+        """The criticality value (``low``/``medium``/``high``) of each task."""
+        crit = self._crit
+        try:
+            return [crit[t].value for t in task_ids]
+        except KeyError as exc:
+            raise InputError(f"task {exc.args[0]!r} is not in the ground truth") from None
 
     @property
     def criticalities(self) -> dict[str, Criticality]:
@@ -233,28 +400,37 @@ class GroundTruth:
         if unknown:
             raise InputError(f"task(s) not in the ground truth: {', '.join(unknown[:5])}")
         keep = self._df[self._df["task_id"].isin(ids)]
+        keep = keep[["task_id", "model_id", "f1", *(["grade"] if self.explicit_grades else [])]]
         return GroundTruth(keep, criticality={t: self._crit[t] for t in ids}, source=self.source)
 
-    def _task(self, task_id: str) -> pd.DataFrame:
-        # one groupby, built on first use (the table is immutable): scoring a run looks up every task, and
-        # filtering the whole table per task made evaluation quadratic in the number of tasks
-        groups = self.__dict__.get("_groups")
-        if groups is None:
-            groups = {str(t): sub for t, sub in self._df.groupby("task_id", sort=False)}
-            self.__dict__["_groups"] = groups
-        sub = groups.get(str(task_id))
-        if sub is None:
+    def rename_models(self, mapping: Mapping[str, str]) -> "GroundTruth":
+        """A new ground truth whose model ids are renamed by ``mapping`` (others unchanged); two ids of one task
+        that become the same model are an error."""
+        df = self._df[["task_id", "model_id", "f1", *(["grade"] if self.explicit_grades else [])]].copy()
+        df["model_id"] = [mapping.get(m, m) for m in df["model_id"].tolist()]
+        dup = df.duplicated(["task_id", "model_id"])
+        if dup.any():
+            row = df[dup].iloc[0]
+            raise InputError(f"task {row.task_id!r} names model {row.model_id!r} twice (once by its pool id, once by "
+                             f"its Hugging Face id)", path=self.source or None, field="model_id")
+        return GroundTruth(df, criticality=self._crit, source=self.source)
+
+    def _slice(self, task_id: str, scheme: GradingScheme | str = GradingScheme.NTCIR) -> tuple[int, int, TruthArrays]:
+        # rows of one task in the task-grouped arrays: looking up every task stays linear in the table's size
+        i = self._index.get(str(task_id))
+        if i is None:
             raise InputError(f"task {task_id!r} is not in the ground truth")
-        return sub
+        return int(self._offsets[i]), int(self._offsets[i + 1]), self.arrays(scheme)
 
     # ------------------------------------------------------------------------------------------ output
     def to_frame(self, scheme: GradingScheme | str = GradingScheme.NTCIR) -> pd.DataFrame:
         """The official format plus criticality: task_id, model_id, f1, model_rank, normalized_f1,
         relevance_score, criticality."""
         s = GradingScheme.parse(scheme)
-        df = self._df.copy()
+        df = self._with_rank().copy()
         df["model_rank"] = df["model_rank"].astype(float)
-        df["relevance_score"] = [s.grade(v) for v in df["normalized_f1"]]
+        df["relevance_score"] = (df["grade"].to_numpy() if self.explicit_grades
+                                 else s.grade_array(df["normalized_f1"].to_numpy()))
         df["criticality"] = [self._crit[t].value for t in df["task_id"]]
         return df[["task_id", "model_id", "f1", "model_rank", "normalized_f1", "relevance_score", "criticality"]]
 
@@ -267,4 +443,311 @@ class GroundTruth:
         return len(self._df)
 
     def __repr__(self) -> str:
-        return f"GroundTruth({len(self.task_ids)} tasks x {len(self.model_ids)} models)"
+        return f"GroundTruth({len(self._task_ids)} tasks x {len(self._model_ids)} models)"
+
+
+def _first_duplicate_pair(a: np.ndarray, b: np.ndarray) -> int:
+    """Index of the first row whose (a, b) pair came before (-1 if none): integer keys, one sort to know."""
+    import pandas as pd
+
+    if a.size < 2:
+        return -1
+    ca, ua = pd.factorize(a)
+    cb, _ = pd.factorize(b)
+    key = ca.astype(np.int64) * (int(cb.max()) + 1) + cb
+    sk = np.sort(key)
+    if not (sk[1:] == sk[:-1]).any():
+        return -1
+    return int(np.flatnonzero(pd.Series(key).duplicated().to_numpy())[0])
+
+
+def _min_rank_desc(codes: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Rank of every value within its group, best (largest) first, ties sharing the lowest rank (pandas'
+    ``rank(method="min", ascending=False)``), by one sort."""
+    n = values.size
+    if n == 0:
+        return np.zeros(0, dtype=int)
+    by_value = np.argsort(-values, kind="stable")  # two stable sorts: lexsort's order, faster
+    order = by_value[np.argsort(codes[by_value], kind="stable")]
+    sc, sv = codes[order], values[order]
+    pos = np.arange(n)
+    task_start = np.r_[True, sc[1:] != sc[:-1]]
+    new_value = task_start | np.r_[True, sv[1:] != sv[:-1]]
+    start = np.maximum.accumulate(np.where(task_start, pos, 0))
+    first = np.maximum.accumulate(np.where(new_value, pos, 0))
+    out = np.empty(n, dtype=int)
+    out[order] = first - start + 1
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- readers
+def _header(text: str, path: Path) -> list[str]:
+    """The header's column names (stripped); a column named twice is an error."""
+    first = text.split("\n", 1)[0].rstrip("\r")
+    old = csv.field_size_limit(max(len(first) + 1, csv.field_size_limit()))  # a header of any length
+    try:
+        fields = next(csv.reader([first]), [])
+    except csv.Error as exc:
+        raise InputError(f"malformed header: {exc}", path=path, line=1) from None
+    finally:
+        csv.field_size_limit(old)
+    fields = [f.strip() for f in fields]
+    seen: dict[str, int] = {}
+    for i, f in enumerate(fields, 1):
+        if f in seen and f:
+            raise InputError(f"column {f!r} is named twice (columns {seen[f]} and {i})", path=path, line=1,
+                             field=f)
+        seen[f] = i
+    return fields
+
+
+def _read_truth_arrow(data: bytes, fields: list[str], crit_col: str | None, any_score: bool):
+    """pyarrow's CSV reader (ids dictionary-encoded: one Python string per distinct id) over a plain file whose
+    every value is valid; None otherwise (then pandas' C reader, then the careful reader)."""
+    from .run import is_plain
+
+    if not is_plain(data) or b'"' in data or b"\r" in data or b"\n\n" in data or data.startswith(b"\n"):
+        return None
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as pcsv
+    except ImportError:  # pragma: no cover
+        return None
+    use = ["task_id", "model_id", "f1", *([crit_col] if crit_col else [])]
+    if any(f != f.strip() for f in fields):
+        return None
+    try:
+        tb = pcsv.read_csv(
+            pa.BufferReader(data), read_options=pcsv.ReadOptions(use_threads=False),
+            parse_options=pcsv.ParseOptions(delimiter=",", quote_char=False, double_quote=False, escape_char=False),
+            convert_options=pcsv.ConvertOptions(column_types={c: (pa.float64() if c == "f1" else pa.string())
+                                                              for c in use}, null_values=[],
+                                                strings_can_be_null=False, include_columns=use))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, KeyError):
+        return None
+    n = tb.num_rows
+    if n == 0 or n + 1 != data.count(b"\n") + (0 if data.endswith(b"\n") else 1):
+        return None
+    f1 = tb.column("f1").to_numpy()
+    if not np.isfinite(f1).all() or (not any_score and ((f1 < 0) | (f1 > 1)).any()):
+        return None
+
+    def encode(col):
+        enc = pc.dictionary_encode(tb.column(col).combine_chunks())
+        return enc.indices.to_numpy(zero_copy_only=False), np.asarray(enc.dictionary.to_pylist(), dtype=object)
+
+    (tc, tv), (mc, mv) = encode("task_id"), encode("model_id")
+    for values in (tv, mv):
+        vals = values.tolist()
+        if any(v == "" or v != v.strip() or " " in v or "\t" in v for v in vals):
+            return None  # empty ids and ids with spaces: the careful reader strips or locates them
+    key = tc.astype(np.int64) * len(mv) + mc
+    sk = np.sort(key)
+    if (sk[1:] == sk[:-1]).any():
+        return None
+    crit: dict[str, Criticality | str] = {}
+    if crit_col:
+        cc, cv = encode(crit_col)
+        given = cv[cc] != ""
+        if given.any():
+            last = {}
+            for t, c in zip(tv[tc[given]].tolist(), cv[cc[given]].tolist()):
+                last[t] = c
+            try:
+                crit = {str(k): Criticality.parse(v) for k, v in last.items()}
+            except InputError:
+                return None
+    return tv[tc], mv[mc], f1, crit
+
+
+def _read_truth_fast(data: bytes, fields: list[str], crit_col: str | None, any_score: bool):
+    """pandas' C reader over a plain (printable ASCII) file whose every value is valid; None otherwise."""
+    from .run import is_plain
+
+    if not is_plain(data) or b'"' in data:
+        return None
+    if b"\r" in data and b"\r" in data.replace(b"\r\n", b""):
+        return None
+    import pandas as pd
+
+    use = ["task_id", "model_id", "f1", *([crit_col] if crit_col else [])]
+    try:
+        df = pd.read_csv(io.BytesIO(data), usecols=use, dtype=object, na_filter=False, engine="c", low_memory=False,
+                         skipinitialspace=False)
+    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, OverflowError, IndexError, StopIteration):
+        return None
+    t = df["task_id"].to_numpy(dtype=object)
+    m = df["model_id"].to_numpy(dtype=object)
+    raw_f1 = df["f1"].to_numpy(dtype=object)
+    n = len(df)
+    n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    if n + 1 != n_lines:
+        return None  # blank lines: the careful reader numbers the lines
+    joined = "".join(t.tolist()) + "".join(m.tolist())
+    if joined != joined.strip() or " " in joined or "\t" in joined:
+        return None  # spaces around ids are stripped, and located, by the careful reader
+    if (t == "").any() or (m == "").any():
+        return None
+    f1s = "".join(raw_f1.tolist())
+    if "_" in f1s or " " in f1s:
+        return None
+    try:
+        f1 = raw_f1.astype(np.float64)  # float() per value: the same numbers as the careful reader
+    except (ValueError, TypeError):
+        return None
+    if not np.isfinite(f1).all() or (not any_score and ((f1 < 0) | (f1 > 1)).any()):
+        return None
+    if _first_duplicate_pair(t, m) >= 0:
+        return None
+    crit: dict[str, Criticality | str] = {}
+    if crit_col:
+        c = df[crit_col].to_numpy(dtype=object)
+        given = c != ""
+        if given.any():
+            last = pd.DataFrame({"t": t[given], "c": c[given]}).drop_duplicates("t", keep="last")
+            try:
+                crit = {str(k): Criticality.parse(v) for k, v in zip(last["t"], last["c"])}
+            except InputError:
+                return None
+    return t, m, f1, crit
+
+
+def _read_truth_careful(path: Path, text: str, crit_col: str | None, any_score: bool):
+    """Row by row with :mod:`csv`; the first problem is an error naming its line and field."""
+    from .run import bad_identifier_char, describe_char
+
+    tasks, models, f1s = [], [], []
+    crit: dict[str, Criticality | str] = {}
+    seen: set[tuple[str, str]] = set()
+    limit = max(len(text) + 1, csv.field_size_limit())
+    old = csv.field_size_limit(limit)  # a field may be as long as the (capped) file; restored below
+    try:
+        reader = csv.reader(io.StringIO(text, newline=""))
+        header = next(reader, [])
+        idx = {name.strip(): i for i, name in enumerate(header)}
+        it, im, i1 = idx["task_id"], idx["model_id"], idx["f1"]
+        ic = idx.get(crit_col) if crit_col else None
+        while True:
+            try:
+                row = next(reader)
+            except StopIteration:
+                break
+            except csv.Error as exc:
+                raise InputError(f"malformed CSV: {exc}", path=path, line=reader.line_num) from None
+            lineno = reader.line_num
+            if not row or not any(x.strip() for x in row):
+                continue
+
+            def cell(i):
+                return row[i] if i is not None and i < len(row) else None
+
+            t, m, raw = (cell(it) or "").strip(), (cell(im) or "").strip(), cell(i1)
+            if not t:
+                raise InputError("empty", path=path, line=lineno, field="task_id")
+            if not m:
+                raise InputError("empty", path=path, line=lineno, field="model_id")
+            for fname, value in (("task_id", t), ("model_id", m)):
+                c = bad_identifier_char(value)
+                if c is not None:
+                    raise InputError(f"{value[:60]!r} holds {describe_char(c)}, a control or format character",
+                                     path=path, line=lineno, field=fname)
+            if raw is None or not _FLOAT.fullmatch(raw.strip()):
+                raise InputError(f"not a number: {(raw or '')[:60]!r}", path=path, line=lineno, field="f1")
+            f1 = float(raw)
+            if not math.isfinite(f1):
+                raise InputError(f"must be finite, got {raw.strip()[:60]}", path=path, line=lineno, field="f1")
+            if not any_score and (f1 < 0 or f1 > 1):
+                raise InputError(f"must be in [0, 1], got {raw.strip()[:60]} (for another higher-is-better score, "
+                                 f"e.g. accuracy in %, read it as any score: --any-score)", path=path,
+                                 line=lineno, field="f1")
+            if (t, m) in seen:
+                raise InputError(f"duplicate (task, model) pair ({t}, {m})", path=path, line=lineno,
+                                 field="model_id")
+            seen.add((t, m))
+            tasks.append(t)
+            models.append(m)
+            f1s.append(f1)
+            cv = cell(ic)
+            if ic is not None and (cv or "").strip():
+                try:
+                    crit[t] = Criticality.parse(cv)
+                except InputError as exc:
+                    raise InputError(exc.message, path=path, line=lineno, field=crit_col) from None
+    finally:
+        csv.field_size_limit(old)
+    return tasks, models, np.asarray(f1s, dtype=float), crit
+
+
+def _first_line_of(text: str, path: Path, task: str) -> int | None:
+    for lineno, raw in enumerate(text.split("\n"), 1):
+        if lineno > 1 and raw.split(",", 1)[0].strip().strip('"') == task:
+            return lineno
+    return None
+
+
+def _read_qrels_arrow(data: bytes):
+    """pyarrow's reader for qrels separated by single spaces (see ``run._parse_arrow``); None otherwise."""
+    from .run import is_plain
+
+    if (not is_plain(data) or b"\t" in data or b"  " in data or b"\r" in data or data.startswith((b" ", b"\n"))
+            or b"\n " in data or b" \n" in data or b"\n\n" in data or data.endswith(b" ")):
+        return None
+    try:
+        import pyarrow as pa
+        import pyarrow.compute as pc
+        import pyarrow.csv as pcsv
+    except ImportError:  # pragma: no cover
+        return None
+    names = ["topic", "iter", "docno", "grade"]
+    try:
+        tb = pcsv.read_csv(
+            pa.BufferReader(data), read_options=pcsv.ReadOptions(column_names=names, use_threads=False),
+            parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False),
+            convert_options=pcsv.ConvertOptions(column_types={c: pa.string() for c in names}, null_values=[],
+                                                strings_can_be_null=False, include_columns=["topic", "docno", "grade"]))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, IndexError):
+        return None
+    if tb.num_rows == 0:
+        return None
+
+    def encode(col):
+        enc = pc.dictionary_encode(tb.column(col).combine_chunks())
+        return enc.indices.to_numpy(zero_copy_only=False), np.asarray(enc.dictionary.to_pylist(), dtype=object)
+
+    gc, gv = encode("grade")
+    values = []
+    for v in gv.tolist():
+        if not _INT.fullmatch(v) or abs(int(v)) > 2**31:
+            return None
+        values.append(int(v))
+    (tc, tv), (dc, dv) = encode("topic"), encode("docno")
+    return tv[tc], dv[dc], np.asarray(values, dtype=np.int64)[gc]
+
+
+def _read_qrels_fast(data: bytes):
+    from .run import is_plain
+
+    if not is_plain(data):
+        return None
+    if b"\r" in data and b"\r" in data.replace(b"\r\n", b""):
+        return None
+    import pandas as pd
+
+    try:
+        df = pd.read_csv(io.BytesIO(data), sep=r"\s+", header=None, names=list(range(4)), engine="c", low_memory=False,
+                         dtype={0: object, 1: object, 2: object, 3: object}, na_filter=False)
+    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, OverflowError, IndexError, StopIteration):
+        return None
+    if df.empty:
+        return None
+    g = df[3].to_numpy(dtype=object)
+    if (g == "").any() or "_" in "".join(g.tolist()):
+        return None
+    try:
+        grade = g.astype(np.int64)
+    except (ValueError, OverflowError):
+        return None
+    if (np.abs(grade) > 2**31).any():
+        return None
+    return df[0].to_numpy(dtype=object), df[2].to_numpy(dtype=object), grade

@@ -75,6 +75,7 @@ class LeaderboardConfig:
         clash = set(names) & set(self.categories) | ({"overall"} & (set(names) | set(self.categories)))
         if clash:
             raise InputError(f"task and category names must differ (and not be 'overall'): {sorted(clash)}")
+        object.__setattr__(self, "_by_task", {t.task: t for t in self.tasks})  # spec() in O(1), not a scan
 
     @property
     def task_ids(self) -> list[str]:
@@ -88,10 +89,10 @@ class LeaderboardConfig:
         return list(seen)
 
     def spec(self, task: str) -> TaskSpec:
-        for t in self.tasks:
-            if t.task == task:
-                return t
-        raise InputError(f"unknown task {task!r}", field="task")
+        hit = self._by_task.get(task)  # type: ignore[attr-defined]
+        if hit is None:
+            raise InputError(f"unknown task {task!r}", field="task")
+        return hit
 
     def tasks_of(self, category: str) -> list[str]:
         return [t.task for t in self.tasks if t.category == category]

@@ -433,11 +433,12 @@ def validate_submission(obj: Any, config: LeaderboardConfig | None = None, sourc
     if not isinstance(results, Mapping):
         raise InputError("missing 'results' object", path=source, field="results")
     wanted = config.task_ids
+    wanted_set = set(wanted)  # built once: a set per item made the checks quadratic
     missing = [t for t in wanted if t not in preds]
     if missing:
         more_ = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
         raise InputError(f"missing task {missing[0]!r}{more_}", path=source, field="predictions")
-    extra = [t for t in preds if t not in set(wanted)]
+    extra = [t for t in preds if t not in wanted_set]
     if extra:
         raise InputError(f"task {extra[0]!r} is not on this leaderboard", path=source, field="predictions")
     data, res_out = {}, {}
@@ -451,7 +452,7 @@ def validate_submission(obj: Any, config: LeaderboardConfig | None = None, sourc
             raise InputError(f"task {t!r}: reported {spec.metric.value} = {reported:.6g} but the predictions give "
                              f"{computed:.6g} (tolerance {tol:.3g})", path=source,
                              field=f"results.{t}.{spec.metric.value}")
-    extra = [t for t in results if t not in set(wanted)]
+    extra = [t for t in results if t not in wanted_set]
     if extra:
         raise InputError(f"task {extra[0]!r} is not on this leaderboard", path=source, field="results")
     for w in warnings:

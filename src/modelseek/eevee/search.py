@@ -138,7 +138,8 @@ def search(table_or_evaluator: Table | Evaluator, k: int, config: SearchConfig |
         cand: dict[Subset, None] = {p.subset: None for p in parents}
         for p in parents:
             inside = list(p.subset)
-            outside = [b for b in names if b not in set(inside)]
+            inside_set = set(inside)
+            outside = [b for b in names if b not in inside_set]
             if not outside:
                 continue
             for _c in range(draws):

@@ -201,10 +201,11 @@ class Table:
         return replace(self, groups=groups, group_weights=gw)
 
     def with_costs(self, costs: Mapping[str, float]) -> "Table":
-        unknown = [b for b in costs if b not in set(self.benchmarks)]
+        known = set(self.benchmarks)
+        unknown = [b for b in costs if b not in known]
         if unknown:
             log.warning("costs given for benchmark(s) not in the table (ignored): %s", ", ".join(unknown[:5]))
-        return replace(self, costs={str(b): float(c) for b, c in costs.items() if b in set(self.benchmarks)})
+        return replace(self, costs={str(b): float(c) for b, c in costs.items() if b in known})
 
     # -------------------------------------------------------------------------------------------- readers
     @classmethod

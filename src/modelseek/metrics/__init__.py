@@ -1,7 +1,11 @@
 """Metrics by name: ``ndcg@5``, ``mrr``, ``kendall``, ``regret@1`` ...
 
 Each metric is a function ``(ranking, judgments) -> float`` over one topic; :func:`get` parses a name
-with an optional ``@k`` cut-off. Higher is better except for ``regret``.
+with an optional ``@k`` cut-off. Higher is better except for ``regret``. These per-topic functions are the
+reference definitions (tested against hand-computed values); :func:`modelseek.evaluate.evaluate` computes
+the built-in ones over all topics at once with arrays, and the tests check that both agree.
+
+``TREC_NAMES`` gives trec_eval's name of each measure (``ndcg@5`` -> ``ndcg_cut_5``, ``mrr`` -> ``recip_rank``).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ class Judgments:
     grades: Mapping[str, int]
     f1: Mapping[str, float]
     scheme: GradingScheme = GradingScheme.NTCIR
+    relevance_level: int = 1  # the lowest grade that counts as relevant for MRR (trec_eval's -l)
 
 
 MetricFn = Callable[[Sequence[str], Judgments], float]
@@ -42,7 +47,7 @@ def _ndcg(k: int | None) -> MetricFn:
 
 @METRICS.register("mrr")
 def _mrr(k: int | None) -> MetricFn:
-    return lambda ranking, j: reciprocal_rank(ranking[:k] if k else ranking, j.grades)
+    return lambda ranking, j: reciprocal_rank(ranking[:k] if k else ranking, j.grades, j.relevance_level)
 
 
 @METRICS.register("kendall")
@@ -79,5 +84,16 @@ def names() -> list[str]:
     return METRICS.names()
 
 
-__all__ = ["Judgments", "METRICS", "get", "names", "ndcg_at_k", "reciprocal_rank", "regret_at_k",
+def trec_name(name: str) -> str:
+    """trec_eval's name of a measure: ``ndcg@5`` -> ``ndcg_cut_5``, ``mrr`` -> ``recip_rank`` (``mrr@k`` ->
+    ``recip_rank_cut_k``, not in trec_eval); others keep their name with ``@`` written ``_``."""
+    base, k = parse(name)
+    if base == "ndcg":
+        return f"ndcg_cut_{k}"
+    if base == "mrr":
+        return "recip_rank" if k is None else f"recip_rank_cut_{k}"
+    return base if k is None else f"{base}_{k}"
+
+
+__all__ = ["Judgments", "trec_name", "METRICS", "get", "names", "ndcg_at_k", "reciprocal_rank", "regret_at_k",
            "weighted_tau"]

@@ -27,3 +27,21 @@ def benjamini_hochberg(p, axis: int = -1) -> np.ndarray:
         adj = np.minimum.accumulate(scaled[::-1])[::-1]
         out[r, order] = np.minimum(adj, 1.0)
     return np.moveaxis(out.reshape(moved.shape), -1, axis) if p.ndim else out.reshape(())
+
+
+def holm(p) -> np.ndarray:
+    """Holm's step-down adjusted p-values (Holm, 1979) of one family: sort the m p-values ascending,
+    ``q_(k) = max_{l <= k} min(1, (m - l + 1) p_(l))``. Controls the family-wise error rate; NaNs stay NaN and
+    are left out of m."""
+    p = np.asarray(p, dtype=float)
+    out = np.full(p.shape, np.nan)
+    flat = p.ravel()
+    ok = np.flatnonzero(np.isfinite(flat))
+    m = ok.size
+    if m:
+        order = ok[np.argsort(flat[ok], kind="stable")]
+        scaled = np.minimum(1.0, flat[order] * (m - np.arange(m)))
+        res = out.ravel()
+        res[order] = np.maximum.accumulate(scaled)
+        out = res.reshape(p.shape)
+    return out

@@ -1,0 +1,242 @@
+"""``modelseek compare RUN RUN... -g TRUTH``: runs side by side, with paired significance tests.
+
+For every metric: each run's mean over the ground truth's topics, and for every pair of runs (or every run
+against ``--baseline``) the mean difference, the two-sided paired t-test p (equal to
+``scipy.stats.ttest_rel``), the paired randomisation test p (``--permutations``, ``--seed``; exact when every
+sign assignment fits), a percentile bootstrap interval of the difference (``--resamples``, ``--confidence``),
+and both p-values corrected for the number of comparisons by Holm's method (per metric). Marks as ranx
+prints them: a value carries the letter of every run it is significantly better than (``--test`` chooses
+the test whose Holm-corrected p is compared with ``--alpha``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ._common import PROBABILITY, SAMPLE_COUNT, SEED, print_json
+from .evaluate import add_truth_args, check_shared_topics, harmonise, load_runs, read_truth
+
+DEFAULT_METRICS = "ndcg@1,ndcg@3,ndcg@5,mrr"
+_SUP = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖ𐞥ʳˢᵗᵘᵛʷˣʸᶻ")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("compare", help="compare run files on a ground truth with paired significance tests",
+                       description=__doc__.split("\n\n", 1)[1] if __doc__ else None)
+    p.add_argument("runs", nargs="+", metavar="RUN", help="TREC run files (each may hold several run ids)")
+    add_truth_args(p)
+    p.add_argument("--metrics", default=DEFAULT_METRICS, help=f"comma-separated (default {DEFAULT_METRICS})")
+    p.add_argument("--baseline", metavar="RUN_ID", help="compare every run with this one instead of every pair")
+    p.add_argument("--test", choices=["t", "permutation"], default="t",
+                   help="test behind the significance marks (default t: the paired t-test, as ranx)")
+    p.add_argument("--alpha", type=PROBABILITY, default=0.05, help="significance level of the marks (default 0.05)")
+    p.add_argument("--permutations", type=SAMPLE_COUNT, default=10_000,
+                   help="random sign assignments of the randomisation test (default 10,000)")
+    p.add_argument("--resamples", type=SAMPLE_COUNT, default=1000, help="bootstrap resamples (default 1,000)")
+    p.add_argument("--confidence", type=PROBABILITY, default=0.95, help="bootstrap interval level (default 0.95)")
+    p.add_argument("--seed", type=SEED, default=0, help="seed of the randomisation test and the bootstrap")
+    fmt = p.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true")
+    fmt.add_argument("--markdown", action="store_true")
+    fmt.add_argument("--latex", action="store_true")
+    p.set_defaults(func=run)
+
+
+def compare(reports, metrics, baseline=None, test="t", alpha=0.05, permutations=10_000, resamples=1000,
+            confidence=0.95, seed=0) -> dict:
+    """The comparison as a plain dict (what ``--json`` prints)."""
+    import numpy as np
+
+    from ..stats.bootstrap import paired_bootstrap
+    from ..stats.multitest import holm
+    from ..stats.paired import randomization_test, ttest_rel
+    from ..stats.seeding import derive_rng
+
+    ids = [r.run_id for r in reports]
+    by_id = {r.run_id: r for r in reports}
+    if baseline is not None:
+        pairs = [(b, baseline) for b in ids if b != baseline]
+    else:
+        pairs = [(ids[i], ids[j]) for i in range(len(ids)) for j in range(i + 1, len(ids))]
+    comparisons = []
+    for m in metrics:
+        rows = []
+        for a, b in pairs:
+            x = by_id[a].per_topic[m].to_numpy(dtype=float)
+            y = by_id[b].per_topic[m].to_numpy(dtype=float)
+            ok = np.isfinite(x) & np.isfinite(y)  # kendall has no value on a topic missing from a run
+            x, y = x[ok], y[ok]
+            t, p_t = ttest_rel(x, y)
+            p_perm, exact = randomization_test(x, y, permutations, derive_rng(seed, "permutation", m, a, b))
+            ci = (paired_bootstrap(x, y, resamples, confidence, derive_rng(seed, "bootstrap", m, a, b))
+                  if x.size else None)
+            rows.append({"metric": m, "a": a, "b": b, "n": int(x.size), "mean_a": float(x.mean()) if x.size else None,
+                         "mean_b": float(y.mean()) if y.size else None,
+                         "diff": float((x - y).mean()) if x.size else None, "t": _num(t), "p_t": _num(p_t),
+                         "p_permutation": _num(p_perm), "permutation_exact": exact,
+                         "ci_low": ci.low if ci else None, "ci_high": ci.high if ci else None})
+        for key in ("p_t", "p_permutation"):
+            adj = holm([np.nan if r[key] is None else r[key] for r in rows])
+            for r, v in zip(rows, adj):
+                r[key + "_holm"] = _num(v)
+        comparisons += rows
+    key = "p_t_holm" if test == "t" else "p_permutation_holm"
+    letters = {rid: _letter(i) for i, rid in enumerate(ids)}
+    marks = {rid: {m: "" for m in metrics} for rid in ids}
+    lower = {m for m in metrics if m.startswith("regret")}
+    for c in comparisons:
+        p = c[key]
+        if p is None or p >= alpha or c["diff"] in (None, 0.0):
+            continue
+        better = c["diff"] > 0 if c["metric"] not in lower else c["diff"] < 0
+        winner, loser = (c["a"], c["b"]) if better else (c["b"], c["a"])
+        marks[winner][c["metric"]] += letters[loser]
+    for rid in ids:
+        for m in metrics:
+            marks[rid][m] = "".join(sorted(marks[rid][m]))
+    return {
+        "runs": {rid: {"letter": letters[rid], "mean": {m: _num(by_id[rid].mean()[m]) for m in metrics},
+                       "better_than": marks[rid]} for rid in ids},
+        "comparisons": comparisons,
+        "settings": {"metrics": list(metrics), "baseline": baseline, "test": test, "alpha": alpha,
+                     "correction": "holm", "permutations": permutations, "resamples": resamples,
+                     "confidence": confidence, "seed": seed, "topics": len(reports[0].topics) if reports else 0},
+    }
+
+
+def _letter(i: int) -> str:
+    s = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        s = chr(97 + r) + s
+    return s
+
+
+def _num(v):
+    v = float(v)
+    return None if v != v else v
+
+
+def _fmt(v, digits=4) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def _p(v) -> str:
+    if v is None:
+        return "-"
+    return "< 1e-16" if v < 1e-16 else (f"{v:.4f}" if v >= 1e-4 else f"{v:.1e}")
+
+
+def render_text(res: dict) -> str:
+    st = res["settings"]
+    metrics = st["metrics"]
+    test = "paired t-test" if st["test"] == "t" else "randomisation test"
+    head = ["", "run", *metrics]
+    rows = [[r["letter"], rid, *(_fmt(r["mean"][m]) + r["better_than"][m].translate(_SUP) for m in metrics)]
+            for rid, r in res["runs"].items()]
+    out = [f"{len(res['runs'])} runs on {st['topics']} topics; marks: better than the lettered run "
+           f"({test}, Holm-corrected p < {st['alpha']})", *_grid(head, rows), ""]
+    ch = ["metric", "A", "B", "A-B", f"{int(st['confidence'] * 100)}% CI", "p(t)", "p(t) Holm", "p(perm)",
+          "p(perm) Holm"]
+    crow = [[c["metric"], c["a"], c["b"], _signed(c["diff"]),
+             "-" if c["ci_low"] is None else f"[{c['ci_low']:+.4f}, {c['ci_high']:+.4f}]", _p(c["p_t"]),
+             _p(c["p_t_holm"]), _p(c["p_permutation"]) + ("" if c["permutation_exact"] else "*"),
+             _p(c["p_permutation_holm"])] for c in res["comparisons"]]
+    out += _grid(ch, crow)
+    out.append(f"randomisation test: every sign assignment when 2^topics <= {st['permutations']:,}, else "
+               f"{st['permutations']:,} drawn with seed {st['seed']} (marked *); bootstrap: {st['resamples']:,} "
+               f"resamples")
+    return "\n".join(out)
+
+
+def _signed(v) -> str:
+    return "-" if v is None else f"{v:+.4f}"
+
+
+def _grid(head, rows) -> list[str]:
+    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(str(h)) for i, h in enumerate(head)]
+    line = lambda cells: "  ".join(str(c).ljust(w) if i < 3 else str(c).rjust(w)  # noqa: E731
+                                   for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+    return [line(head), line(["-" * w for w in widths]), *(line(r) for r in rows)]
+
+
+def render_markdown(res: dict) -> str:
+    metrics = res["settings"]["metrics"]
+    out = ["| | run | " + " | ".join(metrics) + " |", "|---|---|" + "---:|" * len(metrics)]
+    for rid, r in res["runs"].items():
+        out.append(f"| {r['letter']} | {rid} | " + " | ".join(
+            _fmt(r["mean"][m]) + (f"<sup>{r['better_than'][m]}</sup>" if r["better_than"][m] else "")
+            for m in metrics) + " |")
+    out += ["", "| metric | A | B | A-B | CI | p(t) | p(t) Holm | p(perm) | p(perm) Holm |",
+            "|---|---|---|---:|---|---:|---:|---:|---:|"]
+    for c in res["comparisons"]:
+        ci = "-" if c["ci_low"] is None else f"[{c['ci_low']:+.4f}, {c['ci_high']:+.4f}]"
+        out.append(f"| {c['metric']} | {c['a']} | {c['b']} | {_signed(c['diff'])} | {ci} | {_p(c['p_t'])} | "
+                   f"{_p(c['p_t_holm'])} | {_p(c['p_permutation'])} | {_p(c['p_permutation_holm'])} |")
+    return "\n".join(out)
+
+
+def _tex(s: str) -> str:
+    for a, b in (("\\", r"\textbackslash{}"), ("_", r"\_"), ("&", r"\&"), ("%", r"\%"), ("#", r"\#"),
+                 ("$", r"\$"), ("{", r"\{"), ("}", r"\}")):
+        s = s.replace(a, b) if a != "\\" else s.replace(a, "\0")
+    return s.replace("\0", r"\textbackslash{}")
+
+
+def render_latex(res: dict) -> str:
+    st = res["settings"]
+    metrics = st["metrics"]
+    out = [r"\begin{table}", r"\centering", r"\begin{tabular}{ll" + "r" * len(metrics) + "}", r"\toprule",
+           " & Run & " + " & ".join(_tex(m) for m in metrics) + r" \\", r"\midrule"]
+    for rid, r in res["runs"].items():
+        cells = [_fmt(r["mean"][m]) + (f"$^{{{r['better_than'][m]}}}$" if r["better_than"][m] else "")
+                 for m in metrics]
+        out.append(f"{r['letter']} & {_tex(rid)} & " + " & ".join(cells) + r" \\")
+    test = "paired t-test" if st["test"] == "t" else "paired randomisation test"
+    out += [r"\bottomrule", r"\end{tabular}",
+            rf"\caption{{Superscripts: significantly better than the lettered run ({test}, Holm-corrected "
+            rf"$p < {st['alpha']}$, {st['topics']} topics).}}", r"\end{table}"]
+    return "\n".join(out)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..errors import InputError
+    from ..evaluate import evaluate
+
+    truth = read_truth(args)
+    runs = []
+    origin: dict[str, str] = {}
+    for path in args.runs:
+        these = load_runs(path)
+        check_shared_topics(these, truth, path)
+        for r in these:
+            if r.run_id in origin:
+                raise InputError(f"run id {r.run_id!r} is also in {origin[r.run_id]}; run ids must differ", path=path,
+                                 field="RunID")
+            origin[r.run_id] = path
+            runs.append(r)
+    if len(runs) < 2:
+        raise InputError(f"compare needs at least two runs; {args.runs[0]} holds one ({runs[0].run_id})")
+    if args.baseline is not None and args.baseline not in origin:
+        raise InputError(f"--baseline {args.baseline!r} is not a run id of the files (run ids: "
+                         f"{', '.join(origin)})")
+    runs, truth = harmonise(runs, truth, args.pool)
+    metrics = [m.strip().lower() for m in args.metrics.split(",") if m.strip()]
+    reports = [evaluate(r, truth, metrics, args.scheme, order=args.order, relevance_level=args.relevance_level)
+               for r in runs]
+    for rep in reports:
+        for n in rep.notes():
+            print(f"note: run {rep.run_id}: {n}", file=sys.stderr)
+    res = compare(reports, metrics, args.baseline, args.test, args.alpha, args.permutations, args.resamples,
+                  args.confidence, args.seed)
+    if args.json:
+        print_json(res)
+    elif args.markdown:
+        print(render_markdown(res))
+    elif args.latex:
+        print(render_latex(res))
+    else:
+        print(render_text(res))
+    return 0
