@@ -136,6 +136,15 @@ class GroundTruth:
         if not np.isfinite(f1).all():
             raise InputError("f1 must be finite")
         codes, uniques = pd.factorize(df["task_id"].to_numpy(dtype=object))
+        # tasks in their natural order, not the file's (issue #25: the same rows in any order give the same
+        # answer to the last digit); only the distinct ids are sorted, the rows keep their places
+        from .run import natural_key
+
+        canon = sorted(range(len(uniques)), key=lambda i: natural_key(str(uniques[i])))
+        if canon != list(range(len(uniques))):
+            rank_of = np.empty(len(uniques), dtype=np.int64)
+            rank_of[np.asarray(canon, dtype=np.int64)] = np.arange(len(uniques))
+            codes, uniques = rank_of[codes], uniques[np.asarray(canon, dtype=np.int64)]
         best = np.full(len(uniques), -np.inf)
         np.maximum.at(best, codes, f1)
         maxes = best[codes]
@@ -151,7 +160,7 @@ class GroundTruth:
         self.explicit_grades = explicit
         self.source = source
         self._task_ids = [str(t) for t in uniques]
-        self._model_ids = [str(m) for m in pd.unique(self._df["model_id"])]
+        self._model_ids = sorted((str(m) for m in pd.unique(self._df["model_id"])), key=natural_key)
         self._order = np.argsort(codes, kind="stable")
         self._offsets = np.zeros(len(uniques) + 1, dtype=np.int64)
         np.cumsum(np.bincount(codes, minlength=len(uniques)), out=self._offsets[1:])
