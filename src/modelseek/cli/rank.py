@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         per = split_params(list(args.method), given, args.seed)
         plan = [(m, per[m], None) for m in args.method]
-    runs, explanations = [], {}
+    runs, explanations, layers = [], {}, {}
     train = None
     for method, params, default_id in plan:
         run_id = args.run_id or default_id
@@ -151,12 +151,14 @@ def run(args: argparse.Namespace) -> int:
             r = ranker.rank_tasks(tasks, pool, run_id=run_id or ranker.name, progress=not args.json)
             if hasattr(ranker, "explain"):
                 explanations[r.run_id] = {t.id: ranker.explain(t, pool) for t in tasks}
+            layers[run_id or r.run_id] = getattr(ranker, "chosen_layers_", {})  # layer: best's choices
         runs.append(r.with_id(run_id) if run_id else r)
     if args.output:
         write_runs(args.output, runs)
     if args.json:
-        out: dict = {r.run_id: {t: [_entry(e, pool, explanations.get(r.run_id, {}).get(t)) for e in r[t]] for t in r}
-                     for r in runs}
+        out: dict = {r.run_id: {t: [{**_entry(e, pool, explanations.get(r.run_id, {}).get(t)),
+                                      **({"layer": lay} if (lay := layers.get(r.run_id, {}).get(t, {}).get(e.doc))
+                                         else {})} for e in r[t]] for t in r} for r in runs}
         if explanations:
             out["explanations"] = explanations
         print_json(out)
@@ -169,8 +171,10 @@ def run(args: argparse.Namespace) -> int:
                 continue
             print(f"task {t} — method {r.run_id}")
             print(f"{'rank':>4}  {'docID':>5}  {'score':>10}  model")
+            chosen = layers.get(r.run_id, {}).get(t, {})
             for e in r[t]:
-                print(f"{e.rank:>4}  {e.doc:>5}  {e.score:>10.4f}  {pool.get(e.doc).hf_id}")
+                print(f"{e.rank:>4}  {e.doc:>5}  {e.score:>10.4f}  {pool.get(e.doc).hf_id}"
+                      + (f"  (layer {chosen[e.doc]})" if e.doc in chosen else ""))
         if len(r) > args.show:
             print(f"... and {len(r) - args.show} more task(s)")
     if args.output:
