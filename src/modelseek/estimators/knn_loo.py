@@ -7,7 +7,7 @@ neighbours' targets and the score their Pearson correlation with the targets (``
 transformer-ranker's kNN reports) or the leave-one-out R^2 (``score="r2"``).
 
 Neighbours are exact: they come from a float32 similarity product (the costly part, done in blocks with
-BLAS, each pair of row blocks once since it is symmetric). Where the rounding bound of the float32 product
+BLAS, each pair of row blocks once since it is symmetric; see :func:`loo_neighbours`). Where the rounding bound of the float32 product
 is smaller than the gap between a row's k-th and (k+1)-th keys, its k neighbours are exactly the float64
 ones; where it is not (near ties), its k + ``_EXTRA`` best candidates are re-scored in float64 from their
 differences (no cancellation) and the k nearest kept (equal distances: the smaller row index first), and a
@@ -99,9 +99,11 @@ def loo_neighbours(X: np.ndarray, k: int, metric: str = "cosine", block: int = 2
     set of the float64 k nearest, equal distances going to the smaller row (see the module docstring); in
     the order of the float32 key within a row.
 
-    The float32 similarity matrix is symmetric: each pair of row blocks (I <= J) is multiplied once and
-    serves the rows of I (its columns J) and, transposed, the rows of J (columns I); each block keeps its
-    rows' best m candidates, and the best m of those are each row's candidates."""
+    The float32 similarity matrix is symmetric: each pair of row blocks (I < J) is multiplied once and serves
+    the rows of I (its columns J) and, transposed, the rows of J (columns I). Each row keeps its best m keys:
+    first those of its own (diagonal) block, by torch's ``topk``; then, from every other block, only the keys
+    above its current m-th best are merged in (a comparison instead of a selection: after the diagonal block
+    few keys pass)."""
     X = unit_scale(np.asarray(X, dtype=np.float64))[0]  # neighbours do not change with the scale
     n, d = X.shape
     cosine = metric == "cosine"
@@ -117,25 +119,31 @@ def loo_neighbours(X: np.ndarray, k: int, metric: str = "cosine", block: int = 2
     A32, b32 = A.astype(np.float32), bias.astype(np.float32)
     m = min(n - 1, k + _EXTRA)
     starts = list(range(0, n, block))
-    vals = np.full((n, len(starts), m), -np.inf, dtype=np.float32)   # per row and column block: best m
-    idxs = np.zeros((n, len(starts), m), dtype=np.intp)
-    for bi, lo in enumerate(starts):
+    top_v = np.full((n, m), -np.inf, dtype=np.float32)          # each row's best m float32 keys so far
+    top_i = np.zeros((n, m), dtype=np.intp)
+    for lo in starts:  # diagonal blocks: each row's best m in its own block (torch's topk) set its threshold
         hi = min(n, lo + block)
-        for bj in range(bi, len(starts)):
-            lo2, hi2 = starts[bj], min(n, starts[bj] + block)
+        G = _gemm(A32[lo:hi], A32[lo:hi])
+        if not cosine:
+            G += b32[None, lo:hi]
+        np.fill_diagonal(G, -np.inf)                               # not its own neighbour
+        mm = min(m, hi - lo - 1)
+        if mm > 0:
+            top_v[lo:hi, :mm], i = _top(G, mm)
+            top_i[lo:hi, :mm] = i + lo
+    tau = top_v.min(1)                                             # the m-th best key so far
+    for bi, lo in enumerate(starts):  # the other pairs of blocks, each once (the product is symmetric)
+        hi = min(n, lo + block)
+        for lo2 in starts[bi + 1:]:
+            hi2 = min(n, lo2 + block)
             G = _gemm(A32[lo:hi], A32[lo2:hi2])                    # float32, the costly part
-            if bi == bj:
-                np.fill_diagonal(G, -np.inf)                       # not its own neighbour
-            mm = min(m, G.shape[1])
-            v, i = _top(G if cosine else G + b32[None, lo2:hi2], mm)      # rows of I, over columns J
-            vals[lo:hi, bj, :mm], idxs[lo:hi, bj, :mm] = v, i + lo2
-            if bj != bi:                                           # rows of J, over columns I: G's columns
-                mm = min(m, G.shape[0])
-                v, i = _top(G if cosine else G + b32[lo:hi, None], mm, axis=0)
-                vals[lo2:hi2, bi, :mm], idxs[lo2:hi2, bi, :mm] = v, i + lo
-    vals, idxs = vals.reshape(n, -1), idxs.reshape(n, -1)
-    v, j = _top(vals, m)
-    cand = np.take_along_axis(idxs, j, 1)                          # (n, m) candidates
+            K = G if cosine else G + b32[None, lo2:hi2]            # rows of I, columns of J
+            r, c = np.nonzero(K > tau[lo:hi, None])                # only keys above a row's threshold
+            _merge(top_v, top_i, tau, r + lo, c + lo2, K[r, c])
+            K = G if cosine else G + b32[lo:hi, None]              # rows of J (G's columns), columns of I
+            c, r = np.nonzero(K > tau[None, lo2:hi2])
+            _merge(top_v, top_i, tau, r + lo2, c + lo, K[c, r])
+    v, cand = top_v, top_i
     o = np.lexsort((cand, -v), axis=1)                             # best float32 key first, then row index
     v, cand = np.take_along_axis(v, o, 1).astype(np.float64), np.take_along_axis(cand, o, 1)
     out = cand[:, :k].copy()
@@ -162,6 +170,25 @@ def loo_neighbours(X: np.ndarray, k: int, metric: str = "cosine", block: int = 2
             dr[r] = np.inf
             out[r] = np.lexsort((rows, dr))[:k]
     return out
+
+
+def _merge(top_v: np.ndarray, top_i: np.ndarray, tau: np.ndarray, rows: np.ndarray, cols: np.ndarray,
+           vals: np.ndarray) -> None:
+    """Merge the keys ``vals`` of (rows, cols) into each row's best m (in place) and raise its threshold."""
+    if rows.size == 0:
+        return
+    m = top_v.shape[1]
+    u = np.unique(rows)
+    R = np.concatenate([np.repeat(u, m), rows])
+    V = np.concatenate([top_v[u].ravel(), vals])
+    C = np.concatenate([top_i[u].ravel(), cols])
+    o = np.lexsort((C, -V, R))                                     # by row, best key first, then column
+    R, V, C = R[o], V[o], C[o]
+    first = np.searchsorted(R, u)
+    pos = np.arange(R.shape[0]) - np.repeat(first, np.diff(np.append(first, R.shape[0])))
+    keep = pos < m
+    top_v[R[keep], pos[keep]], top_i[R[keep], pos[keep]] = V[keep], C[keep]
+    tau[u] = top_v[u, m - 1]
 
 
 def _sq_dist(A: np.ndarray, rows: np.ndarray, cols: np.ndarray, cosine: bool, mag: np.ndarray) -> np.ndarray:
