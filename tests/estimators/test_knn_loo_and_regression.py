@@ -12,9 +12,14 @@ from modelseek.errors import InputError
 from modelseek.estimators.knn_loo import loo_neighbours
 
 
+@pytest.mark.parametrize("backend", ["numpy", "torch"])
 @pytest.mark.parametrize("metric", ["cosine", "euclidean"])
 @pytest.mark.parametrize("n,d,block", [(300, 12, 2048), (700, 96, 128), (150, 768, 64)])
-def test_neighbours_equal_sklearns_float64_neighbours(metric, n, d, block):
+def test_neighbours_equal_sklearns_float64_neighbours(metric, n, d, block, backend, monkeypatch):
+    import modelseek.estimators.knn_loo as mod
+
+    torch = pytest.importorskip("torch") if backend == "torch" else None
+    monkeypatch.setattr(mod, "_torch", lambda n: torch)  # the product and selection by torch, or numpy only
     rng = np.random.default_rng(n + d)
     X = rng.standard_normal((n, d)) * 3 + 1
     for k in (1, 4):

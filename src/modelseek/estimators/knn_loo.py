@@ -70,26 +70,33 @@ def knn_loo(features, labels, *, k: int = 5, metric: str = "cosine", score: str 
     return float(f1_score(y, pred, average="macro"))
 
 
-def _top(S: np.ndarray, m: int, axis: int = 1) -> tuple[np.ndarray, np.ndarray]:
-    """(values, indices) of the m largest values along ``axis`` (1: of each row; 0: of each column, returned
-    as rows), in no particular order: torch's ``topk`` when torch is installed (about 8x faster than numpy's
-    ``argpartition`` here), else numpy's."""
+def _torch(n: int):
+    """torch, when it is installed and worth it: already imported (a ranker extracting features), or a problem
+    large enough (n >= 4,096) to repay its import (~1 s); else None and numpy does the work."""
+    import sys
+
+    if "torch" not in sys.modules and n < 4096:
+        return None
     try:
         import torch
     except ImportError:  # torch is an extra; the estimators need only numpy
-        idx = np.argpartition(-S, m - 1, axis=axis).take(np.arange(m), axis=axis)
-        v = np.take_along_axis(S, idx, axis)
-        return (v, idx) if axis == 1 else (v.T, idx.T)
-    v, i = torch.from_numpy(S).topk(m, dim=axis, sorted=False)
-    v, i = v.numpy(), i.numpy().astype(np.intp, copy=False)
-    return (v, i) if axis == 1 else (v.T, i.T)
+        return None
+    return torch
 
 
-def _gemm(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """a @ b.T in float32: torch's matmul when torch is installed (~1.4x numpy's OpenBLAS here), else numpy."""
-    try:
-        import torch
-    except ImportError:
+def _top(S: np.ndarray, m: int, torch=None) -> tuple[np.ndarray, np.ndarray]:
+    """(values, column indices) of each row's m largest values, in no particular order: torch's ``topk``
+    (about 8x faster than numpy's ``argpartition`` on these blocks) when ``torch`` is given, else numpy's."""
+    if torch is None:
+        idx = np.argpartition(-S, m - 1, axis=1)[:, :m]
+        return np.take_along_axis(S, idx, 1), idx
+    v, i = torch.from_numpy(S).topk(m, dim=1, sorted=False)
+    return v.numpy(), i.numpy().astype(np.intp, copy=False)
+
+
+def _gemm(a: np.ndarray, b: np.ndarray, torch=None) -> np.ndarray:
+    """a @ b.T in float32: torch's matmul when ``torch`` is given (~1.4x numpy's OpenBLAS here), else numpy."""
+    if torch is None:
         return a @ b.T
     return (torch.from_numpy(a) @ torch.from_numpy(b).T).numpy()
 
@@ -117,26 +124,27 @@ def loo_neighbours(X: np.ndarray, k: int, metric: str = "cosine", block: int = 2
         bias = -0.5 * (X * X).sum(1)                     # key: x_i . x_j - |x_j|^2 / 2 (order of -|x_i - x_j|^2)
         mag = np.sqrt((X * X).sum(1))
     A32, b32 = A.astype(np.float32), bias.astype(np.float32)
+    th = _torch(n)
     m = min(n - 1, k + _EXTRA)
     starts = list(range(0, n, block))
     top_v = np.full((n, m), -np.inf, dtype=np.float32)          # each row's best m float32 keys so far
     top_i = np.zeros((n, m), dtype=np.intp)
     for lo in starts:  # diagonal blocks: each row's best m in its own block (torch's topk) set its threshold
         hi = min(n, lo + block)
-        G = _gemm(A32[lo:hi], A32[lo:hi])
+        G = _gemm(A32[lo:hi], A32[lo:hi], th)
         if not cosine:
             G += b32[None, lo:hi]
         np.fill_diagonal(G, -np.inf)                               # not its own neighbour
         mm = min(m, hi - lo - 1)
         if mm > 0:
-            top_v[lo:hi, :mm], i = _top(G, mm)
+            top_v[lo:hi, :mm], i = _top(G, mm, th)
             top_i[lo:hi, :mm] = i + lo
     tau = top_v.min(1)                                             # the m-th best key so far
     for bi, lo in enumerate(starts):  # the other pairs of blocks, each once (the product is symmetric)
         hi = min(n, lo + block)
         for lo2 in starts[bi + 1:]:
             hi2 = min(n, lo2 + block)
-            G = _gemm(A32[lo:hi], A32[lo2:hi2])                    # float32, the costly part
+            G = _gemm(A32[lo:hi], A32[lo2:hi2], th)                # float32, the costly part
             K = G if cosine else G + b32[None, lo2:hi2]            # rows of I, columns of J
             r, c = np.nonzero(K > tau[lo:hi, None])                # only keys above a row's threshold
             _merge(top_v, top_i, tau, r + lo, c + lo2, K[r, c])
