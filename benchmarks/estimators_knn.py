@@ -67,7 +67,8 @@ def main() -> int:
     torch.set_num_threads(args.threads)
     rng = np.random.default_rng(0)
     y = rng.integers(0, args.classes, args.n)
-    X = (rng.standard_normal((args.n, args.d)) + 0.3 * rng.standard_normal((args.classes, args.d))[y]).astype(np.float32)
+    noise = rng.standard_normal((args.n, args.d))
+    X = (noise + 0.3 * rng.standard_normal((args.classes, args.d))[y]).astype(np.float32)
     target = X[:, :8].sum(1).astype(np.float64) + rng.standard_normal(args.n)   # a regression target
     TR, why = transformer_ranker()
     if TR is None:

@@ -16,7 +16,8 @@ def _blue(tmp_path, layer="featurs.3"):
 
 def test_a_typo_in_a_submissions_layer_name_names_the_submission(cli, align_setup, tmp_path):
     sub = _blue(tmp_path)
-    want = f"error: {sub}: field 'models[1].layer_name': model 'cnn1': unknown layer 'featurs.3'. Did you mean 'features.3'?"
+    want = (f"error: {sub}: field 'models[1].layer_name': model 'cnn1': unknown layer 'featurs.3'. "
+            f"Did you mean 'features.3'?")
     r = cli("align", "validate", sub, "--deep")
     assert r.code == 1 and want in r.err and str(align_setup["registry"]) not in r.err, r.err
     r = cli("align", "score", sub, "--json")

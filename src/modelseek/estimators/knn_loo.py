@@ -7,13 +7,13 @@ neighbours' targets and the score their Pearson correlation with the targets (``
 transformer-ranker's kNN reports) or the leave-one-out R^2 (``score="r2"``).
 
 Neighbours are exact: they come from a float32 similarity product (the costly part, done in blocks with
-BLAS, each pair of row blocks once since it is symmetric; see :func:`loo_neighbours`). Where the rounding bound of the float32 product
-is smaller than the gap between a row's k-th and (k+1)-th keys, its k neighbours are exactly the float64
-ones; where it is not (near ties), its k + ``_EXTRA`` best candidates are re-scored in float64 from their
-differences (no cancellation) and the k nearest kept (equal distances: the smaller row index first), and a
-row still in doubt is recomputed entirely in float64. The neighbour sets are therefore those of the float64
-distances, at the float32 product's speed (issue #28: at 10,000 x 768 faster than transformer-ranker's kNN,
-which ranks by float32 distances; ``benchmarks/estimators_knn.py``).
+BLAS, each pair of row blocks once since it is symmetric; see :func:`loo_neighbours`). Where the rounding
+bound of the float32 product is smaller than the gap between a row's k-th and (k+1)-th keys, its k
+neighbours are exactly the float64 ones; where it is not (near ties), its k + ``_EXTRA`` best candidates are
+re-scored in float64 from their differences (no cancellation) and the k nearest kept (equal distances: the
+smaller row index first), and a row still in doubt is recomputed entirely in float64. The neighbour sets are
+therefore those of the float64 distances, at the float32 product's speed (issue #28: at 10,000 x 768 faster
+than transformer-ranker's kNN, which ranks by float32 distances; ``benchmarks/estimators_knn.py``).
 
 Reference: the leave-one-out nearest-neighbour error (Cover & Hart 1967) as a transferability proxy, e.g. in
 Renggli et al., "Which model to transfer? Finding the needle in the growing haystack", CVPR 2022.
