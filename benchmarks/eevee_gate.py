@@ -58,6 +58,7 @@ def main() -> int:
                     "n_evaluated": res.n_evaluated, "n_trained": res.n_trained,
                     "wall_s": time.perf_counter() - t0, "cpu_s": time.process_time() - c0,
                     "no_input_baseline": ev.score(()).to_dict(),
+                    "training_means_score": ev.baseline().to_dict(),  # the score to beat (eevee prints it)
                     "reference_subset": ev.score(REFERENCE).to_dict()}
         print(key, json.dumps(out[key]["best"]), out[key]["top50_mean"], flush=True)
     # each mode's best subset scored under the other mode

@@ -79,6 +79,7 @@ def evaluate(table: Table, meta: MetaConfig, k: int, generations: int, workers: 
     out = {"meta_model": meta.model, "best": res.best.to_dict(), "wall_s": wall, "workers": ev.workers,
            "n_evaluated": res.n_evaluated, "n_trained": res.n_trained,
            "no_input_baseline": ev.score(()).to_dict(),
+           "training_means_score": ev.baseline().to_dict(),  # the score to beat, as every eevee command prints
            "eevee": summary(pred, actual),
            "own_mean_baseline": summary(own, actual),
            "training_mean_baseline": {"mae": summary(training_mean_prediction(ev, best), actual)["mae"]},

@@ -26,9 +26,10 @@ TINY = ("--population", "6", "--keep", "3", "--children", "2", "--generations", 
 # ------------------------------------------------------------------------------------ identity with before
 @pytest.mark.parametrize("run", ["mlp", "ridge", "leaky", "split", "seed3"])
 def test_scores_identical_to_before_the_split(run):
-    """The search's top subsets and every per-split loss equal those captured before ``eevee/meta.py`` was
-    split (they were bit for bit equal on the machine that split it; the tolerance only admits another
-    CPU's float32 rounding)."""
+    """The search's top subsets and every per-split loss equal those captured before (first before
+    ``eevee/meta.py`` was split, then recaptured for the canonical order of issue #25, bit for bit what the
+    code before it gave the canonically ordered table; the tolerance only admits another CPU's float32
+    rounding)."""
     want = json.loads(GOLDEN.read_text())["runs"][run]
     res = search(copied_signal_table(), 3, FAST, meta=MetaConfig(**want["config"]))
     assert [list(s.subset) for s in res.top] == [t["benchmarks"] for t in want["top"]]

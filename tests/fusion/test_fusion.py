@@ -182,5 +182,6 @@ def test_style_rrf_is_the_fusion_rrf():
 
     rng = np.random.default_rng(0)
     mats = [rng.integers(0, 4, size=(7, 12)).astype(float) for _ in range(3)]   # many ties
-    expected = sum(1.0 / (60 + ranks_from_scores(m)) for m in mats)   # the formula, column-order ties
+    # the formula, column-order ties; the terms added smallest first (the same sum in any order of the lists)
+    expected = sum(np.sort([1.0 / (60 + ranks_from_scores(m)) for m in mats], axis=0))
     assert np.array_equal(rrf(mats), expected)

@@ -603,6 +603,7 @@ def validate_submission(path: str | os.PathLike, registry: ModelRegistry, catalo
         _count(problems, path, "models", len(seen), min_models, max_models)
     else:
         seen = set()
+        unrooted: dict[str, list] = {}  # data set -> [its first problem's index in problems, stimuli without a root]
         for i, s in enumerate(sub.stimuli):
             where = f"stimuli[{i}] {s.dataset_name}/{s.image_identifier}"
             if s.key in seen:
@@ -613,13 +614,21 @@ def validate_submission(path: str | os.PathLike, registry: ModelRegistry, catalo
                 problems.append(InputError(f"{where}: not in the stimuli catalog", path=path, field="stimuli"))
                 continue
             if check_files and catalog[catalog.index[s.key]].text is None:
+                if s.dataset_name in unrooted:  # the same missing folder: reported once, with a count
+                    unrooted[s.dataset_name][1] += 1
+                    continue
                 try:
                     f = catalog.resolve(s)
                 except InputError as exc:
+                    unrooted[s.dataset_name] = [len(problems), 1]
                     problems.append(InputError(f"{where}: {exc.message}", path=path, field="stimuli"))
                     continue
                 if not f.is_file():
                     problems.append(InputError(f"{where}: file {f} does not exist", path=path, field="stimuli"))
+        for name, (k, n) in unrooted.items():
+            if n > 1:
+                problems[k] = InputError(f"{problems[k].message} ({n} stimuli of data set {name!r}; the first shown)",
+                                         path=path, field="stimuli")
         _count(problems, path, "stimuli", len(seen), min_stimuli, max_stimuli)
     if problems:
         raise ValidationError(path, problems)

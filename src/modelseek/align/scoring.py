@@ -47,20 +47,29 @@ class AlignData:
     @classmethod
     def compute(cls, registry: ModelRegistry, catalog: StimulusCatalog, models: Sequence[str] | None = None,
                 cache_dir: str | os.PathLike | None = None, batch_size: int = 32,
-                progress: bool = False, layers: Mapping[str, str | None] | None = None) -> "AlignData":
+                progress: bool = False, layers: Mapping[str, str | None] | None = None,
+                layers_source: str | os.PathLike | None = None) -> "AlignData":
         """Embed the catalog with each model (each finished model is cached: an interrupted run resumes).
         ``layers`` maps a model name to the layer to use instead of the registry's (a live submission's
-        ``layer_name``)."""
+        ``layer_name``, read from the file ``layers_source``): an unknown layer is reported against the file
+        that names it (``models[i].layer_name`` of the submission, else the registry's ``layer``)."""
         from ..progress import progress_bar
         from .models import embed_catalog
 
         names = list(models) if models is not None else registry.names()
         layers = dict(layers or {})
         data = cls(registry, catalog)
-        for name in progress_bar(names, desc="models", disable=not progress or len(names) < 2):
+        for i, name in enumerate(progress_bar(names, desc="models", disable=not progress or len(names) < 2)):
             entry = registry.get(name).with_layer(layers.get(name))
-            data.features[name] = embed_catalog(entry, catalog, cache_dir=cache_dir, batch_size=batch_size,
-                                                progress=progress)
+            try:
+                data.features[name] = embed_catalog(entry, catalog, cache_dir=cache_dir, batch_size=batch_size,
+                                                    progress=progress)
+            except InputError as exc:
+                if exc.field != "layer" or exc.path is not None:
+                    raise
+                if layers.get(name) is not None:  # the submission's layer_name: the file to edit
+                    raise InputError(exc.message, path=layers_source, field=f"models[{i}].layer_name") from None
+                raise InputError(exc.message, path=registry.path, field="layer") from None
         return data
 
     @classmethod
@@ -113,12 +122,14 @@ class ScoreResult:
 
 def score_submission(sub: Submission, registry: ModelRegistry, catalog: StimulusCatalog,
                      cache_dir: str | os.PathLike | None = None, unbiased: bool = False,
-                     batch_size: int = 32, progress: bool = False) -> ScoreResult:
+                     batch_size: int = 32, progress: bool = False,
+                     source: str | os.PathLike | None = None) -> ScoreResult:
     """Embed what a submission needs and score it (Blue: its models on the catalog; Red: all registry
-    models on its stimuli)."""
+    models on its stimuli). ``source``: the submission's file, named by errors in its ``layer_name``s."""
     if sub.team is Team.BLUE:
         layers = {n: sub.layer_of(i) for i, n in enumerate(sub.models)}
-        data = AlignData.compute(registry, catalog, sub.models, cache_dir, batch_size, progress, layers=layers)
+        data = AlignData.compute(registry, catalog, sub.models, cache_dir, batch_size, progress, layers=layers,
+                                 layers_source=source)
         C = data.matrix(sub.models, unbiased=unbiased)
         return ScoreResult(Team.BLUE, mean_offdiag(C), list(sub.models), C, len(catalog))
     pos = catalog.positions(sub.stimuli)

@@ -187,7 +187,7 @@ def run_validate(args) -> int:
                   f"{'models' if sub.team is Team.BLUE else 'stimuli'}), {sub.form.value} form{extra}")
         else:
             print(f"{registry.path}: {len(registry)} registry entries read")
-        if not args.deep:
+        if not args.deep and (sub is None or sub.team is Team.BLUE):  # a Red submission names no layer
             print("layers and output_dim not checked (they need the models): use --deep")
         for c in checks:
             if c.ok:
@@ -198,13 +198,17 @@ def run_validate(args) -> int:
         if fb:
             print(f"note: {len(fb)} model(s) checked with RANDOM weights (pretrained ones could not be fetched): "
                   f"layers and dims are right, their embeddings would not be")
-    bad = [c for c in checks if not c.ok]
+    bad = [(i, c) for i, c in enumerate(checks) if not c.ok]
     if bad:
-        from ..errors import InputError as IE
-
-        raise ValidationError(registry.path or "registry", [IE(c.problem, path=registry.path, field="layer"
-                                                                if "output_dim" not in c.problem else "output_dim")
-                                                             for c in bad])
+        # a layer the submission names (its layer_name) is the submission's to fix; the rest the registry's
+        from_sub = {i for i, _ in bad if sub is not None and sub.team is Team.BLUE and sub.layer_of(i) is not None
+                    and "output_dim" not in checks[i].problem}
+        problems = [InputError(c.problem, path=args.submission, field=f"models[{i}].layer_name") if i in from_sub
+                    else InputError(c.problem, path=registry.path,
+                                    field="layer" if "output_dim" not in c.problem else "output_dim")
+                    for i, c in bad]
+        where = args.submission if len(from_sub) == len(bad) else registry.path or "registry"
+        raise ValidationError(where, problems)
     return 0
 
 
@@ -216,7 +220,7 @@ def run_score(args) -> int:
     sub = validate_submission(args.submission, registry, catalog, min_models=args.min_models,
                               min_stimuli=args.min_stimuli)
     res = score_submission(sub, registry, catalog, cache_dir=_cache(args), unbiased=args.unbiased,
-                           batch_size=args.batch_size, progress=not args.json)
+                           batch_size=args.batch_size, progress=not args.json, source=args.submission)
     if args.json:
         d = res.to_dict()
         d["form"] = sub.form.value

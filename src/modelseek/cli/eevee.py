@@ -130,10 +130,16 @@ def _run(args, table, ev, cfg) -> int:
 
     progress = not args.json
     cmd = args.eevee_command
+    base = ev.baseline()
+
+    def scored(s) -> dict:  # a score with its gain over the baseline
+        return {**s.to_dict(), "gain": base.mean - s.mean}
+
     if cmd == "search":
         res = search(ev, args.k, cfg, progress=progress)
         if args.json:
-            print_json({"k": args.k, "top": [s.to_dict() for s in res.top[: args.top]],
+            print_json({"k": args.k, "baseline": _baseline_dict(base),
+                        "top": [scored(s) for s in res.top[: args.top]],
                         "n_evaluated": res.n_evaluated, "n_trained": res.n_trained, "wall_s": res.wall_s,
                         "leaky": args.leaky, "loss_scale": args.loss_scale, "meta_model": args.meta_model,
                         "table": repr(table)})
@@ -141,7 +147,8 @@ def _run(args, table, ev, cfg) -> int:
         print(f"{table!r}; k={args.k}; {res.n_evaluated} subsets scored ({res.n_trained} trained) in "
               f"{res.wall_s:.1f} s{' [leaky normalisation]' if args.leaky else ''}"
               f"{f' [{args.meta_model} meta-model]' if args.meta_model != 'mlp' else ''}")
-        _print_scores(res.top[: args.top])
+        _print_baseline(base, res.best)
+        _print_scores(res.top[: args.top], base)
         return 0
     if cmd == "sweep":
         ks = parse_ks(args.ks, len(table.benchmark_names))
@@ -151,13 +158,16 @@ def _run(args, table, ev, cfg) -> int:
 
             plot_score_vs_k(results, args.plot)
         if args.json:
-            print_json({"results": {str(k): {"top": [s.to_dict() for s in r.top[: args.top]],
+            print_json({"baseline": _baseline_dict(base),
+                        "results": {str(k): {"top": [scored(s) for s in r.top[: args.top]],
                                              "wall_s": r.wall_s} for k, r in results.items()}})
             return 0
-        print(f"{'k':>3}  {'best':>8}  {'top mean':>8}  {'s':>7}  best subset")
+        _print_baseline(base, min((r.best for r in results.values()), key=lambda s: (s.mean, s.subset)))
+        print(f"{'k':>3}  {'best':>8}  {'gain':>8}  {'top mean':>8}  {'s':>7}  best subset")
         for k, r in results.items():
             mean_top = sum(s.mean for s in r.top) / len(r.top)
-            print(f"{k:>3}  {r.best.mean:>8.4f}  {mean_top:>8.4f}  {r.wall_s:>7.1f}  {', '.join(r.best.subset)}")
+            print(f"{k:>3}  {r.best.mean:>8.4f}  {base.mean - r.best.mean:>+8.4f}  {mean_top:>8.4f}  "
+                  f"{r.wall_s:>7.1f}  {', '.join(r.best.subset)}")
         if args.plot:
             print(f"wrote {args.plot}")
         return 0
@@ -172,14 +182,19 @@ def _run(args, table, ev, cfg) -> int:
         ks = parse_ks(args.ks, len(table.benchmark_names)) if args.ks else None
         out = tiers(table, budgets, cfg, ks=ks, progress=progress, evaluator=ev)
         if args.json:
-            print_json({"tiers": [t.to_dict() for t in out]})
+            print_json({"baseline": _baseline_dict(base),
+                        "tiers": [{**t.to_dict(), **({"gain": base.mean - t.score.mean} if t.score else {})}
+                                  for t in out]})
             return 0
-        print(f"{'budget':>8}  {'cost':>8}  {'score':>8}  benchmarks")
+        fitted = [t.score for t in out if t.score is not None]
+        _print_baseline(base, min(fitted, key=lambda s: (s.mean, s.subset)) if fitted else None)
+        print(f"{'budget':>8}  {'cost':>8}  {'score':>8}  {'gain':>8}  benchmarks")
         for t in out:
             if t.score is None:
-                print(f"{t.budget:>8g}  {'-':>8}  {'-':>8}  (no benchmark fits)")
+                print(f"{t.budget:>8g}  {'-':>8}  {'-':>8}  {'-':>8}  (no benchmark fits)")
             else:
-                print(f"{t.budget:>8g}  {t.cost:>8g}  {t.score.mean:>8.4f}  {', '.join(t.score.subset)}")
+                print(f"{t.budget:>8g}  {t.cost:>8g}  {t.score.mean:>8.4f}  {base.mean - t.score.mean:>+8.4f}  "
+                      f"{', '.join(t.score.subset)}")
         return 0
     # importance
     if args.subset:
@@ -187,16 +202,18 @@ def _run(args, table, ev, cfg) -> int:
     else:
         subset = list(search(ev, args.k, cfg, progress=progress, top=1).best.subset)
     items = importance(ev, subset)
-    base = ev.score(subset)
+    whole = ev.score(subset)
     if args.plot:
         from ..eevee.plots import plot_importance
 
         plot_importance(items, args.plot)
     if args.json:
-        print_json({"subset": sorted(subset), "score": base.mean,
+        print_json({"subset": sorted(subset), "score": whole.mean, "gain": base.mean - whole.mean,
+                    "baseline": _baseline_dict(base),
                     "importance": [{"benchmark": b, "loss_increase": v} for b, v in items]})
         return 0
-    print(f"subset score {base.mean:.4f}: {', '.join(sorted(subset))}")
+    _print_baseline(base, whole, "the subset's gain")
+    print(f"subset score {whole.mean:.4f}: {', '.join(sorted(subset))}")
     print(f"{'benchmark':<28}  loss increase when removed")
     for b, v in items:
         print(f"{b:<28}  {v:+.4f}")
@@ -205,7 +222,26 @@ def _run(args, table, ev, cfg) -> int:
     return 0
 
 
-def _print_scores(scores) -> None:
-    print(f"{'#':>3}  {'score':>8}  {'std':>7}  {'min':>7}  {'max':>7}  benchmarks")
+BASELINE = "predict every metric of a test model by the training models' mean"
+
+
+def _baseline_dict(base) -> dict:
+    return {"what": BASELINE, "score": base.mean, "std": base.std, "min": base.min, "max": base.max}
+
+
+def _print_baseline(base, best, what: str = "best gain") -> None:
+    """The score to beat (lower is better) and what the best result gains over it."""
+    line = f"baseline to beat: {base.mean:.4f} ({BASELINE})"
+    if best is not None:
+        gain = base.mean - best.mean
+        pct = f" ({100 * gain / base.mean:+.1f}%)" if base.mean > 0 else ""
+        line += (f"; {what} {gain:+.4f}{pct}" +
+                 ("" if gain > 0 else ": it does not beat the training means"))
+    print(line)
+
+
+def _print_scores(scores, base) -> None:
+    print(f"{'#':>3}  {'score':>8}  {'gain':>8}  {'std':>7}  {'min':>7}  {'max':>7}  benchmarks")
     for i, s in enumerate(scores, 1):
-        print(f"{i:>3}  {s.mean:>8.4f}  {s.std:>7.4f}  {s.min:>7.4f}  {s.max:>7.4f}  {', '.join(s.subset)}")
+        print(f"{i:>3}  {s.mean:>8.4f}  {base.mean - s.mean:>+8.4f}  {s.std:>7.4f}  {s.min:>7.4f}  {s.max:>7.4f}  "
+              f"{', '.join(s.subset)}")

@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         per = split_params(list(args.method), given, args.seed)
         plan = [(m, per[m], None) for m in args.method]
-    runs, explanations = [], {}
+    runs, explanations, layers = [], {}, {}
     train = None
     for method, params, default_id in plan:
         run_id = args.run_id or default_id
@@ -153,14 +153,17 @@ def run(args: argparse.Namespace) -> int:
             r = ranker.rank_tasks(tasks, pool, run_id=run_id or ranker.name, progress=not args.json)
             if hasattr(ranker, "explain"):
                 explanations[r.run_id] = {t.id: ranker.explain(t, pool) for t in tasks}
+            layers[run_id or r.run_id] = getattr(ranker, "chosen_layers_", {})  # layer: best's choices
         runs.append(r.with_id(run_id) if run_id else r)
     if args.output:
         hf = {c.id: c.hf_id for c in pool if c.hf_id} if args.docid == "hf" else {}
         write_runs(args.output, [r.map_docs(hf) if hf else r for r in runs])
     if args.json:
-        # each fact once: the run holds the order (doc, rank, score, model); an explanation holds what the ranker
-        # predicts per candidate, keyed by doc, and what the ranking rests on
-        out: dict = {r.run_id: {t: [_entry(e, pool) for e in r[t]] for t in r} for r in runs}
+        # each fact once: the run holds the order (doc, rank, score, model; the layer `layer: best` chose); an
+        # explanation holds what the ranker predicts per candidate, keyed by doc, and what the ranking rests on
+        out: dict = {r.run_id: {t: [{**_entry(e, pool),
+                                     **({"layer": lay} if (lay := layers.get(r.run_id, {}).get(t, {}).get(e.doc))
+                                        else {})} for e in r[t]] for t in r} for r in runs}
         if explanations:
             out["explanations"] = {rid: {t: _json_explanation(ex) for t, ex in per.items()}
                                    for rid, per in explanations.items()}
@@ -174,8 +177,10 @@ def run(args: argparse.Namespace) -> int:
                 continue
             print(f"task {t} — method {r.run_id}")
             print(f"{'rank':>4}  {'docID':>5}  {'score':>10}  model")
+            chosen = layers.get(r.run_id, {}).get(t, {})
             for e in r[t]:
-                print(f"{e.rank:>4}  {e.doc:>5}  {e.score:>10.4f}  {pool.get(e.doc).hf_id}")
+                print(f"{e.rank:>4}  {e.doc:>5}  {e.score:>10.4f}  {pool.get(e.doc).hf_id}"
+                      + (f"  (layer {chosen[e.doc]})" if e.doc in chosen else ""))
         if len(r) > args.show:
             print(f"... and {len(r) - args.show} more task(s)")
     if args.output:

@@ -50,6 +50,7 @@ class Evaluator:
     def __init__(self, table: Table, config: MetaConfig | None = None, threads: int | None = 1) -> None:
         self.config = config or MetaConfig()
         self.threads = threads
+        table = table.canonical()  # the order of the file's rows and columns changes nothing
         self.data = SplitData(table, self.config)
         self.table = table
         self.cache: dict[Subset, np.ndarray] = {}
@@ -80,6 +81,16 @@ class Evaluator:
 
     def score(self, subset: Iterable[str]) -> Score:
         return self.scores([subset])[0]
+
+    def baseline(self) -> Score:
+        """The score every subset must beat: each test model's every metric predicted by the mean of the
+        training models of its split (no meta-model, no input), in the same splits, unit and loss weights as
+        the meta-model's test loss (a missing training value is the training mean as for the meta-model; a
+        column constant over the training models is predicted as that constant). Its subset is empty."""
+        d = self.data
+        mean = d.Xtr.double().mean(1, keepdim=True)                     # (splits, 1, M), 0 without the leak
+        losses = ((mean - d.Xte.double()) ** 2 * d.Ate.double()).sum((1, 2)).numpy()
+        return Score.of((), losses)
 
     def _train(self, subsets: list[Subset]) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -125,7 +136,7 @@ class BatchedEvaluator(Evaluator):
 
     def predict(self, subset: Iterable[str]) -> np.ndarray:
         """Cross-validated predictions on the raw scale: shape (n_splits, n_models, M), NaN where a model is
-        in the training part of the split."""
+        in the training part of the split. Rows and columns are those of ``self.table`` (the canonical order)."""
         import torch
 
         cfg, d = self.config, self.data

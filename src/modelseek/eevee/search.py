@@ -227,7 +227,7 @@ def sweep(table: Table, ks: Sequence[int], config: SearchConfig | None = None, *
 
     cfg = config or SearchConfig()
     ev = evaluator or BatchedEvaluator(table, meta)
-    fp = _fingerprint(table, ev.config, cfg, budget)
+    fp = _fingerprint(ev.table, ev.config, cfg, budget)  # the canonical table: any order resumes
     results: dict[int, SearchResult] = {}
     for k in progress_bar(list(ks), desc="eevee sweep", disable=not progress):
         path = Path(out_dir) / f"k{k}.json" if out_dir is not None else None

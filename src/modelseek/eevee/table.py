@@ -123,6 +123,22 @@ class Table:
     def n_models(self) -> int:
         return self.values.shape[0]
 
+    def canonical(self) -> "Table":
+        """The same table in its canonical order: models sorted by name, columns by (benchmark, metric).
+        EEVEE works on this form only (:class:`~modelseek.eevee.evaluators.Evaluator` takes it), so that the
+        cross-validation splits, the initial weight draws, the search's draws and every sum see the same
+        order whatever the order of the rows and columns of the file, or its layout (GATE, tidy, wide): the
+        same table gives the same subsets and scores, bit for bit."""
+        n, m = self.values.shape
+        rows = sorted(range(n), key=lambda i: self.models[i])
+        cols = sorted(range(m), key=lambda j: (self.benchmarks[j], self.metrics[j]))
+        if rows == list(range(n)) and cols == list(range(m)):
+            return self
+        pick = lambda seq: tuple(seq[j] for j in cols)  # noqa: E731
+        return replace(self, values=self.values[np.ix_(rows, cols)], models=tuple(self.models[i] for i in rows),
+                       benchmarks=pick(self.benchmarks), metrics=pick(self.metrics),
+                       lower_is_better=pick(self.lower_is_better), groups=pick(self.groups))
+
     def oriented(self) -> np.ndarray:
         """Values with lower-is-better columns negated (every column: higher is better)."""
         sign = np.where(np.asarray(self.lower_is_better, dtype=bool), -1.0, 1.0)

@@ -43,6 +43,40 @@ def check_inputs(features, labels, *, name: str, min_per_class: int = 1, min_cla
     return X, y, counts
 
 
+def check_targets(features, labels, *, name: str, min_examples: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """-> (X float64 (N, D), targets float64 (N,)) for a regression task, or a clear :class:`InputError`:
+    the features as :func:`check_inputs` checks them, the labels finite numbers (strings such as ``"3.5"``
+    are read as numbers) that are not all equal."""
+    X, _, _ = check_inputs(features, np.zeros(np.asarray(labels).shape[0] if np.ndim(labels) else 0),
+                           name=name, min_classes=1)
+    raw = np.asarray(labels)
+    if raw.ndim != 1:
+        raise InputError(f"{name}: labels must be 1-D, got shape {raw.shape}", field="labels")
+    try:
+        t = raw.astype(np.float64)
+    except (TypeError, ValueError):
+        bad = next((v for v in raw.tolist() if not _is_number(v)), raw.tolist()[0])
+        raise InputError(f"{name}: a regression task needs numeric labels, got {bad!r}", field="labels") from None
+    if not np.isfinite(t).all():
+        raise InputError(f"{name}: labels must be finite numbers (first bad in row "
+                         f"{int(np.argwhere(~np.isfinite(t))[0, 0])})", field="labels")
+    if t.shape[0] < min_examples:
+        raise InputError(f"{name}: a regression task needs at least {min_examples} examples, got {t.shape[0]}",
+                         field="labels")
+    if np.ptp(t) == 0.0:
+        raise InputError(f"{name}: every label is {t[0]:g}; a regression task needs targets that vary",
+                         field="labels")
+    return X, t
+
+
+def _is_number(v) -> bool:
+    try:
+        float(v)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
 def one_hot(y: np.ndarray, n_classes: int) -> np.ndarray:
     out = np.zeros((y.shape[0], n_classes), dtype=np.float64)
     out[np.arange(y.shape[0]), y] = 1.0

@@ -41,6 +41,9 @@ class EstimatorInfo:
     #: the score is unchanged when the features are multiplied by any c > 0 (the contract tests hold each
     #: estimator to what it declares; the others compute a finite value at any scale or raise InputError)
     scale_invariant: bool = True
+    #: also scores a regression task: takes ``task="regression"`` with numeric labels (the others need
+    #: classes and are refused for such a task)
+    regression: bool = False
 
     @property
     def summary(self) -> str:
@@ -89,7 +92,8 @@ ESTIMATORS = EstimatorRegistry("modelseek.estimators")
 
 def register(name: str, *, input: "str | InputKind" = "features", seeded: bool = False,
              higher_is_better: bool = True, uses_validation: bool = False,
-             scale_invariant: bool = True) -> Callable[[Callable[..., float]], Callable[..., float]]:
+             scale_invariant: bool = True, regression: bool = False
+             ) -> Callable[[Callable[..., float]], Callable[..., float]]:
     """Decorator: register ``fn(features_or_probs, labels, **options) -> float`` under ``name``."""
     kind = InputKind.parse(input, "input")
 
@@ -97,7 +101,8 @@ def register(name: str, *, input: "str | InputKind" = "features", seeded: bool =
         ESTIMATORS.add(name, EstimatorInfo(name=name, fn=fn, input=kind, seeded=bool(seeded),
                                            higher_is_better=bool(higher_is_better),
                                            uses_validation=bool(uses_validation),
-                                           scale_invariant=bool(scale_invariant)))
+                                           scale_invariant=bool(scale_invariant),
+                                           regression=bool(regression)))
         return fn
 
     return deco

@@ -4,7 +4,9 @@ Intuition: regress each one-hot label column on the frozen features with a Gauss
 ``alpha``) and Gaussian noise (precision ``beta``); the evidence p(y | F) integrates the weights out, so it
 rewards features that explain the labels with a *simple* linear map, and it needs no training loop. The
 hyper-parameters are set by MacKay's fixed-point updates; the score is the evidence per example averaged over
-the classes (higher = better, typically in [-2, 2]).
+the classes (higher = better, typically in [-2, 2]). With numeric labels (``task="regression"``) the one
+column regressed is the targets themselves: LogME's regression form (the paper's Algorithm 1 takes any
+target column; the authors' code ``fit_regression``).
 
 Reference: K. You, Y. Liu, J. Wang, M. Long. "LogME: Practical Assessment of Pre-trained Models for Transfer
 Learning", ICML 2021; extended in JMLR 23 (2022) ("Ranking and Tuning Pre-trained Models").
@@ -27,20 +29,29 @@ import numpy as np
 
 from ..errors import InputError
 from ._registry import register
-from ._common import check_inputs, one_hot, sym_eig_project, tridiagonalize
+from ._common import check_inputs, check_targets, one_hot, sym_eig_project, tridiagonalize
 
 #: MacKay fixed-point safeguard added to the denominators, as in the published algorithm
 _EPS = 1e-5
 
 
-@register("logme", scale_invariant=False)
-def logme(features, labels, *, max_iter: int = 11, tol: float = 1e-3, route: str = "auto") -> float:
-    """LogME of ``features`` (N x D) for classification ``labels`` (N,). Higher = better.
+@register("logme", scale_invariant=False, regression=True)
+def logme(features, labels, *, max_iter: int = 11, tol: float = 1e-3, route: str = "auto",
+          task: str = "classification") -> float:
+    """LogME of ``features`` (N x D) for classification ``labels`` (N,), or for numeric targets with
+    ``task="regression"``. Higher = better.
 
     ``route``: ``auto`` (``tridiagonal`` when N > D, else ``dual``), ``tridiagonal`` or ``primal`` (D x D Gram)
     or ``dual`` (N x N Gram); all give the same value, the choice only changes the cost.
     """
-    X, y, counts = check_inputs(features, labels, name="logme")
+    if task == "classification":
+        X, y, counts = check_inputs(features, labels, name="logme")
+        Y = one_hot(y, counts.shape[0])
+    elif task == "regression":
+        X, t = check_targets(features, labels, name="logme")
+        Y = t[:, None]
+    else:
+        raise InputError(f"logme: task must be classification or regression, got {task!r}", field="task")
     N, D = X.shape
     top = float(np.abs(X).max())
     if top == 0.0:
@@ -50,7 +61,6 @@ def logme(features, labels, *, max_iter: int = 11, tol: float = 1e-3, route: str
                          f"(LogME computes for magnitudes between 1e-150 and 1e150); its fixed point, started at "
                          f"alpha = beta = 1, depends on the feature scale, so they are not rescaled silently: "
                          f"rescale the features", field="features")
-    Y = one_hot(y, counts.shape[0])
     if route == "auto":
         route = "tridiagonal" if N > D and D > 2 else "dual"
     if route == "tridiagonal":

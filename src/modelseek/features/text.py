@@ -6,9 +6,10 @@ text:
 
 * ``pooling``: ``mean`` (over real tokens, by attention mask) or ``cls`` (the first token);
 * ``layer``: ``last``, an index into the hidden states (0 = embedding output, negative counts from the end),
-  or ``mean`` = the average of the pooled vectors of every transformer layer (1..L). Averaging layers raised
-  LogME's correlation with fine-tuned accuracy from 0.58 to 0.86 in "Choose Your Transformer" (Garbas et
-  al., Findings of ACL 2024).
+  ``mean`` = the average of the pooled vectors of every transformer layer (1..L), or ``all`` = the pooled
+  vector of each transformer layer (an N x L x H array; the rankers' ``layer: best`` scores each and keeps the
+  best). Averaging layers raised LogME's correlation with fine-tuned accuracy from 0.58 to 0.86 in "Choose
+  Your Transformer" (Garbas et al., Findings of ACL 2024).
 
 Speed: texts are tokenized once, sorted by length and cut into batches padded only to their own longest
 text (dynamic padding), the forward pass runs under ``torch.inference_mode`` and, on CUDA, under bf16/fp16
@@ -48,18 +49,19 @@ class Pooling(Choice):
         return super().parse(value, field)
 
 
-def parse_layer(value: "str | int") -> "str | int":
-    """``last`` | ``mean`` | an integer (also given as a string such as ``"-2"``)."""
+def parse_layer(value: "str | int", best: bool = False) -> "str | int":
+    """``last`` | ``mean`` | ``all`` | an integer (also given as a string such as ``"-2"``); with ``best``
+    (a ranker's option: score each layer, keep the best) also ``best``."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         return int(value)
     text = str(value).strip().lower()
-    if text in ("last", "mean"):
+    if text in ("last", "mean", "all") or (best and text == "best"):
         return text
     try:
         return int(text)
     except ValueError:
-        raise InputError(f"unknown layer {value!r}; valid values: last, mean, or an integer index",
-                         field="layer") from None
+        raise InputError(f"unknown layer {value!r}; valid values: last, mean, all, {'best, ' if best else ''}"
+                         f"or an integer index", field="layer") from None
 
 
 # ------------------------------------------------------------------------------------------ model sources
@@ -316,7 +318,7 @@ def encode(loaded: LoadedModel, texts: Sequence[str], *, pooling: "str | Pooling
             res = _forward(loaded, input_ids=input_ids, attention_mask=mask, output_hidden_states=need_hidden)
             if layer == "last":
                 states = [res.last_hidden_state if hasattr(res, "last_hidden_state") else res[0]]
-            elif layer == "mean":
+            elif layer in ("mean", "all"):
                 states = list(res.hidden_states[1:]) or [res.hidden_states[0]]
             else:
                 try:
@@ -326,14 +328,16 @@ def encode(loaded: LoadedModel, texts: Sequence[str], *, pooling: "str | Pooling
                                      f"({len(res.hidden_states)} hidden states)", field="layer") from None
             m = mask.unsqueeze(-1).float()
             denom = m.sum(1).clamp_min(1.0)
-            pooled = None
-            for h in states:
-                h = h.float()
-                v = h[:, 0] if pooling is Pooling.CLS else (h * m).sum(1) / denom
-                pooled = v if pooled is None else pooled + v
-            pooled = (pooled / len(states)).cpu().numpy()
+            per = [(h.float()[:, 0] if pooling is Pooling.CLS else (h.float() * m).sum(1) / denom) for h in states]
+            if layer == "all":  # N x L x H: each layer's pooled vector
+                pooled = torch.stack(per, 1).cpu().numpy()
+            else:
+                pooled = None
+                for v in per:
+                    pooled = v if pooled is None else pooled + v
+                pooled = (pooled / len(states)).cpu().numpy()
             if out is None:
-                out = np.empty((n, pooled.shape[1]), dtype=np.float32)
+                out = np.empty((n, *pooled.shape[1:]), dtype=np.float32)
             out[idx] = pooled
     return out
 

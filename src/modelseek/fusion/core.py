@@ -17,9 +17,9 @@ that run: it contributes 0 to combsum and wsum *after* normalisation (the normal
 candidates the run holds), is not counted in combmnz's multiplier, and has no term in the RRF sum. A
 candidate that appears in no run is absent from the fused run (never given a placeholder score).
 
-**Topics in only some runs.** The fused run covers the union of the input runs' topics (in order of first
-appearance). A run that lacks a topic is treated as ranking none of its candidates: the topic is fused from
-the runs that hold it, with their weights unchanged (weights are not renormalised).
+**Topics in only some runs.** The fused run covers the union of the input runs' topics (in natural topic
+order, whatever the order of the files and lines). A run that lacks a topic is treated as ranking none of its
+candidates: the topic is fused from the runs that hold it, with their weights unchanged (weights are not renormalised).
 
 **Ties.** Fused scores are ranked by :meth:`Run.from_scores`: decreasing score, equal scores by natural
 docID order ('2' before '10'), so the result is deterministic.
@@ -95,9 +95,9 @@ def _usable(score: float) -> bool:
 
 
 def make_block(runs: Sequence[Run], topics: Sequence[str] | None = None) -> Block:
-    """Stack ``runs`` over ``topics`` (default: the union of their topics, in order of first appearance)."""
+    """Stack ``runs`` over ``topics`` (default: the union of their topics, in natural order)."""
     if topics is None:
-        topics = list(dict.fromkeys(t for r in runs for t in r))
+        topics = sorted(dict.fromkeys(t for r in runs for t in r), key=natural_key)
     topics = [str(t) for t in topics]
     per_topic: list[list[dict[str, tuple[float, int]]]] = []
     docs: list[list[str]] = []
@@ -131,7 +131,8 @@ def combine(values: np.ndarray, method: FusionMethod, weights: Sequence[float]) 
     """Fused score per (topic, candidate) from ``R x ... `` member values; NaN where no run holds it.
 
     Written as an explicit sum over runs (elementwise operations only), so a candidate's fused score does
-    not depend on the shape of the block it was computed in.
+    not depend on the shape of the block it was computed in; the terms are added in increasing order, so it
+    does not depend on the order of the runs either (floating-point addition is not associative).
     """
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported by block_to_run
         return _combine(values, method, weights)
@@ -142,13 +143,14 @@ def _combine(values: np.ndarray, method: FusionMethod, weights: Sequence[float])
     v = np.where(present, values, 0.0)
     acc = np.zeros(values.shape[1:])
     if method is FusionMethod.COMBMNZ or method is FusionMethod.COMBSUM:
-        for r in range(values.shape[0]):
-            acc = acc + v[r]
+        for term in np.sort(v, axis=0):
+            acc = acc + term
         if method is FusionMethod.COMBMNZ:
             acc = acc * present.sum(axis=0)
     else:
-        for r, w in enumerate(weights):
-            acc = acc + float(w) * v[r]
+        terms = np.array([float(w) * v[r] for r, w in enumerate(weights)]).reshape(-1, *v.shape[1:])
+        for term in np.sort(terms, axis=0):
+            acc = acc + term
     return np.where(present.any(axis=0), acc, np.nan)
 
 

@@ -27,7 +27,7 @@ from typing import Any, Mapping, Sequence, TYPE_CHECKING
 
 import numpy as np
 
-from ..data.run import Run
+from ..data.run import Run, natural_key
 from ..data.truth import GradingScheme, GroundTruth
 from ..errors import InputError
 from .core import DEFAULT_RRF_K, Block, Fusion, FusionMethod, _as_runs, block_to_run, fuse, make_block
@@ -347,7 +347,7 @@ def optimize_fusion(runs: Sequence[Run] | Mapping[str, Run], truth: GroundTruth,
 
     from ..evaluate import evaluate
 
-    rs = _as_runs(runs)
+    rs = sorted(_as_runs(runs), key=lambda r: r.run_id)  # canonical orders: the files' order changes nothing
     ids = [r.run_id for r in rs]
     Fusion.build(ids)  # validates the run ids
     s = GradingScheme.parse(scheme)
@@ -357,7 +357,7 @@ def optimize_fusion(runs: Sequence[Run] | Mapping[str, Run], truth: GroundTruth,
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InputError(f"seed must be an integer >= 0, got {seed!r}", field="seed")
     truth_topics = set(truth.task_ids)
-    all_topics = list(dict.fromkeys(t for r in rs for t in r))
+    all_topics = sorted(dict.fromkeys(t for r in rs for t in r), key=natural_key)
     topics = [t for t in all_topics if t in truth_topics]
     if not topics:
         raise InputError(f"no topic of the runs has ground truth (runs: {', '.join(all_topics[:5])}"

@@ -21,7 +21,14 @@ ranking (one that cannot load is left out of every task); they never get placeho
 no candidate could be scored for any task raises either way.
 
 Per-candidate feature options (``pooling``, ``layer``, ``max_length``, ``batch_size``) in the pool file override
-the ranker's.
+the ranker's. ``layer: best`` extracts every transformer layer's pooled features (one forward pass), scores
+each with the estimator and keeps the best; the layer chosen for each (task, candidate) is in
+``chosen_layers_`` (``rank`` prints it).
+
+**Regression.** A task whose labels are all numbers, at least one of them not an integer (``3.5``, ``0.25``),
+is a regression task: estimators registered with ``regression=True`` (LogME's regression form, kNN
+regression) score it with ``task="regression"``; any other estimator is refused before a model is loaded,
+in one line naming the task and the estimators that can.
 """
 
 from __future__ import annotations
@@ -106,18 +113,26 @@ class FeatureRanker(Ranker):
         return [self.estimator]
 
     def _encoder_kwargs(self, cand: Candidate) -> dict[str, Any]:
+        from ..features.text import parse_layer
+
         kw = {"pooling": self.pooling, "layer": self.layer, "max_length": self.max_length,
               "batch_size": self.batch_size}
         kw.update({k: cand.options[k] for k in _OPTION_KEYS if k in cand.options})
+        if parse_layer(kw["layer"], best=True) == "best":
+            kw["layer"] = "all"  # every layer's features, scored one by one (see score_tasks)
         return kw
 
-    def _score(self, est_name: str, feats: np.ndarray, ytr: Sequence[str], yva: Sequence[str]) -> float:
+    def _score(self, est_name: str, feats: np.ndarray, ytr: Sequence[str], yva: Sequence[str],
+               regression: bool = False) -> float:
         from .. import estimators
 
         info = estimators.info(est_name)
         params = dict(self.estimator_params or {})
         if info.seeded:
             params.setdefault("seed", self.seed)
+        if regression:
+            params["task"] = "regression"
+            ytr, yva = [float(v) for v in ytr], [float(v) for v in yva]
         ntr = len(ytr)
         if info.uses_validation and len(yva):
             value = info.fn(feats[:ntr], list(ytr), val_features=feats[ntr:], val_labels=list(yva), **params)
@@ -174,6 +189,15 @@ class FeatureRanker(Ranker):
         names = self._estimators()
         infos = {n: estimators.info(n) for n in names}
         data = {t.id: self._task_data(t) for t in tasks}
+        regression = {t.id: is_regression(data[t.id][1] + data[t.id][2]) for t in tasks}
+        for t in tasks:  # refused before any model is loaded
+            cannot = [n for n in names if regression[t.id] and not infos[n].regression]
+            if cannot:
+                able = [n for n in estimators.names() if estimators.info(n).regression]
+                raise InputError(f"task {t.id}: its labels are numbers (a regression task, e.g. "
+                                 f"{data[t.id][1][0]!r}); {', '.join(cannot)} need{'s' if len(cannot) == 1 else ''} "
+                                 f"class labels; estimators for regression: {', '.join(able)}", field="method")
+        self.chosen_layers_: dict[str, dict[str, str]] = {}
         out: dict[str, dict[str, dict[str, float]]] = {n: {t.id: {} for t in tasks} for n in names}
         self.failures_: dict[str, tuple[str, str, list[str]]] = {}
         dead_at_start = self._preflight(pool)
@@ -211,12 +235,22 @@ class FeatureRanker(Ranker):
                         dead = msg
                     continue
                 scores: dict[str, float] = {}
+                chosen: list[str] = []
                 try:
                     for n in names:
-                        scores[n] = self._score(n, inputs[infos[n].input.value], ytr, yva)
+                        x = inputs[infos[n].input.value]
+                        if x.ndim == 3:  # layer: best -- every layer scored, the best kept (first on a tie)
+                            per = [self._score(n, x[:, j], ytr, yva, regression[task.id]) for j in range(x.shape[1])]
+                            j = int(np.argmax(per))
+                            scores[n] = per[j]
+                            chosen.append(f"{n} {j + 1}" if len(names) > 1 else str(j + 1))
+                        else:
+                            scores[n] = self._score(n, x, ytr, yva, regression[task.id])
                 except Exception as exc:  # noqa: BLE001
                     self._fail(cand, task, f"{n}: {_short(exc)}")
                     continue
+                if chosen:
+                    self.chosen_layers_.setdefault(task.id, {})[cand.id] = ", ".join(chosen)
                 for n, v in scores.items():  # a candidate is scored by every estimator of a task or absent
                     out[n][task.id][cand.id] = v
             for x in (enc, head):
@@ -266,6 +300,24 @@ class FeatureRanker(Ranker):
 
     def _combine(self, scores, tasks) -> dict[str, dict[str, float]]:
         return {t.id: scores[self.estimator][t.id] for t in tasks}
+
+
+def is_regression(labels: Sequence[str]) -> bool:
+    """Whether a task's labels make it a regression task: every label a finite number and at least one not an
+    integer (``0``, ``1``, ``2`` are class ids; ``0.5`` or ``3.0`` make the column numeric)."""
+    if not labels:
+        return False
+    integral = True
+    for v in labels:
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            return False
+        if not math.isfinite(x):
+            return False
+        text = str(v).strip().lstrip("+-")
+        integral = integral and text.isdigit()
+    return not integral
 
 
 def reciprocal_rank_fusion(per_method: Sequence[dict[str, float]], k: float = 60.0) -> dict[str, float]:
