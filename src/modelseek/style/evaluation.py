@@ -28,9 +28,16 @@ from ..errors import InputError
 def is_style_truth(path: str | Path) -> bool:
     """True when ``path`` is a readable CSV whose header names ``image_id`` and ``model_id`` and no ``f1``
     (Subtask B truth); any problem reading it is False (the general loader then reports it)."""
+    import os
+    import stat
+
     try:
+        # only a regular file is sniffed: opening a FIFO without a writer would block for ever, and a device
+        # never ends; anything else is left to the general loader, which refuses it in one line
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
         with open(path, newline="", encoding="utf-8") as fh:
-            header = next(csv.reader([fh.readline()]), [])
+            header = next(csv.reader([fh.readline(65536)]), [])
     except (OSError, UnicodeDecodeError, csv.Error, ValueError):
         return False
     cols = {c.strip().lstrip("\ufeff") for c in header}
