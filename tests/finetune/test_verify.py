@@ -28,7 +28,10 @@ def test_rank_verify_top(cli, tmp_path, tiny_models, tiny_tasks, pool_yaml, fast
     for m, rec in recs.items():
         assert rec.status == "done" and f"{rec.f1:.6f}"[:6] in r.out
     # the table in the output lists them in rank order with the stored F1
-    table = verify_top(tiny_tasks[0], [Candidate(id=m, path=str(tiny_models[m])) for m in ranking[:2]], store,
+    from modelseek.data.loaders import load_table_task
+
+    # the task as the CLI read it (a user's table is read in a canonical row order): the same stored jobs
+    table = verify_top(load_table_task(data), [Candidate(id=m, path=str(tiny_models[m])) for m in ranking[:2]], store,
                        recipe=fast_recipe.replace(max_epochs=4))
     assert list(table["model_id"]) == ranking[:2] and list(table["rank"]) == [1, 2]
     assert table["f1"].tolist() == [recs[m].f1 for m in ranking[:2]]

@@ -347,7 +347,7 @@ def _db_grants(args) -> int:
 
 def _example(args) -> int:
     from ..duel.config import LeaderboardConfig
-    from ..testing.duel import write_examples
+    from ..duel.examples import write_examples
 
     paths, meta = write_examples(args.folder, n_models=args.models, seed=args.seed)
     for p in paths:
