@@ -56,3 +56,15 @@ def tiny_layout(tmp_path: Path) -> Path:
     from modelseek.testing import make_ntcir_layout
 
     return make_ntcir_layout(tmp_path / "ntcir", n_tasks=12, n_models=6, seed=0)
+
+
+@pytest.fixture
+def layout_run(tmp_path, tiny_layout):
+    """A valid run file of the tiny layout's ground truth (scores = F1)."""
+    from modelseek import GroundTruth, Run
+
+    truth = GroundTruth.from_csv(tiny_layout / "ground-truth.csv")
+    run = Run.from_scores({t: truth.f1(t) for t in truth.task_ids}, run_id="byorder")
+    path = tmp_path / "run.txt"
+    run.write(path)
+    return path

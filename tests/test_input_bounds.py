@@ -14,23 +14,7 @@ from pathlib import Path
 import pytest
 
 from modelseek import GroundTruth, Run
-
-
-def _one_error(r, *words):
-    assert r.code == 1, (r.code, r.out, r.err)
-    lines = r.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in r.err, r.err
-    for w in words:
-        assert w in lines[0], (w, lines[0])
-
-
-@pytest.fixture
-def layout_run(tmp_path, tiny_layout):
-    truth = GroundTruth.from_csv(tiny_layout / "ground-truth.csv")
-    run = Run.from_scores({t: truth.f1(t) for t in truth.task_ids}, run_id="byorder")
-    path = tmp_path / "run.txt"
-    run.write(path)
-    return path
+from modelseek.testing.cli import assert_one_error_line
 
 
 # ------------------------------------------------------------------------------------------ written files
@@ -69,25 +53,25 @@ def test_rank_output_is_readable_by_the_group(tmp_path, cli):
 def test_fifo_and_devices_are_refused_up_front(tmp_path, cli, tiny_layout, layout_run):
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)  # no writer: opening it would block for ever
-    _one_error(cli("evaluate", fifo, "-g", tiny_layout / "ground-truth.csv"), "is a FIFO", "regular run file")
-    _one_error(cli("evaluate", layout_run, "-g", fifo), "is a FIFO")
-    _one_error(cli("validate", fifo), "is a FIFO")
+    assert_one_error_line(cli("evaluate", fifo, "-g", tiny_layout / "ground-truth.csv"), "is a FIFO", "regular run file")
+    assert_one_error_line(cli("evaluate", layout_run, "-g", fifo), "is a FIFO")
+    assert_one_error_line(cli("validate", fifo), "is a FIFO")
     if Path("/dev/zero").exists():
-        _one_error(cli("evaluate", "/dev/zero", "-g", tiny_layout / "ground-truth.csv"), "character device")
-        _one_error(cli("evaluate", layout_run, "-g", "/dev/urandom"), "character device")
+        assert_one_error_line(cli("evaluate", "/dev/zero", "-g", tiny_layout / "ground-truth.csv"), "character device")
+        assert_one_error_line(cli("evaluate", layout_run, "-g", "/dev/urandom"), "character device")
 
 
 def test_size_cap_per_kind_is_configurable(tmp_path, cli, tiny_layout, layout_run, monkeypatch):
     monkeypatch.setenv("MODELSEEK_MAX_MB_RUN_FILE", "0.0001")  # ~100 bytes
-    _one_error(cli("evaluate", layout_run, "-g", tiny_layout / "ground-truth.csv"), "over the", "MiB cap",
+    assert_one_error_line(cli("evaluate", layout_run, "-g", tiny_layout / "ground-truth.csv"), "over the", "MiB cap",
                "MODELSEEK_MAX_MB_RUN_FILE")
     monkeypatch.setenv("MODELSEEK_MAX_MB_RUN_FILE", "1")
     assert cli("evaluate", layout_run, "-g", tiny_layout / "ground-truth.csv").code == 0
     monkeypatch.setenv("MODELSEEK_MAX_MB_GROUND_TRUTH_FILE", "0.0001")
-    _one_error(cli("evaluate", layout_run, "-g", tiny_layout / "ground-truth.csv"), "ground-truth file is",
+    assert_one_error_line(cli("evaluate", layout_run, "-g", tiny_layout / "ground-truth.csv"), "ground-truth file is",
                "MODELSEEK_MAX_MB_GROUND_TRUTH_FILE")
     monkeypatch.setenv("MODELSEEK_MAX_MB_GROUND_TRUTH_FILE", "lots")
-    _one_error(cli("evaluate", layout_run, "-g", tiny_layout / "ground-truth.csv"), "must be a number of MiB")
+    assert_one_error_line(cli("evaluate", layout_run, "-g", tiny_layout / "ground-truth.csv"), "must be a number of MiB")
 
 
 def test_csv_fields_and_headers_of_any_length(tmp_path, cli, tiny_layout, layout_run):
@@ -117,7 +101,7 @@ def test_duplicated_header_column_is_an_error(tmp_path, cli, layout_run, tiny_la
     lines = (tiny_layout / "ground-truth.csv").read_text().splitlines()
     dup = tmp_path / "dup.csv"
     dup.write_text("\n".join([lines[0] + ",f1"] + [ln + ",0.5" for ln in lines[1:]]) + "\n")
-    _one_error(cli("evaluate", layout_run, "-g", dup), f"{dup}:1: field 'f1': column 'f1' is named twice")
+    assert_one_error_line(cli("evaluate", layout_run, "-g", dup), f"{dup}:1: field 'f1': column 'f1' is named twice")
 
 
 # ------------------------------------------------------------------------------------------ identifiers
@@ -127,7 +111,7 @@ def test_control_character_in_a_ground_truth_model_id_is_refused(tmp_path, cli, 
     parts[1] = "1\x00"
     bad = tmp_path / "nul.csv"
     bad.write_text("\n".join(lines[:2] + [",".join(parts)] + lines[3:]) + "\n")
-    _one_error(cli("evaluate", layout_run, "-g", bad), f"{bad}:3: field 'model_id'", "U+0000")
+    assert_one_error_line(cli("evaluate", layout_run, "-g", bad), f"{bad}:3: field 'model_id'", "U+0000")
 
 
 def test_byte_order_mark_inside_a_run_is_refused_at_its_line(tmp_path, cli, tiny_layout, layout_run):
@@ -135,7 +119,7 @@ def test_byte_order_mark_inside_a_run_is_refused_at_its_line(tmp_path, cli, tiny
     text[5] = "\ufeff" + text[5]  # two files concatenated: the second one's BOM lands inside a topic id
     bad = tmp_path / "cat.txt"
     bad.write_text("\n".join(text) + "\n", encoding="utf-8")
-    _one_error(cli("evaluate", bad, "-g", tiny_layout / "ground-truth.csv"), f"{bad}:6: field 'topicID'",
+    assert_one_error_line(cli("evaluate", bad, "-g", tiny_layout / "ground-truth.csv"), f"{bad}:6: field 'topicID'",
                "U+FEFF")
 
 
@@ -149,7 +133,7 @@ def test_validate_refuses_ranks_in_non_ascii_digits(tmp_path, cli, tiny_layout, 
     bad.write_text("\n".join(lines) + "\n", encoding="utf-8")
     r = cli("validate", bad, "--pool", tiny_layout / "models.csv")
     assert r.code == 1 and f"{bad}:1: field 'Rank': not an integer" in r.err and "ASCII digits" in r.err
-    _one_error(cli("evaluate", bad, "-g", tiny_layout / "ground-truth.csv"), f"{bad}:1: field 'Rank'")
+    assert_one_error_line(cli("evaluate", bad, "-g", tiny_layout / "ground-truth.csv"), f"{bad}:1: field 'Rank'")
 
 
 # ------------------------------------------------------------------------------------------ unknown ids
@@ -218,7 +202,7 @@ def test_long_fields_in_pool_and_tasks_tables(tmp_path, cli, tiny_layout, layout
     assert r.code == 0, r.err
     dup = tmp_path / "dup-models.csv"
     dup.write_text("\n".join([text[0] + ",model_name"] + [ln + ",y" for ln in text[1:]]) + "\n")
-    _one_error(cli("validate", layout_run, "--pool", dup), f"{dup}:1: field 'model_name': column 'model_name' is "
+    assert_one_error_line(cli("validate", layout_run, "--pool", dup), f"{dup}:1: field 'model_name': column 'model_name' is "
                                                           f"named twice")
     tasks = tmp_path / "tasks.csv"
     rows = (tiny_layout / "tasks.csv").read_text().splitlines()

@@ -12,24 +12,7 @@ from pathlib import Path
 import pytest
 
 from modelseek import GroundTruth, Run
-
-
-def _one_error_line(r, *words):
-    assert r.code == 1, (r.code, r.out, r.err)
-    lines = r.err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in r.err, r.err
-    for w in words:
-        assert w in lines[0], (w, lines[0])
-
-
-@pytest.fixture
-def layout_run(tmp_path, tiny_layout):
-    """A valid run file of the tiny layout's ground truth (scores = F1)."""
-    truth = GroundTruth.from_csv(tiny_layout / "ground-truth.csv")
-    run = Run.from_scores({t: truth.f1(t) for t in truth.task_ids}, run_id="byorder")
-    path = tmp_path / "run.txt"
-    run.write(path)
-    return path
+from modelseek.testing.cli import assert_one_error_line
 
 
 def test_non_utf8_run_to_validate_and_evaluate(tmp_path, cli, tiny_layout, layout_run):
@@ -40,21 +23,21 @@ def test_non_utf8_run_to_validate_and_evaluate(tmp_path, cli, tiny_layout, layou
     offset = b"\n".join(data).index(b"\xe9")
     for args in (("validate", bad, "--pool", tiny_layout / "models.csv"),
                  ("evaluate", bad, "-g", tiny_layout / "ground-truth.csv")):
-        _one_error_line(cli(*args), f"{bad}:3: not UTF-8 text (byte 0xe9 at offset {offset})")
+        assert_one_error_line(cli(*args), f"{bad}:3: not UTF-8 text (byte 0xe9 at offset {offset})")
 
 
 def test_non_utf8_ground_truth_to_evaluate(tmp_path, cli, tiny_layout, layout_run):
     gt = tmp_path / "gt.csv"
     gt.write_bytes((tiny_layout / "ground-truth.csv").read_bytes().replace(b"\n", b"\n\xff", 1))
-    _one_error_line(cli("evaluate", layout_run, "-g", gt), f"{gt}:2: not UTF-8 text (byte 0xff")
+    assert_one_error_line(cli("evaluate", layout_run, "-g", gt), f"{gt}:2: not UTF-8 text (byte 0xff")
 
 
 def test_directory_given_as_a_file(tmp_path, cli, tiny_layout, layout_run):
-    _one_error_line(cli("validate", tmp_path, "--pool", tiny_layout / "models.csv"), "is a directory")
-    _one_error_line(cli("evaluate", layout_run, "-g", tmp_path), "is a directory")
-    _one_error_line(cli("validate", layout_run, "--topics", tmp_path), "is a directory")
+    assert_one_error_line(cli("validate", tmp_path, "--pool", tiny_layout / "models.csv"), "is a directory")
+    assert_one_error_line(cli("evaluate", layout_run, "-g", tmp_path), "is a directory")
+    assert_one_error_line(cli("validate", layout_run, "--topics", tmp_path), "is a directory")
     (tmp_path / "pool.yaml").mkdir()
-    _one_error_line(cli("validate", layout_run, "--pool", tmp_path / "pool.yaml"), "is a directory")
+    assert_one_error_line(cli("validate", layout_run, "--pool", tmp_path / "pool.yaml"), "is a directory")
 
 
 @pytest.mark.parametrize("score", ["inf", "-inf", "nan", "1e999", "Infinity"])
@@ -66,7 +49,7 @@ def test_run_with_a_non_finite_score_is_refused(tmp_path, cli, tiny_layout, layo
     bad = tmp_path / "r.txt"
     bad.write_text("\n".join(lines) + "\n")
     r = cli("evaluate", bad, "-g", tiny_layout / "ground-truth.csv")
-    _one_error_line(r, f"{bad}:5: field 'Score': must be a finite number, got {score!r}")
+    assert_one_error_line(r, f"{bad}:5: field 'Score': must be a finite number, got {score!r}")
     r = cli("validate", bad, "--pool", tiny_layout / "models.csv")
     assert r.code == 1 and f"{bad}:5: field 'Score'" in r.err and "Traceback" not in r.err
 
@@ -89,7 +72,7 @@ def test_json_number_too_large_for_a_float_in_a_task(tmp_path, cli):
     (task / "val.jsonl").write_text('{"text": "a", "labels": 0}\n{"text": "b", "labels": 1e999}\n', encoding="utf-8")
     run = tmp_path / "run.txt"
     run.write_text("t1 Q0 1 1 0.5 r\n")
-    _one_error_line(cli("validate", run, "--tasks", task, "--pool", "ntcir19"),
+    assert_one_error_line(cli("validate", run, "--tasks", task, "--pool", "ntcir19"),
                     f"{task / 'val.jsonl'}:2: number 1e999 is too large for a float")
 
 
@@ -126,12 +109,12 @@ def test_table_files_go_through_the_one_reader(tmp_path, cli):
     rows = "".join(f'{{"text": "text {i}", "label": "{"ab"[i % 2]}"}}\n' for i in range(12))
     t = tmp_path / "task.jsonl"
     t.write_text(rows + '{"text": "x", "label": 1e999}\n', encoding="utf-8")
-    _one_error_line(cli("rank", t, "-m", "random", "--pool", "ntcir19"), f"{t}:13: number 1e999 is too large")
+    assert_one_error_line(cli("rank", t, "-m", "random", "--pool", "ntcir19"), f"{t}:13: number 1e999 is too large")
     c = tmp_path / "task.csv"
     c.write_bytes(b"text,label\nfine,a\ncaf\xe9,b\n")
-    _one_error_line(cli("rank", c, "-m", "random", "--pool", "ntcir19"), f"{c}:3: not UTF-8 text (byte 0xe9")
+    assert_one_error_line(cli("rank", c, "-m", "random", "--pool", "ntcir19"), f"{c}:3: not UTF-8 text (byte 0xe9")
     (tmp_path / "dir.csv").mkdir()  # rank takes folders too: an empty one has no task folders
-    _one_error_line(cli("rank", tmp_path / "dir.csv", "-m", "random", "--pool", "ntcir19"), "no task folders")
+    assert_one_error_line(cli("rank", tmp_path / "dir.csv", "-m", "random", "--pool", "ntcir19"), "no task folders")
 
 
 @pytest.mark.parametrize("metrics, words", [
@@ -141,7 +124,7 @@ def test_table_files_go_through_the_one_reader(tmp_path, cli):
     ("ndcg@1e9", "bad cut-off"),
 ])
 def test_evaluate_metric_names(cli, tiny_layout, layout_run, metrics, words):
-    _one_error_line(cli("evaluate", layout_run, "-g", tiny_layout / "ground-truth.csv", "--metrics", metrics), words)
+    assert_one_error_line(cli("evaluate", layout_run, "-g", tiny_layout / "ground-truth.csv", "--metrics", metrics), words)
 
 
 def test_task_table_row_without_its_split_is_located(tmp_path, cli):
@@ -151,12 +134,12 @@ def test_task_table_row_without_its_split_is_located(tmp_path, cli):
     rows[3] = {"text": "no split here", "label": "a", "rplit": "train"}
     jsonl = tmp_path / "task.jsonl"
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    _one_error_line(cli("rank", jsonl, "-o", tmp_path / "run.txt"), str(jsonl) + ":4", "field 'split'",
+    assert_one_error_line(cli("rank", jsonl, "-o", tmp_path / "run.txt"), str(jsonl) + ":4", "field 'split'",
                     "missing split (use train, val, test)")
     csv = tmp_path / "task.csv"
     csv.write_text("text,label,split\n" + "".join(f"t{i},{'ab'[i % 2]},{'' if i == 5 else 'train'}\n"
                                                   for i in range(8)))
-    _one_error_line(cli("rank", csv, "-o", tmp_path / "run.txt"), str(csv) + ":7", "missing split")
+    assert_one_error_line(cli("rank", csv, "-o", tmp_path / "run.txt"), str(csv) + ":7", "missing split")
 
 
 def test_ground_truth_frame_with_a_missing_id_is_refused():

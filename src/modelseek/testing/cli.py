@@ -41,3 +41,12 @@ def run_cli_subprocess(*args: object, cwd: str | Path | None = None, timeout: fl
     p = subprocess.run([sys.executable, "-m", "modelseek", *map(str, args)], capture_output=True, text=True,
                        cwd=cwd, env=full_env, timeout=timeout)
     return CLIResult(p.returncode, p.stdout, p.stderr)
+
+
+def assert_one_error_line(r: CLIResult, *words: str) -> None:
+    """``r`` is a user error: exit 1 and exactly one ``error: ...`` line on stderr holding every one of ``words``."""
+    assert r.code == 1, (r.code, r.out, r.err)
+    lines = r.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in r.err, r.err
+    for w in words:
+        assert w in lines[0], (w, lines[0])
