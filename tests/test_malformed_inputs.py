@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from modelseek import GroundTruth, Run
+from modelseek import GroundTruth
 from modelseek.testing.cli import assert_one_error_line
 
 
