@@ -41,9 +41,17 @@ class InputError(ModelseekError, ValueError):
         elif self.line is not None:
             where = f"line {self.line}: "
         # a field named by a hostile file may hold line breaks (\n, \u2028): escaped, the error stays one line
-        field = "".join(c if c.isprintable() else repr(c)[1:-1] for c in str(self.field)) if self.field else ""
+        field = _one_line(str(self.field)) if self.field else ""
         what = f"field '{field}': " if field else ""
-        return f"{where}{what}{self.message}"
+        # so may a message that quotes a damaged file (a schema name holding \r): the error stays one line
+        return f"{_one_line(where)}{what}{_one_line(str(self.message))}"
+
+
+def _one_line(text: str) -> str:
+    """``text`` with non-printable characters (line breaks, \r, U+2028, controls) escaped as Python would."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class NotFittedError(ModelseekError):

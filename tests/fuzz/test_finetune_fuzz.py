@@ -241,3 +241,25 @@ def test_store_with_a_damaged_result_is_located(case, tmp_path):
     r, _ = _run(case, store=store)
     assert r.code == 1 and "Traceback" not in r.err and len(r.err.strip().splitlines()) == 1, r.err
     assert f"error: {store}: field 'result': job {key!r}: the stored result is not valid JSON" in r.err
+
+
+@pytest.mark.parametrize("byte", [b"\xf3", b"\r"], ids=["not-utf8", "carriage-return"])
+def test_store_with_damaged_schema_text_is_one_located_line(case, byte):
+    """Found by an exploring run (seed 6, scale 2): a schema name in the store holding a byte that is not UTF-8
+    was a UnicodeDecodeError traceback, and one holding \\r split the error over two lines."""
+    store = case["root"] / "victims" / "schema.sqlite"
+    store.parent.mkdir(exist_ok=True)
+    for p in store.parent.glob("schema.sqlite*"):
+        p.unlink()
+    from modelseek.finetune.store import JobStore
+
+    with JobStore(store):  # a new, empty store; closing it checkpoints the schema into the file
+        pass
+    for p in store.parent.glob("schema.sqlite-*"):
+        p.unlink()
+    raw = store.read_bytes()
+    at = raw.index(b"qlite_autoindex_claims_1") - 1  # the 's' of an index name in sqlite_master
+    store.write_bytes(raw[:at] + byte + raw[at + 1:])
+    r, _ = _run(case, store=store)
+    assert r.code == 1 and "schema.sqlite" in r.err
+    assert_clean_exit(r, store)

@@ -141,6 +141,9 @@ class JobStore:
             row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
         except sqlite3.DatabaseError as exc:
             raise InputError(f"not a modelseek job store ({exc})", path=self.path) from None
+        except UnicodeDecodeError:  # damaged text in the schema or a row (sqlite3 decodes it as UTF-8)
+            raise InputError("damaged job store (text that is not UTF-8); restore it or start a new one with "
+                             "--store", path=self.path) from None
         except OSError as exc:  # a folder above the file is a file, or not writable
             raise InputError(f"cannot open the job store: {exc.strerror or exc}", path=self.path) from None
         if row is None:
