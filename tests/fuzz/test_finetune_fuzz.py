@@ -150,7 +150,7 @@ def test_finetune_survives_a_damaged_store(case, data):
     store = case["root"] / "victims" / "damaged.sqlite"
     store.parent.mkdir(exist_ok=True)
     for p in store.parent.glob("damaged.sqlite*"):
-        p.unlink()
+        p.unlink(missing_ok=True)  # a closing connection of the last example may remove its -wal meanwhile
     store.write_bytes(data.draw(damaged(case["store"].read_bytes(), max_damages=2)))
     r, out = _run(case, store=store)
     assert_clean_exit(r, store)
@@ -250,13 +250,13 @@ def test_store_with_damaged_schema_text_is_one_located_line(case, byte):
     store = case["root"] / "victims" / "schema.sqlite"
     store.parent.mkdir(exist_ok=True)
     for p in store.parent.glob("schema.sqlite*"):
-        p.unlink()
+        p.unlink(missing_ok=True)
     from modelseek.finetune.store import JobStore
 
     with JobStore(store):  # a new, empty store; closing it checkpoints the schema into the file
         pass
     for p in store.parent.glob("schema.sqlite-*"):
-        p.unlink()
+        p.unlink(missing_ok=True)
     raw = store.read_bytes()
     at = raw.index(b"qlite_autoindex_claims_1") - 1  # the 's' of an index name in sqlite_master
     store.write_bytes(raw[:at] + byte + raw[at + 1:])
