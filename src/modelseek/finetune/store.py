@@ -124,6 +124,28 @@ class JobStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise InputError(f"cannot make the job store's folder: {exc.strerror or exc}", path=self.path) from None
+        deadline = time.monotonic() + 30.0
+        while True:
+            try:
+                row = self._open()
+                break
+            except sqlite3.OperationalError as exc:
+                # Two processes opening a new store at once: the switch of a fresh file to WAL (and the first
+                # schema write) can answer "database is locked" at once, without SQLite's busy handler. The
+                # store is fine; wait and try again, as the busy timeout would.
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise InputError(f"not a modelseek job store ({exc})", path=self.path) from None
+                with contextlib.suppress(Exception):
+                    self._db.close()
+                time.sleep(0.05)
+        if row is None:
+            self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+        elif str(row[0]) != str(SCHEMA_VERSION):
+            raise InputError(f"job store schema {row[0]!r}, this modelseek reads {SCHEMA_VERSION}", path=self.path)
+
+    def _open(self):
+        """Connect, switch to WAL, check the file and create the schema; the stored schema version's row. A
+        locked database is raised as it is (the caller retries); other problems are located errors."""
         try:
             self._db = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
@@ -138,7 +160,11 @@ class JobStore:
                 raise InputError(f"damaged job store (SQLite integrity_check: {'; '.join(bad)}); restore it or start "
                                  f"a new one with --store", path=self.path)
             self._db.executescript(_SCHEMA)
-            row = self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            return self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+        except sqlite3.OperationalError as exc:
+            if "locked" in str(exc):
+                raise
+            raise InputError(f"not a modelseek job store ({exc})", path=self.path) from None
         except sqlite3.DatabaseError as exc:
             raise InputError(f"not a modelseek job store ({exc})", path=self.path) from None
         except UnicodeDecodeError:  # damaged text in the schema or a row (sqlite3 decodes it as UTF-8)
@@ -146,10 +172,6 @@ class JobStore:
                              "--store", path=self.path) from None
         except OSError as exc:  # a folder above the file is a file, or not writable
             raise InputError(f"cannot open the job store: {exc.strerror or exc}", path=self.path) from None
-        if row is None:
-            self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-        elif str(row[0]) != str(SCHEMA_VERSION):
-            raise InputError(f"job store schema {row[0]!r}, this modelseek reads {SCHEMA_VERSION}", path=self.path)
 
     # ------------------------------------------------------------------------------------------ writes
     @contextlib.contextmanager
