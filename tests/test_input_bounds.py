@@ -64,12 +64,12 @@ def test_fifo_and_devices_are_refused_up_front(tmp_path, cli, tiny_layout, layou
 def test_size_cap_per_kind_is_configurable(tmp_path, cli, tiny_layout, layout_run, monkeypatch):
     monkeypatch.setenv("MODELSEEK_MAX_MB_RUN_FILE", "0.0001")  # ~100 bytes
     assert_one_error_line(cli("evaluate", layout_run, "-g", tiny_layout / "ground-truth.csv"), "over the", "MiB cap",
-               "MODELSEEK_MAX_MB_RUN_FILE")
+                          "MODELSEEK_MAX_MB_RUN_FILE")
     monkeypatch.setenv("MODELSEEK_MAX_MB_RUN_FILE", "1")
     assert cli("evaluate", layout_run, "-g", tiny_layout / "ground-truth.csv").code == 0
     monkeypatch.setenv("MODELSEEK_MAX_MB_GROUND_TRUTH_FILE", "0.0001")
     assert_one_error_line(cli("evaluate", layout_run, "-g", tiny_layout / "ground-truth.csv"), "ground-truth file is",
-               "MODELSEEK_MAX_MB_GROUND_TRUTH_FILE")
+                          "MODELSEEK_MAX_MB_GROUND_TRUTH_FILE")
     monkeypatch.setenv("MODELSEEK_MAX_MB_GROUND_TRUTH_FILE", "lots")
     assert_one_error_line(cli("evaluate", layout_run, "-g", tiny_layout / "ground-truth.csv"), "must be a number of MiB")
 
@@ -120,7 +120,7 @@ def test_byte_order_mark_inside_a_run_is_refused_at_its_line(tmp_path, cli, tiny
     bad = tmp_path / "cat.txt"
     bad.write_text("\n".join(text) + "\n", encoding="utf-8")
     assert_one_error_line(cli("evaluate", bad, "-g", tiny_layout / "ground-truth.csv"), f"{bad}:6: field 'topicID'",
-               "U+FEFF")
+                          "U+FEFF")
 
 
 @pytest.mark.parametrize("digits", ["\u0661", "\uff11", "\u0967"])  # Arabic-Indic, full-width, Devanagari one

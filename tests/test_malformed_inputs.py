@@ -73,7 +73,7 @@ def test_json_number_too_large_for_a_float_in_a_task(tmp_path, cli):
     run = tmp_path / "run.txt"
     run.write_text("t1 Q0 1 1 0.5 r\n")
     assert_one_error_line(cli("validate", run, "--tasks", task, "--pool", "ntcir19"),
-                    f"{task / 'val.jsonl'}:2: number 1e999 is too large for a float")
+                          f"{task / 'val.jsonl'}:2: number 1e999 is too large for a float")
 
 
 def test_json_output_into_a_closed_pipe_is_quiet(tiny_layout, layout_run):
@@ -135,7 +135,7 @@ def test_task_table_row_without_its_split_is_located(tmp_path, cli):
     jsonl = tmp_path / "task.jsonl"
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows))
     assert_one_error_line(cli("rank", jsonl, "-o", tmp_path / "run.txt"), str(jsonl) + ":4", "field 'split'",
-                    "missing split (use train, val, test)")
+                          "missing split (use train, val, test)")
     csv = tmp_path / "task.csv"
     csv.write_text("text,label,split\n" + "".join(f"t{i},{'ab'[i % 2]},{'' if i == 5 else 'train'}\n"
                                                   for i in range(8)))

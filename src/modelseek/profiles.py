@@ -33,9 +33,6 @@ from .errors import InputError
 #: words of a pre-training description that say nothing about a domain (the generic corpora)
 _GENERIC = ("bookcorpus", "wikipedia", "inherits", "same as bert", "openwebtext", "commoncrawl", "roberta-corpus",
             "cc-news", "stories", "80gb")
-PROFILE_FIELDS = ("hf_id", "architecture", "params_m", "cased", "languages", "initialised_from",
-                  "pretraining_data", "domain", "fine_tuned_on", "head_task", "labels", "license", "card_excerpt",
-                  "sources")
 
 
 @dataclass(frozen=True)
@@ -135,6 +132,10 @@ class ModelProfile:
                     raise InputError("must not contain control characters", field=name)
                 kw[f.name] = v
         return cls(**kw)
+
+
+#: the fields a profile file may hold (everything but where the profile was read)
+PROFILE_FIELDS = tuple(f.name for f in fields(ModelProfile) if f.name != "origin")
 
 
 def _generic_only(text: str) -> bool:

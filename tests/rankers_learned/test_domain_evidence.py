@@ -95,7 +95,6 @@ def test_one_se_rule_and_cv_selection_known_values():
     rng = np.random.default_rng(0)
     kept = [cv_select(rng.normal(0, 0.1, (50, 40)), np.zeros(40), seed=s)[1] for s in range(30)]
     assert sum(kept) <= 8  # under the null about 1 in 6 (one SE, one-sided), not the in-sample best's 30 in 30
-    assert all(rng.normal(0, 0.1, (50, 40)).mean(axis=1).max() > 0 for _ in range(5))
     gain = np.vstack([np.zeros(40), np.full(40, 0.05) + rng.normal(0, 0.01, 40)])
     best, keep = cv_select(gain, np.zeros(40), seed=0)
     assert best == 1 and keep is True

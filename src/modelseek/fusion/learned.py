@@ -5,9 +5,10 @@ fixed order: plain RRF first, then combsum and combmnz under each normalisation,
 over weight vectors on the simplex (steps of ``step``; equal weights and every single run included; when
 the simplex grid is larger than ``max_weights`` a seeded random subset of it). Every specification is
 scored once per topic with the official metric (nDCG@k), so fitting a fold is choosing a specification from
-its scores on that fold's *training* topics: by default with the one-standard-error rule (the fusion using
-the fewest runs among those within one paired standard error of the best mean; see :func:`choose`), or the
-best mean (``selection="best"``).
+its scores on that fold's *training* topics: by default (``selection="vs-rrf"``) plain RRF unless the
+one-standard-error choice beats it in an inner cross-validation (:func:`_choose_vs_rrf`); or the
+one-standard-error rule alone (``"1se"``: the fusion using the fewest runs among those within one paired
+standard error of the best mean; see :func:`choose`), or the best mean (``"best"``).
 
 Honest estimate: task-level k-fold cross-validation with the folds of ``bench`` (seeded, stratified by
 criticality tier where possible). Each fold's choice is made on the other folds' topics only and scored
@@ -204,8 +205,10 @@ def _choose_vs_rrf(M: np.ndarray, cols: list[int], grid: Sequence[Fusion], folds
     """
     rrf = plain_rrf_index(grid)
     pick = choose(M, cols, grid, "1se")
-    if rrf is None or pick == rrf or len(cols) < 2 * folds:
-        return pick if rrf is None or len(cols) >= 2 * folds else rrf
+    if rrf is None:
+        return pick
+    if pick == rrf or len(cols) < 2 * folds:  # nothing to test, or too few topics to test it on
+        return rrf
     order = np.asarray(cols)[np.random.default_rng(seed).permutation(len(cols))]
     held = np.empty(len(order))
     for f in range(folds):

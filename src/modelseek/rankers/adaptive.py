@@ -158,8 +158,12 @@ def clears_one_se(before: np.ndarray, after: np.ndarray) -> bool:
     return bool(d.mean() > d.std(ddof=1) / np.sqrt(len(d)))
 
 
-def cv_select(per_config: np.ndarray, base: np.ndarray, folds: int = 5, seed: int = 0,
-              strict: bool | None = True) -> tuple[int, bool]:
+def _first_best(means: np.ndarray) -> int:
+    """Index of the highest mean, the first (most preferred) on ties."""
+    return int(np.argmax(np.asarray(means) - 1e-12 * np.arange(len(means))))
+
+
+def cv_select(per_config: np.ndarray, base: np.ndarray, folds: int = 5, seed: int = 0) -> tuple[int, bool]:
     """Choose among a grid of configurations from their per-task leave-one-out scores (rows: configurations in
     preference order, columns: tasks), and say whether choosing is worth it.
 
@@ -170,9 +174,7 @@ def cv_select(per_config: np.ndarray, base: np.ndarray, folds: int = 5, seed: in
     base on a few dozen noisy tasks; this asks whether the *selection procedure* generalises.
     """
     n = per_config.shape[1]
-    best = int(np.argmax(per_config.mean(axis=1) + 1e-12 * -np.arange(len(per_config))))
-    if strict is None:
-        return best, True
+    best = _first_best(per_config.mean(axis=1))
     if n < 2 * folds:
         return best, False
     held = np.zeros(n)
@@ -181,10 +183,7 @@ def cv_select(per_config: np.ndarray, base: np.ndarray, folds: int = 5, seed: in
         for f in range(folds):
             test = order[f::folds]
             train = np.setdiff1d(np.arange(n), test)
-            c = int(np.argmax(per_config[:, train].mean(axis=1) - 1e-12 * np.arange(len(per_config))))
-            held[test] += per_config[c, test] / INNER_REPEATS
-    if not strict:
-        return best, bool((held - base).mean() > 0)
+            held[test] += per_config[_first_best(per_config[:, train].mean(axis=1)), test] / INNER_REPEATS
     return best, clears_one_se(base, held)
 
 
@@ -291,6 +290,7 @@ class AdaptiveRanker(LearnedRanker):
         return super().fit(tasks, truth, pool=pool, progress=progress)
 
     def _fit(self, tasks, reps, y, progress) -> None:
+        self.__dict__.pop("_shifts_memo", None)  # derived from the fitted state (see _trained_shifts)
         from ..data.pool import Candidate
         from ..profiles import profile_for
         from ..taskrep import META_FEATURES
@@ -335,8 +335,7 @@ class AdaptiveRanker(LearnedRanker):
                 rows.append(per_task(prior_loo + b * terms[tau]))
         # chosen by leave-one-out alone: a small grid (3 x 4), and in the repeated nested CV an inner
         # acceptance test (cv_select) only threw away a gain that held on the held-out tasks
-        c, _ = cv_select(np.array(rows), per_task(prior_loo), strict=None)
-        self.domain_weight_, self.domain_threshold_ = configs[c]
+        self.domain_weight_, self.domain_threshold_ = configs[_first_best(np.array(rows).mean(axis=1))]
         stage1 = prior_loo + self.domain_weight_ * terms[self.domain_threshold_]
 
         # stage 2, the nearest past tasks: weight, neighbourhood, and whether closeness gates the weight
@@ -496,25 +495,31 @@ class AdaptiveRanker(LearnedRanker):
         z[has] = (q @ emb[has].T - mu) / sd
         # the shift each candidate showed on past tasks that matched its card (trained candidates: their own;
         # a candidate without history: the mean shift of the trained candidates that have card evidence)
-        tz = np.zeros((len(akeys), self.utility_.shape[1]))
-        tcols = [j for j in range(self.utility_.shape[1]) if has_stored(j)]
-        if tcols:
-            te = stored[tcols].astype(np.float64)
-            ta = akeys @ te.T
-            tz[:, tcols] = (ta - ta.mean(axis=0)) / np.maximum(ta.std(axis=0), 1e-6)
-        shift_all = _card_shift(tz, self.utility_, tau)
-        pooled = float(np.mean([shift_all[j] for j in tcols])) if tcols else 0.0
+        shift_all, pooled = self._trained_shifts()
         shift = np.array([shift_all[j] if has_stored(j) else pooled for j in idx])
         term = np.where(has, beta * np.clip(z - tau, 0.0, 1.0) * shift, 0.0)
         return z, term
+
+    def _trained_shifts(self) -> tuple[np.ndarray, float]:
+        """Each trained candidate's card-matched shift on the training tasks, and their mean over the candidates
+        with card evidence (what a candidate without history gets): fitted state only, computed once."""
+        cached = self.__dict__.get("_shifts_memo")
+        if cached is not None:
+            return cached
+        stored, akeys = self.profile_emb_, self.akeys_.astype(np.float64)
+        tz = np.zeros((len(akeys), self.utility_.shape[1]))
+        tcols = [j for j in range(self.utility_.shape[1]) if stored.shape[1] > 0 and np.any(stored[j])]
+        if tcols:
+            ta = akeys @ stored[tcols].astype(np.float64).T
+            tz[:, tcols] = (ta - ta.mean(axis=0)) / np.maximum(ta.std(axis=0), 1e-6)
+        shift_all = _card_shift(tz, self.utility_, float(self.domain_threshold_))
+        self._shifts_memo = (shift_all, float(np.mean(shift_all[tcols])) if tcols else 0.0)
+        return self._shifts_memo
 
     def rank(self, task: Task, pool: Pool) -> dict[str, float]:
         self._check_fitted()
         t = self._terms(self._rep(task), pool)
         return {c.id: float(s) for c, s in zip(pool, t["score"])}
-
-    def _scores(self, task: Task, rep: TaskRep, pool: Pool, idx: np.ndarray) -> np.ndarray:
-        return self._terms(rep, pool)["score"]
 
     def explain(self, task: Task, pool: Pool, neighbours: int = 3) -> dict[str, Any]:
         """The ranking of ``pool`` for ``task`` with what it rests on (see the module docstring); JSON-ready."""
@@ -574,8 +579,6 @@ class AdaptiveRanker(LearnedRanker):
 
     def _evidence(self, t: dict, j: int, prof, n_train: int) -> list[dict[str, Any]]:
         """What moved candidate ``j`` away from its prior, in expected ranks (positive = up), largest first."""
-        from ..taskrep import META_FEATURES  # noqa: F401  (the shape features' names are SHAPE_FEATURES)
-
         out = []
         if t["idx"][j] < 0:
             out.append({"kind": "no_history", "ranks": 0.0,
@@ -622,6 +625,7 @@ class AdaptiveRanker(LearnedRanker):
         return arrays, extra
 
     def _set_state(self, arrays, extra) -> None:
+        self.__dict__.pop("_shifts_memo", None)
         self.keys_ = arrays["keys"].astype(np.float32)
         self.targets_ = arrays["targets"].astype(np.float64)
         self.utility_ = arrays["utility"].astype(np.float64)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,9 +30,6 @@ from ..errors import InputError
 def is_style_truth(path: str | Path) -> bool:
     """True when ``path`` is a readable CSV whose header names ``image_id`` and ``model_id`` and no ``f1``
     (Subtask B truth); any problem reading it is False (the general loader then reports it)."""
-    import os
-    import stat
-
     try:
         # only a regular file is sniffed: opening a FIFO without a writer would block for ever, and a device
         # never ends; anything else is left to the general loader, which refuses it in one line
