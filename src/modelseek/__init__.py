@@ -24,12 +24,13 @@ from .errors import InputError, ModelseekError, ValidationError
 from .evaluate import evaluate
 from .fusion import fuse
 from .api import rank
+from .funnel import select
 
 __version__ = "0.1.0"
 
 __all__ = [
     "Candidate", "Criticality", "GradingScheme", "GroundTruth", "InputError", "ModelseekError", "Pool",
     "Report", "Run", "Split", "Task", "TaskSet", "ValidationError", "evaluate", "from_hf_dataset", "fuse",
-    "load_ntcir_tasks", "load_pool", "load_table_task", "load_tasks", "rank", "read_run", "read_runs",
+    "load_ntcir_tasks", "load_pool", "load_table_task", "load_tasks", "rank", "read_run", "read_runs", "select",
     "validate_run", "write_runs", "__version__",
 ]

@@ -1,0 +1,89 @@
+"""``modelseek select``: "I have 4 GPU-hours: which models should I look at, and which should I fine-tune?"
+
+Plans and runs the budgeted funnel (:mod:`modelseek.funnel`): the inference-free prior for the whole pool,
+frozen-feature estimators for the top K1, fine-tuning of the top K2, with K1 and K2 chosen from measured costs
+so the plan fits the budget. The plan is printed before anything but the prior is spent; an interrupted run
+continues when the same command runs again (state in OUT).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from ._common import POSITIVE_INT, SEED
+
+
+def register(sub) -> None:
+    p = sub.add_parser("select", help="a budgeted funnel: prior, estimators, fine-tuning within a time budget",
+                       description="Choose which candidates to score with frozen-feature estimators and which to "
+                                   "fine-tune so that the whole search fits a time budget; write a TREC run and "
+                                   "the fine-tuned results. Rerun the same command to resume.")
+    p.add_argument("path", help="the task: a table file (CSV/JSONL/Parquet with text and label columns) or one "
+                                "NTCIR task folder")
+    p.add_argument("--pool", required=True, help="pool: a text file of Hugging Face ids (one per line), models.csv, "
+                                                 "a YAML pool file or a built-in pool name")
+    p.add_argument("--budget", required=True, help="time budget, e.g. 4h, 90m, 3600s, 1h30m")
+    p.add_argument("--out", default="modelseek-select", help="folder for the state, the run (run.trec), the "
+                                                             "fine-tuned results (finetuned.csv) and the job store "
+                                                             "(default: ./modelseek-select)")
+    p.add_argument("-m", "--method", default="logme", help="frozen-feature method for stage 2 (default: logme)")
+    p.add_argument("--prior", default="default", help="inference-free ranker for stage 1 (default: the shipped "
+                                                      "default, adaptive)")
+    p.add_argument("--epochs", type=POSITIVE_INT, default=10,
+                   help="at most this many epochs per fine-tuning (the plan assumes all run; default 10)")
+    p.add_argument("--halving", action="store_true", help="successive halving over the fine-tuning candidates")
+    p.add_argument("--plan-only", "--dry-run", dest="plan_only", action="store_true",
+                   help="run the prior and the cost probes, print the plan, spend nothing else")
+    p.add_argument("--recipe", help="fine-tuning recipe YAML (default: the protocol)")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override one recipe key (repeatable)")
+    p.add_argument("--executor", default="local", choices=["local", "ray"], help="executor for fine-tuning")
+    p.add_argument("--address", help="Ray cluster address for --executor ray")
+    p.add_argument("--seed", type=SEED, default=0)
+    p.add_argument("--text-col", default="text", help="text column(s) of a table file, comma-separated")
+    p.add_argument("--label-col", default="label", help="label column(s) of a table file, comma-separated")
+    p.add_argument("--json", action="store_true", help="print a machine-readable summary (the plan included)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..funnel import format_seconds, parse_budget, select
+    from ..funnel.pools import load_any_pool
+    from ._common import print_json
+    from .finetune import load_recipe
+
+    parse_budget(args.budget)  # a bad budget is refused before any file is read
+    path = Path(args.path)
+    if path.is_file():
+        from ..data.loaders import load_table_task
+
+        split = lambda s: s.split(",") if "," in s else s  # noqa: E731
+        data = load_table_task(path, text_col=split(args.text_col), label_col=split(args.label_col))
+    else:
+        data = path
+    pool = load_any_pool(args.pool)
+    recipe = load_recipe(args)
+    echo = None if args.json else (lambda s: print(s, flush=True))
+    res = select(data, pool, args.budget, args.out, feature_method=args.method, prior_method=args.prior,
+                 recipe=recipe, epochs=args.epochs, halving=args.halving, plan_only=args.plan_only, seed=args.seed,
+                 progress=not args.json, echo=echo, executor=args.executor, address=args.address)
+    tid = next(iter(res.run))
+    if args.json:
+        print_json({"status": res.status, "plan": res.plan.to_dict(), "spent_s": res.spent_s,
+                    "ranking": res.run.ranking(tid), "finetuned": res.finetuned, "out": str(res.out)})
+        return 0
+    spent = ", ".join(f"{k} {format_seconds(v)}" for k, v in res.spent_s.items() if v)
+    print(f"{res.status}; spent {format_seconds(res.total_spent_s)} of {format_seconds(res.plan.budget_s)} ({spent})")
+    if res.status == "planned":
+        return 0
+    if res.finetuned:
+        print(f"{'model':<40} {'val F1':>7} {'test F1':>7} {'epochs':>6}  status")
+        for r in res.finetuned:
+            v = "" if r.get("val_f1") is None else f"{r['val_f1']:.4f}"
+            f = "" if r.get("f1") is None else f"{r['f1']:.4f}"
+            print(f"{r['model_id']:<40} {v:>7} {f:>7} {r.get('epochs') or '':>6}  {r.get('status')}"
+                  + (f" ({r['error']})" if r.get("error") else ""))
+    print("top 5: " + ", ".join(res.run.ranking(tid)[:5]))
+    print(f"wrote {res.out / 'run.trec'} and {res.out / 'finetuned.csv'}")
+    return 0

@@ -1,0 +1,18 @@
+"""A budgeted funnel: "I have 4 GPU-hours: which models should I look at, and which should I fine-tune?"
+
+    from modelseek import select
+    res = select("my-data.csv", "candidates.txt", budget="4h", out="funnel-out")
+    res.run          # a TREC run: fine-tuned first (by validation F1), then the estimators', then the prior
+    res.finetuned    # the fine-tuned candidates' validation and test F1
+
+Stages, plan and resumption: :mod:`.run`; the plan: :mod:`.plan`; costs: :mod:`.costs`; budgets: :mod:`.budget`.
+"""
+
+from .budget import format_seconds, parse_budget
+from .costs import CostTable, MeasuredCosts, ModelCost
+from .plan import Plan, Reliability, plan_funnel
+from .pools import load_any_pool, read_id_list
+from .run import FunnelResult, select
+
+__all__ = ["CostTable", "FunnelResult", "MeasuredCosts", "ModelCost", "Plan", "Reliability", "format_seconds",
+           "load_any_pool", "parse_budget", "plan_funnel", "read_id_list", "select"]

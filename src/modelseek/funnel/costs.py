@@ -1,0 +1,207 @@
+"""What each stage of the funnel costs, per model, in seconds.
+
+A model's cost is three numbers (:class:`ModelCost`): seconds to load it, seconds of frozen-feature extraction
+(plus the estimator) per 1,000 texts, and seconds of fine-tuning per epoch per 1,000 training + validation
+texts. :class:`CostTable` holds given numbers (the benchmark's simulated pool); :class:`MeasuredCosts`
+measures them on this machine with a short probe of the real code paths (``modelseek.rank`` with the feature
+method on 16 and then 64 texts of the task, which separates load time from per-text time; one fine-tuning
+epoch on 64 texts under the funnel's recipe) and caches them per model under ``$MODELSEEK_CACHE/costs`` in the
+verified array format of :mod:`modelseek.cache` (written atomically, checked on read, a corrupt entry is
+measured again). Only the first few candidates of the prior are probed (``probe_top``); another candidate's cost
+is the probed median, scaled by its parameter count where both are known (cost grows with size). The plan is
+made from these numbers; what each unit really took is recorded as it finishes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from dataclasses import dataclass
+from typing import Callable, Mapping, Protocol, Sequence
+
+import numpy as np
+
+from ..data.pool import Candidate, Pool
+from ..data.task import Split, Task
+
+log = logging.getLogger(__name__)
+
+COST_VERSION = 1
+PROBE_SMALL, PROBE_LARGE, PROBE_TRAIN = 16, 64, 64
+
+
+@dataclass(frozen=True)
+class ModelCost:
+    """Seconds to load a model, per 1,000 texts of frozen features, per epoch per 1,000 fine-tuning texts."""
+
+    load_s: float
+    feature_s_per_1k: float
+    finetune_s_per_epoch_1k: float
+
+    def features(self, n_texts: int) -> float:
+        return self.load_s + self.feature_s_per_1k * n_texts / 1000.0
+
+    def finetune(self, n_texts: int, epochs: int) -> float:
+        return self.load_s + epochs * self.finetune_s_per_epoch_1k * n_texts / 1000.0
+
+
+class Costs(Protocol):
+    """What the planner asks of a cost model."""
+
+    def cost(self, candidate: Candidate) -> ModelCost: ...
+
+
+@dataclass
+class CostTable:
+    """Given costs by candidate id (e.g. a simulated pool's); an unknown id is a programming error."""
+
+    table: Mapping[str, ModelCost]
+
+    def cost(self, candidate: Candidate) -> ModelCost:
+        return self.table[candidate.id]
+
+
+def scaled_cost(known: Mapping[str, ModelCost], params: Mapping[str, float | None], cid: str) -> ModelCost:
+    """The cost of ``cid`` from the measured ``known`` ones: their median, times ``params[cid]`` over the
+    median parameter count of the measured models that declare one (when ``cid`` declares one too)."""
+    if not known:
+        raise ValueError("no measured costs to extrapolate from")
+    arr = np.array([[c.load_s, c.feature_s_per_1k, c.finetune_s_per_epoch_1k] for c in known.values()])
+    med = np.median(arr, axis=0)
+    sizes = [params.get(k) for k in known if params.get(k)]
+    mine = params.get(cid)
+    factor = float(mine / np.median(sizes)) if mine and sizes else 1.0
+    return ModelCost(*(float(x) * factor for x in med))
+
+
+def _cost_key(candidate: Candidate, feature_method: str, recipe) -> dict:
+    from ..finetune.protocol import resolve_device
+
+    return {"what": "funnel-cost", "version": COST_VERSION, "source": candidate.source,
+            "revision": candidate.revision or "", "feature_method": feature_method,
+            "device": resolve_device(recipe), "batch_size": recipe.batch_size, "max_length": recipe.max_length,
+            "precision": str(recipe.precision)}
+
+
+def _sample(task: Task, n: int, seed: int) -> Split:
+    """``n`` training rows of ``task`` in a seeded random order (both classes of a sorted table, not the first)."""
+    rng = np.random.default_rng(seed)
+    idx = rng.permutation(len(task.train.texts))[:n]
+    return Split(tuple(task.train.texts[i] for i in idx), tuple(task.train.labels[i] for i in idx))
+
+
+class MeasuredCosts:
+    """Costs measured on this machine for one task's text lengths (see the module docstring)."""
+
+    def __init__(self, task: Task, feature_method: str, recipe, seed: int = 0, probe_top: int = 3,
+                 clock: Callable[[], float] = time.perf_counter, progress: bool = False) -> None:
+        self.task, self.feature_method, self.recipe, self.seed = task, feature_method, recipe, seed
+        self.probe_top, self.clock, self.progress = probe_top, clock, progress
+        self.measured: dict[str, ModelCost] = {}
+        self.params: dict[str, float | None] = {}
+        self.probe_seconds = 0.0
+
+    # ---------------------------------------------------------------- cache
+    def _path(self, candidate: Candidate):
+        from ..cache import cache_dir
+
+        key = _cost_key(candidate, self.feature_method, self.recipe)
+        name = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
+        return cache_dir("costs") / f"{name}.bin", key
+
+    def cached(self, candidate: Candidate) -> ModelCost | None:
+        from ..cache import load_arrays
+
+        path, key = self._path(candidate)
+        got = load_arrays(path, key, what="cost cache")
+        if got is None:
+            return None
+        v = got["cost"]
+        if v.shape != (3,) or not np.all(np.isfinite(v)) or np.any(v < 0):
+            return None
+        return ModelCost(*(float(x) for x in v))
+
+    def _store(self, candidate: Candidate, cost: ModelCost) -> None:
+        from ..cache import write_arrays
+
+        path, key = self._path(candidate)
+        write_arrays(path, {"cost": np.array([cost.load_s, cost.feature_s_per_1k, cost.finetune_s_per_epoch_1k])},
+                     key)
+
+    # ---------------------------------------------------------------- probing
+    def _time_features(self, candidate: Candidate, n: int) -> float:
+        from ..api import rank
+
+        rows = _sample(self.task, n, self.seed)  # n texts in all: half train, half validation
+        h = n // 2
+        probe = Task(id=f"cost-probe-{n}", train=Split(rows.texts[:h], rows.labels[:h]),
+                     val=Split(rows.texts[h:], rows.labels[h:]))
+        t0 = time.perf_counter()
+        rank(probe, Pool([candidate], name="probe"), method=self.feature_method)
+        return time.perf_counter() - t0
+
+    def _time_epoch(self, candidate: Candidate) -> float:
+        from ..finetune.protocol import finetune
+
+        train = _sample(self.task, PROBE_TRAIN, self.seed)
+        val = Split(train.texts[:16], train.labels[:16])
+        probe = Task(id="cost-probe-ft", train=train, val=val, test=val)
+        t0 = time.perf_counter()
+        finetune(probe, candidate, self.recipe.replace(max_epochs=1, patience=1), self.seed)
+        return time.perf_counter() - t0
+
+    def measure(self, candidate: Candidate) -> ModelCost:
+        """Probe ``candidate`` (two small feature rankings and one short fine-tuning epoch) and cache it."""
+        small = self._time_features(candidate, PROBE_SMALL)
+        large = self._time_features(candidate, PROBE_LARGE)
+        per_text = max((large - small) / (PROBE_LARGE - PROBE_SMALL), large / PROBE_LARGE * 0.05)
+        load = max(small - PROBE_SMALL * per_text, 0.0)
+        epoch = self._time_epoch(candidate)
+        n_ft = PROBE_TRAIN + 16 + 16  # train, validation and test passes of the probe's one epoch
+        per_ft = max(epoch - load, epoch * 0.05) / n_ft
+        cost = ModelCost(load_s=load, feature_s_per_1k=per_text * 1000, finetune_s_per_epoch_1k=per_ft * 1000)
+        self._store(candidate, cost)
+        return cost
+
+    def prepare(self, order: Sequence[Candidate]) -> float:
+        """Know the cost of the first ``probe_top`` candidates of ``order`` (from the cache, else probed) and
+        the parameter counts of all; returns the seconds spent probing."""
+        from ..profiles import profile_for
+        from ..progress import progress_bar
+
+        for c in order:
+            p = c.params_m if c.params_m else getattr(profile_for(c), "params_m", None)
+            self.params[c.id] = float(p) if p else None
+        spent = 0.0
+        todo = []
+        for c in order[: self.probe_top]:
+            got = self.cached(c)
+            if got is not None:
+                self.measured[c.id] = got
+            else:
+                todo.append(c)
+        for c in progress_bar(todo, desc="measuring costs", disable=not self.progress or not todo):
+            t0 = self.clock()
+            try:
+                self.measured[c.id] = self.measure(c)
+            except Exception as exc:  # a candidate that cannot be probed is not measured; the feature stage names it
+                log.warning("cost probe of %s failed: %s", c.id, str(exc).splitlines()[0] if str(exc) else exc)
+            spent += self.clock() - t0
+        self.probe_seconds += spent
+        return spent
+
+    def cost(self, candidate: Candidate) -> ModelCost:
+        if candidate.id in self.measured:
+            return self.measured[candidate.id]
+        got = self.cached(candidate)
+        if got is not None:
+            self.measured[candidate.id] = got
+            return got
+        if not self.measured:
+            from ..errors import ModelseekError
+
+            raise ModelseekError("no candidate's cost could be measured (every cost probe failed); "
+                                 "check that the pool's models load (modelseek rank -m logme ...)")
+        return scaled_cost(self.measured, self.params, candidate.id)

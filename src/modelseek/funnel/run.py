@@ -1,0 +1,287 @@
+"""``select``: plan and run the funnel within a budget, resuming what an earlier run left.
+
+Stages: (1) the inference-free prior for the whole pool; then the plan (:mod:`.plan`) from measured costs
+(:mod:`.costs`), printed before anything else is spent; (2) frozen-feature estimators for the top ``K1`` of the
+prior, in chunks; (3) fine-tuning of the top ``K2`` (one candidate at a time, or one successive-halving unit).
+Before each unit the funnel checks that what has been spent plus the unit's estimated cost fits the budget, and
+stops otherwise; every finished unit is written to ``OUT/state.json`` (:mod:`.state`) and fine-tuning jobs to
+``OUT/finetune.sqlite``, so a rerun continues. The answer is a TREC run (``OUT/run.trec``: fine-tuned
+candidates by validation F1, then the estimator-scored ones by their score, then the rest by the prior) and the
+fine-tuned results (``OUT/finetuned.csv``; test F1 is reported, never used to choose).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from ..data.pool import Candidate, Pool
+from ..data.run import Run, write_runs
+from ..data.task import Task
+from ..errors import InputError
+from .budget import format_seconds, parse_budget
+from .plan import Plan, Reliability, plan_funnel
+from .state import FunnelState
+
+RUN_ID = "funnel"
+
+
+@dataclass
+class FunnelResult:
+    run: Run
+    plan: Plan
+    finetuned: list[dict[str, Any]]
+    spent_s: dict[str, float]
+    status: str                       # "done" | "planned" | "stopped: ..."
+    out: Path
+    ran_units: list[str] = field(default_factory=list)   # units run by this call (resumed ones are not)
+
+    @property
+    def total_spent_s(self) -> float:
+        return float(sum(self.spent_s.values()))
+
+    @property
+    def top(self) -> str:
+        return self.run.ranking(next(iter(self.run)))[0]
+
+
+def _load_task(data: Task | str | Path) -> Task:
+    if isinstance(data, Task):
+        return data
+    from ..data.loaders import load_table_task, load_tasks
+
+    p = Path(data)
+    if not p.exists():
+        raise InputError("no such file or folder", path=p)
+    if p.is_file():
+        return load_table_task(p)
+    tasks = list(load_tasks(p))
+    if len(tasks) != 1:
+        raise InputError(f"select works on one task; this folder holds {len(tasks)} (give one task's folder or "
+                         f"table)", path=p)
+    return tasks[0]
+
+
+def _order(pool: Pool, scores: dict[str, float]) -> list[Candidate]:
+    """Candidates by descending score, pool order breaking ties (and last for any without a score)."""
+    pos = {c.id: i for i, c in enumerate(pool)}
+    return sorted(pool, key=lambda c: (-scores.get(c.id, float("-inf")), pos[c.id]))
+
+
+def _final_run(task: Task, pool: Pool, st: FunnelState) -> Run:
+    from .answer import base_order, merge_finetuned
+
+    r_prior, r_feats = st["settings"]["reliability"]
+    order = base_order(pool.ids, st["prior"] or {}, st["features"], r_prior, r_feats)
+    ft = {r["model_id"]: (float(r.get("rung") or 0), float(r["val_f1"])) for r in st["finetune"].values()
+          if r.get("status") == "done" and r.get("val_f1") is not None}
+    ranking = merge_finetuned(order, ft)
+    n = len(ranking)
+    return Run.from_scores({task.id: {c: float(n - i) for i, c in enumerate(ranking)}}, run_id=RUN_ID)
+
+
+def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float, out: str | Path,
+           feature_method: str = "logme", prior_method: str = "default", recipe=None, epochs: int = 10,
+           halving: bool = False, plan_only: bool = False, seed: int = 0, chunk: int = 8, backend=None,
+           reliability: Reliability | None = None, progress: bool = False,
+           echo: Callable[[str], None] | None = None, trainer=None, executor: str = "local",
+           address: str | None = None) -> FunnelResult:
+    """Plan and run the funnel for one task (see the module docstring). ``budget`` is a duration (``"4h"``,
+    ``"90m"``, ``"3600s"``) or seconds; ``out`` the folder that holds the state, the run and the results;
+    ``epochs`` caps each fine-tuning (the plan assumes all of them run); ``backend`` replaces the real models
+    (the benchmark's simulated pool)."""
+    from .pools import load_any_pool
+    from .backend import RealBackend
+
+    say = echo or (lambda s: None)
+    rel = reliability or Reliability()
+    budget_s = parse_budget(budget)
+    if int(epochs) < 1:
+        raise InputError(f"must be >= 1, got {epochs}", field="epochs")
+    if int(chunk) < 1:
+        raise InputError(f"must be >= 1, got {chunk}", field="chunk")
+    task = _load_task(data)
+    pool = pool if isinstance(pool, Pool) else load_any_pool(pool)
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise InputError("the output must be a folder", path=out)
+    out.mkdir(parents=True, exist_ok=True)
+    if backend is None:
+        from ..finetune.recipe import PROTOCOL
+
+        recipe = recipe or PROTOCOL
+        backend = RealBackend(out / "finetune.sqlite", feature_method=feature_method, prior_method=prior_method,
+                              recipe=recipe, seed=seed, trainer=trainer, executor=executor, address=address)
+    settings = {"task": task.id, "task_fingerprint": _fingerprint(task), "pool": _ids_digest(pool.ids), "pool_size": len(pool),
+                "budget_s": budget_s, "feature_method": feature_method, "prior_method": prior_method,
+                "recipe": getattr(recipe, "digest", None), "epochs": int(epochs), "halving": bool(halving),
+                "seed": int(seed), "reliability": [rel.prior, rel.features]}
+    st = FunnelState.open(out / "state.json", settings)
+    st["runs"] += 1
+    ran: list[str] = []
+    clock = backend.clock
+    n_feat = len(task.train.texts) + len(task.val.texts)
+    n_ft = n_feat
+
+    # ---- stage 1: the prior
+    if st["prior"] is None:
+        t0 = clock()
+        st["prior"] = {k: float(v) for k, v in backend.prior(task, pool).items()}
+        st.add_spent("prior", clock() - t0)
+        st.save()
+        ran.append("prior")
+    order = _order(pool, st["prior"])
+    costs = backend.costs(task, progress)
+
+    # ---- the plan (made once; a rerun keeps it)
+    if st["plan"] is None:
+        if hasattr(costs, "prepare"):
+            st.add_spent("probe", costs.prepare(order))
+        plan = plan_funnel(order, costs, budget_s, st.spent_s, n_feat, n_ft, int(epochs), halving, rel)
+        st["plan"] = plan.to_dict()
+        st.save()
+        say(plan.describe())
+    else:
+        plan = Plan.from_dict(st["plan"])
+        say(plan.describe())
+        say(f"resuming (run {st['runs']}): {format_seconds(st.spent_s)} spent so far")
+    if plan_only:
+        st.save()
+        return _finish(task, pool, st, plan, out, "planned", ran)
+
+    def fits(estimate: float) -> bool:
+        return st.spent_s + estimate <= budget_s + 1e-9
+
+    status = "done"
+    by_id = {c.id: c for c in pool}
+    # ---- stage 2: estimators on the top K1
+    todo = [cid for cid in plan.feature_ids if cid not in st["features"] and cid not in st["feature_failures"]]
+    from ..progress import progress_bar
+
+    chunks = [todo[i:i + chunk] for i in range(0, len(todo), chunk)]
+    for part in progress_bar(chunks, desc="estimators", disable=not progress or not chunks):
+        est = sum(costs.cost(by_id[c]).features(n_feat) for c in part)
+        if not fits(est):
+            status = f"stopped: the budget does not fit the next estimators ({format_seconds(est)})"
+            break
+        t0 = clock()
+        scores, failed = backend.features(task, [by_id[c] for c in part])
+        st.add_spent("features", clock() - t0)
+        st["features"].update({k: float(v) for k, v in scores.items()})
+        st["feature_failures"].update(failed)
+        st.save()
+        ran.append("features:" + ",".join(part))
+    # ---- stage 3: fine-tuning, down the estimators' (or the prior's) order
+    if status == "done" and (plan.finetune_k or not halving):
+        if len(st["features"]) + len(st["feature_failures"]) < plan.k1:
+            status = "stopped: estimators unfinished"
+        elif halving:
+            status = _halving_stage(task, st, plan, backend, costs, by_id, pool, n_ft, fits, ran)
+        else:
+            status = _finetune_stage(task, st, plan, backend, costs, by_id, pool, n_ft, fits, ran, progress)
+    return _finish(task, pool, st, plan, out, status, ran)
+
+
+def _finetune_order(pool: Pool, st: FunnelState, plan: Plan) -> list[str]:
+    """The order fine-tuning walks: the estimator-scored top ``K1`` by fused score, or the pool by the prior."""
+    from .answer import base_order
+
+    if plan.finetune_from == "features":
+        feats = {c: st["features"][c] for c in plan.feature_ids if c in st["features"]}
+        return base_order(pool.ids, st["prior"], feats, *st["settings"]["reliability"])[: len(feats)]
+    return [c.id for c in _order(pool, st["prior"])]
+
+
+def _finetune_stage(task, st, plan, backend, costs, by_id, pool, n_ft, fits, ran, progress) -> str:
+    """Fine-tune down the order: every candidate whose cost fits what is left (a dearer one is passed over for
+    the next that fits), at least the plan's ``K2`` when they fit, then more while the budget lasts (early stopping
+    leaves some). Deterministic given the state, so a resumed run walks the same way."""
+    status = "done"
+    order = _finetune_order(pool, st, plan)
+    done = [c for c in order if c in st["finetune"]]
+    passed = []
+    for cid in order:
+        if cid in st["finetune"]:
+            continue
+        est = costs.cost(by_id[cid]).finetune(n_ft, plan.epochs)
+        if not fits(est):
+            passed.append(cid)
+            continue
+        t0 = backend.clock()
+        rows = backend.finetune(task, [by_id[cid]], plan.epochs)
+        st.add_spent("finetune", backend.clock() - t0)
+        st["finetune"].update({r["model_id"]: r for r in rows})
+        st["finetune_order"] = (st.body.get("finetune_order") or []) + [cid]
+        st.save()
+        ran.append("finetune:" + cid)
+        done.append(cid)
+    if len(done) < plan.finetune_k and passed:
+        status = (f"done: {len(done)} of the planned {plan.finetune_k} fine-tunings fitted the budget "
+                  f"(next: {passed[0]})")
+    return status
+
+
+def _halving_stage(task, st, plan, backend, costs, by_id, pool, n_ft, fits, ran) -> str:
+    """One successive-halving unit over the top ``K2`` that fit; its jobs resume from the job store."""
+    from .plan import finetune_cost
+
+    if st.body.get("finetune_order") is None:
+        ids, left = [], st.body["settings"]["budget_s"] - st.spent_s
+        for cid in _finetune_order(pool, st, plan):
+            if len(ids) == plan.finetune_k:
+                break
+            trial = ids + [cid]
+            if finetune_cost([costs.cost(by_id[c]) for c in trial], len(trial), n_ft, plan.epochs, True,
+                             exact=True) <= left:
+                ids = trial
+        st["finetune_order"] = ids
+        st.save()
+    ids = st["finetune_order"]
+    if not ids or all(c in st["finetune"] for c in ids):
+        return "done"
+    est = finetune_cost([costs.cost(by_id[c]) for c in ids], len(ids), n_ft, plan.epochs, True, exact=True)
+    if not fits(est) and st["spent"]["finetune"] == 0:
+        return f"stopped: the budget does not fit the halving ({format_seconds(est)})"
+    t0 = backend.clock()
+    rows = backend.halving(task, [by_id[c] for c in ids], plan.epochs)
+    st.add_spent("finetune", backend.clock() - t0)
+    st["finetune"].update({r["model_id"]: r for r in rows})
+    st.save()
+    ran.append("halving:" + ",".join(ids))
+    return "done"
+
+
+def _ids_digest(ids: list[str]) -> str:
+    import hashlib
+
+    return hashlib.sha256("\0".join(ids).encode()).hexdigest()[:16]
+
+
+def _fingerprint(task: Task) -> str:
+    from ..finetune.protocol import TaskData
+
+    return TaskData.from_task(task).fingerprint
+
+
+def _finish(task: Task, pool: Pool, st: FunnelState, plan: Plan, out: Path, status: str,
+            ran: list[str]) -> FunnelResult:
+    import csv
+    import io
+
+    from ..io import atomic_write_text
+
+    st.save()
+    run = _final_run(task, pool, st)
+    rows = sorted(st["finetune"].values(), key=lambda r: (-(r.get("rung") or 0), -(r.get("val_f1") or -1.0)))
+    if status != "planned":
+        write_runs(out / "run.trec", [run])
+        buf = io.StringIO()
+        cols = ["model_id", "val_f1", "f1", "epochs", "status", "error"]
+        w = csv.DictWriter(buf, fieldnames=cols, extrasaction="ignore", lineterminator="\n")
+        w.writeheader()
+        for r in rows:
+            w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in cols})
+        atomic_write_text(out / "finetuned.csv", buf.getvalue())
+    return FunnelResult(run=run, plan=plan, finetuned=rows, spent_s=dict(st["spent"]), status=status, out=out,
+                        ran_units=ran)

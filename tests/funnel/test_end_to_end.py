@@ -1,0 +1,121 @@
+"""End to end on tiny real models: the shipped prior, a real frozen-feature estimator, measured and cached costs,
+fine-tuning through the job store (the fake trainer from modelseek.testing, and once the real one from the CLI)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("transformers")
+
+from modelseek import read_run, select  # noqa: E402
+from modelseek.data.pool import Candidate, Pool  # noqa: E402
+from modelseek.funnel import MeasuredCosts  # noqa: E402
+from modelseek.testing import make_text_task, write_task_table  # noqa: E402
+from modelseek.testing.finetune import FakeTrainer, make_learnable_bert  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    root = tmp_path_factory.mktemp("funnel-models")
+    return {f"m{i}": make_learnable_bert(root / f"m{i}", seed=i, layers=1, hidden=16 + 8 * i) for i in range(3)}
+
+
+@pytest.fixture(scope="module")
+def task():
+    return make_text_task("tiny", n_classes=2, n_train=48, n_val=12, n_test=12, seed=5, noise=0.05)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_select_with_fake_trainer_then_resume(tmp_path, models, task):
+    from modelseek.finetune import Recipe
+
+    pool = Pool([Candidate(id=k, path=str(v)) for k, v in models.items()], name="tiny")
+    log = tmp_path / "trainer.log"
+    recipe = Recipe(lr=5e-3, cpu_threads=1)
+    lines: list[str] = []
+    res = select(task, pool, "1h", tmp_path / "out", recipe=recipe, epochs=2, trainer=FakeTrainer(log=str(log)),
+                 echo=lines.append)
+    assert lines[0].startswith("plan for a budget of 1h00m over 3 candidates")
+    # an hour fine-tunes all three tiny models: straight from the prior, no estimators needed
+    assert res.status == "done" and (res.plan.k1, res.plan.finetune_k) == (0, 3)
+    assert set(res.spent_s) == {"prior", "probe", "features", "finetune"} and res.spent_s["probe"] > 0
+    ran = log.read_text().splitlines()
+    assert len(ran) == len(res.finetuned) >= 1  # the fake trainer ran once per fine-tuned candidate
+    for row in res.finetuned:  # the job store's results are the trainer's
+        assert row["status"] == "done" and row["f1"] == pytest.approx(FakeTrainer.f1(task.id, row["model_id"], 0))
+    on_disk = read_run(tmp_path / "out" / "run.trec")
+    assert on_disk.ranking(task.id) == res.run.ranking(task.id) and sorted(res.run.ranking(task.id)) == sorted(models)
+    assert (tmp_path / "out" / "finetuned.csv").read_text().count("\n") == len(res.finetuned) + 1
+    # costs were measured once per probed model and cached: a new cost model reads them without probing
+    costs = MeasuredCosts(task, "logme", recipe)
+    assert costs.prepare([pool[c] for c in res.run.ranking(task.id)]) >= 0
+    assert costs.probe_seconds == 0.0 or len(costs.measured) <= 3
+    cached = [c for c in pool if costs.cached(c) is not None]
+    assert cached and all(costs.cached(c).load_s >= 0 for c in cached)
+    # the rerun continues (here: has nothing left) and runs no job again
+    again = select(task, pool, "1h", tmp_path / "out", recipe=recipe, epochs=2, trainer=FakeTrainer(log=str(log)))
+    assert log.read_text().splitlines() == ran and again.run == res.run and again.ran_units == []
+
+
+def test_estimators_when_fine_tuning_does_not_fit(tmp_path, models, task):
+    from modelseek.finetune import Recipe
+
+    pool = Pool([Candidate(id=k, path=str(v)) for k, v in models.items()], name="tiny")
+    log = tmp_path / "trainer.log"
+    # a fine-tuning of 10 million epochs fits no budget: the plan is the estimators (logme, through modelseek.rank)
+    res = select(task, pool, "1h", tmp_path / "out", recipe=Recipe(lr=5e-3, cpu_threads=1), epochs=10 ** 7,
+                 trainer=FakeTrainer(log=str(log)))
+    assert (res.plan.k1, res.plan.finetune_k) == (3, 0) and res.finetuned == [] and not log.exists()
+    import json
+
+    state = json.loads((tmp_path / "out" / "state.json").read_text().split("\n", 1)[1])
+    assert sorted(state["features"]) == ["m0", "m1", "m2"] and state["spent"]["features"] > 0
+    from modelseek import rank
+
+    logme = rank(task, pool, method="logme").scores(task.id)
+    assert state["features"] == pytest.approx(logme)  # the stage's scores are the public API's
+
+
+def test_cost_cache_is_verified(tmp_path, models, task):
+    from modelseek.finetune import Recipe
+
+    c = Candidate(id="m0", path=str(models["m0"]))
+    costs = MeasuredCosts(task, "logme", Recipe(lr=5e-3, cpu_threads=1, max_length=32))
+    measured = costs.measure(c)
+    assert costs.cached(c) == measured and measured.feature_s_per_1k > 0 and measured.finetune_s_per_epoch_1k > 0
+    path, _ = costs._path(c)
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 0xFF  # a damaged entry is not trusted: it is dropped and measured again
+    path.write_bytes(bytes(data))
+    assert costs.cached(c) is None and not path.exists()
+
+
+def test_cli_select_real_finetuning(cli, tmp_path, models, task):
+    data = write_task_table(task, tmp_path / "task.csv")
+    pool = tmp_path / "pool.yaml"
+    pool.write_text("candidates:\n" + "".join(f'  - {{id: "{k}", path: "{v}"}}\n' for k, v in models.items()),
+                    encoding="utf-8")
+    args = ("select", data, "--pool", pool, "--budget", "30m", "--out", tmp_path / "o", "--epochs", "1",
+            "--set", "lr=0.005", "--set", "cpu_threads=1")
+    planned = cli(*args, "--plan-only")
+    assert planned.code == 0, planned.err
+    assert planned.out.startswith("plan for a budget of 30m over 3 candidates") and "planned;" in planned.out
+    assert not (tmp_path / "o" / "run.trec").exists()
+    r = cli(*args)
+    assert r.code == 0, r.err
+    assert r.out.index("plan for a budget") < r.out.index("resuming") < r.out.index("top 5:")
+    run = read_run(tmp_path / "o" / "run.trec")
+    top = r.out.split("top 5: ")[1].splitlines()[0].split(", ")
+    assert run.ranking(next(iter(run))) == top and sorted(top) == ["m0", "m1", "m2"]
+    rows = (tmp_path / "o" / "finetuned.csv").read_text().splitlines()
+    assert rows[0] == "model_id,val_f1,f1,epochs,status,error" and len(rows) >= 2
+    assert all(",done," in row for row in rows[1:])
