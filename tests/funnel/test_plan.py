@@ -72,3 +72,17 @@ def test_run_spends_within_budget(world, tmp_path, hours):
         if fine:  # the top is the best fine-tuned candidate when the estimators' top was fine-tuned
             placed = [c for c in ranking if c in fine]
             assert placed == sorted(fine, key=lambda c: -fine[c])
+
+
+def test_halving_run_fits_and_ranks_the_last_rung_first(world, tmp_path):
+    be = SimulatedBackend(world, 1)
+    res = select(world.tasks[1], world.pool, "12h", tmp_path / "h", backend=be, epochs=8, halving=True)
+    assert res.plan.halving and res.plan.finetune_k >= 2 and res.total_spent_s <= 12 * 3600
+    assert [k for k, _ in be.calls].count("halving") == 1 and "finetune" not in [k for k, _ in be.calls]
+    rungs = {r["model_id"]: r["rung"] for r in res.finetuned}
+    last = max(rungs.values())
+    assert last >= 2 and sum(1 for r in rungs.values() if r == last) < len(rungs)  # it did halve
+    winner = max((r for r in res.finetuned if r["rung"] == last), key=lambda r: r["val_f1"])["model_id"]
+    ranking = res.run.ranking(world.tasks[1].id)
+    placed = [c for c in ranking if c in rungs]
+    assert placed[0] == winner  # the halving's winner holds the best place any of them held
