@@ -112,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
             with tempfile.TemporaryDirectory(dir=SCRATCH) as out:
                 res = select(task, world.pool, budget_s, out, backend=SimulatedBackend(world, t), epochs=args.epochs)
             if res.total_spent_s > budget_s + 1e-6:
-                print(f"error: the funnel spent {res.total_spent_s:.0f} s of a {budget_s:.0f} s budget", file=sys.stderr)
+                print(f"error: the funnel spent {res.total_spent_s:.0f} s of a {budget_s:.0f} s budget",
+                      file=sys.stderr)
                 return 1
             spent.append(res.total_spent_s / budget_s)
             k1s.append(res.plan.k1)
@@ -135,9 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     bad = []
     for r in rows:
         f, p, e = r["funnel"], r["finetune-prior-top"], r["estimators-on-all"]
-        print(f"| {r['budget_h']:g} h | {f['ndcg@5']:.3f} | {p['ndcg@5']:.3f} | {e['ndcg@5']:.3f} | {f['regret@1']:.4f} "
-              f"| {p['regret@1']:.4f} | {e['regret@1']:.4f} | {r['k1']:.0f} / {r['finetuned']:.1f} "
-              f"| {100 * r['spent_fraction']:.0f}% |")
+        print(f"| {r['budget_h']:g} h | {f['ndcg@5']:.3f} | {p['ndcg@5']:.3f} | {e['ndcg@5']:.3f} "
+              f"| {f['regret@1']:.4f} | {p['regret@1']:.4f} | {e['regret@1']:.4f} "
+              f"| {r['k1']:.0f} / {r['finetuned']:.1f} | {100 * r['spent_fraction']:.0f}% |")
         for m in methods[1:]:
             if r["funnel"]["ndcg@5"] < r[m]["ndcg@5"] - 1e-12 or r["funnel"]["regret@1"] > r[m]["regret@1"] + 1e-12:
                 bad.append(f"{r['budget_h']:g} h: funnel worse than {m}")

@@ -16,9 +16,10 @@ the rungs' epochs instead. The run (:mod:`.run`) checks every unit against what 
 Expected quality comes from a small Monte-Carlo model of the three signals (fixed seed, so a plan is
 reproducible): per draw, standard-normal true values for the pool, a prior and an estimator score correlated
 with them at :class:`Reliability` ``prior`` and ``features``, fine-tuning exact; the candidates are put in the
-prior's order and each pair's pick is the best fine-tuned one (or the top-1 of the fused score of
-:mod:`.answer` or of the prior when ``K2 = 0``). The correlations are assumptions, not measurements of this task; the defaults are deliberately
-conservative (the prior weaker than the estimators, neither close to fine-tuning) and can be set.
+prior's order and each pair's pick is the best fine-tuned one (or, when ``K2 = 0``, the top-1 of the fused
+score of :mod:`.answer`, or of the prior). The correlations are assumptions, not measurements of this task; the
+defaults are deliberately conservative (the prior weaker than the estimators, neither close to fine-tuning) and
+can be set.
 """
 
 from __future__ import annotations
@@ -100,8 +101,8 @@ class Plan:
                  (f"  2. frozen-feature estimators on the prior's top {self.k1} ({self.n_feature_texts:,} texts each): "
                   f"~{f(self.feature_cost_s)}") if self.k1 else "  2. frozen-feature estimators: skipped",
                  (f"  3. fine-tune {src} {how} ({self.n_finetune_texts:,} texts): ~{f(self.finetune_cost_s)}")
-                 if self.finetune_k else "  3. fine-tuning: none planned (a candidate is fine-tuned only if what is left "
-                                         "after the estimators fits it)",
+                 if self.finetune_k else ("  3. fine-tuning: none planned (a candidate is fine-tuned only if what "
+                                          "is left after the estimators fits it)"),
                  f"  total ~{f(self.total_s)} of {f(self.budget_s)}; what early stopping leaves goes to fine-tuning "
                  f"the next candidates that fit"]
         return "\n".join(lines)

@@ -113,8 +113,9 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
         recipe = recipe or PROTOCOL
         backend = RealBackend(out / "finetune.sqlite", feature_method=feature_method, prior_method=prior_method,
                               recipe=recipe, seed=seed, trainer=trainer, executor=executor, address=address)
-    settings = {"task": task.id, "task_fingerprint": _fingerprint(task), "pool": _ids_digest(pool.ids), "pool_size": len(pool),
-                "budget_s": budget_s, "feature_method": feature_method, "prior_method": prior_method,
+    settings = {"task": task.id, "task_fingerprint": _fingerprint(task), "pool": _ids_digest(pool.ids),
+                "pool_size": len(pool), "budget_s": budget_s, "feature_method": feature_method,
+                "prior_method": prior_method,
                 "recipe": getattr(recipe, "digest", None), "epochs": int(epochs), "halving": bool(halving),
                 "seed": int(seed), "reliability": [rel.prior, rel.features]}
     st = FunnelState.open(out / "state.json", settings)
