@@ -176,6 +176,8 @@ def plot(rows, methods, path: str, n_models: int, n_tasks: int) -> None:
         for m, style in zip(methods, ("o-", "s--", "^:")):
             ax.plot(x, [r[m][metric] for r in rows], style, label=labels[m])
         ax.set_xscale("log", base=2)
+        ax.set_xticks(x, [f"{h:g}" for h in x])
+        ax.minorticks_off()
         ax.set_xlabel("budget (hours)")
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)

@@ -92,6 +92,16 @@ def _sample(task: Task, n: int, seed: int) -> Split:
     return Split(tuple(task.train.texts[i] for i in idx), tuple(task.train.labels[i] for i in idx))
 
 
+def _reason(exc: Exception) -> str:
+    """One line saying why a probe failed (a ranking's own per-candidate reason where it gives one)."""
+    failures = getattr(exc, "failures", None)
+    if failures:
+        text = str(next(iter(failures.values()))[1])
+    else:
+        text = str(exc) or type(exc).__name__
+    return text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+
+
 class MeasuredCosts:
     """Costs measured on this machine for one task's text lengths (see the module docstring)."""
 
@@ -102,6 +112,7 @@ class MeasuredCosts:
         self.measured: dict[str, ModelCost] = {}
         self.params: dict[str, float | None] = {}
         self.probe_seconds = 0.0
+        self.failures: dict[str, str] = {}
 
     # ---------------------------------------------------------------- cache
     def _path(self, candidate: Candidate):
@@ -187,7 +198,8 @@ class MeasuredCosts:
             try:
                 self.measured[c.id] = self.measure(c)
             except Exception as exc:  # a candidate that cannot be probed is not measured; the feature stage names it
-                log.warning("cost probe of %s failed: %s", c.id, str(exc).splitlines()[0] if str(exc) else exc)
+                self.failures[c.id] = _reason(exc)
+                log.warning("cost probe of %s failed: %s", c.id, self.failures[c.id])
             spent += self.clock() - t0
         self.probe_seconds += spent
         return spent
@@ -202,6 +214,7 @@ class MeasuredCosts:
         if not self.measured:
             from ..errors import ModelseekError
 
-            raise ModelseekError("no candidate's cost could be measured (every cost probe failed); "
-                                 "check that the pool's models load (modelseek rank -m logme ...)")
+            first = next(iter(self.failures.items()), None)
+            why = f"; {first[0]}: {first[1]}" if first else ""
+            raise ModelseekError(f"no candidate's cost could be measured (every cost probe failed{why})")
         return scaled_cost(self.measured, self.params, candidate.id)
