@@ -3,6 +3,7 @@ fine-tuning through the job store (the fake trainer from modelseek.testing, and 
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 pytest.importorskip("transformers")
@@ -119,3 +120,26 @@ def test_cli_select_real_finetuning(cli, tmp_path, models, task):
     rows = (tmp_path / "o" / "finetuned.csv").read_text().splitlines()
     assert rows[0] == "model_id,val_f1,f1,epochs,status,error" and len(rows) >= 2
     assert all(",done," in row for row in rows[1:])
+    # a rerun with --json resumes the finished funnel: nothing is trained again, the same answer
+    import json
+
+    again = cli(*args, "--json")
+    assert again.code == 0, again.err
+    summary = json.loads(again.out)
+    assert summary["ranking"] == top and summary["status"].startswith("done")
+    assert [r["model_id"] for r in summary["finetuned"]] == [row.split(",")[0] for row in rows[1:]]
+
+
+def test_prior_for_hub_ids_without_history(tmp_path, task):
+    """Stage 1 on a plain list of Hub ids, offline: candidates the default has no fine-tuning history for are
+    ranked from their profiles (family prior, card evidence), never refused."""
+    from modelseek.data.pool import ntcir_pool
+    from modelseek.funnel import read_id_list
+    from modelseek.funnel.backend import RealBackend
+
+    known = [c.hf_id for c in ntcir_pool()][:3]
+    f = tmp_path / "ids.txt"
+    f.write_text("\n".join(known + ["someone/bert-base-uncased-finetuned-x", "someone/never-seen"]) + "\n")
+    pool = read_id_list(f)
+    scores = RealBackend(tmp_path / "s.sqlite").prior(task, pool)
+    assert set(scores) == set(pool.ids) and all(np.isfinite(v) for v in scores.values())
