@@ -99,3 +99,19 @@ def test_other_settings_or_damaged_state_refused(world, tmp_path):
     state.write_text(state.read_text().replace('"runs":1', '"runs":7'))
     with pytest.raises(InputError, match="checksum"):
         select(world.tasks[0], world.pool, "1h", out, backend=SimulatedBackend(world, 0))
+
+
+def test_interrupted_unit_time_counts_as_spent(world, tmp_path):
+    class SlowThenCut(SimulatedBackend):
+        def features(self, task, cands):
+            self.now += 100.0  # a hundred seconds into the unit, then Ctrl-C
+            raise KeyboardInterrupt
+
+    cut = SlowThenCut(world, 0)
+    with pytest.raises(KeyboardInterrupt):
+        select(world.tasks[0], world.pool, "2h", tmp_path / "o", backend=cut)
+    resumed = SimulatedBackend(world, 0)
+    res = select(world.tasks[0], world.pool, "2h", tmp_path / "o", backend=resumed)
+    assert res.spent_s["features"] == pytest.approx(100.0 + sum(
+        world.costs[c].features(1000) for _, ids in resumed.calls if _ == "features" for c in ids))
+    assert res.total_spent_s <= 2 * 3600

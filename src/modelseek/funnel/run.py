@@ -2,12 +2,13 @@
 
 Stages: (1) the inference-free prior for the whole pool; then the plan (:mod:`.plan`) from measured costs
 (:mod:`.costs`), printed before anything else is spent; (2) frozen-feature estimators for the top ``K1`` of the
-prior, in chunks; (3) fine-tuning of the top ``K2`` (one candidate at a time, or one successive-halving unit).
-Before each unit the funnel checks that what has been spent plus the unit's estimated cost fits the budget, and
-stops otherwise; every finished unit is written to ``OUT/state.json`` (:mod:`.state`) and fine-tuning jobs to
-``OUT/finetune.sqlite``, so a rerun continues. The answer is a TREC run (``OUT/run.trec``: fine-tuned
-candidates by validation F1, then the estimator-scored ones by their score, then the rest by the prior) and the
-fine-tuned results (``OUT/finetuned.csv``; test F1 is reported, never used to choose).
+prior, in chunks; (3) fine-tuning down the fused order (one candidate at a time: the plan's ``K2``, then more
+while the budget lasts), or one successive-halving unit over the top ``K2``. Before each unit the funnel checks
+that what has been spent plus the unit's estimated cost fits the budget, and stops otherwise (the time of an
+interrupted unit counts as spent); every finished unit is written to ``OUT/state.json`` (:mod:`.state`) and
+fine-tuning jobs to ``OUT/finetune.sqlite``, so a rerun continues. The answer (:mod:`.answer`) is a TREC run
+(``OUT/run.trec``) and the fine-tuned results (``OUT/finetuned.csv``; selection uses validation F1, test F1 is
+reported, never used to choose).
 """
 
 from __future__ import annotations
@@ -127,9 +128,8 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
 
     # ---- stage 1: the prior
     if st["prior"] is None:
-        t0 = clock()
-        st["prior"] = {k: float(v) for k, v in backend.prior(task, pool).items()}
-        st.add_spent("prior", clock() - t0)
+        prior = _timed(st, "prior", clock, lambda: backend.prior(task, pool))
+        st["prior"] = {k: float(v) for k, v in prior.items()}
         st.save()
         ran.append("prior")
     order = _order(pool, st["prior"])
@@ -166,9 +166,7 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
         if not fits(est):
             status = f"stopped: the budget does not fit the next estimators ({format_seconds(est)})"
             break
-        t0 = clock()
-        scores, failed = backend.features(task, [by_id[c] for c in part])
-        st.add_spent("features", clock() - t0)
+        scores, failed = _timed(st, "features", clock, lambda: backend.features(task, [by_id[c] for c in part]))
         st["features"].update({k: float(v) for k, v in scores.items()})
         st["feature_failures"].update(failed)
         st.save()
@@ -209,9 +207,7 @@ def _finetune_stage(task, st, plan, backend, costs, by_id, pool, n_ft, fits, ran
         if not fits(est):
             passed.append(cid)
             continue
-        t0 = backend.clock()
-        rows = backend.finetune(task, [by_id[cid]], plan.epochs)
-        st.add_spent("finetune", backend.clock() - t0)
+        rows = _timed(st, "finetune", backend.clock, lambda: backend.finetune(task, [by_id[cid]], plan.epochs))
         st["finetune"].update({r["model_id"]: r for r in rows})
         st["finetune_order"] = (st.body.get("finetune_order") or []) + [cid]
         st.save()
@@ -244,13 +240,25 @@ def _halving_stage(task, st, plan, backend, costs, by_id, pool, n_ft, fits, ran)
     est = finetune_cost([costs.cost(by_id[c]) for c in ids], len(ids), n_ft, plan.epochs, True, exact=True)
     if not fits(est) and st["spent"]["finetune"] == 0:
         return f"stopped: the budget does not fit the halving ({format_seconds(est)})"
-    t0 = backend.clock()
-    rows = backend.halving(task, [by_id[c] for c in ids], plan.epochs)
-    st.add_spent("finetune", backend.clock() - t0)
+    rows = _timed(st, "finetune", backend.clock, lambda: backend.halving(task, [by_id[c] for c in ids], plan.epochs))
     st["finetune"].update({r["model_id"]: r for r in rows})
     st.save()
     ran.append("halving:" + ",".join(ids))
     return "done"
+
+
+def _timed(st: FunnelState, stage: str, clock: Callable[[], float], work: Callable[[], Any]) -> Any:
+    """Run one unit and count its time against ``stage``; an interrupted unit's time was spent too, so it is
+    counted (and saved) before the interruption goes on."""
+    t0 = clock()
+    try:
+        out = work()
+    except BaseException:
+        st.add_spent(stage, clock() - t0)
+        st.save()
+        raise
+    st.add_spent(stage, clock() - t0)
+    return out
 
 
 def _ids_digest(ids: list[str]) -> str:
