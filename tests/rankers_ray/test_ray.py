@@ -73,3 +73,18 @@ def test_worker_killed_mid_run(ray_instance, cli, job_inputs, reference, writes,
     with store_of(cache) as store:
         assert store.counts() == {"done": N_MODELS}
         assert len(store.attempts()) == N_MODELS
+
+
+def test_api_executor_ray_scores_like_the_local_run(ray_instance, job_inputs, reference, tmp_path):
+    """``modelseek.rank(..., executor="ray")`` on one task: each candidate's score equals the local run's for that
+    task (the task's inputs do not depend on the other tasks of the call)."""
+    import modelseek
+
+    layout, pool_file = job_inputs
+    tasks = list(modelseek.load_ntcir_tasks(layout))
+    run = modelseek.rank(tasks[:1], modelseek.load_pool(pool_file), "logme", executor="ray", device="cpu",
+                         cache_dir=str(tmp_path / "cache"), batch_size=8)
+    modelseek.write_runs(tmp_path / "api.txt", [run])
+    lines = (tmp_path / "api.txt").read_text().splitlines()
+    assert len(lines) == N_MODELS
+    assert lines == [ln for ln in reference.decode().splitlines() if ln.split()[0] == tasks[0].id]

@@ -21,7 +21,8 @@ its inputs (subsampled texts and labels) are made once by the driver, and the sc
 **Resumable and shared.** The outcomes are kept in a job store (:class:`modelseek.finetune.store.JobStore`, the
 one fine-tuning grids use), by default ``scores.sqlite`` in the feature cache folder. A job's key is the digest of
 the candidate (its source, revision, folder contents and options), the tasks (ids and the exact texts and labels
-scored) and the configuration (estimators and their parameters, pooling, layer, max_length, max_examples, seed):
+scored) and the configuration (estimators and their parameters, pooling, layer, max_length, max_examples, seed;
+not the device, as for the feature cache):
 a finished candidate is read back instead of recomputed, after a crash or ``kill -9`` too. Each job is claimed
 before it runs (claims with a heartbeat; a dead owner's claim is taken over), so two processes scoring one pool on
 one cache split the candidates between them and each waits for the other's: no candidate is computed twice. A
@@ -82,7 +83,9 @@ class FeatureJobConfig:
 
     def digest(self) -> str:
         what = {k: v for k, v in asdict(self).items() if k not in ("device", "cache_dir", "progress", "method")}
-        return _digest({"scores_version": SCORES_VERSION, **what})
+        from .. import __version__
+
+        return _digest({"scores_version": SCORES_VERSION, "modelseek": __version__, **what})
 
     def describe(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if k not in ("cache_dir", "progress")}
@@ -422,6 +425,8 @@ class RayExecutor:
             started = True
         try:
             gpus = ray.cluster_resources().get("GPU", 0)
+            if str(config.device).startswith("cuda") and not gpus:
+                raise InputError(f"device {config.device} asked for, but the Ray cluster has no GPU", field="device")
             env = _ShipCode(address=self.address)._runtime_env(ray)
             res = {"num_gpus": 1, "num_cpus": 1} if gpus and config.device != "cpu" else {"num_cpus": 1}
             remote = ray.remote(_ray_candidate).options(max_retries=self.max_retries, retry_exceptions=False,
