@@ -35,6 +35,11 @@ def test_device_and_executor_options(cli, job_inputs, reference, tmp_path):
     assert bad.code == 1 and "address is for the ray executor" in bad.err
     learned = cli("rank", job_inputs[0], "--pool", job_inputs[1], "-m", "random", "--executor", "ray")
     assert learned.code == 1 and "runs no candidate model" in learned.err
+    import torch
+
+    if not torch.cuda.is_available():  # one error before any model is loaded, not a failure per candidate
+        cuda = cli(*rank_args(job_inputs, tmp_path / "cache", out, "--device", "cuda"))
+        assert cuda.code == 1 and "no CUDA device is visible" in cuda.err
 
 
 def test_kill9_mid_run_then_rerun_computes_each_candidate_once(cli, job_inputs, reference, writes, tmp_path):

@@ -53,6 +53,7 @@ import numpy as np
 from ..data.pool import Candidate, Pool
 from ..data.task import Split, Task
 from ..errors import InputError, ModelseekError
+from ..registry import Registry
 
 log = logging.getLogger(__name__)
 
@@ -454,12 +455,17 @@ class RayExecutor:
                 ray.shutdown()
 
 
+_EXECUTORS: Registry[type] = Registry("executor")
+_EXECUTORS.add("local", LocalExecutor)
+_EXECUTORS.add("ray", RayExecutor)
+
+
 def make_executor(name: str, address: str | None = None):
-    if name not in EXECUTORS:
-        raise InputError(f"unknown executor {name!r}; valid values: {', '.join(EXECUTORS)}", field="executor")
-    if address and name != "ray":
+    """The executor registered as ``name`` (unknown names raise with a did-you-mean)."""
+    cls = _EXECUTORS.get(name)
+    if address and cls is not RayExecutor:
         raise InputError("an address is for the ray executor (--executor ray)", field="address")
-    return (RayExecutor if name == "ray" else LocalExecutor)(address=address)
+    return cls(address=address)
 
 
 # ------------------------------------------------------------------------------------------ the API
