@@ -58,10 +58,11 @@ def test_kill9_mid_run_then_rerun_computes_each_candidate_once(cli, job_inputs, 
     assert out.read_bytes() == reference
     assert_each_once(writes(), cache)
     with store_of(cache) as store:
-        attempts = store.attempts()
+        attempts, keys = store.attempts(), set(store.statuses())
         assert store.counts() == {"done": N_MODELS}
+    # the candidates stored before the kill were never dispatched again; every candidate finished once
     assert done_before and all(sum(a["key"] == k for a in attempts) == 1 for k in done_before)
-    assert Counter(a["key"] for a in attempts if a["status"] == "done") == {k: 1 for k in store_of(cache).statuses()}
+    assert Counter(a["key"] for a in attempts if a["status"] == "done") == {k: 1 for k in keys}
 
 
 def test_two_rank_processes_on_one_cache_split_the_candidates(job_inputs, reference, writes, tmp_path):

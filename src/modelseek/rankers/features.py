@@ -10,6 +10,11 @@ negated). :func:`feature_ranker` derives one ranker class per registered estimat
 estimator's name (``logme``, ``knn``...); ``rrf`` fuses several estimators by reciprocal-rank fusion over one
 feature extraction per candidate.
 
+**Execution.** Each candidate is one job (its model loaded once for every task of the call), run by
+:func:`modelseek.rankers.feature_jobs.score_candidates` with the ranker's ``executor`` (``local``, or ``ray`` at
+``address``) on its ``device``; finished candidates are kept in a job store beside the feature cache, so a rerun
+after a crash, or a second process on the same cache, never computes one twice.
+
 Failures are loud. Before any work the feature cache folder is checked (an unusable path is one
 :class:`~modelseek.errors.InputError`) and, when some candidate is a Hugging Face id, the Hub is probed once
 (:func:`~modelseek.features.text.hub_offline_reason`: ``HF_HUB_OFFLINE`` or one HEAD request with a 3 s
