@@ -159,7 +159,10 @@ def test_ntcir_task_with_offline_pool(cli, ntcir_a, tmp_path, load_counter, capl
     assert len(first.splitlines()) == 4 and len(calls) == 1  # four readings of one checkpoint: one load
     # second run: everything from the cache
     assert cli(*args).code == 0 and len(calls) == 1 and out.read_text() == first
-    # corrupt one cache file: detected, recomputed (one model load), same run
+    # corrupt one cache file and drop the stored scores (kept per candidate in scores.sqlite beside the features):
+    # detected, recomputed (one model load), same run
+    for f in cache.glob("scores.sqlite*"):
+        f.unlink()
     victim = sorted(cache.rglob("*.feat"))[0]
     data = bytearray(victim.read_bytes())
     data[-3] ^= 0x5A

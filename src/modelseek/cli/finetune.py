@@ -118,8 +118,11 @@ def add_verify_args(p) -> None:
     g.add_argument("--recipe", help="recipe YAML for verification (default: the protocol)")
     g.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override one recipe key (repeatable)")
-    g.add_argument("--executor", default="local", choices=["local", "ray"], help="executor for verification")
-    g.add_argument("--address", help="Ray cluster address for --executor ray")
+    g.add_argument("--executor", default="local", choices=["local", "ray"],
+                   help="where the jobs run, the feature methods' candidate jobs and verification alike: in this "
+                        "process (local) or as Ray tasks (ray; a GPU per job where the cluster has GPUs)")
+    g.add_argument("--address", help="Ray cluster address for --executor ray ('auto' or HOST:PORT; default: start "
+                                     "a local Ray instance)")
 
 
 def verify_after_rank(args, runs, tasks, pool) -> int:

@@ -51,6 +51,11 @@ def register(sub) -> None:
                    help="rank the candidates that work when some fail (cannot be downloaded, loaded or "
                         "featurised): failed candidates are left out of the run and named in a warning. Without "
                         "it such a rank exits 1 naming every failure; failed candidates never get a score")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"],
+                   help="where features are computed, for every method that runs models (default auto: CUDA "
+                        "where visible). Feature methods run one job per candidate (all tasks in it) with --executor "
+                        "(local or ray); finished candidates are kept beside the feature cache, so a rerun, or a second "
+                        "rank on the same cache, never computes one twice")
     p.add_argument("--show", type=NON_NEGATIVE_INT, default=3,
                    help="print the rankings of at most this many tasks")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -110,12 +115,15 @@ def run(args: argparse.Namespace) -> int:
     from ..data.run import write_runs
     from ..data.task import TaskSet
     from ..rankers.base import failures_allowed
-    from ..rankers.resolve import resolve, split_params
+    from ..rankers.feature_jobs import with_execution
+    from ..rankers.resolve import ranker_class, resolve, split_params
 
     if args.json and (args.verify_top or args.halving):
         raise InputError("--verify-top/--halving print tables; use them without --json")
     if args.cv and args.train_tasks:
         raise InputError("--cv fits on the other folds of PATH itself; it takes no --train-tasks", field="--cv")
+    if args.cv and (args.executor == "ray" or args.address):
+        raise InputError("--cv runs in this process; it takes no --executor ray", field="--executor")
     if len(args.method) > 1 and args.run_id and not args.fusion:
         raise InputError("--run-id needs a single --method")
     root = Path(args.path)
@@ -137,6 +145,8 @@ def run(args: argparse.Namespace) -> int:
             from ..bench import cross_validate  # (imported here: the plain path stays light)
 
             truth = load_truth(args.train_truth, root if root.is_dir() else root.parent)
+            if args.device and "device" in ranker_class(method).param_names():
+                params = {**params, "device": args.device}
             res = cross_validate(method, truth, pool, tasks=TaskSet(tasks), folds=args.cv, seed=args.seed,
                                  method_params=params, allow_failures=args.allow_failures)
             r = res.runs[0]
@@ -146,6 +156,8 @@ def run(args: argparse.Namespace) -> int:
             truth, train_tasks, train_pool, named_by = train
             ranker = resolve(method, params, train_truth=truth, train_tasks=train_tasks, pool=train_pool,
                              progress=not args.json)
+            ranker = with_execution(ranker, args.executor, args.address, args.device,
+                                    strict=not (args.verify_top or args.halving))
             if named_by and not getattr(ranker, "artifact_", None):
                 ranker.artifact_ = named_by  # a candidate it was not trained on: the error names this file
             if args.allow_failures:

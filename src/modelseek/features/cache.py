@@ -6,6 +6,11 @@ package's one verified cache format (:mod:`modelseek.cache`: atomic writes; a re
 key, the size and the SHA-256 of the payload), so a truncated, corrupted or mismatched file is reported,
 removed and recomputed instead of trusted. The folder follows the one cache policy
 (:func:`modelseek.cache.cache_dir`).
+
+The scores computed from these features are kept beside them, per candidate job, in ``scores.sqlite`` (see
+:mod:`modelseek.rankers.feature_jobs`). ``MODELSEEK_FEATURE_WRITE_LOG=FILE`` appends one JSON line per entry
+written (key, model, pid, host, time) to ``FILE``: an audit of which process computed what, e.g. that several
+processes or Ray workers sharing a cache computed each entry once.
 """
 
 from __future__ import annotations
@@ -13,6 +18,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import socket
+import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
@@ -21,6 +28,19 @@ import numpy as np
 from ..cache import CorruptCacheError, cache_dir, load_arrays, write_arrays
 
 FORMAT_VERSION = 2  # 2: the shared verified format of modelseek.cache
+#: environment variable naming the write audit log (see the module doc)
+WRITE_LOG_ENV = "MODELSEEK_FEATURE_WRITE_LOG"
+
+
+def _append_line(path: str, record: Mapping[str, Any]) -> None:
+    """One JSON line appended with a single write on an O_APPEND descriptor (lines of concurrent writers do not
+    interleave)."""
+    line = (json.dumps(record, sort_keys=True, default=str) + "\n").encode("utf-8")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
 
 
 def default_cache_dir() -> Path:
@@ -74,7 +94,12 @@ class FeatureCache:
         return self.root / key[:2] / f"{key}.feat"
 
     def put(self, key: str, fields: Mapping[str, Any], array: np.ndarray) -> Path:
-        return write_arrays(self.path(key), {"features": array}, {"key": key, "fields": dict(fields)})
+        path = write_arrays(self.path(key), {"features": array}, {"key": key, "fields": dict(fields)})
+        audit = os.environ.get(WRITE_LOG_ENV)
+        if audit:
+            _append_line(audit, {"key": key, "model": fields.get("model"), "output": fields.get("output"),
+                                 "pid": os.getpid(), "host": socket.gethostname(), "time": time.time()})
+        return path
 
     def get(self, key: str) -> np.ndarray | None:
         """The stored array, or None when absent or corrupt (a corrupt file is logged and removed)."""
@@ -82,4 +107,4 @@ class FeatureCache:
         return None if arrays is None else arrays.get("features")
 
 
-__all__ = ["CorruptCacheError", "FeatureCache", "cache_key", "default_cache_dir", "texts_fingerprint"]
+__all__ = ["WRITE_LOG_ENV", "CorruptCacheError", "FeatureCache", "cache_key", "default_cache_dir", "texts_fingerprint"]

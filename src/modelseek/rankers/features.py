@@ -10,6 +10,11 @@ negated). :func:`feature_ranker` derives one ranker class per registered estimat
 estimator's name (``logme``, ``knn``...); ``rrf`` fuses several estimators by reciprocal-rank fusion over one
 feature extraction per candidate.
 
+**Execution.** Each candidate is one job (its model loaded once for every task of the call), run by
+:func:`modelseek.rankers.feature_jobs.score_candidates` with the ranker's ``executor`` (``local``, or ``ray`` at
+``address``) on its ``device``; finished candidates are kept in a job store beside the feature cache, so a rerun
+after a crash, or a second process on the same cache, never computes one twice.
+
 Failures are loud. Before any work the feature cache folder is checked (an unusable path is one
 :class:`~modelseek.errors.InputError`) and, when some candidate is a Hugging Face id, the Hub is probed once
 (:func:`~modelseek.features.text.hub_offline_reason`: ``HF_HUB_OFFLINE`` or one HEAD request with a 3 s
@@ -36,19 +41,19 @@ from __future__ import annotations
 import logging
 import math
 from pathlib import Path
-from typing import Any, Iterable, Sequence
-
-import numpy as np
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from ..data.pool import Candidate, Pool
 from ..data.run import Run
-from ..data.task import Split, Task
+from ..data.task import Task
 from ..errors import InputError, ModelseekError
 from .base import Ranker
+from .feature_jobs import is_regression  # noqa: F401  (re-exported: part of the API)
+
+if TYPE_CHECKING:
+    from .feature_jobs import FeatureJobConfig
 
 log = logging.getLogger(__name__)
-
-_OPTION_KEYS = ("pooling", "layer", "max_length", "batch_size")
 
 
 class CandidateFailures(ModelseekError):
@@ -64,23 +69,6 @@ class CandidateFailures(ModelseekError):
         super().__init__("\n".join(lines))
 
 
-def _short(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
-
-
-def _keep_only(models: dict, enc) -> None:
-    """Free loaded checkpoints other than the one ``enc`` reads (one model in memory at a time)."""
-    for slot in [k for k in models if k[1:3] != (enc.source, enc.revision)]:
-        del models[slot]
-
-
-def _subsample(split: Split, cap: int | None, rng: np.random.Generator) -> Split:
-    if cap is None or len(split) <= cap:
-        return split
-    keep = np.sort(rng.choice(len(split), size=cap, replace=False))
-    return Split([split.texts[i] for i in keep], [split.labels[i] for i in keep])
-
-
 class FeatureRanker(Ranker):
     """Score each candidate's frozen features of the task with one or more estimators."""
 
@@ -94,7 +82,7 @@ class FeatureRanker(Ranker):
                  max_length: int = 256, batch_size: int = 32, device: str = "auto",
                  cache_dir: "str | Path | bool | None" = None, max_examples: int | None = None,
                  estimator_params: dict | None = None, seed: int = 0, progress: bool = True,
-                 allow_failures: bool = False) -> None:
+                 allow_failures: bool = False, executor: str = "local", address: str | None = None) -> None:
         self.estimator = estimator or self.estimator_name
         self.pooling = pooling
         self.layer = layer
@@ -107,155 +95,49 @@ class FeatureRanker(Ranker):
         self.seed = seed
         self.progress = progress
         self.allow_failures = allow_failures
+        #: how the candidate jobs run (:mod:`modelseek.rankers.feature_jobs`): ``local`` or ``ray`` (at ``address``)
+        self.executor = executor
+        self.address = address
 
     # ------------------------------------------------------------------------------------ internals
     def _estimators(self) -> list[str]:
         return [self.estimator]
 
-    def _encoder_kwargs(self, cand: Candidate) -> dict[str, Any]:
-        from ..features.text import parse_layer
+    def job_config(self) -> "FeatureJobConfig":
+        """What one candidate job computes for this ranker (see :func:`~.feature_jobs.score_candidates`)."""
+        from .feature_jobs import FeatureJobConfig
 
-        kw = {"pooling": self.pooling, "layer": self.layer, "max_length": self.max_length,
-              "batch_size": self.batch_size}
-        kw.update({k: cand.options[k] for k in _OPTION_KEYS if k in cand.options})
-        if parse_layer(kw["layer"], best=True) == "best":
-            kw["layer"] = "all"  # every layer's features, scored one by one (see score_tasks)
-        return kw
-
-    def _score(self, est_name: str, feats: np.ndarray, ytr: Sequence[str], yva: Sequence[str],
-               regression: bool = False) -> float:
-        from .. import estimators
-
-        info = estimators.info(est_name)
-        params = dict(self.estimator_params or {})
-        if info.seeded:
-            params.setdefault("seed", self.seed)
-        if regression:
-            params["task"] = "regression"
-            ytr, yva = [float(v) for v in ytr], [float(v) for v in yva]
-        ntr = len(ytr)
-        if info.uses_validation and len(yva):
-            value = info.fn(feats[:ntr], list(ytr), val_features=feats[ntr:], val_labels=list(yva), **params)
-        else:
-            value = info.fn(feats, list(ytr) + list(yva), **params)
-        value = float(value)
-        if not math.isfinite(value):
-            raise ModelseekError(f"{est_name} returned {value}")
-        return value if info.higher_is_better else -value
-
-    def _task_data(self, task: Task) -> tuple[list[str], list[str], list[str]]:
-        task.require_data(f"method {self.name!r}")
-        rng = np.random.default_rng(self.seed)
-        tr = _subsample(task.train, self.max_examples, rng)
-        va = _subsample(task.val, self.max_examples, rng)
-        return list(tr.texts) + list(va.texts), list(tr.labels), list(va.labels)
-
-    def _preflight(self, pool: Pool) -> dict[str, str]:
-        """Checks made once before any model is loaded: the feature cache folder (InputError when unusable),
-        and the Hub when some candidate needs it. -> {candidate id: why it cannot load}; sets
-        ``self._local_only_`` to the ids to load from the local Hugging Face cache."""
-        from ..features.cache import FeatureCache
-        from ..features.text import hub_offline_reason, in_hub_cache, is_hub_source
-
-        if self.cache_dir is not False:
-            FeatureCache(None if self.cache_dir in (None, True) else self.cache_dir).ensure_usable()
-        from ..features.text import resolve_source
-
-        self._local_only_: set[str] = set()
-        dead: dict[str, str] = {}
-        for c in pool:
-            if c.path and not c.path.startswith("package:") and not Path(resolve_source(c.path)).expanduser().is_dir():
-                dead[c.id] = f"no model folder at {c.path}"
-        hub = [c for c in pool if is_hub_source(c)]
-        reason = hub_offline_reason() if hub else None
-        if reason:
-            for c in hub:
-                if in_hub_cache(c.hf_id, c.revision):
-                    self._local_only_.add(c.id)
-                else:
-                    dead[c.id] = f"not in the local Hugging Face cache and the Hub is offline ({reason})"
-        return dead
+        return FeatureJobConfig(estimators=tuple(self._estimators()), pooling=self.pooling, layer=self.layer,
+                                max_length=self.max_length, batch_size=self.batch_size,
+                                max_examples=self.max_examples, estimator_params=dict(self.estimator_params or {}),
+                                seed=self.seed, device=self.device, cache_dir=self.cache_dir,
+                                progress=self.progress, method=self.name)
 
     def score_tasks(self, tasks: Sequence[Task], pool: Pool) -> dict[str, dict[str, dict[str, float]]]:
-        """{estimator: {task id: {candidate id: score}}}, one model load per candidate for all tasks.
+        """{estimator: {task id: {candidate id: score}}}: one job per candidate (its model loaded once for all
+        tasks), run by ``self.executor`` and kept in the job store beside the feature cache
+        (:func:`~.feature_jobs.score_candidates`).
 
         Failed (candidate, task) pairs are absent; ``self.failures_`` maps each failed candidate id to
         (source, first reason, task ids). The failure policy is applied by :meth:`rank`/:meth:`rank_tasks`.
         """
-        from .. import estimators
-        from ..features.text import HeadProbs, TextEncoder
-        from ..progress import progress_bar
+        from .feature_jobs import score_candidates
 
         names = self._estimators()
-        infos = {n: estimators.info(n) for n in names}
-        data = {t.id: self._task_data(t) for t in tasks}
-        regression = {t.id: is_regression(data[t.id][1] + data[t.id][2]) for t in tasks}
-        for t in tasks:  # refused before any model is loaded
-            cannot = [n for n in names if regression[t.id] and not infos[n].regression]
-            if cannot:
-                able = [n for n in estimators.names() if estimators.info(n).regression]
-                raise InputError(f"task {t.id}: its labels are numbers (a regression task, e.g. "
-                                 f"{data[t.id][1][0]!r}); {', '.join(cannot)} need{'s' if len(cannot) == 1 else ''} "
-                                 f"class labels; estimators for regression: {', '.join(able)}", field="method")
+        outcomes = score_candidates(tasks, pool, self.job_config(), executor=self.executor, address=self.address)
         self.chosen_layers_: dict[str, dict[str, str]] = {}
-        out: dict[str, dict[str, dict[str, float]]] = {n: {t.id: {} for t in tasks} for n in names}
         self.failures_: dict[str, tuple[str, str, list[str]]] = {}
-        dead_at_start = self._preflight(pool)
-        kinds = {i.input.value for i in infos.values()}
-        models: dict = {}  # loaded checkpoints, shared by consecutive candidates that read the same one
-        for cand in progress_bar(list(pool), desc=f"{self.name}: candidates", disable=not self.progress):
-            kw = self._encoder_kwargs(cand)
-            local = {"local_files_only": True} if cand.id in self._local_only_ else {}
-            enc = head = None
-            dead = dead_at_start.get(cand.id)  # why this candidate is unusable (it cannot load)
-            for task in tasks:
-                texts, ytr, yva = data[task.id]
-                if dead is not None:
-                    self._fail(cand, task, dead, log_it=cand.id not in self.failures_)
-                    continue
-                inputs: dict[str, np.ndarray] = {}
-                try:
-                    if "features" in kinds:
-                        if enc is None:
-                            enc = TextEncoder(cand, device=self.device, cache_dir=self.cache_dir,
-                                              progress=self.progress, models=models, **local, **kw)
-                            _keep_only(models, enc)
-                        inputs["features"] = enc(texts)
-                    if "probs" in kinds:
-                        if head is None:
-                            head = HeadProbs(cand, max_length=kw["max_length"], batch_size=kw["batch_size"],
-                                             device=self.device, cache_dir=self.cache_dir,
-                                             progress=self.progress, models=models, **local)
-                            _keep_only(models, head)
-                        inputs["probs"] = head(texts)
-                except Exception as exc:  # noqa: BLE001 - recorded, then the policy decides
-                    msg = _short(exc)
-                    self._fail(cand, task, msg)
-                    if not any(x is not None and x.loaded for x in (enc, head)):
-                        dead = msg
-                    continue
-                scores: dict[str, float] = {}
-                chosen: list[str] = []
-                try:
-                    for n in names:
-                        x = inputs[infos[n].input.value]
-                        if x.ndim == 3:  # layer: best -- every layer scored, the best kept (first on a tie)
-                            per = [self._score(n, x[:, j], ytr, yva, regression[task.id]) for j in range(x.shape[1])]
-                            j = int(np.argmax(per))
-                            scores[n] = per[j]
-                            chosen.append(f"{n} {j + 1}" if len(names) > 1 else str(j + 1))
-                        else:
-                            scores[n] = self._score(n, x, ytr, yva, regression[task.id])
-                except Exception as exc:  # noqa: BLE001
-                    self._fail(cand, task, f"{n}: {_short(exc)}")
-                    continue
-                if chosen:
-                    self.chosen_layers_.setdefault(task.id, {})[cand.id] = ", ".join(chosen)
-                for n, v in scores.items():  # a candidate is scored by every estimator of a task or absent
-                    out[n][task.id][cand.id] = v
-            for x in (enc, head):
-                if x is not None:
-                    x.close()
+        out: dict[str, dict[str, dict[str, float]]] = {n: {t.id: {} for t in tasks} for n in names}
+        by_id = {t.id: t for t in tasks}
+        for cand in pool:  # pool order, whatever order the jobs finished in
+            o = outcomes[cand.id]
+            for task_id, msg, log_it in o.failures:
+                self._fail(cand, by_id[task_id], msg, log_it=log_it)
+            for task_id, layer in o.chosen.items():
+                self.chosen_layers_.setdefault(task_id, {})[cand.id] = layer
+            for n in names:
+                for task_id, v in o.scores[n].items():
+                    out[n][task_id][cand.id] = v
         return out
 
     def _fail(self, cand: Candidate, task: Task, msg: str, log_it: bool = True) -> None:
@@ -302,24 +184,6 @@ class FeatureRanker(Ranker):
         return {t.id: scores[self.estimator][t.id] for t in tasks}
 
 
-def is_regression(labels: Sequence[str]) -> bool:
-    """Whether a task's labels make it a regression task: every label a finite number and at least one not an
-    integer (``0``, ``1``, ``2`` are class ids; ``0.5`` or ``3.0`` make the column numeric)."""
-    if not labels:
-        return False
-    integral = True
-    for v in labels:
-        try:
-            x = float(v)
-        except (TypeError, ValueError):
-            return False
-        if not math.isfinite(x):
-            return False
-        text = str(v).strip().lstrip("+-")
-        integral = integral and text.isdigit()
-    return not integral
-
-
 def reciprocal_rank_fusion(per_method: Sequence[dict[str, float]], k: float = 60.0) -> dict[str, float]:
     """RRF of one task's per-estimator scores by :func:`modelseek.fusion.fuse` (ranks by decreasing score,
     ties by natural docID; a failed, -inf, score has no term); a candidate failed everywhere gets -inf."""
@@ -340,10 +204,11 @@ class FusionRanker(FeatureRanker):
     def __init__(self, methods: Sequence[str] = ("logme", "knn"), *, rrf_k: float = 60.0, pooling: str = "mean",
                  layer: "str | int" = "last", max_length: int = 256, batch_size: int = 32, device: str = "auto",
                  cache_dir: "str | Path | bool | None" = None, max_examples: int | None = None, seed: int = 0,
-                 progress: bool = True, allow_failures: bool = False) -> None:
+                 progress: bool = True, allow_failures: bool = False, executor: str = "local",
+                 address: str | None = None) -> None:
         super().__init__(None, pooling=pooling, layer=layer, max_length=max_length, batch_size=batch_size,
                          device=device, cache_dir=cache_dir, max_examples=max_examples, seed=seed,
-                         progress=progress, allow_failures=allow_failures)
+                         progress=progress, allow_failures=allow_failures, executor=executor, address=address)
         if isinstance(methods, str):
             methods = [m for m in methods.split(",") if m]
         if len(methods) < 1:

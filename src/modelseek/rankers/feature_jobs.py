@@ -1,0 +1,592 @@
+"""Frozen-feature scoring as one job per candidate, run by an executor, persisted and claimed in a job store.
+
+:func:`score_candidates` is the whole API: for a list of tasks, a pool and a :class:`FeatureJobConfig` (what to
+extract and which estimators to run; :meth:`FeatureRanker.job_config
+<modelseek.rankers.features.FeatureRanker.job_config>` builds it from a ranker) it returns one
+:class:`CandidateOutcome` per candidate, in pool order: the candidate's scores on every task, the layer ``layer:
+best`` chose, and the tasks it failed on. Each candidate is **one job**: its model is loaded once and runs every
+task of the call (features from the verified feature cache, :mod:`modelseek.features.cache`, where present), then
+every estimator on them.
+
+Executors (the same names as ``modelseek finetune --executor``):
+
+* ``local`` — the jobs one after another in this process (the default);
+* ``ray`` — each job is a Ray task (one GPU per job where the cluster has GPUs and the device is not ``cpu``, else
+  one CPU); ``address=None`` starts a local Ray instance, ``"auto"`` or ``HOST:PORT`` joins a running cluster. A
+  worker that dies is retried by Ray; a job whose retries are spent is a failed candidate.
+
+Results are equal to the last digit whichever executor ran them on the same device: the job is the same function,
+its inputs (subsampled texts and labels) are made once by the driver, and the scores travel as Python floats.
+
+**Resumable and shared.** The outcomes are kept in a job store (:class:`modelseek.finetune.store.JobStore`, the
+one fine-tuning grids use), by default ``scores.sqlite`` in the feature cache folder. A job's key is the digest of
+the candidate (its source, revision, folder contents and options), the tasks (ids and the exact texts and labels
+scored) and the configuration (estimators and their parameters, pooling, layer, max_length, max_examples, seed;
+not the device, as for the feature cache):
+a finished candidate is read back instead of recomputed, after a crash or ``kill -9`` too. Each job is claimed
+before it runs (claims with a heartbeat; a dead owner's claim is taken over), so two processes scoring one pool on
+one cache split the candidates between them and each waits for the other's: no candidate is computed twice. A
+candidate that failed on some task is stored as failed and retried by the next call. ``store=False`` (or a ranker
+with ``cache_dir=False``) keeps the outcomes for the call only.
+
+``device`` (``auto`` | ``cpu`` | ``cuda``) is where the features are computed; ``auto`` picks CUDA where the
+process (or the Ray task, which is given a GPU only on clusters that have them) sees one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import hashlib
+import json
+import logging
+import math
+import socket
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from ..data.pool import Candidate, Pool
+from ..data.task import Split, Task
+from ..errors import InputError, ModelseekError
+from ..registry import Registry
+
+log = logging.getLogger(__name__)
+
+#: bumped when the meaning of a stored outcome changes (part of every job key)
+SCORES_VERSION = 1
+EXECUTORS = ("local", "ray")
+DEVICES = ("auto", "cpu", "cuda")
+_OPTION_KEYS = ("pooling", "layer", "max_length", "batch_size")
+
+
+@dataclass(frozen=True)
+class FeatureJobConfig:
+    """What a candidate job computes. ``device``, ``cache_dir``, ``progress`` and ``method`` (the name used in
+    messages) say how and where, not what: they are no part of :meth:`digest`."""
+
+    estimators: tuple[str, ...]
+    pooling: str = "mean"
+    layer: "str | int" = "last"
+    max_length: int = 256
+    batch_size: int = 32
+    max_examples: int | None = None
+    estimator_params: Mapping[str, Any] = field(default_factory=dict)
+    seed: int = 0
+    device: str = "auto"
+    cache_dir: "str | None | bool" = None
+    progress: bool = False
+    method: str = "features"
+
+    def digest(self) -> str:
+        what = {k: v for k, v in asdict(self).items() if k not in ("device", "cache_dir", "progress", "method")}
+        from .. import __version__
+
+        return _digest({"scores_version": SCORES_VERSION, "modelseek": __version__, **what})
+
+    def describe(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if k not in ("cache_dir", "progress")}
+
+
+@dataclass(frozen=True)
+class TaskInput:
+    """One task as a job reads it: the texts (train then validation, subsampled) and the labels."""
+
+    id: str
+    texts: tuple[str, ...]
+    train_labels: tuple[str, ...]
+    val_labels: tuple[str, ...]
+    regression: bool
+
+
+@dataclass
+class CandidateOutcome:
+    """One candidate's result. ``scores``: {estimator: {task id: score}} (higher is better; a failed task is
+    absent); ``chosen``: {task id: the layer ``layer: best`` chose}; ``failures``: [(task id, reason, log it)];
+    ``forward_calls``: extractions that ran the model (cache misses)."""
+
+    scores: dict[str, dict[str, float]] = field(default_factory=dict)
+    chosen: dict[str, str] = field(default_factory=dict)
+    failures: list[tuple[str, str, bool]] = field(default_factory=list)
+    forward_calls: int = 0
+
+    @property
+    def status(self) -> str:
+        return "failed" if self.failures else "done"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"scores": self.scores, "chosen": self.chosen, "failures": [list(f) for f in self.failures],
+                "forward_calls": self.forward_calls}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "CandidateOutcome":
+        return cls({e: {t: float(v) for t, v in per.items()} for e, per in d["scores"].items()}, dict(d["chosen"]),
+                   [(str(t), str(m), bool(b)) for t, m, b in d["failures"]], int(d.get("forward_calls", 0)))
+
+
+def _digest(obj: Any) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+
+
+def _short(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+
+
+# ------------------------------------------------------------------------------------------ the task inputs
+def is_regression(labels: Sequence[str]) -> bool:
+    """Whether a task's labels make it a regression task: every label a finite number and at least one not an
+    integer (``0``, ``1``, ``2`` are class ids; ``0.5`` or ``3.0`` make the column numeric)."""
+    if not labels:
+        return False
+    integral = True
+    for v in labels:
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            return False
+        if not math.isfinite(x):
+            return False
+        text = str(v).strip().lstrip("+-")
+        integral = integral and text.isdigit()
+    return not integral
+
+
+def _subsample(split: Split, cap: int | None, rng: np.random.Generator) -> Split:
+    if cap is None or len(split) <= cap:
+        return split
+    keep = np.sort(rng.choice(len(split), size=cap, replace=False))
+    return Split([split.texts[i] for i in keep], [split.labels[i] for i in keep])
+
+
+def prepare_tasks(tasks: Sequence[Task], config: FeatureJobConfig) -> list[TaskInput]:
+    """The tasks' inputs (at most ``max_examples`` train and validation rows each, drawn with ``seed``); a
+    regression task with an estimator that cannot score one is refused here, before any model is loaded."""
+    from .. import estimators
+
+    out = []
+    for task in tasks:
+        task.require_data(f"method {config.method!r}")
+        rng = np.random.default_rng(config.seed)
+        tr = _subsample(task.train, config.max_examples, rng)
+        va = _subsample(task.val, config.max_examples, rng)
+        ytr, yva = tuple(tr.labels), tuple(va.labels)
+        regression = is_regression(list(ytr) + list(yva))
+        cannot = [n for n in config.estimators if regression and not estimators.info(n).regression]
+        if cannot:
+            able = [n for n in estimators.names() if estimators.info(n).regression]
+            raise InputError(f"task {task.id}: its labels are numbers (a regression task, e.g. {ytr[0]!r}); "
+                             f"{', '.join(cannot)} need{'s' if len(cannot) == 1 else ''} class labels; estimators "
+                             f"for regression: {', '.join(able)}", field="method")
+        out.append(TaskInput(task.id, tuple(tr.texts) + tuple(va.texts), ytr, yva, regression))
+    return out
+
+
+# ------------------------------------------------------------------------------------------ one candidate
+def _encoder_kwargs(config: FeatureJobConfig, cand: Candidate) -> dict[str, Any]:
+    from ..features.text import parse_layer
+
+    kw = {"pooling": config.pooling, "layer": config.layer, "max_length": config.max_length,
+          "batch_size": config.batch_size}
+    kw.update({k: cand.options[k] for k in _OPTION_KEYS if k in cand.options})
+    if parse_layer(kw["layer"], best=True) == "best":
+        kw["layer"] = "all"  # every layer's features, scored one by one (see score_candidate)
+    return kw
+
+
+def estimator_score(config: FeatureJobConfig, est_name: str, feats: np.ndarray, ytr: Sequence[str],
+                    yva: Sequence[str], regression: bool = False) -> float:
+    """One estimator's score of one feature matrix (train rows then validation rows), negated when the
+    estimator is lower-is-better."""
+    from .. import estimators
+
+    info = estimators.info(est_name)
+    params = dict(config.estimator_params or {})
+    if info.seeded:
+        params.setdefault("seed", config.seed)
+    if regression:
+        params["task"] = "regression"
+        ytr, yva = [float(v) for v in ytr], [float(v) for v in yva]
+    ntr = len(ytr)
+    if info.uses_validation and len(yva):
+        value = info.fn(feats[:ntr], list(ytr), val_features=feats[ntr:], val_labels=list(yva), **params)
+    else:
+        value = info.fn(feats, list(ytr) + list(yva), **params)
+    value = float(value)
+    if not math.isfinite(value):
+        raise ModelseekError(f"{est_name} returned {value}")
+    return value if info.higher_is_better else -value
+
+
+def _keep_only(models: dict, enc) -> None:
+    """Free loaded checkpoints other than the one ``enc`` reads (one model in memory at a time)."""
+    for slot in [k for k in models if k[1:3] != (enc.source, enc.revision)]:
+        del models[slot]
+
+
+def score_candidate(config: FeatureJobConfig, cand: Candidate, tasks: Sequence[TaskInput],
+                    local_files_only: bool = False, models: dict | None = None) -> CandidateOutcome:
+    """One job: ``cand`` loaded once, every task's features (cache first), every estimator on them. Never
+    raises for a candidate's own failure: a task it could not score is in ``failures`` (a candidate that cannot
+    load fails every task)."""
+    from .. import estimators
+    from ..features.text import HeadProbs, TextEncoder
+
+    names = list(config.estimators)
+    infos = {n: estimators.info(n) for n in names}
+    kinds = {i.input.value for i in infos.values()}
+    models = {} if models is None else models
+    kw = _encoder_kwargs(config, cand)
+    local = {"local_files_only": True} if local_files_only else {}
+    out = CandidateOutcome(scores={n: {} for n in names})
+    enc = head = None
+    dead: str | None = None  # why this candidate is unusable (it cannot load)
+    try:
+        for task in tasks:
+            if dead is not None:
+                out.failures.append((task.id, dead, False))
+                continue
+            inputs: dict[str, np.ndarray] = {}
+            try:
+                if "features" in kinds:
+                    if enc is None:
+                        enc = TextEncoder(cand, device=config.device, cache_dir=config.cache_dir,
+                                          progress=config.progress, models=models, **local, **kw)
+                        _keep_only(models, enc)
+                    inputs["features"] = enc(task.texts)
+                if "probs" in kinds:
+                    if head is None:
+                        head = HeadProbs(cand, max_length=kw["max_length"], batch_size=kw["batch_size"],
+                                         device=config.device, cache_dir=config.cache_dir,
+                                         progress=config.progress, models=models, **local)
+                        _keep_only(models, head)
+                    inputs["probs"] = head(task.texts)
+            except Exception as exc:  # noqa: BLE001 - recorded, then the ranker's policy decides
+                msg = _short(exc)
+                out.failures.append((task.id, msg, True))
+                if not any(x is not None and x.loaded for x in (enc, head)):
+                    dead = msg
+                continue
+            scores: dict[str, float] = {}
+            chosen: list[str] = []
+            try:
+                for n in names:
+                    x = inputs[infos[n].input.value]
+                    if x.ndim == 3:  # layer: best -- every layer scored, the best kept (first on a tie)
+                        per = [estimator_score(config, n, x[:, j], task.train_labels, task.val_labels,
+                                               task.regression) for j in range(x.shape[1])]
+                        j = int(np.argmax(per))
+                        scores[n] = per[j]
+                        chosen.append(f"{n} {j + 1}" if len(names) > 1 else str(j + 1))
+                    else:
+                        scores[n] = estimator_score(config, n, x, task.train_labels, task.val_labels,
+                                                    task.regression)
+            except Exception as exc:  # noqa: BLE001
+                out.failures.append((task.id, f"{n}: {_short(exc)}", True))
+                continue
+            if chosen:
+                out.chosen[task.id] = ", ".join(chosen)
+            for n, v in scores.items():  # a candidate is scored by every estimator of a task or absent
+                out.scores[n][task.id] = v
+    finally:
+        out.forward_calls = sum(x.forward_calls for x in (enc, head) if x is not None)
+        for x in (enc, head):
+            if x is not None:
+                x.close()
+    return out
+
+
+def _failed_everywhere(tasks: Sequence[TaskInput], names: Sequence[str], msg: str) -> CandidateOutcome:
+    return CandidateOutcome({n: {} for n in names}, {}, [(t.id, msg, i == 0) for i, t in enumerate(tasks)])
+
+
+# ------------------------------------------------------------------------------------------ preflight
+def preflight(pool: Pool, cache_dir: "str | None | bool") -> tuple[dict[str, str], set[str]]:
+    """Checks made once before any model is loaded: the feature cache folder (InputError when unusable) and the
+    Hub when some candidate needs it. -> ({candidate id: why it cannot load}, ids to load from the local Hugging
+    Face cache only)."""
+    from ..features.cache import FeatureCache
+    from ..features.text import hub_offline_reason, in_hub_cache, is_hub_source, resolve_source
+
+    if cache_dir is not False:
+        FeatureCache(None if cache_dir in (None, True) else cache_dir).ensure_usable()
+    local_only: set[str] = set()
+    dead: dict[str, str] = {}
+    for c in pool:
+        if c.path and not c.path.startswith("package:") and not Path(resolve_source(c.path)).expanduser().is_dir():
+            dead[c.id] = f"no model folder at {c.path}"
+    hub = [c for c in pool if is_hub_source(c)]
+    reason = hub_offline_reason() if hub else None
+    if reason:
+        for c in hub:
+            if in_hub_cache(c.hf_id, c.revision):
+                local_only.add(c.id)
+            else:
+                dead[c.id] = f"not in the local Hugging Face cache and the Hub is offline ({reason})"
+    return dead, local_only
+
+
+def check_device(device: str, here: bool = True) -> None:
+    """``device`` names a device (:data:`DEVICES`, or a torch device string such as ``cuda:1``), and a CUDA one
+    only where this process sees CUDA when ``here`` (the local executor; a Ray task runs where its GPU is)."""
+    import torch
+
+    if device not in DEVICES:
+        try:
+            torch.device(device)
+        except (RuntimeError, TypeError):
+            raise InputError(f"unknown device {device!r}; valid values: {', '.join(DEVICES)}", field="device") \
+                from None
+    if here and str(device).startswith("cuda") and not torch.cuda.is_available():
+        raise InputError(f"device {device} asked for, but no CUDA device is visible here", field="device")
+
+
+# ------------------------------------------------------------------------------------------ job keys
+def job_key(config_digest: str, tasks_digest: str, cand: Candidate) -> str:
+    """The store key of one candidate's job: the configuration, the tasks' inputs and the candidate (its model
+    identity, including a local folder's file sizes and times, and its per-candidate options)."""
+    from ..features.text import _model_identity
+
+    try:
+        identity = _model_identity(cand, None)[3]
+    except InputError:
+        identity = {"source": cand.source}
+    return _digest({"config": config_digest, "tasks": tasks_digest, "id": cand.id, "model": identity,
+                    "revision": cand.revision, "options": {k: cand.options.get(k) for k in sorted(cand.options)}})
+
+
+def tasks_digest(tasks: Sequence[TaskInput]) -> str:
+    return _digest([asdict(t) for t in tasks])
+
+
+def default_store_path(cache_dir: "str | None | bool") -> Path | None:
+    """``scores.sqlite`` in the feature cache folder; None without a cache."""
+    from ..features.cache import FeatureCache
+
+    if cache_dir is False:
+        return None
+    return FeatureCache(None if cache_dir in (None, True) else cache_dir).root / "scores.sqlite"
+
+
+# ------------------------------------------------------------------------------------------ executors
+OnStart = Callable[[Candidate], "int | None"]
+OnDone = Callable[[Candidate, CandidateOutcome, int], None]
+
+
+class LocalExecutor:
+    """The jobs one after another in this process; consecutive candidates reading one checkpoint load it once."""
+
+    name = "local"
+
+    def __init__(self, **_: Any) -> None:
+        self._models: dict = {}
+
+    def run(self, config: FeatureJobConfig, tasks: Sequence[TaskInput], cands: Sequence[Candidate],
+            local_only: set[str], on_start: OnStart, on_done: OnDone) -> None:
+        try:
+            for cand in cands:
+                attempt = on_start(cand)
+                if attempt is not None:
+                    on_done(cand, score_candidate(config, cand, tasks, cand.id in local_only, self._models), attempt)
+        finally:
+            self._models.clear()
+
+
+def _ray_candidate(config: FeatureJobConfig, cand: Candidate, tasks: Sequence[TaskInput],
+                   local_files_only: bool) -> dict[str, Any]:
+    """The Ray task: one candidate's job on a worker (the outcome travels as a plain dict)."""
+    return score_candidate(config, cand, tasks, local_files_only).to_dict()
+
+
+class RayExecutor:
+    """Each job is a Ray task; ``address``: None starts a local instance, else the cluster to join. Workers
+    import the driver's modelseek (shipped as finetune's Ray executor does when they do not)."""
+
+    name = "ray"
+
+    def __init__(self, address: str | None = None, max_retries: int = 3, **_: Any) -> None:
+        self.address = address
+        self.max_retries = max_retries
+
+    def run(self, config: FeatureJobConfig, tasks: Sequence[TaskInput], cands: Sequence[Candidate],
+            local_only: set[str], on_start: OnStart, on_done: OnDone) -> None:
+        try:
+            import ray
+            from ray.exceptions import RayError
+        except ImportError:
+            raise ModelseekError("the ray executor needs Ray: pip install 'modelseek[ray]'") from None
+        from ..finetune.executors import RayExecutor as _ShipCode
+
+        started = False
+        if not ray.is_initialized():
+            ray.init(address=self.address, include_dashboard=False, logging_level=logging.WARNING)
+            started = True
+        try:
+            gpus = ray.cluster_resources().get("GPU", 0)
+            if str(config.device).startswith("cuda") and not gpus:
+                raise InputError(f"device {config.device} asked for, but the Ray cluster has no GPU", field="device")
+            env = _ShipCode(address=self.address)._runtime_env(ray)
+            res = {"num_gpus": 1, "num_cpus": 1} if gpus and config.device != "cpu" else {"num_cpus": 1}
+            remote = ray.remote(_ray_candidate).options(max_retries=self.max_retries, retry_exceptions=False,
+                                                        runtime_env=env or None, **res)
+            worker_config = replace(config, progress=False)
+            tasks_ref = ray.put(list(tasks))  # the tasks' texts go to the object store once
+            pending: dict[Any, tuple[Candidate, int]] = {}
+            for cand in cands:
+                attempt = on_start(cand)
+                if attempt is not None:
+                    pending[remote.remote(worker_config, cand, tasks_ref, cand.id in local_only)] = (cand, attempt)
+            while pending:
+                done, _ = ray.wait(list(pending), num_returns=1)
+                for ref in done:
+                    cand, attempt = pending.pop(ref)
+                    try:
+                        outcome = CandidateOutcome.from_dict(ray.get(ref))
+                    except RayError as exc:
+                        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                        outcome = _failed_everywhere(tasks, config.estimators, f"ray: {type(exc).__name__} after "
+                                                     f"{self.max_retries} retries: {first}")
+                    on_done(cand, outcome, attempt)
+        finally:
+            if started:
+                ray.shutdown()
+
+
+_EXECUTORS: Registry[type] = Registry("executor")
+_EXECUTORS.add("local", LocalExecutor)
+_EXECUTORS.add("ray", RayExecutor)
+
+
+def make_executor(name: str, address: str | None = None):
+    """The executor registered as ``name`` (unknown names raise with a did-you-mean)."""
+    cls = _EXECUTORS.get(name)
+    if address and cls is not RayExecutor:
+        raise InputError("an address is for the ray executor (--executor ray)", field="address")
+    return cls(address=address)
+
+
+# ------------------------------------------------------------------------------------------ the API
+def score_candidates(tasks: Sequence[Task], pool: Pool, config: FeatureJobConfig, *, executor: str = "local",
+                     address: str | None = None, store: "str | Path | bool | None" = None,
+                     progress: bool | None = None, poll_s: float = 0.5) -> dict[str, CandidateOutcome]:
+    """Every candidate of ``pool`` scored on every task of ``tasks`` -> {candidate id: outcome}, in pool order.
+
+    ``executor``: ``local`` | ``ray`` (``address``: the cluster); ``store``: the job store file (None: beside the
+    feature cache; False: this call only). Finished candidates are read from the store; the others are claimed,
+    run and written to it one by one as they finish. Candidates another process holds are waited for (polled every
+    ``poll_s`` seconds; a dead holder's claim is taken over). ``progress`` (default ``config.progress``): a bar of
+    candidates done, with rate and ETA."""
+    from ..finetune.store import JobStore
+    from ..progress import progress_bar
+
+    progress = config.progress if progress is None else progress
+    check_device(config.device, here=executor == "local")
+    ex = make_executor(executor, address)
+    inputs = prepare_tasks(tasks, config)
+    dead, local_only = preflight(pool, config.cache_dir)
+    names = list(config.estimators)
+    outcomes: dict[str, CandidateOutcome] = {c.id: _failed_everywhere(inputs, names, dead[c.id])
+                                             for c in pool if c.id in dead}
+    live = [c for c in pool if c.id not in dead]
+    cdig, tdig = config.digest(), tasks_digest(inputs)
+    keys = {c.id: job_key(cdig, tdig, c) for c in live}
+    if len(set(keys.values())) != len(keys):
+        raise InputError("the pool lists one candidate twice (same id and model)", field="pool")
+    with contextlib.ExitStack() as stack:
+        if store is False or (store is None and config.cache_dir is False):
+            store = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="modelseek-scores-"))) / "s.sqlite"
+        elif store is None:
+            store = default_store_path(config.cache_dir)
+        db = store if isinstance(store, JobStore) else stack.enter_context(JobStore(store))
+        db.add_recipe(cdig, config.describe())
+        known = db.states(keys.values())
+        retry = {k: a for k, (s, a) in known.items() if s == "failed"}  # a failed candidate is retried once a call
+        todo = [c for c in live if keys[c.id] not in known or keys[c.id] in retry]
+        if len(todo) < len(live):
+            log.info("%s: %d of %d candidate(s) read from the job store %s", config.method, len(live) - len(todo),
+                     len(live), db.path)
+        bar = progress_bar(iter(()), desc=f"{config.method}: candidates", total=len(todo),
+                           disable=not progress or not todo)
+        ran_here: set[str] = set()
+
+        def on_start(cand: Candidate) -> int | None:
+            return db.claim(keys[cand.id], retry.get(keys[cand.id]))
+
+        def on_done(cand: Candidate, outcome: CandidateOutcome, attempt: int) -> None:
+            db.finish(key=keys[cand.id], task_id=",".join(t.id for t in inputs)[:500], model_id=cand.id,
+                      model_source=str(cand.source), recipe=cdig, seed=config.seed, task_fingerprint=tdig,
+                      status=outcome.status, result=outcome.to_dict(),
+                      error="; ".join(f"{t}: {m}" for t, m, _ in outcome.failures)[:2000] or None,
+                      attempt=attempt, host=socket.gethostname())
+            ran_here.add(cand.id)
+            if hasattr(bar, "update"):
+                bar.update(1)
+
+        def pending() -> list[Candidate]:
+            now = db.states(keys[c.id] for c in todo)
+            left = [c for c in todo if c.id not in ran_here
+                    and (keys[c.id] not in now or (keys[c.id] in retry and now[keys[c.id]] == ("failed",
+                                                                                           retry[keys[c.id]])))]
+            if hasattr(bar, "n"):  # candidates finished by other processes count too
+                bar.n = len(todo) - len(left)
+                bar.refresh()
+            return left
+
+        try:
+            if todo:
+                with db.heartbeat():
+                    left, idle = pending(), 0
+                    while left:
+                        before = len(ran_here)
+                        ex.run(config, inputs, left, local_only, on_start, on_done)
+                        left = pending()
+                        if left:  # held by other processes: wait for them (or for their claims to go stale)
+                            held = {c["key"] for c in db.claims() if c["owner"] != db.owner}
+                            idle = idle + 1 if len(ran_here) == before and not any(keys[c.id] in held
+                                                                                   for c in left) else 0
+                            if idle >= 2:
+                                raise InputError(f"{len(left)} candidate job(s) are neither finished nor claimable: "
+                                                 f"the job store is inconsistent; remove it", path=db.path)
+                            time.sleep(poll_s)
+                            left = pending()
+        finally:
+            if hasattr(bar, "close"):
+                bar.close()
+        recs = {r.key: r for r in db.records(keys.values())}
+    for c in live:
+        rec = recs.get(keys[c.id])
+        if rec is None or rec.result is None:  # pragma: no cover - the loop above waits for every key
+            raise ModelseekError(f"candidate {c.id}: no outcome in the job store")
+        outcomes[c.id] = CandidateOutcome.from_dict(rec.result)
+    return {c.id: outcomes[c.id] for c in pool}
+
+
+# ------------------------------------------------------------------------------------------ plumbing
+def with_execution(ranker, executor: str | None = None, address: str | None = None, device: str | None = None,
+                   strict: bool = True):
+    """``ranker`` set to run its candidate jobs with ``executor`` (at ``address``) on ``device`` (a copy; None
+    leaves a setting as it is). Rankers that run no candidate model take no executor: ``ray`` for one is an
+    error when ``strict`` (``rank --verify-top`` uses the executor for fine-tuning too); ``device`` is applied to
+    every ranker that declares it."""
+    wanted = {k: v for k, v in (("executor", executor), ("address", address), ("device", device)) if v is not None}
+    if not wanted:
+        return ranker
+    if device is not None:
+        check_device(device, here=False)
+    if executor is not None:
+        make_executor(executor, address)  # validates the pair
+    if strict and not hasattr(ranker, "executor") and (executor not in (None, "local") or address):
+        raise InputError(f"method {getattr(ranker, 'name', ranker)!r} runs no candidate model: --executor ray is "
+                         f"for the feature methods (logme, knn, rrf ...)", field="executor")
+    ranker = copy.copy(ranker)
+    for k, v in wanted.items():
+        if hasattr(ranker, k):
+            setattr(ranker, k, v)
+    return ranker
+
+
+__all__ = ["CandidateOutcome", "DEVICES", "EXECUTORS", "FeatureJobConfig", "TaskInput", "default_store_path",
+           "is_regression", "prepare_tasks", "score_candidate", "score_candidates", "with_execution"]
