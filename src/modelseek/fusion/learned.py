@@ -31,6 +31,7 @@ import numpy as np
 from ..data.run import Run, natural_key
 from ..data.truth import GradingScheme, GroundTruth
 from ..errors import InputError
+from ..metrics.ndcg import ideal_dcg, ndcg
 from .core import DEFAULT_RRF_K, Block, Fusion, FusionMethod, _as_runs, block_to_run, fuse, make_block
 from .norms import Norm
 
@@ -112,25 +113,19 @@ class _Judged:
 
     @classmethod
     def build(cls, block: Block, truth: GroundTruth, scheme: GradingScheme, k: int) -> "_Judged":
-        from ..metrics.ndcg import dcg
-
         gains = np.zeros(block.scores.shape[1:])
         idcg = np.zeros(len(block.topics))
         for ti, t in enumerate(block.topics):
             grades = truth.grades(t, scheme)
             for j, d in enumerate(block.docs[ti]):
                 gains[ti, j] = scheme.gain(grades.get(d, 0))
-            idcg[ti] = dcg(sorted((scheme.gain(g) for g in grades.values()), reverse=True), k)
+            idcg[ti] = ideal_dcg(np.array([scheme.gain(g) for g in grades.values()], dtype=np.float64), k)[0]
         return cls(gains, idcg, k)
 
     def ndcg(self, fused: np.ndarray) -> np.ndarray:
-        """Per-topic nDCG@k of rankings by decreasing fused score, ties in candidate (natural docID) order."""
-        absent = np.isnan(fused)
-        order = np.argsort(np.where(absent, np.inf, -fused), axis=1, kind="stable")[:, :self.k]
-        g = np.take_along_axis(np.where(absent, 0.0, self.gains), order, axis=1)
-        disc = 1.0 / np.log2(np.arange(2, order.shape[1] + 2))
-        dcg = (g * disc).sum(axis=1)
-        return np.where(self.idcg > 0, dcg / np.where(self.idcg > 0, self.idcg, 1.0), 0.0)
+        """Per-topic nDCG@k of rankings by decreasing fused score, ties in candidate (natural docID) order;
+        NaN (a candidate no run has on that topic, or padding) is not ranked."""
+        return ndcg(fused, self.gains, self.k, self.idcg)
 
 
 def score_grid(block: Block, judged: _Judged, grid: Sequence[Fusion], progress: bool = False) -> np.ndarray:
@@ -387,7 +382,7 @@ def optimize_fusion(runs: Sequence[Run] | Mapping[str, Run], truth: GroundTruth,
     if folds is None:
         return result
 
-    from ..bench import make_folds
+    from ..data.folds import make_folds
 
     tiers = [truth.criticality(t).value for t in topics]
     held_lists = [[str(t) for t in held] for held in make_folds(topics, tiers, folds, seed)]
