@@ -24,8 +24,7 @@ from .errors import InputError, ModelseekError, ValidationError
 from .evaluate import evaluate
 from .fusion import fuse
 from .api import rank
-
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = [
     "Candidate", "Criticality", "GradingScheme", "GroundTruth", "InputError", "ModelseekError", "Pool",

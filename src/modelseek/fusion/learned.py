@@ -31,9 +31,11 @@ import numpy as np
 from ..data.run import Run, natural_key
 from ..data.truth import GradingScheme, GroundTruth
 from ..errors import InputError
+from ..metrics import ndcg_cutoff
 from ..metrics.ndcg import ideal_dcg, ndcg
 from .core import DEFAULT_RRF_K, Block, Fusion, FusionMethod, _as_runs, block_to_run, fuse, make_block
 from .norms import Norm
+from .persist import read_fusion, save_fusion
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -95,12 +97,7 @@ def candidate_fusions(run_ids: Sequence[str], methods: Sequence[FusionMethod | s
 
 # ------------------------------------------------------------------------------------------ fast scorer
 def _ndcg_cut(metric: str) -> int:
-    from ..metrics import parse
-
-    base, k = parse(metric)
-    if base != "ndcg" or k is None:
-        raise InputError(f"learned fusion optimises nDCG at a cut-off (e.g. ndcg@5), got {metric!r}", field="metric")
-    return k
+    return ndcg_cutoff(metric, "learned fusion")
 
 
 @dataclass
@@ -318,15 +315,16 @@ class LearnedFusion:
         return self.fusion.apply(runs, run_id or "fused-learned")
 
     def save(self, path: str | Path) -> None:
-        from .persist import save_fusion
-
         save_fusion(self, path)
 
     @classmethod
     def load(cls, path: str | Path) -> "LearnedFusion":
-        from .persist import load_fusion
+        return cls(**read_fusion(path))
 
-        return load_fusion(path)
+
+def load_fusion(path: str | Path) -> LearnedFusion:
+    """Read and verify a saved fusion; every problem is an :class:`InputError` naming the file and field."""
+    return LearnedFusion.load(path)
 
 
 # ------------------------------------------------------------------------------------------ optimise

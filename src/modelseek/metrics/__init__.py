@@ -79,6 +79,14 @@ def parse(name: str) -> tuple[str, int | None]:
     return base, k
 
 
+def ndcg_cutoff(metric: str, who: str = "learned fusion") -> int:
+    """The k of ``ndcg@k``; any other name is an :class:`InputError` (``who`` optimises nDCG only)."""
+    base, k = parse(metric)
+    if base != "ndcg" or k is None:
+        raise InputError(f"{who} optimises nDCG at a cut-off (e.g. ndcg@5), got {metric!r}", field="metric")
+    return k
+
+
 def get(name: str) -> MetricFn:
     base, k = parse(name)
     return METRICS.get(base)(k)
@@ -99,5 +107,5 @@ def trec_name(name: str) -> str:
     return base if k is None else f"{base}_{k}"
 
 
-__all__ = ["DEFAULT_METRICS", "Judgments", "trec_name", "METRICS", "get", "names", "ndcg_at_k", "reciprocal_rank", "regret_at_k",
+__all__ = ["DEFAULT_METRICS", "Judgments", "trec_name", "METRICS", "get", "names", "ndcg_at_k", "ndcg_cutoff", "reciprocal_rank", "regret_at_k",
            "weighted_tau"]
