@@ -146,7 +146,8 @@ def test_matches_trec_eval_through_pytrec_eval(targets):
     y, tasks, models = targets
     rng = np.random.default_rng(4)
     paper = GradingScheme.PAPER
-    grades = {t: {m: int(paper.grade(v)) for m, v in zip(models, y[i]) if v > 0} for i, t in enumerate(tasks)}
+    truth = GroundTruth.from_matrix(pd.DataFrame(np.where(y > 0, y, np.nan), index=tasks, columns=models))
+    grades = {t: truth.grades(t, paper) for t in tasks}
     # distinct scores: trec_eval breaks ties by docID, the official scorer by line order
     scores = rng.permutation(y.size).reshape(y.shape).astype(float)
     run = {t: {m: float(scores[i, j]) for j, m in enumerate(models)} for i, t in enumerate(tasks)}
@@ -154,11 +155,14 @@ def test_matches_trec_eval_through_pytrec_eval(targets):
     ev = pytrec_eval.RelevanceEvaluator(grades, {f"ndcg_cut.{','.join(map(str, ks))}"})
     ref = ev.evaluate(run)
     gains = np.array([[paper.gain(grades[t].get(m, 0)) for m in models] for t in tasks], dtype=float)
+    report = evaluate(Run.from_scores(run), truth, [f"ndcg@{k}" for k in ks], scheme=paper).per_topic
     for k in ks:
         want = np.array([ref[t][f"ndcg_cut_{k}"] for t in tasks])
+        assert want.min() < want.max()  # a real spread of values, not all 0 or 1
         np.testing.assert_allclose(ndcg(scores, gains, k), want, rtol=0, atol=1e-12)
         per_list = [ndcg_at_k(sorted(models, key=lambda m: -run[t][m]), grades[t], k, paper.gain) for t in tasks]
         np.testing.assert_allclose(per_list, want, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(report.loc[tasks, f"ndcg@{k}"].to_numpy(float), want, rtol=0, atol=1e-12)
 
 
 def test_one_default_metric_list_everywhere():

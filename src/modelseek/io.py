@@ -38,7 +38,8 @@ from .errors import InputError
 @dataclasses.dataclass(frozen=True)
 class Source:
     """Where a mapping came from: the file and the 1-based line of each key's dotted path (from
-    :func:`read_yaml_located`; :mod:`modelseek.config` re-exports it). ``prefix`` is the dotted path of the mapping in that file."""
+    :func:`read_yaml_located`; :mod:`modelseek.config` re-exports it). ``prefix`` is the dotted path of the
+    mapping in that file."""
 
     path: str | None = None
     lines: Mapping[str, int] = dataclasses.field(default_factory=dict)

@@ -107,5 +107,5 @@ def trec_name(name: str) -> str:
     return base if k is None else f"{base}_{k}"
 
 
-__all__ = ["DEFAULT_METRICS", "Judgments", "trec_name", "METRICS", "get", "names", "ndcg_at_k", "ndcg_cutoff", "reciprocal_rank", "regret_at_k",
-           "weighted_tau"]
+__all__ = ["DEFAULT_METRICS", "Judgments", "METRICS", "get", "names", "ndcg_at_k", "ndcg_cutoff", "reciprocal_rank",
+           "regret_at_k", "trec_name", "weighted_tau"]
