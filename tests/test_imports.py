@@ -1,15 +1,32 @@
-"""The package has no import cycles, every module imports, and the layers point one way.
+"""The package has no import cycle, lazy or not; every module imports; importing modelseek stays light.
 
-The module graph comes from the source (AST): an edge A -> B for every ``import``/``from ... import`` that
-runs when A is imported (module level, class bodies, ``try``/``if`` blocks; not function bodies, which are
-lazy, and not ``if TYPE_CHECKING:`` blocks). A cycle is a strongly connected component of more than one
-module (Tarjan's algorithm), or a module importing itself.
+The module graph comes from the source (AST over ``src/modelseek``): an edge A -> B for every ``import`` or
+``from ... import`` in A that loads B, wherever it stands: module level, class bodies, ``try``/``if`` blocks and
+function bodies alike (a lazy import only postpones a cycle). Rules:
+
+* relative and absolute imports resolve to the most specific module that exists; ``from pkg import name``
+  is an edge to ``pkg.name`` when that is a module (``from . import x``), else to ``pkg`` (its ``__init__``
+  must have run to hold ``name``);
+* importing ``a.b.c`` also runs ``a/__init__`` and ``a/b/__init__``: edges to those packages too, except to
+  the importer's own enclosing packages (Python has already started those before the importer ran; a
+  ``from a import name`` of an attribute of its own package is still an edge to ``a``, which must have
+  finished);
+* a package ``__init__`` that imports its submodules has edges to them, as any module;
+* imports under ``if TYPE_CHECKING:`` never run (annotations are strings under ``from __future__ import
+  annotations``): they are type references, not edges;
+* a registry's ``"module:Attr"`` strings are not imports (they are imported on first lookup, by name).
+
+A cycle is a strongly connected component of more than one module (Tarjan's algorithm).
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,11 +34,11 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 PKG = "modelseek"
 
-def _modules() -> dict[str, Path]:
+
+def _modules(src: Path = SRC, pkg: str = PKG) -> dict[str, Path]:
     out = {}
-    for path in sorted((SRC / PKG).rglob("*.py")):
-        rel = path.relative_to(SRC).with_suffix("")
-        parts = list(rel.parts)
+    for path in sorted((src / pkg).rglob("*.py")):
+        parts = list(path.relative_to(src).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
         out[".".join(parts)] = path
@@ -33,34 +50,18 @@ def _is_type_checking(test: ast.expr) -> bool:
         isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
 
 
-def _eager_imports(tree: ast.Module):
-    """Import statements executed at import time."""
-    todo = list(tree.body)
-    while todo:
-        node = todo.pop()
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            yield node
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            continue
-        elif isinstance(node, ast.If) and _is_type_checking(node.test):
-            todo.extend(node.orelse)
-        elif isinstance(node, ast.stmt):
-            for child in ast.iter_child_nodes(node):
-                if isinstance(child, ast.stmt) or isinstance(child, ast.excepthandler):
-                    todo.append(child)
-                elif isinstance(child, (ast.match_case,)):
-                    todo.extend(child.body)
-        elif isinstance(node, ast.excepthandler):
-            todo.extend(node.body)
+def _imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement of the module, at any depth, except those only a type checker sees."""
+    type_only: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for stmt in node.body:
+                type_only.update(id(n) for n in ast.walk(stmt))
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) and id(n) not in type_only]
 
 
-def _all_imports(tree: ast.Module):
-    return [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
-
-
-def _targets(node, module: str, is_pkg: bool, known: set[str]) -> set[str]:
-    """The package modules an import statement loads (the most specific module that exists)."""
-    found = set()
+def _targets(node: ast.Import | ast.ImportFrom, module: str, is_pkg: bool, known: set[str], pkg: str) -> set[str]:
+    """The package modules an import statement runs."""
     if isinstance(node, ast.Import):
         names = [a.name for a in node.names]
     else:
@@ -71,31 +72,34 @@ def _targets(node, module: str, is_pkg: bool, known: set[str]) -> set[str]:
         else:
             prefix = node.module or ""
         subs = [f"{prefix}.{a.name}" for a in node.names]
-        # ``from pkg import submodule`` needs pkg only as a namespace (loaded first anyway); ``from pkg import
-        # attr`` needs pkg's __init__ to have run: an edge to pkg.
-        names = subs + ([prefix] if any(s not in known for s in subs) else [])
+        names = [s for s in subs if s in known] + ([prefix] if any(s not in known for s in subs) else [])
+    found: set[str] = set()
     for name in names:
-        if not (name == PKG or name.startswith(PKG + ".")):
+        if not (name == pkg or name.startswith(pkg + ".")):
             continue
         while name and name not in known:
             name = name.rpartition(".")[0]
-        if name:
-            found.add(name)
+        if not name:
+            continue
+        found.add(name)
+        parent = name.rpartition(".")[0]
+        while parent:  # the packages above it run first, except the importer's own (already started)
+            if not module.startswith(parent + "."):
+                found.add(parent)
+            parent = parent.rpartition(".")[0]
     return found
 
 
-def _graph(eager: bool = True) -> dict[str, set[str]]:
-    mods = _modules()
+def import_graph(src: Path = SRC, pkg: str = PKG) -> dict[str, set[str]]:
+    mods = _modules(src, pkg)
     known = set(mods)
     graph: dict[str, set[str]] = {}
     for name, path in mods.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        nodes = _eager_imports(tree) if eager else _all_imports(tree)
         edges: set[str] = set()
-        for node in nodes:
-            edges |= _targets(node, name, path.name == "__init__.py", known)
-        # importing a submodule of one's own package from __init__ is structure, not a cycle
-        graph[name] = {e for e in edges if e != name}
+        for node in _imports(tree):
+            edges |= _targets(node, name, path.name == "__init__.py", known, pkg)
+        graph[name] = edges - {name}
     return graph
 
 
@@ -143,30 +147,74 @@ def strongly_connected(graph: dict[str, set[str]]) -> list[set[str]]:
     return out
 
 
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    return sorted(sorted(c) for c in strongly_connected(graph) if len(c) > 1)
+
+
 def test_tarjan_finds_cycles_on_a_known_graph():
     g = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": {"e"}, "e": {"d"}, "f": set()}
     comps = sorted(sorted(c) for c in strongly_connected(g))
     assert comps == [["a", "b", "c"], ["d", "e"], ["f"]]
 
 
-def test_graph_sees_relative_and_absolute_imports():
-    g = _graph()
-    assert "modelseek.errors" in g["modelseek.config"]          # from .errors import ...
-    assert "modelseek.config" in g["modelseek.finetune.recipe"]  # from ..config import ...
-    assert "modelseek.io" not in g["modelseek.config"]           # only inside functions: lazy
+def _write(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    return root
 
 
-def test_no_import_cycles():
-    cycles = [c for c in strongly_connected(_graph()) if len(c) > 1]
-    assert not cycles, "import cycles: " + "; ".join(" <-> ".join(sorted(c)) for c in cycles)
+def test_the_graph_follows_every_kind_of_import(tmp_path):
+    """The rules of the module docstring on a small package written for the purpose."""
+    src = _write(tmp_path, {
+        "pk/__init__.py": "from .a import f\n",
+        "pk/a.py": "def f():\n    from .sub import deep\n",            # lazy, relative, into a subpackage
+        "pk/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import f\n"
+                   "from . import c\n",                                   # type-only; from . import module
+        "pk/c.py": "import pk.sub.deep as d\nfrom pk import name_in_init\n",  # absolute; attribute of a package
+        "pk/sub/__init__.py": "from . import deep\n",                     # a package __init__ registering
+        "pk/sub/deep.py": "from .. import b\nx = 'pk.c:Attr'\n",         # up two levels; a lazy-registry string
+    })
+    g = import_graph(src, "pk")
+    assert g["pk"] == {"pk.a"}
+    assert g["pk.a"] == {"pk.sub", "pk.sub.deep"}                        # the subpackage's __init__ runs first
+    assert g["pk.b"] == {"pk.c"}                                         # the TYPE_CHECKING import is no edge
+    assert g["pk.c"] == {"pk", "pk.sub", "pk.sub.deep"}
+    assert g["pk.sub"] == {"pk.sub.deep"} and g["pk.sub.deep"] == {"pk.b"}  # its own package is no edge
+    assert _cycles(g) == [["pk", "pk.a", "pk.b", "pk.c", "pk.sub", "pk.sub.deep"]]
+
+
+def test_the_graph_sees_lazy_imports_in_the_package():
+    g = import_graph()
+    assert "modelseek.errors" in g["modelseek.config"]                 # from .errors import ... (module level)
+    assert "modelseek.rankers.resolve" in g["modelseek.rankers"]        # inside make(): lazy, still an edge
+    assert "modelseek.estimators" in g["modelseek.rankers.features"]    # from .. import estimators (a package)
+    assert {"modelseek.data.folds", "modelseek.data"} <= g["modelseek.fusion.learned"]
+
+
+def test_no_import_cycles_lazy_or_not():
+    cycles = _cycles(import_graph())
+    assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
 
 
 def test_the_cli_never_imports_the_test_helpers():
     """``modelseek.testing`` drives the CLI (run_cli), so the CLI must not depend on it, even lazily."""
-    g = _graph(eager=False)
+    g = import_graph()
     bad = {m: sorted(e for e in edges if e.startswith("modelseek.testing"))
            for m, edges in g.items() if m.startswith("modelseek.cli")}
     assert not {m: e for m, e in bad.items() if e}
+
+
+def test_importing_modelseek_imports_no_estimator_and_no_heavy_library():
+    code = ("import json, sys; import modelseek; "
+            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('modelseek', 'torch', 'transformers', 'sklearn', 'scipy', 'ray', 'matplotlib'))))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    loaded = json.loads(out.stdout)
+    assert "modelseek.data" in loaded and "modelseek.fusion" in loaded  # the check sees the package's modules
+    assert not [m for m in loaded if m.startswith("modelseek.estimators")]
+    assert not [m for m in loaded if not m.startswith("modelseek")]
 
 
 @pytest.mark.parametrize("name", sorted(m for m in _modules() if not m.endswith("__main__")))

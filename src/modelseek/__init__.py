@@ -25,8 +25,7 @@ from .evaluate import evaluate
 from .fusion import fuse
 from .api import rank
 from .funnel import select
-
-__version__ = "0.1.0"
+from ._version import __version__
 
 __all__ = [
     "Candidate", "Criticality", "GradingScheme", "GroundTruth", "InputError", "ModelseekError", "Pool",

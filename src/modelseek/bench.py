@@ -14,6 +14,7 @@ from typing import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from .data.folds import make_folds
 from .data.pool import Pool
 from .data.report import Report
 from .data.run import Run
@@ -21,32 +22,10 @@ from .data.task import Task, TaskSet
 from .data.truth import GradingScheme, GroundTruth
 from .errors import InputError
 from .evaluate import evaluate
+from .metrics import DEFAULT_METRICS
 from .progress import progress_bar
 from .rankers import Ranker
 from .stats.bootstrap import paired_bootstrap
-
-BENCH_METRICS = ("ndcg@1", "ndcg@3", "ndcg@5", "mrr")
-
-
-def make_folds(task_ids: Sequence[str], tiers: Sequence[str], folds: int = 5, seed: int = 0) -> list[list[str]]:
-    """Held-out task ids per fold; stratified by tier when every tier has at least ``folds`` tasks."""
-    from sklearn.model_selection import KFold, StratifiedKFold
-
-    from .data.run import natural_key
-
-    # canonical (natural) order first: the folds depend on which tasks there are, not on the order of the rows
-    pairs = sorted(zip((str(t) for t in task_ids), tiers), key=lambda p: natural_key(p[0]))
-    ids = np.asarray([p[0] for p in pairs])
-    tiers = [p[1] for p in pairs]
-    if folds < 2 or folds > len(ids):
-        raise InputError(f"folds must be between 2 and the number of tasks ({len(ids)}), got {folds}")
-    _, counts = np.unique(np.asarray(tiers), return_counts=True)
-    if counts.min() >= folds:
-        splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed)
-        splits = splitter.split(ids, np.asarray(tiers))
-    else:
-        splits = KFold(n_splits=folds, shuffle=True, random_state=seed).split(ids)
-    return [list(ids[test]) for _, test in splits]
 
 
 @dataclass
@@ -56,7 +35,7 @@ class CVResult:
     reports: list[Report]                 # one per repeat
     folds: list[list[list[str]]]          # repeat -> fold -> held-out task ids
     fitted: list[list[list[str]]]         # repeat -> fold -> task ids the method was fitted on
-    metrics: list[str] = field(default_factory=lambda: list(BENCH_METRICS))
+    metrics: list[str] = field(default_factory=lambda: list(DEFAULT_METRICS))
     dropped: list[str] = field(default_factory=list)  # tasks no candidate could score (allow_failures)
 
     @property
@@ -78,7 +57,7 @@ class CVResult:
 
 def cross_validate(method: str | Ranker | Callable[[], Ranker], truth: GroundTruth, pool: Pool,
                    tasks: TaskSet | None = None, folds: int = 5, seed: int = 0, repeats: int = 1,
-                   scheme: GradingScheme | str = GradingScheme.NTCIR, metrics: Sequence[str] = BENCH_METRICS,
+                   scheme: GradingScheme | str = GradingScheme.NTCIR, metrics: Sequence[str] = DEFAULT_METRICS,
                    progress: bool = False, method_params: dict | None = None,
                    allow_failures: bool = False) -> CVResult:
     """Task-level k-fold CV of ``method`` on the tasks of ``truth`` (see module docstring).

@@ -56,60 +56,12 @@ from types import MappingProxyType
 from typing import Any, ClassVar, Iterable, Mapping, Sequence, TypeVar
 
 from .errors import InputError
+from .io import Source, loads_yaml_located, read_config  # Source re-exported: where a mapping came from
 
 C = TypeVar("C", bound="Config")
 
 __all__ = ["Config", "Constraint", "Interval", "NONFINITE", "Options", "Source", "check", "coerce",
            "describe", "from_mapping", "parse_overrides", "to_mapping"]
-
-
-# ------------------------------------------------------------------------------------------ where from
-@dataclasses.dataclass(frozen=True)
-class Source:
-    """Where a mapping came from: the file and the 1-based line of each key's dotted path (from
-    :func:`modelseek.io.read_yaml_located`). ``prefix`` is the dotted path of the mapping in that file."""
-
-    path: str | None = None
-    lines: Mapping[str, int] = dataclasses.field(default_factory=dict)
-    prefix: str = ""
-
-    @classmethod
-    def of(cls, source: "Source | str | os.PathLike | None") -> "Source":
-        if isinstance(source, Source):
-            return source
-        return cls(None if source is None else str(source))
-
-    def line(self, field: str | None) -> int | None:
-        """The line of ``field`` or of the nearest enclosing key that has one."""
-        where = _join(self.prefix, field or "")
-        while True:
-            if where in self.lines:
-                return self.lines[where]
-            if not where:
-                return None
-            where = _parent(where)
-
-    def error(self, message: str, field: str | None = None) -> InputError:
-        return InputError(message, path=self.path, line=self.line(field), field=_join(self.prefix, field or "") or None)
-
-    def relocate(self, exc: InputError) -> InputError:
-        """``exc`` (raised without a file) located in this source; its field is relative to ``prefix``."""
-        if exc.path is not None:
-            return exc
-        return self.error(exc.message, exc.field)
-
-
-def _join(prefix: str, field: str) -> str:
-    if not prefix:
-        return field
-    if not field:
-        return prefix
-    return prefix + field if field.startswith("[") else f"{prefix}.{field}"
-
-
-def _parent(path: str) -> str:
-    cut = max(path.rfind("."), path.rfind("["))
-    return path[:cut] if cut > 0 else ""
 
 
 # ------------------------------------------------------------------------------------------ constraints
@@ -443,8 +395,6 @@ class Config:
     @classmethod
     def from_file(cls: type[C], path: str | os.PathLike, what: str = "config file") -> C:
         """Read YAML or JSON (:func:`modelseek.io.read_config`) and build; an empty file gives the defaults."""
-        from .io import read_config
-
         data, src = read_config(path, what)
         return cls.from_mapping({} if data is None else data, source=src)
 
@@ -476,8 +426,6 @@ def parse_overrides(pairs: Iterable[str], option: str = "--set") -> dict[str, An
     """``["key=value", ...]`` (as given by a repeated ``--set`` option) to a mapping; values are YAML
     scalars (``5`` an int, ``1.0e-4`` a float, ``true`` a bool, ``[a, b]`` a list); keys may be dotted for
     nested configs (``optimiser.lr=0.1`` gives ``{"optimiser": {"lr": 0.1}}``)."""
-    from .io import loads_yaml_located
-
     out: dict[str, Any] = {}
     for pair in pairs:
         key, sep, text = str(pair).partition("=")

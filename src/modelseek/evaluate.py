@@ -40,8 +40,7 @@ from .data.run import Run
 from .data.truth import GradingScheme, GroundTruth
 from .enums import Choice
 from .errors import InputError
-
-DEFAULT_METRICS = ("ndcg@1", "ndcg@3", "ndcg@5", "mrr")
+from .metrics import DEFAULT_METRICS
 
 
 class Order(Choice):

@@ -14,12 +14,13 @@ naming the file (and the line where there is one):
 - JSON numbers a float cannot hold (``1e999``), ``NaN``/``Infinity`` constants, integers too long to
   convert — Python's :mod:`json` would silently return ``inf`` or ``nan`` (hooks reject them, located).
 
-:func:`read_yaml_located` and :func:`read_config` also return a :class:`~modelseek.config.Source` carrying
+:func:`read_yaml_located` and :func:`read_config` also return a :class:`Source` carrying
 the line of every key, so that :meth:`~modelseek.config.Config.from_mapping` errors can name the line.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import math
@@ -28,12 +29,59 @@ import re
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import Any, Iterator, Mapping
 
 from .errors import InputError
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .config import Source
+
+# --------------------------------------------------------------------------------------------- where from
+@dataclasses.dataclass(frozen=True)
+class Source:
+    """Where a mapping came from: the file and the 1-based line of each key's dotted path (from
+    :func:`read_yaml_located`; :mod:`modelseek.config` re-exports it). ``prefix`` is the dotted path of the
+    mapping in that file."""
+
+    path: str | None = None
+    lines: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    prefix: str = ""
+
+    @classmethod
+    def of(cls, source: "Source | str | os.PathLike | None") -> "Source":
+        if isinstance(source, Source):
+            return source
+        return cls(None if source is None else str(source))
+
+    def line(self, field: str | None) -> int | None:
+        """The line of ``field`` or of the nearest enclosing key that has one."""
+        where = _join(self.prefix, field or "")
+        while True:
+            if where in self.lines:
+                return self.lines[where]
+            if not where:
+                return None
+            where = _parent(where)
+
+    def error(self, message: str, field: str | None = None) -> InputError:
+        return InputError(message, path=self.path, line=self.line(field), field=_join(self.prefix, field or "") or None)
+
+    def relocate(self, exc: InputError) -> InputError:
+        """``exc`` (raised without a file) located in this source; its field is relative to ``prefix``."""
+        if exc.path is not None:
+            return exc
+        return self.error(exc.message, exc.field)
+
+
+def _join(prefix: str, field: str) -> str:
+    if not prefix:
+        return field
+    if not field:
+        return prefix
+    return prefix + field if field.startswith("[") else f"{prefix}.{field}"
+
+
+def _parent(path: str) -> str:
+    cut = max(path.rfind("."), path.rfind("["))
+    return path[:cut] if cut > 0 else ""
 
 
 # ------------------------------------------------------------------------------------------------ writing
@@ -382,9 +430,7 @@ def _walk(node, where: str, lines: dict[str, int], path, seen_nodes: set[int]) -
 
 
 def read_yaml_located(path: str | os.PathLike, what: str = "file") -> tuple[Any, "Source"]:
-    """:func:`read_yaml` plus a :class:`~modelseek.config.Source` (the path and the line of every key)."""
-    from .config import Source
-
+    """:func:`read_yaml` plus a :class:`Source` (the path and the line of every key)."""
     data, lines = loads_yaml_located(read_text(path, what), path)
     return data, Source(str(path), lines)
 
@@ -395,10 +441,8 @@ def read_yaml(path: str | os.PathLike, what: str = "file") -> Any:
 
 
 def read_config(path: str | os.PathLike, what: str = "config file") -> tuple[Any, "Source"]:
-    """A config document and its :class:`~modelseek.config.Source`: ``.json`` files through the strict JSON
+    """A config document and its :class:`Source`: ``.json`` files through the strict JSON
     reader (no key lines), anything else as YAML (of which JSON is a subset)."""
-    from .config import Source
-
     if Path(path).suffix.lower() == ".json":
         return read_json(path, what), Source(str(path))
     return read_yaml_located(path, what)

@@ -14,10 +14,11 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..metrics import DEFAULT_METRICS as _DEFAULT
 from ._common import PROBABILITY, SAMPLE_COUNT, SEED, print_json
 from .evaluate import add_truth_args, check_shared_topics, harmonise, load_runs, read_truth
 
-DEFAULT_METRICS = "ndcg@1,ndcg@3,ndcg@5,mrr"
+DEFAULT_METRICS = ",".join(_DEFAULT)
 _SUP = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖ𐞥ʳˢᵗᵘᵛʷˣʸᶻ")
 
 

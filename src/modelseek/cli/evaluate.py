@@ -13,9 +13,10 @@ import argparse
 import sys
 from pathlib import Path
 
+from ..metrics import DEFAULT_METRICS as _DEFAULT
 from ._common import add_scheme, choice, int_at_least, load_truth, metavar, print_json
 
-DEFAULT_METRICS = "ndcg@1,ndcg@3,ndcg@5,mrr,kendall"
+DEFAULT_METRICS = ",".join((*_DEFAULT, "kendall"))  # the command also shows weighted Kendall tau by default
 TRUTH_FORMATS = ("auto", "csv", "qrels")
 
 

@@ -11,10 +11,10 @@ applied to new topics. The rules for missing candidates, partial topics and ties
 from __future__ import annotations
 
 from .core import DEFAULT_RRF_K, Fusion, FusionMethod, fuse, normalize_run
-from .learned import (FoldResult, FusionCV, LearnedFusion, candidate_fusions, choose, optimize_fusion,
+from .learned import (FoldResult, FusionCV, LearnedFusion, candidate_fusions, choose, load_fusion, optimize_fusion,
                       simplex_weights)
 from .norms import Norm, normalize_block
-from .persist import load_fusion, save_fusion
+from .persist import save_fusion
 
 __all__ = ["DEFAULT_RRF_K", "FoldResult", "Fusion", "FusionCV", "FusionMethod", "LearnedFusion", "Norm",
            "candidate_fusions", "choose", "fuse", "load_fusion", "normalize_block", "normalize_run", "optimize_fusion",

@@ -31,8 +31,11 @@ import numpy as np
 from ..data.run import Run, natural_key
 from ..data.truth import GradingScheme, GroundTruth
 from ..errors import InputError
+from ..metrics import ndcg_cutoff
+from ..metrics.ndcg import ideal_dcg, ndcg
 from .core import DEFAULT_RRF_K, Block, Fusion, FusionMethod, _as_runs, block_to_run, fuse, make_block
 from .norms import Norm
+from .persist import read_fusion, save_fusion
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -94,12 +97,7 @@ def candidate_fusions(run_ids: Sequence[str], methods: Sequence[FusionMethod | s
 
 # ------------------------------------------------------------------------------------------ fast scorer
 def _ndcg_cut(metric: str) -> int:
-    from ..metrics import parse
-
-    base, k = parse(metric)
-    if base != "ndcg" or k is None:
-        raise InputError(f"learned fusion optimises nDCG at a cut-off (e.g. ndcg@5), got {metric!r}", field="metric")
-    return k
+    return ndcg_cutoff(metric, "learned fusion")
 
 
 @dataclass
@@ -112,25 +110,19 @@ class _Judged:
 
     @classmethod
     def build(cls, block: Block, truth: GroundTruth, scheme: GradingScheme, k: int) -> "_Judged":
-        from ..metrics.ndcg import dcg
-
         gains = np.zeros(block.scores.shape[1:])
         idcg = np.zeros(len(block.topics))
         for ti, t in enumerate(block.topics):
             grades = truth.grades(t, scheme)
             for j, d in enumerate(block.docs[ti]):
                 gains[ti, j] = scheme.gain(grades.get(d, 0))
-            idcg[ti] = dcg(sorted((scheme.gain(g) for g in grades.values()), reverse=True), k)
+            idcg[ti] = ideal_dcg(np.array([scheme.gain(g) for g in grades.values()], dtype=np.float64), k)[0]
         return cls(gains, idcg, k)
 
     def ndcg(self, fused: np.ndarray) -> np.ndarray:
-        """Per-topic nDCG@k of rankings by decreasing fused score, ties in candidate (natural docID) order."""
-        absent = np.isnan(fused)
-        order = np.argsort(np.where(absent, np.inf, -fused), axis=1, kind="stable")[:, :self.k]
-        g = np.take_along_axis(np.where(absent, 0.0, self.gains), order, axis=1)
-        disc = 1.0 / np.log2(np.arange(2, order.shape[1] + 2))
-        dcg = (g * disc).sum(axis=1)
-        return np.where(self.idcg > 0, dcg / np.where(self.idcg > 0, self.idcg, 1.0), 0.0)
+        """Per-topic nDCG@k of rankings by decreasing fused score, ties in candidate (natural docID) order;
+        NaN (a candidate no run has on that topic, or padding) is not ranked."""
+        return ndcg(fused, self.gains, self.k, self.idcg)
 
 
 def score_grid(block: Block, judged: _Judged, grid: Sequence[Fusion], progress: bool = False) -> np.ndarray:
@@ -323,15 +315,16 @@ class LearnedFusion:
         return self.fusion.apply(runs, run_id or "fused-learned")
 
     def save(self, path: str | Path) -> None:
-        from .persist import save_fusion
-
         save_fusion(self, path)
 
     @classmethod
     def load(cls, path: str | Path) -> "LearnedFusion":
-        from .persist import load_fusion
+        return cls(**read_fusion(path))
 
-        return load_fusion(path)
+
+def load_fusion(path: str | Path) -> LearnedFusion:
+    """Read and verify a saved fusion; every problem is an :class:`InputError` naming the file and field."""
+    return LearnedFusion.load(path)
 
 
 # ------------------------------------------------------------------------------------------ optimise
@@ -387,7 +380,7 @@ def optimize_fusion(runs: Sequence[Run] | Mapping[str, Run], truth: GroundTruth,
     if folds is None:
         return result
 
-    from ..bench import make_folds
+    from ..data.folds import make_folds
 
     tiers = [truth.criticality(t).value for t in topics]
     held_lists = [[str(t) for t in held] for held in make_folds(topics, tiers, folds, seed)]

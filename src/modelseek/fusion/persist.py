@@ -28,7 +28,7 @@ def _digest(doc: Mapping[str, Any]) -> str:
 
 
 def fusion_document(learned) -> dict:
-    from .. import __version__
+    from .._version import __version__
 
     doc = {"format": FORMAT, "version": VERSION, "fusion": learned.fusion.to_dict(),
            "describe": learned.fusion.describe(), "metric": learned.metric, "scheme": learned.scheme,
@@ -47,12 +47,14 @@ def save_fusion(learned, path: str | Path) -> None:
     atomic_write_text(path, json.dumps(fusion_document(learned), indent=2, ensure_ascii=False) + "\n")
 
 
-def load_fusion(path: str | Path):
-    """Read and verify a saved fusion; every problem is an :class:`InputError` naming the file and field."""
+def read_fusion(path: str | Path) -> dict[str, Any]:
+    """Read and verify a saved fusion: the fields of a :class:`~modelseek.fusion.learned.LearnedFusion`
+    (:func:`~modelseek.fusion.learned.load_fusion` builds it); every problem is an :class:`InputError` naming
+    the file and field."""
     from ..data.truth import GradingScheme
     from ..io import read_json
+    from ..metrics import ndcg_cutoff
     from .core import Fusion
-    from .learned import LearnedFusion, _ndcg_cut
 
     path = Path(path)
     doc = read_json(path, "fusion file")
@@ -75,7 +77,7 @@ def load_fusion(path: str | Path):
     try:
         fusion = Fusion.from_dict(doc.get("fusion"))
         metric = str(doc.get("metric", ""))
-        _ndcg_cut(metric)
+        ndcg_cutoff(metric, "learned fusion")
         scheme = GradingScheme.parse(str(doc.get("scheme", "")), field="scheme").value
         topics = doc.get("fitted_topics")
         if not isinstance(topics, list) or not all(isinstance(t, str) for t in topics):
@@ -86,7 +88,8 @@ def load_fusion(path: str | Path):
     except (TypeError, ValueError) as exc:
         raise InputError(f"malformed saved fusion: {exc}", path=path) from None
     info = doc.get("search") if isinstance(doc.get("search"), dict) else {}
-    learned = LearnedFusion(fusion, metric, scheme, topics, train_score, None, dict(info))
-    learned.info["cv"] = doc.get("cv")
-    learned.info["created"] = doc.get("created")
-    return learned
+    info = dict(info)
+    info["cv"] = doc.get("cv")
+    info["created"] = doc.get("created")
+    return {"fusion": fusion, "metric": metric, "scheme": scheme, "fitted_topics": topics,
+            "train_score": train_score, "cv": None, "info": info}

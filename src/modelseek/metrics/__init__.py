@@ -32,6 +32,10 @@ class Judgments:
     relevance_level: int = 1  # the lowest grade that counts as relevant for MRR (trec_eval's -l)
 
 
+#: the measures reported when none are named: by :func:`modelseek.evaluate.evaluate`, the benchmarks and every
+#: command that scores runs
+DEFAULT_METRICS: tuple[str, ...] = ("ndcg@1", "ndcg@3", "ndcg@5", "mrr")
+
 MetricFn = Callable[[Sequence[str], Judgments], float]
 # factories take the cut-off k (None when the name has none) and return the per-topic function
 METRICS: Registry[Callable[[int | None], MetricFn]] = Registry("metric")
@@ -75,6 +79,14 @@ def parse(name: str) -> tuple[str, int | None]:
     return base, k
 
 
+def ndcg_cutoff(metric: str, who: str = "learned fusion") -> int:
+    """The k of ``ndcg@k``; any other name is an :class:`InputError` (``who`` optimises nDCG only)."""
+    base, k = parse(metric)
+    if base != "ndcg" or k is None:
+        raise InputError(f"{who} optimises nDCG at a cut-off (e.g. ndcg@5), got {metric!r}", field="metric")
+    return k
+
+
 def get(name: str) -> MetricFn:
     base, k = parse(name)
     return METRICS.get(base)(k)
@@ -95,5 +107,5 @@ def trec_name(name: str) -> str:
     return base if k is None else f"{base}_{k}"
 
 
-__all__ = ["Judgments", "trec_name", "METRICS", "get", "names", "ndcg_at_k", "reciprocal_rank", "regret_at_k",
-           "weighted_tau"]
+__all__ = ["DEFAULT_METRICS", "Judgments", "METRICS", "get", "names", "ndcg_at_k", "ndcg_cutoff", "reciprocal_rank",
+           "regret_at_k", "trec_name", "weighted_tau"]

@@ -1,4 +1,4 @@
-"""Normalised discounted cumulative gain at cut-off k.
+"""Normalised discounted cumulative gain at cut-off k: the one implementation.
 
     DCG@k  = sum_{i=1..k} gain(rel_i) / log2(i + 1)
     nDCG@k = DCG@k / IDCG@k
@@ -7,25 +7,68 @@ as in Järvelin & Kekäläinen (2002), with the NTCIR-19 Model Retrieval convent
 official grading (``rel`` under the paper's), the ideal ranking built from the grades of *all* candidates of
 the topic (not only those in the run), documents missing from the run contribute nothing, and a topic whose
 ideal DCG is 0 scores 0.
+
+:func:`ndcg` scores many rankings at once (one row per ranking: candidates' scores and gains in columns), which
+is what the learned rankers, the adaptive ranker and learned fusion need inside their search loops;
+:func:`ndcg_at_k` is the same computation for one ranked list of document ids. Ties in score keep column
+order (a stable sort), as the official scorer orders equal ranks by line. ``benchmarks/eval_speed.py`` and
+``tests/test_ndcg.py`` check both against pytrec_eval (trec_eval's C code). :func:`modelseek.evaluate.evaluate`
+scores whole run files by segment sums over the run's lines (no score matrix exists there) and is checked
+against this module and pytrec_eval by the same tests.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Callable, Mapping, Sequence
 
+import numpy as np
 
-def dcg(gains: Sequence[float], k: int) -> float:
-    return sum(g / math.log2(i + 2) for i, g in enumerate(gains[:k]))
+
+def discounts(n: int) -> np.ndarray:
+    """``1 / log2(i + 1)`` for the positions i = 1..n."""
+    return 1.0 / np.log2(np.arange(2, n + 2))
+
+
+def ideal_dcg(gains: np.ndarray, k: int) -> np.ndarray:
+    """Ideal DCG@k of each row of ``gains`` (the gains of every judged candidate of a topic; rows may be padded
+    with zeros), best gains first."""
+    top = -np.sort(-np.atleast_2d(np.asarray(gains, dtype=np.float64)), axis=1)[:, :k]
+    return (top * discounts(top.shape[1])).sum(axis=1)
+
+
+def ndcg(scores: np.ndarray, gains: np.ndarray, k: int, idcg: np.ndarray | None = None) -> np.ndarray:
+    """Per-row nDCG@k of the rankings by decreasing ``scores`` (rows x candidates).
+
+    ``gains[r, j]`` is the gain of candidate j on row r. A NaN score marks a candidate absent from that row's
+    ranking: it is placed after every present one and contributes nothing. Equal scores keep column order.
+    ``idcg`` is the ideal DCG@k per row (:func:`ideal_dcg` of all the topic's judged candidates); by default it
+    is computed from ``gains`` itself (when the columns are all the candidates of each topic).
+    """
+    if k < 1:
+        raise ValueError("k must be >= 1")
+    scores = np.atleast_2d(np.asarray(scores, dtype=np.float64))
+    gains = np.atleast_2d(np.asarray(gains, dtype=np.float64))
+    if scores.shape != gains.shape:
+        raise ValueError(f"scores {scores.shape} and gains {gains.shape} differ in shape")
+    absent = np.isnan(scores)
+    if absent.any():
+        key, present_gains = np.where(absent, np.inf, -scores), np.where(absent, 0.0, gains)
+    else:
+        key, present_gains = -scores, gains
+    order = np.argsort(key, axis=1, kind="stable")[:, :k]
+    dcg = (np.take_along_axis(present_gains, order, axis=1) * discounts(order.shape[1])).sum(axis=1)
+    if idcg is None:
+        idcg = ideal_dcg(gains, k)
+    idcg = np.asarray(idcg, dtype=np.float64)
+    return np.where(idcg > 0, dcg / np.where(idcg > 0, idcg, 1.0), 0.0)
 
 
 def ndcg_at_k(ranking: Sequence[str], grades: Mapping[str, float], k: int,
               gain: Callable[[float], float]) -> float:
+    """nDCG@k of one ranked list of document ids against the grades of all the topic's candidates."""
     if k < 1:
         raise ValueError("k must be >= 1")
-    run_gains = [gain(grades.get(d, 0)) for d in ranking]
-    ideal = sorted((gain(g) for g in grades.values()), reverse=True)
-    idcg = dcg(ideal, k)
-    if idcg <= 0:
-        return 0.0
-    return dcg(run_gains, k) / idcg
+    run_gains = np.array([gain(grades.get(d, 0)) for d in ranking], dtype=np.float64)
+    idcg = ideal_dcg(np.array([gain(g) for g in grades.values()], dtype=np.float64), k)
+    # the list's own order: strictly decreasing scores
+    return float(ndcg(-np.arange(len(run_gains), dtype=np.float64), run_gains, k, idcg)[0])

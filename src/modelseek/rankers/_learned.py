@@ -20,6 +20,7 @@ from ..data.pool import Candidate, Pool
 from ..data.task import Task, TaskSet
 from ..data.truth import GradingScheme, GroundTruth
 from ..errors import InputError
+from ..metrics.ndcg import ndcg
 from ..taskrep import TaskRep, get_encoder, represent
 from .base import NotFittedError, Ranker, Trained
 
@@ -78,15 +79,8 @@ def ndcg_matrix(scores: np.ndarray, targets: np.ndarray, k: int = 5,
                 scheme: GradingScheme = GradingScheme.NTCIR) -> np.ndarray:
     """Per-row nDCG@k of ``scores`` against normalized-F1 ``targets`` (same conventions as the official
     scorer: ties in score keep column order; ideal from all columns)."""
-    out = np.zeros(len(scores))
-    disc = 1.0 / np.log2(np.arange(2, k + 2))
-    for i, (s, y) in enumerate(zip(scores, targets)):
-        gains = np.array([scheme.gain(scheme.grade(v)) for v in y])
-        order = np.argsort(-s, kind="stable")[:k]
-        ideal = np.sort(gains)[::-1][:k]
-        idcg = float(ideal @ disc[: len(ideal)])
-        out[i] = float(gains[order] @ disc[: len(order)]) / idcg if idcg > 0 else 0.0
-    return out
+    gains = np.vectorize(lambda v: scheme.gain(scheme.grade(v)), otypes=[np.float64])(np.asarray(targets))
+    return ndcg(scores, gains, k)
 
 
 class LearnedRanker(Ranker):

@@ -60,6 +60,7 @@ from ..data.pool import Pool
 from ..data.task import Task, TaskSet
 from ..data.truth import GradingScheme, GroundTruth
 from ..errors import InputError
+from ..metrics.ndcg import ideal_dcg, ndcg
 from ..taskrep import TaskRep, sample_indices
 from ._learned import LearnedRanker
 
@@ -85,14 +86,6 @@ def _softmax_topk(sims: np.ndarray, k: int, temperature: float) -> np.ndarray:
     w = np.zeros_like(sims)
     np.put_along_axis(w, top, e / e.sum(axis=1, keepdims=True), axis=1)
     return w
-
-
-def _ndcg5(pred: np.ndarray, gains: np.ndarray, idcg: np.ndarray) -> np.ndarray:
-    """Per-row nDCG@5 (the official conventions: stable order, ideal from all columns), vectorised."""
-    disc = 1.0 / np.log2(np.arange(2, 7))
-    order = np.argsort(-pred, axis=1, kind="stable")[:, :5]
-    dcg = (np.take_along_axis(gains, order, axis=1) * disc[: order.shape[1]]).sum(axis=1)
-    return np.where(idcg > 0, dcg / np.where(idcg > 0, idcg, 1.0), 0.0)
 
 
 def _balanced_accuracy(true: np.ndarray, pred: np.ndarray) -> float:
@@ -307,10 +300,9 @@ class AdaptiveRanker(LearnedRanker):
         prior_loo = (u.sum(axis=0)[None, :] - u) / (n - 1)
         f1_prior_loo = (y.sum(axis=0)[None, :] - y) / (n - 1)
         gains = np.vectorize(lambda v: GradingScheme.NTCIR.gain(GradingScheme.NTCIR.grade(v)))(y)
-        disc = 1.0 / np.log2(np.arange(2, 7))
-        idcg = (-np.sort(-gains, axis=1)[:, :5] * disc[: min(5, y.shape[1])]).sum(axis=1)
-        score = lambda s: float(_ndcg5(s, gains, idcg).mean())  # noqa: E731
-        per_task = lambda s: _ndcg5(s, gains, idcg)  # noqa: E731
+        idcg = ideal_dcg(gains, 5)
+        score = lambda s: float(ndcg(s, gains, 5, idcg).mean())  # noqa: E731
+        per_task = lambda s: ndcg(s, gains, 5, idcg)  # noqa: E731
 
         # Three stages of evidence, each chosen on the training tasks by leave-one-out and kept only when its
         # choice survives an inner cross-validation (cv_select); a stage that is not kept contributes nothing.

@@ -35,7 +35,7 @@ def load_artifact(path: str | Path, **overrides) -> Ranker:
     path = Path(path)
     data = read_artifact(path)
     method = data["method"]
-    from . import RANKERS
+    from .registry import RANKERS
 
     try:
         cls = RANKERS.get(method)

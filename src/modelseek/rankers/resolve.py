@@ -29,7 +29,7 @@ from .base import Ranker
 
 
 def _registry():
-    from . import RANKERS
+    from .registry import RANKERS
 
     return RANKERS
 
