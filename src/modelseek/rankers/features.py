@@ -44,6 +44,7 @@ from ..data.pool import Candidate, Pool
 from ..data.run import Run
 from ..data.task import Split, Task
 from ..errors import InputError, ModelseekError
+from ._registry import register
 from .base import Ranker
 
 log = logging.getLogger(__name__)
@@ -332,6 +333,7 @@ def reciprocal_rank_fusion(per_method: Sequence[dict[str, float]], k: float = 60
     return {d: got.get(d, -math.inf) for s in per_method for d in s}
 
 
+@register
 class FusionRanker(FeatureRanker):
     """Reciprocal-rank fusion of several estimators over one feature extraction per candidate."""
 

@@ -9,8 +9,10 @@ A *method* is one of:
 * the name of another shipped artifact (``ltr-ntcir19``) or the path of a saved artifact (``.json``);
 * a :class:`~modelseek.rankers.base.Ranker` instance (fitted here if it needs it and is not yet).
 
-Parameters are checked against what the ranker declares (:meth:`Ranker.param_names`): an unknown one is an
-:class:`~modelseek.errors.InputError` with a did-you-mean, everywhere. For cross-validation, :func:`build`
+Parameters are checked against the ranker's constructor (:meth:`Ranker.param_names`): an unknown one is an
+:class:`~modelseek.errors.InputError` with a did-you-mean, everywhere; their values are coerced by the
+constructor's annotations and checked against the ranker's declared constraints
+(:meth:`Ranker.validate_params`) when it is built. For cross-validation, :func:`build`
 turns any method (an artifact too) into an *unfitted* ranker of the same method and parameters.
 """
 
@@ -51,7 +53,7 @@ def artifact_path(method: str) -> Path | None:
 
 def artifact_spec(path: str | Path) -> tuple[str, dict[str, Any]]:
     """(method name, parameters) recorded in a saved artifact."""
-    from .default import read_artifact
+    from ._artifact import read_artifact
 
     path = Path(path)
     doc = read_artifact(path)
@@ -150,7 +152,9 @@ def _typed(cls: type, params: Mapping[str, Any]) -> dict[str, Any]:
 def make(method: str, **params: Any) -> Ranker:
     """A new, unfitted instance of the registered ``method`` with checked ``params``."""
     cls = _registry().get(method)
-    return cls(**_typed(cls, check_params(method, params)))
+    ranker = cls(**_typed(cls, check_params(method, params)))
+    ranker.validate_params()  # a bad value is an error before any data is read, not first in fit
+    return ranker
 
 
 def build(method: str | Ranker, params: Mapping[str, Any] | None = None) -> Ranker:
@@ -192,10 +196,7 @@ def resolve(method: str | Ranker = "default", params: Mapping[str, Any] | None =
         if ranker.needs_text and train_tasks is None:
             raise InputError(f"method {name!r} learns from the training tasks' text: give their task folder "
                              f"(--train-tasks DIR)", field="--train-tasks")
-        fit_kw = {"pool": pool}
-        if progress:
-            fit_kw["progress"] = True
-        ranker.fit(train_tasks, train_truth, **fit_kw)
+        ranker.fit(train_tasks, train_truth, pool=pool, progress=progress)
     return ranker
 
 
