@@ -85,7 +85,7 @@ def test_throwaway_ranker_through_the_api_and_the_cli(my_ranker, layout, cli, tm
         ms.rank(list(tasks), pool, method="my-test-ranker", train_truth=truth, shrnk=0.1)
     # the CLI: rank with it, train an artifact, rank from the artifact (the one mixin's save/load)
     gt = layout / "ground-truth.csv"
-    r = cli("rank", layout, "-m", "my-test-ranker", "--train-truth", gt, "-p", "shrink=0.5", "--json")
+    r = cli("rank", layout, "-m", "my-test-ranker", "--train-truth", gt, "--param", "shrink=0.5", "--json")
     assert r.code == 0, r.err
     cli_scores = {e["doc"]: e["score"] for e in json.loads(r.out)["my-test-ranker"][tasks[0].id]}
     assert cli_scores == pytest.approx(got)
@@ -150,7 +150,8 @@ def test_throwaway_fusion_method_is_fused_searched_and_offered_by_the_cli(my_fus
     r = cli("fuse", tmp_path / "a.run", tmp_path / "b.run", "--method", "my-test-max", "--norm", "none",
             "-o", tmp_path / "out.run")
     assert r.code == 0, r.err
-    assert ms.read_run(tmp_path / "out.run").scores("t0") == pytest.approx(fused.scores("t0"))
+    out = ms.read_run(tmp_path / "out.run")  # a run file holds 6 decimals
+    assert out.run_id == "fused-my-test-max" and out.scores("t0") == pytest.approx(fused.scores("t0"), abs=1e-6)
 
 
 # ------------------------------------------------------------------------------------------ an estimator
