@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 R = TypeVar("R", bound="type[Ranker]")
 
 
-class RankerRegistry(Registry[type]):
+class RankerRegistry(Registry["type[Ranker]"]):
     """Registered rankers (discovered in their modules), plus the feature ranker of every estimator."""
 
     def __init__(self, package: str) -> None:
@@ -48,7 +48,7 @@ class RankerRegistry(Registry[type]):
         if name in self._estimators():
             raise ValueError(f"duplicate method name: {name!r} is a registered estimator")
 
-    def get(self, name: str) -> type:
+    def get(self, name: str) -> "type[Ranker]":
         if name not in self._items:
             self._discover()
         if name not in self._items and name not in self._lazy and name in self._estimators():

@@ -50,7 +50,7 @@ def load_default() -> Ranker:
     return load_artifact(artifact_dir() / spec["artifact"])
 
 
-def install_default(ranker: Ranker, why: str, name: str | None = None) -> Path:
+def install_default(ranker: Persistable, why: str, name: str | None = None) -> Path:
     """Save a fitted ranker into the package's artifact folder and make it the default."""
     from ..io import atomic_write_text
 

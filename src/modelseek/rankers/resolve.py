@@ -67,14 +67,14 @@ def artifact_spec(path: str | Path) -> tuple[str, dict[str, Any]]:
     return doc["method"], dict(params)
 
 
-def ranker_class(method: str | Ranker) -> type:
+def ranker_class(method: str | Ranker) -> type[Ranker]:
     """The class a method resolves to (without fitting or loading anything heavy)."""
     if isinstance(method, Ranker):
         return type(method)
     if method not in _registry():
         path = artifact_path(method)
         if path is None:
-            _registry().get(method)  # raises with did-you-mean
+            return _registry().get(method)  # raises with did-you-mean
         return _registry().get(artifact_spec(path)[0])
     return _registry().get(method)
 
