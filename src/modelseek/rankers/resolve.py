@@ -3,7 +3,7 @@ cross_validate` and every command (``rank``, ``bench``, ``train-ranker``).
 
 A *method* is one of:
 
-* a registered name (``avgrank``, ``adaptive``, ``logme`` ...): built with its declared parameters and, when it
+* a registered name (``avgrank``, ``adaptive``, ``logme`` ...): built with its parameters and, when it
   learns, fitted on the training ground truth (and the training tasks' text where it reads text);
 * ``"default"``: the ranker shipped in the package (``resources/rankers/default.json`` names its artifact);
 * the name of another shipped artifact (``ltr-ntcir19``) or the path of a saved artifact (``.json``);
