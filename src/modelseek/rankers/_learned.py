@@ -10,7 +10,7 @@ never task text.
 from __future__ import annotations
 
 from numbers import Integral
-from typing import Any, ClassVar, Sequence
+from typing import ClassVar, Sequence
 
 import numpy as np
 
