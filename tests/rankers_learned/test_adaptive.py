@@ -142,7 +142,7 @@ def test_interval_is_a_jackknife_quantile_known_value(data):
 def test_bad_parameters_are_clear_errors(cli, domain_layout, tmp_path):
     r = cli("train-ranker", domain_layout, "-m", "adaptive", "-p", "encoder=hashing", "-p", "weight=1.5",
             "-o", tmp_path / "x.json")
-    assert r.code == 1 and "weight must be in [0, 1], got 1.5" in r.err
+    assert r.code == 1 and "weight must be a number in [0, 1] or 'auto', got 1.5" in r.err
     r = cli("train-ranker", domain_layout, "-m", "adaptive", "-p", "encoder=hashing", "-p", "k=zero",
             "-o", tmp_path / "x.json")
     assert r.code == 1 and "--param k" in r.err and "must be an integer, got 'zero'" in r.err

@@ -57,7 +57,9 @@ def test_train_ranker_avgrank_works_and_random_is_a_clean_error(cli, layout, tas
     r = cli("train-ranker", layout, "-m", "avgrank", "-o", art)
     assert r.code == 0, r.err
     doc = json.loads(art.read_text())
-    assert doc["model_hf_ids"]["1"] == "test-org/model-1" and len(doc["fitted_task_ids"]) == 15
+    # the one artifact layout of every persistable ranker (avgrank's own layout of before is still read)
+    assert dict(zip(doc["model_ids"], doc["model_hf_ids"]))["1"] == "test-org/model-1"
+    assert doc["method"] == "avgrank" and len(doc["fitted_task_ids"]) == 15
     run = tmp_path / "run.txt"
     assert cli("rank", task_csv, "--method", art, "--pool", layout / "models.csv", "-o", run).code == 0
     truth = pd.read_csv(layout / "ground-truth.csv")

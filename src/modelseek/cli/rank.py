@@ -158,13 +158,14 @@ def run(args: argparse.Namespace) -> int:
                              progress=not args.json)
             ranker = with_execution(ranker, args.executor, args.address, args.device,
                                     strict=not (args.verify_top or args.halving))
-            if named_by and not getattr(ranker, "artifact_", None):
+            if named_by and not ranker.artifact_:
                 ranker.artifact_ = named_by  # a candidate it was not trained on: the error names this file
             if args.allow_failures:
                 ranker = failures_allowed(ranker)
             r = ranker.rank_tasks(tasks, pool, run_id=run_id or ranker.name, progress=not args.json)
-            if hasattr(ranker, "explain"):
-                explanations[r.run_id] = {t.id: ranker.explain(t, pool) for t in tasks}
+            explained = {t.id: ex for t in tasks if (ex := ranker.explain(t, pool)) is not None}
+            if explained:
+                explanations[r.run_id] = explained
             layers[run_id or r.run_id] = getattr(ranker, "chosen_layers_", {})  # layer: best's choices
         runs.append(r.with_id(run_id) if run_id else r)
     if args.output:

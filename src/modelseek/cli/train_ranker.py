@@ -47,10 +47,11 @@ def register(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..data.loaders import load_ntcir_tasks
     from ..rankers.default import install_default
+    from ..rankers._artifact import Persistable
     from ..rankers.resolve import build, ranker_class, split_params
 
     cls = ranker_class(args.method)
-    if not hasattr(cls, "save") or not cls.needs_fit:
+    if not issubclass(cls, Persistable) or not cls.needs_fit:
         raise InputError(f"method {args.method!r} learns nothing from past tasks, so there is no artifact to save; "
                          f"use it directly: modelseek rank DATA --method {args.method}", field="--method")
     root = Path(args.path)

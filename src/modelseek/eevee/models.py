@@ -1,48 +1,113 @@
 """The EEVEE meta-models: a registry of :class:`MetaModel` records (name, description, whether the seed
-matters, and the batched kernel that fits a block of them). ``--meta-model`` lists its names; adding a
-meta-model is one :func:`register_meta_model` call with a kernel of :mod:`modelseek.eevee.kernels`' signature.
+matters, whether a batch is worth splitting across processes, and the batched kernel that fits a block of
+them). ``--meta-model`` lists its names.
+
+The contract is :class:`MetaModelKernel` (a ``typing.Protocol``, for mypy; :class:`MetaModel` checks the
+kernel's signature when it is built). Each meta-model registers itself with :func:`register_meta_model` in
+its own module of :mod:`modelseek.eevee.meta_models` (``mlp.py``, ``ridge.py``); the registry discovers that
+package's modules on first use, so a new meta-model is one file.
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
+import pkgutil
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..registry import Registry
-from .kernels import mlp_block, ridge_block
+
+if TYPE_CHECKING:
+    from .config import MetaConfig
+    from .data import SplitData
+
+#: the kernel's parameters, in order (see :class:`MetaModelKernel`)
+KERNEL_PARAMETERS = ("d", "cfg", "cand", "split", "idx", "mask", "fan", "return_pred")
+
+
+class MetaModelKernel(Protocol):
+    """Fits one block of (subset, split) meta-models together.
+
+    ``d``: the table's splits (:class:`~modelseek.eevee.data.SplitData`); ``cfg``: the
+    :class:`~modelseek.eevee.config.MetaConfig`; network ``p`` of the block is subset ``cand[p]`` on split
+    ``split[p]``, its input columns ``idx[cand[p]]`` where ``mask[cand[p]]`` is 1 (``fan``: their number, the
+    initialisation scale). Returns the ``P`` test losses, or ``(losses, test predictions)`` with
+    ``return_pred=True``.
+    """
+
+    def __call__(self, d: "SplitData", cfg: "MetaConfig", cand: Any, split: Any, idx: Any, mask: Any, fan: Any,
+                 return_pred: bool = False) -> Any: ...
 
 
 @dataclass(frozen=True)
 class MetaModel:
     """A meta-model and its properties.
 
-    ``fit(data, config, cand, split, idx, mask, fan, return_pred=False)`` fits one block of (subset, split)
-    meta-models and returns their test losses (see :mod:`modelseek.eevee.kernels`). ``seeded``: whether
-    ``MetaConfig.seed`` (the initial weights) changes its scores. ``parallel``: whether a batch is worth
-    splitting across worker processes (a closed form costs less than starting them).
+    ``fit``: the kernel (:class:`MetaModelKernel`). ``seeded``: whether ``MetaConfig.seed`` (the initial
+    weights) changes its scores. ``parallel``: whether a batch is worth splitting across worker processes (a
+    closed form costs less than starting them).
     """
 
     name: str
     description: str
     seeded: bool
     parallel: bool
-    fit: Callable
+    fit: MetaModelKernel
+
+    def __post_init__(self) -> None:
+        if not self.name or not isinstance(self.name, str):
+            raise ValueError("a meta-model's name must be a non-empty string")
+        if not self.description:
+            raise ValueError(f"meta-model {self.name!r}: give a description (--help lists it)")
+        params = list(inspect.signature(self.fit).parameters)
+        if tuple(params[: len(KERNEL_PARAMETERS)]) != KERNEL_PARAMETERS:
+            raise TypeError(f"meta-model {self.name!r}: the kernel must take ({', '.join(KERNEL_PARAMETERS)}), "
+                            f"got ({', '.join(params)})")
 
 
-META_MODELS: Registry[MetaModel] = Registry("meta-model")
+class MetaModelRegistry(Registry[MetaModel]):
+    """Registered meta-models; the modules of :mod:`modelseek.eevee.meta_models` are imported on first use."""
+
+    def __init__(self, package: str) -> None:
+        super().__init__("meta-model")
+        self._package = package
+        self._discovered = False
+
+    def _discover(self) -> None:
+        if self._discovered:
+            return
+        self._discovered = True
+        pkg = importlib.import_module(self._package)
+        for mod in pkgutil.iter_modules(pkg.__path__):
+            if not mod.name.startswith("_"):
+                importlib.import_module(f"{self._package}.{mod.name}")
+
+    def get(self, name: str) -> MetaModel:
+        self._discover()
+        return super().get(name)
+
+    def names(self) -> list[str]:
+        self._discover()
+        return super().names()
+
+    def __contains__(self, name: object) -> bool:
+        self._discover()
+        return super().__contains__(name)
+
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` (for tests and plug-ins that register temporarily)."""
+        self.get(name)
+        del self._items[name]
+
+
+META_MODELS = MetaModelRegistry("modelseek.eevee.meta_models")
 
 
 def register_meta_model(model: MetaModel) -> MetaModel:
+    if not isinstance(model, MetaModel):
+        raise TypeError(f"register_meta_model takes a MetaModel, got {model!r}")
     return META_MODELS.add(model.name, model)
-
-
-register_meta_model(MetaModel(
-    "mlp", "the protocol's MLP (Linear -> LeakyReLU -> LayerNorm -> Linear, AdamW, 20 full-batch epochs)",
-    seeded=True, parallel=True, fit=mlp_block))
-register_meta_model(MetaModel(
-    "ridge", "closed-form ridge regression, alpha chosen per fit by leave-one-out over the training models "
-             "(seconds per search)",
-    seeded=False, parallel=False, fit=ridge_block))
 
 
 def fit_columns(d, cols: list[list[int]], width: int):

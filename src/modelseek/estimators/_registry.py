@@ -4,14 +4,21 @@
 estimator needs: the package discovers its modules on first use (every public module of
 ``modelseek.estimators``), and the feature ranker of each registered estimator is derived from this record
 (:mod:`modelseek.rankers.features`), so no other table lists estimators or their properties.
+
+The contract is :class:`Estimator` (a ``typing.Protocol``, for mypy) and :func:`check_contract` (run by
+:func:`register`, so a function whose signature contradicts what it declares is refused when its module is
+imported): ``fn(features_or_probs, labels, /, **options) -> float``, with a ``seed`` keyword exactly when
+``seeded``, ``val_features``/``val_labels`` keywords exactly when ``uses_validation``, and a ``task`` keyword
+(``"classification"`` or ``"regression"``) exactly when ``regression``.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable, Protocol
 
 from ..enums import Choice
 from ..registry import Registry
@@ -24,12 +31,35 @@ class InputKind(Choice):
     PROBS = "probs"        # the source classification head's class probabilities (N x Z)
 
 
+class Estimator(Protocol):
+    """What an estimator function is: features (N x D) or source-head probabilities (N x Z) and N labels in,
+    one finite score out (direction as registered), options as keywords."""
+
+    def __call__(self, features: Any, labels: Any, /, **options: Any) -> float: ...
+
+
+def check_contract(name: str, fn: Callable[..., float], *, seeded: bool, uses_validation: bool,
+                   regression: bool) -> None:
+    """``fn``'s signature against what it declares (a ``TypeError`` naming the mismatch)."""
+    params = inspect.signature(fn).parameters
+    positional = [p for p in params.values() if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if len(positional) < 2 or any(p.default is not p.empty for p in positional[:2]):
+        raise TypeError(f"estimator {name!r}: takes (features, labels) first, got {inspect.signature(fn)}")
+    keywords = {p.name for p in params.values() if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+    for declared, needs in ((seeded, ("seed",)), (uses_validation, ("val_features", "val_labels")),
+                            (regression, ("task",))):
+        for kw in needs:
+            if (kw in keywords) != declared:
+                raise TypeError(f"estimator {name!r}: {'declares' if declared else 'does not declare'} what "
+                                f"the {kw!r} keyword is for, but its signature {'lacks' if declared else 'has'} it")
+
+
 @dataclass(frozen=True)
 class EstimatorInfo:
     """One registered estimator and the properties a caller needs to run it."""
 
     name: str
-    fn: Callable[..., float]
+    fn: Estimator
     #: the first argument: frozen features or the source head's class probabilities
     input: InputKind = InputKind.FEATURES
     #: takes a ``seed`` keyword and is deterministic under it
@@ -98,6 +128,8 @@ def register(name: str, *, input: "str | InputKind" = "features", seeded: bool =
     kind = InputKind.parse(input, "input")
 
     def deco(fn: Callable[..., float]) -> Callable[..., float]:
+        check_contract(name, fn, seeded=bool(seeded), uses_validation=bool(uses_validation),
+                       regression=bool(regression))
         ESTIMATORS.add(name, EstimatorInfo(name=name, fn=fn, input=kind, seeded=bool(seeded),
                                            higher_is_better=bool(higher_is_better),
                                            uses_validation=bool(uses_validation),

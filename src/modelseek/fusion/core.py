@@ -9,7 +9,9 @@ Methods (``w_r`` is run ``r``'s weight, ``v_r(d)`` candidate ``d``'s normalised 
 * ``combmnz`` -- ``combsum(d) x |{r : d in r}|`` (Fox & Shaw, 1994). No weights.
 * ``wsum``    -- weighted sum ``sum_r w_r v_r(d)`` (weights default to 1, i.e. combsum).
 
-Score-based methods normalise first (default ``min-max``; see :mod:`modelseek.fusion.norms`).
+Each method is one registered :class:`~modelseek.fusion.methods.FusionMethod` in its own file of
+:mod:`modelseek.fusion.methods` (properties, combine function and search space together); a new method is one
+file there. Score-based methods normalise first (default ``min-max``; see :mod:`modelseek.fusion.norms`).
 
 **Missing candidates (the rule).** A candidate missing from a run for a topic -- not ranked there, or
 ranked with a failed score (non-finite, or the ``±1e308`` a run file writes for one) -- adds nothing from
@@ -34,29 +36,12 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..data.run import Entry, Run, natural_key
-from ..enums import Choice
 from ..errors import InputError
+from .methods import FusionMethod
 from .norms import Norm, normalize_block
 
 FAILED_SCORE = 1e308  # a score this large in magnitude is the run files' marker for a failed candidate
 DEFAULT_RRF_K = 60.0
-
-
-class FusionMethod(Choice):
-    """A fusion method (see :mod:`modelseek.fusion.core`)."""
-
-    RRF = "rrf"
-    COMBSUM = "combsum"
-    COMBMNZ = "combmnz"
-    WSUM = "wsum"
-
-    @property
-    def uses_scores(self) -> bool:
-        return self is not FusionMethod.RRF
-
-    @property
-    def takes_weights(self) -> bool:
-        return self in (FusionMethod.RRF, FusionMethod.WSUM)
 
 
 # ------------------------------------------------------------------------------------------ the blocks
@@ -80,10 +65,11 @@ class Block:
         return ~np.isnan(self.scores)
 
     def values(self, method: FusionMethod, norm: Norm, k: float) -> np.ndarray:
-        """What each run contributes per candidate before weighting (NaN where absent)."""
-        key = ("rrf", float(k)) if method is FusionMethod.RRF else ("norm", norm)
+        """What each run contributes per candidate before weighting (NaN where absent): the normalised scores for
+        a score-based method, the reciprocal ranks ``1 / (k + p)`` for a rank-based one."""
+        key = ("rrf", float(k)) if not method.uses_scores else ("norm", norm)
         if key not in self._normed:
-            if method is FusionMethod.RRF:
+            if not method.uses_scores:
                 self._normed[key] = 1.0 / (float(k) + self.positions)
             else:
                 self._normed[key] = normalize_block(self.scores, self.positions, norm)
@@ -128,29 +114,14 @@ def make_block(runs: Sequence[Run], topics: Sequence[str] | None = None) -> Bloc
 
 
 def combine(values: np.ndarray, method: FusionMethod, weights: Sequence[float]) -> np.ndarray:
-    """Fused score per (topic, candidate) from ``R x ... `` member values; NaN where no run holds it.
-
-    Written as an explicit sum over runs (elementwise operations only), so a candidate's fused score does
-    not depend on the shape of the block it was computed in; the terms are added in increasing order, so it
-    does not depend on the order of the runs either (floating-point addition is not associative).
+    """Fused score per (topic, candidate) from ``R x ... `` member values by ``method``'s combine function;
+    NaN where no run holds the candidate. Each method sums its terms in increasing order
+    (:func:`~modelseek.fusion.methods.ordered_sum`), so a candidate's fused score depends neither on the shape
+    of the block it was computed in nor on the order of the runs.
     """
-    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported by block_to_run
-        return _combine(values, method, weights)
-
-
-def _combine(values: np.ndarray, method: FusionMethod, weights: Sequence[float]) -> np.ndarray:
     present = ~np.isnan(values)
-    v = np.where(present, values, 0.0)
-    acc = np.zeros(values.shape[1:])
-    if method is FusionMethod.COMBMNZ or method is FusionMethod.COMBSUM:
-        for term in np.sort(v, axis=0):
-            acc = acc + term
-        if method is FusionMethod.COMBMNZ:
-            acc = acc * present.sum(axis=0)
-    else:
-        terms = np.array([float(w) * v[r] for r, w in enumerate(weights)]).reshape(-1, *v.shape[1:])
-        for term in np.sort(terms, axis=0):
-            acc = acc + term
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported by block_to_run
+        acc = method.combine(values, np.asarray(weights, dtype=float))
     return np.where(present.any(axis=0), acc, np.nan)
 
 
@@ -192,10 +163,10 @@ class Fusion:
         if len(set(ids)) != len(ids):
             dup = sorted({r for r in ids if ids.count(r) > 1})
             raise InputError(f"duplicate run id(s) {', '.join(dup)}; rename the runs (--names)", field="RunID")
-        if m is FusionMethod.RRF:
+        if not m.uses_scores:
             n = Norm.parse(norm or "none", field="norm")
             if n is not Norm.NONE:
-                raise InputError(f"rrf fuses ranks; normalisation {n.value!r} does not apply (use wsum or "
+                raise InputError(f"{m.value} fuses ranks; normalisation {n.value!r} does not apply (use wsum or "
                                  f"combsum with --norm)", field="norm")
         else:
             n = Norm.parse(norm or "min-max", field="norm")
@@ -237,7 +208,7 @@ class Fusion:
         parts = [self.method.value]
         if self.method.uses_scores:
             parts.append(f"norm={self.norm.value}")
-        if self.method is FusionMethod.RRF:
+        if not self.method.uses_scores:
             parts.append(f"k={self.k:g}")
         if self.method.takes_weights:
             parts.append("weights " + " ".join(f"{r}={w:g}" for r, w in zip(self.run_ids, self.weights)))

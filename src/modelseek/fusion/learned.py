@@ -34,6 +34,7 @@ from ..errors import InputError
 from ..metrics import ndcg_cutoff
 from ..metrics.ndcg import ideal_dcg, ndcg
 from .core import DEFAULT_RRF_K, Block, Fusion, FusionMethod, _as_runs, block_to_run, fuse, make_block
+from .methods import SearchSpace
 from .norms import Norm
 from .persist import read_fusion, save_fusion
 
@@ -65,7 +66,8 @@ def candidate_fusions(run_ids: Sequence[str], methods: Sequence[FusionMethod | s
                       norms: Sequence[Norm | str] | None = None, step: float = 0.1,
                       rrf_ks: Sequence[float] = (DEFAULT_RRF_K,), max_weights: int = 1000,
                       seed: int = 0) -> list[Fusion]:
-    """The search grid, in its fixed order (see the module docstring)."""
+    """The search grid, in its fixed order (see the module docstring): what every registered method (or each
+    of ``methods``) contributes (:attr:`~modelseek.fusion.methods.FusionMethod.search`), ordered by phase."""
     ids = list(run_ids)
     ms = [FusionMethod.parse(m, field="method") for m in (methods or list(FusionMethod))]
     ns = [Norm.parse(n, field="norm") for n in (norms or DEFAULT_NORMS)]
@@ -81,17 +83,11 @@ def candidate_fusions(run_ids: Sequence[str], methods: Sequence[FusionMethod | s
         rng = np.random.default_rng(seed)
         keep = sorted(rng.choice(len(grid), size=max_weights, replace=False))
         grid = [grid[i] for i in keep]
-    weights = list(dict.fromkeys([equal, *singles, *grid]))
-    out: list[Fusion] = []
-    if FusionMethod.RRF in ms:
-        out += [Fusion.build(ids, "rrf", None, None, k) for k in rrf_ks]
-    for m in (FusionMethod.COMBSUM, FusionMethod.COMBMNZ):
-        if m in ms:
-            out += [Fusion.build(ids, m, n) for n in ns]
-    if FusionMethod.WSUM in ms and R > 1:
-        out += [Fusion.build(ids, "wsum", n, w) for n in ns for w in weights]
-    if FusionMethod.RRF in ms and R > 1:
-        out += [Fusion.build(ids, "rrf", None, w, k) for k in rrf_ks for w in weights if w != equal]
+    space = SearchSpace(tuple(ids), tuple(ns), tuple(dict.fromkeys([equal, *singles, *grid])),
+                        tuple(float(k) for k in rrf_ks))
+    chosen = set(ms)
+    staged = [(phase, spec) for m in FusionMethod if m in chosen for phase, spec in m.search(space)]
+    out = [spec for _, spec in sorted(staged, key=lambda x: x[0])]  # stable: method order, then as yielded
     return list(dict.fromkeys(out))
 
 

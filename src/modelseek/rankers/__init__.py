@@ -1,16 +1,17 @@
-"""Rankers by name (:data:`RANKERS`; register a new one with one line in :mod:`modelseek.rankers.registry`)."""
+"""Rankers by name. A ranker registers itself with ``@register`` in its own module of this package (see
+:mod:`modelseek.rankers._registry`); the contract it keeps is :class:`modelseek.rankers.base.Ranker`."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from ._registry import RANKERS, register
 from .base import NotFittedError, Ranker
-from .registry import RANKERS
 
 
 def make(name: str, **params: Any) -> Ranker:
-    """Instantiate the ranker registered as ``name`` with ``params`` (checked against its declared parameters;
-    the one road from a method to a fitted ranker is :func:`modelseek.rankers.resolve.resolve`)."""
+    """Instantiate the ranker registered as ``name`` with ``params`` (checked against its parameters; the one
+    road from a method to a fitted ranker is :func:`modelseek.rankers.resolve.resolve`)."""
     from .resolve import make as _make
 
     return _make(name, **params)
@@ -20,4 +21,4 @@ def names() -> list[str]:
     return RANKERS.names()
 
 
-__all__ = ["NotFittedError", "RANKERS", "Ranker", "make", "names"]
+__all__ = ["NotFittedError", "RANKERS", "Ranker", "make", "names", "register"]

@@ -9,33 +9,20 @@ never task text.
 
 from __future__ import annotations
 
-import base64
-import json
-from pathlib import Path
-from typing import Any, Sequence
+from numbers import Integral
+from typing import ClassVar, Sequence
 
 import numpy as np
 
 from ..data.pool import Candidate, Pool
 from ..data.task import Task, TaskSet
 from ..data.truth import GradingScheme, GroundTruth
+from ..config import Interval
 from ..errors import InputError
 from ..metrics.ndcg import ndcg
 from ..taskrep import TaskRep, get_encoder, represent
-from .base import NotFittedError, Ranker, Trained
-
-#: 2: candidates carry their HF ids (``model_hf_ids``); version-1 artifacts know them by id only
-ARTIFACT_VERSION = 2
-
-
-def pack_array(a: np.ndarray) -> dict[str, Any]:
-    a = np.ascontiguousarray(a)
-    dtype = a.dtype.newbyteorder("<") if a.dtype.byteorder == ">" else a.dtype
-    return {"dtype": dtype.str, "shape": list(a.shape), "b64": base64.b64encode(a.astype(dtype).tobytes()).decode()}
-
-
-def unpack_array(d: dict[str, Any]) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(d["b64"]), dtype=np.dtype(d["dtype"])).reshape(d["shape"]).copy()
+from ._artifact import Persistable
+from .base import Constraints, Trained
 
 
 def card_text(c: Candidate) -> str:
@@ -83,17 +70,16 @@ def ndcg_matrix(scores: np.ndarray, targets: np.ndarray, k: int = 5,
     return ndcg(scores, gains, k)
 
 
-class LearnedRanker(Ranker):
-    """Base of text-aware learned rankers (``needs_text``); subclasses implement ``_fit`` and ``_scores``."""
+class LearnedRanker(Persistable):
+    """Base of text-aware learned rankers (``needs_text``); subclasses implement ``_fit``, ``_scores`` and the
+    artifact state (``_state``/``_set_state``)."""
 
     needs_text = True
-    parameters = ("encoder", "max_texts", "cache_dir", "seed")
+    # a non-positive sample size would silently embed one text per class
+    _parameter_constraints: ClassVar[Constraints] = {"max_texts": [Interval(Integral, 1, None, closed="left")]}
 
     def __init__(self, encoder: str = "minilm", max_texts: int = 256, cache_dir: str | None = "auto",
                  seed: int = 0) -> None:
-        # a non-positive sample size would silently embed one text per class
-        if isinstance(max_texts, (int, float)) and not isinstance(max_texts, bool) and not max_texts >= 1:
-            raise InputError(f"max_texts must be >= 1, got {max_texts}", field="max_texts")
         self.encoder = encoder
         self.max_texts = max_texts
         self.cache_dir = cache_dir
@@ -126,8 +112,7 @@ class LearnedRanker(Ranker):
         return [self._rep(t) for t in progress_bar(list(tasks), desc=f"{self.name}: tasks", disable=not progress)]
 
     # -------------------------------------------------------------------------------- fitting
-    def fit(self, tasks: TaskSet | None, truth: GroundTruth, pool: Pool | None = None,
-            progress: bool = False) -> "LearnedRanker":
+    def _learn(self, tasks: TaskSet | None, truth: GroundTruth, *, pool: Pool | None, progress: bool) -> None:
         """Learn from ``tasks`` (their text) and ``truth``. ``pool`` ties the ground truth's model ids to HF
         ids (see :class:`~modelseek.rankers.base.Trained`); without it only pools known by the same ids match."""
         if tasks is None:
@@ -149,7 +134,6 @@ class LearnedRanker(Ranker):
         self.fitted_task_ids_ = list(ids)
         task_list = [tasks.get(t) for t in ids]
         self._fit(task_list, self._reps(task_list, progress), y.to_numpy(float), progress)
-        return self
 
     def _default_pool(self) -> Pool | None:
         """The pool that ties ground-truth ids to HF ids when ``fit`` is given none: the ranker's own ``pool``
@@ -180,15 +164,11 @@ class LearnedRanker(Ranker):
     def model_ids_(self) -> list[str]:
         return list(self.trained_.model_ids)
 
-    def _check_fitted(self) -> None:
-        if not hasattr(self, "trained_"):
-            raise NotFittedError(f"{self.name} is not fitted; call fit(tasks, ground_truth) first")
-
     def pool_index(self, pool: Pool) -> np.ndarray:
         """Positions of the pool's candidates among the trained ones (matched by HF id); unknown candidates
         are an error that names them."""
         self._check_fitted()
-        return self.trained_.index(pool, self.name, getattr(self, "artifact_", None))
+        return self.trained_.index(pool, self.name, self.artifact_)
 
     def rank(self, task: Task, pool: Pool) -> dict[str, float]:
         idx = self.pool_index(pool)
@@ -197,49 +177,3 @@ class LearnedRanker(Ranker):
 
     def _scores(self, task: Task, rep: TaskRep, pool: Pool, idx: np.ndarray) -> np.ndarray:
         raise NotImplementedError  # pragma: no cover
-
-    # -------------------------------------------------------------------------------- artifacts
-    def _state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        """(arrays, extra JSON values) that define the fitted ranker."""
-        raise NotImplementedError  # pragma: no cover
-
-    def _set_state(self, arrays: dict[str, np.ndarray], extra: dict[str, Any]) -> None:
-        raise NotImplementedError  # pragma: no cover
-
-    def save(self, path: str | Path, **info: Any) -> None:
-        from ..io import atomic_write_text
-
-        self._check_fitted()
-        arrays, extra = self._state()
-        params = {k: v for k, v in self.get_params().items() if k != "cache_dir"}
-        if not all(isinstance(v, (str, int, float, bool, type(None), list, dict)) for v in params.values()):
-            raise InputError(f"{self.name}: only rankers built from named encoders/parameters can be saved")
-        doc = {"method": self.name, "artifact_version": ARTIFACT_VERSION, "params": params,
-               "model_ids": list(self.trained_.model_ids),
-               "model_hf_ids": list(self.trained_.hf_ids), "fitted_task_ids": self.fitted_task_ids_, "info": info,
-               "extra": extra, "arrays": {k: pack_array(v) for k, v in arrays.items()}}
-        atomic_write_text(path, json.dumps(doc, separators=(",", ":")) + "\n")
-
-    @classmethod
-    def load(cls, path: str | Path, **overrides: Any) -> "LearnedRanker":
-        try:
-            doc = json.loads(Path(path).read_text(encoding="utf-8"))
-            if doc.get("method") != cls.name:
-                raise InputError(f"artifact is for method {doc.get('method')!r}, not {cls.name!r}", path=path,
-                                 field="method")
-            r = cls(**{**doc["params"], **overrides})
-            if hasattr(r, "_validate"):  # stored parameters are checked on load, not first at rank time
-                r._validate()
-            ids = [str(m) for m in doc["model_ids"]]
-            if "model_hf_ids" in doc:
-                r.trained_ = Trained(tuple(ids), tuple(str(h) for h in doc["model_hf_ids"]))
-            else:  # a version-1 artifact: its own card pool (ltr, metadata) names the models, else ids only
-                r.trained_ = Trained.from_truth(ids, r._default_pool())
-            r.fitted_task_ids_ = [str(t) for t in doc["fitted_task_ids"]]
-            r.info_ = doc.get("info", {})
-            r._set_state({k: unpack_array(v) for k, v in doc["arrays"].items()}, doc.get("extra", {}))
-            return r
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            if isinstance(exc, InputError):
-                raise
-            raise InputError(f"not a valid {cls.name} artifact: {exc}", path=path) from None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from typing import Any, Callable
 
 import numpy as np
 
@@ -41,6 +42,10 @@ def listnet_loss(scores, targets, temperature: float):
 
 class NetState:
     """Artifact state of a ranker whose fitted part is a torch module ``net_`` built by ``_net(in_dim_)``."""
+
+    net_: Any
+    in_dim_: int
+    _net: Callable[[int], Any]
 
     def _state(self):
         return state_to_arrays(self.net_), {"in_dim": self.in_dim_}

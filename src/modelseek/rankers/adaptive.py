@@ -52,17 +52,21 @@ texts (and the card of a candidate the artifact does not know).
 
 from __future__ import annotations
 
-from typing import Any
+from numbers import Integral, Real
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ..data.pool import Pool
 from ..data.task import Task, TaskSet
 from ..data.truth import GradingScheme, GroundTruth
+from ..config import Constraint, Interval
 from ..errors import InputError
 from ..metrics.ndcg import ideal_dcg, ndcg
 from ..taskrep import TaskRep, sample_indices
 from ._learned import LearnedRanker
+from ._registry import register
+from .base import Constraints
 
 K_GRID = (3, 5, 10, 20, 40)
 T_GRID = (0.02, 0.05, 0.1, 1.0)
@@ -204,10 +208,41 @@ def _card_shift(z: np.ndarray, u: np.ndarray, tau: float, loo: bool = False) -> 
     return np.clip(1.0 - se2 / np.maximum(d ** 2, 1e-12), 0.0, 1.0) * d
 
 
+class _Auto(Constraint):
+    """``auto`` (any case; also ``none``, ``null`` or empty): the value is chosen on the training tasks."""
+
+    def is_satisfied_by(self, value: Any) -> bool:
+        return isinstance(value, str) and value.strip().lower() in ("auto", "none", "null", "")
+
+    def __str__(self) -> str:
+        return "'auto'"
+
+
+class _Text(Constraint):
+    def is_satisfied_by(self, value: Any) -> bool:
+        return isinstance(value, str)
+
+    def __str__(self) -> str:
+        return "a profile file path"
+
+
+_AUTO = _Auto()
+
+
+@register
 class AdaptiveRanker(LearnedRanker):
     name = "adaptive"
-    parameters = ("k", "temperature", "weight", "shape_weight", "domain_weight", "domain_threshold", "coverage",
-                  "profiles", "encoder", "max_texts", "cache_dir", "seed")
+    _parameter_constraints: ClassVar[Constraints] = {
+        **LearnedRanker._parameter_constraints,
+        "k": [Interval(Integral, 1, None, closed="left"), _AUTO, None],
+        "temperature": [Interval(Real, 0, None, closed="neither"), _AUTO, None],
+        "weight": [Interval(Real, 0, 1, closed="both"), _AUTO, None],
+        "shape_weight": [Interval(Real, 0, 10, closed="both"), _AUTO, None],
+        "domain_weight": [Interval(Real, 0, 100, closed="both"), _AUTO, None],
+        "domain_threshold": [Interval(Real, -10, 10, closed="both"), _AUTO, None],
+        "coverage": [Interval(Real, 0, 1, closed="neither")],
+        "profiles": [_Text(), None],
+    }
 
     def __init__(self, k: int | None = None, temperature: float | None = None, weight: float | str | None = 0.0,
                  shape_weight: float | str | None = 0.0, domain_weight: float | str | None = None,
@@ -225,32 +260,11 @@ class AdaptiveRanker(LearnedRanker):
         self.profiles = profiles
 
     # ------------------------------------------------------------------------------------------ fitting
-    def _validate(self) -> None:
-        def num(name, kind, ok, what):
-            v = getattr(self, name)
-            if isinstance(v, str) and v.strip().lower() in ("auto", "none", "null", ""):
-                setattr(self, name, None)  # chosen on the training tasks (see the module docstring)
-                return
-            if v is None:
-                return
-            try:
-                x = kind(v)
-            except (TypeError, ValueError):
-                raise InputError(f"{name} must be a number, got {v!r}", field=name) from None
-            if not ok(x):
-                raise InputError(f"{name} must be {what}, got {v!r}", field=name)
-
-        num("k", int, lambda x: x >= 1, ">= 1")
-        num("temperature", float, lambda x: x > 0, "> 0")
-        num("weight", float, lambda x: 0 <= x <= 1, "in [0, 1]")
-        num("shape_weight", float, lambda x: 0 <= x <= 10, "in [0, 10]")
-        num("domain_weight", float, lambda x: 0 <= x <= 100, "in [0, 100]")
-        num("domain_threshold", float, lambda x: -10 <= x <= 10, "in [-10, 10]")
-        num("coverage", float, lambda x: 0 < x < 1, "in (0, 1)")
-        if self.coverage is None:
-            raise InputError("coverage must be in (0, 1), got None", field="coverage")
-        if self.profiles is not None and not isinstance(self.profiles, str):
-            raise InputError(f"profiles must be a profile file path, got {self.profiles!r}", field="profiles")
+    def _auto_to_none(self) -> None:
+        """Parameters given as ``auto`` are chosen on the training tasks (see the module docstring): None."""
+        for name in ("k", "temperature", "weight", "shape_weight", "domain_weight", "domain_threshold"):
+            if _AUTO.is_satisfied_by(getattr(self, name)):
+                setattr(self, name, None)
 
     def _extra_profiles(self) -> dict:
         from ..profiles import read_profiles
@@ -273,14 +287,13 @@ class AdaptiveRanker(LearnedRanker):
             emb[has] = e
         return emb, has
 
-    def fit(self, tasks: TaskSet | None, truth: GroundTruth, pool: Pool | None = None,
-            progress: bool = False) -> "AdaptiveRanker":
-        self._validate()
+    def _learn(self, tasks: TaskSet | None, truth: GroundTruth, *, pool: Pool | None, progress: bool) -> None:
+        self._auto_to_none()
         f1 = truth.matrix("normalized_f1")
         self._fit_ranks = truth.matrix("model_rank").loc[f1.index, f1.columns].to_numpy(float)
         self._fit_tiers = np.array([TIERS.index(truth.criticality(t).value) for t in truth.task_ids])
         self._fit_names = {t: (tasks.get(t).name if tasks is not None and t in tasks else "") for t in truth.task_ids}
-        return super().fit(tasks, truth, pool=pool, progress=progress)
+        super()._learn(tasks, truth, pool=pool, progress=progress)
 
     def _fit(self, tasks, reps, y, progress) -> None:
         self.__dict__.pop("_shifts_memo", None)  # derived from the fitted state (see _trained_shifts)
@@ -617,6 +630,7 @@ class AdaptiveRanker(LearnedRanker):
         return arrays, extra
 
     def _set_state(self, arrays, extra) -> None:
+        self._auto_to_none()
         self.__dict__.pop("_shifts_memo", None)
         self.keys_ = arrays["keys"].astype(np.float32)
         self.targets_ = arrays["targets"].astype(np.float64)

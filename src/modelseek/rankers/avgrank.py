@@ -8,8 +8,6 @@ ids are the pool's ids or its HF ids; candidates are matched by HF id.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,58 +15,46 @@ import numpy as np
 from ..data.pool import Pool
 from ..data.task import Task, TaskSet
 from ..data.truth import GroundTruth
-from ..errors import InputError
-from .base import NotFittedError, Ranker, Trained
+from ._artifact import Persistable, pack_array
+from ._registry import register
+from .base import Trained
 
 
-class AvgRank(Ranker):
+@register
+class AvgRank(Persistable):
     name = "avgrank"
-    parameters = ()
 
     def __init__(self) -> None:
         pass
 
-    def fit(self, tasks: TaskSet | None, truth: GroundTruth, pool: Pool | None = None,
-            progress: bool = False) -> "AvgRank":
+    def _learn(self, tasks: TaskSet | None, truth: GroundTruth, *, pool: Pool | None, progress: bool) -> None:
         if tasks is not None:
             truth = truth.subset([t.id for t in tasks])
         ranks = truth.matrix("model_rank")
         self.trained_ = Trained.from_truth([str(m) for m in ranks.columns], pool)
         self.mean_rank_ = np.asarray(ranks.mean(axis=0).to_numpy(float))
         self.fitted_task_ids_ = list(truth.task_ids)
-        return self
 
     def rank(self, task: Task, pool: Pool) -> dict[str, float]:
-        if not hasattr(self, "trained_"):
-            raise NotFittedError("avgrank is not fitted; call fit(tasks, ground_truth) first")
-        idx = self.trained_.index(pool, "avgrank", getattr(self, "artifact_", None))
+        self._check_fitted()
+        idx = self.trained_.index(pool, "avgrank", self.artifact_)
         return {c.id: -float(self.mean_rank_[j]) for c, j in zip(pool, idx)}
 
-    # a fitted avgrank is a few numbers per candidate: saved as JSON
-    def save(self, path: str | Path, **info: Any) -> None:
-        from ..io import atomic_write_text
+    # a fitted avgrank is one number per candidate
+    def _state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+        return {"mean_rank": self.mean_rank_.astype(np.float64)}, {}
 
-        if not hasattr(self, "trained_"):
-            raise NotFittedError("avgrank is not fitted; nothing to save")
-        doc = {"method": "avgrank", "params": {},
-               "mean_rank": {m: float(v) for m, v in zip(self.trained_.model_ids, self.mean_rank_)},
-               "model_hf_ids": dict(zip(self.trained_.model_ids, self.trained_.hf_ids)),
-               "fitted_task_ids": self.fitted_task_ids_, "info": info}
-        atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
+    def _set_state(self, arrays: dict[str, np.ndarray], extra: dict[str, Any]) -> None:
+        self.mean_rank_ = arrays["mean_rank"].astype(np.float64)
 
     @classmethod
-    def load(cls, path: str | Path, **overrides: Any) -> "AvgRank":
-        if overrides:
-            raise InputError(f"avgrank has no parameter {next(iter(overrides))!r}", field="--param")
-        try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
-            r = cls()
-            ids = [str(k) for k in data["mean_rank"]]
-            hf = data.get("model_hf_ids", {})  # absent in artifacts written before HF-id matching
-            r.trained_ = Trained(tuple(ids), tuple(str(hf.get(m, "")) for m in ids))
-            r.mean_rank_ = np.array([float(data["mean_rank"][m]) for m in ids])
-            r.fitted_task_ids_ = [str(t) for t in data.get("fitted_task_ids", [])]
-            r.info_ = data.get("info", {})
-            return r
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise InputError(f"not a valid avgrank artifact: {exc}", path=path) from None
+    def _upgrade(cls, doc: dict[str, Any]) -> dict[str, Any]:
+        """Artifacts written before the common layout: ``{"mean_rank": {model id: mean rank}, "model_hf_ids":
+        {model id: HF id}}`` (no HF ids in the oldest: matched by id)."""
+        if "mean_rank" not in doc:
+            return doc
+        ids = [str(k) for k in doc["mean_rank"]]
+        hf = doc.get("model_hf_ids", {})
+        return {**{k: v for k, v in doc.items() if k != "mean_rank"}, "model_ids": ids,
+                "model_hf_ids": [str(hf.get(m, "")) for m in ids],
+                "arrays": {"mean_rank": pack_array(np.array([float(doc["mean_rank"][m]) for m in ids]))}}

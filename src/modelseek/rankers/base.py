@@ -1,11 +1,21 @@
-"""The ranker contract.
+"""The ranker contract (one written contract, checked by mypy and by ``tests/contracts``).
 
-A ranker follows scikit-learn's habits: the constructor stores parameters only; :meth:`fit` learns from
-past tasks and their ground truth and returns ``self``; :meth:`rank` scores every candidate of a pool for a
-task (higher = expected to fine-tune better). Randomness comes from an explicit seed.
+A ranker follows scikit-learn's habits: the constructor stores its parameters only (each under its own
+name); :meth:`Ranker.fit` ``(tasks, truth, *, pool=None, progress=False) -> Self`` learns from past tasks and
+their ground truth; :meth:`Ranker.rank` scores every candidate of a pool for a task (higher = expected to
+fine-tune better); :meth:`Ranker.explain` says what a ranking rests on (``None`` by default: nothing beyond the
+scores). Randomness comes from an explicit seed.
 
-Every ranker **declares** its constructor parameters (:attr:`Ranker.parameters`), so that commands and the
-resolver (:mod:`modelseek.rankers.resolve`) validate ``--param`` values without inspecting signatures.
+* **Parameters** are the constructor's signature, nothing else (:meth:`Ranker.param_names`); their rules are
+  declared per class in ``_parameter_constraints`` (scikit-learn's shape, with the constraints of
+  :mod:`modelseek.config`) and checked in one place, :meth:`Ranker.validate_params` (on fit and on load; the
+  resolver also checks them when it builds a ranker from a name).
+* **Learning**: a ranker with ``needs_fit`` implements :meth:`Ranker._learn`; :meth:`Ranker.fit` (final)
+  checks the parameters, calls it and marks the ranker fitted.
+* **Persistence** is optional, through one mixin: :class:`modelseek.rankers._artifact.Persistable` (``save``,
+  ``load`` and the one artifact reader).
+* **Registration**: ``@register`` (:mod:`modelseek.rankers._registry`) on the class, in its own module of
+  :mod:`modelseek.rankers`; the registry discovers the package's modules, so a new ranker is one file.
 
 Rankers that learn from a ground truth know their candidates by **Hugging Face id** (:class:`Trained`): a pool
 is matched to the trained candidates by HF id, never by its docID numbers, so a pool whose ids 1, 2, 3 name
@@ -14,25 +24,31 @@ other models is an error naming them, not a silent misattribution.
 
 from __future__ import annotations
 
+import abc
 import inspect
 from dataclasses import dataclass
-from typing import Any, ClassVar, Sequence
+from typing import Any, ClassVar, Iterable, Mapping, Self, Sequence, final
 
 import numpy as np
 
+from ..config import Constraint, check
 from ..data.pool import Pool
 from ..data.run import Run
 from ..data.task import Task, TaskSet
 from ..data.truth import GroundTruth
 from ..errors import InputError, NotFittedError  # noqa: F401  (the one not-fitted error; re-exported here)
 
+#: what ``_parameter_constraints`` maps a parameter to: constraints (any one satisfies), ``None`` = may be None
+Constraints = Mapping[str, Sequence["Constraint | None"]]
+
 
 def failures_allowed(ranker: "Ranker") -> "Ranker":
     """``ranker`` set to leave failed candidates out of its runs (a copy; the caller's instance is unchanged).
 
-    Rankers without candidate failures (learned rankers read no model) are returned as they are.
+    Rankers without candidate failures (learned rankers read no model; their ``allow_failures`` is None) are
+    returned as they are.
     """
-    if getattr(ranker, "allow_failures", True) is False:
+    if ranker.allow_failures is False:
         import copy
 
         ranker = copy.copy(ranker)
@@ -40,23 +56,49 @@ def failures_allowed(ranker: "Ranker") -> "Ranker":
     return ranker
 
 
-class Ranker:
-    #: registry name
-    name: str = "ranker"
-    #: whether :meth:`rank` reads the task's text (otherwise a task known by id is enough)
-    needs_text: bool = False
-    #: whether :meth:`fit` must be called before :meth:`rank`
-    needs_fit: bool = True
-    #: the constructor's parameter names (declared; ``None``: a subclass that has not declared them yet)
-    parameters: ClassVar[tuple[str, ...] | None] = None
+class Ranker(abc.ABC):
+    """The contract every ranker keeps (see the module docstring)."""
 
-    def fit(self, tasks: TaskSet | None, truth: GroundTruth, pool: Pool | None = None) -> "Ranker":
+    #: registry name
+    name: ClassVar[str] = "ranker"
+    #: whether :meth:`rank` reads the task's text (otherwise a task known by id is enough)
+    needs_text: ClassVar[bool] = False
+    #: whether :meth:`fit` must be called before :meth:`rank`
+    needs_fit: ClassVar[bool] = True
+    #: per constructor parameter, the constraints its value must satisfy (one of them; ``None``: may be None)
+    _parameter_constraints: ClassVar[Constraints] = {}
+    #: candidate failures policy of rankers that read models (``None``: this ranker has no failures)
+    allow_failures: bool | None = None
+    #: the artifact the ranker was loaded from (errors about candidates it was not trained on name it)
+    artifact_: str | None = None
+    _fitted: bool = False
+
+    # ------------------------------------------------------------------------------------ the contract
+    @final
+    def fit(self, tasks: TaskSet | None, truth: GroundTruth, *, pool: Pool | None = None,
+            progress: bool = False) -> Self:
+        """Learn from ``tasks`` and their ground truth ``truth`` (``pool`` ties the ground truth's model ids
+        to HF ids); a ranker that needs no history only checks its parameters. Returns ``self``."""
+        self.validate_params()
+        if self.needs_fit:
+            self._learn(tasks, truth, pool=pool, progress=progress)
+            self._fitted = True
         return self
 
-    def rank(self, task: Task, pool: Pool) -> dict[str, float]:  # pragma: no cover - abstract
-        raise NotImplementedError
+    def _learn(self, tasks: TaskSet | None, truth: GroundTruth, *, pool: Pool | None, progress: bool) -> None:
+        """What :meth:`fit` learns; every ranker with ``needs_fit`` implements it."""
+        raise NotImplementedError(f"{type(self).__name__} declares needs_fit but does not implement _learn")
 
-    def rank_tasks(self, tasks, pool: Pool, run_id: str | None = None, progress: bool = False) -> Run:
+    @abc.abstractmethod
+    def rank(self, task: Task, pool: Pool) -> dict[str, float]:
+        """Score of every candidate of ``pool`` for ``task`` (by candidate id; higher = better)."""
+
+    def explain(self, task: Task, pool: Pool) -> dict[str, Any] | None:
+        """What the ranking of ``pool`` for ``task`` rests on (JSON-ready), or None: nothing beyond the scores."""
+        return None
+
+    def rank_tasks(self, tasks: Iterable[Task], pool: Pool, run_id: str | None = None,
+                   progress: bool = False) -> Run:
         """A run over several tasks."""
         from ..progress import progress_bar
 
@@ -65,21 +107,35 @@ class Ranker:
             scores[task.id] = self.rank(task, pool)
         return Run.from_scores(scores, run_id or self.name)
 
+    # ------------------------------------------------------------------------------------ parameters
     @classmethod
     def param_names(cls) -> tuple[str, ...]:
-        """The declared constructor parameters. Rankers that have not declared :attr:`parameters` fall back to
-        their ``__init__`` signature here — the one place that looks at it."""
-        if cls.parameters is not None:
-            return tuple(cls.parameters)
+        """The constructor's parameters: its signature is the one declaration."""
         sig = inspect.signature(cls.__init__).parameters
         return tuple(p for p, v in sig.items() if p != "self" and v.kind not in (v.VAR_KEYWORD, v.VAR_POSITIONAL))
 
     def get_params(self) -> dict[str, Any]:
-        return {p: getattr(self, p) for p in self.param_names() if hasattr(self, p)}
+        return {p: getattr(self, p) for p in self.param_names()}
 
+    def validate_params(self) -> None:
+        """Every parameter against its declared constraints (the one check; an ``InputError`` naming it)."""
+        for name, rules in self._parameter_constraints.items():
+            value = getattr(self, name)
+            if value is None and None in rules:
+                continue
+            try:
+                check(value, [r for r in rules if r is not None], field=name)
+            except InputError as exc:
+                raise InputError(f"{name} {exc.message}", field=name) from None
+
+    # ------------------------------------------------------------------------------------ fitted state
     @property
     def is_fitted(self) -> bool:
-        return not self.needs_fit or hasattr(self, "trained_")
+        return not self.needs_fit or self._fitted
+
+    def _check_fitted(self) -> None:
+        if not self.is_fitted:
+            raise NotFittedError(f"{self.name} is not fitted; call fit(tasks, ground_truth) first")
 
     def __repr__(self) -> str:
         params = ", ".join(f"{k}={v!r}" for k, v in self.get_params().items())

@@ -11,6 +11,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import InputError
+from ._artifact import Persistable, read_artifact
 from .base import Ranker
 
 
@@ -18,40 +19,19 @@ def artifact_dir() -> Path:
     return Path(str(resources.files("modelseek") / "resources" / "rankers"))
 
 
-def read_artifact(path: str | Path) -> dict:
-    """The JSON document of a saved ranker artifact, checked to name its method."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read ranker artifact: {exc}", path=path) from None
-    if not isinstance(data, dict) or not isinstance(data.get("method"), str):
-        raise InputError("not a ranker artifact (no 'method')", path=path, field="method")
-    return data
-
-
 def load_artifact(path: str | Path, **overrides) -> Ranker:
     """Load any saved ranker artifact (a JSON file naming its method); ``overrides`` replace stored parameters."""
     path = Path(path)
-    data = read_artifact(path)
-    method = data["method"]
-    from .registry import RANKERS
+    method = read_artifact(path)["method"]
+    from ._registry import RANKERS
 
     try:
         cls = RANKERS.get(method)
     except Exception as exc:  # the registry's did-you-mean error, located in the artifact
         raise InputError(str(getattr(exc, "message", exc)), path=path, field="method") from None
-    if not hasattr(cls, "load"):
+    if not issubclass(cls, Persistable):
         raise InputError(f"method {method!r} cannot be loaded from an artifact", path=path, field="method")
-    try:
-        ranker = cls.load(path, **overrides)
-    except InputError as exc:
-        if exc.path is not None:
-            raise
-        # a stored parameter the ranker refuses (a damaged or hand-edited artifact): located in the artifact
-        raise InputError(exc.message, path=path, field=f"params.{exc.field}" if exc.field else None) from None
-    ranker.artifact_ = str(path)  # errors about the candidates it was trained on name the artifact
-    return ranker
+    return cls.load(path, **overrides)
 
 
 def builtin_artifact(name: str) -> Path | None:
@@ -70,7 +50,7 @@ def load_default() -> Ranker:
     return load_artifact(artifact_dir() / spec["artifact"])
 
 
-def install_default(ranker: Ranker, why: str, name: str | None = None) -> Path:
+def install_default(ranker: Persistable, why: str, name: str | None = None) -> Path:
     """Save a fitted ranker into the package's artifact folder and make it the default."""
     from ..io import atomic_write_text
 

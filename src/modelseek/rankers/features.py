@@ -47,6 +47,7 @@ from ..data.pool import Candidate, Pool
 from ..data.run import Run
 from ..data.task import Task
 from ..errors import InputError, ModelseekError
+from ._registry import register
 from .base import Ranker
 from .feature_jobs import is_regression  # noqa: F401  (re-exported: part of the API)
 
@@ -196,6 +197,7 @@ def reciprocal_rank_fusion(per_method: Sequence[dict[str, float]], k: float = 60
     return {d: got.get(d, -math.inf) for s in per_method for d in s}
 
 
+@register
 class FusionRanker(FeatureRanker):
     """Reciprocal-rank fusion of several estimators over one feature extraction per candidate."""
 

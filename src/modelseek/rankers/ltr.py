@@ -32,6 +32,7 @@ from ..data.task import Task
 from ..data.truth import GradingScheme
 from ..taskrep import META_FEATURES, TaskRep
 from ._learned import LearnedRanker
+from ._registry import register
 from .task_knn import knn_predict, task_vector
 
 
@@ -40,10 +41,9 @@ def _z(x: np.ndarray) -> np.ndarray:
     return (x - x.mean()) / (sd if sd > 0 else 1.0)
 
 
+@register
 class LTRRanker(LearnedRanker):
     name = "ltr"
-    parameters = ("n_estimators", "learning_rate", "num_leaves", "min_child_samples", "knn_k", "knn_temperature",
-                  "estimator_runs", "pool", "encoder", "max_texts", "cache_dir", "seed")
 
     def __init__(self, n_estimators: int = 300, learning_rate: float = 0.03, num_leaves: int = 7,
                  min_child_samples: int = 20, knn_k: int = 10, knn_temperature: float = 0.05,

@@ -15,15 +15,18 @@ that similarity ignores how good a model is in general, so the score blends it w
 
 from __future__ import annotations
 
-from typing import Any
+from numbers import Real
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ..data.pool import Pool
 from ..data.task import Task
-from ..errors import InputError
+from ..config import Interval
 from ..taskrep import TaskRep
 from ._learned import LearnedRanker, ndcg_matrix
+from ._registry import register
+from .base import Constraints
 
 
 def _z(x: np.ndarray, axis: int = -1) -> np.ndarray:
@@ -31,9 +34,11 @@ def _z(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return (x - x.mean(axis=axis, keepdims=True)) / np.where(sd > 0, sd, 1.0)
 
 
+@register
 class MetadataRanker(LearnedRanker):
     name = "metadata"
-    parameters = ("alpha", "pool", "encoder", "max_texts", "cache_dir", "seed")
+    _parameter_constraints: ClassVar[Constraints] = {**LearnedRanker._parameter_constraints,
+                                                      "alpha": [Interval(Real, 0, 1, closed="both"), None]}
 
     def __init__(self, alpha: float | None = None, pool: str = "ntcir19", encoder: str = "minilm",
                  max_texts: int = 256, cache_dir: str | None = "auto", seed: int = 0) -> None:
@@ -50,8 +55,6 @@ class MetadataRanker(LearnedRanker):
         self.prior_ = y.mean(axis=0)
         sims = np.stack([self.similarity(r, cards) for r in reps])
         if self.alpha is not None:
-            if not 0 <= float(self.alpha) <= 1:
-                raise InputError(f"alpha must be in [0, 1], got {self.alpha}", field="alpha")
             self.alpha_ = float(self.alpha)
             return
         grid = np.round(np.linspace(0, 1, 11), 2)

@@ -11,13 +11,14 @@ import numpy as np
 
 from ..data.pool import Pool
 from ..data.task import Task
+from ._registry import register
 from .base import Ranker
 
 
+@register
 class RandomRanker(Ranker):
     name = "random"
     needs_fit = False
-    parameters = ("seed",)
 
     def __init__(self, seed: int = 0) -> None:
         self.seed = seed

@@ -3,14 +3,16 @@ cross_validate` and every command (``rank``, ``bench``, ``train-ranker``).
 
 A *method* is one of:
 
-* a registered name (``avgrank``, ``adaptive``, ``logme`` ...): built with its declared parameters and, when it
+* a registered name (``avgrank``, ``adaptive``, ``logme`` ...): built with its parameters and, when it
   learns, fitted on the training ground truth (and the training tasks' text where it reads text);
 * ``"default"``: the ranker shipped in the package (``resources/rankers/default.json`` names its artifact);
 * the name of another shipped artifact (``ltr-ntcir19``) or the path of a saved artifact (``.json``);
 * a :class:`~modelseek.rankers.base.Ranker` instance (fitted here if it needs it and is not yet).
 
-Parameters are checked against what the ranker declares (:meth:`Ranker.param_names`): an unknown one is an
-:class:`~modelseek.errors.InputError` with a did-you-mean, everywhere. For cross-validation, :func:`build`
+Parameters are checked against the ranker's constructor (:meth:`Ranker.param_names`): an unknown one is an
+:class:`~modelseek.errors.InputError` with a did-you-mean, everywhere; their values are coerced by the
+constructor's annotations and checked against the ranker's declared constraints
+(:meth:`Ranker.validate_params`) when it is built. For cross-validation, :func:`build`
 turns any method (an artifact too) into an *unfitted* ranker of the same method and parameters.
 """
 
@@ -29,7 +31,7 @@ from .base import Ranker
 
 
 def _registry():
-    from .registry import RANKERS
+    from ._registry import RANKERS
 
     return RANKERS
 
@@ -51,7 +53,7 @@ def artifact_path(method: str) -> Path | None:
 
 def artifact_spec(path: str | Path) -> tuple[str, dict[str, Any]]:
     """(method name, parameters) recorded in a saved artifact."""
-    from .default import read_artifact
+    from ._artifact import read_artifact
 
     path = Path(path)
     doc = read_artifact(path)
@@ -65,14 +67,14 @@ def artifact_spec(path: str | Path) -> tuple[str, dict[str, Any]]:
     return doc["method"], dict(params)
 
 
-def ranker_class(method: str | Ranker) -> type:
+def ranker_class(method: str | Ranker) -> type[Ranker]:
     """The class a method resolves to (without fitting or loading anything heavy)."""
     if isinstance(method, Ranker):
         return type(method)
     if method not in _registry():
         path = artifact_path(method)
         if path is None:
-            _registry().get(method)  # raises with did-you-mean
+            return _registry().get(method)  # raises with did-you-mean
         return _registry().get(artifact_spec(path)[0])
     return _registry().get(method)
 
@@ -150,7 +152,9 @@ def _typed(cls: type, params: Mapping[str, Any]) -> dict[str, Any]:
 def make(method: str, **params: Any) -> Ranker:
     """A new, unfitted instance of the registered ``method`` with checked ``params``."""
     cls = _registry().get(method)
-    return cls(**_typed(cls, check_params(method, params)))
+    ranker = cls(**_typed(cls, check_params(method, params)))
+    ranker.validate_params()  # a bad value is an error before any data is read, not first in fit
+    return ranker
 
 
 def build(method: str | Ranker, params: Mapping[str, Any] | None = None) -> Ranker:
@@ -192,10 +196,7 @@ def resolve(method: str | Ranker = "default", params: Mapping[str, Any] | None =
         if ranker.needs_text and train_tasks is None:
             raise InputError(f"method {name!r} learns from the training tasks' text: give their task folder "
                              f"(--train-tasks DIR)", field="--train-tasks")
-        fit_kw = {"pool": pool}
-        if progress:
-            fit_kw["progress"] = True
-        ranker.fit(train_tasks, train_truth, **fit_kw)
+        ranker.fit(train_tasks, train_truth, pool=pool, progress=progress)
     return ranker
 
 

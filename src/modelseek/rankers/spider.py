@@ -18,6 +18,7 @@ from ..data.pool import Pool
 from ..data.task import Task
 from ..taskrep import TaskRep
 from ._learned import LearnedRanker
+from ._registry import register
 from ._torch import NetState
 
 
@@ -76,10 +77,9 @@ def prototype_batch(reps: list[TaskRep], max_classes: int) -> tuple[np.ndarray, 
     return x, mask
 
 
+@register
 class SpiderRanker(NetState, LearnedRanker):
     name = "spider"
-    parameters = ("width", "heads", "dropout", "epochs", "lr", "weight_decay", "target_temperature",
-                  "max_classes", "encoder", "max_texts", "cache_dir", "seed")
 
     def __init__(self, width: int = 64, heads: int = 4, dropout: float = 0.1, epochs: int = 300,
                  lr: float = 1e-3, weight_decay: float = 1e-2, target_temperature: float = 0.02,

@@ -9,15 +9,19 @@ graded targets, so tied winners share the credit. A nearest-neighbour baseline o
 
 from __future__ import annotations
 
-from typing import Any
+from numbers import Integral, Real
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ..data.pool import Pool
 from ..data.task import Task
 from ..errors import InputError
+from ..config import Interval, Options
 from ..taskrep import TaskRep
 from ._learned import LearnedRanker
+from ._registry import register
+from .base import Constraints
 
 _VIEWS = ("mean", "label", "mean+label")
 
@@ -45,9 +49,15 @@ def knn_predict(query: np.ndarray, keys: np.ndarray, targets: np.ndarray, k: int
     return w @ targets[top]
 
 
+@register
 class TaskKNN(LearnedRanker):
     name = "task_knn"
-    parameters = ("k", "temperature", "view", "encoder", "max_texts", "cache_dir", "seed")
+    _parameter_constraints: ClassVar[Constraints] = {
+        **LearnedRanker._parameter_constraints,
+        "k": [Interval(Integral, 1, None, closed="left")],
+        "temperature": [Interval(Real, 0, None, closed="neither")],
+        "view": [Options(*_VIEWS)],
+    }
 
     def __init__(self, k: int = 10, temperature: float = 0.05, view: str = "mean", encoder: str = "minilm",
                  max_texts: int = 256, cache_dir: str | None = "auto", seed: int = 0) -> None:
@@ -56,16 +66,7 @@ class TaskKNN(LearnedRanker):
         self.temperature = temperature
         self.view = view
 
-    def _validate(self) -> None:
-        if int(self.k) < 1:
-            raise InputError(f"k must be >= 1, got {self.k}", field="k")
-        if not float(self.temperature) > 0:
-            raise InputError(f"temperature must be > 0, got {self.temperature}", field="temperature")
-        if self.view not in _VIEWS:
-            raise InputError(f"unknown task view {self.view!r}; valid: {', '.join(_VIEWS)}", field="view")
-
     def _fit(self, tasks, reps, y, progress) -> None:
-        self._validate()
         self.keys_ = np.stack([task_vector(r, self.view) for r in reps])
         self.targets_ = y
 

@@ -23,17 +23,21 @@ and an MLP on the model position predicts the candidate's normalized F1, trained
 from __future__ import annotations
 
 import hashlib
+from numbers import Integral
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ..data.pool import Pool
 from ..data.task import Task
+from ..config import Interval
 from ..errors import InputError
 from ..taskrep import read_arrays, resolve_cache_dir, sample_indices, text_hash, write_arrays
 from ._learned import LearnedRanker
+from ._registry import register
 from ._torch import NetState
+from .base import Constraints
 
 
 def default_encoder_path() -> str:
@@ -166,11 +170,10 @@ def _build(n_models: int, n_prompts: int, in_dim: int, width: int, heads: int, l
     return TuPaTENet()
 
 
+@register
 class TuPaTERanker(NetState, LearnedRanker):
     name = "tupate"
-    parameters = ("n_prompts", "pt_epochs", "pt_lr", "pt_batch_size", "pt_max_texts", "pt_max_length", "pt_layers",
-                  "width", "heads", "layers", "dropout", "epochs", "lr", "weight_decay", "encoder_path", "cache_dir",
-                  "seed")
+    _parameter_constraints: ClassVar[Constraints] = {"pt_max_texts": [Interval(Integral, 1, None, closed="left")]}
 
     def __init__(self, n_prompts: int = 20, pt_epochs: int = 10, pt_lr: float = 1e-3, pt_batch_size: int = 16,
                  pt_max_texts: int = 32, pt_max_length: int = 48, pt_layers: int = 2, width: int = 64, heads: int = 4, layers: int = 2,

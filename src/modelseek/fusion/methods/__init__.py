@@ -1,0 +1,206 @@
+"""Fusion methods: one registered :class:`FusionMethod` per file of this package, with its properties, its
+combine function and the part of the learned-fusion search space it contributes, in one place.
+
+A method is a :class:`FusionMethod` passed to :func:`register` in its own module here (``rrf.py``,
+``combsum.py``, ...); the registry discovers the package's modules on first use, so a new method is one file:
+``fuse(..., method=NAME)``, ``modelseek fuse --method NAME`` and the optimiser's grid
+(:func:`modelseek.fusion.learned.candidate_fusions`, built from every method's :attr:`FusionMethod.search`)
+take it at once.
+
+The contract (:class:`FusionMethod`):
+
+* ``uses_scores``: the method sees each run's *normalised scores* (a normalisation applies, default min-max);
+  otherwise it sees *reciprocal ranks* ``1 / (k + p_r(d))`` (RRF's ``k``; no normalisation applies).
+* ``takes_weights``: it accepts one weight per run (otherwise the weights are 1).
+* ``combine(values, weights) -> fused``: ``values`` is ``R x T x D`` (NaN where a run lacks a candidate: such
+  a candidate adds nothing from that run), ``weights`` has one entry per run; the result is ``T x D`` (the
+  caller drops candidates no run holds). It must not depend on the order of the runs nor on the shape of the
+  block (see :func:`ordered_sum`).
+* ``search(space) -> [(phase, Fusion), ...]``: the specifications this method adds to the optimiser's grid;
+  the grid is ordered by phase (0: no weights, 1: weighted sums of scores, 2: weighted rank fusions), then by
+  method name order of registration, then as yielded.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterator, Protocol, Sequence
+
+import numpy as np
+
+from ...errors import InputError
+from ...registry import Registry, closest
+
+if TYPE_CHECKING:
+    from ..core import Fusion
+    from ..norms import Norm
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """What the optimiser searches over (see :func:`modelseek.fusion.learned.candidate_fusions`)."""
+
+    run_ids: tuple[str, ...]
+    norms: tuple["Norm", ...]
+    #: weight vectors: equal weights first, then every single run, then the simplex grid (deduplicated)
+    weights: tuple[tuple[float, ...], ...]
+    rrf_ks: tuple[float, ...]
+
+    @property
+    def equal(self) -> tuple[float, ...]:
+        return self.weights[0]
+
+    @property
+    def several_runs(self) -> bool:
+        return len(self.run_ids) > 1
+
+    def build(self, method: str, norm: "Norm | str | None" = None, weights: Sequence[float] | None = None,
+              k: float | None = None) -> "Fusion":
+        from ..core import DEFAULT_RRF_K, Fusion
+
+        return Fusion.build(self.run_ids, method, norm, weights, DEFAULT_RRF_K if k is None else k)
+
+
+class Combine(Protocol):
+    def __call__(self, values: np.ndarray, weights: np.ndarray) -> np.ndarray: ...
+
+
+class Search(Protocol):
+    def __call__(self, space: SearchSpace) -> Sequence[tuple[int, "Fusion"]]: ...
+
+
+class _Methods(type):
+    """Iterating :class:`FusionMethod` itself lists the registered methods (as iterating an enum would)."""
+
+    def __iter__(cls) -> Iterator["FusionMethod"]:
+        return iter([FUSION_METHODS.get(n) for n in FUSION_METHODS.names()])
+
+    def __len__(cls) -> int:
+        return len(FUSION_METHODS.names())
+
+    def __getattr__(cls, attr: str) -> "FusionMethod":
+        """``FusionMethod.RRF``: a registered method by its name in capitals (as the enum had them)."""
+        if attr.isupper() and attr.lower() in FUSION_METHODS:
+            return FUSION_METHODS.get(attr.lower())
+        raise AttributeError(attr)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class FusionMethod(metaclass=_Methods):
+    """A fusion method and its properties (see the module docstring for the contract)."""
+
+    value: str
+    summary: str
+    uses_scores: bool
+    takes_weights: bool
+    combine: Combine = field(compare=False)
+    search: Search = field(compare=False)
+
+    # a method is known by its name: equal, hashed and printed as it
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FusionMethod) and other.value == self.value
+
+    def __hash__(self) -> int:
+        return hash(("fusion-method", self.value))
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    def __repr__(self) -> str:
+        return f"FusionMethod({self.value!r})"
+
+    @property
+    def name(self) -> str:
+        return self.value
+
+    @classmethod
+    def values(cls) -> list[str]:
+        return FUSION_METHODS.names()
+
+    @classmethod
+    def parse(cls, value: "str | FusionMethod", field: str | None = None) -> "FusionMethod":
+        """The registered method named ``value`` (case and spaces ignored); else an ``InputError`` with a
+        did-you-mean and the valid values."""
+        if isinstance(value, FusionMethod):
+            return value
+        text = str(value).strip().lower()
+        if text in FUSION_METHODS:
+            return FUSION_METHODS.get(text)
+        close = closest(text, cls.values())
+        hint = f" (did you mean {close!r}?)" if close else ""
+        raise InputError(f"unknown fusion method {value!r}{hint}; valid values: {', '.join(cls.values())}",
+                         field=field)
+
+
+class FusionRegistry(Registry[FusionMethod]):
+    """Registered fusion methods, in registration order; the package's modules are imported on first use."""
+
+    def __init__(self, package: str) -> None:
+        super().__init__("fusion method")
+        self._package = package
+        self._discovered = False
+
+    def _discover(self) -> None:
+        if self._discovered:
+            return
+        self._discovered = True
+        pkg = importlib.import_module(self._package)
+        for name in _BUILTIN:  # the built-ins first, in the order of the search grid's documentation
+            importlib.import_module(f"{self._package}.{name}")
+        for mod in pkgutil.iter_modules(pkg.__path__):
+            if not mod.name.startswith("_"):
+                importlib.import_module(f"{self._package}.{mod.name}")
+
+    def get(self, name: str) -> FusionMethod:
+        self._discover()
+        return super().get(name)
+
+    def names(self) -> list[str]:
+        """Names in registration order (the built-ins first)."""
+        self._discover()
+        return list(self._items)
+
+    def __contains__(self, name: object) -> bool:
+        self._discover()
+        return super().__contains__(name)
+
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` (for tests and plug-ins that register temporarily)."""
+        self.get(name)
+        del self._items[name]
+
+
+_BUILTIN = ("rrf", "combsum", "combmnz", "wsum")
+FUSION_METHODS = FusionRegistry(__name__)
+
+
+def register(method: FusionMethod) -> FusionMethod:
+    """Register ``method`` under its name (a module of this package calls it once)."""
+    if not isinstance(method, FusionMethod):
+        raise TypeError(f"register takes a FusionMethod, got {method!r}")
+    if method.value != method.value.strip().lower():
+        raise ValueError(f"a fusion method's name is lower case without spaces, got {method.value!r}")
+    return FUSION_METHODS.add(method.value, method)
+
+
+def ordered_sum(terms: np.ndarray) -> np.ndarray:
+    """``terms`` (``R x ...``) summed over the first axis in increasing order, so that the result depends neither
+    on the shape of the block nor on the order of the runs (floating-point addition is not associative)."""
+    acc = np.zeros(terms.shape[1:])
+    for term in np.sort(terms, axis=0):
+        acc = acc + term
+    return acc
+
+
+def weighted_terms(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``w_r v_r(d)`` per run, 0 where the run lacks the candidate."""
+    v = np.where(np.isnan(values), 0.0, values)
+    return np.array([float(w) * v[r] for r, w in enumerate(weights)]).reshape(-1, *v.shape[1:])
+
+
+__all__ = ["FUSION_METHODS", "FusionMethod", "SearchSpace", "ordered_sum", "register", "weighted_terms"]

@@ -1,0 +1,86 @@
+"""The ranker registry: every ranker registers itself with ``@register`` in its own module.
+
+The registry discovers the public modules of :mod:`modelseek.rankers` the first time it is asked for a name
+it does not hold (as the estimator registry does), so a new ranker is one file. The feature ranker of every
+registered estimator is derived on lookup (:func:`modelseek.rankers.features.feature_ranker`), so a new
+estimator needs no line here either.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from typing import TYPE_CHECKING, TypeVar
+
+from ..registry import Registry
+
+if TYPE_CHECKING:
+    from .base import Ranker
+
+R = TypeVar("R", bound="type[Ranker]")
+
+
+class RankerRegistry(Registry["type[Ranker]"]):
+    """Registered rankers (discovered in their modules), plus the feature ranker of every estimator."""
+
+    def __init__(self, package: str) -> None:
+        super().__init__("method")
+        self._package = package
+        self._discovered = False
+
+    def _discover(self) -> None:
+        if self._discovered:
+            return
+        self._discovered = True
+        pkg = importlib.import_module(self._package)
+        for mod in pkgutil.iter_modules(pkg.__path__):
+            if not mod.name.startswith("_"):
+                importlib.import_module(f"{self._package}.{mod.name}")
+
+    @staticmethod
+    def _estimators():
+        from ..estimators import ESTIMATORS
+
+        return ESTIMATORS
+
+    def _check_new(self, name: str) -> None:
+        super()._check_new(name)
+        if name in self._estimators():
+            raise ValueError(f"duplicate method name: {name!r} is a registered estimator")
+
+    def get(self, name: str) -> "type[Ranker]":
+        if name not in self._items:
+            self._discover()
+        if name not in self._items and name not in self._lazy and name in self._estimators():
+            from .features import feature_ranker
+
+            return feature_ranker(name)
+        return super().get(name)
+
+    def names(self) -> list[str]:
+        self._discover()
+        return sorted(set(super().names()) | set(self._estimators().names()))
+
+    def __contains__(self, name: object) -> bool:
+        if name not in self._items:
+            self._discover()
+        return super().__contains__(name) or name in self._estimators()
+
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` (for tests and plug-ins that register temporarily)."""
+        if name not in self._items:
+            raise KeyError(name)
+        del self._items[name]
+
+
+RANKERS = RankerRegistry("modelseek.rankers")
+
+
+def register(cls: R) -> R:
+    """Class decorator: register a :class:`~modelseek.rankers.base.Ranker` under its ``name``."""
+    from .base import Ranker
+
+    if not (isinstance(cls, type) and issubclass(cls, Ranker)):
+        raise TypeError(f"@register takes a Ranker subclass, got {cls!r}")
+    RANKERS.add(cls.name, cls)
+    return cls
