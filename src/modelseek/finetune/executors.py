@@ -84,11 +84,13 @@ def _ray_job(task, model, recipe, seed, key, trainer):
 
 def _modelseek_root() -> str | None:
     """Where this process imports modelseek from (run on a worker as a probe)."""
-    try:
-        import modelseek
-    except ImportError:
+    import importlib.util
+
+    # found, not imported: this module is part of the package (an import of it would be a cycle)
+    spec = importlib.util.find_spec("modelseek")
+    if spec is None or not spec.origin:
         return None
-    return str(Path(modelseek.__file__).resolve().parents[1])
+    return str(Path(spec.origin).resolve().parents[1])
 
 
 def _package_root() -> Path:

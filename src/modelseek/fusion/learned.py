@@ -83,8 +83,13 @@ def candidate_fusions(run_ids: Sequence[str], methods: Sequence[FusionMethod | s
         rng = np.random.default_rng(seed)
         keep = sorted(rng.choice(len(grid), size=max_weights, replace=False))
         grid = [grid[i] for i in keep]
-    space = SearchSpace(tuple(ids), tuple(ns), tuple(dict.fromkeys([equal, *singles, *grid])),
-                        tuple(float(k) for k in rrf_ks))
+    run_ids = tuple(ids)
+
+    def make(method, norm, weights, k):
+        return Fusion.build(run_ids, method, norm, weights, DEFAULT_RRF_K if k is None else k)
+
+    space = SearchSpace(run_ids, tuple(ns), tuple(dict.fromkeys([equal, *singles, *grid])),
+                        tuple(float(k) for k in rrf_ks), make)
     chosen = set(ms)
     staged = [(phase, spec) for m in FusionMethod if m in chosen for phase, spec in m.search(space)]
     out = [spec for _, spec in sorted(staged, key=lambda x: x[0])]  # stable: method order, then as yielded

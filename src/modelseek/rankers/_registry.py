@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from .base import Ranker
 
 R = TypeVar("R", bound="type[Ranker]")
+#: derives the ranker of a registered estimator
+FEATURE_RANKER = "modelseek.rankers.features:feature_ranker"
 
 
 class RankerRegistry(Registry["type[Ranker]"]):
@@ -52,9 +54,9 @@ class RankerRegistry(Registry["type[Ranker]"]):
         if name not in self._items:
             self._discover()
         if name not in self._items and name not in self._lazy and name in self._estimators():
-            from .features import feature_ranker
-
-            return feature_ranker(name)
+            # by name, as discovery imports the ranker modules: features.py registers its rankers here
+            mod, attr = FEATURE_RANKER.split(":")
+            return getattr(importlib.import_module(mod), attr)(name)
         return super().get(name)
 
     def names(self) -> list[str]:

@@ -84,7 +84,7 @@ class FeatureJobConfig:
 
     def digest(self) -> str:
         what = {k: v for k, v in asdict(self).items() if k not in ("device", "cache_dir", "progress", "method")}
-        from .. import __version__
+        from .._version import __version__
 
         return _digest({"scores_version": SCORES_VERSION, "modelseek": __version__, **what})
 

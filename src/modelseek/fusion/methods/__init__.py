@@ -26,7 +26,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Protocol, Sequence
 
 import numpy as np
 
@@ -47,6 +47,10 @@ class SearchSpace:
     #: weight vectors: equal weights first, then every single run, then the simplex grid (deduplicated)
     weights: tuple[tuple[float, ...], ...]
     rrf_ks: tuple[float, ...]
+    #: builds one fusion of these runs: ``(method, norm, weights, k) -> Fusion`` (given by the optimiser, which
+    #: knows :class:`~modelseek.fusion.core.Fusion`; this package is imported by ``core`` and never imports it)
+    make: Callable[[str, "Norm | str | None", "Sequence[float] | None", "float | None"], "Fusion"] = field(
+        compare=False, repr=False, default=None)  # type: ignore[assignment]
 
     @property
     def equal(self) -> tuple[float, ...]:
@@ -58,9 +62,10 @@ class SearchSpace:
 
     def build(self, method: str, norm: "Norm | str | None" = None, weights: Sequence[float] | None = None,
               k: float | None = None) -> "Fusion":
-        from ..core import DEFAULT_RRF_K, Fusion
-
-        return Fusion.build(self.run_ids, method, norm, weights, DEFAULT_RRF_K if k is None else k)
+        if self.make is None:
+            raise TypeError("SearchSpace.make is not set: build search spaces with modelseek.fusion.learned."
+                            "candidate_fusions")
+        return self.make(method, norm, weights, k)
 
 
 class Combine(Protocol):
