@@ -18,8 +18,9 @@ import hashlib
 import json
 import logging
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -126,5 +127,5 @@ def load_arrays(path: str | os.PathLike | None, fields: Mapping[str, Any] | None
         return None
 
 
-__all__ = ["CorruptCacheError", "MAGIC", "cache_dir", "cache_root", "decode_arrays", "encode_arrays",
-           "load_arrays", "read_arrays", "write_arrays"]
+__all__ = ["MAGIC", "CorruptCacheError", "cache_dir", "cache_root", "decode_arrays", "encode_arrays", "load_arrays",
+           "read_arrays", "write_arrays"]

@@ -36,7 +36,7 @@ class Choice(str, enum.Enum):
         return [m.value for m in cls]
 
     @classmethod
-    def parse(cls, value: "str | Choice", field: str | None = None):
+    def parse(cls, value: str | Choice, field: str | None = None):
         if isinstance(value, cls):
             return value
         text = cls._normalise(str(value))

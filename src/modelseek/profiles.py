@@ -23,10 +23,11 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from .errors import InputError
 
@@ -101,7 +102,7 @@ class ModelProfile:
         return d
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any], origin: str = "", where: str = "") -> "ModelProfile":
+    def from_mapping(cls, data: Mapping[str, Any], origin: str = "", where: str = "") -> ModelProfile:
         if not isinstance(data, Mapping):
             raise InputError(f"a profile must be a mapping, got {type(data).__name__}", field=where or None)
         unknown = [k for k in data if k not in PROFILE_FIELDS]
@@ -384,6 +385,6 @@ def profiles_for(pool: Iterable[Any], extra: Mapping[str, ModelProfile] | None =
     return [profile_for(c, extra) for c in pool]
 
 
-__all__ = ["ModelProfile", "fetch_profile", "hf_cache_dir", "profile_for", "profile_from_card",
-           "profile_from_candidate", "profile_from_hf_cache", "profiles_for", "profiles_from_facts",
-           "read_profiles", "shipped_profiles", "write_profiles"]
+__all__ = ["ModelProfile", "fetch_profile", "hf_cache_dir", "profile_for", "profile_from_candidate",
+           "profile_from_card", "profile_from_hf_cache", "profiles_for", "profiles_from_facts", "read_profiles",
+           "shipped_profiles", "write_profiles"]

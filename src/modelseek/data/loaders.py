@@ -13,8 +13,9 @@ Supported layouts:
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 

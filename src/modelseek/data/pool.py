@@ -21,11 +21,12 @@ Unknown keys are rejected so that typos do not pass silently.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from numbers import Real
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from ..config import Config, Interval, Source
 from ..errors import InputError

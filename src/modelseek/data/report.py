@@ -7,8 +7,9 @@ table; it exports to CSV, JSON and Markdown.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -61,7 +62,7 @@ class Report:
             if sub.empty:
                 continue
             row = {m: float(sub[m].mean()) for m in self.metrics}
-            row["n"] = int(len(sub))
+            row["n"] = len(sub)
             rows[tier] = row
         import pandas as pd
         return pd.DataFrame.from_dict(rows, orient="index")[["n", *self.metrics]]

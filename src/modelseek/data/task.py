@@ -6,9 +6,9 @@ A :class:`Task` is a text-classification data set (train, validation and optiona
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Iterable, Iterator, Mapping, Sequence
 
 from ..enums import Choice
 from ..errors import InputError
@@ -27,7 +27,7 @@ class Criticality(Choice):
         return text.strip().lower().replace("criticalness", "").replace("criticality", "").strip()
 
     @classmethod
-    def from_regret(cls, regret: float) -> "Criticality":
+    def from_regret(cls, regret: float) -> Criticality:
         """Tier by expected regret R = 1 - mean normalized F1: Low < 0.03 <= Medium < 0.10 <= High."""
         if regret < 0.03:
             return cls.LOW
@@ -81,7 +81,7 @@ class Task:
         object.__setattr__(self, "metadata", MappingProxyType(dict(self.metadata)))
 
     @classmethod
-    def from_id(cls, task_id: str, criticality: "Criticality | str | None" = None, **kw) -> "Task":
+    def from_id(cls, task_id: str, criticality: Criticality | str | None = None, **kw) -> Task:
         """A task known by id only (no text)."""
         return cls(id=str(task_id), criticality=criticality, **kw)
 
@@ -131,7 +131,7 @@ class TaskSet(Sequence[Task]):
         except KeyError:
             raise InputError(f"unknown task id {task_id!r}") from None
 
-    def subset(self, ids: Iterable[str]) -> "TaskSet":
+    def subset(self, ids: Iterable[str]) -> TaskSet:
         return TaskSet(self.get(i) for i in ids)
 
     def __getitem__(self, i):  # type: ignore[override]

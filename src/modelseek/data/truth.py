@@ -11,8 +11,9 @@ import csv
 import io
 import math
 import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Iterable, Mapping, NamedTuple, TYPE_CHECKING
+from typing import NamedTuple, TYPE_CHECKING
 
 import numpy as np
 
@@ -180,7 +181,7 @@ class GroundTruth:
     # ------------------------------------------------------------------------------------------ loading
     @classmethod
     def from_csv(cls, path: str | Path, tasks_csv: str | Path | None = None,
-                 any_score: bool = False) -> "GroundTruth":
+                 any_score: bool = False) -> GroundTruth:
         """Read ``task_id,model_id,f1[,...]`` (the official ground-truth format; extra columns are derived
         again from f1). Criticality comes from ``tasks_csv`` (or a ``tasks.csv`` beside the file).
 
@@ -235,7 +236,7 @@ class GroundTruth:
             raise InputError(exc.message, path=path) from None
 
     @classmethod
-    def from_qrels(cls, path: str | Path) -> "GroundTruth":
+    def from_qrels(cls, path: str | Path) -> GroundTruth:
         """Read a TREC qrels file: ``topic iteration docno grade`` per line, white-space separated (trec_eval's
         format). Grades are integers; a negative grade means judged non-relevant. The grades are used as they
         are, under every scheme (``--scheme`` then only chooses the gain: 2^grade - 1 or the grade); weighted
@@ -291,7 +292,7 @@ class GroundTruth:
         return cls(frame, source=str(path))
 
     @classmethod
-    def from_qrels_careful(cls, path: Path, text: str) -> "GroundTruth":
+    def from_qrels_careful(cls, path: Path, text: str) -> GroundTruth:
         seen: dict[tuple[str, str], int] = {}
         for lineno, raw in enumerate(text.split("\n"), 1):
             parts = raw.split()
@@ -319,7 +320,7 @@ class GroundTruth:
         return "csv"
 
     @classmethod
-    def from_matrix(cls, matrix: pd.DataFrame, criticality: Mapping[str, str] | None = None) -> "GroundTruth":
+    def from_matrix(cls, matrix: pd.DataFrame, criticality: Mapping[str, str] | None = None) -> GroundTruth:
         """From a tasks x models DataFrame of F1 (NaN = not run)."""
         long = matrix.rename_axis(index="task_id", columns="model_id").stack().rename("f1").reset_index()
         return cls(long, criticality=criticality)
@@ -403,7 +404,7 @@ class GroundTruth:
     def criticalities(self) -> dict[str, Criticality]:
         return dict(self._crit)
 
-    def subset(self, task_ids: Iterable[str]) -> "GroundTruth":
+    def subset(self, task_ids: Iterable[str]) -> GroundTruth:
         ids = [str(t) for t in task_ids]
         unknown = [t for t in ids if t not in self._crit]
         if unknown:
@@ -412,7 +413,7 @@ class GroundTruth:
         keep = keep[["task_id", "model_id", "f1", *(["grade"] if self.explicit_grades else [])]]
         return GroundTruth(keep, criticality={t: self._crit[t] for t in ids}, source=self.source)
 
-    def rename_models(self, mapping: Mapping[str, str]) -> "GroundTruth":
+    def rename_models(self, mapping: Mapping[str, str]) -> GroundTruth:
         """A new ground truth whose model ids are renamed by ``mapping`` (others unchanged); two ids of one task
         that become the same model are an error."""
         df = self._df[["task_id", "model_id", "f1", *(["grade"] if self.explicit_grades else [])]].copy()

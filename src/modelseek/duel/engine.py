@@ -10,10 +10,10 @@ a new submission only computes its own profiles and its own 2 x N duels per task
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from numbers import Integral
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -62,7 +62,7 @@ class Profile:
         return head + struct.pack("<dd", float(self.n), self.observed) + np.ascontiguousarray(self.vector, "<f8").tobytes()
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "Profile":
+    def from_bytes(cls, data: bytes) -> Profile:
         if data[:4] != cls._MAGIC or len(data) < 44 or (len(data) - 44) % 8:
             raise InputError("corrupt stored profile")
         n, observed = struct.unpack("<dd", data[28:44])

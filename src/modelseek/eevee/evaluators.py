@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 

@@ -16,9 +16,10 @@ import logging
 import os
 import socket
 import traceback
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from ..errors import ModelseekError
 from ..registry import Registry

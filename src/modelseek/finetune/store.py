@@ -24,9 +24,10 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from ..errors import InputError
 
@@ -332,7 +333,7 @@ class JobStore:
     def close(self) -> None:
         self._db.close()
 
-    def __enter__(self) -> "JobStore":
+    def __enter__(self) -> JobStore:
         return self
 
     def __exit__(self, *exc) -> None:

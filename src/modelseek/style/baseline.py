@@ -26,9 +26,10 @@ logits and the caller's random state is untouched.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from numbers import Integral, Real
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 

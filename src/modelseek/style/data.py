@@ -20,9 +20,9 @@ the file stem (the same content rendered in several styles shares its file name)
 from __future__ import annotations
 
 import csv
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -54,7 +54,7 @@ class StyleModels:
         return dict(zip(self.ids, self.names)).get(str(model_id), str(model_id))
 
     @classmethod
-    def from_labels(cls, labels: Sequence[str]) -> "StyleModels":
+    def from_labels(cls, labels: Sequence[str]) -> StyleModels:
         ids = tuple(sorted({str(x) for x in labels}, key=natural_key))
         return cls(ids, ids)
 
@@ -102,7 +102,7 @@ class StyleDataset:
     def labelled(self) -> bool:
         return self.labels is not None and all(x is not None for x in self.labels)
 
-    def subset(self, index: Sequence[int]) -> "StyleDataset":
+    def subset(self, index: Sequence[int]) -> StyleDataset:
         idx = [int(i) for i in index]
         pick = (lambda xs: None if xs is None else [xs[i] for i in idx])
         return StyleDataset([self.ids[i] for i in idx], self.models, pick(self.paths), pick(self.arrays),

@@ -15,7 +15,7 @@ Content ids are the groups of the grouped CV, so train and test folds never shar
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from scipy import ndimage as ndi

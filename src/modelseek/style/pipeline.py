@@ -14,9 +14,10 @@ Evaluation: each query has exactly one relevant model (the LoRA that made it), s
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -44,7 +45,7 @@ class MethodSpec:
     features: tuple[str, ...] = ()
     retriever: str = ""
     pca: int | None = None
-    members: tuple["MethodSpec", ...] = ()
+    members: tuple[MethodSpec, ...] = ()
     finetune: Any = None  # a baseline.FineTune: the organisers' fine-tuned classifier (ARCH-finetune)
 
     @property
@@ -186,7 +187,7 @@ class StyleRanker:
         self.method, self.size, self.seed, self.cache, self.progress = method, size, seed, cache, progress
         self.params, self.registry = params, registry
 
-    def fit(self, train: StyleDataset) -> "StyleRanker":
+    def fit(self, train: StyleDataset) -> StyleRanker:
         self.spec_ = parse_method(self.method)
         if not train.labelled:
             raise InputError("training images need labels", path=train.source or None)

@@ -19,7 +19,7 @@ by ``1/sqrt(dim)`` so that every block weighs the same; ``pca`` (optional) then 
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -36,7 +36,7 @@ class Preprocess:
     def __init__(self, blocks: Sequence[int] | None = None, pca: int | None = None, seed: int = 0) -> None:
         self.blocks, self.pca, self.seed = blocks, pca, seed
 
-    def fit(self, X: np.ndarray) -> "Preprocess":
+    def fit(self, X: np.ndarray) -> Preprocess:
         X = np.asarray(X, np.float64)
         self.mean_ = X.mean(0)
         std = X.std(0)
@@ -85,7 +85,7 @@ class Retriever:
     def __init__(self, blocks: Sequence[int] | None = None, pca: int | None = None, seed: int = 0) -> None:
         self.blocks, self.pca, self.seed = blocks, pca, seed
 
-    def fit(self, X: np.ndarray, y: Sequence[str], models: Sequence[str]) -> "Retriever":
+    def fit(self, X: np.ndarray, y: Sequence[str], models: Sequence[str]) -> Retriever:
         X = _check(X)
         y = np.asarray([str(v) for v in y])
         if len(y) != len(X):

@@ -20,8 +20,8 @@ import csv
 import re
 import struct
 import zlib
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 

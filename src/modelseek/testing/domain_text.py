@@ -6,7 +6,7 @@ person would give the ranker), without copying any real data set.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -224,7 +224,7 @@ class PostgresServer:
         if self._own:
             shutil.rmtree(self.folder, ignore_errors=True)
 
-    def __enter__(self) -> "PostgresServer":
+    def __enter__(self) -> PostgresServer:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -49,7 +49,7 @@ def make_fusion_zoo(n_tasks: int = 60, n_models: int = 20, seed: int = 0, prior_
     return truth, {"prior": run(prior, "prior"), "est_a": run(est_a, "est_a"), "est_b": run(est_b, "est_b", failed)}
 
 
-def write_fusion_zoo(folder: "str | Path", **zoo) -> tuple[GroundTruth, dict[str, Run], dict[str, Path], Path]:
+def write_fusion_zoo(folder: str | Path, **zoo) -> tuple[GroundTruth, dict[str, Run], dict[str, Path], Path]:
     """:func:`make_fusion_zoo` (``zoo``: its arguments) written to ``folder``: one TREC file per run
     (``NAME.txt``) and the ground truth (``gt.csv``). Returns (truth, runs, run paths by name, truth path)."""
     folder = Path(folder)
