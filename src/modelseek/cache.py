@@ -14,6 +14,7 @@ corrupt entry (a corrupt file is logged and removed, so it is recomputed and rew
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -120,10 +121,8 @@ def load_arrays(path: str | os.PathLike | None, fields: Mapping[str, Any] | None
         return read_arrays(p, fields)
     except (CorruptCacheError, OSError) as exc:
         log.warning("%s file %s is corrupt (%s); recomputing", what, p, exc)
-        try:
+        with contextlib.suppress(OSError):
             p.unlink()
-        except OSError:
-            pass
         return None
 
 

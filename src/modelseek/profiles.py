@@ -290,7 +290,8 @@ def profile_from_card(hf_id: str, readme: str | None, config: Mapping[str, Any] 
     cfg = dict(config or {})
     labels = ""
     id2label = cfg.get("id2label")
-    if isinstance(id2label, dict) and id2label and not all(re.fullmatch(r"LABEL_\d+", str(v)) for v in id2label.values()):
+    if (isinstance(id2label, dict) and id2label
+            and not all(re.fullmatch(r"LABEL_\d+", str(v)) for v in id2label.values())):
         labels = "/".join(str(id2label[k]) for k in sorted(id2label, key=lambda k: int(k) if str(k).isdigit() else 0))
     archs = _as_list(cfg.get("architectures"))
     head = ""
@@ -338,7 +339,7 @@ def fetch_profile(hf_id: str) -> ModelProfile:
     for name in ("README.md", "config.json"):
         try:
             got[name] = Path(hf_hub_download(hf_id, name))
-        except Exception as exc:  # offline, gated, missing file: say which
+        except Exception as exc:  # noqa: BLE001 - offline, gated, missing file: say which
             errors.append(f"{name}: {type(exc).__name__}")
     if not got:
         raise InputError(f"cannot fetch the card or config of {hf_id!r} ({'; '.join(errors)}); "

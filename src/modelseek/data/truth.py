@@ -462,7 +462,7 @@ def _first_duplicate_pair(a: np.ndarray, b: np.ndarray) -> int:
 
     if a.size < 2:
         return -1
-    ca, ua = pd.factorize(a)
+    ca, _ = pd.factorize(a)
     cb, _ = pd.factorize(b)
     key = ca.astype(np.int64) * (int(cb.max()) + 1) + cb
     sk = np.sort(key)
@@ -623,6 +623,11 @@ def _read_truth_fast(data: bytes, fields: list[str], crit_col: str | None, any_s
     return t, m, f1, crit
 
 
+def _cell(row: list[str], i: int | None) -> str | None:
+    """Column ``i`` of a CSV row; None when the column is absent or the row is short."""
+    return row[i] if i is not None and i < len(row) else None
+
+
 def _read_truth_careful(path: Path, text: str, crit_col: str | None, any_score: bool):
     """Row by row with :mod:`csv`; the first problem is an error naming its line and field."""
     from .run import bad_identifier_char, describe_char
@@ -648,11 +653,7 @@ def _read_truth_careful(path: Path, text: str, crit_col: str | None, any_score: 
             lineno = reader.line_num
             if not row or not any(x.strip() for x in row):
                 continue
-
-            def cell(i):
-                return row[i] if i is not None and i < len(row) else None
-
-            t, m, raw = (cell(it) or "").strip(), (cell(im) or "").strip(), cell(i1)
+            t, m, raw = (_cell(row, it) or "").strip(), (_cell(row, im) or "").strip(), _cell(row, i1)
             if not t:
                 raise InputError("empty", path=path, line=lineno, field="task_id")
             if not m:
@@ -678,7 +679,7 @@ def _read_truth_careful(path: Path, text: str, crit_col: str | None, any_score: 
             tasks.append(t)
             models.append(m)
             f1s.append(f1)
-            cv = cell(ic)
+            cv = _cell(row, ic)
             if ic is not None and (cv or "").strip():
                 try:
                     crit[t] = Criticality.parse(cv)

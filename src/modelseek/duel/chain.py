@@ -65,7 +65,8 @@ def row_content(seq: int, sub: Mapping, link_row: Mapping, profiles: list[Mappin
 
 def head(conn, t, sa) -> tuple[int, str] | None:
     """``(seq, hash)`` of the chain's last row, or ``None`` before the genesis row."""
-    row = conn.execute(sa.select(t["chain"].c.seq, t["chain"].c.hash).order_by(t["chain"].c.seq.desc()).limit(1)).first()
+    chain = t["chain"].c
+    row = conn.execute(sa.select(chain.seq, chain.hash).order_by(chain.seq.desc()).limit(1)).first()
     return None if row is None else (int(row[0]), str(row[1]))
 
 

@@ -59,7 +59,8 @@ class Profile:
 
     def to_bytes(self) -> bytes:
         head = self._MAGIC + self.test.name.encode("ascii").ljust(24, b"\0")
-        return head + struct.pack("<dd", float(self.n), self.observed) + np.ascontiguousarray(self.vector, "<f8").tobytes()
+        return (head + struct.pack("<dd", float(self.n), self.observed)
+                + np.ascontiguousarray(self.vector, "<f8").tobytes())
 
     @classmethod
     def from_bytes(cls, data: bytes) -> Profile:
@@ -98,7 +99,8 @@ def profile(spec: TaskSpec, data: TaskData, model: str, settings: Settings = Set
                    float(_boot.perplexity(data.loglik, data.words)))
 
 
-def profiles(spec: TaskSpec, datas: list[TaskData], models: list[str], settings: Settings = Settings()) -> list[Profile]:
+def profiles(spec: TaskSpec, datas: list[TaskData], models: list[str],
+             settings: Settings = Settings()) -> list[Profile]:
     """:func:`profile` of many models on one task; the bootstrap statistics of all models come from one
     product with the task's resampling plan (the plan is read from memory once, not once per model)."""
     test = spec.metric.test

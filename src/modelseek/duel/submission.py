@@ -282,7 +282,8 @@ def _records_to_data(task: str, metric: Metric, records: list, source: str) -> T
     ids, order = _doc_ids(records, source, fld)
     if ids is None:
         return data
-    arrays = {k: getattr(data, k) for k in ("values", "gold", "probs", "loglik", "words") if getattr(data, k) is not None}
+    arrays = {k: getattr(data, k) for k in ("values", "gold", "probs", "loglik", "words")
+              if getattr(data, k) is not None}
     if order != list(range(len(order))):
         arrays = {k: v[np.asarray(order)] for k, v in arrays.items()}
     return TaskData(metric, ids=ids, **arrays)

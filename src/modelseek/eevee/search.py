@@ -171,7 +171,7 @@ def _converged(parents: list[Subset], names: Sequence[str], scored: set[Subset],
             rest = [b for b in p if b != drop]
             for add in names:
                 if add not in inside:
-                    child = normalise_subset(rest + [add])
+                    child = normalise_subset([*rest, add])
                     if child not in scored and feasible(child):
                         return False
     return True

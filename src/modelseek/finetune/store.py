@@ -228,10 +228,8 @@ class JobStore:
             db = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
             try:
                 while not stop.wait(every):
-                    try:
+                    with contextlib.suppress(sqlite3.OperationalError):  # locked past the timeout: next beat
                         db.execute("UPDATE claims SET heartbeat=? WHERE owner=?", (time.time(), self.owner))
-                    except sqlite3.OperationalError:  # locked past the timeout: try again next beat
-                        pass
             finally:
                 db.close()
 

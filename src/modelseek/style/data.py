@@ -104,7 +104,10 @@ class StyleDataset:
 
     def subset(self, index: Sequence[int]) -> StyleDataset:
         idx = [int(i) for i in index]
-        pick = (lambda xs: None if xs is None else [xs[i] for i in idx])
+
+        def pick(xs):
+            return None if xs is None else [xs[i] for i in idx]
+
         return StyleDataset([self.ids[i] for i in idx], self.models, pick(self.paths), pick(self.arrays),
                             pick(self.labels), pick(self.groups), self.source, pick(self._lines))
 

@@ -78,8 +78,8 @@ def parse_method(name: str) -> MethodSpec:
         return MethodSpec(name, finetune=parse_finetune(name, feats, opt))
     if not sep or not feats:
         raise InputError(f"method {name!r} must look like FEATURES-RETRIEVER (e.g. gram-logreg); retrievers: "
-                         f"{', '.join(RETRIEVERS.names())}; features: {', '.join(EXTRACTORS.names())}; or the organisers' "
-                         f"baseline ARCH-finetune (e.g. resnet50-finetune)",
+                         f"{', '.join(RETRIEVERS.names())}; features: {', '.join(EXTRACTORS.names())}; "
+                         f"or the organisers' baseline ARCH-finetune (e.g. resnet50-finetune)",
                          field="method")
     RETRIEVERS.get(retr)
     features = tuple(feats.split("+"))

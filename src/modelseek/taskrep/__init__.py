@@ -118,7 +118,7 @@ def sample_indices(labels: Sequence[str], max_texts: int, seed: int = 0) -> np.n
     out = []
     for c in dict.fromkeys(labels.tolist()):
         idx = np.flatnonzero(labels == c)
-        k = max(1, int(round(max_texts * len(idx) / n)))
+        k = max(1, round(max_texts * len(idx) / n))
         out.append(rng.choice(idx, size=min(k, len(idx)), replace=False))
     return np.sort(np.concatenate(out))
 

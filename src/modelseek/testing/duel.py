@@ -47,7 +47,7 @@ def _shifted(records: list[dict], metric: Metric, offset: float) -> list[dict]:
         return out
     if metric in (Metric.ACC, Metric.EXACT_MATCH):
         want = 1 if offset > 0 else 0
-        todo = int(round(abs(offset) * len(out)))
+        todo = round(abs(offset) * len(out))
         for r in out:
             if todo and r[m] != want:
                 r[m], todo = want, todo - 1
@@ -195,13 +195,13 @@ class PostgresServer:
             self._prefix = [shutil.which("runuser") or "/usr/sbin/runuser", "-u", "nobody", "--"]
         env = {**os.environ, "LC_ALL": "C", "LANG": "C"}
         self._env = env
-        subprocess.run(self._prefix + [str(bins / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres",
-                                       "--no-sync", "-E", "UTF8", "--no-instructions"],
+        subprocess.run([*self._prefix, str(bins / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres",
+                        "--no-sync", "-E", "UTF8", "--no-instructions"],
                        check=True, capture_output=True, env=env, cwd=self.folder)
         opts = (f"-h 127.0.0.1 -p {self.port} -k {self.folder} -F -c max_connections=200 "
                 "-c shared_buffers=32MB -c fsync=off -c synchronous_commit=off -c full_page_writes=off")
-        subprocess.run(self._prefix + [str(bins / "pg_ctl"), "-D", str(self.data), "-o", opts, "-l",
-                                       str(self.folder / "server.log"), "-w", "-t", "60", "start"],
+        subprocess.run([*self._prefix, str(bins / "pg_ctl"), "-D", str(self.data), "-o", opts, "-l",
+                        str(self.folder / "server.log"), "-w", "-t", "60", "start"],
                        check=True, capture_output=True, env=env, cwd=self.folder)
         self._running = True
 
@@ -218,8 +218,8 @@ class PostgresServer:
         import subprocess
 
         if self._running:
-            subprocess.run(self._prefix + [str(self.bins / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w",
-                                           "stop"], capture_output=True, env=self._env, cwd=self.folder)
+            subprocess.run([*self._prefix, str(self.bins / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w",
+                            "stop"], capture_output=True, env=self._env, cwd=self.folder)
             self._running = False
         if self._own:
             shutil.rmtree(self.folder, ignore_errors=True)
