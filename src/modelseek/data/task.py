@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import overload
 
 from ..enums import Choice
 from ..errors import InputError
@@ -83,7 +84,8 @@ class Task:
     @classmethod
     def from_id(cls, task_id: str, criticality: Criticality | str | None = None, **kw) -> Task:
         """A task known by id only (no text)."""
-        return cls(id=str(task_id), criticality=criticality, **kw)
+        return cls(id=str(task_id), criticality=None if criticality is None else Criticality.parse(criticality),
+                   **kw)
 
     @property
     def has_data(self) -> bool:
@@ -134,7 +136,12 @@ class TaskSet(Sequence[Task]):
     def subset(self, ids: Iterable[str]) -> TaskSet:
         return TaskSet(self.get(i) for i in ids)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    @overload
+    def __getitem__(self, i: int | str) -> Task: ...
+    @overload
+    def __getitem__(self, i: slice) -> TaskSet: ...
+
+    def __getitem__(self, i: int | str | slice) -> Task | TaskSet:
         if isinstance(i, str):
             return self.get(i)
         values = list(self._tasks.values())

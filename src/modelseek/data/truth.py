@@ -680,7 +680,7 @@ def _read_truth_careful(path: Path, text: str, crit_col: str | None, any_score: 
             models.append(m)
             f1s.append(f1)
             cv = _cell(row, ic)
-            if ic is not None and (cv or "").strip():
+            if ic is not None and cv is not None and cv.strip():
                 try:
                     crit[t] = Criticality.parse(cv)
                 except InputError as exc:

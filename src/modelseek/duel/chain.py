@@ -87,6 +87,8 @@ def append(conn, t, sa, subs: list[dict], profiles: list[dict], duels: list[dict
     if top is None:
         genesis(conn, t, sa)
         top = head(conn, t, sa)
+        if top is None:
+            raise RuntimeError("the chain has no genesis row after writing it")
     seq, prev = top
     pos = {int(s["id"]): k for k, s in enumerate(subs)}
     mine: list[list] = [[] for _ in subs]

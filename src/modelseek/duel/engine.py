@@ -88,15 +88,17 @@ def profile(spec: TaskSpec, data: TaskData, model: str, settings: Settings = Set
     if test is Test.AUROC:
         rng = derive_rng(settings.seed, spec.task, model, "auroc")
         try:
-            draws = auroc_draws(data.gold, data.probs, rng, settings.n_draws, settings.n_thresholds)
+            draws = auroc_draws(data.need("gold"), data.need("probs"), rng, settings.n_draws, settings.n_thresholds)
         except InputError as exc:
             raise InputError(f"task {spec.task!r}, model {model!r}: {exc.message}") from None
         return Profile(test, data.n, draws)
     counts = _plan(settings.seed, spec.task, data.n, settings.n_resamples)
     if test is Test.BOOTSTRAP_MEAN:
-        return Profile(test, data.n, _boot.resampled_mean(data.values, counts), float(np.mean(data.values)))
-    return Profile(test, data.n, _boot.resampled_perplexity(data.loglik, data.words, counts),
-                   float(_boot.perplexity(data.loglik, data.words)))
+        values = data.need("values")
+        return Profile(test, data.n, _boot.resampled_mean(values, counts), float(np.mean(values)))
+    loglik, words = data.need("loglik"), data.need("words")
+    return Profile(test, data.n, _boot.resampled_perplexity(loglik, words, counts),
+                   float(_boot.perplexity(loglik, words)))
 
 
 def profiles(spec: TaskSpec, datas: list[TaskData], models: list[str],
@@ -112,10 +114,10 @@ def profiles(spec: TaskSpec, datas: list[TaskData], models: list[str],
                          field=f"predictions.{spec.task}")
     counts = _plan(settings.seed, spec.task, ns.pop(), settings.n_resamples)
     if test is Test.BOOTSTRAP_MEAN:
-        X = np.stack([d.values for d in datas])
+        X = np.stack([d.need("values") for d in datas])
         S, obs = _boot.resampled_mean(X, counts), X.mean(axis=1)
     else:
-        L, W = np.stack([d.loglik for d in datas]), np.stack([d.words for d in datas])
+        L, W = np.stack([d.need("loglik") for d in datas]), np.stack([d.need("words") for d in datas])
         S, obs = _boot.resampled_perplexity(L, W, counts), _boot.perplexity(L, W)
     return [Profile(test, d.n, S[k].copy(), float(obs[k])) for k, d in enumerate(datas)]
 

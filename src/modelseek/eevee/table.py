@@ -313,11 +313,11 @@ class Table:
                     raise InputError("empty", path=path, line=lineno, field=name)
             key = (bench, metric)
             v = _cell(row[iv], path, lineno, "value")
-            col = cells.setdefault(key, {})
-            if model in col:
+            column = cells.setdefault(key, {})
+            if model in column:
                 raise InputError(f"duplicate cell ({model}, {bench}, {metric})", path=path, line=lineno,
                                  field="value")
-            col[model] = v
+            column[model] = v
             if model not in models:
                 models.append(model)
         if not models:

@@ -114,10 +114,10 @@ def sample_indices(labels: Sequence[str], max_texts: int, seed: int = 0) -> np.n
     if n <= max_texts:
         return np.arange(n)
     rng = np.random.default_rng(seed)
-    labels = np.asarray(labels)
+    arr = np.asarray(labels)
     out = []
-    for c in dict.fromkeys(labels.tolist()):
-        idx = np.flatnonzero(labels == c)
+    for c in dict.fromkeys(arr.tolist()):
+        idx = np.flatnonzero(arr == c)
         k = max(1, round(max_texts * len(idx) / n))
         out.append(rng.choice(idx, size=min(k, len(idx)), replace=False))
     return np.sort(np.concatenate(out))

@@ -122,7 +122,7 @@ def bcm_compiled(folders: list[str | Path], config: LeaderboardConfig) -> dict:
                 name_of = {k: next(f for f in v if f.split(",")[0].startswith(spec.metric.value)
                                    and "_stderr" not in f) for k, v in cands.items()}
                 vals = {k: float(cands[k][name_of[k]]) for k in cands}
-                pick = (max if spec.metric.higher_is_better else min)(sorted(vals), key=vals.get)
+                pick = (max if spec.metric.higher_is_better else min)(sorted(vals), key=vals.__getitem__)
                 centred = np.array(list(vals.values())) - np.mean(list(vals.values()))
                 metric = name_of[pick].split(",")[0]
                 results[spec.task] = {metric: vals[pick], "alias": cands[pick]["alias"],
@@ -154,8 +154,9 @@ def postgres_binaries() -> Path | None:
     env = os.environ.get("MODELSEEK_PG_BIN")
     cands = [Path(env)] if env else []
     cands += [Path(p) for p in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)]
-    if shutil.which("initdb"):
-        cands.append(Path(shutil.which("initdb")).parent)
+    initdb = shutil.which("initdb")
+    if initdb:
+        cands.append(Path(initdb).parent)
     return next((c for c in cands if (c / "initdb").exists() and (c / "pg_ctl").exists()), None)
 
 
