@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip install --disable-pip-version-check -q
 
-.PHONY: install demo test bench
+.PHONY: install demo test bench lint
 
 install:
 	# torch and torchvision first, pinned as a matching pair (torchvision's compiled ops need the torch they
@@ -22,6 +22,11 @@ test: install
 		  || { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null; }; } \
 		|| echo "chromium not installed (apt-get failed): the browser test will be skipped"; fi
 	HF_HUB_OFFLINE=1 $(PYTHON) -m pytest -q
+
+# ruff (rules in pyproject's [tool.ruff]) and mypy (files and strictness in [tool.mypy]) over src/modelseek
+lint: install
+	$(PYTHON) -m ruff check src
+	$(PYTHON) -m mypy
 
 bench: install
 	HF_HUB_OFFLINE=1 $(PYTHON) benchmarks/run_all.py

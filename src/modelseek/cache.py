@@ -14,12 +14,14 @@ corrupt entry (a corrupt file is logged and removed, so it is recomputed and rew
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -119,12 +121,10 @@ def load_arrays(path: str | os.PathLike | None, fields: Mapping[str, Any] | None
         return read_arrays(p, fields)
     except (CorruptCacheError, OSError) as exc:
         log.warning("%s file %s is corrupt (%s); recomputing", what, p, exc)
-        try:
+        with contextlib.suppress(OSError):
             p.unlink()
-        except OSError:
-            pass
         return None
 
 
-__all__ = ["CorruptCacheError", "MAGIC", "cache_dir", "cache_root", "decode_arrays", "encode_arrays",
-           "load_arrays", "read_arrays", "write_arrays"]
+__all__ = ["MAGIC", "CorruptCacheError", "cache_dir", "cache_root", "decode_arrays", "encode_arrays", "load_arrays",
+           "read_arrays", "write_arrays"]

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import enum
 import re
+from typing import TypeVar
 
 from .errors import InputError
+
+_C = TypeVar("_C", bound="Choice")
 
 
 class Choice(str, enum.Enum):
@@ -36,7 +39,7 @@ class Choice(str, enum.Enum):
         return [m.value for m in cls]
 
     @classmethod
-    def parse(cls, value: "str | Choice", field: str | None = None):
+    def parse(cls: type[_C], value: str | Choice, field: str | None = None) -> _C:
         if isinstance(value, cls):
             return value
         text = cls._normalise(str(value))

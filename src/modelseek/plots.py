@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import pandas as pd
 

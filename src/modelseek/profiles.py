@@ -23,10 +23,11 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, fields
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from .errors import InputError
 
@@ -101,7 +102,7 @@ class ModelProfile:
         return d
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any], origin: str = "", where: str = "") -> "ModelProfile":
+    def from_mapping(cls, data: Mapping[str, Any], origin: str = "", where: str = "") -> ModelProfile:
         if not isinstance(data, Mapping):
             raise InputError(f"a profile must be a mapping, got {type(data).__name__}", field=where or None)
         unknown = [k for k in data if k not in PROFILE_FIELDS]
@@ -289,7 +290,8 @@ def profile_from_card(hf_id: str, readme: str | None, config: Mapping[str, Any] 
     cfg = dict(config or {})
     labels = ""
     id2label = cfg.get("id2label")
-    if isinstance(id2label, dict) and id2label and not all(re.fullmatch(r"LABEL_\d+", str(v)) for v in id2label.values()):
+    if (isinstance(id2label, dict) and id2label
+            and not all(re.fullmatch(r"LABEL_\d+", str(v)) for v in id2label.values())):
         labels = "/".join(str(id2label[k]) for k in sorted(id2label, key=lambda k: int(k) if str(k).isdigit() else 0))
     archs = _as_list(cfg.get("architectures"))
     head = ""
@@ -337,7 +339,7 @@ def fetch_profile(hf_id: str) -> ModelProfile:
     for name in ("README.md", "config.json"):
         try:
             got[name] = Path(hf_hub_download(hf_id, name))
-        except Exception as exc:  # offline, gated, missing file: say which
+        except Exception as exc:  # noqa: BLE001 - offline, gated, missing file: say which
             errors.append(f"{name}: {type(exc).__name__}")
     if not got:
         raise InputError(f"cannot fetch the card or config of {hf_id!r} ({'; '.join(errors)}); "
@@ -384,6 +386,6 @@ def profiles_for(pool: Iterable[Any], extra: Mapping[str, ModelProfile] | None =
     return [profile_for(c, extra) for c in pool]
 
 
-__all__ = ["ModelProfile", "fetch_profile", "hf_cache_dir", "profile_for", "profile_from_card",
-           "profile_from_candidate", "profile_from_hf_cache", "profiles_for", "profiles_from_facts",
-           "read_profiles", "shipped_profiles", "write_profiles"]
+__all__ = ["ModelProfile", "fetch_profile", "hf_cache_dir", "profile_for", "profile_from_candidate",
+           "profile_from_card", "profile_from_hf_cache", "profiles_for", "profiles_from_facts", "read_profiles",
+           "shipped_profiles", "write_profiles"]

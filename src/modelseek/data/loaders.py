@@ -13,8 +13,9 @@ Supported layouts:
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -248,7 +249,8 @@ def load_table_task(path: str | Path, text_col: str | Sequence[str] = "text",
             splits[key][1].append(labels[i])
         built = {k: _canonical(Split(tuple(v[0]), tuple(v[1]))) for k, v in splits.items() if v[0]}
         if "val" not in built:
-            built = _organiser_splits({"train": built["train"], **({"test": built["test"]} if "test" in built else {})}, seed)
+            test = {"test": built["test"]} if "test" in built else {}
+            built = _organiser_splits({"train": built["train"], **test}, seed)
     else:
         try:
             built = _organiser_splits({"train": _canonical(Split(tuple(texts), tuple(labels)))}, seed)
@@ -323,7 +325,7 @@ def _holdout(split: Split, fraction: float, seed: int) -> tuple[Split, Split]:
     idx = np.arange(len(split))
     labels = np.asarray(split.labels)
     _, counts = np.unique(labels, return_counts=True)
-    n_hold = max(1, int(round(fraction * len(split))))
+    n_hold = max(1, round(fraction * len(split)))
     stratify = labels if counts.min() >= 2 and n_hold >= len(counts) else None
     keep, hold = train_test_split(idx, test_size=n_hold, random_state=seed, shuffle=True, stratify=stratify)
     return _take(split, np.sort(keep)), _take(split, np.sort(hold))
@@ -358,7 +360,7 @@ def from_hf_dataset(ds: Any, text_columns: str | Sequence[str] = "text",
     text_cols = [text_columns] if isinstance(text_columns, str) else list(text_columns)
     label_cols = [label_columns] if isinstance(label_columns, str) else list(label_columns)
     if hasattr(ds, "keys") and callable(ds.keys):
-        raw = {name: ds[name] for name in ds.keys()}
+        raw = {name: ds[name] for name in ds.keys()}  # noqa: SIM118 - duck-typed DatasetDict: iterate what keys() says
     else:
         raw = {"train": ds}
     named: dict[str, Any] = {}
@@ -377,7 +379,8 @@ def from_hf_dataset(ds: Any, text_columns: str | Sequence[str] = "text",
         columns = {c: list(part[c]) for c in text_cols}  # plain lists: Column indexing is slow
         texts = []
         for i in range(len(part)):
-            pieces = [str(columns[c][i]).strip() for c in text_cols if columns[c][i] is not None and str(columns[c][i]).strip()]
+            pieces = [str(columns[c][i]).strip() for c in text_cols
+                      if columns[c][i] is not None and str(columns[c][i]).strip()]
             if not pieces:
                 raise InputError(f"empty text in split {key!r} row {i}", field=text_cols[0])
             texts.append(". ".join(pieces))

@@ -21,11 +21,12 @@ Unknown keys are rejected so that typos do not pass silently.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from numbers import Real
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, overload
 
 from ..config import Config, Interval, Source
 from ..errors import InputError
@@ -87,7 +88,12 @@ class Pool(Sequence[Candidate]):
         except KeyError:
             raise InputError(f"unknown candidate {cid!r} (pool {self.name!r}: {', '.join(self.ids)})") from None
 
-    def __getitem__(self, i):  # type: ignore[override]
+    @overload
+    def __getitem__(self, i: int | str) -> Candidate: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Candidate]: ...
+
+    def __getitem__(self, i: int | str | slice) -> Candidate | list[Candidate]:
         if isinstance(i, str):
             return self.get(i)
         return list(self._c.values())[i]
@@ -152,7 +158,8 @@ def _read_pool_yaml(path: Path) -> Pool:
     if isinstance(entries, list):  # shorthand before validation: a bare Hub id, a missing id, null lists
         entries = [_shorthand(e, i, src) for i, e in enumerate(entries)]
     pf = PoolFile.from_mapping({**data, "candidates": entries}, source=src)
-    cands, first = [], {}
+    cands: list[Candidate] = []
+    first: dict[str, int] = {}
     for i, c in enumerate(pf.candidates):
         if c.id in first:
             raise src.error(f"duplicate candidate id {c.id!r} (first: candidates[{first[c.id]}])",

@@ -7,8 +7,9 @@ table; it exports to CSV, JSON and Markdown.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -61,7 +62,7 @@ class Report:
             if sub.empty:
                 continue
             row = {m: float(sub[m].mean()) for m in self.metrics}
-            row["n"] = int(len(sub))
+            row["n"] = len(sub)
             rows[tier] = row
         import pandas as pd
         return pd.DataFrame.from_dict(rows, orient="index")[["n", *self.metrics]]
@@ -94,7 +95,10 @@ class Report:
         header = ["tier", "n", *self.metrics]
         rows = [[t, str(int(r["n"])), *(f"{r[m]:.{digits}f}" for m in self.metrics)] for t, r in df.iterrows()]
         widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
-        fmt = lambda cells: "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+
+        def fmt(cells):
+            return "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
+
         lines = [f"run {self.run_id} ({len(self.topics)} topics, grading {self.scheme})", fmt(header),
                  fmt(["-" * w for w in widths])]
         lines += [fmt(r) for r in rows]

@@ -62,7 +62,8 @@ def make_text_task(task_id: str = "demo", n_classes: int = 3, n_train: int = 120
 
     return Task(id=str(task_id), train=split(n_train), val=split(n_val), test=split(n_test) if n_test else None,
                 name=f"synthetic {domain} ({n_classes} classes)", source="synthetic",
-                instruction=f"Classify the {domain} text into: {', '.join(names)}.", criticality=criticality)
+                instruction=f"Classify the {domain} text into: {', '.join(names)}.",
+                criticality=None if criticality is None else Criticality.parse(criticality))
 
 
 def write_task_table(task: Task, path: str | Path) -> Path:
@@ -118,6 +119,8 @@ def make_ntcir_layout(root: str | Path, n_tasks: int = 12, n_models: int = 6, se
             folder = root / "task-data" / "train-tasks" / t
             folder.mkdir(parents=True, exist_ok=True)
             for name, sp in (("train", task.train), ("val", task.val), ("test", task.test)):
+                if sp is None:  # n_test=0: no test split, no test file
+                    continue
                 with open(folder / f"{name}.jsonl", "w", encoding="utf-8") as out:
                     for text, y in zip(sp.texts, sp.labels):
                         out.write(json.dumps({"text": text, "labels": y}) + "\n")

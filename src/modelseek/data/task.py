@@ -6,9 +6,10 @@ A :class:`Task` is a text-classification data set (train, validation and optiona
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import overload
 
 from ..enums import Choice
 from ..errors import InputError
@@ -27,7 +28,7 @@ class Criticality(Choice):
         return text.strip().lower().replace("criticalness", "").replace("criticality", "").strip()
 
     @classmethod
-    def from_regret(cls, regret: float) -> "Criticality":
+    def from_regret(cls, regret: float) -> Criticality:
         """Tier by expected regret R = 1 - mean normalized F1: Low < 0.03 <= Medium < 0.10 <= High."""
         if regret < 0.03:
             return cls.LOW
@@ -81,9 +82,10 @@ class Task:
         object.__setattr__(self, "metadata", MappingProxyType(dict(self.metadata)))
 
     @classmethod
-    def from_id(cls, task_id: str, criticality: "Criticality | str | None" = None, **kw) -> "Task":
+    def from_id(cls, task_id: str, criticality: Criticality | str | None = None, **kw) -> Task:
         """A task known by id only (no text)."""
-        return cls(id=str(task_id), criticality=criticality, **kw)
+        return cls(id=str(task_id), criticality=None if criticality is None else Criticality.parse(criticality),
+                   **kw)
 
     @property
     def has_data(self) -> bool:
@@ -131,10 +133,15 @@ class TaskSet(Sequence[Task]):
         except KeyError:
             raise InputError(f"unknown task id {task_id!r}") from None
 
-    def subset(self, ids: Iterable[str]) -> "TaskSet":
+    def subset(self, ids: Iterable[str]) -> TaskSet:
         return TaskSet(self.get(i) for i in ids)
 
-    def __getitem__(self, i):  # type: ignore[override]
+    @overload
+    def __getitem__(self, i: int | str) -> Task: ...
+    @overload
+    def __getitem__(self, i: slice) -> TaskSet: ...
+
+    def __getitem__(self, i: int | str | slice) -> Task | TaskSet:
         if isinstance(i, str):
             return self.get(i)
         values = list(self._tasks.values())

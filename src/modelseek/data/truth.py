@@ -11,8 +11,9 @@ import csv
 import io
 import math
 import re
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Iterable, Mapping, NamedTuple, TYPE_CHECKING
+from typing import NamedTuple, TYPE_CHECKING
 
 import numpy as np
 
@@ -180,7 +181,7 @@ class GroundTruth:
     # ------------------------------------------------------------------------------------------ loading
     @classmethod
     def from_csv(cls, path: str | Path, tasks_csv: str | Path | None = None,
-                 any_score: bool = False) -> "GroundTruth":
+                 any_score: bool = False) -> GroundTruth:
         """Read ``task_id,model_id,f1[,...]`` (the official ground-truth format; extra columns are derived
         again from f1). Criticality comes from ``tasks_csv`` (or a ``tasks.csv`` beside the file).
 
@@ -235,7 +236,7 @@ class GroundTruth:
             raise InputError(exc.message, path=path) from None
 
     @classmethod
-    def from_qrels(cls, path: str | Path) -> "GroundTruth":
+    def from_qrels(cls, path: str | Path) -> GroundTruth:
         """Read a TREC qrels file: ``topic iteration docno grade`` per line, white-space separated (trec_eval's
         format). Grades are integers; a negative grade means judged non-relevant. The grades are used as they
         are, under every scheme (``--scheme`` then only chooses the gain: 2^grade - 1 or the grade); weighted
@@ -291,7 +292,7 @@ class GroundTruth:
         return cls(frame, source=str(path))
 
     @classmethod
-    def from_qrels_careful(cls, path: Path, text: str) -> "GroundTruth":
+    def from_qrels_careful(cls, path: Path, text: str) -> GroundTruth:
         seen: dict[tuple[str, str], int] = {}
         for lineno, raw in enumerate(text.split("\n"), 1):
             parts = raw.split()
@@ -319,7 +320,7 @@ class GroundTruth:
         return "csv"
 
     @classmethod
-    def from_matrix(cls, matrix: pd.DataFrame, criticality: Mapping[str, str] | None = None) -> "GroundTruth":
+    def from_matrix(cls, matrix: pd.DataFrame, criticality: Mapping[str, str] | None = None) -> GroundTruth:
         """From a tasks x models DataFrame of F1 (NaN = not run)."""
         long = matrix.rename_axis(index="task_id", columns="model_id").stack().rename("f1").reset_index()
         return cls(long, criticality=criticality)
@@ -403,7 +404,7 @@ class GroundTruth:
     def criticalities(self) -> dict[str, Criticality]:
         return dict(self._crit)
 
-    def subset(self, task_ids: Iterable[str]) -> "GroundTruth":
+    def subset(self, task_ids: Iterable[str]) -> GroundTruth:
         ids = [str(t) for t in task_ids]
         unknown = [t for t in ids if t not in self._crit]
         if unknown:
@@ -412,7 +413,7 @@ class GroundTruth:
         keep = keep[["task_id", "model_id", "f1", *(["grade"] if self.explicit_grades else [])]]
         return GroundTruth(keep, criticality={t: self._crit[t] for t in ids}, source=self.source)
 
-    def rename_models(self, mapping: Mapping[str, str]) -> "GroundTruth":
+    def rename_models(self, mapping: Mapping[str, str]) -> GroundTruth:
         """A new ground truth whose model ids are renamed by ``mapping`` (others unchanged); two ids of one task
         that become the same model are an error."""
         df = self._df[["task_id", "model_id", "f1", *(["grade"] if self.explicit_grades else [])]].copy()
@@ -461,7 +462,7 @@ def _first_duplicate_pair(a: np.ndarray, b: np.ndarray) -> int:
 
     if a.size < 2:
         return -1
-    ca, ua = pd.factorize(a)
+    ca, _ = pd.factorize(a)
     cb, _ = pd.factorize(b)
     key = ca.astype(np.int64) * (int(cb.max()) + 1) + cb
     sk = np.sort(key)
@@ -622,6 +623,11 @@ def _read_truth_fast(data: bytes, fields: list[str], crit_col: str | None, any_s
     return t, m, f1, crit
 
 
+def _cell(row: list[str], i: int | None) -> str | None:
+    """Column ``i`` of a CSV row; None when the column is absent or the row is short."""
+    return row[i] if i is not None and i < len(row) else None
+
+
 def _read_truth_careful(path: Path, text: str, crit_col: str | None, any_score: bool):
     """Row by row with :mod:`csv`; the first problem is an error naming its line and field."""
     from .run import bad_identifier_char, describe_char
@@ -647,11 +653,7 @@ def _read_truth_careful(path: Path, text: str, crit_col: str | None, any_score: 
             lineno = reader.line_num
             if not row or not any(x.strip() for x in row):
                 continue
-
-            def cell(i):
-                return row[i] if i is not None and i < len(row) else None
-
-            t, m, raw = (cell(it) or "").strip(), (cell(im) or "").strip(), cell(i1)
+            t, m, raw = (_cell(row, it) or "").strip(), (_cell(row, im) or "").strip(), _cell(row, i1)
             if not t:
                 raise InputError("empty", path=path, line=lineno, field="task_id")
             if not m:
@@ -677,8 +679,8 @@ def _read_truth_careful(path: Path, text: str, crit_col: str | None, any_score: 
             tasks.append(t)
             models.append(m)
             f1s.append(f1)
-            cv = cell(ic)
-            if ic is not None and (cv or "").strip():
+            cv = _cell(row, ic)
+            if ic is not None and cv is not None and cv.strip():
                 try:
                     crit[t] = Criticality.parse(cv)
                 except InputError as exc:

@@ -14,5 +14,5 @@ from .engine import Settings
 from .submission import Submission, load_submission, validate_submission
 from .tournament import TournamentResult, tournament
 
-__all__ = ["LeaderboardConfig", "Metric", "TaskSpec", "Settings", "Submission", "load_submission",
-           "validate_submission", "TournamentResult", "tournament"]
+__all__ = ["LeaderboardConfig", "Metric", "Settings", "Submission", "TaskSpec", "TournamentResult", "load_submission",
+           "tournament", "validate_submission"]

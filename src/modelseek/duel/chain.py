@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Mapping
+from collections.abc import Mapping
 
 from . import schema
 
@@ -65,7 +65,8 @@ def row_content(seq: int, sub: Mapping, link_row: Mapping, profiles: list[Mappin
 
 def head(conn, t, sa) -> tuple[int, str] | None:
     """``(seq, hash)`` of the chain's last row, or ``None`` before the genesis row."""
-    row = conn.execute(sa.select(t["chain"].c.seq, t["chain"].c.hash).order_by(t["chain"].c.seq.desc()).limit(1)).first()
+    chain = t["chain"].c
+    row = conn.execute(sa.select(chain.seq, chain.hash).order_by(chain.seq.desc()).limit(1)).first()
     return None if row is None else (int(row[0]), str(row[1]))
 
 
@@ -86,6 +87,8 @@ def append(conn, t, sa, subs: list[dict], profiles: list[dict], duels: list[dict
     if top is None:
         genesis(conn, t, sa)
         top = head(conn, t, sa)
+        if top is None:
+            raise RuntimeError("the chain has no genesis row after writing it")
     seq, prev = top
     pos = {int(s["id"]): k for k, s in enumerate(subs)}
     mine: list[list] = [[] for _ in subs]

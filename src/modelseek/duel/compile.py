@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from ..errors import InputError
 from ..io import iter_jsonl, read_json
@@ -62,7 +63,7 @@ def _metric_entry(metrics: dict, metric: str) -> tuple[str, float] | None:
 
 
 def _read_samples(path: Path, metric: str, filt: str) -> list[dict]:
-    out = []
+    out: list[dict] = []
     for ln, rec in iter_jsonl(path):
         if not isinstance(rec, dict):
             raise InputError("a sample must be a JSON object", path=path, line=ln)
@@ -117,7 +118,7 @@ def compile_submission(folders: list[str | Path], config: LeaderboardConfig | No
         res[spec.task] = {metric: value}
         if key != spec.task:
             prompts[spec.task] = key
-    meta = {"model": model or _model_name(header) or ""}
+    meta: dict[str, Any] = {"model": model or _model_name(header) or ""}
     args = (header.get("config") or {}).get("model_args")
     if isinstance(args, str) and "dtype=" in args:
         meta["precision"] = args.split("dtype=", 1)[1].split(",", 1)[0]

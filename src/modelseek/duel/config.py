@@ -8,11 +8,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import Enum
 from importlib import resources
 from pathlib import Path
-from typing import Mapping
 
 from ..config import Config
 from ..enums import Choice
@@ -102,7 +102,7 @@ class LeaderboardConfig:
                                    "category": t.category, "metric": t.metric.value} for t in self.tasks}}
 
     @classmethod
-    def from_dict(cls, data: Mapping, path: str | None = None) -> "LeaderboardConfig":
+    def from_dict(cls, data: Mapping, path: str | None = None) -> LeaderboardConfig:
         """From BenCzechMark's ``metadata.json`` shape; each task's other fields (``source_url``,
         ``short_name``, ...) are BenCzechMark's own and ignored."""
         if not isinstance(data, Mapping) or not isinstance(data.get("tasks"), Mapping) or not data["tasks"]:
@@ -123,7 +123,7 @@ class LeaderboardConfig:
         return cls(tuple(specs))
 
     @classmethod
-    def load(cls, path: str | Path | None = None) -> "LeaderboardConfig":
+    def load(cls, path: str | Path | None = None) -> LeaderboardConfig:
         """Load a metadata file; ``None`` is the shipped BenCzechMark configuration."""
         if path is None:
             text = resources.files("modelseek").joinpath("resources/benczechmark/metadata.json").read_text("utf-8")

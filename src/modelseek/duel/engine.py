@@ -10,10 +10,10 @@ a new submission only computes its own profiles and its own 2 x N duels per task
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from numbers import Integral
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -59,10 +59,11 @@ class Profile:
 
     def to_bytes(self) -> bytes:
         head = self._MAGIC + self.test.name.encode("ascii").ljust(24, b"\0")
-        return head + struct.pack("<dd", float(self.n), self.observed) + np.ascontiguousarray(self.vector, "<f8").tobytes()
+        return (head + struct.pack("<dd", float(self.n), self.observed)
+                + np.ascontiguousarray(self.vector, "<f8").tobytes())
 
     @classmethod
-    def from_bytes(cls, data: bytes) -> "Profile":
+    def from_bytes(cls, data: bytes) -> Profile:
         if data[:4] != cls._MAGIC or len(data) < 44 or (len(data) - 44) % 8:
             raise InputError("corrupt stored profile")
         n, observed = struct.unpack("<dd", data[28:44])
@@ -87,18 +88,21 @@ def profile(spec: TaskSpec, data: TaskData, model: str, settings: Settings = Set
     if test is Test.AUROC:
         rng = derive_rng(settings.seed, spec.task, model, "auroc")
         try:
-            draws = auroc_draws(data.gold, data.probs, rng, settings.n_draws, settings.n_thresholds)
+            draws = auroc_draws(data.need("gold"), data.need("probs"), rng, settings.n_draws, settings.n_thresholds)
         except InputError as exc:
             raise InputError(f"task {spec.task!r}, model {model!r}: {exc.message}") from None
         return Profile(test, data.n, draws)
     counts = _plan(settings.seed, spec.task, data.n, settings.n_resamples)
     if test is Test.BOOTSTRAP_MEAN:
-        return Profile(test, data.n, _boot.resampled_mean(data.values, counts), float(np.mean(data.values)))
-    return Profile(test, data.n, _boot.resampled_perplexity(data.loglik, data.words, counts),
-                   float(_boot.perplexity(data.loglik, data.words)))
+        values = data.need("values")
+        return Profile(test, data.n, _boot.resampled_mean(values, counts), float(np.mean(values)))
+    loglik, words = data.need("loglik"), data.need("words")
+    return Profile(test, data.n, _boot.resampled_perplexity(loglik, words, counts),
+                   float(_boot.perplexity(loglik, words)))
 
 
-def profiles(spec: TaskSpec, datas: list[TaskData], models: list[str], settings: Settings = Settings()) -> list[Profile]:
+def profiles(spec: TaskSpec, datas: list[TaskData], models: list[str],
+             settings: Settings = Settings()) -> list[Profile]:
     """:func:`profile` of many models on one task; the bootstrap statistics of all models come from one
     product with the task's resampling plan (the plan is read from memory once, not once per model)."""
     test = spec.metric.test
@@ -110,10 +114,10 @@ def profiles(spec: TaskSpec, datas: list[TaskData], models: list[str], settings:
                          field=f"predictions.{spec.task}")
     counts = _plan(settings.seed, spec.task, ns.pop(), settings.n_resamples)
     if test is Test.BOOTSTRAP_MEAN:
-        X = np.stack([d.values for d in datas])
+        X = np.stack([d.need("values") for d in datas])
         S, obs = _boot.resampled_mean(X, counts), X.mean(axis=1)
     else:
-        L, W = np.stack([d.loglik for d in datas]), np.stack([d.words for d in datas])
+        L, W = np.stack([d.need("loglik") for d in datas]), np.stack([d.need("words") for d in datas])
         S, obs = _boot.resampled_perplexity(L, W, counts), _boot.perplexity(L, W)
     return [Profile(test, d.n, S[k].copy(), float(obs[k])) for k, d in enumerate(datas)]
 

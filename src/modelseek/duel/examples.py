@@ -36,8 +36,8 @@ def make_submissions(config: LeaderboardConfig | None = None, n_models: int = 4,
     rng = _task_rng(seed, "skills")
     skill = np.asarray(skills if skills is not None else rng.normal(0.0, 0.6, n_models), dtype=float)
     names = [f"{prefix}-{i:02d}" for i in range(n_models)]
-    data = [{} for _ in range(n_models)]
-    results = [{} for _ in range(n_models)]
+    data: list[dict[str, TaskData]] = [{} for _ in range(n_models)]
+    results: list[dict[str, dict[str, float]]] = [{} for _ in range(n_models)]
     for spec in config.tasks:
         r = _task_rng(seed, spec.task)
         n = n_samples if isinstance(n_samples, int) else int(r.integers(n_samples[0], n_samples[1] + 1))
@@ -52,12 +52,12 @@ def make_submissions(config: LeaderboardConfig | None = None, n_models: int = 4,
             mr = _task_rng(seed, spec.task, names[i])
             if m in (Metric.ACC, Metric.EXACT_MATCH):
                 prob = 1.0 / (1.0 + np.exp(-(skill[i] - difficulty)))
-                td = TaskData(m, values=(mr.random(n) < prob).astype(float))
-                agg = float(td.values.mean())
+                values = (mr.random(n) < prob).astype(float)
+                td, agg = TaskData(m, values=values), float(values.mean())
             elif m in (Metric.ROUGE, Metric.NDCG5):
                 mu = 1.0 / (1.0 + np.exp(-(skill[i] - difficulty - 1.0)))
-                td = TaskData(m, values=mr.beta(mu * 8 + 0.1, (1 - mu) * 8 + 0.1))
-                agg = float(td.values.mean())
+                values = mr.beta(mu * 8 + 0.1, (1 - mu) * 8 + 0.1)
+                td, agg = TaskData(m, values=values), float(values.mean())
             elif m is Metric.AVG_MCAUROC:
                 logits = mr.normal(0.0, 1.0, (n, k))
                 logits[np.arange(n), gold] += 0.8 + 0.8 * skill[i] - 0.3 * difficulty
@@ -67,8 +67,8 @@ def make_submissions(config: LeaderboardConfig | None = None, n_models: int = 4,
                 agg = auroc(gold, probs)
             else:  # word perplexity
                 per_word = -(3.0 - 0.4 * skill[i] + 0.3 * difficulty + mr.normal(0.0, 0.3, n)).clip(0.5, None)
-                td = TaskData(m, loglik=per_word * words, words=words.copy())
-                agg = float(np.exp(-td.loglik.sum() / words.sum()))
+                loglik = per_word * words
+                td, agg = TaskData(m, loglik=loglik, words=words.copy()), float(np.exp(-loglik.sum() / words.sum()))
             data[i][spec.task] = td
             results[i][spec.task] = {m.value: agg}
     return [Submission({"model": names[i], "precision": "bf16", "n_params": float(1e9 * (1 + i)),

@@ -9,7 +9,7 @@ value beside each tier score is the tier's mean nDCG@5.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -9,7 +9,7 @@ category score is the mean over its tasks, the overall score the mean over categ
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 import numpy as np
 

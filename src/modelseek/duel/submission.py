@@ -28,9 +28,10 @@ import json
 import logging
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -43,8 +44,9 @@ log = logging.getLogger(__name__)
 #: default upload limit: a compiled BenCzechMark submission (50 tasks, per-sample records) is a few MB to a
 #: few tens of MB; ``--max-upload-mb`` / ``Store(max_bytes=...)`` change it
 MAX_BYTES = 64 * 1024 * 1024
-METADATA_FIELDS = {"model": str, "precision": str, "n_params": (int, float), "source": str, "description": str,
-                   "revision": str, "team": str, "prompts": dict}
+METADATA_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "model": str, "precision": str, "n_params": (int, float), "source": str, "description": str, "revision": str,
+    "team": str, "prompts": dict}
 #: per-field limits (characters) of the fields people read on the leaderboard
 FIELD_LIMITS = {"model": 200, "precision": 32, "source": 500, "description": 5000, "revision": 200, "team": 200}
 MAX_METADATA_BYTES = 256 * 1024
@@ -84,6 +86,14 @@ class TaskData:
             if a is not None:
                 return int(a.shape[0])
         return 0
+
+    def need(self, name: str) -> np.ndarray:
+        """The array ``name`` ("values", "gold", ...) that the task's metric carries; its absence is a bug
+        (readers build a TaskData with exactly the arrays of its metric)."""
+        a = getattr(self, name)
+        if a is None:
+            raise ValueError(f"{self.metric.value} task data without its {name!r} array")
+        return a
 
 
 @dataclass(frozen=True)
@@ -134,12 +144,14 @@ def records_from_data(d: TaskData) -> list[dict]:
     """Per-sample records ``{"doc_id", metric}`` of one task's arrays (the canonical predictions)."""
     m, ids = d.metric.value, d.doc_ids
     if d.metric is Metric.AVG_MCAUROC:
-        return [{"doc_id": i, m: [int(g), p]} for i, g, p in zip(ids, d.gold.tolist(), d.probs.tolist())]
+        return [{"doc_id": i, m: [int(g), p]} for i, g, p in zip(ids, d.need("gold").tolist(),
+                                                                   d.need("probs").tolist())]
     if d.metric is Metric.WORD_PERPLEXITY:
-        return [{"doc_id": i, m: [ll, w]} for i, ll, w in zip(ids, d.loglik.tolist(), d.words.tolist())]
+        return [{"doc_id": i, m: [ll, w]} for i, ll, w in zip(ids, d.need("loglik").tolist(),
+                                                               d.need("words").tolist())]
     if d.metric in (Metric.ACC, Metric.EXACT_MATCH):
-        return [{"doc_id": i, m: int(v)} for i, v in zip(ids, d.values.tolist())]
-    return [{"doc_id": i, m: v} for i, v in zip(ids, d.values.tolist())]
+        return [{"doc_id": i, m: int(v)} for i, v in zip(ids, d.need("values").tolist())]
+    return [{"doc_id": i, m: v} for i, v in zip(ids, d.need("values").tolist())]
 
 
 def id_difference(ref: tuple, ids: tuple) -> str | None:
@@ -265,8 +277,11 @@ def _doc_ids(records: list, source: str, fld: str) -> tuple[tuple | None, list[i
         ids.append(i)
     keys = [(0, i, "") if isinstance(i, int) else (1, 0, i) for i in ids]
     if len(set(keys)) != len(keys):
-        seen: set = set()
-        dup = next(i for i in keys if i in seen or seen.add(i))
+        seen: set[tuple[int, int, str]] = set()
+        for dup in keys:  # the first key seen twice
+            if dup in seen:
+                break
+            seen.add(dup)
         raise InputError(f"duplicate doc_id {(dup[1] if dup[0] == 0 else dup[2])!r}", path=source, field=fld)
     order = sorted(range(len(ids)), key=keys.__getitem__)
     return tuple(ids[k] for k in order), order
@@ -279,9 +294,10 @@ def _records_to_data(task: str, metric: Metric, records: list, source: str) -> T
     fast = _fast_records_to_data(metric, records) if all(isinstance(r, Mapping) for r in records) else None
     data = fast if fast is not None else _records_to_data_slow(task, metric, records, source)
     ids, order = _doc_ids(records, source, fld)
-    if ids is None:
+    if ids is None or order is None:
         return data
-    arrays = {k: getattr(data, k) for k in ("values", "gold", "probs", "loglik", "words") if getattr(data, k) is not None}
+    arrays = {k: getattr(data, k) for k in ("values", "gold", "probs", "loglik", "words")
+              if getattr(data, k) is not None}
     if order != list(range(len(order))):
         arrays = {k: v[np.asarray(order)] for k, v in arrays.items()}
     return TaskData(metric, ids=ids, **arrays)
@@ -290,7 +306,7 @@ def _records_to_data(task: str, metric: Metric, records: list, source: str) -> T
 def _records_to_data_slow(task: str, metric: Metric, records: list, source: str) -> TaskData:
     """Record by record: names the first bad record."""
     fld = f"predictions.{task}"
-    vals = []
+    vals: list[Any] = []
     for i, rec in enumerate(records):
         where = f"{fld}[{i}]"
         if not isinstance(rec, Mapping):
@@ -357,7 +373,7 @@ def _check_metadata(meta: Mapping, source: str) -> tuple[dict, list[str]]:
                 raise InputError("must be a finite number", path=source, field=fld)
             limit = FIELD_LIMITS.get(k)
             if k in NAME_FIELDS:
-                v = clean_name(v, fld, source, limit)
+                v = clean_name(v, fld, source, FIELD_LIMITS[k])
             elif isinstance(v, str):
                 v = clean_text(v, fld, source, limit)
             if k == "source" and v and not _URL.match(v):
@@ -382,7 +398,8 @@ def _aggregate(task: str, metric: Metric, res: Any, source: str, warnings: list[
     fld = f"results.{task}"
     if not isinstance(res, Mapping):
         raise InputError(f"needs the aggregated '{metric.value}' value", path=source, field=fld)
-    numbers, out = {}, {}
+    numbers: dict[str, float] = {}
+    out: dict[str, Any] = {}
     for k, v in res.items():
         if k == "alias":
             out[k] = clean_text(v, f"{fld}.alias", source, FIELD_LIMITS["model"])
@@ -468,10 +485,10 @@ def metric_value(data: TaskData) -> float:
     from ..stats.auroc import auroc
 
     if data.metric is Metric.AVG_MCAUROC:
-        return float(auroc(data.gold, data.probs))
+        return float(auroc(data.need("gold"), data.need("probs")))
     if data.metric is Metric.WORD_PERPLEXITY:
-        return float(_boot.perplexity(data.loglik, data.words))
-    return float(np.mean(data.values))
+        return float(_boot.perplexity(data.need("loglik"), data.need("words")))
+    return float(np.mean(data.need("values")))
 
 
 def check_sample_counts(subs: list[Submission], config: LeaderboardConfig) -> None:

@@ -12,7 +12,7 @@ the full-width ``ｍodel_0`` are one name.
 :func:`loads_strict` is the upload's JSON reader: malformed JSON, a duplicate key in an object, NaN or
 Infinity, a number that overflows a float (``1e400``) or underflows it to 0 (``1e-400``, which Python reads as 0)
 and a lone surrogate escape (``"\\udc80"``) are located errors naming the line.
-"""
+"""  # noqa: RUF002 - the full-width letter above is the point of the example
 
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 import weakref
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -114,7 +114,7 @@ class BatchedEvaluator(Evaluator):
         if workers < 0:
             raise InputError(f"workers must be >= 0 (0 = one per CPU), got {workers}", field="workers")
         self.workers = workers or usable_cpus(8)
-        self._pool = None
+        self._pool: WorkerPool | None = None
 
     def _train(self, subsets: list[Subset]) -> np.ndarray:
         cols = [self.data.columns(s) for s in subsets]
@@ -178,14 +178,15 @@ class LoopEvaluator(Evaluator):
             cols = d.columns(sub)
             fan = max(1, len(cols))
             for s in range(cfg.n_splits):
-                net = nn.Sequential(nn.Linear(fan, cfg.hidden), nn.LeakyReLU(cfg.negative_slope),
-                                    nn.LayerNorm(cfg.hidden, eps=cfg.ln_eps), nn.Linear(cfg.hidden, d.Xtr.shape[2]))
+                first, last = nn.Linear(fan, cfg.hidden), nn.Linear(cfg.hidden, d.Xtr.shape[2])
+                net = nn.Sequential(first, nn.LeakyReLU(cfg.negative_slope),
+                                    nn.LayerNorm(cfg.hidden, eps=cfg.ln_eps), last)
                 with torch.no_grad():
                     w1 = d.U1[s, cols].T if cols else torch.zeros(cfg.hidden, 1)
-                    net[0].weight.copy_(w1 / math.sqrt(fan))
-                    net[0].bias.copy_(d.u1[s] / math.sqrt(fan))
-                    net[3].weight.copy_(d.U2[s].T * hs * d.out_mask[s][:, None])
-                    net[3].bias.copy_(d.u2[s] * hs * d.out_mask[s])
+                    first.weight.copy_(w1 / math.sqrt(fan))
+                    first.bias.copy_(d.u1[s] / math.sqrt(fan))
+                    last.weight.copy_(d.U2[s].T * hs * d.out_mask[s][:, None])
+                    last.bias.copy_(d.u2[s] * hs * d.out_mask[s])
                 opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
                                         betas=cfg.betas, eps=cfg.adam_eps)
                 X = d.Xtr[s][:, cols] if cols else torch.zeros(d.Xtr.shape[1], 1)

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import io
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .search import SearchResult
 
 
 def _save(fig, path: str | Path) -> Path:
@@ -22,7 +26,7 @@ def _figure(size):
     return Figure(figsize=size)
 
 
-def plot_score_vs_k(results: Mapping[int, "object"], path: str | Path, title: str = "") -> Path:
+def plot_score_vs_k(results: Mapping[int, SearchResult], path: str | Path, title: str = "") -> Path:
     """Box plot of the top subsets' scores (``SearchResult.top``) for each k, with the best subset of each k
     as a line; a logarithmic y axis when the scores span more than a factor of 3 (e.g. k = 1 of a large
     table, whose "top" holds every single benchmark)."""

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 import numpy as np
 
@@ -36,7 +36,7 @@ class Score:
     per_split: tuple[float, ...]
 
     @classmethod
-    def of(cls, subset: Subset, losses: np.ndarray) -> "Score":
+    def of(cls, subset: Subset, losses: np.ndarray) -> Score:
         losses = np.asarray(losses, dtype=float)
         return cls(tuple(subset), float(losses.mean()), float(losses.std()), float(losses.min()),
                    float(losses.max()), tuple(float(x) for x in losses))

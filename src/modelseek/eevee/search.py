@@ -15,11 +15,11 @@ import json
 import logging
 import math
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
 from numbers import Integral
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -73,7 +73,7 @@ class SearchResult:
                 "best_per_generation": self.best_per_generation}
 
     @classmethod
-    def from_dict(cls, d: dict) -> "SearchResult":
+    def from_dict(cls, d: dict) -> SearchResult:
         top = [Score(tuple(t["benchmarks"]), t["score"], t["std"], t["min"], t["max"], ()) for t in d["top"]]
         return cls(int(d["k"]), top, int(d["n_evaluated"]), int(d["n_trained"]), float(d["wall_s"]),
                    list(d.get("best_per_generation", [])))
@@ -171,7 +171,7 @@ def _converged(parents: list[Subset], names: Sequence[str], scored: set[Subset],
             rest = [b for b in p if b != drop]
             for add in names:
                 if add not in inside:
-                    child = normalise_subset(rest + [add])
+                    child = normalise_subset([*rest, add])
                     if child not in scored and feasible(child):
                         return False
     return True

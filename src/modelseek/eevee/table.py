@@ -22,9 +22,9 @@ from __future__ import annotations
 import csv
 import logging
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -123,7 +123,7 @@ class Table:
     def n_models(self) -> int:
         return self.values.shape[0]
 
-    def canonical(self) -> "Table":
+    def canonical(self) -> Table:
         """The same table in its canonical order: models sorted by name, columns by (benchmark, metric).
         EEVEE works on this form only (:class:`~modelseek.eevee.evaluators.Evaluator` takes it), so that the
         cross-validation splits, the initial weight draws, the search's draws and every sum see the same
@@ -186,7 +186,7 @@ class Table:
 
     # -------------------------------------------------------------------------------------------- derive
     def with_groups(self, mapping: Mapping[str, Sequence[str]], weights: Mapping[str, float] | None = None
-                    ) -> "Table":
+                    ) -> Table:
         """Assign task groups from ``{group: [benchmark.metric | benchmark, ...]}``. Entries naming columns
         that are not in the table are ignored (logged); columns no group names form a group of their own
         benchmark. Groups without a weight get the mean of the given weights."""
@@ -216,7 +216,7 @@ class Table:
             log.warning("no weight for task group(s) %s; they get the mean weight", ", ".join(missing))
         return replace(self, groups=groups, group_weights=gw)
 
-    def with_costs(self, costs: Mapping[str, float]) -> "Table":
+    def with_costs(self, costs: Mapping[str, float]) -> Table:
         known = set(self.benchmarks)
         unknown = [b for b in costs if b not in known]
         if unknown:
@@ -225,7 +225,7 @@ class Table:
 
     # -------------------------------------------------------------------------------------------- readers
     @classmethod
-    def from_frame(cls, frame, lower_is_better: Iterable[str] | None = None, source: str = "") -> "Table":
+    def from_frame(cls, frame, lower_is_better: Iterable[str] | None = None, source: str = "") -> Table:
         """From a DataFrame indexed by model, columns ``benchmark.metric`` strings or (benchmark, metric)
         tuples (a single name = benchmark with metric ``value``)."""
         benches, metrics = [], []
@@ -246,7 +246,7 @@ class Table:
                    _lib(benches, metrics, lower_is_better), source=source)
 
     @classmethod
-    def from_gate_csv(cls, path: str | Path, lower_is_better: Iterable[str] | None = None) -> "Table":
+    def from_gate_csv(cls, path: str | Path, lower_is_better: Iterable[str] | None = None) -> Table:
         path = Path(path)
         rows = _read_rows(path)
         if len(rows) < 2:
@@ -279,7 +279,7 @@ class Table:
         return cls._build(path, np.array(values, dtype=float), models, benches, metrics, lower_is_better)
 
     @classmethod
-    def _build(cls, path: Path, values, models, benches, metrics, lower_is_better) -> "Table":
+    def _build(cls, path: Path, values, models, benches, metrics, lower_is_better) -> Table:
         try:
             return cls(values, tuple(models), tuple(benches), tuple(metrics),
                        _lib(benches, metrics, lower_is_better), source=str(path))
@@ -287,7 +287,7 @@ class Table:
             raise InputError(exc.message, path=path, field=exc.field) from None
 
     @classmethod
-    def from_tidy_csv(cls, path: str | Path, lower_is_better: Iterable[str] | None = None) -> "Table":
+    def from_tidy_csv(cls, path: str | Path, lower_is_better: Iterable[str] | None = None) -> Table:
         """One ``model,benchmark,metric,value`` row per cell (``metric`` optional: default ``value``)."""
         path = Path(path)
         rows = _read_rows(path)
@@ -313,11 +313,11 @@ class Table:
                     raise InputError("empty", path=path, line=lineno, field=name)
             key = (bench, metric)
             v = _cell(row[iv], path, lineno, "value")
-            col = cells.setdefault(key, {})
-            if model in col:
+            column = cells.setdefault(key, {})
+            if model in column:
                 raise InputError(f"duplicate cell ({model}, {bench}, {metric})", path=path, line=lineno,
                                  field="value")
-            col[model] = v
+            column[model] = v
             if model not in models:
                 models.append(model)
         if not models:
@@ -327,7 +327,7 @@ class Table:
         return cls._build(path, values, models, [k[0] for k in keys], [k[1] for k in keys], lower_is_better)
 
     @classmethod
-    def from_wide_csv(cls, path: str | Path, lower_is_better: Iterable[str] | None = None) -> "Table":
+    def from_wide_csv(cls, path: str | Path, lower_is_better: Iterable[str] | None = None) -> Table:
         """One row per model, one column per benchmark: a header row, then ``model,value,value,...`` rows.
 
         The model-name column is the one headed ``model``, ``name``, ``model_name`` or ``model_id`` (any case),
@@ -383,7 +383,7 @@ class Table:
             raise InputError(exc.message, path=path, field=exc.field) from None
 
     @classmethod
-    def read(cls, path: str | Path, lower_is_better: Iterable[str] | None = None) -> "Table":
+    def read(cls, path: str | Path, lower_is_better: Iterable[str] | None = None) -> Table:
         """Read a tidy, GATE-layout or wide (one row per model, one column per benchmark) CSV, decided by the
         header: tidy when it has ``model``, ``benchmark`` and ``value`` columns, GATE when row 2 starts with
         ``Metric``, else wide."""
@@ -401,7 +401,7 @@ class Table:
                          "benchmarks, row 2 starting with 'Metric')", path=path, line=1)
 
     @classmethod
-    def from_ground_truth(cls, truth, column: str = "f1") -> "Table":
+    def from_ground_truth(cls, truth, column: str = "f1") -> Table:
         """Rows = the ground truth's models, benchmarks = its tasks (one column ``column`` each)."""
         mat = truth.matrix(column).T  # models x tasks
         return cls(mat.to_numpy(dtype=float), tuple(str(m) for m in mat.index),

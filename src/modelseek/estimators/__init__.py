@@ -16,7 +16,7 @@ adding an estimator is one file, and ``rank --method NAME`` works for it at once
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from ._registry import ESTIMATORS, EstimatorInfo, InputKind, register
 

@@ -11,9 +11,9 @@ metrics, their peculiarities, stability and performance", ECML-PKDD 2022. Shrink
 "A well-conditioned estimator for large-dimensional covariance matrices", J. Multivariate Anal. 2004.
 
 Computation: as for the H-score, tr(Sigma_alpha^+ B B^T) with cov(E[f|y]) = B B^T of rank <= C, by a
-Cholesky solve (Sigma_alpha is positive definite whenever alpha > 0). The Ledoit-Wolf intensity is computed in O(N D) from the same Gram
-matrix (sum_ij ((X^2)^T X^2)_ij = sum_k ||x_k||^4), where scikit-learn's ``ledoit_wolf_shrinkage`` builds
-another D x D product; the tests check both agree.
+Cholesky solve (Sigma_alpha is positive definite whenever alpha > 0). The Ledoit-Wolf intensity is computed
+in O(N D) from the same Gram matrix (sum_ij ((X^2)^T X^2)_ij = sum_k ||x_k||^4), where scikit-learn's
+``ledoit_wolf_shrinkage`` builds another D x D product; the tests check both agree.
 """
 
 from __future__ import annotations

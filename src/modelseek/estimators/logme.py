@@ -19,8 +19,8 @@ The authors' public code omits them and returns nonsense for N < D (its issue 23
 keeps them.
 
 Scale: the published fixed point starts at alpha = beta = 1 and stops after at most 11 steps, so the value
-depends on the feature scale (iris x 1000 gives -0.195 against -0.160). Features whose Gram matrix would over- or underflow
-float64 (largest magnitude outside 1e-150..1e150) raise InputError rather than returning NaN or -inf.
+depends on the feature scale (iris x 1000 gives -0.195 against -0.160). Features whose Gram matrix would over- or
+underflow float64 (largest magnitude outside 1e-150..1e150) raise InputError rather than returning NaN or -inf.
 """
 
 from __future__ import annotations

@@ -19,8 +19,7 @@ from .stopping import EarlyStopper
 from .store import JobRecord, JobStore
 
 __all__ = [
-    "CandidateLoadError", "Device", "EXECUTORS", "EarlyStopper", "FinetuneResult", "GridResult", "Job",
-    "JobOutcome", "JobRecord", "JobStore", "LocalExecutor", "ModelSpec", "PROTOCOL", "Precision", "RayExecutor",
-    "Recipe", "TaskData", "build_jobs", "collect_ground_truth", "finetune", "macro_f1", "make_executor",
-    "run_grid", "run_job",
+    "EXECUTORS", "PROTOCOL", "CandidateLoadError", "Device", "EarlyStopper", "FinetuneResult", "GridResult", "Job",
+    "JobOutcome", "JobRecord", "JobStore", "LocalExecutor", "ModelSpec", "Precision", "RayExecutor", "Recipe",
+    "TaskData", "build_jobs", "collect_ground_truth", "finetune", "macro_f1", "make_executor", "run_grid", "run_job",
 ]

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from ..plots import _figure, save_figure
 from .store import JobRecord
@@ -22,11 +22,12 @@ def plot_learning_curves(records: Sequence[JobRecord], path: str | Path, max_tas
     fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False)
     for ax, task in zip(axes.flat, tasks):
         for r in (r for r in done if r.task_id == task):
-            hist = r.result["history"]
+            result = r.result or {}  # `done` holds only records with a result
+            hist = result["history"]
             epochs = [h["epoch"] for h in hist]
             losses = [h["val_loss"] for h in hist]
             (line,) = ax.plot(epochs, losses, lw=1.2, label=f"{r.model_id} (seed {r.seed}, F1 {r.f1:.3f})")
-            best = r.result.get("best_epoch") or 0
+            best = result.get("best_epoch") or 0
             if 1 <= best <= len(losses):
                 ax.plot([best], [losses[best - 1]], "o", color=line.get_color(), ms=4)
         ax.set_title(f"task {task}", fontsize=9)

@@ -16,9 +16,10 @@ import logging
 import os
 import socket
 import traceback
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from ..errors import ModelseekError
 from ..registry import Registry
@@ -47,7 +48,7 @@ def run_job(job: Job, trainer: Trainer | None = None) -> JobOutcome:
     trainer = trainer or finetune
     try:
         result = trainer(job.task, job.model, job.recipe, job.seed)
-    except Exception as exc:  # a failed job is recorded, never fatal to the grid
+    except Exception as exc:  # noqa: BLE001 - a failed job is recorded, never fatal to the grid
         if isinstance(exc, ModelseekError):
             error = str(exc)
         else:

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import pandas as pd
 
 from ..data.pool import Candidate
-from ..data.task import Task
+from ..data.task import Criticality, Task
 from ..data.truth import GroundTruth
 from ..errors import InputError
 from .executors import make_executor
@@ -157,10 +158,11 @@ def collect_ground_truth(store: JobStore, jobs: Sequence[Job], tasks: Iterable[T
         frame = frame[best > 0]
         if frame.empty:
             raise InputError("every task has F1 = 0 for every model: nothing to write as ground truth")
-    crit = {}
+    crit: dict[str, Criticality] = {}
     for t in tasks or ():
-        if getattr(t, "criticality", None) is not None:
-            crit[t.id] = t.criticality
+        c = getattr(t, "criticality", None)
+        if c is not None:
+            crit[t.id] = c
     present = set(frame["task_id"])
     return GroundTruth(frame.reset_index(drop=True), criticality={k: v for k, v in crit.items() if k in present},
                        source=str(store.path))

@@ -7,8 +7,8 @@ Ray workers) both import it without importing each other.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from ..data.pool import Candidate
 from ..data.task import Task

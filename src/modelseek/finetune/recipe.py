@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from numbers import Integral, Real
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..config import Config, Interval, Source, parse_overrides
 from ..enums import Choice
@@ -100,16 +101,16 @@ class Recipe(Config):
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any], path: str | Path | Source | None = None) -> "Recipe":
+    def from_dict(cls, data: Mapping[str, Any], path: str | Path | Source | None = None) -> Recipe:
         """A recipe from a mapping (see :meth:`~modelseek.config.Config.from_mapping`)."""
         return cls.from_mapping(data, source=path)
 
     @classmethod
-    def from_yaml(cls, path: str | Path) -> "Recipe":
+    def from_yaml(cls, path: str | Path) -> Recipe:
         """Load a recipe file (YAML mapping; keys not given keep the protocol's defaults)."""
         return cls.from_file(path, what="recipe file")
 
-    def with_overrides(self, pairs: list[str]) -> "Recipe":
+    def with_overrides(self, pairs: list[str]) -> Recipe:
         """Apply ``key=value`` strings (values parsed as YAML scalars), as given by ``--set``."""
         return Recipe.from_dict({**self.to_dict(), **parse_overrides(pairs)})
 
@@ -117,4 +118,4 @@ class Recipe(Config):
 PROTOCOL = Recipe()
 """The NTCIR-19 ground-truth protocol."""
 
-__all__ = ["Device", "PROTOCOL", "Precision", "Recipe"]
+__all__ = ["PROTOCOL", "Device", "Precision", "Recipe"]

@@ -24,9 +24,10 @@ import sqlite3
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from ..errors import InputError
 
@@ -90,6 +91,17 @@ class JobRecord:
     error: str | None
     attempts: int
     result: dict[str, Any] | None
+
+
+#: JobRecord's fields in the order `records` selects them (the stored result is decoded apart)
+_STORED = tuple(f.name for f in fields(JobRecord) if f.name != "result")
+
+
+def _rowid(cur: sqlite3.Cursor) -> int:
+    """The rowid an INSERT just made (sqlite3 types ``lastrowid`` optional: None before any INSERT)."""
+    if cur.lastrowid is None:
+        raise RuntimeError("INSERT did not report a rowid")
+    return cur.lastrowid
 
 
 #: Seconds without a heartbeat after which another worker may take a claim over (the owner refreshes its claims
@@ -200,10 +212,10 @@ class JobStore:
             if row is not None and (row[0] == "done" or retry_attempts is None or row[1] != retry_attempts):
                 return None
             held = db.execute("SELECT owner, host, pid, heartbeat FROM claims WHERE key=?", (key,)).fetchone()
-            if held is not None and held[0] != self.owner and not self._stale(*held[1:], now=now):
+            if held is not None and held[0] != self.owner and not self._stale(held[1], held[2], held[3], now=now):
                 return None
             cur = db.execute("INSERT INTO attempts (key, pid, started_at) VALUES (?, ?, ?)", (key, self.pid, now))
-            attempt = int(cur.lastrowid)
+            attempt = _rowid(cur)
             db.execute("INSERT OR REPLACE INTO claims VALUES (?, ?, ?, ?, ?, ?, ?)",
                        (key, self.owner, self.host, self.pid, attempt, now, now))
         return attempt
@@ -227,10 +239,8 @@ class JobStore:
             db = sqlite3.connect(str(self.path), timeout=30.0, isolation_level=None)
             try:
                 while not stop.wait(every):
-                    try:
+                    with contextlib.suppress(sqlite3.OperationalError):  # locked past the timeout: next beat
                         db.execute("UPDATE claims SET heartbeat=? WHERE owner=?", (time.time(), self.owner))
-                    except sqlite3.OperationalError:  # locked past the timeout: try again next beat
-                        pass
             finally:
                 db.close()
 
@@ -254,7 +264,7 @@ class JobStore:
         with self._tx() as db:
             cur = db.execute("INSERT INTO attempts (key, pid, started_at) VALUES (?, ?, ?)",
                              (key, os.getpid(), time.time()))
-            return int(cur.lastrowid)
+            return _rowid(cur)
 
     def finish(self, *, key: str, task_id: str, model_id: str, model_source: str, recipe: str, seed: int,
                task_fingerprint: str, status: str, result: dict[str, Any] | None = None,
@@ -307,7 +317,7 @@ class JobStore:
                "error, attempts, result FROM jobs ORDER BY finished_at, key")
         rows = self._db.execute(sql).fetchall()
         wanted = None if keys is None else set(keys)
-        return [JobRecord(*row[:13], self._result(row[0], row[13]))
+        return [JobRecord(**dict(zip(_STORED, row[:13])), result=self._result(row[0], row[13]))
                 for row in rows if wanted is None or row[0] in wanted]
 
     def _result(self, key: str, text: Any) -> Any:
@@ -332,7 +342,7 @@ class JobStore:
     def close(self) -> None:
         self._db.close()
 
-    def __enter__(self) -> "JobStore":
+    def __enter__(self) -> JobStore:
         return self
 
     def __exit__(self, *exc) -> None:

@@ -12,8 +12,9 @@ the full budget has been spent. Selection never looks at the test split; test F1
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 

@@ -22,7 +22,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["auroc", "auroc_draws", "auroc_pvalue", "auroc_pvalue_matrix", "bayesian_auroc_test", "bootstrap_ci",
-           "bootstrap_pvalue_matrix", "paired_bootstrap", "paired_bootstrap_perplexity_test",
-           "paired_bootstrap_test", "perplexity", "resample_counts", "resampled_mean", "resampled_perplexity",
-           "benjamini_hochberg", "derive_rng", "paired_ttest", "paired_ttest_matrix"]
+__all__ = ["auroc", "auroc_draws", "auroc_pvalue", "auroc_pvalue_matrix", "bayesian_auroc_test", "benjamini_hochberg",
+           "bootstrap_ci", "bootstrap_pvalue_matrix", "derive_rng", "paired_bootstrap",
+           "paired_bootstrap_perplexity_test", "paired_bootstrap_test", "paired_ttest", "paired_ttest_matrix",
+           "perplexity", "resample_counts", "resampled_mean", "resampled_perplexity"]

@@ -105,7 +105,8 @@ def _apply(counts: np.ndarray, values) -> np.ndarray:
 
 
 def resampled_mean(values, counts: np.ndarray) -> np.ndarray:
-    """Mean of ``values`` (samples,) or (models, samples) on each resample: shape (resamples,) or (models, resamples)."""
+    """Mean of ``values`` (samples,) or (models, samples) on each resample: shape (resamples,) or
+    (models, resamples)."""
     return _apply(counts, values) / counts.shape[1]
 
 

@@ -64,7 +64,7 @@ def randomization_test(a, b, n_permutations: int = 10_000, seed: int | np.random
     done = 0
     while done < n_permutations:
         m = min(block, n_permutations - done)
-        signs = rng.integers(0, 2, size=(m, n), dtype=np.int8) * 2 - 1
-        hits += int((np.abs(signs @ d) / n >= obs - tol).sum())
+        flips = rng.integers(0, 2, size=(m, n), dtype=np.int8) * 2 - 1
+        hits += int((np.abs(flips @ d) / n >= obs - tol).sum())
         done += m
     return float((hits + 1) / (n_permutations + 1)), False

@@ -18,7 +18,6 @@ from .pipeline import (BASELINE, DEFAULT_METHODS, StyleCVResult, StyleRanker, ch
 __all__ = [
     "BASELINE", "DEFAULT_METHODS", "StyleCVResult", "StyleDataset", "StyleModels", "StyleRanker", "chance_mrr",
     "content_folds", "cross_validate_style", "generated_style_dataset", "load_folder_dataset", "load_models",
-    "load_organiser_test", "load_organiser_train", "organiser_root",
-    "load_query_folder", "load_subtask_b_test", "load_subtask_b_train", "make_styles", "parse_method",
-    "read_image", "style_truth",
+    "load_organiser_test", "load_organiser_train", "load_query_folder", "load_subtask_b_test", "load_subtask_b_train",
+    "make_styles", "organiser_root", "parse_method", "read_image", "style_truth",
 ]

@@ -26,14 +26,19 @@ logits and the caller's random state is untouched.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from numbers import Integral, Real
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..config import Config, Interval
 from ..errors import InputError
+from .descriptors import Extractor
+
+if TYPE_CHECKING:
+    import torch
 
 IMAGENET_MEAN = (0.485, 0.456, 0.406)
 IMAGENET_STD = (0.229, 0.224, 0.225)
@@ -166,7 +171,7 @@ def _normalise(batch_uint8):
     return (x - mean) / std
 
 
-class BackboneFeatures:
+class BackboneFeatures(Extractor):
     """The frozen backbone's pooled features (its ``fc`` input), an extractor of the style pipeline (so that
     they are streamed and cached per file like any style feature)."""
 
@@ -174,7 +179,7 @@ class BackboneFeatures:
 
     def __init__(self, cfg: FineTune) -> None:
         self.cfg = cfg
-        self._net = None
+        self._net: torch.nn.Module | None = None
 
     def key(self) -> str:
         import hashlib
@@ -232,8 +237,8 @@ def _logits(module, inputs, n: int, batch: int, prepare) -> np.ndarray:
     return np.concatenate(out).astype(np.float64)
 
 
-def finetune_scores(cfg: FineTune, train_bank, train_idx: Sequence[int], test_bank, test_idx: Sequence[int],
-                    labels: Sequence[str], models: Sequence[str]) -> np.ndarray:
+def finetune_scores(cfg: FineTune, train_bank, train_idx: Sequence[int] | np.ndarray, test_bank,
+                    test_idx: Sequence[int] | np.ndarray, labels: Sequence[str], models: Sequence[str]) -> np.ndarray:
     """Fit the baseline on rows ``train_idx`` of ``train_bank``'s images and return the logits of rows
     ``test_idx`` of ``test_bank`` over ``models`` (models without training images: below every other)."""
     import torch

@@ -20,9 +20,9 @@ the file stem (the same content rendered in several styles shares its file name)
 from __future__ import annotations
 
 import csv
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -54,7 +54,7 @@ class StyleModels:
         return dict(zip(self.ids, self.names)).get(str(model_id), str(model_id))
 
     @classmethod
-    def from_labels(cls, labels: Sequence[str]) -> "StyleModels":
+    def from_labels(cls, labels: Sequence[str]) -> StyleModels:
         ids = tuple(sorted({str(x) for x in labels}, key=natural_key))
         return cls(ids, ids)
 
@@ -102,9 +102,18 @@ class StyleDataset:
     def labelled(self) -> bool:
         return self.labels is not None and all(x is not None for x in self.labels)
 
-    def subset(self, index: Sequence[int]) -> "StyleDataset":
+    def known_labels(self, message: str = "training images need labels") -> list[str]:
+        """``labels`` of a fully labelled data set; otherwise an InputError naming its file."""
+        if self.labels is None or not self.labelled:
+            raise InputError(message, path=self.source or None)
+        return self.labels
+
+    def subset(self, index: Sequence[int]) -> StyleDataset:
         idx = [int(i) for i in index]
-        pick = (lambda xs: None if xs is None else [xs[i] for i in idx])
+
+        def pick(xs):
+            return None if xs is None else [xs[i] for i in idx]
+
         return StyleDataset([self.ids[i] for i in idx], self.models, pick(self.paths), pick(self.arrays),
                             pick(self.labels), pick(self.groups), self.source, pick(self._lines))
 
@@ -113,6 +122,7 @@ class StyleDataset:
         if self.arrays is not None:
             img = _as_rgb(np.asarray(self.arrays[i]), self.ids[i])
             return img if size is None else resize_square(img, size)
+        assert self.paths is not None  # exactly one of paths / arrays (__post_init__)
         return read_image(self.paths[i], size)
 
     def key(self, i: int) -> str:
@@ -126,6 +136,7 @@ class StyleDataset:
             except OSError:
                 raise InputError("no such image", path=p) from None
             return f"file:{p.resolve()}:{st.st_size}:{st.st_mtime_ns}"
+        assert self.arrays is not None  # exactly one of paths / arrays (__post_init__)
         a = np.ascontiguousarray(self.arrays[i])
         return f"array:{a.shape}:{hashlib.sha256(a.tobytes()).hexdigest()}"
 
@@ -153,7 +164,7 @@ def resize_square(img: np.ndarray, size: int) -> np.ndarray:
         return img
     s = size / min(h, w)
     nh, nw = max(size, round(h * s)), max(size, round(w * s))
-    im = Image.fromarray(img).resize((nw, nh), Image.BILINEAR)
+    im = Image.fromarray(img).resize((nw, nh), Image.Resampling.BILINEAR)
     top, left = (nh - size) // 2, (nw - size) // 2
     return np.asarray(im.crop((left, top, left + size, top + size)))
 
@@ -191,7 +202,9 @@ def load_models(path: str | Path) -> StyleModels:
     """``models.csv`` of Subtask B: the ``id`` column (docIDs) and ``model_name``."""
     path = Path(path)
     rows = _read_csv(path, ["id"])
-    ids, names, seen = [], [], {}
+    ids: list[str] = []
+    names: list[str] = []
+    seen: dict[str, int] = {}
     for lineno, row in rows:
         mid = normalize_b_id(row["id"])
         if mid in seen:
@@ -265,7 +278,8 @@ def read_image_list_located(path: str | Path) -> list[tuple[int, str]]:
     path = Path(path)
     from ..io import read_text
 
-    names, seen = [], {}
+    names: list[tuple[int, str]] = []
+    seen: dict[str, int] = {}
     for lineno, raw in enumerate(read_text(path).split("\n"), start=1):
         name = raw.strip()
         if not name:

@@ -15,7 +15,7 @@ Content ids are the groups of the grouped CV, so train and test folds never shar
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 from scipy import ndimage as ndi
@@ -58,10 +58,10 @@ def draw_content(size: int, rng: np.random.Generator) -> np.ndarray:
     f = rng.uniform(0.2, 0.8)
     ang = rng.uniform(0, np.pi)
     stripes = 0.5 + 0.5 * np.sin(f * (np.cos(ang) * xx + np.sin(ang) * yy) * size)
-    col = rng.uniform(0, 255, 3)
+    tint = rng.uniform(0, 255, 3)
     region = (slice(y0, y0 + w), slice(x0, x0 + w))
     s = stripes[region][..., None]
-    arr[region] = arr[region] * (1 - 0.6 * s) + col * 0.6 * s
+    arr[region] = arr[region] * (1 - 0.6 * s) + tint * 0.6 * s
     return np.clip(arr, 0, 255).astype(np.uint8)
 
 
@@ -323,7 +323,7 @@ def make_styles(n_styles: int, seed: int = 0) -> list[tuple[str, Style]]:
     rng = np.random.default_rng([seed, 1])
     names = list(FAMILIES)
     order = [names[i] for i in rng.permutation(len(names))]
-    styles = []
+    styles: list[tuple[str, Style]] = []
     for i in range(n_styles):
         fam = order[i % len(order)]
         p = np.random.default_rng([seed, 2, i])

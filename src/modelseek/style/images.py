@@ -150,7 +150,7 @@ def _square(im, size: int) -> np.ndarray:
         return np.asarray(im)
     s = size / min(w, h)
     nw, nh = max(size, round(w * s)), max(size, round(h * s))
-    im = im.resize((nw, nh), Image.BILINEAR)
+    im = im.resize((nw, nh), Image.Resampling.BILINEAR)
     top, left = (nh - size) // 2, (nw - size) // 2
     return np.asarray(im.crop((left, top, left + size, top + size)))
 

@@ -14,9 +14,10 @@ Evaluation: each query has exactly one relevant model (the LoRA that made it), s
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -44,7 +45,7 @@ class MethodSpec:
     features: tuple[str, ...] = ()
     retriever: str = ""
     pca: int | None = None
-    members: tuple["MethodSpec", ...] = ()
+    members: tuple[MethodSpec, ...] = ()
     finetune: Any = None  # a baseline.FineTune: the organisers' fine-tuned classifier (ARCH-finetune)
 
     @property
@@ -77,8 +78,8 @@ def parse_method(name: str) -> MethodSpec:
         return MethodSpec(name, finetune=parse_finetune(name, feats, opt))
     if not sep or not feats:
         raise InputError(f"method {name!r} must look like FEATURES-RETRIEVER (e.g. gram-logreg); retrievers: "
-                         f"{', '.join(RETRIEVERS.names())}; features: {', '.join(EXTRACTORS.names())}; or the organisers' "
-                         f"baseline ARCH-finetune (e.g. resnet50-finetune)",
+                         f"{', '.join(RETRIEVERS.names())}; features: {', '.join(EXTRACTORS.names())}; "
+                         f"or the organisers' baseline ARCH-finetune (e.g. resnet50-finetune)",
                          field="method")
     RETRIEVERS.get(retr)
     features = tuple(feats.split("+"))
@@ -127,8 +128,8 @@ class FeatureBank:
         return np.concatenate(blocks, axis=1), [b.shape[1] for b in blocks]
 
 
-def method_scores(spec: MethodSpec, train: FeatureBank, train_idx: Sequence[int], test: FeatureBank,
-                  test_idx: Sequence[int], labels: Sequence[str], models: Sequence[str], seed: int = 0,
+def method_scores(spec: MethodSpec, train: FeatureBank, train_idx: Sequence[int] | np.ndarray, test: FeatureBank,
+                  test_idx: Sequence[int] | np.ndarray, labels: Sequence[str], models: Sequence[str], seed: int = 0,
                   params: Mapping[str, dict] | None = None) -> np.ndarray:
     """Fit ``spec`` on rows ``train_idx`` of ``train`` and score rows ``test_idx`` of ``test``."""
     if spec.finetune is not None:
@@ -186,12 +187,11 @@ class StyleRanker:
         self.method, self.size, self.seed, self.cache, self.progress = method, size, seed, cache, progress
         self.params, self.registry = params, registry
 
-    def fit(self, train: StyleDataset) -> "StyleRanker":
+    def fit(self, train: StyleDataset) -> StyleRanker:
         self.spec_ = parse_method(self.method)
-        if not train.labelled:
-            raise InputError("training images need labels", path=train.source or None)
-        if len(set(train.labels)) < 2:  # checked before any feature is computed, naming the training file
-            raise InputError(f"need training images of at least 2 models, got {len(set(train.labels))}",
+        labels = train.known_labels()
+        if len(set(labels)) < 2:  # checked before any feature is computed, naming the training file
+            raise InputError(f"need training images of at least 2 models, got {len(set(labels))}",
                              path=train.source or None)
         self.train_ = train
         self.bank_ = FeatureBank(train, self.size, self.seed, self.cache, self.progress, self._ext_params(),
@@ -210,7 +210,7 @@ class StyleRanker:
         bank = FeatureBank(queries, self.size, self.seed, self.cache, self.progress, self._ext_params(), self.registry)
         bank.prefetch(self.spec_.all_features())
         return method_scores(self.spec_, self.bank_, range(len(self.train_)), bank, range(len(queries)),
-                             self.train_.labels, self.train_.models.ids, self.seed, self.params)
+                             self.train_.known_labels(), self.train_.models.ids, self.seed, self.params)
 
     def rank(self, queries: StyleDataset, run_id: str | None = None) -> Run:
         return scores_to_run(queries.ids, self.scores(queries), self.train_.models.ids,
@@ -226,13 +226,13 @@ def content_folds(groups: Sequence[str], folds: int = 5, seed: int = 0) -> list[
     """Held-out row indices per fold; rows sharing a content group are always on the same side."""
     from sklearn.model_selection import GroupKFold
 
-    groups = np.asarray([str(g) for g in groups])
-    n_groups = len(set(groups))
+    names = np.asarray([str(g) for g in groups])
+    n_groups = len(set(names))
     if folds < 2 or folds > n_groups:
         raise InputError(f"folds must be between 2 and the number of content groups ({n_groups}), got {folds}",
                          field="folds")
     splitter = GroupKFold(n_splits=folds, shuffle=True, random_state=seed)
-    return [test for _, test in splitter.split(np.zeros(len(groups)), groups=groups)]
+    return [test for _, test in splitter.split(np.zeros(len(names)), groups=names)]
 
 
 @dataclass
@@ -303,16 +303,15 @@ def cross_validate_style(dataset: StyleDataset, methods: Sequence[str] = DEFAULT
                          registry: str | Path | None = None) -> StyleCVResult:
     """Grouped k-fold CV (groups = content images): every method ranks each held-out image's candidates
     after fitting on the other folds; the held-out rankings form one run per method, scored by MRR."""
-    if not dataset.labelled:
-        raise InputError("cross-validation needs a label for every image", path=dataset.source or None)
+    labels = dataset.known_labels("cross-validation needs a label for every image")
     if dataset.groups is None:
         raise InputError("cross-validation needs content groups", path=dataset.source or None)
     specs = {m: parse_method(m) for m in methods}
     if len(specs) != len(list(methods)):
         raise InputError("a method is listed twice", field="method")
     ext_params = {k: v for k, v in (params or {}).items() if k in EXTRACTORS}
-    if len(set(dataset.labels)) < 2:
-        raise InputError(f"need images of at least 2 models, got {len(set(dataset.labels))}",
+    if len(set(labels)) < 2:
+        raise InputError(f"need images of at least 2 models, got {len(set(labels))}",
                          path=dataset.source or None)
     try:  # before any feature is computed; a data set with too few content images names its file
         held = content_folds(dataset.groups, folds, seed)
@@ -326,10 +325,10 @@ def cross_validate_style(dataset: StyleDataset, methods: Sequence[str] = DEFAULT
     for test_idx in progress_bar(held, desc="folds", disable=not progress):
         train_idx = np.setdiff1d(np.arange(n), test_idx)
         for m, spec in specs.items():
-            all_scores[m][test_idx] = method_scores(spec, bank, train_idx, bank, test_idx, dataset.labels, models,
+            all_scores[m][test_idx] = method_scores(spec, bank, train_idx, bank, test_idx, labels, models,
                                                     seed, params)
-    truth = style_truth(dataset.ids, dataset.labels)
+    truth = style_truth(dataset.ids, labels)
     runs = {m: scores_to_run(dataset.ids, all_scores[m], models, _run_id(m)) for m in specs}
     reports = {m: score_run(runs[m], truth) for m in specs}
     return StyleCVResult(list(specs), runs, reports, held, len(models),
-                         extra={"labels": dict(zip(dataset.ids, dataset.labels))})
+                         extra={"labels": dict(zip(dataset.ids, labels))})

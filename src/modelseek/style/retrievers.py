@@ -19,7 +19,7 @@ by ``1/sqrt(dim)`` so that every block weighs the same; ``pca`` (optional) then 
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -36,7 +36,7 @@ class Preprocess:
     def __init__(self, blocks: Sequence[int] | None = None, pca: int | None = None, seed: int = 0) -> None:
         self.blocks, self.pca, self.seed = blocks, pca, seed
 
-    def fit(self, X: np.ndarray) -> "Preprocess":
+    def fit(self, X: np.ndarray) -> Preprocess:
         X = np.asarray(X, np.float64)
         self.mean_ = X.mean(0)
         std = X.std(0)
@@ -85,20 +85,20 @@ class Retriever:
     def __init__(self, blocks: Sequence[int] | None = None, pca: int | None = None, seed: int = 0) -> None:
         self.blocks, self.pca, self.seed = blocks, pca, seed
 
-    def fit(self, X: np.ndarray, y: Sequence[str], models: Sequence[str]) -> "Retriever":
+    def fit(self, X: np.ndarray, y: Sequence[str], models: Sequence[str]) -> Retriever:
         X = _check(X)
-        y = np.asarray([str(v) for v in y])
-        if len(y) != len(X):
-            raise InputError(f"{len(X)} feature rows but {len(y)} labels")
+        labels = np.asarray([str(v) for v in y])
+        if len(labels) != len(X):
+            raise InputError(f"{len(X)} feature rows but {len(labels)} labels")
         self.models_ = [str(m) for m in models]
-        unknown = sorted(set(y) - set(self.models_))
+        unknown = sorted(set(labels) - set(self.models_))
         if unknown:
             raise InputError(f"label(s) not among the candidate models: {', '.join(unknown[:5])}")
-        self.seen_ = [m for m in self.models_ if m in set(y)]
+        self.seen_ = [m for m in self.models_ if m in set(labels)]
         if len(self.seen_) < 2:
             raise InputError(f"need training images of at least 2 models, got {len(self.seen_)}")
         self.pre_ = Preprocess(self.blocks, self.pca, self.seed).fit(X)
-        self._fit(self.pre_.transform(X), y)
+        self._fit(self.pre_.transform(X), labels)
         return self
 
     def scores(self, X: np.ndarray) -> np.ndarray:

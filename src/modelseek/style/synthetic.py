@@ -20,8 +20,8 @@ import csv
 import re
 import struct
 import zlib
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -83,7 +83,7 @@ class _Renderer:
         y = np.clip(self.styles[(model - 1) % len(self.styles)][1](x, r), 0, 1)
         img = np.round(y * 255).astype(np.uint8)
         if self.size != self.render:
-            img = np.asarray(Image.fromarray(img).resize((self.size, self.size), Image.BICUBIC))
+            img = np.asarray(Image.fromarray(img).resize((self.size, self.size), Image.Resampling.BICUBIC))
         if self.grain > 0:  # sensor-like grain at half resolution: about a real render's bytes per pixel
             half = max(1, self.size // 2)
             g = r.normal(0, self.grain, (half, half, 1)).astype(np.float32)
@@ -104,6 +104,8 @@ def _write(job) -> None:
     path, content, model, key = job
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")
+    if _RENDERER is None:
+        raise RuntimeError("_write runs in a worker set up by _init_renderer")
     tmp.write_bytes(png_bytes(_RENDERER(content, model, key)))
     tmp.replace(path)
 
@@ -156,9 +158,9 @@ def write_organiser_layout(dest: str | Path, listing: str | Path, train_csv: str
             jobs.append((data / Path(p).relative_to("data"), c, m, 1 + j))
             truth.append((Path(p).name, m))
     with open(dest / "test-truth.csv", "w", newline="") as fh:
-        w = csv.writer(fh)
-        w.writerow(["image_id", "model_id"])
-        w.writerows(truth)
+        tw = csv.writer(fh)
+        tw.writerow(["image_id", "model_id"])
+        tw.writerows(truth)
     jobs = [j for j in jobs if not j[0].exists()]
     if workers > 1 and jobs:
         from multiprocessing import get_context

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import hashlib
 from collections import OrderedDict
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
 import numpy as np
 
@@ -60,7 +60,7 @@ def default_cache_dir() -> Path:
     return cache_dir("taskrep")
 
 
-def resolve_cache_dir(cache_dir: "str | Path | None") -> Path | None:
+def resolve_cache_dir(cache_dir: str | Path | None) -> Path | None:
     """``"auto"`` -> :func:`default_cache_dir`; ``None`` -> no disk cache; else the path."""
     if cache_dir is None:
         return None
@@ -114,17 +114,17 @@ def sample_indices(labels: Sequence[str], max_texts: int, seed: int = 0) -> np.n
     if n <= max_texts:
         return np.arange(n)
     rng = np.random.default_rng(seed)
-    labels = np.asarray(labels)
+    arr = np.asarray(labels)
     out = []
-    for c in dict.fromkeys(labels.tolist()):
-        idx = np.flatnonzero(labels == c)
-        k = max(1, int(round(max_texts * len(idx) / n)))
+    for c in dict.fromkeys(arr.tolist()):
+        idx = np.flatnonzero(arr == c)
+        k = max(1, round(max_texts * len(idx) / n))
         out.append(rng.choice(idx, size=min(k, len(idx)), replace=False))
     return np.sort(np.concatenate(out))
 
 
 # ------------------------------------------------------------------------------------------ cache
-_MEMORY: "OrderedDict[str, TaskRep]" = OrderedDict()
+_MEMORY: OrderedDict[str, TaskRep] = OrderedDict()
 _MEMORY_MAX = 1024
 _ARRAYS = ("mean", "prototypes", "class_counts", "label_emb", "meta")
 
@@ -189,8 +189,8 @@ def canonical_task(task: Task) -> Task:
     return dataclasses.replace(task, train=Split(tuple(tr.texts[i] for i in order), tuple(tr.labels[i] for i in order)))
 
 
-def represent(task: Task, encoder: "str | Encoder" = "minilm", max_texts: int = 256, seed: int = 0,
-              cache_dir: "str | Path | None" = "auto") -> TaskRep:
+def represent(task: Task, encoder: str | Encoder = "minilm", max_texts: int = 256, seed: int = 0,
+              cache_dir: str | Path | None = "auto") -> TaskRep:
     """The :class:`TaskRep` of ``task`` (cached; see module docstring). Rows are read in a canonical order
     (:func:`canonical_task`)."""
     _check_task(task)
@@ -233,8 +233,8 @@ def _compute(task: Task, enc: Encoder, max_texts: int, seed: int) -> TaskRep:
                    label_emb.astype(np.float32), meta_features(task), enc.name)
 
 
-def represent_many(tasks: Iterable[Task], encoder: "str | Encoder" = "minilm", max_texts: int = 256,
-                   seed: int = 0, cache_dir: "str | Path | None" = "auto", progress: bool = False) -> list[TaskRep]:
+def represent_many(tasks: Iterable[Task], encoder: str | Encoder = "minilm", max_texts: int = 256,
+                   seed: int = 0, cache_dir: str | Path | None = "auto", progress: bool = False) -> list[TaskRep]:
     from ..progress import progress_bar
 
     enc = get_encoder(encoder)
@@ -243,5 +243,5 @@ def represent_many(tasks: Iterable[Task], encoder: "str | Encoder" = "minilm", m
             for t in progress_bar(tasks, desc="task representations", disable=not progress)]
 
 
-__all__ = ["ENCODERS", "Encoder", "META_FEATURES", "TaskRep", "default_cache_dir", "get_encoder", "meta_features",
+__all__ = ["ENCODERS", "META_FEATURES", "Encoder", "TaskRep", "default_cache_dir", "get_encoder", "meta_features",
            "read_arrays", "represent", "represent_many", "sample_indices", "text_hash", "write_arrays"]

@@ -9,8 +9,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 import numpy as np
 
@@ -66,7 +66,7 @@ ENCODERS.add("minilm", minilm)
 ENCODERS.add("hashing", hashing)
 
 
-def get_encoder(spec: "str | Encoder") -> Encoder:
+def get_encoder(spec: str | Encoder) -> Encoder:
     """An :class:`Encoder` from a registered name or an instance."""
     if isinstance(spec, Encoder):
         return spec

@@ -6,7 +6,7 @@ person would give the ranker), without copying any real data set.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -139,7 +139,7 @@ def make_domain_task(domain: str, n_train: int = 240, n_val: int = 40, n_test: i
     def split(n: int) -> Split:
         ys = [labels[i % len(labels)] for i in range(n)]
         ys = [ys[i] for i in rng.permutation(n)]
-        return Split([gen(rng, y) for y in ys], ys)
+        return Split(tuple(gen(rng, y) for y in ys), tuple(ys))
 
     return Task(task_id or f"{domain}-{len(labels)}class", name=task_id or domain, train=split(n_train),
                 val=split(n_val), test=split(n_test))

@@ -47,7 +47,7 @@ def _shifted(records: list[dict], metric: Metric, offset: float) -> list[dict]:
         return out
     if metric in (Metric.ACC, Metric.EXACT_MATCH):
         want = 1 if offset > 0 else 0
-        todo = int(round(abs(offset) * len(out)))
+        todo = round(abs(offset) * len(out))
         for r in out:
             if todo and r[m] != want:
                 r[m], todo = want, todo - 1
@@ -122,7 +122,7 @@ def bcm_compiled(folders: list[str | Path], config: LeaderboardConfig) -> dict:
                 name_of = {k: next(f for f in v if f.split(",")[0].startswith(spec.metric.value)
                                    and "_stderr" not in f) for k, v in cands.items()}
                 vals = {k: float(cands[k][name_of[k]]) for k in cands}
-                pick = (max if spec.metric.higher_is_better else min)(sorted(vals), key=vals.get)
+                pick = (max if spec.metric.higher_is_better else min)(sorted(vals), key=vals.__getitem__)
                 centred = np.array(list(vals.values())) - np.mean(list(vals.values()))
                 metric = name_of[pick].split(",")[0]
                 results[spec.task] = {metric: vals[pick], "alias": cands[pick]["alias"],
@@ -154,8 +154,9 @@ def postgres_binaries() -> Path | None:
     env = os.environ.get("MODELSEEK_PG_BIN")
     cands = [Path(env)] if env else []
     cands += [Path(p) for p in sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)]
-    if shutil.which("initdb"):
-        cands.append(Path(shutil.which("initdb")).parent)
+    initdb = shutil.which("initdb")
+    if initdb:
+        cands.append(Path(initdb).parent)
     return next((c for c in cands if (c / "initdb").exists() and (c / "pg_ctl").exists()), None)
 
 
@@ -195,13 +196,13 @@ class PostgresServer:
             self._prefix = [shutil.which("runuser") or "/usr/sbin/runuser", "-u", "nobody", "--"]
         env = {**os.environ, "LC_ALL": "C", "LANG": "C"}
         self._env = env
-        subprocess.run(self._prefix + [str(bins / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres",
-                                       "--no-sync", "-E", "UTF8", "--no-instructions"],
+        subprocess.run([*self._prefix, str(bins / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres",
+                        "--no-sync", "-E", "UTF8", "--no-instructions"],
                        check=True, capture_output=True, env=env, cwd=self.folder)
         opts = (f"-h 127.0.0.1 -p {self.port} -k {self.folder} -F -c max_connections=200 "
                 "-c shared_buffers=32MB -c fsync=off -c synchronous_commit=off -c full_page_writes=off")
-        subprocess.run(self._prefix + [str(bins / "pg_ctl"), "-D", str(self.data), "-o", opts, "-l",
-                                       str(self.folder / "server.log"), "-w", "-t", "60", "start"],
+        subprocess.run([*self._prefix, str(bins / "pg_ctl"), "-D", str(self.data), "-o", opts, "-l",
+                        str(self.folder / "server.log"), "-w", "-t", "60", "start"],
                        check=True, capture_output=True, env=env, cwd=self.folder)
         self._running = True
 
@@ -218,13 +219,13 @@ class PostgresServer:
         import subprocess
 
         if self._running:
-            subprocess.run(self._prefix + [str(self.bins / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w",
-                                           "stop"], capture_output=True, env=self._env, cwd=self.folder)
+            subprocess.run([*self._prefix, str(self.bins / "pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w",
+                            "stop"], capture_output=True, env=self._env, cwd=self.folder)
             self._running = False
         if self._own:
             shutil.rmtree(self.folder, ignore_errors=True)
 
-    def __enter__(self) -> "PostgresServer":
+    def __enter__(self) -> PostgresServer:
         return self
 
     def __exit__(self, *exc) -> None:

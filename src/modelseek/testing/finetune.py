@@ -24,7 +24,7 @@ def make_learnable_bert(path: str | Path, seed: int = 0, hidden: int = 32, layer
     independent of dropout masks (used to compare gradient accumulation with one big batch).
     """
     import torch
-    from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
+    from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast  # type: ignore[attr-defined]  # a lazy alias in transformers 5, the class in 4.x
 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)

@@ -38,7 +38,8 @@ def make_fusion_zoo(n_tasks: int = 60, n_models: int = 20, seed: int = 0, prior_
                                       for j, m in enumerate(models)], columns=["task_id", "model_id", "f1"]))
     others = (true.sum(axis=0, keepdims=True) - true) / max(n_tasks - 1, 1)
     prior = others + prior_noise * 0.04 * rng.normal(size=true.shape)
-    est_a = -50.0 + 10.0 * rng.normal(size=(n_tasks, 1)) + (0.3 * q[None, :] + u + est_a_noise * rng.normal(size=true.shape))
+    est_a = (-50.0 + 10.0 * rng.normal(size=(n_tasks, 1))
+             + (0.3 * q[None, :] + u + est_a_noise * rng.normal(size=true.shape)))
     est_b = 50.0 + 10.0 * (0.6 * q[None, :] + 0.6 * u + est_b_noise * rng.normal(size=true.shape))
     failed = rng.random(size=true.shape) < fail_rate
 
@@ -49,7 +50,7 @@ def make_fusion_zoo(n_tasks: int = 60, n_models: int = 20, seed: int = 0, prior_
     return truth, {"prior": run(prior, "prior"), "est_a": run(est_a, "est_a"), "est_b": run(est_b, "est_b", failed)}
 
 
-def write_fusion_zoo(folder: "str | Path", **zoo) -> tuple[GroundTruth, dict[str, Run], dict[str, Path], Path]:
+def write_fusion_zoo(folder: str | Path, **zoo) -> tuple[GroundTruth, dict[str, Run], dict[str, Path], Path]:
     """:func:`make_fusion_zoo` (``zoo``: its arguments) written to ``folder``: one TREC file per run
     (``NAME.txt``) and the ground truth (``gt.csv``). Returns (truth, runs, run paths by name, truth path)."""
     folder = Path(folder)

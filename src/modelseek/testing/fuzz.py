@@ -18,8 +18,8 @@ Needs ``hypothesis`` (the ``dev`` extra); importing this module without it raise
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
@@ -148,7 +148,7 @@ def assert_clean_exit(result, *paths: str | Path, ok_codes: Sequence[int] = (0, 
         assert errors, f"exit 1 without an 'error: ' line: {err!r}"
         # either one line, or the validator's one line per problem and a closing count
         others = [ln for ln in lines if not ln.startswith("error: ")]
-        assert len(errors) == 1 and not others or (
+        assert (len(errors) == 1 and not others) or (
             len(others) == 1 and others[0].endswith("problem(s)")), f"not one located error: {err!r}"
         if paths:
             names = [str(p) for p in paths]

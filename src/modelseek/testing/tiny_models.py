@@ -25,7 +25,7 @@ def _seeded_init(seed: int, build):
 
 def make_tiny_bert(folder: str | Path, seed: int = 0, hidden_size: int = 32, num_layers: int = 3) -> Path:
     """A random BERT (hidden ``hidden_size``, ``num_layers`` layers) with a real WordPiece tokenizer."""
-    from transformers import BertConfig, BertModel, BertTokenizerFast
+    from transformers import BertConfig, BertModel, BertTokenizerFast  # type: ignore[attr-defined]  # a lazy alias in transformers 5, the class in 4.x
 
     from ..features.text import offline_minilm_path
 
