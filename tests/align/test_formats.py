@@ -23,7 +23,7 @@ def test_entry_roundtrip_and_defaults():
 
 
 @pytest.mark.parametrize("bad, match", [
-    ({"model_name": "a", "source": "keras"}, "source.*valid values: torchvision, timm, open_clip"),
+    ({"model_name": "a", "source": "keras"}, "source.*valid values: custom, open_clip, timm, torchvision, transformers"),
     ({"model_name": "a", "source": "timm", "embedding": "max"}, "embedding.*valid values: pool, cls, flatten, mean"),
     ({"model_name": "a", "source": "timm", "colour": 1}, "unknown key 'colour'"),
     ({"model_name": "", "source": "timm"}, "model_name"),

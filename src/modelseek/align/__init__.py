@@ -11,7 +11,7 @@ import importlib
 
 _EXPORTS = {
     "ModelEntry": "formats", "ModelRegistry": "formats", "Stimulus": "formats", "StimulusCatalog": "formats",
-    "Submission": "formats", "Source": "formats", "Strategy": "formats", "Team": "formats",
+    "Submission": "formats", "Strategy": "formats", "Team": "formats",
     "SubmissionForm": "formats", "load_submission": "formats", "validate_submission": "formats",
     "load_model": "models", "embed_images": "models", "embed_texts": "models", "embed_catalog": "models",
     "layer_names": "models", "preprocess_images": "models", "LoadedModel": "models", "resolve_entry": "models",

@@ -5,7 +5,8 @@ Model registry
 
         {"model_name": "resnet18_rand",          # unique; for timm the full tagged name is fine
                                                  # ("beitv2_base_patch16_224.in1k_ft_in1k")
-         "source": "torchvision",                # torchvision | timm | open_clip | transformers | custom
+         "source": "torchvision",                # a registered source: custom | open_clip | timm | torchvision |
+                                                 # transformers (modelseek.align.sources.SOURCES)
          "weights": null,                        # null/"random": random init (seeded); "imagenet"/"pretrained"/
                                                  # "DEFAULT": the library's pretrained weights (timm: those of
                                                  # the name's tag); a library weights name or timm tag; or a
@@ -65,14 +66,6 @@ REGISTRY_ENV = "MODELSEEK_MODEL_REGISTRY"
 CATALOG_ENV = "MODELSEEK_STIMULI_CATALOG"
 DATASET_ENV_PREFIX = "MODELSEEK_DATASET_"
 DATASETS_ROOT_ENV = "MODELSEEK_DATASETS_ROOT"
-
-
-class Source(Choice):
-    TORCHVISION = "torchvision"
-    TIMM = "timm"
-    OPEN_CLIP = "open_clip"
-    TRANSFORMERS = "transformers"
-    CUSTOM = "custom"
 
 
 class Strategy(Choice):
@@ -170,7 +163,7 @@ class ModelEntry(Config):
     :func:`modelseek.align.models.resolve_entry` when the model is used."""
 
     model_name: str
-    source: Source
+    source: str  # a name registered in modelseek.align.sources.SOURCES (the registry is the list of sources)
     layer: str = "output"
     embedding: Strategy = Strategy.POOL
     weights: str | None = None
@@ -187,6 +180,7 @@ class ModelEntry(Config):
     def _check(self) -> None:
         if not self.model_name.strip():
             raise InputError("must be a non-empty string", field="model_name")
+        object.__setattr__(self, "source", _registered_source(self.source))
         if not self.layer:
             raise InputError(f"model {self.model_name!r}: must be a non-empty string", field="layer")
 
@@ -242,6 +236,21 @@ class ModelEntry(Config):
         from dataclasses import replace
 
         return self if layer is None or layer == self.layer else replace(self, layer=layer)
+
+
+def _registered_source(name: str) -> str:
+    """``name`` (case and surrounding spaces ignored) if a model source of that name is registered; else an
+    ``InputError`` with "did you mean" and the registered names."""
+    from ..registry import closest
+    from .sources import SOURCES
+
+    text = name.strip().lower()
+    if text in SOURCES:
+        return text
+    close = closest(text, SOURCES.names())
+    hint = f" (did you mean {close!r}?)" if close else ""
+    raise InputError(f"unknown model source {name!r}{hint}; valid values: {', '.join(SOURCES.names())}",
+                     field="source")
 
 
 def _hw(v, fld: str = "input_size"):

@@ -181,7 +181,9 @@ def is_hub_source(model: Any) -> bool:
 
 # ------------------------------------------------------------------------------------------ extraction
 @dataclass
-class LoadedModel:
+class LoadedTextModel:
+    """A text model ready to run: the module (eval mode, on ``device``), its tokenizer and a display name."""
+
     model: Any
     tokenizer: Any
     device: Any
@@ -208,7 +210,7 @@ BACKENDS = ("transformers", "lean", "auto")
 
 
 def _load_model(source: str, revision: str | None, device: str, name: str = "",
-                local_files_only: bool = False, backend: str = "transformers") -> LoadedModel:
+                local_files_only: bool = False, backend: str = "transformers") -> LoadedTextModel:
     """Load tokenizer and encoder (the encoder alone for encoder-decoder models) in eval mode.
 
     ``backend``: ``transformers`` (AutoModel/AutoTokenizer), ``lean`` (:mod:`.lean_bert`, a plain BERT encoder in
@@ -226,7 +228,7 @@ def _load_model(source: str, revision: str | None, device: str, name: str = "",
             log.debug("model %s: transformers backend (%s)", name or source, exc.reason)
         else:
             dev = pick_device(device)
-            return LoadedModel(model=model.eval().to(dev), tokenizer=tok, device=dev, name=name or source)
+            return LoadedTextModel(model=model.eval().to(dev), tokenizer=tok, device=dev, name=name or source)
     elif backend == "lean":
         raise ModelseekError(f"model {name or source!r}: the lean backend reads local folders only, "
                              f"without a revision")
@@ -242,7 +244,7 @@ def _load_model(source: str, revision: str | None, device: str, name: str = "",
             raise ModelseekError(f"model {name or source!r}: tokenizer has neither a pad nor an eos token")
         tok.pad_token = tok.eos_token
     model.eval().to(dev)
-    return LoadedModel(model=model, tokenizer=tok, device=dev, name=name or source)
+    return LoadedTextModel(model=model, tokenizer=tok, device=dev, name=name or source)
 
 
 def _effective_max_length(tok, model, max_length: int) -> int:
@@ -253,7 +255,7 @@ def _effective_max_length(tok, model, max_length: int) -> int:
     return min(limits)
 
 
-def _batches(loaded: LoadedModel, texts: Sequence[str], max_length: int, batch_size: int, progress: bool,
+def _batches(loaded: LoadedTextModel, texts: Sequence[str], max_length: int, batch_size: int, progress: bool,
              what: str = "features"):
     """Yield (indices, input_ids, attention_mask) on the device: texts tokenized once, sorted by length
     (longest first), each batch padded only to its own longest text."""
@@ -282,7 +284,7 @@ def _batches(loaded: LoadedModel, texts: Sequence[str], max_length: int, batch_s
         yield idx, input_ids.to(dev), mask.to(dev)
 
 
-def _forward(loaded: LoadedModel, **inputs):
+def _forward(loaded: LoadedTextModel, **inputs):
     """The model call, under bf16/fp16 autocast on CUDA."""
     import torch
 
@@ -294,7 +296,7 @@ def _forward(loaded: LoadedModel, **inputs):
     return loaded.model(**inputs)
 
 
-def encode(loaded: LoadedModel, texts: Sequence[str], *, pooling: "str | Pooling" = "mean",
+def encode(loaded: LoadedTextModel, texts: Sequence[str], *, pooling: "str | Pooling" = "mean",
            layer: "str | int" = "last", max_length: int = 256, batch_size: int = 32,
            progress: bool = True) -> np.ndarray:
     """Features of ``texts`` with an already loaded model (no cache). float32, original order."""
@@ -343,7 +345,7 @@ def encode(loaded: LoadedModel, texts: Sequence[str], *, pooling: "str | Pooling
 
 
 def _load_head_model(source: str, revision: str | None, device: str, name: str = "",
-                     local_files_only: bool = False) -> LoadedModel:
+                     local_files_only: bool = False) -> LoadedTextModel:
     """Tokenizer and sequence-classification model; refuses a checkpoint without a trained head."""
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
@@ -362,10 +364,10 @@ def _load_head_model(source: str, revision: str | None, device: str, name: str =
         tok.pad_token = tok.eos_token
     model.config.pad_token_id = tok.pad_token_id
     model.eval().to(dev)
-    return LoadedModel(model=model, tokenizer=tok, device=dev, name=name or source)
+    return LoadedTextModel(model=model, tokenizer=tok, device=dev, name=name or source)
 
 
-def head_probs(loaded: LoadedModel, texts: Sequence[str], *, max_length: int = 256, batch_size: int = 32,
+def head_probs(loaded: LoadedTextModel, texts: Sequence[str], *, max_length: int = 256, batch_size: int = 32,
                progress: bool = True) -> np.ndarray:
     """Softmax of the classification head over its source classes (float32, original order)."""
     import torch
@@ -416,7 +418,7 @@ class TextEncoder:
         self.max_length, self.batch_size, self.device, self.progress = int(max_length), int(batch_size), device, progress
         self.source, self.revision, self.name, self._identity = _model_identity(model, revision)
         self.cache = None if cache_dir is False else FeatureCache(None if cache_dir is True else cache_dir)
-        self._loaded: LoadedModel | None = None
+        self._loaded: LoadedTextModel | None = None
         self._models = models
         #: load from local files only (a Hub id from the local Hugging Face cache): set when the Hub is offline
         self.local_files_only = bool(local_files_only)
@@ -426,7 +428,7 @@ class TextEncoder:
     #: what the cached arrays are (part of the key)
     output = "features"
 
-    def _load(self) -> LoadedModel:
+    def _load(self) -> LoadedTextModel:
         return _load_model(self.source, self.revision, self.device, self.name, backend=self.backend,
                            **({"local_files_only": True} if self.local_files_only else {}))
 
@@ -491,7 +493,7 @@ class HeadProbs(TextEncoder):
         super().__init__(model, max_length=max_length, batch_size=batch_size, device=device, cache_dir=cache_dir,
                          revision=revision, progress=progress, models=models, local_files_only=local_files_only)
 
-    def _load(self) -> LoadedModel:
+    def _load(self) -> LoadedTextModel:
         return _load_head_model(self.source, self.revision, self.device, self.name,
                                 **({"local_files_only": True} if self.local_files_only else {}))
 
