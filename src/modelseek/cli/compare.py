@@ -15,7 +15,7 @@ import argparse
 import sys
 
 from ._common import PROBABILITY, SAMPLE_COUNT, SEED, print_json
-from .evaluate import add_truth_args, check_shared_topics, harmonise, load_runs, read_truth
+from ._truth import add_truth_args, check_shared_topics, harmonise, load_runs, read_truth
 
 DEFAULT_METRICS = "ndcg@1,ndcg@3,ndcg@5,mrr"
 _SUP = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖ𐞥ʳˢᵗᵘᵛʷˣʸᶻ")
