@@ -30,7 +30,7 @@ Stimuli catalog
     root of a data set comes from the environment variable ``MODELSEEK_DATASET_<NAME>`` (upper case,
     non-alphanumerics as ``_``), or ``MODELSEEK_DATASETS_ROOT/<dataset_name>``, or an explicit mapping.
 
-Submission, in either of two forms (both read; the live form is written by default)
+Submission (:class:`AlignSubmission`), in either of two forms (both read; the live form is written by default)
     live (the running challenge)::
 
         {"models": [{"model_name": "deit3_base_patch16_224.fb_in1k", "layer_name": "fc_norm"}, ...]}
@@ -442,7 +442,7 @@ def _from_env(path, env: str, what: str):
 
 
 @dataclass(frozen=True)
-class Submission:
+class AlignSubmission:
     """A Blue (models) or Red (stimuli) submission.
 
     ``layers`` holds a submission's per-model ``layer_name`` (same length as ``models``; ``None``: the
@@ -519,9 +519,9 @@ _STIMULI_KEYS = ("stimuli", "differentiating_images", "images")  # draft, then t
 _SUBMISSION_KEYS = ("team", "models") + _STIMULI_KEYS
 
 
-def load_submission(path: str | os.PathLike) -> Submission:
+def load_align_submission(path: str | os.PathLike) -> AlignSubmission:
     """Parse a submission in the draft or the live form (see the module docstring); structural problems raise
-    InputError (see :func:`validate_submission`)."""
+    InputError (see :func:`validate_align_submission`)."""
     path = Path(path)
     d = read_json(path, what="submission file")
     if not isinstance(d, Mapping):
@@ -547,7 +547,7 @@ def load_submission(path: str | os.PathLike) -> Submission:
             raise InputError("must be a list of model names or of {model_name, layer_name} objects", path=path,
                              field="models")
         if all(isinstance(m, str) for m in models):
-            return Submission(team, models=tuple(models), form=SubmissionForm.DRAFT if models else
+            return AlignSubmission(team, models=tuple(models), form=SubmissionForm.DRAFT if models else
                               SubmissionForm.LIVE)
         names, layers = [], []
         for i, m in enumerate(models):
@@ -557,7 +557,7 @@ def load_submission(path: str | os.PathLike) -> Submission:
             choice = ModelChoice.from_mapping(m, source=ConfigSource(str(path), prefix=f"models[{i}]"))
             names.append(choice.model_name)
             layers.append(choice.layer_name)
-        return Submission(team, models=tuple(names), layers=tuple(layers), form=SubmissionForm.LIVE)
+        return AlignSubmission(team, models=tuple(names), layers=tuple(layers), form=SubmissionForm.LIVE)
     key = skeys[0] if skeys else "stimuli"
     stimuli = d.get(key)
     if not isinstance(stimuli, list):
@@ -570,7 +570,7 @@ def load_submission(path: str | os.PathLike) -> Submission:
             sub = f".{exc.field}" if exc.field else ""
             raise InputError(exc.message, path=path, field=f"{key}[{i}]{sub}") from None
     form = SubmissionForm.DRAFT if key == "stimuli" else SubmissionForm.LIVE
-    return Submission(team, stimuli=tuple(parsed), form=form)
+    return AlignSubmission(team, stimuli=tuple(parsed), form=form)
 
 
 def _line_in(path: Path, key: str) -> int | None:
@@ -582,9 +582,9 @@ def _line_in(path: Path, key: str) -> int | None:
     return text.count("\n", 0, m.start()) + 1 if m else None
 
 
-def validate_submission(path: str | os.PathLike, registry: ModelRegistry, catalog: StimulusCatalog, *,
+def validate_align_submission(path: str | os.PathLike, registry: ModelRegistry, catalog: StimulusCatalog, *,
                         min_models: int = 2, min_stimuli: int = 2, max_models: int | None = None,
-                        max_stimuli: int | None = None, check_files: bool = True) -> Submission:
+                        max_stimuli: int | None = None, check_files: bool = True) -> AlignSubmission:
     """Check a submission against the registry and catalog; every problem is listed in one ValidationError.
 
     The draft contract asks for >= 2 models / stimuli; the live challenge used exactly 20 models and 1000
@@ -593,7 +593,7 @@ def validate_submission(path: str | os.PathLike, registry: ModelRegistry, catalo
     """
     path = Path(path)
     try:
-        sub = load_submission(path)
+        sub = load_align_submission(path)
     except InputError as exc:
         raise ValidationError(path, [exc]) from None
     problems: list[InputError] = []

@@ -17,7 +17,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..errors import InputError
-from .formats import ModelRegistry, StimulusCatalog, Submission, Team
+from .formats import ModelRegistry, StimulusCatalog, AlignSubmission, Team
 from .linear_cka import cka_matrix
 
 
@@ -120,7 +120,7 @@ class ScoreResult:
                 "cka_matrix": np.round(self.matrix, 12).tolist()}
 
 
-def score_submission(sub: Submission, registry: ModelRegistry, catalog: StimulusCatalog,
+def score_submission(sub: AlignSubmission, registry: ModelRegistry, catalog: StimulusCatalog,
                      cache_dir: str | os.PathLike | None = None, unbiased: bool = False,
                      batch_size: int = 32, progress: bool = False,
                      source: str | os.PathLike | None = None) -> ScoreResult:

@@ -36,7 +36,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import InputError
-from .formats import StimulusCatalog, Submission, Team
+from .formats import StimulusCatalog, AlignSubmission, Team
 from .linear_cka import EPS, cka_matrix
 
 
@@ -55,12 +55,12 @@ class SolverResult:
                 "baselines": self.baselines, "seconds": self.seconds, "meta": self.meta,
                 "trajectory": self.trajectory}
 
-    def submission(self, catalog: StimulusCatalog | None = None) -> Submission:
+    def submission(self, catalog: StimulusCatalog | None = None) -> AlignSubmission:
         if self.team is Team.BLUE:
-            return Submission(Team.BLUE, models=tuple(self.selection))
+            return AlignSubmission(Team.BLUE, models=tuple(self.selection))
         if catalog is None:
             raise InputError("a Red submission needs the catalog to name its stimuli")
-        return Submission(Team.RED, stimuli=tuple(catalog[i] for i in self.selection))
+        return AlignSubmission(Team.RED, stimuli=tuple(catalog[i] for i in self.selection))
 
 
 def _mean_offdiag_batched(H: np.ndarray) -> np.ndarray:

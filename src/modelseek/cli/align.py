@@ -147,16 +147,16 @@ def _cache(args):
 
 
 def run_validate(args) -> int:
-    from ..align.formats import Team, load_submission, validate_submission
+    from ..align.formats import Team, load_align_submission, validate_align_submission
     from ..errors import ValidationError
 
     registry = _registry(args)
     out: dict = {"valid": True, "registry": registry.path, "models_in_registry": len(registry)}
     sub = None
     if args.submission:
-        peek = load_submission(args.submission) if Path(args.submission).is_file() else None
+        peek = load_align_submission(args.submission) if Path(args.submission).is_file() else None
         catalog = _catalog(args) if peek is None or peek.team is Team.RED else None
-        sub = validate_submission(args.submission, registry, catalog, min_models=args.min_models,
+        sub = validate_align_submission(args.submission, registry, catalog, min_models=args.min_models,
                                   min_stimuli=args.min_stimuli, max_models=args.max_models,
                                   max_stimuli=args.max_stimuli, check_files=not args.no_check_files)
         what = "models" if sub.team is Team.BLUE else "stimuli"
@@ -213,11 +213,11 @@ def run_validate(args) -> int:
 
 
 def run_score(args) -> int:
-    from ..align.formats import validate_submission
+    from ..align.formats import validate_align_submission
     from ..align.scoring import score_submission
 
     registry, catalog = _load(args)
-    sub = validate_submission(args.submission, registry, catalog, min_models=args.min_models,
+    sub = validate_align_submission(args.submission, registry, catalog, min_models=args.min_models,
                               min_stimuli=args.min_stimuli)
     res = score_submission(sub, registry, catalog, cache_dir=_cache(args), unbiased=args.unbiased,
                            batch_size=args.batch_size, progress=not args.json, source=args.submission)
@@ -326,7 +326,7 @@ def _subset(names: list[str], chosen, what: str, path=None) -> list[int]:
 def run_optimize(args) -> int:
     import numpy as np
 
-    from ..align.formats import Submission, SubmissionForm, Team, load_submission
+    from ..align.formats import AlignSubmission, SubmissionForm, Team, load_align_submission
     from ..align.solvers import blue_objective, optimize_blue, optimize_red, plot_trajectory, red_objective
     from ..io import atomic_write_text
 
@@ -338,7 +338,7 @@ def run_optimize(args) -> int:
         raise InputError("--cka-matrix is for --team blue (Red needs per-stimulus embeddings: --embeddings)")
     if args.embeddings and team is not Team.RED:
         raise InputError("--embeddings is for --team red (Blue takes a CKA matrix: --cka-matrix)")
-    compare = load_submission(args.compare) if args.compare else None
+    compare = load_align_submission(args.compare) if args.compare else None
     if compare is not None and compare.team is not team:
         raise InputError(f"is a {compare.team.value} submission, not {team.value}", path=args.compare, field="team")
     registry = layers = None
@@ -367,7 +367,7 @@ def run_optimize(args) -> int:
         # the layers stored with a matrix are those it was computed with (`align matrix` writes the registry's):
         # the live form names them; the draft form, which always means the registry's layer, leaves them out
         live = args.format is SubmissionForm.LIVE
-        sub = Submission(Team.BLUE, models=tuple(res.selection),
+        sub = AlignSubmission(Team.BLUE, models=tuple(res.selection),
                          layers=tuple(layers[n] for n in res.selection) if layers and live else ())
     else:
         if args.embeddings:
@@ -388,7 +388,7 @@ def run_optimize(args) -> int:
                 raise InputError(f"stimulus {missing[0].dataset_name}/{missing[0].image_identifier} is not among "
                                  f"the embedded stimuli", path=args.compare)
             res.baselines["compare"] = red_objective(feats, [index[s.key] for s in compare.stimuli])
-        sub = Submission(Team.RED, stimuli=tuple(stimuli[i] for i in res.selection))
+        sub = AlignSubmission(Team.RED, stimuli=tuple(stimuli[i] for i in res.selection))
     if args.output:
         sub.save(args.output, args.format, registry)
     if args.trajectory:
@@ -527,9 +527,9 @@ def run_matrix(args) -> int:
 
 
 def run_convert(args) -> int:
-    from ..align.formats import load_submission
+    from ..align.formats import load_align_submission
 
-    sub = load_submission(args.submission)
+    sub = load_align_submission(args.submission)
     registry = _registry(args, required=False)
     try:
         d = sub.to_dict(args.to, registry)

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from .config import LeaderboardConfig, Metric
-from .submission import Submission, TaskData
+from .submission import Submission, TaskSamples
 
 
 def _task_rng(seed: int, *keys) -> np.random.Generator:
@@ -52,22 +52,22 @@ def make_submissions(config: LeaderboardConfig | None = None, n_models: int = 4,
             mr = _task_rng(seed, spec.task, names[i])
             if m in (Metric.ACC, Metric.EXACT_MATCH):
                 prob = 1.0 / (1.0 + np.exp(-(skill[i] - difficulty)))
-                td = TaskData(m, values=(mr.random(n) < prob).astype(float))
+                td = TaskSamples(m, values=(mr.random(n) < prob).astype(float))
                 agg = float(td.values.mean())
             elif m in (Metric.ROUGE, Metric.NDCG5):
                 mu = 1.0 / (1.0 + np.exp(-(skill[i] - difficulty - 1.0)))
-                td = TaskData(m, values=mr.beta(mu * 8 + 0.1, (1 - mu) * 8 + 0.1))
+                td = TaskSamples(m, values=mr.beta(mu * 8 + 0.1, (1 - mu) * 8 + 0.1))
                 agg = float(td.values.mean())
             elif m is Metric.AVG_MCAUROC:
                 logits = mr.normal(0.0, 1.0, (n, k))
                 logits[np.arange(n), gold] += 0.8 + 0.8 * skill[i] - 0.3 * difficulty
                 probs = np.exp(logits - logits.max(axis=1, keepdims=True))
                 probs = np.round(probs / probs.sum(axis=1, keepdims=True), 6)
-                td = TaskData(m, gold=gold.copy(), probs=probs)
+                td = TaskSamples(m, gold=gold.copy(), probs=probs)
                 agg = auroc(gold, probs)
             else:  # word perplexity
                 per_word = -(3.0 - 0.4 * skill[i] + 0.3 * difficulty + mr.normal(0.0, 0.3, n)).clip(0.5, None)
-                td = TaskData(m, loglik=per_word * words, words=words.copy())
+                td = TaskSamples(m, loglik=per_word * words, words=words.copy())
                 agg = float(np.exp(-td.loglik.sum() / words.sum()))
             data[i][spec.task] = td
             results[i][spec.task] = {m.value: agg}
