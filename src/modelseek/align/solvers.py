@@ -538,31 +538,3 @@ def optimize_blue(C: np.ndarray, k: int, names: Sequence[str] | None = None, *, 
     return SolverResult(Team.BLUE, [names[i] for i in sel], float(best), traj, baselines, clock,
                         {"k": k, "models": M, "exact": exact, "proved_optimal": bool(proved),
                          "upper_bound": bound, "restarts": restarts, "steps": steps, "seed": seed})
-
-
-def plot_trajectory(result: SolverResult, path) -> None:
-    """Write a PNG of the score trajectory, with the same-run baselines as horizontal lines."""
-    from matplotlib.figure import Figure  # the object API: no pyplot, no global backend change
-
-    fig = Figure(figsize=(7, 4), dpi=110)
-    ax = fig.add_subplot(111)
-    phases = []
-    for rec in result.trajectory:
-        if rec["phase"] not in phases:
-            phases.append(rec["phase"])
-    for ph in phases:
-        pts = [(r["step"], r["score"]) for r in result.trajectory if r["phase"] == ph]
-        ax.plot(*zip(*pts), marker="." if len(pts) < 50 else None, lw=1.2, label=ph)
-    best = [(r["step"], r["best"]) for r in result.trajectory if r.get("best") is not None]
-    if best:
-        ax.plot(*zip(*best), color="black", lw=0.8, ls="--", label="best so far")
-    for i, (name, v) in enumerate(result.baselines.items()):
-        ax.axhline(v, color=f"C{(i + len(phases)) % 10}", lw=0.8, ls=":", label=f"{name} = {v:.4f}")
-    ax.set_xlabel("step")
-    ax.set_ylabel("Red score (1 - mean CKA)" if result.team is Team.RED else "Blue score (mean CKA)")
-    ax.set_title(f"{result.team.value} team: final score {result.score:.4f}")
-    ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
-    from ..plots import save_figure
-
-    save_figure(fig, path)

@@ -232,83 +232,6 @@ def run_score(args) -> int:
     return 0
 
 
-def _npy_errors() -> tuple[type[BaseException], ...]:
-    import tokenize
-    import zipfile
-    import zlib
-
-    # what numpy's readers raise on damaged bytes: a bad header (ValueError; SyntaxError or TokenError where
-    # the header's Python literal is cut or holds NUL bytes), a short read (EOFError), a damaged zip member
-    # (BadZipFile, zlib.error), a pickled array refused (ValueError), a shape too large (OverflowError,
-    # MemoryError)
-    return (ValueError, OSError, TypeError, EOFError, KeyError, SyntaxError, tokenize.TokenError, OverflowError,
-            MemoryError, zipfile.BadZipFile, zlib.error)
-
-
-_NPY_ERRORS = _npy_errors()
-
-
-def load_cka_matrix(path) -> tuple[list[str], "object", list | None]:
-    """(names, matrix, layers or None) from an .npz ('names', 'matrix', optional 'layers') or the CSV of
-    ``align matrix -o``; every problem is an InputError naming the file."""
-    import numpy as np
-
-    path = Path(path)
-    if not path.is_file():
-        raise InputError("no such CKA matrix file", path=path)
-    if path.suffix.lower() == ".npz":
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                keys = set(z.files)
-                if not {"names", "matrix"} <= keys:
-                    raise InputError(f"an .npz CKA matrix needs arrays 'names' and 'matrix', found "
-                                     f"{sorted(keys)}", path=path)
-                names = [str(x) for x in z["names"].tolist()]
-                C = np.asarray(z["matrix"], dtype=np.float64)
-                layers = [str(x) for x in z["layers"].tolist()] if "layers" in keys else None
-        except InputError:
-            raise
-        except _NPY_ERRORS as exc:  # not an npz, pickled object arrays, a bad or truncated zip
-            raise InputError(f"cannot read the .npz CKA matrix: {exc or type(exc).__name__}", path=path) from None
-    else:
-        from ..io import read_text
-
-        lines = [ln for ln in read_text(path, "CKA matrix file").splitlines() if ln.strip()]
-        if not lines:
-            raise InputError("empty CKA matrix file", path=path)
-        head = lines[0].split(",")
-        names = [h.strip() for h in head[1:]]
-        rows = []
-        for i, ln in enumerate(lines[1:], 2):
-            cells = ln.split(",")
-            if len(cells) != len(head) or cells[0].strip() != (names[i - 2] if i - 2 < len(names) else None):
-                raise InputError(f"expected the row of {names[i - 2] if i - 2 < len(names) else '(none)'!r} with "
-                                 f"{len(head) - 1} values", path=path, line=i)
-            try:
-                rows.append([float(x) for x in cells[1:]])
-            except ValueError:
-                raise InputError("a value is not a number", path=path, line=i) from None
-        C, layers = np.array(rows, dtype=np.float64), None
-    if C.ndim != 2 or C.shape != (len(names), len(names)):
-        raise InputError(f"{len(names)} names but a matrix of shape {C.shape}", path=path)
-    if len(set(names)) != len(names):
-        raise InputError("model names repeat", path=path)
-    if layers is not None and len(layers) != len(names):
-        raise InputError(f"{len(layers)} layers for {len(names)} names", path=path)
-    if not np.all(np.isfinite(C)):
-        raise InputError("the matrix has NaN or infinite entries", path=path)
-    from ..align.solvers import cka_out_of_range
-
-    bad = cka_out_of_range(C)
-    if bad is not None:
-        i, j, value = bad
-        raise InputError(f"{value:g} is not a CKA value (in [-1, 1])", path=path, field=names[j],
-                         line=i + 2 if path.suffix.lower() != ".npz" else None)
-    if not np.allclose(C, C.T, atol=1e-8):
-        raise InputError("the matrix is not symmetric", path=path)
-    return names, C, layers
-
-
 def _subset(names: list[str], chosen, what: str, path=None) -> list[int]:
     from ..registry import closest
 
@@ -327,7 +250,9 @@ def run_optimize(args) -> int:
     import numpy as np
 
     from ..align.formats import AlignSubmission, SubmissionForm, Team, load_align_submission
-    from ..align.solvers import blue_objective, optimize_blue, optimize_red, plot_trajectory, red_objective
+    from ..align.formats.arrays import load_cka_matrix, load_embeddings
+    from ..align.plots import plot_trajectory
+    from ..align.solvers import blue_objective, optimize_blue, optimize_red, red_objective
     from ..io import atomic_write_text
 
     team = args.team
@@ -412,73 +337,15 @@ def run_optimize(args) -> int:
     return 0
 
 
-MANIFEST = "embeddings.json"
-
-
-def load_embeddings(folder, models=None):
-    """(names, features, stimuli, catalog version) from the folder written by ``align embed -o``."""
-    import numpy as np
-
-    from ..align.formats import parse_stimulus
-    from ..io import read_json
-
-    folder = Path(folder)
-    mpath = folder / MANIFEST
-    d = read_json(mpath, what=f"embeddings manifest (write it with 'align embed -o {folder}')")
-    if not isinstance(d, dict) or not isinstance(d.get("models"), list) or not isinstance(d.get("stimuli"), list):
-        raise InputError("expected {models: [...], stimuli: [...]}", path=mpath)
-    stimuli = [parse_stimulus(s, path=mpath) for s in d["stimuli"]]
-    entries = d["models"]
-    by_name = {m.get("model_name"): m for m in entries if isinstance(m, dict)}
-    names = list(models) if models else list(by_name)
-    feats = []
-    for n in names:
-        if n not in by_name:
-            raise InputError(f"model {n!r} is not in the embeddings", path=mpath, field="models")
-        f = folder / str(by_name[n].get("file", ""))
-        if not f.is_file():  # the manifest names it: the manifest is what to fix (or the file to restore)
-            raise InputError(f"embeddings of {n!r}: no such file {str(f)!r}", path=mpath, field="models.file")
-        try:
-            F = np.load(f, allow_pickle=False)
-        except _NPY_ERRORS as exc:
-            raise InputError(f"cannot read embeddings of {n!r}: {exc or type(exc).__name__}", path=f) from None
-        if not isinstance(F, np.ndarray) or not np.issubdtype(F.dtype, np.number) or np.iscomplexobj(F):
-            raise InputError(f"embeddings of {n!r}: expected a real-valued .npy array", path=f)
-        if F.ndim != 2 or F.shape[0] != len(stimuli):
-            raise InputError(f"shape {F.shape}, expected ({len(stimuli)}, dim)", path=f)
-        if not np.all(np.isfinite(F)):
-            raise InputError("NaN or infinite values", path=f)
-        feats.append(F)
-    return names, feats, stimuli, d.get("catalog_version")
-
-
 def run_embed(args) -> int:
-    import io
-
-    import numpy as np
-
+    from ..align.formats.arrays import MANIFEST, save_embeddings
     from ..align.scoring import AlignData
-    from ..io import atomic_write_bytes, atomic_write_text
 
     registry, catalog = _load(args)
     data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size, progress=not args.json)
-    shapes = {}
-    files = []
-    for i, (name, F) in enumerate(data.features.items()):
-        shapes[name] = list(F.shape)
-        if args.output_dir:
-            buf = io.BytesIO()
-            np.save(buf, F, allow_pickle=False)
-            fname = "".join(c if c.isalnum() or c in "-_." else "_" for c in name) + ".npy"
-            if any(f["file"] == fname for f in files):
-                fname = f"{i:03d}_{fname}"
-            atomic_write_bytes(Path(args.output_dir) / fname, buf.getvalue())
-            files.append({"model_name": name, "file": fname, "layer": registry.get(name).layer, "shape": list(F.shape)})
-    if args.output_dir:  # the manifest last: a folder with a manifest is complete
-        atomic_write_text(Path(args.output_dir) / MANIFEST, json.dumps(
-            {"catalog_version": catalog.version(), "models": files,
-             "stimuli": [{"dataset_name": s.dataset_name, "image_identifier": s.image_identifier} for s in catalog]},
-            indent=1) + "\n")
+    shapes = {name: list(F.shape) for name, F in data.features.items()}
+    if args.output_dir:
+        save_embeddings(args.output_dir, data.features, registry, catalog)
     if args.json:
         print_json({"catalog_version": catalog.version(), "shapes": shapes})
         return 0
@@ -490,12 +357,11 @@ def run_embed(args) -> int:
 
 
 def run_matrix(args) -> int:
-    import io
-
     import numpy as np
 
+    from ..align.formats.arrays import save_cka_matrix
+    from ..align.plots import cka_heatmap
     from ..align.scoring import AlignData
-    from ..io import atomic_write_bytes, atomic_write_text
 
     registry, catalog = _load(args)
     data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size, progress=not args.json)
@@ -503,16 +369,10 @@ def run_matrix(args) -> int:
     C = data.matrix(unbiased=args.unbiased)
     pairs = sorted(((float(C[i, j]), names[i], names[j]) for i in range(len(names)) for j in range(i + 1, len(names))
                     if C[i, j] >= args.threshold), reverse=True)
-    if args.output and str(args.output).lower().endswith(".npz"):
-        buf = io.BytesIO()
-        np.savez(buf, names=np.array(names), matrix=C, layers=np.array([registry.get(n).layer for n in names]))
-        atomic_write_bytes(args.output, buf.getvalue())
-    elif args.output:
-        lines = ["model," + ",".join(names)] + [names[i] + "," + ",".join(f"{x:.10f}" for x in C[i])
-                                               for i in range(len(names))]
-        atomic_write_text(args.output, "\n".join(lines) + "\n")
+    if args.output:
+        save_cka_matrix(args.output, names, C, [registry.get(n).layer for n in names])
     if args.plot:
-        _heatmap(C, names, args.plot)
+        cka_heatmap(C, names, args.plot)
     if args.json:
         print_json({"models": names, "cka_matrix": np.round(C, 12).tolist(),
                     "near_duplicates": [{"a": a, "b": b, "cka": c} for c, a, b in pairs]})
@@ -541,19 +401,3 @@ def run_convert(args) -> int:
     else:
         print(json.dumps(d, indent=2))
     return 0
-
-
-def _heatmap(C, names, path) -> None:
-    from matplotlib.figure import Figure  # the object API: no pyplot, no global backend change
-
-    from ..plots import save_figure
-
-    k = len(names)
-    fig = Figure(figsize=(2 + 0.35 * k, 1.5 + 0.35 * k), dpi=110)
-    ax = fig.add_subplot(111)
-    im = ax.imshow(C, vmin=0, vmax=1, cmap="viridis")
-    ax.set_xticks(range(k), names, rotation=90, fontsize=7)
-    ax.set_yticks(range(k), names, fontsize=7)
-    fig.colorbar(im, ax=ax, label="linear CKA")
-    fig.tight_layout()
-    save_figure(fig, path)
