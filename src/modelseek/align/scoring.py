@@ -72,15 +72,6 @@ class AlignData:
                 raise InputError(exc.message, path=registry.path, field="layer") from None
         return data
 
-    @classmethod
-    def from_arrays(cls, registry: ModelRegistry, catalog: StimulusCatalog,
-                    features: Mapping[str, np.ndarray]) -> "AlignData":
-        for name, F in features.items():
-            registry.get(name)
-            if np.asarray(F).shape[0] != len(catalog):
-                raise InputError(f"features of {name!r} have {np.asarray(F).shape[0]} rows, catalog has {len(catalog)}")
-        return cls(registry, catalog, {k: np.asarray(v) for k, v in features.items()})
-
     def names(self) -> list[str]:
         return list(self.features)
 

@@ -834,10 +834,6 @@ class Store:
         with self.engine.connect() as c:
             return chain.head(c, self.t, self._sa)
 
-    def chain_hashes(self) -> list[str]:
-        with self.engine.connect() as c:
-            return [h for h, in c.execute(self._sa.select(self.t["chain"].c.hash)).all()]
-
     def verify(self) -> list[str]:
         """Every sign of tampering (:func:`.chain.verify`): empty when the board is intact."""
         with self.engine.connect() as c, c.begin():

@@ -502,15 +502,6 @@ class HeadProbs(TextEncoder):
                           progress=self.progress)
 
 
-def extract_head_probs(texts: Sequence[str], model: Any, *, max_length: int = 256, batch_size: int = 32,
-                       device: str = "auto", cache_dir: "str | os.PathLike | None | bool" = None,
-                       revision: str | None = None, progress: bool = True) -> np.ndarray:
-    """Source-class probabilities (N x Z, float32) of a candidate with a sequence-classification head."""
-    with HeadProbs(model, max_length=max_length, batch_size=batch_size, device=device, cache_dir=cache_dir,
-                   revision=revision, progress=progress) as enc:
-        return enc(texts)
-
-
 def extract_features(texts: Sequence[str], model: Any, *, pooling: str = "mean", layer: "str | int" = "last",
                      max_length: int = 256, batch_size: int = 32, device: str = "auto",
                      cache_dir: "str | os.PathLike | None | bool" = None, revision: str | None = None,
