@@ -24,62 +24,16 @@ def _common(p: argparse.ArgumentParser, data: bool = True) -> None:
 
 
 def register(sub) -> None:
-    from ..align.formats import SubmissionForm, Team
+    from ..align.formats import SubmissionForm
 
     p = sub.add_parser("align", help="representational alignment (Re-Align): validate, score, optimize, embed, matrix",
                        description="Blue team: models that agree (mean pairwise CKA on the catalog). Red team: "
                                    "stimuli on which the registry's models disagree (1 - mean pairwise CKA).")
     s = p.add_subparsers(dest="align_command", metavar="ACTION")
 
-    v = s.add_parser("validate", help="check a submission (live or draft form) and/or the registry",
-                     description="Checks a submission's schema, names, stimuli, counts and files against the registry "
-                                 "and catalog, and says which form (live/draft) it read. Without a submission the "
-                                 "registry alone is checked. --deep builds each model (random weights when the "
-                                 "pretrained ones cannot be fetched, said so) and checks layers and output_dim on a "
-                                 "dummy batch; without --deep those are not checked.")
-    v.add_argument("submission", nargs="?", help="submission JSON (omit to check the registry only)")
-    v.add_argument("--min-models", type=int_at_least(1), default=2)
-    v.add_argument("--min-stimuli", type=int_at_least(1), default=2)
-    v.add_argument("--max-models", type=int_at_least(1))
-    v.add_argument("--max-stimuli", type=int_at_least(1))
-    v.add_argument("--no-check-files", action="store_true", help="do not check that image files exist")
-    v.add_argument("--deep", action="store_true", help="build the models: check layer paths and output_dim")
-    _common(v, data=False)
-    v.set_defaults(func=run_validate)
-
-    sc = s.add_parser("score", help="score a submission with real forward passes and linear CKA")
-    sc.add_argument("submission")
-    sc.add_argument("--min-models", type=int_at_least(1), default=2)
-    sc.add_argument("--min-stimuli", type=int_at_least(1), default=2)
-    _common(sc)
-    sc.set_defaults(func=run_score)
-
-    o = s.add_parser("optimize", help="search a submission for the Blue or Red team",
-                     description="Blue: from the registry's embeddings, or from a precomputed models x models CKA "
-                                 "matrix (--cka-matrix, .npz with 'names' and 'matrix', or the CSV of 'align "
-                                 "matrix'). Red: from the registry's embeddings, or from those stored by 'align "
-                                 "embed -o DIR' (--embeddings DIR). Reports the objective of the chosen subset, of "
-                                 "random subsets, of --compare's submission, and an upper bound (Blue).")
-    o.add_argument("--team", required=True, type=choice(Team), metavar=metavar(Team))
-    o.add_argument("--size", type=int_at_least(2), required=True,
-                   help="number of stimuli (red) or models (blue) to choose")
-    o.add_argument("--models", nargs="+", help="restrict to these models")
-    o.add_argument("--cka-matrix", help="Blue from a precomputed CKA matrix (.npz or .csv); no model is run")
-    o.add_argument("--embeddings", help="Red from the embeddings stored by 'align embed -o DIR'; no model is run")
-    o.add_argument("--compare", help="also report the objective of this submission (live or draft form)")
-    o.add_argument("--steps", type=int_at_least(0), default=None,
-                   help="annealing steps (default: red 5000, blue 20000)")
-    o.add_argument("--pool", type=int_at_least(2), help="candidate pool after screening (red; default max(4m, 1024))")
-    o.add_argument("--restarts", type=int_at_least(0), default=20, help="local-search restarts (blue)")
-    o.add_argument("--seed", type=SEED, default=0)
-    o.add_argument("--format", type=choice(SubmissionForm), default=SubmissionForm.LIVE, metavar=metavar(SubmissionForm),
-                   help="submission form written by -o: live (default) or draft")
-    o.add_argument("-o", "--output", help="write the submission JSON here")
-    o.add_argument("--trajectory", help="write the score trajectory (JSON) here")
-    o.add_argument("--plot", help="write a PNG of the score trajectory here")
-    _common(o)
-    o.set_defaults(func=run_optimize)
-
+    _add_validate(s)
+    _add_score(s)
+    _add_optimize(s)
     e = s.add_parser("embed", help="embed the catalog with registry models (cached); optionally save them",
                      description="With -o DIR: <model>.npy per model plus embeddings.json (models, layers, the "
                                  "catalog's stimuli and version), which 'align optimize --team red --embeddings DIR' "
@@ -108,6 +62,63 @@ def register(sub) -> None:
                                       "(default: $MODELSEEK_MODEL_REGISTRY if set)")
     c.set_defaults(func=run_convert)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+
+
+def _add_validate(s) -> None:
+    v = s.add_parser("validate", help="check a submission (live or draft form) and/or the registry",
+                     description="Checks a submission's schema, names, stimuli, counts and files against the registry "
+                                 "and catalog, and says which form (live/draft) it read. Without a submission the "
+                                 "registry alone is checked. --deep builds each model (random weights when the "
+                                 "pretrained ones cannot be fetched, said so) and checks layers and output_dim on a "
+                                 "dummy batch; without --deep those are not checked.")
+    v.add_argument("submission", nargs="?", help="submission JSON (omit to check the registry only)")
+    v.add_argument("--min-models", type=int_at_least(1), default=2)
+    v.add_argument("--min-stimuli", type=int_at_least(1), default=2)
+    v.add_argument("--max-models", type=int_at_least(1))
+    v.add_argument("--max-stimuli", type=int_at_least(1))
+    v.add_argument("--no-check-files", action="store_true", help="do not check that image files exist")
+    v.add_argument("--deep", action="store_true", help="build the models: check layer paths and output_dim")
+    _common(v, data=False)
+    v.set_defaults(func=run_validate)
+
+
+def _add_score(s) -> None:
+    sc = s.add_parser("score", help="score a submission with real forward passes and linear CKA")
+    sc.add_argument("submission")
+    sc.add_argument("--min-models", type=int_at_least(1), default=2)
+    sc.add_argument("--min-stimuli", type=int_at_least(1), default=2)
+    _common(sc)
+    sc.set_defaults(func=run_score)
+
+
+def _add_optimize(s) -> None:
+    from ..align.formats import SubmissionForm, Team
+
+    o = s.add_parser("optimize", help="search a submission for the Blue or Red team",
+                     description="Blue: from the registry's embeddings, or from a precomputed models x models CKA "
+                                 "matrix (--cka-matrix, .npz with 'names' and 'matrix', or the CSV of 'align "
+                                 "matrix'). Red: from the registry's embeddings, or from those stored by 'align "
+                                 "embed -o DIR' (--embeddings DIR). Reports the objective of the chosen subset, of "
+                                 "random subsets, of --compare's submission, and an upper bound (Blue).")
+    o.add_argument("--team", required=True, type=choice(Team), metavar=metavar(Team))
+    o.add_argument("--size", type=int_at_least(2), required=True,
+                   help="number of stimuli (red) or models (blue) to choose")
+    o.add_argument("--models", nargs="+", help="restrict to these models")
+    o.add_argument("--cka-matrix", help="Blue from a precomputed CKA matrix (.npz or .csv); no model is run")
+    o.add_argument("--embeddings", help="Red from the embeddings stored by 'align embed -o DIR'; no model is run")
+    o.add_argument("--compare", help="also report the objective of this submission (live or draft form)")
+    o.add_argument("--steps", type=int_at_least(0), default=None,
+                   help="annealing steps (default: red 5000, blue 20000)")
+    o.add_argument("--pool", type=int_at_least(2), help="candidate pool after screening (red; default max(4m, 1024))")
+    o.add_argument("--restarts", type=int_at_least(0), default=20, help="local-search restarts (blue)")
+    o.add_argument("--seed", type=SEED, default=0)
+    o.add_argument("--format", type=choice(SubmissionForm), default=SubmissionForm.LIVE, metavar=metavar(SubmissionForm),
+                   help="submission form written by -o: live (default) or draft")
+    o.add_argument("-o", "--output", help="write the submission JSON here")
+    o.add_argument("--trajectory", help="write the score trajectory (JSON) here")
+    o.add_argument("--plot", help="write a PNG of the score trajectory here")
+    _common(o)
+    o.set_defaults(func=run_optimize)
 
 
 def _roots(args) -> dict[str, str]:
@@ -246,13 +257,75 @@ def _subset(names: list[str], chosen, what: str, path=None) -> list[int]:
     return out
 
 
-def run_optimize(args) -> int:
+def _optimize_blue(args, compare):
+    """(result, submission, registry or None) of ``align optimize --team blue``."""
     import numpy as np
 
-    from ..align.formats import AlignSubmission, SubmissionForm, Team, load_align_submission
-    from ..align.formats.arrays import load_cka_matrix, load_embeddings
+    from ..align.formats import AlignSubmission, SubmissionForm, Team
+    from ..align.formats.arrays import load_cka_matrix
+    from ..align.solvers import blue_objective, optimize_blue
+
+    registry = layers = None
+    if args.cka_matrix:
+        names, C, mlayers = load_cka_matrix(args.cka_matrix)
+        if args.models:
+            idx = _subset(names, args.models, "CKA matrix", args.cka_matrix)
+            names, C = [names[i] for i in idx], C[np.ix_(idx, idx)]
+            mlayers = None if mlayers is None else [mlayers[i] for i in idx]
+        registry = _registry(args, required=False)
+        layers = dict(zip(names, mlayers)) if mlayers is not None else None
+    else:
+        from ..align.scoring import AlignData
+
+        registry, catalog = _load(args)
+        data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size,
+                                 progress=not args.json)
+        names, C = data.names(), data.matrix(unbiased=args.unbiased)
+    res = optimize_blue(C, args.size, names, restarts=args.restarts, seed=args.seed,
+                        steps=20_000 if args.steps is None else args.steps)
+    if compare is not None:
+        res.baselines["compare"] = blue_objective(C, _subset(names, compare.models, "models searched",
+                                                             args.compare))
+    # the layers stored with a matrix are those it was computed with (`align matrix` writes the registry's):
+    # the live form names them; the draft form, which always means the registry's layer, leaves them out
+    live = args.format is SubmissionForm.LIVE
+    sub = AlignSubmission(Team.BLUE, models=tuple(res.selection),
+                          layers=tuple(layers[n] for n in res.selection) if layers and live else ())
+    return res, sub, registry
+
+
+def _optimize_red(args, compare):
+    """(result, submission, registry or None) of ``align optimize --team red``."""
+    from ..align.formats import AlignSubmission, Team
+    from ..align.formats.arrays import load_embeddings
+    from ..align.solvers import optimize_red, red_objective
+
+    registry = None
+    if args.embeddings:
+        _, feats, stimuli, _ = load_embeddings(args.embeddings, args.models)
+    else:
+        from ..align.scoring import AlignData
+
+        registry, catalog = _load(args)
+        data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size,
+                                 progress=not args.json)
+        feats, stimuli = list(data.features.values()), list(catalog)
+    res = optimize_red(feats, args.size, pool=args.pool, steps=5000 if args.steps is None else args.steps,
+                       seed=args.seed, progress=not args.json)
+    if compare is not None:
+        index = {s.key: i for i, s in enumerate(stimuli)}
+        missing = [s for s in compare.stimuli if s.key not in index]
+        if missing:
+            raise InputError(f"stimulus {missing[0].dataset_name}/{missing[0].image_identifier} is not among "
+                             f"the embedded stimuli", path=args.compare)
+        res.baselines["compare"] = red_objective(feats, [index[s.key] for s in compare.stimuli])
+    sub = AlignSubmission(Team.RED, stimuli=tuple(stimuli[i] for i in res.selection))
+    return res, sub, registry
+
+
+def run_optimize(args) -> int:
+    from ..align.formats import Team, load_align_submission
     from ..align.plots import plot_trajectory
-    from ..align.solvers import blue_objective, optimize_blue, optimize_red, red_objective
     from ..io import atomic_write_text
 
     team = args.team
@@ -266,54 +339,7 @@ def run_optimize(args) -> int:
     compare = load_align_submission(args.compare) if args.compare else None
     if compare is not None and compare.team is not team:
         raise InputError(f"is a {compare.team.value} submission, not {team.value}", path=args.compare, field="team")
-    registry = layers = None
-    stimuli = None
-    if team is Team.BLUE:
-        if args.cka_matrix:
-            names, C, mlayers = load_cka_matrix(args.cka_matrix)
-            if args.models:
-                idx = _subset(names, args.models, "CKA matrix", args.cka_matrix)
-                names, C = [names[i] for i in idx], C[np.ix_(idx, idx)]
-                mlayers = None if mlayers is None else [mlayers[i] for i in idx]
-            registry = _registry(args, required=False)
-            layers = dict(zip(names, mlayers)) if mlayers is not None else None
-        else:
-            from ..align.scoring import AlignData
-
-            registry, catalog = _load(args)
-            data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size,
-                                     progress=not args.json)
-            names, C = data.names(), data.matrix(unbiased=args.unbiased)
-        res = optimize_blue(C, args.size, names, restarts=args.restarts, seed=args.seed,
-                            steps=20_000 if args.steps is None else args.steps)
-        if compare is not None:
-            res.baselines["compare"] = blue_objective(C, _subset(names, compare.models, "models searched",
-                                                                 args.compare))
-        # the layers stored with a matrix are those it was computed with (`align matrix` writes the registry's):
-        # the live form names them; the draft form, which always means the registry's layer, leaves them out
-        live = args.format is SubmissionForm.LIVE
-        sub = AlignSubmission(Team.BLUE, models=tuple(res.selection),
-                         layers=tuple(layers[n] for n in res.selection) if layers and live else ())
-    else:
-        if args.embeddings:
-            names, feats, stimuli, version = load_embeddings(args.embeddings, args.models)
-        else:
-            from ..align.scoring import AlignData
-
-            registry, catalog = _load(args)
-            data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size,
-                                     progress=not args.json)
-            names, feats, stimuli = data.names(), list(data.features.values()), list(catalog)
-        res = optimize_red(feats, args.size, pool=args.pool, steps=5000 if args.steps is None else args.steps,
-                           seed=args.seed, progress=not args.json)
-        if compare is not None:
-            index = {s.key: i for i, s in enumerate(stimuli)}
-            missing = [s for s in compare.stimuli if s.key not in index]
-            if missing:
-                raise InputError(f"stimulus {missing[0].dataset_name}/{missing[0].image_identifier} is not among "
-                                 f"the embedded stimuli", path=args.compare)
-            res.baselines["compare"] = red_objective(feats, [index[s.key] for s in compare.stimuli])
-        sub = AlignSubmission(Team.RED, stimuli=tuple(stimuli[i] for i in res.selection))
+    res, sub, registry = (_optimize_blue if team is Team.BLUE else _optimize_red)(args, compare)
     if args.output:
         sub.save(args.output, args.format, registry)
     if args.trajectory:
