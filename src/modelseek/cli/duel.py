@@ -158,7 +158,7 @@ def _db(text: str) -> str:
     """``--db`` for a command whose work must outlive it: an in-memory SQLite database (``sqlite://``,
     ``sqlite:///``, ``:memory:``) would be created empty and lost at exit — a pre-submission whose token
     can never be confirmed, an upgrade of nothing — so it is refused."""
-    from ..duel.storage import database_url
+    from ..duel.database import database_url
 
     url = database_url(text)
     path = url.split("://", 1)[1][1:]
@@ -273,7 +273,7 @@ def _presubmit(args) -> int:
 
 
 def _confirm(args) -> int:
-    from ..duel.storage import StalePreview
+    from ..duel.publish import StalePreview
 
     store = _store(args)
     try:
@@ -334,7 +334,7 @@ def _serve(args) -> int:
 
 
 def _db_verify(args) -> int:
-    from ..duel.storage import verify_database
+    from ..duel.database import verify_database
 
     problems, top, hashes = verify_database(_db(args.db))
     if args.head and args.head not in hashes:
@@ -368,7 +368,7 @@ def _example(args) -> int:
 
 
 def _db_upgrade(args) -> int:
-    from ..duel.storage import upgrade_database
+    from ..duel.database import upgrade_database
 
     before, after = upgrade_database(_db(args.db))
     print(f"schema {after}" + (" (already up to date)" if before == after else f" (was {before or 'empty'})"))

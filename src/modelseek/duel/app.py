@@ -32,7 +32,8 @@ import pandas as pd
 
 from ..errors import ModelseekError
 from .leaderboard import display_frame
-from .storage import StalePreview, Store
+from .publish import StalePreview
+from .storage import Store
 from .text import safe_str
 
 COOKIE = "modelseek_session"
