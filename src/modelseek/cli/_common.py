@@ -104,7 +104,7 @@ def add_registry_option(parser, flag: str, registry: str, **kwargs) -> argparse.
     return action
 
 
-EXECUTORS = "modelseek.finetune.executors:EXECUTORS"
+EXECUTOR_REGISTRY = "modelseek.finetune.executors:EXECUTORS"
 """The registry that ``--executor`` names (:data:`modelseek.finetune.executors.EXECUTORS`)."""
 
 

@@ -3,7 +3,7 @@ that ``rank`` runs after ranking."""
 
 from __future__ import annotations
 
-from ._common import EXECUTORS, POSITIVE_INT, add_registry_option
+from ._common import EXECUTOR_REGISTRY, POSITIVE_INT, add_registry_option
 
 
 def load_recipe(args):
@@ -25,7 +25,7 @@ def add_verify_args(p) -> None:
     g.add_argument("--recipe", help="recipe YAML for verification (default: the protocol)")
     g.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override one recipe key (repeatable)")
-    add_registry_option(g, "--executor", EXECUTORS, default="local", help="executor for verification")
+    add_registry_option(g, "--executor", EXECUTOR_REGISTRY, default="local", help="executor for verification")
     g.add_argument("--address", help="Ray cluster address for --executor ray")
 
 

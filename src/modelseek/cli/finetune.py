@@ -7,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ._common import EXECUTORS, OUTPUT_FILE, SEED, add_registry_option, choice, metavar
+from ._common import EXECUTOR_REGISTRY, OUTPUT_FILE, SEED, add_registry_option, choice, metavar
 from ._finetune import load_recipe
 
 
@@ -16,7 +16,7 @@ def add_recipe_args(p) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override one recipe key, e.g. --set max_epochs=20 (repeatable)")
     p.add_argument("--seeds", type=SEED, nargs="+", default=[0], help="seeds; F1 is their mean (default: 0)")
-    add_registry_option(p, "--executor", EXECUTORS, default="local",
+    add_registry_option(p, "--executor", EXECUTOR_REGISTRY, default="local",
                    help="local (sequential, default) or ray (one Ray task per job)")
     p.add_argument("--address", help="Ray cluster address ('auto' joins a running cluster; default: start a "
                                      "local instance)")
