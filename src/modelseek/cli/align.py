@@ -168,8 +168,8 @@ def run_validate(args) -> int:
         peek = load_align_submission(args.submission) if Path(args.submission).is_file() else None
         catalog = _catalog(args) if peek is None or peek.team is Team.RED else None
         sub = validate_align_submission(args.submission, registry, catalog, min_models=args.min_models,
-                                  min_stimuli=args.min_stimuli, max_models=args.max_models,
-                                  max_stimuli=args.max_stimuli, check_files=not args.no_check_files)
+                                        min_stimuli=args.min_stimuli, max_models=args.max_models,
+                                        max_stimuli=args.max_stimuli, check_files=not args.no_check_files)
         what = "models" if sub.team is Team.BLUE else "stimuli"
         n = len(sub.models) if sub.team is Team.BLUE else len(sub.stimuli)
         named = [(m, x) for m, x in zip(sub.models, sub.layers) if x is not None]
@@ -229,7 +229,7 @@ def run_score(args) -> int:
 
     registry, catalog = _load(args)
     sub = validate_align_submission(args.submission, registry, catalog, min_models=args.min_models,
-                              min_stimuli=args.min_stimuli)
+                                    min_stimuli=args.min_stimuli)
     res = score_submission(sub, registry, catalog, cache_dir=_cache(args), unbiased=args.unbiased,
                            batch_size=args.batch_size, progress=not args.json, source=args.submission)
     if args.json:

@@ -324,7 +324,7 @@ def _records_to_data_slow(task: str, metric: Metric, records: list, source: str)
         vals.append(v)
     if metric is Metric.AVG_MCAUROC:
         return TaskSamples(metric, gold=np.array([int(v[0]) for v in vals]),
-                        probs=np.array([v[1] for v in vals], dtype=float))
+                           probs=np.array([v[1] for v in vals], dtype=float))
     if metric is Metric.WORD_PERPLEXITY:
         arr = np.array(vals, dtype=float)
         return TaskSamples(metric, loglik=arr[:, 0].copy(), words=arr[:, 1].copy())

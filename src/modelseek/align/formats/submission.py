@@ -161,8 +161,8 @@ def _line_in(path: Path, key: str) -> int | None:
 
 
 def validate_align_submission(path: str | os.PathLike, registry: ModelRegistry, catalog: StimulusCatalog, *,
-                        min_models: int = 2, min_stimuli: int = 2, max_models: int | None = None,
-                        max_stimuli: int | None = None, check_files: bool = True) -> AlignSubmission:
+                              min_models: int = 2, min_stimuli: int = 2, max_models: int | None = None,
+                              max_stimuli: int | None = None, check_files: bool = True) -> AlignSubmission:
     """Check a submission against the registry and catalog; every problem is listed in one ValidationError.
 
     The draft contract asks for >= 2 models / stimuli; the live challenge used exactly 20 models and 1000
