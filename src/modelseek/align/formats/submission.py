@@ -126,7 +126,7 @@ def load_align_submission(path: str | os.PathLike) -> AlignSubmission:
                              field="models")
         if all(isinstance(m, str) for m in models):
             return AlignSubmission(team, models=tuple(models), form=SubmissionForm.DRAFT if models else
-                              SubmissionForm.LIVE)
+                                   SubmissionForm.LIVE)
         names, layers = [], []
         for i, m in enumerate(models):
             if not isinstance(m, Mapping):
