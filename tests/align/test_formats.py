@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from modelseek.align import ModelEntry, ModelRegistry, StimulusCatalog, validate_submission
+from modelseek.align import ModelEntry, ModelRegistry, StimulusCatalog, validate_align_submission
 from modelseek.errors import InputError, ValidationError
 
 
@@ -23,7 +23,7 @@ def test_entry_roundtrip_and_defaults():
 
 
 @pytest.mark.parametrize("bad, match", [
-    ({"model_name": "a", "source": "keras"}, "source.*valid values: torchvision, timm, open_clip"),
+    ({"model_name": "a", "source": "keras"}, "source.*valid values: custom, open_clip, timm, torchvision, transformers"),
     ({"model_name": "a", "source": "timm", "embedding": "max"}, "embedding.*valid values: pool, cls, flatten, mean"),
     ({"model_name": "a", "source": "timm", "colour": 1}, "unknown key 'colour'"),
     ({"model_name": "", "source": "timm"}, "model_name"),
@@ -113,7 +113,7 @@ def test_validate_lists_every_problem(align_setup, tmp_path):
         {"dataset_name": "synth", "image_identifier": "img_000.png"},
         {"dataset_name": "synth", "image_identifier": "nope.png"}]}))
     with pytest.raises(ValidationError) as ei:
-        validate_submission(sub, reg, cat, min_stimuli=3)
+        validate_align_submission(sub, reg, cat, min_stimuli=3)
     msgs = [str(p) for p in ei.value.problems]
     assert any("duplicate stimulus" in m for m in msgs)
     assert any("nope.png: not in the stimuli catalog" in m for m in msgs)
@@ -121,7 +121,7 @@ def test_validate_lists_every_problem(align_setup, tmp_path):
     blue = tmp_path / "blue.json"
     blue.write_text(json.dumps({"team": "blue", "models": ["cnn0", "cnn9", "cnn0"]}))
     with pytest.raises(ValidationError) as ei:
-        validate_submission(blue, reg, cat, max_models=1)
+        validate_align_submission(blue, reg, cat, max_models=1)
     msgs = " | ".join(str(p) for p in ei.value.problems)
     assert "duplicate model 'cnn0'" in msgs and "unknown model 'cnn9'" in msgs and "at most 1 allowed" in msgs
 
@@ -135,8 +135,8 @@ def test_validate_missing_file(align_setup, tmp_path):
                                            for n in ("img_001.png", "gone.png")]}))
     reg, cat = ModelRegistry.load(align_setup["registry"]), StimulusCatalog.load(cat_path)
     with pytest.raises(ValidationError, match="gone.png: file .* does not exist"):
-        validate_submission(sub, reg, cat)
-    assert validate_submission(sub, reg, cat, check_files=False).team.value == "red"
+        validate_align_submission(sub, reg, cat)
+    assert validate_align_submission(sub, reg, cat, check_files=False).team.value == "red"
 
 
 def test_cli_validate(cli, align_setup, tmp_path):

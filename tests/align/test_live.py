@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from modelseek.align.formats import ModelRegistry, Submission, SubmissionForm, Team, load_submission
+from modelseek.align.formats import ModelRegistry, AlignSubmission, SubmissionForm, Team, load_align_submission
 from modelseek.align.testing import custom_entry
 from modelseek.errors import InputError
 
@@ -104,15 +104,15 @@ def test_round_trip_draft_live(cli, align_setup, tmp_path):
     assert cli("align", "convert", live, "--to", "draft", "-o", back, "--registry", align_setup["registry"]).code == 0
     assert json.loads(back.read_text()) == json.loads(draft.read_text())
     # Red: stimuli <-> images
-    red = Submission(Team.RED, stimuli=tuple(load_submission(_write(tmp_path / "r.json", {
+    red = AlignSubmission(Team.RED, stimuli=tuple(load_align_submission(_write(tmp_path / "r.json", {
         "team": "red", "stimuli": _stim(IMG[:4])})).stimuli))
     red.save(tmp_path / "r_live.json")
     assert json.loads((tmp_path / "r_live.json").read_text()) == {"images": _stim(IMG[:4])}
-    again = load_submission(tmp_path / "r_live.json")
+    again = load_align_submission(tmp_path / "r_live.json")
     assert again.form is SubmissionForm.LIVE and again.stimuli == red.stimuli
     assert again.to_dict("draft") == {"team": "red", "stimuli": _stim(IMG[:4])}
     # a layer the draft form cannot carry is an error, not a silent change of layer
-    over = Submission(Team.BLUE, models=("cnn0", "cnn1"), layers=("features.0", None))
+    over = AlignSubmission(Team.BLUE, models=("cnn0", "cnn1"), layers=("features.0", None))
     with pytest.raises(InputError, match="draft form cannot express"):
         over.to_dict("draft", reg)
     r = cli("align", "convert", _write(tmp_path / "o.json", over.to_dict("live", reg)), "--to", "draft",

@@ -9,7 +9,8 @@ import pytest
 
 from modelseek.align import (AlignData, ModelRegistry, StimulusCatalog, blue_score, cka, optimize_blue,
                              optimize_red, red_score)
-from modelseek.align.solvers import RedState, _GramSource, plot_trajectory, red_objective
+from modelseek.align.plots import plot_trajectory
+from modelseek.align.solvers import RedState, _GramSource, red_objective
 from modelseek.align.testing import make_features
 from modelseek.errors import InputError
 

@@ -11,7 +11,8 @@ import pytest
 
 from modelseek.duel.engine import Settings
 from modelseek.duel.schema import SCHEMA_VERSION
-from modelseek.duel.storage import Store, upgrade_database
+from modelseek.duel.database import upgrade_database
+from modelseek.duel.storage import Store
 from modelseek.duel.submission import validate_submission
 from modelseek.duel.tournament import tournament
 from modelseek.errors import InputError

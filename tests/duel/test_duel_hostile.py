@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from modelseek.duel.storage import StalePreview, Store, verify_database
+from modelseek.duel.database import verify_database
+from modelseek.duel.publish import StalePreview
+from modelseek.duel.storage import Store
 from modelseek.duel.submission import validate_submission
 from modelseek.duel.text import name_key
 from modelseek.errors import InputError

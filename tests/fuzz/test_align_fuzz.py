@@ -98,7 +98,7 @@ def test_validate_survives_a_damaged_submission(setup, data, which):
 @given(data=st.data(), which=SUBMISSIONS, to=st.sampled_from(["live", "draft"]))
 def test_convert_survives_a_damaged_submission(setup, data, which, to):
     """A converted submission reads back as the same submission in the other form."""
-    from modelseek.align.formats import load_submission
+    from modelseek.align.formats import load_align_submission
 
     path, valid = _victim(setup, which)
     path.write_bytes(data.draw(damaged(valid)))
@@ -107,7 +107,7 @@ def test_convert_survives_a_damaged_submission(setup, data, which, to):
     r = run_cli("align", "convert", path, "--to", to, "-o", out, "--registry", setup["registry"])
     assert_clean_exit(r, path)
     if r.code == 0:
-        a, b = load_submission(path), load_submission(out)
+        a, b = load_align_submission(path), load_align_submission(out)
         assert (a.team, a.models, a.stimuli) == (b.team, b.models, b.stimuli)
         assert b.form.value == to or not (b.models or b.stimuli)
 

@@ -11,8 +11,8 @@ import importlib
 
 _EXPORTS = {
     "ModelEntry": "formats", "ModelRegistry": "formats", "Stimulus": "formats", "StimulusCatalog": "formats",
-    "Submission": "formats", "Source": "formats", "Strategy": "formats", "Team": "formats",
-    "SubmissionForm": "formats", "load_submission": "formats", "validate_submission": "formats",
+    "AlignSubmission": "formats", "Strategy": "formats", "Team": "formats",
+    "SubmissionForm": "formats", "load_align_submission": "formats", "validate_align_submission": "formats",
     "load_model": "models", "embed_images": "models", "embed_texts": "models", "embed_catalog": "models",
     "layer_names": "models", "preprocess_images": "models", "LoadedModel": "models", "resolve_entry": "models",
     "check_entry": "models", "SOURCES": "sources", "WeightsUnavailable": "sources",

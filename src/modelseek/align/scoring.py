@@ -17,7 +17,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from ..errors import InputError
-from .formats import ModelRegistry, StimulusCatalog, Submission, Team
+from .formats import ModelRegistry, StimulusCatalog, AlignSubmission, Team
 from .linear_cka import cka_matrix
 
 
@@ -72,15 +72,6 @@ class AlignData:
                 raise InputError(exc.message, path=registry.path, field="layer") from None
         return data
 
-    @classmethod
-    def from_arrays(cls, registry: ModelRegistry, catalog: StimulusCatalog,
-                    features: Mapping[str, np.ndarray]) -> "AlignData":
-        for name, F in features.items():
-            registry.get(name)
-            if np.asarray(F).shape[0] != len(catalog):
-                raise InputError(f"features of {name!r} have {np.asarray(F).shape[0]} rows, catalog has {len(catalog)}")
-        return cls(registry, catalog, {k: np.asarray(v) for k, v in features.items()})
-
     def names(self) -> list[str]:
         return list(self.features)
 
@@ -120,7 +111,7 @@ class ScoreResult:
                 "cka_matrix": np.round(self.matrix, 12).tolist()}
 
 
-def score_submission(sub: Submission, registry: ModelRegistry, catalog: StimulusCatalog,
+def score_submission(sub: AlignSubmission, registry: ModelRegistry, catalog: StimulusCatalog,
                      cache_dir: str | os.PathLike | None = None, unbiased: bool = False,
                      batch_size: int = 32, progress: bool = False,
                      source: str | os.PathLike | None = None) -> ScoreResult:

@@ -36,7 +36,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import InputError
-from .formats import StimulusCatalog, Submission, Team
+from .formats import StimulusCatalog, AlignSubmission, Team
 from .linear_cka import EPS, cka_matrix
 
 
@@ -55,12 +55,12 @@ class SolverResult:
                 "baselines": self.baselines, "seconds": self.seconds, "meta": self.meta,
                 "trajectory": self.trajectory}
 
-    def submission(self, catalog: StimulusCatalog | None = None) -> Submission:
+    def submission(self, catalog: StimulusCatalog | None = None) -> AlignSubmission:
         if self.team is Team.BLUE:
-            return Submission(Team.BLUE, models=tuple(self.selection))
+            return AlignSubmission(Team.BLUE, models=tuple(self.selection))
         if catalog is None:
             raise InputError("a Red submission needs the catalog to name its stimuli")
-        return Submission(Team.RED, stimuli=tuple(catalog[i] for i in self.selection))
+        return AlignSubmission(Team.RED, stimuli=tuple(catalog[i] for i in self.selection))
 
 
 def _mean_offdiag_batched(H: np.ndarray) -> np.ndarray:
@@ -231,6 +231,38 @@ def greedy_blue(C: np.ndarray, k: int) -> list[int]:
     return S
 
 
+def _red_greedy(src: "_GramSource", rank_in_pool, m: int, P: int, greedy_sample: int, rng, progress: bool,
+                traj: list) -> "tuple[RedState, np.ndarray]":
+    """Greedy construction of the Red solver: start from the most disagreeing pool stimuli, then add the best of
+    ``greedy_sample`` random candidates until ``m``; (state, in-set mask of the pool)."""
+    from ..progress import progress_bar
+
+    start = min(m, 8)
+    state = RedState(src, rank_in_pool[:start])
+    in_set = np.zeros(P, dtype=bool)
+    in_set[state.S] = True
+    traj.append({"step": 0, "phase": "greedy", "score": 1 - state.objective(), "best": None})
+    for step in progress_bar(range(start, m), desc="greedy", disable=not progress):
+        free = np.flatnonzero(~in_set)
+        cand = free if len(free) <= greedy_sample else rng.choice(free, size=greedy_sample, replace=False)
+        vals = state.add_candidates(cand)
+        v = int(cand[int(np.argmin(vals))])
+        state.add(v)
+        in_set[v] = True
+        traj.append({"step": step + 1 - start, "phase": "greedy", "score": 1 - float(vals.min()), "best": None})
+    return state, in_set
+
+
+def _initial_temperature(state: "RedState", cur: float, m: int, free_list, steps: int, p_start: float,
+                         rng) -> float:
+    """The temperature at which a typical worsening swap is accepted with probability ``p_start``."""
+    deltas = []
+    for _ in range(min(50, steps)):
+        p, v = int(rng.integers(m)), int(free_list[rng.integers(len(free_list))])
+        deltas.append(abs(state.swap_delta(p, v)[0] - cur))
+    return max(float(np.median(deltas)), 1e-12) / math.log(1.0 / p_start)
+
+
 def optimize_red(features, m: int, *, pool: int | None = None, greedy_sample: int = 32, steps: int = 5000,
                  seed: int = 0, t0: float | None = None, p_start: float = 0.2, cooling_to: float = 1e-3,
                  recompute_every: int = 500, memory_bytes: int = 1 << 30, progress: bool = False,
@@ -265,19 +297,7 @@ def optimize_red(features, m: int, *, pool: int | None = None, greedy_sample: in
 
     # greedy construction
     t = time.perf_counter()
-    start = min(m, 8)
-    state = RedState(src, rank_in_pool[:start])
-    in_set = np.zeros(P, dtype=bool)
-    in_set[state.S] = True
-    traj.append({"step": 0, "phase": "greedy", "score": 1 - state.objective(), "best": None})
-    for step in progress_bar(range(start, m), desc="greedy", disable=not progress):
-        free = np.flatnonzero(~in_set)
-        cand = free if len(free) <= greedy_sample else rng.choice(free, size=greedy_sample, replace=False)
-        vals = state.add_candidates(cand)
-        v = int(cand[int(np.argmin(vals))])
-        state.add(v)
-        in_set[v] = True
-        traj.append({"step": step + 1 - start, "phase": "greedy", "score": 1 - float(vals.min()), "best": None})
+    state, in_set = _red_greedy(src, rank_in_pool, m, P, greedy_sample, rng, progress, traj)
     state.recompute()
     greedy_obj = state.objective()
     baselines["greedy"] = red_objective(feats, pool_idx[state.S])
@@ -292,11 +312,7 @@ def optimize_red(features, m: int, *, pool: int | None = None, greedy_sample: in
     accepted = 0
     if steps > 0 and len(free_list) > 0:
         if t0 is None:  # a typical worsening move accepted with probability p_start at the start
-            deltas = []
-            for _ in range(min(50, steps)):
-                p, v = int(rng.integers(m)), int(free_list[rng.integers(len(free_list))])
-                deltas.append(abs(state.swap_delta(p, v)[0] - cur))
-            t0 = max(float(np.median(deltas)), 1e-12) / math.log(1.0 / p_start)
+            t0 = _initial_temperature(state, cur, m, free_list, steps, p_start, rng)
         alpha = cooling_to ** (1.0 / max(1, steps - 1))
         temp = t0
         log_every = log_every or max(1, steps // 200)
@@ -538,31 +554,3 @@ def optimize_blue(C: np.ndarray, k: int, names: Sequence[str] | None = None, *, 
     return SolverResult(Team.BLUE, [names[i] for i in sel], float(best), traj, baselines, clock,
                         {"k": k, "models": M, "exact": exact, "proved_optimal": bool(proved),
                          "upper_bound": bound, "restarts": restarts, "steps": steps, "seed": seed})
-
-
-def plot_trajectory(result: SolverResult, path) -> None:
-    """Write a PNG of the score trajectory, with the same-run baselines as horizontal lines."""
-    from matplotlib.figure import Figure  # the object API: no pyplot, no global backend change
-
-    fig = Figure(figsize=(7, 4), dpi=110)
-    ax = fig.add_subplot(111)
-    phases = []
-    for rec in result.trajectory:
-        if rec["phase"] not in phases:
-            phases.append(rec["phase"])
-    for ph in phases:
-        pts = [(r["step"], r["score"]) for r in result.trajectory if r["phase"] == ph]
-        ax.plot(*zip(*pts), marker="." if len(pts) < 50 else None, lw=1.2, label=ph)
-    best = [(r["step"], r["best"]) for r in result.trajectory if r.get("best") is not None]
-    if best:
-        ax.plot(*zip(*best), color="black", lw=0.8, ls="--", label="best so far")
-    for i, (name, v) in enumerate(result.baselines.items()):
-        ax.axhline(v, color=f"C{(i + len(phases)) % 10}", lw=0.8, ls=":", label=f"{name} = {v:.4f}")
-    ax.set_xlabel("step")
-    ax.set_ylabel("Red score (1 - mean CKA)" if result.team is Team.RED else "Blue score (mean CKA)")
-    ax.set_title(f"{result.team.value} team: final score {result.score:.4f}")
-    ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
-    from ..plots import save_figure
-
-    save_figure(fig, path)

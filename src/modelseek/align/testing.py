@@ -5,7 +5,6 @@ Used by the tests, the benchmarks and the demo; everything is seeded.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -51,18 +50,6 @@ def make_features(n: int, dims=(8, 16, 12, 10, 6), latent: int = 4, seed: int = 
     Z = rng.normal(size=(n, latent))
     return [np.tanh(Z @ rng.normal(size=(latent, d)) * rng.uniform(0.5, 3)) + rng.normal(size=(n, d)) * rng.uniform(0.1, 1)
             for d in dims]
-
-
-def write_setup(root: Path, n_images: int = 24, models: list[dict] | None = None, seed: int = 1) -> dict[str, Path]:
-    """Images, a catalog and a registry of tiny custom models under ``root`` (for demos and tests)."""
-    root = Path(root)
-    paths = make_images(root / "synth", n_images, seed=seed)
-    models = models or [custom_entry(f"cnn{s}", seed=s) for s in range(3)] + [
-        custom_entry("vit0", layer="blocks.-1", embedding="cls", arch="tiny_vit")]
-    (root / "registry.json").write_text(json.dumps(models, indent=1))
-    (root / "catalog.jsonl").write_text("".join(
-        json.dumps({"dataset_name": "synth", "image_identifier": p.name}) + "\n" for p in paths))
-    return {"registry": root / "registry.json", "catalog": root / "catalog.jsonl", "images": root / "synth"}
 
 
 def planted_blue_features(n: int, seed: int = 0, M: int = 100, k: int = 20):

@@ -22,7 +22,7 @@ import os
 import sys
 from numbers import Integral, Real
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from ..config import MAX_SAMPLES, Constraint, Interval, check, coerce
 from ..errors import InputError
@@ -70,6 +70,42 @@ def int_at_least(low: int, high: int = MAX_INT_OPTION) -> Callable[[str], int]:
 
     convert.__name__ = "integer"
     return convert
+
+
+class _RegistryNames(Sequence):
+    """The names of the registry ``"module:ATTR"``, read when first used."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    def _names(self) -> list[str]:
+        import importlib
+
+        module, attr = self.target.split(":")
+        return getattr(importlib.import_module(module), attr).names()
+
+    def __getitem__(self, i):
+        return self._names()[i]
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __contains__(self, value: object) -> bool:
+        return value in self._names()
+
+
+def add_registry_option(parser, flag: str, registry: str, **kwargs) -> argparse.Action:
+    """An option whose value names an entry of the registry ``registry`` (``"module:ATTR"``): its choices
+    are the registry's names, read when argparse first checks a value or prints help. They are set after
+    the option is added because ``add_argument`` formats the choices at once, and importing a registry can
+    cost more than the whole command line's start-up (the executors' package takes over a second)."""
+    action = parser.add_argument(flag, **kwargs)
+    action.choices = _RegistryNames(registry)
+    return action
+
+
+EXECUTOR_REGISTRY = "modelseek.finetune.executors:EXECUTORS"
+"""The registry that ``--executor`` names (:data:`modelseek.finetune.executors.EXECUTORS`)."""
 
 
 SAMPLE_COUNT = int_at_least(1, MAX_SAMPLES)

@@ -24,62 +24,16 @@ def _common(p: argparse.ArgumentParser, data: bool = True) -> None:
 
 
 def register(sub) -> None:
-    from ..align.formats import SubmissionForm, Team
+    from ..align.formats import SubmissionForm
 
     p = sub.add_parser("align", help="representational alignment (Re-Align): validate, score, optimize, embed, matrix",
                        description="Blue team: models that agree (mean pairwise CKA on the catalog). Red team: "
                                    "stimuli on which the registry's models disagree (1 - mean pairwise CKA).")
     s = p.add_subparsers(dest="align_command", metavar="ACTION")
 
-    v = s.add_parser("validate", help="check a submission (live or draft form) and/or the registry",
-                     description="Checks a submission's schema, names, stimuli, counts and files against the registry "
-                                 "and catalog, and says which form (live/draft) it read. Without a submission the "
-                                 "registry alone is checked. --deep builds each model (random weights when the "
-                                 "pretrained ones cannot be fetched, said so) and checks layers and output_dim on a "
-                                 "dummy batch; without --deep those are not checked.")
-    v.add_argument("submission", nargs="?", help="submission JSON (omit to check the registry only)")
-    v.add_argument("--min-models", type=int_at_least(1), default=2)
-    v.add_argument("--min-stimuli", type=int_at_least(1), default=2)
-    v.add_argument("--max-models", type=int_at_least(1))
-    v.add_argument("--max-stimuli", type=int_at_least(1))
-    v.add_argument("--no-check-files", action="store_true", help="do not check that image files exist")
-    v.add_argument("--deep", action="store_true", help="build the models: check layer paths and output_dim")
-    _common(v, data=False)
-    v.set_defaults(func=run_validate)
-
-    sc = s.add_parser("score", help="score a submission with real forward passes and linear CKA")
-    sc.add_argument("submission")
-    sc.add_argument("--min-models", type=int_at_least(1), default=2)
-    sc.add_argument("--min-stimuli", type=int_at_least(1), default=2)
-    _common(sc)
-    sc.set_defaults(func=run_score)
-
-    o = s.add_parser("optimize", help="search a submission for the Blue or Red team",
-                     description="Blue: from the registry's embeddings, or from a precomputed models x models CKA "
-                                 "matrix (--cka-matrix, .npz with 'names' and 'matrix', or the CSV of 'align "
-                                 "matrix'). Red: from the registry's embeddings, or from those stored by 'align "
-                                 "embed -o DIR' (--embeddings DIR). Reports the objective of the chosen subset, of "
-                                 "random subsets, of --compare's submission, and an upper bound (Blue).")
-    o.add_argument("--team", required=True, type=choice(Team), metavar=metavar(Team))
-    o.add_argument("--size", type=int_at_least(2), required=True,
-                   help="number of stimuli (red) or models (blue) to choose")
-    o.add_argument("--models", nargs="+", help="restrict to these models")
-    o.add_argument("--cka-matrix", help="Blue from a precomputed CKA matrix (.npz or .csv); no model is run")
-    o.add_argument("--embeddings", help="Red from the embeddings stored by 'align embed -o DIR'; no model is run")
-    o.add_argument("--compare", help="also report the objective of this submission (live or draft form)")
-    o.add_argument("--steps", type=int_at_least(0), default=None,
-                   help="annealing steps (default: red 5000, blue 20000)")
-    o.add_argument("--pool", type=int_at_least(2), help="candidate pool after screening (red; default max(4m, 1024))")
-    o.add_argument("--restarts", type=int_at_least(0), default=20, help="local-search restarts (blue)")
-    o.add_argument("--seed", type=SEED, default=0)
-    o.add_argument("--format", type=choice(SubmissionForm), default=SubmissionForm.LIVE, metavar=metavar(SubmissionForm),
-                   help="submission form written by -o: live (default) or draft")
-    o.add_argument("-o", "--output", help="write the submission JSON here")
-    o.add_argument("--trajectory", help="write the score trajectory (JSON) here")
-    o.add_argument("--plot", help="write a PNG of the score trajectory here")
-    _common(o)
-    o.set_defaults(func=run_optimize)
-
+    _add_validate(s)
+    _add_score(s)
+    _add_optimize(s)
     e = s.add_parser("embed", help="embed the catalog with registry models (cached); optionally save them",
                      description="With -o DIR: <model>.npy per model plus embeddings.json (models, layers, the "
                                  "catalog's stimuli and version), which 'align optimize --team red --embeddings DIR' "
@@ -108,6 +62,63 @@ def register(sub) -> None:
                                       "(default: $MODELSEEK_MODEL_REGISTRY if set)")
     c.set_defaults(func=run_convert)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+
+
+def _add_validate(s) -> None:
+    v = s.add_parser("validate", help="check a submission (live or draft form) and/or the registry",
+                     description="Checks a submission's schema, names, stimuli, counts and files against the registry "
+                                 "and catalog, and says which form (live/draft) it read. Without a submission the "
+                                 "registry alone is checked. --deep builds each model (random weights when the "
+                                 "pretrained ones cannot be fetched, said so) and checks layers and output_dim on a "
+                                 "dummy batch; without --deep those are not checked.")
+    v.add_argument("submission", nargs="?", help="submission JSON (omit to check the registry only)")
+    v.add_argument("--min-models", type=int_at_least(1), default=2)
+    v.add_argument("--min-stimuli", type=int_at_least(1), default=2)
+    v.add_argument("--max-models", type=int_at_least(1))
+    v.add_argument("--max-stimuli", type=int_at_least(1))
+    v.add_argument("--no-check-files", action="store_true", help="do not check that image files exist")
+    v.add_argument("--deep", action="store_true", help="build the models: check layer paths and output_dim")
+    _common(v, data=False)
+    v.set_defaults(func=run_validate)
+
+
+def _add_score(s) -> None:
+    sc = s.add_parser("score", help="score a submission with real forward passes and linear CKA")
+    sc.add_argument("submission")
+    sc.add_argument("--min-models", type=int_at_least(1), default=2)
+    sc.add_argument("--min-stimuli", type=int_at_least(1), default=2)
+    _common(sc)
+    sc.set_defaults(func=run_score)
+
+
+def _add_optimize(s) -> None:
+    from ..align.formats import SubmissionForm, Team
+
+    o = s.add_parser("optimize", help="search a submission for the Blue or Red team",
+                     description="Blue: from the registry's embeddings, or from a precomputed models x models CKA "
+                                 "matrix (--cka-matrix, .npz with 'names' and 'matrix', or the CSV of 'align "
+                                 "matrix'). Red: from the registry's embeddings, or from those stored by 'align "
+                                 "embed -o DIR' (--embeddings DIR). Reports the objective of the chosen subset, of "
+                                 "random subsets, of --compare's submission, and an upper bound (Blue).")
+    o.add_argument("--team", required=True, type=choice(Team), metavar=metavar(Team))
+    o.add_argument("--size", type=int_at_least(2), required=True,
+                   help="number of stimuli (red) or models (blue) to choose")
+    o.add_argument("--models", nargs="+", help="restrict to these models")
+    o.add_argument("--cka-matrix", help="Blue from a precomputed CKA matrix (.npz or .csv); no model is run")
+    o.add_argument("--embeddings", help="Red from the embeddings stored by 'align embed -o DIR'; no model is run")
+    o.add_argument("--compare", help="also report the objective of this submission (live or draft form)")
+    o.add_argument("--steps", type=int_at_least(0), default=None,
+                   help="annealing steps (default: red 5000, blue 20000)")
+    o.add_argument("--pool", type=int_at_least(2), help="candidate pool after screening (red; default max(4m, 1024))")
+    o.add_argument("--restarts", type=int_at_least(0), default=20, help="local-search restarts (blue)")
+    o.add_argument("--seed", type=SEED, default=0)
+    o.add_argument("--format", type=choice(SubmissionForm), default=SubmissionForm.LIVE, metavar=metavar(SubmissionForm),
+                   help="submission form written by -o: live (default) or draft")
+    o.add_argument("-o", "--output", help="write the submission JSON here")
+    o.add_argument("--trajectory", help="write the score trajectory (JSON) here")
+    o.add_argument("--plot", help="write a PNG of the score trajectory here")
+    _common(o)
+    o.set_defaults(func=run_optimize)
 
 
 def _roots(args) -> dict[str, str]:
@@ -147,18 +158,18 @@ def _cache(args):
 
 
 def run_validate(args) -> int:
-    from ..align.formats import Team, load_submission, validate_submission
+    from ..align.formats import Team, load_align_submission, validate_align_submission
     from ..errors import ValidationError
 
     registry = _registry(args)
     out: dict = {"valid": True, "registry": registry.path, "models_in_registry": len(registry)}
     sub = None
     if args.submission:
-        peek = load_submission(args.submission) if Path(args.submission).is_file() else None
+        peek = load_align_submission(args.submission) if Path(args.submission).is_file() else None
         catalog = _catalog(args) if peek is None or peek.team is Team.RED else None
-        sub = validate_submission(args.submission, registry, catalog, min_models=args.min_models,
-                                  min_stimuli=args.min_stimuli, max_models=args.max_models,
-                                  max_stimuli=args.max_stimuli, check_files=not args.no_check_files)
+        sub = validate_align_submission(args.submission, registry, catalog, min_models=args.min_models,
+                                        min_stimuli=args.min_stimuli, max_models=args.max_models,
+                                        max_stimuli=args.max_stimuli, check_files=not args.no_check_files)
         what = "models" if sub.team is Team.BLUE else "stimuli"
         n = len(sub.models) if sub.team is Team.BLUE else len(sub.stimuli)
         named = [(m, x) for m, x in zip(sub.models, sub.layers) if x is not None]
@@ -213,12 +224,12 @@ def run_validate(args) -> int:
 
 
 def run_score(args) -> int:
-    from ..align.formats import validate_submission
+    from ..align.formats import validate_align_submission
     from ..align.scoring import score_submission
 
     registry, catalog = _load(args)
-    sub = validate_submission(args.submission, registry, catalog, min_models=args.min_models,
-                              min_stimuli=args.min_stimuli)
+    sub = validate_align_submission(args.submission, registry, catalog, min_models=args.min_models,
+                                    min_stimuli=args.min_stimuli)
     res = score_submission(sub, registry, catalog, cache_dir=_cache(args), unbiased=args.unbiased,
                            batch_size=args.batch_size, progress=not args.json, source=args.submission)
     if args.json:
@@ -230,83 +241,6 @@ def run_score(args) -> int:
     print(f"{res.team.value} score: {res.score:.6f}  ({label}; {len(res.names)} models, {res.n_stimuli} stimuli; "
           f"{sub.form.value} form)")
     return 0
-
-
-def _npy_errors() -> tuple[type[BaseException], ...]:
-    import tokenize
-    import zipfile
-    import zlib
-
-    # what numpy's readers raise on damaged bytes: a bad header (ValueError; SyntaxError or TokenError where
-    # the header's Python literal is cut or holds NUL bytes), a short read (EOFError), a damaged zip member
-    # (BadZipFile, zlib.error), a pickled array refused (ValueError), a shape too large (OverflowError,
-    # MemoryError)
-    return (ValueError, OSError, TypeError, EOFError, KeyError, SyntaxError, tokenize.TokenError, OverflowError,
-            MemoryError, zipfile.BadZipFile, zlib.error)
-
-
-_NPY_ERRORS = _npy_errors()
-
-
-def load_cka_matrix(path) -> tuple[list[str], "object", list | None]:
-    """(names, matrix, layers or None) from an .npz ('names', 'matrix', optional 'layers') or the CSV of
-    ``align matrix -o``; every problem is an InputError naming the file."""
-    import numpy as np
-
-    path = Path(path)
-    if not path.is_file():
-        raise InputError("no such CKA matrix file", path=path)
-    if path.suffix.lower() == ".npz":
-        try:
-            with np.load(path, allow_pickle=False) as z:
-                keys = set(z.files)
-                if not {"names", "matrix"} <= keys:
-                    raise InputError(f"an .npz CKA matrix needs arrays 'names' and 'matrix', found "
-                                     f"{sorted(keys)}", path=path)
-                names = [str(x) for x in z["names"].tolist()]
-                C = np.asarray(z["matrix"], dtype=np.float64)
-                layers = [str(x) for x in z["layers"].tolist()] if "layers" in keys else None
-        except InputError:
-            raise
-        except _NPY_ERRORS as exc:  # not an npz, pickled object arrays, a bad or truncated zip
-            raise InputError(f"cannot read the .npz CKA matrix: {exc or type(exc).__name__}", path=path) from None
-    else:
-        from ..io import read_text
-
-        lines = [ln for ln in read_text(path, "CKA matrix file").splitlines() if ln.strip()]
-        if not lines:
-            raise InputError("empty CKA matrix file", path=path)
-        head = lines[0].split(",")
-        names = [h.strip() for h in head[1:]]
-        rows = []
-        for i, ln in enumerate(lines[1:], 2):
-            cells = ln.split(",")
-            if len(cells) != len(head) or cells[0].strip() != (names[i - 2] if i - 2 < len(names) else None):
-                raise InputError(f"expected the row of {names[i - 2] if i - 2 < len(names) else '(none)'!r} with "
-                                 f"{len(head) - 1} values", path=path, line=i)
-            try:
-                rows.append([float(x) for x in cells[1:]])
-            except ValueError:
-                raise InputError("a value is not a number", path=path, line=i) from None
-        C, layers = np.array(rows, dtype=np.float64), None
-    if C.ndim != 2 or C.shape != (len(names), len(names)):
-        raise InputError(f"{len(names)} names but a matrix of shape {C.shape}", path=path)
-    if len(set(names)) != len(names):
-        raise InputError("model names repeat", path=path)
-    if layers is not None and len(layers) != len(names):
-        raise InputError(f"{len(layers)} layers for {len(names)} names", path=path)
-    if not np.all(np.isfinite(C)):
-        raise InputError("the matrix has NaN or infinite entries", path=path)
-    from ..align.solvers import cka_out_of_range
-
-    bad = cka_out_of_range(C)
-    if bad is not None:
-        i, j, value = bad
-        raise InputError(f"{value:g} is not a CKA value (in [-1, 1])", path=path, field=names[j],
-                         line=i + 2 if path.suffix.lower() != ".npz" else None)
-    if not np.allclose(C, C.T, atol=1e-8):
-        raise InputError("the matrix is not symmetric", path=path)
-    return names, C, layers
 
 
 def _subset(names: list[str], chosen, what: str, path=None) -> list[int]:
@@ -323,11 +257,75 @@ def _subset(names: list[str], chosen, what: str, path=None) -> list[int]:
     return out
 
 
-def run_optimize(args) -> int:
+def _optimize_blue(args, compare):
+    """(result, submission, registry or None) of ``align optimize --team blue``."""
     import numpy as np
 
-    from ..align.formats import Submission, SubmissionForm, Team, load_submission
-    from ..align.solvers import blue_objective, optimize_blue, optimize_red, plot_trajectory, red_objective
+    from ..align.formats import AlignSubmission, SubmissionForm, Team
+    from ..align.formats.arrays import load_cka_matrix
+    from ..align.solvers import blue_objective, optimize_blue
+
+    registry = layers = None
+    if args.cka_matrix:
+        names, C, mlayers = load_cka_matrix(args.cka_matrix)
+        if args.models:
+            idx = _subset(names, args.models, "CKA matrix", args.cka_matrix)
+            names, C = [names[i] for i in idx], C[np.ix_(idx, idx)]
+            mlayers = None if mlayers is None else [mlayers[i] for i in idx]
+        registry = _registry(args, required=False)
+        layers = dict(zip(names, mlayers)) if mlayers is not None else None
+    else:
+        from ..align.scoring import AlignData
+
+        registry, catalog = _load(args)
+        data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size,
+                                 progress=not args.json)
+        names, C = data.names(), data.matrix(unbiased=args.unbiased)
+    res = optimize_blue(C, args.size, names, restarts=args.restarts, seed=args.seed,
+                        steps=20_000 if args.steps is None else args.steps)
+    if compare is not None:
+        res.baselines["compare"] = blue_objective(C, _subset(names, compare.models, "models searched",
+                                                             args.compare))
+    # the layers stored with a matrix are those it was computed with (`align matrix` writes the registry's):
+    # the live form names them; the draft form, which always means the registry's layer, leaves them out
+    live = args.format is SubmissionForm.LIVE
+    sub = AlignSubmission(Team.BLUE, models=tuple(res.selection),
+                          layers=tuple(layers[n] for n in res.selection) if layers and live else ())
+    return res, sub, registry
+
+
+def _optimize_red(args, compare):
+    """(result, submission, registry or None) of ``align optimize --team red``."""
+    from ..align.formats import AlignSubmission, Team
+    from ..align.formats.arrays import load_embeddings
+    from ..align.solvers import optimize_red, red_objective
+
+    registry = None
+    if args.embeddings:
+        _, feats, stimuli, _ = load_embeddings(args.embeddings, args.models)
+    else:
+        from ..align.scoring import AlignData
+
+        registry, catalog = _load(args)
+        data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size,
+                                 progress=not args.json)
+        feats, stimuli = list(data.features.values()), list(catalog)
+    res = optimize_red(feats, args.size, pool=args.pool, steps=5000 if args.steps is None else args.steps,
+                       seed=args.seed, progress=not args.json)
+    if compare is not None:
+        index = {s.key: i for i, s in enumerate(stimuli)}
+        missing = [s for s in compare.stimuli if s.key not in index]
+        if missing:
+            raise InputError(f"stimulus {missing[0].dataset_name}/{missing[0].image_identifier} is not among "
+                             f"the embedded stimuli", path=args.compare)
+        res.baselines["compare"] = red_objective(feats, [index[s.key] for s in compare.stimuli])
+    sub = AlignSubmission(Team.RED, stimuli=tuple(stimuli[i] for i in res.selection))
+    return res, sub, registry
+
+
+def run_optimize(args) -> int:
+    from ..align.formats import Team, load_align_submission
+    from ..align.plots import plot_trajectory
     from ..io import atomic_write_text
 
     team = args.team
@@ -338,57 +336,10 @@ def run_optimize(args) -> int:
         raise InputError("--cka-matrix is for --team blue (Red needs per-stimulus embeddings: --embeddings)")
     if args.embeddings and team is not Team.RED:
         raise InputError("--embeddings is for --team red (Blue takes a CKA matrix: --cka-matrix)")
-    compare = load_submission(args.compare) if args.compare else None
+    compare = load_align_submission(args.compare) if args.compare else None
     if compare is not None and compare.team is not team:
         raise InputError(f"is a {compare.team.value} submission, not {team.value}", path=args.compare, field="team")
-    registry = layers = None
-    stimuli = None
-    if team is Team.BLUE:
-        if args.cka_matrix:
-            names, C, mlayers = load_cka_matrix(args.cka_matrix)
-            if args.models:
-                idx = _subset(names, args.models, "CKA matrix", args.cka_matrix)
-                names, C = [names[i] for i in idx], C[np.ix_(idx, idx)]
-                mlayers = None if mlayers is None else [mlayers[i] for i in idx]
-            registry = _registry(args, required=False)
-            layers = dict(zip(names, mlayers)) if mlayers is not None else None
-        else:
-            from ..align.scoring import AlignData
-
-            registry, catalog = _load(args)
-            data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size,
-                                     progress=not args.json)
-            names, C = data.names(), data.matrix(unbiased=args.unbiased)
-        res = optimize_blue(C, args.size, names, restarts=args.restarts, seed=args.seed,
-                            steps=20_000 if args.steps is None else args.steps)
-        if compare is not None:
-            res.baselines["compare"] = blue_objective(C, _subset(names, compare.models, "models searched",
-                                                                 args.compare))
-        # the layers stored with a matrix are those it was computed with (`align matrix` writes the registry's):
-        # the live form names them; the draft form, which always means the registry's layer, leaves them out
-        live = args.format is SubmissionForm.LIVE
-        sub = Submission(Team.BLUE, models=tuple(res.selection),
-                         layers=tuple(layers[n] for n in res.selection) if layers and live else ())
-    else:
-        if args.embeddings:
-            names, feats, stimuli, version = load_embeddings(args.embeddings, args.models)
-        else:
-            from ..align.scoring import AlignData
-
-            registry, catalog = _load(args)
-            data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size,
-                                     progress=not args.json)
-            names, feats, stimuli = data.names(), list(data.features.values()), list(catalog)
-        res = optimize_red(feats, args.size, pool=args.pool, steps=5000 if args.steps is None else args.steps,
-                           seed=args.seed, progress=not args.json)
-        if compare is not None:
-            index = {s.key: i for i, s in enumerate(stimuli)}
-            missing = [s for s in compare.stimuli if s.key not in index]
-            if missing:
-                raise InputError(f"stimulus {missing[0].dataset_name}/{missing[0].image_identifier} is not among "
-                                 f"the embedded stimuli", path=args.compare)
-            res.baselines["compare"] = red_objective(feats, [index[s.key] for s in compare.stimuli])
-        sub = Submission(Team.RED, stimuli=tuple(stimuli[i] for i in res.selection))
+    res, sub, registry = (_optimize_blue if team is Team.BLUE else _optimize_red)(args, compare)
     if args.output:
         sub.save(args.output, args.format, registry)
     if args.trajectory:
@@ -412,73 +363,15 @@ def run_optimize(args) -> int:
     return 0
 
 
-MANIFEST = "embeddings.json"
-
-
-def load_embeddings(folder, models=None):
-    """(names, features, stimuli, catalog version) from the folder written by ``align embed -o``."""
-    import numpy as np
-
-    from ..align.formats import parse_stimulus
-    from ..io import read_json
-
-    folder = Path(folder)
-    mpath = folder / MANIFEST
-    d = read_json(mpath, what=f"embeddings manifest (write it with 'align embed -o {folder}')")
-    if not isinstance(d, dict) or not isinstance(d.get("models"), list) or not isinstance(d.get("stimuli"), list):
-        raise InputError("expected {models: [...], stimuli: [...]}", path=mpath)
-    stimuli = [parse_stimulus(s, path=mpath) for s in d["stimuli"]]
-    entries = d["models"]
-    by_name = {m.get("model_name"): m for m in entries if isinstance(m, dict)}
-    names = list(models) if models else list(by_name)
-    feats = []
-    for n in names:
-        if n not in by_name:
-            raise InputError(f"model {n!r} is not in the embeddings", path=mpath, field="models")
-        f = folder / str(by_name[n].get("file", ""))
-        if not f.is_file():  # the manifest names it: the manifest is what to fix (or the file to restore)
-            raise InputError(f"embeddings of {n!r}: no such file {str(f)!r}", path=mpath, field="models.file")
-        try:
-            F = np.load(f, allow_pickle=False)
-        except _NPY_ERRORS as exc:
-            raise InputError(f"cannot read embeddings of {n!r}: {exc or type(exc).__name__}", path=f) from None
-        if not isinstance(F, np.ndarray) or not np.issubdtype(F.dtype, np.number) or np.iscomplexobj(F):
-            raise InputError(f"embeddings of {n!r}: expected a real-valued .npy array", path=f)
-        if F.ndim != 2 or F.shape[0] != len(stimuli):
-            raise InputError(f"shape {F.shape}, expected ({len(stimuli)}, dim)", path=f)
-        if not np.all(np.isfinite(F)):
-            raise InputError("NaN or infinite values", path=f)
-        feats.append(F)
-    return names, feats, stimuli, d.get("catalog_version")
-
-
 def run_embed(args) -> int:
-    import io
-
-    import numpy as np
-
+    from ..align.formats.arrays import MANIFEST, save_embeddings
     from ..align.scoring import AlignData
-    from ..io import atomic_write_bytes, atomic_write_text
 
     registry, catalog = _load(args)
     data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size, progress=not args.json)
-    shapes = {}
-    files = []
-    for i, (name, F) in enumerate(data.features.items()):
-        shapes[name] = list(F.shape)
-        if args.output_dir:
-            buf = io.BytesIO()
-            np.save(buf, F, allow_pickle=False)
-            fname = "".join(c if c.isalnum() or c in "-_." else "_" for c in name) + ".npy"
-            if any(f["file"] == fname for f in files):
-                fname = f"{i:03d}_{fname}"
-            atomic_write_bytes(Path(args.output_dir) / fname, buf.getvalue())
-            files.append({"model_name": name, "file": fname, "layer": registry.get(name).layer, "shape": list(F.shape)})
-    if args.output_dir:  # the manifest last: a folder with a manifest is complete
-        atomic_write_text(Path(args.output_dir) / MANIFEST, json.dumps(
-            {"catalog_version": catalog.version(), "models": files,
-             "stimuli": [{"dataset_name": s.dataset_name, "image_identifier": s.image_identifier} for s in catalog]},
-            indent=1) + "\n")
+    shapes = {name: list(F.shape) for name, F in data.features.items()}
+    if args.output_dir:
+        save_embeddings(args.output_dir, data.features, registry, catalog)
     if args.json:
         print_json({"catalog_version": catalog.version(), "shapes": shapes})
         return 0
@@ -490,12 +383,11 @@ def run_embed(args) -> int:
 
 
 def run_matrix(args) -> int:
-    import io
-
     import numpy as np
 
+    from ..align.formats.arrays import save_cka_matrix
+    from ..align.plots import cka_heatmap
     from ..align.scoring import AlignData
-    from ..io import atomic_write_bytes, atomic_write_text
 
     registry, catalog = _load(args)
     data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size, progress=not args.json)
@@ -503,16 +395,10 @@ def run_matrix(args) -> int:
     C = data.matrix(unbiased=args.unbiased)
     pairs = sorted(((float(C[i, j]), names[i], names[j]) for i in range(len(names)) for j in range(i + 1, len(names))
                     if C[i, j] >= args.threshold), reverse=True)
-    if args.output and str(args.output).lower().endswith(".npz"):
-        buf = io.BytesIO()
-        np.savez(buf, names=np.array(names), matrix=C, layers=np.array([registry.get(n).layer for n in names]))
-        atomic_write_bytes(args.output, buf.getvalue())
-    elif args.output:
-        lines = ["model," + ",".join(names)] + [names[i] + "," + ",".join(f"{x:.10f}" for x in C[i])
-                                               for i in range(len(names))]
-        atomic_write_text(args.output, "\n".join(lines) + "\n")
+    if args.output:
+        save_cka_matrix(args.output, names, C, [registry.get(n).layer for n in names])
     if args.plot:
-        _heatmap(C, names, args.plot)
+        cka_heatmap(C, names, args.plot)
     if args.json:
         print_json({"models": names, "cka_matrix": np.round(C, 12).tolist(),
                     "near_duplicates": [{"a": a, "b": b, "cka": c} for c, a, b in pairs]})
@@ -527,9 +413,9 @@ def run_matrix(args) -> int:
 
 
 def run_convert(args) -> int:
-    from ..align.formats import load_submission
+    from ..align.formats import load_align_submission
 
-    sub = load_submission(args.submission)
+    sub = load_align_submission(args.submission)
     registry = _registry(args, required=False)
     try:
         d = sub.to_dict(args.to, registry)
@@ -541,19 +427,3 @@ def run_convert(args) -> int:
     else:
         print(json.dumps(d, indent=2))
     return 0
-
-
-def _heatmap(C, names, path) -> None:
-    from matplotlib.figure import Figure  # the object API: no pyplot, no global backend change
-
-    from ..plots import save_figure
-
-    k = len(names)
-    fig = Figure(figsize=(2 + 0.35 * k, 1.5 + 0.35 * k), dpi=110)
-    ax = fig.add_subplot(111)
-    im = ax.imshow(C, vmin=0, vmax=1, cmap="viridis")
-    ax.set_xticks(range(k), names, rotation=90, fontsize=7)
-    ax.set_yticks(range(k), names, fontsize=7)
-    fig.colorbar(im, ax=ax, label="linear CKA")
-    fig.tight_layout()
-    save_figure(fig, path)

@@ -52,9 +52,9 @@ def run(args: argparse.Namespace) -> int:
     from ..data.run import write_runs
     from ..rankers.resolve import ranker_class, split_params
     from ._common import card_pool
-    from .train_ranker import parse_params
+    from ..config import parse_overrides
 
-    given = parse_params(args.param)
+    given = parse_overrides(args.param or [], "--param")
     root = Path(args.path)
     truth = load_truth(args.ground_truth, root)
     pool = load_pool_arg(args.pool, root)

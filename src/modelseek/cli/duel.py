@@ -58,6 +58,21 @@ def register(sub) -> None:
     r.add_argument("--json", action="store_true")
     r.set_defaults(func=_runs)
 
+    _add_store_commands(dsub)
+
+    ex = dsub.add_parser("example", help="write a few valid example submissions and their metadata file")
+    ex.add_argument("folder", help="folder to write into (created if missing)")
+    ex.add_argument("--models", type=int, default=3, choices=range(2, 11), metavar="2..10",
+                    help="how many submissions (default 3)")
+    ex.add_argument("--seed", type=SEED, default=0, help="seed of the generated predictions (default 0)")
+    ex.set_defaults(func=_example)
+
+    _add_db_commands(dsub)
+    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
+
+
+def _add_store_commands(dsub) -> None:
+    """presubmit, confirm, discard, leaderboard, serve: the commands over a leaderboard database."""
     for name, helptext in (("presubmit", "validate a submission, compute its duels, show the preview"),):
         s = dsub.add_parser(name, help=helptext)
         s.add_argument("submission")
@@ -95,13 +110,9 @@ def register(sub) -> None:
                         "be confirmed by the same user")
     w.set_defaults(func=_serve)
 
-    ex = dsub.add_parser("example", help="write a few valid example submissions and their metadata file")
-    ex.add_argument("folder", help="folder to write into (created if missing)")
-    ex.add_argument("--models", type=int, default=3, choices=range(2, 11), metavar="2..10",
-                    help="how many submissions (default 3)")
-    ex.add_argument("--seed", type=SEED, default=0, help="seed of the generated predictions (default 0)")
-    ex.set_defaults(func=_example)
 
+def _add_db_commands(dsub) -> None:
+    """``duel db``: upgrade, verify, grants."""
     db = dsub.add_parser("db", help="leaderboard database maintenance")
     dbsub = db.add_subparsers(dest="db_command", metavar="SUBCOMMAND")
     up = dbsub.add_parser("upgrade", help="apply the schema migrations (also done, under a lock, on opening)")
@@ -117,7 +128,6 @@ def register(sub) -> None:
     gr_.add_argument("role", help="the app's database role (it must own nothing)")
     gr_.set_defaults(func=_db_grants)
     db.set_defaults(func=lambda a: (db.print_help(), 2)[1])
-    p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
 
 def _metadata_arg(p) -> None:
@@ -148,7 +158,7 @@ def _db(text: str) -> str:
     """``--db`` for a command whose work must outlive it: an in-memory SQLite database (``sqlite://``,
     ``sqlite:///``, ``:memory:``) would be created empty and lost at exit — a pre-submission whose token
     can never be confirmed, an upgrade of nothing — so it is refused."""
-    from ..duel.storage import database_url
+    from ..duel.database import database_url
 
     url = database_url(text)
     path = url.split("://", 1)[1][1:]
@@ -263,7 +273,7 @@ def _presubmit(args) -> int:
 
 
 def _confirm(args) -> int:
-    from ..duel.storage import StalePreview
+    from ..duel.publish import StalePreview
 
     store = _store(args)
     try:
@@ -324,7 +334,7 @@ def _serve(args) -> int:
 
 
 def _db_verify(args) -> int:
-    from ..duel.storage import verify_database
+    from ..duel.database import verify_database
 
     problems, top, hashes = verify_database(_db(args.db))
     if args.head and args.head not in hashes:
@@ -358,7 +368,7 @@ def _example(args) -> int:
 
 
 def _db_upgrade(args) -> int:
-    from ..duel.storage import upgrade_database
+    from ..duel.database import upgrade_database
 
     before, after = upgrade_database(_db(args.db))
     print(f"schema {after}" + (" (already up to date)" if before == after else f" (was {before or 'empty'})"))

@@ -126,77 +126,95 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args, table, ev, cfg) -> int:
-    from ..eevee import importance, parse_ks, search, sweep, tiers
+    run = {"search": _search, "sweep": _sweep, "tiers": _tiers}.get(args.eevee_command, _importance)
+    return run(args, table, ev, cfg, ev.baseline(), not args.json)
 
-    progress = not args.json
-    cmd = args.eevee_command
-    base = ev.baseline()
 
-    def scored(s) -> dict:  # a score with its gain over the baseline
-        return {**s.to_dict(), "gain": base.mean - s.mean}
+def _scored(s, base) -> dict:
+    """A score with its gain over the baseline."""
+    return {**s.to_dict(), "gain": base.mean - s.mean}
 
-    if cmd == "search":
-        res = search(ev, args.k, cfg, progress=progress)
-        if args.json:
-            print_json({"k": args.k, "baseline": _baseline_dict(base),
-                        "top": [scored(s) for s in res.top[: args.top]],
-                        "n_evaluated": res.n_evaluated, "n_trained": res.n_trained, "wall_s": res.wall_s,
-                        "leaky": args.leaky, "loss_scale": args.loss_scale, "meta_model": args.meta_model,
-                        "table": repr(table)})
-            return 0
-        print(f"{table!r}; k={args.k}; {res.n_evaluated} subsets scored ({res.n_trained} trained) in "
-              f"{res.wall_s:.1f} s{' [leaky normalisation]' if args.leaky else ''}"
-              f"{f' [{args.meta_model} meta-model]' if args.meta_model != 'mlp' else ''}")
-        _print_baseline(base, res.best)
-        _print_scores(res.top[: args.top], base)
+
+def _search(args, table, ev, cfg, base, progress: bool) -> int:
+    """eevee search: the best subsets of k benchmarks."""
+    from ..eevee import search
+
+    res = search(ev, args.k, cfg, progress=progress)
+    if args.json:
+        print_json({"k": args.k, "baseline": _baseline_dict(base),
+                    "top": [_scored(s, base) for s in res.top[: args.top]],
+                    "n_evaluated": res.n_evaluated, "n_trained": res.n_trained, "wall_s": res.wall_s,
+                    "leaky": args.leaky, "loss_scale": args.loss_scale, "meta_model": args.meta_model,
+                    "table": repr(table)})
         return 0
-    if cmd == "sweep":
-        ks = parse_ks(args.ks, len(table.benchmark_names))
-        results = sweep(table, ks, cfg, out_dir=args.out, progress=progress, evaluator=ev)
-        if args.plot:
-            from ..eevee.plots import plot_score_vs_k
+    print(f"{table!r}; k={args.k}; {res.n_evaluated} subsets scored ({res.n_trained} trained) in "
+          f"{res.wall_s:.1f} s{' [leaky normalisation]' if args.leaky else ''}"
+          f"{f' [{args.meta_model} meta-model]' if args.meta_model != 'mlp' else ''}")
+    _print_baseline(base, res.best)
+    _print_scores(res.top[: args.top], base)
+    return 0
 
-            plot_score_vs_k(results, args.plot)
-        if args.json:
-            print_json({"baseline": _baseline_dict(base),
-                        "results": {str(k): {"top": [scored(s) for s in r.top[: args.top]],
-                                             "wall_s": r.wall_s} for k, r in results.items()}})
-            return 0
-        _print_baseline(base, min((r.best for r in results.values()), key=lambda s: (s.mean, s.subset)))
-        print(f"{'k':>3}  {'best':>8}  {'gain':>8}  {'top mean':>8}  {'s':>7}  best subset")
-        for k, r in results.items():
-            mean_top = sum(s.mean for s in r.top) / len(r.top)
-            print(f"{k:>3}  {r.best.mean:>8.4f}  {base.mean - r.best.mean:>+8.4f}  {mean_top:>8.4f}  "
-                  f"{r.wall_s:>7.1f}  {', '.join(r.best.subset)}")
-        if args.plot:
-            print(f"wrote {args.plot}")
+
+def _sweep(args, table, ev, cfg, base, progress: bool) -> int:
+    """eevee sweep: the best subset for each k."""
+    from ..eevee import parse_ks, sweep
+
+    ks = parse_ks(args.ks, len(table.benchmark_names))
+    results = sweep(table, ks, cfg, out_dir=args.out, progress=progress, evaluator=ev)
+    if args.plot:
+        from ..eevee.plots import plot_score_vs_k
+
+        plot_score_vs_k(results, args.plot)
+    if args.json:
+        print_json({"baseline": _baseline_dict(base),
+                    "results": {str(k): {"top": [_scored(s, base) for s in r.top[: args.top]],
+                                         "wall_s": r.wall_s} for k, r in results.items()}})
         return 0
-    if cmd == "tiers":
-        if not args.costs:
-            raise InputError("tiers need --costs (a benchmark,cost CSV)", field="costs")
-        missing = [b for b in table.benchmark_names if b not in table.costs]
-        if missing:  # the costs file is what lacks them: name it
-            raise InputError(f"no cost for benchmark(s) of the table: {', '.join(missing[:5])}"
-                             f"{' ...' if len(missing) > 5 else ''}", path=args.costs, field="cost")
-        budgets = args.budgets
-        ks = parse_ks(args.ks, len(table.benchmark_names)) if args.ks else None
-        out = tiers(table, budgets, cfg, ks=ks, progress=progress, evaluator=ev)
-        if args.json:
-            print_json({"baseline": _baseline_dict(base),
-                        "tiers": [{**t.to_dict(), **({"gain": base.mean - t.score.mean} if t.score else {})}
-                                  for t in out]})
-            return 0
-        fitted = [t.score for t in out if t.score is not None]
-        _print_baseline(base, min(fitted, key=lambda s: (s.mean, s.subset)) if fitted else None)
-        print(f"{'budget':>8}  {'cost':>8}  {'score':>8}  {'gain':>8}  benchmarks")
-        for t in out:
-            if t.score is None:
-                print(f"{t.budget:>8g}  {'-':>8}  {'-':>8}  {'-':>8}  (no benchmark fits)")
-            else:
-                print(f"{t.budget:>8g}  {t.cost:>8g}  {t.score.mean:>8.4f}  {base.mean - t.score.mean:>+8.4f}  "
-                      f"{', '.join(t.score.subset)}")
+    _print_baseline(base, min((r.best for r in results.values()), key=lambda s: (s.mean, s.subset)))
+    print(f"{'k':>3}  {'best':>8}  {'gain':>8}  {'top mean':>8}  {'s':>7}  best subset")
+    for k, r in results.items():
+        mean_top = sum(s.mean for s in r.top) / len(r.top)
+        print(f"{k:>3}  {r.best.mean:>8.4f}  {base.mean - r.best.mean:>+8.4f}  {mean_top:>8.4f}  "
+              f"{r.wall_s:>7.1f}  {', '.join(r.best.subset)}")
+    if args.plot:
+        print(f"wrote {args.plot}")
+    return 0
+
+
+def _tiers(args, table, ev, cfg, base, progress: bool) -> int:
+    """eevee tiers: the best subset within each cost budget."""
+    from ..eevee import parse_ks, tiers
+
+    if not args.costs:
+        raise InputError("tiers need --costs (a benchmark,cost CSV)", field="costs")
+    missing = [b for b in table.benchmark_names if b not in table.costs]
+    if missing:  # the costs file is what lacks them: name it
+        raise InputError(f"no cost for benchmark(s) of the table: {', '.join(missing[:5])}"
+                         f"{' ...' if len(missing) > 5 else ''}", path=args.costs, field="cost")
+    budgets = args.budgets
+    ks = parse_ks(args.ks, len(table.benchmark_names)) if args.ks else None
+    out = tiers(table, budgets, cfg, ks=ks, progress=progress, evaluator=ev)
+    if args.json:
+        print_json({"baseline": _baseline_dict(base),
+                    "tiers": [{**t.to_dict(), **({"gain": base.mean - t.score.mean} if t.score else {})}
+                              for t in out]})
         return 0
-    # importance
+    fitted = [t.score for t in out if t.score is not None]
+    _print_baseline(base, min(fitted, key=lambda s: (s.mean, s.subset)) if fitted else None)
+    print(f"{'budget':>8}  {'cost':>8}  {'score':>8}  {'gain':>8}  benchmarks")
+    for t in out:
+        if t.score is None:
+            print(f"{t.budget:>8g}  {'-':>8}  {'-':>8}  {'-':>8}  (no benchmark fits)")
+        else:
+            print(f"{t.budget:>8g}  {t.cost:>8g}  {t.score.mean:>8.4f}  {base.mean - t.score.mean:>+8.4f}  "
+                  f"{', '.join(t.score.subset)}")
+    return 0
+
+
+def _importance(args, table, ev, cfg, base, progress: bool) -> int:
+    """eevee importance: how much the score worsens when each benchmark of a subset is removed."""
+    from ..eevee import importance, search
+
     if args.subset:
         subset = [s.strip() for s in args.subset.split(",") if s.strip()]
     else:

@@ -11,38 +11,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from ..metrics import DEFAULT_METRICS as _DEFAULT
-from ._common import add_scheme, choice, int_at_least, load_truth, metavar, print_json
+from ._common import print_json
+from ._truth import add_truth_args, check_shared_topics, harmonise, load_runs, read_truth
 
 DEFAULT_METRICS = ",".join((*_DEFAULT, "kendall"))  # the command also shows weighted Kendall tau by default
-TRUTH_FORMATS = ("auto", "csv", "qrels")
-
-
-def add_truth_args(p) -> None:
-    """Ground-truth options shared by ``evaluate`` and ``compare``."""
-    from ..evaluate import Order
-
-    p.add_argument("--ground-truth", "-g", help="ground truth: the official CSV (task_id, model_id, f1, ...) or a "
-                                                "TREC qrels file (topic iter docno grade; negative grades are "
-                                                "judged non-relevant)")
-    p.add_argument("--truth-format", choices=TRUTH_FORMATS, default="auto",
-                   help="format of the ground truth (default: told by its form)")
-    p.add_argument("--any-score", action="store_true",
-                   help="the f1 column holds any higher-is-better score (accuracy in %%, BLEU ...), e.g. a "
-                        "published model zoo's records: values outside [0, 1] are accepted")
-    p.add_argument("--tasks-csv", help="tasks.csv giving criticality (default: beside the ground truth)")
-    p.add_argument("--pool", default=None,
-                   help="pool whose ids and Hugging Face ids name the same models, so that a run of NTCIR docIDs "
-                        "scores against a ground truth of HF ids and back (default: ntcir19 for a CSV ground "
-                        "truth, none for TREC qrels; 'none' to match ids as written)")
-    add_scheme(p)
-    p.add_argument("--relevance-level", type=int_at_least(1), default=1, metavar="N",
-                   help="lowest grade counted as relevant by MRR and binary measures (trec_eval's -l; default 1)")
-    p.add_argument("--order", type=choice(Order), default=Order.RANK, metavar=metavar(Order),
-                   help="rank: by the Rank column, ties in line order (official; default); trec_eval: by Score "
-                        "descending, then docID descending, as trec_eval does (Rank ignored)")
 
 
 def register(sub) -> None:
@@ -65,79 +39,6 @@ def register(sub) -> None:
                      help="trec_eval -q layout: measure<TAB>topic<TAB>value with trec_eval's names (ndcg_cut_5, "
                           "recip_rank) and an 'all' line per measure; per-topic lines with --per-topic")
     p.set_defaults(func=run)
-
-
-def read_truth(args):
-    """The ground truth of ``args`` (CSV or qrels)."""
-    from ..data.truth import GroundTruth
-
-    fmt = args.truth_format
-    if args.ground_truth and fmt == "auto":
-        fmt = GroundTruth.detect_format(args.ground_truth)
-    if fmt == "qrels":
-        if not args.ground_truth:
-            raise argparse.ArgumentTypeError("--truth-format qrels needs --ground-truth")
-        return GroundTruth.from_qrels(args.ground_truth)
-    return load_truth(args.ground_truth, Path(args.run if hasattr(args, "run") else args.runs[0]).parent,
-                      args.tasks_csv, any_score=args.any_score)
-
-
-def pool_aliases(name: str | None) -> dict[str, str]:
-    """Every Hugging Face id of the pool -> the pool's id (empty for ``none``)."""
-    if not name or name.lower() == "none":
-        return {}
-    from ..data.pool import load_pool
-
-    return {c.hf_id: c.id for c in load_pool(name) if c.hf_id and c.hf_id != c.id}
-
-
-def harmonise(runs, truth, pool: str | None):
-    """Runs and ground truth with every HF id of ``pool`` written as the pool's id (other ids unchanged).
-
-    Default pool: ntcir19 for a CSV ground truth, none for TREC qrels (their docnos are not models). The pool
-    is not even read when every docID of the runs is a model id of the ground truth already."""
-    explicit = pool is not None
-    if pool is None:
-        pool = "none" if truth.explicit_grades else "ntcir19"
-    if pool.lower() == "none":
-        return runs, truth
-    known = set(truth.model_ids)
-    if all(d in known for r in runs for d in _docs(r)):
-        if explicit:
-            pool_aliases(pool)  # a bad --pool is still an error
-        return runs, truth
-    aliases = pool_aliases(pool)
-    if not aliases:
-        return runs, truth
-    if any(m in aliases for m in truth.model_ids):
-        truth = truth.rename_models(aliases)
-    runs = [r.map_docs(aliases) if any(d in aliases for d in _docs(r)) else r for r in runs]
-    return runs, truth
-
-
-def _docs(run):
-    a = run.arrays()
-    if a.doc_names is not None:
-        return a.doc_names.tolist()
-    import pandas as pd
-
-    return pd.unique(a.doc).tolist()
-
-
-def load_runs(path, run_id=None):
-    from ..data.run import read_run, read_runs
-
-    return [read_run(path, run_id, extra_columns=True)] if run_id else list(read_runs(path, extra_columns=True).values())
-
-
-def check_shared_topics(runs, truth, path) -> None:
-    from ..errors import InputError
-
-    for r in runs:
-        if not any(truth.has_task(t) for t in r):
-            raise InputError(f"run {r.run_id!r} shares no topic with the ground truth (run: "
-                             f"{', '.join(list(r)[:3])} ...; ground truth: {', '.join(truth.task_ids[:3])} ...)",
-                             path=path, field="topicID")
 
 
 def run(args: argparse.Namespace) -> int:

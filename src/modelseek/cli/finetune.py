@@ -7,7 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ._common import OUTPUT_FILE, POSITIVE_INT, SEED, choice, metavar
+from ._common import EXECUTOR_REGISTRY, OUTPUT_FILE, SEED, add_registry_option, choice, metavar
+from ._finetune import load_recipe
 
 
 def add_recipe_args(p) -> None:
@@ -15,7 +16,7 @@ def add_recipe_args(p) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override one recipe key, e.g. --set max_epochs=20 (repeatable)")
     p.add_argument("--seeds", type=SEED, nargs="+", default=[0], help="seeds; F1 is their mean (default: 0)")
-    p.add_argument("--executor", default="local", choices=["local", "ray"],
+    add_registry_option(p, "--executor", EXECUTOR_REGISTRY, default="local",
                    help="local (sequential, default) or ray (one Ray task per job)")
     p.add_argument("--address", help="Ray cluster address ('auto' joins a running cluster; default: start a "
                                      "local instance)")
@@ -41,13 +42,6 @@ def register(sub) -> None:
     add_recipe_args(p)
     p.add_argument("--json", action="store_true", help="print a machine-readable summary")
     p.set_defaults(func=run)
-
-
-def load_recipe(args):
-    from ..finetune.recipe import PROTOCOL, Recipe
-
-    recipe = Recipe.from_yaml(args.recipe) if args.recipe else PROTOCOL
-    return recipe.with_overrides(args.overrides) if args.overrides else recipe
 
 
 def _first_line(text: str) -> str:
@@ -102,54 +96,4 @@ def run(args: argparse.Namespace) -> int:
         hint = "" if args.retry_failed else "; rerun with --retry-failed to try them again"
         print(f"{len(failed)} job(s) failed{hint}", file=sys.stderr)
         return 1
-    return 0
-
-
-# ------------------------------------------------------------------------------ rank --verify-top / --halving
-def add_verify_args(p) -> None:
-    """The verification options of ``modelseek rank``."""
-    g = p.add_argument_group("verification (fine-tunes candidates; see 'modelseek finetune')")
-    g.add_argument("--verify-top", type=POSITIVE_INT, metavar="K", help="fine-tune the top K of each ranking and report "
-                                                               "their test F1")
-    g.add_argument("--halving", action="store_true",
-                   help="successive halving over the ranking (top K with --verify-top, else all): a few epochs "
-                        "for every survivor, keep the best half by validation F1, double the epochs, repeat")
-    g.add_argument("--finetune-store", help="job store for verification (default: modelseek-verify.sqlite)")
-    g.add_argument("--recipe", help="recipe YAML for verification (default: the protocol)")
-    g.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override one recipe key (repeatable)")
-    g.add_argument("--executor", default="local", choices=["local", "ray"],
-                   help="where the jobs run, the feature methods' candidate jobs and verification alike: in this "
-                        "process (local) or as Ray tasks (ray; a GPU per job where the cluster has GPUs)")
-    g.add_argument("--address", help="Ray cluster address for --executor ray ('auto' or HOST:PORT; default: start "
-                                     "a local Ray instance)")
-
-
-def verify_after_rank(args, runs, tasks, pool) -> int:
-    """Run the verification asked for on the first run; print (or return as JSON) the table."""
-    if not getattr(args, "verify_top", None) and not getattr(args, "halving", False):
-        return 0
-    from ..finetune.verify import successive_halving, verify_top
-
-    recipe = load_recipe(args)
-    store = args.finetune_store or "modelseek-verify.sqlite"
-    run = runs[0]
-    by_id = {t.id: t for t in tasks}
-    for tid in run:
-        task = by_id[tid]
-        order = [e.doc for e in run[tid]]
-        if args.verify_top:
-            order = order[: args.verify_top]
-        if args.halving:
-            res = successive_halving(task, [pool.get(d) for d in order], store, recipe=recipe,
-                                     executor=args.executor, address=args.address)
-            print(f"task {tid} — successive halving over {len(order)} candidate(s) (run {run.run_id})")
-            print(res.table().to_string(index=False))
-            print(f"winner: {res.winner} (test F1 {res.winner_f1:.4f} after {res.rungs[-1].epochs} epoch(s))")
-        else:
-            table = verify_top(task, [pool.get(d) for d in order], store, recipe=recipe, executor=args.executor,
-                               address=args.address, scores={e.doc: e.score for e in run[tid]},
-                               seed=args.seed)
-            print(f"task {tid} — fine-tuned top {len(order)} of run {run.run_id}")
-            print(table.to_string(index=False))
     return 0

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..errors import InputError
 from ._common import NON_NEGATIVE_INT, OUTPUT_FILE, SEED, int_at_least, load_pool_arg, load_truth, print_json
-from .finetune import add_verify_args, verify_after_rank
+from ._finetune import add_verify_args, verify_after_rank
 
 
 def register(sub) -> None:
@@ -75,22 +75,6 @@ def _tasks(args):
     return list(load_ntcir_tasks(path))
 
 
-def _parse_params(items: list[str] | None) -> dict:
-    """``["k=10", "view=label"]`` -> ``{"k": 10, "view": "label"}`` (values read as YAML scalars)."""
-    import yaml
-
-    out = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise InputError(f"--param needs KEY=VALUE, got {item!r}", field="--param")
-        try:
-            out[key.strip()] = yaml.safe_load(value) if value.strip() else None
-        except yaml.YAMLError:
-            out[key.strip()] = value
-    return out
-
-
 def _train_data(args, pool):
     """(training ground truth, training tasks, the pool that names the truth's models, the file that named
     them) from --train-truth / --train-tasks; the pool is the models.csv beside them where there is one, else the
@@ -112,11 +96,11 @@ def _train_data(args, pool):
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..api import rank_explained
+    from ..config import parse_overrides
     from ..data.run import write_runs
     from ..data.task import TaskSet
-    from ..rankers.base import failures_allowed
-    from ..rankers.feature_jobs import with_execution
-    from ..rankers.resolve import ranker_class, resolve, split_params
+    from ..rankers.resolve import ranker_class, split_params
 
     if args.json and (args.verify_top or args.halving):
         raise InputError("--verify-top/--halving print tables; use them without --json")
@@ -130,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
     # the ranking pool: --pool, else models.csv beside the tasks (or beside --train-tasks), else ntcir19
     pool = load_pool_arg(args.pool, root if root.is_dir() else (Path(args.train_tasks) if args.train_tasks else None))
     tasks = _tasks(args)
-    given = _parse_params(args.param)
+    given = parse_overrides(args.param or [], "--param")
     if args.fusion:
         params = split_params(["rrf"], given, args.seed)["rrf"]
         plan = [("rrf", {**params, "methods": list(args.method)}, "rrf-" + "-".join(args.method))]
@@ -154,19 +138,15 @@ def run(args: argparse.Namespace) -> int:
             if train is None:
                 train = _train_data(args, pool)
             truth, train_tasks, train_pool, named_by = train
-            ranker = resolve(method, params, train_truth=truth, train_tasks=train_tasks, pool=train_pool,
-                             progress=not args.json)
-            ranker = with_execution(ranker, args.executor, args.address, args.device,
-                                    strict=not (args.verify_top or args.halving))
-            if named_by and not ranker.artifact_:
-                ranker.artifact_ = named_by  # a candidate it was not trained on: the error names this file
-            if args.allow_failures:
-                ranker = failures_allowed(ranker)
-            r = ranker.rank_tasks(tasks, pool, run_id=run_id or ranker.name, progress=not args.json)
-            explained = {t.id: ex for t in tasks if (ex := ranker.explain(t, pool)) is not None}
-            if explained:
-                explanations[r.run_id] = explained
-            layers[run_id or r.run_id] = getattr(ranker, "chosen_layers_", {})  # layer: best's choices
+            res = rank_explained(tasks, pool, method, train_truth=truth, train_tasks=train_tasks, run_id=run_id,
+                                 progress=not args.json, allow_failures=args.allow_failures, train_pool=train_pool,
+                                 train_source=named_by, executor=args.executor,
+                                 address=args.address, device=args.device,
+                                 strict_execution=not (args.verify_top or args.halving), **params)
+            r = res.run
+            if res.explanations:
+                explanations[r.run_id] = res.explanations
+            layers[run_id or r.run_id] = res.layers  # layer: best's choices
         runs.append(r.with_id(run_id) if run_id else r)
     if args.output:
         hf = {c.id: c.hf_id for c in pool if c.hf_id} if args.docid == "hf" else {}

@@ -6,18 +6,10 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from ..errors import InputError
 from ._common import (EXISTING_DIR, OUTPUT_FILE, POSITIVE_INT, SEED, card_pool, int_at_least, load_pool_arg,
                       load_truth)
-
-
-def parse_params(items: list[str] | None) -> dict[str, Any]:
-    """``["k=10", "view=label"]`` -> ``{"k": 10, "view": "label"}`` (the parsing of ``modelseek rank --param``)."""
-    from .rank import _parse_params
-
-    return _parse_params(list(items or []))
 
 
 def register(sub) -> None:
@@ -45,6 +37,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from ..config import parse_overrides
     from ..data.loaders import load_ntcir_tasks
     from ..rankers.default import install_default
     from ..rankers._artifact import Persistable
@@ -57,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     root = Path(args.path)
     truth = load_truth(args.ground_truth, root)
     pool = load_pool_arg(args.pool, root)
-    params = split_params([args.method], parse_params(args.param), args.seed)[args.method]
+    params = split_params([args.method], parse_overrides(args.param or [], "--param"), args.seed)[args.method]
     if "pool" in cls.param_names() and "pool" not in params:
         params["pool"] = card_pool(pool, args.pool, root)
     unknown = [m for m in truth.model_ids if m not in pool and not any(c.hf_id == m for c in pool)]

@@ -576,7 +576,6 @@ def validate_run(path: str | Path, topics: Iterable[str] | None = None, docs: It
     :class:`ValidationError` listing every violation with its line. Every check is one pass over arrays
     (linear in the number of lines).
     """
-    import pandas as pd
 
     path = Path(path)
     subtask = str(subtask).upper()
@@ -590,14 +589,7 @@ def validate_run(path: str | Path, topics: Iterable[str] | None = None, docs: It
         problems.append(InputError(f"expected 'Q0', found {tab.q0[i]!r}", path=path, line=int(tab.line[i]),
                                    field="Q0"))
     if subtask == "B":
-        for fname, col in (("topicID", tab.topic), ("docID", tab.doc)):
-            values = pd.unique(col)
-            wrong = {v for v in values.tolist() if normalize_b_id(v) != v}
-            if wrong:
-                for i in np.flatnonzero(pd.Series(col).isin(wrong).to_numpy()).tolist():
-                    v = col[i]
-                    problems.append(InputError(f"{v!r} must be written {normalize_b_id(v)!r} (no .png suffix, no "
-                                               f"leading zeros)", path=path, line=int(tab.line[i]), field=fname))
+        _check_b_ids(path, tab, problems)
     runs = _build(path, tab, problems)
     if len(runs) > max_run_ids:
         first_extra = list(runs)[max_run_ids]
@@ -609,61 +601,83 @@ def validate_run(path: str | Path, topics: Iterable[str] | None = None, docs: It
     if subtask == "B":
         want_topics = None if want_topics is None else [normalize_b_id(t) for t in want_topics]
         want_docs = None if want_docs is None else [normalize_b_id(d) for d in want_docs]
-    topic_set = None if want_topics is None else set(want_topics)
-    doc_index = None if want_docs is None else pd.Index(list(dict.fromkeys(want_docs)), dtype=object)
-    doc_set = None if want_docs is None else set(want_docs)
     for rid, run in runs.items():
-        a = run.arrays()
-        sizes = np.diff(a.offsets)
-        starts = a.offsets[:-1]
-        seg = np.repeat(np.arange(len(a.topics)), sizes)
-        if topic_set is not None:
-            extra = [i for i, t in enumerate(a.topics) if t not in topic_set]
-            for i in extra[:20]:
-                problems.append(InputError(f"unknown topic {a.topics[i]!r} in run {rid!r}", path=path,
-                                           line=int(a.line[starts[i]:starts[i] + sizes[i]].min()), field="topicID"))
-            missing = [t for t in want_topics if t not in run]
-            if missing:
-                problems.append(InputError(f"run {rid!r} misses {len(missing)} topic(s): {', '.join(missing[:10])}"
-                                           f"{' ...' if len(missing) > 10 else ''}", path=path, field="topicID"))
-        first_line = np.minimum.reduceat(a.line, starts) if a.line.size else a.line
-        if doc_index is not None:
-            known = doc_index.get_indexer(a.doc) >= 0
-            for i in np.flatnonzero(~known).tolist():
-                d = a.doc[i]
-                hint = ""
-                if d.lstrip("0") in doc_set:
-                    hint = f" (no zero padding: write {d.lstrip('0')!r})"
-                problems.append(InputError(f"unknown docID {d!r}{hint}", path=path, line=int(a.line[i]), field="docID"))
-            n_known = np.bincount(seg[known], minlength=len(a.topics))
-            for i in np.flatnonzero(n_known < len(doc_index)).tolist():
-                present = set(a.doc[starts[i]:starts[i] + sizes[i]].tolist())
-                missing = [d for d in want_docs if d not in present]
-                problems.append(InputError(f"topic {a.topics[i]!r} of run {rid!r} ranks {int(n_known[i])} of "
-                                           f"{len(want_docs)} candidates; missing {', '.join(missing[:10])}",
-                                           path=path, line=int(first_line[i]), field="docID"))
-        # ranks must agree with scores: a better (smaller) rank never has a smaller score.
-        for i in np.flatnonzero(a.rank[starts] != 1).tolist():
-            problems.append(InputError(f"topic {a.topics[i]!r} of run {rid!r} has no rank 1", path=path,
-                                       line=int(a.line[starts[i]]), field="Rank"))
-        same = seg[1:] == seg[:-1]
-        worse = same & (a.rank[1:] > a.rank[:-1]) & (a.score[1:] > a.score[:-1])
-        rows = np.flatnonzero(worse) + 1
-        flagged = np.zeros(len(a.topics), dtype=bool)
-        if rows.size:
-            first_of = np.r_[True, seg[rows][1:] != seg[rows][:-1]]
-            for j in rows[first_of].tolist():
-                t = int(seg[j])
-                flagged[t] = True
-                problems.append(InputError(f"rank {a.rank[j]} has a higher score ({a.score[j]:g}) than rank "
-                                           f"{a.rank[j - 1]} ({a.score[j - 1]:g}) in topic {a.topics[t]!r}",
-                                           path=path, line=int(a.line[j]), field="Score"))
-        if a.score.size:
-            best = np.maximum.reduceat(a.score, starts)
-            for i in np.flatnonzero(~flagged & (a.score[starts] < best)).tolist():
-                problems.append(InputError(f"rank 1 does not carry the highest score in topic {a.topics[i]!r}",
-                                           path=path, line=int(a.line[starts[i]]), field="Score"))
+        _check_run(path, rid, run, want_topics, want_docs, problems)
     if problems:
         problems.sort(key=lambda p: (p.line is None, p.line or 0))
         raise ValidationError(path, problems)
     return runs
+
+
+def _check_b_ids(path: Path, tab, problems: list) -> None:
+    """Subtask B: topic and doc ids written without a .png suffix and without leading zeros."""
+    import pandas as pd
+
+    for fname, col in (("topicID", tab.topic), ("docID", tab.doc)):
+        values = pd.unique(col)
+        wrong = {v for v in values.tolist() if normalize_b_id(v) != v}
+        if wrong:
+            for i in np.flatnonzero(pd.Series(col).isin(wrong).to_numpy()).tolist():
+                v = col[i]
+                problems.append(InputError(f"{v!r} must be written {normalize_b_id(v)!r} (no .png suffix, no "
+                                           f"leading zeros)", path=path, line=int(tab.line[i]), field=fname))
+
+
+def _check_run(path: Path, rid: str, run: Run, want_topics: list[str] | None, want_docs: list[str] | None,
+               problems: list) -> None:
+    """The rules of :func:`validate_run` for one run id: its topics, its docIDs, ranks in score order."""
+    import pandas as pd
+
+    topic_set = None if want_topics is None else set(want_topics)
+    doc_index = None if want_docs is None else pd.Index(list(dict.fromkeys(want_docs)), dtype=object)
+    doc_set = None if want_docs is None else set(want_docs)
+    a = run.arrays()
+    sizes = np.diff(a.offsets)
+    starts = a.offsets[:-1]
+    seg = np.repeat(np.arange(len(a.topics)), sizes)
+    if topic_set is not None:
+        extra = [i for i, t in enumerate(a.topics) if t not in topic_set]
+        for i in extra[:20]:
+            problems.append(InputError(f"unknown topic {a.topics[i]!r} in run {rid!r}", path=path,
+                                       line=int(a.line[starts[i]:starts[i] + sizes[i]].min()), field="topicID"))
+        missing = [t for t in want_topics if t not in run]
+        if missing:
+            problems.append(InputError(f"run {rid!r} misses {len(missing)} topic(s): {', '.join(missing[:10])}"
+                                       f"{' ...' if len(missing) > 10 else ''}", path=path, field="topicID"))
+    first_line = np.minimum.reduceat(a.line, starts) if a.line.size else a.line
+    if doc_index is not None:
+        known = doc_index.get_indexer(a.doc) >= 0
+        for i in np.flatnonzero(~known).tolist():
+            d = a.doc[i]
+            hint = ""
+            if d.lstrip("0") in doc_set:
+                hint = f" (no zero padding: write {d.lstrip('0')!r})"
+            problems.append(InputError(f"unknown docID {d!r}{hint}", path=path, line=int(a.line[i]), field="docID"))
+        n_known = np.bincount(seg[known], minlength=len(a.topics))
+        for i in np.flatnonzero(n_known < len(doc_index)).tolist():
+            present = set(a.doc[starts[i]:starts[i] + sizes[i]].tolist())
+            missing = [d for d in want_docs if d not in present]
+            problems.append(InputError(f"topic {a.topics[i]!r} of run {rid!r} ranks {int(n_known[i])} of "
+                                       f"{len(want_docs)} candidates; missing {', '.join(missing[:10])}",
+                                       path=path, line=int(first_line[i]), field="docID"))
+    # ranks must agree with scores: a better (smaller) rank never has a smaller score.
+    for i in np.flatnonzero(a.rank[starts] != 1).tolist():
+        problems.append(InputError(f"topic {a.topics[i]!r} of run {rid!r} has no rank 1", path=path,
+                                   line=int(a.line[starts[i]]), field="Rank"))
+    same = seg[1:] == seg[:-1]
+    worse = same & (a.rank[1:] > a.rank[:-1]) & (a.score[1:] > a.score[:-1])
+    rows = np.flatnonzero(worse) + 1
+    flagged = np.zeros(len(a.topics), dtype=bool)
+    if rows.size:
+        first_of = np.r_[True, seg[rows][1:] != seg[rows][:-1]]
+        for j in rows[first_of].tolist():
+            t = int(seg[j])
+            flagged[t] = True
+            problems.append(InputError(f"rank {a.rank[j]} has a higher score ({a.score[j]:g}) than rank "
+                                       f"{a.rank[j - 1]} ({a.score[j - 1]:g}) in topic {a.topics[t]!r}",
+                                       path=path, line=int(a.line[j]), field="Score"))
+    if a.score.size:
+        best = np.maximum.reduceat(a.score, starts)
+        for i in np.flatnonzero(~flagged & (a.score[starts] < best)).tolist():
+            problems.append(InputError(f"rank 1 does not carry the highest score in topic {a.topics[i]!r}",
+                                       path=path, line=int(a.line[starts[i]]), field="Score"))

@@ -319,12 +319,6 @@ class GroundTruth:
                 return "qrels" if ("," not in raw and len(parts) == 4 and _INT.fullmatch(parts[3])) else "csv"
         return "csv"
 
-    @classmethod
-    def from_matrix(cls, matrix: pd.DataFrame, criticality: Mapping[str, str] | None = None) -> GroundTruth:
-        """From a tasks x models DataFrame of F1 (NaN = not run)."""
-        long = matrix.rename_axis(index="task_id", columns="model_id").stack().rename("f1").reset_index()
-        return cls(long, criticality=criticality)
-
     # ------------------------------------------------------------------------------------------ views
     @property
     def frame(self) -> pd.DataFrame:
@@ -378,9 +372,6 @@ class GroundTruth:
     def grades(self, task_id: str, scheme: GradingScheme | str = GradingScheme.NTCIR) -> dict[str, int]:
         lo, hi, a = self._slice(task_id, scheme)
         return dict(zip(a.model[lo:hi].tolist(), a.grade[lo:hi].tolist()))
-
-    def qrels(self, scheme: GradingScheme | str = GradingScheme.NTCIR) -> dict[str, dict[str, int]]:
-        return {t: self.grades(t, scheme) for t in self._task_ids}
 
     def regret(self, task_id: str) -> float:
         """Expected regret of a random pick: 1 - mean normalized F1."""

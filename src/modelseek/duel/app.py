@@ -32,7 +32,8 @@ import pandas as pd
 
 from ..errors import ModelseekError
 from .leaderboard import display_frame
-from .storage import StalePreview, Store
+from .publish import StalePreview
+from .storage import Store
 from .text import safe_str
 
 COOKIE = "modelseek_session"
@@ -365,6 +366,34 @@ def _titles_html(frame, target: str) -> str:
             "style='display:none'></div>")
 
 
+def _submit_handlers(app: "LeaderboardApp", store: Store, shown, models_update):
+    """The Submit tab's handlers: pre-submit (the preview) and confirm (publication)."""
+    import gradio as gr
+
+    def presubmit(file, request: gr.Request):
+        msg, table, token = app.presubmit(file, request)
+        frame = display_frame(safe_frame(table), store.config) if table is not None else None
+        return (msg, gr.update(value=frame, visible=table is not None, label="Preview (not published)"), token,
+                gr.update(interactive=token is not None), None)
+
+    def confirm(token, level, current, request: gr.Request):
+        msg, table, published = app.confirm(token, request)
+        frame, titles = shown(level)
+        if table is not None:          # the board changed: the recomputed preview, confirm again
+            preview = gr.update(value=display_frame(safe_frame(table), store.config), visible=True,
+                                label="Preview (recomputed, not published)")
+            return (msg, preview, frame, titles, app.empty_note(), token, gr.update(interactive=True),
+                    models_update(current))
+        return (msg, gr.update(value=None, visible=False), frame, titles, app.empty_note(),
+                None if published else token, gr.update(interactive=not published and token is not None),
+                models_update(current))
+
+    # the module's annotations are strings (__future__): Gradio finds its Request parameter by the class
+    presubmit.__annotations__["request"] = gr.Request
+    confirm.__annotations__["request"] = gr.Request
+    return presubmit, confirm
+
+
 def build_app(store: Store, title: str = "Duel leaderboard", identity_header: str | None = None):
     """A ``gradio.Blocks`` app over ``store`` (launch it with :func:`launch`). ``identity_header``: the
     proxy's header naming the signed-in user (uploads without it are refused)."""
@@ -395,27 +424,7 @@ def build_app(store: Store, title: str = "Duel leaderboard", identity_header: st
         frame, titles = shown(level)
         return (frame, titles, note, gr.update(choices=names, value=model), details, meta, note)
 
-    def presubmit(file, request: gr.Request):
-        msg, table, token = app.presubmit(file, request)
-        frame = display_frame(safe_frame(table), store.config) if table is not None else None
-        return (msg, gr.update(value=frame, visible=table is not None, label="Preview (not published)"), token,
-                gr.update(interactive=token is not None), None)
-
-    def confirm(token, level, current, request: gr.Request):
-        msg, table, published = app.confirm(token, request)
-        frame, titles = shown(level)
-        if table is not None:          # the board changed: the recomputed preview, confirm again
-            preview = gr.update(value=display_frame(safe_frame(table), store.config), visible=True,
-                                label="Preview (recomputed, not published)")
-            return (msg, preview, frame, titles, app.empty_note(), token, gr.update(interactive=True),
-                    models_update(current))
-        return (msg, gr.update(value=None, visible=False), frame, titles, app.empty_note(),
-                None if published else token, gr.update(interactive=not published and token is not None),
-                models_update(current))
-
-    # the module's annotations are strings (__future__): Gradio finds its Request parameter by the class
-    presubmit.__annotations__["request"] = gr.Request
-    confirm.__annotations__["request"] = gr.Request
+    presubmit, confirm = _submit_handlers(app, store, shown, models_update)
     notes = app.problems()
     with gr.Blocks(title=title, analytics_enabled=False, delete_cache=(3600, 3600)) as demo:
         gr.Markdown(f"# {md_text(title)}\nEvery pair of models duels on every task (one-tailed significance test, "

@@ -24,7 +24,7 @@ from ..stats import bootstrap as _boot
 from ..stats.seeding import derive_rng
 from ..stats.ttest import paired_ttest_matrix
 from .config import TaskSpec, Test
-from .submission import TaskData
+from .submission import TaskSamples
 
 
 @dataclass(frozen=True)
@@ -78,7 +78,7 @@ def _plan(seed: int, task: str, n: int, n_resamples: int) -> np.ndarray:
     return counts
 
 
-def profile(spec: TaskSpec, data: TaskData, model: str, settings: Settings = Settings()) -> Profile:
+def profile(spec: TaskSpec, data: TaskSamples, model: str, settings: Settings = Settings()) -> Profile:
     """The profile of ``model`` on ``spec.task`` (its duels need nothing else from its predictions)."""
     test = spec.metric.test
     if data.metric is not spec.metric:
@@ -101,7 +101,7 @@ def profile(spec: TaskSpec, data: TaskData, model: str, settings: Settings = Set
                    float(_boot.perplexity(loglik, words)))
 
 
-def profiles(spec: TaskSpec, datas: list[TaskData], models: list[str],
+def profiles(spec: TaskSpec, datas: list[TaskSamples], models: list[str],
              settings: Settings = Settings()) -> list[Profile]:
     """:func:`profile` of many models on one task; the bootstrap statistics of all models come from one
     product with the task's resampling plan (the plan is read from memory once, not once per model)."""

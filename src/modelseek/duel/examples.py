@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from .config import LeaderboardConfig, Metric
-from .submission import Submission, TaskData
+from .submission import Submission, TaskSamples
 
 
 def _task_rng(seed: int, *keys) -> np.random.Generator:
@@ -36,7 +36,7 @@ def make_submissions(config: LeaderboardConfig | None = None, n_models: int = 4,
     rng = _task_rng(seed, "skills")
     skill = np.asarray(skills if skills is not None else rng.normal(0.0, 0.6, n_models), dtype=float)
     names = [f"{prefix}-{i:02d}" for i in range(n_models)]
-    data: list[dict[str, TaskData]] = [{} for _ in range(n_models)]
+    data: list[dict[str, TaskSamples]] = [{} for _ in range(n_models)]
     results: list[dict[str, dict[str, float]]] = [{} for _ in range(n_models)]
     for spec in config.tasks:
         r = _task_rng(seed, spec.task)
@@ -53,22 +53,22 @@ def make_submissions(config: LeaderboardConfig | None = None, n_models: int = 4,
             if m in (Metric.ACC, Metric.EXACT_MATCH):
                 prob = 1.0 / (1.0 + np.exp(-(skill[i] - difficulty)))
                 values = (mr.random(n) < prob).astype(float)
-                td, agg = TaskData(m, values=values), float(values.mean())
+                td, agg = TaskSamples(m, values=values), float(values.mean())
             elif m in (Metric.ROUGE, Metric.NDCG5):
                 mu = 1.0 / (1.0 + np.exp(-(skill[i] - difficulty - 1.0)))
                 values = mr.beta(mu * 8 + 0.1, (1 - mu) * 8 + 0.1)
-                td, agg = TaskData(m, values=values), float(values.mean())
+                td, agg = TaskSamples(m, values=values), float(values.mean())
             elif m is Metric.AVG_MCAUROC:
                 logits = mr.normal(0.0, 1.0, (n, k))
                 logits[np.arange(n), gold] += 0.8 + 0.8 * skill[i] - 0.3 * difficulty
                 probs = np.exp(logits - logits.max(axis=1, keepdims=True))
                 probs = np.round(probs / probs.sum(axis=1, keepdims=True), 6)
-                td = TaskData(m, gold=gold.copy(), probs=probs)
+                td = TaskSamples(m, gold=gold.copy(), probs=probs)
                 agg = auroc(gold, probs)
             else:  # word perplexity
                 per_word = -(3.0 - 0.4 * skill[i] + 0.3 * difficulty + mr.normal(0.0, 0.3, n)).clip(0.5, None)
                 loglik = per_word * words
-                td, agg = TaskData(m, loglik=loglik, words=words.copy()), float(np.exp(-loglik.sum() / words.sum()))
+                td, agg = TaskSamples(m, loglik=loglik, words=words.copy()), float(np.exp(-loglik.sum() / words.sum()))
             data[i][spec.task] = td
             results[i][spec.task] = {m.value: agg}
     return [Submission({"model": names[i], "precision": "bf16", "n_params": float(1e9 * (1 + i)),

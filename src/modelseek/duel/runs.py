@@ -20,7 +20,7 @@ from ..evaluate import evaluate
 from .config import LeaderboardConfig, Metric
 from .engine import Settings
 from .scoring import ALPHA, MAX_COMPETITORS
-from .submission import Submission, TaskData
+from .submission import Submission, TaskSamples
 from .tournament import TournamentResult, tournament
 
 TIERS = ("low", "medium", "high")
@@ -57,7 +57,7 @@ def runs_tournament(runs: Sequence[Run], truth: GroundTruth, scheme: str = "ntci
         data, results = {}, {}
         for t in tiers:
             vals = df.loc[df["tier"] == t, "ndcg@5"].to_numpy(dtype=float)
-            data[tier_task(t)] = TaskData(Metric.NDCG5, values=vals)
+            data[tier_task(t)] = TaskSamples(Metric.NDCG5, values=vals)
             results[tier_task(t)] = {"ndcg@5": float(np.mean(vals))}
         subs.append(Submission({"model": rep.run_id}, results, None, data))
     return tournament(subs, config, Settings(), alpha=alpha, fdr=fdr, max_competitors=max_competitors)

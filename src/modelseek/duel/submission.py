@@ -64,7 +64,7 @@ _URL = re.compile(r"^https?://[^\s]+$")
 
 
 @dataclass(frozen=True)
-class TaskData:
+class TaskSamples:
     """One model's samples on one task, as arrays: ``values`` (n,), or AUROC ``gold`` + ``probs``,
     or perplexity ``loglik`` + ``words``."""
 
@@ -89,7 +89,7 @@ class TaskData:
 
     def need(self, name: str) -> np.ndarray:
         """The array ``name`` ("values", "gold", ...) that the task's metric carries; its absence is a bug
-        (readers build a TaskData with exactly the arrays of its metric)."""
+        (readers build a TaskSamples with exactly the arrays of its metric)."""
         a = getattr(self, name)
         if a is None:
             raise ValueError(f"{self.metric.value} task data without its {name!r} array")
@@ -101,7 +101,7 @@ class Submission:
     metadata: dict
     results: dict
     predictions: dict | None      # None: built from ``data`` when needed
-    data: dict = field(repr=False, compare=False, default_factory=dict)  # task -> TaskData
+    data: dict = field(repr=False, compare=False, default_factory=dict)  # task -> TaskSamples
     warnings: tuple = field(repr=False, compare=False, default=())      # tolerated oddities, for the uploader
 
     @property
@@ -140,7 +140,7 @@ class Submission:
         return {k: v for k, v in self.metadata.items() if k not in METADATA_FIELDS}
 
 
-def records_from_data(d: TaskData) -> list[dict]:
+def records_from_data(d: TaskSamples) -> list[dict]:
     """Per-sample records ``{"doc_id", metric}`` of one task's arrays (the canonical predictions)."""
     m, ids = d.metric.value, d.doc_ids
     if d.metric is Metric.AVG_MCAUROC:
@@ -217,7 +217,7 @@ def _key(metric: Metric, rec: Mapping) -> str:
     return next((a for a in ALIASES.get(metric, ()) if a in rec), metric.value)
 
 
-def _fast_records_to_data(metric: Metric, records: list) -> TaskData | None:
+def _fast_records_to_data(metric: Metric, records: list) -> TaskSamples | None:
     """Vectorised conversion of well-formed records; ``None`` when anything is off (the record-by-record
     path then names the first bad record)."""
     try:
@@ -229,13 +229,13 @@ def _fast_records_to_data(metric: Metric, records: list) -> TaskData | None:
                     or not np.isfinite(probs).all() or not np.all(gold == np.round(gold))
                     or gold.min() < 0 or gold.max() >= probs.shape[1]):
                 return None
-            data = TaskData(metric, gold=gold.astype(int), probs=probs)
+            data = TaskSamples(metric, gold=gold.astype(int), probs=probs)
         elif metric is Metric.WORD_PERPLEXITY:
             arr = np.array(vals, dtype=float)
             if arr.ndim != 2 or arr.shape[1] != 2 or not np.isfinite(arr).all() or (arr[:, 1] <= 0).any() \
                     or (arr[:, 0] > 0).any():
                 return None
-            data = TaskData(metric, loglik=arr[:, 0].copy(), words=arr[:, 1].copy())
+            data = TaskSamples(metric, loglik=arr[:, 0].copy(), words=arr[:, 1].copy())
         else:
             if any(isinstance(v, (list, dict, str)) or v is None for v in vals):
                 return None
@@ -246,7 +246,7 @@ def _fast_records_to_data(metric: Metric, records: list) -> TaskData | None:
                 ((arr >= 0) & (arr <= 1)).all()
             if not ok:
                 return None
-            data = TaskData(metric, values=arr)
+            data = TaskSamples(metric, values=arr)
     except (TypeError, KeyError, ValueError, IndexError, AttributeError, OverflowError):
         return None
     return data
@@ -287,7 +287,7 @@ def _doc_ids(records: list, source: str, fld: str) -> tuple[tuple | None, list[i
     return tuple(ids[k] for k in order), order
 
 
-def _records_to_data(task: str, metric: Metric, records: list, source: str) -> TaskData:
+def _records_to_data(task: str, metric: Metric, records: list, source: str) -> TaskSamples:
     fld = f"predictions.{task}"
     if not isinstance(records, list) or not records:
         raise InputError("must be a non-empty list of per-sample records", path=source, field=fld)
@@ -300,10 +300,10 @@ def _records_to_data(task: str, metric: Metric, records: list, source: str) -> T
               if getattr(data, k) is not None}
     if order != list(range(len(order))):
         arrays = {k: v[np.asarray(order)] for k, v in arrays.items()}
-    return TaskData(metric, ids=ids, **arrays)
+    return TaskSamples(metric, ids=ids, **arrays)
 
 
-def _records_to_data_slow(task: str, metric: Metric, records: list, source: str) -> TaskData:
+def _records_to_data_slow(task: str, metric: Metric, records: list, source: str) -> TaskSamples:
     """Record by record: names the first bad record."""
     fld = f"predictions.{task}"
     vals: list[Any] = []
@@ -339,12 +339,12 @@ def _records_to_data_slow(task: str, metric: Metric, records: list, source: str)
                 raise InputError("must be [sum log-likelihood <= 0, number of words > 0]", path=source, field=f)
         vals.append(v)
     if metric is Metric.AVG_MCAUROC:
-        return TaskData(metric, gold=np.array([int(v[0]) for v in vals]),
-                        probs=np.array([v[1] for v in vals], dtype=float))
+        return TaskSamples(metric, gold=np.array([int(v[0]) for v in vals]),
+                           probs=np.array([v[1] for v in vals], dtype=float))
     if metric is Metric.WORD_PERPLEXITY:
         arr = np.array(vals, dtype=float)
-        return TaskData(metric, loglik=arr[:, 0].copy(), words=arr[:, 1].copy())
-    return TaskData(metric, values=np.array(vals, dtype=float))
+        return TaskSamples(metric, loglik=arr[:, 0].copy(), words=arr[:, 1].copy())
+    return TaskSamples(metric, values=np.array(vals, dtype=float))
 
 
 NAME_FIELDS = ("model", "precision", "revision", "team")
@@ -478,7 +478,7 @@ def validate_submission(obj: Any, config: LeaderboardConfig | None = None, sourc
     return Submission(meta, res_out, None, data, tuple(warnings))
 
 
-def metric_value(data: TaskData) -> float:
+def metric_value(data: TaskSamples) -> float:
     """The task metric computed from the per-sample records: what the leaderboard shows beside the win
     scores, and what a submission's self-reported ``results`` are checked against."""
     from ..stats import bootstrap as _boot

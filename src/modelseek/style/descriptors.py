@@ -506,6 +506,28 @@ def extract(dataset: StyleDataset, extractor: Extractor, size: int = 128, batch_
     return extract_many(dataset, [extractor], size, batch_size, cache, progress)[0]
 
 
+def _prefetched(batches: list[list[int]], load: Callable[[int], Any], threads: int):
+    """Yield ``(batch, [load(i) for i in batch])`` for each batch, in order, while a pool of ``threads`` loads the
+    next :data:`PREFETCH_BATCHES` batches; a failure (or closing the generator) cancels what is pending."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        pending = [(b, [pool.submit(load, i) for i in b]) for b in batches[:PREFETCH_BATCHES]]
+        nxt = len(pending)
+        try:
+            while pending:
+                batch, futures = pending.pop(0)
+                if nxt < len(batches):
+                    pending.append((batches[nxt], [pool.submit(load, i) for i in batches[nxt]]))
+                    nxt += 1
+                yield batch, [f.result() for f in futures]
+        except BaseException:  # a bad image: stop reading ahead, report it
+            for _, futures in pending:
+                for f in futures:
+                    f.cancel()
+            raise
+
+
 def extract_many(dataset: StyleDataset, extractors: Sequence[Extractor], size: int = 128, batch_size: int = 32,
                  cache: str | Path | None = None, progress: bool = False) -> list[np.ndarray]:
     """Features of every image of ``dataset`` for each extractor (N x D float32 each), images resized to
@@ -518,7 +540,7 @@ def extract_many(dataset: StyleDataset, extractors: Sequence[Extractor], size: i
     its file's bytes (arrays: of the array) and reused; every finished batch is written, so an interrupted
     extraction resumes where it stopped. A progress bar (images, rate, ETA) goes to stderr with ``progress``.
     """
-    from concurrent.futures import ThreadPoolExecutor
+    import contextlib
 
     from . import images as imgio
 
@@ -546,13 +568,9 @@ def extract_many(dataset: StyleDataset, extractors: Sequence[Extractor], size: i
         return all(rows[k][i] is not None for k in range(len(extractors)))
 
     files = dataset.paths is not None
-    todo = []
-    for i in range(n):
-        if cache is not None:
-            item[i] = (f"sha1:{d}" if (d := digests.known(Path(dataset.paths[i]))) else None) if files \
-                else dataset.key(i)
-        if not lookup(i):
-            todo.append(i)
+    if cache is not None:  # the cache key of each image: its content's checksum where known, an array's key
+        item[:] = [_known_item(dataset, i, digests) for i in range(n)]
+    todo = [i for i in range(n) if not lookup(i)]
 
     def load(i: int) -> np.ndarray | None:
         """Image i at ``size`` (None when its checksum shows its features are already cached)."""
@@ -569,49 +587,47 @@ def extract_many(dataset: StyleDataset, extractors: Sequence[Extractor], size: i
                 return None
         return imgio.decode(data, size, path=p)
 
-    bar = None
-    if progress and todo:
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(todo), desc=f"{'+'.join(e.name for e in extractors)} features", unit="img",
-                   leave=False, dynamic_ncols=True)
+    bar = _image_bar(len(todo), extractors) if progress and todo else None
     batches = [todo[j:j + batch_size] for j in range(0, len(todo), batch_size)]
     try:
-        with ThreadPoolExecutor(max_workers=READ_THREADS if files else 1) as pool:
-            pending = [(b, [pool.submit(load, i) for i in b]) for b in batches[:PREFETCH_BATCHES]]
-            nxt = len(pending)
-            try:
-                while pending:
-                    batch, futures = pending.pop(0)
-                    if nxt < len(batches):
-                        pending.append((batches[nxt], [pool.submit(load, i) for i in batches[nxt]]))
-                        nxt += 1
-                    fresh = [(i, img) for i, img in ((i, f.result()) for i, f in zip(batch, futures))
-                             if img is not None]
-                    if fresh:
-                        imgs = np.stack([img for _, img in fresh])
-                        for k, ext in enumerate(extractors):
-                            feats = np.asarray(ext(imgs), dtype=np.float32)
-                            for (i, _), v in zip(fresh, feats):
-                                rows[k][i] = v
-                                if cache is not None:
-                                    fields = _cache_fields(ext_keys[k], item[i])
-                                    cache.put(cache_key(fields), fields, v)
-                    if bar is not None:
-                        bar.update(len(batch))
-            except BaseException:  # a bad image: stop reading ahead, report it
-                for _, futures in pending:
-                    for f in futures:
-                        f.cancel()
-                raise
+        with contextlib.closing(_prefetched(batches, load, READ_THREADS if files else 1)) as stream:
+            for batch, loaded in stream:
+                fresh = [(i, img) for i, img in zip(batch, loaded) if img is not None]
+                if fresh:
+                    imgs = np.stack([img for _, img in fresh])
+                    for k, ext in enumerate(extractors):
+                        feats = np.asarray(ext(imgs), dtype=np.float32)
+                        for (i, _), v in zip(fresh, feats):
+                            rows[k][i] = v
+                            if cache is not None:
+                                fields = _cache_fields(ext_keys[k], item[i])
+                                cache.put(cache_key(fields), fields, v)
+                if bar is not None:
+                    bar.update(len(batch))
     finally:
         if bar is not None:
             bar.close()
-    out = []
-    for k, ext in enumerate(extractors):
-        m = np.stack(rows[k]).astype(np.float32)
-        if not np.isfinite(m).all():
-            bad = int(np.where(~np.isfinite(m).all(axis=1))[0][0])
-            raise InputError(f"non-finite {ext.name} features for image {dataset.ids[bad]!r}")
-        out.append(m)
-    return out
+    return [_stacked(rows[k], ext, dataset) for k, ext in enumerate(extractors)]
+
+
+def _known_item(dataset: StyleDataset, i: int, digests: "_Digests") -> str | None:
+    if dataset.paths is None:
+        return dataset.key(i)
+    d = digests.known(Path(dataset.paths[i]))
+    return f"sha1:{d}" if d else None
+
+
+def _image_bar(total: int, extractors: Sequence[Extractor]):
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=f"{'+'.join(e.name for e in extractors)} features", unit="img", leave=False,
+                dynamic_ncols=True)
+
+
+def _stacked(rows: list, ext: Extractor, dataset: StyleDataset) -> np.ndarray:
+    """One extractor's vectors as an N x D float32 matrix; non-finite values are an error naming the image."""
+    m = np.stack(rows).astype(np.float32)
+    if not np.isfinite(m).all():
+        bad = int(np.where(~np.isfinite(m).all(axis=1))[0][0])
+        raise InputError(f"non-finite {ext.name} features for image {dataset.ids[bad]!r}")
+    return m

@@ -1,13 +1,17 @@
 """What every model source shares: the loaded-model record, the build spec read from a registry entry, seeded
 random init, checkpoints, and one offline check.
 
-A source is a class with ``build(entry, spec) -> LoadedModel`` (without the layer resolved) and
-``defaults(entry) -> dict`` (the model's own input size and preprocessing); it registers in
-:data:`modelseek.align.sources.SOURCES`. Adding a source is one file.
+The contract of a source is :class:`ModelSource`: a subclass sets ``name`` (the registry entry's
+``source``), ``package`` and ``extra`` (what to install), implements ``build(entry, spec) -> LoadedModel`` (without
+the layer resolved) and may override ``defaults(entry) -> dict`` (the model's own input size and
+preprocessing). It registers in :data:`modelseek.align.sources.SOURCES` (``SOURCES.add(name, cls)`` or a lazy
+``"module:Class"``); the registry is the list of sources, so adding a source is one file and one line, and a
+registry entry may name it at once.
 """
 
 from __future__ import annotations
 
+import abc
 import os
 import socket
 from dataclasses import dataclass, field
@@ -162,15 +166,19 @@ def offline_reason() -> str:
     return "offline (no network)"
 
 
-class ModelSource:
-    """Base of the model sources; see the module docstring."""
+class ModelSource(abc.ABC):
+    """The contract of a model source (see the module docstring): ``name``, ``package``, ``extra``,
+    :meth:`build`, optionally :meth:`defaults`."""
 
-    name = ""
-    package = ""
-    extra = "align-zoo"
+    name: str = ""
+    package: str = ""
+    extra: str = "align-zoo"
 
-    def build(self, entry: ModelEntry, spec: Spec) -> LoadedModel:  # pragma: no cover - interface
-        raise NotImplementedError
+    @abc.abstractmethod
+    def build(self, entry: ModelEntry, spec: Spec) -> LoadedModel:
+        """The model of ``entry`` as ``spec`` asks (weights, seed, constructor arguments), in a
+        :class:`LoadedModel` whose ``layer`` is left ``None`` (the caller resolves ``entry.layer``). Pretrained
+        weights that cannot be had raise :class:`WeightsUnavailable`; bad parameters an ``InputError``."""
 
     def defaults(self, entry: ModelEntry) -> dict:
         """The model's own ``input_size`` (h, w) and preprocessing (``mean``, ``std``, ``interpolation``,

@@ -1,0 +1,158 @@
+"""The leaderboard database's connection layer: URLs (a SQLite file path or a SQLAlchemy URL), opening an engine
+(SQLite pragmas: WAL, busy timeout, synchronous commits, ``BEGIN IMMEDIATE`` for writes), migrations and the
+integrity check, and retries of transactions that failed on a busy database, a serialization failure or a
+deadlock (randomised back-off)."""
+
+from __future__ import annotations
+
+import random
+import time
+from pathlib import Path
+
+from ..errors import InputError
+from . import chain, schema
+
+RETRIES = 30
+_RETRY_SQLSTATES = {"40001", "40P01", "55P03"}   # serialization failure, deadlock, lock not available
+
+
+def _sqlalchemy():
+    try:
+        import sqlalchemy as sa
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise InputError("the leaderboard storage needs SQLAlchemy: pip install 'modelseek[web]'") from None
+    return sa
+
+
+def database_url(url: str | Path) -> str:
+    """A SQLAlchemy URL for ``url`` (a file path means SQLite; ``postgresql://`` uses psycopg 3). Raises a
+    one-line :class:`InputError` for an unknown scheme or a SQLite file in a folder that does not exist."""
+    text = str(url)
+    if "://" not in text:
+        text = f"sqlite:///{Path(text)}"
+    scheme = text.split("://", 1)[0]
+    dialect, _, driver = scheme.partition("+")
+    if dialect in ("postgres", "postgresql"):
+        if driver not in ("", "psycopg"):
+            raise InputError(f"unsupported PostgreSQL driver {driver!r}; use postgresql:// (psycopg 3)", field="db")
+        return "postgresql+psycopg://" + text.split("://", 1)[1]
+    if dialect != "sqlite" or driver not in ("", "pysqlite"):
+        raise InputError(f"unknown database URL scheme {scheme!r}; use a file path, sqlite:///FILE or "
+                         "postgresql://USER@HOST/DB", field="db")
+    path = text.split("://", 1)[1][1:]          # sqlite:///relative or sqlite:////absolute
+    if path and path != ":memory:" and not path.startswith("file:"):
+        folder = Path(path).parent
+        if not folder.is_dir():
+            raise InputError(f"folder {str(folder)!r} does not exist", path=path, field="db")
+        if Path(path).is_dir():
+            raise InputError("is a folder, not a database file", path=path, field="db")
+    return text
+
+
+def shown_url(url: str) -> str:
+    """``url`` without its password (for messages)."""
+    try:
+        return _sqlalchemy().engine.make_url(url).render_as_string(hide_password=True)
+    except Exception:  # pragma: no cover - the URL was checked before
+        return url
+
+
+def _reason(exc) -> str:
+    lines = str(getattr(exc, "orig", exc)).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+def open_engine(url: str):
+    """A SQLAlchemy engine for a URL from :func:`database_url`. On SQLite we take control of BEGIN (pysqlite
+    starts transactions itself and never ``BEGIN IMMEDIATE``) so that writes take the write lock up front
+    (no deadlocked lock upgrade, no 'database is locked' mid-transaction) and DDL is transactional
+    (SQLAlchemy's documented recipe); WAL lets readers go on while one process writes."""
+    sa = _sqlalchemy()
+    sqlite = url.startswith("sqlite")
+    kwargs = {"connect_args": {"timeout": 60, "check_same_thread": False}} if sqlite else {"pool_pre_ping": True}
+    try:
+        engine = sa.create_engine(url, **kwargs)
+    except ImportError as exc:
+        raise InputError(f"the database driver is missing ({exc.name}): pip install 'modelseek[web]'",
+                         field="db") from None
+    if sqlite:
+        @sa.event.listens_for(engine, "connect")
+        def _connect(dbapi_conn, _record):
+            dbapi_conn.isolation_level = None
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA busy_timeout = 60000")
+            # Switching a new file to WAL needs its exclusive lock, and SQLite answers 'database is locked' at
+            # once (no busy handler) while another process is creating the same file: retry it here.
+            _retry_locked(lambda: cur.execute("PRAGMA journal_mode=WAL"))
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute("PRAGMA synchronous=FULL")          # a commit is on disk when it returns
+            cur.close()
+
+        @sa.event.listens_for(engine, "begin")
+        def _begin(conn):
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("modelseek_write")
+                                 else "BEGIN")
+    return engine
+
+
+def _backoff(attempt: int) -> None:
+    time.sleep(min(1.0, 0.01 * 2 ** min(attempt, 6)) * (0.5 + random.random()))
+
+
+def _retry_locked(fn):
+    """``fn()``, retried with back-off while it fails because another process holds the database."""
+    for attempt in range(RETRIES):
+        try:
+            return fn()
+        except Exception as exc:  # sqlite3 or SQLAlchemy errors: the retry test reads the message
+            if attempt == RETRIES - 1 or not _retryable(exc):
+                raise
+            _backoff(attempt)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def prepare_write(conn) -> None:
+    """Mark ``conn``'s next transaction as a write (SQLite: ``BEGIN IMMEDIATE``)."""
+    if conn.dialect.name == "sqlite":
+        conn.execution_options(modelseek_write=True)
+
+
+def upgrade_database(url: str | Path) -> tuple[str | None, str]:
+    """Apply the schema migrations to the database at ``url`` (``modelseek duel db upgrade``):
+    ``(version before, version after)``."""
+    sa = _sqlalchemy()
+    full = database_url(url)
+    engine = open_engine(full)
+    try:
+        return _retry_locked(lambda: schema.upgrade(engine, prepare_write))
+    except sa.exc.DBAPIError as exc:
+        raise InputError(f"cannot use the database: {_reason(exc)}", path=shown_url(full), field="db") from None
+    finally:
+        engine.dispose()
+
+
+def verify_database(url: str | Path) -> tuple[list[str], tuple[int, str] | None, list[str]]:
+    """``(problems, head, every chain hash)`` of the database at ``url`` (``modelseek duel db verify``),
+    without reading its configuration (altered meta rows are one of the things found)."""
+    sa = _sqlalchemy()
+    full = database_url(url)
+    engine = open_engine(full)
+    try:
+        if schema.schema_version(engine) != schema.SCHEMA_VERSION:
+            _retry_locked(lambda: schema.upgrade(engine, prepare_write))
+        _, t = schema.tables(sa)
+        with engine.connect() as c, c.begin():
+            return (chain.verify(c, t, sa), chain.head(c, t, sa),
+                    [h for h, in c.execute(sa.select(t["chain"].c.hash)).all()])
+    except sa.exc.DBAPIError as exc:
+        raise InputError(f"cannot use the database: {_reason(exc)}", path=shown_url(full), field="db") from None
+    finally:
+        engine.dispose()
+
+
+def _retryable(exc: Exception) -> bool:
+    orig = getattr(exc, "orig", exc)
+    if getattr(orig, "sqlstate", None) in _RETRY_SQLSTATES:
+        return True
+    msg = str(orig).lower()
+    return "database is locked" in msg or "database table is locked" in msg or "database is busy" in msg

@@ -1,0 +1,441 @@
+"""The publication workflow of a leaderboard (see :mod:`.storage`): pre-submission (validate, compute the new
+model's duels, store them as pending, return a :class:`Preview`), confirmation (publish and chain), refresh of a
+stale preview, discard, the expiry of pending submissions and the per-uploader daily quota. A mixin of
+:class:`~.storage.Store`, which holds the tables, the engine and the serialised writes it relies on."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import InputError
+from . import chain
+from .engine import duels_against, profile, profiles
+from .leaderboard import leaderboard_frame
+from .scoring import win_scores
+from .submission import Submission, check_sample_counts, id_difference, submission_from_bytes
+from .text import name_key
+
+
+#: pending pre-submissions are deleted after this many seconds (``--pending-hours``)
+PENDING_TTL = 24 * 3600.0
+#: bytes of canonical submissions one uploader may store per 24 hours
+MAX_DAILY_BYTES = 256 * 1024 * 1024
+DAY = 24 * 3600.0
+
+
+class StalePreview(InputError):
+    """The board changed since the preview was computed: recompute it (:meth:`Store.refresh`) first."""
+
+
+def _sha_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "backslashreplace")).hexdigest()
+
+
+def _payload(sub: Submission) -> tuple[bytes, str, int]:
+    """What is stored of a submission: its canonical JSON (what scoring reads; nothing else of the upload),
+    gzip'ed, the SHA-256 and the size of the uncompressed bytes."""
+    data = sub.payload()[0]
+    return gzip.compress(data, compresslevel=1, mtime=0), hashlib.sha256(data).hexdigest(), len(data)
+
+
+@dataclass
+class Preview:
+    token: str
+    model: str
+    rank: int
+    scores: dict                 # the new model's scores (tasks, categories, overall)
+    table: pd.DataFrame          # the leaderboard as it would be with the new model
+    seconds: float
+    warnings: tuple = ()         # tolerated oddities of the upload (unknown fields...)
+    board: int = 0               # the chain head (number of published models) the preview was computed on
+
+
+class PublishWorkflow:
+    """Pre-submit, confirm, refresh, discard, publish: the writes of :class:`~.storage.Store`."""
+
+    def _check_samples(self, conn, sub: Submission) -> None:
+        """The upload's samples must be the task's (paired by doc_id): the ids fixed by the first published
+        submission, else (a database older than task_ids) the published sample counts."""
+        sa, p = self._sa, self.t["profiles"]
+        fixed = dict(conn.execute(sa.select(self.t["task_ids"].c.task, self.t["task_ids"].c.ids)).all())
+        for task in self.config.task_ids:
+            if task in fixed:
+                diff = id_difference(tuple(json.loads(fixed[task])), sub.data[task].doc_ids)
+                if diff is not None:
+                    raise InputError(f"task {task!r}: {diff} (the published models have {len(json.loads(fixed[task]))} "
+                                     f"samples, this one {sub.data[task].n}; paired tests pair samples by doc_id)",
+                                     field=f"predictions.{task}")
+        rows = conn.execute(sa.select(p.c.task, sa.func.min(p.c.n), sa.func.max(p.c.n)).group_by(p.c.task)).all()
+        for task, lo, hi in rows:
+            if task in sub.data and not (lo == hi == sub.data[task].n):
+                raise InputError(f"task {task!r} has {sub.data[task].n} samples; published models have {lo}",
+                                 field=f"predictions.{task}")
+
+    def _check_name(self, conn, model: str, key: str) -> None:
+        ch, subs = self.t["chain"], self.t["submissions"]
+        row = conn.execute(self._sa.select(subs.c.model).select_from(ch.join(subs, ch.c.submission_id == subs.c.id))
+                           .where(ch.c.name_key == key)).first()
+        if row is None:
+            row = conn.execute(self._sa.select(subs.c.model).where(subs.c.model == model)).first()
+        if row is not None:
+            same = "" if row[0] == model else (f" as {row[0]!r} (names that differ only in case, width or invisible "
+                                               "characters are one model)")
+            raise InputError(f"model {model!r} is already published{same} (published submissions are immutable)",
+                             field="metadata.model")
+
+    # -------------------------------------------------------------------------------------- writing
+    def _load(self, upload, source: str) -> Submission:
+        if isinstance(upload, Submission):
+            from .submission import validate_submission
+
+            return validate_submission(upload.to_dict(), self.config, source)   # the same checks as an upload
+        if isinstance(upload, (str, Path)):     # a local file named by the operator (CLI, scripts)
+            p = Path(upload)
+            if not p.is_file():
+                raise InputError("no such submission file", path=p)
+            if p.stat().st_size > self.max_bytes:
+                raise InputError(f"submission too large: {p.stat().st_size:,} bytes > limit {self.max_bytes:,}",
+                                 path=p)
+            return submission_from_bytes(p.read_bytes(), self.config, str(p), self.max_bytes)
+        return submission_from_bytes(bytes(upload), self.config, source, self.max_bytes)
+
+    def _purge(self, c, now: float | None = None) -> int:
+        """Delete pre-submissions older than ``pending_ttl``; returns how many."""
+        pend = self.t["pending"]
+        cutoff = (now or time.time()) - self.pending_ttl
+        old = [int(i) for i, in c.execute(self._sa.select(pend.c.id).where(pend.c.created_at < cutoff)).all()]
+        for pid in old:
+            self._drop_pending(c, pid)
+        return len(old)
+
+    def purge_expired(self) -> int:
+        """Delete expired pre-submissions now (every write does it too); returns how many."""
+        return self._write(self._purge, serialised=False)
+
+    def _daily_bytes(self, c, uploader: str, now: float) -> int:
+        sa, pend, ch, subs = self._sa, self.t["pending"], self.t["chain"], self.t["submissions"]
+        pending = c.execute(sa.select(sa.func.coalesce(sa.func.sum(pend.c.size), 0))
+                            .where(pend.c.uploader == uploader, pend.c.created_at >= now - DAY)).scalar_one()
+        published = c.execute(sa.select(sa.func.coalesce(sa.func.sum(ch.c.size), 0))
+                              .select_from(ch.join(subs, ch.c.submission_id == subs.c.id))
+                              .where(ch.c.uploader == uploader, subs.c.published_at >= now - DAY)).scalar_one()
+        return int(pending) + int(published)
+
+    def presubmit(self, upload: bytes | str | Path | Submission, source: str = "<upload>", *,
+                  session: str | None = None, identity: str | None = None, uploader: str | None = None) -> Preview:
+        """Validate, compute the new model's duels, store it as pending and return the preview.
+
+        ``session``: the browser session the pre-submission belongs to (confirm must present it again);
+        ``identity``: the signed-in user (likewise); ``uploader``: who is charged for the stored bytes
+        (default: the identity, else the session)."""
+        t0 = time.perf_counter()
+        sub = self._load(upload, source)
+        key = name_key(sub.model)
+        payload, digest, size = _payload(sub)
+        if size > self.max_stored_bytes:
+            raise InputError(f"submission too large to store: {size:,} bytes of predictions and metadata > limit "
+                             f"{self.max_stored_bytes:,}", path=source)
+        tasks = self.config.task_ids
+        with self.engine.connect() as c, c.begin():   # one snapshot on SQLite; append-only tables elsewhere
+            top = chain.head(c, self.t, self._sa)
+            pub, P, _, raw_by_model = self._board(c)
+            self._check_name(c, sub.model, key)
+            self._check_samples(c, sub)
+            old = self._profiles(c, [i for i, _ in pub])
+        board = top[0] if top else 0
+        ids = [i for i, _ in pub]
+        prof = {t: profile(self.config.spec(t), sub.data[t], sub.model, self.settings) for t in tasks}
+        duels = duels_against(self.config, [prof], [old[i] for i in ids])
+        token = secrets.token_hex(32)
+        who = uploader if uploader is not None else (identity if identity is not None else session)
+        who_hash = _sha_text(who) if who is not None else None
+        pend, pprof, pduel = self.t["pending"], self.t["pending_profiles"], self.t["pending_duels"]
+
+        def write(c):
+            now = time.time()
+            self._purge(c, now)
+            if who_hash is not None and self.max_daily_bytes is not None:
+                used = self._daily_bytes(c, who_hash, now)
+                if used + size > self.max_daily_bytes:
+                    raise InputError(f"daily storage limit reached: {used:,} bytes stored in the last 24 hours + "
+                                     f"{size:,} > {self.max_daily_bytes:,}; try again later", path=source)
+            new_id = c.execute(pend.insert().values(
+                model=sub.model, token=token, sha256=digest, created_at=now,
+                metadata_json=json.dumps(sub.metadata, sort_keys=True), payload=payload, name_key=key,
+                session=_sha_text(session) if session is not None else None, identity=identity, uploader=who_hash,
+                size=size, board=board)).inserted_primary_key[0]
+            c.execute(pprof.insert(), [{"pending_id": new_id, "task": t, "n": prof[t].n, "raw": sub.raw(t),
+                                        "blob": prof[t].to_bytes()} for t in tasks])
+            rows = [{"pending_id": new_id, "task": t, "opponent_id": sid, "p_win": float(duels[t][1][0, k]),
+                     "p_loss": float(duels[t][2][k, 0])} for t in tasks for k, sid in enumerate(ids)]
+            if rows:
+                c.execute(pduel.insert(), rows)
+
+        self._write(write, serialised=False)
+        # the preview: the published matrices grown by the new model's row and column
+        names = [m for _, m in pub] + [sub.model]
+        n = len(names)
+        Pn = {}
+        for t in tasks:
+            M = np.full((n, n), np.nan)
+            M[:-1, :-1] = P[t]
+            M[-1, :-1], M[:-1, -1] = duels[t][1][0], duels[t][2][:, 0]
+            Pn[t] = M
+        scores = win_scores(Pn, names, self.config, self.alpha, self.max_competitors, self.fdr)
+        raw_by_model[sub.model] = {t: sub.raw(t) for t in tasks}
+        table = leaderboard_frame(scores, raw_by_model, self.config, "overall")
+        rank = int(table.loc[table["model"] == sub.model, "rank"].iloc[0])
+        return Preview(token, sub.model, rank, scores[sub.model], table, time.perf_counter() - t0, sub.warnings,
+                       board)
+
+    def _insert_published(self, c, rows_sub: list[dict], rows_prof: list[dict], rows_duel: list[dict]) -> None:
+        c.execute(self.t["submissions"].insert(), rows_sub)
+        c.execute(self.t["profiles"].insert(), rows_prof)
+        if rows_duel:
+            c.execute(self.t["duels"].insert(), rows_duel)
+
+    def _pending(self, c, token: str, session: str | None, identity: str | None) -> dict:
+        """The pending row of ``token``, checked: not expired, same session and identity."""
+        sa, pend, subs = self._sa, self.t["pending"], self.t["submissions"]
+        row = c.execute(sa.select(pend).where(pend.c.token == str(token))).mappings().first()
+        if row is None:
+            done = c.execute(sa.select(subs.c.model).where(subs.c.token == str(token))).first()
+            if done is not None:
+                raise InputError(f"model {done[0]!r} is already published", field="token")
+            raise InputError("unknown, expired or discarded pre-submission: pre-submit again", field="token")
+        if row["session"] is not None and (session is None or _sha_text(session) != row["session"]):
+            raise InputError("this pre-submission belongs to another browser session", field="token")
+        if row["identity"] is not None and identity != row["identity"]:
+            raise InputError("this pre-submission was made by another signed-in user", field="token")
+        if row["created_at"] < time.time() - self.pending_ttl:
+            raise InputError(f"this pre-submission expired ({self.pending_ttl / 3600:g} h): pre-submit again",
+                             field="token")
+        return dict(row)
+
+    def _missing_duels(self, c, sid: int, have: set[int], pub: list[int]):
+        """Duels of pending ``sid`` against the models published since its preview: ``(task, opp, p_win,
+        p_loss)`` rows. Their samples are checked first (the first publication fixes a task's doc_ids)."""
+        missing = [i for i in pub if i not in have]
+        if not missing:
+            return []
+        mine = self._profiles(c, [sid], "pending_profiles")[sid]
+        theirs = self._profiles(c, missing)
+        for t in self.config.task_ids:
+            if any(theirs[o][t].n != mine[t].n for o in missing):
+                raise InputError(f"task {t!r} has {mine[t].n} samples; a model published since has "
+                                 f"{next(theirs[o][t].n for o in missing)}", field=f"predictions.{t}")
+        duels = duels_against(self.config, [mine], [theirs[i] for i in missing])
+        return [(t, o, float(win[0, k]), float(loss[k, 0])) for t, (_, win, loss) in duels.items()
+                for k, o in enumerate(missing)]
+
+    def _recheck_ids(self, c, row: dict) -> None:
+        """A stale pre-submission's doc_ids against the task_ids fixed since (decodes its payload)."""
+        fixed = dict(c.execute(self._sa.select(self.t["task_ids"].c.task, self.t["task_ids"].c.ids)).all())
+        if not fixed:
+            return
+        preds = json.loads(gzip.decompress(row["payload"]))["predictions"]
+        for task, ids in fixed.items():
+            mine = tuple(r["doc_id"] for r in preds.get(task, []))
+            diff = id_difference(tuple(json.loads(ids)), mine)
+            if diff is not None:
+                raise InputError(f"task {task!r}: {diff} (a model published since fixed this task's samples)",
+                                 field=f"predictions.{task}")
+
+    def confirm(self, token: str, *, session: str | None = None, identity: str | None = None,
+                recompute: bool = False) -> str:
+        """Publish the pending submission ``token`` (given with the session and identity it was made with);
+        returns the model name. A preview older than the board raises :class:`StalePreview` unless
+        ``recompute`` (then the missing duels are computed here)."""
+        sa = self._sa
+        pduel = self.t["pending_duels"]
+        self.purge_expired()                      # its own transaction: a refused confirm does not undo it
+
+        def publish(c):
+            row = self._pending(c, token, session, identity)
+            sid, model = int(row["id"]), row["model"]
+            key = row["name_key"] or name_key(model)
+            self._check_name(c, model, key)
+            top = chain.head(c, self.t, sa)
+            now_board = top[0] if top else 0
+            stale = row["board"] is None or int(row["board"]) != now_board
+            if stale and not recompute:
+                raise StalePreview(f"the leaderboard changed since this preview ({now_board - int(row['board'] or 0)} "
+                                   "model(s) published since): recompute the preview before confirming",
+                                   field="token")
+            if stale:
+                self._recheck_ids(c, row)
+            pub = [i for i, _ in self._published(c)]
+            stored = c.execute(sa.select(pduel.c.task, pduel.c.opponent_id, pduel.c.p_win, pduel.c.p_loss)
+                               .where(pduel.c.pending_id == sid)).all()
+            stored += self._missing_duels(c, sid, {int(o) for _, o, _, _ in stored}, pub)
+            duel_rows = []
+            for task, opp, p_win, p_loss in stored:
+                duel_rows += [{"task": task, "a_id": sid, "b_id": int(opp), "p_value": p_win},
+                              {"task": task, "a_id": int(opp), "b_id": sid, "p_value": p_loss}]
+            prof_rows = [{"submission_id": sid, "task": r["task"], "n": r["n"], "raw": r["raw"], "blob": r["blob"]}
+                         for r in c.execute(sa.select(self.t["pending_profiles"]).where(
+                             self.t["pending_profiles"].c.pending_id == sid)).mappings()]
+            sub_row = {"id": sid, "model": model, "token": row["token"], "sha256": row["sha256"],
+                       "created_at": row["created_at"], "published_at": time.time(),
+                       "metadata_json": row["metadata_json"], "payload": row["payload"]}
+            tid_rows = self._new_task_ids(c, [(sid, row["payload"])])
+            self._insert_published(c, [sub_row], prof_rows, duel_rows)
+            if tid_rows:
+                c.execute(self.t["task_ids"].insert(), tid_rows)
+            chain.append(c, self.t, sa, [sub_row], prof_rows, duel_rows, tid_rows,
+                         [{"name_key": key, "uploader": row["uploader"], "size": row["size"]}])
+            self._drop_pending(c, sid)
+            return model
+
+        return self._write(publish)
+
+    def _new_task_ids(self, c, payloads: list[tuple[int, bytes]]) -> list[dict]:
+        """task_ids rows for the tasks that have none yet, from the first of ``payloads``."""
+        have = {t for t, in c.execute(self._sa.select(self.t["task_ids"].c.task)).all()}
+        todo = [t for t in self.config.task_ids if t not in have]
+        if not todo or not payloads:
+            return []
+        sid, payload = payloads[0]
+        preds = json.loads(gzip.decompress(payload))["predictions"]
+        return [{"task": t, "submission_id": sid, "ids": json.dumps([r["doc_id"] for r in preds[t]],
+                                                                     ensure_ascii=False)} for t in todo]
+
+    def refresh(self, token: str, *, session: str | None = None, identity: str | None = None) -> Preview:
+        """Recompute a pending preview on the board as it is now (its duels against models published since)."""
+        t0 = time.perf_counter()
+        sa, pend, pduel = self._sa, self.t["pending"], self.t["pending_duels"]
+
+        def update(c):
+            row = self._pending(c, token, session, identity)
+            sid = int(row["id"])
+            self._recheck_ids(c, row)
+            pub = [i for i, _ in self._published(c)]
+            have = {int(o) for o, in c.execute(sa.select(pduel.c.opponent_id).where(pduel.c.pending_id == sid)
+                                                .distinct()).all()}
+            new = self._missing_duels(c, sid, have, pub)
+            if new:
+                c.execute(pduel.insert(), [{"pending_id": sid, "task": t, "opponent_id": o, "p_win": w, "p_loss": l}
+                                           for t, o, w, l in new])
+            top = chain.head(c, self.t, sa)
+            board = top[0] if top else 0
+            # pending rows are not append-only: the board the preview now stands on
+            c.execute(sa.update(pend).where(pend.c.id == sid).values(board=board))
+            return sid, row["model"], board, have | {o for _, o, _, _ in new}
+
+        sid, model, board, opponents = self._write(update)
+        # the preview is computed outside the serialised write (others publish meanwhile): the board of its seq
+        with self.engine.connect() as c, c.begin():
+            pubs, P, _, raw_by_model = self._board(c)
+            stored = c.execute(sa.select(pduel.c.task, pduel.c.opponent_id, pduel.c.p_win, pduel.c.p_loss)
+                               .where(pduel.c.pending_id == sid)).all()
+            raw = {t: float(r) for t, r in c.execute(sa.select(self.t["pending_profiles"].c.task,
+                                                                self.t["pending_profiles"].c.raw)
+                                                      .where(self.t["pending_profiles"].c.pending_id == sid)).all()}
+        keep = [k for k, (i, _) in enumerate(pubs) if i in opponents]
+        pubs = [pubs[k] for k in keep]
+        P = {t: M[np.ix_(keep, keep)] for t, M in P.items()}
+        raw_by_model = {m: raw_by_model[m] for _, m in pubs}
+        pos = {i: k for k, (i, _) in enumerate(pubs)}
+        names = [m for _, m in pubs] + [model]
+        n = len(names)
+        Pn = {}
+        for t in self.config.task_ids:
+            M = np.full((n, n), np.nan)
+            M[:-1, :-1] = P[t]
+            Pn[t] = M
+        for t, o, w, l in stored:
+            if int(o) in pos:
+                Pn[t][-1, pos[int(o)]], Pn[t][pos[int(o)], -1] = w, l
+        scores = win_scores(Pn, names, self.config, self.alpha, self.max_competitors, self.fdr)
+        raw_by_model[model] = raw
+        table = leaderboard_frame(scores, raw_by_model, self.config, "overall")
+        rank = int(table.loc[table["model"] == model, "rank"].iloc[0])
+        return Preview(token, model, rank, scores[model], table, time.perf_counter() - t0, (), board)
+
+    def _drop_pending(self, c, pid: int) -> None:
+        c.execute(self.t["pending_duels"].delete().where(self.t["pending_duels"].c.pending_id == pid))
+        c.execute(self.t["pending_profiles"].delete().where(self.t["pending_profiles"].c.pending_id == pid))
+        c.execute(self.t["pending"].delete().where(self.t["pending"].c.id == pid))
+
+    def discard(self, token: str, *, session: str | None = None, identity: str | None = None) -> None:
+        """Drop a pending pre-submission and its duels (published ones cannot be dropped)."""
+
+        def drop(c):
+            row = self._pending(c, token, session, identity)
+            self._drop_pending(c, int(row["id"]))
+
+        self._write(drop, serialised=False)
+
+    def submit(self, upload, source: str = "<upload>") -> Preview:
+        """Pre-submit and confirm in one step (scripts and the CLI); duels against models published in
+        between are computed at confirmation."""
+        preview = self.presubmit(upload, source)
+        self.confirm(preview.token, recompute=True)
+        return preview
+
+    def publish_many(self, subs: list[Submission]) -> list[str]:
+        """Publish several validated submissions at once (an import, or rebuilding a leaderboard): their
+        profiles, one vectorised tournament among them, and their duels against the models already published."""
+        from .text import clean_name
+
+        names = [s.model for s in subs]
+        for k, name in enumerate(names):        # an operator's import: the names meet the upload's rules
+            if clean_name(name, "metadata.model", f"<submission {k}>") != name:
+                raise InputError("the model name is not NFC-normalised", path=f"<submission {k}>",
+                                 field="metadata.model")
+        keys = [name_key(m) for m in names]
+        if len(set(keys)) != len(keys):
+            raise InputError(f"model names must be new and distinct: {names}", field="metadata.model")
+        check_sample_counts(subs, self.config)
+        tasks = self.config.task_ids
+        by_task = {t: profiles(self.config.spec(t), [s.data[t] for s in subs], names, self.settings) for t in tasks}
+        prof = [{t: by_task[t][k] for t in tasks} for k in range(len(subs))]
+        payloads = [_payload(s) for s in subs]
+
+        def publish(c):
+            pub = self._published(c)
+            for s, k in zip(subs, keys):
+                self._check_name(c, s.model, k)
+                self._check_samples(c, s)
+            old = [i for i, _ in pub]
+            old_prof = self._profiles(c, old)
+            now, ids, tokens = time.time(), [], []
+            for s, (payload, digest, _) in zip(subs, payloads):   # the pending table allocates the ids
+                tokens.append(secrets.token_hex(32))
+                ids.append(int(c.execute(self.t["pending"].insert().values(
+                    model=s.model, token=tokens[-1], sha256=digest, created_at=now, metadata_json="{}",
+                    payload=b"")).inserted_primary_key[0]))
+            c.execute(self.t["pending"].delete().where(self.t["pending"].c.id.in_(ids)))
+            duels = duels_against(self.config, prof, [old_prof[o] for o in old])
+            rows = []
+            for t, (among, win, loss) in duels.items():
+                rows += [{"task": t, "a_id": ids[a], "b_id": ids[b], "p_value": float(among[a, b])}
+                         for a in range(len(ids)) for b in range(len(ids)) if a != b]
+                for a in range(len(ids)):
+                    for k, o in enumerate(old):
+                        rows += [{"task": t, "a_id": ids[a], "b_id": o, "p_value": float(win[a, k])},
+                                 {"task": t, "a_id": o, "b_id": ids[a], "p_value": float(loss[k, a])}]
+            sub_rows = [{"id": i, "model": s.model, "token": tok, "sha256": digest, "created_at": now,
+                         "published_at": now, "metadata_json": json.dumps(s.metadata, sort_keys=True),
+                         "payload": payload}
+                        for s, i, tok, (payload, digest, _) in zip(subs, ids, tokens, payloads)]
+            prof_rows = [{"submission_id": i, "task": t, "n": p[t].n, "raw": s.raw(t), "blob": p[t].to_bytes()}
+                         for s, i, p in zip(subs, ids, prof) for t in tasks]
+            tid_rows = self._new_task_ids(c, [(ids[0], payloads[0][0])])
+            self._insert_published(c, sub_rows, prof_rows, rows)
+            if tid_rows:
+                c.execute(self.t["task_ids"].insert(), tid_rows)
+            chain.append(c, self.t, self._sa, sub_rows, prof_rows, rows, tid_rows,
+                         [{"name_key": k, "uploader": None, "size": size} for k, (_, _, size) in zip(keys, payloads)])
+            return names
+
+        return self._write(publish)

@@ -1,0 +1,76 @@
+"""Shape rules of the source tree: no function longer than 80 lines, command modules that do not import
+each other, and a README layout section whose paths exist."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src" / "modelseek"
+MAX_LINES = 80
+
+# owned by a concurrent change: these files are being reworked by other helpers; emptied after their merge
+ALLOWED_LONG = {
+    "rankers/adaptive.py:_fit",
+    "fusion/learned.py:optimize_fusion",
+    "rankers/features.py:score_tasks",
+    "evaluate.py:evaluate",
+    "bench.py:cross_validate",
+}
+
+
+def _functions(path: Path):
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            yield node.name, start, node.end_lineno - start + 1
+
+
+def test_no_function_over_80_lines():
+    long = {}
+    for path in sorted(SRC.rglob("*.py")):
+        rel = path.relative_to(SRC).as_posix()
+        for name, line, n in _functions(path):
+            if n > MAX_LINES and f"{rel}:{name}" not in ALLOWED_LONG:
+                long[f"{rel}:{line} {name}"] = n
+    assert not long, f"functions over {MAX_LINES} lines: {long}"
+
+
+def test_allow_list_names_only_existing_long_functions():
+    found = {f"{p.relative_to(SRC).as_posix()}:{name}" for p in SRC.rglob("*.py")
+             for name, _, n in _functions(p) if n > MAX_LINES}
+    assert ALLOWED_LONG <= found, f"no longer long (remove from ALLOWED_LONG): {sorted(ALLOWED_LONG - found)}"
+
+
+def test_commands_do_not_import_each_other():
+    cli = SRC / "cli"
+    commands = {p.stem for p in cli.glob("*.py") if not p.stem.startswith("_") and p.stem != "main"}
+    offenders = []
+    for path in sorted(cli.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 1:
+                mods = [node.module] if node.module else [a.name for a in node.names]
+                offenders += [f"{path.name} imports {m}" for m in mods if m and m.split(".")[0] in commands]
+    assert not offenders, offenders
+
+
+def test_readme_layout_paths_exist():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Layout", 1)[1].split("\n## ", 1)[0]
+    rows = [ln for ln in section.splitlines() if ln.startswith("| `")]
+    assert rows, "the layout table is missing"
+    missing = []
+    for row in rows:
+        cell, rest = row.split("|")[1], "|".join(row.split("|")[2:])
+        for name in re.findall(r"`([^`]+)`", cell):
+            if not (SRC / name).exists():
+                missing.append(name)
+        for name in re.findall(r"`([\w/]+\.py|[\w]+/)`", rest):  # files and folders named in the description
+            if "/" in name.rstrip("/") or name.endswith(".py"):
+                candidates = [SRC / cell_dir / name for cell_dir in re.findall(r"`([\w]+/)`", cell)] + [SRC / name]
+                if not any(c.exists() for c in candidates):
+                    missing.append(name)
+    assert not missing, f"README layout names paths that do not exist: {missing}"
