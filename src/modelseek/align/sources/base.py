@@ -16,10 +16,12 @@ import os
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from ...errors import InputError
-from ..formats import ModelEntry
+
+if TYPE_CHECKING:  # annotations only: the formats look the sources up, never the reverse
+    from ..formats.entries import ModelEntry
 
 RESERVED = ("arch", "seed", "model_type", "tokenizer", "max_length")
 
