@@ -15,7 +15,6 @@ MAX_LINES = 80
 ALLOWED_LONG = {
     "rankers/adaptive.py:_fit",
     "fusion/learned.py:optimize_fusion",
-    "rankers/features.py:score_tasks",
     "evaluate.py:evaluate",
     "bench.py:cross_validate",
 }

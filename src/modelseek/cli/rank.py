@@ -95,13 +95,7 @@ def _train_data(args, pool):
     return (*train, str(models) if models is not None else train[0].source)
 
 
-def run(args: argparse.Namespace) -> int:
-    from ..api import rank_explained
-    from ..config import parse_overrides
-    from ..data.run import write_runs
-    from ..data.task import TaskSet
-    from ..rankers.resolve import ranker_class, split_params
-
+def _check_options(args) -> None:
     if args.json and (args.verify_top or args.halving):
         raise InputError("--verify-top/--halving print tables; use them without --json")
     if args.cv and args.train_tasks:
@@ -110,20 +104,35 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--cv runs in this process; it takes no --executor ray", field="--executor")
     if len(args.method) > 1 and args.run_id and not args.fusion:
         raise InputError("--run-id needs a single --method")
+
+
+def _plan(args) -> list[tuple[str, dict, str | None]]:
+    """(method, its parameters, default run id) per run to make."""
+    from ..config import parse_overrides
+    from ..rankers.resolve import split_params
+
+    given = parse_overrides(args.param or [], "--param")
+    if args.fusion:
+        params = split_params(["rrf"], given, args.seed)["rrf"]
+        return [("rrf", {**params, "methods": list(args.method)}, "rrf-" + "-".join(args.method))]
+    per = split_params(list(args.method), given, args.seed)
+    return [(m, per[m], None) for m in args.method]
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..api import rank_explained
+    from ..data.run import write_runs
+    from ..data.task import TaskSet
+    from ..rankers.resolve import ranker_class
+
+    _check_options(args)
     root = Path(args.path)
     # the ranking pool: --pool, else models.csv beside the tasks (or beside --train-tasks), else ntcir19
     pool = load_pool_arg(args.pool, root if root.is_dir() else (Path(args.train_tasks) if args.train_tasks else None))
     tasks = _tasks(args)
-    given = parse_overrides(args.param or [], "--param")
-    if args.fusion:
-        params = split_params(["rrf"], given, args.seed)["rrf"]
-        plan = [("rrf", {**params, "methods": list(args.method)}, "rrf-" + "-".join(args.method))]
-    else:
-        per = split_params(list(args.method), given, args.seed)
-        plan = [(m, per[m], None) for m in args.method]
     runs, explanations, layers = [], {}, {}
     train = None
-    for method, params, default_id in plan:
+    for method, params, default_id in _plan(args):
         run_id = args.run_id or default_id
         if args.cv:
             from ..bench import cross_validate  # (imported here: the plain path stays light)
@@ -138,30 +147,39 @@ def run(args: argparse.Namespace) -> int:
             if train is None:
                 train = _train_data(args, pool)
             truth, train_tasks, train_pool, named_by = train
-            res = rank_explained(tasks, pool, method, train_truth=truth, train_tasks=train_tasks, run_id=run_id,
-                                 progress=not args.json, allow_failures=args.allow_failures, train_pool=train_pool,
-                                 train_source=named_by, executor=args.executor,
-                                 address=args.address, device=args.device,
-                                 strict_execution=not (args.verify_top or args.halving), **params)
-            r = res.run
-            if res.explanations:
-                explanations[r.run_id] = res.explanations
-            layers[run_id or r.run_id] = res.layers  # layer: best's choices
+            ranked = rank_explained(tasks, pool, method, train_truth=truth, train_tasks=train_tasks, run_id=run_id,
+                                    progress=not args.json, allow_failures=args.allow_failures,
+                                    train_pool=train_pool, train_source=named_by, executor=args.executor,
+                                    address=args.address, device=args.device,
+                                    strict_execution=not (args.verify_top or args.halving), **params)
+            r = ranked.run
+            if ranked.explanations:
+                explanations[r.run_id] = ranked.explanations
+            layers[run_id or r.run_id] = ranked.layers  # layer: best's choices
         runs.append(r.with_id(run_id) if run_id else r)
     if args.output:
         hf = {c.id: c.hf_id for c in pool if c.hf_id} if args.docid == "hf" else {}
         write_runs(args.output, [r.map_docs(hf) if hf else r for r in runs])
     if args.json:
-        # each fact once: the run holds the order (doc, rank, score, model; the layer `layer: best` chose); an
-        # explanation holds what the ranker predicts per candidate, keyed by doc, and what the ranking rests on
-        out: dict = {r.run_id: {t: [{**_entry(e, pool),
-                                     **({"layer": lay} if (lay := layers.get(r.run_id, {}).get(t, {}).get(e.doc))
-                                        else {})} for e in r[t]] for t in r} for r in runs}
-        if explanations:
-            out["explanations"] = {rid: {t: _json_explanation(ex) for t, ex in per.items()}
-                                   for rid, per in explanations.items()}
-        print_json(out)
+        _print_json(runs, explanations, layers, pool)
         return 0
+    _print_runs(args, runs, explanations, layers, pool)
+    return verify_after_rank(args, runs, tasks, pool)
+
+
+def _print_json(runs, explanations, layers, pool) -> None:
+    # each fact once: the run holds the order (doc, rank, score, model; the layer `layer: best` chose); an
+    # explanation holds what the ranker predicts per candidate, keyed by doc, and what the ranking rests on
+    out: dict = {r.run_id: {t: [{**_entry(e, pool),
+                                 **({"layer": lay} if (lay := layers.get(r.run_id, {}).get(t, {}).get(e.doc))
+                                    else {})} for e in r[t]] for t in r} for r in runs}
+    if explanations:
+        out["explanations"] = {rid: {t: _json_explanation(ex) for t, ex in per.items()}
+                               for rid, per in explanations.items()}
+    print_json(out)
+
+
+def _print_runs(args, runs, explanations, layers, pool) -> None:
     for r in runs:
         for t in list(r)[: args.show]:
             ex = explanations.get(r.run_id, {}).get(t)
@@ -178,7 +196,6 @@ def run(args: argparse.Namespace) -> int:
             print(f"... and {len(r) - args.show} more task(s)")
     if args.output:
         print(f"wrote {sum(len(r) for r in runs)} ranking(s) of {len(pool)} candidates to {args.output}")
-    return verify_after_rank(args, runs, tasks, pool)
 
 
 def _entry(e, pool) -> dict:

@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     from ..funnel import format_seconds, parse_budget, select
     from ..funnel.pools import load_any_pool
     from ._common import print_json
-    from .finetune import load_recipe
+    from ._finetune import load_recipe
 
     parse_budget(args.budget)  # a bad budget is refused before any file is read
     path = Path(args.path)
