@@ -480,6 +480,8 @@ class TuPaTERanker(NetState, LearnedRanker):
 
     # -------------------------------------------------------------------------------- the ranker network
     def _width(self, in_dim: int) -> int:
+        if getattr(self, "width_", None) is not None:  # a loaded artifact's
+            return int(self.width_)
         w = self._setting("width")
         return in_dim if w == 0 else w
 
@@ -495,7 +497,7 @@ class TuPaTERanker(NetState, LearnedRanker):
         mode = resolve_mode(self.mode, self.device)  # a refit follows the parameters, not a loaded artifact
         if getattr(self, "mode_", None) != mode:
             self._tuner_obj = None
-        self.mode_ = mode
+        self.mode_, self.width_ = mode, None
         self._truth_for_fit = truth
         try:
             return super().fit(tasks, truth, *args, **kwargs)  # type: ignore[return-value]
@@ -541,13 +543,14 @@ class TuPaTERanker(NetState, LearnedRanker):
     # -------------------------------------------------------------------------------- artifacts
     def _state(self):
         arrays, extra = super()._state()
-        return arrays, {**extra, "mode": self.resolved_mode}
+        return arrays, {**extra, "mode": self.resolved_mode, "width": self._width(self.in_dim_)}
 
     def _set_state(self, arrays, extra) -> None:
         # the mode the artifact was fitted in (before the modes existed, every tupate artifact was approx)
         self.mode_ = str(extra.get("mode", "approx"))
         if self.mode_ not in ("published", "approx"):
             raise InputError(f"tupate artifact: unknown mode {self.mode_!r}", field="extra.mode")
+        self.width_ = extra.get("width")  # before the modes existed: the stored width parameter
         super()._set_state(arrays, extra)
 
 
