@@ -22,9 +22,29 @@ P = 4  # prompts in these tests (the paper: 20)
 
 @pytest.fixture(scope="module")
 def tiny_bert(tmp_path_factory):
+    from modelseek.errors import ModelseekError
     from modelseek.testing.tiny_models import make_tiny_bert
 
-    return make_tiny_bert(tmp_path_factory.mktemp("tiny-bert"), hidden_size=32, num_layers=3)
+    folder = tmp_path_factory.mktemp("tiny-bert")
+    try:
+        return make_tiny_bert(folder, hidden_size=32, num_layers=3)
+    except ModelseekError:  # no offline MiniLM vocabulary (a bare GPU machine): a WordPiece one trained here
+        from tokenizers import BertWordPieceTokenizer
+        from transformers import BertConfig, BertModel, BertTokenizerFast
+
+        from modelseek.testing import make_text_task
+
+        wp = BertWordPieceTokenizer(lowercase=True)
+        wp.train_from_iterator([*make_text_task("vocab", n_train=200).train.texts, "the cat sat on the mat"],
+                               vocab_size=2000, show_progress=False)
+        tok = BertTokenizerFast(tokenizer_object=wp._tokenizer, model_max_length=128)
+        cfg = BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
+                         intermediate_size=64, max_position_embeddings=128)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(0)
+            BertModel(cfg).save_pretrained(folder)
+        tok.save_pretrained(folder)
+        return folder
 
 
 @pytest.fixture(scope="module")
@@ -228,3 +248,28 @@ def test_published_default_encoder_uncached_offline_is_one_clear_error(monkeypat
                                          "Hugging Face cache") as e:
         r.describe()
     assert e.value.field == "encoder_path"
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (the published mode's home)")
+def test_published_on_cuda_end_to_end(tiny_bert, data, tmp_path):
+    tasks, truth, pool = data
+    assert resolve_mode("auto") == "published"
+    tuner = FullPromptTuner(str(tiny_bert), n_prompts=P, epochs=2, batch_size=8, seed=0, device="cuda")
+    assert tuner.device.type == "cuda" and tuner.init.device.type == "cuda"
+    before = {k: v.clone() for k, v in tuner.model.state_dict().items()}
+    mat = tuner.tune(tasks[0])
+    assert all(torch.equal(before[k], v) for k, v in tuner.model.state_dict().items())
+    assert mat.shape == (P, 32) and np.isfinite(mat).all()
+    # the same seeded procedure on the CPU gives nearly the same matrix
+    cpu = FullPromptTuner(str(tiny_bert), n_prompts=P, epochs=2, batch_size=8, seed=0, device="cpu").tune(tasks[0])
+    np.testing.assert_allclose(mat, cpu, atol=5e-3)
+    train_ids, held = truth.task_ids[:4], [tasks.get(t) for t in truth.task_ids[4:]]
+    r = make("tupate", encoder_path=str(tiny_bert), n_prompts=P, pt_epochs=2, pt_batch_size=8, epochs=20,
+             cache_dir=str(tmp_path)).fit(tasks.subset(train_ids), truth.subset(train_ids), pool=pool)
+    assert r.resolved_mode == "published" and next(r.net_.parameters()).device.type == "cuda"
+    scores = np.array([[r.rank(t, pool)[c.id] for c in pool] for t in held])
+    assert scores.shape == (2, 4) and np.isfinite(scores).all()
+    path = tmp_path / "tupate.json"
+    r.save(path)
+    loaded = TuPaTERanker.load(path, cache_dir=str(tmp_path))
+    np.testing.assert_allclose([[loaded.rank(t, pool)[c.id] for c in pool] for t in held], scores, atol=1e-4)

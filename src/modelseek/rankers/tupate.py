@@ -110,7 +110,9 @@ def _seeded_on(seed: int, device):
     """Torch's RNGs (the CPU's and, on CUDA, that device's) seeded for a block and restored afterwards."""
     import torch
 
-    devices = [device] if getattr(device, "type", "cpu") == "cuda" else []
+    devices = []
+    if getattr(device, "type", "cpu") == "cuda":
+        devices = [device.index if device.index is not None else torch.cuda.current_device()]
     with torch.random.fork_rng(devices=devices):
         torch.manual_seed(int(seed))
         yield
