@@ -273,3 +273,10 @@ def test_published_on_cuda_end_to_end(tiny_bert, data, tmp_path):
     r.save(path)
     loaded = TuPaTERanker.load(path, cache_dir=str(tmp_path))
     np.testing.assert_allclose([[loaded.rank(t, pool)[c.id] for c in pool] for t in held], scores, atol=1e-4)
+
+
+def test_cli_rejects_an_unknown_mode_in_one_line(cli, layout):
+    r = cli("train-ranker", layout, "--method", "tupate", "-p", "mode=fast", "-o", layout / "never.json")
+    assert r.code == 1
+    assert "mode must be one of auto, published, approx, got 'fast'" in r.err
+    assert len(r.err.strip().splitlines()) == 1 and not (layout / "never.json").exists()
