@@ -99,8 +99,8 @@ def _encoder_tag(source: str) -> str:
 
             found = try_to_load_from_cache(source, "config.json")
             cfg = Path(found) if isinstance(found, str) else cfg
-        except Exception:  # noqa: BLE001 - a malformed id has no cached config
-            pass
+        except Exception as exc:  # noqa: BLE001 - a malformed id has no cached config
+            log.debug("no cached config for %s: %s", source, exc)
     tag = hashlib.sha256(cfg.read_bytes()).hexdigest()[:12] if cfg.exists() else "uncached"
     return f"{Path(source).name if Path(source).is_dir() else source}/{tag}"
 
@@ -494,7 +494,7 @@ class TuPaTERanker(NetState, LearnedRanker):
         return _build(len(self.model_ids_), int(self.n_prompts), in_dim, width, int(self.heads),
                       int(self.layers), float(self.dropout))
 
-    def fit(self, tasks, truth, *args, **kwargs) -> "TuPaTERanker":
+    def fit(self, tasks, truth, *args, **kwargs) -> TuPaTERanker:
         """As :meth:`LearnedRanker.fit`; mode ``published`` trains on macro-F1 (the ground truth's ``f1``)."""
         mode = resolve_mode(self.mode, self.device)  # a refit follows the parameters, not a loaded artifact
         if getattr(self, "mode_", None) != mode:
