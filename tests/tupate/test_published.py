@@ -227,10 +227,10 @@ def test_auto_is_approx_on_cpu_and_says_it_is_an_approximation(tiny_bert, data, 
 
 
 def test_bad_mode_and_parameters_are_errors(tiny_bert, tmp_path):
-    with pytest.raises(InputError, match="mode must be one of auto, published, approx") as e:
+    with pytest.raises(InputError, match="mode must be one of 'auto', 'published', 'approx'") as e:
         make("tupate", mode="fast")
     assert e.value.field == "mode"
-    with pytest.raises(InputError, match="pt_max_texts must be >= 0"):
+    with pytest.raises(InputError, match="pt_max_texts must be an integer >= 0"):
         make("tupate", pt_max_texts=-1)
     r = _published(tiny_bert, tmp_path, pt_layers=2)
     with pytest.raises(InputError, match="pt_layers=2 applies to mode 'approx' only"):
@@ -278,5 +278,5 @@ def test_published_on_cuda_end_to_end(tiny_bert, data, tmp_path):
 def test_cli_rejects_an_unknown_mode_in_one_line(cli, layout):
     r = cli("train-ranker", layout, "--method", "tupate", "-p", "mode=fast", "-o", layout / "never.json")
     assert r.code == 1
-    assert "mode must be one of auto, published, approx, got 'fast'" in r.err
+    assert "mode must be one of 'auto', 'published', 'approx', got 'fast'" in r.err
     assert len(r.err.strip().splitlines()) == 1 and not (layout / "never.json").exists()

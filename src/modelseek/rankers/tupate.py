@@ -52,7 +52,8 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..data.pool import Pool
-from ..data.task import Task
+from ..data.task import Task, TaskSet
+from ..data.truth import GroundTruth
 from ..config import Interval, Options
 from ..errors import InputError
 from ..taskrep import read_arrays, resolve_cache_dir, sample_indices, text_hash, write_arrays
@@ -500,15 +501,15 @@ class TuPaTERanker(NetState, LearnedRanker):
         return _build(len(self.model_ids_), int(self.n_prompts), in_dim, width, int(self.heads),
                       int(self.layers), float(self.dropout))
 
-    def fit(self, tasks, truth, *args, **kwargs) -> TuPaTERanker:
-        """As :meth:`LearnedRanker.fit`; mode ``published`` trains on macro-F1 (the ground truth's ``f1``)."""
+    def _learn(self, tasks: TaskSet | None, truth: GroundTruth, *, pool: Pool | None, progress: bool) -> None:
+        """As :meth:`LearnedRanker._learn`; mode ``published`` trains on macro-F1 (the ground truth's ``f1``)."""
         mode = resolve_mode(self.mode, self.device)  # a refit follows the parameters, not a loaded artifact
         if getattr(self, "mode_", None) != mode:
             self._tuner_obj = None
         self.mode_, self.width_ = mode, None
         self._truth_for_fit = truth
         try:
-            return super().fit(tasks, truth, *args, **kwargs)  # type: ignore[return-value]
+            super()._learn(tasks, truth, pool=pool, progress=progress)
         finally:
             del self._truth_for_fit
 
