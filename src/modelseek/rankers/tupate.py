@@ -149,7 +149,10 @@ class PromptTuner:
         self.layers = n_layers if int(layers) <= 0 else min(int(layers), n_layers)
         self.first = n_layers - self.layers  # prompts enter before this layer
         emb = self.model.embeddings.word_embeddings.weight
-        ids = np.random.default_rng(self.seed).choice(np.arange(1000, emb.shape[0]), self.n_prompts, replace=False)
+        # word rows past the first 1,000 (special and rare tokens in BERT vocabularies); a small vocabulary (a
+        # tokenizer trained on few texts) starts from its second half, as the published tuner does
+        lo = 1000 if emb.shape[0] >= 1000 + self.n_prompts else min(1000, emb.shape[0] // 2)
+        ids = np.random.default_rng(self.seed).choice(np.arange(lo, emb.shape[0]), self.n_prompts, replace=False)
         self.init = emb[torch.from_numpy(ids)].detach().clone()  # (P, H), the same for every task
         cfg = Path(self.path) / "config.json"
         tag = hashlib.sha256(cfg.read_bytes()).hexdigest()[:12] if cfg.exists() else Path(self.path).name
