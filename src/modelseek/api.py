@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from collections.abc import Iterable
 
 from .data.pool import Pool
 from .data.run import Run
 from .data.task import Task, TaskSet
 from .data.truth import GroundTruth
 from .rankers import Ranker
-from .rankers.base import failures_allowed  # noqa: F401  (re-exported: part of the API)
+from .rankers.base import failures_allowed
 
 
 def default_ranker() -> Ranker:

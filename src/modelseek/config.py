@@ -50,18 +50,19 @@ import os
 import types
 import typing
 import collections.abc as cabc
+from collections.abc import Iterable, Mapping, Sequence
 from numbers import Integral, Real
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, ClassVar, Iterable, Mapping, Sequence, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from .errors import InputError
 from .io import Source, loads_yaml_located, read_config  # Source re-exported: where a mapping came from
 
 C = TypeVar("C", bound="Config")
 
-__all__ = ["Config", "Constraint", "Interval", "NONFINITE", "Options", "Source", "check", "coerce",
-           "describe", "from_mapping", "parse_overrides", "to_mapping"]
+__all__ = ["NONFINITE", "Config", "Constraint", "Interval", "Options", "Source", "check", "coerce", "describe",
+           "from_mapping", "parse_overrides", "to_mapping"]
 
 
 # ------------------------------------------------------------------------------------------ constraints
@@ -368,7 +369,7 @@ class Config:
 
     # -------------------------------------------------------------------------------- building
     @classmethod
-    def from_mapping(cls: type[C], mapping: Any, *, source: "Source | str | os.PathLike | None" = None) -> C:
+    def from_mapping(cls: type[C], mapping: Any, *, source: Source | str | os.PathLike | None = None) -> C:
         """Build from a mapping (a parsed YAML/JSON document); every problem is one located ``InputError``."""
         src = Source.of(source)
         if not isinstance(mapping, Mapping):
@@ -446,7 +447,7 @@ def parse_overrides(pairs: Iterable[str], option: str = "--set") -> dict[str, An
     return out
 
 
-def from_mapping(cls: type[C], mapping: Any, *, source: "Source | str | os.PathLike | None" = None) -> C:
+def from_mapping(cls: type[C], mapping: Any, *, source: Source | str | os.PathLike | None = None) -> C:
     """Function form of :meth:`Config.from_mapping`."""
     return cls.from_mapping(mapping, source=source)
 

@@ -30,7 +30,7 @@ pytrec_eval on every topic.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

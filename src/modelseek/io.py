@@ -28,8 +28,9 @@ import os
 import re
 import sys
 import tempfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from .errors import InputError
 
@@ -46,7 +47,7 @@ class Source:
     prefix: str = ""
 
     @classmethod
-    def of(cls, source: "Source | str | os.PathLike | None") -> "Source":
+    def of(cls, source: Source | str | os.PathLike | None) -> Source:
         if isinstance(source, Source):
             return source
         return cls(None if source is None else str(source))
@@ -429,7 +430,7 @@ def _walk(node, where: str, lines: dict[str, int], path, seen_nodes: set[int]) -
             _walk(item, f"{where}[{i}]", lines, path, seen_nodes)
 
 
-def read_yaml_located(path: str | os.PathLike, what: str = "file") -> tuple[Any, "Source"]:
+def read_yaml_located(path: str | os.PathLike, what: str = "file") -> tuple[Any, Source]:
     """:func:`read_yaml` plus a :class:`Source` (the path and the line of every key)."""
     data, lines = loads_yaml_located(read_text(path, what), path)
     return data, Source(str(path), lines)
@@ -440,7 +441,7 @@ def read_yaml(path: str | os.PathLike, what: str = "file") -> Any:
     return read_yaml_located(path, what)[0]
 
 
-def read_config(path: str | os.PathLike, what: str = "config file") -> tuple[Any, "Source"]:
+def read_config(path: str | os.PathLike, what: str = "config file") -> tuple[Any, Source]:
     """A config document and its :class:`Source`: ``.json`` files through the strict JSON
     reader (no key lines), anything else as YAML (of which JSON is a subset)."""
     if Path(path).suffix.lower() == ".json":

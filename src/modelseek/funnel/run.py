@@ -13,9 +13,10 @@ reported, never used to choose).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..data.pool import Candidate, Pool
 from ..data.run import Run, write_runs

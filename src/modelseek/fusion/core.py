@@ -30,8 +30,8 @@ docID order ('2' before '10'), so the result is deterministic.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -154,7 +154,7 @@ class Fusion:
 
     @classmethod
     def build(cls, run_ids: Sequence[str], method: FusionMethod | str = "rrf", norm: Norm | str | None = None,
-              weights: Sequence[float] | Mapping[str, float] | None = None, k: float = DEFAULT_RRF_K) -> "Fusion":
+              weights: Sequence[float] | Mapping[str, float] | None = None, k: float = DEFAULT_RRF_K) -> Fusion:
         """Validate and complete a specification (see :func:`fuse` for the defaults)."""
         m = FusionMethod.parse(method, field="method")
         ids = tuple(str(r) for r in run_ids)
@@ -251,7 +251,7 @@ class Fusion:
                 "weights": {r: w for r, w in zip(self.run_ids, self.weights)}}
 
     @classmethod
-    def from_dict(cls, d: Mapping) -> "Fusion":
+    def from_dict(cls, d: Mapping) -> Fusion:
         if not isinstance(d, Mapping):
             raise InputError("fusion must be an object", field="fusion")
         unknown = set(d) - {"method", "norm", "k", "weights"}

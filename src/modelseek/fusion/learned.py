@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence, TYPE_CHECKING
+from typing import Any, TYPE_CHECKING
 
 import numpy as np
 
@@ -110,7 +111,7 @@ class _Judged:
     k: int
 
     @classmethod
-    def build(cls, block: Block, truth: GroundTruth, scheme: GradingScheme, k: int) -> "_Judged":
+    def build(cls, block: Block, truth: GroundTruth, scheme: GradingScheme, k: int) -> _Judged:
         gains = np.zeros(block.scores.shape[1:])
         idcg = np.zeros(len(block.topics))
         for ti, t in enumerate(block.topics):
@@ -236,18 +237,18 @@ class FusionCV:
 
     metric: str
     folds: list[FoldResult]
-    per_topic: "pd.DataFrame"
+    per_topic: pd.DataFrame
     systems: list[str]
     seed: int = 0
     run: Run | None = None      # the learned fusion's held-out rankings (each topic by its fold's choice)
 
-    def per_fold(self) -> "pd.DataFrame":
+    def per_fold(self) -> pd.DataFrame:
         """Mean metric per fold (rows) and system (columns), with the number of held-out topics."""
         df = self.per_topic.groupby("fold")[self.systems].mean()
         df.insert(0, "n", self.per_topic.groupby("fold").size())
         return df
 
-    def summary(self, n_resamples: int = 1000, confidence: float = 0.95, seed: int | None = None) -> "pd.DataFrame":
+    def summary(self, n_resamples: int = 1000, confidence: float = 0.95, seed: int | None = None) -> pd.DataFrame:
         """Per system: mean [bootstrap interval over topics] and the paired difference learned − system."""
         import pandas as pd
 
@@ -270,7 +271,7 @@ class FusionCV:
     def to_dict(self, n_resamples: int = 1000) -> dict:
         summ = self.summary(n_resamples)
         fold_means = self.per_fold()
-        return {"metric": self.metric, "seed": self.seed, "n_topics": int(len(self.per_topic)),
+        return {"metric": self.metric, "seed": self.seed, "n_topics": len(self.per_topic),
                 "folds": [{**f.to_dict(), "means": {k: float(v) for k, v in fold_means.loc[f.fold, self.systems].items()}}
                           for f in self.folds],
                 "summary": {name: {k: (None if isinstance(v, float) and math.isnan(v) else float(v))
@@ -319,7 +320,7 @@ class LearnedFusion:
         save_fusion(self, path)
 
     @classmethod
-    def load(cls, path: str | Path) -> "LearnedFusion":
+    def load(cls, path: str | Path) -> LearnedFusion:
         return cls(**read_fusion(path))
 
 

@@ -9,8 +9,9 @@ never task text.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from numbers import Integral
-from typing import ClassVar, Sequence
+from typing import ClassVar
 
 import numpy as np
 
@@ -46,7 +47,7 @@ def _has_card(c: Candidate) -> bool:
     return bool(c.family or c.domain or c.pretraining_data or c.finetuning_data)
 
 
-def with_cards(pool: Pool, reference: "Pool | str | None") -> Pool:
+def with_cards(pool: Pool, reference: Pool | str | None) -> Pool:
     """``pool`` where candidates without model-card metadata (e.g. from an NTCIR ``models.csv``) take it from
     the same candidate (same id, same or no hf_id) in ``reference`` (a pool or pool file)."""
     if reference is None:

@@ -560,8 +560,8 @@ class AdaptiveRanker(LearnedRanker):
                  for c, j in zip(cands, order) if t["domain"][int(j)] > 0]
         return {
             "task": task.id,
-            "sample": {"texts_embedded": int(len(sample_indices(task.train.labels, int(self.max_texts), int(self.seed)))),
-                       "train_rows": n_rows, "rows_total": int(n_rows + len(task.val)), "val_rows": int(len(task.val)),
+            "sample": {"texts_embedded": len(sample_indices(task.train.labels, int(self.max_texts), int(self.seed))),
+                       "train_rows": n_rows, "rows_total": int(n_rows + len(task.val)), "val_rows": len(task.val),
                        "max_texts": int(self.max_texts), "seed": int(self.seed), "stratified_by": "label"},
             "candidates": cands,
             "coverage": float(self.coverage),

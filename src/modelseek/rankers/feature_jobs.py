@@ -44,9 +44,10 @@ import math
 import socket
 import tempfile
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -71,14 +72,14 @@ class FeatureJobConfig:
 
     estimators: tuple[str, ...]
     pooling: str = "mean"
-    layer: "str | int" = "last"
+    layer: str | int = "last"
     max_length: int = 256
     batch_size: int = 32
     max_examples: int | None = None
     estimator_params: Mapping[str, Any] = field(default_factory=dict)
     seed: int = 0
     device: str = "auto"
-    cache_dir: "str | None | bool" = None
+    cache_dir: str | bool | None = None
     progress: bool = False
     method: str = "features"
 
@@ -123,7 +124,7 @@ class CandidateOutcome:
                 "forward_calls": self.forward_calls}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "CandidateOutcome":
+    def from_dict(cls, d: Mapping[str, Any]) -> CandidateOutcome:
         return cls({e: {t: float(v) for t, v in per.items()} for e, per in d["scores"].items()}, dict(d["chosen"]),
                    [(str(t), str(m), bool(b)) for t, m, b in d["failures"]], int(d.get("forward_calls", 0)))
 
@@ -304,7 +305,7 @@ def _failed_everywhere(tasks: Sequence[TaskInput], names: Sequence[str], msg: st
 
 
 # ------------------------------------------------------------------------------------------ preflight
-def preflight(pool: Pool, cache_dir: "str | None | bool") -> tuple[dict[str, str], set[str]]:
+def preflight(pool: Pool, cache_dir: str | bool | None) -> tuple[dict[str, str], set[str]]:
     """Checks made once before any model is loaded: the feature cache folder (InputError when unusable) and the
     Hub when some candidate needs it. -> ({candidate id: why it cannot load}, ids to load from the local Hugging
     Face cache only)."""
@@ -362,7 +363,7 @@ def tasks_digest(tasks: Sequence[TaskInput]) -> str:
     return _digest([asdict(t) for t in tasks])
 
 
-def default_store_path(cache_dir: "str | None | bool") -> Path | None:
+def default_store_path(cache_dir: str | bool | None) -> Path | None:
     """``scores.sqlite`` in the feature cache folder; None without a cache."""
     from ..features.cache import FeatureCache
 
@@ -470,7 +471,7 @@ def make_executor(name: str, address: str | None = None):
 
 # ------------------------------------------------------------------------------------------ the API
 def score_candidates(tasks: Sequence[Task], pool: Pool, config: FeatureJobConfig, *, executor: str = "local",
-                     address: str | None = None, store: "str | Path | bool | None" = None,
+                     address: str | None = None, store: str | Path | bool | None = None,
                      progress: bool | None = None, poll_s: float = 0.5) -> dict[str, CandidateOutcome]:
     """Every candidate of ``pool`` scored on every task of ``tasks`` -> {candidate id: outcome}, in pool order.
 
@@ -588,5 +589,5 @@ def with_execution(ranker, executor: str | None = None, address: str | None = No
     return ranker
 
 
-__all__ = ["CandidateOutcome", "DEVICES", "EXECUTORS", "FeatureJobConfig", "TaskInput", "default_store_path",
+__all__ = ["DEVICES", "EXECUTORS", "CandidateOutcome", "FeatureJobConfig", "TaskInput", "default_store_path",
            "is_regression", "prepare_tasks", "score_candidate", "score_candidates", "with_execution"]

@@ -19,8 +19,9 @@ turns any method (an artifact too) into an *unfitted* ranker of the same method 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..data.pool import Pool
 from ..data.task import TaskSet

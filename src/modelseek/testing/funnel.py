@@ -18,8 +18,9 @@ funnel's backend interface, on a virtual clock that advances by those costs.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
