@@ -43,6 +43,7 @@ see :func:`modelseek.io.read_config`) and the field as a dotted path (``optimise
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import math
@@ -95,13 +96,10 @@ class Interval(Constraint):
             return False
         if isinstance(value, float) and math.isnan(value):
             return False
-        if self.left is not None:
-            if value < self.left or (value == self.left and self.closed in ("right", "neither")):
-                return False
-        if self.right is not None:
-            if value > self.right or (value == self.right and self.closed in ("left", "neither")):
-                return False
-        return True
+        left_open, right_open = self.closed in ("right", "neither"), self.closed in ("left", "neither")
+        below = self.left is not None and (value < self.left or (value == self.left and left_open))
+        above = self.right is not None and (value > self.right or (value == self.right and right_open))
+        return not (below or above)
 
     def __str__(self) -> str:
         kind = "an integer" if self.type is Integral else "a number"
@@ -265,10 +263,8 @@ def _coerce_float(value: Any, field: str | None, nonfinite: bool) -> float:
         except OverflowError:  # an int too large for a float (e.g. 10**400 from YAML or JSON)
             raise InputError(f"number {_show(value)} is too large for a float", field=field) from None
     elif isinstance(value, str):
-        try:
+        with contextlib.suppress(ValueError):
             out = float(value.strip())
-        except ValueError:
-            pass
     if out is None:
         raise InputError(f"must be a number, got {_show(value)}", field=field)
     if not nonfinite and not math.isfinite(out):
@@ -300,7 +296,8 @@ def _coerce_sequence(value, annotation, origin, args, field, nonfinite):
     if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
         if len(items) != len(args):
             raise InputError(f"must be a list of {len(args)} items, got {len(items)}", field=field)
-        return tuple(coerce(v, a, f"{field or ''}[{i}]", nonfinite=nonfinite) for i, (v, a) in enumerate(zip(items, args)))
+        return tuple(coerce(v, a, f"{field or ''}[{i}]", nonfinite=nonfinite)
+                     for i, (v, a) in enumerate(zip(items, args)))
     item_type = args[0] if args else Any
     out = [coerce(v, item_type, f"{field or ''}[{i}]", nonfinite=nonfinite) for i, v in enumerate(items)]
     return out if origin is list else tuple(out)

@@ -67,7 +67,7 @@ def evaluate(run: Run, truth: GroundTruth, metrics: Sequence[str] = DEFAULT_METR
     if not names:
         raise InputError(f"no metric given; valid names: {', '.join(_metrics.names())}", field="metrics")
     parsed = {m: _metrics.parse(m) for m in names}
-    for m, (base, k) in parsed.items():
+    for m in parsed:
         _metrics.get(m)  # unknown names and bad cut-offs: the registry's errors
     ta = truth.arrays(s)
     wanted = list(ta.tasks) if topics is None else [str(t) for t in topics]
@@ -147,7 +147,7 @@ def evaluate(run: Run, truth: GroundTruth, metrics: Sequence[str] = DEFAULT_METR
             columns[m] = _kendall(seg, pos, seg_start, hit, matched, ta, t_of_w, W, present)
         else:  # a metric registered elsewhere: the per-topic function over lists
             columns[m] = _generic(m, run, truth, wanted, s, present, level)
-    for m, (base, k) in parsed.items():
+    for m, (base, _) in parsed.items():
         if base in ("ndcg", "mrr"):
             columns[m] = np.where(present, columns[m], 0.0)
     tiers = truth.tiers(wanted)

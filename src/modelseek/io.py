@@ -20,6 +20,7 @@ the line of every key, so that :meth:`~modelseek.config.Config.from_mapping` err
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
 import json
@@ -108,10 +109,8 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
 
 

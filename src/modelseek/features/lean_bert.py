@@ -63,7 +63,7 @@ def _weight_prefix(folder: Path, n_layers: int) -> str | None:
     try:
         with safe_open(str(folder / WEIGHTS), "pt") as fh:
             keys = set(fh.keys())
-    except Exception:  # a damaged file: the transformers path reports it in its own words
+    except Exception:  # noqa: BLE001 - a damaged file: the transformers path reports it in its own words
         return None
     needed = _EMBEDDINGS + [n for i in range(n_layers) for n in _layer_names(i)]
     for prefix in _PREFIXES:
@@ -130,7 +130,7 @@ class LeanTokenizer:
 
         try:
             self._tok = Tokenizer.from_file(str(folder / TOKENIZER))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - tokenizers raises a plain Exception for any unreadable file
             raise ModelseekError(f"{folder / TOKENIZER}: unreadable tokenizer ({exc})") from None
         self._tok.no_padding()
         self._tok.no_truncation()

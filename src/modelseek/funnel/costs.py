@@ -198,7 +198,7 @@ class MeasuredCosts:
             t0 = self.clock()
             try:
                 self.measured[c.id] = self.measure(c)
-            except Exception as exc:  # a candidate that cannot be probed is not measured; the feature stage names it
+            except Exception as exc:  # noqa: BLE001 - an unprobeable candidate is not measured; the feature stage names it
                 self.failures[c.id] = _reason(exc)
                 log.warning("cost probe of %s failed: %s", c.id, self.failures[c.id])
             spent += self.clock() - t0

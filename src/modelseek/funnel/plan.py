@@ -115,7 +115,7 @@ def k_grid(n: int) -> list[int]:
     k = 8.0
     while k < n:
         k *= 1.25
-        ks.add(min(n, int(round(k))))
+        ks.add(min(n, round(k)))
     ks.add(n)
     return sorted(ks)
 

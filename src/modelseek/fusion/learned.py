@@ -52,7 +52,7 @@ def simplex_weights(n_runs: int, step: float = 0.1) -> list[tuple[float, ...]]:
     """Every weight vector with entries in {0, step, 2 step, ..., 1} summing to 1 (lexicographic order)."""
     if not (0 < step <= 1) or not math.isfinite(step):
         raise InputError(f"step must be in (0, 1], got {step}", field="step")
-    units = int(round(1.0 / step))
+    units = int(round(1.0 / step))  # noqa: RUF046 - a numpy step: numpy<2 rounds to a float
     if abs(units * step - 1.0) > 1e-9:
         raise InputError(f"step must divide 1 (0.5, 0.25, 0.2, 0.1, 0.05 ...), got {step}", field="step")
     out = []
@@ -272,7 +272,8 @@ class FusionCV:
         summ = self.summary(n_resamples)
         fold_means = self.per_fold()
         return {"metric": self.metric, "seed": self.seed, "n_topics": len(self.per_topic),
-                "folds": [{**f.to_dict(), "means": {k: float(v) for k, v in fold_means.loc[f.fold, self.systems].items()}}
+                "folds": [{**f.to_dict(),
+                           "means": {k: float(v) for k, v in fold_means.loc[f.fold, self.systems].items()}}
                           for f in self.folds],
                 "summary": {name: {k: (None if isinstance(v, float) and math.isnan(v) else float(v))
                                    for k, v in row.items()} for name, row in summ.iterrows()}}

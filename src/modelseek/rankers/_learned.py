@@ -131,7 +131,8 @@ class LearnedRanker(Persistable):
             t = y.index[y.isna().any(axis=1)][0]
             raise InputError(f"ground truth is incomplete: task {t!r} lacks some models' F1", path=truth.source or None,
                              field="f1")
-        self.trained_ = Trained.from_truth([str(m) for m in y.columns], pool if pool is not None else self._default_pool())
+        self.trained_ = Trained.from_truth([str(m) for m in y.columns],
+                                           pool if pool is not None else self._default_pool())
         self.fitted_task_ids_ = list(ids)
         task_list = [tasks.get(t) for t in ids]
         self._fit(task_list, self._reps(task_list, progress), y.to_numpy(float), progress)

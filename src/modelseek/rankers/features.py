@@ -153,8 +153,8 @@ class FeatureRanker(Ranker):
         if self.failures_ and not self.allow_failures:
             raise CandidateFailures(self.name, len(pool), self.failures_)
         if self.failures_:
-            log.warning("%s: %d candidate(s) failed and are left out of the run: %s", self.name,
-                        len(self.failures_), "; ".join(f"{c} [{src}] ({m})" for c, (src, m, _) in self.failures_.items()))
+            log.warning("%s: %d candidate(s) failed and are left out of the run: %s", self.name, len(self.failures_),
+                        "; ".join(f"{c} [{src}] ({m})" for c, (src, m, _) in self.failures_.items()))
         first = scores[self._estimators()[0]]
         empty = [t.id for t in tasks if not first[t.id]]
         if len(empty) == len(tasks):

@@ -27,7 +27,7 @@ from ..data.pool import Pool
 from ..data.task import TaskSet
 from ..data.truth import GroundTruth
 from ..errors import InputError
-from ..registry import closest
+from ..registry import UnknownNameError, closest
 from .base import Ranker
 
 
@@ -60,7 +60,7 @@ def artifact_spec(path: str | Path) -> tuple[str, dict[str, Any]]:
     doc = read_artifact(path)
     try:
         _registry().get(doc["method"])  # unknown method -> did-you-mean error
-    except Exception as exc:  # the registry's did-you-mean error, located in the artifact
+    except UnknownNameError as exc:  # the registry's did-you-mean error, located in the artifact
         raise InputError(str(getattr(exc, "message", exc)), path=path, field="method") from None
     params = doc.get("params") or {}
     if not isinstance(params, dict):
@@ -132,7 +132,7 @@ def _typed(cls: type, params: Mapping[str, Any]) -> dict[str, Any]:
 
     try:
         hints = typing.get_type_hints(cls.__init__)
-    except Exception:  # an annotation that cannot be resolved here: nothing to coerce by
+    except Exception:  # noqa: BLE001 - an annotation that cannot be resolved here: nothing to coerce by
         return dict(params)
     out = dict(params)
     for key, value in params.items():
