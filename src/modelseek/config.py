@@ -98,16 +98,15 @@ class Interval(Constraint):
             return False
         left_open, right_open = self.closed in ("right", "neither"), self.closed in ("left", "neither")
         below = self.left is not None and (value < self.left or (value == self.left and left_open))
-        above = self.right is not None and (value > self.right or (value == self.right and right_open))
+        # typeshed's numbers.Real declares no __gt__, and the reflected float.__lt__ takes floats only
+        above = self.right is not None and (value > self.right or (value == self.right and right_open))  # type: ignore[operator]
         return not (below or above)
 
     def __str__(self) -> str:
         kind = "an integer" if self.type is Integral else "a number"
         lo, hi = self.left, self.right
-        if lo is None and hi is None:
-            return kind
         if hi is None:
-            return f"{kind} {'>=' if self.closed in ('left', 'both') else '>'} {_num(lo)}"
+            return kind if lo is None else f"{kind} {'>=' if self.closed in ('left', 'both') else '>'} {_num(lo)}"
         if lo is None:
             return f"{kind} {'<=' if self.closed in ('right', 'both') else '<'} {_num(hi)}"
         left = "[" if self.closed in ("left", "both") else "("

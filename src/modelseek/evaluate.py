@@ -89,7 +89,7 @@ def evaluate(run: Run, truth: GroundTruth, metrics: Sequence[str] = DEFAULT_METR
     doc = ra.doc[keep]
     # one code per distinct model id / docID: the join, the docID order and the unknown docIDs use it. A run
     # read from a file carries its docIDs' codes already; only its distinct docIDs are looked up.
-    if ra.doc_code is not None:
+    if ra.doc_code is not None and ra.doc_names is not None:  # set together by the reader
         t_codes, t_uniq = pd.factorize(ta.model)
         run_names = pd.Index(ra.doc_names, dtype=object)
         in_truth = pd.Index(t_uniq, dtype=object).get_indexer(run_names)

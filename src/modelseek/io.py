@@ -250,7 +250,7 @@ def csv_dict_reader(fh, path: str | os.PathLike | None = None):
             if self._fieldnames is None:
                 with _LongFields():
                     try:
-                        names = csv.DictReader.fieldnames.fget(self)
+                        names = super().fieldnames
                     except csv.Error as exc:
                         raise InputError(f"malformed CSV header: {exc}", path=path, line=1) from None
                 seen: dict[str, int] = {}

@@ -252,4 +252,5 @@ def load(folder: str | Path) -> tuple[LeanBert, LeanTokenizer]:
     why, prefix = _inspect(folder)
     if why is not None:
         raise Unsupported(folder, why)
+    assert prefix is not None  # _inspect finds a weight prefix whenever it finds nothing wrong
     return LeanBert(folder, prefix), LeanTokenizer(folder)

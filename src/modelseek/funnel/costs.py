@@ -71,7 +71,7 @@ def scaled_cost(known: Mapping[str, ModelCost], params: Mapping[str, float | Non
         raise ValueError("no measured costs to extrapolate from")
     arr = np.array([[c.load_s, c.feature_s_per_1k, c.finetune_s_per_epoch_1k] for c in known.values()])
     med = np.median(arr, axis=0)
-    sizes = [params.get(k) for k in known if params.get(k)]
+    sizes = [p for k in known if (p := params.get(k))]
     mine = params.get(cid)
     factor = float(mine / np.median(sizes)) if mine and sizes else 1.0
     return ModelCost(*(float(x) * factor for x in med))

@@ -226,7 +226,8 @@ def _halving_stage(task, st, plan, backend, costs, by_id, pool, n_ft, fits, ran)
     from .plan import finetune_cost
 
     if st.body.get("finetune_order") is None:
-        ids, left = [], st.body["settings"]["budget_s"] - st.spent_s
+        ids: list[str] = []
+        left = st.body["settings"]["budget_s"] - st.spent_s
         for cid in _finetune_order(pool, st, plan):
             if len(ids) == plan.finetune_k:
                 break

@@ -406,11 +406,11 @@ def optimize_fusion(runs: Sequence[Run] | Mapping[str, Run], truth: GroundTruth,
                 cv_scores[t] = part.scores(t)
     cv_run = Run({t: Run.from_scores({t: cv_scores[t]})[t] for t in topics if t in cv_scores}, "learned-cv")
     metric_name = f"ndcg@{k}"
-    cols = {LEARNED: evaluate(cv_run, truth, [metric_name], s, topics=topics).per_topic[metric_name]}
+    scores = {LEARNED: evaluate(cv_run, truth, [metric_name], s, topics=topics).per_topic[metric_name]}
     for r in rs:
-        cols[r.run_id] = evaluate(r, truth, [metric_name], s, topics=topics).per_topic[metric_name]
-    cols[PLAIN_RRF] = evaluate(fuse(rs, "rrf"), truth, [metric_name], s, topics=topics).per_topic[metric_name]
-    per_topic = pd.DataFrame(cols)
+        scores[r.run_id] = evaluate(r, truth, [metric_name], s, topics=topics).per_topic[metric_name]
+    scores[PLAIN_RRF] = evaluate(fuse(rs, "rrf"), truth, [metric_name], s, topics=topics).per_topic[metric_name]
+    per_topic = pd.DataFrame(scores)
     per_topic.insert(0, "tier", tiers)
     per_topic.insert(0, "fold", [fold_of[t] for t in topics])
     per_topic.index.name = "topic"

@@ -58,8 +58,10 @@ def with_cards(pool: Pool, reference: Pool | str | None) -> Pool:
     out = []
     for c in pool:
         r = ref.get(c.id) if c.id in ref else None
-        use = r is not None and not _has_card(c) and (not c.hf_id or not r.hf_id or c.hf_id == r.hf_id)
-        out.append(r if use else c)
+        if r is not None and not _has_card(c) and (not c.hf_id or not r.hf_id or c.hf_id == r.hf_id):
+            out.append(r)
+        else:
+            out.append(c)
     return Pool(out, name=pool.name)
 
 
@@ -151,10 +153,14 @@ class LearnedRanker(Persistable):
         """The trained candidates, in ``model_ids_`` order, as described by the ranker's ``pool`` parameter
         (rankers that read model cards need them); a candidate that pool does not describe is an error."""
         train_pool = self._default_pool()
+        if train_pool is None:
+            raise InputError(f"{self.name}: {what} come from the ranker's pool; give the pool file that describes "
+                             f"the ground truth's models", field="pool")
         missing = [m for m in self.model_ids_ if m not in train_pool]
         if missing:
             raise InputError(f"{self.name}: {what} of candidate(s) {', '.join(missing)} are not in pool "
-                             f"{self.pool!r}; give the pool file that describes the ground truth's models",
+                             f"{getattr(self, 'pool', None)!r}; give the pool file that describes the ground truth's "
+                             f"models",
                              field="pool")
         return Pool([train_pool.get(m) for m in self.model_ids_])
 

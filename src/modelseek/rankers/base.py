@@ -28,7 +28,7 @@ import abc
 import inspect
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Self, final
+from typing import TYPE_CHECKING, Any, ClassVar, final
 
 import numpy as np
 
@@ -38,6 +38,9 @@ from ..data.run import Run
 from ..data.task import Task, TaskSet
 from ..data.truth import GroundTruth
 from ..errors import InputError, NotFittedError
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self is 3.11+; the package supports 3.10
 
 #: what ``_parameter_constraints`` maps a parameter to: constraints (any one satisfies), ``None`` = may be None
 Constraints = Mapping[str, Sequence["Constraint | None"]]

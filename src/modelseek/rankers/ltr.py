@@ -129,7 +129,7 @@ class LTRRanker(LearnedRanker):
         knn = knn_predict(task_vector(rep, "mean"), self.keys_, self.targets_, int(self.knn_k),
                           float(self.knn_temperature))
         x = self._rows(task.id, rep, pool, idx, prior, knn)
-        return self.booster_.predict(x, num_threads=1)
+        return np.asarray(self.booster_.predict(x, num_threads=1))
 
     def _state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         return ({"keys": self.keys_.astype(np.float32), "targets": self.targets_.astype(np.float32)},

@@ -131,7 +131,7 @@ def _typed(cls: type, params: Mapping[str, Any]) -> dict[str, Any]:
     from ..config import coerce
 
     try:
-        hints = typing.get_type_hints(cls.__init__)
+        hints = typing.get_type_hints(cls.__init__)  # type: ignore[misc]  # the class's constructor, for its hints
     except Exception:  # noqa: BLE001 - an annotation that cannot be resolved here: nothing to coerce by
         return dict(params)
     out = dict(params)
