@@ -655,13 +655,14 @@ class AdaptiveRanker(LearnedRanker):
             "regret_residuals": self.regret_residuals_.astype(np.float32), "tiers": self.tiers_.astype(np.int8),
             "akeys": self.akeys_.astype(np.float32), "profile_emb": self.profile_emb_.astype(np.float32),
             "shape_mean": self.shape_mean_.astype(np.float64), "shape_slopes": self.shape_slopes_.astype(np.float64)}
-        extra: dict[str, Any] = {"weight": self.weight_, "k": self.k_, "temperature": self.temperature_, "k_tier": self.k_tier_,
-                 "temperature_tier": self.temperature_tier_, "task_names": self.task_names_,
-                 "loo_ndcg5": self.loo_ndcg5_, "loo_ndcg5_prior": self.loo_ndcg5_prior_,
-                 "loo_tier_balanced_accuracy": self.loo_tier_balanced_accuracy_,
-                 "loo_regret": self.loo_regret_, "gate": bool(self.gate_), "gate_lo": self.gate_lo_,
-                 "gate_hi": self.gate_hi_, "shape_weight": self.shape_weight_, "domain_weight": self.domain_weight_,
-                 "domain_threshold": self.domain_threshold_}
+        extra: dict[str, Any] = {
+            "weight": self.weight_, "k": self.k_, "temperature": self.temperature_, "k_tier": self.k_tier_,
+            "temperature_tier": self.temperature_tier_, "task_names": self.task_names_,
+            "loo_ndcg5": self.loo_ndcg5_, "loo_ndcg5_prior": self.loo_ndcg5_prior_,
+            "loo_tier_balanced_accuracy": self.loo_tier_balanced_accuracy_,
+            "loo_regret": self.loo_regret_, "gate": bool(self.gate_), "gate_lo": self.gate_lo_,
+            "gate_hi": self.gate_hi_, "shape_weight": self.shape_weight_, "domain_weight": self.domain_weight_,
+            "domain_threshold": self.domain_threshold_}
         return arrays, extra
 
     def _set_state(self, arrays, extra) -> None:
