@@ -28,8 +28,8 @@ from .funnel import select
 from ._version import __version__
 
 __all__ = [
-    "Candidate", "Criticality", "GradingScheme", "GroundTruth", "InputError", "ModelseekError", "Pool",
-    "Report", "Run", "Split", "Task", "TaskSet", "ValidationError", "evaluate", "from_hf_dataset", "fuse",
+    "Candidate", "Criticality", "GradingScheme", "GroundTruth", "InputError", "ModelseekError", "Pool", "Report", "Run",
+    "Split", "Task", "TaskSet", "ValidationError", "__version__", "evaluate", "from_hf_dataset", "fuse",
     "load_ntcir_tasks", "load_pool", "load_table_task", "load_tasks", "rank", "read_run", "read_runs", "select",
-    "validate_run", "write_runs", "__version__",
+    "validate_run", "write_runs",
 ]

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from .data.pool import Pool
 from .data.run import Run
 from .data.task import Task, TaskSet
 from .data.truth import GroundTruth
 from .rankers import Ranker
-from .rankers.base import failures_allowed  # noqa: F401  (re-exported: part of the API)
+from .rankers.base import failures_allowed
 
 
 def rank(tasks: Task | Iterable[Task], pool: Pool | None = None, method: str | Ranker = "default",

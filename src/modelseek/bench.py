@@ -8,8 +8,8 @@ held-out tasks; the held-out rankings of all folds form one run, evaluated with 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
 
 import numpy as np
 import pandas as pd

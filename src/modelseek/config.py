@@ -43,6 +43,7 @@ see :func:`modelseek.io.read_config`) and the field as a dotted path (``optimise
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import math
@@ -50,18 +51,19 @@ import os
 import types
 import typing
 import collections.abc as cabc
+from collections.abc import Iterable, Mapping, Sequence
 from numbers import Integral, Real
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, ClassVar, Iterable, Mapping, Sequence, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from .errors import InputError
 from .io import Source, loads_yaml_located, read_config  # Source re-exported: where a mapping came from
 
 C = TypeVar("C", bound="Config")
 
-__all__ = ["Config", "Constraint", "Interval", "NONFINITE", "Options", "Source", "check", "coerce",
-           "describe", "from_mapping", "parse_overrides", "to_mapping"]
+__all__ = ["NONFINITE", "Config", "Constraint", "Interval", "Options", "Source", "check", "coerce", "describe",
+           "from_mapping", "parse_overrides", "to_mapping"]
 
 
 # ------------------------------------------------------------------------------------------ constraints
@@ -94,21 +96,17 @@ class Interval(Constraint):
             return False
         if isinstance(value, float) and math.isnan(value):
             return False
-        if self.left is not None:
-            if value < self.left or (value == self.left and self.closed in ("right", "neither")):
-                return False
-        if self.right is not None:
-            if value > self.right or (value == self.right and self.closed in ("left", "neither")):
-                return False
-        return True
+        left_open, right_open = self.closed in ("right", "neither"), self.closed in ("left", "neither")
+        below = self.left is not None and (value < self.left or (value == self.left and left_open))
+        # typeshed's numbers.Real declares no __gt__, and the reflected float.__lt__ takes floats only
+        above = self.right is not None and (value > self.right or (value == self.right and right_open))  # type: ignore[operator]
+        return not (below or above)
 
     def __str__(self) -> str:
         kind = "an integer" if self.type is Integral else "a number"
         lo, hi = self.left, self.right
-        if lo is None and hi is None:
-            return kind
         if hi is None:
-            return f"{kind} {'>=' if self.closed in ('left', 'both') else '>'} {_num(lo)}"
+            return kind if lo is None else f"{kind} {'>=' if self.closed in ('left', 'both') else '>'} {_num(lo)}"
         if lo is None:
             return f"{kind} {'<=' if self.closed in ('right', 'both') else '<'} {_num(hi)}"
         left = "[" if self.closed in ("left", "both") else "("
@@ -264,10 +262,8 @@ def _coerce_float(value: Any, field: str | None, nonfinite: bool) -> float:
         except OverflowError:  # an int too large for a float (e.g. 10**400 from YAML or JSON)
             raise InputError(f"number {_show(value)} is too large for a float", field=field) from None
     elif isinstance(value, str):
-        try:
+        with contextlib.suppress(ValueError):
             out = float(value.strip())
-        except ValueError:
-            pass
     if out is None:
         raise InputError(f"must be a number, got {_show(value)}", field=field)
     if not nonfinite and not math.isfinite(out):
@@ -299,7 +295,8 @@ def _coerce_sequence(value, annotation, origin, args, field, nonfinite):
     if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
         if len(items) != len(args):
             raise InputError(f"must be a list of {len(args)} items, got {len(items)}", field=field)
-        return tuple(coerce(v, a, f"{field or ''}[{i}]", nonfinite=nonfinite) for i, (v, a) in enumerate(zip(items, args)))
+        return tuple(coerce(v, a, f"{field or ''}[{i}]", nonfinite=nonfinite)
+                     for i, (v, a) in enumerate(zip(items, args)))
     item_type = args[0] if args else Any
     out = [coerce(v, item_type, f"{field or ''}[{i}]", nonfinite=nonfinite) for i, v in enumerate(items)]
     return out if origin is list else tuple(out)
@@ -368,7 +365,7 @@ class Config:
 
     # -------------------------------------------------------------------------------- building
     @classmethod
-    def from_mapping(cls: type[C], mapping: Any, *, source: "Source | str | os.PathLike | None" = None) -> C:
+    def from_mapping(cls: type[C], mapping: Any, *, source: Source | str | os.PathLike | None = None) -> C:
         """Build from a mapping (a parsed YAML/JSON document); every problem is one located ``InputError``."""
         src = Source.of(source)
         if not isinstance(mapping, Mapping):
@@ -446,7 +443,7 @@ def parse_overrides(pairs: Iterable[str], option: str = "--set") -> dict[str, An
     return out
 
 
-def from_mapping(cls: type[C], mapping: Any, *, source: "Source | str | os.PathLike | None" = None) -> C:
+def from_mapping(cls: type[C], mapping: Any, *, source: Source | str | os.PathLike | None = None) -> C:
     """Function form of :meth:`Config.from_mapping`."""
     return cls.from_mapping(mapping, source=source)
 

@@ -30,7 +30,7 @@ pytrec_eval on every topic.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -67,7 +67,7 @@ def evaluate(run: Run, truth: GroundTruth, metrics: Sequence[str] = DEFAULT_METR
     if not names:
         raise InputError(f"no metric given; valid names: {', '.join(_metrics.names())}", field="metrics")
     parsed = {m: _metrics.parse(m) for m in names}
-    for m, (base, k) in parsed.items():
+    for m in parsed:
         _metrics.get(m)  # unknown names and bad cut-offs: the registry's errors
     ta = truth.arrays(s)
     wanted = list(ta.tasks) if topics is None else [str(t) for t in topics]
@@ -89,7 +89,7 @@ def evaluate(run: Run, truth: GroundTruth, metrics: Sequence[str] = DEFAULT_METR
     doc = ra.doc[keep]
     # one code per distinct model id / docID: the join, the docID order and the unknown docIDs use it. A run
     # read from a file carries its docIDs' codes already; only its distinct docIDs are looked up.
-    if ra.doc_code is not None:
+    if ra.doc_code is not None and ra.doc_names is not None:  # set together by the reader
         t_codes, t_uniq = pd.factorize(ta.model)
         run_names = pd.Index(ra.doc_names, dtype=object)
         in_truth = pd.Index(t_uniq, dtype=object).get_indexer(run_names)
@@ -147,7 +147,7 @@ def evaluate(run: Run, truth: GroundTruth, metrics: Sequence[str] = DEFAULT_METR
             columns[m] = _kendall(seg, pos, seg_start, hit, matched, ta, t_of_w, W, present)
         else:  # a metric registered elsewhere: the per-topic function over lists
             columns[m] = _generic(m, run, truth, wanted, s, present, level)
-    for m, (base, k) in parsed.items():
+    for m, (base, _) in parsed.items():
         if base in ("ndcg", "mrr"):
             columns[m] = np.where(present, columns[m], 0.0)
     tiers = truth.tiers(wanted)

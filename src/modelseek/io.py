@@ -20,6 +20,7 @@ the line of every key, so that :meth:`~modelseek.config.Config.from_mapping` err
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import io
 import json
@@ -28,8 +29,9 @@ import os
 import re
 import sys
 import tempfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from .errors import InputError
 
@@ -46,7 +48,7 @@ class Source:
     prefix: str = ""
 
     @classmethod
-    def of(cls, source: "Source | str | os.PathLike | None") -> "Source":
+    def of(cls, source: Source | str | os.PathLike | None) -> Source:
         if isinstance(source, Source):
             return source
         return cls(None if source is None else str(source))
@@ -107,10 +109,8 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
 
 
@@ -250,7 +250,7 @@ def csv_dict_reader(fh, path: str | os.PathLike | None = None):
             if self._fieldnames is None:
                 with _LongFields():
                     try:
-                        names = csv.DictReader.fieldnames.fget(self)
+                        names = super().fieldnames
                     except csv.Error as exc:
                         raise InputError(f"malformed CSV header: {exc}", path=path, line=1) from None
                 seen: dict[str, int] = {}
@@ -429,7 +429,7 @@ def _walk(node, where: str, lines: dict[str, int], path, seen_nodes: set[int]) -
             _walk(item, f"{where}[{i}]", lines, path, seen_nodes)
 
 
-def read_yaml_located(path: str | os.PathLike, what: str = "file") -> tuple[Any, "Source"]:
+def read_yaml_located(path: str | os.PathLike, what: str = "file") -> tuple[Any, Source]:
     """:func:`read_yaml` plus a :class:`Source` (the path and the line of every key)."""
     data, lines = loads_yaml_located(read_text(path, what), path)
     return data, Source(str(path), lines)
@@ -440,7 +440,7 @@ def read_yaml(path: str | os.PathLike, what: str = "file") -> Any:
     return read_yaml_located(path, what)[0]
 
 
-def read_config(path: str | os.PathLike, what: str = "config file") -> tuple[Any, "Source"]:
+def read_config(path: str | os.PathLike, what: str = "config file") -> tuple[Any, Source]:
     """A config document and its :class:`Source`: ``.json`` files through the strict JSON
     reader (no key lines), anything else as YAML (of which JSON is a subset)."""
     if Path(path).suffix.lower() == ".json":

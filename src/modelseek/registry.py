@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import difflib
 import importlib
-from typing import Callable, Generic, Iterable, Iterator, TypeVar
+from collections.abc import Callable, Iterable, Iterator
+from typing import Generic, TypeVar
 
 from .errors import ModelseekError
 

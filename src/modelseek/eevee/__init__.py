@@ -17,6 +17,6 @@ from .score import Score
 from .search import SearchConfig, SearchResult, Tier, importance, parse_ks, search, sweep, tiers
 from .table import Table, load_table, read_costs, read_task_mapping, read_task_weights
 
-__all__ = ["BatchedEvaluator", "Evaluator", "LoopEvaluator", "META_MODELS", "MetaConfig", "MetaModel", "Score",
+__all__ = ["META_MODELS", "BatchedEvaluator", "Evaluator", "LoopEvaluator", "MetaConfig", "MetaModel", "Score",
            "SearchConfig", "SearchResult", "Table", "Tier", "importance", "load_table", "parse_ks", "read_costs",
            "read_task_mapping", "read_task_weights", "register_meta_model", "search", "sweep", "tiers"]

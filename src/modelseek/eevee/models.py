@@ -36,7 +36,7 @@ class MetaModelKernel(Protocol):
     ``return_pred=True``.
     """
 
-    def __call__(self, d: "SplitData", cfg: "MetaConfig", cand: Any, split: Any, idx: Any, mask: Any, fan: Any,
+    def __call__(self, d: SplitData, cfg: MetaConfig, cand: Any, split: Any, idx: Any, mask: Any, fan: Any,
                  return_pred: bool = False) -> Any: ...
 
 

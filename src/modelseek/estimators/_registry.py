@@ -17,8 +17,9 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from ..enums import Choice
 from ..registry import Registry
@@ -120,7 +121,7 @@ class EstimatorRegistry(Registry[EstimatorInfo]):
 ESTIMATORS = EstimatorRegistry("modelseek.estimators")
 
 
-def register(name: str, *, input: "str | InputKind" = "features", seeded: bool = False,
+def register(name: str, *, input: str | InputKind = "features", seeded: bool = False,
              higher_is_better: bool = True, uses_validation: bool = False,
              scale_invariant: bool = True, regression: bool = False
              ) -> Callable[[Callable[..., float]], Callable[..., float]]:

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ..errors import ModelseekError
 
@@ -56,13 +57,13 @@ def _read_json(path: Path) -> dict:
     return data
 
 
-def _weight_prefix(folder: Path, n_layers: int) -> "str | None":
+def _weight_prefix(folder: Path, n_layers: int) -> str | None:
     from safetensors import safe_open
 
     try:
         with safe_open(str(folder / WEIGHTS), "pt") as fh:
             keys = set(fh.keys())
-    except Exception:  # a damaged file: the transformers path reports it in its own words
+    except Exception:  # noqa: BLE001 - a damaged file: the transformers path reports it in its own words
         return None
     needed = _EMBEDDINGS + [n for i in range(n_layers) for n in _layer_names(i)]
     for prefix in _PREFIXES:
@@ -74,12 +75,12 @@ def _weight_prefix(folder: Path, n_layers: int) -> "str | None":
 class Unsupported(ModelseekError):
     """A folder the lean path does not run; ``reason`` says why."""
 
-    def __init__(self, folder: "str | Path", reason: str) -> None:
+    def __init__(self, folder: str | Path, reason: str) -> None:
         self.reason = reason
         super().__init__(f"{folder}: not a plain BERT encoder the lean path runs ({reason})")
 
 
-def _inspect(source: "str | Path") -> "tuple[str | None, str | None]":
+def _inspect(source: str | Path) -> tuple[str | None, str | None]:
     """(why the folder is not run here or None, the weight-name prefix when it is)."""
     folder = Path(source)
     if not folder.is_dir():
@@ -113,7 +114,7 @@ def _inspect(source: "str | Path") -> "tuple[str | None, str | None]":
     return None, prefix
 
 
-def unsupported_reason(source: "str | Path") -> "str | None":
+def unsupported_reason(source: str | Path) -> str | None:
     """None when ``source`` (a local folder) can run here exactly as ``transformers`` runs it, else why not."""
     return _inspect(source)[0]
 
@@ -129,7 +130,7 @@ class LeanTokenizer:
 
         try:
             self._tok = Tokenizer.from_file(str(folder / TOKENIZER))
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - tokenizers raises a plain Exception for any unreadable file
             raise ModelseekError(f"{folder / TOKENIZER}: unreadable tokenizer ({exc})") from None
         self._tok.no_padding()
         self._tok.no_truncation()
@@ -139,9 +140,9 @@ class LeanTokenizer:
         pad = tcfg.get("pad_token", "[PAD]")
         pad = pad.get("content") if isinstance(pad, dict) else pad
         self.pad_token_id = self._tok.token_to_id(str(pad)) if pad is not None else None
-        self._max_length: "int | None" = None
+        self._max_length: int | None = None
 
-    def __call__(self, texts: Sequence[str], *, truncation: bool = True, max_length: "int | None" = None,
+    def __call__(self, texts: Sequence[str], *, truncation: bool = True, max_length: int | None = None,
                  **_ignored: Any) -> dict:
         if truncation and max_length is not None and max_length != self._max_length:
             self._tok.enable_truncation(int(max_length))
@@ -163,7 +164,7 @@ class LeanConfig:
 @dataclass
 class LeanOutput:
     last_hidden_state: Any
-    hidden_states: "tuple | None" = None
+    hidden_states: tuple | None = None
 
     def __getitem__(self, i: int):
         return (self.last_hidden_state, self.hidden_states)[i]
@@ -188,10 +189,10 @@ class LeanBert:
         self._w = {k[len(prefix):]: v.float() for k, v in raw.items() if k.startswith(prefix)}
         self._device = torch.device("cpu")
 
-    def eval(self) -> "LeanBert":
+    def eval(self) -> LeanBert:
         return self
 
-    def to(self, device) -> "LeanBert":
+    def to(self, device) -> LeanBert:
         self._w = {k: v.to(device) for k, v in self._w.items()}
         self._device = device
         return self
@@ -245,10 +246,11 @@ class LeanBert:
         return LeanOutput(x, tuple(states) if output_hidden_states else None)
 
 
-def load(folder: "str | Path") -> "tuple[LeanBert, LeanTokenizer]":
+def load(folder: str | Path) -> tuple[LeanBert, LeanTokenizer]:
     """Model and tokenizer of a supported local folder (see :func:`unsupported_reason`)."""
     folder = Path(folder)
     why, prefix = _inspect(folder)
     if why is not None:
         raise Unsupported(folder, why)
+    assert prefix is not None  # _inspect finds a weight prefix whenever it finds nothing wrong
     return LeanBert(folder, prefix), LeanTokenizer(folder)

@@ -36,6 +36,6 @@ def format_seconds(seconds: float) -> str:
     """``5400`` -> ``"1h30m"``, ``95`` -> ``"1m35s"``, ``0.4`` -> ``"0.4s"``."""
     if seconds < 60:
         return f"{seconds:.1f}s" if seconds < 10 else f"{seconds:.0f}s"
-    m, s = divmod(int(round(seconds)), 60)
+    m, s = divmod(int(round(seconds)), 60)  # noqa: RUF046 - numpy<2 rounds a numpy float to a float
     h, m = divmod(m, 60)
     return (f"{h}h" if h else "") + (f"{m:02d}m" if h else f"{m}m") + ("" if h or not s else f"{s:02d}s")

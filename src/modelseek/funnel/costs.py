@@ -18,8 +18,9 @@ import hashlib
 import json
 import logging
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Mapping, Protocol, Sequence
+from typing import Protocol
 
 import numpy as np
 
@@ -70,7 +71,7 @@ def scaled_cost(known: Mapping[str, ModelCost], params: Mapping[str, float | Non
         raise ValueError("no measured costs to extrapolate from")
     arr = np.array([[c.load_s, c.feature_s_per_1k, c.finetune_s_per_epoch_1k] for c in known.values()])
     med = np.median(arr, axis=0)
-    sizes = [params.get(k) for k in known if params.get(k)]
+    sizes = [p for k in known if (p := params.get(k))]
     mine = params.get(cid)
     factor = float(mine / np.median(sizes)) if mine and sizes else 1.0
     return ModelCost(*(float(x) * factor for x in med))
@@ -197,7 +198,7 @@ class MeasuredCosts:
             t0 = self.clock()
             try:
                 self.measured[c.id] = self.measure(c)
-            except Exception as exc:  # a candidate that cannot be probed is not measured; the feature stage names it
+            except Exception as exc:  # noqa: BLE001 - an unprobeable candidate is not measured; the feature stage names it
                 self.failures[c.id] = _reason(exc)
                 log.warning("cost probe of %s failed: %s", c.id, self.failures[c.id])
             spent += self.clock() - t0

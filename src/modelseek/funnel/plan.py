@@ -25,8 +25,9 @@ can be set.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -85,7 +86,7 @@ class Plan:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Plan":
+    def from_dict(cls, d: dict[str, Any]) -> Plan:
         d = dict(d)
         d["feature_ids"] = tuple(d["feature_ids"])
         d["alternatives"] = tuple(d.get("alternatives", ()))
@@ -114,7 +115,7 @@ def k_grid(n: int) -> list[int]:
     k = 8.0
     while k < n:
         k *= 1.25
-        ks.add(min(n, int(round(k))))
+        ks.add(min(n, round(k)))
     ks.add(n)
     return sorted(ks)
 

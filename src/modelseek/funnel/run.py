@@ -13,9 +13,11 @@ reported, never used to choose).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from ..data.pool import Candidate, Pool
 from ..data.run import Run, write_runs
@@ -166,7 +168,7 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
         if not fits(est):
             status = f"stopped: the budget does not fit the next estimators ({format_seconds(est)})"
             break
-        scores, failed = _timed(st, "features", clock, lambda: backend.features(task, [by_id[c] for c in part]))
+        scores, failed = _timed(st, "features", clock, partial(backend.features, task, [by_id[c] for c in part]))
         st["features"].update({k: float(v) for k, v in scores.items()})
         st["feature_failures"].update(failed)
         st.save()
@@ -207,7 +209,7 @@ def _finetune_stage(task, st, plan, backend, costs, by_id, pool, n_ft, fits, ran
         if not fits(est):
             passed.append(cid)
             continue
-        rows = _timed(st, "finetune", backend.clock, lambda: backend.finetune(task, [by_id[cid]], plan.epochs))
+        rows = _timed(st, "finetune", backend.clock, partial(backend.finetune, task, [by_id[cid]], plan.epochs))
         st["finetune"].update({r["model_id"]: r for r in rows})
         st["finetune_order"] = (st.body.get("finetune_order") or []) + [cid]
         st.save()
@@ -224,11 +226,12 @@ def _halving_stage(task, st, plan, backend, costs, by_id, pool, n_ft, fits, ran)
     from .plan import finetune_cost
 
     if st.body.get("finetune_order") is None:
-        ids, left = [], st.body["settings"]["budget_s"] - st.spent_s
+        ids: list[str] = []
+        left = st.body["settings"]["budget_s"] - st.spent_s
         for cid in _finetune_order(pool, st, plan):
             if len(ids) == plan.finetune_k:
                 break
-            trial = ids + [cid]
+            trial = [*ids, cid]
             if finetune_cost([costs.cost(by_id[c]) for c in trial], len(trial), n_ft, plan.epochs, True,
                              exact=True) <= left:
                 ids = trial

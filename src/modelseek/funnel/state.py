@@ -29,7 +29,7 @@ class FunnelState:
                              "finetune_order": None, "finetune": {}, "runs": 0}
 
     @classmethod
-    def open(cls, path: str | Path, settings: dict[str, Any]) -> "FunnelState":
+    def open(cls, path: str | Path, settings: dict[str, Any]) -> FunnelState:
         path = Path(path)
         if not path.exists():
             return cls(path, settings)

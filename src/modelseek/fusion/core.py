@@ -30,8 +30,8 @@ docID order ('2' before '10'), so the result is deterministic.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -154,7 +154,7 @@ class Fusion:
 
     @classmethod
     def build(cls, run_ids: Sequence[str], method: FusionMethod | str = "rrf", norm: Norm | str | None = None,
-              weights: Sequence[float] | Mapping[str, float] | None = None, k: float = DEFAULT_RRF_K) -> "Fusion":
+              weights: Sequence[float] | Mapping[str, float] | None = None, k: float = DEFAULT_RRF_K) -> Fusion:
         """Validate and complete a specification (see :func:`fuse` for the defaults)."""
         m = FusionMethod.parse(method, field="method")
         ids = tuple(str(r) for r in run_ids)
@@ -189,19 +189,19 @@ class Fusion:
                                      f"inputs and miss {', '.join(missing) or '-'} (runs: {', '.join(ids)})",
                                      field="weights")
                 weights = [weights[r] for r in ids]
-            w = []
+            given: list[float] = []
             for x in weights:
                 try:
-                    w.append(float(x))
+                    given.append(float(x))
                 except (TypeError, ValueError):
                     raise InputError(f"not a number: {x!r}", field="weights") from None
-            if len(w) != len(ids):
-                raise InputError(f"{len(w)} weight(s) for {len(ids)} run(s) ({', '.join(ids)})", field="weights")
-            if any(not math.isfinite(x) or x < 0 for x in w):
-                raise InputError(f"weights must be finite and >= 0, got {w}", field="weights")
-            if sum(w) <= 0:
+            if len(given) != len(ids):
+                raise InputError(f"{len(given)} weight(s) for {len(ids)} run(s) ({', '.join(ids)})", field="weights")
+            if any(not math.isfinite(x) or x < 0 for x in given):
+                raise InputError(f"weights must be finite and >= 0, got {given}", field="weights")
+            if sum(given) <= 0:
                 raise InputError("at least one weight must be > 0", field="weights")
-            w = tuple(w)
+            w = tuple(given)
         return cls(m, n, ids, w, kk)
 
     def describe(self) -> str:
@@ -251,7 +251,7 @@ class Fusion:
                 "weights": {r: w for r, w in zip(self.run_ids, self.weights)}}
 
     @classmethod
-    def from_dict(cls, d: Mapping) -> "Fusion":
+    def from_dict(cls, d: object) -> Fusion:
         if not isinstance(d, Mapping):
             raise InputError("fusion must be an object", field="fusion")
         unknown = set(d) - {"method", "norm", "k", "weights"}

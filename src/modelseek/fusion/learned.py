@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Sequence, TYPE_CHECKING
+from typing import Any, TYPE_CHECKING
 
 import numpy as np
 
@@ -51,7 +52,7 @@ def simplex_weights(n_runs: int, step: float = 0.1) -> list[tuple[float, ...]]:
     """Every weight vector with entries in {0, step, 2 step, ..., 1} summing to 1 (lexicographic order)."""
     if not (0 < step <= 1) or not math.isfinite(step):
         raise InputError(f"step must be in (0, 1], got {step}", field="step")
-    units = int(round(1.0 / step))
+    units = int(round(1.0 / step))  # noqa: RUF046 - a numpy step: numpy<2 rounds to a float
     if abs(units * step - 1.0) > 1e-9:
         raise InputError(f"step must divide 1 (0.5, 0.25, 0.2, 0.1, 0.05 ...), got {step}", field="step")
     out = []
@@ -110,7 +111,7 @@ class _Judged:
     k: int
 
     @classmethod
-    def build(cls, block: Block, truth: GroundTruth, scheme: GradingScheme, k: int) -> "_Judged":
+    def build(cls, block: Block, truth: GroundTruth, scheme: GradingScheme, k: int) -> _Judged:
         gains = np.zeros(block.scores.shape[1:])
         idcg = np.zeros(len(block.topics))
         for ti, t in enumerate(block.topics):
@@ -236,18 +237,18 @@ class FusionCV:
 
     metric: str
     folds: list[FoldResult]
-    per_topic: "pd.DataFrame"
+    per_topic: pd.DataFrame
     systems: list[str]
     seed: int = 0
     run: Run | None = None      # the learned fusion's held-out rankings (each topic by its fold's choice)
 
-    def per_fold(self) -> "pd.DataFrame":
+    def per_fold(self) -> pd.DataFrame:
         """Mean metric per fold (rows) and system (columns), with the number of held-out topics."""
         df = self.per_topic.groupby("fold")[self.systems].mean()
         df.insert(0, "n", self.per_topic.groupby("fold").size())
         return df
 
-    def summary(self, n_resamples: int = 1000, confidence: float = 0.95, seed: int | None = None) -> "pd.DataFrame":
+    def summary(self, n_resamples: int = 1000, confidence: float = 0.95, seed: int | None = None) -> pd.DataFrame:
         """Per system: mean [bootstrap interval over topics] and the paired difference learned − system."""
         import pandas as pd
 
@@ -270,8 +271,9 @@ class FusionCV:
     def to_dict(self, n_resamples: int = 1000) -> dict:
         summ = self.summary(n_resamples)
         fold_means = self.per_fold()
-        return {"metric": self.metric, "seed": self.seed, "n_topics": int(len(self.per_topic)),
-                "folds": [{**f.to_dict(), "means": {k: float(v) for k, v in fold_means.loc[f.fold, self.systems].items()}}
+        return {"metric": self.metric, "seed": self.seed, "n_topics": len(self.per_topic),
+                "folds": [{**f.to_dict(),
+                           "means": {k: float(v) for k, v in fold_means.loc[f.fold, self.systems].items()}}
                           for f in self.folds],
                 "summary": {name: {k: (None if isinstance(v, float) and math.isnan(v) else float(v))
                                    for k, v in row.items()} for name, row in summ.iterrows()}}
@@ -319,7 +321,7 @@ class LearnedFusion:
         save_fusion(self, path)
 
     @classmethod
-    def load(cls, path: str | Path) -> "LearnedFusion":
+    def load(cls, path: str | Path) -> LearnedFusion:
         return cls(**read_fusion(path))
 
 
@@ -404,11 +406,11 @@ def optimize_fusion(runs: Sequence[Run] | Mapping[str, Run], truth: GroundTruth,
                 cv_scores[t] = part.scores(t)
     cv_run = Run({t: Run.from_scores({t: cv_scores[t]})[t] for t in topics if t in cv_scores}, "learned-cv")
     metric_name = f"ndcg@{k}"
-    cols = {LEARNED: evaluate(cv_run, truth, [metric_name], s, topics=topics).per_topic[metric_name]}
+    scores = {LEARNED: evaluate(cv_run, truth, [metric_name], s, topics=topics).per_topic[metric_name]}
     for r in rs:
-        cols[r.run_id] = evaluate(r, truth, [metric_name], s, topics=topics).per_topic[metric_name]
-    cols[PLAIN_RRF] = evaluate(fuse(rs, "rrf"), truth, [metric_name], s, topics=topics).per_topic[metric_name]
-    per_topic = pd.DataFrame(cols)
+        scores[r.run_id] = evaluate(r, truth, [metric_name], s, topics=topics).per_topic[metric_name]
+    scores[PLAIN_RRF] = evaluate(fuse(rs, "rrf"), truth, [metric_name], s, topics=topics).per_topic[metric_name]
+    per_topic = pd.DataFrame(scores)
     per_topic.insert(0, "tier", tiers)
     per_topic.insert(0, "fold", [fold_of[t] for t in topics])
     per_topic.index.name = "topic"

@@ -12,8 +12,9 @@ from __future__ import annotations
 import datetime as _dt
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ..errors import InputError
 
@@ -82,13 +83,13 @@ def read_fusion(path: str | Path) -> dict[str, Any]:
         topics = doc.get("fitted_topics")
         if not isinstance(topics, list) or not all(isinstance(t, str) for t in topics):
             raise InputError("must be a list of topic ids", field="fitted_topics")
-        train_score = float(doc.get("train_score"))
+        train_score = float(doc.get("train_score"))  # type: ignore[arg-type]  # None: the TypeError below names it
     except InputError as exc:
         raise InputError(exc.message, path=path, field=exc.field) from None
     except (TypeError, ValueError) as exc:
         raise InputError(f"malformed saved fusion: {exc}", path=path) from None
-    info = doc.get("search") if isinstance(doc.get("search"), dict) else {}
-    info = dict(info)
+    search = doc.get("search")
+    info = dict(search) if isinstance(search, dict) else {}
     info["cv"] = doc.get("cv")
     info["created"] = doc.get("created")
     return {"fusion": fusion, "metric": metric, "scheme": scheme, "fitted_topics": topics,

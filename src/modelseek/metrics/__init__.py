@@ -10,8 +10,8 @@ the built-in ones over all topics at once with arrays, and the tests check that 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
 
 from ..data.truth import GradingScheme
 from ..errors import InputError
@@ -107,5 +107,5 @@ def trec_name(name: str) -> str:
     return base if k is None else f"{base}_{k}"
 
 
-__all__ = ["DEFAULT_METRICS", "Judgments", "METRICS", "get", "names", "ndcg_at_k", "ndcg_cutoff", "reciprocal_rank",
+__all__ = ["DEFAULT_METRICS", "METRICS", "Judgments", "get", "names", "ndcg_at_k", "ndcg_cutoff", "reciprocal_rank",
            "regret_at_k", "trec_name", "weighted_tau"]

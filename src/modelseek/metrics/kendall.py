@@ -8,7 +8,7 @@ the run are placed after all ranked ones. Range [-1, 1]; 1 = same order. Fewer t
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 

@@ -6,7 +6,7 @@ the official scheme; for Subtask B the one true LoRA has grade 1). No relevant i
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 
 def reciprocal_rank(ranking: Sequence[str], grades: Mapping[str, float], min_grade: float = 1) -> float:

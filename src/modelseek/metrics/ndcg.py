@@ -19,7 +19,7 @@ against this module and pytrec_eval by the same tests.
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 

@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 
 def regret_at_k(ranking: Sequence[str], f1: Mapping[str, float], k: int = 1) -> float:

@@ -21,4 +21,4 @@ def names() -> list[str]:
     return RANKERS.names()
 
 
-__all__ = ["NotFittedError", "RANKERS", "Ranker", "make", "names", "register"]
+__all__ = ["RANKERS", "NotFittedError", "Ranker", "make", "names", "register"]

@@ -13,13 +13,16 @@ import abc
 import base64
 import json
 from pathlib import Path
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..data.pool import Pool
 from ..errors import InputError
 from .base import Ranker, Trained
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self is 3.11+; the package supports 3.10
 
 #: 2: candidates carry their HF ids (``model_hf_ids``); version-1 artifacts know them by id only
 ARTIFACT_VERSION = 2

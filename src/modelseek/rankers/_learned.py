@@ -9,8 +9,9 @@ never task text.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from numbers import Integral
-from typing import ClassVar, Sequence
+from typing import ClassVar
 
 import numpy as np
 
@@ -46,7 +47,7 @@ def _has_card(c: Candidate) -> bool:
     return bool(c.family or c.domain or c.pretraining_data or c.finetuning_data)
 
 
-def with_cards(pool: Pool, reference: "Pool | str | None") -> Pool:
+def with_cards(pool: Pool, reference: Pool | str | None) -> Pool:
     """``pool`` where candidates without model-card metadata (e.g. from an NTCIR ``models.csv``) take it from
     the same candidate (same id, same or no hf_id) in ``reference`` (a pool or pool file)."""
     if reference is None:
@@ -57,8 +58,10 @@ def with_cards(pool: Pool, reference: "Pool | str | None") -> Pool:
     out = []
     for c in pool:
         r = ref.get(c.id) if c.id in ref else None
-        use = r is not None and not _has_card(c) and (not c.hf_id or not r.hf_id or c.hf_id == r.hf_id)
-        out.append(r if use else c)
+        if r is not None and not _has_card(c) and (not c.hf_id or not r.hf_id or c.hf_id == r.hf_id):
+            out.append(r)
+        else:
+            out.append(c)
     return Pool(out, name=pool.name)
 
 
@@ -130,7 +133,8 @@ class LearnedRanker(Persistable):
             t = y.index[y.isna().any(axis=1)][0]
             raise InputError(f"ground truth is incomplete: task {t!r} lacks some models' F1", path=truth.source or None,
                              field="f1")
-        self.trained_ = Trained.from_truth([str(m) for m in y.columns], pool if pool is not None else self._default_pool())
+        self.trained_ = Trained.from_truth([str(m) for m in y.columns],
+                                           pool if pool is not None else self._default_pool())
         self.fitted_task_ids_ = list(ids)
         task_list = [tasks.get(t) for t in ids]
         self._fit(task_list, self._reps(task_list, progress), y.to_numpy(float), progress)
@@ -149,10 +153,14 @@ class LearnedRanker(Persistable):
         """The trained candidates, in ``model_ids_`` order, as described by the ranker's ``pool`` parameter
         (rankers that read model cards need them); a candidate that pool does not describe is an error."""
         train_pool = self._default_pool()
+        if train_pool is None:
+            raise InputError(f"{self.name}: {what} come from the ranker's pool; give the pool file that describes "
+                             f"the ground truth's models", field="pool")
         missing = [m for m in self.model_ids_ if m not in train_pool]
         if missing:
             raise InputError(f"{self.name}: {what} of candidate(s) {', '.join(missing)} are not in pool "
-                             f"{self.pool!r}; give the pool file that describes the ground truth's models",
+                             f"{getattr(self, 'pool', None)!r}; give the pool file that describes the ground truth's "
+                             f"models",
                              field="pool")
         return Pool([train_pool.get(m) for m in self.model_ids_])
 

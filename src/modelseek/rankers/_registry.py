@@ -50,7 +50,7 @@ class RankerRegistry(Registry["type[Ranker]"]):
         if name in self._estimators():
             raise ValueError(f"duplicate method name: {name!r} is a registered estimator")
 
-    def get(self, name: str) -> "type[Ranker]":
+    def get(self, name: str) -> type[Ranker]:
         if name not in self._items:
             self._discover()
         if name not in self._items and name not in self._lazy and name in self._estimators():

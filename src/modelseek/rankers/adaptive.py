@@ -244,6 +244,38 @@ class AdaptiveRanker(LearnedRanker):
         "profiles": [_Text(), None],
     }
 
+    # the fitted state (set by fit or load; declared here for the type checker, absent until then)
+    domain_weight_: float
+    domain_threshold_: float
+    weight_: float
+    k_: int
+    temperature_: float
+    gate_: bool
+    gate_lo_: float
+    gate_hi_: float
+    shape_weight_: float
+    shape_mean_: np.ndarray
+    shape_slopes_: np.ndarray
+    loo_ndcg5_: float
+    loo_ndcg5_prior_: float
+    keys_: np.ndarray
+    akeys_: np.ndarray
+    profile_emb_: np.ndarray
+    targets_: np.ndarray
+    residuals_: np.ndarray
+    utility_: np.ndarray
+    regret_residuals_: np.ndarray
+    loo_regret_: float
+    loo_tier_balanced_accuracy_: float
+    k_tier_: int
+    temperature_tier_: float
+    tiers_: np.ndarray
+    task_names_: list[str]
+    # what fit hands from _learn to _fit
+    _fit_ranks: np.ndarray
+    _fit_tiers: np.ndarray
+    _fit_names: dict[str, str]
+
     def __init__(self, k: int | None = None, temperature: float | None = None, weight: float | str | None = 0.0,
                  shape_weight: float | str | None = 0.0, domain_weight: float | str | None = None,
                  domain_threshold: float | str | None = None, coverage: float = 0.8, profiles: str | None = None,
@@ -331,23 +363,26 @@ class AdaptiveRanker(LearnedRanker):
             z[:, has] = _loo_z(akeys @ pemb[has].T)
         taus = (float(self.domain_threshold),) if self.domain_threshold is not None else TAU_GRID
         betas = (float(self.domain_weight),) if self.domain_weight is not None else DOMAIN_GRID
-        configs, rows, terms = [], [], {}
+        domain_configs: list[tuple[float, float]] = []
+        rows: list[np.ndarray] = []
+        terms: dict[float, np.ndarray] = {}
         for b in betas:  # ascending: ties keep the smaller weight, then the higher threshold
             for tau in taus[::-1]:
                 if tau not in terms:
                     terms[tau] = np.clip(z - tau, 0.0, 1.0) * _card_shift(z, u, tau, loo=True)
-                configs.append((b, tau))
+                domain_configs.append((b, tau))
                 rows.append(per_task(prior_loo + b * terms[tau]))
         # chosen by leave-one-out alone: a small grid (3 x 4), and in the repeated nested CV an inner
         # acceptance test (cv_select) only threw away a gain that held on the held-out tasks
-        self.domain_weight_, self.domain_threshold_ = configs[_first_best(np.array(rows).mean(axis=1))]
+        self.domain_weight_, self.domain_threshold_ = domain_configs[_first_best(np.array(rows).mean(axis=1))]
         stage1 = prior_loo + self.domain_weight_ * terms[self.domain_threshold_]
 
         # stage 2, the nearest past tasks: weight, neighbourhood, and whether closeness gates the weight
         ks = (int(self.k),) if self.k is not None else K_GRID
         ts = (float(self.temperature),) if self.temperature is not None else T_GRID
         ws = (float(self.weight),) if self.weight is not None else W_GRID
-        configs, rows = [], []
+        configs: list[tuple[float, int, float, bool, float, float]] = []
+        rows = []
         for w in ws:  # ascending: on ties the smaller weight (closer to the prior) wins
             for gate in (False, True):
                 for k in ks:
@@ -388,18 +423,19 @@ class AdaptiveRanker(LearnedRanker):
         self.residuals_ = (y - pred_loo).astype(np.float32).astype(np.float64)
         self.utility_ = u.astype(np.float32).astype(np.float64)
         top = np.argmax(final, axis=1)
-        rows = np.arange(n)
-        self.regret_residuals_ = (1 - y[rows, top]) - (1 - pred_loo[rows, top])
+        every = np.arange(n)
+        self.regret_residuals_ = (1 - y[every, top]) - (1 - pred_loo[every, top])
         self.regret_residuals_ = self.regret_residuals_.astype(np.float32).astype(np.float64)
-        self.loo_regret_ = float((1 - y[rows, top]).mean())
+        self.loo_regret_ = float((1 - y[every, top]).mean())
         # the criticality model: its own neighbourhood, chosen by leave-one-out balanced accuracy
         tiers = self._fit_tiers
-        bestc = None
+        bestc: tuple[float, int, float] | None = None
         for kc in KC_GRID:
             for tc in TC_GRID:
                 acc = _balanced_accuracy(tiers, tier_votes(sims, tiers, kc, tc).argmax(axis=1))
                 if bestc is None or acc > bestc[0] + 1e-12:
                     bestc = (acc, kc, tc)
+        assert bestc is not None  # the grids are not empty
         self.loo_tier_balanced_accuracy_, self.k_tier_, self.temperature_tier_ = bestc
         self.tiers_ = tiers
         self.task_names_ = [self._fit_names.get(t, "") for t in self.fitted_task_ids_]
@@ -537,7 +573,7 @@ class AdaptiveRanker(LearnedRanker):
         pooled_lo, pooled_hi = np.quantile(self.residuals_, [a, 1 - a])
         order = np.argsort(-score, kind="stable")
         n_train = len(self.fitted_task_ids_)
-        cands = []
+        cands: list[dict[str, Any]] = []
         for r, j in enumerate(order, start=1):
             c, m, prof = pool[int(j)], int(idx[j]), t["profiles"][int(j)]
             lo = lo_off[m] if m >= 0 else pooled_lo
@@ -560,8 +596,8 @@ class AdaptiveRanker(LearnedRanker):
                  for c, j in zip(cands, order) if t["domain"][int(j)] > 0]
         return {
             "task": task.id,
-            "sample": {"texts_embedded": int(len(sample_indices(task.train.labels, int(self.max_texts), int(self.seed)))),
-                       "train_rows": n_rows, "rows_total": int(n_rows + len(task.val)), "val_rows": int(len(task.val)),
+            "sample": {"texts_embedded": len(sample_indices(task.train.labels, int(self.max_texts), int(self.seed))),
+                       "train_rows": n_rows, "rows_total": int(n_rows + len(task.val)), "val_rows": len(task.val),
                        "max_texts": int(self.max_texts), "seed": int(self.seed), "stratified_by": "label"},
             "candidates": cands,
             "coverage": float(self.coverage),
@@ -613,20 +649,20 @@ class AdaptiveRanker(LearnedRanker):
 
     # ------------------------------------------------------------------------------------------ artifacts
     def _state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-        arrays = {"keys": self.keys_.astype(np.float32), "targets": self.targets_.astype(np.float32),
-                  "utility": self.utility_.astype(np.float32),
-                  "residuals": self.residuals_.astype(np.float32),
-                  "regret_residuals": self.regret_residuals_.astype(np.float32), "tiers": self.tiers_.astype(np.int8),
-                  "akeys": self.akeys_.astype(np.float32), "profile_emb": self.profile_emb_.astype(np.float32),
-                  "shape_mean": self.shape_mean_.astype(np.float64),
-                  "shape_slopes": self.shape_slopes_.astype(np.float64)}
-        extra = {"weight": self.weight_, "k": self.k_, "temperature": self.temperature_, "k_tier": self.k_tier_,
-                 "temperature_tier": self.temperature_tier_, "task_names": self.task_names_,
-                 "loo_ndcg5": self.loo_ndcg5_, "loo_ndcg5_prior": self.loo_ndcg5_prior_,
-                 "loo_tier_balanced_accuracy": self.loo_tier_balanced_accuracy_,
-                 "loo_regret": self.loo_regret_, "gate": bool(self.gate_), "gate_lo": self.gate_lo_,
-                 "gate_hi": self.gate_hi_, "shape_weight": self.shape_weight_, "domain_weight": self.domain_weight_,
-                 "domain_threshold": self.domain_threshold_}
+        arrays: dict[str, np.ndarray] = {
+            "keys": self.keys_.astype(np.float32), "targets": self.targets_.astype(np.float32),
+            "utility": self.utility_.astype(np.float32), "residuals": self.residuals_.astype(np.float32),
+            "regret_residuals": self.regret_residuals_.astype(np.float32), "tiers": self.tiers_.astype(np.int8),
+            "akeys": self.akeys_.astype(np.float32), "profile_emb": self.profile_emb_.astype(np.float32),
+            "shape_mean": self.shape_mean_.astype(np.float64), "shape_slopes": self.shape_slopes_.astype(np.float64)}
+        extra: dict[str, Any] = {
+            "weight": self.weight_, "k": self.k_, "temperature": self.temperature_, "k_tier": self.k_tier_,
+            "temperature_tier": self.temperature_tier_, "task_names": self.task_names_,
+            "loo_ndcg5": self.loo_ndcg5_, "loo_ndcg5_prior": self.loo_ndcg5_prior_,
+            "loo_tier_balanced_accuracy": self.loo_tier_balanced_accuracy_,
+            "loo_regret": self.loo_regret_, "gate": bool(self.gate_), "gate_lo": self.gate_lo_,
+            "gate_hi": self.gate_hi_, "shape_weight": self.shape_weight_, "domain_weight": self.domain_weight_,
+            "domain_threshold": self.domain_threshold_}
         return arrays, extra
 
     def _set_state(self, arrays, extra) -> None:

@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import abc
 import inspect
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar, Iterable, Mapping, Self, Sequence, final
+from typing import TYPE_CHECKING, Any, ClassVar, final
 
 import numpy as np
 
@@ -36,13 +37,16 @@ from ..data.pool import Pool
 from ..data.run import Run
 from ..data.task import Task, TaskSet
 from ..data.truth import GroundTruth
-from ..errors import InputError, NotFittedError  # noqa: F401  (the one not-fitted error; re-exported here)
+from ..errors import InputError, NotFittedError
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self is 3.11+; the package supports 3.10
 
 #: what ``_parameter_constraints`` maps a parameter to: constraints (any one satisfies), ``None`` = may be None
 Constraints = Mapping[str, Sequence["Constraint | None"]]
 
 
-def failures_allowed(ranker: "Ranker") -> "Ranker":
+def failures_allowed(ranker: Ranker) -> Ranker:
     """``ranker`` set to leave failed candidates out of its runs (a copy; the caller's instance is unchanged).
 
     Rankers without candidate failures (learned rankers read no model; their ``allow_failures`` is None) are
@@ -155,7 +159,7 @@ class Trained:
     hf_ids: tuple[str, ...]  # "" where the ground truth's model id could not be tied to an HF id
 
     @classmethod
-    def from_truth(cls, model_ids: Sequence[str], pool: Pool | None) -> "Trained":
+    def from_truth(cls, model_ids: Sequence[str], pool: Pool | None) -> Trained:
         """HF ids of ``model_ids`` from ``pool`` (a candidate with that id, or with that HF id — ground truths
         may name models by HF id). Without a pool, a model id that looks like an HF id (``org/name``) is one."""
         hf = []

@@ -11,6 +11,7 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import InputError
+from ..registry import UnknownNameError
 from ._artifact import Persistable, read_artifact
 from .base import Ranker
 
@@ -27,7 +28,7 @@ def load_artifact(path: str | Path, **overrides) -> Ranker:
 
     try:
         cls = RANKERS.get(method)
-    except Exception as exc:  # the registry's did-you-mean error, located in the artifact
+    except UnknownNameError as exc:  # the registry's did-you-mean error, located in the artifact
         raise InputError(str(getattr(exc, "message", exc)), path=path, field="method") from None
     if not issubclass(cls, Persistable):
         raise InputError(f"method {method!r} cannot be loaded from an artifact", path=path, field="method")

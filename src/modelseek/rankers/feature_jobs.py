@@ -44,9 +44,10 @@ import math
 import socket
 import tempfile
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -71,14 +72,14 @@ class FeatureJobConfig:
 
     estimators: tuple[str, ...]
     pooling: str = "mean"
-    layer: "str | int" = "last"
+    layer: str | int = "last"
     max_length: int = 256
     batch_size: int = 32
     max_examples: int | None = None
     estimator_params: Mapping[str, Any] = field(default_factory=dict)
     seed: int = 0
     device: str = "auto"
-    cache_dir: "str | None | bool" = None
+    cache_dir: str | Path | bool | None = None
     progress: bool = False
     method: str = "features"
 
@@ -123,7 +124,7 @@ class CandidateOutcome:
                 "forward_calls": self.forward_calls}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any]) -> "CandidateOutcome":
+    def from_dict(cls, d: Mapping[str, Any]) -> CandidateOutcome:
         return cls({e: {t: float(v) for t, v in per.items()} for e, per in d["scores"].items()}, dict(d["chosen"]),
                    [(str(t), str(m), bool(b)) for t, m, b in d["failures"]], int(d.get("forward_calls", 0)))
 
@@ -159,7 +160,7 @@ def _subsample(split: Split, cap: int | None, rng: np.random.Generator) -> Split
     if cap is None or len(split) <= cap:
         return split
     keep = np.sort(rng.choice(len(split), size=cap, replace=False))
-    return Split([split.texts[i] for i in keep], [split.labels[i] for i in keep])
+    return Split(tuple(split.texts[i] for i in keep), tuple(split.labels[i] for i in keep))
 
 
 def prepare_tasks(tasks: Sequence[Task], config: FeatureJobConfig) -> list[TaskInput]:
@@ -207,14 +208,16 @@ def estimator_score(config: FeatureJobConfig, est_name: str, feats: np.ndarray, 
     params = dict(config.estimator_params or {})
     if info.seeded:
         params.setdefault("seed", config.seed)
+    tr: list[str] | list[float] = list(ytr)
+    va: list[str] | list[float] = list(yva)
     if regression:
         params["task"] = "regression"
-        ytr, yva = [float(v) for v in ytr], [float(v) for v in yva]
-    ntr = len(ytr)
-    if info.uses_validation and len(yva):
-        value = info.fn(feats[:ntr], list(ytr), val_features=feats[ntr:], val_labels=list(yva), **params)
+        tr, va = [float(v) for v in ytr], [float(v) for v in yva]
+    ntr = len(tr)
+    if info.uses_validation and len(va):
+        value = info.fn(feats[:ntr], tr, val_features=feats[ntr:], val_labels=va, **params)
     else:
-        value = info.fn(feats, list(ytr) + list(yva), **params)
+        value = info.fn(feats, [*tr, *va], **params)
     value = float(value)
     if not math.isfinite(value):
         raise ModelseekError(f"{est_name} returned {value}")
@@ -240,7 +243,7 @@ def score_candidate(config: FeatureJobConfig, cand: Candidate, tasks: Sequence[T
     kinds = {i.input.value for i in infos.values()}
     models = {} if models is None else models
     kw = _encoder_kwargs(config, cand)
-    local = {"local_files_only": True} if local_files_only else {}
+    local: dict[str, Any] = {"local_files_only": True} if local_files_only else {}
     out = CandidateOutcome(scores={n: {} for n in names})
     enc = head = None
     dead: str | None = None  # why this candidate is unusable (it cannot load)
@@ -292,10 +295,10 @@ def score_candidate(config: FeatureJobConfig, cand: Candidate, tasks: Sequence[T
             for n, v in scores.items():  # a candidate is scored by every estimator of a task or absent
                 out.scores[n][task.id] = v
     finally:
-        out.forward_calls = sum(x.forward_calls for x in (enc, head) if x is not None)
-        for x in (enc, head):
-            if x is not None:
-                x.close()
+        out.forward_calls = sum(m.forward_calls for m in (enc, head) if m is not None)
+        for m in (enc, head):
+            if m is not None:
+                m.close()
     return out
 
 
@@ -304,7 +307,7 @@ def _failed_everywhere(tasks: Sequence[TaskInput], names: Sequence[str], msg: st
 
 
 # ------------------------------------------------------------------------------------------ preflight
-def preflight(pool: Pool, cache_dir: "str | None | bool") -> tuple[dict[str, str], set[str]]:
+def preflight(pool: Pool, cache_dir: str | Path | bool | None) -> tuple[dict[str, str], set[str]]:
     """Checks made once before any model is loaded: the feature cache folder (InputError when unusable) and the
     Hub when some candidate needs it. -> ({candidate id: why it cannot load}, ids to load from the local Hugging
     Face cache only)."""
@@ -312,7 +315,7 @@ def preflight(pool: Pool, cache_dir: "str | None | bool") -> tuple[dict[str, str
     from ..features.text import hub_offline_reason, in_hub_cache, is_hub_source, resolve_source
 
     if cache_dir is not False:
-        FeatureCache(None if cache_dir in (None, True) else cache_dir).ensure_usable()
+        FeatureCache(_cache_root(cache_dir)).ensure_usable()
     local_only: set[str] = set()
     dead: dict[str, str] = {}
     for c in pool:
@@ -362,13 +365,18 @@ def tasks_digest(tasks: Sequence[TaskInput]) -> str:
     return _digest([asdict(t) for t in tasks])
 
 
-def default_store_path(cache_dir: "str | None | bool") -> Path | None:
+def default_store_path(cache_dir: str | Path | bool | None) -> Path | None:
     """``scores.sqlite`` in the feature cache folder; None without a cache."""
     from ..features.cache import FeatureCache
 
     if cache_dir is False:
         return None
-    return FeatureCache(None if cache_dir in (None, True) else cache_dir).root / "scores.sqlite"
+    return FeatureCache(_cache_root(cache_dir)).root / "scores.sqlite"
+
+
+def _cache_root(cache_dir: str | Path | bool | None) -> str | Path | None:
+    """The :class:`FeatureCache` folder a ``cache_dir`` setting names (None: the default folder)."""
+    return None if cache_dir is None or isinstance(cache_dir, bool) else cache_dir
 
 
 # ------------------------------------------------------------------------------------------ executors
@@ -433,7 +441,7 @@ class RayExecutor:
             remote = ray.remote(_ray_candidate).options(max_retries=self.max_retries, retry_exceptions=False,
                                                         runtime_env=env or None, **res)
             worker_config = replace(config, progress=False)
-            tasks_ref = ray.put(list(tasks))  # the tasks' texts go to the object store once
+            tasks_ref: ray.ObjectRef[Sequence[TaskInput]] = ray.put(list(tasks))  # texts to the object store once
             pending: dict[Any, tuple[Candidate, int]] = {}
             for cand in cands:
                 attempt = on_start(cand)
@@ -470,7 +478,7 @@ def make_executor(name: str, address: str | None = None):
 
 # ------------------------------------------------------------------------------------------ the API
 def score_candidates(tasks: Sequence[Task], pool: Pool, config: FeatureJobConfig, *, executor: str = "local",
-                     address: str | None = None, store: "str | Path | bool | None" = None,
+                     address: str | None = None, store: str | Path | bool | None = None,
                      progress: bool | None = None, poll_s: float = 0.5) -> dict[str, CandidateOutcome]:
     """Every candidate of ``pool`` scored on every task of ``tasks`` -> {candidate id: outcome}, in pool order.
 
@@ -496,11 +504,14 @@ def score_candidates(tasks: Sequence[Task], pool: Pool, config: FeatureJobConfig
     if len(set(keys.values())) != len(keys):
         raise InputError("the pool lists one candidate twice (same id and model)", field="pool")
     with contextlib.ExitStack() as stack:
-        if store is False or (store is None and config.cache_dir is False):
-            store = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="modelseek-scores-"))) / "s.sqlite"
-        elif store is None:
-            store = default_store_path(config.cache_dir)
-        db = store if isinstance(store, JobStore) else stack.enter_context(JobStore(store))
+        if isinstance(store, JobStore):
+            db = store
+        else:
+            # None (or True): beside the feature cache; False, or no feature cache: a file for this call only
+            path = default_store_path(config.cache_dir) if store is None or store is True else store or None
+            if path is None:
+                path = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="modelseek-scores-"))) / "s.sqlite"
+            db = stack.enter_context(JobStore(path))
         db.add_recipe(cdig, config.describe())
         known = db.states(keys.values())
         retry = {k: a for k, (s, a) in known.items() if s == "failed"}  # a failed candidate is retried once a call
@@ -508,8 +519,8 @@ def score_candidates(tasks: Sequence[Task], pool: Pool, config: FeatureJobConfig
         if len(todo) < len(live):
             log.info("%s: %d of %d candidate(s) read from the job store %s", config.method, len(live) - len(todo),
                      len(live), db.path)
-        bar = progress_bar(iter(()), desc=f"{config.method}: candidates", total=len(todo),
-                           disable=not progress or not todo)
+        bar: Any = progress_bar(iter(()), desc=f"{config.method}: candidates", total=len(todo),  # tqdm, or not
+                                disable=not progress or not todo)
         ran_here: set[str] = set()
 
         def on_start(cand: Candidate) -> int | None:
@@ -588,5 +599,5 @@ def with_execution(ranker, executor: str | None = None, address: str | None = No
     return ranker
 
 
-__all__ = ["CandidateOutcome", "DEVICES", "EXECUTORS", "FeatureJobConfig", "TaskInput", "default_store_path",
+__all__ = ["DEVICES", "EXECUTORS", "CandidateOutcome", "FeatureJobConfig", "TaskInput", "default_store_path",
            "is_regression", "prepare_tasks", "score_candidate", "score_candidates", "with_execution"]

@@ -40,8 +40,9 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from ..data.pool import Candidate, Pool
 from ..data.run import Run
@@ -79,9 +80,9 @@ class FeatureRanker(Ranker):
     #: default estimator of the derived subclasses
     estimator_name = "logme"
 
-    def __init__(self, estimator: str | None = None, *, pooling: str = "mean", layer: "str | int" = "last",
+    def __init__(self, estimator: str | None = None, *, pooling: str = "mean", layer: str | int = "last",
                  max_length: int = 256, batch_size: int = 32, device: str = "auto",
-                 cache_dir: "str | Path | bool | None" = None, max_examples: int | None = None,
+                 cache_dir: str | Path | bool | None = None, max_examples: int | None = None,
                  estimator_params: dict | None = None, seed: int = 0, progress: bool = True,
                  allow_failures: bool = False, executor: str = "local", address: str | None = None) -> None:
         self.estimator = estimator or self.estimator_name
@@ -104,7 +105,7 @@ class FeatureRanker(Ranker):
     def _estimators(self) -> list[str]:
         return [self.estimator]
 
-    def job_config(self) -> "FeatureJobConfig":
+    def job_config(self) -> FeatureJobConfig:
         """What one candidate job computes for this ranker (see :func:`~.feature_jobs.score_candidates`)."""
         from .feature_jobs import FeatureJobConfig
 
@@ -152,8 +153,8 @@ class FeatureRanker(Ranker):
         if self.failures_ and not self.allow_failures:
             raise CandidateFailures(self.name, len(pool), self.failures_)
         if self.failures_:
-            log.warning("%s: %d candidate(s) failed and are left out of the run: %s", self.name,
-                        len(self.failures_), "; ".join(f"{c} [{src}] ({m})" for c, (src, m, _) in self.failures_.items()))
+            log.warning("%s: %d candidate(s) failed and are left out of the run: %s", self.name, len(self.failures_),
+                        "; ".join(f"{c} [{src}] ({m})" for c, (src, m, _) in self.failures_.items()))
         first = scores[self._estimators()[0]]
         empty = [t.id for t in tasks if not first[t.id]]
         if len(empty) == len(tasks):
@@ -204,8 +205,8 @@ class FusionRanker(FeatureRanker):
     name = "rrf"
 
     def __init__(self, methods: Sequence[str] = ("logme", "knn"), *, rrf_k: float = 60.0, pooling: str = "mean",
-                 layer: "str | int" = "last", max_length: int = 256, batch_size: int = 32, device: str = "auto",
-                 cache_dir: "str | Path | bool | None" = None, max_examples: int | None = None, seed: int = 0,
+                 layer: str | int = "last", max_length: int = 256, batch_size: int = 32, device: str = "auto",
+                 cache_dir: str | Path | bool | None = None, max_examples: int | None = None, seed: int = 0,
                  progress: bool = True, allow_failures: bool = False, executor: str = "local",
                  address: str | None = None) -> None:
         super().__init__(None, pooling=pooling, layer=layer, max_length=max_length, batch_size=batch_size,

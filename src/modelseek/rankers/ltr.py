@@ -95,8 +95,9 @@ class LTRRanker(LearnedRanker):
 
     # ------------------------------------------------------------------------------------------ fit/rank
     def _params(self) -> dict[str, Any]:
-        return dict(objective="lambdarank", n_estimators=int(self.n_estimators), learning_rate=float(self.learning_rate),
-                    num_leaves=int(self.num_leaves), min_child_samples=int(self.min_child_samples),
+        return dict(objective="lambdarank", n_estimators=int(self.n_estimators),
+                    learning_rate=float(self.learning_rate), num_leaves=int(self.num_leaves),
+                    min_child_samples=int(self.min_child_samples),
                     label_gain=[GradingScheme.NTCIR.gain(g) for g in range(GradingScheme.NTCIR.max_grade + 1)],
                     lambdarank_truncation_level=10, subsample=0.8, subsample_freq=1, colsample_bytree=0.8,
                     random_state=int(self.seed), deterministic=True, force_row_wise=True, n_jobs=1, verbose=-1)
@@ -113,7 +114,8 @@ class LTRRanker(LearnedRanker):
         for i, (t, r) in enumerate(zip(tasks, reps)):
             others = np.arange(n) != i
             prior = y[others].mean(axis=0)
-            knn = knn_predict(self.keys_[i], self.keys_[others], y[others], int(self.knn_k), float(self.knn_temperature))
+            knn = knn_predict(self.keys_[i], self.keys_[others], y[others], int(self.knn_k),
+                              float(self.knn_temperature))
             xs.append(self._rows(t.id, r, pool, idx, prior, knn))
             labels.append([GradingScheme.NTCIR.grade(v) for v in y[i]])
         model = lgb.LGBMRanker(**self._params())
@@ -124,9 +126,10 @@ class LTRRanker(LearnedRanker):
 
     def _scores(self, task: Task, rep: TaskRep, pool: Pool, idx: np.ndarray) -> np.ndarray:
         prior = self.targets_.mean(axis=0)
-        knn = knn_predict(task_vector(rep, "mean"), self.keys_, self.targets_, int(self.knn_k), float(self.knn_temperature))
+        knn = knn_predict(task_vector(rep, "mean"), self.keys_, self.targets_, int(self.knn_k),
+                          float(self.knn_temperature))
         x = self._rows(task.id, rep, pool, idx, prior, knn)
-        return self.booster_.predict(x, num_threads=1)
+        return np.asarray(self.booster_.predict(x, num_threads=1))
 
     def _state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
         return ({"keys": self.keys_.astype(np.float32), "targets": self.targets_.astype(np.float32)},

@@ -2,10 +2,10 @@
 
 The model card is a line built from the pool file (name, family, domain, language, pre-training data and prior
 fine-tuning data; see :func:`~modelseek.rankers._learned.card_text`); candidates of a pool without card
-metadata (an NTCIR ``models.csv``) take it from the ranker's ``pool`` file (default: the built-in ``ntcir19``). The similarity of a task to candidate
-``m`` is the cosine between the task's mean text embedding and the card's embedding (same encoder). Alone,
-that similarity ignores how good a model is in general, so the score blends it with the training prior
-(mean normalized F1 of ``m`` over the training tasks), both z-scored over the pool::
+metadata (an NTCIR ``models.csv``) take it from the ranker's ``pool`` file (default: the built-in ``ntcir19``).
+The similarity of a task to candidate ``m`` is the cosine between the task's mean text embedding and the card's
+embedding (same encoder). Alone, that similarity ignores how good a model is in general, so the score blends it
+with the training prior (mean normalized F1 of ``m`` over the training tasks), both z-scored over the pool::
 
     score_m = (1 - alpha) * z(prior_m) + alpha * z(sim_m)
 

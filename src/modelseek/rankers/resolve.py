@@ -19,14 +19,15 @@ turns any method (an artifact too) into an *unfitted* ranker of the same method 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ..data.pool import Pool
 from ..data.task import TaskSet
 from ..data.truth import GroundTruth
 from ..errors import InputError
-from ..registry import closest
+from ..registry import UnknownNameError, closest
 from .base import Ranker
 
 
@@ -59,7 +60,7 @@ def artifact_spec(path: str | Path) -> tuple[str, dict[str, Any]]:
     doc = read_artifact(path)
     try:
         _registry().get(doc["method"])  # unknown method -> did-you-mean error
-    except Exception as exc:  # the registry's did-you-mean error, located in the artifact
+    except UnknownNameError as exc:  # the registry's did-you-mean error, located in the artifact
         raise InputError(str(getattr(exc, "message", exc)), path=path, field="method") from None
     params = doc.get("params") or {}
     if not isinstance(params, dict):
@@ -130,8 +131,8 @@ def _typed(cls: type, params: Mapping[str, Any]) -> dict[str, Any]:
     from ..config import coerce
 
     try:
-        hints = typing.get_type_hints(cls.__init__)
-    except Exception:  # an annotation that cannot be resolved here: nothing to coerce by
+        hints = typing.get_type_hints(cls.__init__)  # type: ignore[misc]  # the class's constructor, for its hints
+    except Exception:  # noqa: BLE001 - an annotation that cannot be resolved here: nothing to coerce by
         return dict(params)
     out = dict(params)
     for key, value in params.items():

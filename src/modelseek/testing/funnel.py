@@ -18,8 +18,9 @@ funnel's backend interface, on a virtual clock that advances by those costs.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -116,7 +117,7 @@ class SimulatedBackend:
         self.calls.append(("finetune", tuple(c.id for c in cands)))
         rows = []
         for c in cands:
-            ran = max(1, int(round(epochs * self.w.early[self.t, self.col[c.id]])))
+            ran = max(1, int(round(epochs * self.w.early[self.t, self.col[c.id]])))  # noqa: RUF046 - numpy<2: a float
             self.now += self.w.costs[c.id].finetune(self._n(task), ran)
             rows.append(self._row(c.id, ran))
         return rows

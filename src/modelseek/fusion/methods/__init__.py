@@ -25,8 +25,9 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Iterator, Protocol, Sequence
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
@@ -43,13 +44,13 @@ class SearchSpace:
     """What the optimiser searches over (see :func:`modelseek.fusion.learned.candidate_fusions`)."""
 
     run_ids: tuple[str, ...]
-    norms: tuple["Norm", ...]
+    norms: tuple[Norm, ...]
     #: weight vectors: equal weights first, then every single run, then the simplex grid (deduplicated)
     weights: tuple[tuple[float, ...], ...]
     rrf_ks: tuple[float, ...]
     #: builds one fusion of these runs: ``(method, norm, weights, k) -> Fusion`` (given by the optimiser, which
     #: knows :class:`~modelseek.fusion.core.Fusion`; this package is imported by ``core`` and never imports it)
-    make: Callable[[str, "Norm | str | None", "Sequence[float] | None", "float | None"], "Fusion"] = field(
+    make: Callable[[str, Norm | str | None, Sequence[float] | None, float | None], Fusion] = field(
         compare=False, repr=False, default=None)  # type: ignore[assignment]
 
     @property
@@ -60,8 +61,8 @@ class SearchSpace:
     def several_runs(self) -> bool:
         return len(self.run_ids) > 1
 
-    def build(self, method: str, norm: "Norm | str | None" = None, weights: Sequence[float] | None = None,
-              k: float | None = None) -> "Fusion":
+    def build(self, method: str, norm: Norm | str | None = None, weights: Sequence[float] | None = None,
+              k: float | None = None) -> Fusion:
         if self.make is None:
             raise TypeError("SearchSpace.make is not set: build search spaces with modelseek.fusion.learned."
                             "candidate_fusions")
@@ -73,19 +74,19 @@ class Combine(Protocol):
 
 
 class Search(Protocol):
-    def __call__(self, space: SearchSpace) -> Sequence[tuple[int, "Fusion"]]: ...
+    def __call__(self, space: SearchSpace) -> Sequence[tuple[int, Fusion]]: ...
 
 
 class _Methods(type):
     """Iterating :class:`FusionMethod` itself lists the registered methods (as iterating an enum would)."""
 
-    def __iter__(cls) -> Iterator["FusionMethod"]:
+    def __iter__(cls) -> Iterator[FusionMethod]:
         return iter([FUSION_METHODS.get(n) for n in FUSION_METHODS.names()])
 
     def __len__(cls) -> int:
         return len(FUSION_METHODS.names())
 
-    def __getattr__(cls, attr: str) -> "FusionMethod":
+    def __getattr__(cls, attr: str) -> FusionMethod:
         """``FusionMethod.RRF``: a registered method by its name in capitals (as the enum had them)."""
         if attr.isupper() and attr.lower() in FUSION_METHODS:
             return FUSION_METHODS.get(attr.lower())
@@ -128,7 +129,7 @@ class FusionMethod(metaclass=_Methods):
         return FUSION_METHODS.names()
 
     @classmethod
-    def parse(cls, value: "str | FusionMethod", field: str | None = None) -> "FusionMethod":
+    def parse(cls, value: str | FusionMethod, field: str | None = None) -> FusionMethod:
         """The registered method named ``value`` (case and spaces ignored); else an ``InputError`` with a
         did-you-mean and the valid values."""
         if isinstance(value, FusionMethod):
