@@ -37,7 +37,7 @@ def check_inputs(features, labels, *, name: str, min_per_class: int = 1, min_cla
         raise InputError(f"{name}: needs at least {min_classes} classes, got {len(classes)}", field="labels")
     if counts.min() < min_per_class:
         c = classes[int(np.argmin(counts))]
-        c = c.item() if hasattr(c, "item") else c
+        c = c.item() if isinstance(c, np.generic) else c  # a numpy scalar prints as its Python value
         raise InputError(f"{name}: needs at least {min_per_class} examples of every class; class {c!r} has "
                          f"{int(counts.min())}", field="labels")
     return X, y, counts

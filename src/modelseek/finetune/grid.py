@@ -68,7 +68,7 @@ def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelS
     once; a process that has no job left to claim waits (polling every ``poll_s`` seconds) for those that
     other workers hold, taking over any whose worker died, and returns when the whole grid is finished.
     """
-    from ..progress import progress_bar
+    from ..progress import progress_counter
 
     store = store if isinstance(store, JobStore) else JobStore(store)
     jobs = build_jobs(tasks, pool, recipe, seeds)
@@ -85,7 +85,7 @@ def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelS
     result = GridResult(jobs=jobs, store=store, skipped=len(jobs) - len(todo))
     if result.skipped:
         log.info("skipping %d finished job(s) of %d", result.skipped, len(jobs))
-    bar = progress_bar(iter(()), desc="fine-tuning", total=len(todo), disable=not progress or not todo)
+    bar = progress_counter(len(todo), desc="fine-tuning", disable=not progress or not todo)
     ran_here: set[str] = set()
 
     def on_start(job: Job) -> int | None:
@@ -100,8 +100,7 @@ def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelS
         ran_here.add(job.key)
         if outcome.status == "failed":
             result.failures.append((job, outcome.error or ""))
-        if hasattr(bar, "update"):
-            bar.update(1)
+        bar.update(1)
 
     def pending() -> list[Job]:
         """Jobs of ``todo`` that nobody has finished (or, for a retry, re-run) yet."""
@@ -130,8 +129,7 @@ def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelS
                         time.sleep(poll_s)
                         left = pending()
         finally:
-            if hasattr(bar, "close"):
-                bar.close()
+            bar.close()
     result.elsewhere = len(todo) - result.ran
     return result
 
