@@ -165,7 +165,10 @@ class LeaderboardApp:
     # ------------------------------------------------------------------------------------ uploads
     def _uploaded_path(self, file) -> Path:
         """The path of an uploaded file, refused (without opening it) unless it lies in the upload folder."""
-        name = file if isinstance(file, (str, os.PathLike)) else getattr(file, "path", None) or getattr(file, "name", None)
+        if isinstance(file, (str, os.PathLike)):
+            name = file
+        else:
+            name = getattr(file, "path", None) or getattr(file, "name", None)
         if not name:
             raise ModelseekError("choose a submission file first")
         p = Path(name)
@@ -366,7 +369,7 @@ def _titles_html(frame, target: str) -> str:
             "style='display:none'></div>")
 
 
-def _submit_handlers(app: "LeaderboardApp", store: Store, shown, models_update):
+def _submit_handlers(app: LeaderboardApp, store: Store, shown, models_update):
     """The Submit tab's handlers: pre-submit (the preview) and confirm (publication)."""
     import gradio as gr
 

@@ -323,8 +323,8 @@ class PublishWorkflow:
                                                 .distinct()).all()}
             new = self._missing_duels(c, sid, have, pub)
             if new:
-                c.execute(pduel.insert(), [{"pending_id": sid, "task": t, "opponent_id": o, "p_win": w, "p_loss": l}
-                                           for t, o, w, l in new])
+                c.execute(pduel.insert(), [{"pending_id": sid, "task": t, "opponent_id": o, "p_win": w, "p_loss": lo}
+                                           for t, o, w, lo in new])
             top = chain.head(c, self.t, sa)
             board = top[0] if top else 0
             # pending rows are not append-only: the board the preview now stands on
@@ -352,9 +352,9 @@ class PublishWorkflow:
             M = np.full((n, n), np.nan)
             M[:-1, :-1] = P[t]
             Pn[t] = M
-        for t, o, w, l in stored:
+        for t, o, w, lo in stored:
             if int(o) in pos:
-                Pn[t][-1, pos[int(o)]], Pn[t][pos[int(o)], -1] = w, l
+                Pn[t][-1, pos[int(o)]], Pn[t][pos[int(o)], -1] = w, lo
         scores = win_scores(Pn, names, self.config, self.alpha, self.max_competitors, self.fdr)
         raw_by_model[model] = raw
         table = leaderboard_frame(scores, raw_by_model, self.config, "overall")
@@ -409,7 +409,7 @@ class PublishWorkflow:
             old = [i for i, _ in pub]
             old_prof = self._profiles(c, old)
             now, ids, tokens = time.time(), [], []
-            for s, (payload, digest, _) in zip(subs, payloads):   # the pending table allocates the ids
+            for s, (_payload, digest, _) in zip(subs, payloads):   # the pending table allocates the ids
                 tokens.append(secrets.token_hex(32))
                 ids.append(int(c.execute(self.t["pending"].insert().values(
                     model=s.model, token=tokens[-1], sha256=digest, created_at=now, metadata_json="{}",

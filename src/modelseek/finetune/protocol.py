@@ -15,8 +15,9 @@ import contextlib
 import hashlib
 import math
 import time
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,7 @@ class TaskData:
     test: Split | None
 
     @classmethod
-    def from_task(cls, task: "Task | TaskData") -> "TaskData":
+    def from_task(cls, task: Task | TaskData) -> TaskData:
         if isinstance(task, TaskData):
             return task
         return cls(task.id, task.train, task.val, task.test)
@@ -89,7 +90,7 @@ class ModelSpec:
     revision: str | None = None
 
     @classmethod
-    def from_candidate(cls, c: "Candidate | ModelSpec | str") -> "ModelSpec":
+    def from_candidate(cls, c: Candidate | ModelSpec | str) -> ModelSpec:
         if isinstance(c, ModelSpec):
             return c
         if isinstance(c, str):
@@ -128,7 +129,7 @@ class FinetuneResult:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "FinetuneResult":
+    def from_dict(cls, data: Mapping[str, Any]) -> FinetuneResult:
         return cls(**dict(data))
 
 
@@ -295,7 +296,7 @@ def _evaluate(net, data: _Encoded, n_classes: int, batch_size: int, device: str,
 
 
 # ------------------------------------------------------------------------------------------ the protocol
-def _train_epoch(net, opt, train: "_Encoded", perm, recipe: Recipe, device: str, autocast) -> float:
+def _train_epoch(net, opt, train: _Encoded, perm, recipe: Recipe, device: str, autocast) -> float:
     """One epoch over ``train`` in the order ``perm``: an optimiser step per batch of ``recipe.batch_size``,
     gradients accumulated over micro-batches; the summed training loss."""
     import torch.nn.functional as F
@@ -317,7 +318,7 @@ def _train_epoch(net, opt, train: "_Encoded", perm, recipe: Recipe, device: str,
     return train_loss
 
 
-def finetune(task: "Task | TaskData", model: "Candidate | ModelSpec | str", recipe: Recipe = PROTOCOL,
+def finetune(task: Task | TaskData, model: Candidate | ModelSpec | str, recipe: Recipe = PROTOCOL,
              seed: int = 0, progress: bool = False, output_dir: str | None = None) -> FinetuneResult:
     """Fine-tune ``model`` on ``task`` under ``recipe`` with ``seed``; score the best epoch on test.
 

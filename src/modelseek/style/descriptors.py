@@ -29,10 +29,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from numbers import Integral
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -41,7 +42,7 @@ from ..errors import InputError
 from ..registry import Registry
 from .data import StyleDataset
 
-EXTRACTORS: Registry[Callable[..., "Extractor"]] = Registry("style feature")
+EXTRACTORS: Registry[Callable[..., Extractor]] = Registry("style feature")
 
 
 def _ints(low: int, high: int | None = None) -> list:
@@ -225,7 +226,7 @@ class TextureStats(Extractor):
         ang = np.mod(np.arctan2(gy, gx), np.pi)
         bins = np.minimum((ang / np.pi * self.orientations).astype(int), self.orientations - 1)
         hist = np.bincount(bins.ravel(), weights=mag.ravel(), minlength=self.orientations)
-        feats += list(hist / max(hist.sum(), 1e-9)) + [np.log(mag.mean() + 1e-4)]
+        feats += [*(hist / max(hist.sum(), 1e-9)), np.log(mag.mean() + 1e-4)]
         return np.asarray(feats)
 
 
@@ -610,7 +611,7 @@ def extract_many(dataset: StyleDataset, extractors: Sequence[Extractor], size: i
     return [_stacked(rows[k], ext, dataset) for k, ext in enumerate(extractors)]
 
 
-def _known_item(dataset: StyleDataset, i: int, digests: "_Digests") -> str | None:
+def _known_item(dataset: StyleDataset, i: int, digests: _Digests) -> str | None:
     if dataset.paths is None:
         return dataset.key(i)
     d = digests.known(Path(dataset.paths[i]))
