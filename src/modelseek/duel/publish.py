@@ -409,7 +409,7 @@ class PublishWorkflow:
             old = [i for i, _ in pub]
             old_prof = self._profiles(c, old)
             now, ids, tokens = time.time(), [], []
-            for s, (_payload, digest, _) in zip(subs, payloads):   # the pending table allocates the ids
+            for s, (_, digest, _) in zip(subs, payloads):   # the pending table allocates the ids
                 tokens.append(secrets.token_hex(32))
                 ids.append(int(c.execute(self.t["pending"].insert().values(
                     model=s.model, token=tokens[-1], sha256=digest, created_at=now, metadata_json="{}",
