@@ -44,9 +44,10 @@ EMPTY = "No model is published yet. Upload the first one in the **Submit** tab."
 _PUNCT = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~&\"'$%=:;,/?@^])")
 
 
-def md_text(text: str) -> str:
-    """``text`` as literal Markdown text: every ASCII punctuation character backslash-escaped (CommonMark
-    allows it for all of them), so no user string can open a code span, a link, emphasis or HTML."""
+def md_text(text: object) -> str:
+    """``text`` (any value, shown by :func:`~.text.safe_str`) as literal Markdown text: every ASCII punctuation
+    character backslash-escaped (CommonMark allows it for all of them), so no user string can open a code span,
+    a link, emphasis or HTML."""
     return _PUNCT.sub(r"\\\1", safe_str(text)).replace("\n", " ")
 
 
@@ -165,6 +166,7 @@ class LeaderboardApp:
     # ------------------------------------------------------------------------------------ uploads
     def _uploaded_path(self, file) -> Path:
         """The path of an uploaded file, refused (without opening it) unless it lies in the upload folder."""
+        name: str | os.PathLike | None
         if isinstance(file, (str, os.PathLike)):
             name = file
         else:

@@ -258,14 +258,15 @@ class _Encoded:
             width = max(width, self.pad_to_length)
         ids = np.full((len(idx), width), self.pad_id, dtype=np.int64)
         mask = np.zeros((len(idx), width), dtype=np.int64)
-        types = np.zeros((len(idx), width), dtype=np.int64) if self.token_type_ids is not None else None
+        type_ids = self.token_type_ids
+        types = np.zeros((len(idx), width), dtype=np.int64) if type_ids is not None else None
         for r, i in enumerate(idx):
             n = int(self.lengths[i])
             sl = slice(width - n, width) if self.left else slice(0, n)
             ids[r, sl] = self.input_ids[i]
             mask[r, sl] = 1
-            if types is not None:
-                types[r, sl] = self.token_type_ids[i]
+            if types is not None and type_ids is not None:
+                types[r, sl] = type_ids[i]
         out = {"input_ids": torch.from_numpy(ids).to(device), "attention_mask": torch.from_numpy(mask).to(device)}
         if types is not None:
             out["token_type_ids"] = torch.from_numpy(types).to(device)
@@ -335,6 +336,7 @@ def finetune(task: Task | TaskData, model: Candidate | ModelSpec | str, recipe: 
     data = TaskData.from_task(task)
     spec = ModelSpec.from_candidate(model)
     labels = data.label_names()
+    assert data.test is not None                           # label_names() refuses a task without a test split
     index = {name: i for i, name in enumerate(labels)}
     device = resolve_device(recipe)
     precision = resolve_precision(recipe, device)

@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from numbers import Integral
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -42,7 +42,10 @@ from ..errors import InputError
 from ..registry import Registry
 from .data import StyleDataset
 
-EXTRACTORS: Registry[Callable[..., Extractor]] = Registry("style feature")
+if TYPE_CHECKING:
+    from ..align.sources import LoadedModel
+
+EXTRACTORS: Registry[type[Extractor]] = Registry("style feature")
 
 
 def _ints(low: int, high: int | None = None) -> list:
@@ -231,7 +234,7 @@ class TextureStats(Extractor):
 
 
 # ----------------------------------------------------------------------------------------- CNN features
-def random_cnn(channels: Sequence[int] = (32, 64, 128, 128), seed: int = 0):
+def random_cnn(channels: Sequence[int] = (32, 64, 128, 128), seed: int = 0) -> Callable[[Any], list[Any]]:
     """A seeded random-weight conv stack: per stage 3x3 conv + ReLU, 2x2 average pooling between stages.
 
     Returns a callable ``(N x 3 x S x S float tensor) -> list of per-stage feature maps``. He-normal weights
@@ -321,7 +324,7 @@ class _CNNExtractor(Extractor):
 
     def __init__(self, seed: int = 0, dims: int = 256, channels: Sequence[int] = (32, 64, 128, 128)) -> None:
         self.seed, self.dims, self.channels = int(seed), int(dims), tuple(int(c) for c in channels)
-        self._net = None
+        self._net: Callable[[Any], list[Any]] | None = None      # random_cnn, built on first use
         self._project = _Projector(self.dims, self.seed)
 
     def config(self) -> dict[str, Any]:
@@ -377,7 +380,7 @@ class _RegistryExtractor(Extractor):
 
         self.model, self.seed, self.dims = model, int(seed), int(dims)
         self.entry = ModelRegistry.load(registry).get(model)
-        self._loaded = None
+        self._loaded: LoadedModel | None = None
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "entry": self.entry.fingerprint(), "seed": self.seed, "dims": self.dims, "v": 1}
@@ -441,7 +444,7 @@ def make_extractor(spec: str, seed: int = 0, **params: Any) -> Extractor:
     config; ``seed`` goes to those that take one, ``registry`` only to encoders."""
     kind, _, arg = str(spec).partition(":")
     cls = EXTRACTORS.get(kind)
-    names = {f.name for f in dataclasses.fields(cls.Params)}
+    names = {f.name for f in dataclasses.fields(cls.Params)}  # type: ignore[arg-type] # Params are dataclasses; Config not
     if arg:
         if "model" not in names:
             raise InputError(f"feature {kind!r} takes no argument (got {spec!r})", field="method")
@@ -550,37 +553,39 @@ def extract_many(dataset: StyleDataset, extractors: Sequence[Extractor], size: i
     n = len(dataset)
     if n == 0:
         raise InputError("no images")
+    store = None                    # the FeatureCache at ``cache``
     if cache is not None:
         from ..features.cache import FeatureCache, cache_key
 
-        cache = FeatureCache(cache)
-        digests = _Digests(cache)
+        store = FeatureCache(cache)
+        digests = _Digests(store)
     ext_keys = [f"{e.key()}-s{int(size)}-l{LOADER_VERSION}" for e in extractors]
     rows: list[list[np.ndarray | None]] = [[None] * n for _ in extractors]
     item: list[str | None] = [None] * n
 
     def lookup(i: int) -> bool:
         """Fill image i's rows from the cache; True when every extractor's vector was there."""
-        if cache is None or item[i] is None:
+        item_key = item[i]
+        if store is None or item_key is None:
             return False
         for k, key in enumerate(ext_keys):
             if rows[k][i] is None:
-                rows[k][i] = cache.get(cache_key(_cache_fields(key, item[i])))
+                rows[k][i] = store.get(cache_key(_cache_fields(key, item_key)))
         return all(rows[k][i] is not None for k in range(len(extractors)))
 
     files = dataset.paths is not None
-    if cache is not None:  # the cache key of each image: its content's checksum where known, an array's key
+    if store is not None:  # the cache key of each image: its content's checksum where known, an array's key
         item[:] = [_known_item(dataset, i, digests) for i in range(n)]
     todo = [i for i in range(n) if not lookup(i)]
 
     def load(i: int) -> np.ndarray | None:
         """Image i at ``size`` (None when its checksum shows its features are already cached)."""
-        if not files:
+        if dataset.paths is None:
             return dataset.image(i, size)
         p = Path(dataset.paths[i])
-        stat_fields = _Digests._stat_fields(p) if cache is not None else None
+        stat_fields = _Digests._stat_fields(p) if store is not None else None
         data = imgio.read_bytes(p)
-        if cache is not None:
+        if store is not None:
             d = imgio.digest(data)
             digests.remember(p, stat_fields, d)
             item[i] = f"sha1:{d}"
@@ -600,9 +605,10 @@ def extract_many(dataset: StyleDataset, extractors: Sequence[Extractor], size: i
                         feats = np.asarray(ext(imgs), dtype=np.float32)
                         for (i, _), v in zip(fresh, feats):
                             rows[k][i] = v
-                            if cache is not None:
-                                fields = _cache_fields(ext_keys[k], item[i])
-                                cache.put(cache_key(fields), fields, v)
+                            item_key = item[i]
+                            if store is not None and item_key is not None:   # (set by load or _known_item)
+                                fields = _cache_fields(ext_keys[k], item_key)
+                                store.put(cache_key(fields), fields, v)
                 if bar is not None:
                     bar.update(len(batch))
     finally:
