@@ -26,6 +26,7 @@ vectors are cached per image (see :func:`extract`). Fitted compression (PCA) bel
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -544,8 +545,6 @@ def extract_many(dataset: StyleDataset, extractors: Sequence[Extractor], size: i
     its file's bytes (arrays: of the array) and reused; every finished batch is written, so an interrupted
     extraction resumes where it stopped. A progress bar (images, rate, ETA) goes to stderr with ``progress``.
     """
-    import contextlib
-
     from . import images as imgio
 
     if size < 8:
@@ -565,8 +564,7 @@ def extract_many(dataset: StyleDataset, extractors: Sequence[Extractor], size: i
 
     def lookup(i: int) -> bool:
         """Fill image i's rows from the cache; True when every extractor's vector was there."""
-        item_key = item[i]
-        if store is None or item_key is None:
+        if store is None or (item_key := item[i]) is None:
             return False
         for k, key in enumerate(ext_keys):
             if rows[k][i] is None:
@@ -605,8 +603,7 @@ def extract_many(dataset: StyleDataset, extractors: Sequence[Extractor], size: i
                         feats = np.asarray(ext(imgs), dtype=np.float32)
                         for (i, _), v in zip(fresh, feats):
                             rows[k][i] = v
-                            item_key = item[i]
-                            if store is not None and item_key is not None:   # (set by load or _known_item)
+                            if store is not None and (item_key := item[i]) is not None:  # set by load/_known_item
                                 fields = _cache_fields(ext_keys[k], item_key)
                                 store.put(cache_key(fields), fields, v)
                 if bar is not None:
