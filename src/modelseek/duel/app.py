@@ -44,9 +44,10 @@ EMPTY = "No model is published yet. Upload the first one in the **Submit** tab."
 _PUNCT = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~&\"'$%=:;,/?@^])")
 
 
-def md_text(text: str) -> str:
-    """``text`` as literal Markdown text: every ASCII punctuation character backslash-escaped (CommonMark
-    allows it for all of them), so no user string can open a code span, a link, emphasis or HTML."""
+def md_text(text: object) -> str:
+    """``text`` (any value, shown by :func:`~.text.safe_str`) as literal Markdown text: every ASCII punctuation
+    character backslash-escaped (CommonMark allows it for all of them), so no user string can open a code span,
+    a link, emphasis or HTML."""
     return _PUNCT.sub(r"\\\1", safe_str(text)).replace("\n", " ")
 
 
@@ -165,7 +166,11 @@ class LeaderboardApp:
     # ------------------------------------------------------------------------------------ uploads
     def _uploaded_path(self, file) -> Path:
         """The path of an uploaded file, refused (without opening it) unless it lies in the upload folder."""
-        name = file if isinstance(file, (str, os.PathLike)) else getattr(file, "path", None) or getattr(file, "name", None)
+        name: str | os.PathLike | None
+        if isinstance(file, (str, os.PathLike)):
+            name = file
+        else:
+            name = getattr(file, "path", None) or getattr(file, "name", None)
         if not name:
             raise ModelseekError("choose a submission file first")
         p = Path(name)
@@ -366,7 +371,7 @@ def _titles_html(frame, target: str) -> str:
             "style='display:none'></div>")
 
 
-def _submit_handlers(app: "LeaderboardApp", store: Store, shown, models_update):
+def _submit_handlers(app: LeaderboardApp, store: Store, shown, models_update):
     """The Submit tab's handlers: pre-submit (the preview) and confirm (publication)."""
     import gradio as gr
 

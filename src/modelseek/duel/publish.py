@@ -10,8 +10,10 @@ import hashlib
 import json
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -23,6 +25,10 @@ from .leaderboard import leaderboard_frame
 from .scoring import win_scores
 from .submission import Submission, check_sample_counts, id_difference, submission_from_bytes
 from .text import name_key
+
+if TYPE_CHECKING:
+    from .config import LeaderboardConfig
+    from .engine import Profile, Settings
 
 
 #: pending pre-submissions are deleted after this many seconds (``--pending-hours``)
@@ -61,6 +67,25 @@ class Preview:
 
 class PublishWorkflow:
     """Pre-submit, confirm, refresh, discard, publish: the writes of :class:`~.storage.Store`."""
+
+    # What the workflow uses of Store, declared for the type checker only (annotations, no values: Store's
+    # __init__ sets the attributes and Store defines the methods).
+    _sa: Any                             # the sqlalchemy module (imported on first use: extra ``web``)
+    t: dict[str, Any]                    # the sqlalchemy Table objects, by name (schema.tables)
+    engine: Any                          # the sqlalchemy Engine
+    config: LeaderboardConfig
+    settings: Settings
+    alpha: float
+    fdr: bool
+    max_competitors: int
+    max_bytes: int
+    max_stored_bytes: int
+    max_daily_bytes: int
+    pending_ttl: float
+    _write: Callable[..., Any]           # (fn(conn), serialised=True) -> fn's result, in one write transaction
+    _published: Callable[[Any], list[tuple[int, str]]]
+    _profiles: Callable[..., dict[int, dict[str, Profile]]]   # (conn, ids, table="profiles")
+    _board: Callable[[Any], tuple[list[tuple[int, str]], dict[str, np.ndarray], dict, dict[str, dict[str, float]]]]
 
     def _check_samples(self, conn, sub: Submission) -> None:
         """The upload's samples must be the task's (paired by doc_id): the ids fixed by the first published
@@ -323,8 +348,8 @@ class PublishWorkflow:
                                                 .distinct()).all()}
             new = self._missing_duels(c, sid, have, pub)
             if new:
-                c.execute(pduel.insert(), [{"pending_id": sid, "task": t, "opponent_id": o, "p_win": w, "p_loss": l}
-                                           for t, o, w, l in new])
+                c.execute(pduel.insert(), [{"pending_id": sid, "task": t, "opponent_id": o, "p_win": w, "p_loss": lo}
+                                           for t, o, w, lo in new])
             top = chain.head(c, self.t, sa)
             board = top[0] if top else 0
             # pending rows are not append-only: the board the preview now stands on
@@ -352,9 +377,9 @@ class PublishWorkflow:
             M = np.full((n, n), np.nan)
             M[:-1, :-1] = P[t]
             Pn[t] = M
-        for t, o, w, l in stored:
+        for t, o, w, lo in stored:
             if int(o) in pos:
-                Pn[t][-1, pos[int(o)]], Pn[t][pos[int(o)], -1] = w, l
+                Pn[t][-1, pos[int(o)]], Pn[t][pos[int(o)], -1] = w, lo
         scores = win_scores(Pn, names, self.config, self.alpha, self.max_competitors, self.fdr)
         raw_by_model[model] = raw
         table = leaderboard_frame(scores, raw_by_model, self.config, "overall")
@@ -409,7 +434,7 @@ class PublishWorkflow:
             old = [i for i, _ in pub]
             old_prof = self._profiles(c, old)
             now, ids, tokens = time.time(), [], []
-            for s, (payload, digest, _) in zip(subs, payloads):   # the pending table allocates the ids
+            for s, (_, digest, _) in zip(subs, payloads):   # the pending table allocates the ids
                 tokens.append(secrets.token_hex(32))
                 ids.append(int(c.execute(self.t["pending"].insert().values(
                     model=s.model, token=tokens[-1], sha256=digest, created_at=now, metadata_json="{}",
@@ -421,9 +446,9 @@ class PublishWorkflow:
                 rows += [{"task": t, "a_id": ids[a], "b_id": ids[b], "p_value": float(among[a, b])}
                          for a in range(len(ids)) for b in range(len(ids)) if a != b]
                 for a in range(len(ids)):
-                    for k, o in enumerate(old):
-                        rows += [{"task": t, "a_id": ids[a], "b_id": o, "p_value": float(win[a, k])},
-                                 {"task": t, "a_id": o, "b_id": ids[a], "p_value": float(loss[k, a])}]
+                    for j, o in enumerate(old):
+                        rows += [{"task": t, "a_id": ids[a], "b_id": o, "p_value": float(win[a, j])},
+                                 {"task": t, "a_id": o, "b_id": ids[a], "p_value": float(loss[j, a])}]
             sub_rows = [{"id": i, "model": s.model, "token": tok, "sha256": digest, "created_at": now,
                          "published_at": now, "metadata_json": json.dumps(s.metadata, sort_keys=True),
                          "payload": payload}

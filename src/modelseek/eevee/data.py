@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -194,15 +194,15 @@ class SplitData:
         import torch
 
         h = config.hidden
-        self.U1, self.u1, self.U2, self.u2 = [], [], [], []
+        U1, u1, U2, u2 = [], [], [], []
         for s in range(config.n_splits):
             g = torch.Generator().manual_seed(int(np.random.SeedSequence([config.seed, s]).generate_state(1)[0]))
-            self.U1.append(torch.rand(m, h, generator=g) * 2 - 1)
-            self.u1.append(torch.rand(h, generator=g) * 2 - 1)
-            self.U2.append(torch.rand(h, m, generator=g) * 2 - 1)
-            self.u2.append(torch.rand(m, generator=g) * 2 - 1)
-        self.U1, self.u1 = torch.stack(self.U1), torch.stack(self.u1)
-        self.U2, self.u2 = torch.stack(self.U2), torch.stack(self.u2)
+            U1.append(torch.rand(m, h, generator=g) * 2 - 1)
+            u1.append(torch.rand(h, generator=g) * 2 - 1)
+            U2.append(torch.rand(h, m, generator=g) * 2 - 1)
+            u2.append(torch.rand(m, generator=g) * 2 - 1)
+        self.U1, self.u1 = torch.stack(U1), torch.stack(u1)
+        self.U2, self.u2 = torch.stack(U2), torch.stack(u2)
 
     def _check_finite(self, zs: list[np.ndarray], obs_all: list[np.ndarray]) -> None:
         """A located error for the first value whose z-score (in some split) is beyond :data:`Z_MAX`."""

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from .data import SplitData
 
 
-def init_params(d: "SplitData", cfg: "MetaConfig", cand, split, idx, mask, fan, out=None):
+def init_params(d: SplitData, cfg: MetaConfig, cand, split, idx, mask, fan, out=None):
     """Initial weights of networks (cand, split): nn.Linear's U(-1/sqrt(fan_in), 1/sqrt(fan_in)) from the
     per-split full-width draws, restricted to each subset's input columns. With ``out`` (the six parameter
     tensors), the weights are written into them."""
@@ -53,7 +53,7 @@ def flat_views(buf, shapes):
     return views
 
 
-def mlp_block(d: "SplitData", cfg: "MetaConfig", cand, split, idx, mask, fan, return_pred: bool = False):
+def mlp_block(d: SplitData, cfg: MetaConfig, cand, split, idx, mask, fan, return_pred: bool = False):
     """Train networks (cand[p], split[p]) together; return each one's test loss (and test predictions).
 
     The forward and backward passes are written out as batched matmuls and elementwise passes into
@@ -99,7 +99,7 @@ def mlp_block(d: "SplitData", cfg: "MetaConfig", cand, split, idx, mask, fan, re
     h, a, xhat, tmp, dl, dh = (torch.empty(P, n, H) for _ in range(6))
     mu, rstd = torch.empty(P, n, 1), torch.empty(P, n, 1)
     la = torch.ones(P, n, H + 1)                           # [LayerNorm output, 1]
-    l = la[..., :H]
+    ln_out = la[..., :H]
     r = torch.empty(P, n, M)
     ln_mask = [True, False, False]
 
@@ -112,7 +112,7 @@ def mlp_block(d: "SplitData", cfg: "MetaConfig", cand, split, idx, mask, fan, re
     for _ in range(cfg.epochs):
         torch.bmm(Xa, W1a, out=h)
         layer_norm(leaky(h, slope, out=a))
-        torch.addcmul(be, xhat, g, out=l)
+        torch.addcmul(be, xhat, g, out=ln_out)
         torch.bmm(la, W2a, out=r).mul_(A2).sub_(YA2)
         torch.bmm(la.transpose(1, 2), r, out=gW2a)
         torch.bmm(r, W2v.transpose(1, 2), out=dl)
@@ -142,7 +142,7 @@ def _mlp_predict(Xa, W1a, W2a, g, be, slope: float, eps: float):
     return torch.bmm(lt, W2a)
 
 
-def ridge_block(d: "SplitData", cfg: "MetaConfig", cand, split, idx, mask, fan=None, return_pred: bool = False):
+def ridge_block(d: SplitData, cfg: MetaConfig, cand, split, idx, mask, fan=None, return_pred: bool = False):
     """Ridge meta-models: all target columns from the subset's input columns, in the split's training
     z-units, with an unpenalised intercept (missing training targets are the training mean, like missing
     inputs). Solved in the dual, W = X^T (X X^T + alpha I)^-1 Y, from one eigen-

@@ -15,8 +15,9 @@ import contextlib
 import hashlib
 import math
 import time
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,7 @@ class TaskData:
     test: Split | None
 
     @classmethod
-    def from_task(cls, task: "Task | TaskData") -> "TaskData":
+    def from_task(cls, task: Task | TaskData) -> TaskData:
         if isinstance(task, TaskData):
             return task
         return cls(task.id, task.train, task.val, task.test)
@@ -89,7 +90,7 @@ class ModelSpec:
     revision: str | None = None
 
     @classmethod
-    def from_candidate(cls, c: "Candidate | ModelSpec | str") -> "ModelSpec":
+    def from_candidate(cls, c: Candidate | ModelSpec | str) -> ModelSpec:
         if isinstance(c, ModelSpec):
             return c
         if isinstance(c, str):
@@ -128,7 +129,7 @@ class FinetuneResult:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "FinetuneResult":
+    def from_dict(cls, data: Mapping[str, Any]) -> FinetuneResult:
         return cls(**dict(data))
 
 
@@ -257,14 +258,15 @@ class _Encoded:
             width = max(width, self.pad_to_length)
         ids = np.full((len(idx), width), self.pad_id, dtype=np.int64)
         mask = np.zeros((len(idx), width), dtype=np.int64)
-        types = np.zeros((len(idx), width), dtype=np.int64) if self.token_type_ids is not None else None
+        type_ids = self.token_type_ids
+        types = np.zeros((len(idx), width), dtype=np.int64) if type_ids is not None else None
         for r, i in enumerate(idx):
             n = int(self.lengths[i])
             sl = slice(width - n, width) if self.left else slice(0, n)
             ids[r, sl] = self.input_ids[i]
             mask[r, sl] = 1
-            if types is not None:
-                types[r, sl] = self.token_type_ids[i]
+            if types is not None and type_ids is not None:
+                types[r, sl] = type_ids[i]
         out = {"input_ids": torch.from_numpy(ids).to(device), "attention_mask": torch.from_numpy(mask).to(device)}
         if types is not None:
             out["token_type_ids"] = torch.from_numpy(types).to(device)
@@ -295,7 +297,7 @@ def _evaluate(net, data: _Encoded, n_classes: int, batch_size: int, device: str,
 
 
 # ------------------------------------------------------------------------------------------ the protocol
-def _train_epoch(net, opt, train: "_Encoded", perm, recipe: Recipe, device: str, autocast) -> float:
+def _train_epoch(net, opt, train: _Encoded, perm, recipe: Recipe, device: str, autocast) -> float:
     """One epoch over ``train`` in the order ``perm``: an optimiser step per batch of ``recipe.batch_size``,
     gradients accumulated over micro-batches; the summed training loss."""
     import torch.nn.functional as F
@@ -317,7 +319,7 @@ def _train_epoch(net, opt, train: "_Encoded", perm, recipe: Recipe, device: str,
     return train_loss
 
 
-def finetune(task: "Task | TaskData", model: "Candidate | ModelSpec | str", recipe: Recipe = PROTOCOL,
+def finetune(task: Task | TaskData, model: Candidate | ModelSpec | str, recipe: Recipe = PROTOCOL,
              seed: int = 0, progress: bool = False, output_dir: str | None = None) -> FinetuneResult:
     """Fine-tune ``model`` on ``task`` under ``recipe`` with ``seed``; score the best epoch on test.
 
@@ -334,6 +336,7 @@ def finetune(task: "Task | TaskData", model: "Candidate | ModelSpec | str", reci
     data = TaskData.from_task(task)
     spec = ModelSpec.from_candidate(model)
     labels = data.label_names()
+    assert data.test is not None                           # label_names() refuses a task without a test split
     index = {name: i for i, name in enumerate(labels)}
     device = resolve_device(recipe)
     precision = resolve_precision(recipe, device)

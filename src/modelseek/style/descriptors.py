@@ -26,13 +26,15 @@ vectors are cached per image (see :func:`extract`). Fitted compression (PCA) bel
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from numbers import Integral
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -41,7 +43,10 @@ from ..errors import InputError
 from ..registry import Registry
 from .data import StyleDataset
 
-EXTRACTORS: Registry[Callable[..., "Extractor"]] = Registry("style feature")
+if TYPE_CHECKING:
+    from ..align.sources import LoadedModel
+
+EXTRACTORS: Registry[type[Extractor]] = Registry("style feature")
 
 
 def _ints(low: int, high: int | None = None) -> list:
@@ -225,12 +230,12 @@ class TextureStats(Extractor):
         ang = np.mod(np.arctan2(gy, gx), np.pi)
         bins = np.minimum((ang / np.pi * self.orientations).astype(int), self.orientations - 1)
         hist = np.bincount(bins.ravel(), weights=mag.ravel(), minlength=self.orientations)
-        feats += list(hist / max(hist.sum(), 1e-9)) + [np.log(mag.mean() + 1e-4)]
+        feats += [*(hist / max(hist.sum(), 1e-9)), np.log(mag.mean() + 1e-4)]
         return np.asarray(feats)
 
 
 # ----------------------------------------------------------------------------------------- CNN features
-def random_cnn(channels: Sequence[int] = (32, 64, 128, 128), seed: int = 0):
+def random_cnn(channels: Sequence[int] = (32, 64, 128, 128), seed: int = 0) -> Callable[[Any], list[Any]]:
     """A seeded random-weight conv stack: per stage 3x3 conv + ReLU, 2x2 average pooling between stages.
 
     Returns a callable ``(N x 3 x S x S float tensor) -> list of per-stage feature maps``. He-normal weights
@@ -320,7 +325,7 @@ class _CNNExtractor(Extractor):
 
     def __init__(self, seed: int = 0, dims: int = 256, channels: Sequence[int] = (32, 64, 128, 128)) -> None:
         self.seed, self.dims, self.channels = int(seed), int(dims), tuple(int(c) for c in channels)
-        self._net = None
+        self._net: Callable[[Any], list[Any]] | None = None      # random_cnn, built on first use
         self._project = _Projector(self.dims, self.seed)
 
     def config(self) -> dict[str, Any]:
@@ -376,7 +381,7 @@ class _RegistryExtractor(Extractor):
 
         self.model, self.seed, self.dims = model, int(seed), int(dims)
         self.entry = ModelRegistry.load(registry).get(model)
-        self._loaded = None
+        self._loaded: LoadedModel | None = None
 
     def config(self) -> dict[str, Any]:
         return {"name": self.name, "entry": self.entry.fingerprint(), "seed": self.seed, "dims": self.dims, "v": 1}
@@ -440,7 +445,7 @@ def make_extractor(spec: str, seed: int = 0, **params: Any) -> Extractor:
     config; ``seed`` goes to those that take one, ``registry`` only to encoders."""
     kind, _, arg = str(spec).partition(":")
     cls = EXTRACTORS.get(kind)
-    names = {f.name for f in dataclasses.fields(cls.Params)}
+    names = {f.name for f in dataclasses.fields(cls.Params)}  # type: ignore[arg-type] # Params are dataclasses; Config not
     if arg:
         if "model" not in names:
             raise InputError(f"feature {kind!r} takes no argument (got {spec!r})", field="method")
@@ -540,8 +545,6 @@ def extract_many(dataset: StyleDataset, extractors: Sequence[Extractor], size: i
     its file's bytes (arrays: of the array) and reused; every finished batch is written, so an interrupted
     extraction resumes where it stopped. A progress bar (images, rate, ETA) goes to stderr with ``progress``.
     """
-    import contextlib
-
     from . import images as imgio
 
     if size < 8:
@@ -549,37 +552,38 @@ def extract_many(dataset: StyleDataset, extractors: Sequence[Extractor], size: i
     n = len(dataset)
     if n == 0:
         raise InputError("no images")
+    store = None                    # the FeatureCache at ``cache``
     if cache is not None:
         from ..features.cache import FeatureCache, cache_key
 
-        cache = FeatureCache(cache)
-        digests = _Digests(cache)
+        store = FeatureCache(cache)
+        digests = _Digests(store)
     ext_keys = [f"{e.key()}-s{int(size)}-l{LOADER_VERSION}" for e in extractors]
     rows: list[list[np.ndarray | None]] = [[None] * n for _ in extractors]
     item: list[str | None] = [None] * n
 
     def lookup(i: int) -> bool:
         """Fill image i's rows from the cache; True when every extractor's vector was there."""
-        if cache is None or item[i] is None:
+        if store is None or (item_key := item[i]) is None:
             return False
         for k, key in enumerate(ext_keys):
             if rows[k][i] is None:
-                rows[k][i] = cache.get(cache_key(_cache_fields(key, item[i])))
+                rows[k][i] = store.get(cache_key(_cache_fields(key, item_key)))
         return all(rows[k][i] is not None for k in range(len(extractors)))
 
     files = dataset.paths is not None
-    if cache is not None:  # the cache key of each image: its content's checksum where known, an array's key
+    if store is not None:  # the cache key of each image: its content's checksum where known, an array's key
         item[:] = [_known_item(dataset, i, digests) for i in range(n)]
     todo = [i for i in range(n) if not lookup(i)]
 
     def load(i: int) -> np.ndarray | None:
         """Image i at ``size`` (None when its checksum shows its features are already cached)."""
-        if not files:
+        if dataset.paths is None:
             return dataset.image(i, size)
         p = Path(dataset.paths[i])
-        stat_fields = _Digests._stat_fields(p) if cache is not None else None
+        stat_fields = _Digests._stat_fields(p) if store is not None else None
         data = imgio.read_bytes(p)
-        if cache is not None:
+        if store is not None:
             d = imgio.digest(data)
             digests.remember(p, stat_fields, d)
             item[i] = f"sha1:{d}"
@@ -599,9 +603,9 @@ def extract_many(dataset: StyleDataset, extractors: Sequence[Extractor], size: i
                         feats = np.asarray(ext(imgs), dtype=np.float32)
                         for (i, _), v in zip(fresh, feats):
                             rows[k][i] = v
-                            if cache is not None:
-                                fields = _cache_fields(ext_keys[k], item[i])
-                                cache.put(cache_key(fields), fields, v)
+                            if store is not None and (item_key := item[i]) is not None:  # set by load/_known_item
+                                fields = _cache_fields(ext_keys[k], item_key)
+                                store.put(cache_key(fields), fields, v)
                 if bar is not None:
                     bar.update(len(batch))
     finally:
@@ -610,7 +614,7 @@ def extract_many(dataset: StyleDataset, extractors: Sequence[Extractor], size: i
     return [_stacked(rows[k], ext, dataset) for k, ext in enumerate(extractors)]
 
 
-def _known_item(dataset: StyleDataset, i: int, digests: "_Digests") -> str | None:
+def _known_item(dataset: StyleDataset, i: int, digests: _Digests) -> str | None:
     if dataset.paths is None:
         return dataset.key(i)
     d = digests.known(Path(dataset.paths[i]))
