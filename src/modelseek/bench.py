@@ -68,41 +68,17 @@ def cross_validate(method: str | Ranker | Callable[[], Ranker], truth: GroundTru
     so count as not retrieved) instead of stopping the CV with
     :class:`~modelseek.rankers.features.CandidateFailures`."""
     from .rankers.base import failures_allowed
-    from .rankers.resolve import build, check_params
 
     if folds is None or int(folds) < 2:
         raise InputError(f"folds must be at least 2, got {folds}", field="folds")
     if repeats is None or int(repeats) < 1:
         raise InputError(f"repeats must be at least 1, got {repeats}", field="repeats")
-    if isinstance(method, (str, Ranker)):
-        if isinstance(method, Ranker):
-            check_params(method, method_params or {})
-            proto = method
-            factory = lambda: type(proto)(**proto.get_params())  # noqa: E731 - a fresh, unfitted copy per fold
-        else:
-            factory = lambda: build(method, method_params)  # noqa: E731
-    else:
-        factory = method
+    factory = _factory(method, method_params)
     probe = factory()
     name = method if isinstance(method, str) else probe.name
     task_ids = truth.task_ids
-    if tasks is None:
-        if probe.needs_text:
-            raise InputError(f"method {name!r} needs the tasks' text; give the task folder")
-        tasks = TaskSet(Task.from_id(t, truth.criticality(t)) for t in task_ids)
-    else:
-        missing = [t for t in task_ids if t not in tasks]
-        if missing:
-            raise InputError(f"{len(missing)} ground-truth task(s) have no task data: {', '.join(missing[:5])}")
-        tasks = tasks.subset(task_ids)
-    known_models = set(truth.model_ids)  # built once: a set per candidate made the check quadratic
-    missing_models = [c.id for c in pool if c.id not in known_models]
-    if missing_models:
-        raise InputError(f"pool candidate(s) not in the ground truth: {', '.join(missing_models)}",
-                         path=truth.source or None)
+    tasks = _cv_tasks(truth, pool, tasks, probe.needs_text, name)
     tiers = [truth.criticality(t).value for t in task_ids]
-    from .rankers.features import CandidateFailures
-
     runs, all_folds, all_fitted = [], [], []
     dropped: dict[str, None] = {}  # tasks no candidate could score (with allow_failures), in order
     last_failure: Exception | None = None
@@ -119,18 +95,10 @@ def cross_validate(method: str | Ranker | Callable[[], Ranker], truth: GroundTru
             train_ids = [t for t in task_ids if t not in held_set]
             ranker = failures_allowed(factory()) if allow_failures else factory()
             try:
-                if ranker.needs_fit:
-                    ranker.fit(tasks.subset(train_ids), truth.subset(train_ids), pool=pool)
+                part, failure = _fit_and_rank(ranker, tasks, truth, pool, train_ids, held, name, allow_failures)
                 fitted.append(train_ids)
-                # the fold's held-out tasks in one call: a frozen-feature ranker loads each candidate once per
-                # fold, not once per task
-                try:
-                    part = ranker.rank_tasks([tasks.get(t) for t in held], pool, run_id=name)
-                except CandidateFailures as exc:
-                    if not allow_failures:
-                        raise
-                    last_failure = exc
-                    part = Run({}, name)  # no candidate could score any task of this fold
+                if failure is not None:
+                    last_failure = failure
                 for t in held:
                     if t in part and len(part[t]):
                         scores[t] = part.scores(t)
@@ -153,6 +121,59 @@ def cross_validate(method: str | Ranker | Callable[[], Ranker], truth: GroundTru
     kept = [t for t in task_ids if t not in dropped]  # a task dropped in one repeat is dropped from all
     reports = [evaluate(r, truth, metrics, scheme, topics=kept if dropped else None) for r in runs]
     return CVResult(name, runs, reports, all_folds, all_fitted, list(metrics), dropped=list(dropped))
+
+
+def _factory(method: str | Ranker | Callable[[], Ranker], method_params: dict | None) -> Callable[[], Ranker]:
+    """What makes a new unfitted ranker for each fold: ``method`` built by name or artifact, a fresh copy of a
+    ranker's parameters, or ``method`` itself when it is a factory."""
+    from .rankers.resolve import build, check_params
+
+    if isinstance(method, (str, Ranker)):
+        if isinstance(method, Ranker):
+            check_params(method, method_params or {})
+            proto = method
+            return lambda: type(proto)(**proto.get_params())  # a fresh, unfitted copy per fold
+        return lambda: build(method, method_params)
+    return method
+
+
+def _cv_tasks(truth: GroundTruth, pool: Pool, tasks: TaskSet | None, needs_text: bool, name: str) -> TaskSet:
+    """The ground truth's tasks (their data from ``tasks``, or ids alone for a method that needs no text);
+    missing task data and pool candidates the ground truth does not know are :class:`InputError`."""
+    task_ids = truth.task_ids
+    if tasks is None:
+        if needs_text:
+            raise InputError(f"method {name!r} needs the tasks' text; give the task folder")
+        tasks = TaskSet(Task.from_id(t, truth.criticality(t)) for t in task_ids)
+    else:
+        missing = [t for t in task_ids if t not in tasks]
+        if missing:
+            raise InputError(f"{len(missing)} ground-truth task(s) have no task data: {', '.join(missing[:5])}")
+        tasks = tasks.subset(task_ids)
+    known_models = set(truth.model_ids)  # built once: a set per candidate made the check quadratic
+    missing_models = [c.id for c in pool if c.id not in known_models]
+    if missing_models:
+        raise InputError(f"pool candidate(s) not in the ground truth: {', '.join(missing_models)}",
+                         path=truth.source or None)
+    return tasks
+
+
+def _fit_and_rank(ranker: Ranker, tasks: TaskSet, truth: GroundTruth, pool: Pool, train_ids: list[str],
+                  held: list[str], name: str, allow_failures: bool) -> tuple[Run, Exception | None]:
+    """One fold: ``ranker`` fitted on ``train_ids`` (when it learns) and run on the held-out tasks; with
+    ``allow_failures``, a fold no candidate could score gives an empty run and the failure."""
+    from .rankers.features import CandidateFailures
+
+    if ranker.needs_fit:
+        ranker.fit(tasks.subset(train_ids), truth.subset(train_ids), pool=pool)
+    # the fold's held-out tasks in one call: a frozen-feature ranker loads each candidate once per fold, not
+    # once per task
+    try:
+        return ranker.rank_tasks([tasks.get(t) for t in held], pool, run_id=name), None
+    except CandidateFailures as exc:
+        if not allow_failures:
+            raise
+        return Run({}, name), exc  # no candidate could score any task of this fold
 
 
 def compare(a: CVResult, b: CVResult, metric: str = "ndcg@5", n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:

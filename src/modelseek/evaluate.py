@@ -31,16 +31,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from . import metrics as _metrics
 from .data.report import Report
-from .data.run import Run
-from .data.truth import GradingScheme, GroundTruth
+from .data.run import Run, RunArrays
+from .data.truth import GradingScheme, GroundTruth, TruthArrays
 from .enums import Choice
 from .errors import InputError
 from .metrics import DEFAULT_METRICS
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class Order(Choice):
@@ -63,21 +67,9 @@ def evaluate(run: Run, truth: GroundTruth, metrics: Sequence[str] = DEFAULT_METR
     s = GradingScheme.parse(scheme)
     o = Order.parse(order)
     level = int(relevance_level)
-    names = [m.strip().lower() for m in metrics if m.strip()]
-    if not names:
-        raise InputError(f"no metric given; valid names: {', '.join(_metrics.names())}", field="metrics")
-    parsed = {m: _metrics.parse(m) for m in names}
-    for m in parsed:
-        _metrics.get(m)  # unknown names and bad cut-offs: the registry's errors
+    names, parsed = _parse_metrics(metrics)
     ta = truth.arrays(s)
-    wanted = list(ta.tasks) if topics is None else [str(t) for t in topics]
-    w_index = pd.Index(wanted, dtype=object)  # object: no string-type inference
-    if not w_index.is_unique:
-        raise InputError("a topic is given twice", field="topics")
-    t_of_w = pd.Index(ta.tasks, dtype=object).get_indexer(w_index)
-    if (t_of_w < 0).any():
-        bad = [wanted[i] for i in np.flatnonzero(t_of_w < 0)[:5]]
-        raise InputError(f"task(s) not in the ground truth: {', '.join(bad)}")
+    wanted, w_index, t_of_w = _wanted_topics(ta, topics)
     W = len(wanted)
 
     ra = run.arrays()
@@ -87,25 +79,8 @@ def evaluate(run: Run, truth: GroundTruth, metrics: Sequence[str] = DEFAULT_METR
     keep = row_seg >= 0
     seg = row_seg[keep]
     doc = ra.doc[keep]
-    # one code per distinct model id / docID: the join, the docID order and the unknown docIDs use it. A run
-    # read from a file carries its docIDs' codes already; only its distinct docIDs are looked up.
-    if ra.doc_code is not None and ra.doc_names is not None:  # set together by the reader
-        t_codes, t_uniq = pd.factorize(ta.model)
-        run_names = pd.Index(ra.doc_names, dtype=object)
-        in_truth = pd.Index(t_uniq, dtype=object).get_indexer(run_names)
-        new = in_truth < 0
-        name_code = in_truth.copy()
-        name_code[new] = len(t_uniq) + np.arange(int(new.sum()))
-        uniq = np.concatenate([np.asarray(t_uniq, dtype=object), ra.doc_names[new]])
-        dcode = name_code[ra.doc_code[keep]]
-    else:
-        codes, uniq = pd.factorize(np.concatenate([ta.model, doc]))
-        t_codes, dcode = codes[: ta.model.size], codes[ta.model.size:]
+    t_codes, uniq, dcode, unknown = _doc_codes(ta, ra, keep, doc)
     n_codes = max(len(uniq), 1)
-    known_code = np.zeros(n_codes, dtype=bool)
-    known_code[t_codes] = True
-    unknown_rows = ~known_code[dcode]
-    unknown = [str(u) for u in uniq[pd.unique(dcode[unknown_rows])]] if unknown_rows.any() else []
     # evaluation order: Rank order is the run's own row order; trec_eval's is score desc, docID desc
     perm = _order(seg, ra.score[keep], dcode, uniq, o)
     seg, doc, dcode = seg[perm], doc[perm], dcode[perm]
@@ -156,6 +131,61 @@ def evaluate(run: Run, truth: GroundTruth, metrics: Sequence[str] = DEFAULT_METR
     extra = [t for t, i in zip(ra.topics, seg_of_topic.tolist()) if i < 0]
     return Report(per_topic, names, run_id=run.run_id, missing_topics=missing, extra_topics=extra, scheme=s.value,
                   unknown_models=unknown, order=o.value, relevance_level=level)
+
+
+def _parse_metrics(metrics: Sequence[str]) -> tuple[list[str], dict[str, tuple[str, int | None]]]:
+    """(the metric names, lower-cased, in order; each name's (base, cut-off)); unknown names, bad cut-offs and
+    an empty list are :class:`InputError`."""
+    names = [m.strip().lower() for m in metrics if m.strip()]
+    if not names:
+        raise InputError(f"no metric given; valid names: {', '.join(_metrics.names())}", field="metrics")
+    parsed = {m: _metrics.parse(m) for m in names}
+    for m in parsed:
+        _metrics.get(m)  # unknown names and bad cut-offs: the registry's errors
+    return names, parsed
+
+
+def _wanted_topics(ta: TruthArrays, topics: Sequence[str] | None) -> tuple[list[str], pd.Index, np.ndarray]:
+    """(the topics to score: ``topics`` or every ground-truth task; their index; each one's row in the ground
+    truth's tasks); a topic given twice or not in the ground truth is an :class:`InputError`."""
+    import pandas as pd
+
+    wanted = list(ta.tasks) if topics is None else [str(t) for t in topics]
+    w_index = pd.Index(wanted, dtype=object)  # object: no string-type inference
+    if not w_index.is_unique:
+        raise InputError("a topic is given twice", field="topics")
+    t_of_w = pd.Index(ta.tasks, dtype=object).get_indexer(w_index)
+    if (t_of_w < 0).any():
+        bad = [wanted[i] for i in np.flatnonzero(t_of_w < 0)[:5]]
+        raise InputError(f"task(s) not in the ground truth: {', '.join(bad)}")
+    return wanted, w_index, t_of_w
+
+
+def _doc_codes(ta: TruthArrays, ra: RunArrays, keep: np.ndarray,
+               doc: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+    """One code per distinct model id / docID: the join, the docID order and the unknown docIDs use it. A run
+    read from a file carries its docIDs' codes already; only its distinct docIDs are looked up. Returns (the
+    ground truth's rows' codes, the distinct names by code, the kept run rows' codes, the docIDs the ground
+    truth does not know, in order of first appearance)."""
+    import pandas as pd
+
+    if ra.doc_code is not None and ra.doc_names is not None:  # set together by the reader
+        t_codes, t_uniq = pd.factorize(ta.model)
+        run_names = pd.Index(ra.doc_names, dtype=object)
+        in_truth = pd.Index(t_uniq, dtype=object).get_indexer(run_names)
+        new = in_truth < 0
+        name_code = in_truth.copy()
+        name_code[new] = len(t_uniq) + np.arange(int(new.sum()))
+        uniq = np.concatenate([np.asarray(t_uniq, dtype=object), ra.doc_names[new]])
+        dcode = name_code[ra.doc_code[keep]]
+    else:
+        codes, uniq = pd.factorize(np.concatenate([ta.model, doc]))
+        t_codes, dcode = codes[: ta.model.size], codes[ta.model.size:]
+    known_code = np.zeros(max(len(uniq), 1), dtype=bool)
+    known_code[t_codes] = True
+    unknown_rows = ~known_code[dcode]
+    unknown = [str(u) for u in uniq[pd.unique(dcode[unknown_rows])]] if unknown_rows.any() else []
+    return t_codes, uniq, dcode, unknown
 
 
 def _order(seg, score, dcode, uniq, o) -> np.ndarray:

@@ -137,18 +137,7 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
     order = _order(pool, st["prior"])
     costs = backend.costs(task, progress)
 
-    # ---- the plan (made once; a rerun keeps it)
-    if st["plan"] is None:
-        if hasattr(costs, "prepare"):
-            st.add_spent("probe", costs.prepare(order))
-        plan = plan_funnel(order, costs, budget_s, st.spent_s, n_feat, n_ft, int(epochs), halving, rel)
-        st["plan"] = plan.to_dict()
-        st.save()
-        say(plan.describe())
-    else:
-        plan = Plan.from_dict(st["plan"])
-        say(plan.describe())
-        say(f"resuming (run {st['runs']}): {format_seconds(st.spent_s)} spent so far")
+    plan = _plan_stage(st, order, costs, budget_s, n_feat, n_ft, int(epochs), halving, rel, say)
     if plan_only:
         st.save()
         return _finish(task, pool, st, plan, out, "planned", ran)
@@ -156,23 +145,8 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
     def fits(estimate: float) -> bool:
         return st.spent_s + estimate <= budget_s + 1e-9
 
-    status = "done"
     by_id = {c.id: c for c in pool}
-    # ---- stage 2: estimators on the top K1
-    todo = [cid for cid in plan.feature_ids if cid not in st["features"] and cid not in st["feature_failures"]]
-    from ..progress import progress_bar
-
-    chunks = [todo[i:i + chunk] for i in range(0, len(todo), chunk)]
-    for part in progress_bar(chunks, desc="estimators", disable=not progress or not chunks):
-        est = sum(costs.cost(by_id[c]).features(n_feat) for c in part)
-        if not fits(est):
-            status = f"stopped: the budget does not fit the next estimators ({format_seconds(est)})"
-            break
-        scores, failed = _timed(st, "features", clock, partial(backend.features, task, [by_id[c] for c in part]))
-        st["features"].update({k: float(v) for k, v in scores.items()})
-        st["feature_failures"].update(failed)
-        st.save()
-        ran.append("features:" + ",".join(part))
+    status = _features_stage(task, st, plan, backend, costs, by_id, n_feat, chunk, fits, ran, progress)
     # ---- stage 3: fine-tuning, down the estimators' (or the prior's) order
     if status == "done" and (plan.finetune_k or not halving):
         if len(st["features"]) + len(st["feature_failures"]) < plan.k1:
@@ -182,6 +156,46 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
         else:
             status = _finetune_stage(task, st, plan, backend, costs, by_id, pool, n_ft, fits, ran, progress)
     return _finish(task, pool, st, plan, out, status, ran)
+
+
+def _plan_stage(st: FunnelState, order: list[Candidate], costs: Any, budget_s: float, n_feat: int, n_ft: int,
+                epochs: int, halving: bool, rel: Reliability, say: Callable[[str], None]) -> Plan:
+    """The plan: made once (after the cost probe, when the costs have one) and kept by a rerun."""
+    if st["plan"] is None:
+        if hasattr(costs, "prepare"):
+            st.add_spent("probe", costs.prepare(order))
+        plan = plan_funnel(order, costs, budget_s, st.spent_s, n_feat, n_ft, epochs, halving, rel)
+        st["plan"] = plan.to_dict()
+        st.save()
+        say(plan.describe())
+    else:
+        plan = Plan.from_dict(st["plan"])
+        say(plan.describe())
+        say(f"resuming (run {st['runs']}): {format_seconds(st.spent_s)} spent so far")
+    return plan
+
+
+def _features_stage(task: Task, st: FunnelState, plan: Plan, backend: Any, costs: Any, by_id: dict[str, Candidate],
+                    n_feat: int, chunk: int, fits: Callable[[float], bool], ran: list[str], progress: bool) -> str:
+    """Stage 2, estimators on the plan's top ``K1`` in chunks, each saved when done; stops before a chunk whose
+    cost does not fit what is left. Returns the status (``done`` or why it stopped)."""
+    from ..progress import progress_bar
+
+    status = "done"
+    todo = [cid for cid in plan.feature_ids if cid not in st["features"] and cid not in st["feature_failures"]]
+    chunks = [todo[i:i + chunk] for i in range(0, len(todo), chunk)]
+    for part in progress_bar(chunks, desc="estimators", disable=not progress or not chunks):
+        est = sum(costs.cost(by_id[c]).features(n_feat) for c in part)
+        if not fits(est):
+            status = f"stopped: the budget does not fit the next estimators ({format_seconds(est)})"
+            break
+        scores, failed = _timed(st, "features", backend.clock,
+                                partial(backend.features, task, [by_id[c] for c in part]))
+        st["features"].update({k: float(v) for k, v in scores.items()})
+        st["feature_failures"].update(failed)
+        st.save()
+        ran.append("features:" + ",".join(part))
+    return status
 
 
 def _finetune_order(pool: Pool, st: FunnelState, plan: Plan) -> list[str]:

@@ -342,10 +342,6 @@ def optimize_fusion(runs: Sequence[Run] | Mapping[str, Run], truth: GroundTruth,
     :func:`_choose_vs_rrf`), ``1se`` or ``best`` (see :func:`choose`). ``folds=None`` skips the
     cross-validation (the result has ``cv=None``).
     """
-    import pandas as pd
-
-    from ..evaluate import evaluate
-
     rs = sorted(_as_runs(runs), key=lambda r: r.run_id)  # canonical orders: the files' order changes nothing
     ids = [r.run_id for r in rs]
     Fusion.build(ids)  # validates the run ids
@@ -355,18 +351,7 @@ def optimize_fusion(runs: Sequence[Run] | Mapping[str, Run], truth: GroundTruth,
         raise InputError(f"unknown selection {selection!r}; valid values: {', '.join(SELECTIONS)}", field="selection")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
         raise InputError(f"seed must be an integer >= 0, got {seed!r}", field="seed")
-    truth_topics = set(truth.task_ids)
-    all_topics = sorted(dict.fromkeys(t for r in rs for t in r), key=natural_key)
-    topics = [t for t in all_topics if t in truth_topics]
-    if not topics:
-        raise InputError(f"no topic of the runs has ground truth (runs: {', '.join(all_topics[:5])}"
-                         f"{' ...' if len(all_topics) > 5 else ''}; ground truth: {', '.join(truth.task_ids[:5])}"
-                         f"{' ...' if len(truth_topics) > 5 else ''})", field="topicID")
-    models = set(truth.model_ids)
-    if not any(e.doc in models for r in rs for t in topics for e in r[t] if t in r):
-        raise InputError(f"no docID of the runs is a model id of the ground truth (e.g. "
-                         f"{next(e.doc for r in rs for t in r for e in r[t])!r} vs "
-                         f"{', '.join(truth.model_ids[:3])})", field="docID")
+    topics, all_topics = _judged_topics(rs, truth)
     if folds is not None and (isinstance(folds, bool) or not 2 <= int(folds) <= len(topics)):
         raise InputError(f"folds must be between 2 and the number of topics with ground truth ({len(topics)}), "
                          f"got {folds}", field="folds")
@@ -382,8 +367,38 @@ def optimize_fusion(runs: Sequence[Run] | Mapping[str, Run], truth: GroundTruth,
     result = LearnedFusion(grid[best], metric, s.value, list(topics), float(mean_all[best]), None, info)
     if folds is None:
         return result
+    result.cv = _cross_validate_choice(rs, truth, s, k, topics, block, grid, M, folds, seed, selection)
+    result.info["folds"] = len(result.cv.folds)
+    result.info["seed"] = seed
+    return result
+
+
+def _judged_topics(rs: list[Run], truth: GroundTruth) -> tuple[list[str], list[str]]:
+    """(the runs' topics that have ground truth, every topic of the runs), in natural order; an
+    :class:`InputError` when no topic has ground truth or no docID is a model of the ground truth."""
+    truth_topics = set(truth.task_ids)
+    all_topics = sorted(dict.fromkeys(t for r in rs for t in r), key=natural_key)
+    topics = [t for t in all_topics if t in truth_topics]
+    if not topics:
+        raise InputError(f"no topic of the runs has ground truth (runs: {', '.join(all_topics[:5])}"
+                         f"{' ...' if len(all_topics) > 5 else ''}; ground truth: {', '.join(truth.task_ids[:5])}"
+                         f"{' ...' if len(truth_topics) > 5 else ''})", field="topicID")
+    models = set(truth.model_ids)
+    if not any(e.doc in models for r in rs for t in topics for e in r[t] if t in r):
+        raise InputError(f"no docID of the runs is a model id of the ground truth (e.g. "
+                         f"{next(e.doc for r in rs for t in r for e in r[t])!r} vs "
+                         f"{', '.join(truth.model_ids[:3])})", field="docID")
+    return topics, all_topics
+
+
+def _cross_validate_choice(rs: list[Run], truth: GroundTruth, s: GradingScheme, k: int, topics: list[str], block: Block,
+                    grid: list[Fusion], M: np.ndarray, folds: int, seed: int, selection: str) -> FusionCV:
+    """Task-level k-fold cross-validation of the choice: each fold's fusion is chosen on the other folds'
+    topics and scored on its held-out topics, next to each input run and plain RRF on the same topics."""
+    import pandas as pd
 
     from ..data.folds import make_folds
+    from ..evaluate import evaluate
 
     tiers = [truth.criticality(t).value for t in topics]
     held_lists = [[str(t) for t in held] for held in make_folds(topics, tiers, folds, seed)]
@@ -414,7 +429,4 @@ def optimize_fusion(runs: Sequence[Run] | Mapping[str, Run], truth: GroundTruth,
     per_topic.insert(0, "tier", tiers)
     per_topic.insert(0, "fold", [fold_of[t] for t in topics])
     per_topic.index.name = "topic"
-    result.cv = FusionCV(metric_name, fold_results, per_topic, [LEARNED, *ids, PLAIN_RRF], seed, cv_run)
-    result.info["folds"] = len(held_lists)
-    result.info["seed"] = seed
-    return result
+    return FusionCV(metric_name, fold_results, per_topic, [LEARNED, *[r.run_id for r in rs], PLAIN_RRF], seed, cv_run)

@@ -52,6 +52,7 @@ texts (and the card of a candidate the artifact does not know).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from numbers import Integral, Real
 from typing import Any, ClassVar
 
@@ -329,8 +330,6 @@ class AdaptiveRanker(LearnedRanker):
 
     def _fit(self, tasks, reps, y, progress) -> None:
         self.__dict__.pop("_shifts_memo", None)  # derived from the fitted state (see _trained_shifts)
-        from ..data.pool import Candidate
-        from ..profiles import profile_for
         from ..taskrep import META_FEATURES
 
         n = len(reps)
@@ -351,9 +350,35 @@ class AdaptiveRanker(LearnedRanker):
 
         # Three stages of evidence, each chosen on the training tasks by leave-one-out and kept only when its
         # choice survives an inner cross-validation (cv_select); a stage that is not kept contributes nothing.
-        # stage 1, domain evidence: the task's texts and label names against each candidate's card; a candidate
-        # moves by what it showed on the past tasks that matched its card as well (the most specific evidence,
-        # so it is weighed first)
+        pemb, stage1 = self._fit_domain(akeys, u, prior_loo, per_task)
+        g, nbr, stage2 = self._fit_neighbours(sims, u, prior_loo, stage1, per_task)
+        final = self._fit_shape(shape_x, u, stage2, per_task)
+        self.loo_ndcg5_ = score(final)
+        self.loo_ndcg5_prior_ = score(prior_loo)
+        pred_loo = f1_prior_loo + self.weight_ * g * (nbr @ y - f1_prior_loo)
+        self.keys_ = keys.astype(np.float32)
+        self.akeys_ = akeys.astype(np.float32)
+        self.profile_emb_ = pemb.astype(np.float32)
+        self.targets_ = y.astype(np.float32).astype(np.float64)  # as stored in the artifact: save/load is exact
+        self.residuals_ = (y - pred_loo).astype(np.float32).astype(np.float64)
+        self.utility_ = u.astype(np.float32).astype(np.float64)
+        top = np.argmax(final, axis=1)
+        every = np.arange(n)
+        self.regret_residuals_ = (1 - y[every, top]) - (1 - pred_loo[every, top])
+        self.regret_residuals_ = self.regret_residuals_.astype(np.float32).astype(np.float64)
+        self.loo_regret_ = float((1 - y[every, top]).mean())
+        self._fit_criticality(sims)
+        self.task_names_ = [self._fit_names.get(t, "") for t in self.fitted_task_ids_]
+
+    def _fit_domain(self, akeys: np.ndarray, u: np.ndarray, prior_loo: np.ndarray,
+                    per_task: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+        """Stage 1, domain evidence: the task's texts and label names against each candidate's card; a candidate
+        moves by what it showed on the past tasks that matched its card as well (the most specific evidence, so it
+        is weighed first). Sets ``domain_weight_``/``domain_threshold_``; returns (the candidates' card
+        embeddings, the leave-one-out scores after this stage)."""
+        from ..data.pool import Candidate
+        from ..profiles import profile_for
+
         extra = self._extra_profiles()
         profs = [profile_for(Candidate(id=m, hf_id=h), extra) for m, h in zip(self.trained_.model_ids,
                                                                                self.trained_.hf_ids)]
@@ -375,14 +400,18 @@ class AdaptiveRanker(LearnedRanker):
         # chosen by leave-one-out alone: a small grid (3 x 4), and in the repeated nested CV an inner
         # acceptance test (cv_select) only threw away a gain that held on the held-out tasks
         self.domain_weight_, self.domain_threshold_ = domain_configs[_first_best(np.array(rows).mean(axis=1))]
-        stage1 = prior_loo + self.domain_weight_ * terms[self.domain_threshold_]
+        return pemb, prior_loo + self.domain_weight_ * terms[self.domain_threshold_]
 
-        # stage 2, the nearest past tasks: weight, neighbourhood, and whether closeness gates the weight
+    def _fit_neighbours(self, sims: np.ndarray, u: np.ndarray, prior_loo: np.ndarray, stage1: np.ndarray,
+                        per_task: Callable[[np.ndarray], np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Stage 2, the nearest past tasks: weight, neighbourhood, and whether closeness gates the weight. Sets
+        ``weight_``, ``k_``, ``temperature_`` and the gate; returns (the gate per task as a column, the
+        leave-one-out neighbour weights, the leave-one-out scores after this stage)."""
         ks = (int(self.k),) if self.k is not None else K_GRID
         ts = (float(self.temperature),) if self.temperature is not None else T_GRID
         ws = (float(self.weight),) if self.weight is not None else W_GRID
         configs: list[tuple[float, int, float, bool, float, float]] = []
-        rows = []
+        rows: list[np.ndarray] = []
         for w in ws:  # ascending: on ties the smaller weight (closer to the prior) wins
             for gate in (False, True):
                 for k in ks:
@@ -397,11 +426,15 @@ class AdaptiveRanker(LearnedRanker):
         self.weight_, self.k_, self.temperature_, self.gate_, self.gate_lo_, self.gate_hi_ = configs[c]
         if self.weight is None and not keep:
             self.weight_ = 0.0
-        g = self._gate_of(_topk_mean(sims, self.k_))[:, None]
+        gate_col = self._gate_of(_topk_mean(sims, self.k_))[:, None]
         nbr = _softmax_topk(sims, self.k_, self.temperature_)
-        stage2 = stage1 + self.weight_ * g * (nbr @ u - prior_loo)
+        return gate_col, nbr, stage1 + self.weight_ * gate_col * (nbr @ u - prior_loo)
 
-        # stage 3, the task's shape (classes, label length): per-candidate slopes, fitted without the task
+    def _fit_shape(self, shape_x: np.ndarray, u: np.ndarray, stage2: np.ndarray,
+                   per_task: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+        """Stage 3, the task's shape (classes, label length): per-candidate slopes, fitted without the task. Sets
+        ``shape_weight_`` and the slopes on all tasks; returns the final leave-one-out scores."""
+        n = len(shape_x)
         shape_loo = np.zeros_like(u)
         for i in range(n):
             keep_rows = np.arange(n) != i
@@ -412,22 +445,10 @@ class AdaptiveRanker(LearnedRanker):
                             seed=int(self.seed))
         self.shape_weight_ = sws[c] if (self.shape_weight is not None or keep) else 0.0
         self.shape_mean_, self.shape_slopes_ = _ridge_slopes(shape_x, u, SHAPE_RIDGE)
-        final = stage2 + self.shape_weight_ * shape_loo
-        self.loo_ndcg5_ = score(final)
-        self.loo_ndcg5_prior_ = score(prior_loo)
-        pred_loo = f1_prior_loo + self.weight_ * g * (nbr @ y - f1_prior_loo)
-        self.keys_ = keys.astype(np.float32)
-        self.akeys_ = akeys.astype(np.float32)
-        self.profile_emb_ = pemb.astype(np.float32)
-        self.targets_ = y.astype(np.float32).astype(np.float64)  # as stored in the artifact: save/load is exact
-        self.residuals_ = (y - pred_loo).astype(np.float32).astype(np.float64)
-        self.utility_ = u.astype(np.float32).astype(np.float64)
-        top = np.argmax(final, axis=1)
-        every = np.arange(n)
-        self.regret_residuals_ = (1 - y[every, top]) - (1 - pred_loo[every, top])
-        self.regret_residuals_ = self.regret_residuals_.astype(np.float32).astype(np.float64)
-        self.loo_regret_ = float((1 - y[every, top]).mean())
-        # the criticality model: its own neighbourhood, chosen by leave-one-out balanced accuracy
+        return stage2 + self.shape_weight_ * shape_loo
+
+    def _fit_criticality(self, sims: np.ndarray) -> None:
+        """The criticality model: its own neighbourhood, chosen by leave-one-out balanced accuracy."""
         tiers = self._fit_tiers
         bestc: tuple[float, int, float] | None = None
         for kc in KC_GRID:
@@ -438,7 +459,6 @@ class AdaptiveRanker(LearnedRanker):
         assert bestc is not None  # the grids are not empty
         self.loo_tier_balanced_accuracy_, self.k_tier_, self.temperature_tier_ = bestc
         self.tiers_ = tiers
-        self.task_names_ = [self._fit_names.get(t, "") for t in self.fitted_task_ids_]
 
     @staticmethod
     def _affinity_keys(reps) -> np.ndarray:

@@ -47,7 +47,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -55,6 +55,9 @@ from ..data.pool import Candidate, Pool
 from ..data.task import Split, Task
 from ..errors import InputError, ModelseekError
 from ..registry import Registry
+
+if TYPE_CHECKING:
+    from ..finetune.store import JobStore
 
 log = logging.getLogger(__name__)
 
@@ -487,7 +490,6 @@ def score_candidates(tasks: Sequence[Task], pool: Pool, config: FeatureJobConfig
     run and written to it one by one as they finish. Candidates another process holds are waited for (polled every
     ``poll_s`` seconds; a dead holder's claim is taken over). ``progress`` (default ``config.progress``): a bar of
     candidates done, with rate and ETA."""
-    from ..finetune.store import JobStore
     from ..progress import progress_bar
 
     progress = config.progress if progress is None else progress
@@ -504,14 +506,7 @@ def score_candidates(tasks: Sequence[Task], pool: Pool, config: FeatureJobConfig
     if len(set(keys.values())) != len(keys):
         raise InputError("the pool lists one candidate twice (same id and model)", field="pool")
     with contextlib.ExitStack() as stack:
-        if isinstance(store, JobStore):
-            db = store
-        else:
-            # None (or True): beside the feature cache; False, or no feature cache: a file for this call only
-            path = default_store_path(config.cache_dir) if store is None or store is True else store or None
-            if path is None:
-                path = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="modelseek-scores-"))) / "s.sqlite"
-            db = stack.enter_context(JobStore(path))
+        db = _open_store(stack, store, config.cache_dir)
         db.add_recipe(cdig, config.describe())
         known = db.states(keys.values())
         retry = {k: a for k, (s, a) in known.items() if s == "failed"}  # a failed candidate is retried once a call
@@ -549,20 +544,8 @@ def score_candidates(tasks: Sequence[Task], pool: Pool, config: FeatureJobConfig
         try:
             if todo:
                 with db.heartbeat():
-                    left, idle = pending(), 0
-                    while left:
-                        before = len(ran_here)
-                        ex.run(config, inputs, left, local_only, on_start, on_done)
-                        left = pending()
-                        if left:  # held by other processes: wait for them (or for their claims to go stale)
-                            held = {c["key"] for c in db.claims() if c["owner"] != db.owner}
-                            idle = idle + 1 if len(ran_here) == before and not any(keys[c.id] in held
-                                                                                   for c in left) else 0
-                            if idle >= 2:
-                                raise InputError(f"{len(left)} candidate job(s) are neither finished nor claimable: "
-                                                 f"the job store is inconsistent; remove it", path=db.path)
-                            time.sleep(poll_s)
-                            left = pending()
+                    _run_until_done(ex, config, inputs, local_only, on_start, on_done, pending, db, keys, ran_here,
+                                    poll_s)
         finally:
             if hasattr(bar, "close"):
                 bar.close()
@@ -573,6 +556,41 @@ def score_candidates(tasks: Sequence[Task], pool: Pool, config: FeatureJobConfig
             raise ModelseekError(f"candidate {c.id}: no outcome in the job store")
         outcomes[c.id] = CandidateOutcome.from_dict(rec.result)
     return {c.id: outcomes[c.id] for c in pool}
+
+
+def _open_store(stack: contextlib.ExitStack, store: str | Path | bool | JobStore | None,
+                cache_dir: str | Path | bool | None) -> JobStore:
+    """The job store ``score_candidates`` asks for, open in ``stack``: a given store as it is; None (or True): the
+    file beside the feature cache; False, or no feature cache: a file for this call only."""
+    from ..finetune.store import JobStore
+
+    if isinstance(store, JobStore):
+        return store
+    path = default_store_path(cache_dir) if store is None or store is True else store or None
+    if path is None:
+        path = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="modelseek-scores-"))) / "s.sqlite"
+    return stack.enter_context(JobStore(path))
+
+
+def _run_until_done(ex: Any, config: FeatureJobConfig, inputs: Sequence[TaskInput], local_only: set[str],
+                    on_start: OnStart, on_done: OnDone, pending: Callable[[], list[Candidate]], db: JobStore,
+                    keys: dict[str, str], ran_here: set[str], poll_s: float) -> None:
+    """Run the pending candidates with ``ex`` until none is left; candidates other processes hold are waited for
+    (polled every ``poll_s`` seconds). Jobs that are neither finished nor claimable twice running mean an
+    inconsistent store: an :class:`InputError`."""
+    left, idle = pending(), 0
+    while left:
+        before = len(ran_here)
+        ex.run(config, inputs, left, local_only, on_start, on_done)
+        left = pending()
+        if left:  # held by other processes: wait for them (or for their claims to go stale)
+            held = {c["key"] for c in db.claims() if c["owner"] != db.owner}
+            idle = idle + 1 if len(ran_here) == before and not any(keys[c.id] in held for c in left) else 0
+            if idle >= 2:
+                raise InputError(f"{len(left)} candidate job(s) are neither finished nor claimable: "
+                                 f"the job store is inconsistent; remove it", path=db.path)
+            time.sleep(poll_s)
+            left = pending()
 
 
 # ------------------------------------------------------------------------------------------ plumbing
