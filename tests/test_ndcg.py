@@ -23,6 +23,13 @@ S = GradingScheme.NTCIR
 
 
 # ---- the copies as they were before issue #24 (reference values, not used by the package)
+
+def _truth(y, tasks, models) -> GroundTruth:
+    """A ground truth of the tasks x models F1 matrix ``y`` (0 = not run)."""
+    wide = pd.DataFrame(np.where(y > 0, y, np.nan), index=tasks, columns=models)
+    long = wide.rename_axis(index="task_id", columns="model_id").stack().rename("f1").reset_index()
+    return GroundTruth(long)
+
 def _old_ndcg_matrix(scores, targets, k=5, scheme=S):
     out = np.zeros(len(scores))
     disc = 1.0 / np.log2(np.arange(2, k + 2))
@@ -112,7 +119,7 @@ def test_adaptive_rankers_ndcg5_is_bit_identical(targets):
 def test_learned_fusion_scorer_gives_the_same_values(targets):
     y, tasks, models = targets
     rng = np.random.default_rng(2)
-    truth = GroundTruth.from_matrix(pd.DataFrame(np.where(y > 0, y, np.nan), index=tasks, columns=models))
+    truth = _truth(y, tasks, models)
     runs = []
     for r in range(3):
         keep = rng.random(y.shape) < 0.7  # each run ranks a different subset: absent candidates are NaN
@@ -146,7 +153,7 @@ def test_matches_trec_eval_through_pytrec_eval(targets):
     y, tasks, models = targets
     rng = np.random.default_rng(4)
     paper = GradingScheme.PAPER
-    truth = GroundTruth.from_matrix(pd.DataFrame(np.where(y > 0, y, np.nan), index=tasks, columns=models))
+    truth = _truth(y, tasks, models)
     grades = {t: truth.grades(t, paper) for t in tasks}
     # distinct scores: trec_eval breaks ties by docID, the official scorer by line order
     scores = rng.permutation(y.size).reshape(y.shape).astype(float)
