@@ -29,9 +29,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -261,7 +262,7 @@ def _transform(img, entry: ModelEntry) -> np.ndarray:
     return np.ascontiguousarray(arr.transpose(2, 0, 1))
 
 
-def preprocess_images(entry, images: Sequence) -> "Any":
+def preprocess_images(entry, images: Sequence) -> Any:
     """Decode and preprocess a batch -> float32 tensor [n, 3, H, W]."""
     import torch
 
@@ -281,7 +282,7 @@ def _first_tensor(out):
 
     if isinstance(out, torch.Tensor):
         return out
-    if hasattr(out, "last_hidden_state") and getattr(out, "last_hidden_state") is not None:
+    if hasattr(out, "last_hidden_state") and out.last_hidden_state is not None:
         return out.last_hidden_state
     if isinstance(out, Mapping):
         for v in out.values():

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 
@@ -231,8 +231,8 @@ def greedy_blue(C: np.ndarray, k: int) -> list[int]:
     return S
 
 
-def _red_greedy(src: "_GramSource", rank_in_pool, m: int, P: int, greedy_sample: int, rng, progress: bool,
-                traj: list) -> "tuple[RedState, np.ndarray]":
+def _red_greedy(src: _GramSource, rank_in_pool, m: int, P: int, greedy_sample: int, rng, progress: bool,
+                traj: list) -> tuple[RedState, np.ndarray]:
     """Greedy construction of the Red solver: start from the most disagreeing pool stimuli, then add the best of
     ``greedy_sample`` random candidates until ``m``; (state, in-set mask of the pool)."""
     from ..progress import progress_bar
@@ -253,7 +253,7 @@ def _red_greedy(src: "_GramSource", rank_in_pool, m: int, P: int, greedy_sample:
     return state, in_set
 
 
-def _initial_temperature(state: "RedState", cur: float, m: int, free_list, steps: int, p_start: float,
+def _initial_temperature(state: RedState, cur: float, m: int, free_list, steps: int, p_start: float,
                          rng) -> float:
     """The temperature at which a typical worsening swap is accepted with probability ``p_start``."""
     deltas = []
@@ -352,7 +352,7 @@ def optimize_red(features, m: int, *, pool: int | None = None, greedy_sample: in
 CKA_TOLERANCE = 1e-6
 
 
-def cka_out_of_range(C: np.ndarray) -> "tuple[int, int, float] | None":
+def cka_out_of_range(C: np.ndarray) -> tuple[int, int, float] | None:
     """The first entry (row, column, value) of ``C`` that is no CKA value (outside [-1, 1] beyond rounding), or
     None. A matrix of such values would make the objective meaningless (and, near 1e308, overflow)."""
     bad = np.argwhere(~(np.abs(C) <= 1.0 + CKA_TOLERANCE))

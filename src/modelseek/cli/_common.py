@@ -20,9 +20,10 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable, Sequence
 from numbers import Integral, Real
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from ..config import MAX_SAMPLES, Constraint, Interval, check, coerce
 from ..errors import InputError

@@ -21,11 +21,11 @@ def _numbers(text: str, what: str, positive: bool) -> tuple[float, ...]:
     return tuple(conv(p) for p in parts)
 
 
-def BUDGETS(text: str) -> tuple[float, ...]:  # noqa: N802  (an option type, named like the others)
+def BUDGETS(text: str) -> tuple[float, ...]:
     return _numbers(text, "budgets", positive=False)
 
 
-def RIDGE_ALPHAS(text: str):  # noqa: N802
+def RIDGE_ALPHAS(text: str):
     return "auto" if str(text).strip().lower() == "auto" else _numbers(text, "ridge alphas", positive=True)
 
 

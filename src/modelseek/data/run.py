@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
-from typing import Iterable, Iterator, Mapping, NamedTuple, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -95,7 +95,7 @@ class Run(Mapping[str, tuple[Entry, ...]]):
         self._cache: dict[str, tuple[Entry, ...]] = {}
 
     @classmethod
-    def from_arrays(cls, arrays: RunArrays, run_id: str = "run") -> "Run":
+    def from_arrays(cls, arrays: RunArrays, run_id: str = "run") -> Run:
         """A run from columns already in :class:`RunArrays` order (not copied: do not change them after)."""
         _check_run_id(run_id)
         run = cls.__new__(cls)
@@ -109,7 +109,7 @@ class Run(Mapping[str, tuple[Entry, ...]]):
 
     # ----------------------------------------------------------------------------------------- building
     @classmethod
-    def from_scores(cls, scores: Mapping[str, Mapping[str, float]], run_id: str = "run") -> "Run":
+    def from_scores(cls, scores: Mapping[str, Mapping[str, float]], run_id: str = "run") -> Run:
         """Ranks 1..n by decreasing score per topic; equal scores by natural docID order.
 
         Non-finite scores (a candidate that failed) rank last.
@@ -125,14 +125,14 @@ class Run(Mapping[str, tuple[Entry, ...]]):
             topics[str(topic)] = [Entry(d, i + 1, s) for i, (d, s) in enumerate(items)]
         return cls(topics, run_id)
 
-    def with_id(self, run_id: str) -> "Run":
+    def with_id(self, run_id: str) -> Run:
         return Run.from_arrays(self._a, run_id)
 
-    def restrict(self, topics: Iterable[str]) -> "Run":
+    def restrict(self, topics: Iterable[str]) -> Run:
         keep = [str(t) for t in topics]
         return Run({t: self[t] for t in keep if t in self._pos}, self.run_id)
 
-    def map_docs(self, mapping: Mapping[str, str]) -> "Run":
+    def map_docs(self, mapping: Mapping[str, str]) -> Run:
         """A new run whose docIDs are renamed by ``mapping`` (ids it does not hold stay as they are)."""
         a = self._a
         doc = _object_array([mapping.get(d, d) for d in a.doc.tolist()])

@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -47,11 +48,11 @@ class Pooling(Choice):
     CLS = "cls"
 
     @classmethod
-    def parse(cls, value: "str | Pooling", field: str | None = "pooling") -> "Pooling":
+    def parse(cls, value: str | Pooling, field: str | None = "pooling") -> Pooling:
         return super().parse(value, field)
 
 
-def parse_layer(value: "str | int", best: bool = False) -> "str | int":
+def parse_layer(value: str | int, best: bool = False) -> str | int:
     """``last`` | ``mean`` | ``all`` | an integer (also given as a string such as ``"-2"``); with ``best``
     (a ranker's option: score each layer, keep the best) also ``best``."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
@@ -183,8 +184,8 @@ def _forward(loaded: LoadedTextModel, **inputs):
     return loaded.model(**inputs)
 
 
-def encode(loaded: LoadedTextModel, texts: Sequence[str], *, pooling: "str | Pooling" = "mean",
-           layer: "str | int" = "last", max_length: int = 256, batch_size: int = 32,
+def encode(loaded: LoadedTextModel, texts: Sequence[str], *, pooling: str | Pooling = "mean",
+           layer: str | int = "last", max_length: int = 256, batch_size: int = 32,
            progress: bool = True) -> np.ndarray:
     """Features of ``texts`` with an already loaded model (no cache). float32, original order."""
     import torch
@@ -288,8 +289,8 @@ class TextEncoder:
     different ways (pooling, layer) load it once; its owner decides when to clear it.
     """
 
-    def __init__(self, model: Any, *, pooling: str = "mean", layer: "str | int" = "last", max_length: int = 256,
-                 batch_size: int = 32, device: str = "auto", cache_dir: "str | os.PathLike | None | bool" = None,
+    def __init__(self, model: Any, *, pooling: str = "mean", layer: str | int = "last", max_length: int = 256,
+                 batch_size: int = 32, device: str = "auto", cache_dir: str | os.PathLike | bool | None = None,
                  revision: str | None = None, progress: bool = True, models: dict | None = None,
                  local_files_only: bool = False, backend: str = "transformers") -> None:
         self.pooling = Pooling.parse(pooling)
@@ -361,7 +362,7 @@ class TextEncoder:
     def close(self) -> None:
         self._loaded = None
 
-    def __enter__(self) -> "TextEncoder":
+    def __enter__(self) -> TextEncoder:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -375,7 +376,7 @@ class HeadProbs(TextEncoder):
     output = "head_probs"
 
     def __init__(self, model: Any, *, max_length: int = 256, batch_size: int = 32, device: str = "auto",
-                 cache_dir: "str | os.PathLike | None | bool" = None, revision: str | None = None,
+                 cache_dir: str | os.PathLike | bool | None = None, revision: str | None = None,
                  progress: bool = True, models: dict | None = None, local_files_only: bool = False) -> None:
         super().__init__(model, max_length=max_length, batch_size=batch_size, device=device, cache_dir=cache_dir,
                          revision=revision, progress=progress, models=models, local_files_only=local_files_only)
@@ -389,9 +390,9 @@ class HeadProbs(TextEncoder):
                           progress=self.progress)
 
 
-def extract_features(texts: Sequence[str], model: Any, *, pooling: str = "mean", layer: "str | int" = "last",
+def extract_features(texts: Sequence[str], model: Any, *, pooling: str = "mean", layer: str | int = "last",
                      max_length: int = 256, batch_size: int = 32, device: str = "auto",
-                     cache_dir: "str | os.PathLike | None | bool" = None, revision: str | None = None,
+                     cache_dir: str | os.PathLike | bool | None = None, revision: str | None = None,
                      progress: bool = True, backend: str = "transformers") -> np.ndarray:
     """Features (float32, one row per text, the caller's order) of ``texts`` under ``model``.
 

@@ -7,9 +7,9 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from ...errors import InputError
 from ...io import iter_jsonl
@@ -64,7 +64,7 @@ class StimulusCatalog:
             self.index[s.key] = i
 
     @classmethod
-    def load(cls, path: str | os.PathLike | None = None, roots: Mapping[str, str] | None = None) -> "StimulusCatalog":
+    def load(cls, path: str | os.PathLike | None = None, roots: Mapping[str, str] | None = None) -> StimulusCatalog:
         path = Path(_from_env(path, CATALOG_ENV, "stimuli catalog"))
         if not path.exists():
             raise InputError("no such file", path=path)

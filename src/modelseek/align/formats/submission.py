@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ...config import Config, Source as ConfigSource
 from ...errors import InputError, ValidationError
@@ -40,12 +41,12 @@ class AlignSubmission:
     def layer_of(self, i: int) -> str | None:
         return self.layers[i] if self.layers else None
 
-    def entries(self, registry: "ModelRegistry") -> list[ModelEntry]:
+    def entries(self, registry: ModelRegistry) -> list[ModelEntry]:
         """The registry entries of a Blue submission, each with the submission's layer where it names one."""
         return [registry.get(n).with_layer(self.layer_of(i)) for i, n in enumerate(self.models)]
 
-    def to_dict(self, form: "SubmissionForm | str" = SubmissionForm.LIVE,
-                registry: "ModelRegistry | None" = None) -> dict[str, Any]:
+    def to_dict(self, form: SubmissionForm | str = SubmissionForm.LIVE,
+                registry: ModelRegistry | None = None) -> dict[str, Any]:
         """The JSON form. Live Blue names each model's layer: the submission's own, else the registry's (a
         model whose layer is known to neither is written without ``layer_name``). The draft form has no place
         for a layer, so a layer that differs from the registry's is an error there."""
@@ -72,8 +73,8 @@ class AlignSubmission:
             models.append({"model_name": n} if layer is None else {"model_name": n, "layer_name": layer})
         return {"models": models}
 
-    def save(self, path: str | os.PathLike, form: "SubmissionForm | str" = SubmissionForm.LIVE,
-             registry: "ModelRegistry | None" = None) -> None:
+    def save(self, path: str | os.PathLike, form: SubmissionForm | str = SubmissionForm.LIVE,
+             registry: ModelRegistry | None = None) -> None:
         from ...io import atomic_write_text
 
         atomic_write_text(path, json.dumps(self.to_dict(form, registry), indent=2) + "\n")

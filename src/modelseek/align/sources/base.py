@@ -14,9 +14,10 @@ from __future__ import annotations
 import abc
 import os
 import socket
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ...errors import InputError
 
@@ -63,7 +64,7 @@ class Spec:
     forward_args: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, entry: ModelEntry, force_random: bool = False) -> "Spec":
+    def of(cls, entry: ModelEntry, force_random: bool = False) -> Spec:
         mp = dict(entry.model_parameters)
         arch = mp.pop("arch", entry.model_name)
         try:
