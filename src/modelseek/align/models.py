@@ -239,13 +239,13 @@ def _resample(name: str):
 def _transform(img, entry: ModelEntry) -> np.ndarray:
     pp = entry.preprocess
     ch, cw = pp.crop or entry.input_size
-    resize = pp.resize if pp.resize is not None else int(round(min(ch, cw) / (pp.crop_pct or DEFAULT_CROP_PCT)))
+    resize = pp.resize if pp.resize is not None else round(min(ch, cw) / (pp.crop_pct or DEFAULT_CROP_PCT))
     w, h = img.size
     if isinstance(resize, int):  # shorter side to `resize`, keep the aspect ratio
         if w <= h:
-            nw, nh = resize, max(1, int(round(h * resize / w)))
+            nw, nh = resize, max(1, round(h * resize / w))
         else:
-            nw, nh = max(1, int(round(w * resize / h))), resize
+            nw, nh = max(1, round(w * resize / h)), resize
     else:
         nh, nw = resize
     img = img.resize((nw, nh), _resample(pp.interpolation))
@@ -253,7 +253,7 @@ def _transform(img, entry: ModelEntry) -> np.ndarray:
         scale = max(cw / nw, ch / nh)
         nw, nh = int(np.ceil(nw * scale)), int(np.ceil(nh * scale))
         img = img.resize((nw, nh), _resample(pp.interpolation))
-    left, top = int(round((nw - cw) / 2.0)), int(round((nh - ch) / 2.0))
+    left, top = round((nw - cw) / 2.0), round((nh - ch) / 2.0)
     img = img.crop((left, top, left + cw, top + ch))
     arr = np.asarray(img, dtype=np.float32) / 255.0
     mean = np.asarray(pp.mean, dtype=np.float32)

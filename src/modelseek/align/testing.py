@@ -48,8 +48,8 @@ def make_features(n: int, dims=(8, 16, 12, 10, 6), latent: int = 4, seed: int = 
     plus model-specific noise, so models agree on some stimuli more than on others."""
     rng = np.random.default_rng(seed)
     Z = rng.normal(size=(n, latent))
-    return [np.tanh(Z @ rng.normal(size=(latent, d)) * rng.uniform(0.5, 3)) + rng.normal(size=(n, d)) * rng.uniform(0.1, 1)
-            for d in dims]
+    return [np.tanh(Z @ rng.normal(size=(latent, d)) * rng.uniform(0.5, 3))
+            + rng.normal(size=(n, d)) * rng.uniform(0.1, 1) for d in dims]
 
 
 def planted_blue_features(n: int, seed: int = 0, M: int = 100, k: int = 20):

@@ -478,7 +478,8 @@ def _build(path: Path, tab: _Table, problems: list[InputError] | None) -> dict[s
     tnames = np.asarray(tnames, dtype=object)
     key = (rcode.astype(np.int64) * len(tnames) + tcode) * len(dnames) + dcode
     keep = np.ones(n, dtype=bool)
-    sk = np.sort(key)  # a sort finds whether any (run, topic, doc) repeats (np.unique hashes: slower); pandas says which
+    # a sort finds whether any (run, topic, doc) repeats (np.unique hashes: slower); pandas says which
+    sk = np.sort(key)
     if (sk[1:] == sk[:-1]).any():
         dup = pd.Series(key).duplicated(keep="first").to_numpy()
         first: dict[int, int] = {}

@@ -303,7 +303,8 @@ class TextEncoder:
             raise InputError(f"max_length must be >= 2, got {max_length}", field="max_length")
         if int(batch_size) < 1:
             raise InputError(f"batch_size must be >= 1, got {batch_size}", field="batch_size")
-        self.max_length, self.batch_size, self.device, self.progress = int(max_length), int(batch_size), device, progress
+        self.max_length, self.batch_size = int(max_length), int(batch_size)
+        self.device, self.progress = device, progress
         self.source, self.revision, self.name, self._identity = _model_identity(model, revision)
         self.cache = None if cache_dir is False else FeatureCache(None if cache_dir is True else cache_dir)
         self._loaded: LoadedTextModel | None = None
@@ -325,9 +326,9 @@ class TextEncoder:
                       batch_size=self.batch_size, progress=self.progress)
 
     def key_fields(self, texts: Sequence[str]) -> dict[str, Any]:
-        return {"output": self.output, "model": self._identity, "revision": self.revision, "pooling": self.pooling.value,
-                "layer": self.layer, "max_length": self.max_length, "texts": texts_fingerprint(texts),
-                "n_texts": len(texts)}
+        return {"output": self.output, "model": self._identity, "revision": self.revision,
+                "pooling": self.pooling.value, "layer": self.layer, "max_length": self.max_length,
+                "texts": texts_fingerprint(texts), "n_texts": len(texts)}
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
         texts = _check_texts(texts)

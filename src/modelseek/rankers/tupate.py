@@ -144,7 +144,8 @@ class PromptTuner:
             raise InputError(f"tupate needs a BERT-style encoder (encoder.layer[...]); got "
                              f"{type(self.model).__name__}", path=self.path)
         self.n_prompts, self.epochs, self.lr = int(n_prompts), int(epochs), float(lr)
-        self.batch_size, self.max_texts, self.max_length, self.seed = int(batch_size), int(max_texts), int(max_length), int(seed)
+        self.batch_size, self.max_texts = int(batch_size), int(max_texts)
+        self.max_length, self.seed = int(max_length), int(seed)
         n_layers = len(self.model.encoder.layer)
         self.layers = n_layers if int(layers) <= 0 else min(int(layers), n_layers)
         self.first = n_layers - self.layers  # prompts enter before this layer

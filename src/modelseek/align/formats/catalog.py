@@ -68,7 +68,8 @@ class StimulusCatalog:
         path = Path(_from_env(path, CATALOG_ENV, "stimuli catalog"))
         if not path.exists():
             raise InputError("no such file", path=path)
-        stimuli = [parse_stimulus(d, path=path, line=ln, allow_text=True) for ln, d in iter_jsonl(path, "stimuli catalog")]
+        stimuli = [parse_stimulus(d, path=path, line=ln, allow_text=True)
+                   for ln, d in iter_jsonl(path, "stimuli catalog")]
         if not stimuli:
             raise InputError("no stimuli (expected one JSON object per line)", path=path)
         return cls(stimuli, path=str(path), roots=roots)

@@ -95,7 +95,7 @@ class ModelChoice(Config):
 
 
 _STIMULI_KEYS = ("stimuli", "differentiating_images", "images")  # draft, then the two live spellings
-_SUBMISSION_KEYS = ("team", "models") + _STIMULI_KEYS
+_SUBMISSION_KEYS = ("team", "models", *_STIMULI_KEYS)
 
 
 def load_align_submission(path: str | os.PathLike) -> AlignSubmission:
