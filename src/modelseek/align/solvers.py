@@ -91,13 +91,13 @@ class _GramSource:
         if self.M * self.P * self.P * 8 <= memory_bytes:
             self.G = np.stack([F @ F.T for F in feats])
 
-    def rows(self, rows, cols) -> np.ndarray:
+    def rows(self, rows: int | np.ndarray, cols: np.ndarray) -> np.ndarray:
         """[M, len(rows), len(cols)] (rows may be an int: then [M, len(cols)])."""
         if self.G is not None:
-            if np.isscalar(rows):
+            if isinstance(rows, (int, np.integer)):
                 return self.G[:, rows, :][:, cols]
             return self.G[:, rows, :][:, :, cols]
-        if np.isscalar(rows):
+        if isinstance(rows, (int, np.integer)):
             return np.stack([F[cols] @ F[rows] for F in self.feats])
         return np.stack([F[rows] @ F[cols].T for F in self.feats])
 
@@ -209,7 +209,7 @@ def disagreement(features, n_ref: int = 512, seed: int = 0, chunk: int = 1024) -
     return out
 
 
-def red_objective(features, stimuli: Sequence[int], unbiased: bool = False) -> float:
+def red_objective(features, stimuli: Sequence[int] | np.ndarray, unbiased: bool = False) -> float:
     """Red score (1 - mean pairwise CKA) of a stimulus set, computed from scratch with cka_matrix."""
     feats = _feats(features)
     idx = np.asarray(stimuli)
@@ -432,12 +432,12 @@ def _local_search(C: np.ndarray, S: list[int], trace: list[float] | None = None)
     return S
 
 
-def _anneal_blue(C: np.ndarray, S: list[int], steps: int, rng: np.random.Generator, p_start: float = 0.2,
+def _anneal_blue(C: np.ndarray, start: list[int], steps: int, rng: np.random.Generator, p_start: float = 0.2,
                  cooling_to: float = 1e-3) -> tuple[list[int], float, list[tuple[int, float, float]]]:
     """Simulated annealing over swaps. With a[v] = sum_{j in S} C[v, j] kept up to date, a swap's change of the
     ordered-pair sum is 2 ((a[v] - C[v,u]) - (a[u] - C[u,u])): O(1) per proposal, O(M) per accepted move."""
-    M, k = C.shape[0], len(S)
-    S = np.array(S)
+    M, k = C.shape[0], len(start)
+    S = np.array(start)
     inS = np.zeros(M, dtype=bool)
     inS[S] = True
     out = np.flatnonzero(~inS)
@@ -478,7 +478,7 @@ def _exhaustive_blue(C: np.ndarray, k: int, chunk: int = 8192) -> tuple[float, l
 
     it = combinations(range(C.shape[0]), k)
     diag = np.diag(C)
-    opt, opt_S = -np.inf, None
+    opt, opt_S = -math.inf, list[int]()
     while True:
         block = np.array(list(islice(it, chunk)), dtype=np.intp)
         if not len(block):

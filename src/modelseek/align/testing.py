@@ -64,15 +64,16 @@ def planted_blue_features(n: int, seed: int = 0, M: int = 100, k: int = 20):
         raise ValueError(f"clusters of {sum(sizes)} models do not fit in M = {M}")
     noise += [1.0] * (M - sum(sizes))
     sizes += [1] * (M - sum(sizes))
-    labels, feats = [], []
+    cluster: list[int] = []
+    feats: list[np.ndarray] = []
     for c, (size, sd) in enumerate(zip(sizes, noise)):
         Z = rng.normal(size=(n, 8))
         for _ in range(size):
             d = int(rng.integers(24, 96))
             F = np.tanh(Z @ rng.normal(size=(8, d)) * rng.uniform(0.5, 1.5)) + rng.normal(size=(n, d)) * sd
             feats.append(F)
-            labels.append(c)
+            cluster.append(c)
     order = rng.permutation(M)  # the planted cluster is not a block of the first indices
     feats = [feats[i] for i in order]
-    labels = np.asarray(labels)[order]
+    labels = np.asarray(cluster)[order]
     return feats, sorted(np.flatnonzero(labels == 0).tolist()), labels

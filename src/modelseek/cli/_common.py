@@ -42,7 +42,7 @@ def arg_type(annotation: Any, *constraints: Constraint, name: str | None = None,
         except InputError as exc:
             raise argparse.ArgumentTypeError(exc.message) from None
 
-    convert.__name__ = name or getattr(annotation, "__name__", "value")
+    convert.__name__ = name or str(getattr(annotation, "__name__", "value"))
     return convert
 
 

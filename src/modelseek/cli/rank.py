@@ -89,10 +89,10 @@ def _train_data(args, pool):
     train_pool = load_pool_arg(str(models)) if models is not None else pool
     if args.train_tasks:
         truth = load_truth(args.train_truth, where)
-        train = truth, load_ntcir_tasks(where, ids=truth.task_ids), train_pool
+        tasks = load_ntcir_tasks(where, ids=truth.task_ids)
     else:
-        train = load_truth(args.train_truth), None, train_pool
-    return (*train, str(models) if models is not None else train[0].source)
+        truth, tasks = load_truth(args.train_truth), None
+    return truth, tasks, train_pool, str(models) if models is not None else truth.source
 
 
 def _check_options(args) -> None:

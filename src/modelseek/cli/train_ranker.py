@@ -61,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if args.cv:
         _print_cv(args, truth, pool, tasks, params)
     ranker = build(args.method, params)
+    assert isinstance(ranker, Persistable)  # its class was checked above
     ranker.fit(tasks, truth, pool=pool, progress=True)
     info = {"trained_on": f"{len(truth.task_ids)} tasks x {len(truth.model_ids)} models", "source": root.name}
     if args.install_default:

@@ -108,7 +108,7 @@ def _load_model(source: str, revision: str | None, device: str, name: str = "",
         from . import lean_bert
 
         try:
-            model, tok = lean_bert.load(source)
+            lean_model, lean_tok = lean_bert.load(source)
         except lean_bert.Unsupported as exc:
             if backend == "lean":
                 raise ModelseekError(f"model {name or source!r}: the lean backend cannot run it ({exc.reason})") \
@@ -116,7 +116,8 @@ def _load_model(source: str, revision: str | None, device: str, name: str = "",
             log.debug("model %s: transformers backend (%s)", name or source, exc.reason)
         else:
             dev = pick_device(device)
-            return LoadedTextModel(model=model.eval().to(dev), tokenizer=tok, device=dev, name=name or source)
+            return LoadedTextModel(model=lean_model.eval().to(dev), tokenizer=lean_tok, device=dev,
+                                   name=name or source)
     elif backend == "lean":
         raise ModelseekError(f"model {name or source!r}: the lean backend reads local folders only, "
                              f"without a revision")
@@ -222,13 +223,14 @@ def encode(loaded: LoadedTextModel, texts: Sequence[str], *, pooling: str | Pool
             if layer == "all":  # N x L x H: each layer's pooled vector
                 pooled = torch.stack(per, 1).cpu().numpy()
             else:
-                pooled = None
-                for v in per:
-                    pooled = v if pooled is None else pooled + v
-                pooled = (pooled / len(states)).cpu().numpy()
+                total = per[0]
+                for v in per[1:]:
+                    total = total + v
+                pooled = (total / len(states)).cpu().numpy()
             if out is None:
                 out = np.empty((n, *pooled.shape[1:]), dtype=np.float32)
             out[idx] = pooled
+    assert out is not None  # n > 0 texts: at least one batch
     return out
 
 
@@ -321,8 +323,8 @@ class TextEncoder:
         return _load_model(self.source, self.revision, self.device, self.name, backend=self.backend,
                            **({"local_files_only": True} if self.local_files_only else {}))
 
-    def _compute(self, texts: Sequence[str]) -> np.ndarray:
-        return encode(self._loaded, texts, pooling=self.pooling, layer=self.layer, max_length=self.max_length,
+    def _compute(self, loaded: LoadedTextModel, texts: Sequence[str]) -> np.ndarray:
+        return encode(loaded, texts, pooling=self.pooling, layer=self.layer, max_length=self.max_length,
                       batch_size=self.batch_size, progress=self.progress)
 
     def key_fields(self, texts: Sequence[str]) -> dict[str, Any]:
@@ -340,15 +342,17 @@ class TextEncoder:
                 self.cache_hits += 1
                 log.debug("features of %d texts under %s from cache %s", len(texts), self.name, self.cache.path(key))
                 return hit
-        if self._loaded is None:
+        loaded = self._loaded
+        if loaded is None:
             slot = (self.output, self.source, self.revision, self.device, self.backend)
             if self._models is not None and slot in self._models:
-                self._loaded = self._models[slot]
+                loaded = self._models[slot]
             else:
-                self._loaded = self._load()
+                loaded = self._load()
                 if self._models is not None:
-                    self._models[slot] = self._loaded
-        feats = self._compute(texts)
+                    self._models[slot] = loaded
+            self._loaded = loaded
+        feats = self._compute(loaded, texts)
         self.forward_calls += 1
         if not np.all(np.isfinite(feats)):
             raise ModelseekError(f"model {self.name!r} produced non-finite features")
@@ -386,8 +390,8 @@ class HeadProbs(TextEncoder):
         return _load_head_model(self.source, self.revision, self.device, self.name,
                                 **({"local_files_only": True} if self.local_files_only else {}))
 
-    def _compute(self, texts: Sequence[str]) -> np.ndarray:
-        return head_probs(self._loaded, texts, max_length=self.max_length, batch_size=self.batch_size,
+    def _compute(self, loaded: LoadedTextModel, texts: Sequence[str]) -> np.ndarray:
+        return head_probs(loaded, texts, max_length=self.max_length, batch_size=self.batch_size,
                           progress=self.progress)
 
 

@@ -57,7 +57,7 @@ class StimulusCatalog:
         self.stimuli = list(stimuli)
         self.path = path
         self.roots = dict(roots or {})
-        self.index = {}
+        self.index: dict[tuple[str, str], int] = {}
         for i, s in enumerate(self.stimuli):
             if s.key in self.index:
                 raise InputError(f"duplicate stimulus {s.dataset_name}/{s.image_identifier}", path=path, line=i + 1)

@@ -104,7 +104,7 @@ class ModelEntry(Config):
             raise InputError(f"model {self.model_name!r}: must be a non-empty string", field="layer")
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], *, path=None, line=None) -> ModelEntry:
+    def from_dict(cls, d: ModelEntry | Mapping[str, Any], *, path=None, line=None) -> ModelEntry:
         if isinstance(d, ModelEntry):
             return d
         src = ConfigSource(None if path is None else str(path), {"": line} if line is not None else {})

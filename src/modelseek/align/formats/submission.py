@@ -161,10 +161,12 @@ def _line_in(path: Path, key: str) -> int | None:
     return text.count("\n", 0, m.start()) + 1 if m else None
 
 
-def validate_align_submission(path: str | os.PathLike, registry: ModelRegistry, catalog: StimulusCatalog, *,
-                              min_models: int = 2, min_stimuli: int = 2, max_models: int | None = None,
-                              max_stimuli: int | None = None, check_files: bool = True) -> AlignSubmission:
-    """Check a submission against the registry and catalog; every problem is listed in one ValidationError.
+def validate_align_submission(path: str | os.PathLike, registry: ModelRegistry,
+                              catalog: StimulusCatalog | None, *, min_models: int = 2, min_stimuli: int = 2,
+                              max_models: int | None = None, max_stimuli: int | None = None,
+                              check_files: bool = True) -> AlignSubmission:
+    """Check a submission against the registry and catalog (``catalog`` may be None for a Blue submission);
+    every problem is listed in one ValidationError.
 
     The draft contract asks for >= 2 models / stimuli; the live challenge used exactly 20 models and 1000
     stimuli (pass ``min_models=max_models=20`` etc.). A per-model ``layer_name`` is checked against the model
@@ -178,7 +180,7 @@ def validate_align_submission(path: str | os.PathLike, registry: ModelRegistry, 
     problems: list[InputError] = []
     if sub.team is Team.BLUE:
         names = list(sub.models)
-        seen = set()
+        seen: set[str] = set()
         for i, n in enumerate(names):
             if n in seen:
                 problems.append(InputError(f"models[{i}]: duplicate model {n!r}", path=path, field="models"))
@@ -190,14 +192,16 @@ def validate_align_submission(path: str | os.PathLike, registry: ModelRegistry, 
                     problems.append(InputError(f"models[{i}]: {exc.message}", path=path, field="models"))
         _count(problems, path, "models", len(seen), min_models, max_models)
     else:
-        seen = set()
+        if catalog is None:
+            raise InputError("a Red submission is checked against a stimuli catalog; none was given", path=path)
+        seen_keys: set[tuple[str, str]] = set()
         unrooted: dict[str, list] = {}  # data set -> [its first problem's index in problems, stimuli without a root]
         for i, s in enumerate(sub.stimuli):
             where = f"stimuli[{i}] {s.dataset_name}/{s.image_identifier}"
-            if s.key in seen:
+            if s.key in seen_keys:
                 problems.append(InputError(f"{where}: duplicate stimulus", path=path, field="stimuli"))
                 continue
-            seen.add(s.key)
+            seen_keys.add(s.key)
             if s.key not in catalog.index:
                 problems.append(InputError(f"{where}: not in the stimuli catalog", path=path, field="stimuli"))
                 continue
@@ -217,7 +221,7 @@ def validate_align_submission(path: str | os.PathLike, registry: ModelRegistry, 
             if n > 1:
                 problems[k] = InputError(f"{problems[k].message} ({n} stimuli of data set {name!r}; the first shown)",
                                          path=path, field="stimuli")
-        _count(problems, path, "stimuli", len(seen), min_stimuli, max_stimuli)
+        _count(problems, path, "stimuli", len(seen_keys), min_stimuli, max_stimuli)
     if problems:
         raise ValidationError(path, problems)
     return sub

@@ -90,7 +90,7 @@ def is_default_pretrained(weights: str | None) -> bool:
 
 
 def weights_file(weights: str | None) -> Path | None:
-    if is_random(weights) or is_default_pretrained(weights):
+    if weights is None or is_random(weights) or is_default_pretrained(weights):
         return None
     p = Path(os.path.expanduser(weights))
     return p if p.is_file() else None
@@ -103,7 +103,7 @@ def load_state_dict(module, path: Path, name: str) -> None:
         if path.suffix == ".safetensors":
             from safetensors.torch import load_file
 
-            sd = load_file(str(path))
+            sd: Any = load_file(str(path))
         else:
             sd = torch.load(str(path), map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - any unreadable checkpoint is a user input error
