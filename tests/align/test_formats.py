@@ -134,8 +134,8 @@ def test_validate_needs_a_catalog_for_red_only(align_setup, tmp_path):
     blue.write_text(json.dumps({"team": "blue", "models": ["cnn0", "vit0"]}))
     assert validate_align_submission(blue, reg, None).models == ("cnn0", "vit0")
     red = tmp_path / "red.json"
-    red.write_text(json.dumps({"team": "red", "stimuli": [{"dataset_name": "synth", "image_identifier": f"img_00{i}.png"}
-                                                          for i in (0, 1)]}))
+    stimuli = [{"dataset_name": "synth", "image_identifier": f"img_00{i}.png"} for i in (0, 1)]
+    red.write_text(json.dumps({"team": "red", "stimuli": stimuli}))
     with pytest.raises(InputError, match="stimuli catalog; none was given") as ei:
         validate_align_submission(red, reg, None)
     assert ei.value.path == str(red)
