@@ -126,6 +126,21 @@ def test_validate_lists_every_problem(align_setup, tmp_path):
     assert "duplicate model 'cnn0'" in msgs and "unknown model 'cnn9'" in msgs and "at most 1 allowed" in msgs
 
 
+def test_validate_needs_a_catalog_for_red_only(align_setup, tmp_path):
+    """A Blue submission is checked without a catalog; a Red one without a catalog is a one-line error naming the
+    file (it used to be an AttributeError on None)."""
+    reg = ModelRegistry.load(align_setup["registry"])
+    blue = tmp_path / "blue.json"
+    blue.write_text(json.dumps({"team": "blue", "models": ["cnn0", "vit0"]}))
+    assert validate_align_submission(blue, reg, None).models == ("cnn0", "vit0")
+    red = tmp_path / "red.json"
+    stimuli = [{"dataset_name": "synth", "image_identifier": f"img_00{i}.png"} for i in (0, 1)]
+    red.write_text(json.dumps({"team": "red", "stimuli": stimuli}))
+    with pytest.raises(InputError, match="stimuli catalog; none was given") as ei:
+        validate_align_submission(red, reg, None)
+    assert ei.value.path == str(red)
+
+
 def test_validate_missing_file(align_setup, tmp_path):
     cat_path = tmp_path / "cat2.jsonl"
     cat_path.write_text(align_setup["catalog"].read_text()

@@ -1,6 +1,6 @@
 """Representational alignment (Re-Align): model registry and stimuli catalog formats (submissions in the live
-and the draft form), model sources (one per library, a registry), embeddings by forward hooks, linear CKA (biased/unbiased, Gram/feature routes, minibatch, all pairs at once), Blue/Red scoring and
-solvers for both teams.
+and the draft form), model sources (one per library, a registry), embeddings by forward hooks, linear CKA
+(biased/unbiased, Gram/feature routes, minibatch, all pairs at once), Blue/Red scoring and solvers for both teams.
 
 Heavy libraries (torch, transformers, PIL) are imported only inside the functions that need them.
 """

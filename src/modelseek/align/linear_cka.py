@@ -38,9 +38,9 @@ and one product gives every <K_i, K_j>.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Sequence
 
 import numpy as np
 
@@ -269,7 +269,7 @@ class MinibatchCKA:
         # minibatch HSICs is that of the unscaled data times a constant per model (which CKA cancels)
         self.scale: np.ndarray | None = None
 
-    def update(self, batch: Sequence) -> "MinibatchCKA":
+    def update(self, batch: Sequence) -> MinibatchCKA:
         if len(batch) != self.m:
             raise InputError(f"expected {self.m} representations, got {len(batch)}")
         feats = [_as2d(F, f"batch[{i}]") for i, F in enumerate(batch)]

@@ -29,9 +29,10 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -167,19 +168,22 @@ def check_entry(entry, *, random_fallback: bool = True) -> EntryCheck:
     try:
         entry = resolve_entry(entry)
         loaded = load_model(entry, random_fallback=random_fallback)
+        call_images, call_texts = loaded.call_images, loaded.call_texts
         with torch.no_grad():
-            if loaded.call_images is not None:
+            if call_images is not None:
                 x = torch.randn(2, 3, *entry.input_size, generator=torch.Generator().manual_seed(0))
-                out, mask = _run_hooked(loaded, lambda: loaded.call_images(x)), None
-            else:
+                out, mask = _run_hooked(loaded, lambda: call_images(x)), None
+            elif call_texts is not None:
                 captured = {}
 
                 def call():
-                    o, captured["mask"] = loaded.call_texts(["a short text", "another text"])
+                    o, captured["mask"] = call_texts(["a short text", "another text"])
                     return o
 
                 out = _run_hooked(loaded, call)
                 mask = captured.get("mask")
+            else:
+                raise InputError(f"model {entry.model_name!r} takes neither images nor texts", field="modality")
             t = _first_tensor(out)
             if t is None:
                 raise InputError(f"model {entry.model_name!r}: layer {entry.layer!r} produced no tensor", field="layer")
@@ -236,23 +240,26 @@ def _resample(name: str):
 
 
 def _transform(img, entry: ModelEntry) -> np.ndarray:
+    """One image, preprocessed as a resolved entry (:func:`resolve_entry`) says; resolve_entry's defaults stand
+    in for what an unresolved one leaves unset."""
     pp = entry.preprocess
-    ch, cw = pp.crop or entry.input_size
-    resize = pp.resize if pp.resize is not None else int(round(min(ch, cw) / (pp.crop_pct or DEFAULT_CROP_PCT)))
+    ch, cw = pp.crop or entry.input_size or (DEFAULT_INPUT_SIZE, DEFAULT_INPUT_SIZE)
+    resize = pp.resize if pp.resize is not None else round(min(ch, cw) / (pp.crop_pct or DEFAULT_CROP_PCT))
     w, h = img.size
     if isinstance(resize, int):  # shorter side to `resize`, keep the aspect ratio
         if w <= h:
-            nw, nh = resize, max(1, int(round(h * resize / w)))
+            nw, nh = resize, max(1, round(h * resize / w))
         else:
-            nw, nh = max(1, int(round(w * resize / h))), resize
+            nw, nh = max(1, round(w * resize / h)), resize
     else:
         nh, nw = resize
-    img = img.resize((nw, nh), _resample(pp.interpolation))
+    resample = _resample(pp.interpolation or "bicubic")
+    img = img.resize((nw, nh), resample)
     if nw < cw or nh < ch:  # crop larger than the image: resize up to cover it
         scale = max(cw / nw, ch / nh)
         nw, nh = int(np.ceil(nw * scale)), int(np.ceil(nh * scale))
-        img = img.resize((nw, nh), _resample(pp.interpolation))
-    left, top = int(round((nw - cw) / 2.0)), int(round((nh - ch) / 2.0))
+        img = img.resize((nw, nh), resample)
+    left, top = round((nw - cw) / 2.0), round((nh - ch) / 2.0)
     img = img.crop((left, top, left + cw, top + ch))
     arr = np.asarray(img, dtype=np.float32) / 255.0
     mean = np.asarray(pp.mean, dtype=np.float32)
@@ -261,7 +268,7 @@ def _transform(img, entry: ModelEntry) -> np.ndarray:
     return np.ascontiguousarray(arr.transpose(2, 0, 1))
 
 
-def preprocess_images(entry, images: Sequence) -> "Any":
+def preprocess_images(entry, images: Sequence) -> Any:
     """Decode and preprocess a batch -> float32 tensor [n, 3, H, W]."""
     import torch
 
@@ -281,7 +288,7 @@ def _first_tensor(out):
 
     if isinstance(out, torch.Tensor):
         return out
-    if hasattr(out, "last_hidden_state") and getattr(out, "last_hidden_state") is not None:
+    if hasattr(out, "last_hidden_state") and out.last_hidden_state is not None:
         return out.last_hidden_state
     if isinstance(out, Mapping):
         for v in out.values():
@@ -439,13 +446,14 @@ def embed_images(entry, images_or_paths: Sequence, batch_size: int = 32, cache_d
 
     def compute():
         loaded = model or load_model(entry)
-        if loaded.call_images is None:
+        call_images = loaded.call_images
+        if call_images is None:
             raise InputError(f"model {entry.model_name!r} takes no images", field="modality")
         batches = [items[i:i + batch_size] for i in range(0, len(items), batch_size)]
 
         def run_batch(b):
             x = preprocess_images(entry, b)
-            return _run_hooked(loaded, lambda: loaded.call_images(x)), None
+            return _run_hooked(loaded, lambda: call_images(x)), None
 
         return _embed_batches(loaded, batches, run_batch, len(items), progress)
 
@@ -461,14 +469,15 @@ def embed_texts(entry, texts: Sequence[str], batch_size: int = 32, cache_dir: st
 
     def compute():
         loaded = model or load_model(entry)
-        if loaded.call_texts is None:
+        call_texts = loaded.call_texts
+        if call_texts is None:
             raise InputError(f"model {entry.model_name!r} takes no texts (set modality: text)", field="modality")
         batches = [items[i:i + batch_size] for i in range(0, len(items), batch_size)]
         captured = {}
 
         def run_batch(b):
             def call():
-                out, mask = loaded.call_texts(b)
+                out, mask = call_texts(b)
                 captured["mask"] = mask
                 return out
 

@@ -10,9 +10,9 @@ Mean pairwise = mean of the off-diagonal entries of the CKA matrix (each unorder
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -48,7 +48,7 @@ class AlignData:
     def compute(cls, registry: ModelRegistry, catalog: StimulusCatalog, models: Sequence[str] | None = None,
                 cache_dir: str | os.PathLike | None = None, batch_size: int = 32,
                 progress: bool = False, layers: Mapping[str, str | None] | None = None,
-                layers_source: str | os.PathLike | None = None) -> "AlignData":
+                layers_source: str | os.PathLike | None = None) -> AlignData:
         """Embed the catalog with each model (each finished model is cached: an interrupted run resumes).
         ``layers`` maps a model name to the layer to use instead of the registry's (a live submission's
         ``layer_name``, read from the file ``layers_source``): an unknown layer is reported against the file

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 
@@ -91,13 +91,13 @@ class _GramSource:
         if self.M * self.P * self.P * 8 <= memory_bytes:
             self.G = np.stack([F @ F.T for F in feats])
 
-    def rows(self, rows, cols) -> np.ndarray:
+    def rows(self, rows: int | np.ndarray, cols: np.ndarray) -> np.ndarray:
         """[M, len(rows), len(cols)] (rows may be an int: then [M, len(cols)])."""
         if self.G is not None:
-            if np.isscalar(rows):
+            if isinstance(rows, (int, np.integer)):
                 return self.G[:, rows, :][:, cols]
             return self.G[:, rows, :][:, :, cols]
-        if np.isscalar(rows):
+        if isinstance(rows, (int, np.integer)):
             return np.stack([F[cols] @ F[rows] for F in self.feats])
         return np.stack([F[rows] @ F[cols].T for F in self.feats])
 
@@ -209,7 +209,7 @@ def disagreement(features, n_ref: int = 512, seed: int = 0, chunk: int = 1024) -
     return out
 
 
-def red_objective(features, stimuli: Sequence[int], unbiased: bool = False) -> float:
+def red_objective(features, stimuli: Sequence[int] | np.ndarray, unbiased: bool = False) -> float:
     """Red score (1 - mean pairwise CKA) of a stimulus set, computed from scratch with cka_matrix."""
     feats = _feats(features)
     idx = np.asarray(stimuli)
@@ -231,8 +231,8 @@ def greedy_blue(C: np.ndarray, k: int) -> list[int]:
     return S
 
 
-def _red_greedy(src: "_GramSource", rank_in_pool, m: int, P: int, greedy_sample: int, rng, progress: bool,
-                traj: list) -> "tuple[RedState, np.ndarray]":
+def _red_greedy(src: _GramSource, rank_in_pool, m: int, P: int, greedy_sample: int, rng, progress: bool,
+                traj: list) -> tuple[RedState, np.ndarray]:
     """Greedy construction of the Red solver: start from the most disagreeing pool stimuli, then add the best of
     ``greedy_sample`` random candidates until ``m``; (state, in-set mask of the pool)."""
     from ..progress import progress_bar
@@ -253,7 +253,7 @@ def _red_greedy(src: "_GramSource", rank_in_pool, m: int, P: int, greedy_sample:
     return state, in_set
 
 
-def _initial_temperature(state: "RedState", cur: float, m: int, free_list, steps: int, p_start: float,
+def _initial_temperature(state: RedState, cur: float, m: int, free_list, steps: int, p_start: float,
                          rng) -> float:
     """The temperature at which a typical worsening swap is accepted with probability ``p_start``."""
     deltas = []
@@ -352,7 +352,7 @@ def optimize_red(features, m: int, *, pool: int | None = None, greedy_sample: in
 CKA_TOLERANCE = 1e-6
 
 
-def cka_out_of_range(C: np.ndarray) -> "tuple[int, int, float] | None":
+def cka_out_of_range(C: np.ndarray) -> tuple[int, int, float] | None:
     """The first entry (row, column, value) of ``C`` that is no CKA value (outside [-1, 1] beyond rounding), or
     None. A matrix of such values would make the objective meaningless (and, near 1e308, overflow)."""
     bad = np.argwhere(~(np.abs(C) <= 1.0 + CKA_TOLERANCE))
@@ -432,12 +432,12 @@ def _local_search(C: np.ndarray, S: list[int], trace: list[float] | None = None)
     return S
 
 
-def _anneal_blue(C: np.ndarray, S: list[int], steps: int, rng: np.random.Generator, p_start: float = 0.2,
+def _anneal_blue(C: np.ndarray, start: list[int], steps: int, rng: np.random.Generator, p_start: float = 0.2,
                  cooling_to: float = 1e-3) -> tuple[list[int], float, list[tuple[int, float, float]]]:
     """Simulated annealing over swaps. With a[v] = sum_{j in S} C[v, j] kept up to date, a swap's change of the
     ordered-pair sum is 2 ((a[v] - C[v,u]) - (a[u] - C[u,u])): O(1) per proposal, O(M) per accepted move."""
-    M, k = C.shape[0], len(S)
-    S = np.array(S)
+    M, k = C.shape[0], len(start)
+    S = np.array(start)
     inS = np.zeros(M, dtype=bool)
     inS[S] = True
     out = np.flatnonzero(~inS)
@@ -478,7 +478,7 @@ def _exhaustive_blue(C: np.ndarray, k: int, chunk: int = 8192) -> tuple[float, l
 
     it = combinations(range(C.shape[0]), k)
     diag = np.diag(C)
-    opt, opt_S = -np.inf, None
+    opt, opt_S = -math.inf, list[int]()
     while True:
         block = np.array(list(islice(it, chunk)), dtype=np.intp)
         if not len(block):

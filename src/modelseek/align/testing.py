@@ -48,8 +48,8 @@ def make_features(n: int, dims=(8, 16, 12, 10, 6), latent: int = 4, seed: int = 
     plus model-specific noise, so models agree on some stimuli more than on others."""
     rng = np.random.default_rng(seed)
     Z = rng.normal(size=(n, latent))
-    return [np.tanh(Z @ rng.normal(size=(latent, d)) * rng.uniform(0.5, 3)) + rng.normal(size=(n, d)) * rng.uniform(0.1, 1)
-            for d in dims]
+    return [np.tanh(Z @ rng.normal(size=(latent, d)) * rng.uniform(0.5, 3))
+            + rng.normal(size=(n, d)) * rng.uniform(0.1, 1) for d in dims]
 
 
 def planted_blue_features(n: int, seed: int = 0, M: int = 100, k: int = 20):
@@ -64,15 +64,16 @@ def planted_blue_features(n: int, seed: int = 0, M: int = 100, k: int = 20):
         raise ValueError(f"clusters of {sum(sizes)} models do not fit in M = {M}")
     noise += [1.0] * (M - sum(sizes))
     sizes += [1] * (M - sum(sizes))
-    labels, feats = [], []
+    cluster: list[int] = []
+    feats: list[np.ndarray] = []
     for c, (size, sd) in enumerate(zip(sizes, noise)):
         Z = rng.normal(size=(n, 8))
         for _ in range(size):
             d = int(rng.integers(24, 96))
             F = np.tanh(Z @ rng.normal(size=(8, d)) * rng.uniform(0.5, 1.5)) + rng.normal(size=(n, d)) * sd
             feats.append(F)
-            labels.append(c)
+            cluster.append(c)
     order = rng.permutation(M)  # the planted cluster is not a block of the first indices
     feats = [feats[i] for i in order]
-    labels = np.asarray(labels)[order]
+    labels = np.asarray(cluster)[order]
     return feats, sorted(np.flatnonzero(labels == 0).tolist()), labels

@@ -8,15 +8,9 @@ seconds, and as examples of the ``custom`` contract: ``model_parameters = {"arch
 from __future__ import annotations
 
 
-def _nn():
-    import torch.nn as nn
-
-    return nn
-
-
 def tiny_cnn(width: int = 8, depth: int = 2, num_classes: int = 10):
     """A VGG-like CNN: ``features.<i>`` conv blocks, ``avgpool``, ``fc``."""
-    nn = _nn()
+    from torch import nn
 
     class TinyCNN(nn.Module):
         def __init__(self) -> None:
@@ -40,8 +34,7 @@ def tiny_cnn(width: int = 8, depth: int = 2, num_classes: int = 10):
 def tiny_vit(dim: int = 16, depth: int = 2, heads: int = 2, patch: int = 8, image_size: int = 32):
     """A minimal ViT: ``patch_embed``, ``blocks.<i>`` (pre-norm transformer layers), ``norm``; a CLS token."""
     import torch
-
-    nn = _nn()
+    from torch import nn
 
     class TinyViT(nn.Module):
         def __init__(self) -> None:

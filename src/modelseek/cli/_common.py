@@ -20,9 +20,10 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable, Sequence
 from numbers import Integral, Real
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from ..config import MAX_SAMPLES, Constraint, Interval, check, coerce
 from ..errors import InputError
@@ -41,7 +42,7 @@ def arg_type(annotation: Any, *constraints: Constraint, name: str | None = None,
         except InputError as exc:
             raise argparse.ArgumentTypeError(exc.message) from None
 
-    convert.__name__ = name or getattr(annotation, "__name__", "value")
+    convert.__name__ = name or str(getattr(annotation, "__name__", "value"))
     return convert
 
 

@@ -16,8 +16,8 @@ def load_recipe(args):
 def add_verify_args(p) -> None:
     """The verification options of ``modelseek rank``."""
     g = p.add_argument_group("verification (fine-tunes candidates; see 'modelseek finetune')")
-    g.add_argument("--verify-top", type=POSITIVE_INT, metavar="K", help="fine-tune the top K of each ranking and report "
-                                                               "their test F1")
+    g.add_argument("--verify-top", type=POSITIVE_INT, metavar="K",
+                   help="fine-tune the top K of each ranking and report their test F1")
     g.add_argument("--halving", action="store_true",
                    help="successive halving over the ranking (top K with --verify-top, else all): a few epochs "
                         "for every survivor, keep the best half by validation F1, double the epochs, repeat")

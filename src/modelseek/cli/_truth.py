@@ -96,7 +96,9 @@ def _docs(run):
 def load_runs(path, run_id=None):
     from ..data.run import read_run, read_runs
 
-    return [read_run(path, run_id, extra_columns=True)] if run_id else list(read_runs(path, extra_columns=True).values())
+    if run_id:
+        return [read_run(path, run_id, extra_columns=True)]
+    return list(read_runs(path, extra_columns=True).values())
 
 
 def check_shared_topics(runs, truth, path) -> None:

@@ -112,8 +112,8 @@ def _add_optimize(s) -> None:
     o.add_argument("--pool", type=int_at_least(2), help="candidate pool after screening (red; default max(4m, 1024))")
     o.add_argument("--restarts", type=int_at_least(0), default=20, help="local-search restarts (blue)")
     o.add_argument("--seed", type=SEED, default=0)
-    o.add_argument("--format", type=choice(SubmissionForm), default=SubmissionForm.LIVE, metavar=metavar(SubmissionForm),
-                   help="submission form written by -o: live (default) or draft")
+    o.add_argument("--format", type=choice(SubmissionForm), default=SubmissionForm.LIVE,
+                   metavar=metavar(SubmissionForm), help="submission form written by -o: live (default) or draft")
     o.add_argument("-o", "--output", help="write the submission JSON here")
     o.add_argument("--trajectory", help="write the score trajectory (JSON) here")
     o.add_argument("--plot", help="write a PNG of the score trajectory here")
@@ -356,7 +356,10 @@ def run_optimize(args) -> int:
         print(f"  {k:<14} {v:.6f}")
     if "upper_bound" in res.meta:
         proof = " (reached: the subset is optimal)" if res.meta.get("proved_optimal") else ""
-        how = "exhaustive search: the subset is optimal" if res.meta.get("exact") else f"upper bound {res.meta['upper_bound']:.6f}{proof}"
+        if res.meta.get("exact"):
+            how = "exhaustive search: the subset is optimal"
+        else:
+            how = f"upper bound {res.meta['upper_bound']:.6f}{proof}"
         print(f"  {how}")
     if args.output:
         print(f"wrote {args.output} ({args.format.value} form)")

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ._common import EXISTING_DIR, OUTPUT_FILE, POSITIVE_INT, SAMPLE_COUNT, SEED, add_scheme, int_at_least, load_pool_arg, load_truth, print_json
+from ._common import (EXISTING_DIR, OUTPUT_FILE, POSITIVE_INT, SAMPLE_COUNT, SEED, add_scheme, int_at_least,
+                      load_pool_arg, load_truth, print_json)
 
 
 def register(sub) -> None:
@@ -17,7 +18,8 @@ def register(sub) -> None:
     from ..rankers.resolve import describe_methods
 
     p.add_argument("-m", "--method", nargs="+", default=["avgrank"],
-                   help=f"method name(s); an artifact is refitted on each fold with its parameters. {describe_methods()}")
+                   help="method name(s); an artifact is refitted on each fold with its parameters. "
+                        f"{describe_methods()}")
     p.add_argument("--ground-truth", "-g", help="ground-truth CSV (default: PATH/ground-truth.csv)")
     p.add_argument("--pool", help="pool (default: PATH/models.csv)")
     p.add_argument("--folds", type=int_at_least(2), default=5)

@@ -139,8 +139,10 @@ def _test_args(p) -> None:
     p.add_argument("--seed", type=SEED, default=0, help="seed of every Monte-Carlo test (default 0)")
     p.add_argument("--alpha", type=PROBABILITY, default=0.05, help="significance level in (0, 1) (default 0.05)")
     p.add_argument("--fdr", action="store_true", help="Benjamini-Hochberg correction across tasks")
-    p.add_argument("--draws", type=SAMPLE_COUNT, default=1000, help="posterior draws per model (AUROC test, 1..10,000,000)")
-    p.add_argument("--resamples", type=SAMPLE_COUNT, default=1000, help="bootstrap resamples (ROUGE, perplexity, 1..10,000,000)")
+    p.add_argument("--draws", type=SAMPLE_COUNT, default=1000,
+                   help="posterior draws per model (AUROC test, 1..10,000,000)")
+    p.add_argument("--resamples", type=SAMPLE_COUNT, default=1000,
+                   help="bootstrap resamples (ROUGE, perplexity, 1..10,000,000)")
 
 
 def _db_args(p) -> None:

@@ -21,11 +21,11 @@ def _numbers(text: str, what: str, positive: bool) -> tuple[float, ...]:
     return tuple(conv(p) for p in parts)
 
 
-def BUDGETS(text: str) -> tuple[float, ...]:  # noqa: N802  (an option type, named like the others)
+def BUDGETS(text: str) -> tuple[float, ...]:  # an option type, named like the others
     return _numbers(text, "budgets", positive=False)
 
 
-def RIDGE_ALPHAS(text: str):  # noqa: N802
+def RIDGE_ALPHAS(text: str):
     return "auto" if str(text).strip().lower() == "auto" else _numbers(text, "ridge alphas", positive=True)
 
 
@@ -62,9 +62,11 @@ def _common(c) -> None:
     from ..eevee.models import META_MODELS
 
     src = c.add_mutually_exclusive_group(required=True)
-    src.add_argument("--table", type=EXISTING_FILE, help="models x metrics CSV: GATE layout (row 1 benchmark, row 2 metric) or tidy "
-                                     "(model,benchmark,metric,value)")
-    src.add_argument("--ground-truth", type=EXISTING_FILE, help="a model-retrieval ground-truth CSV: models as rows, tasks as benchmarks")
+    src.add_argument("--table", type=EXISTING_FILE,
+                     help="models x metrics CSV: GATE layout (row 1 benchmark, row 2 metric) or tidy "
+                          "(model,benchmark,metric,value)")
+    src.add_argument("--ground-truth", type=EXISTING_FILE,
+                     help="a model-retrieval ground-truth CSV: models as rows, tasks as benchmarks")
     c.add_argument("--mapping", type=EXISTING_FILE, help="task_mapping.yaml (default: beside the table)")
     c.add_argument("--weights", type=EXISTING_FILE, help="task_weights.yaml (default: beside the table)")
     c.add_argument("--costs", type=EXISTING_FILE, help="benchmark,cost CSV (e.g. GPU hours)")

@@ -32,13 +32,15 @@ def register(sub) -> None:
                                    "store share its grid (each job is claimed by one of them).")
     p.add_argument("--pool", required=True, help="pool file (models.csv or YAML) or built-in pool name")
     p.add_argument("--tasks", required=True, help="NTCIR root or task folder, or one table file")
-    p.add_argument("--out", required=True, type=OUTPUT_FILE, help="ground-truth CSV to write (official format + criticality)")
+    p.add_argument("--out", required=True, type=OUTPUT_FILE,
+                   help="ground-truth CSV to write (official format + criticality)")
     p.add_argument("--store", help="job store (default: OUT with suffix .jobs.sqlite)")
     from ..data.truth import GradingScheme
 
     p.add_argument("--scheme", default=GradingScheme.NTCIR, type=choice(GradingScheme), metavar=metavar(GradingScheme),
                    help="relevance grading of the output")
-    p.add_argument("--plot", metavar="PNG", type=OUTPUT_FILE, help="also draw the validation-loss curves of the grid's jobs")
+    p.add_argument("--plot", metavar="PNG", type=OUTPUT_FILE,
+                   help="also draw the validation-loss curves of the grid's jobs")
     add_recipe_args(p)
     p.add_argument("--json", action="store_true", help="print a machine-readable summary")
     p.set_defaults(func=run)

@@ -66,10 +66,10 @@ def register(sub) -> None:
 
 
 def _read_inputs(paths: list[str], names: str | None):
-    from ..data.run import read_runs
+    from ..data.run import Run, read_runs
     from ..errors import InputError
 
-    runs = []
+    runs: list[Run] = []
     for path in paths:
         runs.extend(read_runs(path).values())
     if names is not None:

@@ -53,9 +53,9 @@ def register(sub) -> None:
                         "it such a rank exits 1 naming every failure; failed candidates never get a score")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"],
                    help="where features are computed, for every method that runs models (default auto: CUDA "
-                        "where visible). Feature methods run one job per candidate (all tasks in it) with --executor "
-                        "(local or ray); finished candidates are kept beside the feature cache, so a rerun, or a second "
-                        "rank on the same cache, never computes one twice")
+                        "where visible). Feature methods run one job per candidate (all tasks in it) with "
+                        "--executor (local or ray); finished candidates are kept beside the feature cache, so a "
+                        "rerun, or a second rank on the same cache, never computes one twice")
     p.add_argument("--show", type=NON_NEGATIVE_INT, default=3,
                    help="print the rankings of at most this many tasks")
     p.add_argument("--json", action="store_true", help="machine-readable output")
@@ -89,10 +89,10 @@ def _train_data(args, pool):
     train_pool = load_pool_arg(str(models)) if models is not None else pool
     if args.train_tasks:
         truth = load_truth(args.train_truth, where)
-        train = truth, load_ntcir_tasks(where, ids=truth.task_ids), train_pool
+        tasks = load_ntcir_tasks(where, ids=truth.task_ids)
     else:
-        train = load_truth(args.train_truth), None, train_pool
-    return (*train, str(models) if models is not None else train[0].source)
+        truth, tasks = load_truth(args.train_truth), None
+    return truth, tasks, train_pool, str(models) if models is not None else truth.source
 
 
 def _check_options(args) -> None:
@@ -237,9 +237,10 @@ def _print_explained(run_id: str, ex: dict, n_pool: int) -> None:
     rule = "low" if reg["expected"] < 0.03 else "medium" if reg["expected"] < 0.10 else "high"
     print(f"  criticality: {crit['tier'].upper()} — {crit.get('source', 'a vote of the most similar past tasks')} "
           f"(P: {probs})")
+    differs = "" if rule == crit["tier"] else ", which differs: the vote reads past tasks, the rule this prediction"
     print(f"  expected regret of fine-tuning only the top-1 instead of all {n_pool}: {reg['expected']:.3f} "
           f"[{reg['low']:.3f}, {reg['high']:.3f}] (relative F1 lost; by the regret rule alone the tier would be "
-          f"{rule}{'' if rule == crit['tier'] else ', which differs: the vote reads past tasks, the rule this prediction'})")
+          f"{rule}{differs})")
     near = "; ".join(f"{n['task']}" + (f" {n['name']}" if n["name"] and n["name"] != n["task"] else "")
                      + f" ({n['similarity']:.2f})"
                      for n in ex["nearest_tasks"])

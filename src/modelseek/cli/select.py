@@ -10,8 +10,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ._common import POSITIVE_INT, SEED
+
+if TYPE_CHECKING:
+    from ..data.task import Task
 
 
 def register(sub) -> None:
@@ -55,13 +59,12 @@ def run(args: argparse.Namespace) -> int:
 
     parse_budget(args.budget)  # a bad budget is refused before any file is read
     path = Path(args.path)
+    data: Task | Path = path
     if path.is_file():
         from ..data.loaders import load_table_task
 
         split = lambda s: s.split(",") if "," in s else s  # noqa: E731
         data = load_table_task(path, text_col=split(args.text_col), label_col=split(args.label_col))
-    else:
-        data = path
     pool = load_any_pool(args.pool)
     recipe = load_recipe(args)
     echo = None if args.json else (lambda s: print(s, flush=True))

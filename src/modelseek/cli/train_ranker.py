@@ -61,6 +61,7 @@ def run(args: argparse.Namespace) -> int:
     if args.cv:
         _print_cv(args, truth, pool, tasks, params)
     ranker = build(args.method, params)
+    assert isinstance(ranker, Persistable)  # its class was checked above
     ranker.fit(tasks, truth, pool=pool, progress=True)
     info = {"trained_on": f"{len(truth.task_ids)} tasks x {len(truth.model_ids)} models", "source": root.name}
     if args.install_default:
@@ -94,6 +95,7 @@ def _print_cv(args: argparse.Namespace, truth, pool, tasks, params: dict) -> Non
                 continue
             d = ""
             if diffs is not None and m == args.method and tier in diffs.index:
-                d = f"{diffs.loc[tier, 'mean_diff']:+.3f} [{diffs.loc[tier, 'low']:+.3f}, {diffs.loc[tier, 'high']:+.3f}]"
+                low, high = diffs.loc[tier, "low"], diffs.loc[tier, "high"]
+                d = f"{diffs.loc[tier, 'mean_diff']:+.3f} [{low:+.3f}, {high:+.3f}]"
             print(f"{m:<10} {tier:<7} {cell[(tier, 'ndcg@1')]:>21} {cell[(tier, 'ndcg@3')]:>21} "
                   f"{cell[(tier, 'ndcg@5')]:>21}  {d}")

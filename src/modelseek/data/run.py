@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
-from typing import Iterable, Iterator, Mapping, NamedTuple, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -95,7 +95,7 @@ class Run(Mapping[str, tuple[Entry, ...]]):
         self._cache: dict[str, tuple[Entry, ...]] = {}
 
     @classmethod
-    def from_arrays(cls, arrays: RunArrays, run_id: str = "run") -> "Run":
+    def from_arrays(cls, arrays: RunArrays, run_id: str = "run") -> Run:
         """A run from columns already in :class:`RunArrays` order (not copied: do not change them after)."""
         _check_run_id(run_id)
         run = cls.__new__(cls)
@@ -109,7 +109,7 @@ class Run(Mapping[str, tuple[Entry, ...]]):
 
     # ----------------------------------------------------------------------------------------- building
     @classmethod
-    def from_scores(cls, scores: Mapping[str, Mapping[str, float]], run_id: str = "run") -> "Run":
+    def from_scores(cls, scores: Mapping[str, Mapping[str, float]], run_id: str = "run") -> Run:
         """Ranks 1..n by decreasing score per topic; equal scores by natural docID order.
 
         Non-finite scores (a candidate that failed) rank last.
@@ -125,14 +125,14 @@ class Run(Mapping[str, tuple[Entry, ...]]):
             topics[str(topic)] = [Entry(d, i + 1, s) for i, (d, s) in enumerate(items)]
         return cls(topics, run_id)
 
-    def with_id(self, run_id: str) -> "Run":
+    def with_id(self, run_id: str) -> Run:
         return Run.from_arrays(self._a, run_id)
 
-    def restrict(self, topics: Iterable[str]) -> "Run":
+    def restrict(self, topics: Iterable[str]) -> Run:
         keep = [str(t) for t in topics]
         return Run({t: self[t] for t in keep if t in self._pos}, self.run_id)
 
-    def map_docs(self, mapping: Mapping[str, str]) -> "Run":
+    def map_docs(self, mapping: Mapping[str, str]) -> Run:
         """A new run whose docIDs are renamed by ``mapping`` (ids it does not hold stay as they are)."""
         a = self._a
         doc = _object_array([mapping.get(d, d) for d in a.doc.tolist()])
@@ -288,9 +288,8 @@ def _parse_fast(data: bytes, need_q0: bool = True) -> _Table | None:
         return None  # a wrong column count, a score that is not a number ...: located by the careful reader
     if df.empty:
         return None
-    cols = [df[i].to_numpy() if i in df.columns else None for i in range(6)]
-    if cols[1] is None:  # Q0 is checked by validate only; evaluate reads it as trec_eval does (ignored)
-        cols[1] = _constant("Q0", len(df))
+    # without column 1 (Q0 is checked by validate only; evaluate reads it as trec_eval does: ignored), a constant
+    cols: list[np.ndarray] = [df[i].to_numpy() if i in df.columns else _constant("Q0", len(df)) for i in range(6)]
     if (cols[5] == "").any():
         return None  # a short line
     ranks = cols[3]
@@ -468,7 +467,8 @@ def _build(path: Path, tab: _Table, problems: list[InputError] | None) -> dict[s
         rcode, rnames = _first_seen(*tab.codes["run"])
         tcode, tnames = _first_seen(*tab.codes["topic"])
         dcode, dnames = tab.codes["doc"]
-    else:
+    else:  # without codes, every reader fills the three text columns
+        assert tab.run_id is not None and tab.topic is not None and tab.doc is not None
         if (tab.run_id == tab.run_id[0]).all():  # one run id (the usual file): no hashing of a million strings
             rcode, rnames = np.zeros(n, dtype=np.int64), np.array([tab.run_id[0]], dtype=object)
         else:
@@ -478,7 +478,8 @@ def _build(path: Path, tab: _Table, problems: list[InputError] | None) -> dict[s
     tnames = np.asarray(tnames, dtype=object)
     key = (rcode.astype(np.int64) * len(tnames) + tcode) * len(dnames) + dcode
     keep = np.ones(n, dtype=bool)
-    sk = np.sort(key)  # a sort finds whether any (run, topic, doc) repeats (np.unique hashes: slower); pandas says which
+    # a sort finds whether any (run, topic, doc) repeats (np.unique hashes: slower); pandas says which
+    sk = np.sort(key)
     if (sk[1:] == sk[:-1]).any():
         dup = pd.Series(key).duplicated(keep="first").to_numpy()
         first: dict[int, int] = {}
@@ -583,7 +584,7 @@ def validate_run(path: str | Path, topics: Iterable[str] | None = None, docs: It
         raise InputError(f"unknown subtask {subtask!r}; valid: A, B")
     problems: list[InputError] = []
     tab = _parse(path, problems)
-    if tab.topic.size == 0 and not problems:
+    if tab.rank.size == 0 and not problems:
         problems.append(InputError("run file is empty", path=path))
     for i in np.flatnonzero(tab.q0 != "Q0").tolist():
         problems.append(InputError(f"expected 'Q0', found {tab.q0[i]!r}", path=path, line=int(tab.line[i]),
@@ -628,14 +629,12 @@ def _check_run(path: Path, rid: str, run: Run, want_topics: list[str] | None, wa
     """The rules of :func:`validate_run` for one run id: its topics, its docIDs, ranks in score order."""
     import pandas as pd
 
-    topic_set = None if want_topics is None else set(want_topics)
-    doc_index = None if want_docs is None else pd.Index(list(dict.fromkeys(want_docs)), dtype=object)
-    doc_set = None if want_docs is None else set(want_docs)
     a = run.arrays()
     sizes = np.diff(a.offsets)
     starts = a.offsets[:-1]
     seg = np.repeat(np.arange(len(a.topics)), sizes)
-    if topic_set is not None:
+    if want_topics is not None:
+        topic_set = set(want_topics)
         extra = [i for i, t in enumerate(a.topics) if t not in topic_set]
         for i in extra[:20]:
             problems.append(InputError(f"unknown topic {a.topics[i]!r} in run {rid!r}", path=path,
@@ -645,7 +644,9 @@ def _check_run(path: Path, rid: str, run: Run, want_topics: list[str] | None, wa
             problems.append(InputError(f"run {rid!r} misses {len(missing)} topic(s): {', '.join(missing[:10])}"
                                        f"{' ...' if len(missing) > 10 else ''}", path=path, field="topicID"))
     first_line = np.minimum.reduceat(a.line, starts) if a.line.size else a.line
-    if doc_index is not None:
+    if want_docs is not None:
+        doc_index = pd.Index(list(dict.fromkeys(want_docs)), dtype=object)
+        doc_set = set(want_docs)
         known = doc_index.get_indexer(a.doc) >= 0
         for i in np.flatnonzero(~known).tolist():
             d = a.doc[i]

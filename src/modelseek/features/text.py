@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -47,11 +48,11 @@ class Pooling(Choice):
     CLS = "cls"
 
     @classmethod
-    def parse(cls, value: "str | Pooling", field: str | None = "pooling") -> "Pooling":
+    def parse(cls, value: str | Pooling, field: str | None = "pooling") -> Pooling:
         return super().parse(value, field)
 
 
-def parse_layer(value: "str | int", best: bool = False) -> "str | int":
+def parse_layer(value: str | int, best: bool = False) -> str | int:
     """``last`` | ``mean`` | ``all`` | an integer (also given as a string such as ``"-2"``); with ``best``
     (a ranker's option: score each layer, keep the best) also ``best``."""
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
@@ -107,7 +108,7 @@ def _load_model(source: str, revision: str | None, device: str, name: str = "",
         from . import lean_bert
 
         try:
-            model, tok = lean_bert.load(source)
+            lean_model, lean_tok = lean_bert.load(source)
         except lean_bert.Unsupported as exc:
             if backend == "lean":
                 raise ModelseekError(f"model {name or source!r}: the lean backend cannot run it ({exc.reason})") \
@@ -115,7 +116,8 @@ def _load_model(source: str, revision: str | None, device: str, name: str = "",
             log.debug("model %s: transformers backend (%s)", name or source, exc.reason)
         else:
             dev = pick_device(device)
-            return LoadedTextModel(model=model.eval().to(dev), tokenizer=tok, device=dev, name=name or source)
+            return LoadedTextModel(model=lean_model.eval().to(dev), tokenizer=lean_tok, device=dev,
+                                   name=name or source)
     elif backend == "lean":
         raise ModelseekError(f"model {name or source!r}: the lean backend reads local folders only, "
                              f"without a revision")
@@ -183,8 +185,8 @@ def _forward(loaded: LoadedTextModel, **inputs):
     return loaded.model(**inputs)
 
 
-def encode(loaded: LoadedTextModel, texts: Sequence[str], *, pooling: "str | Pooling" = "mean",
-           layer: "str | int" = "last", max_length: int = 256, batch_size: int = 32,
+def encode(loaded: LoadedTextModel, texts: Sequence[str], *, pooling: str | Pooling = "mean",
+           layer: str | int = "last", max_length: int = 256, batch_size: int = 32,
            progress: bool = True) -> np.ndarray:
     """Features of ``texts`` with an already loaded model (no cache). float32, original order."""
     import torch
@@ -221,13 +223,14 @@ def encode(loaded: LoadedTextModel, texts: Sequence[str], *, pooling: "str | Poo
             if layer == "all":  # N x L x H: each layer's pooled vector
                 pooled = torch.stack(per, 1).cpu().numpy()
             else:
-                pooled = None
-                for v in per:
-                    pooled = v if pooled is None else pooled + v
-                pooled = (pooled / len(states)).cpu().numpy()
+                total = per[0]
+                for v in per[1:]:
+                    total = total + v
+                pooled = (total / len(states)).cpu().numpy()
             if out is None:
                 out = np.empty((n, *pooled.shape[1:]), dtype=np.float32)
             out[idx] = pooled
+    assert out is not None  # n > 0 texts: at least one batch
     return out
 
 
@@ -288,8 +291,8 @@ class TextEncoder:
     different ways (pooling, layer) load it once; its owner decides when to clear it.
     """
 
-    def __init__(self, model: Any, *, pooling: str = "mean", layer: "str | int" = "last", max_length: int = 256,
-                 batch_size: int = 32, device: str = "auto", cache_dir: "str | os.PathLike | None | bool" = None,
+    def __init__(self, model: Any, *, pooling: str = "mean", layer: str | int = "last", max_length: int = 256,
+                 batch_size: int = 32, device: str = "auto", cache_dir: str | os.PathLike | bool | None = None,
                  revision: str | None = None, progress: bool = True, models: dict | None = None,
                  local_files_only: bool = False, backend: str = "transformers") -> None:
         self.pooling = Pooling.parse(pooling)
@@ -302,7 +305,8 @@ class TextEncoder:
             raise InputError(f"max_length must be >= 2, got {max_length}", field="max_length")
         if int(batch_size) < 1:
             raise InputError(f"batch_size must be >= 1, got {batch_size}", field="batch_size")
-        self.max_length, self.batch_size, self.device, self.progress = int(max_length), int(batch_size), device, progress
+        self.max_length, self.batch_size = int(max_length), int(batch_size)
+        self.device, self.progress = device, progress
         self.source, self.revision, self.name, self._identity = _model_identity(model, revision)
         self.cache = None if cache_dir is False else FeatureCache(None if cache_dir is True else cache_dir)
         self._loaded: LoadedTextModel | None = None
@@ -319,14 +323,14 @@ class TextEncoder:
         return _load_model(self.source, self.revision, self.device, self.name, backend=self.backend,
                            **({"local_files_only": True} if self.local_files_only else {}))
 
-    def _compute(self, texts: Sequence[str]) -> np.ndarray:
-        return encode(self._loaded, texts, pooling=self.pooling, layer=self.layer, max_length=self.max_length,
+    def _compute(self, loaded: LoadedTextModel, texts: Sequence[str]) -> np.ndarray:
+        return encode(loaded, texts, pooling=self.pooling, layer=self.layer, max_length=self.max_length,
                       batch_size=self.batch_size, progress=self.progress)
 
     def key_fields(self, texts: Sequence[str]) -> dict[str, Any]:
-        return {"output": self.output, "model": self._identity, "revision": self.revision, "pooling": self.pooling.value,
-                "layer": self.layer, "max_length": self.max_length, "texts": texts_fingerprint(texts),
-                "n_texts": len(texts)}
+        return {"output": self.output, "model": self._identity, "revision": self.revision,
+                "pooling": self.pooling.value, "layer": self.layer, "max_length": self.max_length,
+                "texts": texts_fingerprint(texts), "n_texts": len(texts)}
 
     def __call__(self, texts: Sequence[str]) -> np.ndarray:
         texts = _check_texts(texts)
@@ -338,15 +342,17 @@ class TextEncoder:
                 self.cache_hits += 1
                 log.debug("features of %d texts under %s from cache %s", len(texts), self.name, self.cache.path(key))
                 return hit
-        if self._loaded is None:
+        loaded = self._loaded
+        if loaded is None:
             slot = (self.output, self.source, self.revision, self.device, self.backend)
             if self._models is not None and slot in self._models:
-                self._loaded = self._models[slot]
+                loaded = self._models[slot]
             else:
-                self._loaded = self._load()
+                loaded = self._load()
                 if self._models is not None:
-                    self._models[slot] = self._loaded
-        feats = self._compute(texts)
+                    self._models[slot] = loaded
+            self._loaded = loaded
+        feats = self._compute(loaded, texts)
         self.forward_calls += 1
         if not np.all(np.isfinite(feats)):
             raise ModelseekError(f"model {self.name!r} produced non-finite features")
@@ -361,7 +367,7 @@ class TextEncoder:
     def close(self) -> None:
         self._loaded = None
 
-    def __enter__(self) -> "TextEncoder":
+    def __enter__(self) -> TextEncoder:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -375,7 +381,7 @@ class HeadProbs(TextEncoder):
     output = "head_probs"
 
     def __init__(self, model: Any, *, max_length: int = 256, batch_size: int = 32, device: str = "auto",
-                 cache_dir: "str | os.PathLike | None | bool" = None, revision: str | None = None,
+                 cache_dir: str | os.PathLike | bool | None = None, revision: str | None = None,
                  progress: bool = True, models: dict | None = None, local_files_only: bool = False) -> None:
         super().__init__(model, max_length=max_length, batch_size=batch_size, device=device, cache_dir=cache_dir,
                          revision=revision, progress=progress, models=models, local_files_only=local_files_only)
@@ -384,14 +390,14 @@ class HeadProbs(TextEncoder):
         return _load_head_model(self.source, self.revision, self.device, self.name,
                                 **({"local_files_only": True} if self.local_files_only else {}))
 
-    def _compute(self, texts: Sequence[str]) -> np.ndarray:
-        return head_probs(self._loaded, texts, max_length=self.max_length, batch_size=self.batch_size,
+    def _compute(self, loaded: LoadedTextModel, texts: Sequence[str]) -> np.ndarray:
+        return head_probs(loaded, texts, max_length=self.max_length, batch_size=self.batch_size,
                           progress=self.progress)
 
 
-def extract_features(texts: Sequence[str], model: Any, *, pooling: str = "mean", layer: "str | int" = "last",
+def extract_features(texts: Sequence[str], model: Any, *, pooling: str = "mean", layer: str | int = "last",
                      max_length: int = 256, batch_size: int = 32, device: str = "auto",
-                     cache_dir: "str | os.PathLike | None | bool" = None, revision: str | None = None,
+                     cache_dir: str | os.PathLike | bool | None = None, revision: str | None = None,
                      progress: bool = True, backend: str = "transformers") -> np.ndarray:
     """Features (float32, one row per text, the caller's order) of ``texts`` under ``model``.
 

@@ -144,7 +144,8 @@ class PromptTuner:
             raise InputError(f"tupate needs a BERT-style encoder (encoder.layer[...]); got "
                              f"{type(self.model).__name__}", path=self.path)
         self.n_prompts, self.epochs, self.lr = int(n_prompts), int(epochs), float(lr)
-        self.batch_size, self.max_texts, self.max_length, self.seed = int(batch_size), int(max_texts), int(max_length), int(seed)
+        self.batch_size, self.max_texts = int(batch_size), int(max_texts)
+        self.max_length, self.seed = int(max_length), int(seed)
         n_layers = len(self.model.encoder.layer)
         self.layers = n_layers if int(layers) <= 0 else min(int(layers), n_layers)
         self.first = n_layers - self.layers  # prompts enter before this layer
@@ -391,6 +392,10 @@ class TuPaTERanker(NetState, LearnedRanker):
         "pt_layers": [Interval(Integral, 0, None, closed="left"), None],
         "width": [Interval(Integral, 0, None, closed="left"), None],
     }
+    # fitted (or loaded) state; the prompt tuner is built on first use
+    mode_: str
+    width_: int | None
+    _tuner_obj: FullPromptTuner | PromptTuner | None
 
     def __init__(self, mode: str = "auto", device: str = "auto", n_prompts: int = 20, pt_epochs: int | None = None,
                  pt_lr: float = 1e-3, pt_batch_size: int = 16, pt_max_texts: int | None = None,
@@ -427,8 +432,9 @@ class TuPaTERanker(NetState, LearnedRanker):
 
         return pick_device(self.device)
 
-    def _tuner(self):
-        if getattr(self, "_tuner_obj", None) is None:
+    def _tuner(self) -> FullPromptTuner | PromptTuner:
+        tuner: FullPromptTuner | PromptTuner | None = getattr(self, "_tuner_obj", None)
+        if tuner is None:
             if self.resolved_mode == "published":
                 if self.pt_layers not in (None, 0):
                     raise InputError(f"tupate: pt_layers={self.pt_layers} applies to mode 'approx' only: published "
@@ -449,7 +455,7 @@ class TuPaTERanker(NetState, LearnedRanker):
                                     self._setting("pt_layers"), self.seed)
                 log.warning("%s", tuner.describe())
             self._tuner_obj = tuner
-        return self._tuner_obj
+        return tuner
 
     def describe(self) -> str:
         """One line: the mode this ranker builds its task matrices with and what that mode does."""
@@ -480,7 +486,7 @@ class TuPaTERanker(NetState, LearnedRanker):
         return mat
 
     # the base class' text representation is replaced by the task matrix
-    def _rep(self, task: Task):  # type: ignore[override]
+    def _rep(self, task: Task):
         task.require_data("method 'tupate'")
         return self.task_matrix(task)
 
@@ -492,8 +498,9 @@ class TuPaTERanker(NetState, LearnedRanker):
 
     # -------------------------------------------------------------------------------- the ranker network
     def _width(self, in_dim: int) -> int:
-        if getattr(self, "width_", None) is not None:  # a loaded artifact's
-            return int(self.width_)
+        width_ = getattr(self, "width_", None)
+        if width_ is not None:  # a loaded artifact's
+            return int(width_)
         w = self._setting("width")
         return in_dim if w == 0 else w
 

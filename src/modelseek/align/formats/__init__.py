@@ -56,7 +56,7 @@ from .entries import (IMAGENET_MEAN, IMAGENET_STD, MAX_INPUT_SIDE, MAX_RESIZE_SI
                       ModelRegistry, Preprocess)
 from .submission import AlignSubmission, ModelChoice, load_align_submission, validate_align_submission
 
-__all__ = ["AlignSubmission", "CATALOG_ENV", "DATASETS_ROOT_ENV", "DATASET_ENV_PREFIX", "IMAGENET_MEAN", "IMAGENET_STD",
-           "MAX_INPUT_SIDE", "MAX_RESIZE_SIDE", "Modality", "ModelChoice", "ModelEntry", "ModelRegistry", "Preprocess",
-           "REGISTRY_ENV", "Stimulus", "StimulusCatalog", "Strategy", "SubmissionForm", "Team",
+__all__ = ["CATALOG_ENV", "DATASETS_ROOT_ENV", "DATASET_ENV_PREFIX", "IMAGENET_MEAN", "IMAGENET_STD", "MAX_INPUT_SIDE",
+           "MAX_RESIZE_SIDE", "REGISTRY_ENV", "AlignSubmission", "Modality", "ModelChoice", "ModelEntry",
+           "ModelRegistry", "Preprocess", "Stimulus", "StimulusCatalog", "Strategy", "SubmissionForm", "Team",
            "load_align_submission", "parse_stimulus", "validate_align_submission"]

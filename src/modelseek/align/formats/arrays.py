@@ -6,13 +6,17 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from ...errors import InputError
 from ...io import atomic_write_bytes, atomic_write_text, read_json, read_text
 from .catalog import StimulusCatalog, parse_stimulus
 from .entries import ModelRegistry
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def _npy_errors() -> tuple[type[BaseException], ...]:
@@ -31,7 +35,7 @@ def _npy_errors() -> tuple[type[BaseException], ...]:
 _NPY_ERRORS = _npy_errors()
 
 
-def load_cka_matrix(path) -> tuple[list[str], "object", list | None]:
+def load_cka_matrix(path) -> tuple[list[str], np.ndarray, list | None]:
     """(names, matrix, layers or None) from an .npz ('names', 'matrix', optional 'layers') or the CSV of
     ``align matrix -o``; every problem is an InputError naming the file."""
     import numpy as np
@@ -144,7 +148,7 @@ def load_embeddings(folder, models=None):
     return names, feats, stimuli, d.get("catalog_version")
 
 
-def save_embeddings(folder, features: Mapping[str, "object"], registry: ModelRegistry,
+def save_embeddings(folder, features: Mapping[str, np.ndarray], registry: ModelRegistry,
                     catalog: StimulusCatalog) -> None:
     """Write one ``.npy`` per model (a file-safe name; numbered where two names collide) and then the
     manifest that :func:`load_embeddings` reads."""

@@ -7,9 +7,9 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Mapping
 
 from ...errors import InputError
 from ...io import iter_jsonl
@@ -57,18 +57,19 @@ class StimulusCatalog:
         self.stimuli = list(stimuli)
         self.path = path
         self.roots = dict(roots or {})
-        self.index = {}
+        self.index: dict[tuple[str, str], int] = {}
         for i, s in enumerate(self.stimuli):
             if s.key in self.index:
                 raise InputError(f"duplicate stimulus {s.dataset_name}/{s.image_identifier}", path=path, line=i + 1)
             self.index[s.key] = i
 
     @classmethod
-    def load(cls, path: str | os.PathLike | None = None, roots: Mapping[str, str] | None = None) -> "StimulusCatalog":
+    def load(cls, path: str | os.PathLike | None = None, roots: Mapping[str, str] | None = None) -> StimulusCatalog:
         path = Path(_from_env(path, CATALOG_ENV, "stimuli catalog"))
         if not path.exists():
             raise InputError("no such file", path=path)
-        stimuli = [parse_stimulus(d, path=path, line=ln, allow_text=True) for ln, d in iter_jsonl(path, "stimuli catalog")]
+        stimuli = [parse_stimulus(d, path=path, line=ln, allow_text=True)
+                   for ln, d in iter_jsonl(path, "stimuli catalog")]
         if not stimuli:
             raise InputError("no stimuli (expected one JSON object per line)", path=path)
         return cls(stimuli, path=str(path), roots=roots)

@@ -7,10 +7,11 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from ...config import Config, Constraint, Interval, Options, Source as ConfigSource
 from ...errors import InputError
@@ -103,7 +104,7 @@ class ModelEntry(Config):
             raise InputError(f"model {self.model_name!r}: must be a non-empty string", field="layer")
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, Any], *, path=None, line=None) -> "ModelEntry":
+    def from_dict(cls, d: ModelEntry | Mapping[str, Any], *, path=None, line=None) -> ModelEntry:
         if isinstance(d, ModelEntry):
             return d
         src = ConfigSource(None if path is None else str(path), {"": line} if line is not None else {})
@@ -149,7 +150,7 @@ class ModelEntry(Config):
         d.pop("notes")
         return hashlib.sha256(json.dumps(d, sort_keys=True, default=str).encode()).hexdigest()
 
-    def with_layer(self, layer: str | None) -> "ModelEntry":
+    def with_layer(self, layer: str | None) -> ModelEntry:
         """This entry with another layer (a submission's per-model ``layer_name``); itself when ``None``."""
         from dataclasses import replace
 
@@ -203,7 +204,7 @@ class ModelRegistry:
             self._by_name[e.model_name] = e
 
     @classmethod
-    def load(cls, path: str | os.PathLike | None = None) -> "ModelRegistry":
+    def load(cls, path: str | os.PathLike | None = None) -> ModelRegistry:
         path = Path(_from_env(path, REGISTRY_ENV, "model registry"))
         data = read_json(path)
         if isinstance(data, Mapping) and "models" in data:

@@ -6,9 +6,10 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from ...config import Config, Source as ConfigSource
 from ...errors import InputError, ValidationError
@@ -40,12 +41,12 @@ class AlignSubmission:
     def layer_of(self, i: int) -> str | None:
         return self.layers[i] if self.layers else None
 
-    def entries(self, registry: "ModelRegistry") -> list[ModelEntry]:
+    def entries(self, registry: ModelRegistry) -> list[ModelEntry]:
         """The registry entries of a Blue submission, each with the submission's layer where it names one."""
         return [registry.get(n).with_layer(self.layer_of(i)) for i, n in enumerate(self.models)]
 
-    def to_dict(self, form: "SubmissionForm | str" = SubmissionForm.LIVE,
-                registry: "ModelRegistry | None" = None) -> dict[str, Any]:
+    def to_dict(self, form: SubmissionForm | str = SubmissionForm.LIVE,
+                registry: ModelRegistry | None = None) -> dict[str, Any]:
         """The JSON form. Live Blue names each model's layer: the submission's own, else the registry's (a
         model whose layer is known to neither is written without ``layer_name``). The draft form has no place
         for a layer, so a layer that differs from the registry's is an error there."""
@@ -72,8 +73,8 @@ class AlignSubmission:
             models.append({"model_name": n} if layer is None else {"model_name": n, "layer_name": layer})
         return {"models": models}
 
-    def save(self, path: str | os.PathLike, form: "SubmissionForm | str" = SubmissionForm.LIVE,
-             registry: "ModelRegistry | None" = None) -> None:
+    def save(self, path: str | os.PathLike, form: SubmissionForm | str = SubmissionForm.LIVE,
+             registry: ModelRegistry | None = None) -> None:
         from ...io import atomic_write_text
 
         atomic_write_text(path, json.dumps(self.to_dict(form, registry), indent=2) + "\n")
@@ -94,7 +95,7 @@ class ModelChoice(Config):
 
 
 _STIMULI_KEYS = ("stimuli", "differentiating_images", "images")  # draft, then the two live spellings
-_SUBMISSION_KEYS = ("team", "models") + _STIMULI_KEYS
+_SUBMISSION_KEYS = ("team", "models", *_STIMULI_KEYS)
 
 
 def load_align_submission(path: str | os.PathLike) -> AlignSubmission:
@@ -160,10 +161,12 @@ def _line_in(path: Path, key: str) -> int | None:
     return text.count("\n", 0, m.start()) + 1 if m else None
 
 
-def validate_align_submission(path: str | os.PathLike, registry: ModelRegistry, catalog: StimulusCatalog, *,
-                              min_models: int = 2, min_stimuli: int = 2, max_models: int | None = None,
-                              max_stimuli: int | None = None, check_files: bool = True) -> AlignSubmission:
-    """Check a submission against the registry and catalog; every problem is listed in one ValidationError.
+def validate_align_submission(path: str | os.PathLike, registry: ModelRegistry,
+                              catalog: StimulusCatalog | None, *, min_models: int = 2, min_stimuli: int = 2,
+                              max_models: int | None = None, max_stimuli: int | None = None,
+                              check_files: bool = True) -> AlignSubmission:
+    """Check a submission against the registry and catalog (``catalog`` may be None for a Blue submission);
+    every problem is listed in one ValidationError.
 
     The draft contract asks for >= 2 models / stimuli; the live challenge used exactly 20 models and 1000
     stimuli (pass ``min_models=max_models=20`` etc.). A per-model ``layer_name`` is checked against the model
@@ -177,7 +180,7 @@ def validate_align_submission(path: str | os.PathLike, registry: ModelRegistry, 
     problems: list[InputError] = []
     if sub.team is Team.BLUE:
         names = list(sub.models)
-        seen = set()
+        seen: set[str] = set()
         for i, n in enumerate(names):
             if n in seen:
                 problems.append(InputError(f"models[{i}]: duplicate model {n!r}", path=path, field="models"))
@@ -189,14 +192,16 @@ def validate_align_submission(path: str | os.PathLike, registry: ModelRegistry, 
                     problems.append(InputError(f"models[{i}]: {exc.message}", path=path, field="models"))
         _count(problems, path, "models", len(seen), min_models, max_models)
     else:
-        seen = set()
+        if catalog is None:
+            raise InputError("a Red submission is checked against a stimuli catalog; none was given", path=path)
+        seen_keys: set[tuple[str, str]] = set()
         unrooted: dict[str, list] = {}  # data set -> [its first problem's index in problems, stimuli without a root]
         for i, s in enumerate(sub.stimuli):
             where = f"stimuli[{i}] {s.dataset_name}/{s.image_identifier}"
-            if s.key in seen:
+            if s.key in seen_keys:
                 problems.append(InputError(f"{where}: duplicate stimulus", path=path, field="stimuli"))
                 continue
-            seen.add(s.key)
+            seen_keys.add(s.key)
             if s.key not in catalog.index:
                 problems.append(InputError(f"{where}: not in the stimuli catalog", path=path, field="stimuli"))
                 continue
@@ -216,7 +221,7 @@ def validate_align_submission(path: str | os.PathLike, registry: ModelRegistry, 
             if n > 1:
                 problems[k] = InputError(f"{problems[k].message} ({n} stimuli of data set {name!r}; the first shown)",
                                          path=path, field="stimuli")
-        _count(problems, path, "stimuli", len(seen), min_stimuli, max_stimuli)
+        _count(problems, path, "stimuli", len(seen_keys), min_stimuli, max_stimuli)
     if problems:
         raise ValidationError(path, problems)
     return sub

@@ -21,4 +21,4 @@ def get_source(name: str) -> ModelSource:
     return SOURCES.get(name)()
 
 
-__all__ = ["SOURCES", "get_source", "LoadedModel", "ModelSource", "Spec", "WeightsUnavailable", "offline"]
+__all__ = ["SOURCES", "LoadedModel", "ModelSource", "Spec", "WeightsUnavailable", "get_source", "offline"]

@@ -14,9 +14,10 @@ from __future__ import annotations
 import abc
 import os
 import socket
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from ...errors import InputError
 
@@ -63,7 +64,7 @@ class Spec:
     forward_args: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, entry: ModelEntry, force_random: bool = False) -> "Spec":
+    def of(cls, entry: ModelEntry, force_random: bool = False) -> Spec:
         mp = dict(entry.model_parameters)
         arch = mp.pop("arch", entry.model_name)
         try:
@@ -89,7 +90,7 @@ def is_default_pretrained(weights: str | None) -> bool:
 
 
 def weights_file(weights: str | None) -> Path | None:
-    if is_random(weights) or is_default_pretrained(weights):
+    if weights is None or is_random(weights) or is_default_pretrained(weights):
         return None
     p = Path(os.path.expanduser(weights))
     return p if p.is_file() else None
@@ -102,7 +103,7 @@ def load_state_dict(module, path: Path, name: str) -> None:
         if path.suffix == ".safetensors":
             from safetensors.torch import load_file
 
-            sd = load_file(str(path))
+            sd: Any = load_file(str(path))
         else:
             sd = torch.load(str(path), map_location="cpu", weights_only=True)
     except Exception as exc:  # noqa: BLE001 - any unreadable checkpoint is a user input error

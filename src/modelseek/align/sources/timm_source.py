@@ -10,6 +10,8 @@ machine is offline (``HF_HUB_OFFLINE`` or no network, checked once) the answer i
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...errors import InputError
 from ...registry import closest
 from .base import (LoadedModel, ModelSource, Spec, WeightsUnavailable, _first_line, import_package,
@@ -54,7 +56,7 @@ class TimmSource(ModelSource):
         timm = self._timm()
         spec = Spec.of(entry)
         cfg = self._cfg(timm, self._name(timm, entry, spec))
-        out = {}
+        out: dict[str, Any] = {}
         size = cfg.get("input_size")
         if size:
             out["input_size"] = (int(size[-2]), int(size[-1]))

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 from urllib.parse import urlparse
 
 from ...errors import InputError
@@ -53,7 +54,7 @@ class TorchvisionSource(ModelSource):
         tvm = self._models()
         w = self._weights(tvm, entry, self._arch(tvm, entry, spec.arch))
         kw = dict(getattr(w.transforms, "keywords", {}) or {})
-        out = {}
+        out: dict[str, Any] = {}
         if "crop_size" in kw:
             out["input_size"] = (int(kw["crop_size"]), int(kw["crop_size"]))
         if "resize_size" in kw:
