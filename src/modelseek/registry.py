@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import pkgutil
 from collections.abc import Callable, Iterable, Iterator
 from typing import Generic, TypeVar
 
@@ -95,3 +96,45 @@ class Registry(Generic[T]):
 
     def __len__(self) -> int:
         return len(self.names())
+
+
+class PluginRegistry(Registry[T]):
+    """A registry whose members register themselves in the modules of one package (a new member is one file):
+    the package's public modules (``_``-prefixed ones excepted) are imported the first time a name is missing or
+    the names are listed. ``first`` modules are imported before the others, and ``ordered`` lists names in
+    registration order instead of sorted."""
+
+    def __init__(self, kind: str, package: str, *, first: tuple[str, ...] = (), ordered: bool = False) -> None:
+        super().__init__(kind)
+        self.package, self.first, self.ordered = package, first, ordered
+        self._discovered = False
+
+    def discover(self) -> None:
+        if self._discovered:
+            return
+        self._discovered = True
+        pkg = importlib.import_module(self.package)
+        for name in self.first:
+            importlib.import_module(f"{self.package}.{name}")
+        for mod in pkgutil.iter_modules(pkg.__path__):
+            if not mod.name.startswith("_"):
+                importlib.import_module(f"{self.package}.{mod.name}")
+
+    def get(self, name: str) -> T:
+        if name not in self._items and name not in self._lazy:
+            self.discover()
+        return super().get(name)
+
+    def names(self) -> list[str]:
+        self.discover()
+        return list(self._items) + sorted(self._lazy) if self.ordered else super().names()
+
+    def __contains__(self, name: object) -> bool:
+        if not super().__contains__(name):
+            self.discover()
+        return super().__contains__(name)
+
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` (for tests and plug-ins that register temporarily)."""
+        self.get(name)
+        del self._items[name]

@@ -10,13 +10,11 @@ package's modules on first use, so a new meta-model is one file.
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import pkgutil
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..registry import Registry
+from ..registry import PluginRegistry
 
 if TYPE_CHECKING:
     from .config import MetaConfig
@@ -66,42 +64,8 @@ class MetaModel:
                             f"got ({', '.join(params)})")
 
 
-class MetaModelRegistry(Registry[MetaModel]):
-    """Registered meta-models; the modules of :mod:`modelseek.eevee.meta_models` are imported on first use."""
-
-    def __init__(self, package: str) -> None:
-        super().__init__("meta-model")
-        self._package = package
-        self._discovered = False
-
-    def _discover(self) -> None:
-        if self._discovered:
-            return
-        self._discovered = True
-        pkg = importlib.import_module(self._package)
-        for mod in pkgutil.iter_modules(pkg.__path__):
-            if not mod.name.startswith("_"):
-                importlib.import_module(f"{self._package}.{mod.name}")
-
-    def get(self, name: str) -> MetaModel:
-        self._discover()
-        return super().get(name)
-
-    def names(self) -> list[str]:
-        self._discover()
-        return super().names()
-
-    def __contains__(self, name: object) -> bool:
-        self._discover()
-        return super().__contains__(name)
-
-    def unregister(self, name: str) -> None:
-        """Remove ``name`` (for tests and plug-ins that register temporarily)."""
-        self.get(name)
-        del self._items[name]
-
-
-META_MODELS = MetaModelRegistry("modelseek.eevee.meta_models")
+#: registered meta-models; the modules of :mod:`modelseek.eevee.meta_models` are imported on first use
+META_MODELS: PluginRegistry[MetaModel] = PluginRegistry("meta-model", "modelseek.eevee.meta_models")
 
 
 def register_meta_model(model: MetaModel) -> MetaModel:

@@ -14,15 +14,13 @@ imported): ``fn(features_or_probs, labels, /, **options) -> float``, with a ``se
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..enums import Choice
-from ..registry import Registry
+from ..registry import PluginRegistry
 
 
 class InputKind(Choice):
@@ -82,43 +80,8 @@ class EstimatorInfo:
         return doc.splitlines()[0] if doc else ""
 
 
-class EstimatorRegistry(Registry[EstimatorInfo]):
-    """A :class:`~modelseek.registry.Registry` of :class:`EstimatorInfo` that imports the package's modules
-    (which register themselves) the first time it is asked for a name."""
-
-    def __init__(self, package: str) -> None:
-        super().__init__("estimator")
-        self._package = package
-        self._discovered = False
-
-    def _discover(self) -> None:
-        if self._discovered:
-            return
-        self._discovered = True
-        pkg = importlib.import_module(self._package)
-        for mod in pkgutil.iter_modules(pkg.__path__):
-            if not mod.name.startswith("_"):
-                importlib.import_module(f"{self._package}.{mod.name}")
-
-    def get(self, name: str) -> EstimatorInfo:
-        self._discover()
-        return super().get(name)
-
-    def names(self) -> list[str]:
-        self._discover()
-        return super().names()
-
-    def __contains__(self, name: object) -> bool:
-        self._discover()
-        return super().__contains__(name)
-
-    def unregister(self, name: str) -> None:
-        """Remove ``name`` (for tests and plug-ins that register temporarily)."""
-        self.get(name)
-        del self._items[name]
-
-
-ESTIMATORS = EstimatorRegistry("modelseek.estimators")
+#: registered estimators; the package's modules (which register themselves) are imported on first use
+ESTIMATORS: PluginRegistry[EstimatorInfo] = PluginRegistry("estimator", "modelseek.estimators")
 
 
 def register(name: str, *, input: str | InputKind = "features", seeded: bool = False,

@@ -9,10 +9,9 @@ estimator needs no line here either.
 from __future__ import annotations
 
 import importlib
-import pkgutil
 from typing import TYPE_CHECKING, TypeVar
 
-from ..registry import Registry
+from ..registry import PluginRegistry
 
 if TYPE_CHECKING:
     from .base import Ranker
@@ -22,22 +21,11 @@ R = TypeVar("R", bound="type[Ranker]")
 FEATURE_RANKER = "modelseek.rankers.features:feature_ranker"
 
 
-class RankerRegistry(Registry["type[Ranker]"]):
+class RankerRegistry(PluginRegistry["type[Ranker]"]):
     """Registered rankers (discovered in their modules), plus the feature ranker of every estimator."""
 
     def __init__(self, package: str) -> None:
-        super().__init__("method")
-        self._package = package
-        self._discovered = False
-
-    def _discover(self) -> None:
-        if self._discovered:
-            return
-        self._discovered = True
-        pkg = importlib.import_module(self._package)
-        for mod in pkgutil.iter_modules(pkg.__path__):
-            if not mod.name.startswith("_"):
-                importlib.import_module(f"{self._package}.{mod.name}")
+        super().__init__("method", package)
 
     @staticmethod
     def _estimators():
@@ -51,8 +39,8 @@ class RankerRegistry(Registry["type[Ranker]"]):
             raise ValueError(f"duplicate method name: {name!r} is a registered estimator")
 
     def get(self, name: str) -> type[Ranker]:
-        if name not in self._items:
-            self._discover()
+        if name not in self._items and name not in self._lazy:
+            self.discover()
         if name not in self._items and name not in self._lazy and name in self._estimators():
             # by name, as discovery imports the ranker modules: features.py registers its rankers here
             mod, attr = FEATURE_RANKER.split(":")
@@ -60,19 +48,10 @@ class RankerRegistry(Registry["type[Ranker]"]):
         return super().get(name)
 
     def names(self) -> list[str]:
-        self._discover()
         return sorted(set(super().names()) | set(self._estimators().names()))
 
     def __contains__(self, name: object) -> bool:
-        if name not in self._items:
-            self._discover()
         return super().__contains__(name) or name in self._estimators()
-
-    def unregister(self, name: str) -> None:
-        """Remove ``name`` (for tests and plug-ins that register temporarily)."""
-        if name not in self._items:
-            raise KeyError(name)
-        del self._items[name]
 
 
 RANKERS = RankerRegistry("modelseek.rankers")

@@ -23,8 +23,6 @@ The contract (:class:`FusionMethod`):
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
@@ -32,7 +30,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from ...errors import InputError
-from ...registry import Registry, closest
+from ...registry import PluginRegistry, closest
 
 if TYPE_CHECKING:
     from ..core import Fusion
@@ -143,46 +141,11 @@ class FusionMethod(metaclass=_Methods):
                          field=field)
 
 
-class FusionRegistry(Registry[FusionMethod]):
-    """Registered fusion methods, in registration order; the package's modules are imported on first use."""
-
-    def __init__(self, package: str) -> None:
-        super().__init__("fusion method")
-        self._package = package
-        self._discovered = False
-
-    def _discover(self) -> None:
-        if self._discovered:
-            return
-        self._discovered = True
-        pkg = importlib.import_module(self._package)
-        for name in _BUILTIN:  # the built-ins first, in the order of the search grid's documentation
-            importlib.import_module(f"{self._package}.{name}")
-        for mod in pkgutil.iter_modules(pkg.__path__):
-            if not mod.name.startswith("_"):
-                importlib.import_module(f"{self._package}.{mod.name}")
-
-    def get(self, name: str) -> FusionMethod:
-        self._discover()
-        return super().get(name)
-
-    def names(self) -> list[str]:
-        """Names in registration order (the built-ins first)."""
-        self._discover()
-        return list(self._items)
-
-    def __contains__(self, name: object) -> bool:
-        self._discover()
-        return super().__contains__(name)
-
-    def unregister(self, name: str) -> None:
-        """Remove ``name`` (for tests and plug-ins that register temporarily)."""
-        self.get(name)
-        del self._items[name]
-
-
 _BUILTIN = ("rrf", "combsum", "combmnz", "wsum")
-FUSION_METHODS = FusionRegistry(__name__)
+#: registered fusion methods in registration order (the built-ins first, in the order of the search grid's
+#: documentation); the package's modules are imported on first use
+FUSION_METHODS: PluginRegistry[FusionMethod] = PluginRegistry("fusion method", __name__, first=_BUILTIN,
+                                                              ordered=True)
 
 
 def register(method: FusionMethod) -> FusionMethod:
