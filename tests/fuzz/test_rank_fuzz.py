@@ -344,7 +344,7 @@ def test_artifact_with_a_refused_parameter_names_the_artifact(layout, tmp_path):
     bad = tmp_path / "artifact.json"
     bad.write_text(json.dumps(data))
     r = run_cli("rank", layout["task"], "--method", bad)
-    assert r.code == 1 and r.err.strip().startswith(f"error: {bad}: field 'params.view': unknown task view"), r.err
+    assert r.code == 1 and r.err.strip().startswith(f"error: {bad}: field 'params.view': view must be one of "), r.err
 
 
 def test_bench_with_fewer_tasks_than_folds_names_the_ground_truth(layout):
