@@ -3,7 +3,6 @@ ground truth to the local executor on the same seeds, and a worker that dies mid
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ import pytest
 from modelseek.finetune import run_grid
 from modelseek.testing import make_ntcir_layout
 from modelseek.testing.finetune import CrashOnce
+from modelseek.testing.ray_local import local_ray
 
 ray = pytest.importorskip("ray")
 
@@ -20,19 +20,8 @@ def ray_instance():
     """One local Ray instance for the module. Its workers inherit PYTHONPATH (this checkout's sources, so
     the executor's probe finds them there and ships nothing) and stay alive between grids (each worker
     start imports torch and transformers)."""
-    src = str(Path(__file__).resolve().parents[2] / "src")
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (src, old) if p)
-    try:
-        ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False,
-                 _system_config={"idle_worker_killing_time_threshold_ms": 600_000})
-    finally:
-        if old is None:
-            del os.environ["PYTHONPATH"]
-        else:
-            os.environ["PYTHONPATH"] = old
-    yield
-    ray.shutdown()
+    with local_ray(num_cpus=2, src=Path(__file__).resolve().parents[2] / "src"):
+        yield
 
 
 @pytest.fixture(scope="module")

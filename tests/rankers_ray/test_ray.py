@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from modelseek.finetune.store import pid_alive
+from modelseek.testing.ray_local import local_ray
 
 from .conftest import N_MODELS, assert_each_once, rank_args, store_of
 
@@ -22,19 +23,8 @@ ray = pytest.importorskip("ray")
 def ray_instance(audit_log):
     """A local Ray instance with 2 CPUs. Its workers inherit PYTHONPATH (this checkout's sources, so the executor
     ships nothing) and the audit log's variable; idle workers are kept (each start imports torch)."""
-    src = str(Path(__file__).resolve().parents[2] / "src")
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (src, old) if p)
-    try:
-        ray.init(num_cpus=2, include_dashboard=False, logging_level="ERROR", log_to_driver=False,
-                 _system_config={"idle_worker_killing_time_threshold_ms": 600_000})
-    finally:
-        if old is None:
-            del os.environ["PYTHONPATH"]
-        else:
-            os.environ["PYTHONPATH"] = old
-    yield
-    ray.shutdown()
+    with local_ray(num_cpus=2, src=Path(__file__).resolve().parents[2] / "src"):
+        yield
 
 
 def test_ray_ranks_like_the_local_executor(ray_instance, cli, job_inputs, reference, writes, tmp_path):
