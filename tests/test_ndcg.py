@@ -27,7 +27,7 @@ S = GradingScheme.NTCIR
 def _truth(y, tasks, models) -> GroundTruth:
     """A ground truth of the tasks x models F1 matrix ``y`` (0 = not run)."""
     wide = pd.DataFrame(np.where(y > 0, y, np.nan), index=tasks, columns=models)
-    long = wide.rename_axis(index="task_id", columns="model_id").stack().rename("f1").reset_index()
+    long = wide.rename_axis(index="task_id", columns="model_id").stack().dropna().rename("f1").reset_index()
     return GroundTruth(long)
 
 def _old_ndcg_matrix(scores, targets, k=5, scheme=S):
