@@ -63,7 +63,6 @@ log = logging.getLogger(__name__)
 
 #: bumped when the meaning of a stored outcome changes (part of every job key)
 SCORES_VERSION = 1
-EXECUTORS = ("local", "ray")
 DEVICES = ("auto", "cpu", "cuda")
 _OPTION_KEYS = ("pooling", "layer", "max_length", "batch_size")
 
@@ -490,7 +489,7 @@ def score_candidates(tasks: Sequence[Task], pool: Pool, config: FeatureJobConfig
     run and written to it one by one as they finish. Candidates another process holds are waited for (polled every
     ``poll_s`` seconds; a dead holder's claim is taken over). ``progress`` (default ``config.progress``): a bar of
     candidates done, with rate and ETA."""
-    from ..progress import progress_bar
+    from ..progress import progress_counter
 
     progress = config.progress if progress is None else progress
     check_device(config.device, here=executor == "local")
@@ -514,8 +513,7 @@ def score_candidates(tasks: Sequence[Task], pool: Pool, config: FeatureJobConfig
         if len(todo) < len(live):
             log.info("%s: %d of %d candidate(s) read from the job store %s", config.method, len(live) - len(todo),
                      len(live), db.path)
-        bar: Any = progress_bar(iter(()), desc=f"{config.method}: candidates", total=len(todo),  # tqdm, or not
-                                disable=not progress or not todo)
+        bar = progress_counter(len(todo), desc=f"{config.method}: candidates", disable=not progress or not todo)
         ran_here: set[str] = set()
 
         def on_start(cand: Candidate) -> int | None:
@@ -528,17 +526,15 @@ def score_candidates(tasks: Sequence[Task], pool: Pool, config: FeatureJobConfig
                       error="; ".join(f"{t}: {m}" for t, m, _ in outcome.failures)[:2000] or None,
                       attempt=attempt, host=socket.gethostname())
             ran_here.add(cand.id)
-            if hasattr(bar, "update"):
-                bar.update(1)
+            bar.update(1)
 
         def pending() -> list[Candidate]:
             now = db.states(keys[c.id] for c in todo)
             left = [c for c in todo if c.id not in ran_here
                     and (keys[c.id] not in now or (keys[c.id] in retry and now[keys[c.id]] == ("failed",
                                                                                            retry[keys[c.id]])))]
-            if hasattr(bar, "n"):  # candidates finished by other processes count too
-                bar.n = len(todo) - len(left)
-                bar.refresh()
+            bar.n = len(todo) - len(left)  # candidates finished by other processes count too
+            bar.refresh()
             return left
 
         try:
@@ -547,8 +543,7 @@ def score_candidates(tasks: Sequence[Task], pool: Pool, config: FeatureJobConfig
                     _run_until_done(ex, config, inputs, local_only, on_start, on_done, pending, db, keys, ran_here,
                                     poll_s)
         finally:
-            if hasattr(bar, "close"):
-                bar.close()
+            bar.close()
         recs = {r.key: r for r in db.records(keys.values())}
     for c in live:
         rec = recs.get(keys[c.id])
@@ -617,5 +612,5 @@ def with_execution(ranker, executor: str | None = None, address: str | None = No
     return ranker
 
 
-__all__ = ["DEVICES", "EXECUTORS", "CandidateOutcome", "FeatureJobConfig", "TaskInput", "default_store_path",
+__all__ = ["DEVICES", "CandidateOutcome", "FeatureJobConfig", "TaskInput", "default_store_path",
            "is_regression", "prepare_tasks", "score_candidate", "score_candidates", "with_execution"]
