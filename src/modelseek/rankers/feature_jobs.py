@@ -58,6 +58,7 @@ from ..registry import Registry
 
 if TYPE_CHECKING:
     from ..finetune.store import JobStore
+    from .base import Ranker
 
 log = logging.getLogger(__name__)
 
@@ -589,8 +590,8 @@ def _run_until_done(ex: Any, config: FeatureJobConfig, inputs: Sequence[TaskInpu
 
 
 # ------------------------------------------------------------------------------------------ plumbing
-def with_execution(ranker, executor: str | None = None, address: str | None = None, device: str | None = None,
-                   strict: bool = True):
+def with_execution(ranker: Ranker, executor: str | None = None, address: str | None = None,
+                   device: str | None = None, strict: bool = True) -> Ranker:
     """``ranker`` set to run its candidate jobs with ``executor`` (at ``address``) on ``device`` (a copy; None
     leaves a setting as it is). Rankers that run no candidate model take no executor: ``ray`` for one is an
     error when ``strict`` (``rank --verify-top`` uses the executor for fine-tuning too); ``device`` is applied to
@@ -602,12 +603,13 @@ def with_execution(ranker, executor: str | None = None, address: str | None = No
         check_device(device, here=False)
     if executor is not None:
         make_executor(executor, address)  # validates the pair
-    if strict and not hasattr(ranker, "executor") and (executor not in (None, "local") or address):
+    declared = type(ranker).param_names()
+    if strict and "executor" not in declared and (executor not in (None, "local") or address):
         raise InputError(f"method {getattr(ranker, 'name', ranker)!r} runs no candidate model: --executor ray is "
                          f"for the feature methods (logme, knn, rrf ...)", field="executor")
     ranker = copy.copy(ranker)
     for k, v in wanted.items():
-        if hasattr(ranker, k):
+        if k in declared:
             setattr(ranker, k, v)
     return ranker
 
