@@ -13,7 +13,7 @@ from modelseek.cli.main import main
 from modelseek.data.pool import Candidate, Pool, load_pool
 from modelseek.profiles import (ModelProfile, profile_for, profile_from_hf_cache, profiles_from_facts,
                                 read_profiles, shipped_profiles)
-from modelseek.rankers.adaptive import clears_one_se, cv_select
+from modelseek.rankers.adaptive import clears_one_se, cv_select, domain_slopes
 from modelseek.testing.domain_text import make_domain_task
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -124,25 +124,73 @@ def test_text_without_a_domain_keeps_the_prior(seed):
 
 def test_domain_text_names_the_card_evidence():
     """Social posts: the Twitter model's card matches and its record on matching past tasks moves it into the top
-    3, explained; clinical notes: Bio_ClinicalBERT's card match is reported, and so is the reason it does not move
-    (the past tasks that matched its card do not show a reliable gain)."""
+    3, explained; clinical notes: Bio_ClinicalBERT likewise, with its slope and the card's corpus; financial news:
+    finbert's card match moves it up and the explanation says by how much."""
     ranker = _shipped()
     pool = load_pool("ntcir19")
-    ex = ranker.explain(make_domain_task("social", seed=0), pool)
-    top3 = ex["candidates"][:3]
-    tw = next(c for c in top3 if c["model"] == "cardiffnlp/twitter-roberta-base-sentiment-latest")
-    dom = [e for e in tw["evidence"] if e["kind"] == "domain"]
-    assert dom and dom[0]["ranks"] > 0 and "tweets" in dom[0]["text"] and "social media" in dom[0]["text"]
     prior = -ranker.utility_.mean(axis=0)
-    assert tw["expected_rank"] < prior[list(ranker.trained_.hf_ids).index(tw["model"])]
-    ex = ranker.explain(make_domain_task("clinical", seed=0), pool)
-    clin = next(c for c in ex["candidates"] if c["model"] == "emilyalsentzer/Bio_ClinicalBERT")
-    kinds = {e["kind"]: e["text"] for e in clin["evidence"]}
-    assert "clinical" in kinds.get("domain", kinds.get("domain_unconfirmed", ""))
+    hf = list(ranker.trained_.hf_ids)
+    for domain, model, words in (("social", "cardiffnlp/twitter-roberta-base-sentiment-latest", ("tweets", "social")),
+                                 ("clinical", "emilyalsentzer/Bio_ClinicalBERT", ("clinical", "MIMIC"))):
+        ex = ranker.explain(make_domain_task(domain, seed=0), pool)
+        top3 = [c for c in ex["candidates"][:3] if c["model"] == model]
+        assert top3, (domain, [c["model"] for c in ex["candidates"][:5]])
+        dom = [e for e in top3[0]["evidence"] if e["kind"] == "domain"]
+        assert dom and dom[0]["ranks"] > 0 and all(w in dom[0]["text"] for w in words)
+        assert dom[0]["slope"] > 0 and dom[0]["slope_se"] > 0 and dom[0]["z"] > 1
+        assert "ranks per unit of card match" in dom[0]["text"]
+        # the move is the slope times the match above the threshold, and nothing else moved it
+        assert dom[0]["ranks"] == pytest.approx(dom[0]["slope"] * (dom[0]["z"] - 0.5))
+        assert top3[0]["expected_rank"] == pytest.approx(prior[hf.index(model)] - dom[0]["ranks"])
+        assert {m["model"] for m in ex["evidence"]["domain_matches"]} >= {model}
+    ex = ranker.explain(make_domain_task("finance", seed=0), pool)
+    fin = next(c for c in ex["candidates"] if c["model"] == "ProsusAI/finbert")
+    assert any(e["kind"] == "domain" and "finance" in e["text"] for e in fin["evidence"])
+    assert fin["expected_rank"] < prior[hf.index("ProsusAI/finbert")]
     # no general-purpose model is moved by domain evidence
     for c in ex["candidates"]:
         if shipped_profiles()[c["model"]].is_general:
             assert not any(e["kind"].startswith("domain") for e in c["evidence"])
+
+
+def test_domain_slopes_are_least_squares_slopes():
+    """Known values: each column's slope and standard error equal scipy's linear regression of the utility on
+    max(z - tau, 0); a column no past task matched has slope 0; leave-one-out rows equal a refit without the row."""
+    from scipy.stats import linregress
+
+    rng = np.random.default_rng(3)
+    z = rng.normal(size=(30, 4))
+    z[:, 3] = -1.0  # never above the threshold
+    u = rng.normal(size=(30, 4)) + 0.7 * np.maximum(z - 0.5, 0)
+    slope, se = domain_slopes(z, u, 0.5)
+    for j in range(3):
+        ref = linregress(np.maximum(z[:, j] - 0.5, 0), u[:, j])
+        assert slope[j] == pytest.approx(ref.slope) and se[j] == pytest.approx(ref.stderr)
+    assert slope[3] == 0.0 and se[3] == 0.0
+    loo, _ = domain_slopes(z, u, 0.5, loo=True)
+    for i in (0, 17):
+        keep = np.arange(30) != i
+        assert np.allclose(loo[i], domain_slopes(z[keep], u[keep], 0.5)[0])
+
+
+def test_artifact_of_the_earlier_domain_form_ranks_without_it(tmp_path):
+    """An artifact written before the slope form (no `domain_model`) loads with the domain term off, not with the
+    old weight applied to the new form."""
+    from modelseek.rankers.default import load_default
+    from modelseek.rankers.resolve import resolve
+
+    art = json.loads((ROOT / "src/modelseek/resources/rankers/adaptive-ntcir19.json").read_text())
+    assert art["extra"]["domain_model"] == "slope"
+    del art["extra"]["domain_model"]
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(art))
+    ranker = resolve(str(old), {})
+    pool = load_pool("ntcir19")
+    ex = ranker.explain(make_domain_task("clinical", seed=0), pool)
+    assert ex["blend"]["domain_weight"] == 0.0 and ex["evidence"]["domain_matches"] == []
+    prior = -ranker.utility_.mean(axis=0)
+    assert [c["doc"] for c in ex["candidates"]] == [pool[int(j)].id for j in np.argsort(prior, kind="stable")]
+    assert load_default().domain_weight_ == 1.0
 
 
 def test_candidate_without_history_gets_a_profile_prior(tmp_path):

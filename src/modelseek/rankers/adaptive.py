@@ -9,11 +9,13 @@ explanation of what moved it and how much the choice matters.
 * ``domain_m`` (inference-free evidence from the model itself, :mod:`modelseek.profiles`): the task's texts and
   label names (the unit sum of their mean embeddings) are compared with the domain evidence of ``m``'s card (its
   domain, specific pre-training corpus, prior fine-tuning data and labels; general-purpose models have none) by
-  cosine, standardised against the training tasks (``z``). How much to trust a match is learned per candidate:
-  ``m`` moves by its mean utility on the past tasks that matched its card as well (weighted by how far above the
-  threshold ``tau`` they are) minus its prior, shrunk by ``W / (W + 1)`` for a total match weight ``W``, scaled
-  by ``domain_weight * clip(z - tau, 0, 1)``. A candidate whose matching past tasks showed no gain is not moved,
-  whatever its card says.
+  cosine, standardised against the training tasks (``z``). How much to trust a match is learned per candidate,
+  without a tuned parameter: ``b_m``, the least-squares slope of ``m``'s utility (minus its rank) on
+  ``max(z - tau, 0)`` over the training tasks, so ``domain_m = domain_weight * b_m * max(z - tau, 0)``
+  (``domain_weight = 1``: the slope as fitted; ``tau = 0.5``: a match counts from half a standard deviation above
+  the past tasks' mean, so that text without a domain, whose affinities are near that mean, is not moved). A
+  candidate that did no better on the past tasks that matched its card has ``b_m`` near 0 and is not moved,
+  whatever its card says; one that did worse moves down.
 * ``neighbours_m``: ``weight * g(q) * (knnrank_m(q) - prior_m)``, the softmax(cosine / T)-weighted mean utility
   over the ``k`` training tasks most similar to the task (as :mod:`task_knn <modelseek.rankers.task_knn>`),
   optionally gated by how close those tasks are (``g``: 0 below the training tasks' lower quartile of
@@ -110,7 +112,8 @@ def tier_votes(sims: np.ndarray, tiers: np.ndarray, k: int, temperature: float) 
 SHAPE_FEATURES = ("log2_classes", "mean_label_words")  # of taskrep.META_FEATURES: the task's shape
 SHAPE_GRID = (0.0, 0.25, 0.5, 1.0)
 DOMAIN_GRID = (0.0, 0.5, 1.0, 2.0)
-TAU_GRID = (0.5, 1.0, 1.5, 2.0)
+TAU_GRID = (0.0, 0.5, 1.0, 1.5)
+DOMAIN_MODEL = "slope"  # the domain term's form, stored in artifacts (older ones had another form: see _set_state)
 SHAPE_RIDGE = 1.0   # ridge penalty (per task) of the per-candidate slopes on the shape features
 INNER_REPEATS = 3  # repeats of the inner cross-validation that decides whether a stage is kept
 MOVED = 0.25        # an evidence term that moves a candidate by less than this many ranks is not named
@@ -144,6 +147,10 @@ def _loo_z(a: np.ndarray) -> np.ndarray:
     mu = (a.sum(axis=0)[None, :] - a) / (n - 1)
     sq = ((a ** 2).sum(axis=0)[None, :] - a ** 2) / (n - 1)
     return (a - mu) / np.sqrt(np.maximum(sq - mu ** 2, 1e-12))
+
+
+def _finite_or_none(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None
 
 
 def clears_one_se(before: np.ndarray, after: np.ndarray) -> bool:
@@ -185,28 +192,32 @@ def cv_select(per_config: np.ndarray, base: np.ndarray, folds: int = 5, seed: in
     return best, clears_one_se(base, held)
 
 
-def _card_shift(z: np.ndarray, u: np.ndarray, tau: float, loo: bool = False) -> np.ndarray:
-    """Per candidate (column): its mean utility on the past tasks whose text matches its card, weighted by how
-    far their affinity ``z`` is above ``tau``, minus its mean on all past tasks -- shrunk toward 0 by the
-    positive-part James-Stein factor ``1 - SE^2 / d^2`` (``SE^2``: the candidate's utility variance over the past
-    tasks divided by the matching tasks' effective number ``W^2 / sum(w^2)``), so that a difference the matching
-    tasks cannot tell from noise moves nothing. ``loo``: one row per past task, computed without that task (it is
-    not its own evidence)."""
-    wts = np.maximum(z - tau, 0.0)
+def _slope(sx, su, sxx, sxu, m) -> np.ndarray:
+    """Least-squares slope from sums over ``m`` rows; 0 where ``x`` does not vary."""
+    cxx = sxx / m - (sx / m) ** 2
+    cxu = sxu / m - (sx / m) * (su / m)
+    flat = cxx <= 1e-12
+    return np.where(flat, 0.0, cxu / np.where(flat, 1.0, cxx))
+
+
+def domain_slopes(z: np.ndarray, u: np.ndarray, tau: float, loo: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """Per candidate (column): the least-squares slope of its utility ``u`` on ``x = max(z - tau, 0)`` over the past
+    tasks (rows), and the slope's standard error. A candidate whose ``x`` does not vary (no past task matched its
+    card) has slope 0. ``loo``: slopes with one row per past task, each fitted without that task (a task is not its
+    own evidence); the standard errors are those of the full fit."""
+    x = np.maximum(z - tau, 0.0)
+    n = len(u)
+    sums = x.sum(axis=0), u.sum(axis=0), (x ** 2).sum(axis=0), (x * u).sum(axis=0)
+    full = _slope(*sums, n)
     if loo:
-        n = len(u)
-        tw = wts.sum(axis=0)[None, :] - wts
-        tw2 = (wts ** 2).sum(axis=0)[None, :] - wts ** 2
-        tot = (wts * u).sum(axis=0)[None, :] - wts * u
-        prior = (u.sum(axis=0)[None, :] - u) / (n - 1)
-        var = ((u ** 2).sum(axis=0)[None, :] - u ** 2) / (n - 1) - prior ** 2
+        slope = _slope(*(t[None, :] - r for t, r in zip(sums, (x, u, x ** 2, x * u))), n - 1)
     else:
-        tw, tw2, tot = wts.sum(axis=0), (wts ** 2).sum(axis=0), (wts * u).sum(axis=0)
-        prior, var = u.mean(axis=0), u.var(axis=0)
-    d = np.where(tw > 0, tot / np.maximum(tw, 1e-12), prior) - prior
-    n_eff = np.where(tw > 0, tw ** 2 / np.maximum(tw2, 1e-12), 0.0)
-    se2 = np.where(n_eff > 0, np.maximum(var, 0.0) / np.maximum(n_eff, 1e-12), np.inf)
-    return np.clip(1.0 - se2 / np.maximum(d ** 2, 1e-12), 0.0, 1.0) * d
+        slope = full
+    xc = x - x.mean(axis=0)
+    sxx = (xc ** 2).sum(axis=0)
+    resid = (u - u.mean(axis=0)) - xc * full
+    se = np.sqrt((resid ** 2).sum(axis=0) / max(n - 2, 1) / np.maximum(sxx, 1e-12))
+    return slope, np.where(sxx <= 1e-12, 0.0, se)
 
 
 class _Auto(Constraint):
@@ -278,8 +289,8 @@ class AdaptiveRanker(LearnedRanker):
     _fit_names: dict[str, str]
 
     def __init__(self, k: int | None = None, temperature: float | None = None, weight: float | str | None = 0.0,
-                 shape_weight: float | str | None = 0.0, domain_weight: float | str | None = None,
-                 domain_threshold: float | str | None = None, coverage: float = 0.8, profiles: str | None = None,
+                 shape_weight: float | str | None = 0.0, domain_weight: float | str | None = 1.0,
+                 domain_threshold: float | str | None = 0.5, coverage: float = 0.8, profiles: str | None = None,
                  encoder: str = "minilm", max_texts: int = 256, cache_dir: str | None = "auto",
                  seed: int = 0) -> None:
         super().__init__(encoder, max_texts, cache_dir, seed)
@@ -329,7 +340,7 @@ class AdaptiveRanker(LearnedRanker):
         super()._learn(tasks, truth, pool=pool, progress=progress)
 
     def _fit(self, tasks, reps, y, progress) -> None:
-        self.__dict__.pop("_shifts_memo", None)  # derived from the fitted state (see _trained_shifts)
+        self.__dict__.pop("_slopes_memo", None)  # derived from the fitted state (see _trained_slopes)
         from ..taskrep import META_FEATURES
 
         n = len(reps)
@@ -394,11 +405,12 @@ class AdaptiveRanker(LearnedRanker):
         for b in betas:  # ascending: ties keep the smaller weight, then the higher threshold
             for tau in taus[::-1]:
                 if tau not in terms:
-                    terms[tau] = np.clip(z - tau, 0.0, 1.0) * _card_shift(z, u, tau, loo=True)
+                    terms[tau] = domain_slopes(z, u, tau, loo=True)[0] * np.maximum(z - tau, 0.0)
                 domain_configs.append((b, tau))
                 rows.append(per_task(prior_loo + b * terms[tau]))
-        # chosen by leave-one-out alone: a small grid (3 x 4), and in the repeated nested CV an inner
-        # acceptance test (cv_select) only threw away a gain that held on the held-out tasks
+        # By default (weight 1, threshold 0.5) nothing is chosen: the slopes are the evidence's learned trust. A
+        # searched grid ('auto') is chosen by leave-one-out; in the repeated nested CV choosing the weight this way
+        # did worse than the plain slope (docs/results/learned-rankers.md).
         self.domain_weight_, self.domain_threshold_ = domain_configs[_first_best(np.array(rows).mean(axis=1))]
         return pemb, prior_loo + self.domain_weight_ * terms[self.domain_threshold_]
 
@@ -501,9 +513,10 @@ class AdaptiveRanker(LearnedRanker):
         x = rep.meta[[META_FEATURES.index(f) for f in SHAPE_FEATURES]].astype(np.float64)
         shape_all = float(self.shape_weight_) * ((x - self.shape_mean_) @ self.shape_slopes_)
         shape = np.where(known, shape_all[np.maximum(idx, 0)], 0.0)
-        z, domain = self._domain(rep, profs, idx)
+        z, domain, slope, slope_se = self._domain(rep, profs, idx)
         return {"idx": idx, "profiles": profs, "sims": sims, "strength": strength, "gate": gate, "prior": prior,
-                "knn": knn, "shape": shape, "z": z, "domain": domain, "f1": np.clip(f1, 0.0, 1.0),
+                "knn": knn, "shape": shape, "z": z, "domain": domain, "slope": slope, "slope_se": slope_se,
+                "f1": np.clip(f1, 0.0, 1.0),
                 "shape_x": x, "score": prior + knn + shape + domain}
 
     def _family_prior(self, profs, idx, prior_all, f1_prior_all) -> tuple[np.ndarray, np.ndarray]:
@@ -527,15 +540,14 @@ class AdaptiveRanker(LearnedRanker):
             out_u[i], out_f[i] = prior_all[cols].mean(), f1_prior_all[cols].mean()
         return out_u, out_f
 
-    def _domain(self, rep: TaskRep, profs, idx) -> tuple[np.ndarray, np.ndarray]:
+    def _domain(self, rep: TaskRep, profs, idx) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(z score of the task's affinity to each candidate's card against the training tasks, its term in
-        expected ranks: the candidate's card-matched shift (:func:`_card_shift`) scaled by how far ``z`` is
-        above the threshold, at most once)."""
+        expected ranks: the candidate's slope (:func:`domain_slopes`) times how far ``z`` is above the threshold, the
+        slope, its standard error)."""
         beta, tau = float(self.domain_weight_), float(self.domain_threshold_)
-        z = np.zeros(len(profs))
-        term = np.zeros(len(profs))
+        z, term, slope, se = (np.zeros(len(profs)) for _ in range(4))
         if not profs or beta == 0.0:
-            return z, term
+            return z, term, slope, se
         q = self._affinity_keys([rep])[0]
         emb = np.zeros((len(profs), self.akeys_.shape[1]))
         stored = self.profile_emb_
@@ -549,33 +561,34 @@ class AdaptiveRanker(LearnedRanker):
             emb[need] = self._enc()([profs[i].evidence_text() for i in need]).astype(np.float64)
         has = np.linalg.norm(emb, axis=1) > 0
         if not has.any():
-            return z, term
+            return z, term, slope, se
         akeys = self.akeys_.astype(np.float64)
         train = akeys @ emb[has].T  # the training tasks' affinities to these cards: the reference
         mu, sd = train.mean(axis=0), np.maximum(train.std(axis=0), 1e-6)
         z[has] = (q @ emb[has].T - mu) / sd
-        # the shift each candidate showed on past tasks that matched its card (trained candidates: their own;
-        # a candidate without history: the mean shift of the trained candidates that have card evidence)
-        shift_all, pooled = self._trained_shifts()
-        shift = np.array([shift_all[j] if has_stored(j) else pooled for j in idx])
-        term = np.where(has, beta * np.clip(z - tau, 0.0, 1.0) * shift, 0.0)
-        return z, term
+        # how much each candidate gained per unit of card match on the past tasks (trained candidates: their own
+        # slope; a candidate without history: the mean slope of the trained candidates that have card evidence)
+        slopes, ses, pooled = self._trained_slopes()
+        slope = np.where(has, [slopes[j] if has_stored(j) else pooled for j in idx], 0.0)
+        se = np.where(has, [ses[j] if has_stored(j) else np.nan for j in idx], np.nan)
+        term = beta * slope * np.maximum(z - tau, 0.0)
+        return z, term, slope, se
 
-    def _trained_shifts(self) -> tuple[np.ndarray, float]:
-        """Each trained candidate's card-matched shift on the training tasks, and their mean over the candidates
-        with card evidence (what a candidate without history gets): fitted state only, computed once."""
-        cached = self.__dict__.get("_shifts_memo")
+    def _trained_slopes(self) -> tuple[np.ndarray, np.ndarray, float]:
+        """Each trained candidate's domain slope and its standard error on the training tasks (as fitted: the
+        training tasks' affinities standardised leave-one-out), and the mean slope over the candidates with card
+        evidence (what a candidate without history gets): fitted state only, computed once."""
+        cached = self.__dict__.get("_slopes_memo")
         if cached is not None:
             return cached
         stored, akeys = self.profile_emb_, self.akeys_.astype(np.float64)
         tz = np.zeros((len(akeys), self.utility_.shape[1]))
         tcols = [j for j in range(self.utility_.shape[1]) if stored.shape[1] > 0 and np.any(stored[j])]
         if tcols:
-            ta = akeys @ stored[tcols].astype(np.float64).T
-            tz[:, tcols] = (ta - ta.mean(axis=0)) / np.maximum(ta.std(axis=0), 1e-6)
-        shift_all = _card_shift(tz, self.utility_, float(self.domain_threshold_))
-        self._shifts_memo = (shift_all, float(np.mean(shift_all[tcols])) if tcols else 0.0)
-        return self._shifts_memo
+            tz[:, tcols] = _loo_z(akeys @ stored[tcols].astype(np.float64).T)
+        slopes, se = domain_slopes(tz, self.utility_, float(self.domain_threshold_))
+        self._slopes_memo = (slopes, se, float(np.mean(slopes[tcols])) if tcols else 0.0)
+        return self._slopes_memo
 
     def rank(self, task: Task, pool: Pool) -> dict[str, float]:
         self._check_fitted()
@@ -613,7 +626,7 @@ class AdaptiveRanker(LearnedRanker):
         moved = max((abs(d["ranks"]) for c in cands for d in c["evidence"]), default=0.0)
         fired = [{"model": c["model"], "z": float(t["z"][int(j)]), "domain": t["profiles"][int(j)].domain_name(),
                   "card": t["profiles"][int(j)].evidence_short()}
-                 for c, j in zip(cands, order) if t["domain"][int(j)] > 0]
+                 for c, j in zip(cands, order) if t["domain"][int(j)] >= MOVED]
         return {
             "task": task.id,
             "sample": {"texts_embedded": len(sample_indices(task.train.labels, int(self.max_texts), int(self.seed))),
@@ -652,20 +665,28 @@ class AdaptiveRanker(LearnedRanker):
             classes = 2 ** float(t["shape_x"][0])
             out.append({"kind": "shape", "ranks": float(t["shape"][j]),
                         "text": f"task shape: {classes:.0f} classes ({t['shape'][j]:+.1f} ranks)"})
-        if t["domain"][j] == 0 and t["z"][j] > float(self.domain_threshold_) + 1 and self.domain_weight_ > 0:
-            out.append({"kind": "domain_unconfirmed", "ranks": 0.0,
+        if abs(t["domain"][j]) < MOVED and t["z"][j] > float(self.domain_threshold_) + 1 and self.domain_weight_ > 0:
+            out.append({"kind": "domain_unconfirmed", "ranks": float(t["domain"][j]),
                         "text": f"its card ({prof.domain_name() or prof.evidence_short()}) matches the task (z "
-                                f"{t['z'][j]:.1f}), but on the past tasks that matched it as well it did not do "
-                                f"reliably better: not moved"})
-        if t["domain"][j] != 0:
+                                f"{t['z'][j]:.1f}), but on the past tasks it did not do better the better they "
+                                f"matched its card ({self._per_unit(t, j)}): not moved"})
+        if abs(t["domain"][j]) >= MOVED:
             what = prof.domain_name() or "its card"
             card = prof.evidence_short()
-            how = ("did better on the past tasks that matched it as well" if t["domain"][j] > 0 else
-                   "did worse on the past tasks that matched it as well")
-            out.append({"kind": "domain", "ranks": float(t["domain"][j]),
-                        "text": f"domain: {what} (texts and labels resemble its card, z {t['z'][j]:.1f}; it {how}: "
-                                f"{t['domain'][j]:+.1f} ranks)" + (f"; card: {card}" if card else "")})
+            how = "gained" if t["domain"][j] > 0 else "lost"
+            out.append({"kind": "domain", "ranks": float(t["domain"][j]), "z": float(t["z"][j]),
+                        "slope": float(t["slope"][j]), "slope_se": _finite_or_none(t["slope_se"][j]),
+                        "text": f"domain: {what} (texts and labels resemble its card, z {t['z'][j]:.1f}; on past tasks "
+                                f"it {how} {self._per_unit(t, j)}: {t['domain'][j]:+.1f} ranks)"
+                                + (f"; card: {card}" if card else "")})
         return sorted(out, key=lambda d: -abs(d["ranks"]))
+
+    @staticmethod
+    def _per_unit(t: dict, j: int) -> str:
+        """The candidate's slope in words: "1.1 ± 0.4 ranks per unit of card match" (the ± where it is known)."""
+        se = t["slope_se"][j]
+        pm = f" ± {se:.2f}" if np.isfinite(se) else " (the mean of the trained candidates)"
+        return f"{abs(float(t['slope'][j])):.2f}{pm} ranks per unit of card match"
 
     # ------------------------------------------------------------------------------------------ artifacts
     def _state(self) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -682,12 +703,12 @@ class AdaptiveRanker(LearnedRanker):
             "loo_tier_balanced_accuracy": self.loo_tier_balanced_accuracy_,
             "loo_regret": self.loo_regret_, "gate": bool(self.gate_), "gate_lo": self.gate_lo_,
             "gate_hi": self.gate_hi_, "shape_weight": self.shape_weight_, "domain_weight": self.domain_weight_,
-            "domain_threshold": self.domain_threshold_}
+            "domain_threshold": self.domain_threshold_, "domain_model": DOMAIN_MODEL}
         return arrays, extra
 
     def _set_state(self, arrays, extra) -> None:
         self._auto_to_none()
-        self.__dict__.pop("_shifts_memo", None)
+        self.__dict__.pop("_slopes_memo", None)
         self.keys_ = arrays["keys"].astype(np.float32)
         self.targets_ = arrays["targets"].astype(np.float64)
         self.utility_ = arrays["utility"].astype(np.float64)
@@ -706,7 +727,10 @@ class AdaptiveRanker(LearnedRanker):
         self.gate_ = bool(extra.get("gate", False))
         self.gate_lo_, self.gate_hi_ = float(extra.get("gate_lo", 0.0)), float(extra.get("gate_hi", 0.0))
         self.shape_weight_ = float(extra.get("shape_weight", 0.0))
-        self.domain_weight_ = float(extra.get("domain_weight", 0.0))
+        # the domain term's form: artifacts written before the slope (2026-11-26) stored the weight of an earlier
+        # form that is gone; they rank without a domain term (refit them: `modelseek train-ranker`)
+        slope_form = extra.get("domain_model") == DOMAIN_MODEL
+        self.domain_weight_ = float(extra.get("domain_weight", 0.0)) if slope_form else 0.0
         self.domain_threshold_ = float(extra.get("domain_threshold", 1.0))
         self.akeys_ = arrays.get("akeys", self.keys_).astype(np.float32)
         self.profile_emb_ = arrays.get("profile_emb", np.zeros((n_models, 0))).astype(np.float32)
