@@ -218,7 +218,7 @@ def _print_explained(run_id: str, ex: dict, n_pool: int) -> None:
         rows += f" (of {s['rows_total']:,}: {s['val_rows']:,} went to validation)"
     print(f"  read {s['texts_embedded']} texts: {sampled} {rows}")
     print(f"  order: expected fine-tuned rank — the average rank over {b['training_tasks']} past tasks, moved by the "
-          f"evidence this task carries (weights chosen by leave-one-task-out)")
+          f"evidence this task carries (how far each kind moves a candidate is learned from the past tasks)")
     if b["training_tasks"] < 100:
         print(f"  (fitted on {b['training_tasks']} past tasks; the organisers publish 100 — refit with "
               f"`modelseek train-ranker DATA --install-default`)")
