@@ -7,8 +7,14 @@ the simplex grid is larger than ``max_weights`` a seeded random subset of it). E
 scored once per topic with the official metric (nDCG@k), so fitting a fold is choosing a specification from
 its scores on that fold's *training* topics: by default (``selection="vs-rrf"``) plain RRF unless the
 one-standard-error choice beats it in an inner cross-validation (:func:`_choose_vs_rrf`); or the
-one-standard-error rule alone (``"1se"``: the simplest fusion -- fewest runs, then ungated -- among those within one paired
-standard error of the best mean; see :func:`choose`), or the best mean (``"best"``).
+one-standard-error rule alone (``"1se"``: the simplest fusion -- fewest runs, then ungated -- among those
+within one paired standard error of the best mean; see :func:`choose`), or the best mean (``"best"``).
+
+Per-task weights (``per_task=True``, the default): the grid also holds every weighted fusion of two runs or
+more with its weights scaled per topic by a :class:`~modelseek.fusion.gates.Gate` -- each run's own spread, or
+a task feature (task size, number of classes, any given number per task) on one run -- for each exponent of a
+small grid. They are scored, chosen and guarded against plain RRF exactly as the others; the one-standard-error
+rule counts a gate as complexity (an ungated fusion of the same runs wins a tie within one standard error).
 
 Honest estimate: task-level k-fold cross-validation with the folds of ``bench`` (seeded, stratified by
 criticality tier where possible). Each fold's choice is made on the other folds' topics only and scored
@@ -175,9 +181,9 @@ def choose(M: np.ndarray, cols: Sequence[int], grid: Sequence[Fusion], selection
     ``best``: the highest mean (first in grid order on a tie). ``1se``: the one-standard-error rule (Breiman
     et al., 1984; Hastie et al., ESL 7.10) on paired differences -- among the fusions whose mean is within
     one standard error of the best's (the SE of the per-topic difference to the best), the one using the
-    fewest runs, then ungated before gated (:func:`complexity`), then the highest mean, then grid order. With few and noisy tasks the best-on-training
-    weights often give a small weight to a run that only fits noise; the rule keeps such a run out unless
-    the data clearly support it.
+    fewest runs, then ungated before gated (:func:`complexity`), then the highest mean, then grid order.
+    With few and noisy tasks the best-on-training weights often give a small weight to a run that only fits
+    noise; the rule keeps such a run out unless the data clearly support it (and so a gate).
     """
     if selection == "vs-rrf":
         return _choose_vs_rrf(M, list(cols), grid)

@@ -15,8 +15,8 @@ The contract (:class:`FusionMethod`):
 * ``combine(values, weights) -> fused``: ``values`` is ``R x T x D`` (NaN where a run lacks a candidate: such
   a candidate adds nothing from that run), ``weights`` has one entry per run (``R``) or, for a fusion whose
   weights differ per task (a gated fusion, :mod:`modelseek.fusion.gates`), one per run and topic (``R x T``);
-  :func:`weighted_terms` takes both. The result is ``T x D`` (the caller drops candidates no run holds). It must not depend on the order of the runs nor on the shape of the
-  block (see :func:`ordered_sum`).
+  :func:`weighted_terms` takes both. The result is ``T x D`` (the caller drops candidates no run holds). It
+  must not depend on the order of the runs nor on the shape of the block (see :func:`ordered_sum`).
 * ``search(space) -> [(phase, Fusion), ...]``: the specifications this method adds to the optimiser's grid;
   the grid is ordered by phase (0: no weights, 1: weighted sums of scores, 2: weighted rank fusions), then by
   method name order of registration, then as yielded.
