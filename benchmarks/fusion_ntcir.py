@@ -2,15 +2,19 @@
 frozen-feature-like run, with the global-only grid and with the per-task grid.
 
     python benchmarks/fusion_ntcir.py ../shared/data/ntcir19-mr/subtask-a [--noise 0.03] [--seeds 0 1 2]
-    python benchmarks/fusion_ntcir.py ../shared/data/ntcir19-mr/subtask-a --size-noise --noise 0.05
+    python benchmarks/fusion_ntcir.py ../shared/data/ntcir19-mr/subtask-a --noise-by size --noise 0.05
+    python benchmarks/fusion_ntcir.py ../shared/data/ntcir19-mr/subtask-a --noise-by classes --noise 0.05
 
 Runs (every one cross-fitted: a task's scores never come from its own ground truth):
 - ``avgrank``: the organisers' prior, from ``modelseek bench``'s 5-fold CV (the held-out rankings);
 - ``estimator``: a generated frozen-feature score per (task, model): the model's normalized F1 plus seeded
   Gaussian noise of SD ``--noise`` (the candidates' weights cannot be loaded offline, so real LogME scores are not
   available; the noise sets how informative the run is; 0.03 gives a run a little better than the prior alone).
-  With ``--size-noise`` (generated, not measured) the noise at task ``t`` is ``noise * sqrt(median size / size_t)``
-  -- an estimator that is less reliable on small tasks, as one fitted on the task's training rows would be.
+  With ``--noise-by size`` (generated, not measured) the noise at task ``t`` is
+  ``noise * sqrt(median size / size_t)`` -- an estimator less reliable on small tasks, as one fitted on the
+  task's training rows would be; with ``--noise-by classes`` it is ``noise * sqrt(classes_t / median classes)``
+  -- less reliable the more classes the task has. (The NTCIR-19 training tasks all have 788-800 training rows,
+  so their size cannot tell them apart; their number of classes runs from 2 to 17.)
 Task features are real: ``size`` (training rows) and ``classes`` (number of classes) read from the task folders
 (``task-data/train-tasks``) by :func:`modelseek.fusion.features.task_features_from_tasks`.
 
@@ -29,15 +33,18 @@ import time
 import numpy as np
 
 
-def _estimator(truth, nf1, noise: float, sizes: dict | None, seed: int):
+NOISE_POWER = {"size": -0.5, "classes": 0.5}   # sd = noise * (x / median x) ** power
+
+
+def _estimator(truth, nf1, noise: float, feature: dict | None, power: float, seed: int):
     from modelseek.data.run import Run
 
     rng = np.random.default_rng(seed)
     sd = np.full((len(nf1.index), 1), noise)
-    if sizes is not None:
-        size = np.array([sizes.get(str(t), np.nan) for t in nf1.index])
-        med = np.nanmedian(size)
-        sd = noise * np.sqrt(med / np.where(np.isnan(size), med, size))[:, None]
+    if feature is not None:
+        x = np.array([feature.get(str(t), np.nan) for t in nf1.index])
+        med = np.nanmedian(x)
+        sd = noise * (np.where(np.isnan(x), med, x) / med)[:, None] ** power
     noisy = nf1 + rng.normal(0.0, 1.0, nf1.shape) * sd
     return Run.from_scores({str(t): {str(m): float(noisy.loc[t, m]) for m in nf1.columns} for t in nf1.index},
                            "estimator")
@@ -47,7 +54,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("root")
     ap.add_argument("--noise", type=float, default=0.03)
-    ap.add_argument("--size-noise", action="store_true", help="the estimator's noise follows 1/sqrt(task size)")
+    ap.add_argument("--noise-by", choices=sorted(NOISE_POWER),
+                    help="the estimator's noise follows 1/sqrt(task size) or sqrt(number of classes)")
     ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--selection", default="vs-rrf")
     args = ap.parse_args()
@@ -71,12 +79,14 @@ def main() -> None:
     nf1 = truth.matrix("normalized_f1")
     diffs: dict[str, list] = {"global": [], "per-task": []}
     print(f"{len(truth.task_ids)} tasks; estimator = normalized F1 + N(0, {args.noise}^2)"
-          f"{' x median size / size' if args.size_noise else ''}; selection {args.selection}\n")
+          f"{f' x ({args.noise_by} / median)^{NOISE_POWER[args.noise_by]:g}' if args.noise_by else ''}; "
+          f"selection {args.selection}\n")
     print("| seed | grid | learned | plain RRF | avgrank | estimator | learned − plain RRF [95%] | final fusion | "
           "fold choices |")
     print("|---|---|---|---|---|---|---|---|---|")
     for seed in args.seeds:
-        est = _estimator(truth, nf1, args.noise, feats.values["size"] if args.size_noise else None, seed)
+        est = _estimator(truth, nf1, args.noise, feats.values[args.noise_by] if args.noise_by else None,
+                         NOISE_POWER.get(args.noise_by or "", 0.0), seed)
         for grid, per_task in (("global", False), ("per-task", True)):
             t = time.perf_counter()
             lf = optimize_fusion([prior, est], truth, folds=5, seed=seed, selection=args.selection, features=feats,

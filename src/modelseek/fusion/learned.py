@@ -183,13 +183,26 @@ def choose(M: np.ndarray, cols: Sequence[int], grid: Sequence[Fusion], selection
     one standard error of the best's (the SE of the per-topic difference to the best), the one using the
     fewest runs, then ungated before gated (:func:`complexity`), then the highest mean, then grid order.
     With few and noisy tasks the best-on-training weights often give a small weight to a run that only fits
-    noise; the rule keeps such a run out unless the data clearly support it (and so a gate).
+    noise; the rule keeps such a run out unless the data clearly support it. When the grid holds gated
+    fusions (per-task weights), ``1se`` keeps the choice among the ungated ones unless the rule over the whole
+    grid beats it where it was not chosen (:func:`_choose_per_task`).
     """
     if selection == "vs-rrf":
         return _choose_vs_rrf(M, list(cols), grid)
-    X = M[:, list(cols)]
+    flat = np.array([g.gate is None for g in grid])
+    if selection == "1se" and not flat.all():
+        return _choose_per_task(M, list(cols), grid, flat)
+    return _rule(M, list(cols), grid, selection)
+
+
+def _rule(M: np.ndarray, cols: list[int], grid: Sequence[Fusion], selection: str,
+          among: np.ndarray | None = None) -> int:
+    """``best`` or ``1se`` (see :func:`choose`) among the fusions ``among`` (a mask; default all)."""
+    X = M[:, cols]
     with np.errstate(invalid="ignore", over="ignore"):
         means = X.mean(axis=1)
+        if among is not None:
+            means = np.where(among, means, -np.inf)
         best = int(np.argmax(means))
         if selection == "best" or X.shape[1] < 2:
             return best
@@ -201,6 +214,39 @@ def choose(M: np.ndarray, cols: Sequence[int], grid: Sequence[Fusion], selection
     fewest = used[ok].min()
     cand = np.flatnonzero(ok & (used == fewest))
     return int(cand[np.argmax(means[cand])])
+
+
+def _held_out(M: np.ndarray, cols: list[int], rule, folds: int = INNER_FOLDS, seed: int = 0):
+    """(topics in a seeded order, the held-out score of ``rule``'s choice on each): ``rule(train_cols)`` chosen on
+    the other inner folds of ``cols``, scored on each inner fold."""
+    order = np.asarray(cols)[np.random.default_rng(seed).permutation(len(cols))]
+    held = np.empty(len(order))
+    for f in range(folds):
+        test = np.arange(f, len(order), folds)
+        train = np.setdiff1d(np.arange(len(order)), test)
+        held[test] = M[rule(list(order[train])), order[test]]
+    return order, held
+
+
+def _beats(d: np.ndarray) -> bool:
+    """The paired differences ``d`` are finite and their mean exceeds one standard error."""
+    with np.errstate(invalid="ignore"):
+        return bool(np.isfinite(d).all() and d.mean() > d.std(ddof=1) / math.sqrt(len(d)))
+
+
+def _choose_per_task(M: np.ndarray, cols: list[int], grid: Sequence[Fusion], flat: np.ndarray,
+                     folds: int = INNER_FOLDS) -> int:
+    """The ``1se`` choice among the ungated fusions unless the ``1se`` choice over the whole grid (gated fusions
+    included) beats it in an inner cross-validation on ``cols`` by more than one paired standard error -- the
+    guard of :func:`_choose_vs_rrf` one level down: where per-task weights do not help, the choice is the one
+    the global-only grid makes."""
+    glob = _rule(M, cols, grid, "1se", flat)
+    pick = _rule(M, cols, grid, "1se")
+    if flat[pick] or len(cols) < 2 * folds:
+        return glob
+    _, held_all = _held_out(M, cols, lambda c: _rule(M, c, grid, "1se"), folds)
+    _, held_flat = _held_out(M, cols, lambda c: _rule(M, c, grid, "1se", flat), folds)
+    return pick if _beats(held_all - held_flat) else glob
 
 
 def plain_rrf_index(grid: Sequence[Fusion]) -> int | None:
@@ -227,16 +273,8 @@ def _choose_vs_rrf(M: np.ndarray, cols: list[int], grid: Sequence[Fusion], folds
         return pick
     if pick == rrf or len(cols) < 2 * folds:  # nothing to test, or too few topics to test it on
         return rrf
-    order = np.asarray(cols)[np.random.default_rng(seed).permutation(len(cols))]
-    held = np.empty(len(order))
-    for f in range(folds):
-        test = np.arange(f, len(order), folds)
-        train = np.setdiff1d(np.arange(len(order)), test)
-        held[test] = M[choose(M, list(order[train]), grid, "1se"), order[test]]
-    d = held - M[rrf, order]
-    with np.errstate(invalid="ignore"):
-        ok = np.isfinite(d).all() and d.mean() > d.std(ddof=1) / math.sqrt(len(d))
-    return pick if ok else rrf
+    order, held = _held_out(M, cols, lambda c: choose(M, c, grid, "1se"), folds, seed)
+    return pick if _beats(held - M[rrf, order]) else rrf
 
 
 # ------------------------------------------------------------------------------------------ results
