@@ -180,6 +180,7 @@ def test_uninformative_task_features_fall_back_to_the_global_choice():
     glob = optimize_fusion(list(runs.values()), truth, folds=5, seed=0, per_task=False)
     per = optimize_fusion(list(runs.values()), truth, folds=5, seed=0, features=feats)
     assert per.fusion == glob.fusion and per.fusion.gate is None
+    assert [f.fusion for f in per.cv.folds] == [f.fusion for f in glob.cv.folds]   # every fold falls back
     pt = per.cv.per_topic
     assert pt[LEARNED].mean() >= pt[PLAIN_RRF].mean()
 

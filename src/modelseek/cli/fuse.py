@@ -2,7 +2,9 @@
 
 Three modes: a stated fusion (``--method/--norm/--weights``), a learned one (``--optimize --ground-truth``:
 method, normalisation and weights chosen by task-level cross-validation, reported against each input and
-plain RRF, optionally saved with ``--save``), or a saved one applied to new topics (``--apply``).
+plain RRF, optionally saved with ``--save``), or a saved one applied to new topics (``--apply``). A learned
+fusion's weights may differ per task (each run's spread; task size and number of classes from ``--tasks``; any
+numbers per task from ``--task-features``); ``--no-per-task`` keeps one set of weights for every task.
 """
 
 from __future__ import annotations
