@@ -60,7 +60,9 @@ def register(sub) -> None:
     g.add_argument("--selection", default="vs-rrf", choices=["vs-rrf", "1se", "best"],
                    help="vs-rrf (default): plain RRF unless the learned choice beats it in an inner "
                         "cross-validation by more than one standard error; 1se: among fusions within one standard "
-                        "error of the best on the training topics, the one using the fewest runs; best: the best mean")
+                        "error of the best on the training topics, the one using the fewest runs (weights that "
+                        "differ per task only when they beat that choice in an inner cross-validation); best: the "
+                        "best mean")
     g.add_argument("--tasks", metavar="DIR",
                    help="the tasks' data (NTCIR root or task folders, or a table file): task size (training rows) "
                         "and number of classes become task features that fusion weights may follow (--optimize, "

@@ -13,8 +13,10 @@ within one paired standard error of the best mean; see :func:`choose`), or the b
 Per-task weights (``per_task=True``, the default): the grid also holds every weighted fusion of two runs or
 more with its weights scaled per topic by a :class:`~modelseek.fusion.gates.Gate` -- each run's own spread, or
 a task feature (task size, number of classes, any given number per task) on one run -- for each exponent of a
-small grid. They are scored, chosen and guarded against plain RRF exactly as the others; the one-standard-error
-rule counts a gate as complexity (an ungated fusion of the same runs wins a tie within one standard error).
+small grid. They are scored with the others; the ``1se`` rule first chooses among the ungated fusions as
+without them, and takes the choice over the whole grid only when it beats that one in an inner cross-validation
+by more than one paired standard error (:func:`_choose_per_task`); ``vs-rrf`` then guards against plain RRF as
+before. Where per-task weights do not help, the choice is the global-only grid's.
 
 Honest estimate: task-level k-fold cross-validation with the folds of ``bench`` (seeded, stratified by
 criticality tier where possible). Each fold's choice is made on the other folds' topics only and scored
