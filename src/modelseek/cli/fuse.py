@@ -2,7 +2,9 @@
 
 Three modes: a stated fusion (``--method/--norm/--weights``), a learned one (``--optimize --ground-truth``:
 method, normalisation and weights chosen by task-level cross-validation, reported against each input and
-plain RRF, optionally saved with ``--save``), or a saved one applied to new topics (``--apply``).
+plain RRF, optionally saved with ``--save``), or a saved one applied to new topics (``--apply``). A learned
+fusion's weights may differ per task (each run's spread; task size and number of classes from ``--tasks``; any
+numbers per task from ``--task-features``); ``--no-per-task`` keeps one set of weights for every task.
 """
 
 from __future__ import annotations
@@ -58,7 +60,19 @@ def register(sub) -> None:
     g.add_argument("--selection", default="vs-rrf", choices=["vs-rrf", "1se", "best"],
                    help="vs-rrf (default): plain RRF unless the learned choice beats it in an inner "
                         "cross-validation by more than one standard error; 1se: among fusions within one standard "
-                        "error of the best on the training topics, the one using the fewest runs; best: the best mean")
+                        "error of the best on the training topics, the one using the fewest runs (weights that "
+                        "differ per task only when they beat that choice in an inner cross-validation); best: the "
+                        "best mean")
+    g.add_argument("--tasks", metavar="DIR",
+                   help="the tasks' data (NTCIR root or task folders, or a table file): task size (training rows) "
+                        "and number of classes become task features that fusion weights may follow (--optimize, "
+                        "--apply)")
+    g.add_argument("--task-features", metavar="CSV",
+                   help="task features: a topic (or task_id) column and one numeric column (> 0) per feature; an "
+                        "empty cell is a missing value (the topic then gets the base weights)")
+    g.add_argument("--no-per-task", dest="per_task", action="store_false",
+                   help="search only fusions with the same weights for every task (default: also weights that "
+                        "follow each run's spread and the task features)")
     g.add_argument("--save", metavar="FUSION_JSON", type=OUTPUT_FILE,
                    help="save the learned fusion (versioned, checksummed JSON)")
     p.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
@@ -112,10 +126,91 @@ def _weights(text: str | None):
     return out
 
 
+def _task_features(args: argparse.Namespace):
+    """The task features of ``--tasks`` and ``--task-features`` (None when neither is given)."""
+    from ..fusion.features import TaskFeatures, read_task_features, task_features_from_tasks
+
+    feats = TaskFeatures()
+    if args.tasks:
+        feats = feats.merged(task_features_from_tasks(args.tasks))
+    if args.task_features:
+        feats = feats.merged(read_task_features(args.task_features))
+    return feats if feats else None
+
+
+def _vs_plain_rrf(cv) -> str:
+    from ..fusion.learned import PLAIN_RRF
+
+    row = cv.summary().loc[PLAIN_RRF]
+    return (f"learned − plain RRF on held-out topics: {row['diff']:+.4f} "
+            f"[95% interval {row['diff_low']:+.4f}, {row['diff_high']:+.4f}]")
+
+
+def _apply(args: argparse.Namespace, runs, features) -> int:
+    """``--apply``: a saved fusion on new runs."""
+    from ..errors import InputError
+    from ..fusion import LearnedFusion
+    from ._common import print_json
+
+    learned = LearnedFusion.load(args.apply)
+    try:
+        fused = learned.apply(runs, args.run_id, features)
+    except InputError as exc:
+        raise _located(exc, args.apply, args.runs) from None
+    fused.write(args.output)
+    summary = {"fusion": learned.fusion.to_dict(), "describe": learned.fusion.describe(),
+               "output": str(args.output), "topics": len(fused),
+               "new_topics": len(set(fused) - set(learned.fitted_topics))}
+    if args.json:
+        print_json(summary)
+    else:
+        print(f"applied {learned.fusion.describe()} (learned on {len(learned.fitted_topics)} topics) to "
+              f"{len(fused)} topics ({summary['new_topics']} new); wrote {args.output}")
+    return 0
+
+
+def _optimize(args: argparse.Namespace, runs, features) -> int:
+    """``--optimize``: learn the fusion, report its cross-validation, write (and save) it."""
+    from ..errors import InputError
+    from ..fusion import optimize_fusion
+    from ._common import load_truth, print_json
+
+    truth = load_truth(args.ground_truth, None, args.tasks_csv, any_score=args.any_score)
+    try:
+        learned = optimize_fusion(runs, truth, metric=args.metric, scheme=args.scheme, folds=args.folds,
+                                  seed=args.seed, step=args.step, rrf_ks=(args.rrf_k,), selection=args.selection,
+                                  progress=not args.json, features=features, per_task=args.per_task)
+    except InputError as exc:
+        raise _located(exc, args.ground_truth, args.runs) from None
+    fused = learned.apply(runs, args.run_id, features)
+    fused.write(args.output)
+    if args.save:
+        learned.save(args.save)
+    if args.json:
+        print_json({"fusion": learned.fusion.to_dict(), "describe": learned.fusion.describe(),
+                    "fitted_topics": learned.fitted_topics, "train_score": learned.train_score,
+                    "cv": learned.cv.to_dict() if learned.cv is not None else None,
+                    "output": str(args.output), "saved": None if args.save is None else str(args.save)})
+        return 0
+    print(f"learned fusion: {learned.fusion.describe()}")
+    print(f"  chosen on {len(learned.fitted_topics)} topics with ground truth "
+          f"({learned.info['grid_size']} candidate fusions; mean {learned.metric} {learned.train_score:.4f} "
+          f"on those topics, an optimistic figure)")
+    if learned.cv is not None:
+        print()
+        print(learned.cv.table())
+        print(_vs_plain_rrf(learned.cv))
+        print()
+        for f in learned.cv.folds:
+            print(f"  fold {f.fold}: fitted on {len(f.fitted)} topics, chose {f.fusion.describe()}")
+    print(f"wrote {args.output} ({len(fused)} topics)" + (f"; saved {args.save}" if args.save else ""))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from ..errors import InputError
-    from ..fusion import LearnedFusion, fuse, optimize_fusion
-    from ._common import load_truth, print_json
+    from ..fusion import fuse
+    from ._common import print_json
 
     stated = [o for o, v in (("--method", args.method), ("--norm", args.norm), ("--weights", args.weights))
               if v is not None]
@@ -126,55 +221,16 @@ def run(args: argparse.Namespace) -> int:
         raise InputError("--optimize needs --ground-truth", field="--ground-truth")
     if args.save and not args.optimize:
         raise InputError("--save needs --optimize", field="--save")
+    given = [o for o, v in (("--tasks", args.tasks), ("--task-features", args.task_features)) if v]
+    if given and not (args.optimize or args.apply):
+        raise InputError(f"{', '.join(given)} needs --optimize or --apply (a stated fusion has fixed weights)")
     runs = _read_inputs(args.runs, args.names)
+    features = _task_features(args)
 
     if args.apply:
-        learned = LearnedFusion.load(args.apply)
-        try:
-            fused = learned.apply(runs, args.run_id)
-        except InputError as exc:
-            raise _located(exc, args.apply, args.runs) from None
-        fused.write(args.output)
-        summary = {"fusion": learned.fusion.to_dict(), "describe": learned.fusion.describe(),
-                   "output": str(args.output), "topics": len(fused),
-                   "new_topics": len(set(fused) - set(learned.fitted_topics))}
-        if args.json:
-            print_json(summary)
-        else:
-            print(f"applied {learned.fusion.describe()} (learned on {len(learned.fitted_topics)} topics) to "
-                  f"{len(fused)} topics ({summary['new_topics']} new); wrote {args.output}")
-        return 0
-
+        return _apply(args, runs, features)
     if args.optimize:
-        truth = load_truth(args.ground_truth, None, args.tasks_csv, any_score=args.any_score)
-        try:
-            learned = optimize_fusion(runs, truth, metric=args.metric, scheme=args.scheme, folds=args.folds,
-                                      seed=args.seed, step=args.step, rrf_ks=(args.rrf_k,), selection=args.selection,
-                                      progress=not args.json)
-        except InputError as exc:
-            raise _located(exc, args.ground_truth, args.runs) from None
-        fused = learned.apply(runs, args.run_id)
-        fused.write(args.output)
-        if args.save:
-            learned.save(args.save)
-        if args.json:
-            print_json({"fusion": learned.fusion.to_dict(), "describe": learned.fusion.describe(),
-                        "fitted_topics": learned.fitted_topics, "train_score": learned.train_score,
-                        "cv": learned.cv.to_dict() if learned.cv is not None else None,
-                        "output": str(args.output), "saved": None if args.save is None else str(args.save)})
-            return 0
-        print(f"learned fusion: {learned.fusion.describe()}")
-        print(f"  chosen on {len(learned.fitted_topics)} topics with ground truth "
-              f"({learned.info['grid_size']} candidate fusions; mean {learned.metric} {learned.train_score:.4f} "
-              f"on those topics, an optimistic figure)")
-        if learned.cv is not None:
-            print()
-            print(learned.cv.table())
-            print()
-            for f in learned.cv.folds:
-                print(f"  fold {f.fold}: fitted on {len(f.fitted)} topics, chose {f.fusion.describe()}")
-        print(f"wrote {args.output} ({len(fused)} topics)" + (f"; saved {args.save}" if args.save else ""))
-        return 0
+        return _optimize(args, runs, features)
 
     try:
         fused = fuse(runs, method=args.method or "rrf", norm=args.norm, weights=_weights(args.weights),

@@ -31,12 +31,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ..data.run import Entry, Run, natural_key
 from ..errors import InputError
+from .features import TaskFeatures, spread
+from .gates import Gate
 from .methods import FusionMethod
 from .norms import Norm, normalize_block
 
@@ -58,6 +60,8 @@ class Block:
     docs: list[list[str]]            # per topic, natural order
     scores: np.ndarray               # R x T x D
     positions: np.ndarray            # R x T x D, 1-based position in the run's order
+    #: task features ``{feature: {topic: value}}`` for gated fusions (see :mod:`modelseek.fusion.features`)
+    features: Mapping[str, Mapping[str, float]] = field(default_factory=dict, repr=False)
     _normed: dict = field(default_factory=dict, repr=False)
 
     @property
@@ -75,13 +79,26 @@ class Block:
                 self._normed[key] = normalize_block(self.scores, self.positions, norm)
         return self._normed[key]
 
+    def spread(self) -> np.ndarray:
+        """``runs x topics`` standard deviation of each run's raw scores (:func:`~modelseek.fusion.features.spread`)."""
+        if "spread" not in self._normed:
+            self._normed["spread"] = spread(self.scores)
+        return self._normed["spread"]
+
+    def feature(self, name: str) -> np.ndarray:
+        """Task feature ``name`` per topic (NaN where a topic has no value)."""
+        per_topic = self.features.get(name, {})
+        return np.array([per_topic.get(t, np.nan) for t in self.topics], dtype=float)
+
 
 def _usable(score: float) -> bool:
     return math.isfinite(score) and abs(score) < FAILED_SCORE
 
 
-def make_block(runs: Sequence[Run], topics: Sequence[str] | None = None) -> Block:
-    """Stack ``runs`` over ``topics`` (default: the union of their topics, in natural order)."""
+def make_block(runs: Sequence[Run], topics: Sequence[str] | None = None,
+               features: TaskFeatures | Mapping[str, Mapping[str, float]] | None = None) -> Block:
+    """Stack ``runs`` over ``topics`` (default: the union of their topics, in natural order), with the task
+    ``features`` gated fusions read."""
     if topics is None:
         topics = sorted(dict.fromkeys(t for r in runs for t in r), key=natural_key)
     topics = [str(t) for t in topics]
@@ -110,11 +127,12 @@ def make_block(runs: Sequence[Run], topics: Sequence[str] | None = None) -> Bloc
             for ri, present in enumerate(rows):
                 if d in present:
                     scores[ri, ti, j], positions[ri, ti, j] = present[d]
-    return Block([r.run_id for r in runs], topics, docs, scores, positions)
+    return Block([r.run_id for r in runs], topics, docs, scores, positions, TaskFeatures.of(features).values)
 
 
-def combine(values: np.ndarray, method: FusionMethod, weights: Sequence[float]) -> np.ndarray:
-    """Fused score per (topic, candidate) from ``R x ... `` member values by ``method``'s combine function;
+def combine(values: np.ndarray, method: FusionMethod, weights: Sequence[float] | np.ndarray) -> np.ndarray:
+    """Fused score per (topic, candidate) from ``R x T x D`` member values by ``method``'s combine function,
+    with one weight per run (``R``) or per run and topic (``R x T``, a gated fusion's);
     NaN where no run holds the candidate. Each method sums its terms in increasing order
     (:func:`~modelseek.fusion.methods.ordered_sum`), so a candidate's fused score depends neither on the shape
     of the block it was computed in nor on the order of the runs.
@@ -144,17 +162,20 @@ def block_to_run(block: Block, fused: np.ndarray, run_id: str, topics: Sequence[
 # ------------------------------------------------------------------------------------------ a fusion
 @dataclass(frozen=True)
 class Fusion:
-    """A fully specified fusion of named runs: method, normalisation, one weight per run id, RRF's k."""
+    """A fully specified fusion of named runs: method, normalisation, one weight per run id, RRF's k, and
+    optionally a :class:`~modelseek.fusion.gates.Gate` that scales the weights per topic (per-task weights)."""
 
     method: FusionMethod
     norm: Norm
     run_ids: tuple[str, ...]
     weights: tuple[float, ...]
     k: float = DEFAULT_RRF_K
+    gate: Gate | None = None
 
     @classmethod
     def build(cls, run_ids: Sequence[str], method: FusionMethod | str = "rrf", norm: Norm | str | None = None,
-              weights: Sequence[float] | Mapping[str, float] | None = None, k: float = DEFAULT_RRF_K) -> Fusion:
+              weights: Sequence[float] | Mapping[str, float] | None = None, k: float = DEFAULT_RRF_K,
+              gate: Gate | None = None) -> Fusion:
         """Validate and complete a specification (see :func:`fuse` for the defaults)."""
         m = FusionMethod.parse(method, field="method")
         ids = tuple(str(r) for r in run_ids)
@@ -202,7 +223,11 @@ class Fusion:
             if sum(given) <= 0:
                 raise InputError("at least one weight must be > 0", field="weights")
             w = tuple(given)
-        return cls(m, n, ids, w, kk)
+        if gate is not None:
+            if not m.takes_weights:
+                raise InputError(f"{m.value} takes no weights; a gate scales weights (use wsum or rrf)", field="gate")
+            gate.check(ids)
+        return cls(m, n, ids, w, kk, gate)
 
     def describe(self) -> str:
         parts = [self.method.value]
@@ -212,7 +237,21 @@ class Fusion:
             parts.append(f"k={self.k:g}")
         if self.method.takes_weights:
             parts.append("weights " + " ".join(f"{r}={w:g}" for r, w in zip(self.run_ids, self.weights)))
+        if self.gate is not None:
+            parts.append(self.gate.describe())
         return " ".join(parts)
+
+    @property
+    def task_features(self) -> list[str]:
+        """The task features this fusion reads (a gate on ``size``, ...): none for an ungated one."""
+        name = None if self.gate is None else self.gate.task_feature
+        return [] if name is None else [name]
+
+    def with_gate(self, gate: Gate | None) -> Fusion:
+        """This fusion with its weights scaled per topic by ``gate``."""
+        if gate is not None:
+            gate.check(self.run_ids)
+        return replace(self, gate=gate)
 
     def default_run_id(self) -> str:
         return f"fused-{self.method.value}"
@@ -237,24 +276,37 @@ class Fusion:
     def fused_scores(self, block: Block) -> np.ndarray:
         if list(block.run_ids) != list(self.run_ids):
             raise InputError(f"block runs {block.run_ids} differ from the fusion's {list(self.run_ids)}")
-        return combine(block.values(self.method, self.norm, self.k), self.method, self.weights)
+        weights: tuple[float, ...] | np.ndarray = self.weights
+        if self.gate is not None:
+            weights = np.asarray(self.weights, dtype=float)[:, None] * self.gate.factors(block)
+        return combine(block.values(self.method, self.norm, self.k), self.method, weights)
 
-    def apply(self, runs: Sequence[Run] | Mapping[str, Run], run_id: str | None = None) -> Run:
-        """Fuse ``runs`` (matched to this fusion by run id) into a new run."""
+    def apply(self, runs: Sequence[Run] | Mapping[str, Run], run_id: str | None = None,
+              features: TaskFeatures | Mapping[str, Mapping[str, float]] | None = None) -> Run:
+        """Fuse ``runs`` (matched to this fusion by run id) into a new run; a fusion gated on a task feature
+        needs ``features`` holding it (topics without a value get the base weights)."""
         ordered = self.order(runs)
-        block = make_block(ordered)
+        given = TaskFeatures.of(features)
+        lacking = [f for f in self.task_features if f not in given.values]
+        if lacking:
+            raise InputError(f"the fusion weighs runs by the task feature {', '.join(lacking)}; give the tasks "
+                             f"(--tasks DIR) or a task features file (--task-features CSV)", field="features")
+        block = make_block(ordered, features=given)
         return block_to_run(block, self.fused_scores(block), run_id or self.default_run_id())
 
     # ------------------------------------------------------------------------------ serialisation
     def to_dict(self) -> dict:
-        return {"method": self.method.value, "norm": self.norm.value, "k": self.k,
-                "weights": {r: w for r, w in zip(self.run_ids, self.weights)}}
+        out = {"method": self.method.value, "norm": self.norm.value, "k": self.k,
+               "weights": {r: w for r, w in zip(self.run_ids, self.weights)}}
+        if self.gate is not None:  # an ungated fusion writes what version 1 files always held
+            out["gate"] = self.gate.to_dict()
+        return out
 
     @classmethod
     def from_dict(cls, d: object) -> Fusion:
         if not isinstance(d, Mapping):
             raise InputError("fusion must be an object", field="fusion")
-        unknown = set(d) - {"method", "norm", "k", "weights"}
+        unknown = set(d) - {"method", "norm", "k", "weights", "gate"}
         if unknown:
             raise InputError(f"unknown key(s) {', '.join(sorted(unknown))}", field="fusion")
         weights = d.get("weights")
@@ -266,8 +318,11 @@ class Fusion:
         if not method.takes_weights:
             if any(float(x) != 1.0 for x in w.values()):
                 raise InputError(f"{method.value} takes no weights", field="weights")
+            if d.get("gate") is not None:
+                raise InputError(f"{method.value} takes no weights; a gate scales weights", field="gate")
             return cls.build(list(w), method, d.get("norm"), None, d.get("k", DEFAULT_RRF_K))
-        return cls.build(list(w), method, d.get("norm"), w, d.get("k", DEFAULT_RRF_K))
+        gate = None if d.get("gate") is None else Gate.from_dict(d["gate"], [str(r) for r in w])
+        return cls.build(list(w), method, d.get("norm"), w, d.get("k", DEFAULT_RRF_K), gate)
 
 
 def _as_runs(runs: Sequence[Run] | Mapping[str, Run]) -> list[Run]:

@@ -7,8 +7,16 @@ the simplex grid is larger than ``max_weights`` a seeded random subset of it). E
 scored once per topic with the official metric (nDCG@k), so fitting a fold is choosing a specification from
 its scores on that fold's *training* topics: by default (``selection="vs-rrf"``) plain RRF unless the
 one-standard-error choice beats it in an inner cross-validation (:func:`_choose_vs_rrf`); or the
-one-standard-error rule alone (``"1se"``: the fusion using the fewest runs among those within one paired
-standard error of the best mean; see :func:`choose`), or the best mean (``"best"``).
+one-standard-error rule alone (``"1se"``: the simplest fusion -- fewest runs, then ungated -- among those
+within one paired standard error of the best mean; see :func:`choose`), or the best mean (``"best"``).
+
+Per-task weights (``per_task=True``, the default): the grid also holds every weighted fusion of two runs or
+more with its weights scaled per topic by a :class:`~modelseek.fusion.gates.Gate` -- each run's own spread, or
+a task feature (task size, number of classes, any given number per task) on one run -- for each exponent of a
+small grid. They are scored with the others; the ``1se`` rule first chooses among the ungated fusions as
+without them, and takes the choice over the whole grid only when it beats that one in an inner cross-validation
+by more than one paired standard error (:func:`_choose_per_task`); ``vs-rrf`` then guards against plain RRF as
+before. Where per-task weights do not help, the choice is the global-only grid's.
 
 Honest estimate: task-level k-fold cross-validation with the folds of ``bench`` (seeded, stratified by
 criticality tier where possible). Each fold's choice is made on the other folds' topics only and scored
@@ -35,6 +43,8 @@ from ..errors import InputError
 from ..metrics import ndcg_cutoff
 from ..metrics.ndcg import ideal_dcg, ndcg
 from .core import DEFAULT_RRF_K, Block, Fusion, FusionMethod, _as_runs, block_to_run, fuse, make_block
+from .features import TaskFeatures
+from .gates import GAMMAS, Gate, candidate_gates
 from .methods import SearchSpace
 from .norms import Norm
 from .persist import read_fusion, save_fusion
@@ -66,9 +76,11 @@ def simplex_weights(n_runs: int, step: float = 0.1) -> list[tuple[float, ...]]:
 def candidate_fusions(run_ids: Sequence[str], methods: Sequence[FusionMethod | str] | None = None,
                       norms: Sequence[Norm | str] | None = None, step: float = 0.1,
                       rrf_ks: Sequence[float] = (DEFAULT_RRF_K,), max_weights: int = 1000,
-                      seed: int = 0) -> list[Fusion]:
+                      seed: int = 0, gates: Sequence[Gate] = ()) -> list[Fusion]:
     """The search grid, in its fixed order (see the module docstring): what every registered method (or each
-    of ``methods``) contributes (:attr:`~modelseek.fusion.methods.FusionMethod.search`), ordered by phase."""
+    of ``methods``) contributes (:attr:`~modelseek.fusion.methods.FusionMethod.search`), ordered by phase; then,
+    for each of ``gates`` in turn, every weighted fusion of the grid that uses at least two runs (and the gated
+    run, for a gate on a task feature) with its weights scaled per topic by the gate (per-task weights)."""
     ids = list(run_ids)
     ms = [FusionMethod.parse(m, field="method") for m in (methods or list(FusionMethod))]
     ns = [Norm.parse(n, field="norm") for n in (norms or DEFAULT_NORMS)]
@@ -94,7 +106,15 @@ def candidate_fusions(run_ids: Sequence[str], methods: Sequence[FusionMethod | s
     chosen = set(ms)
     staged = [(phase, spec) for m in FusionMethod if m in chosen for phase, spec in m.search(space)]
     out = [spec for _, spec in sorted(staged, key=lambda x: x[0])]  # stable: method order, then as yielded
+    out += [spec.with_gate(g) for g in gates for spec in out if _gateable(spec, g)]
     return list(dict.fromkeys(out))
+
+
+def _gateable(spec: Fusion, gate: Gate) -> bool:
+    """A gate changes the balance of a fusion's runs only where it weighs two runs or more, one of them gated."""
+    used = {r for r, w in zip(spec.run_ids, spec.weights) if w > 0}
+    return (spec.method.takes_weights and spec.gate is None and len(used) > 1
+            and bool(used & {r for r, _ in gate.refs}))
 
 
 # ------------------------------------------------------------------------------------------ fast scorer
@@ -151,21 +171,40 @@ def runs_used(spec: Fusion) -> int:
     return sum(1 for w in spec.weights if w > 0)
 
 
+def complexity(spec: Fusion) -> int:
+    """What the one-standard-error rule minimises: the runs used, then whether the weights differ per task
+    (a gated fusion is more complex than an ungated one of the same runs)."""
+    return 2 * runs_used(spec) + (spec.gate is not None)
+
+
 def choose(M: np.ndarray, cols: Sequence[int], grid: Sequence[Fusion], selection: str = "1se") -> int:
     """Index of the fusion chosen from per-topic scores ``M[:, cols]`` (the training topics only).
 
     ``best``: the highest mean (first in grid order on a tie). ``1se``: the one-standard-error rule (Breiman
     et al., 1984; Hastie et al., ESL 7.10) on paired differences -- among the fusions whose mean is within
     one standard error of the best's (the SE of the per-topic difference to the best), the one using the
-    fewest runs, then the highest mean, then grid order. With few and noisy tasks the best-on-training
-    weights often give a small weight to a run that only fits noise; the rule keeps such a run out unless
-    the data clearly support it.
+    fewest runs, then ungated before gated (:func:`complexity`), then the highest mean, then grid order.
+    With few and noisy tasks the best-on-training weights often give a small weight to a run that only fits
+    noise; the rule keeps such a run out unless the data clearly support it. When the grid holds gated
+    fusions (per-task weights), ``1se`` keeps the choice among the ungated ones unless the rule over the whole
+    grid beats it where it was not chosen (:func:`_choose_per_task`).
     """
     if selection == "vs-rrf":
         return _choose_vs_rrf(M, list(cols), grid)
-    X = M[:, list(cols)]
+    flat = np.array([g.gate is None for g in grid])
+    if selection == "1se" and not flat.all():
+        return _choose_per_task(M, list(cols), grid, flat)
+    return _rule(M, list(cols), grid, selection)
+
+
+def _rule(M: np.ndarray, cols: list[int], grid: Sequence[Fusion], selection: str,
+          among: np.ndarray | None = None) -> int:
+    """``best`` or ``1se`` (see :func:`choose`) among the fusions ``among`` (a mask; default all)."""
+    X = M[:, cols]
     with np.errstate(invalid="ignore", over="ignore"):
         means = X.mean(axis=1)
+        if among is not None:
+            means = np.where(among, means, -np.inf)
         best = int(np.argmax(means))
         if selection == "best" or X.shape[1] < 2:
             return best
@@ -173,10 +212,43 @@ def choose(M: np.ndarray, cols: Sequence[int], grid: Sequence[Fusion], selection
         se = diff.std(axis=1, ddof=1) / math.sqrt(X.shape[1])
         ok = np.isfinite(means) & (means >= means[best] - np.nan_to_num(se, nan=np.inf))
     ok[best] = True
-    used = np.array([runs_used(g) for g in grid])
+    used = np.array([complexity(g) for g in grid])
     fewest = used[ok].min()
     cand = np.flatnonzero(ok & (used == fewest))
     return int(cand[np.argmax(means[cand])])
+
+
+def _held_out(M: np.ndarray, cols: list[int], rule, folds: int = INNER_FOLDS, seed: int = 0):
+    """(topics in a seeded order, the held-out score of ``rule``'s choice on each): ``rule(train_cols)`` chosen on
+    the other inner folds of ``cols``, scored on each inner fold."""
+    order = np.asarray(cols)[np.random.default_rng(seed).permutation(len(cols))]
+    held = np.empty(len(order))
+    for f in range(folds):
+        test = np.arange(f, len(order), folds)
+        train = np.setdiff1d(np.arange(len(order)), test)
+        held[test] = M[rule(list(order[train])), order[test]]
+    return order, held
+
+
+def _beats(d: np.ndarray) -> bool:
+    """The paired differences ``d`` are finite and their mean exceeds one standard error."""
+    with np.errstate(invalid="ignore"):
+        return bool(np.isfinite(d).all() and d.mean() > d.std(ddof=1) / math.sqrt(len(d)))
+
+
+def _choose_per_task(M: np.ndarray, cols: list[int], grid: Sequence[Fusion], flat: np.ndarray,
+                     folds: int = INNER_FOLDS) -> int:
+    """The ``1se`` choice among the ungated fusions unless the ``1se`` choice over the whole grid (gated fusions
+    included) beats it in an inner cross-validation on ``cols`` by more than one paired standard error -- the
+    guard of :func:`_choose_vs_rrf` one level down: where per-task weights do not help, the choice is the one
+    the global-only grid makes."""
+    glob = _rule(M, cols, grid, "1se", flat)
+    pick = _rule(M, cols, grid, "1se")
+    if flat[pick] or len(cols) < 2 * folds:
+        return glob
+    _, held_all = _held_out(M, cols, lambda c: _rule(M, c, grid, "1se"), folds)
+    _, held_flat = _held_out(M, cols, lambda c: _rule(M, c, grid, "1se", flat), folds)
+    return pick if _beats(held_all - held_flat) else glob
 
 
 def plain_rrf_index(grid: Sequence[Fusion]) -> int | None:
@@ -203,16 +275,8 @@ def _choose_vs_rrf(M: np.ndarray, cols: list[int], grid: Sequence[Fusion], folds
         return pick
     if pick == rrf or len(cols) < 2 * folds:  # nothing to test, or too few topics to test it on
         return rrf
-    order = np.asarray(cols)[np.random.default_rng(seed).permutation(len(cols))]
-    held = np.empty(len(order))
-    for f in range(folds):
-        test = np.arange(f, len(order), folds)
-        train = np.setdiff1d(np.arange(len(order)), test)
-        held[test] = M[choose(M, list(order[train]), grid, "1se"), order[test]]
-    d = held - M[rrf, order]
-    with np.errstate(invalid="ignore"):
-        ok = np.isfinite(d).all() and d.mean() > d.std(ddof=1) / math.sqrt(len(d))
-    return pick if ok else rrf
+    order, held = _held_out(M, cols, lambda c: choose(M, c, grid, "1se"), folds, seed)
+    return pick if _beats(held - M[rrf, order]) else rrf
 
 
 # ------------------------------------------------------------------------------------------ results
@@ -313,9 +377,11 @@ class LearnedFusion:
     cv: FusionCV | None = None
     info: dict[str, Any] = field(default_factory=dict)
 
-    def apply(self, runs: Sequence[Run] | Mapping[str, Run], run_id: str | None = None) -> Run:
-        """Fuse ``runs`` (matched by run id) on every topic they hold, new topics included."""
-        return self.fusion.apply(runs, run_id or "fused-learned")
+    def apply(self, runs: Sequence[Run] | Mapping[str, Run], run_id: str | None = None,
+              features: TaskFeatures | Mapping[str, Mapping[str, float]] | None = None) -> Run:
+        """Fuse ``runs`` (matched by run id) on every topic they hold, new topics included; a fusion gated on a
+        task feature needs ``features`` (see :meth:`Fusion.apply`)."""
+        return self.fusion.apply(runs, run_id or "fused-learned", features)
 
     def save(self, path: str | Path) -> None:
         save_fusion(self, path)
@@ -335,12 +401,17 @@ def optimize_fusion(runs: Sequence[Run] | Mapping[str, Run], truth: GroundTruth,
                     scheme: GradingScheme | str = GradingScheme.NTCIR, folds: int | None = 5, seed: int = 0,
                     methods: Sequence[FusionMethod | str] | None = None, norms: Sequence[Norm | str] | None = None,
                     step: float = 0.1, rrf_ks: Sequence[float] = (DEFAULT_RRF_K,), max_weights: int = 1000,
-                    selection: str = "vs-rrf", progress: bool = False) -> LearnedFusion:
+                    selection: str = "vs-rrf", progress: bool = False,
+                    features: TaskFeatures | Mapping[str, Mapping[str, float]] | None = None, per_task: bool = True,
+                    gammas: Sequence[float] = GAMMAS) -> LearnedFusion:
     """Choose a fusion of ``runs`` on the topics that have ground truth (see the module docstring).
 
     ``selection``: ``vs-rrf`` (default: plain RRF unless a cross-validated choice beats it, see
     :func:`_choose_vs_rrf`), ``1se`` or ``best`` (see :func:`choose`). ``folds=None`` skips the
-    cross-validation (the result has ``cv=None``).
+    cross-validation (the result has ``cv=None``). ``per_task`` (default) adds to the grid fusions whose
+    weights differ per task (:mod:`modelseek.fusion.gates`): gated by each run's spread and by each of the task
+    ``features`` (``{feature: {topic: value}}``, e.g. from :func:`~modelseek.fusion.features.read_task_features`),
+    with exponents ``gammas``; they compete under the same selection rule.
     """
     rs = sorted(_as_runs(runs), key=lambda r: r.run_id)  # canonical orders: the files' order changes nothing
     ids = [r.run_id for r in rs]
@@ -355,15 +426,18 @@ def optimize_fusion(runs: Sequence[Run] | Mapping[str, Run], truth: GroundTruth,
     if folds is not None and (isinstance(folds, bool) or not 2 <= int(folds) <= len(topics)):
         raise InputError(f"folds must be between 2 and the number of topics with ground truth ({len(topics)}), "
                          f"got {folds}", field="folds")
-    block = make_block(rs, topics)
+    feats = TaskFeatures.of(features)
+    block = make_block(rs, topics, feats)
     judged = _Judged.build(block, truth, s, k)
-    grid = candidate_fusions(ids, methods, norms, step, rrf_ks, max_weights, seed)
+    gates = candidate_gates(block, feats.names, gammas) if per_task else []
+    grid = candidate_fusions(ids, methods, norms, step, rrf_ks, max_weights, seed, gates)
     M = score_grid(block, judged, grid, progress)
     mean_all = M.mean(axis=1)
     best = choose(M, list(range(len(topics))), grid, selection)
     info = {"grid_size": len(grid), "step": step, "selection": selection, "rrf_ks": [float(x) for x in rrf_ks],
             "methods": sorted({g.method.value for g in grid}), "norms": sorted({g.norm.value for g in grid}),
-            "runs": ids, "n_topics_with_truth": len(topics), "n_topics": len(all_topics)}
+            "runs": ids, "n_topics_with_truth": len(topics), "n_topics": len(all_topics),
+            "per_task": bool(per_task), "task_features": feats.names, "gammas": [float(g) for g in gammas]}
     result = LearnedFusion(grid[best], metric, s.value, list(topics), float(mean_all[best]), None, info)
     if folds is None:
         return result

@@ -1,10 +1,12 @@
 """Saving and loading a learned fusion: versioned, self-describing JSON, verified on read.
 
 The file holds ``format`` ("modelseek-fusion"), ``version`` (1), the fusion (method, normalisation, RRF's k,
-one weight per run id), how it was chosen (metric, grading scheme, the topics it was fitted on, the search
-grid), the cross-validation summary when one was run, the modelseek version, the date, and ``sha256``: the
-digest of the canonical JSON of everything else. Reading checks the format, the version and the digest
-(an edited or truncated file is refused) and validates the fusion like any user input.
+one weight per run id; for weights that differ per task also ``gate``: the feature, the exponent and each gated
+run's reference -- absent otherwise, so files saved before gates existed read unchanged), how it was chosen
+(metric, grading scheme, the topics it was fitted on, the search grid), the cross-validation summary when one
+was run, the modelseek version, the date, and ``sha256``: the digest of the canonical JSON of everything else.
+Reading checks the format, the version and the digest (an edited or truncated file is refused) and validates
+the fusion like any user input.
 """
 
 from __future__ import annotations

@@ -10,6 +10,12 @@ practitioner would have them:
   (negative, a task-dependent offset);
 * ``est_b``  -- another estimator with its own noise, on a 0..100 scale, and failing (absent) on a few
   candidates.
+
+Every task also has a generated size (training rows, log-uniform in 50..5000; :func:`zoo_task_features`). With
+``size_noise=True`` (generated, not measured: a stand-in for an estimator that needs data) ``est_a``'s noise
+at task ``t`` is ``est_a_noise * sqrt(median size / size_t)`` -- proportional to ``1 / sqrt(size)``, the
+median task as noisy as without it -- so the best balance of ``prior`` and ``est_a`` depends on the task
+size; otherwise the sizes carry no information about any run.
 """
 
 from __future__ import annotations
@@ -22,10 +28,19 @@ from ..data.run import Run
 from ..data.truth import GroundTruth
 
 
+def zoo_task_features(n_tasks: int = 60, seed: int = 0) -> dict[str, dict[str, float]]:
+    """``{"size": {task: rows}}`` of the zoo's tasks (generated, log-uniform in 50..5000; its own seeded stream,
+    so the zoo's scores are the same whether or not they depend on the sizes)."""
+    rng = np.random.default_rng([seed, 7])
+    sizes = np.round(np.exp(rng.uniform(np.log(50), np.log(5000), size=n_tasks)))
+    return {"size": {f"t{i:03d}": float(n) for i, n in enumerate(sizes, start=1)}}
+
+
 def make_fusion_zoo(n_tasks: int = 60, n_models: int = 20, seed: int = 0, prior_noise: float = 0.3,
                     est_a_noise: float = 0.8, est_b_noise: float = 1.0, fail_rate: float = 0.03,
-                    hf_ids: bool = False) -> tuple[GroundTruth, dict[str, Run]]:
-    """(ground truth, {run id: run}) over ``n_tasks`` tasks ``t001...`` and ``n_models`` models."""
+                    hf_ids: bool = False, size_noise: bool = False) -> tuple[GroundTruth, dict[str, Run]]:
+    """(ground truth, {run id: run}) over ``n_tasks`` tasks ``t001...`` and ``n_models`` models; with
+    ``size_noise`` ``est_a``'s noise follows ``1 / sqrt`` of the task size (see the module docstring)."""
     import pandas as pd
 
     rng = np.random.default_rng(seed)
@@ -38,8 +53,12 @@ def make_fusion_zoo(n_tasks: int = 60, n_models: int = 20, seed: int = 0, prior_
                                       for j, m in enumerate(models)], columns=["task_id", "model_id", "f1"]))
     others = (true.sum(axis=0, keepdims=True) - true) / max(n_tasks - 1, 1)
     prior = others + prior_noise * 0.04 * rng.normal(size=true.shape)
+    noise_a = np.full((n_tasks, 1), est_a_noise)
+    if size_noise:
+        size = np.array(list(zoo_task_features(n_tasks, seed)["size"].values()))
+        noise_a = est_a_noise * np.sqrt(np.median(size) / size)[:, None]
     est_a = (-50.0 + 10.0 * rng.normal(size=(n_tasks, 1))
-             + (0.3 * q[None, :] + u + est_a_noise * rng.normal(size=true.shape)))
+             + (0.3 * q[None, :] + u + noise_a * rng.normal(size=true.shape)))
     est_b = 50.0 + 10.0 * (0.6 * q[None, :] + 0.6 * u + est_b_noise * rng.normal(size=true.shape))
     failed = rng.random(size=true.shape) < fail_rate
 

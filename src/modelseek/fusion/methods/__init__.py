@@ -13,9 +13,10 @@ The contract (:class:`FusionMethod`):
   otherwise it sees *reciprocal ranks* ``1 / (k + p_r(d))`` (RRF's ``k``; no normalisation applies).
 * ``takes_weights``: it accepts one weight per run (otherwise the weights are 1).
 * ``combine(values, weights) -> fused``: ``values`` is ``R x T x D`` (NaN where a run lacks a candidate: such
-  a candidate adds nothing from that run), ``weights`` has one entry per run; the result is ``T x D`` (the
-  caller drops candidates no run holds). It must not depend on the order of the runs nor on the shape of the
-  block (see :func:`ordered_sum`).
+  a candidate adds nothing from that run), ``weights`` has one entry per run (``R``) or, for a fusion whose
+  weights differ per task (a gated fusion, :mod:`modelseek.fusion.gates`), one per run and topic (``R x T``);
+  :func:`weighted_terms` takes both. The result is ``T x D`` (the caller drops candidates no run holds). It
+  must not depend on the order of the runs nor on the shape of the block (see :func:`ordered_sum`).
 * ``search(space) -> [(phase, Fusion), ...]``: the specifications this method adds to the optimiser's grid;
   the grid is ordered by phase (0: no weights, 1: weighted sums of scores, 2: weighted rank fusions), then by
   method name order of registration, then as yielded.
@@ -167,9 +168,13 @@ def ordered_sum(terms: np.ndarray) -> np.ndarray:
 
 
 def weighted_terms(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """``w_r v_r(d)`` per run, 0 where the run lacks the candidate."""
+    """``w_r v_r(d)`` per run, 0 where the run lacks the candidate; ``weights`` is ``R`` or ``R x T`` (a weight
+    per run and topic, broadcast over the topic's candidates)."""
     v = np.where(np.isnan(values), 0.0, values)
-    return np.array([float(w) * v[r] for r, w in enumerate(weights)]).reshape(-1, *v.shape[1:])
+    w = np.asarray(weights, dtype=float)
+    if w.ndim == 2:
+        return w.reshape(*w.shape, *([1] * (v.ndim - 2))) * v
+    return np.array([float(x) * v[r] for r, x in enumerate(w)]).reshape(-1, *v.shape[1:])
 
 
 __all__ = ["FUSION_METHODS", "FusionMethod", "SearchSpace", "ordered_sum", "register", "weighted_terms"]
