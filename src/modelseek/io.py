@@ -275,6 +275,22 @@ def csv_dict_reader(fh, path: str | os.PathLike | None = None):
     return Reader(fh)
 
 
+def keyed_rows(reader, column: str, path: str | os.PathLike | None, empty: str,
+               again: str) -> Iterator[tuple[int, str, dict]]:
+    """``(line, key, row)`` for each row of a :func:`csv_dict_reader`, its key the stripped ``column``: an empty key
+    is the located error ``empty``, a key seen before the located error ``again`` (a format string given ``key`` and
+    ``first``, the line it was first on). One rule for every file whose rows are keyed by an id."""
+    seen: dict[str, int] = {}
+    for lineno, row in enumerate(reader, start=2):
+        key = (row.get(column) or "").strip()
+        if not key:
+            raise InputError(empty, path=path, line=lineno, field=column)
+        if key in seen:
+            raise InputError(again.format(key=key, first=seen[key]), path=path, line=lineno, field=column)
+        seen[key] = lineno
+        yield lineno, key, row
+
+
 def line_of(text: str, offset: int) -> int:
     """1-based line number of character ``offset`` in ``text``."""
     return text.count("\n", 0, max(0, offset)) + 1

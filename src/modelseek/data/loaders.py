@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..io import check_file, csv_dict_reader, iter_jsonl, open_text, read_json
+from ..io import check_file, csv_dict_reader, iter_jsonl, keyed_rows, open_text, read_json
 from .task import Criticality, Split, Task, TaskSet
 
 SPLIT_CAP = 5000
@@ -66,25 +66,18 @@ def read_jsonl_split(path: Path, text_field: str = "text", label_field: str = "l
 def read_tasks_csv(path: Path) -> dict[str, dict[str, str]]:
     """``tasks.csv`` of the NTCIR layout -> {task_id: row}."""
     out: dict[str, dict[str, str]] = {}
-    first: dict[str, int] = {}
     with open_text(path, "tasks file") as fh:
         reader = csv_dict_reader(fh, path)  # long fields read, errors located, a column named twice refused
         if reader.fieldnames is None or "task_id" not in reader.fieldnames:
             raise InputError("missing column", path=path, line=1, field="task_id")
-        for lineno, row in enumerate(reader, start=2):
-            tid = (row.get("task_id") or "").strip()
-            if not tid:
-                raise InputError("empty task id", path=path, line=lineno, field="task_id")
-            if tid in first:
-                raise InputError(f"task {tid!r} is listed again (first on line {first[tid]})", path=path,
-                                 line=lineno, field="task_id")
+        for lineno, tid, row in keyed_rows(reader, "task_id", path, "empty task id",
+                                           "task {key!r} is listed again (first on line {first})"):
             crit = (row.get("task_criticalness") or "").strip()
             if crit:  # checked here, where the line is known (a repeated header row, a typo)
                 try:
                     Criticality.parse(crit)
                 except InputError as exc:
                     raise InputError(exc.message, path=path, line=lineno, field="task_criticalness") from None
-            first[tid] = lineno
             out[tid] = row
     return out
 

@@ -30,7 +30,7 @@ from typing import Any, overload
 
 from ..config import Config, Interval, Source
 from ..errors import InputError
-from ..io import csv_dict_reader, open_text, read_yaml_located
+from ..io import csv_dict_reader, keyed_rows, open_text, read_yaml_located
 
 
 @dataclass(frozen=True)
@@ -120,15 +120,8 @@ def _read_models_csv(path: Path) -> Pool:
         name_col = next((c for c in ("model_name", "hf_id", "name") if c in fields), None)
         if id_col is None:
             raise InputError("missing column", path=path, line=1, field="model_id")
-        seen: dict[str, int] = {}
-        for lineno, row in enumerate(reader, start=2):
-            cid = (row.get(id_col) or "").strip()
-            if not cid:
-                raise InputError("empty id", path=path, line=lineno, field=id_col)
-            if cid in seen:
-                raise InputError(f"duplicate candidate id {cid!r} (first on line {seen[cid]})", path=path,
-                                 line=lineno, field=id_col)
-            seen[cid] = lineno
+        for lineno, cid, row in keyed_rows(reader, id_col, path, "empty id",
+                                           "duplicate candidate id {key!r} (first on line {first})"):
             try:
                 cands.append(Candidate(id=cid, hf_id=(row.get(name_col) or "").strip() if name_col else ""))
             except InputError as exc:  # the candidate's own checks, located in the file

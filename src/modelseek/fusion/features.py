@@ -111,11 +111,10 @@ def _value(v: object, name: str) -> float:
 def read_task_features(path: str | Path) -> TaskFeatures:
     """A CSV file with a ``topic`` (or ``task_id``) column and one numeric column per feature; an empty cell is
     a missing value. Every problem is one located :class:`InputError` (file, line, column)."""
-    from ..io import csv_dict_reader, open_text
+    from ..io import csv_dict_reader, keyed_rows, open_text
 
     path = Path(path)
     out: dict[str, dict[str, float]] = {}
-    seen: dict[str, int] = {}
     with open_text(path, "task features file") as fh:
         reader = csv_dict_reader(fh, path)
         names = [n for n in (reader.fieldnames or [])]
@@ -130,14 +129,8 @@ def read_task_features(path: str | Path) -> TaskFeatures:
                 out[_feature_name(c)] = {}
             except InputError as exc:
                 raise InputError(exc.message, path=path, line=1, field=exc.field) from None
-        for lineno, row in enumerate(reader, start=2):
-            topic = (row.get(key) or "").strip()
-            if not topic:
-                raise InputError("empty topic id", path=path, line=lineno, field=key)
-            if topic in seen:
-                raise InputError(f"topic {topic!r} is listed again (first on line {seen[topic]})", path=path,
-                                 line=lineno, field=key)
-            seen[topic] = lineno
+        for lineno, topic, row in keyed_rows(reader, key, path, "empty topic id",
+                                             "topic {key!r} is listed again (first on line {first})"):
             for c in cols:
                 cell = row.get(c)
                 if cell is None:
