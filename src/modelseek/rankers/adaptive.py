@@ -207,12 +207,10 @@ def domain_slopes(z: np.ndarray, u: np.ndarray, tau: float, loo: bool = False) -
     own evidence); the standard errors are those of the full fit."""
     x = np.maximum(z - tau, 0.0)
     n = len(u)
-    sums = x.sum(axis=0), u.sum(axis=0), (x ** 2).sum(axis=0), (x * u).sum(axis=0)
-    full = _slope(*sums, n)
-    if loo:
-        slope = _slope(*(t[None, :] - r for t, r in zip(sums, (x, u, x ** 2, x * u))), n - 1)
-    else:
-        slope = full
+    sx, su, sxx, sxu = x.sum(axis=0), u.sum(axis=0), (x ** 2).sum(axis=0), (x * u).sum(axis=0)
+    full = _slope(sx, su, sxx, sxu, n)
+    # leave-one-out: each row's own terms taken out of the sums
+    slope = _slope(sx - x, su - u, sxx - x ** 2, sxu - x * u, n - 1) if loo else full
     xc = x - x.mean(axis=0)
     sxx = (xc ** 2).sum(axis=0)
     resid = (u - u.mean(axis=0)) - xc * full
