@@ -16,7 +16,8 @@ import logging
 import os
 import socket
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,62 @@ def _package_root() -> Path:
     return Path(__file__).resolve().parents[2]
 
 
+@contextmanager
+def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iterator[Any]:
+    """The ``ray`` module, initialised for the block: a local instance when ``address`` is None (``num_cpus``
+    CPUs), else the cluster at ``address``; shut down afterwards only if this block started it. Ray missing is
+    one error naming the extra to install. Shared by every Ray executor (fine-tuning jobs, candidate jobs)."""
+    try:
+        import ray
+    except ImportError:
+        raise ModelseekError("the ray executor needs Ray: pip install 'modelseek[ray]'") from None
+    started = False
+    if not ray.is_initialized():
+        ray.init(address=address, num_cpus=num_cpus if not address else None, include_dashboard=False,
+                 logging_level=logging.WARNING)
+        started = True
+    try:
+        yield ray
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def ray_runtime_env(ray, address: str | None, ship_code: bool = True) -> dict[str, Any]:
+    """What Ray workers need to import this driver's modelseek: nothing when they already do (asked with a probe
+    task, so that idle workers are reused); else the package folder on PYTHONPATH (local instance) or shipped
+    with ``py_modules`` (a cluster given by address)."""
+    if not ship_code:
+        return {}
+    here = str(_package_root())
+    if ray.get(ray.remote(_modelseek_root).remote()) == here:
+        return {}
+    if address:
+        return {"py_modules": [str(_package_root() / "modelseek")]}
+    path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
+    return {"env_vars": {"PYTHONPATH": path, "TOKENIZERS_PARALLELISM": "false"}}
+
+
+def ray_results(ray, pending: dict[Any, tuple[Any, int]],
+                max_retries: int) -> Iterator[tuple[Any, int, Any, str | None]]:
+    """``(item, attempt, value, error)`` for each pending Ray reference as it finishes (``pending``: reference ->
+    (item, attempt); emptied): ``value`` is the task's return and ``error`` None, or ``value`` None and ``error``
+    says why Ray gave up on it after its retries (a dead worker, a lost node)."""
+    from ray.exceptions import RayError
+
+    while pending:
+        done, _ = ray.wait(list(pending), num_returns=1)
+        for ref in done:
+            item, attempt = pending.pop(ref)
+            try:
+                value = ray.get(ref)
+            except RayError as exc:
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+                yield item, attempt, None, f"ray: {type(exc).__name__} after {max_retries} retries: {first}"
+            else:
+                yield item, attempt, value, None
+
+
 class RayExecutor:
     """Runs jobs as Ray tasks.
 
@@ -116,35 +173,11 @@ class RayExecutor:
         self.max_retries = max_retries
         self.ship_code = ship_code
 
-    def _runtime_env(self, ray) -> dict[str, Any]:
-        """Nothing when the workers already import this driver's modelseek (asked with a probe task, so
-        that idle workers are reused); else the package folder on PYTHONPATH (local instance) or shipped
-        with ``py_modules`` (a cluster given by address)."""
-        if not self.ship_code:
-            return {}
-        here = str(_package_root())
-        if ray.get(ray.remote(_modelseek_root).remote()) == here:
-            return {}
-        if self.address:
-            return {"py_modules": [str(_package_root() / "modelseek")]}
-        path = os.pathsep.join(p for p in (here, os.environ.get("PYTHONPATH", "")) if p)
-        return {"env_vars": {"PYTHONPATH": path, "TOKENIZERS_PARALLELISM": "false"}}
-
     def run(self, jobs: Sequence[Job], on_start: OnStart, on_done: OnDone, trainer: Trainer | None = None) -> None:
-        try:
-            import ray
-            from ray.exceptions import RayError
-        except ImportError:
-            raise ModelseekError("the ray executor needs Ray: pip install 'modelseek[ray]'") from None
-        started = False
-        if not ray.is_initialized():
-            ray.init(address=self.address, num_cpus=self.num_cpus if not self.address else None,
-                     include_dashboard=False, logging_level=logging.WARNING)
-            started = True
-        try:
+        with ray_session(self.address, self.num_cpus) as ray:
             gpus = ray.cluster_resources().get("GPU", 0)
             remote = ray.remote(_ray_job)
-            env = self._runtime_env(ray)
+            env = ray_runtime_env(ray, self.address, self.ship_code)
             task_refs: dict[str, Any] = {}
             pending: dict[Any, tuple[Job, int]] = {}
             for job in jobs:
@@ -159,20 +192,8 @@ class RayExecutor:
                     continue
                 ref = opts.remote(task_refs[fp], job.model, job.recipe, job.seed, job.key, trainer)
                 pending[ref] = (job, attempt)
-            while pending:
-                done, _ = ray.wait(list(pending), num_returns=1)
-                for ref in done:
-                    job, attempt = pending.pop(ref)
-                    try:
-                        outcome = ray.get(ref)
-                    except RayError as exc:
-                        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-                        outcome = JobOutcome(job.key, "failed", error=f"ray: {type(exc).__name__} after "
-                                             f"{self.max_retries} retries: {first}")
-                    on_done(job, outcome, attempt)
-        finally:
-            if started:
-                ray.shutdown()
+            for job, attempt, outcome, error in ray_results(ray, pending, self.max_retries):
+                on_done(job, outcome if error is None else JobOutcome(job.key, "failed", error=error), attempt)
 
 
 EXECUTORS: Registry[type] = Registry("executor")

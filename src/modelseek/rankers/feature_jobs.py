@@ -424,46 +424,27 @@ class RayExecutor:
 
     def run(self, config: FeatureJobConfig, tasks: Sequence[TaskInput], cands: Sequence[Candidate],
             local_only: set[str], on_start: OnStart, on_done: OnDone) -> None:
-        try:
-            import ray
-            from ray.exceptions import RayError
-        except ImportError:
-            raise ModelseekError("the ray executor needs Ray: pip install 'modelseek[ray]'") from None
-        from ..finetune.executors import RayExecutor as _ShipCode
+        from ..finetune.executors import ray_results, ray_runtime_env, ray_session
 
-        started = False
-        if not ray.is_initialized():
-            ray.init(address=self.address, include_dashboard=False, logging_level=logging.WARNING)
-            started = True
-        try:
+        with ray_session(self.address) as ray:
             gpus = ray.cluster_resources().get("GPU", 0)
             if str(config.device).startswith("cuda") and not gpus:
                 raise InputError(f"device {config.device} asked for, but the Ray cluster has no GPU", field="device")
-            env = _ShipCode(address=self.address)._runtime_env(ray)
+            env = ray_runtime_env(ray, self.address)
             res = {"num_gpus": 1, "num_cpus": 1} if gpus and config.device != "cpu" else {"num_cpus": 1}
             remote = ray.remote(_ray_candidate).options(max_retries=self.max_retries, retry_exceptions=False,
                                                         runtime_env=env or None, **res)
             worker_config = replace(config, progress=False)
-            tasks_ref: ray.ObjectRef[Sequence[TaskInput]] = ray.put(list(tasks))  # texts to the object store once
+            tasks_ref = ray.put(list(tasks))  # the texts go to the object store once
             pending: dict[Any, tuple[Candidate, int]] = {}
             for cand in cands:
                 attempt = on_start(cand)
                 if attempt is not None:
                     pending[remote.remote(worker_config, cand, tasks_ref, cand.id in local_only)] = (cand, attempt)
-            while pending:
-                done, _ = ray.wait(list(pending), num_returns=1)
-                for ref in done:
-                    cand, attempt = pending.pop(ref)
-                    try:
-                        outcome = CandidateOutcome.from_dict(ray.get(ref))
-                    except RayError as exc:
-                        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-                        outcome = _failed_everywhere(tasks, config.estimators, f"ray: {type(exc).__name__} after "
-                                                     f"{self.max_retries} retries: {first}")
-                    on_done(cand, outcome, attempt)
-        finally:
-            if started:
-                ray.shutdown()
+            for cand, attempt, value, error in ray_results(ray, pending, self.max_retries):
+                outcome = (CandidateOutcome.from_dict(value) if error is None
+                           else _failed_everywhere(tasks, config.estimators, error))
+                on_done(cand, outcome, attempt)
 
 
 _EXECUTORS: Registry[type] = Registry("executor")
