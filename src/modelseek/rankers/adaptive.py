@@ -23,16 +23,18 @@ explanation of what moved it and how much the choice matters.
 * ``shape_m``: ``shape_weight`` times per-candidate ridge slopes of utility on the task's shape (log2 classes,
   words per label name).
 
-Each stage is chosen on the training tasks by leave-one-task-out nDCG@5 (the inner loop of the nested CV of
-``modelseek bench`` / ``benchmarks/adaptive_default.py``), in that order; the neighbour and shape stages are kept
-only when their choice survives an inner cross-validation (:func:`cv_select`). Measured on the 70 public NTCIR
+The domain slopes are fitted, not chosen (``domain_weight=auto`` searches a weight and threshold by
+leave-one-task-out instead). The neighbour and shape stages, when searched (``auto``), are chosen on the training
+tasks by leave-one-task-out nDCG@5 (the inner loop of the nested CV of ``modelseek bench`` /
+``benchmarks/adaptive_default.py``), in that order, and kept only when their choice survives an inner
+cross-validation (:func:`cv_select`). Measured on the 70 public NTCIR
 tasks, the searched neighbour and shape terms lowered held-out nDCG@5 (their grids find in-sample gains that do
 not generalise), so the default fixes ``weight = shape_weight = 0``; ``--param weight=auto`` (or a number)
 brings them back. Without evidence (no card matches, stages off) the order *is* the prior, and the explanation
 says so. A candidate without fine-tuning history is ranked, not refused: its prior is the mean prior of the
-trained candidates of its architecture, and its card evidence moves it by the mean card-matched shift of the
-trained candidates. The predicted relative F1 of ``m`` (its F1 over the best candidate's) blends normalized F1
-as the neighbour stage blends ranks.
+trained candidates of its architecture, and its card evidence moves it by the mean domain slope of the trained
+candidates that have card evidence. The predicted relative F1 of ``m`` (its F1 over the best candidate's) blends
+normalized F1 as the neighbour stage blends ranks.
 
 **Explanation** (:meth:`AdaptiveRanker.explain`):
 
