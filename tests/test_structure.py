@@ -129,6 +129,17 @@ def test_cli_says_when_nothing_beyond_the_prior_is_there(cli, tmp_path):
     assert r.code == 0 and "prior is real" in r.out and "no component of the per-task deviations" in r.out
 
 
+def test_cli_names_the_models_by_the_pool_beside_the_truth(cli, tmp_path):
+    x, _, _ = _table(n_tasks=30, n_models=4, planted=6.0, seed=4)
+    truth = _write_truth(tmp_path / "gt.csv", x)
+    (tmp_path / "models.csv").write_text("model_id,model_name\n" + "".join(f"{m},org/model-{m}\n" for m in range(1, 5)))
+    r = cli("structure", truth, "--permutations", 100, "--no-tiers")
+    assert r.code == 0 and "(org/model-" in r.out, r.out
+    j = json.loads(cli("structure", truth, "--permutations", 100, "--json").out)
+    assert j["model_names"] == {str(m): f"org/model-{m}" for m in range(1, 5)}
+    assert_one_error_line(cli("structure", truth, "--pool", tmp_path / "nope.csv"), "nope.csv")
+
+
 def test_cli_errors_are_one_located_line(cli, tmp_path):
     assert_one_error_line(cli("structure", tmp_path / "missing.csv"), "missing.csv")
     x, _, _ = _table(n_tasks=3, n_models=5)

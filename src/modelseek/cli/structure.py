@@ -32,6 +32,8 @@ def register(sub) -> None:
     p.add_argument("--permutations", type=SAMPLE_COUNT, default=1000, help="shuffles of the null (default 1,000)")
     p.add_argument("--level", type=PROBABILITY, default=0.95, help="quantile of the null to exceed (default 0.95)")
     p.add_argument("--seed", type=SEED, default=0)
+    p.add_argument("--pool", help="pool file or built-in name whose Hugging Face ids name the models in the output "
+                                  "(default: models.csv beside the ground truth, when there is one)")
     p.add_argument("--no-tiers", action="store_true", help="skip the per-tier analyses")
     p.add_argument("--plot", type=OUTPUT_FILE, metavar="PNG",
                    help="write a scree plot: each component's share against its null band, per tier")
@@ -51,17 +53,38 @@ def _pct(v: float) -> str:
     return f"{100 * v:.1f}%"
 
 
-def _loads(s, j: int, n: int = 3) -> str:
+def _names(args) -> dict[str, str]:
+    """Model id -> Hugging Face id, from ``--pool`` or a ``models.csv`` beside the ground truth (else none)."""
+    from pathlib import Path
+
+    from ..data.pool import load_pool
+
+    source = args.pool
+    if source is None:
+        beside = Path(args.truth).parent / "models.csv"
+        if not beside.is_file():
+            return {}
+        source = str(beside)
+    return {c.id: c.hf_id for c in load_pool(source) if c.hf_id and c.hf_id != c.id}
+
+
+def _loads(s, j: int, names: dict[str, str], n: int = 3) -> str:
     import numpy as np
 
     v = s.loadings[j]
     order = np.argsort(v)
-    up = ", ".join(f"{s.model_ids[i]} {v[i]:+.2f}" for i in order[::-1][:n])
-    down = ", ".join(f"{s.model_ids[i]} {v[i]:+.2f}" for i in order[:n])
+
+    def name(i: int) -> str:
+        m = s.model_ids[i]
+        return f"{m} ({names[m]})" if m in names else m
+
+    up = ", ".join(f"{name(i)} {v[i]:+.2f}" for i in order[::-1][:n])
+    down = ", ".join(f"{name(i)} {v[i]:+.2f}" for i in order[:n])
     return f"up: {up}; down: {down}"
 
 
-def render(path: str, measure: str, overall, tiers: dict, skipped: dict) -> str:
+def render(path: str, measure: str, overall, tiers: dict, skipped: dict, names: dict[str, str] | None = None) -> str:
+    names = names or {}
     s = overall
     lv = round(100 * s.level)
     out = [f"ground truth {path}: {len(s.task_ids)} tasks x {len(s.model_ids)} models ({measure})"]
@@ -76,12 +99,12 @@ def render(path: str, measure: str, overall, tiers: dict, skipped: dict) -> str:
     for j in range(len(s.shares)):
         mark = "  above the null" if j < s.retained else ""
         out.append(f"  {j + 1:>9}  {_pct(s.shares[j]):>6}  {_pct(s.null_quantile[j]):>8}  {s.p_values[j]:>6.3f}{mark}")
-    out.append(_verdict(s))
+    out.append(_verdict(s, names))
     for tier, t in tiers.items():
         line = f"  {tier} ({len(t.task_ids)} tasks): prior {_pct(t.prior_share)} (p {t.prior_p:.3f}); "
         if t.retained:
             line += (f"{t.retained} component(s) above the null (first: {_pct(t.shares[0])} vs "
-                     f"{_pct(t.null_quantile[0])}, p {t.p_values[0]:.3f}; {_loads(t, 0)})")
+                     f"{_pct(t.null_quantile[0])}, p {t.p_values[0]:.3f}; {_loads(t, 0, names)})")
         else:
             line += f"no component above the null (first: {_pct(t.shares[0])} vs {_pct(t.null_quantile[0])}, " \
                     f"p {t.p_values[0]:.3f})"
@@ -94,10 +117,10 @@ def render(path: str, measure: str, overall, tiers: dict, skipped: dict) -> str:
     return "\n".join(out)
 
 
-def _verdict(s) -> str:
+def _verdict(s, names: dict[str, str]) -> str:
     if s.retained:
         return (f"verdict: {s.retained} component(s) of the per-task deviations exceed the null — structure a "
-                f"ranker that reads the task can learn (first component {_loads(s, 0)})")
+                f"ranker that reads the task can learn (first component {_loads(s, 0, names)})")
     return ("verdict: no component of the per-task deviations exceeds the null — no structure shared by many "
             "models moves with the task, and a ranker that reads the task can be expected to tie with avgrank "
             "here however it is tuned; what is confined to one or two models (a domain specialist) can hide below "
@@ -131,6 +154,7 @@ def plot(path, results: dict) -> None:
 def run(args: argparse.Namespace) -> int:
     from ..stats.structure import truth_structure
 
+    names = _names(args)  # a bad --pool fails before the permutations run
     truth = _read(args)
     kw = dict(ranks=not args.values, components=args.components, permutations=args.permutations,
               level=args.level, seed=args.seed)
@@ -152,9 +176,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"ground_truth": args.truth, "measure": "scores" if args.values else "ranks",
                     **overall.to_dict(), "tiers": {k: v.to_dict() for k, v in tiers.items()},
-                    "tiers_skipped": skipped})
+                    "tiers_skipped": skipped, "model_names": names})
     else:
-        print(render(args.truth, measure, overall, tiers, skipped))
+        print(render(args.truth, measure, overall, tiers, skipped, names))
         if args.plot:
             print(f"wrote {args.plot}", file=sys.stderr)
     return 0
