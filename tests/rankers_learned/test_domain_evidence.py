@@ -173,6 +173,27 @@ def test_domain_slopes_are_least_squares_slopes():
         assert np.allclose(loo[i], domain_slopes(z[keep], u[keep], 0.5)[0])
 
 
+def test_card_matches_are_the_training_tasks_leave_one_out_z_behind_the_shipped_slopes():
+    """``card_matches`` gives the z the default's slopes are fitted on: a column per trained candidate, non-zero
+    exactly for the candidates whose profile has card evidence, each row standardised by the other tasks."""
+    from modelseek.rankers.adaptive import card_matches
+    from modelseek.rankers.default import load_default
+
+    r = load_default()
+    z, carded = card_matches(r)
+    assert z.shape == r.utility_.shape and len(carded) == 11
+    assert not z[:, [j for j in range(z.shape[1]) if j not in carded]].any()
+    a = r.akeys_.astype(np.float64) @ r.profile_emb_[carded].astype(np.float64).T
+    i = 5  # row i standardised by the mean and SD of the other rows
+    rest = np.delete(a, i, axis=0)
+    np.testing.assert_allclose(z[i, carded], (a[i] - rest.mean(0)) / rest.std(0), rtol=1e-6)
+    slopes, se, pooled = r.trained_slopes()
+    ref, ref_se = domain_slopes(z, r.utility_, float(r.domain_threshold_))
+    np.testing.assert_allclose(slopes, ref)
+    np.testing.assert_allclose(se, ref_se)
+    assert pooled == pytest.approx(float(np.mean(ref[carded])))
+
+
 def test_artifact_of_the_earlier_domain_form_ranks_without_it(tmp_path):
     """An artifact written before the slope form (no `domain_model`) loads with the domain term off, not with the
     old weight applied to the new form."""

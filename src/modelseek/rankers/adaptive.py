@@ -151,6 +151,19 @@ def _loo_z(a: np.ndarray) -> np.ndarray:
     return (a - mu) / np.sqrt(np.maximum(sq - mu ** 2, 1e-12))
 
 
+def card_matches(ranker: AdaptiveRanker) -> tuple[np.ndarray, list[int]]:
+    """The card match ``z`` of every trained candidate on every training task of a fitted ``ranker`` (training
+    tasks x trained candidates: the tasks' affinities to the candidate's card, standardised leave-one-out, as the
+    domain slopes are fitted), and the columns of the candidates that have card evidence (the others' are 0)."""
+    ranker._check_fitted()
+    stored, akeys = ranker.profile_emb_, ranker.akeys_.astype(np.float64)
+    z = np.zeros((len(akeys), ranker.utility_.shape[1]))
+    cols = [j for j in range(ranker.utility_.shape[1]) if stored.shape[1] > 0 and np.any(stored[j])]
+    if cols:
+        z[:, cols] = _loo_z(akeys @ stored[cols].astype(np.float64).T)
+    return z, cols
+
+
 def _finite_or_none(x: float) -> float | None:
     return float(x) if np.isfinite(x) else None
 
@@ -340,7 +353,7 @@ class AdaptiveRanker(LearnedRanker):
         super()._learn(tasks, truth, pool=pool, progress=progress)
 
     def _fit(self, tasks, reps, y, progress) -> None:
-        self.__dict__.pop("_slopes_memo", None)  # derived from the fitted state (see _trained_slopes)
+        self.__dict__.pop("_slopes_memo", None)  # derived from the fitted state (see trained_slopes)
         from ..taskrep import META_FEATURES
 
         n = len(reps)
@@ -568,24 +581,20 @@ class AdaptiveRanker(LearnedRanker):
         z[has] = (q @ emb[has].T - mu) / sd
         # how much each candidate gained per unit of card match on the past tasks (trained candidates: their own
         # slope; a candidate without history: the mean slope of the trained candidates that have card evidence)
-        slopes, ses, pooled = self._trained_slopes()
+        slopes, ses, pooled = self.trained_slopes()
         slope = np.where(has, [slopes[j] if has_stored(j) else pooled for j in idx], 0.0)
         se = np.where(has, [ses[j] if has_stored(j) else np.nan for j in idx], np.nan)
         term = beta * slope * np.maximum(z - tau, 0.0)
         return z, term, slope, se
 
-    def _trained_slopes(self) -> tuple[np.ndarray, np.ndarray, float]:
+    def trained_slopes(self) -> tuple[np.ndarray, np.ndarray, float]:
         """Each trained candidate's domain slope and its standard error on the training tasks (as fitted: the
         training tasks' affinities standardised leave-one-out), and the mean slope over the candidates with card
         evidence (what a candidate without history gets): fitted state only, computed once."""
         cached = self.__dict__.get("_slopes_memo")
         if cached is not None:
             return cached
-        stored, akeys = self.profile_emb_, self.akeys_.astype(np.float64)
-        tz = np.zeros((len(akeys), self.utility_.shape[1]))
-        tcols = [j for j in range(self.utility_.shape[1]) if stored.shape[1] > 0 and np.any(stored[j])]
-        if tcols:
-            tz[:, tcols] = _loo_z(akeys @ stored[tcols].astype(np.float64).T)
+        tz, tcols = card_matches(self)
         slopes, se = domain_slopes(tz, self.utility_, float(self.domain_threshold_))
         self._slopes_memo = (slopes, se, float(np.mean(slopes[tcols])) if tcols else 0.0)
         return self._slopes_memo
