@@ -38,6 +38,7 @@ def _grades(y, scheme):
 def _learner_gain(ranks, gains, feat, ids, tiers, seeds=(0, 1, 2), boot=1000):
     from modelseek.data.folds import make_folds
     from modelseek.metrics.ndcg import ideal_dcg, ndcg
+    from modelseek.stats import paired_bootstrap
 
     n = len(ids)
     pos = {t: i for i, t in enumerate(ids)}
@@ -56,10 +57,8 @@ def _learner_gain(ranks, gains, feat, ids, tiers, seeds=(0, 1, 2), boot=1000):
             out[r, te, 0] = ndcg(base, gains[te], 5, idcg[te])
             out[r, te, 1] = ndcg(moved, gains[te], 5, idcg[te])
     d = out.mean(0)
-    diff = d[:, 1] - d[:, 0]
-    rng = np.random.default_rng(0)
-    means = np.array([diff[rng.integers(0, n, n)].mean() for _ in range(boot)])
-    return float(diff.mean()), float(np.percentile(means, 2.5))
+    cmp = paired_bootstrap(d[:, 1], d[:, 0], n_resamples=boot, seed=0)
+    return cmp.mean_diff, cmp.low
 
 
 def main() -> int:

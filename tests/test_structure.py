@@ -100,6 +100,8 @@ def test_models_missing_on_a_task_are_left_out_and_small_tables_are_errors():
         residual_structure(x[:3], permutations=20)
     with pytest.raises(InputError, match="at least 3"):
         residual_structure(x[:, :2], permutations=20)
+    with pytest.raises(InputError, match="alike"):  # no task ranks its models: nothing to compute
+        residual_structure(np.ones((6, 4)), permutations=20)
     with pytest.raises(InputError, match="infinite"):
         residual_structure(np.where(np.isnan(x), np.inf, x), permutations=20)
 
@@ -143,7 +145,8 @@ def test_cli_names_the_models_by_the_pool_beside_the_truth(cli, tmp_path):
 def test_cli_errors_are_one_located_line(cli, tmp_path):
     assert_one_error_line(cli("structure", tmp_path / "missing.csv"), "missing.csv")
     x, _, _ = _table(n_tasks=3, n_models=5)
-    assert_one_error_line(cli("structure", _write_truth(tmp_path / "gt.csv", x)), "3 tasks", "at least 4")
+    assert_one_error_line(cli("structure", _write_truth(tmp_path / "gt.csv", x)), "gt.csv", "3 tasks", "at least 4")
+    assert_one_error_line(cli("structure", _write_truth(tmp_path / "tied.csv", np.zeros((5, 4)))), "tied.csv", "alike")
     bad = tmp_path / "bad.csv"
     bad.write_text("task_id,model_id,f1\n1,a,0.5\n1,b,oops\n")
     assert_one_error_line(cli("structure", bad), "bad.csv", "f1")

@@ -57,7 +57,7 @@ def _names(args) -> dict[str, str]:
     """Model id -> Hugging Face id, from ``--pool`` or a ``models.csv`` beside the ground truth (else none)."""
     from pathlib import Path
 
-    from ..data.pool import load_pool
+    from ._truth import pool_aliases
 
     source = args.pool
     if source is None:
@@ -65,7 +65,7 @@ def _names(args) -> dict[str, str]:
         if not beside.is_file():
             return {}
         source = str(beside)
-    return {c.id: c.hf_id for c in load_pool(source) if c.hf_id and c.hf_id != c.id}
+    return {pid: hf for hf, pid in pool_aliases(source).items()}
 
 
 def _loads(s, j: int, names: dict[str, str], n: int = 3) -> str:

@@ -141,21 +141,23 @@ def residual_structure(values, task_ids: Sequence[str] | None = None, model_ids:
     if permutations < 1:
         raise InputError(f"permutations {permutations} < 1")
     u = _ranks(x) if ranks else x
+    if not (u != u[:, :1]).any():
+        raise InputError(f"every task scores its {len(kept)} models alike: there is no ranking to analyse")
     k = max(1, min(int(components), len(kept) - 1, n_t - 1))
-    r = _double_centre(u)
-    obs = _shares(r, k)
+    _, sv, vt = np.linalg.svd(_double_centre(u), full_matrices=False)
+    total = float((sv ** 2).sum())
+    obs = (sv ** 2 / (total if total > 0 else 1.0))[:k]  # as _shares, from the one decomposition
     prior_obs = float(_prior_share(u))
-    _, _, vt = np.linalg.svd(r, full_matrices=False)
     load = vt[:k] * np.where(np.abs(vt[:k].max(axis=1)) >= np.abs(vt[:k].min(axis=1)), 1.0, -1.0)[:, None]
 
     rng = np.random.default_rng(seed)
     null = np.empty((permutations, k))
     prior_null = np.empty(permutations)
-    centred = x - x.mean(axis=1, keepdims=True)
+    shuffled = u if ranks else x - x.mean(axis=1, keepdims=True)
     for start in range(0, permutations, batch):
         b = min(batch, permutations - start)
         # no shared structure: each model's column shuffled across tasks on its own, then every row ranked again
-        cols = rng.permuted(np.broadcast_to(u if ranks else centred, (b, *u.shape)), axis=-2)
+        cols = rng.permuted(np.broadcast_to(shuffled, (b, *u.shape)), axis=-2)
         null[start:start + b] = _shares(_double_centre(_ranks(cols) if ranks else cols), k)
         # no prior: each task's row shuffled among the models
         prior_null[start:start + b] = _prior_share(rng.permuted(np.broadcast_to(u, (b, *u.shape)), axis=-1))
@@ -177,7 +179,12 @@ def truth_structure(truth, tasks: Sequence[str] | None = None, **kwargs) -> Stru
     m = truth.matrix("f1")
     if tasks is not None:
         m = m.loc[[str(t) for t in tasks]]
-    return residual_structure(m.to_numpy(dtype=float), list(m.index), list(m.columns), **kwargs)
+    try:
+        return residual_structure(m.to_numpy(dtype=float), list(m.index), list(m.columns), **kwargs)
+    except InputError as exc:  # the table's problem is the file's: name it
+        if exc.path is not None or not getattr(truth, "source", None):
+            raise
+        raise InputError(exc.message, path=truth.source, field="f1") from None
 
 
 __all__ = ["MIN_MODELS", "MIN_TASKS", "Structure", "residual_structure", "truth_structure"]
