@@ -156,12 +156,18 @@ def card_matches(ranker: AdaptiveRanker) -> tuple[np.ndarray, list[int]]:
     tasks x trained candidates: the tasks' affinities to the candidate's card, standardised leave-one-out, as the
     domain slopes are fitted), and the columns of the candidates that have card evidence (the others' are 0)."""
     ranker._check_fitted()
-    stored, akeys = ranker.profile_emb_, ranker.akeys_.astype(np.float64)
-    z = np.zeros((len(akeys), ranker.utility_.shape[1]))
+    stored = ranker.profile_emb_
     cols = [j for j in range(ranker.utility_.shape[1]) if stored.shape[1] > 0 and np.any(stored[j])]
-    if cols:
-        z[:, cols] = _loo_z(akeys @ stored[cols].astype(np.float64).T)
-    return z, cols
+    return _card_z(ranker.akeys_, stored, cols), cols
+
+
+def _card_z(akeys: np.ndarray, card_emb: np.ndarray, cols) -> np.ndarray:
+    """Training tasks x candidates: each task's affinity to the cards of the candidates ``cols``, standardised
+    leave-one-out per candidate (0 for the other candidates) -- what the domain slopes are fitted on."""
+    z = np.zeros((len(akeys), len(card_emb)))
+    if len(cols):
+        z[:, cols] = _loo_z(akeys.astype(np.float64) @ card_emb[cols].astype(np.float64).T)
+    return z
 
 
 def _finite_or_none(x: float) -> float | None:
@@ -407,9 +413,7 @@ class AdaptiveRanker(LearnedRanker):
         profs = [profile_for(Candidate(id=m, hf_id=h), extra) for m, h in zip(self.trained_.model_ids,
                                                                                self.trained_.hf_ids)]
         pemb, has = self._profile_matrix(profs)
-        z = np.zeros_like(u)
-        if has.any():
-            z[:, has] = _loo_z(akeys @ pemb[has].T)
+        z = _card_z(akeys, pemb, np.flatnonzero(has))
         taus = (float(self.domain_threshold),) if self.domain_threshold is not None else TAU_GRID
         betas = (float(self.domain_weight),) if self.domain_weight is not None else DOMAIN_GRID
         domain_configs: list[tuple[float, float]] = []
