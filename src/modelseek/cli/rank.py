@@ -225,7 +225,11 @@ def _print_runs(args, runs, explanations, layers, pool) -> None:
         if len(r) > args.show:
             print(f"... and {len(r) - args.show} more task(s)")
     if args.output:
-        print(f"wrote {sum(len(r) for r in runs)} ranking(s) of {len(pool)} candidates to {args.output}")
+        ranked = {len(r[t]) for r in runs for t in r}
+        many = f"{max(ranked)}" if len(ranked) == 1 else f"{min(ranked)}-{max(ranked)}"
+        print(f"wrote {sum(len(r) for r in runs)} ranking(s) of {many} of the pool's {len(pool)} candidates to "
+              f"{args.output}" if max(ranked) < len(pool) else
+              f"wrote {sum(len(r) for r in runs)} ranking(s) of {len(pool)} candidates to {args.output}")
 
 
 def _entry(e, pool) -> dict:
@@ -268,7 +272,8 @@ def _print_explained(run_id: str, ex: dict, n_pool: int) -> None:
     known = crit.get("vote", crit["tier"]) != crit["tier"] or "tasks.csv" in crit.get("source", "")
     print(f"  criticality: {crit['tier'].upper()} — {crit.get('source', 'a vote of the most similar past tasks')} "
           + (f"(the past tasks' vote: {crit.get('vote', crit['tier'])}, P: {probs})" if known else f"(P: {probs})"))
-    differs = "" if rule == crit["tier"] else ", which differs: the vote reads past tasks, the rule this prediction"
+    differs = ("" if rule == crit["tier"] else ", not tasks.csv's" if known else
+               ", which differs: the vote reads past tasks, the rule this prediction")
     print(f"  expected regret of fine-tuning only the top-1 instead of all {n_pool}: {reg['expected']:.3f} "
           f"[{reg['low']:.3f}, {reg['high']:.3f}] (relative F1 lost; by the regret rule alone the tier would be "
           f"{rule}{differs})")
