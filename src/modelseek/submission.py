@@ -31,6 +31,8 @@ from .data.run import Run
 from .errors import InputError
 
 MAX_RUNS = 5
+#: the runs a submission can make, in the order it makes them (see :func:`_infos`)
+METHODS = ("default", "avgrank", "logme", "knn", "rrf")
 FEATURE_METHODS = ("logme", "knn", "rrf")
 
 
@@ -223,5 +225,5 @@ def methods_md(runs: Sequence[SubmittedRun], skipped: dict[str, str], layout: Or
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["FEATURE_METHODS", "MAX_RUNS", "MethodInfo", "Submission", "SubmittedRun", "make_submission",
+__all__ = ["FEATURE_METHODS", "MAX_RUNS", "METHODS", "MethodInfo", "Submission", "SubmittedRun", "make_submission",
            "methods_md", "missing_weights", "plan"]

@@ -10,7 +10,7 @@ from ._common import EXISTING_DIR
 
 
 def register(sub) -> None:
-    from ..submission import MAX_RUNS, _infos
+    from ..submission import MAX_RUNS, METHODS
 
     p = sub.add_parser("submission", help="NTCIR-19 Subtask A: write up to five validated runs for the official "
                                           "test tasks, and METHODS.md declaring each",
@@ -25,7 +25,7 @@ def register(sub) -> None:
     p.add_argument("--out", "-o", required=True, help="folder for the run files and METHODS.md")
     p.add_argument("--methods", nargs="+", metavar="METHOD",
                    help=f"runs to make, at most {MAX_RUNS} (default: every one that can run here: "
-                        f"{', '.join(_infos())}; the inference-based ones need every candidate's weights, in "
+                        f"{', '.join(METHODS)}; the inference-based ones need every candidate's weights, in "
                         f"data/models/NN or the Hugging Face cache)")
     p.add_argument("--team", default="modelseek", help="team name, the first part of each run id (default: modelseek)")
     p.add_argument("--pool", help="models.csv (default: the organisers' data/models.csv)")
