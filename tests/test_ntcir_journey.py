@@ -266,3 +266,21 @@ def test_an_installed_default_that_lost_its_artifact_is_named(cli, tiny_layout, 
     (tmp_path / "user" / "rankers").mkdir(parents=True)
     (tmp_path / "user" / "rankers" / "default.json").write_text('{"artifact": "gone.json", "why": "x"}')
     assert_one_error_line(cli("rank", tiny_layout, "--show", "0"), "gone.json", "--reset-default")
+
+
+@pytest.mark.slow(reason="fine-tunes tiny BERTs through the funnel for two test tasks (about a minute on 2 cores)")
+def test_submission_with_a_budget_adds_a_declared_fine_tuned_run(cli, tmp_path):
+    repo = make_organisers_layout(tmp_path / "repo", n_test=2, n_train_tasks=3, snapshots=(1, 2, 3), n_models=3,
+                                  wide_task=None)
+    out = tmp_path / "runs"
+    assert_one_error_line(cli("submission", repo, "--out", out, "--methods", "funnel"), "--budget")
+    assert_one_error_line(cli("submission", repo, "--out", out, "--budget", "soon"), "--budget")
+    assert not out.exists()
+    r = cli("submission", repo, "--out", out, "--methods", "default", "funnel", "--budget", "4m")
+    assert r.code == 0, r.err
+    assert cli("validate", *sorted(out.glob("*.txt")), "--official", repo).code == 0
+    md = (out / "METHODS.md").read_text()
+    row = next(ln for ln in md.splitlines() if ln.startswith("| modelseek-funnel "))
+    assert "| inference-based | yes (" in row, row
+    assert "candidates were fine-tuned for this run" in md and "validation F1" in md
+    assert (out / "funnel-work" / "1" / "state.json").is_file()  # each task's funnel resumes from here

@@ -6,7 +6,7 @@ import argparse
 import shlex
 import sys
 
-from ._common import EXISTING_DIR
+from ._common import EXISTING_DIR, SEED
 
 
 def register(sub) -> None:
@@ -30,6 +30,10 @@ def register(sub) -> None:
     p.add_argument("--team", default="modelseek", help="team name, the first part of each run id (default: modelseek)")
     p.add_argument("--pool", help="models.csv (default: the organisers' data/models.csv)")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], help="where frozen features are computed")
+    p.add_argument("--budget", help="add the fine-tuning run 'funnel' (modelseek select per test task) with this "
+                                    "time budget for all test tasks together, shared equally (e.g. 48h); its state "
+                                    "is kept in OUT/funnel-work, so rerunning resumes")
+    p.add_argument("--seed", type=SEED, default=0, help="seed of the funnel's fine-tuning")
     p.set_defaults(func=run)
 
 
@@ -39,12 +43,12 @@ def run(args: argparse.Namespace) -> int:
     command = shlex.join(["modelseek", *sys.argv[1:]]) if sys.argv[1:2] == ["submission"] else None
     sub = make_submission(args.root, args.out, methods=args.methods, team=args.team, pool=args.pool,
                           device=args.device, command=command, progress=sys.stderr.isatty(),
-                          echo=lambda s: print(s, file=sys.stderr))
+                          echo=lambda s: print(s, file=sys.stderr), budget=args.budget, seed=args.seed)
     for name, why in sub.skipped.items():
         print(f"not made: {name} — {why}")
     print(f"{'run id':<28} {'kind':<16} {'fine-tuned':<10} file")
     for r in sub.runs:
-        print(f"{r.run_id:<28} {r.info.inference:<16} {'no':<10} {r.path}")
+        print(f"{r.run_id:<28} {r.info.inference:<16} {f'yes ({r.finetuned})' if r.finetuned else 'no':<10} {r.path}")
     print(f"wrote {len(sub.runs)} run(s), each ranking the {sub.runs[0].topics} official test topics (validated), "
           f"and {sub.methods_file}")
     return 0

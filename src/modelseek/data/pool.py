@@ -210,7 +210,7 @@ def load_pool(path: str | Path) -> Pool:
     if p.is_dir():
         found = next((q for q in (p / "models.csv", p / "data" / "models.csv") if q.is_file()), None)
         if found is None:
-            raise InputError("no models.csv in this folder (nor in its data/)", path=p)
+            raise InputError("is a directory without models.csv (nor data/models.csv in it)", path=p)
         p = found
     if not p.exists():
         builtin = builtin_pool_path(str(path))

@@ -82,14 +82,15 @@ def _snapshot(folder: Path, hf_id: str, seed: int) -> None:
 
 def make_organisers_layout(root: str | Path, n_test: int = 48, n_train_tasks: int = 6, snapshots: Sequence[int] = (5,),
                            seed: int = 0, n_train: int = 16, n_val: int = 8, wide_task: int | None = 3,
-                           wide_classes: int = 151) -> Path:
-    """Write the stand-in under ``root`` (the repository root; the data is in ``root/data``); returns ``root``."""
+                           wide_classes: int = 151, n_models: int = 20) -> Path:
+    """Write the stand-in under ``root`` (the repository root; the data is in ``root/data``); returns ``root``.
+    ``n_models`` < 20 lists only the first candidates in models.csv (a quicker pool for tests that fine-tune)."""
     from ..data.pool import ntcir_pool
 
     root = Path(root)
     data = root / "data"
     rng = np.random.default_rng(seed)
-    pool = ntcir_pool()
+    pool = ntcir_pool()[:n_models]
     (data / "task-data" / "test-tasks").mkdir(parents=True, exist_ok=True)
     with open(data / "models.csv", "w", newline="", encoding="utf-8-sig") as fh:  # the organisers' file has a BOM
         w = csv.writer(fh)
@@ -103,7 +104,7 @@ def make_organisers_layout(root: str | Path, n_test: int = 48, n_train_tasks: in
         rows.append([i, f"stand-in/dataset-{i}", "hf", n_classes, "test", "text", "label", f"stand-in/dataset-{i}",
                      "", f"https://huggingface.co/datasets/stand-in/dataset-{i}", instruction, TIERS[(i - 1) % 3]])
     train_ids = [str(1001 + j) for j in range(n_train_tasks)]
-    truth = make_ground_truth(train_ids, pool.ids, seed=seed)
+    truth = make_ground_truth(train_ids, [c.id for c in pool], seed=seed)
     for j, t in enumerate(train_ids):
         task = make_text_task(t, 2 + j % 3, 40, 12, 12, domain=list(DOMAINS)[j % len(DOMAINS)], seed=seed * 100 + j)
         folder = data / "task-data" / "train-tasks" / t
@@ -119,7 +120,7 @@ def make_organisers_layout(root: str | Path, n_test: int = 48, n_train_tasks: in
         w.writerows(rows)
     truth.to_frame().drop(columns=["criticality"]).to_csv(data / "ground-truth.csv", index=False)
     for m in snapshots:
-        _snapshot(data / "models" / f"{m:02d}", pool.get(str(m)).hf_id, seed=seed + m)
+        _snapshot(data / "models" / f"{m:02d}", pool[m - 1].hf_id, seed=seed + m)
     return root
 
 
