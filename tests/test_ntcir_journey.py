@@ -51,6 +51,15 @@ def test_a_root_holding_both_splits_needs_split(cli, repo):
     assert_one_error_line(cli("rank", repo / "data"), "--split")
 
 
+def test_the_train_split_cross_fits_with_the_truth_in_data(cli, repo, tmp_path):
+    out = tmp_path / "cv.txt"
+    r = cli("rank", repo, "--split", "train", "-m", "avgrank", "--cv", "3", "-o", out, "--show", "0")
+    assert r.code == 0, r.err
+    assert "ranking the 6 training tasks" in r.out
+    (run,) = read_runs(out).values()
+    assert sorted(run) == [str(1001 + i) for i in range(6)]
+
+
 def test_split_needs_the_organisers_layout(cli, tmp_path):
     (tmp_path / "t" / "train.jsonl").parent.mkdir()
     assert_one_error_line(cli("rank", tmp_path, "--split", "test"), "--split", "task-data")

@@ -158,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
         if args.cv:
             from ..bench import cross_validate  # (imported here: the plain path stays light)
 
-            truth = load_truth(args.train_truth, root if root.is_dir() else root.parent)
+            truth = load_truth(args.train_truth, _data_root(root) if root.is_dir() else root.parent)
             if args.device and "device" in ranker_class(method).param_names():
                 params = {**params, "device": args.device}
             res = cross_validate(method, truth, pool, tasks=TaskSet(tasks), folds=args.cv, seed=args.seed,
@@ -186,6 +186,14 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _print_runs(args, runs, explanations, layers, pool)
     return verify_after_rank(args, runs, tasks, pool)
+
+
+def _data_root(root: Path) -> Path:
+    """Where ground-truth.csv sits beside the tasks: the organisers' data/ folder of a repository root."""
+    from ..data.organisers import find_layout
+
+    layout = find_layout(root)
+    return layout.data if layout is not None else root
 
 
 def _default_lines(methods) -> list[str]:
