@@ -36,6 +36,7 @@ import numpy as np
 
 from ..data.run import Run
 from ..data.truth import GradingScheme, GroundTruth
+from ..enums import Choice
 from ..errors import InputError
 
 PRIOR = "prior"
@@ -44,6 +45,19 @@ SEQUENTIAL = "sequential"
 METRICS = ("ndcg@1", "ndcg@3", "ndcg@5", "regret")
 DEFAULT_FINETUNES = (0, 1, 3, 5, 10)
 _TOP = 1e6  # fine-tuned candidates rank above every other (observed scores are far below this)
+
+
+class Acquisition(Choice):
+    """How the sequential policy chooses the next candidate to fine-tune.
+
+    * ``pi`` — the probability of beating the best observed score (the default);
+    * ``ei`` — the expected improvement over it;
+    * ``mean`` — the highest conditional mean (greedy).
+    """
+
+    PI = "pi"
+    EI = "ei"
+    MEAN = "mean"
 
 
 @dataclass(frozen=True)
@@ -96,9 +110,12 @@ class JointModel:
         var = np.diag(self.cov) - np.einsum("ij,ji->i", k_as, sol[:, 1:])
         return mu, np.maximum(var, 1e-12)
 
-    def walk(self, first: int, observed: np.ndarray, steps: int) -> tuple[list[int], list[np.ndarray]]:
-        """The sequential policy on one task: the picks (``first``, then each most likely to beat the best
-        observed) and, after each number of picks 0..steps, the conditional mean that orders the others."""
+    def walk(self, first: int, observed: np.ndarray, steps: int, acquisition: Acquisition | str = Acquisition.PI
+             ) -> tuple[list[int], list[np.ndarray]]:
+        """The sequential policy on one task: the picks (``first``, then each by ``acquisition``: by default the
+        one most likely to beat the best observed) and, after each number of picks 0..steps, the conditional
+        mean that orders the others."""
+        acq = Acquisition.parse(acquisition)
         from scipy.stats import norm
 
         picks: list[int] = []
@@ -108,7 +125,10 @@ class JointModel:
                 nxt = first
             else:
                 mu, var = self.condition(picks, observed[picks])
-                p = norm.sf((observed[picks].max() - mu) / np.sqrt(var))
+                sd = np.sqrt(var)
+                z = (mu - observed[picks].max()) / sd
+                p = norm.cdf(z) if acq is Acquisition.PI else (sd * (z * norm.cdf(z) + norm.pdf(z))
+                                                                if acq is Acquisition.EI else mu.copy())
                 p[picks] = -1.0
                 nxt = int(np.argmax(p))
             picks.append(nxt)
@@ -251,8 +271,8 @@ def _gains(table: Table, rows: np.ndarray) -> tuple[np.ndarray, dict[int, np.nda
 
 
 def _replay_split(table: Table, split: Split, orders: dict[str, np.ndarray], noise_draws: np.ndarray,
-                  finetunes: Sequence[int], sequential_from: str | None, noise: float
-                  ) -> dict[str, dict[int, dict[str, np.ndarray]]]:
+                  finetunes: Sequence[int], sequential_from: str | None, noise: float,
+                  acquisition: Acquisition = Acquisition.PI) -> dict[str, dict[int, dict[str, np.ndarray]]]:
     """Every policy's per-(draw, task) metrics on the split's test tasks (draws x tasks arrays)."""
     rows = split.test
     n_rep, n, m = noise_draws.shape[0], len(rows), len(table.model_ids)
@@ -274,11 +294,11 @@ def _replay_split(table: Table, split: Split, orders: dict[str, np.ndarray], noi
                             _score_final(final, flat(true), g_all, i_all).items()}
     if sequential_from is not None:
         out[SEQUENTIAL] = _sequential_split(table, split, orders[sequential_from], observed, true, gains, idcg,
-                                            finetunes, noise)
+                                            finetunes, noise, acquisition)
     return out
 
 
-def _sequential_split(table, split, base, observed, true, gains, idcg, finetunes, noise):
+def _sequential_split(table, split, base, observed, true, gains, idcg, finetunes, noise, acquisition):
     """The sequential policy's per-(draw, task) metrics (see :class:`JointModel`)."""
     hist = Table.from_truth(split.history, table.model_ids, what="history")
     model = JointModel(hist.score, noise)
@@ -287,7 +307,7 @@ def _sequential_split(table, split, base, observed, true, gains, idcg, finetunes
     finals = {k: np.zeros((n_rep, n, m)) for k in finetunes}
     for r in range(n_rep):
         for i in range(n):
-            picks, means = model.walk(int(base[i, 0]), observed[r, i], steps)
+            picks, means = model.walk(int(base[i, 0]), observed[r, i], steps, acquisition)
             for k in finetunes:
                 kk = min(k, m)
                 # nothing fine-tuned yet: the plain order (the Gaussian's unconditional mean is not a better prior)
@@ -319,11 +339,12 @@ def _reliability(orders_scores: dict[str, np.ndarray], true: np.ndarray) -> dict
 
 def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth | None = None,
            finetunes: Sequence[int] = DEFAULT_FINETUNES, noise: float = 0.0, repeats: int = 1, folds: int = 5,
-           seed: int = 0, sequential: bool = True) -> ReplayData:
+           seed: int = 0, sequential: bool = True, acquisition: Acquisition | str = Acquisition.PI) -> ReplayData:
     """Replay every policy on every task of ``truth`` (see the module docstring). ``history``: what the
     policies learn from (default: ``folds``-fold cross-fitting by task within ``truth``); ``signals``: runs
     scoring the candidates of every task; ``noise``: sd of the seed noise added to each revealed score
     (``repeats`` draws, from ``numpy.random.default_rng(seed)``)."""
+    acq = Acquisition.parse(acquisition, field="--acquisition")
     ks = sorted({int(k) for k in finetunes})
     if not ks or ks[0] < 0:
         raise InputError(f"fine-tune budgets must be >= 0, got {list(finetunes)}", field="--finetunes")
@@ -346,7 +367,8 @@ def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth
     scores_for_rel: dict[str, np.ndarray] = {}
     for sp in parts:
         orders = policy_orders(sp, table, signals)
-        got = _replay_split(table, sp, orders, draws[:, sp.test], ks, base if sequential else None, noise)
+        got = _replay_split(table, sp, orders, draws[:, sp.test], ks, base if sequential else None, noise,
+                             acq)
         for name, by_k in got.items():
             for k, mets in by_k.items():
                 slot = per.setdefault(name, {}).setdefault(k, {x: np.zeros(len(table.task_ids)) for x in METRICS})
@@ -361,4 +383,5 @@ def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth
     return ReplayData(task_ids=table.task_ids, model_ids=table.model_ids, finetunes=ks, noise=float(noise),
                       repeats=int(repeats), folds=None if history is not None else int(folds), seed=int(seed),
                       values=per, reliability=rel, base=base,
-                      history=(history.source or "given") if history is not None else "cross-fitted")
+                      history=(history.source or "given") if history is not None else "cross-fitted",
+                      extra={"acquisition": acq.value})
