@@ -176,7 +176,13 @@ def shipped_history() -> GroundTruth:
             tasks, models = doc["fitted_task_ids"], doc["model_ids"]
             frame = pd.DataFrame({"task_id": np.repeat(tasks, len(models)), "model_id": np.tile(models, len(tasks)),
                                   "f1": y.ravel()})
-            return GroundTruth(frame, source=f"{SHIPPED} ({path.name})")
+            crit = None
+            if "tiers" in doc["arrays"]:  # the organisers' criticality tiers, as the ranker was fitted with them
+                from ..rankers.adaptive import TIERS
+
+                tiers = unpack_array(doc["arrays"]["tiers"]).astype(int).tolist()
+                crit = {t: TIERS[i] for t, i in zip(tasks, tiers)}
+            return GroundTruth(frame, criticality=crit, source=f"{SHIPPED} ({path.name})")
     raise InputError("the package ships no fine-tuning history (no ranker artifact with stored targets)",
                      path=artifact_dir())
 
