@@ -72,18 +72,21 @@ def _signals(args) -> list:
     out = []
     for path in args.signals:
         for run in read_runs(path).values():
-            out.append(run.map_docs(aliases) if aliases else run)
+            out.append((str(path), run.map_docs(aliases) if aliases else run))
     return out
 
 
 def run(args: argparse.Namespace) -> int:
     from ..data.truth import GroundTruth
     from ..funnel.curve import plot, render, summarize
-    from ..funnel.replay import replay
+    from ..funnel.replay import check_covers, replay
     from ._common import print_json
 
-    signals = _signals(args)  # a bad run file fails before the truth is read
+    located = _signals(args)  # a bad run file fails before the truth is read
     truth = GroundTruth.from_csv(args.truth, tasks_csv=args.tasks_csv, any_score=args.any_score)
+    for path, r in located:
+        check_covers(r, truth.task_ids, path)
+    signals = [r for _, r in located]
     history = GroundTruth.from_csv(args.train_truth, any_score=args.any_score) if args.train_truth else None
     data = replay(truth, signals=signals, history=history, finetunes=[0, *args.finetunes], noise=args.noise,
                   repeats=args.repeats, folds=args.folds, seed=args.seed, acquisition=args.acquisition)

@@ -173,17 +173,21 @@ def splits(truth: GroundTruth, table: Table, history: GroundTruth | None, folds:
             for fold in held]
 
 
+def check_covers(run: Run, task_ids: Sequence[str], path: str | None = None) -> None:
+    """A signal run must score every replayed task: the first one it lacks is a located error."""
+    missing = [t for t in task_ids if t not in run]
+    if missing:
+        raise InputError(f"signal run {run.run_id!r} has no topic {missing[0]!r} ({len(missing)} of "
+                         f"{len(task_ids)} tasks missing; replay needs every task scored)", path=path, field="topic")
+
+
 def _signal_matrix(run: Run, table: Table, rows: np.ndarray) -> np.ndarray:
     """The run's scores as a (tasks x models) matrix; a candidate missing from a topic scores -inf (it then
     follows the others, in the prior's order)."""
     out = np.full((len(rows), len(table.model_ids)), -np.inf)
     col = {m: j for j, m in enumerate(table.model_ids)}
     for i, r in enumerate(rows):
-        tid = table.task_ids[r]
-        if tid not in run:
-            raise InputError(f"signal run {run.run_id!r} has no topic {tid!r} (replay needs every task scored)",
-                             field="topic")
-        for m, s in run.scores(tid).items():
+        for m, s in run.scores(table.task_ids[r]).items():
             if m in col and np.isfinite(s):
                 out[i, col[m]] = s
     return out
@@ -358,6 +362,8 @@ def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth
         raise InputError(f"signal run id {sorted(clash)[0]!r} is used twice or names a built-in policy; give each "
                          f"run its own id", field="RunID")
     table = Table.from_truth(truth)
+    for run in signals:
+        check_covers(run, table.task_ids)
     parts = splits(truth, table, history, folds, seed)
     rng = np.random.default_rng(seed)
     draws = rng.normal(0.0, noise, (int(repeats), len(table.task_ids), len(table.model_ids))) if noise > 0 \
