@@ -179,9 +179,9 @@ def test_cli_journey_with_signals_json_and_plot(cli, tmp_path):
     for b in doc["budgets"]:
         assert set(b["policies"]) == {"prior", "oracle", "rrf", "sequential"}
         assert b["funnel"] in b["policies"]
-        # noise (sd 0.01) can swap fine-tuned candidates 0.02 apart; unobserved, the oracle's order is exact
-        assert b["policies"]["oracle"]["ndcg@5"] == pytest.approx(1.0) if b["k"] == 0 else \
-            0.95 < b["policies"]["oracle"]["ndcg@5"] < 1.0
+        # noise (sd 0.01) can swap fine-tuned candidates 0.02 apart; one fine-tuned or none: the oracle's order
+        assert b["policies"]["oracle"]["ndcg@5"] == pytest.approx(1.0) if b["k"] <= 1 else \
+            0.95 < b["policies"]["oracle"]["ndcg@5"] < 1.0  # k = 3: three observed, noisily
         lo, hi = b["policies"]["prior"]["intervals"]["ndcg@5"]
         assert lo <= b["policies"]["prior"]["ndcg@5"] <= hi
     assert doc["noise"] == 0.01 and doc["repeats"] == 3 and doc["reliability"]["oracle"] == pytest.approx(1.0)
