@@ -107,7 +107,7 @@ def render(summary: dict[str, Any]) -> str:
     lines = [f"replay of {summary['truth'] or 'the ground truth'}: {summary['tasks']} tasks x {summary['models']} "
              f"models; policies learn from {hist}; seed noise sd {summary['noise']:g} x {summary['repeats']} "
              f"draw(s); means over tasks [95% bootstrap interval]",
-             "reliability (mean within-task correlation with the recorded score): "
+             "reliability (mean within-task rank correlation with the recorded score): "
              + ", ".join(f"{k} {v:.2f}" for k, v in summary["reliability"].items())]
     head = f"  {'policy':<16} {'nDCG@1':>21} {'nDCG@3':>21} {'nDCG@5':>21} {'regret':>24}"
     for b in summary["budgets"]:
@@ -208,7 +208,7 @@ class Measured:
     def describe(self) -> list[str]:
         rel = ", ".join(f"{k} {v:.2f}" for k, v in self.reliability.items())
         out = [f"measured by replay on {self.source} ({self.tasks} tasks, 5-fold by task, seed noise sd "
-               f"{self.noise:g}): reliability (within-task correlation with fine-tuned F1) {rel}",
+               f"{self.noise:g}): reliability (within-task rank correlation with fine-tuned F1) {rel}",
                "  fine-tunes  expected nDCG@5 [95% interval]  expected regret"]
         out += [f"  {int(p['k']):>10}  {p['ndcg@5']:.3f} [{p['ndcg@5_low']:.3f}, {p['ndcg@5_high']:.3f}]"
                 f"{'':>8}{p['regret']:.4f}" for p in self.curve]

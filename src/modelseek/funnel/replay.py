@@ -328,15 +328,13 @@ def _sequential_split(table, split, base, observed, true, gains, idcg, finetunes
 
 
 def _reliability(orders_scores: dict[str, np.ndarray], true: np.ndarray) -> dict[str, float]:
-    """Mean over tasks of the Pearson correlation between each signal's scores and the recorded scores (tasks
-    where either is constant are left out)."""
+    """Mean over tasks of the rank (Spearman) correlation between each policy's order and the recorded scores
+    (tasks where the scores are all equal are left out)."""
+    from scipy.stats import spearmanr
+
     out = {}
     for name, s in orders_scores.items():
-        rs = []
-        for a, b in zip(s, true):
-            ok = np.isfinite(a)
-            if ok.sum() > 2 and np.std(a[ok]) > 0 and np.std(b[ok]) > 0:
-                rs.append(float(np.corrcoef(a[ok], b[ok])[0, 1]))
+        rs = [float(spearmanr(a, b)[0]) for a, b in zip(s, true) if np.ptp(b) > 0 and np.ptp(a) > 0]
         out[name] = float(np.mean(rs)) if rs else float("nan")
     return out
 
