@@ -29,6 +29,10 @@ CURVE_FINETUNES = (0, 1, 3, 5)
 CURVE_NOISE = 0.01       # seed noise of a fine-tuned F1 (sd), as measured by the organisers' repeats
 CURVE_REPEATS = 20
 SHIPPED = "shipped NTCIR-19 truth"
+#: why the funnel fine-tunes down the plain order: what ``benchmarks/replay_ntcir.py`` measured (and
+#: tests/funnel/test_replay.py checks on the NTCIR data)
+NOT_SHIPPED = ("the sequential order is not used: replay on the 70 NTCIR-19 training tasks measured it below the "
+               "prior's top-k at k = 1, 3, 5 and 10 (docs/results/replay.md)")
 
 
 def sequential_wins(data: ReplayData) -> tuple[bool, str]:
@@ -94,6 +98,8 @@ def summarize(data: ReplayData, n_boot: int = 1000, seed: int | None = None, sou
     """The JSON-ready summary of a replay (``{"budgets": [{"k", "policies", "funnel", ...}], ...}``)."""
     s = data.seed if seed is None else seed
     shipped, why = sequential_wins(data)
+    if SEQUENTIAL not in data.values:
+        why = NOT_SHIPPED
     return {"truth": source, "tasks": len(data.task_ids), "models": len(data.model_ids), "noise": data.noise,
             "repeats": data.repeats, "folds": data.folds, "history": data.history, "seed": data.seed,
             "bootstrap": n_boot, **data.extra, "plain_order": data.base,
@@ -194,7 +200,7 @@ class Measured:
     source: str
     tasks: int
     reliability: dict[str, float]
-    curve: tuple[dict[str, float], ...]     # per k: {"k", "ndcg@5", "ndcg@5_low", "ndcg@5_high", "regret", ...}
+    curve: tuple[dict[str, Any], ...]       # per k: {"k", "ndcg@5", "ndcg@5_low", "ndcg@5_high", "regret", ...}
     order: str                              # the order the funnel fine-tunes down
     why: str
     noise: float = CURVE_NOISE
@@ -220,22 +226,45 @@ class Measured:
 
 
 def measure(history: GroundTruth | None = None, signals: tuple = (), finetunes: tuple[int, ...] = CURVE_FINETUNES,
-            sequential: bool = True) -> Measured:
+            sequential: bool = True, tier: str | None = None) -> Measured:
     """Replay the policies on ``history`` (default: :func:`shipped_history`) with 5-fold cross-fitting, seed
-    noise :data:`CURVE_NOISE` and :data:`CURVE_REPEATS` draws; the curve is the funnel's order's."""
-    if history is None:
-        return _measure_shipped(tuple(finetunes), sequential)
-    return _measure(history, signals, tuple(finetunes), sequential)
+    noise :data:`CURVE_NOISE` and :data:`CURVE_REPEATS` draws; the curve is the funnel's order's, over the
+    history's tasks of criticality ``tier`` when one is given (over all of them otherwise)."""
+    data = _replayed(None, (), tuple(finetunes), sequential) if history is None and not signals else \
+        _replay_history(history, tuple(signals), tuple(finetunes), sequential)
+    hist = history if history is not None else shipped_history()
+    if tier is not None:
+        keep = [t for t in data.task_ids if hist.criticality(t).value == tier]
+        if len(keep) < 2:
+            raise InputError(f"the history holds {len(keep)} task(s) of criticality {tier!r}; at least 2 needed",
+                             path=hist.source or None)
+        data = restrict(data, keep)
+    return _measured(data, hist.source or "the given history", tier)
+
+
+def restrict(data: ReplayData, task_ids: list[str]) -> ReplayData:
+    """``data`` over some of its tasks (each task's values are its own, so nothing is recomputed)."""
+    from dataclasses import replace
+
+    idx = np.array([data.task_ids.index(t) for t in task_ids], dtype=int)
+    values = {p: {k: {m: v[idx] for m, v in mets.items()} for k, mets in by_k.items()}
+              for p, by_k in data.values.items()}
+    return replace(data, task_ids=list(task_ids), values=values)
 
 
 @functools.lru_cache(maxsize=4)
-def _measure_shipped(finetunes: tuple[int, ...], sequential: bool) -> Measured:
-    return _measure(shipped_history(), (), finetunes, sequential)
+def _replayed(_: None, signals: tuple, finetunes: tuple[int, ...], sequential: bool) -> ReplayData:
+    """The replay of the shipped history (cached: it is the same for every task of a process)."""
+    return _replay_history(shipped_history(), signals, finetunes, sequential)
 
 
-def _measure(history: GroundTruth, signals: tuple, finetunes: tuple[int, ...], sequential: bool) -> Measured:
-    data = replay(history, signals=signals, finetunes=finetunes, noise=CURVE_NOISE, repeats=CURVE_REPEATS,
+def _replay_history(history: GroundTruth, signals: tuple, finetunes: tuple[int, ...], sequential: bool
+                    ) -> ReplayData:
+    return replay(history, signals=signals, finetunes=finetunes, noise=CURVE_NOISE, repeats=CURVE_REPEATS,
                   folds=min(5, len(history.task_ids)), seed=0, sequential=sequential)
+
+
+def _measured(data: ReplayData, source: str, tier: str | None) -> Measured:
     s = summarize(data, n_boot=1000)
     curve = []
     for b in s["budgets"]:
@@ -245,14 +274,15 @@ def _measure(history: GroundTruth, signals: tuple, finetunes: tuple[int, ...], s
                       "regret_low": p["intervals"]["regret"][0], "regret_high": p["intervals"]["regret"][1]})
     order = SEQUENTIAL if s["sequential"]["shipped"] else ("the fused order" if data.base == FUSION
                                                            else "the prior's top-k")
-    return Measured(source=history.source or "the given history", tasks=len(data.task_ids),
+    return Measured(source=source + (f", its {tier}-criticality tasks" if tier else ""), tasks=len(data.task_ids),
                     reliability=dict(data.reliability), curve=tuple(curve), order=order, why=s["sequential"]["why"])
 
 
-def budget_curve(history: GroundTruth | None = None) -> Measured:
-    """Expected nDCG@5 and regret after 0, 1, 3, 5 fine-tunes of the prior's top (what ``rank`` prints)."""
-    return measure(history, finetunes=CURVE_FINETUNES, sequential=False)
+def budget_curve(history: GroundTruth | None = None, tier: str | None = None) -> Measured:
+    """Expected nDCG@5 and regret after 0, 1, 3, 5 fine-tunes of the prior's top (what ``rank`` prints), over the
+    history's tasks of the task's criticality ``tier`` when given."""
+    return measure(history, finetunes=CURVE_FINETUNES, sequential=False, tier=tier)
 
 
 __all__ = ["CURVE_FINETUNES", "Measured", "PRIOR", "budget_curve", "funnel_policy", "measure", "plot", "render",
-           "sequential_wins", "shipped_history", "summarize"]
+           "restrict", "sequential_wins", "shipped_history", "summarize"]
