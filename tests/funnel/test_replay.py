@@ -203,3 +203,41 @@ def test_cli_train_truth_and_errors(cli, tmp_path):
     assert json.loads(r.out)["folds"] is None and json.loads(r.out)["history"].endswith("hist.csv")
     r = cli("replay", str(csv), "--train-truth", str(csv))  # every history task is replayed: none left to learn
     assert r.code == 1 and r.err.startswith("error:") and "truth.csv" in r.err and len(r.err.strip().splitlines()) == 1
+
+
+def test_budget_curve_of_the_shipped_history_per_tier():
+    from modelseek.funnel.curve import budget_curve
+
+    shipped = shipped_history()
+    whole = budget_curve()
+    assert [p["k"] for p in whole.curve] == [0, 1, 3, 5] and whole.tasks == len(shipped.task_ids) == 70
+    assert whole.curve[0]["ndcg@5"] == whole.curve[1]["ndcg@5"]  # fine-tuning the top-1 alone keeps the order
+    assert whole.curve[3]["ndcg@5"] > whole.curve[0]["ndcg@5"] and whole.curve[3]["regret"] < whole.curve[0]["regret"]
+    for p in whole.curve:
+        assert p["ndcg@5_low"] <= p["ndcg@5"] <= p["ndcg@5_high"]
+    gains = whole.gain_per_finetune()
+    assert [(g["from"], g["to"]) for g in gains] == [(0, 1), (1, 3), (3, 5)]
+    assert gains[1]["ndcg@5"] == pytest.approx((whole.curve[2]["ndcg@5"] - whole.curve[1]["ndcg@5"]) / 2)
+    # the tier's curve is the mean over that tier's tasks of the same per-task replay
+    data = replay(shipped, finetunes=[0, 1, 3, 5], noise=0.01, repeats=20, folds=5, seed=0, sequential=False)
+    high = [i for i, t in enumerate(data.task_ids) if shipped.criticality(t).value == "high"]
+    tier = budget_curve(tier="high")
+    assert tier.tasks == len(high) and tier.curve[2]["ndcg@5"] == pytest.approx(
+        data.values["prior"][3]["ndcg@5"][high].mean())
+    with pytest.raises(InputError, match="criticality 'none'"):
+        budget_curve(tier="none")
+
+
+def test_rank_prints_what_fine_tuning_buys(cli, tmp_path):
+    pytest.importorskip("transformers")
+    table = tmp_path / "reviews.csv"
+    table.write_text("text,label\n" + "".join(f"great film number {i},pos\nawful film number {i},neg\n"
+                                              for i in range(30)))
+    r = cli("rank", table)
+    assert r.code == 0, r.err
+    line = next(x for x in r.out.splitlines() if "fine-tuning the top k" in x)
+    tier = r.out.split("criticality: ")[1].split(" ")[0].lower()
+    m = __import__("modelseek.funnel.curve", fromlist=["budget_curve"]).budget_curve(tier=tier)
+    for p in m.curve:  # the figures printed are the tier's replay curve
+        assert f"{p['k']}: nDCG@5 {p['ndcg@5']:.2f}" in line
+    assert f"{m.tasks} {tier}-criticality past tasks" in line

@@ -207,9 +207,10 @@ class Measured:
 
     def gain_per_finetune(self) -> list[dict[str, float]]:
         """Between successive budgets of the curve: the expected nDCG@5 gained and regret saved per fine-tune."""
-        c = self.curve
+        from itertools import pairwise
+
         return [{"from": a["k"], "to": b["k"], "ndcg@5": (b["ndcg@5"] - a["ndcg@5"]) / (b["k"] - a["k"]),
-                 "regret": (a["regret"] - b["regret"]) / (b["k"] - a["k"])} for a, b in zip(c, c[1:])]
+                 "regret": (a["regret"] - b["regret"]) / (b["k"] - a["k"])} for a, b in pairwise(self.curve)]
 
     def describe(self) -> list[str]:
         rel = ", ".join(f"{k} {v:.2f}" for k, v in self.reliability.items())
@@ -230,9 +231,11 @@ def measure(history: GroundTruth | None = None, signals: tuple = (), finetunes: 
     """Replay the policies on ``history`` (default: :func:`shipped_history`) with 5-fold cross-fitting, seed
     noise :data:`CURVE_NOISE` and :data:`CURVE_REPEATS` draws; the curve is the funnel's order's, over the
     history's tasks of criticality ``tier`` when one is given (over all of them otherwise)."""
-    data = _replayed(None, (), tuple(finetunes), sequential) if history is None and not signals else \
-        _replay_history(history, tuple(signals), tuple(finetunes), sequential)
+    if history is None and not signals:
+        data = _replayed(None, (), tuple(finetunes), sequential)
     hist = history if history is not None else shipped_history()
+    if history is not None or signals:
+        data = _replay_history(hist, tuple(signals), tuple(finetunes), sequential)
     if tier is not None:
         keep = [t for t in data.task_ids if hist.criticality(t).value == tier]
         if len(keep) < 2:
@@ -284,5 +287,5 @@ def budget_curve(history: GroundTruth | None = None, tier: str | None = None) ->
     return measure(history, finetunes=CURVE_FINETUNES, sequential=False, tier=tier)
 
 
-__all__ = ["CURVE_FINETUNES", "Measured", "PRIOR", "budget_curve", "funnel_policy", "measure", "plot", "render",
+__all__ = ["CURVE_FINETUNES", "PRIOR", "Measured", "budget_curve", "funnel_policy", "measure", "plot", "render",
            "restrict", "sequential_wins", "shipped_history", "summarize"]

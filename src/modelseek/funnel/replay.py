@@ -75,8 +75,8 @@ class Table:
         models = list(model_ids) if model_ids is not None else [str(c) for c in m.columns]
         missing = [c for c in models if c not in m.columns]
         if missing:
-            raise InputError(f"the {what} has no score for model(s) {', '.join(missing[:5])}", path=truth.source or None,
-                             field="model_id")
+            raise InputError(f"the {what} has no score for model(s) {', '.join(missing[:5])}",
+                             path=truth.source or None, field="model_id")
         a = m[models].to_numpy(dtype=float)
         if np.isnan(a).any():
             t, j = np.argwhere(np.isnan(a))[0]
@@ -98,7 +98,7 @@ class JointModel:
         self.cov = LedoitWolf().fit(history).covariance_
         self.noise_var = float(noise) ** 2
 
-    def condition(self, seen: Sequence[int], values: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+    def condition(self, seen: Sequence[int], values: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Mean and variance of every candidate's true score given the observed ``values`` of ``seen``."""
         if not seen:
             return self.mean.copy(), np.diag(self.cov).copy()
