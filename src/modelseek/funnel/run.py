@@ -109,7 +109,10 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
         raise InputError(f"must be >= 1, got {chunk}", field="chunk")
     task = _load_task(data)
     pool = pool if isinstance(pool, Pool) else load_any_pool(pool)
-    rel, measured, measure_s = _reliability(reliability, history, say)
+    if history is not None and reliability is None:
+        from ..data.truth import GroundTruth
+
+        history = history if isinstance(history, GroundTruth) else GroundTruth.from_csv(history)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise InputError("the output must be a folder", path=out)
@@ -120,6 +123,7 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
         recipe = recipe or PROTOCOL
         backend = RealBackend(out / "finetune.sqlite", feature_method=feature_method, prior_method=prior_method,
                               recipe=recipe, seed=seed, trainer=trainer, executor=executor, address=address)
+    rel, measured, measure_s = _reliability(reliability, history, say, backend.clock)
     settings = {"task": task.id, "task_fingerprint": _fingerprint(task), "pool": _ids_digest(pool.ids),
                 "pool_size": len(pool), "budget_s": budget_s, "feature_method": feature_method,
                 "prior_method": prior_method,
@@ -163,19 +167,16 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
     return _finish(task, pool, st, plan, out, status, ran, measured)
 
 
-def _reliability(given: Reliability | None, history, say: Callable[[str], None]) -> tuple[Reliability, Any, float]:
+def _reliability(given: Reliability | None, history, say: Callable[[str], None], clock: Callable[[], float]
+                 ) -> tuple[Reliability, Any, float]:
     """The reliabilities to plan with: ``given``, else the prior's measured by replay on ``history`` (printed with
-    the expected gain per fine-tune); and the seconds the measurement took (spent, and reported as such)."""
-    import time
-
+    the expected gain per fine-tune); and the seconds the measurement took on the backend's ``clock`` (spent, and
+    reported as such)."""
     if given is not None:
         return given, None, 0.0
-    from ..data.truth import GroundTruth
     from .curve import measure
 
-    t0 = time.perf_counter()
-    if history is not None and not isinstance(history, GroundTruth):
-        history = GroundTruth.from_csv(history)
+    t0 = clock()
     measured = measure(history, sequential=False)
     default = Reliability()
     prior = measured.reliability.get("prior", default.prior)
@@ -184,7 +185,7 @@ def _reliability(given: Reliability | None, history, say: Callable[[str], None])
         say(line)
     say(f"  planning with reliabilities: prior {rel.prior:.2f} (measured), estimators {rel.features:.2f} "
         f"(assumed: the history records no estimator scores)")
-    return rel, measured, time.perf_counter() - t0
+    return rel, measured, clock() - t0
 
 
 def _plan_stage(st: FunnelState, order: list[Candidate], costs: Any, budget_s: float, n_feat: int, n_ft: int,
