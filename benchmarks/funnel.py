@@ -110,6 +110,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="further tasks whose results the reliabilities are measured on (never evaluated)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--epochs", type=int, default=10)
+    ap.add_argument("--assumed", action="store_true",
+                    help="plan with the former assumed reliabilities (prior 0.5, estimators 0.7) instead")
     ap.add_argument("--budgets", type=float, nargs="+", default=[0.25, 0.5, 1, 2, 4, 8, 16, 32], help="hours")
     ap.add_argument("--plot", default="docs/results/funnel.png")
     ap.add_argument("--json", default="docs/results/funnel.json")
@@ -125,6 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"pool: {args.models} generated models, {args.tasks} tasks (+ {args.history_tasks} history tasks); "
           f"correlation with fine-tuned F1: " + ", ".join(f"{k} {v:.2f}" for k, v in corr.items()))
     rel, measured = measured_reliability(world, range(args.tasks, args.tasks + args.history_tasks))
+    if args.assumed:
+        from modelseek.funnel import Reliability
+
+        rel = Reliability()
     print(f"reliabilities measured by replay on the {args.history_tasks} history tasks: prior {rel.prior:.2f}, "
           f"estimators {rel.features:.2f} (the plan's former assumption: 0.50, 0.70)")
     methods = ("funnel", "finetune-prior-top", "estimators-on-all")
