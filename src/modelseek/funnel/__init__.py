@@ -5,7 +5,9 @@
     res.run          # a TREC run: fine-tuned first (by validation F1), then the estimators', then the prior
     res.finetuned    # the fine-tuned candidates' validation and test F1
 
-Stages, plan and resumption: :mod:`.run`; the plan: :mod:`.plan`; costs: :mod:`.costs`; budgets: :mod:`.budget`.
+Stages, plan and resumption: :mod:`.run`; the plan: :mod:`.plan`; costs: :mod:`.costs`; budgets: :mod:`.budget`;
+what a budget buys, replayed on recorded results: :mod:`.replay` (``modelseek replay``) and :mod:`.curve` (the
+measured reliabilities and curve the plan and the answer use).
 """
 
 from .budget import format_seconds, parse_budget
