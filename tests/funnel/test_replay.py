@@ -241,3 +241,22 @@ def test_rank_prints_what_fine_tuning_buys(cli, tmp_path):
     for p in m.curve:  # the figures printed are the tier's replay curve
         assert f"{p['k']}: nDCG@5 {p['ndcg@5']:.2f}" in line
     assert f"{m.tasks} {tier}-criticality past tasks" in line
+
+
+def test_select_plans_with_the_reliability_measured_on_the_given_history(tmp_path):
+    from modelseek import select
+    from modelseek.testing.funnel import SimulatedBackend, make_funnel_world
+
+    w = make_funnel_world(n_models=30, n_tasks=12, n_texts=200, seed=5)
+    hist = w.truth().subset([t.id for t in w.tasks[2:]])
+    lines: list[str] = []
+    res = select(w.tasks[0], w.pool, "2h", tmp_path / "o", backend=SimulatedBackend(w, 0), history=hist,
+                 plan_only=True, echo=lines.append)
+    expected = replay(hist, finetunes=[0, 1, 3, 5], noise=0.01, repeats=20, folds=5, seed=0, sequential=False)
+    r = expected.reliability["prior"]
+    assert res.measured.tasks == 10 and res.measured.reliability["prior"] == pytest.approx(r)
+    assert res.measured.curve[2]["ndcg@5"] == pytest.approx(expected.values["prior"][3]["ndcg@5"].mean())
+    body = json.loads((tmp_path / "o" / "state.json").read_text().split("\n", 1)[1])
+    assert body["settings"]["reliability"] == [round(min(max(r, 0.0), 0.95), 4), 0.7]  # the plan's inputs
+    assert any(f"planning with reliabilities: prior {round(r, 2):.2f} (measured)" in x for x in lines)
+    assert any(x.startswith("  expected gain per fine-tune: 0->1: nDCG@5 +0.000") for x in lines)
