@@ -203,6 +203,10 @@ def test_cli_train_truth_and_errors(cli, tmp_path):
     assert json.loads(r.out)["folds"] is None and json.loads(r.out)["history"].endswith("hist.csv")
     r = cli("replay", str(csv), "--train-truth", str(csv))  # every history task is replayed: none left to learn
     assert r.code == 1 and r.err.startswith("error:") and "truth.csv" in r.err and len(r.err.strip().splitlines()) == 1
+    bad = tmp_path / "bad.csv"
+    bad.write_text("task_id,model_id,f1\nt0,m0,0.5\nt0,m1,lots\n")
+    r = cli("replay", str(bad))
+    assert r.code == 1 and "bad.csv:3" in r.err and "f1" in r.err and len(r.err.strip().splitlines()) == 1
 
 
 def test_budget_curve_of_the_shipped_history_per_tier():

@@ -220,7 +220,7 @@ class Measured:
         out += [f"  {int(p['k']):>10}  {p['ndcg@5']:.3f} [{p['ndcg@5_low']:.3f}, {p['ndcg@5_high']:.3f}]"
                 f"{'':>8}{p['regret']:.4f}" for p in self.curve]
         out.append("  expected gain per fine-tune: " + "; ".join(
-            f"{g['from']}->{g['to']}: nDCG@5 {g['ndcg@5']:+.3f}, regret {-g['regret']:+.4f}"
+            f"{g['from']}->{g['to']}: nDCG@5 {g['ndcg@5'] + 0.0:+.3f}, regret {0.0 - g['regret'] + 0.0:+.4f}"
             for g in self.gain_per_finetune()))
         out.append(f"  fine-tuning order: {self.order} ({self.why})")
         return out
