@@ -264,3 +264,22 @@ def test_select_plans_with_the_reliability_measured_on_the_given_history(tmp_pat
     assert body["settings"]["reliability"] == [round(min(max(r, 0.0), 0.95), 4), 0.7]  # the plan's inputs
     assert any(f"planning with reliabilities: prior {round(r, 2):.2f} (measured)" in x for x in lines)
     assert any(x.startswith("  expected gain per fine-tune: 0->1: nDCG@5 +0.000") for x in lines)
+
+
+def test_benchmark_small(tmp_path, capsys):
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "replay.py"
+    spec = importlib.util.spec_from_file_location("replay_bench", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    csv = _write(_truth(10), tmp_path / "truth.csv")
+    out_json, out_png = tmp_path / "r.json", tmp_path / "r.png"
+    assert bench.main(["--truth", str(csv), "--repeats", "2", "--json", str(out_json), "--plot", str(out_png)]) == 0
+    doc = json.loads(out_json.read_text())
+    assert set(doc["ntcir_sequential_tried"]) == {"pi", "ei", "mean"} and out_png.stat().st_size > 1000
+    assert [b["k"] for b in doc["zoo"]["budgets"]] == [0, 1, 3, 5, 10]
+    zoo3 = doc["zoo"]["budgets"][2]["policies"]
+    assert zoo3["rrf"]["ndcg@5"] > zoo3["prior"]["ndcg@5"]  # the estimators carry the task-specific fit
+    assert "order used by the funnel" in capsys.readouterr().out
+    assert bench.main(["--truth", str(tmp_path / "absent.csv")]) == 1
