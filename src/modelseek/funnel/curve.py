@@ -23,12 +23,14 @@ import numpy as np
 
 from ..data.truth import GroundTruth
 from ..errors import InputError
-from .replay import FUSION, METRICS, PRIOR, SEQUENTIAL, ReplayData, replay
+from .replay import METRICS, PRIOR, SEQUENTIAL, ReplayData, replay
 
 CURVE_FINETUNES = (0, 1, 3, 5)
 CURVE_NOISE = 0.01       # seed noise of a fine-tuned F1 (sd), as measured by the organisers' repeats
 CURVE_REPEATS = 20
 SHIPPED = "shipped NTCIR-19 truth"
+#: the order the funnel fine-tunes down when the sequential one is not shipped
+PLAIN_ORDER = "plain top-k (down the prior's order, or the fused order when estimators ran)"
 #: why the funnel fine-tunes down the plain order: what ``benchmarks/replay_ntcir.py`` measured (and
 #: tests/funnel/test_replay.py checks on the NTCIR data)
 NOT_SHIPPED = ("the sequential order is not used: replay on the 70 NTCIR-19 training tasks measured it below the "
@@ -275,8 +277,7 @@ def _measured(data: ReplayData, source: str, tier: str | None) -> Measured:
         curve.append({"k": b["k"], "ndcg@5": p["ndcg@5"], "ndcg@5_low": p["intervals"]["ndcg@5"][0],
                       "ndcg@5_high": p["intervals"]["ndcg@5"][1], "regret": p["regret"],
                       "regret_low": p["intervals"]["regret"][0], "regret_high": p["intervals"]["regret"][1]})
-    order = SEQUENTIAL if s["sequential"]["shipped"] else ("the fused order" if data.base == FUSION
-                                                           else "the prior's top-k")
+    order = SEQUENTIAL if s["sequential"]["shipped"] else PLAIN_ORDER
     return Measured(source=source + (f", its {tier}-criticality tasks" if tier else ""), tasks=len(data.task_ids),
                     reliability=dict(data.reliability), curve=tuple(curve), order=order, why=s["sequential"]["why"])
 
