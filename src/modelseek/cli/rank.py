@@ -289,6 +289,18 @@ def _print_explained(run_id: str, ex: dict, n_pool: int) -> None:
                      + f" ({n['similarity']:.2f})"
                      for n in ex["nearest_tasks"])
     print(f"  most similar past tasks: {near}")
+    _print_budget_curve(crit["tier"])
+
+
+def _print_budget_curve(tier: str) -> None:
+    """What fine-tuning buys here: the replay curve of the shipped history's tasks of this task's tier."""
+    from ..funnel.curve import budget_curve
+
+    m = budget_curve(tier=tier)
+    cells = "; ".join(f"{p['k']}: nDCG@5 {p['ndcg@5']:.2f} [{p['ndcg@5_low']:.2f}, {p['ndcg@5_high']:.2f}], regret "
+                      f"{p['regret']:.3f}" for p in m.curve)
+    print(f"  fine-tuning the top k, then ranking those k by their F1 — expected after k = {cells} (replay on the "
+          f"{m.tasks} {tier}-criticality past tasks, seed noise sd {m.noise:g}; `modelseek replay`)")
 
 
 def _print_indistinguishable(cands: list) -> None:
