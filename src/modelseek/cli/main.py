@@ -41,7 +41,11 @@ def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
     first = next((w for w in words if not w.startswith("-")), None)
     lean = first in ("evaluate", "compare", "validate") and "-h" not in words and "--help" not in words
-    parser = build_parser(first if lean else None)
+    try:  # building the parser lists the registries' members, installed plugins included: a bad one is a line
+        parser = build_parser(first if lean else None)
+    except ModelseekError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)

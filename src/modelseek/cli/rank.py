@@ -147,13 +147,14 @@ def run(args: argparse.Namespace) -> int:
     root = Path(args.path)
     # the ranking pool: --pool, else models.csv beside the tasks (or beside --train-tasks), else ntcir19
     pool = load_pool_arg(args.pool, root if root.is_dir() else (Path(args.train_tasks) if args.train_tasks else None))
+    plan = _plan(args)  # methods and parameters are checked before any data is read
     tasks, which = _tasks(args)
     if not args.json:
         for line in ([which] if which else []) + _default_lines(args.method):
             print(line)
     runs, explanations, layers = [], {}, {}
     train = None
-    for method, params, default_id in _plan(args):
+    for method, params, default_id in plan:
         run_id = args.run_id or default_id
         if args.cv:
             from ..bench import cross_validate  # (imported here: the plain path stays light)

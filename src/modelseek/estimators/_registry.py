@@ -80,8 +80,38 @@ class EstimatorInfo:
         return doc.splitlines()[0] if doc else ""
 
 
-#: registered estimators; the package's modules (which register themselves) are imported on first use
-ESTIMATORS: PluginRegistry[EstimatorInfo] = PluginRegistry("estimator", "modelseek.estimators")
+def _plugin(name: str, obj: Any) -> EstimatorInfo:
+    """An estimator from an entry point (group ``modelseek.estimators``): an :class:`EstimatorInfo`, or a plain
+    function ``(features, labels) -> float`` that takes the default properties (features in, higher is better,
+    unseeded, not declared scale-invariant) and gets the package's input checks and a finite-result check around
+    it, so the function is its formula only."""
+    if isinstance(obj, EstimatorInfo):
+        return obj if obj.name == name else EstimatorInfo(**{**obj.__dict__, "name": name})
+    if not callable(obj):
+        raise TypeError(f"an estimator entry point names a function (features, labels) -> float, got {obj!r}")
+    check_contract(name, obj, seeded=False, uses_validation=False, regression=False)
+    return EstimatorInfo(name=name, fn=_checked(name, obj), scale_invariant=False)
+
+
+def _checked(name: str, fn: Callable[..., float]) -> Estimator:
+    from ..errors import InputError
+    from ._common import check_inputs
+
+    def estimator(features, labels, /, **options) -> float:
+        X, y, _ = check_inputs(features, labels, name=name)
+        value = float(fn(X, y, **options))
+        if value != value or value in (float("inf"), float("-inf")):
+            raise InputError(f"{name}: the estimator returned {value} (a score must be finite)", field="features")
+        return value
+
+    estimator.__doc__, estimator.__module__ = fn.__doc__, fn.__module__
+    return estimator
+
+
+#: registered estimators; the package's modules (which register themselves) are imported on first use, then the
+#: entry points of the ``modelseek.estimators`` group
+ESTIMATORS: PluginRegistry[EstimatorInfo] = PluginRegistry("estimator", "modelseek.estimators",
+                                                           group="modelseek.estimators", adapt=_plugin)
 
 
 def register(name: str, *, input: str | InputKind = "features", seeded: bool = False,

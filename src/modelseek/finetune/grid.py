@@ -56,6 +56,14 @@ class GridResult:
         return collect_ground_truth(self.store, self.jobs, tasks)
 
 
+def _require_test(jobs) -> None:
+    """A ground truth is test F1: a task without a test split is refused before any job runs."""
+    bare = next((j.task.task_id for j in jobs if j.task.test is None or len(j.task.test) == 0), None)
+    if bare is not None:
+        raise InputError(f"task {bare!r} has no test split: the ground truth scores each fine-tuned model on it",
+                         field="test")
+
+
 def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelSpec], store: JobStore | str | Path,
              recipe: Recipe = PROTOCOL, seeds: Sequence[int] = (0,), executor: str = "local",
              address: str | None = None, retry_failed: bool = False, trainer=None, progress: bool = False,
@@ -72,11 +80,8 @@ def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelS
 
     store = store if isinstance(store, JobStore) else JobStore(store)
     jobs = build_jobs(tasks, pool, recipe, seeds)
-    if need_test:  # a ground truth is test F1: a task without a test split is refused before any job runs
-        bare = next((j.task.task_id for j in jobs if j.task.test is None or len(j.task.test) == 0), None)
-        if bare is not None:
-            raise InputError(f"task {bare!r} has no test split: the ground truth scores each fine-tuned model on it",
-                             field="test")
+    if need_test:
+        _require_test(jobs)
     keys = [j.key for j in jobs]
     if len(set(keys)) != len(keys):
         raise InputError("the grid has duplicate jobs (a task or candidate listed twice?)")

@@ -317,6 +317,17 @@ def _train_epoch(net, opt, train: _Encoded, perm, recipe: Recipe, device: str, a
     return train_loss
 
 
+def _score_test(net, test: _Encoded | None, n_labels: int, recipe: Recipe, device: str,
+                autocast) -> tuple[float, float, float]:
+    """(loss, macro-F1, accuracy) of the best epoch on test. A task without a test split (the official test
+    tasks: train and val only) is fine-tuned and chosen by validation as always; its test scores are NaN (stored
+    as missing), never made up."""
+    if test is None:
+        return float("nan"), float("nan"), float("nan")
+    loss, cm = _evaluate(net, test, n_labels, recipe.eval_batch_size, device, autocast)
+    return loss, macro_f1_from_confusion(cm), accuracy_from_confusion(cm)
+
+
 def finetune(task: Task | TaskData, model: Candidate | ModelSpec | str, recipe: Recipe = PROTOCOL,
              seed: int = 0, progress: bool = False, output_dir: str | None = None) -> FinetuneResult:
     """Fine-tune ``model`` on ``task`` under ``recipe`` with ``seed``; score the best epoch on test (NaN without a
@@ -349,8 +360,6 @@ def finetune(task: Task | TaskData, model: Candidate | ModelSpec | str, recipe: 
         net.to(device)
         train = _Encoded(tok, data.train, index, recipe.max_length, recipe.pad_to_length)
         val = _Encoded(tok, data.val, index, recipe.max_length, recipe.pad_to_length)
-        # a task without a test split (the official test tasks: train and val only) is fine-tuned and chosen by
-        # validation as always; its test F1 is then NaN (stored as missing), never a made-up score
         test = _Encoded(tok, data.test, index, recipe.max_length, recipe.pad_to_length) if data.test else None
         opt = torch.optim.AdamW(net.parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay)
         gen = torch.Generator().manual_seed(seed)
@@ -382,16 +391,14 @@ def finetune(task: Task | TaskData, model: Candidate | ModelSpec | str, recipe: 
                 break
         if best_state is not None:  # None only if every validation loss was NaN/inf
             net.load_state_dict(best_state)
-        test_loss, test_cm = (_evaluate(net, test, len(labels), recipe.eval_batch_size, device, autocast)
-                              if test is not None else (float("nan"), None))
+        test_loss, test_f1, test_acc = _score_test(net, test, len(labels), recipe, device, autocast)
         if output_dir is not None:
             with _quiet_transformers():
                 net.save_pretrained(output_dir)
                 tok.save_pretrained(output_dir)
     best_loss = stopper.best_loss
     return FinetuneResult(
-        f1=macro_f1_from_confusion(test_cm) if test_cm is not None else float("nan"),
-        accuracy=accuracy_from_confusion(test_cm) if test_cm is not None else float("nan"),
+        f1=test_f1, accuracy=test_acc,
         val_f1=macro_f1_from_confusion(best_val_cm), val_accuracy=accuracy_from_confusion(best_val_cm),
         best_val_loss=best_loss if math.isfinite(best_loss) else float("nan"), test_loss=test_loss,
         epochs=stopper.epoch, best_epoch=stopper.best_epoch, stopped_early=stopped_early,

@@ -25,7 +25,7 @@ class RankerRegistry(PluginRegistry["type[Ranker]"]):
     """Registered rankers (discovered in their modules), plus the feature ranker of every estimator."""
 
     def __init__(self, package: str) -> None:
-        super().__init__("method", package)
+        super().__init__("method", package, group="modelseek.rankers", adapt=_plugin)
 
     @staticmethod
     def _estimators():
@@ -52,6 +52,18 @@ class RankerRegistry(PluginRegistry["type[Ranker]"]):
 
     def __contains__(self, name: object) -> bool:
         return super().__contains__(name) or name in self._estimators()
+
+
+def _plugin(name: str, obj: object) -> type[Ranker]:
+    """A ranker from an entry point (group ``modelseek.rankers``): a Ranker subclass whose ``name`` is the entry
+    point's name."""
+    from .base import Ranker
+
+    if not (isinstance(obj, type) and issubclass(obj, Ranker)):
+        raise TypeError(f"a ranker entry point names a Ranker subclass, got {obj!r}")
+    if obj.name != name:
+        raise TypeError(f"the class's name is {obj.name!r}; name the entry point {obj.name!r}")
+    return obj
 
 
 RANKERS = RankerRegistry("modelseek.rankers")

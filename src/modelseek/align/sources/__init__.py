@@ -8,7 +8,14 @@ from __future__ import annotations
 from ...registry import Registry
 from .base import LoadedModel, ModelSource, Spec, WeightsUnavailable, offline
 
-SOURCES: Registry[type[ModelSource]] = Registry("model source")
+def _plugin(name: str, obj: object) -> type[ModelSource]:
+    """A model source from an entry point (group ``modelseek.sources``): a :class:`ModelSource` subclass."""
+    if not (isinstance(obj, type) and issubclass(obj, ModelSource)):
+        raise TypeError(f"a model-source entry point names a ModelSource subclass, got {obj!r}")
+    return obj
+
+
+SOURCES: Registry[type[ModelSource]] = Registry("model source", group="modelseek.sources", adapt=_plugin)
 SOURCES.register_lazy("custom", "modelseek.align.sources.custom:CustomSource")
 SOURCES.register_lazy("torchvision", "modelseek.align.sources.torchvision_source:TorchvisionSource")
 SOURCES.register_lazy("timm", "modelseek.align.sources.timm_source:TimmSource")

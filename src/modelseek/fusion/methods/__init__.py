@@ -146,7 +146,17 @@ _BUILTIN = ("rrf", "combsum", "combmnz", "wsum")
 #: registered fusion methods in registration order (the built-ins first, in the order of the search grid's
 #: documentation); the package's modules are imported on first use
 FUSION_METHODS: PluginRegistry[FusionMethod] = PluginRegistry("fusion method", __name__, first=_BUILTIN,
-                                                              ordered=True)
+                                                              ordered=True, group="modelseek.fusion",
+                                                              adapt=lambda name, obj: _plugin(name, obj))
+
+
+def _plugin(name: str, obj: object) -> FusionMethod:
+    """A fusion method from an entry point (group ``modelseek.fusion``): a :class:`FusionMethod` named as it."""
+    if not isinstance(obj, FusionMethod):
+        raise TypeError(f"a fusion entry point names a FusionMethod instance, got {obj!r}")
+    if obj.value != name:
+        raise TypeError(f"the method's name is {obj.value!r}; name the entry point {obj.value!r}")
+    return obj
 
 
 def register(method: FusionMethod) -> FusionMethod:

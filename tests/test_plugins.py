@@ -1,0 +1,153 @@
+"""Issue #38 (item 2): plugins from outside the package. A throwaway distribution (a module and its
+``.dist-info`` with ``entry_points.txt``, on the path of a fresh interpreter, as ``pip install`` leaves one) adds
+an estimator (a plain function), a ranker and a fusion method, which run through the CLI like built-ins; a
+plugin named as a built-in is refused with both origins named."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+import modelseek
+from modelseek.testing.cli import run_cli_subprocess
+
+PLUGIN = '''
+import numpy as np
+
+from modelseek.fusion.methods import FusionMethod, ordered_sum
+from modelseek.rankers.base import Ranker
+
+
+def class_gap(features, labels):
+    """Distance between the first and last class means over the overall spread."""
+    means = [features[labels == c].mean(0) for c in np.unique(labels)]
+    return float(np.linalg.norm(means[0] - means[-1]) / (features.std() + 1e-12))
+
+
+def broken(features, labels):
+    return float("nan")
+
+
+class ByNameLength(Ranker):
+    """Shorter Hugging Face ids first (a ranker that needs neither text nor history)."""
+
+    name = "by_name_length"
+    needs_fit = False
+
+    def rank(self, task, pool):
+        return {c.id: -float(len(c.hf_id)) for c in pool}
+
+
+def _combine(values, weights):
+    return ordered_sum(np.sqrt(np.clip(np.where(np.isnan(values), 0.0, values), 0, None)))
+
+
+ROOTSUM = FusionMethod("rootsum", "sum of square roots of normalised scores", uses_scores=True,
+                       takes_weights=False, combine=_combine, search=lambda space: [])
+'''
+
+
+def _distribution(site: Path, entry_points: str, name: str = "ms_plugin_demo") -> Path:
+    site.mkdir(parents=True, exist_ok=True)
+    (site / f"{name}.py").write_text(PLUGIN, encoding="utf-8")
+    info = site / f"{name}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text(entry_points, encoding="utf-8")
+    return site
+
+
+GOOD = """[modelseek.estimators]
+class_gap = ms_plugin_demo:class_gap
+broken_score = ms_plugin_demo:broken
+
+[modelseek.rankers]
+by_name_length = ms_plugin_demo:ByNameLength
+
+[modelseek.fusion]
+rootsum = ms_plugin_demo:ROOTSUM
+"""
+
+
+def _cli(site: Path, *args):
+    src = str(Path(modelseek.__file__).resolve().parents[1])
+    return run_cli_subprocess(*args, env={"PYTHONPATH": os.pathsep.join([src, str(site)])})
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    return _distribution(tmp_path_factory.mktemp("site"), GOOD)
+
+
+@pytest.fixture(scope="module")
+def task_and_pool(tmp_path_factory) -> tuple[Path, Path]:
+    pytest.importorskip("transformers")
+    from modelseek.testing import make_text_task, write_task_table
+    from modelseek.testing.tiny_models import make_tiny_bert
+
+    root = tmp_path_factory.mktemp("plugin-task")
+    table = write_task_table(make_text_task("t1", 3, 60, 20, 20, seed=1), root / "task.csv")
+    pool = root / "pool.yaml"
+    pool.write_text("candidates:\n" + "".join(
+        f"  - {{id: '{i}', hf_id: tiny/bert-{'x' * i}, path: {make_tiny_bert(root / f'm{i}', seed=i)}}}\n"
+        for i in (1, 2, 3)), encoding="utf-8")
+    return table, pool
+
+
+def test_plugins_are_listed_without_being_imported(site):
+    code = ("import sys, modelseek.estimators as e, modelseek.rankers._registry as r; "
+            "print('class_gap' in e.names(), 'by_name_length' in r.RANKERS.names(), 'ms_plugin_demo' in sys.modules)")
+    src = str(Path(modelseek.__file__).resolve().parents[1])
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join([src, str(site)])})
+    assert out.stdout.split() == ["True", "True", "False"], out.stderr
+
+
+def test_a_plugin_estimator_function_ranks_through_the_cli(site, task_and_pool, tmp_path):
+    table, pool = task_and_pool
+    out = tmp_path / "run.txt"
+    r = _cli(site, "rank", table, "-m", "class_gap", "--pool", pool, "-o", out, "--json")
+    assert r.code == 0, r.err
+    (ranking,) = json.loads(r.out)["class_gap"].values()  # the one task of the table file
+    scores = {e["doc"]: e["score"] for e in ranking}
+    assert sorted(scores) == ["1", "2", "3"] and len(set(scores.values())) == 3  # three distinct finite scores
+    # the registration's checks wrap the plain function: a non-finite result is a located error, not a score
+    r = _cli(site, "rank", table, "-m", "broken_score", "--pool", pool, "-o", tmp_path / "b.txt")
+    assert r.code == 1 and "broken_score: the estimator returned nan" in r.err
+
+
+def test_a_plugin_ranker_and_fusion_method_run_and_evaluate(site, tmp_path):
+    from modelseek.testing import make_ntcir_layout
+
+    layout = make_ntcir_layout(tmp_path / "ntcir", n_tasks=6, n_models=4, seed=2)
+    a, b, fused = tmp_path / "a.txt", tmp_path / "b.txt", tmp_path / "fused.txt"
+    r = _cli(site, "rank", layout, "-m", "by_name_length", "-o", a, "--show", "0")
+    assert r.code == 0, r.err
+    assert _cli(site, "rank", layout, "-m", "avgrank", "--cv", "3", "-o", b, "--show", "0").code == 0
+    r = _cli(site, "fuse", a, b, "--method", "rootsum", "-o", fused)
+    assert r.code == 0, r.err
+    r = _cli(site, "evaluate", fused, "-g", layout / "ground-truth.csv", "--json")
+    assert r.code == 0 and "ndcg@5" in r.out, r.err
+    # every candidate of every topic, in the order the plugin's formula gives (the equal-length ids tie)
+    lines = fused.read_text().splitlines()
+    assert len(lines) == 6 * 4
+
+
+def test_a_plugin_named_as_a_built_in_is_refused_naming_both(tmp_path):
+    site = _distribution(tmp_path / "site", "[modelseek.estimators]\nlogme = ms_plugin_demo:class_gap\n")
+    r = _cli(site, "rank", tmp_path, "-m", "logme")
+    assert r.code == 1
+    assert "estimator 'logme'" in r.err and "'ms_plugin_demo:class_gap'" in r.err and "ms_plugin_demo" in r.err
+    assert "modelseek.estimators.logme" in r.err
+
+
+def test_a_plugin_of_the_wrong_kind_is_named(tmp_path):
+    site = _distribution(tmp_path / "site", "[modelseek.rankers]\nclass_gap = ms_plugin_demo:class_gap\n")
+    r = _cli(site, "rank", tmp_path, "-m", "class_gap")
+    assert r.code == 1 and "names a Ranker subclass" in r.err and "ms_plugin_demo" in r.err
