@@ -110,7 +110,7 @@ def _looks_like_a(path: str, per: dict) -> list[InputError]:
     return []
 
 
-def _official(args: argparse.Namespace) -> tuple[str, list[str], list[str], str]:
+def _official(args: argparse.Namespace) -> tuple[str, list[str] | None, list[str] | None, str]:
     """(subtask, topics, docIDs, what the ok line says) of the organisers' ROOT."""
     from ..data.organisers import find_layout, test_topics
     from ..data.pool import load_pool

@@ -15,6 +15,7 @@ the repository root (it holds ``data/``) or ``data/`` itself.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -73,7 +74,7 @@ def find_layout(path: str | Path, need_tasks: bool = True) -> OrganisersLayout |
     return None
 
 
-def official_task_id(folder: Path, known: dict[str, object] | None, tasks_csv: Path | None) -> str:
+def official_task_id(folder: Path, known: Mapping[str, object] | None, tasks_csv: Path | None) -> str:
     """The topicID of a task folder: its name when ``tasks.csv`` lists it, else the number the downloader padded
     (``0001`` -> ``1``) when tasks.csv lists that; a folder that is no task of tasks.csv is an error naming both.
     Without a tasks.csv, a zero-padded number is read as the number."""
@@ -102,7 +103,8 @@ def load_split(layout: OrganisersLayout, split: str) -> TaskSet:
     if not folders:
         raise InputError("no task folders (<id>/train.jsonl) found", path=folder)
     meta = read_tasks_csv(layout.tasks_csv) if layout.tasks_csv else None
-    tasks, seen = [], {}
+    tasks = []
+    seen: dict[str, Path] = {}
     for f in folders:
         tid = official_task_id(f, meta, layout.tasks_csv)
         if tid in seen:
