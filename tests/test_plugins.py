@@ -45,6 +45,20 @@ def _combine(values, weights):
     return ordered_sum(np.sqrt(np.clip(np.where(np.isnan(values), 0.0, values), 0, None)))
 
 
+from modelseek.align.sources import ModelSource
+
+
+class EchoSource(ModelSource):
+    """A model source of a library the package does not know."""
+
+    name = "echo"
+    package = "echo"
+    extra = "echo"
+
+    def build(self, entry, spec):
+        raise NotImplementedError
+
+
 ROOTSUM = FusionMethod("rootsum", "sum of square roots of normalised scores", uses_scores=True,
                        takes_weights=False, combine=_combine, search=lambda space: [])
 '''
@@ -69,6 +83,9 @@ by_name_length = ms_plugin_demo:ByNameLength
 
 [modelseek.fusion]
 rootsum = ms_plugin_demo:ROOTSUM
+
+[modelseek.sources]
+echo = ms_plugin_demo:EchoSource
 """
 
 
@@ -98,15 +115,16 @@ def task_and_pool(tmp_path_factory) -> tuple[Path, Path]:
 
 
 def test_plugins_are_listed_without_being_imported(site):
-    code = ("import sys, modelseek.estimators as e, modelseek.rankers._registry as r; "
-            "print('class_gap' in e.names(), 'by_name_length' in r.RANKERS.names(), 'ms_plugin_demo' in sys.modules)")
+    code = ("import sys, modelseek.estimators as e, modelseek.rankers._registry as r, modelseek.align.sources as s; "
+            "print('class_gap' in e.names(), 'by_name_length' in r.RANKERS.names(), 'echo' in s.SOURCES.names(), "
+            "'ms_plugin_demo' in sys.modules, s.SOURCES.get('echo').__name__)")
     src = str(Path(modelseek.__file__).resolve().parents[1])
     import subprocess
     import sys
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "PYTHONPATH": os.pathsep.join([src, str(site)])})
-    assert out.stdout.split() == ["True", "True", "False"], out.stderr
+    assert out.stdout.split() == ["True", "True", "True", "False", "EchoSource"], out.stderr
 
 
 def test_a_plugin_estimator_function_ranks_through_the_cli(site, task_and_pool, tmp_path):

@@ -1,12 +1,18 @@
-"""Model sources of the alignment part: one :class:`~.base.ModelSource` subclass per library, registered by name
-(the registry entry's ``source``). This registry is the list of sources: a registry entry is valid when its
-``source`` is registered here, so a new source is one file plus ``SOURCES.add(name, cls)`` (or a lazy line
-below). Imports are lazy: listing the sources imports no model library."""
+"""Model sources of the alignment part: one :class:`~.base.ModelSource` subclass per library, each registered by
+``@register`` in its own module of this package (a new source is one file; the registry discovers the package's
+modules on first use, then the ``modelseek.sources`` entry points of installed distributions). A registry
+entry is valid when its ``source`` is registered here. The modules import their model library only when a model
+is loaded: listing the sources imports none."""
 
 from __future__ import annotations
 
-from ...registry import Registry
+from typing import TypeVar
+
+from ...registry import PluginRegistry
 from .base import LoadedModel, ModelSource, Spec, WeightsUnavailable, offline
+
+S = TypeVar("S", bound=type[ModelSource])
+
 
 def _plugin(name: str, obj: object) -> type[ModelSource]:
     """A model source from an entry point (group ``modelseek.sources``): a :class:`ModelSource` subclass."""
@@ -15,12 +21,16 @@ def _plugin(name: str, obj: object) -> type[ModelSource]:
     return obj
 
 
-SOURCES: Registry[type[ModelSource]] = Registry("model source", group="modelseek.sources", adapt=_plugin)
-SOURCES.register_lazy("custom", "modelseek.align.sources.custom:CustomSource")
-SOURCES.register_lazy("torchvision", "modelseek.align.sources.torchvision_source:TorchvisionSource")
-SOURCES.register_lazy("timm", "modelseek.align.sources.timm_source:TimmSource")
-SOURCES.register_lazy("open_clip", "modelseek.align.sources.open_clip_source:OpenClipSource")
-SOURCES.register_lazy("transformers", "modelseek.align.sources.transformers_source:TransformersSource")
+SOURCES: PluginRegistry[type[ModelSource]] = PluginRegistry("model source", __name__, group="modelseek.sources",
+                                                            adapt=_plugin)
+
+
+def register(cls: S) -> S:
+    """Class decorator: register a :class:`ModelSource` subclass under its ``name``."""
+    if not (isinstance(cls, type) and issubclass(cls, ModelSource)):
+        raise TypeError(f"@register takes a ModelSource subclass, got {cls!r}")
+    SOURCES.add(cls.name, cls)
+    return cls
 
 
 def get_source(name: str) -> ModelSource:
@@ -28,4 +38,5 @@ def get_source(name: str) -> ModelSource:
     return SOURCES.get(name)()
 
 
-__all__ = ["SOURCES", "LoadedModel", "ModelSource", "Spec", "WeightsUnavailable", "get_source", "offline"]
+__all__ = ["SOURCES", "LoadedModel", "ModelSource", "Spec", "WeightsUnavailable", "get_source", "offline",
+           "register"]

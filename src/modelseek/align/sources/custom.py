@@ -7,9 +7,11 @@ from __future__ import annotations
 import importlib
 
 from ...errors import InputError
+from . import register
 from .base import LoadedModel, ModelSource, load_state_dict, seeded
 
 
+@register
 class CustomSource(ModelSource):
     name = "custom"
     package = "torch"

@@ -4,10 +4,12 @@ through ``encode_text``. Layer paths are relative to the whole CLIP model (``vis
 from __future__ import annotations
 
 from ...errors import InputError
+from . import register
 from .base import (LoadedModel, ModelSource, WeightsUnavailable, _first_line, import_package, offline,
                    offline_reason, seeded)
 
 
+@register
 class OpenClipSource(ModelSource):
     name = "open_clip"
     package = "open_clip"

@@ -14,10 +14,12 @@ from typing import Any
 
 from ...errors import InputError
 from ...registry import closest
+from . import register
 from .base import (LoadedModel, ModelSource, Spec, WeightsUnavailable, _first_line, import_package,
                    is_default_pretrained, load_state_dict, offline, offline_reason, seeded)
 
 
+@register
 class TimmSource(ModelSource):
     name = "timm"
     package = "timm"

@@ -11,10 +11,12 @@ from urllib.parse import urlparse
 
 from ...errors import InputError
 from ...registry import closest
+from . import register
 from .base import (LoadedModel, ModelSource, WeightsUnavailable, _first_line, import_package, is_default_pretrained,
                    load_state_dict, offline, offline_reason, seeded)
 
 
+@register
 class TorchvisionSource(ModelSource):
     name = "torchvision"
     package = "torchvision"

@@ -9,10 +9,12 @@ from pathlib import Path
 
 from ...errors import InputError
 from ..formats import Modality
+from . import register
 from .base import (LoadedModel, ModelSource, WeightsUnavailable, _first_line, import_package, offline,
                    offline_reason, seeded)
 
 
+@register
 class TransformersSource(ModelSource):
     name = "transformers"
     package = "transformers"
