@@ -19,6 +19,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+import numpy as np
+
 from ..enums import Choice
 from ..registry import PluginRegistry
 
@@ -83,28 +85,47 @@ class EstimatorInfo:
 def _plugin(name: str, obj: Any) -> EstimatorInfo:
     """An estimator from an entry point (group ``modelseek.estimators``): an :class:`EstimatorInfo`, or a plain
     function ``(features, labels) -> float`` that takes the default properties (features in, higher is better,
-    unseeded, not declared scale-invariant) and gets the package's input checks and a finite-result check around
-    it, so the function is its formula only."""
+    unseeded, not declared scale-invariant) and the registration's checks (:func:`checked`)."""
     if isinstance(obj, EstimatorInfo):
         return obj if obj.name == name else EstimatorInfo(**{**obj.__dict__, "name": name})
     if not callable(obj):
         raise TypeError(f"an estimator entry point names a function (features, labels) -> float, got {obj!r}")
     check_contract(name, obj, seeded=False, uses_validation=False, regression=False)
-    return EstimatorInfo(name=name, fn=_checked(name, obj), scale_invariant=False)
+    return EstimatorInfo(name=name, fn=checked(name, obj, InputKind.FEATURES, scale_invariant=False),
+                         scale_invariant=False)
 
 
-def _checked(name: str, fn: Callable[..., float]) -> Estimator:
+def checked(name: str, fn: Callable[..., float], kind: InputKind, *, scale_invariant: bool,
+            regression: bool = False) -> Estimator:
+    """``fn`` behind the contract's checks, applied by the registration so that an estimator is its formula:
+    the inputs as :func:`~._common.check_inputs` requires them (2-D, real and finite, as many labels as rows, at
+    least two classes; numeric targets for ``task="regression"``), each failure a located
+    :class:`~modelseek.errors.InputError`; features rescaled by an exact power of two when the estimator declares
+    scale invariance (the validation features by the same factor), so no scale overflows; and a finite result
+    (a NaN or infinite score is an InputError, never a score). The labels are passed as an array of the values
+    given (any type ``np.unique`` orders)."""
     from ..errors import InputError
-    from ._common import check_inputs
+    from ._common import check_inputs, check_targets, unit_scale
+
+    what = "probs" if kind is InputKind.PROBS else "features"
+    rescale = scale_invariant and kind is InputKind.FEATURES
 
     def estimator(features, labels, /, **options) -> float:
-        X, y, _ = check_inputs(features, labels, name=name)
-        value = float(fn(X, y, **options))
-        if value != value or value in (float("inf"), float("-inf")):
-            raise InputError(f"{name}: the estimator returned {value} (a score must be finite)", field="features")
+        if regression and options.get("task") == "regression":
+            X = check_targets(features, labels, name=name)[0]
+        else:
+            X = check_inputs(features, labels, name=name, what=what)[0]
+        if rescale:
+            X, k = unit_scale(X)
+            if options.get("val_features") is not None:
+                options = {**options, "val_features": np.ldexp(np.asarray(options["val_features"], float), -k)}
+        value = float(fn(X, np.asarray(labels), **options))
+        if not np.isfinite(value):
+            raise InputError(f"{name}: the estimator returned {value} (a score must be finite)", field=what)
         return value
 
-    estimator.__doc__, estimator.__module__ = fn.__doc__, fn.__module__
+    estimator.__doc__, estimator.__module__, estimator.__name__ = fn.__doc__, fn.__module__, fn.__name__
+    estimator.__wrapped__ = fn  # type: ignore[attr-defined]
     return estimator
 
 
@@ -118,13 +139,17 @@ def register(name: str, *, input: str | InputKind = "features", seeded: bool = F
              higher_is_better: bool = True, uses_validation: bool = False,
              scale_invariant: bool = True, regression: bool = False
              ) -> Callable[[Callable[..., float]], Callable[..., float]]:
-    """Decorator: register ``fn(features_or_probs, labels, **options) -> float`` under ``name``."""
+    """Decorator: register ``fn(features_or_probs, labels, **options) -> float`` under ``name``. The registered
+    estimator is ``fn`` behind the contract's input, scale and result checks (:func:`checked`); the module keeps
+    the plain function."""
     kind = InputKind.parse(input, "input")
 
     def deco(fn: Callable[..., float]) -> Callable[..., float]:
         check_contract(name, fn, seeded=bool(seeded), uses_validation=bool(uses_validation),
                        regression=bool(regression))
-        ESTIMATORS.add(name, EstimatorInfo(name=name, fn=fn, input=kind, seeded=bool(seeded),
+        ESTIMATORS.add(name, EstimatorInfo(name=name, fn=checked(name, fn, kind, scale_invariant=bool(scale_invariant),
+                                                                 regression=bool(regression)),
+                                           input=kind, seeded=bool(seeded),
                                            higher_is_better=bool(higher_is_better),
                                            uses_validation=bool(uses_validation),
                                            scale_invariant=bool(scale_invariant),
