@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
+        from ._common import check_before_work
+
+        check_before_work(args)  # options that need each other, then every input file: before any work
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe surfaces here, inside the handler, not at interpreter exit
         return code
