@@ -17,8 +17,8 @@ def add_truth_args(p) -> None:
 
     p.add_argument("--ground-truth", "-g", type=INPUT_FILE,
                    help="ground truth: the official CSV (task_id, model_id, f1, ...) or a "
-                   "TREC qrels file (topic iter docno grade; negative grades are "
-                                                "judged non-relevant)")
+                        "TREC qrels file (topic iter docno grade; negative grades are "
+                        "judged non-relevant)")
     p.add_argument("--truth-format", choices=TRUTH_FORMATS, default="auto",
                    help="format of the ground truth (default: told by its form)")
     p.add_argument("--any-score", action="store_true",

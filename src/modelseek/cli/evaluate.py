@@ -24,7 +24,7 @@ def register(sub) -> None:
                                         "Kendall tau, per tier)")
     p.add_argument("run", type=INPUT_FILE,
                    help="TREC run file (may hold several run ids; files written by other tools, e.g. "
-                               "ranx, are read too; columns after the sixth are ignored, as trec_eval does)")
+                        "ranx, are read too; columns after the sixth are ignored, as trec_eval does)")
     add_truth_args(p)
     p.add_argument("--metrics", default=DEFAULT_METRICS,
                    help=f"comma-separated: ndcg@k, mrr, kendall, regret@k (default {DEFAULT_METRICS})")

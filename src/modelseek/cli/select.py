@@ -30,8 +30,8 @@ def register(sub) -> None:
     p.add_argument("--budget", required=True, help="time budget, e.g. 4h, 90m, 3600s, 1h30m")
     p.add_argument("--out", default="modelseek-select", type=OUTPUT_DIR,
                    help="folder for the state, the run (run.trec), the "
-                                                             "fine-tuned results (finetuned.csv) and the job store "
-                                                             "(default: ./modelseek-select)")
+                        "fine-tuned results (finetuned.csv) and the job store "
+                        "(default: ./modelseek-select)")
     p.add_argument("-m", "--method", default="logme", help="frozen-feature method for stage 2 (default: logme)")
     p.add_argument("--prior", default="default", help="inference-free ranker for stage 1 (default: the shipped "
                                                       "default, adaptive)")
