@@ -54,7 +54,7 @@ def register(sub) -> None:
             c.add_argument("--subset", help="comma-separated benchmarks (default: search the best of size -k)")
             c.add_argument("-k", type=POSITIVE_INT, default=8, help="subset size to search when --subset is not given")
             c.add_argument("--plot", type=OUTPUT_FILE, help="write the bar chart (PNG) here")
-        c.set_defaults(func=run)
+        c.set_defaults(func=run, check=check_options)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
 
@@ -93,6 +93,14 @@ def _common(c) -> None:
                    help="worker processes sharing each generation's batch (default 0 = one per CPU, at most 8; "
                         "1 = this process only; the scores are the same)")
     c.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """Options that need each other, checked by the entry point before the table is read or a model trained."""
+    if args.eevee_command == "tiers" and not args.costs:
+        raise InputError("tiers need --costs (a benchmark,cost CSV)", field="--costs")
+    if args.eevee_command == "importance" and args.subset is not None and not args.subset.strip(" ,"):
+        raise InputError("--subset names no benchmark", field="--subset")
 
 
 def _table(args):

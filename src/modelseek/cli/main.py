@@ -8,6 +8,7 @@ defines ``register(subparsers)``; adding a command is adding a file. Exit codes:
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import logging
 import os
@@ -69,9 +70,22 @@ def main(argv: list[str] | None = None) -> int:
     except ModelseekError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:
+        if exc.errno not in _OUTPUT_ERRNOS or exc.filename is not None:
+            raise
+        # every file goes through modelseek.io (an OutputError); a raw write error is standard output's (a full
+        # disk under ``> file``, /dev/full): one line, and stdout silenced so the exit's flush does not fail again
+        _silence_stdout()
+        from ..io import write_error
+
+        print(f"error: {write_error('standard output', exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+_OUTPUT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS)
 
 
 def _silence_stdout() -> None:

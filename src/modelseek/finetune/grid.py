@@ -70,6 +70,10 @@ def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelS
     """
     from ..progress import progress_counter
 
+    if executor == "local":  # a device this process cannot use fails now, not once per job (Ray resolves per task)
+        from .protocol import resolve_device
+
+        resolve_device(recipe)
     store = store if isinstance(store, JobStore) else JobStore(store)
     jobs = build_jobs(tasks, pool, recipe, seeds)
     keys = [j.key for j in jobs]
