@@ -145,7 +145,7 @@ def _store_error(path: Path, exc: sqlite3.Error) -> ModelseekError | None:
     """A full disk or a read-only store as an :class:`OutputError` naming the store (None: another problem)."""
     code = getattr(exc, "sqlite_errorcode", None)
     text = str(exc)
-    if code == sqlite3.SQLITE_FULL or "disk is full" in text:
+    if code == getattr(sqlite3, "SQLITE_FULL", 13) or "disk is full" in text:
         return OutputError("cannot write the job store: no space left on device (the disk is full)", path=path,
                            errno=errno.ENOSPC)
     if code == getattr(sqlite3, "SQLITE_READONLY", 8) or "readonly database" in text:
