@@ -153,16 +153,25 @@ def _search(args, table, ev, cfg, base, progress: bool) -> int:
     if args.json:
         print_json({"k": args.k, "baseline": _baseline_dict(base),
                     "top": [_scored(s, base) for s in res.top[: args.top]],
-                    "n_evaluated": res.n_evaluated, "n_trained": res.n_trained, "wall_s": res.wall_s,
+                    "n_evaluated": res.n_evaluated, "n_trained": res.n_trained, "n_subsets": res.n_subsets,
+                    "exhaustive": res.exhaustive, "wall_s": res.wall_s,
                     "leaky": args.leaky, "loss_scale": args.loss_scale, "meta_model": args.meta_model,
                     "table": repr(table)})
         return 0
-    print(f"{table!r}; k={args.k}; {res.n_evaluated} subsets scored ({res.n_trained} trained) in "
+    print(f"{table!r}; k={args.k}; {_how(res, len(table.benchmark_names))} ({res.n_trained} trained) in "
           f"{res.wall_s:.1f} s{' [leaky normalisation]' if args.leaky else ''}"
           f"{f' [{args.meta_model} meta-model]' if args.meta_model != 'mlp' else ''}")
     _print_baseline(base, res.best)
     _print_scores(res.top[: args.top], base)
     return 0
+
+
+def _how(res, n_benchmarks: int) -> str:
+    """What the search scored: every subset (exhaustive) or the distinct subsets the evolution reached."""
+    space = f"C({n_benchmarks}, {res.k}) = {res.n_subsets:,}"
+    if res.exhaustive:
+        return f"exhaustive: all {res.n_evaluated:,} subsets scored ({space} exist)"
+    return f"evolutionary search: {res.n_evaluated:,} distinct subsets scored of {space}"
 
 
 def _sweep(args, table, ev, cfg, base, progress: bool) -> int:
