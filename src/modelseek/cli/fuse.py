@@ -138,6 +138,22 @@ def _task_features(args: argparse.Namespace):
     return feats if feats else None
 
 
+def _coverage_notes(features, topics) -> list[str]:
+    """One note per task feature that leaves out some of ``topics`` (there the fusion uses its base weights): how
+    many it covers and which it leaves out (at most 10 named)."""
+    if not features:
+        return []
+    topics = sorted(set(topics))
+    notes = []
+    for name in features.names:
+        missing = [t for t in topics if t not in features.values[name]]
+        if missing:
+            shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+            notes.append(f"task feature {name!r} covers {len(topics) - len(missing)} of {len(topics)} topics; left "
+                         f"out (base weights there): {shown}")
+    return notes
+
+
 def _vs_plain_rrf(cv) -> str:
     from ..fusion.learned import PLAIN_RRF
 
@@ -158,14 +174,17 @@ def _apply(args: argparse.Namespace, runs, features) -> int:
     except InputError as exc:
         raise _located(exc, args.apply, args.runs) from None
     fused.write(args.output)
+    notes = _coverage_notes(features, fused)
     summary = {"fusion": learned.fusion.to_dict(), "describe": learned.fusion.describe(),
                "output": str(args.output), "topics": len(fused),
-               "new_topics": len(set(fused) - set(learned.fitted_topics))}
+               "new_topics": len(set(fused) - set(learned.fitted_topics)), "notes": notes}
     if args.json:
         print_json(summary)
     else:
         print(f"applied {learned.fusion.describe()} (learned on {len(learned.fitted_topics)} topics) to "
               f"{len(fused)} topics ({summary['new_topics']} new); wrote {args.output}")
+        for n in notes:
+            print(f"note: {n}")
     return 0
 
 
@@ -186,11 +205,13 @@ def _optimize(args: argparse.Namespace, runs, features) -> int:
     fused.write(args.output)
     if args.save:
         learned.save(args.save)
+    notes = _coverage_notes(features, learned.fitted_topics)
     if args.json:
         print_json({"fusion": learned.fusion.to_dict(), "describe": learned.fusion.describe(),
                     "fitted_topics": learned.fitted_topics, "train_score": learned.train_score,
                     "cv": learned.cv.to_dict() if learned.cv is not None else None,
-                    "output": str(args.output), "saved": None if args.save is None else str(args.save)})
+                    "output": str(args.output), "saved": None if args.save is None else str(args.save),
+                    "notes": notes})
         return 0
     print(f"learned fusion: {learned.fusion.describe()}")
     print(f"  chosen on {len(learned.fitted_topics)} topics with ground truth "
@@ -204,6 +225,8 @@ def _optimize(args: argparse.Namespace, runs, features) -> int:
         for f in learned.cv.folds:
             print(f"  fold {f.fold}: fitted on {len(f.fitted)} topics, chose {f.fusion.describe()}")
     print(f"wrote {args.output} ({len(fused)} topics)" + (f"; saved {args.save}" if args.save else ""))
+    for n in notes:
+        print(f"note: {n}")
     return 0
 
 
