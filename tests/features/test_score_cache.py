@@ -134,9 +134,8 @@ def test_a_full_disk_is_named_as_such(tmp_path, monkeypatch):
         return db
 
     monkeypatch.setattr(sqlite3, "connect", full)
-    with JobStore(path) as s:
-        with pytest.raises(OutputError, match="no space left on device") as exc:
-            s.finish(key="k1", status="done", result={"f1": 0.5, "log": "x" * 200_000}, **_KW)
+    with JobStore(path) as s, pytest.raises(OutputError, match="no space left on device") as exc:
+        s.finish(key="k1", status="done", result={"f1": 0.5, "log": "x" * 200_000}, **_KW)
     assert str(exc.value).startswith(f"{path}: cannot write the job store: no space left on device")
     monkeypatch.undo()
     with JobStore(path) as s:  # nothing half-written
