@@ -336,7 +336,7 @@ def test_an_unreadable_ground_truth_is_one_line(case, tmp_path, command):
     shutil.copy(case["truth"], truth)
     os.chmod(truth, 0)
     code, err = _unprivileged(*_readers(case, truth, case["a"])[command])
-    assert code == 1 and err == f"error: {truth}: cannot read file: Permission denied\n", err
+    assert code == 1 and err == f"error: {truth}: cannot read ground-truth file: Permission denied\n", err
 
 
 def test_an_unreadable_ground_truth_found_beside_the_run_is_one_line(case, tmp_path):
@@ -354,10 +354,10 @@ def test_an_unreadable_run_is_one_line(case, tmp_path, command):
     shutil.copy(case["a"], run)
     os.chmod(run, 0)
     code, err = _unprivileged(*_readers(case, case["truth"], run)[command])
-    assert code == 1 and err == f"error: {run}: cannot read file: Permission denied\n", err
+    assert code == 1 and err == f"error: {run}: cannot read run file: Permission denied\n", err
 
 
-SPECIAL = {"device": "is a character device, expected a regular file",
+SPECIAL = {"device": "is a character device, expected a regular ground-truth file",
            "folder": "is a directory, expected a file",
            "dangling symlink": "no such file"}
 
@@ -385,7 +385,7 @@ def test_a_fifo_ground_truth_is_refused_without_waiting_for_a_writer(case, tmp_p
     fifo = tmp_path / "truth.fifo"
     os.mkfifo(fifo)
     r = run_cli_subprocess(*_readers(case, fifo, case["a"])[command], timeout=120)
-    assert_one_error_line(r, str(fifo), "is a FIFO (named pipe), expected a regular file")
+    assert_one_error_line(r, str(fifo), "is a FIFO (named pipe), expected a regular ground-truth file")
 
 
 # ------------------------------------------------------------------------------------------ options before work

@@ -152,12 +152,24 @@ class InputFile(str):
     what = "file"
 
 
-def input_file(text: str) -> InputFile:
-    """A file the command reads: checked by :func:`check_before_work` (missing, unreadable, a directory, a device
-    or FIFO: one located line, exit 1) after parsing and before any work."""
-    if not text:
-        raise argparse.ArgumentTypeError("empty path")
-    return InputFile(text)
+def input_file_of(what: str) -> Callable[[str], InputFile]:
+    """``type=`` for a file the command reads, of kind ``what`` (``run file``, ``ground-truth file``: the word in
+    messages and the size cap of :func:`modelseek.io.size_limit`): checked by :func:`check_before_work` (missing,
+    unreadable, a directory, a device or FIFO, over its cap: one located line, exit 1) after parsing and before
+    any work."""
+
+    def convert(text: str) -> InputFile:
+        if not text:
+            raise argparse.ArgumentTypeError("empty path")
+        value = InputFile(text)
+        value.what = what
+        return value
+
+    convert.__name__ = what
+    return convert
+
+
+input_file = input_file_of("file")
 
 
 def existing_file(text: str) -> InputFile:
@@ -229,6 +241,9 @@ def _creatable(text: str) -> Path:
 
 EXISTING_FILE = existing_file
 INPUT_FILE = input_file
+RUN_FILE = input_file_of("run file")
+TRUTH_FILE = input_file_of("ground-truth file")
+TASKS_FILE = input_file_of("tasks file")
 EXISTING_DIR = existing_dir
 OUTPUT_FILE = output_file
 OUTPUT_DIR = output_dir

@@ -14,8 +14,8 @@ from numbers import Real
 
 from ..config import Interval
 from ..fusion import FusionMethod, Norm
-from ._common import (INPUT_FILE, NON_NEGATIVE_FLOAT, OUTPUT_FILE, SEED, add_scheme, choice, int_at_least,
-                      metavar, number)
+from ._common import (INPUT_FILE, NON_NEGATIVE_FLOAT, OUTPUT_FILE, RUN_FILE, SEED, TASKS_FILE, TRUTH_FILE,
+                      add_scheme, choice, input_file_of, int_at_least, metavar, number)
 
 STEP = number(Interval(Real, 0, 1, closed="right"))
 
@@ -28,7 +28,7 @@ def register(sub) -> None:
                     "not counted by combmnz, no RRF term); topics are the union of the inputs'; ties go to the "
                     "natural docID order.")
     # input files are read by the located readers (a missing file or a folder: exit 1, as in evaluate)
-    p.add_argument("runs", nargs="+", metavar="RUN", type=INPUT_FILE,
+    p.add_argument("runs", nargs="+", metavar="RUN", type=RUN_FILE,
                    help="run files; every run id in each file is one input")
     p.add_argument("-o", "--output", required=True, type=OUTPUT_FILE, help="write the fused run here")
     p.add_argument("--names", help="comma-separated new run ids for the inputs, in order (when ids clash)")
@@ -46,10 +46,10 @@ def register(sub) -> None:
                            "truth; needs --ground-truth")
     mode.add_argument("--apply", metavar="FUSION_JSON", type=INPUT_FILE,
                       help="apply a fusion saved by --optimize --save")
-    g.add_argument("--ground-truth", "-g", type=INPUT_FILE, help="ground truth (task_id, model_id, f1) for --optimize")
+    g.add_argument("--ground-truth", "-g", type=TRUTH_FILE, help="ground truth (task_id, model_id, f1) for --optimize")
     g.add_argument("--any-score", action="store_true",
                    help="the ground truth's f1 column holds any higher-is-better score (accuracy in %%, ...)")
-    g.add_argument("--tasks-csv", type=INPUT_FILE,
+    g.add_argument("--tasks-csv", type=TASKS_FILE,
                    help="tasks.csv giving criticality (default: beside the ground truth)")
     g.add_argument("--metric", default="ndcg@5", help="what the search maximises: ndcg@k (default ndcg@5)")
     add_scheme(g)
@@ -67,7 +67,7 @@ def register(sub) -> None:
                    help="the tasks' data (NTCIR root or task folders, or a table file): task size (training rows) "
                         "and number of classes become task features that fusion weights may follow (--optimize, "
                         "--apply)")
-    g.add_argument("--task-features", metavar="CSV", type=INPUT_FILE,
+    g.add_argument("--task-features", metavar="CSV", type=input_file_of("task features file"),
                    help="task features: a topic (or task_id) column and one numeric column (> 0) per feature; an "
                         "empty cell is a missing value (the topic then gets the base weights)")
     g.add_argument("--no-per-task", dest="per_task", action="store_false",
