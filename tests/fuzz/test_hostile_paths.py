@@ -19,6 +19,7 @@ import sys
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from modelseek import GroundTruth, Run
@@ -120,21 +121,27 @@ def case(tmp_path_factory):
     Run.from_scores({t: truth.f1(t) for t in truth.task_ids}, run_id="a").write(root / "a.txt")
     Run.from_scores({t: {m: -v for m, v in truth.f1(t).items()} for t in truth.task_ids}, run_id="b").write(
         root / "b.txt")
-    return {"root": root, "truth": layout / "ground-truth.csv", "a": root / "a.txt", "b": root / "b.txt"}
+    rng = np.random.default_rng(0)
+    (root / "table.csv").write_text("model,benchmark,metric,value\n" + "".join(
+        f"m{i},b{j},acc,{rng.normal():.4f}\n" for i in range(10) for j in range(4)))
+    return {"root": root, "layout": layout, "truth": layout / "ground-truth.csv", "a": root / "a.txt",
+            "b": root / "b.txt", "table": root / "table.csv"}
 
 
 def _writer(case, kind: str, out: Path) -> list:
-    """The command line that writes ``out``: fuse -o, or structure --plot."""
-    if kind == "fuse":
-        return ["fuse", case["a"], case["b"], "-o", out]
-    return ["structure", case["truth"], "--permutations", "20", "--no-tiers", "--plot", out]
+    """The command line of ``kind`` that writes ``out``."""
+    return {"fuse": ["fuse", case["a"], case["b"], "-o", out],
+            "rank": ["rank", case["layout"], "-m", "avgrank", "--train-truth", case["truth"], "--json", "-o", out],
+            "structure": ["structure", case["truth"], "--permutations", "20", "--no-tiers", "--plot", out],
+            "eevee": ["eevee", "importance", "--table", case["table"], "--subset", "b1,b2", "--meta-model", "ridge",
+                      "--workers", "1", "--plot", out]}[kind]
 
 
 def _written(kind: str, data: bytes) -> bool:
-    return data.startswith(b"\x89PNG") if kind == "structure" else b" Q0 " in data
+    return data.startswith(b"\x89PNG") if kind in ("structure", "eevee") else b" Q0 " in data
 
 
-WRITERS = ["fuse", "structure"]
+WRITERS = ["fuse", "rank", "structure", "eevee"]
 
 
 # ------------------------------------------------------------------------------------------ the write path (API)
