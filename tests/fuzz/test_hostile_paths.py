@@ -417,3 +417,15 @@ def test_finetune_on_a_missing_gpu_fails_before_the_grid(tmp_path):
                 tmp_path / "gt.csv", "--set", "device=cuda")
     assert_one_error_line(r, "field 'device'", "no CUDA device is visible")
     assert list(tmp_path.iterdir()) == []  # no store, no ground truth: nothing started
+
+
+def test_a_fifo_or_device_in_a_folder_the_user_cannot_write_is_still_an_output(case, tmp_path, monkeypatch):
+    """``-o /dev/stdout`` or a process substitution (``-o >(gzip > x.gz)``, a pipe in /dev/fd): their folders are
+    not writable by users, and need not be (nothing is made there)."""
+    reader = _FifoReader(tmp_path / "pipe")
+    monkeypatch.setattr(os, "access", lambda *a, **k: False)  # as a user who may not write in the folder
+    r = run_cli("fuse", case["a"], case["b"], "-o", reader.path)
+    assert r.code == 0, r.err
+    assert b" Q0 " in reader.join()
+    r = run_cli("fuse", case["a"], case["b"], "-o", tmp_path / "regular.txt")
+    assert r.code == 2 and "is not writable" in r.err

@@ -208,7 +208,15 @@ def existing_dir(text: str) -> Path:
 
 def output_file(text: str) -> Path:
     """A file to write: not a directory, and its parent is a directory or can be made (the nearest existing
-    ancestor is a writable directory). An existing file is overwritten."""
+    ancestor is a writable directory). An existing file is overwritten; a character device or FIFO (``/dev/stdout``,
+    a process substitution's ``/dev/fd/63``) is written in place, whatever its folder."""
+    import stat
+
+    try:
+        if text and (stat.S_ISCHR(os.stat(text).st_mode) or stat.S_ISFIFO(os.stat(text).st_mode)):
+            return Path(text)
+    except OSError:
+        pass  # no such path (or none reachable): the checks below name what is wrong
     p = _creatable(text)
     if p.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: is a directory, expected a file to write")
