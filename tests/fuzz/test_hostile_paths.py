@@ -429,3 +429,24 @@ def test_a_fifo_or_device_in_a_folder_the_user_cannot_write_is_still_an_output(c
     assert b" Q0 " in reader.join()
     r = run_cli("fuse", case["a"], case["b"], "-o", tmp_path / "regular.txt")
     assert r.code == 2 and "is not writable" in r.err
+
+
+def _select(case, out, pool=None) -> list:
+    task = case["layout"] / "task-data" / "train-tasks" / "1001"
+    return ["select", task, "--pool", pool or case["layout"] / "models.csv", "--budget", "1h", "--plan-only", "--out",
+            out]
+
+
+def test_select_with_an_unreadable_pool_is_one_line(case, tmp_path):
+    pool = tmp_path / "models.csv"
+    shutil.copy(case["layout"] / "models.csv", pool)
+    os.chmod(pool, 0)
+    code, err = _unprivileged(*_select(case, tmp_path / "sel", pool))
+    assert code == 1 and err == f"error: {pool}: cannot read pool file: Permission denied\n", err
+
+
+def test_select_on_a_full_disk_is_one_line(case, tmpfs):
+    _fill(tmpfs, leave=0)
+    r = run_cli(*_select(case, tmpfs / "sel"))
+    assert_one_error_line(r, str(tmpfs / "sel"), "no space left on device")
+    assert [p.name for p in (tmpfs / "sel").iterdir() if p.name.endswith(".tmp")] == []
