@@ -450,3 +450,30 @@ def test_select_on_a_full_disk_is_one_line(case, tmpfs):
     r = run_cli(*_select(case, tmpfs / "sel"))
     assert_one_error_line(r, str(tmpfs / "sel"), "no space left on device")
     assert [p.name for p in (tmpfs / "sel").iterdir() if p.name.endswith(".tmp")] == []
+
+
+UNREADABLE = {  # command -> (the file made unreadable, the command line given the case and that file)
+    "eevee search --table": ("table", lambda c, f: ["eevee", "search", "--table", f, "-k", "1"]),
+    "eevee tiers --costs": ("costs", lambda c, f: ["eevee", "tiers", "--table", c["table"], "--costs", f,
+                                                   "--budgets", "1"]),
+    "rank --train-truth": ("truth", lambda c, f: ["rank", c["layout"], "-m", "avgrank", "--train-truth", f]),
+    "validate": ("run", lambda c, f: ["validate", f]),
+    "duel runs": ("run", lambda c, f: ["duel", "runs", f, c["b"], "-g", c["truth"]]),
+    "fuse --task-features": ("features", lambda c, f: ["fuse", c["a"], c["b"], "-o", c["root"] / "never.txt",
+                                                       "--optimize", "-g", c["truth"], "--task-features", f]),
+}
+
+
+@pytest.mark.parametrize("command", sorted(UNREADABLE))
+def test_an_unreadable_input_is_one_line_in_every_command(case, tmp_path, command):
+    kind, line = UNREADABLE[command]
+    f = tmp_path / f"{kind}.csv"
+    source = {"table": case["table"], "truth": case["truth"], "run": case["a"]}.get(kind)
+    if source is not None:
+        shutil.copy(source, f)
+    else:
+        f.write_text("benchmark,cost\nb1,1\n" if kind == "costs" else "topic,size\n1001,3\n")
+    os.chmod(f, 0)
+    code, err = _unprivileged(*line(case, f))
+    assert code == 1 and len(err.strip().splitlines()) == 1 and err.startswith(f"error: {f}"), err
+    assert "Permission denied" in err and "Traceback" not in err
