@@ -39,6 +39,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if not _interactive_stderr():  # a log gets plain progress lines (modelseek.progress), not the Hub's bar frames
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     words = sys.argv[1:] if argv is None else list(argv)
     first = next((w for w in words if not w.startswith("-")), None)
     lean = first in ("evaluate", "compare", "validate") and "-h" not in words and "--help" not in words
@@ -83,6 +85,13 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _interactive_stderr() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
 
 
 _OUTPUT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS)
