@@ -184,13 +184,13 @@ def existing_file(text: str) -> InputFile:
 
 
 def check_before_work(args: argparse.Namespace) -> None:
-    """What the entry point runs after parsing and before the command: the command's option check (``check``,
-    set by ``p.set_defaults(check=...)``: options that need each other, counts) and then the one check of every
+    """What the entry point runs after parsing and before the command: the command's option check (set by
+    ``p.set_defaults(options_check=FUNCTION)``: options that need each other, counts) and then the one check of every
     input file given (:func:`modelseek.io.check_readable`). Every problem is a ``ModelseekError`` (one line,
     exit 1) before a second of work."""
     from ..io import check_readable
 
-    check = getattr(args, "check", None)
+    check = getattr(args, "options_check", None)
     if check is not None:
         check(args)
     for value in vars(args).values():

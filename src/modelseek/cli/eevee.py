@@ -54,7 +54,7 @@ def register(sub) -> None:
             c.add_argument("--subset", help="comma-separated benchmarks (default: search the best of size -k)")
             c.add_argument("-k", type=POSITIVE_INT, default=8, help="subset size to search when --subset is not given")
             c.add_argument("--plot", type=OUTPUT_FILE, help="write the bar chart (PNG) here")
-        c.set_defaults(func=run, check=check_options)
+        c.set_defaults(func=run, options_check=check_options)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
 

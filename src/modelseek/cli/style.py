@@ -65,7 +65,7 @@ def register(sub) -> None:
     b.add_argument("--run-out", type=OUTPUT_FILE, help="write the cross-fitted runs (at most 5 methods) to this file")
     b.add_argument("--plot", type=OUTPUT_FILE, help="write a bar chart of MRR per method (PNG)")
     _common(b)
-    b.set_defaults(func=run_bench, size=None, check=check_bench)
+    b.set_defaults(func=run_bench, size=None, options_check=check_bench)
 
 
 def check_bench(args: argparse.Namespace) -> None:
