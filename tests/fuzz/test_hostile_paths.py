@@ -284,6 +284,22 @@ def test_cli_full_disk_is_one_line(case, tmp_path, kind, enospc):
 
 
 @pytest.mark.parametrize("kind", WRITERS)
+def test_cli_refused_permission_is_one_line(case, tmp_path, kind, monkeypatch):
+    """EACCES when the temporary file is made (a folder whose permissions changed after the options were
+    checked, an ACL, a security module): injected, since root may write anywhere."""
+    import tempfile
+
+    def refused(*a, **k):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+
+    monkeypatch.setattr(tempfile, "mkstemp", refused)
+    out = tmp_path / "out.file"
+    r = run_cli(*_writer(case, kind, out))
+    assert_one_error_line(r, str(out), "cannot write: permission denied")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("kind", WRITERS)
 def test_cli_on_a_real_full_disk(case, tmpfs, kind):
     _fill(tmpfs, leave=0)
     out = tmpfs / "big.out"
@@ -477,3 +493,15 @@ def test_an_unreadable_input_is_one_line_in_every_command(case, tmp_path, comman
     code, err = _unprivileged(*line(case, f))
     assert code == 1 and len(err.strip().splitlines()) == 1 and err.startswith(f"error: {f}"), err
     assert "Permission denied" in err and "Traceback" not in err
+
+
+def test_a_job_store_on_a_full_disk_says_so(tmpfs):
+    """Issue #36: on a full disk the store said "not a modelseek job store (database or disk is full)"."""
+    from modelseek.finetune.store import JobStore
+
+    _fill(tmpfs, leave=0)
+    with pytest.raises(OutputError) as exc:
+        JobStore(tmpfs / "scores.sqlite", rebuild=True).close()
+    assert "no space left on device" in str(exc.value) and "not a modelseek job store" not in str(exc.value)
+    assert str(exc.value).startswith(str(tmpfs / "scores.sqlite"))
+    assert not list(tmpfs.glob("*.damaged-*"))  # a full disk is not damage: nothing moved aside
