@@ -187,10 +187,40 @@ def _replace(path: str | os.PathLike, target: Path, data: bytes, mode: int) -> N
         raise
 
 
+#: seconds a write into a FIFO waits for a process to open it for reading (then an error, never a hang)
+FIFO_WAIT_S = 60.0
+
+
+def _open_stream(path: str | os.PathLike) -> int:
+    """A descriptor writing into the device or FIFO ``path``. A FIFO is opened without blocking, retried until a
+    reader has it open (at most :data:`FIFO_WAIT_S`): opening one that nobody reads would block for ever."""
+    import fcntl
+    import stat
+    import time
+
+    flags = os.O_WRONLY | getattr(os, "O_NOCTTY", 0)
+    if not stat.S_ISFIFO(os.stat(path).st_mode):
+        return os.open(path, flags)
+    deadline = time.monotonic() + FIFO_WAIT_S
+    while True:
+        try:
+            fd = os.open(path, flags | os.O_NONBLOCK)
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:  # ENXIO: no reader yet
+                raise
+            if time.monotonic() > deadline:
+                raise OutputError(f"cannot write: no process opened the FIFO for reading within {FIFO_WAIT_S:g} s",
+                                  path=path, errno=errno.ENXIO) from None
+            time.sleep(0.05)
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)  # then write as usual
+    return fd
+
+
 def _write_stream(path: str | os.PathLike, data: bytes) -> None:
     """Write into a character device or a FIFO as it is (no temporary file, no rename, no truncation)."""
     try:
-        fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOCTTY", 0))
+        fd = _open_stream(path)
     except OSError as exc:
         raise write_error(path, exc) from None
     try:

@@ -85,7 +85,10 @@ def tmpfs(tmp_path):
     try:
         yield mnt
     finally:
-        subprocess.run(["umount", str(mnt)], check=False)
+        r = subprocess.run(["umount", str(mnt)], capture_output=True)
+        if r.returncode != 0:  # something still holds a file there (a leak of the code under test): say so
+            subprocess.run(["umount", "-l", str(mnt)], check=False)
+            pytest.fail(f"the tmpfs was still busy after the test: {r.stderr.decode().strip()}")
 
 
 def _fill(folder: Path, leave: int = 8192) -> None:
@@ -190,6 +193,19 @@ def test_a_fifo_is_written_in_place(tmp_path):
     reader = _FifoReader(tmp_path / "pipe")
     atomic_write_text(reader.path, "through the pipe\n")
     assert reader.join() == b"through the pipe\n" and stat.S_ISFIFO(reader.path.stat().st_mode)
+
+
+def test_a_fifo_nobody_reads_is_an_error_not_a_hang(tmp_path, monkeypatch):
+    import time
+
+    import modelseek.io as msio
+
+    monkeypatch.setattr(msio, "FIFO_WAIT_S", 0.3)
+    os.mkfifo(tmp_path / "pipe")
+    start = time.monotonic()
+    with pytest.raises(OutputError, match=r"pipe: cannot write: no process opened the FIFO for reading within 0\.3 s"):
+        atomic_write_text(tmp_path / "pipe", "x")
+    assert time.monotonic() - start < 30 and stat.S_ISFIFO((tmp_path / "pipe").stat().st_mode)
 
 
 def test_what_cannot_be_written_is_one_located_error(tmp_path):

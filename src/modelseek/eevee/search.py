@@ -15,6 +15,7 @@ import hashlib
 import json
 import logging
 import math
+import os
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -229,7 +230,7 @@ def sweep(table: Table, ks: Sequence[int], config: SearchConfig | None = None, *
     """Run :func:`search` for every k, sharing one evaluator (and its score cache). With ``out_dir``, each
     finished k is written to ``k<k>.json`` (atomically) and a rerun with the same table and settings resumes
     from the files; files of other settings are recomputed."""
-    from ..io import atomic_write_text
+    from ..io import atomic_write_text, read_json
 
     cfg = config or SearchConfig()
     ev = evaluator or BatchedEvaluator(table, meta)
@@ -237,14 +238,14 @@ def sweep(table: Table, ks: Sequence[int], config: SearchConfig | None = None, *
     results: dict[int, SearchResult] = {}
     for k in progress_bar(list(ks), desc="eevee sweep", disable=not progress):
         path = Path(out_dir) / f"k{k}.json" if out_dir is not None else None
-        if path is not None and path.exists():
-            try:
-                data = json.loads(path.read_text())
+        if path is not None and os.path.lexists(path):
+            try:  # the checked reader: a FIFO or device is refused (never waited on), damage is a located error
+                data = read_json(path, "sweep result")
                 if data.get("fingerprint") == fp:
                     results[k] = SearchResult.from_dict(data["result"])
                     continue
-            except (ValueError, KeyError, TypeError):
-                log.warning("%s: unreadable; recomputing k=%d", path, k)
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:  # InputError is a ValueError
+                log.warning("%s: unreadable (%s); recomputing k=%d", path, exc, k)
         res = search(ev, k, cfg, budget=budget)
         results[k] = res
         if path is not None:

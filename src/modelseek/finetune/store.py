@@ -181,14 +181,23 @@ class JobStore:
         except OSError as exc:
             raise InputError(f"cannot make the job store's folder: {exc.strerror or exc}", path=self.path) from None
         try:
-            self._open_checked()
-        except _Damaged as exc:
-            if not rebuild:
-                raise
+            try:
+                self._open_checked()
+            except _Damaged as exc:
+                if not rebuild:
+                    raise
+                self._close_quietly()
+                self._move_aside(exc.message)
+                self._open_checked()
+        except BaseException:
+            self._close_quietly()  # a store that failed to open holds no file (a full disk can be unmounted)
+            raise
+
+    def _close_quietly(self) -> None:
+        db = getattr(self, "_db", None)
+        if db is not None:
             with contextlib.suppress(Exception):
-                self._db.close()
-            self._move_aside(exc.message)
-            self._open_checked()
+                db.close()
 
     def _open_checked(self) -> None:
         """Open (retrying a fresh store that another process is creating), migrate, verify every row."""
