@@ -130,7 +130,7 @@ def output_kind(path: str | os.PathLike) -> str:
         return "replace"
     if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
         return "stream"
-    raise OutputError(f"is {_kind(st.st_mode)}; refusing to write to it", path=path)
+    raise OutputError(f"is {file_kind(st.st_mode)}; refusing to write to it", path=path)
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
@@ -270,7 +270,7 @@ def size_limit(what: str) -> int:
     return int(SIZE_LIMITS_MB.get(what, SIZE_LIMITS_MB["file"]) * 2**20)
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
     import stat
 
     for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
@@ -296,7 +296,7 @@ def check_file(path: str | os.PathLike, what: str = "file") -> Path:
     if stat.S_ISDIR(st.st_mode):
         raise InputError(f"is a directory, expected a {what}", path=p)
     if not stat.S_ISREG(st.st_mode):
-        raise InputError(f"is {_kind(st.st_mode)}, expected a regular {what}", path=p)
+        raise InputError(f"is {file_kind(st.st_mode)}, expected a regular {what}", path=p)
     cap = size_limit(what)
     if st.st_size > cap:
         key = "MODELSEEK_MAX_MB_" + re.sub(r"[^A-Za-z0-9]+", "_", what).strip("_").upper()

@@ -521,3 +521,20 @@ def test_a_job_store_on_a_full_disk_says_so(tmpfs):
     assert "no space left on device" in str(exc.value) and "not a modelseek job store" not in str(exc.value)
     assert str(exc.value).startswith(str(tmpfs / "scores.sqlite"))
     assert not list(tmpfs.glob("*.damaged-*"))  # a full disk is not damage: nothing moved aside
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device"])
+def test_a_job_store_that_is_a_special_file_is_refused_without_opening_it(tmp_path, kind):
+    """SQLite would block for ever reading a FIFO (it opens read-write, so it is its own writer)."""
+    from modelseek.errors import InputError
+    from modelseek.finetune.store import JobStore
+
+    path = tmp_path / "scores.sqlite"
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        path = _device(path, "/dev/null")
+    for rebuild in (False, True):
+        with pytest.raises(InputError, match="is a (FIFO|character device).*expected a job store file"):
+            JobStore(path, rebuild=rebuild)
+    assert not stat.S_ISREG(path.stat().st_mode)

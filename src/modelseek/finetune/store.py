@@ -176,6 +176,7 @@ class JobStore:
         self.set_aside: Path | None = None
         if self.path.is_dir():
             raise InputError("is a directory, expected a job store file", path=self.path)
+        self._refuse_special()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -192,6 +193,22 @@ class JobStore:
         except BaseException:
             self._close_quietly()  # a store that failed to open holds no file (a full disk can be unmounted)
             raise
+
+    def _refuse_special(self) -> None:
+        """A FIFO, device or socket where the store goes: SQLite would block reading it (a FIFO) or write into a
+        device. Refused by its kind, opening nothing."""
+        import stat
+
+        from ..io import file_kind
+
+        try:
+            mode = os.stat(self.path).st_mode
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise InputError(f"cannot open the job store: {exc.strerror or exc}", path=self.path) from None
+        if not stat.S_ISREG(mode):
+            raise InputError(f"is {file_kind(mode)}, expected a job store file", path=self.path)
 
     def _close_quietly(self) -> None:
         db = getattr(self, "_db", None)
