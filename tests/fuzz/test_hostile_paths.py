@@ -538,3 +538,21 @@ def test_a_job_store_that_is_a_special_file_is_refused_without_opening_it(tmp_pa
         with pytest.raises(InputError, match="is a (FIFO|character device).*expected a job store file"):
             JobStore(path, rebuild=rebuild)
     assert not stat.S_ISREG(path.stat().st_mode)
+
+
+def test_a_special_file_where_a_cache_entry_goes_is_moved_aside(tmp_path, caplog):
+    import logging
+
+    import numpy as np
+
+    from modelseek.cache import load_arrays, read_arrays, write_arrays
+
+    entry = tmp_path / "abc.feat"
+    os.mkfifo(entry)  # reading it would block for ever, writing into it would feed whoever reads it
+    with caplog.at_level(logging.WARNING):
+        assert load_arrays(entry, {"key": "abc"}, what="feature cache") is None
+    assert "is not a regular file; moving it aside" in caplog.text
+    kept = list(tmp_path.glob("abc.feat.not-a-file-*"))
+    assert len(kept) == 1 and stat.S_ISFIFO(kept[0].stat().st_mode) and not os.path.lexists(entry)
+    write_arrays(entry, {"x": np.arange(3.0)}, {"key": "abc"})
+    assert entry.is_file() and read_arrays(entry, {"key": "abc"})["x"].tolist() == [0.0, 1.0, 2.0]
