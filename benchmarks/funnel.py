@@ -1,7 +1,7 @@
 """The budgeted funnel (``modelseek select``) against two ways to spend the same budget, on a generated pool.
 
-    python benchmarks/funnel.py [--models 200] [--tasks 12] [--seed 0] [--budgets 0.25 0.5 1 2 4 8 16 32]
-        [--plot docs/results/funnel.png] [--json docs/results/funnel.json]
+    python benchmarks/funnel.py [--models 200] [--tasks 30] [--history-tasks 20] [--seed 0]
+        [--budgets 0.25 0.5 1 2 4 8 16 32] [--plot docs/results/funnel.png] [--json docs/results/funnel.json]
 
 The pool is :func:`modelseek.testing.funnel.make_funnel_world`: ``--models`` candidates with a known fine-tuned
 F1 per task, an inference-free prior (corr. ~0.55 with it), frozen-feature estimates (~0.8), fine-tuning
@@ -14,6 +14,10 @@ F1 per task, an inference-free prior (corr. ~0.55 with it), frozen-feature estim
   rest by the prior;
 * **estimators on all** — estimators down the prior's order while they fit (all of the pool when the budget
   allows), ranked by the estimators, then the rest by the prior.
+
+The funnel plans with *measured* reliabilities: replay (:func:`modelseek.funnel.curve.measure`) on
+``--history-tasks`` further tasks of the same world (never evaluated) measures how well the prior and the estimators
+rank each task's candidates (mean within-task rank correlation with fine-tuned F1), and ``select`` gets those.
 
 Both baselines spend what their work really costs (fine-tuning stops early as in the funnel's backend) from the
 same budget. Prints nDCG@5 (NTCIR grades) and regret@1 (relative F1 lost), means over tasks, per budget; exits 1
@@ -82,12 +86,32 @@ def baseline_features_all(world, t: int, budget_s: float) -> list[str]:
     return then_prior([c for c, _ in scored], [ids[j] for j in order_idx])
 
 
+def measured_reliability(world, history: range):
+    """The prior's and the estimators' reliabilities measured by replay on the ``history`` tasks of ``world``."""
+    from modelseek.data.run import Run
+    from modelseek.funnel import Reliability
+    from modelseek.funnel.curve import measure
+
+    ids = [world.tasks[i].id for i in history]
+    truth = world.truth().subset(ids)
+    signals = tuple(Run.from_scores({world.tasks[i].id: dict(zip(world.pool.ids, m[i].tolist())) for i in history},
+                                    run_id=name) for name, m in (("world-prior", world.prior),
+                                                                  ("estimators", world.features)))
+    m = measure(truth, signals=signals, sequential=False)
+    clip = lambda r: round(min(max(r, 0.0), 0.95), 4)  # noqa: E731 - Reliability takes [0, 1)
+    return Reliability(prior=clip(m.reliability["world-prior"]), features=clip(m.reliability["estimators"])), m
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--models", type=int, default=200)
     ap.add_argument("--tasks", type=int, default=30)
+    ap.add_argument("--history-tasks", type=int, default=20,
+                    help="further tasks whose results the reliabilities are measured on (never evaluated)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--epochs", type=int, default=10)
+    ap.add_argument("--assumed", action="store_true",
+                    help="plan with the former assumed reliabilities (prior 0.5, estimators 0.7) instead")
     ap.add_argument("--budgets", type=float, nargs="+", default=[0.25, 0.5, 1, 2, 4, 8, 16, 32], help="hours")
     ap.add_argument("--plot", default="docs/results/funnel.png")
     ap.add_argument("--json", default="docs/results/funnel.json")
@@ -97,20 +121,28 @@ def main(argv: list[str] | None = None) -> int:
     from modelseek.testing.funnel import SimulatedBackend, make_funnel_world
 
     t0 = time.perf_counter()
-    world = make_funnel_world(args.models, args.tasks, seed=args.seed)
+    world = make_funnel_world(args.models, args.tasks + args.history_tasks, seed=args.seed)
     truth = world.truth()
     corr = world.correlations()
-    print(f"pool: {args.models} generated models, {args.tasks} tasks; correlation with fine-tuned F1: "
-          + ", ".join(f"{k} {v:.2f}" for k, v in corr.items()))
+    print(f"pool: {args.models} generated models, {args.tasks} tasks (+ {args.history_tasks} history tasks); "
+          f"correlation with fine-tuned F1: " + ", ".join(f"{k} {v:.2f}" for k, v in corr.items()))
+    rel, measured = measured_reliability(world, range(args.tasks, args.tasks + args.history_tasks))
+    if args.assumed:
+        from modelseek.funnel import Reliability
+
+        rel = Reliability()
+    print(f"reliabilities measured by replay on the {args.history_tasks} history tasks: prior {rel.prior:.2f}, "
+          f"estimators {rel.features:.2f} (the plan's former assumption: 0.50, 0.70)")
     methods = ("funnel", "finetune-prior-top", "estimators-on-all")
     rows = []
     for hours in args.budgets:
         budget_s = hours * 3600
         per: dict[str, list[tuple[float, float]]] = {m: [] for m in methods}
         spent, k1s, k2s = [], [], []
-        for t, task in enumerate(world.tasks):
+        for t, task in enumerate(world.tasks[: args.tasks]):
             with tempfile.TemporaryDirectory(dir=SCRATCH) as out:
-                res = select(task, world.pool, budget_s, out, backend=SimulatedBackend(world, t), epochs=args.epochs)
+                res = select(task, world.pool, budget_s, out, backend=SimulatedBackend(world, t), epochs=args.epochs,
+                             reliability=rel)
             if res.total_spent_s > budget_s + 1e-6:
                 print(f"error: the funnel spent {res.total_spent_s:.0f} s of a {budget_s:.0f} s budget",
                       file=sys.stderr)
@@ -147,8 +179,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         from pathlib import Path
 
-        Path(args.json).write_text(json.dumps({"models": args.models, "tasks": args.tasks, "seed": args.seed,
-                                               "epochs": args.epochs, "correlations": corr, "rows": rows},
+        Path(args.json).write_text(json.dumps({"models": args.models, "tasks": args.tasks,
+                                               "history_tasks": args.history_tasks, "seed": args.seed,
+                                               "epochs": args.epochs, "correlations": corr,
+                                               "measured_reliability": {"prior": rel.prior, "features": rel.features},
+                                               "measured_curve": list(measured.curve), "rows": rows},
                                               indent=1) + "\n", encoding="utf-8")
     if args.plot:
         plot(rows, methods, args.plot, args.models, args.tasks)

@@ -16,6 +16,11 @@ if "MODELSEEK_CACHE" not in os.environ:
     import tempfile
 
     os.environ["MODELSEEK_CACHE"] = tempfile.mkdtemp(prefix="modelseek-test-cache-")
+# ... and never the user's installed default ranker (train-ranker --install-default writes under MODELSEEK_DATA)
+if "MODELSEEK_DATA" not in os.environ:
+    import tempfile
+
+    os.environ["MODELSEEK_DATA"] = tempfile.mkdtemp(prefix="modelseek-test-data-")
 
 # Every property-based test is reproducible: the default profile draws a fixed sequence of examples (derandomized,
 # no example database). MODELSEEK_HYPOTHESIS=explore draws new ones (seed them with --hypothesis-seed=N), and

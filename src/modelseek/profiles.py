@@ -11,9 +11,11 @@ Where profiles come from, first match wins (:func:`profile_for`):
 1. a profile file given by the user (``--profiles FILE``; written by ``modelseek profiles fetch`` when online);
 2. the profiles shipped for the 20 NTCIR-19 Subtask A candidates (``resources/profiles/ntcir19.json``, derived
    from their cards and configs; each profile names its sources);
-3. the local Hugging Face cache (``$HF_HUB_CACHE``/``$HF_HOME/hub``): the card's README (YAML header: tags,
+3. the candidate's own model folder (a pool ``path:``, or the organisers' ``data/models/NN`` snapshot): its card
+   ``README.md`` and ``config.json``, read as in 4;
+4. the local Hugging Face cache (``$HF_HUB_CACHE``/``$HF_HOME/hub``): the card's README (YAML header: tags,
    datasets, languages, license; the first paragraphs of its text) and ``config.json``;
-4. the pool file's own metadata (``family``, ``domain``, ``pretraining_data``, ``finetuning_data``, ``language``).
+5. the pool file's own metadata (``family``, ``domain``, ``pretraining_data``, ``finetuning_data``, ``language``).
 
 A profile with no domain evidence (a general-purpose model, or nothing known) never moves a ranking.
 """
@@ -314,18 +316,24 @@ def profile_from_card(hf_id: str, readme: str | None, config: Mapping[str, Any] 
 def profile_from_hf_cache(hf_id: str, cache: Path | None = None) -> ModelProfile | None:
     """The profile of ``hf_id`` from the local Hugging Face cache, or None when it holds neither card nor config."""
     snap = _snapshot(hf_id, cache or hf_cache_dir())
-    if snap is None:
-        return None
+    return None if snap is None else profile_from_folder(hf_id, snap, "hf-cache")
+
+
+def profile_from_folder(hf_id: str, folder: str | Path, origin: str = "model-folder") -> ModelProfile | None:
+    """The profile of a model folder (a Hub snapshot: the card ``README.md`` and ``config.json``, e.g. the
+    organisers' ``data/models/05``), or None when it holds neither or they cannot be read."""
+    folder = Path(folder)
     readme = config = None
     try:
-        if (snap / "README.md").is_file():
-            readme = (snap / "README.md").read_text(encoding="utf-8", errors="replace")[:200_000]
-        if (snap / "config.json").is_file():
-            config = json.loads((snap / "config.json").read_text(encoding="utf-8"))
+        if (folder / "README.md").is_file():
+            readme = (folder / "README.md").read_text(encoding="utf-8", errors="replace")[:200_000]
+        if (folder / "config.json").is_file():
+            config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    return profile_from_card(hf_id, readme, config if isinstance(config, dict) else None, "hf-cache",
-                             [str(snap)])
+    if readme is None and config is None:
+        return None
+    return profile_from_card(hf_id, readme, config if isinstance(config, dict) else None, origin, [str(folder)])
 
 
 def fetch_profile(hf_id: str) -> ModelProfile:
@@ -374,6 +382,11 @@ def profile_for(candidate: Any, extra: Mapping[str, ModelProfile] | None = None,
     shipped = shipped_profiles()
     if hf in shipped:
         return shipped[hf]
+    path = getattr(candidate, "path", None)
+    if path and not str(path).startswith("package:"):  # a local model folder: its own card and config
+        p = profile_from_folder(hf, path)
+        if p is not None:
+            return p
     if use_cache:
         p = profile_from_hf_cache(hf)
         if p is not None:
@@ -387,5 +400,5 @@ def profiles_for(pool: Iterable[Any], extra: Mapping[str, ModelProfile] | None =
 
 
 __all__ = ["ModelProfile", "fetch_profile", "hf_cache_dir", "profile_for", "profile_from_candidate",
-           "profile_from_card", "profile_from_hf_cache", "profiles_for", "profiles_from_facts", "read_profiles",
-           "shipped_profiles", "write_profiles"]
+           "profile_from_card", "profile_from_folder", "profile_from_hf_cache", "profiles_for", "profiles_from_facts",
+           "read_profiles", "shipped_profiles", "write_profiles"]

@@ -3,6 +3,8 @@ reproducible, gradient accumulation matches one big batch, dynamic padding, clea
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -99,15 +101,22 @@ def test_precision_is_fp32_on_cpu(fast_recipe):
     assert resolve_precision(fast_recipe, "cpu") == "fp32"
 
 
-def test_labels_differing_between_splits(tiny_models, tiny_tasks, fast_recipe):
+def test_labels_differing_between_splits(tiny_models, tiny_tasks, fast_recipe, tmp_path):
     t = tiny_tasks[1]
     bad = Task("bad", train=t.train, val=t.val, test=Split(("a text",), ("unseen-label",)))
     with pytest.raises(InputError) as ei:
         finetune(bad, str(tiny_models["1"]), fast_recipe)
     assert ei.value.field == "labels" and "labels differ between splits" in str(ei.value)
     assert "'unseen-label'" in str(ei.value) and "test" in str(ei.value)
-    with pytest.raises(InputError, match="no test split"):
-        finetune(Task("nt", train=t.train, val=t.val), str(tiny_models["1"]), fast_recipe)
+    # without a test split (the official test tasks) the model is fine-tuned and chosen by validation; test F1 is
+    # NaN, never a made-up score; the ground-truth grid refuses such a task before any job runs
+    r = finetune(Task("nt", train=t.train, val=t.val), str(tiny_models["1"]), fast_recipe)
+    assert math.isnan(r.f1) and math.isnan(r.accuracy) and r.n_test == 0 and 0 <= r.val_f1 <= 1
+    from modelseek.finetune import run_grid
+
+    with pytest.raises(InputError, match="no test split: the ground truth scores"):
+        run_grid([Task("nt", train=t.train, val=t.val)], [str(tiny_models["1"])], tmp_path / "jobs.sqlite",
+                 recipe=fast_recipe)
 
 
 def test_candidate_that_fails_to_load(tmp_path, tiny_tasks, fast_recipe):

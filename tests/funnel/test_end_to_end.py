@@ -45,10 +45,11 @@ def test_select_with_fake_trainer_then_resume(tmp_path, models, task):
     lines: list[str] = []
     res = select(task, pool, "1h", tmp_path / "out", recipe=recipe, epochs=2, trainer=FakeTrainer(log=str(log)),
                  echo=lines.append)
-    assert lines[0].startswith("plan for a budget of 1h00m over 3 candidates")
+    assert lines[0].startswith("measured by replay on shipped NTCIR-19 truth")  # the plan's reliabilities
+    assert any(x.startswith("plan for a budget of 1h00m over 3 candidates") for x in lines)
     # an hour fine-tunes all three tiny models: straight from the prior, no estimators needed
     assert res.status == "done" and (res.plan.k1, res.plan.finetune_k) == (0, 3)
-    assert set(res.spent_s) == {"prior", "probe", "features", "finetune"} and res.spent_s["probe"] > 0
+    assert set(res.spent_s) == {"prior", "probe", "replay", "features", "finetune"} and res.spent_s["probe"] > 0
     ran = log.read_text().splitlines()
     assert len(ran) == len(res.finetuned) >= 1  # the fake trainer ran once per fine-tuned candidate
     for row in res.finetuned:  # the job store's results are the trainer's
@@ -109,7 +110,11 @@ def test_cli_select_real_finetuning(cli, tmp_path, models, task):
             "--set", "lr=0.005", "--set", "cpu_threads=1")
     planned = cli(*args, "--plan-only")
     assert planned.code == 0, planned.err
-    assert planned.out.startswith("plan for a budget of 30m over 3 candidates") and "planned;" in planned.out
+    out = planned.out
+    assert out.startswith("measured by replay on shipped NTCIR-19 truth") and "planned;" in out
+    # the measured reliabilities and what each fine-tune buys come before the plan made with them
+    assert out.index("reliability (within-task rank correlation") < out.index("expected gain per fine-tune") \
+        < out.index("planning with reliabilities: prior 0.") < out.index("plan for a budget of 30m over 3 candidates")
     assert not (tmp_path / "o" / "run.trec").exists()
     r = cli(*args)
     assert r.code == 0, r.err
@@ -127,6 +132,9 @@ def test_cli_select_real_finetuning(cli, tmp_path, models, task):
     assert again.code == 0, again.err
     summary = json.loads(again.out)
     assert summary["ranking"] == top and summary["status"].startswith("done")
+    m = summary["measured"]
+    assert [p["k"] for p in m["curve"]] == [0, 1, 3, 5] and 0 < m["reliability"]["prior"] < 1
+    assert summary["plan"] is not None and m["order"].startswith("plain top-k")
     assert [r["model_id"] for r in summary["finetuned"]] == [row.split(",")[0] for row in rows[1:]]
 
 

@@ -72,8 +72,11 @@ def test_plan_printed_before_spending(world, tmp_path):
 
     res = select(world.tasks[1], world.pool, "8h", tmp_path / "o", backend=Recording(world, 1), epochs=5,
                  echo=lambda s: events.append("plan: " + s))
-    assert events[0].startswith("plan: plan for a budget of 8h00m over 60 candidates")
-    assert "features" in events and "finetune" in events and res.plan.k1 > 0
+    first_work = min(events.index("features"), events.index("finetune"))
+    plan_at = next(i for i, e in enumerate(events) if e.startswith("plan: plan for a budget of 8h00m over 60 candidates"))
+    measured_at = next(i for i, e in enumerate(events) if e.startswith("plan: measured by replay on"))
+    assert measured_at < plan_at < first_work and res.plan.k1 > 0
+    assert any("expected gain per fine-tune" in e for e in events[:plan_at])
 
 
 def test_plan_only_spends_nothing_beyond_the_prior(world, tmp_path):
@@ -86,10 +89,24 @@ def test_plan_only_spends_nothing_beyond_the_prior(world, tmp_path):
     assert run.plan == res.plan and (tmp_path / "o" / "run.trec").exists()
 
 
+def test_plan_only_does_not_lock_the_folder_to_its_budget(world, tmp_path):
+    out = tmp_path / "o"
+    backends = [SimulatedBackend(world, 0) for _ in range(3)]
+    one = select(world.tasks[0], world.pool, "1h", out, backend=backends[0], plan_only=True)
+    two = select(world.tasks[0], world.pool, "8h", out, backend=backends[1], plan_only=True)
+    assert (one.plan.budget_s, two.plan.budget_s) == (3600.0, 8 * 3600.0) and two.plan.total_s > one.plan.total_s
+    done = select(world.tasks[0], world.pool, "2h", out, backend=backends[2])
+    assert done.plan.budget_s == 7200.0 and done.status.startswith("done") and done.total_spent_s <= 7200.0
+    # every second is reported: what the plan-only runs spent on their clocks is in the total of the run that
+    # continues (the prior ran once and was kept)
+    assert [k for k, _ in backends[1].calls] == [] and one.spent_s["prior"] > 0
+    assert done.total_spent_s == pytest.approx(sum(b.now for b in backends))
+
+
 def test_other_settings_or_damaged_state_refused(world, tmp_path):
     out = tmp_path / "o"
-    select(world.tasks[0], world.pool, "1h", out, backend=SimulatedBackend(world, 0), plan_only=True)
-    with pytest.raises(InputError, match="budget_s=3600.0") as exc:
+    select(world.tasks[0], world.pool, "1h", out, backend=SimulatedBackend(world, 0))
+    with pytest.raises(InputError, match="budget_s=3600.0") as exc:  # work was done under the old budget
         select(world.tasks[0], world.pool, "2h", out, backend=SimulatedBackend(world, 0))
     assert exc.value.field == "budget_s"
     with pytest.raises(InputError) as exc:

@@ -285,3 +285,53 @@ def test_a_list_of_test_names_is_looked_up_in_the_test_folder(cli, organisers, t
     r = cli("rank-style", organisers, "--test", ids, *FAST)
     assert r.code == 1 and r.err.startswith(f"error: {ids}:4: image 'nope.png' not found in "
                                             f"{organisers / 'data' / 'test'}"), r.err
+
+
+def test_a_missing_models_csv_is_named_as_such(cli, repo, tmp_path):
+    """Issue #34: the organisers' layout without data/models.csv is named, not mistaken for another layout."""
+    from modelseek.testing.cli import assert_one_error_line
+
+    (repo / "data" / "models.csv").unlink()
+    for args in (("rank-style", repo, "-o", tmp_path / "r.txt"), ("bench-style", repo, "--folds", 2, *FAST)):
+        assert_one_error_line(cli(*args), "models.csv", "missing")
+    assert not (tmp_path / "r.txt").exists()
+
+
+def test_image_ids_with_or_without_png(cli, repo, organisers, tmp_path):
+    """Issue #34: train.csv's image_id read with or without the file's .png: the same training set."""
+    data = repo / "data"
+    rows = list(csv.DictReader(open(data / "train.csv")))
+    for r in rows[::2]:
+        r["image_id"] = r["image_id"][:-4]
+    with open(data / "train.csv", "w", newline="") as fh:
+        w = csv.DictWriter(fh, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    with_png = load_organiser_train(organiser_root(organisers))
+    mixed = load_organiser_train(organiser_root(repo))
+    assert mixed.ids == with_png.ids and [p.name for p in mixed.paths] == [p.name for p in with_png.paths]
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    assert cli("rank-style", organisers, "-o", a, *FAST[:2]).code == 0
+    assert cli("rank-style", repo, "-o", b, *FAST[:2]).code == 0
+    assert a.read_text() == b.read_text()
+
+
+def test_validate_official_on_a_subtask_b_root(cli, organisers, tmp_path):
+    """Issue #34: validate --official ROOT on the Subtask B layout checks every test image x every model."""
+    out = tmp_path / "run.txt"
+    assert cli("rank-style", organisers, "-o", out, *FAST).code == 0
+    r = cli("validate", out, "--official", organisers)
+    assert r.code == 0 and "each ranking the 4 models for all 8 test images" in r.out, r.err
+    lines = out.read_text().splitlines()
+    (tmp_path / "short.txt").write_text("\n".join(lines[4:]) + "\n")  # the first image dropped
+    r = cli("validate", tmp_path / "short.txt", "--official", organisers)
+    assert r.code == 1 and "misses 1 topic(s)" in r.err
+
+
+def test_validate_subtask_b_refuses_a_subtask_a_run(cli, tmp_path):
+    """Issue #36: a Subtask A run given to --subtask B is named, not 'ok'."""
+    lines = [f"{t} Q0 {d} {d} {21 - d} run" for t in (1, 2) for d in range(1, 21)]
+    (tmp_path / "a.txt").write_text("\n".join(lines) + "\n")
+    r = cli("validate", tmp_path / "a.txt", "--subtask", "B")
+    assert r.code == 1 and "looks like a Subtask A run" in r.err
+    assert cli("validate", tmp_path / "a.txt").code == 0

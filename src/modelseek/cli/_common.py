@@ -303,7 +303,12 @@ def load_pool_arg(value: str | None, root: Path | None = None):
     from ..data.pool import load_pool
 
     if value is None:
-        found = find_in_root(root, "models.csv") if root is not None and root.is_dir() else None
+        found = None
+        if root is not None and root.is_dir():
+            from ..data.organisers import find_layout
+
+            layout = find_layout(root, need_tasks=False)  # the organisers' repository root: data/models.csv
+            found = layout.models_csv if layout is not None and layout.models_csv else find_in_root(root, "models.csv")
         return load_pool(found if found is not None else "ntcir19")
     return load_pool(value)
 

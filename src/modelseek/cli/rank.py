@@ -22,7 +22,12 @@ def register(sub) -> None:
     p = sub.add_parser("rank", help="rank candidate models for a task or task set; write a TREC run",
                        description="Rank the candidates of a pool for a data set (CSV/JSONL/Parquet with text "
                                    "and label columns), an NTCIR task folder or a whole NTCIR task set.")
-    p.add_argument("path", help="a table file, an NTCIR task folder, or an NTCIR subtask-A root")
+    p.add_argument("path", help="a table file, an NTCIR task folder, or an NTCIR subtask-A root (the organisers' "
+                                "repository or its data/)")
+    p.add_argument("--split", choices=["test", "train"],
+                   help="which tasks of the organisers' layout to rank: test (task-data/test-tasks, the official "
+                        "topics 1..48) or train (task-data/train-tasks); needed when ROOT holds both. Topic ids are "
+                        "tasks.csv's task_id (folder 0001 is task 1)")
     p.add_argument("-m", "--method", nargs="+", default=["default"],
                    help="method name(s) (one run id per method); 'default' is the shipped pre-trained ranker. "
                         f"Methods — {describe_methods()}")
@@ -63,16 +68,29 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
-def _tasks(args):
+def _tasks(args) -> tuple[list, str | None]:
+    """(the tasks, a line saying which split of the organisers' layout they are, or None)."""
     from ..data.loaders import load_ntcir_tasks, load_table_task
+    from ..data.organisers import find_layout, load_split
 
     path = Path(args.path)
     if not path.exists():
         raise InputError("no such file or folder", path=path)
-    if path.is_file():
-        return [load_table_task(path, text_col=args.text_col.split(",") if "," in args.text_col else args.text_col,
-                                label_col=args.label_col.split(",") if "," in args.label_col else args.label_col)]
-    return list(load_ntcir_tasks(path))
+    layout = find_layout(path) if path.is_dir() else None
+    if layout is None:
+        if args.split:
+            raise InputError("--split takes the organisers' layout: a folder holding task-data/test-tasks or "
+                             "task-data/train-tasks (or data/ with them)", path=path, field="--split")
+        if path.is_file():
+            return [load_table_task(path, text_col=args.text_col.split(",") if "," in args.text_col
+                                    else args.text_col,
+                                    label_col=args.label_col.split(",") if "," in args.label_col
+                                    else args.label_col)], None
+        return list(load_ntcir_tasks(path)), None
+    split, folder = layout.split_folder(args.split, path)
+    tasks = list(load_split(layout, split))
+    kind = "test tasks (the official topics)" if split == "test" else "training tasks"
+    return tasks, f"ranking the {len(tasks)} {kind} of {folder}"
 
 
 def _train_data(args, pool):
@@ -129,7 +147,10 @@ def run(args: argparse.Namespace) -> int:
     root = Path(args.path)
     # the ranking pool: --pool, else models.csv beside the tasks (or beside --train-tasks), else ntcir19
     pool = load_pool_arg(args.pool, root if root.is_dir() else (Path(args.train_tasks) if args.train_tasks else None))
-    tasks = _tasks(args)
+    tasks, which = _tasks(args)
+    if not args.json:
+        for line in ([which] if which else []) + _default_lines(args.method):
+            print(line)
     runs, explanations, layers = [], {}, {}
     train = None
     for method, params, default_id in _plan(args):
@@ -137,7 +158,7 @@ def run(args: argparse.Namespace) -> int:
         if args.cv:
             from ..bench import cross_validate  # (imported here: the plain path stays light)
 
-            truth = load_truth(args.train_truth, root if root.is_dir() else root.parent)
+            truth = load_truth(args.train_truth, _data_root(root) if root.is_dir() else root.parent)
             if args.device and "device" in ranker_class(method).param_names():
                 params = {**params, "device": args.device}
             res = cross_validate(method, truth, pool, tasks=TaskSet(tasks), folds=args.cv, seed=args.seed,
@@ -165,6 +186,23 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _print_runs(args, runs, explanations, layers, pool)
     return verify_after_rank(args, runs, tasks, pool)
+
+
+def _data_root(root: Path) -> Path:
+    """Where ground-truth.csv sits beside the tasks: the organisers' data/ folder of a repository root."""
+    from ..data.organisers import find_layout
+
+    layout = find_layout(root)
+    return layout.data if layout is not None else root
+
+
+def _default_lines(methods) -> list[str]:
+    """Which default ranker 'default' is (the user's installed one or the shipped one) and from where."""
+    if "default" not in methods:
+        return []
+    from ..rankers.default import default_spec
+
+    return [f"method default: {default_spec().describe()}"]
 
 
 def _print_json(runs, explanations, layers, pool) -> None:
@@ -195,7 +233,11 @@ def _print_runs(args, runs, explanations, layers, pool) -> None:
         if len(r) > args.show:
             print(f"... and {len(r) - args.show} more task(s)")
     if args.output:
-        print(f"wrote {sum(len(r) for r in runs)} ranking(s) of {len(pool)} candidates to {args.output}")
+        ranked = {len(r[t]) for r in runs for t in r}
+        many = f"{max(ranked)}" if len(ranked) == 1 else f"{min(ranked)}-{max(ranked)}"
+        print(f"wrote {sum(len(r) for r in runs)} ranking(s) of {many} of the pool's {len(pool)} candidates to "
+              f"{args.output}" if max(ranked) < len(pool) else
+              f"wrote {sum(len(r) for r in runs)} ranking(s) of {len(pool)} candidates to {args.output}")
 
 
 def _entry(e, pool) -> dict:
@@ -235,9 +277,11 @@ def _print_explained(run_id: str, ex: dict, n_pool: int) -> None:
     crit, reg = ex["criticality"], ex["regret_top1"]
     probs = ", ".join(f"{k} {v:.2f}" for k, v in crit["probabilities"].items())
     rule = "low" if reg["expected"] < 0.03 else "medium" if reg["expected"] < 0.10 else "high"
+    known = crit.get("vote", crit["tier"]) != crit["tier"] or "tasks.csv" in crit.get("source", "")
     print(f"  criticality: {crit['tier'].upper()} — {crit.get('source', 'a vote of the most similar past tasks')} "
-          f"(P: {probs})")
-    differs = "" if rule == crit["tier"] else ", which differs: the vote reads past tasks, the rule this prediction"
+          + (f"(the past tasks' vote: {crit.get('vote', crit['tier'])}, P: {probs})" if known else f"(P: {probs})"))
+    differs = ("" if rule == crit["tier"] else ", not tasks.csv's" if known else
+               ", which differs: the vote reads past tasks, the rule this prediction")
     print(f"  expected regret of fine-tuning only the top-1 instead of all {n_pool}: {reg['expected']:.3f} "
           f"[{reg['low']:.3f}, {reg['high']:.3f}] (relative F1 lost; by the regret rule alone the tier would be "
           f"{rule}{differs})")
@@ -245,6 +289,18 @@ def _print_explained(run_id: str, ex: dict, n_pool: int) -> None:
                      + f" ({n['similarity']:.2f})"
                      for n in ex["nearest_tasks"])
     print(f"  most similar past tasks: {near}")
+    _print_budget_curve(crit["tier"])
+
+
+def _print_budget_curve(tier: str) -> None:
+    """What fine-tuning buys here: the replay curve of the shipped history's tasks of this task's tier."""
+    from ..funnel.curve import budget_curve
+
+    m = budget_curve(tier=tier)
+    cells = "; ".join(f"{p['k']}: nDCG@5 {p['ndcg@5']:.2f} [{p['ndcg@5_low']:.2f}, {p['ndcg@5_high']:.2f}], regret "
+                      f"{p['regret']:.3f}" for p in m.curve)
+    print(f"  fine-tuning the top k, then ranking those k by their F1 — expected after k = {cells} (replay on the "
+          f"{m.tasks} {tier}-criticality past tasks, seed noise sd {m.noise:g}; `modelseek replay`)")
 
 
 def _print_indistinguishable(cands: list) -> None:

@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._common import OUTPUT_DIR, POSITIVE_INT, SEED
+from ._common import OUTPUT_DIR, POSITIVE_INT, SEED, existing_file
 
 if TYPE_CHECKING:
     from ..data.task import Task
@@ -48,6 +48,10 @@ def register(sub) -> None:
     p.add_argument("--seed", type=SEED, default=0)
     p.add_argument("--text-col", default="text", help="text column(s) of a table file, comma-separated")
     p.add_argument("--label-col", default="label", help="label column(s) of a table file, comma-separated")
+    p.add_argument("--history", type=existing_file, metavar="TRUTH",
+                   help="fine-tuning results of past tasks (task_id, model_id, f1; the pool's ids) on which replay "
+                        "measures the prior's reliability and what each fine-tune buys (default: the NTCIR-19 "
+                        "results shipped with the package)")
     p.add_argument("--json", action="store_true", help="print a machine-readable summary (the plan included)")
     p.set_defaults(func=run)
 
@@ -71,11 +75,13 @@ def run(args: argparse.Namespace) -> int:
     echo = None if args.json else (lambda s: print(s, flush=True))
     res = select(data, pool, args.budget, args.out, feature_method=args.method, prior_method=args.prior,
                  recipe=recipe, epochs=args.epochs, halving=args.halving, plan_only=args.plan_only, seed=args.seed,
-                 progress=not args.json, echo=echo, executor=args.executor, address=args.address)
+                 progress=not args.json, echo=echo, executor=args.executor, address=args.address,
+                 history=args.history)
     tid = next(iter(res.run))
     if args.json:
         print_json({"status": res.status, "plan": res.plan.to_dict(), "spent_s": res.spent_s,
-                    "ranking": res.run.ranking(tid), "finetuned": res.finetuned, "out": str(res.out)})
+                    "measured": _measured_json(res.measured), "ranking": res.run.ranking(tid),
+                    "finetuned": res.finetuned, "out": str(res.out)})
         return 0
     spent = ", ".join(f"{k} {format_seconds(v)}" for k, v in res.spent_s.items() if v)
     print(f"{res.status}; spent {format_seconds(res.total_spent_s)} of {format_seconds(res.plan.budget_s)} ({spent})")
@@ -91,3 +97,11 @@ def run(args: argparse.Namespace) -> int:
     print("top 5: " + ", ".join(res.run.ranking(tid)[:5]))
     print(f"wrote {res.out / 'run.trec'} and {res.out / 'finetuned.csv'}")
     return 0
+
+
+def _measured_json(m) -> dict | None:
+    """What replay on the history measured, as ``--json`` carries it."""
+    if m is None:
+        return None
+    return {"history": m.source, "tasks": m.tasks, "noise": m.noise, "reliability": m.reliability,
+            "curve": list(m.curve), "gain_per_finetune": m.gain_per_finetune(), "order": m.order, "why": m.why}

@@ -1,6 +1,7 @@
 """``modelseek train-ranker``: fit a learned ranker on a task folder with ground truth and save its artifact
 (numbers only: weights and training-task representations, no task text). ``--install-default`` makes it the
-default that ``modelseek rank`` uses."""
+default that ``modelseek rank`` uses, in the user's data folder (never the package), and only when its CV is not
+below avgrank (else ``--force``); ``--reset-default`` returns to the shipped default."""
 
 from __future__ import annotations
 
@@ -19,7 +20,8 @@ def register(sub) -> None:
                        description="Fit METHOD on every task of PATH (an NTCIR subtask-A root) and save the fitted "
                                    "ranker as a JSON artifact (numbers only). With --install-default it becomes "
                                    "the ranker that 'modelseek rank' uses by default.")
-    p.add_argument("path", type=EXISTING_DIR, help="NTCIR subtask-A root (ground-truth.csv, tasks.csv, task-data/)")
+    p.add_argument("path", type=EXISTING_DIR, nargs="?",
+                   help="NTCIR subtask-A root (ground-truth.csv, tasks.csv, task-data/)")
     p.add_argument("-m", "--method", default="adaptive",
                    help=f"learned method (default: adaptive, the default ranker's method). {describe_methods()}")
     p.add_argument("--ground-truth", "-g", help="ground-truth CSV (default: PATH/ground-truth.csv)")
@@ -28,7 +30,15 @@ def register(sub) -> None:
     p.add_argument("--seed", type=SEED, default=0)
     p.add_argument("-o", "--output", type=OUTPUT_FILE, help="artifact path (default: METHOD.json)")
     p.add_argument("--install-default", action="store_true",
-                   help="write the artifact into the package and make it the default ranker")
+                   help="make the fitted ranker the default of 'modelseek rank' for this user: written to the user "
+                        "data folder ($MODELSEEK_DATA/rankers, else e.g. ~/.local/share/modelseek/rankers), never "
+                        "into the package. Needs --cv K (its CV must not be below avgrank) or --force")
+    p.add_argument("--force", action="store_true",
+                   help="with --install-default: install even without --cv, or when the CV puts the refit below "
+                        "avgrank")
+    p.add_argument("--reset-default", action="store_true",
+                   help="return to the shipped default (the installed one is moved aside, not deleted); takes no "
+                        "PATH")
     p.add_argument("--cv", type=int_at_least(2), metavar="K", default=None,
                    help="before fitting on every task, cross-validate the method against avgrank (K folds over "
                         "tasks, --repeats seeds) and print nDCG@1/3/5 per tier with the paired difference")
@@ -43,6 +53,13 @@ def run(args: argparse.Namespace) -> int:
     from ..rankers._artifact import Persistable
     from ..rankers.resolve import build, ranker_class, split_params
 
+    if args.reset_default:
+        return _reset(args)
+    if args.path is None:
+        raise InputError("give the NTCIR subtask-A root to fit on (or --reset-default)", field="path")
+    if args.install_default and not args.cv and not args.force:
+        raise InputError("--install-default replaces the default of every later 'rank': give --cv K to check the "
+                         "refit against avgrank first (or --force to install it unchecked)", field="--install-default")
     cls = ranker_class(args.method)
     if not issubclass(cls, Persistable) or not cls.needs_fit:
         raise InputError(f"method {args.method!r} learns nothing from past tasks, so there is no artifact to save; "
@@ -59,24 +76,49 @@ def run(args: argparse.Namespace) -> int:
                          path=truth.source or None, field="model_id")
     tasks = load_ntcir_tasks(root, ids=truth.task_ids) if cls.needs_text else None
     if args.cv:
-        _print_cv(args, truth, pool, tasks, params)
+        diff = _print_cv(args, truth, pool, tasks, params)
+        if args.install_default and diff is not None and diff < 0 and not args.force:
+            raise InputError(f"not installed: in the CV above the refit is below avgrank (nDCG@5 − avgrank "
+                             f"{diff:+.3f}), so it would rank worse than the plain prior; rerun with --force to "
+                             f"install it anyway", field="--install-default")
     ranker = build(args.method, params)
     assert isinstance(ranker, Persistable)  # its class was checked above
     ranker.fit(tasks, truth, pool=pool, progress=True)
     info = {"trained_on": f"{len(truth.task_ids)} tasks x {len(truth.model_ids)} models", "source": root.name}
     if args.install_default:
-        path = install_default(ranker, f"{ranker.name}: trained by 'modelseek train-ranker' on {info['trained_on']}")
+        how = f"CV {args.cv}-fold" if args.cv else "not cross-validated (--force)"
+        path = install_default(ranker, f"{ranker.name}: trained by 'modelseek train-ranker' on "
+                                       f"{info['trained_on']} of {root.resolve()}; {how}")
     else:
         path = Path(args.output or f"{ranker.name}.json")
         ranker.save(path, **info)
     size = path.stat().st_size
     print(f"trained {ranker.name} on {info['trained_on']}; wrote {path} ({size / 1024:.0f} KiB)")
+    if args.install_default:
+        print(f"installed as the default of 'modelseek rank' for this user ({path.parent / 'default.json'}); "
+              f"'modelseek train-ranker --reset-default' returns to the shipped default")
     return 0
 
 
-def _print_cv(args: argparse.Namespace, truth, pool, tasks, params: dict) -> None:
+def _reset(args: argparse.Namespace) -> int:
+    from ..rankers.default import artifact_dir, reset_default, user_dir
+
+    if args.path is not None or args.install_default:
+        raise InputError("--reset-default takes no PATH and no --install-default", field="--reset-default")
+    removed = reset_default()
+    if removed is None:
+        print(f"no installed default in {user_dir()}: 'modelseek rank' already uses the shipped default "
+              f"({artifact_dir()})")
+    else:
+        print(f"removed the installed default ({removed} moved to {removed.with_name('default.removed.json')}); "
+              f"'modelseek rank' uses the shipped default again")
+    return 0
+
+
+def _print_cv(args: argparse.Namespace, truth, pool, tasks, params: dict) -> float | None:
     """The method against avgrank in a task-level CV on the same folds (what the artifact can be expected to do
-    on tasks it never saw): nDCG@1/3/5 per tier, mean [95% bootstrap interval], and method − avgrank."""
+    on tasks it never saw): nDCG@1/3/5 per tier, mean [95% bootstrap interval], and method − avgrank.
+    -> the mean nDCG@5 difference over all tasks (None when the method is avgrank)."""
     from ..bench import compare, cross_validate
 
     res = {m: cross_validate(m, truth, pool, tasks=tasks, folds=args.cv, seed=args.seed, repeats=args.repeats,
@@ -99,3 +141,6 @@ def _print_cv(args: argparse.Namespace, truth, pool, tasks, params: dict) -> Non
                 d = f"{diffs.loc[tier, 'mean_diff']:+.3f} [{low:+.3f}, {high:+.3f}]"
             print(f"{m:<10} {tier:<7} {cell[(tier, 'ndcg@1')]:>21} {cell[(tier, 'ndcg@3')]:>21} "
                   f"{cell[(tier, 'ndcg@5')]:>21}  {d}")
+    if diffs is None or "all" not in diffs.index:
+        return None
+    return float(diffs.loc["all", "mean_diff"])

@@ -12,6 +12,7 @@ Supported layouts:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -149,9 +150,12 @@ def load_ntcir_tasks(root: str | Path, ids: Iterable[str] | None = None) -> Task
     meta = read_tasks_csv(tasks_csv) if tasks_csv else {}
     tasks = []
     for f in folders:
-        if wanted is not None and f.name not in wanted:
+        # the organisers' downloader pads test-task folders ({task_id:04d}): 0001 is tasks.csv's task 1
+        tid = f.name if f.name in meta or not f.name.isdigit() or str(int(f.name)) not in meta else str(int(f.name))
+        if wanted is not None and tid not in wanted:
             continue
-        tasks.append(load_ntcir_task(f, meta.get(f.name), tasks_csv))
+        task = load_ntcir_task(f, meta.get(tid), tasks_csv)
+        tasks.append(task if tid == f.name else dataclasses.replace(task, id=tid))
     return TaskSet(tasks)
 
 

@@ -68,8 +68,10 @@ class Candidate(Config):
 class Pool(Sequence[Candidate]):
     """An ordered set of candidates with unique ids."""
 
-    def __init__(self, candidates: Iterable[Candidate], name: str = "pool") -> None:
+    def __init__(self, candidates: Iterable[Candidate], name: str = "pool", model_dir: Path | None = None) -> None:
         self.name = name
+        #: the organisers' ``models/`` folder searched for ``NN/`` snapshots (``models.csv`` pools), else None
+        self.model_dir = model_dir
         self._c: dict[str, Candidate] = {}
         for c in candidates:
             if c.id in self._c:
@@ -112,7 +114,10 @@ class Pool(Sequence[Candidate]):
 
 
 def _read_models_csv(path: Path) -> Pool:
+    """``models.csv``; a ``models/`` folder beside it (the organisers' ``download_models``) gives each candidate
+    with a snapshot there (``models/05`` for model 5) that folder as its path; the others load from the Hub cache."""
     cands = []
+    model_dir = path.parent / "models" if (path.parent / "models").is_dir() else None
     with open_text(path, "pool file") as fh:
         reader = csv_dict_reader(fh, path)  # long fields read, errors located, a column named twice refused
         fields = reader.fieldnames or []
@@ -123,12 +128,28 @@ def _read_models_csv(path: Path) -> Pool:
         for lineno, cid, row in keyed_rows(reader, id_col, path, "empty id",
                                            "duplicate candidate id {key!r} (first on line {first})"):
             try:
-                cands.append(Candidate(id=cid, hf_id=(row.get(name_col) or "").strip() if name_col else ""))
+                cands.append(Candidate(id=cid, hf_id=(row.get(name_col) or "").strip() if name_col else "",
+                                       path=_snapshot_folder(model_dir, cid)))
             except InputError as exc:  # the candidate's own checks, located in the file
                 raise InputError(exc.message, path=path, line=lineno, field=exc.field or name_col) from None
     if not cands:
         raise InputError("a pool needs at least one candidate (no rows)", path=path)
-    return Pool(cands, name=path.stem)
+    return Pool(cands, name=path.stem, model_dir=model_dir)
+
+
+def snapshot_name(cid: str) -> str:
+    """The folder name the organisers' ``download_models`` gives candidate ``cid``: ``{model_id:02d}``."""
+    return f"{int(cid):02d}" if cid.isdigit() else cid
+
+
+def _snapshot_folder(model_dir: Path | None, cid: str) -> str | None:
+    """Candidate ``cid``'s snapshot in the organisers' ``models/`` folder (``05``, or the id as written), if any."""
+    if model_dir is None:
+        return None
+    for name in dict.fromkeys((snapshot_name(cid), cid)):
+        if (model_dir / name).is_dir():
+            return str((model_dir / name).resolve())
+    return None
 
 
 @dataclass(frozen=True)
@@ -183,8 +204,14 @@ def _shorthand(entry: Any, i: int, src: Source) -> Any:
 
 
 def load_pool(path: str | Path) -> Pool:
-    """A pool from ``models.csv``, a YAML pool file, or a built-in pool name (``ntcir19``, ``offline``)."""
+    """A pool from ``models.csv``, a YAML pool file, a built-in pool name (``ntcir19``, ``offline``), or a folder
+    holding ``models.csv`` (the organisers' repository root or its ``data/``)."""
     p = Path(path)
+    if p.is_dir():
+        found = next((q for q in (p / "models.csv", p / "data" / "models.csv") if q.is_file()), None)
+        if found is None:
+            raise InputError("is a directory without models.csv (nor data/models.csv in it)", path=p)
+        p = found
     if not p.exists():
         builtin = builtin_pool_path(str(path))
         if builtin is None:

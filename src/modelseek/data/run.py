@@ -637,7 +637,10 @@ def _check_run(path: Path, rid: str, run: Run, want_topics: list[str] | None, wa
         topic_set = set(want_topics)
         extra = [i for i, t in enumerate(a.topics) if t not in topic_set]
         for i in extra[:20]:
-            problems.append(InputError(f"unknown topic {a.topics[i]!r} in run {rid!r}", path=path,
+            t = a.topics[i]
+            hint = (f" (zero-padded: the official topicID is {t.lstrip('0')!r})"
+                    if t.isdigit() and t.lstrip("0") in topic_set else "")
+            problems.append(InputError(f"unknown topic {t!r} in run {rid!r}{hint}", path=path,
                                        line=int(a.line[starts[i]:starts[i] + sizes[i]].min()), field="topicID"))
         missing = [t for t in want_topics if t not in run]
         if missing:

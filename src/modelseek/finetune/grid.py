@@ -59,7 +59,7 @@ class GridResult:
 def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelSpec], store: JobStore | str | Path,
              recipe: Recipe = PROTOCOL, seeds: Sequence[int] = (0,), executor: str = "local",
              address: str | None = None, retry_failed: bool = False, trainer=None, progress: bool = False,
-             poll_s: float = 1.0, **executor_options: Any) -> GridResult:
+             poll_s: float = 1.0, need_test: bool = True, **executor_options: Any) -> GridResult:
     """Fine-tune every candidate of ``pool`` on every task with every seed; results go to ``store``.
 
     Finished jobs are skipped; failed ones too unless ``retry_failed``. Each outcome is written to the
@@ -76,6 +76,11 @@ def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelS
         resolve_device(recipe)
     store = store if isinstance(store, JobStore) else JobStore(store)
     jobs = build_jobs(tasks, pool, recipe, seeds)
+    if need_test:  # a ground truth is test F1: a task without a test split is refused before any job runs
+        bare = next((j.task.task_id for j in jobs if j.task.test is None or len(j.task.test) == 0), None)
+        if bare is not None:
+            raise InputError(f"task {bare!r} has no test split: the ground truth scores each fine-tuned model on it",
+                             field="test")
     keys = [j.key for j in jobs]
     if len(set(keys)) != len(keys):
         raise InputError("the grid has duplicate jobs (a task or candidate listed twice?)")

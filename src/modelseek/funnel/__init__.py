@@ -5,14 +5,19 @@
     res.run          # a TREC run: fine-tuned first (by validation F1), then the estimators', then the prior
     res.finetuned    # the fine-tuned candidates' validation and test F1
 
-Stages, plan and resumption: :mod:`.run`; the plan: :mod:`.plan`; costs: :mod:`.costs`; budgets: :mod:`.budget`.
+Stages, plan and resumption: :mod:`.run`; the plan: :mod:`.plan`; costs: :mod:`.costs`; budgets: :mod:`.budget`;
+what a budget buys, replayed on recorded results: :mod:`.replay` (``modelseek replay``) and :mod:`.curve` (the
+measured reliabilities and curve the plan and the answer use).
 """
 
 from .budget import format_seconds, parse_budget
 from .costs import CostTable, MeasuredCosts, ModelCost
+from .curve import Measured, budget_curve, measure, summarize
 from .plan import Plan, Reliability, plan_funnel
 from .pools import load_any_pool, read_id_list
+from .replay import replay
 from .run import FunnelResult, select
 
-__all__ = ["CostTable", "FunnelResult", "MeasuredCosts", "ModelCost", "Plan", "Reliability", "format_seconds",
-           "load_any_pool", "parse_budget", "plan_funnel", "read_id_list", "select"]
+__all__ = ["CostTable", "FunnelResult", "Measured", "MeasuredCosts", "ModelCost", "Plan", "Reliability",
+           "budget_curve", "format_seconds", "load_any_pool", "measure", "parse_budget", "plan_funnel",
+           "read_id_list", "replay", "select", "summarize"]

@@ -179,14 +179,15 @@ class MeasuredCosts:
 
     def prepare(self, order: Sequence[Candidate]) -> float:
         """Know the cost of the first ``probe_top`` candidates of ``order`` (from the cache, else probed) and
-        the parameter counts of all; returns the seconds spent probing."""
+        the parameter counts of all; returns the seconds spent, all of them (reading the parameter counts from
+        the candidates' profiles and configs too, so a plan-only run reports every second it took)."""
         from ..profiles import profile_for
         from ..progress import progress_bar
 
+        start = self.clock()
         for c in order:
             p = c.params_m if c.params_m else getattr(profile_for(c), "params_m", None)
             self.params[c.id] = float(p) if p else None
-        spent = 0.0
         todo = []
         for c in order[: self.probe_top]:
             got = self.cached(c)
@@ -195,15 +196,14 @@ class MeasuredCosts:
             else:
                 todo.append(c)
         for c in progress_bar(todo, desc="measuring costs", disable=not self.progress or not todo):
-            t0 = self.clock()
             try:
                 self.measured[c.id] = self.measure(c)
             except Exception as exc:  # noqa: BLE001 - an unprobeable candidate is not measured; the feature stage names it
                 self.failures[c.id] = _reason(exc)
                 log.warning("cost probe of %s failed: %s", c.id, self.failures[c.id])
-            spent += self.clock() - t0
-        self.probe_seconds += spent
-        return spent
+        whole = self.clock() - start  # the probes and everything around them
+        self.probe_seconds += whole
+        return whole
 
     def cost(self, candidate: Candidate) -> ModelCost:
         if candidate.id in self.measured:

@@ -17,9 +17,10 @@ Expected quality comes from a small Monte-Carlo model of the three signals (fixe
 reproducible): per draw, standard-normal true values for the pool, a prior and an estimator score correlated
 with them at :class:`Reliability` ``prior`` and ``features``, fine-tuning exact; the candidates are put in the
 prior's order and each pair's pick is the best fine-tuned one (or, when ``K2 = 0``, the top-1 of the fused
-score of :mod:`.answer`, or of the prior). The correlations are assumptions, not measurements of this task; the
-defaults are deliberately conservative (the prior weaker than the estimators, neither close to fine-tuning) and
-can be set.
+score of :mod:`.answer`, or of the prior). :func:`modelseek.select` measures the prior's correlation by replay on
+a fine-tuning history (:mod:`.curve`: the shipped NTCIR-19 results by default) and passes it in; the estimators'
+stays at its default unless the caller measured it (``benchmarks/funnel.py`` does, on its world's history tasks).
+The defaults below are the former assumptions (the prior weaker than the estimators, neither close to fine-tuning).
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ from .costs import Costs, ModelCost
 
 @dataclass(frozen=True)
 class Reliability:
-    """Assumed correlations of the prior and the estimators with fine-tuned F1, for planning."""
+    """Correlations of the prior and the estimators with fine-tuned F1, for planning (measured by replay where a
+    history allows, see :func:`modelseek.funnel.curve.measure`; these defaults are assumptions)."""
 
     prior: float = 0.5
     features: float = 0.7

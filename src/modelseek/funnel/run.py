@@ -39,6 +39,7 @@ class FunnelResult:
     status: str                       # "done" | "planned" | "stopped: ..."
     out: Path
     ran_units: list[str] = field(default_factory=list)   # units run by this call (resumed ones are not)
+    measured: Any = None                  # what replay on the history measured (:class:`.curve.Measured`), if used
 
     @property
     def total_spent_s(self) -> float:
@@ -89,16 +90,18 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
            halving: bool = False, plan_only: bool = False, seed: int = 0, chunk: int = 8, backend=None,
            reliability: Reliability | None = None, progress: bool = False,
            echo: Callable[[str], None] | None = None, trainer=None, executor: str = "local",
-           address: str | None = None) -> FunnelResult:
+           address: str | None = None, history=None) -> FunnelResult:
     """Plan and run the funnel for one task (see the module docstring). ``budget`` is a duration (``"4h"``,
     ``"90m"``, ``"3600s"``) or seconds; ``out`` the folder that holds the state, the run and the results;
     ``epochs`` caps each fine-tuning (the plan assumes all of them run); ``backend`` replaces the real models
-    (the benchmark's simulated pool)."""
+    (the benchmark's simulated pool). ``reliability``: the signals' correlations with fine-tuned F1 to plan with;
+    by default the prior's is measured by replay (:mod:`.curve`) on ``history`` (a ground truth or its path;
+    default: the NTCIR-19 fine-tuning results shipped with the package), and the estimators' stays assumed
+    (no estimator scores are recorded there)."""
     from .pools import load_any_pool
     from .backend import RealBackend
 
     say = echo or (lambda s: None)
-    rel = reliability or Reliability()
     budget_s = parse_budget(budget)
     if int(epochs) < 1:
         raise InputError(f"must be >= 1, got {epochs}", field="epochs")
@@ -106,6 +109,10 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
         raise InputError(f"must be >= 1, got {chunk}", field="chunk")
     task = _load_task(data)
     pool = pool if isinstance(pool, Pool) else load_any_pool(pool)
+    if history is not None and reliability is None:
+        from ..data.truth import GroundTruth
+
+        history = history if isinstance(history, GroundTruth) else GroundTruth.from_csv(history)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise InputError("the output must be a folder", path=out)
@@ -116,6 +123,7 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
         recipe = recipe or PROTOCOL
         backend = RealBackend(out / "finetune.sqlite", feature_method=feature_method, prior_method=prior_method,
                               recipe=recipe, seed=seed, trainer=trainer, executor=executor, address=address)
+    rel, measured, measure_s = _reliability(reliability, history, say, backend.clock)
     settings = {"task": task.id, "task_fingerprint": _fingerprint(task), "pool": _ids_digest(pool.ids),
                 "pool_size": len(pool), "budget_s": budget_s, "feature_method": feature_method,
                 "prior_method": prior_method,
@@ -123,6 +131,7 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
                 "seed": int(seed), "reliability": [rel.prior, rel.features]}
     st = FunnelState.open(out / "state.json", settings)
     st["runs"] += 1
+    st.add_spent("replay", measure_s)
     ran: list[str] = []
     clock = backend.clock
     n_feat = len(task.train.texts) + len(task.val.texts)
@@ -140,7 +149,7 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
     plan = _plan_stage(st, order, costs, budget_s, n_feat, n_ft, int(epochs), halving, rel, say)
     if plan_only:
         st.save()
-        return _finish(task, pool, st, plan, out, "planned", ran)
+        return _finish(task, pool, st, plan, out, "planned", ran, measured)
 
     def fits(estimate: float) -> bool:
         return st.spent_s + estimate <= budget_s + 1e-9
@@ -155,7 +164,28 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
             status = _halving_stage(task, st, plan, backend, costs, by_id, pool, n_ft, fits, ran)
         else:
             status = _finetune_stage(task, st, plan, backend, costs, by_id, pool, n_ft, fits, ran, progress)
-    return _finish(task, pool, st, plan, out, status, ran)
+    return _finish(task, pool, st, plan, out, status, ran, measured)
+
+
+def _reliability(given: Reliability | None, history, say: Callable[[str], None], clock: Callable[[], float]
+                 ) -> tuple[Reliability, Any, float]:
+    """The reliabilities to plan with: ``given``, else the prior's measured by replay on ``history`` (printed with
+    the expected gain per fine-tune); and the seconds the measurement took on the backend's ``clock`` (spent, and
+    reported as such)."""
+    if given is not None:
+        return given, None, 0.0
+    from .curve import measure
+
+    t0 = clock()
+    measured = measure(history, sequential=False)
+    default = Reliability()
+    prior = measured.reliability.get("prior", default.prior)
+    rel = Reliability(prior=round(min(max(prior, 0.0), 0.95), 4), features=default.features)
+    for line in measured.describe():
+        say(line)
+    say(f"  planning with reliabilities: prior {rel.prior:.2f} (measured), estimators {rel.features:.2f} "
+        f"(assumed: the history records no estimator scores)")
+    return rel, measured, clock() - t0
 
 
 def _plan_stage(st: FunnelState, order: list[Candidate], costs: Any, budget_s: float, n_feat: int, n_ft: int,
@@ -291,7 +321,7 @@ def _fingerprint(task: Task) -> str:
 
 
 def _finish(task: Task, pool: Pool, st: FunnelState, plan: Plan, out: Path, status: str,
-            ran: list[str]) -> FunnelResult:
+            ran: list[str], measured: Any = None) -> FunnelResult:
     import csv
     import io
 
@@ -310,4 +340,4 @@ def _finish(task: Task, pool: Pool, st: FunnelState, plan: Plan, out: Path, stat
             w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in cols})
         atomic_write_text(out / "finetuned.csv", buf.getvalue())
     return FunnelResult(run=run, plan=plan, finetuned=rows, spent_s=dict(st["spent"]), status=status, out=out,
-                        ran_units=ran)
+                        ran_units=ran, measured=measured)

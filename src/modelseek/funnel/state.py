@@ -16,7 +16,10 @@ from ..errors import InputError
 from ..io import atomic_write_text, read_text
 
 STATE_VERSION = 1
-STAGES = ("prior", "probe", "features", "finetune")
+STAGES = ("prior", "probe", "replay", "features", "finetune")
+#: settings a state may change while it holds no work but the prior and the plan: a plan-only run does not lock its
+#: folder to its budget (the plan is made again for the new one)
+REPLANNABLE = ("budget_s", "reliability")
 
 
 class FunnelState:
@@ -46,6 +49,11 @@ class FunnelState:
             raise InputError(f"funnel state version {body.get('version')} (this modelseek writes {STATE_VERSION})",
                              path=path, field="version")
         old = body.get("settings", {})
+        differ = {k for k in set(old) | set(settings) if old.get(k) != settings.get(k)}
+        if differ and differ <= set(REPLANNABLE) and not (body.get("features") or body.get("feature_failures")
+                                                          or body.get("finetune") or body.get("finetune_order")):
+            body["settings"], body["plan"] = settings, None
+            return cls(path, settings, body)
         for key in sorted(set(old) | set(settings)):
             if old.get(key) != settings.get(key):
                 raise InputError(f"this output folder holds a funnel made with {key}={old.get(key)!r}, not "

@@ -649,10 +649,7 @@ class AdaptiveRanker(LearnedRanker):
             "coverage": float(self.coverage),
             "regret_top1": {"expected": regret, "low": float(np.clip(naive + rlo, 0, 1)),
                             "high": float(np.clip(naive + rhi, 0, 1))},
-            "criticality": {"tier": TIERS[int(np.argmax(probs))],
-                            "probabilities": {k: float(p) for k, p in zip(TIERS, probs)},
-                            "source": f"a similarity-weighted vote of the {int(self.k_tier_)} most similar past "
-                                      f"tasks' tiers"},
+            "criticality": self._criticality(task, probs),
             "nearest_tasks": [{"task": self.fitted_task_ids_[int(i)], "name": self.task_names_[int(i)],
                                "similarity": float(sims[int(i)])} for i in near],
             "evidence": {"neighbour_closeness": t["strength"], "neighbour_gate": t["gate"],
@@ -663,6 +660,17 @@ class AdaptiveRanker(LearnedRanker):
                       "domain_weight": float(self.domain_weight_), "domain_threshold": float(self.domain_threshold_),
                       "training_tasks": n_train},
         }
+
+    def _criticality(self, task: Task, probs: np.ndarray) -> dict[str, Any]:
+        """The task's tier: the one tasks.csv gives (``task_criticalness``) when known, else the vote of the most
+        similar past tasks; the vote's probabilities are reported either way."""
+        vote = TIERS[int(np.argmax(probs))]
+        out: dict[str, Any] = {"tier": vote, "vote": vote, "probabilities": {k: float(p) for k, p in zip(TIERS, probs)},
+                               "source": f"a similarity-weighted vote of the {int(self.k_tier_)} most similar past "
+                                         f"tasks' tiers"}
+        if task.criticality is not None:
+            out.update(tier=task.criticality.value, source="given by tasks.csv (task_criticalness)")
+        return out
 
     def _evidence(self, t: dict, j: int, prof, n_train: int) -> list[dict[str, Any]]:
         """What moved candidate ``j`` away from its prior, in expected ranks (positive = up), largest first."""

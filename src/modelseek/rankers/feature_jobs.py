@@ -327,11 +327,17 @@ def preflight(pool: Pool, cache_dir: str | Path | bool | None) -> tuple[dict[str
     hub = [c for c in pool if is_hub_source(c)]
     reason = hub_offline_reason() if hub else None
     if reason:
+        from ..data.pool import snapshot_name
+        from ..profiles import hf_cache_dir
+
+        model_dir = getattr(pool, "model_dir", None)
         for c in hub:
             if in_hub_cache(c.hf_id, c.revision):
                 local_only.add(c.id)
-            else:
-                dead[c.id] = f"not in the local Hugging Face cache and the Hub is offline ({reason})"
+            else:  # say everywhere it was looked for
+                folder = f"no folder {model_dir / snapshot_name(c.id)}, " if model_dir is not None else ""
+                dead[c.id] = (f"{folder}not in the local Hugging Face cache ({hf_cache_dir()}) and the Hub is "
+                              f"offline ({reason})")
     return dead, local_only
 
 

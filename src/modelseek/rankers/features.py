@@ -61,10 +61,13 @@ log = logging.getLogger(__name__)
 class CandidateFailures(ModelseekError):
     """Some candidates could not be scored; ``failures`` maps candidate id -> (source, reason, task ids)."""
 
-    def __init__(self, method: str, n_candidates: int, failures: dict[str, tuple[str, str, list[str]]]) -> None:
+    def __init__(self, method: str, n_candidates: int, failures: dict[str, tuple[str, str, list[str]]],
+                 allowed: bool = False) -> None:
         self.failures = dict(failures)
-        lines = [f"{method}: {len(failures)} of {n_candidates} candidate(s) failed; rerun with "
-                 f"--allow-failures (allow_failures=True) to rank the others without them:"]
+        # with failures allowed already, this is raised only when no candidate is left: never suggest the flag
+        tail = ("no candidate is left to rank" if allowed else
+                "rerun with --allow-failures (allow_failures=True) to rank the others without them")
+        lines = [f"{method}: {len(failures)} of {n_candidates} candidate(s) failed; {tail}:"]
         for cid, (source, reason, tasks) in failures.items():
             where = f" (task {tasks[0]})" if len(tasks) == 1 else f" ({len(tasks)} tasks)"
             lines.append(f"  candidate {cid} [{source}]{where}: {reason}")
@@ -158,7 +161,7 @@ class FeatureRanker(Ranker):
         first = scores[self._estimators()[0]]
         empty = [t.id for t in tasks if not first[t.id]]
         if len(empty) == len(tasks):
-            raise CandidateFailures(self.name, len(pool), self.failures_) if self.failures_ else \
+            raise CandidateFailures(self.name, len(pool), self.failures_, allowed=True) if self.failures_ else \
                 ModelseekError(f"{self.name}: the pool is empty")
         if empty:
             log.warning("%s: no candidate could be scored for task(s) %s; they are absent from the run",

@@ -5,7 +5,8 @@ A *method* is one of:
 
 * a registered name (``avgrank``, ``adaptive``, ``logme`` ...): built with its parameters and, when it
   learns, fitted on the training ground truth (and the training tasks' text where it reads text);
-* ``"default"``: the ranker shipped in the package (``resources/rankers/default.json`` names its artifact);
+* ``"default"``: the user's installed default (``train-ranker --install-default``), else the ranker shipped in the
+  package (``resources/rankers/default.json`` names its artifact), see :mod:`modelseek.rankers.default`;
 * the name of another shipped artifact (``ltr-ntcir19``) or the path of a saved artifact (``.json``);
 * a :class:`~modelseek.rankers.base.Ranker` instance (fitted here if it needs it and is not yet).
 
@@ -18,7 +19,6 @@ turns any method (an artifact too) into an *unfitted* ranker of the same method 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,11 +40,10 @@ def _registry():
 def artifact_path(method: str) -> Path | None:
     """The artifact file that ``method`` names (``default``, a shipped artifact name, a ``.json`` path), or None
     for a registered method name."""
-    from .default import artifact_dir, builtin_artifact
+    from .default import builtin_artifact, default_spec
 
     if method == "default":
-        spec = json.loads((artifact_dir() / "default.json").read_text(encoding="utf-8"))
-        return artifact_dir() / spec["artifact"]
+        return default_spec().artifact
     if method in _registry():
         return None
     if method.endswith(".json") or "/" in method or Path(method).suffix:

@@ -220,8 +220,10 @@ def _find_image(name: str, dirs: Sequence[Path], source: Path | None = None, lin
                 field: str | None = None) -> Path:
     """The file of image ``name`` in the first of ``dirs`` holding it; a missing one is an InputError naming
     ``source`` (the list or table naming the image, at ``line``) when given, else the expected path."""
-    for d in dirs:
-        p = d / name
+    # an image_id with or without its file's .png (the organisers' train.csv writes it; a hand-made list may not)
+    names = [name] if name.lower().endswith(tuple(IMAGE_SUFFIXES)) else [name, f"{name}.png"]
+    for d, nm in ((d, nm) for d in dirs for nm in names):
+        p = d / nm
         try:
             if p.is_file():
                 return p

@@ -27,7 +27,11 @@ def organiser_root(path: str | Path) -> Path | None:
     folder side by side."""
     path = Path(path)
     for d in (path, path / "data"):
-        if (d / "train.csv").is_file() and (d / "models.csv").is_file() and (d / "train").is_dir():
+        if (d / "train.csv").is_file() and (d / "train").is_dir():
+            if not (d / "models.csv").is_file():  # the organisers' layout with its candidate list lost: say so
+                raise InputError("missing: the organisers' repository ships models.csv (the style models, the "
+                                 "docIDs of a run) beside train.csv; restore it (git checkout data/models.csv)",
+                                 path=d / "models.csv", field="models.csv")
             return d
     return None
 
@@ -70,6 +74,8 @@ def load_organiser_train(data: str | Path) -> StyleDataset:
                              field="model_id")
         if "/" in name or "\\" in name or name in (".", ".."):
             raise InputError(f"image name {name[:60]!r} is not a file name", path=path, line=lineno, field="image_id")
+        if name not in index and not name.lower().endswith(".png") and f"{name}.png" in index:
+            name += ".png"  # train.csv's image_id with or without the file's .png
         folders = index.get(name, [])
         mine = [f for f in folders if normalize_b_id(f.name) == mid]
         if not mine:

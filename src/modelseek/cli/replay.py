@@ -1,0 +1,102 @@
+"""``modelseek replay TRUTH``: what a fine-tuning budget buys, measured on recorded results.
+
+For every task of TRUTH (a ground truth where every candidate was fine-tuned), each policy chooses k candidates to
+fine-tune; fine-tuning reveals the recorded score plus Gaussian seed noise (--noise, in the score's units,
+--repeats draws); the final ranking puts the fine-tuned candidates first by observed score, then the rest in the
+policy's order. Policies: the average-rank prior's top k (fitted on --train-truth, or cross-fitted by task within
+TRUTH), each --signals run's top k, their reciprocal-rank fusion's, and the sequential order (a Gaussian over the
+candidates learned from the history, conditioned on what was fine-tuned). Prints nDCG@1/3/5 (official grading)
+and the regret of the final top-1 per budget and policy, with bootstrap intervals over tasks, and which order the
+funnel uses (the sequential one only where replay shows it beats the plain top k).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ._common import NON_NEGATIVE_FLOAT, OUTPUT_FILE, SAMPLE_COUNT, SEED, choice, existing_file, int_at_least, metavar
+
+
+def _finetunes(text: str) -> list[int]:
+    try:
+        ks = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated counts such as 1,3,5,10, got {text!r}") from None
+    if not ks or min(ks) < 0:
+        raise argparse.ArgumentTypeError(f"expected counts >= 0 such as 1,3,5,10, got {text!r}")
+    return ks
+
+
+def register(sub) -> None:
+    from ..funnel.replay import Acquisition
+
+    p = sub.add_parser("replay", help="what a fine-tuning budget buys: replay selection policies on recorded "
+                                      "fine-tuning results",
+                       description=__doc__.split("\n\n", 1)[1] if __doc__ else None)
+    p.add_argument("truth", type=existing_file, help="ground truth with every candidate's score on every task (the "
+                                                     "official CSV: task_id, model_id, f1, ...)")
+    p.add_argument("--signals", nargs="+", type=existing_file, default=[], metavar="RUN",
+                   help="TREC run file(s) of signals scoring every task's candidates (e.g. LogME); each run in a file "
+                        "is one policy")
+    p.add_argument("--train-truth", type=existing_file, metavar="HISTORY",
+                   help="the history the policies learn from (its tasks that are also in TRUTH are left out); "
+                        "default: task-level cross-fitting within TRUTH (--folds)")
+    p.add_argument("--finetunes", type=_finetunes, default=[1, 3, 5, 10], metavar="K,K,...",
+                   help="budgets in fine-tunes (default 1,3,5,10; k = 0, no fine-tuning, is always added)")
+    p.add_argument("--noise", type=NON_NEGATIVE_FLOAT, default=0.0, metavar="SD",
+                   help="sd of the seed noise added to a revealed score, in the score's units (default 0)")
+    p.add_argument("--repeats", type=SAMPLE_COUNT, default=1, metavar="N", help="noise draws (default 1)")
+    p.add_argument("--folds", type=int_at_least(2), default=5, help="cross-fitting folds by task (default 5)")
+    p.add_argument("--acquisition", type=choice(Acquisition), default=Acquisition.PI, metavar=metavar(Acquisition),
+                   help="how the sequential policy picks the next candidate (default pi: most likely to beat the "
+                        "best so far)")
+    p.add_argument("--bootstrap", type=SAMPLE_COUNT, default=1000, metavar="N",
+                   help="bootstrap resamples over tasks for the intervals (default 1,000)")
+    p.add_argument("--pool", help="pool whose Hugging Face ids name the same models as TRUTH's ids (for signal runs "
+                                  "of HF ids; default: none)")
+    p.add_argument("--tasks-csv", help="tasks.csv giving criticality (default: beside the ground truth)")
+    p.add_argument("--any-score", action="store_true",
+                   help="the f1 column holds any higher-is-better score (accuracy in %%, BLEU ...)")
+    p.add_argument("--seed", type=SEED, default=0)
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--plot", type=OUTPUT_FILE, metavar="PNG", help="write nDCG@5 and regret against k per policy")
+    p.set_defaults(func=run)
+
+
+def _signals(args) -> list:
+    from ..data.run import read_runs
+    from ._truth import pool_aliases
+
+    aliases = pool_aliases(args.pool)
+    out = []
+    for path in args.signals:
+        for run in read_runs(path).values():
+            out.append((str(path), run.map_docs(aliases) if aliases else run))
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..data.truth import GroundTruth
+    from ..funnel.curve import plot, render, summarize
+    from ..funnel.replay import check_covers, replay
+    from ._common import print_json
+
+    located = _signals(args)  # a bad run file fails before the truth is read
+    truth = GroundTruth.from_csv(args.truth, tasks_csv=args.tasks_csv, any_score=args.any_score)
+    for path, r in located:
+        check_covers(r, truth.task_ids, path)
+    signals = [r for _, r in located]
+    history = GroundTruth.from_csv(args.train_truth, any_score=args.any_score) if args.train_truth else None
+    data = replay(truth, signals=signals, history=history, finetunes=[0, *args.finetunes], noise=args.noise,
+                  repeats=args.repeats, folds=args.folds, seed=args.seed, acquisition=args.acquisition)
+    summary = summarize(data, n_boot=args.bootstrap, source=str(args.truth))
+    if args.plot:
+        plot({str(args.truth): summary}, args.plot)
+    if args.json:
+        print_json(summary)
+    else:
+        print(render(summary))
+        if args.plot:
+            print(f"wrote {args.plot}", file=sys.stderr)
+    return 0

@@ -1,0 +1,54 @@
+"""``modelseek submission``: a participant's NTCIR-19 Subtask A runs in one command (:mod:`modelseek.submission`)."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+
+from ._common import EXISTING_DIR, SEED
+
+
+def register(sub) -> None:
+    from ..submission import MAX_RUNS, METHODS
+
+    p = sub.add_parser("submission", help="NTCIR-19 Subtask A: write up to five validated runs for the official "
+                                          "test tasks, and METHODS.md declaring each",
+                       description="Rank the official test tasks of the organisers' repository (after their "
+                                   "download_test_tasks, and download_models for the inference-based runs) with each "
+                                   "method, check every run as the organisers will (every test task_id of tasks.csv "
+                                   "ranks every model_id of models.csv once; distinct run ids), then write "
+                                   "OUT/<team>-<method>.txt and OUT/METHODS.md (per run: inference-based or -free, "
+                                   "whether candidates were fine-tuned, the data used, the modelseek version and "
+                                   "this command). Nothing is written unless every run passes.")
+    p.add_argument("root", type=EXISTING_DIR, help="the organisers' Subtask A repository (or its data/ folder)")
+    p.add_argument("--out", "-o", required=True, help="folder for the run files and METHODS.md")
+    p.add_argument("--methods", nargs="+", metavar="METHOD",
+                   help=f"runs to make, at most {MAX_RUNS} (default: every one that can run here: "
+                        f"{', '.join(METHODS)}; the inference-based ones need every candidate's weights, in "
+                        f"data/models/NN or the Hugging Face cache)")
+    p.add_argument("--team", default="modelseek", help="team name, the first part of each run id (default: modelseek)")
+    p.add_argument("--pool", help="models.csv (default: the organisers' data/models.csv)")
+    p.add_argument("--device", choices=["auto", "cpu", "cuda"], help="where frozen features are computed")
+    p.add_argument("--budget", help="add the fine-tuning run 'funnel' (modelseek select per test task) with this "
+                                    "time budget for all test tasks together, shared equally (e.g. 48h); its state "
+                                    "is kept in OUT/funnel-work, so rerunning resumes")
+    p.add_argument("--seed", type=SEED, default=0, help="seed of the funnel's fine-tuning")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..submission import make_submission
+
+    command = shlex.join(["modelseek", *sys.argv[1:]]) if sys.argv[1:2] == ["submission"] else None
+    sub = make_submission(args.root, args.out, methods=args.methods, team=args.team, pool=args.pool,
+                          device=args.device, command=command, progress=sys.stderr.isatty(),
+                          echo=lambda s: print(s, file=sys.stderr), budget=args.budget, seed=args.seed)
+    for name, why in sub.skipped.items():
+        print(f"not made: {name} — {why}")
+    print(f"{'run id':<28} {'kind':<16} {'fine-tuned':<10} file")
+    for r in sub.runs:
+        print(f"{r.run_id:<28} {r.info.inference:<16} {f'yes ({r.finetuned})' if r.finetuned else 'no':<10} {r.path}")
+    print(f"wrote {len(sub.runs)} run(s), each ranking the {sub.runs[0].topics} official test topics (validated), "
+          f"and {sub.methods_file}")
+    return 0

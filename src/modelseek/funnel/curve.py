@@ -1,0 +1,292 @@
+"""What replay (:mod:`.replay`) says: intervals, the funnel's order per budget, and the measured values the funnel
+plans with.
+
+* :func:`summarize` — per budget and policy, the mean of every metric over tasks with a percentile bootstrap
+  interval (:func:`modelseek.stats.bootstrap.bootstrap_ci`), the paired difference of the funnel's order to the best
+  plain policy (:func:`~modelseek.stats.bootstrap.paired_bootstrap`) and which order the funnel used, and why;
+* :func:`sequential_wins` — the rule that ships the sequential order: its mean nDCG@5 is above the plain top-k's
+  at ``k = 3`` or ``k = 5`` and not below it at any budget;
+* :func:`shipped_history` — the NTCIR-19 fine-tuning results the package ships with its default ranker (70 tasks x
+  20 models, normalized F1 as stored in the artifact), the history the funnel measures on by default;
+* :func:`measure` / :func:`budget_curve` — reliabilities of the prior (and signals) and the expected nDCG@5 and
+  regret after 0, 1, 3, 5 fine-tunes, replayed on a history (cached per history), for ``select`` and ``rank``.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ..data.truth import GroundTruth
+from ..errors import InputError
+from .replay import METRICS, PRIOR, SEQUENTIAL, ReplayData, replay
+
+CURVE_FINETUNES = (0, 1, 3, 5)
+CURVE_NOISE = 0.01       # seed noise of a fine-tuned F1 (sd), as measured by the organisers' repeats
+CURVE_REPEATS = 20
+SHIPPED = "shipped NTCIR-19 truth"
+#: the order the funnel fine-tunes down when the sequential one is not shipped
+PLAIN_ORDER = "plain top-k (down the prior's order, or the fused order when estimators ran)"
+#: why the funnel fine-tunes down the plain order: what ``benchmarks/replay_ntcir.py`` measured (and
+#: tests/funnel/test_replay.py checks on the NTCIR data)
+NOT_SHIPPED = ("the sequential order is not used: replay on the 70 NTCIR-19 training tasks measured it below the "
+               "prior's top-k at k = 1, 3, 5 and 10 (docs/results/replay.md)")
+
+
+def sequential_wins(data: ReplayData) -> tuple[bool, str]:
+    """Whether the sequential order is the funnel's, and why (see the module docstring)."""
+    if SEQUENTIAL not in data.values:
+        return False, "the sequential order was not replayed"
+    base = data.base
+    diff = {k: float(data.values[SEQUENTIAL][k]["ndcg@5"].mean() - data.values[base][k]["ndcg@5"].mean())
+            for k in data.finetunes if k > 0}
+    at = [k for k in (3, 5) if k in diff]
+    if not at:
+        return False, "replay did not measure k = 3 or 5"
+    worse = [k for k, d in diff.items() if d < -1e-12]
+    better = [k for k in at if diff[k] > 1e-12]
+    if better and not worse:
+        return True, (f"replay: sequential beats the plain top-k ({base}) at k = "
+                      f"{', '.join(map(str, better))} (nDCG@5 {', '.join(f'{diff[k]:+.3f}' for k in better)})")
+    where = ", ".join(f"k={k} {d:+.3f}" for k, d in diff.items())
+    return False, f"replay: sequential does not beat the plain top-k ({base}) (nDCG@5 difference {where})"
+
+
+def funnel_policy(data: ReplayData, k: int) -> str:
+    """The order the funnel fine-tunes down at budget ``k``."""
+    if k > 0 and sequential_wins(data)[0]:
+        return SEQUENTIAL
+    return data.base
+
+
+def _interval(values: np.ndarray, n_boot: int, seed: int) -> dict[str, float]:
+    from ..stats.bootstrap import bootstrap_ci
+
+    ci = bootstrap_ci(values, n_resamples=n_boot, seed=seed)
+    return {"mean": ci.mean, "low": ci.low, "high": ci.high}
+
+
+def _paired(a: np.ndarray, b: np.ndarray, n_boot: int, seed: int) -> dict[str, float]:
+    from ..stats.bootstrap import paired_bootstrap
+
+    c = paired_bootstrap(a, b, n_resamples=n_boot, seed=seed)
+    return {"diff": c.mean_diff, "low": c.low, "high": c.high}
+
+
+def _budget(data: ReplayData, k: int, n_boot: int, seed: int) -> dict[str, Any]:
+    policies: dict[str, Any] = {}
+    for name, by_k in data.values.items():
+        iv = {m: _interval(by_k[k][m], n_boot, seed) for m in METRICS}
+        policies[name] = {**{m: iv[m]["mean"] for m in METRICS},
+                          "intervals": {m: [iv[m]["low"], iv[m]["high"]] for m in METRICS}}
+    simple = [p for p in data.values if p != SEQUENTIAL]
+    best = max(simple, key=lambda p: (policies[p]["ndcg@5"], p == data.base))
+    chosen = funnel_policy(data, k)
+    out: dict[str, Any] = {"k": k, "cost_finetunes": min(k, len(data.model_ids)), "policies": policies,
+                           "funnel": chosen, "best_simple": best,
+                           "funnel_vs_best_simple": {m: _paired(data.values[chosen][k][m], data.values[best][k][m],
+                                                                n_boot, seed) for m in ("ndcg@5", "regret")}}
+    if SEQUENTIAL in data.values:
+        out["sequential_vs_plain"] = {m: _paired(data.values[SEQUENTIAL][k][m], data.values[data.base][k][m],
+                                                 n_boot, seed) for m in ("ndcg@5", "regret")}
+    return out
+
+
+def summarize(data: ReplayData, n_boot: int = 1000, seed: int | None = None, source: str = "") -> dict[str, Any]:
+    """The JSON-ready summary of a replay (``{"budgets": [{"k", "policies", "funnel", ...}], ...}``)."""
+    s = data.seed if seed is None else seed
+    shipped, why = sequential_wins(data)
+    if SEQUENTIAL not in data.values:
+        why = NOT_SHIPPED
+    return {"truth": source, "tasks": len(data.task_ids), "models": len(data.model_ids), "noise": data.noise,
+            "repeats": data.repeats, "folds": data.folds, "history": data.history, "seed": data.seed,
+            "bootstrap": n_boot, **data.extra, "plain_order": data.base,
+            "sequential": {"shipped": shipped, "why": why}, "reliability": data.reliability,
+            "budgets": [_budget(data, k, n_boot, s) for k in data.finetunes]}
+
+
+def render(summary: dict[str, Any]) -> str:
+    """The summary as a text table: one block per budget, one line per policy."""
+    hist = summary["history"] if summary["folds"] is None else f"{summary['folds']}-fold cross-fitting by task"
+    lines = [f"replay of {summary['truth'] or 'the ground truth'}: {summary['tasks']} tasks x {summary['models']} "
+             f"models; policies learn from {hist}; seed noise sd {summary['noise']:g} x {summary['repeats']} "
+             f"draw(s); means over tasks [95% bootstrap interval]",
+             "reliability (mean within-task rank correlation with the recorded score): "
+             + ", ".join(f"{k} {v:.2f}" for k, v in summary["reliability"].items())]
+    head = f"  {'policy':<16} {'nDCG@1':>21} {'nDCG@3':>21} {'nDCG@5':>21} {'regret':>24}"
+    for b in summary["budgets"]:
+        lines.append(f"k = {b['k']} fine-tune(s) (cost: {b['cost_finetunes']}):")
+        lines.append(head)
+        for name, p in b["policies"].items():
+            cells = [f"{p[m]:.3f} [{p['intervals'][m][0]:.3f}, {p['intervals'][m][1]:.3f}]" for m in METRICS[:3]]
+            r = p["intervals"]["regret"]
+            cells.append(f"{p['regret']:.4f} [{r[0]:.4f}, {r[1]:.4f}]")
+            mark = "  <- funnel" if name == b["funnel"] else ""
+            lines.append(f"  {name:<16} " + " ".join(f"{c:>21}" for c in cells[:3]) + f" {cells[3]:>24}{mark}")
+        d = b["funnel_vs_best_simple"]["ndcg@5"]
+        lines.append(f"  funnel ({b['funnel']}) - best plain ({b['best_simple']}): nDCG@5 {d['diff']:+.3f} "
+                     f"[{d['low']:+.3f}, {d['high']:+.3f}]")
+        if "sequential_vs_plain" in b and b["k"] > 0:
+            d = b["sequential_vs_plain"]["ndcg@5"]
+            g = b["sequential_vs_plain"]["regret"]
+            lines.append(f"  sequential - {summary['plain_order']}: nDCG@5 {d['diff']:+.3f} [{d['low']:+.3f}, "
+                         f"{d['high']:+.3f}], regret {g['diff']:+.4f} [{g['low']:+.4f}, {g['high']:+.4f}]")
+    lines.append(f"order used by the funnel: {'sequential' if summary['sequential']['shipped'] else 'plain top-k'} "
+                 f"({summary['sequential']['why']})")
+    return "\n".join(lines)
+
+
+def plot(summaries: dict[str, dict[str, Any]], path: str | Path) -> Path:
+    """nDCG@5 and regret against the number of fine-tunes, one line per policy with its interval as a band;
+    one row of panels per summary (e.g. NTCIR and a generated zoo)."""
+    from ..plots import _figure, save_figure
+
+    plt = _figure()
+    fig, axes = plt.subplots(len(summaries), 2, figsize=(10, 3.4 * len(summaries)), squeeze=False)
+    for row, (title, s) in zip(axes, summaries.items()):
+        ks = [b["k"] for b in s["budgets"]]
+        for name in s["budgets"][0]["policies"]:
+            for ax, m in zip(row, ("ndcg@5", "regret")):
+                mean = [b["policies"][name][m] for b in s["budgets"]]
+                lo = [b["policies"][name]["intervals"][m][0] for b in s["budgets"]]
+                hi = [b["policies"][name]["intervals"][m][1] for b in s["budgets"]]
+                ax.plot(ks, mean, marker="o", label=name)
+                ax.fill_between(ks, lo, hi, alpha=0.15)
+        for ax, m in zip(row, ("nDCG@5 (official grades)", "regret of the final top-1")):
+            ax.set_xlabel("fine-tunes (k)")
+            ax.set_ylabel(m)
+            ax.set_title(f"{title} (noise sd {s['noise']:g}, {s['tasks']} tasks)", fontsize=9)
+            ax.grid(alpha=0.3)
+        row[0].legend(fontsize=8)
+    fig.tight_layout()
+    return save_figure(fig, path)
+
+
+def shipped_history() -> GroundTruth:
+    """The fine-tuning results shipped with the default ranker (see the module docstring)."""
+    import json
+
+    import pandas as pd
+
+    from ..rankers._artifact import read_artifact, unpack_array
+    from ..rankers.default import artifact_dir
+
+    spec = json.loads((artifact_dir() / "default.json").read_text(encoding="utf-8"))
+    for name in (spec.get("artifact"), "adaptive-ntcir19.json"):
+        path = artifact_dir() / str(name)
+        doc = read_artifact(path) if path.is_file() else {}
+        if "targets" in doc.get("arrays", {}):
+            y = unpack_array(doc["arrays"]["targets"]).astype(np.float64)
+            tasks, models = doc["fitted_task_ids"], doc["model_ids"]
+            frame = pd.DataFrame({"task_id": np.repeat(tasks, len(models)), "model_id": np.tile(models, len(tasks)),
+                                  "f1": y.ravel()})
+            crit = None
+            if "tiers" in doc["arrays"]:  # the organisers' criticality tiers, as the ranker was fitted with them
+                from ..rankers.adaptive import TIERS
+
+                tiers = unpack_array(doc["arrays"]["tiers"]).astype(int).tolist()
+                crit = {t: TIERS[i] for t, i in zip(tasks, tiers)}
+            return GroundTruth(frame, criticality=crit, source=f"{SHIPPED} ({path.name})")
+    raise InputError("the package ships no fine-tuning history (no ranker artifact with stored targets)",
+                     path=artifact_dir())
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What replay on a history measured, for planning and for the answer."""
+
+    source: str
+    tasks: int
+    reliability: dict[str, float]
+    curve: tuple[dict[str, Any], ...]       # per k: {"k", "ndcg@5", "ndcg@5_low", "ndcg@5_high", "regret", ...}
+    order: str                              # the order the funnel fine-tunes down
+    why: str
+    noise: float = CURVE_NOISE
+
+    def gain_per_finetune(self) -> list[dict[str, float]]:
+        """Between successive budgets of the curve: the expected nDCG@5 gained and regret saved per fine-tune."""
+        from itertools import pairwise
+
+        return [{"from": a["k"], "to": b["k"], "ndcg@5": (b["ndcg@5"] - a["ndcg@5"]) / (b["k"] - a["k"]),
+                 "regret": (a["regret"] - b["regret"]) / (b["k"] - a["k"])} for a, b in pairwise(self.curve)]
+
+    def describe(self) -> list[str]:
+        rel = ", ".join(f"{k} {v:.2f}" for k, v in self.reliability.items())
+        out = [f"measured by replay on {self.source} ({self.tasks} tasks, 5-fold by task, seed noise sd "
+               f"{self.noise:g}): reliability (within-task rank correlation with fine-tuned F1) {rel}",
+               "  fine-tunes  expected nDCG@5 [95% interval]  expected regret"]
+        out += [f"  {int(p['k']):>10}  {p['ndcg@5']:.3f} [{p['ndcg@5_low']:.3f}, {p['ndcg@5_high']:.3f}]"
+                f"{'':>8}{p['regret']:.4f}" for p in self.curve]
+        out.append("  expected gain per fine-tune: " + "; ".join(
+            f"{g['from']}->{g['to']}: nDCG@5 {g['ndcg@5'] + 0.0:+.3f}, regret {0.0 - g['regret'] + 0.0:+.4f}"
+            for g in self.gain_per_finetune()))
+        out.append(f"  fine-tuning order: {self.order} ({self.why})")
+        return out
+
+
+def measure(history: GroundTruth | None = None, signals: tuple = (), finetunes: tuple[int, ...] = CURVE_FINETUNES,
+            sequential: bool = True, tier: str | None = None) -> Measured:
+    """Replay the policies on ``history`` (default: :func:`shipped_history`) with 5-fold cross-fitting, seed
+    noise :data:`CURVE_NOISE` and :data:`CURVE_REPEATS` draws; the curve is the funnel's order's, over the
+    history's tasks of criticality ``tier`` when one is given (over all of them otherwise)."""
+    if history is None and not signals:
+        data = _replayed(None, (), tuple(finetunes), sequential)
+    hist = history if history is not None else shipped_history()
+    if history is not None or signals:
+        data = _replay_history(hist, tuple(signals), tuple(finetunes), sequential)
+    if tier is not None:
+        keep = [t for t in data.task_ids if hist.criticality(t).value == tier]
+        if len(keep) < 2:
+            raise InputError(f"the history holds {len(keep)} task(s) of criticality {tier!r}; at least 2 needed",
+                             path=hist.source or None)
+        data = restrict(data, keep)
+    return _measured(data, hist.source or "the given history", tier)
+
+
+def restrict(data: ReplayData, task_ids: list[str]) -> ReplayData:
+    """``data`` over some of its tasks (each task's values are its own, so nothing is recomputed)."""
+    from dataclasses import replace
+
+    idx = np.array([data.task_ids.index(t) for t in task_ids], dtype=int)
+    values = {p: {k: {m: v[idx] for m, v in mets.items()} for k, mets in by_k.items()}
+              for p, by_k in data.values.items()}
+    return replace(data, task_ids=list(task_ids), values=values)
+
+
+@functools.lru_cache(maxsize=4)
+def _replayed(_: None, signals: tuple, finetunes: tuple[int, ...], sequential: bool) -> ReplayData:
+    """The replay of the shipped history (cached: it is the same for every task of a process)."""
+    return _replay_history(shipped_history(), signals, finetunes, sequential)
+
+
+def _replay_history(history: GroundTruth, signals: tuple, finetunes: tuple[int, ...], sequential: bool
+                    ) -> ReplayData:
+    return replay(history, signals=signals, finetunes=finetunes, noise=CURVE_NOISE, repeats=CURVE_REPEATS,
+                  folds=min(5, len(history.task_ids)), seed=0, sequential=sequential)
+
+
+def _measured(data: ReplayData, source: str, tier: str | None) -> Measured:
+    s = summarize(data, n_boot=1000)
+    curve = []
+    for b in s["budgets"]:
+        p = b["policies"][b["funnel"]]
+        curve.append({"k": b["k"], "ndcg@5": p["ndcg@5"], "ndcg@5_low": p["intervals"]["ndcg@5"][0],
+                      "ndcg@5_high": p["intervals"]["ndcg@5"][1], "regret": p["regret"],
+                      "regret_low": p["intervals"]["regret"][0], "regret_high": p["intervals"]["regret"][1]})
+    order = SEQUENTIAL if s["sequential"]["shipped"] else PLAIN_ORDER
+    return Measured(source=source + (f", its {tier}-criticality tasks" if tier else ""), tasks=len(data.task_ids),
+                    reliability=dict(data.reliability), curve=tuple(curve), order=order, why=s["sequential"]["why"])
+
+
+def budget_curve(history: GroundTruth | None = None, tier: str | None = None) -> Measured:
+    """Expected nDCG@5 and regret after 0, 1, 3, 5 fine-tunes of the prior's top (what ``rank`` prints), over the
+    history's tasks of the task's criticality ``tier`` when given."""
+    return measure(history, finetunes=CURVE_FINETUNES, sequential=False, tier=tier)
+
+
+__all__ = ["CURVE_FINETUNES", "PRIOR", "Measured", "budget_curve", "funnel_policy", "measure", "plot", "render",
+           "restrict", "sequential_wins", "shipped_history", "summarize"]

@@ -1,0 +1,391 @@
+"""Replay: what a fine-tuning budget buys, measured on recorded results.
+
+A ground truth that holds every candidate fine-tuned on every task can answer "what if I had fine-tuned only
+``k`` of them?" without training anything: for every task, a *policy* chooses ``k`` candidates to fine-tune;
+fine-tuning one reveals its recorded score plus Gaussian seed noise (sd ``noise``, in the score's units, drawn
+``repeats`` times; the same draws for every policy, so comparisons are paired); the final ranking puts the
+fine-tuned candidates first by their observed score, then the others in the policy's order. It is scored with
+the official grading (:class:`~modelseek.data.truth.GradingScheme`, nDCG@1/3/5 from
+:func:`modelseek.metrics.ndcg.ndcg`) and the regret of the final top-1 (``1 - its true score / the best's``).
+
+Policies (everything a policy learns comes from tasks other than the one replayed: the history, or the other
+folds of a task-level cross-fitting):
+
+* ``prior`` — the average-rank prior (:class:`modelseek.rankers.avgrank.AvgRank`: mean ``model_rank`` over the
+  history) and its top ``k``;
+* one per signal run (e.g. LogME's scores) and ``rrf``, the reciprocal-rank fusion of the prior and the signals
+  (:func:`modelseek.fusion.fuse`), each with its top ``k``;
+* ``sequential`` — fine-tuning one candidate at a time, each next one chosen by a model of the candidates' joint
+  performance: a Gaussian over the candidates' scores fitted on the history (mean and Ledoit-Wolf shrunk
+  covariance, :class:`sklearn.covariance.LedoitWolf`), conditioned on the scores observed so far (their seed
+  noise on the diagonal); the first is the top of the plain order, each next the candidate most likely to beat
+  the best observed score (``P(X_j > best)`` under the conditional). The others are ranked by the conditional
+  mean. It is the funnel's order only when replay shows it beats the plain top-``k`` (:func:`sequential_wins`).
+
+Written by hand: the replay loop and the Gaussian conditioning (a few lines of linear algebra); no library
+replays selection policies over a recorded task x model table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..data.run import Run
+from ..data.truth import GradingScheme, GroundTruth
+from ..enums import Choice
+from ..errors import InputError
+
+PRIOR = "prior"
+FUSION = "rrf"
+SEQUENTIAL = "sequential"
+METRICS = ("ndcg@1", "ndcg@3", "ndcg@5", "regret")
+DEFAULT_FINETUNES = (0, 1, 3, 5, 10)
+_TOP = 1e6  # fine-tuned candidates rank above every other (observed scores are far below this)
+
+
+class Acquisition(Choice):
+    """How the sequential policy chooses the next candidate to fine-tune.
+
+    * ``pi`` — the probability of beating the best observed score (the default);
+    * ``ei`` — the expected improvement over it;
+    * ``mean`` — the highest conditional mean (greedy).
+    """
+
+    PI = "pi"
+    EI = "ei"
+    MEAN = "mean"
+
+
+@dataclass(frozen=True)
+class Table:
+    """A complete task x model table of recorded scores (higher is better)."""
+
+    task_ids: list[str]
+    model_ids: list[str]
+    score: np.ndarray
+
+    @classmethod
+    def from_truth(cls, truth: GroundTruth, model_ids: Sequence[str] | None = None, what: str = "ground truth"
+                   ) -> Table:
+        m = truth.matrix("f1")
+        models = list(model_ids) if model_ids is not None else [str(c) for c in m.columns]
+        missing = [c for c in models if c not in m.columns]
+        if missing:
+            raise InputError(f"the {what} has no score for model(s) {', '.join(missing[:5])}",
+                             path=truth.source or None, field="model_id")
+        a = m[models].to_numpy(dtype=float)
+        if np.isnan(a).any():
+            t, j = np.argwhere(np.isnan(a))[0]
+            raise InputError(f"replay needs every model scored on every task; task {m.index[t]!r} has no score for "
+                             f"model {models[j]!r}", path=truth.source or None, field="f1")
+        return cls([str(t) for t in m.index], models, a)
+
+
+class JointModel:
+    """A Gaussian over the candidates' scores, fitted on past tasks (rows of ``history``), conditioned on what
+    fine-tuning observed (see the module docstring)."""
+
+    def __init__(self, history: np.ndarray, noise: float = 0.0) -> None:
+        from sklearn.covariance import LedoitWolf
+
+        if history.shape[0] < 2:
+            raise InputError(f"the sequential policy needs at least 2 past tasks, got {history.shape[0]}")
+        self.mean = history.mean(axis=0)
+        self.cov = LedoitWolf().fit(history).covariance_
+        self.noise_var = float(noise) ** 2
+
+    def condition(self, seen: Sequence[int], values: Sequence[float] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and variance of every candidate's true score given the observed ``values`` of ``seen``."""
+        if not seen:
+            return self.mean.copy(), np.diag(self.cov).copy()
+        s = np.asarray(seen)
+        k_ss = self.cov[np.ix_(s, s)] + (self.noise_var + 1e-12) * np.eye(len(s))
+        k_as = self.cov[:, s]
+        sol = np.linalg.solve(k_ss, np.column_stack([np.asarray(values) - self.mean[s], k_as.T]))
+        mu = self.mean + k_as @ sol[:, 0]
+        var = np.diag(self.cov) - np.einsum("ij,ji->i", k_as, sol[:, 1:])
+        return mu, np.maximum(var, 1e-12)
+
+    def walk(self, first: int, observed: np.ndarray, steps: int, acquisition: Acquisition | str = Acquisition.PI
+             ) -> tuple[list[int], list[np.ndarray]]:
+        """The sequential policy on one task: the picks (``first``, then each by ``acquisition``: by default the
+        one most likely to beat the best observed) and, after each number of picks 0..steps, the conditional
+        mean that orders the others."""
+        acq = Acquisition.parse(acquisition)
+        from scipy.stats import norm
+
+        picks: list[int] = []
+        means = [self.mean.copy()]
+        for step in range(steps):
+            if step == 0:
+                nxt = first
+            else:
+                mu, var = self.condition(picks, observed[picks])
+                sd = np.sqrt(var)
+                z = (mu - observed[picks].max()) / sd
+                p = norm.cdf(z) if acq is Acquisition.PI else (sd * (z * norm.cdf(z) + norm.pdf(z))
+                                                                if acq is Acquisition.EI else mu.copy())
+                p[picks] = -1.0
+                nxt = int(np.argmax(p))
+            picks.append(nxt)
+            means.append(self.condition(picks, observed[picks])[0])
+        return picks, means
+
+
+def avgrank_scores(history: GroundTruth, model_ids: Sequence[str]) -> np.ndarray:
+    """The average-rank prior's score (minus the mean ``model_rank``) of each of ``model_ids``, fitted on
+    ``history`` by :class:`modelseek.rankers.avgrank.AvgRank`."""
+    from ..rankers.avgrank import AvgRank
+
+    ranker = AvgRank().fit(None, history)
+    by_id = dict(zip(ranker.trained_.model_ids, ranker.mean_rank_.tolist()))
+    missing = [m for m in model_ids if m not in by_id]
+    if missing:
+        raise InputError(f"the history has no fine-tuning result for model(s) {', '.join(missing[:5])}",
+                         path=history.source or None, field="model_id")
+    return -np.array([by_id[m] for m in model_ids])
+
+
+@dataclass(frozen=True)
+class Split:
+    test: np.ndarray             # row indices of the replayed table
+    history: GroundTruth         # what the policies learn from
+
+
+def splits(truth: GroundTruth, table: Table, history: GroundTruth | None, folds: int, seed: int) -> list[Split]:
+    """Task-level cross-fitting within ``truth`` (``folds`` folds), or one split: every task against
+    ``history`` (without any task of ``truth``, so no task is replayed on its own result)."""
+    pos = {t: i for i, t in enumerate(table.task_ids)}
+    if history is not None:
+        keep = [t for t in history.task_ids if t not in pos]
+        if len(keep) < 2:
+            raise InputError(f"the history holds {len(keep)} task(s) besides the replayed ones; at least 2 needed",
+                             path=history.source or None)
+        return [Split(np.arange(len(table.task_ids)), history.subset(keep))]
+    from ..data.folds import make_folds
+
+    held = make_folds(table.task_ids, truth.tiers(table.task_ids), folds=folds, seed=seed)
+    return [Split(np.array(sorted(pos[t] for t in fold)), truth.subset([t for t in table.task_ids if t not in fold]))
+            for fold in held]
+
+
+def check_covers(run: Run, task_ids: Sequence[str], path: str | None = None) -> None:
+    """A signal run must score every replayed task: the first one it lacks is a located error."""
+    missing = [t for t in task_ids if t not in run]
+    if missing:
+        raise InputError(f"signal run {run.run_id!r} has no topic {missing[0]!r} ({len(missing)} of "
+                         f"{len(task_ids)} tasks missing; replay needs every task scored)", path=path, field="topic")
+
+
+def _signal_matrix(run: Run, table: Table, rows: np.ndarray) -> np.ndarray:
+    """The run's scores as a (tasks x models) matrix; a candidate missing from a topic scores -inf (it then
+    follows the others, in the prior's order)."""
+    out = np.full((len(rows), len(table.model_ids)), -np.inf)
+    col = {m: j for j, m in enumerate(table.model_ids)}
+    for i, r in enumerate(rows):
+        for m, s in run.scores(table.task_ids[r]).items():
+            if m in col and np.isfinite(s):
+                out[i, col[m]] = s
+    return out
+
+
+def _orders(scores: np.ndarray, prior: np.ndarray) -> np.ndarray:
+    """Per row, candidate indices by descending score, the prior breaking ties (then column order)."""
+    return np.lexsort((np.arange(scores.shape[1])[None, :].repeat(len(scores), 0), -prior[None, :].repeat(
+        len(scores), 0), -scores), axis=1)
+
+
+def policy_orders(split: Split, table: Table, signals: Sequence[Run]) -> dict[str, np.ndarray]:
+    """Each plain policy's order of the candidates (rows: the split's test tasks)."""
+    from ..fusion import fuse
+
+    rows = split.test
+    prior = avgrank_scores(split.history, table.model_ids)
+    out = {PRIOR: _orders(np.repeat(prior[None, :], len(rows), 0), prior)}
+    if signals:
+        tids = [table.task_ids[r] for r in rows]
+        prior_run = Run.from_scores({t: dict(zip(table.model_ids, prior.tolist())) for t in tids}, run_id=PRIOR)
+        for run in signals:
+            out[run.run_id] = _orders(_signal_matrix(run, table, rows), prior)
+        fused = fuse([prior_run, *(r.restrict(tids) for r in signals)], "rrf", run_id=FUSION)
+        out[FUSION] = _orders(_signal_matrix(fused, table, rows), prior)
+    return out
+
+
+@dataclass
+class ReplayData:
+    """Per task (mean over the noise draws) value of every metric, per policy and budget."""
+
+    task_ids: list[str]
+    model_ids: list[str]
+    finetunes: list[int]
+    noise: float
+    repeats: int
+    folds: int | None
+    seed: int
+    values: dict[str, dict[int, dict[str, np.ndarray]]]
+    reliability: dict[str, float]
+    base: str                                 # the plain order the funnel fine-tunes down
+    history: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _score_final(final: np.ndarray, true: np.ndarray, gains: np.ndarray, idcg: dict[int, np.ndarray]
+                 ) -> dict[str, np.ndarray]:
+    """Metrics of the rankings by decreasing ``final`` (rows: draws x tasks flattened alike in all arrays)."""
+    from ..metrics.ndcg import ndcg
+
+    out = {f"ndcg@{c}": ndcg(final, gains, c, idcg[c]) for c in (1, 3, 5)}
+    top = np.argmax(final, axis=1)
+    best = true.max(axis=1)
+    out["regret"] = 1.0 - true[np.arange(len(true)), top] / np.where(best > 0, best, 1.0)
+    return out
+
+
+def _final_scores(order_rank: np.ndarray, picks: np.ndarray, observed: np.ndarray) -> np.ndarray:
+    """Ranking scores: the picked candidates first by observed score, then the rest by ``order_rank``
+    (0 = first)."""
+    final = -order_rank.astype(float)
+    rows = np.arange(len(final))[:, None]
+    if picks.shape[1]:
+        final[rows, picks] = _TOP + observed[rows, picks]
+    return final
+
+
+def _ranks_of(order: np.ndarray) -> np.ndarray:
+    r = np.empty_like(order)
+    r[np.arange(len(order))[:, None], order] = np.arange(order.shape[1])[None, :]
+    return r
+
+
+def _gains(table: Table, rows: np.ndarray) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+    """Official NTCIR gains of the tasks' candidates (grades of normalized score) and their ideal DCG@1/3/5."""
+    from ..metrics.ndcg import ideal_dcg
+
+    s = GradingScheme.NTCIR
+    true = table.score[rows]
+    best = true.max(axis=1, keepdims=True)
+    norm = true / np.where(best > 0, best, 1.0)
+    gains = s.gain_array(s.grade_array(norm.ravel())).reshape(norm.shape)
+    return gains, {c: ideal_dcg(gains, c) for c in (1, 3, 5)}
+
+
+def _replay_split(table: Table, split: Split, orders: dict[str, np.ndarray], noise_draws: np.ndarray,
+                  finetunes: Sequence[int], sequential_from: str | None, noise: float,
+                  acquisition: Acquisition = Acquisition.PI) -> dict[str, dict[int, dict[str, np.ndarray]]]:
+    """Every policy's per-(draw, task) metrics on the split's test tasks (draws x tasks arrays)."""
+    rows = split.test
+    n_rep, n, m = noise_draws.shape[0], len(rows), len(table.model_ids)
+    true = np.broadcast_to(table.score[rows], (n_rep, n, m))
+    observed = true + noise_draws
+    gains, idcg = _gains(table, rows)
+    flat = lambda a: a.reshape(n_rep * n, m)  # noqa: E731
+    g_all = flat(np.broadcast_to(gains, (n_rep, n, m)))
+    i_all = {c: np.tile(v, n_rep) for c, v in idcg.items()}
+    out: dict[str, dict[int, dict[str, np.ndarray]]] = {}
+    for name, order in orders.items():
+        o = np.broadcast_to(order, (n_rep, n, m))
+        rank_of = flat(_ranks_of(flat(o)))
+        out[name] = {}
+        for k in finetunes:
+            kk = min(k, m)
+            final = _final_scores(rank_of, flat(o)[:, :kk], flat(observed))
+            out[name][k] = {key: v.reshape(n_rep, n) for key, v in
+                            _score_final(final, flat(true), g_all, i_all).items()}
+    if sequential_from is not None:
+        out[SEQUENTIAL] = _sequential_split(table, split, orders[sequential_from], observed, true, gains, idcg,
+                                            finetunes, noise, acquisition)
+    return out
+
+
+def _sequential_split(table, split, base, observed, true, gains, idcg, finetunes, noise, acquisition):
+    """The sequential policy's per-(draw, task) metrics (see :class:`JointModel`)."""
+    hist = Table.from_truth(split.history, table.model_ids, what="history")
+    model = JointModel(hist.score, noise)
+    n_rep, n, m = observed.shape
+    steps = min(max(finetunes), m)
+    finals = {k: np.zeros((n_rep, n, m)) for k in finetunes}
+    for r in range(n_rep):
+        for i in range(n):
+            picks, means = model.walk(int(base[i, 0]), observed[r, i], steps, acquisition)
+            for k in finetunes:
+                kk = min(k, m)
+                # nothing fine-tuned yet: the plain order (the Gaussian's unconditional mean is not a better prior)
+                rest = _ranks_of(base[i][None, :])[0] if kk == 0 else _ranks_of(
+                    np.argsort(-means[kk], kind="stable")[None, :])[0]
+                finals[k][r, i] = _final_scores(rest[None, :], np.array([picks[:kk]], dtype=int),
+                                                observed[r, i][None, :])[0]
+    out = {}
+    for k in finetunes:
+        res = _score_final(finals[k].reshape(n_rep * n, m), true.reshape(n_rep * n, m),
+                           np.tile(gains, (n_rep, 1)), {c: np.tile(v, n_rep) for c, v in idcg.items()})
+        out[k] = {key: v.reshape(n_rep, n) for key, v in res.items()}
+    return out
+
+
+def _reliability(orders_scores: dict[str, np.ndarray], true: np.ndarray) -> dict[str, float]:
+    """Mean over tasks of the rank (Spearman) correlation between each policy's order and the recorded scores
+    (tasks where the scores are all equal are left out)."""
+    from scipy.stats import spearmanr
+
+    out = {}
+    for name, s in orders_scores.items():
+        rs = [float(spearmanr(a, b)[0]) for a, b in zip(s, true) if np.ptp(b) > 0 and np.ptp(a) > 0]
+        out[name] = float(np.mean(rs)) if rs else float("nan")
+    return out
+
+
+def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth | None = None,
+           finetunes: Sequence[int] = DEFAULT_FINETUNES, noise: float = 0.0, repeats: int = 1, folds: int = 5,
+           seed: int = 0, sequential: bool = True, acquisition: Acquisition | str = Acquisition.PI) -> ReplayData:
+    """Replay every policy on every task of ``truth`` (see the module docstring). ``history``: what the
+    policies learn from (default: ``folds``-fold cross-fitting by task within ``truth``); ``signals``: runs
+    scoring the candidates of every task; ``noise``: sd of the seed noise added to each revealed score
+    (``repeats`` draws, from ``numpy.random.default_rng(seed)``)."""
+    acq = Acquisition.parse(acquisition, field="--acquisition")
+    ks = sorted({int(k) for k in finetunes})
+    if not ks or ks[0] < 0:
+        raise InputError(f"fine-tune budgets must be >= 0, got {list(finetunes)}", field="--finetunes")
+    if not (np.isfinite(noise) and noise >= 0):
+        raise InputError(f"must be a finite number >= 0, got {noise}", field="--noise")
+    if int(repeats) < 1:
+        raise InputError(f"must be >= 1, got {repeats}", field="--repeats")
+    names = [r.run_id for r in signals]
+    clash = {PRIOR, FUSION, SEQUENTIAL} & set(names) or {n for n in names if names.count(n) > 1}
+    if clash:
+        raise InputError(f"signal run id {sorted(clash)[0]!r} is used twice or names a built-in policy; give each "
+                         f"run its own id", field="RunID")
+    table = Table.from_truth(truth)
+    for run in signals:
+        check_covers(run, table.task_ids)
+    parts = splits(truth, table, history, folds, seed)
+    rng = np.random.default_rng(seed)
+    draws = rng.normal(0.0, noise, (int(repeats), len(table.task_ids), len(table.model_ids))) if noise > 0 \
+        else np.zeros((int(repeats), len(table.task_ids), len(table.model_ids)))
+    base = FUSION if signals else PRIOR
+    per: dict[str, dict[int, dict[str, np.ndarray]]] = {}
+    scores_for_rel: dict[str, np.ndarray] = {}
+    for sp in parts:
+        orders = policy_orders(sp, table, signals)
+        got = _replay_split(table, sp, orders, draws[:, sp.test], ks, base if sequential else None, noise,
+                             acq)
+        for name, by_k in got.items():
+            for k, mets in by_k.items():
+                slot = per.setdefault(name, {}).setdefault(k, {x: np.zeros(len(table.task_ids)) for x in METRICS})
+                for x in METRICS:
+                    slot[x][sp.test] = mets[x].mean(axis=0)
+        for name, order in orders.items():
+            if name == FUSION:
+                continue
+            acc = scores_for_rel.setdefault(name, np.full(table.score.shape, np.nan))
+            acc[sp.test] = -_ranks_of(order).astype(float)
+    rel = _reliability(scores_for_rel, table.score)
+    return ReplayData(task_ids=table.task_ids, model_ids=table.model_ids, finetunes=ks, noise=float(noise),
+                      repeats=int(repeats), folds=None if history is not None else int(folds), seed=int(seed),
+                      values=per, reliability=rel, base=base,
+                      history=(history.source or "given") if history is not None else "cross-fitted",
+                      extra={"acquisition": acq.value})

@@ -1,0 +1,282 @@
+"""A participant's NTCIR-19 Subtask A submission in one call: up to five validated runs for the official test
+topics, and ``METHODS.md`` declaring what each run is (the task asks every run to declare whether it is
+inference-based and whether candidates were fine-tuned).
+
+The input is the organisers' repository as their downloader leaves it (:mod:`modelseek.data.organisers`): the test
+tasks in ``data/task-data/test-tasks/{id:04d}/``, ``data/tasks.csv``, ``data/models.csv`` and, where
+``download_models`` ran, the candidates' snapshots in ``data/models/NN/``.
+
+Runs (``--methods``; by default every one that can be computed here):
+
+* ``default`` — the shipped (or the user's installed) inference-free ranker: the average-rank prior of the
+  training tasks moved by card evidence; reads each test task's texts, labels and tasks.csv fields;
+* ``avgrank`` — the organisers' baseline: each candidate's mean rank over the training tasks (inference-free);
+* ``logme``, ``knn`` — frozen-feature estimators (inference-based): need every candidate's weights locally;
+* ``rrf`` — reciprocal-rank fusion of ``logme`` and ``knn`` (inference-based);
+* ``funnel`` — with a fine-tuning budget only (``budget=``): per test task, the budgeted funnel of
+  :func:`modelseek.funnel.select` (prior, LogME on the top of it, fine-tuning down the fused order within the
+  task's share of the budget; the fine-tuned candidates first by validation F1). Declared as fine-tuned.
+
+Nothing is written unless every run is complete and passes the official validation (every test topic of
+tasks.csv ranks every model_id of models.csv once; distinct run ids; at most five).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .data.organisers import OrganisersLayout, find_layout, load_split, test_topics
+from .data.pool import Pool, load_pool
+from .data.run import Run
+from .errors import InputError
+
+MAX_RUNS = 5
+#: the runs a submission can make, in the order it makes them (see :func:`_infos`)
+METHODS = ("default", "avgrank", "logme", "knn", "rrf", "funnel")
+FEATURE_METHODS = ("logme", "knn", "rrf", "funnel")
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    """What a submission method is, for ``METHODS.md``."""
+
+    method: str              # what rank() is given
+    inference: str           # "inference-free" | "inference-based"
+    data: str                # the data the run uses
+    description: str
+
+
+def _infos() -> dict[str, MethodInfo]:
+    from .rankers.default import default_spec
+
+    spec = default_spec()
+    return {
+        "default": MethodInfo("default", "inference-free",
+                              "each test task's train/val texts and labels and its tasks.csv fields (instruction, "
+                              "criticality); the ground truth of the NTCIR-19 training tasks the ranker was fitted on; "
+                              "the candidates' model cards (profiles shipped with modelseek)",
+                              f"modelseek's default ranker, {spec.describe()}: the average-rank prior moved by "
+                              f"card and task evidence, weights learned on the training tasks"),
+        "avgrank": MethodInfo("avgrank-ntcir19", "inference-free",
+                              "the ground truth of the NTCIR-19 training tasks only (no test-task data)",
+                              "average rank of each candidate over the training tasks (the organisers' baseline)"),
+        "logme": MethodInfo("logme", "inference-based",
+                            "each test task's train split (texts and labels); every candidate's frozen weights",
+                            "LogME (You et al., ICML 2021) on mean-pooled frozen features"),
+        "knn": MethodInfo("knn", "inference-based",
+                          "each test task's train split (texts and labels); every candidate's frozen weights",
+                          "k-nearest-neighbour accuracy on frozen features (cross-validated)"),
+        "rrf": MethodInfo("rrf", "inference-based",
+                          "each test task's train split (texts and labels); every candidate's frozen weights",
+                          "reciprocal-rank fusion (k=60) of LogME and kNN"),
+        "funnel": MethodInfo("funnel", "inference-based",
+                             "each test task's train split (fine-tuning, features) and val split (choosing by "
+                             "validation F1; test labels are never used); every candidate's weights",
+                             "the budgeted funnel (modelseek select) per test task: the default's prior, LogME on "
+                             "its top candidates, then fine-tuning down the fused order within the task's share of "
+                             "the budget; fine-tuned candidates ranked first by validation F1"),
+    }
+
+
+@dataclass(frozen=True)
+class SubmittedRun:
+    run_id: str
+    method: str
+    path: Path
+    info: MethodInfo
+    topics: int
+    finetuned: int = 0       # candidates fine-tuned for this run, over all topics
+
+
+@dataclass(frozen=True)
+class Submission:
+    runs: list[SubmittedRun]
+    skipped: dict[str, str]          # method -> why it was not made
+    methods_file: Path
+    layout: OrganisersLayout
+
+
+def missing_weights(pool: Pool) -> dict[str, str]:
+    """Candidates whose weights are neither in a local folder nor in the Hugging Face cache (id -> why)."""
+    from .rankers.feature_jobs import preflight
+
+    return preflight(pool, cache_dir=False)[0]
+
+
+def plan(layout: OrganisersLayout, pool: Pool, methods: Sequence[str] | None,
+         budget: str | float | None = None) -> tuple[list[str], dict[str, str]]:
+    """(the methods to run, {method: why it is skipped}); an asked-for method that cannot run is an error. With a
+    ``budget`` the default adds the fine-tuning ``funnel`` run (and the five-run limit keeps the first five)."""
+    known = _infos()
+    asked = list(dict.fromkeys(methods)) if methods else None
+    for m in asked or ():
+        if m not in known:
+            raise InputError(f"unknown submission method {m!r}; valid: {', '.join(known)}", field="--methods")
+    if asked is not None and len(asked) > MAX_RUNS:
+        raise InputError(f"{len(asked)} methods; a participant submits at most {MAX_RUNS} runs", field="--methods")
+    wanted = asked or [m for m in known if m != "funnel" or budget is not None]
+    if "funnel" in wanted and budget is None:
+        raise InputError("the funnel run fine-tunes candidates: give --budget (e.g. 48h for all test tasks)",
+                         field="--methods")
+    dead = missing_weights(pool) if any(m in FEATURE_METHODS for m in wanted) else {}
+    skipped: dict[str, str] = {}
+    if dead:
+        where = f"in {pool.model_dir}" if pool.model_dir is not None else "in a local folder"
+        why = (f"needs every candidate's weights; {len(dead)} of {len(pool)} are neither {where} nor in the "
+               f"Hugging Face cache (e.g. candidate {next(iter(dead))}: {next(iter(dead.values()))}); run the "
+               f"organisers' 'python main.py download_models --all' first")
+        feature = [m for m in wanted if m in FEATURE_METHODS]
+        if (asked is not None or budget is not None) and feature:
+            raise InputError(f"{'--methods ' + ' '.join(feature) if asked else '--budget'}: {why}",
+                             field="--methods" if asked else "--budget")
+        skipped = {m: why for m in feature}
+    todo = [m for m in wanted if m not in skipped]
+    if len(todo) > MAX_RUNS:  # the budgeted default: the funnel replaces the last estimator run
+        todo = [*[m for m in todo if m != "funnel"][:MAX_RUNS - 1], "funnel"]
+    return todo, skipped
+
+
+def make_submission(root: str | Path, out: str | Path, methods: Sequence[str] | None = None, team: str = "modelseek",
+                    pool: str | Path | None = None, device: str | None = None, command: str | None = None,
+                    progress: bool = False, echo: Callable[[str], None] | None = None,
+                    budget: str | float | None = None, seed: int = 0) -> Submission:
+    """Rank the official test tasks of the organisers' ``root`` with each method, validate every run against the
+    official topics and docIDs, then write ``out/<run id>.txt`` and ``out/METHODS.md`` (nothing before all pass)."""
+    from .api import rank_explained
+    from .data.run import write_runs
+    from .io import atomic_write_text
+
+    say = echo or (lambda s: None)
+    root = Path(root)
+    layout = find_layout(root)
+    if layout is None or "test" not in layout.splits:
+        raise InputError("no test tasks here: the organisers' 'python main.py download_test_tasks --all' writes "
+                         "data/task-data/test-tasks/", path=root)
+    _check_team(team)
+    if budget is not None:
+        from .funnel import parse_budget
+
+        parse_budget(budget)  # a bad budget is refused before anything runs
+    the_pool = load_pool(pool) if pool else _layout_pool(layout, root)
+    todo, skipped = plan(layout, the_pool, methods, budget)
+    topics = test_topics(layout)
+    tasks = load_split(layout, "test")
+    absent = [t for t in topics if t not in tasks]
+    if absent:
+        raise InputError(f"{len(absent)} official test task(s) are not downloaded ({', '.join(absent[:8])}"
+                         f"{' ...' if len(absent) > 8 else ''}): a submission ranks every one; rerun the organisers' "
+                         f"download_test_tasks", path=layout.splits["test"], field="task_id")
+    extra = [t.id for t in tasks if t.id not in set(topics)]
+    if extra:
+        raise InputError(f"task(s) {', '.join(extra[:8])} are in test-tasks/ but not test tasks of tasks.csv",
+                         path=layout.splits["test"], field="task_type")
+    infos = _infos()
+    made: list[tuple[str, str, Run]] = []
+    tuned: dict[str, int] = {}
+    for m in todo:
+        run_id = f"{team}-{m}"
+        say(f"[{len(made) + 1}/{len(todo)}] {m}: ranking {len(tasks)} test tasks ...")
+        if m == "funnel":
+            assert budget is not None  # plan() refuses the funnel without a budget
+            r, tuned = _funnel_run(list(tasks), the_pool, budget, Path(out) / "funnel-work", seed, progress, say)
+        else:
+            r = rank_explained(list(tasks), the_pool, infos[m].method, run_id=run_id, progress=progress,
+                               explain=False, device=device if infos[m].inference == "inference-based" else None).run
+        made.append((m, run_id, r.with_id(run_id)))
+    docs = load_pool(layout.models_csv).ids if layout.models_csv is not None else the_pool.ids
+    runs = _validated(made, topics, docs, Path(out))
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    done = []
+    for (m, run_id, r), path in zip(made, runs):
+        write_runs(path, [r])
+        done.append(SubmittedRun(run_id, m, path, infos[m], len(r), sum(tuned.values()) if m == "funnel" else 0))
+    methods_file = out / "METHODS.md"
+    atomic_write_text(methods_file, methods_md(done, skipped, layout, command, tuned))
+    return Submission(done, skipped, methods_file, layout)
+
+
+def _funnel_run(tasks: list, pool: Pool, budget: str | float, work: Path, seed: int, progress: bool,
+                say: Callable[[str], None]) -> tuple[Run, dict[str, int]]:
+    """The funnel on every task with an equal share of ``budget``; each task's state is kept in ``work/<task>``
+    so an interrupted submission resumes. -> (the run, {task: candidates fine-tuned})."""
+    from .funnel import format_seconds, parse_budget, select
+
+    share = parse_budget(budget) / len(tasks)
+    scores: dict[str, dict[str, float]] = {}
+    tuned: dict[str, int] = {}
+    for i, t in enumerate(tasks, 1):
+        res = select(t, pool, share, work / t.id, seed=seed, progress=progress)
+        scores[t.id] = {e.doc: e.score for e in res.run[t.id]}
+        tuned[t.id] = sum(1 for row in res.finetuned if row.get("status") == "done")
+        say(f"  funnel {i}/{len(tasks)}: task {t.id}: {res.status}, {tuned[t.id]} fine-tuned, spent "
+            f"{format_seconds(res.total_spent_s)} of {format_seconds(share)}")
+    return Run.from_scores(scores, run_id="funnel"), tuned
+
+
+def _layout_pool(layout: OrganisersLayout, root: Path) -> Pool:
+    if layout.models_csv is None:
+        raise InputError("no models.csv in the organisers' data/ folder: the official docIDs are its model_ids",
+                         path=layout.data / "models.csv")
+    return load_pool(layout.models_csv)
+
+
+def _check_team(team: str) -> None:
+    if not team or any(c.isspace() or not c.isprintable() for c in team) or len(team) > 40:
+        raise InputError(f"team {team!r} must be 1-40 printable characters without white space (it starts each run "
+                         f"id)", field="--team")
+
+
+def _validated(made: list[tuple[str, str, Run]], topics: list[str], docs: list[str], out: Path) -> list[Path]:
+    """Each run through the official checks (in a scratch file: the checks read files); -> the final paths."""
+    import tempfile
+
+    from .data.run import validate_run, write_runs
+    from .errors import ValidationError
+
+    problems = []
+    with tempfile.TemporaryDirectory(prefix="modelseek-submission-") as tmp:
+        for _, run_id, r in made:
+            scratch = Path(tmp) / f"{run_id}.txt"
+            write_runs(scratch, [r])
+            try:
+                validate_run(scratch, topics=topics, docs=docs, subtask="A")
+            except ValidationError as exc:
+                problems += exc.problems
+    if problems:
+        raise ValidationError(f"{len(made)} run(s)", problems)
+    return [out / f"{run_id}.txt" for _, run_id, _ in made]
+
+
+def methods_md(runs: Sequence[SubmittedRun], skipped: dict[str, str], layout: OrganisersLayout,
+               command: str | None, tuned: dict[str, int] | None = None) -> str:
+    """``METHODS.md``: for each run, its kind, whether candidates were fine-tuned, the data used, the version and
+    the exact command — ready for the working notes."""
+    from . import __version__
+
+    when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    lines = ["# NTCIR-19 Model Retrieval, Subtask A: runs", "",
+             f"Made by modelseek {__version__} on {when} from `{layout.data}`.",
+             f"Command: `{command}`" if command else "Command: the Python API (modelseek.submission.make_submission)",
+             "", "| run id | file | method | kind | candidates fine-tuned | topics |", "|---|---|---|---|---|---|"]
+    for r in runs:
+        ft = f"yes ({r.finetuned})" if r.finetuned else "no"
+        lines.append(f"| {r.run_id} | {r.path.name} | {r.method} | {r.info.inference} | {ft} | {r.topics} |")
+    for r in runs:
+        if r.finetuned:
+            per = sorted((tuned or {}).values())
+            kind = (f"- Kind: {r.info.inference}; candidates were fine-tuned for this run: {r.finetuned} fine-tunings "
+                    f"over {r.topics} topics ({per[0]}-{per[-1]} per topic).")
+        else:
+            kind = f"- Kind: {r.info.inference}; no candidate was fine-tuned for this run."
+        lines += ["", f"## {r.run_id}", "", f"- Method: {r.info.description}.", kind, f"- Data used: {r.info.data}."]
+    if skipped:
+        lines += ["", "## Not made", ""] + [f"- {m}: {why}" for m, why in skipped.items()]
+    return "\n".join(lines) + "\n"
+
+
+__all__ = ["FEATURE_METHODS", "MAX_RUNS", "METHODS", "MethodInfo", "Submission", "SubmittedRun", "make_submission",
+           "methods_md", "missing_weights", "plan"]
