@@ -56,6 +56,29 @@ class GridResult:
         return collect_ground_truth(self.store, self.jobs, tasks)
 
 
+def _check_options(recipe: Recipe, executor: str, poll_s: float) -> None:
+    """What fails before a store is opened or a job built: a device this process cannot use (the local executor;
+    once, not once per job — Ray resolves it per task, where its GPU is), a bad poll interval."""
+    if executor == "local":
+        from .protocol import resolve_device
+
+        resolve_device(recipe)
+    if not poll_s > 0:
+        raise InputError(f"poll_s must be > 0, got {poll_s}", field="poll_s")
+
+
+def _check_jobs(jobs: Sequence[Job], need_test: bool) -> None:
+    """Every job can give a ground-truth row (a test split when ``need_test``) and none is listed twice."""
+    if need_test:  # a ground truth is test F1: a task without a test split is refused before any job runs
+        bare = next((j.task.task_id for j in jobs if j.task.test is None or len(j.task.test) == 0), None)
+        if bare is not None:
+            raise InputError(f"task {bare!r} has no test split: the ground truth scores each fine-tuned model on it",
+                             field="test")
+    keys = [j.key for j in jobs]
+    if len(set(keys)) != len(keys):
+        raise InputError("the grid has duplicate jobs (a task or candidate listed twice?)")
+
+
 def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelSpec], store: JobStore | str | Path,
              recipe: Recipe = PROTOCOL, seeds: Sequence[int] = (0,), executor: str = "local",
              address: str | None = None, retry_failed: bool = False, trainer=None, progress: bool = False,
@@ -70,22 +93,11 @@ def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelS
     """
     from ..progress import progress_counter
 
-    if executor == "local":  # a device this process cannot use fails now, not once per job (Ray resolves per task)
-        from .protocol import resolve_device
-
-        resolve_device(recipe)
+    _check_options(recipe, executor, poll_s)
     store = store if isinstance(store, JobStore) else JobStore(store)
     jobs = build_jobs(tasks, pool, recipe, seeds)
-    if need_test:  # a ground truth is test F1: a task without a test split is refused before any job runs
-        bare = next((j.task.task_id for j in jobs if j.task.test is None or len(j.task.test) == 0), None)
-        if bare is not None:
-            raise InputError(f"task {bare!r} has no test split: the ground truth scores each fine-tuned model on it",
-                             field="test")
+    _check_jobs(jobs, need_test)
     keys = [j.key for j in jobs]
-    if len(set(keys)) != len(keys):
-        raise InputError("the grid has duplicate jobs (a task or candidate listed twice?)")
-    if not poll_s > 0:
-        raise InputError(f"poll_s must be > 0, got {poll_s}", field="poll_s")
     store.add_recipe(recipe.digest, recipe.to_dict())
     known = store.states(keys)
     # a failed job is retried once per run asked for: while its stored attempts are those seen now
