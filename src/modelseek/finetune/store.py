@@ -176,11 +176,11 @@ class JobStore:
         self.set_aside: Path | None = None
         if self.path.is_dir():
             raise InputError("is a directory, expected a job store file", path=self.path)
-        self._refuse_special()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise InputError(f"cannot make the job store's folder: {exc.strerror or exc}", path=self.path) from None
+        self._refuse_special()
         try:
             try:
                 self._open_checked()
