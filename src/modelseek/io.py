@@ -188,7 +188,7 @@ def _replace(path: str | os.PathLike, target: Path, data: bytes, mode: int) -> N
 
 
 #: seconds a write into a FIFO waits for a process to open it for reading (then an error, never a hang)
-FIFO_WAIT_S = 60.0
+FIFO_WAIT_S = 10.0
 
 
 def _open_stream(path: str | os.PathLike) -> int:
