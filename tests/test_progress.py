@@ -46,6 +46,15 @@ def test_an_interval_of_zero_writes_every_step_with_the_time_left(monkeypatch):
     assert "left" in err.getvalue().splitlines()[1] and "left" not in err.getvalue().splitlines()[-1]
 
 
+def test_progress_lines_are_told_from_messages():
+    from modelseek.progress import is_progress_line
+
+    assert is_progress_line("hist features (images): 0/16 (0%) 0:00:00 elapsed")
+    assert is_progress_line("fine-tuning: 12/192 (6%) 0:01:40 elapsed, 0:25:00 left")
+    assert not is_progress_line("error: a: 0/1 (0%) 0:00:00 elapsed")
+    assert not is_progress_line("note: task feature 'size' covers 1 of 24 topics")
+
+
 def test_a_disabled_bar_writes_nothing(monkeypatch):
     err = io.StringIO()
     monkeypatch.setattr(sys, "stderr", err)

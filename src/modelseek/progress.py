@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 import time
 from collections.abc import Iterable, Iterator, Sized
@@ -20,6 +21,15 @@ T = TypeVar("T")
 
 #: seconds between two plain progress lines (when stderr is not a terminal)
 INTERVAL_S = 30.0
+
+#: what a plain progress line looks like (``DESC: N[/TOTAL (P%)] H:MM:SS elapsed[, H:MM:SS left]``)
+PROGRESS_LINE = re.compile(r"^(?:.*: )?\d+(?:/\d+ \(\d+%\))? \d+:\d\d:\d\d elapsed(?:, \d+:\d\d:\d\d left)?$")
+
+
+def is_progress_line(line: str) -> bool:
+    """Whether ``line`` of stderr is a plain progress line (so a log reader, or a test, can tell it from a
+    message)."""
+    return not line.startswith("error: ") and PROGRESS_LINE.match(line) is not None
 
 
 def _interactive(stream: IO[str]) -> bool:
