@@ -18,7 +18,7 @@ from ..errors import InputError
 from .executors import make_executor
 from .jobs import Job, build_jobs
 from .protocol import ModelSpec, TaskData
-from .recipe import PROTOCOL, Recipe
+from .recipe import PROTOCOL, Device, Recipe
 from .store import JobStore
 
 log = logging.getLogger(__name__)
@@ -59,8 +59,8 @@ class GridResult:
 def _check_options(recipe: Recipe, executor: str, poll_s: float) -> None:
     """What fails before a store is opened or a job built: a device this process cannot use (the local executor;
     once, not once per job — Ray resolves it per task, where its GPU is), a bad poll interval."""
-    if executor == "local":
-        from .protocol import resolve_device
+    if executor == "local" and recipe.device is Device.CUDA:  # only an asked-for device can be missing (and auto
+        from .protocol import resolve_device  # or cpu would import torch for nothing)
 
         resolve_device(recipe)
     if not poll_s > 0:
