@@ -115,7 +115,11 @@ def load_arrays(path: str | os.PathLike | None, fields: Mapping[str, Any] | None
     if path is None:
         return None
     p = Path(path)
-    if not p.is_file():
+    if not os.path.lexists(p):
+        return None
+    if not p.is_file():  # a FIFO, device or folder where an entry goes: never read (a FIFO blocks), never written
+        log.warning("%s file %s is not a regular file; moving it aside and recomputing", what, p)
+        _move_aside(p)
         return None
     try:
         return read_arrays(p, fields)
@@ -124,6 +128,16 @@ def load_arrays(path: str | os.PathLike | None, fields: Mapping[str, Any] | None
         with contextlib.suppress(OSError):
             p.unlink()
         return None
+
+
+def _move_aside(p: Path) -> None:
+    """Rename a special file out of an entry's place (kept as ``NAME.not-a-file-PID``, for inspection)."""
+    try:
+        os.replace(p, p.with_name(f"{p.name}.not-a-file-{os.getpid()}"))
+    except OSError as exc:
+        from .errors import OutputError
+
+        raise OutputError(f"is not a regular file and cannot be moved aside: {exc.strerror or exc}", path=p) from None
 
 
 __all__ = ["MAGIC", "CorruptCacheError", "cache_dir", "cache_root", "decode_arrays", "encode_arrays", "load_arrays",

@@ -54,6 +54,17 @@ def _one_line(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
+class OutputError(ModelseekError):
+    """A file could not be written (a full disk, a permission, a directory where a file goes): one line naming
+    the path; ``errno`` is the system's error number where there is one (``errno.ENOSPC`` for a full disk)."""
+
+    def __init__(self, message: str, *, path: str | PathLike | None = None, errno: int | None = None) -> None:
+        self.message = message
+        self.path = None if path is None else str(path)
+        self.errno = errno
+        super().__init__(_one_line(f"{self.path}: {message}" if self.path is not None else message))
+
+
 class NotFittedError(ModelseekError):
     """A learned object (ranker, retriever) used before :meth:`fit` (scikit-learn's ``NotFittedError``)."""
 

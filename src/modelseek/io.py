@@ -1,7 +1,9 @@
 """One way to read and write files.
 
-Writing: :func:`atomic_write_bytes` / :func:`atomic_write_text` (temporary file in the same folder, fsync,
-rename), so a reader never sees half a file.
+Writing: :func:`atomic_write_bytes` / :func:`atomic_write_text`, the one write path of every command: a
+regular file or new path is replaced atomically (temporary file in the same folder, fsync, rename; its mode
+kept), a symlink is written through to its target, a character device or FIFO is written to in place; every
+failure is one :class:`~modelseek.errors.OutputError` line naming the path.
 
 Reading: every input file goes through :func:`read_bytes` → :func:`read_text` → :func:`read_json` /
 :func:`read_yaml` / :func:`read_config`. Whatever goes wrong is an :class:`~modelseek.errors.InputError`
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import io
 import json
 import math
@@ -33,7 +36,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from .errors import InputError
+from .errors import InputError, OutputError
 
 
 # --------------------------------------------------------------------------------------------- where from
@@ -94,27 +97,145 @@ def _umask() -> int:
     return mask
 
 
+_WRITE_ERRORS = {errno.ENOSPC: "no space left on device (the disk is full)",
+                 errno.EDQUOT: "disk quota exceeded",
+                 errno.EACCES: "permission denied", errno.EPERM: "permission denied",
+                 errno.EROFS: "read-only file system", errno.ENOTDIR: "a parent is not a directory",
+                 errno.ENOENT: "the parent folder does not exist", errno.EISDIR: "is a directory",
+                 errno.ELOOP: "too many levels of symbolic links", errno.ENAMETOOLONG: "file name too long"}
+
+
+def write_error(path: str | os.PathLike, exc: OSError, what: str = "cannot write") -> OutputError:
+    """One line naming ``path`` and what the system said (a full disk named as such)."""
+    reason = _WRITE_ERRORS.get(exc.errno or 0) or exc.strerror or str(exc)
+    return OutputError(f"{what}: {reason}", path=path, errno=exc.errno)
+
+
+def output_kind(path: str | os.PathLike) -> str:
+    """How :func:`atomic_write_bytes` writes ``path``: ``"replace"`` (a regular file or a new path, the
+    target of a symlink included) or ``"stream"`` (a character device or a FIFO: written in place, never
+    replaced); anything else (a directory, a block device, a socket, a path under a file) is an
+    :class:`~modelseek.errors.OutputError` naming the path. Nothing is created."""
+    import stat
+
+    try:
+        st = os.stat(path)  # follows a symlink: its target is what gets written
+    except FileNotFoundError:
+        return "replace"
+    except OSError as exc:
+        raise write_error(path, exc) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise OutputError("is a directory, expected a file to write", path=path)
+    if stat.S_ISREG(st.st_mode):
+        return "replace"
+    if stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode):
+        return "stream"
+    raise OutputError(f"is {file_kind(st.st_mode)}; refusing to write to it", path=path)
+
+
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file in the same folder (fsync, rename). The file gets
-    the mode ``open()`` would give a new file (0666 less the umask), not mkstemp's 0600: a teammate or a grader
-    must be able to read a submission on a shared machine."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    """The one way modelseek writes a file, with what each kind of path should get:
+
+    - a regular file or a new path: a temporary file in the same folder (fsync, rename), so a reader never
+      sees half a file; an existing file keeps its mode, a new one gets the mode ``open()`` would give (0666
+      less the umask), not mkstemp's 0600 (a teammate or a grader must be able to read a submission);
+    - a symlink: written through to its target (the same way), the link kept;
+    - a character device or a FIFO (``/dev/stdout``, ``/dev/null``, a pipe): written to directly, never
+      replaced by a regular file;
+    - a directory, a block device or a socket: an :class:`~modelseek.errors.OutputError` naming the path;
+    - a full disk, a permission or a read-only file system, a parent that cannot be made: one
+      ``OutputError`` line naming the path, no temporary file left behind.
+
+    Missing parent folders are made (the caches and stores write into folders of their own)."""
+    kind = output_kind(path)
+    if kind == "stream":
+        _write_stream(path, data)
+        return
+    target = Path(os.path.realpath(path)) if os.path.islink(path) else Path(path)
+    try:
+        mode = os.stat(target).st_mode & 0o7777
+    except FileNotFoundError:
+        mode = 0o666 & ~_umask()
+    except OSError as exc:
+        raise write_error(path, exc) from None
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # a parent is a file
+        raise OutputError(f"cannot write: {target.parent} is not a directory", path=path) from None
+    except OSError as exc:
+        raise write_error(path, exc, f"cannot make the folder {target.parent}") from None
+    _replace(path, target, data, mode)
+
+
+def _replace(path: str | os.PathLike, target: Path, data: bytes, mode: int) -> None:
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as exc:
+        raise write_error(path, exc) from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
-            os.fchmod(fh.fileno(), 0o666 & ~_umask())
+            os.fchmod(fh.fileno(), mode)
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
+        os.replace(tmp, target)
+    except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise write_error(path, exc) from None
         raise
 
 
+#: seconds a write into a FIFO waits for a process to open it for reading (then an error, never a hang)
+FIFO_WAIT_S = 10.0
+
+
+def _open_stream(path: str | os.PathLike) -> int:
+    """A descriptor writing into the device or FIFO ``path``. A FIFO is opened without blocking, retried until a
+    reader has it open (at most :data:`FIFO_WAIT_S`): opening one that nobody reads would block for ever."""
+    import fcntl
+    import stat
+    import time
+
+    flags = os.O_WRONLY | getattr(os, "O_NOCTTY", 0)
+    if not stat.S_ISFIFO(os.stat(path).st_mode):
+        return os.open(path, flags)
+    deadline = time.monotonic() + FIFO_WAIT_S
+    while True:
+        try:
+            fd = os.open(path, flags | os.O_NONBLOCK)
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:  # ENXIO: no reader yet
+                raise
+            if time.monotonic() > deadline:
+                raise OutputError(f"cannot write: no process opened the FIFO for reading within {FIFO_WAIT_S:g} s",
+                                  path=path, errno=errno.ENXIO) from None
+            time.sleep(0.05)
+    fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)  # then write as usual
+    return fd
+
+
+def _write_stream(path: str | os.PathLike, data: bytes) -> None:
+    """Write into a character device or a FIFO as it is (no temporary file, no rename, no truncation)."""
+    try:
+        fd = _open_stream(path)
+    except OSError as exc:
+        raise write_error(path, exc) from None
+    try:
+        view = memoryview(data)
+        while view:
+            n = os.write(fd, view)
+            view = view[n:]
+    except OSError as exc:
+        raise write_error(path, exc) from None
+    finally:
+        os.close(fd)
+
+
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """:func:`atomic_write_bytes` of ``text`` as UTF-8."""
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
@@ -149,7 +270,7 @@ def size_limit(what: str) -> int:
     return int(SIZE_LIMITS_MB.get(what, SIZE_LIMITS_MB["file"]) * 2**20)
 
 
-def _kind(mode: int) -> str:
+def file_kind(mode: int) -> str:
     import stat
 
     for test, name in ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
@@ -175,12 +296,25 @@ def check_file(path: str | os.PathLike, what: str = "file") -> Path:
     if stat.S_ISDIR(st.st_mode):
         raise InputError(f"is a directory, expected a {what}", path=p)
     if not stat.S_ISREG(st.st_mode):
-        raise InputError(f"is {_kind(st.st_mode)}, expected a regular {what}", path=p)
+        raise InputError(f"is {file_kind(st.st_mode)}, expected a regular {what}", path=p)
     cap = size_limit(what)
     if st.st_size > cap:
         key = "MODELSEEK_MAX_MB_" + re.sub(r"[^A-Za-z0-9]+", "_", what).strip("_").upper()
         raise InputError(f"{what} is {st.st_size / 2**20:,.1f} MiB, over the {cap / 2**20:,.0f} MiB cap (raise it with "
                          f"{key}=N)", path=p)
+    return p
+
+
+def check_readable(path: str | os.PathLike, what: str = "file") -> Path:
+    """The one check of an input file before any work: :func:`check_file` (missing, a directory, a device or
+    FIFO, over the cap) and then that it can be opened for reading (a mode-000 file, a folder without search
+    permission): every problem one located ``InputError``. Opening a regular file neither blocks nor reads."""
+    p = check_file(path, what)
+    try:
+        with open(p, "rb"):
+            pass
+    except OSError as exc:
+        raise InputError(f"cannot read {what}: {exc.strerror or exc}", path=p) from None
     return p
 
 

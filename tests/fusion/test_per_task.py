@@ -255,6 +255,40 @@ def test_cli_learns_saves_and_applies_a_per_task_fusion(cli, tmp_path, size_zoo)
     assert r3.code == 1 and "task feature size" in r3.err and len(r3.err.strip().splitlines()) == 1
 
 
+def test_cli_notes_task_features_covering_part_of_the_topics(cli, tmp_path):
+    """Issue #36: task features for 1 of 24 topics were accepted without a word; the topics left out (base weights
+    there) are now named, in text and JSON, for --optimize and --apply."""
+    truth, runs = make_fusion_zoo(24, 6, 3)
+    files = []
+    for r in runs.values():
+        r.write(tmp_path / f"{r.run_id}.txt")
+        files.append(tmp_path / f"{r.run_id}.txt")
+    truth.to_csv(tmp_path / "gt.csv")
+    first = truth.task_ids[0]
+    (tmp_path / "feat.csv").write_text(f"topic,size\n{first},100\n")
+    base = ["fuse", *files, "--optimize", "-g", tmp_path / "gt.csv", "--task-features", tmp_path / "feat.csv",
+            "--folds", "2", "--step", "0.5"]
+    r = cli(*base, "-o", tmp_path / "o.txt", "--save", tmp_path / "f.json")
+    assert r.code == 0, r.err
+    left = sorted(set(truth.task_ids) - {first})
+    note = next(x for x in r.out.splitlines() if x.startswith("note: "))
+    assert note.startswith("note: task feature 'size' covers 1 of 24 topics; left out (base weights there): ")
+    assert ", ".join(left[:10]) + " and 13 more" in note
+    r = cli(*base, "-o", tmp_path / "o2.txt", "--json")
+    assert r.code == 0, r.err
+    (note,) = json.loads(r.out)["notes"]
+    assert "covers 1 of 24 topics" in note
+    r = cli("fuse", *files, "-o", tmp_path / "o3.txt", "--apply", tmp_path / "f.json", "--task-features",
+            tmp_path / "feat.csv", "--json")
+    assert r.code == 0, r.err
+    assert ["covers 1 of 24 topics" in n for n in json.loads(r.out)["notes"]] == [True]
+    full = tmp_path / "full.csv"
+    full.write_text("topic,size\n" + "".join(f"{t},{i + 1}\n" for i, t in enumerate(truth.task_ids)))
+    r = cli("fuse", *files, "-o", tmp_path / "o4.txt", "--apply", tmp_path / "f.json", "--task-features", full,
+            "--json")
+    assert r.code == 0 and json.loads(r.out)["notes"] == [], r.err
+
+
 def test_cli_bad_feature_inputs(cli, tmp_path):
     a, b = _two_runs()
     a.write(tmp_path / "a.txt")

@@ -15,6 +15,7 @@ import pytest
 from PIL import Image
 
 from modelseek import validate_run
+from modelseek.testing.cli import message_lines
 from modelseek.style.images import decode
 from modelseek.style.layout import load_organiser_train, organiser_root
 from modelseek.style.synthetic import write_organiser_layout, write_organiser_sources
@@ -112,8 +113,7 @@ def _fails(cli, repo, tmp_path, *names) -> str:
     out = tmp_path / "run.txt"
     r = cli("rank-style", repo, "-o", out, *FAST)
     assert r.code == 1, (r.code, r.out, r.err)
-    # a progress bar ends with a carriage return: what a terminal shows of a line is its last part
-    lines = [ln.split("\r")[-1] for ln in r.err.split("\n") if ln.split("\r")[-1].strip()]
+    lines = message_lines(r.err)  # progress lines aside
     assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in r.err, r.err
     assert all(n in lines[0] for n in names), lines[0]
     assert not out.exists()  # nothing half-written

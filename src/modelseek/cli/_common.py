@@ -11,6 +11,7 @@ with one clear line (``argument --seed: must be an integer >= 0, got -1``)::
                    metavar=metavar(GradingScheme))
     p.add_argument("--threshold", type=number(Interval(Real, 0, 1, closed="both")))
     p.add_argument("data", type=EXISTING_FILE)
+    p.add_argument("--ground-truth", type=INPUT_FILE)  # checked, with every input file, before any work
     p.add_argument("--out", type=OUTPUT_FILE)
 """
 
@@ -144,14 +145,58 @@ def metavar(enum_cls) -> str:
     return "{" + ",".join(m.value for m in enum_cls) + "}"
 
 
-def existing_file(text: str) -> Path:
-    """An existing file (not a directory)."""
+class InputFile(str):
+    """A path given for a file the command reads (an ``INPUT_FILE`` or ``EXISTING_FILE`` option): a ``str``
+    wherever a path is taken, and a mark for :func:`check_before_work`, which checks every one of them."""
+
+    what = "file"
+
+
+def input_file_of(what: str) -> Callable[[str], InputFile]:
+    """``type=`` for a file the command reads, of kind ``what`` (``run file``, ``ground-truth file``: the word in
+    messages and the size cap of :func:`modelseek.io.size_limit`): checked by :func:`check_before_work` (missing,
+    unreadable, a directory, a device or FIFO, over its cap: one located line, exit 1) after parsing and before
+    any work."""
+
+    def convert(text: str) -> InputFile:
+        if not text:
+            raise argparse.ArgumentTypeError("empty path")
+        value = InputFile(text)
+        value.what = what
+        return value
+
+    convert.__name__ = what
+    return convert
+
+
+input_file = input_file_of("file")
+
+
+def existing_file(text: str) -> InputFile:
+    """An existing file (not a directory): a usage error at parse time; readability and the kind of file are
+    checked with every other input by :func:`check_before_work`."""
     p = Path(text)
     if p.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: is a directory, expected a file")
     if not p.exists():
         raise argparse.ArgumentTypeError(f"{text}: no such file")
-    return p
+    return InputFile(text)
+
+
+def check_before_work(args: argparse.Namespace) -> None:
+    """What the entry point runs after parsing and before the command: the command's option check (set by
+    ``p.set_defaults(options_check=FUNCTION)``: options that need each other, counts) and then the one check of every
+    input file given (:func:`modelseek.io.check_readable`). Every problem is a ``ModelseekError`` (one line,
+    exit 1) before a second of work."""
+    from ..io import check_readable
+
+    check = getattr(args, "options_check", None)
+    if check is not None:
+        check(args)
+    for value in vars(args).values():
+        for item in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(item, InputFile):
+                check_readable(item, item.what)
 
 
 def existing_dir(text: str) -> Path:
@@ -163,7 +208,15 @@ def existing_dir(text: str) -> Path:
 
 def output_file(text: str) -> Path:
     """A file to write: not a directory, and its parent is a directory or can be made (the nearest existing
-    ancestor is a writable directory). An existing file is overwritten."""
+    ancestor is a writable directory). An existing file is overwritten; a character device or FIFO (``/dev/stdout``,
+    a process substitution's ``/dev/fd/63``) is written in place, whatever its folder."""
+    import stat
+
+    try:
+        if text and (stat.S_ISCHR(os.stat(text).st_mode) or stat.S_ISFIFO(os.stat(text).st_mode)):
+            return Path(text)
+    except OSError:
+        pass  # no such path (or none reachable): the checks below name what is wrong
     p = _creatable(text)
     if p.is_dir():
         raise argparse.ArgumentTypeError(f"{text}: is a directory, expected a file to write")
@@ -195,6 +248,10 @@ def _creatable(text: str) -> Path:
 
 
 EXISTING_FILE = existing_file
+INPUT_FILE = input_file
+RUN_FILE = input_file_of("run file")
+TRUTH_FILE = input_file_of("ground-truth file")
+TASKS_FILE = input_file_of("tasks file")
 EXISTING_DIR = existing_dir
 OUTPUT_FILE = output_file
 OUTPUT_DIR = output_dir
@@ -229,12 +286,16 @@ def find_in_root(root: Path, name: str) -> Path | None:
 
 def load_truth(path: str | None, root: Path | None = None, tasks_csv: str | None = None, any_score: bool = False):
     from ..data.truth import GroundTruth
+    from ..io import check_readable
 
     if path is None:
         found = find_in_root(root, "ground-truth.csv") if root is not None else None
         if found is None:
             raise InputError("no ground truth given (--ground-truth) and none found beside the tasks")
         path = str(found)
+    check_readable(path, "ground-truth file")
+    if tasks_csv is not None:
+        check_readable(tasks_csv, "tasks file")
     return GroundTruth.from_csv(path, tasks_csv=tasks_csv, any_score=any_score)
 
 

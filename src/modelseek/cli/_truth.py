@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ._common import add_scheme, choice, int_at_least, load_truth, metavar
+from ._common import TASKS_FILE, TRUTH_FILE, add_scheme, choice, int_at_least, load_truth, metavar
 
 TRUTH_FORMATS = ("auto", "csv", "qrels")
 
@@ -15,15 +15,17 @@ def add_truth_args(p) -> None:
     """Ground-truth options shared by ``evaluate`` and ``compare``."""
     from ..evaluate import Order
 
-    p.add_argument("--ground-truth", "-g", help="ground truth: the official CSV (task_id, model_id, f1, ...) or a "
-                                                "TREC qrels file (topic iter docno grade; negative grades are "
-                                                "judged non-relevant)")
+    p.add_argument("--ground-truth", "-g", type=TRUTH_FILE,
+                   help="ground truth: the official CSV (task_id, model_id, f1, ...) or a "
+                        "TREC qrels file (topic iter docno grade; negative grades are "
+                        "judged non-relevant)")
     p.add_argument("--truth-format", choices=TRUTH_FORMATS, default="auto",
                    help="format of the ground truth (default: told by its form)")
     p.add_argument("--any-score", action="store_true",
                    help="the f1 column holds any higher-is-better score (accuracy in %%, BLEU ...), e.g. a "
                         "published model zoo's records: values outside [0, 1] are accepted")
-    p.add_argument("--tasks-csv", help="tasks.csv giving criticality (default: beside the ground truth)")
+    p.add_argument("--tasks-csv", type=TASKS_FILE,
+                   help="tasks.csv giving criticality (default: beside the ground truth)")
     p.add_argument("--pool", default=None,
                    help="pool whose ids and Hugging Face ids name the same models, so that a run of NTCIR docIDs "
                         "scores against a ground truth of HF ids and back (default: ntcir19 for a CSV ground "

@@ -15,7 +15,7 @@ import argparse
 import sys
 
 from ..metrics import DEFAULT_METRICS as _DEFAULT
-from ._common import PROBABILITY, SAMPLE_COUNT, SEED, print_json
+from ._common import PROBABILITY, RUN_FILE, SAMPLE_COUNT, SEED, print_json
 from ._truth import add_truth_args, check_shared_topics, harmonise, load_runs, read_truth
 
 DEFAULT_METRICS = ",".join(_DEFAULT)
@@ -25,7 +25,8 @@ _SUP = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲ
 def register(sub) -> None:
     p = sub.add_parser("compare", help="compare run files on a ground truth with paired significance tests",
                        description=__doc__.split("\n\n", 1)[1] if __doc__ else None)
-    p.add_argument("runs", nargs="+", metavar="RUN", help="TREC run files (each may hold several run ids)")
+    p.add_argument("runs", nargs="+", metavar="RUN", type=RUN_FILE,
+                   help="TREC run files (each may hold several run ids)")
     add_truth_args(p)
     p.add_argument("--metrics", default=DEFAULT_METRICS, help=f"comma-separated (default {DEFAULT_METRICS})")
     p.add_argument("--baseline", metavar="RUN_ID", help="compare every run with this one instead of every pair")

@@ -54,7 +54,7 @@ def register(sub) -> None:
             c.add_argument("--subset", help="comma-separated benchmarks (default: search the best of size -k)")
             c.add_argument("-k", type=POSITIVE_INT, default=8, help="subset size to search when --subset is not given")
             c.add_argument("--plot", type=OUTPUT_FILE, help="write the bar chart (PNG) here")
-        c.set_defaults(func=run)
+        c.set_defaults(func=run, options_check=check_options)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
 
@@ -93,6 +93,14 @@ def _common(c) -> None:
                    help="worker processes sharing each generation's batch (default 0 = one per CPU, at most 8; "
                         "1 = this process only; the scores are the same)")
     c.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """Options that need each other, checked by the entry point before the table is read or a model trained."""
+    if args.eevee_command == "tiers" and not args.costs:
+        raise InputError("tiers need --costs (a benchmark,cost CSV)", field="--costs")
+    if args.eevee_command == "importance" and args.subset is not None and not args.subset.strip(" ,"):
+        raise InputError("--subset names no benchmark", field="--subset")
 
 
 def _table(args):
@@ -145,16 +153,25 @@ def _search(args, table, ev, cfg, base, progress: bool) -> int:
     if args.json:
         print_json({"k": args.k, "baseline": _baseline_dict(base),
                     "top": [_scored(s, base) for s in res.top[: args.top]],
-                    "n_evaluated": res.n_evaluated, "n_trained": res.n_trained, "wall_s": res.wall_s,
+                    "n_evaluated": res.n_evaluated, "n_trained": res.n_trained, "n_subsets": res.n_subsets,
+                    "exhaustive": res.exhaustive, "wall_s": res.wall_s,
                     "leaky": args.leaky, "loss_scale": args.loss_scale, "meta_model": args.meta_model,
                     "table": repr(table)})
         return 0
-    print(f"{table!r}; k={args.k}; {res.n_evaluated} subsets scored ({res.n_trained} trained) in "
+    print(f"{table!r}; k={args.k}; {_how(res, len(table.benchmark_names))} ({res.n_trained} trained) in "
           f"{res.wall_s:.1f} s{' [leaky normalisation]' if args.leaky else ''}"
           f"{f' [{args.meta_model} meta-model]' if args.meta_model != 'mlp' else ''}")
     _print_baseline(base, res.best)
     _print_scores(res.top[: args.top], base)
     return 0
+
+
+def _how(res, n_benchmarks: int) -> str:
+    """What the search scored: every subset (exhaustive) or the distinct subsets the evolution reached."""
+    space = f"C({n_benchmarks}, {res.k}) = {res.n_subsets:,}"
+    if res.exhaustive:
+        return f"exhaustive: all {res.n_evaluated:,} subsets scored ({space} exist)"
+    return f"evolutionary search: {res.n_evaluated:,} distinct subsets scored of {space}"
 
 
 def _sweep(args, table, ev, cfg, base, progress: bool) -> int:

@@ -13,7 +13,7 @@ import argparse
 import sys
 
 from ..metrics import DEFAULT_METRICS as _DEFAULT
-from ._common import print_json
+from ._common import RUN_FILE, print_json
 from ._truth import add_truth_args, check_shared_topics, harmonise, load_runs, read_truth
 
 DEFAULT_METRICS = ",".join((*_DEFAULT, "kendall"))  # the command also shows weighted Kendall tau by default
@@ -22,8 +22,9 @@ DEFAULT_METRICS = ",".join((*_DEFAULT, "kendall"))  # the command also shows wei
 def register(sub) -> None:
     p = sub.add_parser("evaluate", help="score a run file against ground truth (nDCG@1,3,5, MRR, weighted "
                                         "Kendall tau, per tier)")
-    p.add_argument("run", help="TREC run file (may hold several run ids; files written by other tools, e.g. "
-                               "ranx, are read too; columns after the sixth are ignored, as trec_eval does)")
+    p.add_argument("run", type=RUN_FILE,
+                   help="TREC run file (may hold several run ids; files written by other tools, e.g. "
+                        "ranx, are read too; columns after the sixth are ignored, as trec_eval does)")
     add_truth_args(p)
     p.add_argument("--metrics", default=DEFAULT_METRICS,
                    help=f"comma-separated: ndcg@k, mrr, kendall, regret@k (default {DEFAULT_METRICS})")

@@ -57,6 +57,10 @@ def run(args: argparse.Namespace) -> int:
     from ._common import print_json
 
     recipe = load_recipe(args)
+    if args.executor == "local" and recipe.device.value == "cuda":  # before the pool and tasks are read
+        from ..finetune.protocol import resolve_device  # (run_grid checks it too, for the API)
+
+        resolve_device(recipe)
     pool = load_pool(args.pool)
     for c in pool:  # a pool for ranking may list bare ids; fine-tuning has to load each candidate
         if not c.source:

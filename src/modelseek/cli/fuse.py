@@ -14,8 +14,8 @@ from numbers import Real
 
 from ..config import Interval
 from ..fusion import FusionMethod, Norm
-from ._common import (NON_NEGATIVE_FLOAT, OUTPUT_FILE, SEED, add_scheme, choice, int_at_least,
-                      metavar, number)
+from ._common import (INPUT_FILE, NON_NEGATIVE_FLOAT, OUTPUT_FILE, RUN_FILE, SEED, TASKS_FILE, TRUTH_FILE,
+                      add_scheme, choice, input_file_of, int_at_least, metavar, number)
 
 STEP = number(Interval(Real, 0, 1, closed="right"))
 
@@ -28,7 +28,7 @@ def register(sub) -> None:
                     "not counted by combmnz, no RRF term); topics are the union of the inputs'; ties go to the "
                     "natural docID order.")
     # input files are read by the located readers (a missing file or a folder: exit 1, as in evaluate)
-    p.add_argument("runs", nargs="+", metavar="RUN",
+    p.add_argument("runs", nargs="+", metavar="RUN", type=RUN_FILE,
                    help="run files; every run id in each file is one input")
     p.add_argument("-o", "--output", required=True, type=OUTPUT_FILE, help="write the fused run here")
     p.add_argument("--names", help="comma-separated new run ids for the inputs, in order (when ids clash)")
@@ -44,12 +44,12 @@ def register(sub) -> None:
     mode.add_argument("--optimize", action="store_true",
                       help="choose method, normalisation and weights by task-level CV on the topics with ground "
                            "truth; needs --ground-truth")
-    mode.add_argument("--apply", metavar="FUSION_JSON",
+    mode.add_argument("--apply", metavar="FUSION_JSON", type=INPUT_FILE,
                       help="apply a fusion saved by --optimize --save")
-    g.add_argument("--ground-truth", "-g", help="ground truth (task_id, model_id, f1) for --optimize")
+    g.add_argument("--ground-truth", "-g", type=TRUTH_FILE, help="ground truth (task_id, model_id, f1) for --optimize")
     g.add_argument("--any-score", action="store_true",
                    help="the ground truth's f1 column holds any higher-is-better score (accuracy in %%, ...)")
-    g.add_argument("--tasks-csv",
+    g.add_argument("--tasks-csv", type=TASKS_FILE,
                    help="tasks.csv giving criticality (default: beside the ground truth)")
     g.add_argument("--metric", default="ndcg@5", help="what the search maximises: ndcg@k (default ndcg@5)")
     add_scheme(g)
@@ -67,7 +67,7 @@ def register(sub) -> None:
                    help="the tasks' data (NTCIR root or task folders, or a table file): task size (training rows) "
                         "and number of classes become task features that fusion weights may follow (--optimize, "
                         "--apply)")
-    g.add_argument("--task-features", metavar="CSV",
+    g.add_argument("--task-features", metavar="CSV", type=input_file_of("task features file"),
                    help="task features: a topic (or task_id) column and one numeric column (> 0) per feature; an "
                         "empty cell is a missing value (the topic then gets the base weights)")
     g.add_argument("--no-per-task", dest="per_task", action="store_false",
@@ -138,6 +138,22 @@ def _task_features(args: argparse.Namespace):
     return feats if feats else None
 
 
+def _coverage_notes(features, topics) -> list[str]:
+    """One note per task feature that leaves out some of ``topics`` (there the fusion uses its base weights): how
+    many it covers and which it leaves out (at most 10 named)."""
+    if not features:
+        return []
+    topics = sorted(set(topics))
+    notes = []
+    for name in features.names:
+        missing = [t for t in topics if t not in features.values[name]]
+        if missing:
+            shown = ", ".join(missing[:10]) + (f" and {len(missing) - 10} more" if len(missing) > 10 else "")
+            notes.append(f"task feature {name!r} covers {len(topics) - len(missing)} of {len(topics)} topics; left "
+                         f"out (base weights there): {shown}")
+    return notes
+
+
 def _vs_plain_rrf(cv) -> str:
     from ..fusion.learned import PLAIN_RRF
 
@@ -158,14 +174,17 @@ def _apply(args: argparse.Namespace, runs, features) -> int:
     except InputError as exc:
         raise _located(exc, args.apply, args.runs) from None
     fused.write(args.output)
+    notes = _coverage_notes(features, fused)
     summary = {"fusion": learned.fusion.to_dict(), "describe": learned.fusion.describe(),
                "output": str(args.output), "topics": len(fused),
-               "new_topics": len(set(fused) - set(learned.fitted_topics))}
+               "new_topics": len(set(fused) - set(learned.fitted_topics)), "notes": notes}
     if args.json:
         print_json(summary)
     else:
         print(f"applied {learned.fusion.describe()} (learned on {len(learned.fitted_topics)} topics) to "
               f"{len(fused)} topics ({summary['new_topics']} new); wrote {args.output}")
+        for n in notes:
+            print(f"note: {n}")
     return 0
 
 
@@ -186,11 +205,13 @@ def _optimize(args: argparse.Namespace, runs, features) -> int:
     fused.write(args.output)
     if args.save:
         learned.save(args.save)
+    notes = _coverage_notes(features, learned.fitted_topics)
     if args.json:
         print_json({"fusion": learned.fusion.to_dict(), "describe": learned.fusion.describe(),
                     "fitted_topics": learned.fitted_topics, "train_score": learned.train_score,
                     "cv": learned.cv.to_dict() if learned.cv is not None else None,
-                    "output": str(args.output), "saved": None if args.save is None else str(args.save)})
+                    "output": str(args.output), "saved": None if args.save is None else str(args.save),
+                    "notes": notes})
         return 0
     print(f"learned fusion: {learned.fusion.describe()}")
     print(f"  chosen on {len(learned.fitted_topics)} topics with ground truth "
@@ -204,6 +225,8 @@ def _optimize(args: argparse.Namespace, runs, features) -> int:
         for f in learned.cv.folds:
             print(f"  fold {f.fold}: fitted on {len(f.fitted)} topics, chose {f.fusion.describe()}")
     print(f"wrote {args.output} ({len(fused)} topics)" + (f"; saved {args.save}" if args.save else ""))
+    for n in notes:
+        print(f"note: {n}")
     return 0
 
 

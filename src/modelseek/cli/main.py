@@ -8,6 +8,7 @@ defines ``register(subparsers)``; adding a command is adding a file. Exit codes:
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import logging
 import os
@@ -38,6 +39,8 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    if not _interactive_stderr():  # a log gets plain progress lines (modelseek.progress), not the Hub's bar frames
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     words = sys.argv[1:] if argv is None else list(argv)
     first = next((w for w in words if not w.startswith("-")), None)
     lean = first in ("evaluate", "compare", "validate") and "-h" not in words and "--help" not in words
@@ -54,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
+        from ._common import check_before_work
+
+        check_before_work(args)  # options that need each other, then every input file: before any work
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe surfaces here, inside the handler, not at interpreter exit
         return code
@@ -70,9 +76,29 @@ def main(argv: list[str] | None = None) -> int:
     except ModelseekError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except OSError as exc:
+        if exc.errno not in _OUTPUT_ERRNOS or exc.filename is not None:
+            raise
+        # every file goes through modelseek.io (an OutputError); a raw write error is standard output's (a full
+        # disk under ``> file``, /dev/full): one line, and stdout silenced so the exit's flush does not fail again
+        _silence_stdout()
+        from ..io import write_error
+
+        print(f"error: {write_error('standard output', exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+def _interactive_stderr() -> bool:
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+_OUTPUT_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EROFS)
 
 
 def _silence_stdout() -> None:

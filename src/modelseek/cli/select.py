@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._common import POSITIVE_INT, SEED, existing_file
+from ._common import OUTPUT_DIR, POSITIVE_INT, SEED, existing_file
 
 if TYPE_CHECKING:
     from ..data.task import Task
@@ -28,9 +28,10 @@ def register(sub) -> None:
     p.add_argument("--pool", required=True, help="pool: a text file of Hugging Face ids (one per line), models.csv, "
                                                  "a YAML pool file or a built-in pool name")
     p.add_argument("--budget", required=True, help="time budget, e.g. 4h, 90m, 3600s, 1h30m")
-    p.add_argument("--out", default="modelseek-select", help="folder for the state, the run (run.trec), the "
-                                                             "fine-tuned results (finetuned.csv) and the job store "
-                                                             "(default: ./modelseek-select)")
+    p.add_argument("--out", default="modelseek-select", type=OUTPUT_DIR,
+                   help="folder for the state, the run (run.trec), the "
+                        "fine-tuned results (finetuned.csv) and the job store "
+                        "(default: ./modelseek-select)")
     p.add_argument("-m", "--method", default="logme", help="frozen-feature method for stage 2 (default: logme)")
     p.add_argument("--prior", default="default", help="inference-free ranker for stage 1 (default: the shipped "
                                                       "default, adaptive)")

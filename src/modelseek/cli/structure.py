@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._common import PROBABILITY, SAMPLE_COUNT, SEED, OUTPUT_FILE, int_at_least, print_json
+from ._common import PROBABILITY, TASKS_FILE, TRUTH_FILE, SAMPLE_COUNT, SEED, OUTPUT_FILE, int_at_least, print_json
 
 MIN_TIER_TASKS = 8
 
@@ -22,8 +22,10 @@ def register(sub) -> None:
     p = sub.add_parser("structure", help="does a ground truth hold per-task structure beyond the average-rank "
                                          "prior? (parallel analysis against a permutation null)",
                        description=__doc__.split("\n\n", 1)[1] if __doc__ else None)
-    p.add_argument("truth", help="ground truth: the official CSV (task_id, model_id, f1, ...) or TREC qrels")
-    p.add_argument("--tasks-csv", help="tasks.csv giving criticality (default: beside the ground truth)")
+    p.add_argument("truth", type=TRUTH_FILE,
+                   help="ground truth: the official CSV (task_id, model_id, f1, ...) or TREC qrels")
+    p.add_argument("--tasks-csv", type=TASKS_FILE,
+                   help="tasks.csv giving criticality (default: beside the ground truth)")
     p.add_argument("--any-score", action="store_true",
                    help="the f1 column holds any higher-is-better score (accuracy in %%, BLEU ...)")
     p.add_argument("--values", action="store_true",

@@ -65,7 +65,22 @@ def register(sub) -> None:
     b.add_argument("--run-out", type=OUTPUT_FILE, help="write the cross-fitted runs (at most 5 methods) to this file")
     b.add_argument("--plot", type=OUTPUT_FILE, help="write a bar chart of MRR per method (PNG)")
     _common(b)
-    b.set_defaults(func=run_bench, size=None)
+    b.set_defaults(func=run_bench, size=None, options_check=check_bench)
+
+
+def check_bench(args: argparse.Namespace) -> None:
+    """bench-style's options together, before any image is read or generated (run by the entry point)."""
+    from ..data.run import MAX_RUN_IDS
+    from ..style.pipeline import DEFAULT_METHODS, parse_method
+
+    if args.generated == bool(args.path):
+        raise InputError("give either a labelled set PATH or --generated")
+    methods = args.method or list(DEFAULT_METHODS)
+    for method in methods:  # a misspelt method is reported before the benchmark is built
+        parse_method(method)
+    if args.run_out and len(methods) > MAX_RUN_IDS:
+        raise InputError(f"--run-out holds at most {MAX_RUN_IDS} runs; got {len(methods)} methods"
+                         f"{'' if args.method else ' (the default set)'}: choose them with -m", field="--run-out")
 
 
 def _organiser(args):
@@ -161,8 +176,7 @@ def run_bench(args: argparse.Namespace) -> int:
     from ..style.generated import generated_style_dataset
     from ..style.pipeline import BASELINE, DEFAULT_METHODS, cross_validate_style
 
-    if args.generated == bool(args.path):
-        raise InputError("give either a labelled set PATH or --generated")
+    check_bench(args)  # also run by the entry point before any work; here for callers of run_bench
     if args.generated:
         size = args.size or 64
         data = generated_style_dataset(args.styles, args.contents, size, args.seed, args.content_source)
@@ -173,11 +187,7 @@ def run_bench(args: argparse.Namespace) -> int:
     methods = args.method or list(DEFAULT_METHODS)
     res = cross_validate_style(data, methods, folds=args.folds, seed=args.seed, size=size, cache=args.cache,
                                progress=not args.json, registry=args.registry)
-    if args.run_out:
-        from ..data.run import MAX_RUN_IDS
-
-        if len(methods) > MAX_RUN_IDS:
-            raise InputError(f"--run-out holds at most {MAX_RUN_IDS} runs; choose the methods with -m")
+    if args.run_out:  # at most MAX_RUN_IDS methods: checked before any work (check_bench)
         write_runs(args.run_out, [res.runs[m] for m in methods])
     if args.plot:
         _plot(res, args.plot)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
 from pathlib import Path
 
@@ -73,9 +74,10 @@ def write_task_table(task: Task, path: str | Path) -> Path:
         if sp is None:
             continue
         rows += [{"text": t, "label": y, "split": name} for t, y in zip(sp.texts, sp.labels)]
+    from ..io import atomic_write_text
+
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    pd.DataFrame(rows).to_csv(path, index=False)
+    atomic_write_text(path, pd.DataFrame(rows).to_csv(index=False))
     return path
 
 
@@ -101,30 +103,32 @@ def make_ntcir_layout(root: str | Path, n_tasks: int = 12, n_models: int = 6, se
     task_ids = [str(1001 + i) for i in range(n_tasks)]
     model_ids = [str(i + 1) for i in range(n_models)]
     truth = make_ground_truth(task_ids, model_ids, seed=seed)
+    from ..io import atomic_write_text
+
     (root / "task-data" / "train-tasks").mkdir(parents=True, exist_ok=True)
-    with open(root / "models.csv", "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(["model_id", "model_name", "model_hf_url"])
-        for m in model_ids:
-            w.writerow([m, f"test-org/model-{m}", f"https://example.invalid/test-org/model-{m}"])
+    models = io.StringIO(newline="")
+    w = csv.writer(models)
+    w.writerow(["model_id", "model_name", "model_hf_url"])
+    for m in model_ids:
+        w.writerow([m, f"test-org/model-{m}", f"https://example.invalid/test-org/model-{m}"])
+    atomic_write_text(root / "models.csv", models.getvalue())
     domains = list(DOMAINS)
-    with open(root / "tasks.csv", "w", newline="", encoding="utf-8") as fh:
-        w = csv.writer(fh)
-        w.writerow(["task_id", "task_name", "task_source", "task_class_count", "task_type", "task_instruction",
-                    "task_criticalness"])
-        for i, t in enumerate(task_ids):
-            n_classes = int(rng.integers(2, 6))
-            domain = domains[i % len(domains)]
-            task = make_text_task(t, n_classes, n_train, n_val, n_test, domain=domain, seed=seed * 1000 + i)
-            folder = root / "task-data" / "train-tasks" / t
-            folder.mkdir(parents=True, exist_ok=True)
-            for name, sp in (("train", task.train), ("val", task.val), ("test", task.test)):
-                if sp is None:  # n_test=0: no test split, no test file
-                    continue
-                with open(folder / f"{name}.jsonl", "w", encoding="utf-8") as out:
-                    for text, y in zip(sp.texts, sp.labels):
-                        out.write(json.dumps({"text": text, "labels": y}) + "\n")
-            crit = Criticality.from_regret(truth.regret(t)).value.capitalize() + " Criticalness"
-            w.writerow([t, t, "llm", n_classes, "train", task.instruction, crit])
-    truth.to_frame().drop(columns=["criticality"]).to_csv(root / "ground-truth.csv", index=False)
+    tasks = io.StringIO(newline="")
+    w = csv.writer(tasks)
+    w.writerow(["task_id", "task_name", "task_source", "task_class_count", "task_type", "task_instruction",
+                "task_criticalness"])
+    for i, t in enumerate(task_ids):
+        n_classes = int(rng.integers(2, 6))
+        domain = domains[i % len(domains)]
+        task = make_text_task(t, n_classes, n_train, n_val, n_test, domain=domain, seed=seed * 1000 + i)
+        folder = root / "task-data" / "train-tasks" / t
+        for name, sp in (("train", task.train), ("val", task.val), ("test", task.test)):
+            if sp is None:  # n_test=0: no test split, no test file
+                continue
+            atomic_write_text(folder / f"{name}.jsonl", "".join(json.dumps({"text": text, "labels": y}) + "\n"
+                                                               for text, y in zip(sp.texts, sp.labels)))
+        crit = Criticality.from_regret(truth.regret(t)).value.capitalize() + " Criticalness"
+        w.writerow([t, t, "llm", n_classes, "train", task.instruction, crit])
+    atomic_write_text(root / "tasks.csv", tasks.getvalue())
+    atomic_write_text(root / "ground-truth.csv", truth.to_frame().drop(columns=["criticality"]).to_csv(index=False))
     return root

@@ -1,7 +1,8 @@
 """The evolutionary search over benchmark subsets, the k-sweep, leave-one-out importance and budget tiers.
 
-Search (GATE's EEVEE): ``population`` random subsets of size k (all of them when there are fewer), keep the
-best ``keep``; each generation keeps every parent and adds ``children`` children per parent, each made by
+Search (GATE's EEVEE): when the C(B, k) subsets of size k are no more than ``population``, every one is scored
+and the search ends there (exhaustive: the answer is exact, and said so); else ``population`` random subsets,
+keep the best ``keep``; each generation keeps every parent and adds ``children`` children per parent, each made by
 swapping one benchmark of the parent for one outside it; duplicates are dropped and the best ``keep`` of
 parents + children survive. Every subset a generation has not scored yet is trained in one batched call of
 the evaluator (all candidates x all splits); a subset's score depends only on the subset and the seeds, so
@@ -14,6 +15,7 @@ import hashlib
 import json
 import logging
 import math
+import os
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -58,10 +60,12 @@ class SearchConfig(Config):
 class SearchResult:
     k: int
     top: list[Score]
-    n_evaluated: int          # subsets scored during this search (cache hits included)
+    n_evaluated: int          # distinct subsets scored during this search (cache hits included)
     n_trained: int            # subsets whose meta-models were trained (cache misses)
     wall_s: float
     best_per_generation: list[float] = field(default_factory=list)
+    exhaustive: bool = False  # every subset of size k was scored (the space fit in the population)
+    n_subsets: int = 0        # C(B, k): the subsets of size k that exist (before any budget)
 
     @property
     def best(self) -> Score:
@@ -70,13 +74,15 @@ class SearchResult:
     def to_dict(self) -> dict:
         return {"k": self.k, "top": [s.to_dict() for s in self.top], "n_evaluated": self.n_evaluated,
                 "n_trained": self.n_trained, "wall_s": self.wall_s,
-                "best_per_generation": self.best_per_generation}
+                "best_per_generation": self.best_per_generation, "exhaustive": self.exhaustive,
+                "n_subsets": self.n_subsets}
 
     @classmethod
     def from_dict(cls, d: dict) -> SearchResult:
         top = [Score(tuple(t["benchmarks"]), t["score"], t["std"], t["min"], t["max"], ()) for t in d["top"]]
         return cls(int(d["k"]), top, int(d["n_evaluated"]), int(d["n_trained"]), float(d["wall_s"]),
-                   list(d.get("best_per_generation", [])))
+                   list(d.get("best_per_generation", [])), bool(d.get("exhaustive", False)),
+                   int(d.get("n_subsets", 0)))
 
 
 def _rank(scores: Iterable[Score]) -> list[Score]:
@@ -107,11 +113,11 @@ def search(table_or_evaluator: Table | Evaluator, k: int, config: SearchConfig |
     rng = np.random.default_rng(cfg.seed)
     t0 = time.perf_counter()
     trained0 = ev.n_trained
-    n_eval = 0
+    n_top = cfg.keep if top is None else top
 
     # initial population
     total = math.comb(B, k)
-    if total <= cfg.population:
+    if total <= cfg.population:  # the whole space: scored once, exactly, and no generation can change it
         pop = [tuple(names[i] for i in c) for c in combinations(range(B), k)]
         pop = [normalise_subset(s) for s in pop if feasible(s)]
     else:
@@ -126,7 +132,9 @@ def search(table_or_evaluator: Table | Evaluator, k: int, config: SearchConfig |
     if not pop:
         raise InputError(f"no subset of {k} benchmarks fits the budget {budget}", field="budget")
     scored = _rank(ev.scores(pop))
-    n_eval += len(pop)
+    if total <= cfg.population:
+        return SearchResult(k, scored[:n_top], len(scored), ev.n_trained - trained0, time.perf_counter() - t0,
+                            [scored[0].mean], exhaustive=True, n_subsets=total)
     parents = scored[: cfg.keep]
     history = [parents[0].mean]
     evaluated: set[Subset] = {s.subset for s in scored}
@@ -149,7 +157,6 @@ def search(table_or_evaluator: Table | Evaluator, k: int, config: SearchConfig |
                 if child not in cand and feasible(child):
                     cand[child] = None
         subs = list(cand)
-        n_eval += len(subs)
         before = [p.subset for p in parents]
         parents = _rank(ev.scores(subs))[: cfg.keep]
         evaluated.update(subs)
@@ -159,8 +166,8 @@ def search(table_or_evaluator: Table | Evaluator, k: int, config: SearchConfig |
             # out once never re-enters: the parents only improve): the remaining generations cannot change them
             history.extend([parents[0].mean] * (cfg.generations - 1 - g))
             break
-    n_top = cfg.keep if top is None else top
-    return SearchResult(k, parents[:n_top], n_eval, ev.n_trained - trained0, time.perf_counter() - t0, history)
+    return SearchResult(k, parents[:n_top], len(evaluated), ev.n_trained - trained0, time.perf_counter() - t0, history,
+                        n_subsets=total)
 
 
 def _converged(parents: list[Subset], names: Sequence[str], scored: set[Subset], feasible) -> bool:
@@ -223,7 +230,7 @@ def sweep(table: Table, ks: Sequence[int], config: SearchConfig | None = None, *
     """Run :func:`search` for every k, sharing one evaluator (and its score cache). With ``out_dir``, each
     finished k is written to ``k<k>.json`` (atomically) and a rerun with the same table and settings resumes
     from the files; files of other settings are recomputed."""
-    from ..io import atomic_write_text
+    from ..io import atomic_write_text, read_json
 
     cfg = config or SearchConfig()
     ev = evaluator or BatchedEvaluator(table, meta)
@@ -231,14 +238,14 @@ def sweep(table: Table, ks: Sequence[int], config: SearchConfig | None = None, *
     results: dict[int, SearchResult] = {}
     for k in progress_bar(list(ks), desc="eevee sweep", disable=not progress):
         path = Path(out_dir) / f"k{k}.json" if out_dir is not None else None
-        if path is not None and path.exists():
-            try:
-                data = json.loads(path.read_text())
+        if path is not None and os.path.lexists(path):
+            try:  # the checked reader: a FIFO or device is refused (never waited on), damage is a located error
+                data = read_json(path, "sweep result")
                 if data.get("fingerprint") == fp:
                     results[k] = SearchResult.from_dict(data["result"])
                     continue
-            except (ValueError, KeyError, TypeError):
-                log.warning("%s: unreadable; recomputing k=%d", path, k)
+            except (ValueError, KeyError, TypeError, AttributeError) as exc:  # InputError is a ValueError
+                log.warning("%s: unreadable (%s); recomputing k=%d", path, exc, k)
         res = search(ev, k, cfg, budget=budget)
         results[k] = res
         if path is not None:

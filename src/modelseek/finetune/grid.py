@@ -18,7 +18,7 @@ from ..errors import InputError
 from .executors import make_executor
 from .jobs import Job, build_jobs
 from .protocol import ModelSpec, TaskData
-from .recipe import PROTOCOL, Recipe
+from .recipe import PROTOCOL, Device, Recipe
 from .store import JobStore
 
 log = logging.getLogger(__name__)
@@ -56,12 +56,27 @@ class GridResult:
         return collect_ground_truth(self.store, self.jobs, tasks)
 
 
-def _require_test(jobs) -> None:
-    """A ground truth is test F1: a task without a test split is refused before any job runs."""
-    bare = next((j.task.task_id for j in jobs if j.task.test is None or len(j.task.test) == 0), None)
-    if bare is not None:
-        raise InputError(f"task {bare!r} has no test split: the ground truth scores each fine-tuned model on it",
-                         field="test")
+def _check_options(recipe: Recipe, executor: str, poll_s: float) -> None:
+    """What fails before a store is opened or a job built: a device this process cannot use (the local executor;
+    once, not once per job — Ray resolves it per task, where its GPU is), a bad poll interval."""
+    if executor == "local" and recipe.device is Device.CUDA:  # only an asked-for device can be missing (and auto
+        from .protocol import resolve_device  # or cpu would import torch for nothing)
+
+        resolve_device(recipe)
+    if not poll_s > 0:
+        raise InputError(f"poll_s must be > 0, got {poll_s}", field="poll_s")
+
+
+def _check_jobs(jobs: Sequence[Job], need_test: bool) -> None:
+    """Every job can give a ground-truth row (a test split when ``need_test``) and none is listed twice."""
+    if need_test:  # a ground truth is test F1: a task without a test split is refused before any job runs
+        bare = next((j.task.task_id for j in jobs if j.task.test is None or len(j.task.test) == 0), None)
+        if bare is not None:
+            raise InputError(f"task {bare!r} has no test split: the ground truth scores each fine-tuned model on it",
+                             field="test")
+    keys = [j.key for j in jobs]
+    if len(set(keys)) != len(keys):
+        raise InputError("the grid has duplicate jobs (a task or candidate listed twice?)")
 
 
 def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelSpec], store: JobStore | str | Path,
@@ -78,15 +93,11 @@ def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelS
     """
     from ..progress import progress_counter
 
+    _check_options(recipe, executor, poll_s)
     store = store if isinstance(store, JobStore) else JobStore(store)
     jobs = build_jobs(tasks, pool, recipe, seeds)
-    if need_test:
-        _require_test(jobs)
+    _check_jobs(jobs, need_test)
     keys = [j.key for j in jobs]
-    if len(set(keys)) != len(keys):
-        raise InputError("the grid has duplicate jobs (a task or candidate listed twice?)")
-    if not poll_s > 0:
-        raise InputError(f"poll_s must be > 0, got {poll_s}", field="poll_s")
     store.add_recipe(recipe.digest, recipe.to_dict())
     known = store.states(keys)
     # a failed job is retried once per run asked for: while its stored attempts are those seen now

@@ -17,7 +17,10 @@ of readers may watch the store.
 from __future__ import annotations
 
 import contextlib
+import errno
+import hashlib
 import json
+import logging
 import os
 import socket
 import sqlite3
@@ -29,9 +32,17 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, ModelseekError, OutputError
 
-SCHEMA_VERSION = 1
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 2
+"""2: every job row carries ``checksum`` (sha256 over its key and every stored value); a version-1 store is
+migrated once on opening (its rows summed as they are)."""
+
+#: the columns a job row's checksum covers, in order (everything that is read back as the job's outcome)
+_SUMMED = ("key", "task_id", "model_id", "model_source", "recipe", "seed", "task_fingerprint", "status", "f1",
+           "accuracy", "val_f1", "best_val_loss", "epochs", "best_epoch", "wall_s", "error", "result")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -50,7 +61,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     error TEXT, result TEXT,
     attempts INTEGER NOT NULL DEFAULT 1,
     finished_at REAL NOT NULL,
-    host TEXT
+    host TEXT,
+    checksum TEXT
 );
 CREATE INDEX IF NOT EXISTS jobs_task_model ON jobs (task_id, model_id, recipe, seed);
 CREATE TABLE IF NOT EXISTS claims (
@@ -120,22 +132,92 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-class JobStore:
-    """A SQLite job store at ``path`` (created on first use). ``lease_s``: see :data:`LEASE_S`."""
+class _Damaged(InputError):
+    """A file that is not a readable modelseek job store (a cache rebuilds it, a grid's store is an error)."""
 
-    def __init__(self, path: str | os.PathLike, lease_s: float = LEASE_S) -> None:
+
+def _checksum(values: Iterable[Any]) -> str:
+    """sha256 over a job row's :data:`_SUMMED` values as SQLite returns them (``repr`` is exact for floats)."""
+    return hashlib.sha256(repr(tuple(values)).encode("utf-8", "backslashreplace")).hexdigest()
+
+
+def _store_error(path: Path, exc: sqlite3.Error) -> ModelseekError | None:
+    """A full disk or a read-only store as an :class:`OutputError` naming the store (None: another problem)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    text = str(exc)
+    if code == getattr(sqlite3, "SQLITE_FULL", 13) or "disk is full" in text:
+        return OutputError("cannot write the job store: no space left on device (the disk is full)", path=path,
+                           errno=errno.ENOSPC)
+    if code == getattr(sqlite3, "SQLITE_READONLY", 8) or "readonly database" in text:
+        return OutputError("cannot write the job store: read-only (file system or permissions)", path=path,
+                           errno=errno.EROFS)
+    return None
+
+
+class JobStore:
+    """A SQLite job store at ``path`` (created on first use). ``lease_s``: see :data:`LEASE_S`.
+
+    Every job row carries a checksum over its key and values, checked when the store is opened: a row that fails
+    it (a store edited by hand, a damaged page) is reported once (a logged warning), copied aside with the whole
+    store (``NAME.damaged-TIME-PID``) and dropped, so its job runs again. ``rebuild`` (caches such as the scores
+    beside the feature cache): a file that is not a readable store at all is moved aside the same way and a new
+    store started; without it (a fine-tuning grid's store, hours of work) that is a located error. A full disk is
+    an :class:`~modelseek.errors.OutputError` saying so. ``recomputed`` lists the keys dropped on opening and
+    ``set_aside`` where the damaged store was kept (None when nothing was)."""
+
+    def __init__(self, path: str | os.PathLike, lease_s: float = LEASE_S, rebuild: bool = False) -> None:
         if not lease_s > 0:
             raise InputError(f"the lease must be > 0 seconds, got {lease_s}", field="lease_s")
         self.lease_s = float(lease_s)
         self.host, self.pid = socket.gethostname(), os.getpid()
         self.owner = f"{self.host}:{self.pid}:{uuid.uuid4().hex[:12]}"
         self.path = Path(path)
+        self.recomputed: list[str] = []
+        self.set_aside: Path | None = None
         if self.path.is_dir():
             raise InputError("is a directory, expected a job store file", path=self.path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise InputError(f"cannot make the job store's folder: {exc.strerror or exc}", path=self.path) from None
+        self._refuse_special()
+        try:
+            try:
+                self._open_checked()
+            except _Damaged as exc:
+                if not rebuild:
+                    raise
+                self._close_quietly()
+                self._move_aside(exc.message)
+                self._open_checked()
+        except BaseException:
+            self._close_quietly()  # a store that failed to open holds no file (a full disk can be unmounted)
+            raise
+
+    def _refuse_special(self) -> None:
+        """A FIFO, device or socket where the store goes: SQLite would block reading it (a FIFO) or write into a
+        device. Refused by its kind, opening nothing."""
+        import stat
+
+        from ..io import file_kind
+
+        try:
+            mode = os.stat(self.path).st_mode
+        except FileNotFoundError:
+            return
+        except OSError as exc:
+            raise InputError(f"cannot open the job store: {exc.strerror or exc}", path=self.path) from None
+        if not stat.S_ISREG(mode):
+            raise InputError(f"is {file_kind(mode)}, expected a job store file", path=self.path)
+
+    def _close_quietly(self) -> None:
+        db = getattr(self, "_db", None)
+        if db is not None:
+            with contextlib.suppress(Exception):
+                db.close()
+
+    def _open_checked(self) -> None:
+        """Open (retrying a fresh store that another process is creating), migrate, verify every row."""
         deadline = time.monotonic() + 30.0
         while True:
             try:
@@ -146,14 +228,82 @@ class JobStore:
                 # schema write) can answer "database is locked" at once, without SQLite's busy handler. The
                 # store is fine; wait and try again, as the busy timeout would.
                 if "locked" not in str(exc) or time.monotonic() > deadline:
-                    raise InputError(f"not a modelseek job store ({exc})", path=self.path) from None
+                    raise _Damaged(f"not a modelseek job store ({exc})", path=self.path) from None
                 with contextlib.suppress(Exception):
                     self._db.close()
                 time.sleep(0.05)
-        if row is None:
-            self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
-        elif str(row[0]) != str(SCHEMA_VERSION):
-            raise InputError(f"job store schema {row[0]!r}, this modelseek reads {SCHEMA_VERSION}", path=self.path)
+        try:
+            if row is None:
+                self._db.execute("INSERT OR IGNORE INTO meta VALUES ('schema', ?)", (str(SCHEMA_VERSION),))
+            elif str(row[0]) == "1":
+                self._migrate_v1()
+            elif str(row[0]) != str(SCHEMA_VERSION):
+                raise _Damaged(f"job store schema {row[0]!r}, this modelseek reads {SCHEMA_VERSION}", path=self.path)
+            self._verify()
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
+        except UnicodeDecodeError:
+            raise _Damaged("damaged job store (text that is not UTF-8); restore it or start a new one with --store",
+                           path=self.path) from None
+
+    def _error(self, exc: sqlite3.Error) -> ModelseekError:
+        return _store_error(self.path, exc) or _Damaged(f"not a modelseek job store ({exc})", path=self.path)
+
+    def _migrate_v1(self) -> None:
+        """Schema 1 -> 2 (once, under the write lock): add the checksum column and sum every row as it is."""
+        with self._tx() as db:
+            version = db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
+            if version is not None and str(version[0]) == "1":
+                cols = {r[1] for r in db.execute("PRAGMA table_info(jobs)")}
+                if "checksum" not in cols:
+                    db.execute("ALTER TABLE jobs ADD COLUMN checksum TEXT")
+                for row in db.execute(f"SELECT {', '.join(_SUMMED)} FROM jobs").fetchall():
+                    db.execute("UPDATE jobs SET checksum=? WHERE key=?", (_checksum(row), row[0]))
+                db.execute("UPDATE meta SET value=? WHERE key='schema'", (str(SCHEMA_VERSION),))
+
+    def _verify(self) -> None:
+        """Drop the rows whose checksum fails (after keeping a copy of the store), reporting them once."""
+        rows = self._db.execute(f"SELECT {', '.join(_SUMMED)}, checksum FROM jobs").fetchall()
+        bad = [(r[0], r[-1]) for r in rows if _checksum(r[:-1]) != r[-1]]
+        if not bad:
+            return
+        aside = self._copy_aside()
+        with self._tx() as db:  # only rows still as read (another process may have recomputed one since)
+            db.executemany("DELETE FROM jobs WHERE key=? AND checksum IS ?", bad)
+        self.recomputed = sorted(k for k, _ in bad)
+        log.warning("%s: %d stored result(s) fail their checksum (edited or damaged: %s); they will be recomputed "
+                    "(the store as it was is kept in %s)", self.path, len(bad),
+                    ", ".join(self.recomputed[:3]) + (" ..." if len(bad) > 3 else ""), aside)
+
+    def _aside_path(self) -> Path:
+        return self.path.with_name(f"{self.path.name}.damaged-{time.strftime('%Y%m%dT%H%M%S')}-{self.pid}")
+
+    def _copy_aside(self) -> Path:
+        """A consistent copy of the open store beside it (SQLite's backup API: the WAL included)."""
+        aside = self._aside_path()
+        dst = sqlite3.connect(str(aside))
+        try:
+            self._db.backup(dst)
+        except sqlite3.Error as exc:
+            raise self._error(exc) from None
+        finally:
+            dst.close()
+        self.set_aside = aside
+        return aside
+
+    def _move_aside(self, why: str) -> None:
+        """Move a file that is not a readable store (and its WAL files) aside, so a new store starts there."""
+        aside = self._aside_path()
+        try:
+            for suffix in ("-wal", "-shm", ""):
+                src = Path(str(self.path) + suffix)
+                if src.exists():
+                    os.replace(src, str(aside) + suffix)
+        except OSError as exc:
+            raise InputError(f"{why}; cannot move it aside: {exc.strerror or exc}", path=self.path) from None
+        self.set_aside = aside
+        log.warning("%s: %s; moved aside to %s and started again (its results will be recomputed)", self.path,
+                    why, aside)
 
     def _open(self):
         """Connect, switch to WAL, check the file and create the schema; the stored schema version's row. A
@@ -169,18 +319,18 @@ class JobStore:
             bad = [ln.strip() for r in self._db.execute("PRAGMA integrity_check(3)") for ln in str(r[0]).splitlines()
                    if ln.strip() and not ln.startswith("***")][:3]
             if bad != ["ok"]:
-                raise InputError(f"damaged job store (SQLite integrity_check: {'; '.join(bad)}); restore it or start "
+                raise _Damaged(f"damaged job store (SQLite integrity_check: {'; '.join(bad)}); restore it or start "
                                  f"a new one with --store", path=self.path)
             self._db.executescript(_SCHEMA)
             return self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
         except sqlite3.OperationalError as exc:
             if "locked" in str(exc):
                 raise
-            raise InputError(f"not a modelseek job store ({exc})", path=self.path) from None
+            raise self._error(exc) from None
         except sqlite3.DatabaseError as exc:
-            raise InputError(f"not a modelseek job store ({exc})", path=self.path) from None
+            raise self._error(exc) from None
         except UnicodeDecodeError:  # damaged text in the schema or a row (sqlite3 decodes it as UTF-8)
-            raise InputError("damaged job store (text that is not UTF-8); restore it or start a new one with "
+            raise _Damaged("damaged job store (text that is not UTF-8); restore it or start a new one with "
                              "--store", path=self.path) from None
         except OSError as exc:  # a folder above the file is a file, or not writable
             raise InputError(f"cannot open the job store: {exc.strerror or exc}", path=self.path) from None
@@ -188,14 +338,22 @@ class JobStore:
     # ------------------------------------------------------------------------------------------ writes
     @contextlib.contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction (BEGIN IMMEDIATE ... COMMIT, rolled back on error)."""
-        self._db.execute("BEGIN IMMEDIATE")
+        """One write transaction (BEGIN IMMEDIATE ... COMMIT, rolled back on error); a full disk or a read-only
+        store is an :class:`~modelseek.errors.OutputError` saying so."""
         try:
-            yield self._db
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        self._db.execute("COMMIT")
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            err = _store_error(self.path, exc)
+            if err is None:
+                raise
+            raise err from None
 
     def add_recipe(self, digest: str, recipe: dict[str, Any]) -> None:
         with self._tx() as db:
@@ -287,6 +445,8 @@ class JobStore:
                      r.get("epochs"), r.get("best_epoch"), r.get("wall_s"), error,
                      json.dumps(r) if result is not None else None, (row[1] + 1) if row else 1, time.time(),
                      host or socket.gethostname()))
+                stored = db.execute(f"SELECT {', '.join(_SUMMED)} FROM jobs WHERE key=?", (key,)).fetchone()
+                db.execute("UPDATE jobs SET checksum=? WHERE key=?", (_checksum(stored), key))  # as SQLite keeps it
             if attempt is not None:
                 db.execute("UPDATE attempts SET finished_at=?, status=? WHERE id=?",
                            (time.time(), status if written else "duplicate", attempt))
@@ -313,12 +473,18 @@ class JobStore:
         return recs[0] if recs else None
 
     def records(self, keys: Iterable[str] | None = None) -> list[JobRecord]:
-        sql = ("SELECT key, task_id, model_id, recipe, seed, status, f1, accuracy, epochs, best_epoch, wall_s, "
-               "error, attempts, result FROM jobs ORDER BY finished_at, key")
-        rows = self._db.execute(sql).fetchall()
+        sql = f"SELECT {', '.join(_SUMMED)}, checksum, attempts FROM jobs ORDER BY finished_at, key"
         wanted = None if keys is None else set(keys)
-        return [JobRecord(**dict(zip(_STORED, row[:13])), result=self._result(row[0], row[13]))
-                for row in rows if wanted is None or row[0] in wanted]
+        out = []
+        for row in self._db.execute(sql).fetchall():
+            if wanted is not None and row[0] not in wanted:
+                continue
+            if _checksum(row[:len(_SUMMED)]) != row[len(_SUMMED)]:  # changed since the store was opened
+                raise InputError(f"job {row[0]!r}: the stored result fails its checksum (edited or damaged while in "
+                                 f"use); run again to recompute it", path=self.path, field="result")
+            values = {**dict(zip(_SUMMED, row)), "attempts": row[-1]}
+            out.append(JobRecord(**{f: values[f] for f in _STORED}, result=self._result(row[0], values["result"])))
+        return out
 
     def _result(self, key: str, text: Any) -> Any:
         """A job's stored result (JSON), or a located error when the store was damaged."""

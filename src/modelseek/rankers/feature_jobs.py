@@ -552,7 +552,7 @@ def _open_store(stack: contextlib.ExitStack, store: str | Path | bool | JobStore
     path = default_store_path(cache_dir) if store is None or store is True else store or None
     if path is None:
         path = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="modelseek-scores-"))) / "s.sqlite"
-    return stack.enter_context(JobStore(path))
+    return stack.enter_context(JobStore(path, rebuild=True))  # a cache: a damaged one is set aside and rebuilt
 
 
 def _run_until_done(ex: Any, config: FeatureJobConfig, inputs: Sequence[TaskInput], local_only: set[str],

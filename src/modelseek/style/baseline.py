@@ -310,9 +310,9 @@ def _load_pixels(dataset, size: int, progress: bool) -> np.ndarray:
     out = np.empty((len(dataset), size, size, 3), np.uint8)
     bar = None
     if progress:
-        from tqdm.auto import tqdm
+        from ..progress import progress_counter
 
-        bar = tqdm(total=len(dataset), desc=f"images at {size} px", unit="img", leave=False, dynamic_ncols=True)
+        bar = progress_counter(len(dataset), desc=f"images at {size} px")
     try:
         with ThreadPoolExecutor(max_workers=2) as pool:
             for i, img in enumerate(pool.map(lambda k: dataset.image(k, size), range(len(dataset)))):

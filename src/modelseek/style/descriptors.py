@@ -622,10 +622,9 @@ def _known_item(dataset: StyleDataset, i: int, digests: _Digests) -> str | None:
 
 
 def _image_bar(total: int, extractors: Sequence[Extractor]):
-    from tqdm.auto import tqdm
+    from ..progress import progress_counter
 
-    return tqdm(total=total, desc=f"{'+'.join(e.name for e in extractors)} features", unit="img", leave=False,
-                dynamic_ncols=True)
+    return progress_counter(total, desc=f"{'+'.join(e.name for e in extractors)} features (images)")
 
 
 def _stacked(rows: list, ext: Extractor, dataset: StyleDataset) -> np.ndarray:

@@ -43,10 +43,19 @@ def run_cli_subprocess(*args: object, cwd: str | Path | None = None, timeout: fl
     return CLIResult(p.returncode, p.stdout, p.stderr)
 
 
+def message_lines(err: str) -> list[str]:
+    """The lines of ``err`` that are messages: blank lines and plain progress lines (what a command's progress
+    writes to a stderr that is not a terminal, :func:`modelseek.progress.is_progress_line`) left out."""
+    from ..progress import is_progress_line
+
+    return [ln for ln in err.strip().splitlines() if ln.strip() and not is_progress_line(ln)]
+
+
 def assert_one_error_line(r: CLIResult, *words: str) -> None:
-    """``r`` is a user error: exit 1 and exactly one ``error: ...`` line on stderr holding every one of ``words``."""
+    """``r`` is a user error: exit 1 and exactly one ``error: ...`` line on stderr holding every one of ``words``
+    (progress lines aside)."""
     assert r.code == 1, (r.code, r.out, r.err)
-    lines = r.err.strip().splitlines()
+    lines = message_lines(r.err)
     assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in r.err, r.err
     for w in words:
         assert w in lines[0], (w, lines[0])

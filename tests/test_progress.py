@@ -1,0 +1,80 @@
+"""Progress on stderr (issue #36): plain periodic lines when stderr is not a terminal, never ``\\r`` frames or
+cursor escapes in a log."""
+
+from __future__ import annotations
+
+import io
+import re
+import sys
+
+import pytest
+
+from modelseek.progress import progress_bar, progress_counter
+
+LINE = re.compile(r"^(?P<desc>.+): (?P<n>\d+)(/(?P<total>\d+) \((?P<pct>\d+)%\))? \d+:\d\d:\d\d elapsed"
+                  r"(, \d+:\d\d:\d\d left)?$")
+
+
+def _lines(text: str) -> list[re.Match]:
+    assert "\r" not in text and "\x1b" not in text, repr(text[:200])
+    out = [LINE.match(x) for x in text.splitlines()]
+    assert all(out), text
+    return out  # type: ignore[return-value]
+
+
+def test_a_counter_writes_start_and_end_lines_when_stderr_is_a_file(monkeypatch):
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    monkeypatch.setenv("MODELSEEK_PROGRESS_INTERVAL", "3600")
+    bar = progress_counter(40, desc="fine-tuning")
+    for _ in range(40):
+        bar.update(1)
+    bar.close()
+    bar.close()  # closing twice writes nothing more
+    lines = _lines(err.getvalue())
+    assert [(m["desc"], m["n"], m["total"], m["pct"]) for m in lines] == [("fine-tuning", "0", "40", "0"),
+                                                                          ("fine-tuning", "40", "40", "100")]
+
+
+def test_an_interval_of_zero_writes_every_step_with_the_time_left(monkeypatch):
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    monkeypatch.setenv("MODELSEEK_PROGRESS_INTERVAL", "0")
+    assert list(progress_bar(range(4), desc="tier 3")) == [0, 1, 2, 3]
+    lines = _lines(err.getvalue())
+    assert [int(m["n"]) for m in lines] == [0, 1, 2, 3, 4, 4] and [m["total"] for m in lines] == ["4"] * 6
+    assert "left" in err.getvalue().splitlines()[1] and "left" not in err.getvalue().splitlines()[-1]
+
+
+def test_progress_lines_are_told_from_messages():
+    from modelseek.progress import is_progress_line
+
+    assert is_progress_line("hist features (images): 0/16 (0%) 0:00:00 elapsed")
+    assert is_progress_line("fine-tuning: 12/192 (6%) 0:01:40 elapsed, 0:25:00 left")
+    assert not is_progress_line("error: a: 0/1 (0%) 0:00:00 elapsed")
+    assert not is_progress_line("note: task feature 'size' covers 1 of 24 topics")
+
+
+def test_a_disabled_bar_writes_nothing(monkeypatch):
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    bar = progress_counter(3, disable=True)
+    bar.update(3)
+    bar.close()
+    assert list(progress_bar([1, 2], disable=True)) == [1, 2] and err.getvalue() == "" and bar.n == 3
+
+
+@pytest.mark.parametrize("interval", ["0", "3600"])
+def test_a_command_logs_plain_lines(cli, tmp_path, monkeypatch, interval):
+    """eevee sweep shows progress (no --json): in a captured stderr it is plain lines, never bar frames."""
+    import numpy as np
+
+    monkeypatch.setenv("MODELSEEK_PROGRESS_INTERVAL", interval)
+    rng = np.random.default_rng(0)
+    rows = ["model,benchmark,metric,value"] + [f"m{i},b{j},acc,{rng.normal():.4f}" for i in range(10) for j in range(4)]
+    (tmp_path / "t.csv").write_text("\n".join(rows) + "\n")
+    r = cli("eevee", "sweep", "--table", tmp_path / "t.csv", "--k", "1-2", "--meta-model", "ridge", "--workers", "1")
+    assert r.code == 0, r.err
+    lines = _lines("\n".join(x for x in r.err.splitlines() if x.startswith("eevee sweep")))
+    assert lines[0]["n"] == "0" and lines[-1]["n"] == lines[-1]["total"] == "2"
+    assert "\r" not in r.err and "\x1b" not in r.err
