@@ -131,8 +131,9 @@ def test_surrogate_upload_is_refused(server, sub_dicts):
 
 def _legacy_database_with_unrenderable_rows(path, cfg, sub_dicts):
     """A database as an older modelseek left it (schema 0001, no chain) whose published rows hold what this
-    version refuses at upload: a lone surrogate in the metadata, a bidi override in a model name."""
-    store = Store(path, config=cfg)
+    version refuses at upload: a lone surrogate in the metadata, a bidi override in a model name (a demo board:
+    ``duel serve`` refuses a board without the operator's reference otherwise)."""
+    store = Store(path, config=cfg, demo=True)
     for d in sub_dicts[:3]:
         store.submit(json.dumps(d).encode())
     store.close()

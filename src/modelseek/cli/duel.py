@@ -65,6 +65,7 @@ def register(sub) -> None:
     ex.add_argument("--models", type=int, default=3, choices=range(2, 11), metavar="2..10",
                     help="how many submissions (default 3)")
     ex.add_argument("--seed", type=SEED, default=0, help="seed of the generated predictions (default 0)")
+    ex.add_argument("--db", help="also create this demo board (no reference needed) and publish the examples on it")
     ex.set_defaults(func=_example)
 
     _add_db_commands(dsub)
@@ -115,6 +116,15 @@ def _add_db_commands(dsub) -> None:
     """``duel db``: upgrade, verify, grants."""
     db = dsub.add_parser("db", help="leaderboard database maintenance")
     dbsub = db.add_subparsers(dest="db_command", metavar="SUBCOMMAND")
+    ini = dbsub.add_parser("init", help="create a board with the operator's reference (sample ids, gold labels)")
+    ini.add_argument("--db", required=True, help="SQLAlchemy URL or SQLite file of the new board")
+    _metadata_arg(ini)
+    ini.add_argument("--reference", required=True, metavar="FILE",
+                     help="the benchmark's gold file ({\"reference\": {task: {\"doc_ids\", \"gold\", \"n_classes\"}}}) "
+                          "or a compiled submission the operator trusts: fixes every task's samples for good")
+    ini.add_argument("--review", action="store_true",
+                     help="confirmed submissions wait in a queue until modelseek duel review approve")
+    ini.set_defaults(func=_db_init)
     up = dbsub.add_parser("upgrade", help="apply the schema migrations (also done, under a lock, on opening)")
     up.add_argument("--db", default="leaderboard.db", help="SQLAlchemy URL or SQLite file (default leaderboard.db)")
     up.set_defaults(func=_db_upgrade)
@@ -328,6 +338,7 @@ def _serve(args) -> int:
     if args.pending_hours is not None:
         store.pending_ttl = args.pending_hours * 3600.0
     _refuse_altered(store, args.db)
+    store.check_servable()
     demo = build_app(store, identity_header=args.identity_header)
     for note in demo.modelseek_notes:
         print(f"warning: {note}")
@@ -364,8 +375,27 @@ def _example(args) -> int:
     paths, meta = write_examples(args.folder, n_models=args.models, seed=args.seed)
     for p in paths:
         print(f"wrote {p}")
-    print(f"wrote {meta} (the leaderboard's tasks: {len(LeaderboardConfig.load(meta).tasks)})")
+    config = LeaderboardConfig.load(meta)
+    print(f"wrote {meta} (the leaderboard's tasks: {len(config.tasks)})")
+    print(f"wrote {meta.with_name('reference.json')} (the tasks' doc_ids and gold labels: a board's reference)")
+    if args.db:
+        from ..duel.storage import Store
+        from ..duel.submission import load_submission
+
+        store = Store(_db(args.db), config=config, demo=True)
+        store.publish_many([load_submission(p, config) for p in paths])
+        print(f"created the demo board {args.db} with {len(paths)} models: modelseek duel serve --db {args.db}")
     print(f"try: modelseek duel tournament {' '.join(str(p) for p in paths)} --metadata {meta}")
+    return 0
+
+
+def _db_init(args) -> int:
+    from ..duel.storage import create_board
+
+    store = create_board(_db(args.db), _config(args), args.reference, review=args.review)
+    top = store.head()
+    print(f"created {args.db}: {len(store.config.tasks)} tasks, reference fixed"
+          + (", publication after review" if store.review else "") + f"; head {top[1] if top else '-'}")
     return 0
 
 

@@ -29,6 +29,7 @@ from .text import name_key
 if TYPE_CHECKING:
     from .config import LeaderboardConfig
     from .engine import Profile, Settings
+    from .reference import Reference
 
 
 #: pending pre-submissions are deleted after this many seconds (``--pending-hours``)
@@ -82,6 +83,8 @@ class PublishWorkflow:
     max_stored_bytes: int
     max_daily_bytes: int
     pending_ttl: float
+    reference: Reference | None
+    review: bool
     _write: Callable[..., Any]           # (fn(conn), serialised=True) -> fn's result, in one write transaction
     _published: Callable[[Any], list[tuple[int, str]]]
     _profiles: Callable[..., dict[int, dict[str, Profile]]]   # (conn, ids, table="profiles")
@@ -163,7 +166,11 @@ class PublishWorkflow:
         ``identity``: the signed-in user (likewise); ``uploader``: who is charged for the stored bytes
         (default: the identity, else the session)."""
         t0 = time.perf_counter()
+        if isinstance(upload, (str, Path)) and source == "<upload>":
+            source = str(upload)                # errors name the operator's file
         sub = self._load(upload, source)
+        if self.reference is not None:
+            self.reference.check(sub, source)
         key = name_key(sub.model)
         payload, digest, size = _payload(sub)
         if size > self.max_stored_bytes:
@@ -413,6 +420,9 @@ class PublishWorkflow:
         from .text import clean_name
 
         names = [s.model for s in subs]
+        if self.reference is not None:
+            for k, s in enumerate(subs):
+                self.reference.check(s, f"<submission {k}>")
         for k, name in enumerate(names):        # an operator's import: the names meet the upload's rules
             if clean_name(name, "metadata.model", f"<submission {k}>") != name:
                 raise InputError("the model name is not NFC-normalised", path=f"<submission {k}>",

@@ -59,7 +59,12 @@ PROVENANCE_FIELDS = frozenset({
     "upper_git_hash", "lm_eval_version"})
 #: other spellings of a metric in files (BenCzechMark maps the summarisation metric the same way)
 ALIASES = {Metric.ROUGE: ("rouge_raw_r2_mid_f_without_bootstrap",)}
-CROSS_CHECK_ABS, CROSS_CHECK_REL = 0.01, 0.01
+#: how far a self-reported aggregate may be from the computed one: absolute on every metric (a relative
+#: tolerance on perplexity became infinite with the perplexity itself)
+CROSS_CHECK_ABS, CROSS_CHECK_PERPLEXITY_ABS = 0.01, 0.05
+#: the lowest log-likelihood per word a perplexity sample may have: exp(700) is near the largest float, so
+#: every perplexity computed from such samples (the task's, every bootstrap resample's) is finite
+MIN_LOGLIK_PER_WORD = -700.0
 _URL = re.compile(r"^https?://[^\s]+$")
 
 
@@ -233,7 +238,7 @@ def _fast_records_to_data(metric: Metric, records: list) -> TaskSamples | None:
         elif metric is Metric.WORD_PERPLEXITY:
             arr = np.array(vals, dtype=float)
             if arr.ndim != 2 or arr.shape[1] != 2 or not np.isfinite(arr).all() or (arr[:, 1] <= 0).any() \
-                    or (arr[:, 0] > 0).any():
+                    or (arr[:, 0] > 0).any() or (arr[:, 0] / arr[:, 1] < MIN_LOGLIK_PER_WORD).any():
                 return None
             data = TaskSamples(metric, loglik=arr[:, 0].copy(), words=arr[:, 1].copy())
         else:
@@ -337,6 +342,9 @@ def _records_to_data_slow(task: str, metric: Metric, records: list, source: str)
             ok = isinstance(v, list) and len(v) == 2 and _num(v[0]) and _num(v[1]) and v[1] > 0 and v[0] <= 0
             if not ok:
                 raise InputError("must be [sum log-likelihood <= 0, number of words > 0]", path=source, field=f)
+            if v[0] / v[1] < MIN_LOGLIK_PER_WORD:
+                raise InputError(f"log-likelihood per word {v[0] / v[1]:.6g} < {MIN_LOGLIK_PER_WORD:g}: its perplexity "
+                                 "overflows a float", path=source, field=f)
         vals.append(v)
     if metric is Metric.AVG_MCAUROC:
         return TaskSamples(metric, gold=np.array([int(v[0]) for v in vals]),
@@ -418,10 +426,11 @@ def _aggregate(task: str, metric: Metric, res: Any, source: str, warnings: list[
 
 
 def cross_check_tolerance(metric: Metric, computed: float) -> float:
-    """How far a self-reported aggregate may be from the one computed from the predictions: 0.01 absolute on
-    bounded metrics (rounding, BenCzechMark's bootstrap 'mid' ROUGE vs the plain mean), 1 % of the value for
-    perplexity."""
-    return CROSS_CHECK_REL * abs(computed) if metric is Metric.WORD_PERPLEXITY else CROSS_CHECK_ABS
+    """How far a self-reported aggregate may be from the one computed from the predictions, absolute (never
+    infinite): 0.01 on bounded metrics (rounding, BenCzechMark's bootstrap 'mid' ROUGE vs the plain mean), 0.05
+    on perplexity (``computed`` is kept in the signature for callers; the tolerance does not grow with it)."""
+    del computed
+    return CROSS_CHECK_PERPLEXITY_ABS if metric is Metric.WORD_PERPLEXITY else CROSS_CHECK_ABS
 
 
 def validate_submission(obj: Any, config: LeaderboardConfig | None = None, source: str = "<submission>") -> Submission:
@@ -464,6 +473,9 @@ def validate_submission(obj: Any, config: LeaderboardConfig | None = None, sourc
         data[t] = _records_to_data(t, spec.metric, preds[t], source)
         res_out[t] = _aggregate(t, spec.metric, results.get(t), source, warnings)
         reported, computed = float(res_out[t][spec.metric.value]), metric_value(data[t])
+        if not math.isfinite(computed):
+            raise InputError(f"task {t!r}: the predictions give a non-finite {spec.metric.value} ({computed!r})",
+                             path=source, field=f"predictions.{t}")
         tol = cross_check_tolerance(spec.metric, computed)
         if not abs(reported - computed) <= tol:
             raise InputError(f"task {t!r}: reported {spec.metric.value} = {reported:.6g} but the predictions give "

@@ -1,0 +1,176 @@
+"""Issue #35, the board's trust model: the operator's reference fixes each task's samples and gold labels
+(squatting and fabricated labels refused), numbers are finite (inf perplexity refused), look-alike names
+across scripts are one model, a team belongs to the identity that first published under it, and with
+``--review`` a confirmed upload waits for ``duel review approve``. SQLite and PostgreSQL (``db_url``)."""
+
+import copy
+import json
+
+import pytest
+
+from modelseek.duel.reference import Reference
+from modelseek.duel.storage import Store, create_board
+from modelseek.errors import InputError
+from modelseek.testing.duel import recompute_results
+
+
+def _squatter(sub: dict, cfg) -> dict:
+    """The issue's squatting upload: 3 fabricated doc_ids per task (1000000...), results recomputed."""
+    bad = copy.deepcopy(sub)
+    bad["metadata"]["model"] = "squatter"
+    for t in cfg.task_ids:
+        bad["predictions"][t] = [{**r, "doc_id": 1000000 + k} for k, r in enumerate(bad["predictions"][t][:3])]
+        for k, r in enumerate(bad["predictions"][t]):
+            if "avg_mcauroc" in r:
+                r["avg_mcauroc"] = [k, r["avg_mcauroc"][1]]         # one sample of each class
+    return recompute_results(bad, cfg)
+
+
+@pytest.fixture
+def ref_file(tmp_path, sub_dicts):
+    p = tmp_path / "reference.json"
+    p.write_text(json.dumps(sub_dicts[0]), encoding="utf-8")       # a submission the operator trusts
+    return p
+
+
+def test_squatting_upload_is_refused_on_a_board_with_a_reference(cli, tmp_path, db_url, cfg, sub_dicts, ref_file,
+                                                                 meta_file):
+    r = cli("duel", "db", "init", "--db", db_url, "--metadata", meta_file, "--reference", ref_file)
+    assert r.code == 0, r.err
+    assert "reference fixed" in r.out
+    squat = tmp_path / "squat.json"
+    squat.write_text(json.dumps(_squatter(sub_dicts[1], cfg)), encoding="utf-8")
+    r = cli("duel", "presubmit", squat, "--db", db_url, "--confirm")
+    assert r.code != 0
+    assert "doc_id 0 is missing" in r.err and "reference has 80 samples, this upload 3" in r.err
+    assert str(squat) in r.err and "predictions.task_acc" in r.err and len(r.err.strip().splitlines()) == 1
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(sub_dicts[2]), encoding="utf-8")
+    r = cli("duel", "presubmit", good, "--db", db_url, "--confirm")          # the genuine one is published
+    assert r.code == 0, r.err
+    store = Store(db_url)
+    assert [m for _, m in store.published()] == ["model-02"] and store.verify() == []
+    store.close()
+
+
+def test_gold_labels_and_class_count_come_from_the_reference(db_url, cfg, sub_dicts):
+    store = create_board(db_url, cfg, Reference.from_submission(_validated(sub_dicts[0], cfg)))
+    task = "task_avg_mcauroc"
+    liar = copy.deepcopy(sub_dicts[1])        # gold = the model's argmax: AUROC fabricated upwards
+    for r in liar["predictions"][task]:
+        probs = r["avg_mcauroc"][1]
+        r["avg_mcauroc"][0] = probs.index(max(probs))
+    liar = recompute_results(liar, cfg)
+    with pytest.raises(InputError, match=r"has gold class \d, the operator's reference \d") as exc:
+        store.presubmit(json.dumps(liar).encode(), "liar.json")
+    assert exc.value.field.startswith(f"predictions.{task}[")
+    wide = copy.deepcopy(sub_dicts[1])        # 5,000 classes where the benchmark has 3
+    for r in wide["predictions"][task]:
+        r["avg_mcauroc"][1] = r["avg_mcauroc"][1] + [0.0] * (5000 - len(r["avg_mcauroc"][1]))
+    wide = recompute_results(wide, cfg)
+    with pytest.raises(InputError, match="5000 class probabilities per sample, the operator's reference has 3"):
+        store.presubmit(json.dumps(wide).encode(), "wide.json")
+    assert store.counts()["pending"] == 0
+    store.close()
+
+
+def _validated(d, cfg):
+    from modelseek.duel.submission import validate_submission
+
+    return validate_submission(d, cfg)
+
+
+def test_gold_file_reference_and_its_errors(tmp_path, cfg, sub_dicts):
+    sub = _validated(sub_dicts[0], cfg)
+    ref = Reference.from_submission(sub)
+    p = tmp_path / "gold.json"
+    p.write_text(ref.to_json(), encoding="utf-8")
+    again = Reference.load(p, cfg)
+    assert again.to_json() == ref.to_json() and again.tasks["task_avg_mcauroc"].n_classes == 3
+    obj = json.loads(ref.to_json())
+    obj["reference"]["task_acc"]["gold"] = [0] * 80
+    p.write_text(json.dumps(obj), encoding="utf-8")
+    with pytest.raises(InputError, match="only checked on avg_mcauroc tasks") as exc:
+        Reference.load(p, cfg)
+    assert exc.value.field == "reference.task_acc" and str(p) in str(exc.value)
+    obj = json.loads(ref.to_json())
+    obj["reference"]["task_avg_mcauroc"]["gold"][7] = 3
+    p.write_text(json.dumps(obj), encoding="utf-8")
+    with pytest.raises(InputError, match=r"class index in 0\.\.2, got 3") as exc:
+        Reference.load(p, cfg)
+    assert exc.value.field == "reference.task_avg_mcauroc.gold[7]"
+    obj["reference"]["task_avg_mcauroc"]["gold"][7] = 2
+    del obj["reference"]["task_exact_match"]
+    p.write_text(json.dumps(obj), encoding="utf-8")
+    with pytest.raises(InputError, match="missing task 'task_exact_match'"):
+        Reference.load(p, cfg)
+
+
+def test_serve_refuses_a_board_without_reference_except_the_demo(cli, tmp_path, cfg, sub_dicts, meta_file):
+    db = tmp_path / "plain.db"
+    Store(db, config=cfg).close()
+    r = cli("duel", "serve", "--db", db, "--metadata", meta_file, "--port", "1")
+    assert r.code != 0 and "has no reference" in r.err and "duel db init" in r.err
+    assert len(r.err.strip().splitlines()) == 1
+    r = cli("duel", "db", "init", "--db", db, "--metadata", meta_file, "--reference", tmp_path / "none.json")
+    assert r.code != 0 and "no such reference file" in r.err
+    ref = tmp_path / "ref.json"
+    ref.write_text(json.dumps(sub_dicts[0]), encoding="utf-8")
+    r = cli("duel", "db", "init", "--db", db, "--metadata", meta_file, "--reference", ref)
+    assert r.code != 0 and "a board already exists here" in r.err
+    r = cli("duel", "example", tmp_path / "ex", "--db", tmp_path / "ex" / "demo.db")
+    assert r.code == 0, r.err
+    demo = Store(tmp_path / "ex" / "demo.db")
+    assert demo.demo and demo.reference is None and len(demo.published()) == 3
+    demo.check_servable()                                    # the demo board needs no reference
+    demo.close()
+    from modelseek.duel.config import LeaderboardConfig
+
+    ex_cfg = LeaderboardConfig.load(tmp_path / "ex" / "metadata.json")
+    board = create_board(tmp_path / "ex" / "board.db", ex_cfg, tmp_path / "ex" / "reference.json")
+    board.check_servable()
+    assert board.reference is not None and set(board.reference.tasks) == set(ex_cfg.task_ids)
+    board.close()
+
+
+def test_a_reference_is_fixed_at_creation(tmp_path, cfg, sub_dicts):
+    ref = Reference.from_submission(_validated(sub_dicts[0], cfg))
+    Store(tmp_path / "a.db", config=cfg).close()
+    with pytest.raises(InputError, match="this board has none"):
+        Store(tmp_path / "a.db", reference=ref)
+    store = create_board(tmp_path / "b.db", cfg, ref)
+    store.close()
+    again = Store(tmp_path / "b.db")
+    assert again.reference is not None and again.reference.to_json() == ref.to_json() and again.verify() == []
+    again.close()
+
+
+def test_inf_perplexity_upload_is_refused(db_url, cfg, sub_dicts):
+    bad = copy.deepcopy(sub_dicts[1])
+    bad["predictions"]["task_word_perplexity"][0]["word_perplexity"] = [-1e308, 1]
+    store = Store(db_url, config=cfg)
+    with pytest.raises(InputError, match="perplexity overflows a float") as exc:
+        store.presubmit(json.dumps(bad).encode(), "inf.json")
+    assert exc.value.field == "predictions.task_word_perplexity[0].word_perplexity"
+    # the largest per-word loss that is accepted keeps every computed value finite
+    edge = copy.deepcopy(sub_dicts[1])
+    edge["predictions"]["task_word_perplexity"][0]["word_perplexity"] = [-699.0, 1]
+    edge = recompute_results(edge, cfg)
+    pv = store.presubmit(json.dumps(edge).encode(), "edge.json")
+    import math
+
+    assert all(math.isfinite(v) for v in pv.scores.values())
+    assert store.counts()["pending"] == 1
+    store.close()
+
+
+def test_perplexity_cross_check_is_absolute(cfg, sub_dicts):
+    from modelseek.duel.submission import CROSS_CHECK_PERPLEXITY_ABS, validate_submission
+
+    d = copy.deepcopy(sub_dicts[1])
+    res = d["results"]["task_word_perplexity"]
+    res["word_perplexity"] += 0.9 * CROSS_CHECK_PERPLEXITY_ABS
+    validate_submission(d, cfg)
+    res["word_perplexity"] += 0.2 * CROSS_CHECK_PERPLEXITY_ABS     # 1 % of ~16 would still have passed
+    with pytest.raises(InputError, match=r"tolerance 0\.05"):
+        validate_submission(d, cfg)
