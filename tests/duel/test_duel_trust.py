@@ -174,3 +174,41 @@ def test_perplexity_cross_check_is_absolute(cfg, sub_dicts):
     res["word_perplexity"] += 0.2 * CROSS_CHECK_PERPLEXITY_ABS     # 1 % of ~16 would still have passed
     with pytest.raises(InputError, match=r"tolerance 0\.05"):
         validate_submission(d, cfg)
+
+
+def _named(d: dict, model: str, team: str | None = None) -> bytes:
+    out = copy.deepcopy(d)
+    out["metadata"]["model"] = model
+    if team is not None:
+        out["metadata"]["team"] = team
+    return json.dumps(out, ensure_ascii=False).encode()
+
+
+@pytest.mark.parametrize("look_alike", ["vi\u0441tim-model",      # Cyrillic es
+                                        "victim-m\u03bfdel",      # Greek omicron
+                                        "VICTIM-MODE1"])          # case + digit one for l
+def test_look_alikes_across_scripts_are_refused(db_url, cfg, sub_dicts, look_alike):
+    store = Store(db_url, config=cfg)
+    store.submit(_named(sub_dicts[0], "victim-model"))
+    with pytest.raises(InputError, match="looks like the published 'victim-model'") as exc:
+        store.presubmit(_named(sub_dicts[1], look_alike))
+    assert exc.value.field == "metadata.model"
+    assert [m for _, m in store.published()] == ["victim-model"] and store.counts()["pending"] == 0
+    store.close()
+
+
+def test_team_is_bound_to_the_identity_that_first_published_under_it(db_url, cfg, sub_dicts):
+    store = Store(db_url, config=cfg)
+    pv = store.presubmit(_named(sub_dicts[0], "gpt-x", team="OpenAI"), session="s" * 40, identity="alice")
+    store.confirm(pv.token, session="s" * 40, identity="alice")
+    for k, team in enumerate(("OpenAI", "openai", "\u041epenAI")):       # same, case, Cyrillic O
+        with pytest.raises(InputError, match="belongs to the signed-in user who first published") as exc:
+            store.presubmit(_named(sub_dicts[1], f"mallory-{k}", team=team), session="m" * 40, identity="mallory")
+        assert exc.value.field == "metadata.team"
+    pv = store.presubmit(_named(sub_dicts[2], "gpt-y", team="OpenAI"), session="s" * 40, identity="alice")
+    store.confirm(pv.token, session="s" * 40, identity="alice")
+    pv = store.presubmit(_named(sub_dicts[3], "mallory-own", team="Mallory Labs"), session="m" * 40,
+                         identity="mallory")
+    store.confirm(pv.token, session="m" * 40, identity="mallory")
+    assert [m for _, m in store.published()] == ["gpt-x", "gpt-y", "mallory-own"] and store.verify() == []
+    store.close()

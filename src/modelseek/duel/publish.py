@@ -24,7 +24,7 @@ from .engine import duels_against, profile, profiles
 from .leaderboard import leaderboard_frame
 from .scoring import win_scores
 from .submission import Submission, check_sample_counts, id_difference, submission_from_bytes
-from .text import name_key
+from .text import name_key, skeleton
 
 if TYPE_CHECKING:
     from .config import LeaderboardConfig
@@ -119,6 +119,30 @@ class PublishWorkflow:
                                                "characters are one model)")
             raise InputError(f"model {model!r} is already published{same} (published submissions are immutable)",
                              field="metadata.model")
+        mine = skeleton(model)
+        for (other,) in conn.execute(self._sa.select(subs.c.model)).all():
+            if skeleton(other) == mine:
+                raise InputError(f"model {model!r} looks like the published {other!r} (names whose characters from "
+                                 "different scripts look alike are one model: Unicode TR39 confusables)",
+                                 field="metadata.model")
+
+    def _check_team(self, conn, team: str | None, identity: str | None) -> None:
+        """With signed-in uploaders, a team belongs to the identity that first published under it (or under a
+        look-alike of it): another identity (or the operator's CLI, which has none) owns it."""
+        if identity is None or not team:
+            return
+        sa, ch, subs = self._sa, self.t["chain"], self.t["submissions"]
+        mine, me = skeleton(team), _sha_text(identity)
+        rows = conn.execute(sa.select(subs.c.metadata_json, ch.c.uploader)
+                            .select_from(ch.join(subs, ch.c.submission_id == subs.c.id))).all()
+        for meta, who in rows:
+            try:
+                other = json.loads(meta).get("team")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(other, str) and skeleton(other) == mine and who != me:
+                raise InputError(f"team {team!r} belongs to the signed-in user who first published under it"
+                                 + (f" (as {other!r})" if other != team else ""), field="metadata.team")
 
     # -------------------------------------------------------------------------------------- writing
     def _load(self, upload, source: str) -> Submission:
@@ -181,6 +205,7 @@ class PublishWorkflow:
             top = chain.head(c, self.t, self._sa)
             pub, P, _, raw_by_model = self._board(c)
             self._check_name(c, sub.model, key)
+            self._check_team(c, sub.metadata.get("team"), identity)
             self._check_samples(c, sub)
             old = self._profiles(c, [i for i, _ in pub])
         board = top[0] if top else 0
@@ -188,7 +213,9 @@ class PublishWorkflow:
         prof = {t: profile(self.config.spec(t), sub.data[t], sub.model, self.settings) for t in tasks}
         duels = duels_against(self.config, [prof], [old[i] for i in ids])
         token = secrets.token_hex(32)
-        who = uploader if uploader is not None else (identity if identity is not None else session)
+        # quotas count the signed-in identity when there is one, else who the caller names (the app: the client's
+        # address), else the browser session
+        who = identity if identity is not None else (uploader if uploader is not None else session)
         who_hash = _sha_text(who) if who is not None else None
         pend, pprof, pduel = self.t["pending"], self.t["pending_profiles"], self.t["pending_duels"]
 
@@ -296,6 +323,7 @@ class PublishWorkflow:
             sid, model = int(row["id"]), row["model"]
             key = row["name_key"] or name_key(model)
             self._check_name(c, model, key)
+            self._check_team(c, json.loads(row["metadata_json"]).get("team"), row["identity"])
             top = chain.head(c, self.t, sa)
             now_board = top[0] if top else 0
             stale = row["board"] is None or int(row["board"]) != now_board

@@ -16,6 +16,7 @@ and a lone surrogate escape (``"\\udc80"``) are located errors naming the line.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
@@ -101,6 +102,38 @@ def name_key(name: str) -> str:
     """The key two names collide on: default-ignorable characters removed, NFKC, case folded, NFKC again."""
     text = _IGNORABLE_RE.sub("", _SURROGATE_RE.sub("\ufffd", str(name)))
     return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+
+
+_MARKS = re.compile("[\u200e\u200f]")
+
+
+@functools.lru_cache(maxsize=1)
+def _prototypes() -> dict[str, str]:
+    """Each character's stand-in for :func:`skeleton`: the smallest ASCII member of its class of look-alikes
+    in Unicode's confusables.txt (as packaged by confusable-homoglyphs, which keeps the classes but not the
+    file's prototype column), else its smallest member. Multi-character look-alikes (``rn`` for ``m``) are
+    not mapped."""
+    from confusable_homoglyphs import confusables
+
+    out = {}
+    for ch, entries in confusables.confusables_data.items():
+        if len(ch) != 1:
+            continue
+        members = {ch} | {m for m in (_MARKS.sub("", e["c"]) for e in entries) if len(m) == 1}
+        plain = sorted(m for m in members if ord(m) < 128)
+        out[ch] = (plain or sorted(members))[0]
+    return out
+
+
+@functools.lru_cache(maxsize=65536)
+def skeleton(name: str) -> str:
+    """A confusable skeleton in the manner of Unicode TR39: :func:`name_key` (case, width, invisible
+    characters), NFD, each character replaced by its look-alike class's stand-in, NFD again. Names from
+    different scripts that look alike (Cyrillic ``с``, Greek ``ο`` for Latin ``c``, ``o``) have one
+    skeleton. Needs ``confusable-homoglyphs`` (extra ``web``)."""
+    protos = _prototypes()
+    text = unicodedata.normalize("NFD", name_key(name))
+    return unicodedata.normalize("NFD", "".join(protos.get(ch, ch) for ch in text))
 
 
 def safe_str(value: Any) -> str:
