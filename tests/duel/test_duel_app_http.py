@@ -189,3 +189,70 @@ def test_serve_starts_on_a_database_holding_an_unrenderable_row(tmp_path, cfg, s
             proc.wait(timeout=30)
         except subprocess.TimeoutExpired:  # pragma: no cover
             proc.kill()
+
+
+# ---------------------------------------------------------------------------------------- issue #35: identity
+def test_a_client_chosen_session_cookie_is_replaced_and_confirms_nothing(server, sub_dicts):
+    from modelseek.duel.app import COOKIE
+
+    base, demo, store = server
+    chosen = "A" * 43 + "." + "0" * 32                    # the shape of a real one, not signed by this server
+    page = httpx.get(f"{base}/", headers={"Cookie": f"{COOKIE}={chosen}"}, timeout=60)
+    issued = page.headers["set-cookie"]
+    assert issued.startswith(f"{COOKIE}=") and chosen not in issued
+    assert "HttpOnly" in issued and "SameSite=Lax" in issued
+    # a victim fixated on the chosen value (its client even ignores Set-Cookie) pre-submits ...
+    victim = Browser(base, demo, headers={"Cookie": f"{COOKIE}={chosen}"})
+    victim.http.cookies.clear()
+    assert "Preview" in victim.call("presubmit", [victim.upload(json.dumps(sub_dicts[3]).encode())])[0]
+    # ... and the attacker who chose the value, in the victim's Gradio session, cannot confirm it
+    attacker = Browser(base, demo, session_hash=victim.session_hash, headers={"Cookie": f"{COOKIE}={chosen}"})
+    attacker.http.cookies.clear()
+    out = attacker.call("confirm", [None, "overall", None])
+    assert "another browser session" in out[0] and [m for _, m in store.published()] == ["model-00"]
+
+
+def _quota_server(tmp_path, cfg, sub_dicts, trusted):
+    from modelseek.duel.app import build_app, launch
+    from modelseek.duel.publish import _payload
+    from modelseek.duel.submission import validate_submission
+
+    store = Store(tmp_path / "lb.db", config=cfg)
+    size = _payload(validate_submission(sub_dicts[0], cfg))[2]
+    store.max_daily_bytes = int(size * 1.5)              # one submission per uploader per day
+    demo = build_app(store)
+    port = _port()
+    launch(demo, "127.0.0.1", port, prevent_thread_lock=True, quiet=True, trusted_proxies=trusted)
+    return f"http://127.0.0.1:{port}", demo, store
+
+
+@pytest.mark.parametrize("trusted", [(), ("127.0.0.1",)])
+def test_forwarded_headers_count_only_from_a_trusted_proxy(tmp_path, cfg, sub_dicts, trusted):
+    base, demo, store = _quota_server(tmp_path, cfg, sub_dicts, trusted)
+    try:
+        first = Browser(base, demo)
+        assert "Preview" in first.call("presubmit", [first.upload(json.dumps(sub_dicts[0]).encode())])[0]
+        statuses = []
+        for k in range(1, 7):                              # the issue's six uploads from "other" clients
+            b = Browser(base, demo, headers={"X-Forwarded-For": f"10.0.0.{k}"})
+            statuses.append(b.call("presubmit", [b.upload(json.dumps(sub_dicts[k % 5]).encode())])[0])
+        if trusted:     # behind the trusted proxy each forwarded client has its own quota
+            assert all("Preview" in s for s in statuses), statuses
+            assert store.counts()["pending"] == 7
+        else:           # a client-supplied header changes nothing: one client, over its quota
+            assert all("daily storage limit" in s for s in statuses), statuses
+            assert store.counts()["pending"] == 1
+    finally:
+        demo.close()
+        store.close()
+
+
+def test_session_signature_is_checked():
+    from modelseek.duel.app import sign_session, valid_session
+
+    secret = b"k" * 32
+    good = sign_session(secret, "t" * 43)
+    assert valid_session(secret, good)
+    assert not valid_session(b"j" * 32, good)                      # another server's
+    assert not valid_session(secret, good[:-1] + ("0" if good[-1] != "0" else "1"))
+    assert not valid_session(secret, "x" * 60) and not valid_session(secret, None)

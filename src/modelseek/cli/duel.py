@@ -109,6 +109,10 @@ def _add_store_commands(dsub) -> None:
                    help="behind a signing-in proxy (Hugging Face / OAuth): the request header holding the user "
                         "(e.g. X-Forwarded-User); uploads without it are refused and a pre-submission can only "
                         "be confirmed by the same user")
+    w.add_argument("--trusted-proxy", action="append", default=[], metavar="ADDRESS",
+                   help="the address of a reverse proxy whose X-Forwarded-For (and identity header) is honoured; "
+                        "repeat for several. Without it forwarded headers are ignored: the client is the address "
+                        "that connects")
     w.set_defaults(func=_serve)
 
 
@@ -342,7 +346,10 @@ def _serve(args) -> int:
     demo = build_app(store, identity_header=args.identity_header)
     for note in demo.modelseek_notes:
         print(f"warning: {note}")
-    launch(demo, host=args.host, port=args.port)
+    if args.identity_header and not args.trusted_proxy:
+        print(f"warning: {args.identity_header} is honoured from any client: give --trusted-proxy ADDRESS of the "
+              "signing-in proxy so that only it can name the user")
+    launch(demo, host=args.host, port=args.port, trusted_proxies=tuple(args.trusted_proxy))
     return 0
 
 

@@ -21,6 +21,8 @@ shown as stored are listed to the operator at start (``modelseek_notes``).
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import math
 import os
 import re
@@ -124,23 +126,76 @@ def safe_frame(df: pd.DataFrame | None) -> pd.DataFrame | None:
     return out
 
 
-class SessionCookie:
-    """ASGI middleware: an unguessable HttpOnly session cookie for every browser that has none."""
+_SESSION = re.compile(r"^([A-Za-z0-9_-]{43})\.([0-9a-f]{32})$")
 
-    def __init__(self, app) -> None:
-        self.app = app
+
+def sign_session(secret: bytes, token: str) -> str:
+    """``token.signature``: the session value this server issues (HMAC-SHA256 with its secret)."""
+    return f"{token}.{hmac.new(secret, token.encode('ascii'), hashlib.sha256).hexdigest()[:32]}"
+
+
+def valid_session(secret: bytes, value: str | None) -> bool:
+    """Whether ``value`` is a session cookie this server issued (a client-chosen value is not)."""
+    m = _SESSION.match(value or "")
+    return bool(m) and hmac.compare_digest(sign_session(secret, m.group(1)), str(value))
+
+
+def _forwarded_client(headers: list, trusted: frozenset[str]) -> str | None:
+    """The client named by ``X-Forwarded-For`` behind trusted proxies: the rightmost address that is not a
+    trusted proxy (the ones to its left were written by the client itself)."""
+    chain = [a.strip() for k, v in headers if k == b"x-forwarded-for" for a in v.decode("latin-1").split(",")]
+    for addr in reversed([a for a in chain if a]):
+        if addr not in trusted:
+            return addr
+    return None
+
+
+class SessionCookie:
+    """ASGI middleware: who is asking, as the server knows it.
+
+    * **Session**: the server issues the session cookie (HttpOnly, SameSite=Lax, Secure over https), a random
+      token signed with the server's secret; any other value (a client-chosen one) is replaced by a new
+      session, so a browser cannot choose or fixate one.
+    * **Client address**: forwarded headers (``X-Forwarded-For``, ``-Proto``, ``-Host``) are honoured only
+      from the addresses in ``trusted`` (``--trusted-proxy``) and removed from every other request; the
+      client is the rightmost forwarded address that is not a trusted proxy.
+    * **Identity header**: with trusted proxies, honoured only on requests that came through one of them."""
+
+    def __init__(self, app, secret: bytes, trusted: tuple[str, ...] = (), identity_header: str | None = None) -> None:
+        self.app, self.secret, self.trusted = app, secret, frozenset(trusted)
+        self.identity = identity_header.lower().encode("latin-1") if identity_header else None
+
+    def _who(self, scope: dict) -> dict:
+        headers = list(scope.get("headers", []))
+        peer = (scope.get("client") or (None, 0))[0]
+        if peer is not None and peer in self.trusted:
+            client = _forwarded_client(headers, self.trusted)
+            if client is not None:
+                scope = {**scope, "client": (client, 0)}
+            proto = next((v.decode("latin-1").strip() for k, v in headers if k == b"x-forwarded-proto"), None)
+            if proto in ("http", "https") and scope["type"] == "http":
+                scope = {**scope, "scheme": proto}
+            return scope
+        drop = {b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-host", b"forwarded", b"x-real-ip"}
+        if self.trusted and self.identity is not None:
+            drop.add(self.identity)
+        return {**scope, "headers": [(k, v) for k, v in headers if k not in drop]}
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             return await self.app(scope, receive, send)
+        scope = self._who(scope)
         raw = b"; ".join(v for k, v in scope.get("headers", []) if k == b"cookie").decode("latin-1")
-        if re.search(rf"(^|;\s*){COOKIE}=[A-Za-z0-9_-]{{20,}}", raw):
+        pairs = [p.strip() for p in raw.split(";") if p.strip()]
+        mine = [p.split("=", 1)[1] for p in pairs if p.startswith(f"{COOKIE}=")]
+        if len(mine) == 1 and valid_session(self.secret, mine[0]):
             return await self.app(scope, receive, send)
-        value = secrets.token_urlsafe(32)
+        value = sign_session(self.secret, secrets.token_urlsafe(32))
+        others = [p for p in pairs if not p.startswith(f"{COOKIE}=")]
         headers = [(k, v) for k, v in scope.get("headers", []) if k != b"cookie"]
-        headers.append((b"cookie", (raw + "; " if raw else "").encode("latin-1") + f"{COOKIE}={value}".encode()))
+        headers.append((b"cookie", "; ".join([*others, f"{COOKIE}={value}"]).encode("latin-1")))
         scope = {**scope, "headers": headers}            # this request already carries it
-        secure = scope.get("scheme") == "https" or (b"x-forwarded-proto", b"https") in scope["headers"]
+        secure = scope.get("scheme") in ("https", "wss")
         attrs = "; Path=/; HttpOnly; SameSite=Lax" + ("; Secure" if secure else "")
 
         async def send_with_cookie(message):
@@ -162,6 +217,9 @@ class LeaderboardApp:
         self.identity_header = identity_header
         self.upload_ttl = upload_ttl
         self._handled: set[Path] = set()     # uploads this app read (Gradio's folder is shared with other apps)
+        #: signs the session cookies (:class:`SessionCookie`); a new one per process: a restart ends every
+        #: browser session (their pending pre-submissions can no longer be confirmed, and expire)
+        self.secret = secrets.token_bytes(32)
 
     # ------------------------------------------------------------------------------------ uploads
     def _uploaded_path(self, file) -> Path:
@@ -236,6 +294,8 @@ class LeaderboardApp:
         except Exception:  # noqa: BLE001 - a request without cookies
             cookies = {}
         session = cookies.get(COOKIE) or None
+        if session is not None and not valid_session(self.secret, session):
+            session = None                       # not issued by this server: no session at all
         identity = None
         if self.identity_header:
             try:
@@ -473,19 +533,33 @@ def build_app(store: Store, title: str = "Duel leaderboard", identity_header: st
     return demo
 
 
-def launch(demo, host: str = "127.0.0.1", port: int = 7860, **kwargs):
+def launch(demo, host: str = "127.0.0.1", port: int = 7860, trusted_proxies: tuple[str, ...] = (), **kwargs):
     """Serve ``demo`` (from :func:`build_app`): uploads over the store's limit are refused while they are
     received (Gradio's ``max_file_size`` stops reading the request), no server folder is added to what
-    Gradio may serve, every browser gets its session cookie (:class:`SessionCookie`), and the address is
-    printed by modelseek (Gradio's own start-up text advertises a ``share=True`` this command has not)."""
+    Gradio may serve, every browser gets its signed session cookie and forwarded headers count only from
+    ``trusted_proxies`` (:class:`SessionCookie`), and the address is printed by modelseek (Gradio's own
+    start-up text advertises a ``share=True`` this command has not).
+
+    Uvicorn (under Gradio) trusts ``X-Forwarded-For`` from 127.0.0.1 by default (``FORWARDED_ALLOW_IPS``);
+    while the server starts that variable is set to trust no one, so :class:`SessionCookie` alone decides."""
     from starlette.middleware import Middleware
 
     quiet = kwargs.pop("quiet", False)
     block = not kwargs.pop("prevent_thread_lock", False)
-    app_kwargs = {**kwargs.pop("app_kwargs", {}), "middleware": [Middleware(SessionCookie)]}
-    out = demo.launch(server_name=host, server_port=port, max_file_size=demo.modelseek_store.max_bytes,
-                      allowed_paths=[], quiet=True, app_kwargs=app_kwargs, head=_HEAD, css=_CSS,
-                      prevent_thread_lock=True, **kwargs)
+    cookie = Middleware(SessionCookie, secret=demo.modelseek_app.secret, trusted=tuple(trusted_proxies),
+                        identity_header=demo.modelseek_app.identity_header)
+    app_kwargs = {**kwargs.pop("app_kwargs", {}), "middleware": [cookie]}
+    before = os.environ.get("FORWARDED_ALLOW_IPS")
+    os.environ["FORWARDED_ALLOW_IPS"] = ""          # read by uvicorn.Config inside demo.launch
+    try:
+        out = demo.launch(server_name=host, server_port=port, max_file_size=demo.modelseek_store.max_bytes,
+                          allowed_paths=[], quiet=True, app_kwargs=app_kwargs, head=_HEAD, css=_CSS,
+                          prevent_thread_lock=True, **kwargs)
+    finally:
+        if before is None:
+            os.environ.pop("FORWARDED_ALLOW_IPS", None)
+        else:
+            os.environ["FORWARDED_ALLOW_IPS"] = before
     if not quiet:
         print(f"serving the leaderboard on http://{host}:{demo.server_port}/ (Ctrl+C stops it)", flush=True)
     if block:

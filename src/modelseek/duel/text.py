@@ -129,7 +129,7 @@ def _prototypes() -> dict[str, str]:
 def skeleton(name: str) -> str:
     """A confusable skeleton in the manner of Unicode TR39: :func:`name_key` (case, width, invisible
     characters), NFD, each character replaced by its look-alike class's stand-in, NFD again. Names from
-    different scripts that look alike (Cyrillic ``с``, Greek ``ο`` for Latin ``c``, ``o``) have one
+    different scripts that look alike (Cyrillic U+0441, Greek U+03BF for Latin ``c``, ``o``) have one
     skeleton. Needs ``confusable-homoglyphs`` (extra ``web``)."""
     protos = _prototypes()
     text = unicodedata.normalize("NFD", name_key(name))
