@@ -137,7 +137,7 @@ def sign_session(secret: bytes, token: str) -> str:
 def valid_session(secret: bytes, value: str | None) -> bool:
     """Whether ``value`` is a session cookie this server issued (a client-chosen value is not)."""
     m = _SESSION.match(value or "")
-    return bool(m) and hmac.compare_digest(sign_session(secret, m.group(1)), str(value))
+    return m is not None and hmac.compare_digest(sign_session(secret, m.group(1)), str(value))
 
 
 def _forwarded_client(headers: list, trusted: frozenset[str]) -> str | None:

@@ -113,7 +113,7 @@ def _prototypes() -> dict[str, str]:
     in Unicode's confusables.txt (as packaged by confusable-homoglyphs, which keeps the classes but not the
     file's prototype column), else its smallest member. Multi-character look-alikes (``rn`` for ``m``) are
     not mapped."""
-    from confusable_homoglyphs import confusables
+    from confusable_homoglyphs import confusables  # type: ignore[import-untyped]
 
     out = {}
     for ch, entries in confusables.confusables_data.items():
