@@ -212,3 +212,84 @@ def test_team_is_bound_to_the_identity_that_first_published_under_it(db_url, cfg
     store.confirm(pv.token, session="m" * 40, identity="mallory")
     assert [m for _, m in store.published()] == ["gpt-x", "gpt-y", "mallory-own"] and store.verify() == []
     store.close()
+
+
+def test_review_queue_publishes_only_approved_submissions(cli, tmp_path, db_url, cfg, sub_dicts, ref_file,
+                                                          meta_file):
+    r = cli("duel", "db", "init", "--db", db_url, "--metadata", meta_file, "--reference", ref_file, "--review")
+    assert r.code == 0 and "publication after review" in r.out, r.err
+    files = []
+    for d in sub_dicts[:3]:
+        files.append(tmp_path / f"{d['metadata']['model']}.json")
+        files[-1].write_text(json.dumps(d), encoding="utf-8")
+    for f in files:
+        r = cli("duel", "presubmit", f, "--db", db_url, "--confirm")
+        assert r.code == 0 and "awaiting review" in r.out, r.err
+    r = cli("duel", "leaderboard", "--db", db_url, "--json")
+    assert r.code == 0 and json.loads(r.out) == []                     # nothing published before approval
+    r = cli("duel", "review", "list", "--db", db_url, "--json")
+    queue = json.loads(r.out)
+    assert [q["model"] for q in queue] == ["model-00", "model-01", "model-02"]
+    r = cli("duel", "review", "approve", "model-01", "--db", db_url, "--by", "carol")
+    assert r.code == 0 and "approved and published 'model-01'" in r.out, r.err
+    r = cli("duel", "review", "reject", "model-02", "--db", db_url, "--by", "carol")
+    assert r.code != 0 and "--why" in r.err                             # a rejection says why
+    r = cli("duel", "review", "reject", "model-02", "--db", db_url, "--by", "carol", "--why", "fabricated")
+    assert r.code == 0, r.err
+    r = cli("duel", "review", "approve", "model-02", "--db", db_url, "--by", "carol")
+    assert r.code != 0 and "no submission 'model-02' awaits review" in r.err
+    r = cli("duel", "review", "approve", "model-00", "--db", db_url, "--by", "dave")
+    assert r.code == 0, r.err
+    r = cli("duel", "leaderboard", "--db", db_url, "--json")
+    assert sorted(row["model"] for row in json.loads(r.out)) == ["model-00", "model-01"]
+    store = Store(db_url)
+    assert store.verify() == [] and store.counts()["pending"] == 0
+    with store.engine.connect() as c:
+        rows = c.execute(store._sa.select(store.t["reviews"].c.model, store.t["reviews"].c.decision,
+                                          store.t["reviews"].c.reviewer)
+                         .order_by(store.t["reviews"].c.decided_at)).all()
+    assert [tuple(x) for x in rows] == [("model-01", "approved", "carol"), ("model-02", "rejected", "carol"),
+                                        ("model-00", "approved", "dave")]
+    # the approval is in the hash chain: changing the reviewer is detected
+    with store.engine.connect() as c:
+        chain_rows = c.execute(store._sa.select(store.t["chain"].c.seq)).all()
+    assert len(chain_rows) == 3
+    store.close()
+    r = cli("duel", "db", "verify", "--db", db_url)
+    assert r.code == 0, r.err
+
+
+def test_approval_is_chained_and_flags_shown(tmp_path, cfg, sub_dicts):
+    import sqlite3
+
+    from modelseek.duel.submission import validate_submission
+
+    db = tmp_path / "rv.db"
+    store = create_board(db, cfg, Reference.from_submission(validate_submission(sub_dicts[0], cfg)), review=True)
+    for d in sub_dicts[:4]:
+        pv = store.presubmit(json.dumps(d).encode())
+        store.confirm(pv.token)
+        assert store.awaits_review(d["metadata"]["model"])
+    for m in ("model-00", "model-01", "model-02"):
+        store.approve(m, "carol")
+    best = copy.deepcopy(sub_dicts[4])            # the fabricated upload: everything correct
+    best["metadata"]["model"] = "too-good"
+    for t in ("task_acc", "task_exact_match"):
+        for r in best["predictions"][t]:
+            r[t.split("_", 1)[1]] = 1
+    best = recompute_results(best, cfg)
+    pv = store.presubmit(json.dumps(best).encode())
+    store.confirm(pv.token)
+    flags = {q["model"]: q["flags"] for q in store.review_queue()}
+    assert any("at the metric's bound on 2 task(s)" in f for f in flags["too-good"]), flags
+    assert store.leaderboard()["model"].tolist().count("too-good") == 0
+    store.close()
+    conn = sqlite3.connect(db)
+    for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger' AND name LIKE 'reviews%'"):
+        conn.execute(f"DROP TRIGGER {name}")
+    conn.execute("UPDATE reviews SET reviewer = 'mallory' WHERE model = 'model-01'")
+    conn.commit()
+    conn.close()
+    problems = Store(db).verify()
+    assert any("chain row 2" in p and "model-01" in p for p in problems), problems
+    assert any("reviews_no_update is missing" in p for p in problems)

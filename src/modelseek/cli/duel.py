@@ -69,6 +69,7 @@ def register(sub) -> None:
     ex.set_defaults(func=_example)
 
     _add_db_commands(dsub)
+    _add_review_commands(dsub)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
 
@@ -142,6 +143,60 @@ def _add_db_commands(dsub) -> None:
     gr_.add_argument("role", help="the app's database role (it must own nothing)")
     gr_.set_defaults(func=_db_grants)
     db.set_defaults(func=lambda a: (db.print_help(), 2)[1])
+
+
+def _add_review_commands(dsub) -> None:
+    """``duel review``: list, approve, reject (boards created with ``db init --review``)."""
+    import getpass
+
+    rv = dsub.add_parser("review", help="the review queue of a board created with --review")
+    rsub = rv.add_subparsers(dest="review_command", metavar="SUBCOMMAND")
+    ls = rsub.add_parser("list", help="queued submissions with their plausibility flags")
+    _db_args(ls)
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(func=_review_list)
+    for name, helptext in (("approve", "publish a queued submission (recorded with who and when, chained)"),
+                           ("reject", "drop a queued submission, saying why")):
+        a = rsub.add_parser(name, help=helptext)
+        a.add_argument("model", help="the queued model's name")
+        _db_args(a)
+        try:
+            me = getpass.getuser()
+        except (KeyError, OSError):
+            me = None
+        a.add_argument("--by", default=me, help=f"the reviewer's name (default: the system user, {me})")
+        a.add_argument("--why", required=name == "reject", default="", help="the reason (required to reject)")
+        a.set_defaults(func=_review_decide)
+    rv.set_defaults(func=lambda a: (rv.print_help(), 2)[1])
+
+
+def _review_list(args) -> int:
+    store = _store(args)
+    _refuse_altered(store, args.db)
+    queue = store.review_queue()
+    if args.json:
+        print_json(queue)
+        return 0
+    if not queue:
+        print("no submission awaits review" + ("" if store.review else " (this board publishes without review)"))
+    for q in queue:
+        print(f"{q['model']}  (team {q['team'] or '-'}, by {q['identity'] or '-'}, uploaded {q['uploaded']}, "
+              f"confirmed {q['confirmed']})")
+        print("    flags: " + ("; ".join(q["flags"]) if q["flags"] else "none"))
+    return 0
+
+
+def _review_decide(args) -> int:
+    if not args.by:
+        raise InputError("name the reviewer with --by", field="--by")
+    store = _store(args)
+    _refuse_altered(store, args.db)
+    if args.review_command == "approve":
+        print(f"approved and published {store.approve(args.model, args.by, args.why)!r}")
+    else:
+        store.reject(args.model, args.by, args.why)
+        print(f"rejected {args.model!r}")
+    return 0
 
 
 def _metadata_arg(p) -> None:
@@ -276,15 +331,19 @@ def _presubmit(args) -> int:
     pv = store.presubmit(args.submission)
     if args.confirm:
         store.confirm(pv.token, recompute=True)     # one step: duels against models published since included
+        queued = store.review
     if args.json:
         print_json({"token": pv.token, "model": pv.model, "rank": pv.rank, "scores": pv.scores,
-                    "published": bool(args.confirm), "seconds": pv.seconds})
+                    "published": bool(args.confirm) and not store.review,
+                    "awaiting_review": bool(args.confirm) and store.review, "seconds": pv.seconds})
         return 0
     print(f"preview for {pv.model!r}: rank {pv.rank} of {len(pv.table)}, overall {pv.scores['overall']:.2f} "
           f"({pv.seconds:.2f} s)")
     print(pv.table.to_string(index=False))
-    print(f"published {pv.model!r}" if args.confirm else
-          f"not published yet: modelseek duel confirm {pv.token} --db {args.db}")
+    if args.confirm:
+        print(f"awaiting review: {pv.model!r} (modelseek duel review approve)" if queued else f"published {pv.model!r}")
+    else:
+        print(f"not published yet: modelseek duel confirm {pv.token} --db {args.db}")
     return 0
 
 
@@ -293,7 +352,8 @@ def _confirm(args) -> int:
 
     store = _store(args)
     try:
-        print(f"published {store.confirm(args.token)!r}")
+        model = store.confirm(args.token)
+        print(f"awaiting review: {model!r} (modelseek duel review approve)" if store.review else f"published {model!r}")
     except StalePreview as exc:
         pv = store.refresh(args.token)
         print(f"the leaderboard changed since the preview; recomputed: {pv.model!r} rank {pv.rank} of "

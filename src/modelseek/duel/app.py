@@ -399,6 +399,9 @@ class LeaderboardApp:
         except Exception as exc:  # noqa: BLE001 - nothing says Published unless it is
             return (f"**Error:** not published: the database could not store it ({md_text(type(exc).__name__)})",
                     None, False)
+        if self.store.review:
+            return (f"**Awaiting review:** {md_code(model)} was confirmed; it enters the leaderboard and the duels "
+                    "once the operator approves it.", None, True)
         return f"**Published** {md_code(model)}.", None, True
 
 

@@ -164,7 +164,8 @@ class PublishWorkflow:
         """Delete pre-submissions older than ``pending_ttl``; returns how many."""
         pend = self.t["pending"]
         cutoff = (now or time.time()) - self.pending_ttl
-        old = [int(i) for i, in c.execute(self._sa.select(pend.c.id).where(pend.c.created_at < cutoff)).all()]
+        old = [int(i) for i, in c.execute(self._sa.select(pend.c.id).where(pend.c.created_at < cutoff,
+                                                                          pend.c.queued_at.is_(None))).all()]
         for pid in old:
             self._drop_pending(c, pid)
         return len(old)
@@ -313,50 +314,73 @@ class PublishWorkflow:
                 recompute: bool = False) -> str:
         """Publish the pending submission ``token`` (given with the session and identity it was made with);
         returns the model name. A preview older than the board raises :class:`StalePreview` unless
-        ``recompute`` (then the missing duels are computed here)."""
+        ``recompute`` (then the missing duels are computed here). On a board with review the submission is
+        queued instead (:meth:`awaits_review` tells which), until :meth:`approve` publishes it."""
         sa = self._sa
-        pduel = self.t["pending_duels"]
         self.purge_expired()                      # its own transaction: a refused confirm does not undo it
 
         def publish(c):
             row = self._pending(c, token, session, identity)
-            sid, model = int(row["id"]), row["model"]
-            key = row["name_key"] or name_key(model)
-            self._check_name(c, model, key)
+            model = row["model"]
+            self._check_name(c, model, row["name_key"] or name_key(model))
             self._check_team(c, json.loads(row["metadata_json"]).get("team"), row["identity"])
-            top = chain.head(c, self.t, sa)
-            now_board = top[0] if top else 0
-            stale = row["board"] is None or int(row["board"]) != now_board
-            if stale and not recompute:
-                raise StalePreview(f"the leaderboard changed since this preview ({now_board - int(row['board'] or 0)} "
-                                   "model(s) published since): recompute the preview before confirming",
-                                   field="token")
-            if stale:
-                self._recheck_ids(c, row)
-            pub = [i for i, _ in self._published(c)]
-            stored = c.execute(sa.select(pduel.c.task, pduel.c.opponent_id, pduel.c.p_win, pduel.c.p_loss)
-                               .where(pduel.c.pending_id == sid)).all()
-            stored += self._missing_duels(c, sid, {int(o) for _, o, _, _ in stored}, pub)
-            duel_rows = []
-            for task, opp, p_win, p_loss in stored:
-                duel_rows += [{"task": task, "a_id": sid, "b_id": int(opp), "p_value": p_win},
-                              {"task": task, "a_id": int(opp), "b_id": sid, "p_value": p_loss}]
-            prof_rows = [{"submission_id": sid, "task": r["task"], "n": r["n"], "raw": r["raw"], "blob": r["blob"]}
-                         for r in c.execute(sa.select(self.t["pending_profiles"]).where(
-                             self.t["pending_profiles"].c.pending_id == sid)).mappings()]
-            sub_row = {"id": sid, "model": model, "token": row["token"], "sha256": row["sha256"],
-                       "created_at": row["created_at"], "published_at": time.time(),
-                       "metadata_json": row["metadata_json"], "payload": row["payload"]}
-            tid_rows = self._new_task_ids(c, [(sid, row["payload"])])
-            self._insert_published(c, [sub_row], prof_rows, duel_rows)
-            if tid_rows:
-                c.execute(self.t["task_ids"].insert(), tid_rows)
-            chain.append(c, self.t, sa, [sub_row], prof_rows, duel_rows, tid_rows,
-                         [{"name_key": key, "uploader": row["uploader"], "size": row["size"]}])
-            self._drop_pending(c, sid)
-            return model
+            if self.review:
+                if row.get("queued_at") is not None:
+                    raise InputError(f"model {model!r} already awaits review", field="token")
+                c.execute(sa.update(self.t["pending"]).where(self.t["pending"].c.id == int(row["id"]))
+                          .values(queued_at=time.time()))
+                return model
+            return self._publish_row(c, row, recompute)
 
         return self._write(publish)
+
+    def awaits_review(self, model: str) -> bool:
+        """Whether ``model`` was confirmed and waits in the review queue."""
+        pend = self.t["pending"]
+        with self.engine.connect() as c:
+            return c.execute(self._sa.select(pend.c.id).where(pend.c.model == model,
+                                                                pend.c.queued_at.is_not(None))).first() is not None
+
+    def _publish_row(self, c, row: dict, recompute: bool, review: dict | None = None) -> str:
+        """Publish the pending ``row`` (checked by the caller) inside the serialised write: its duels against
+        the models published since its preview are computed when ``recompute`` (else a stale preview raises
+        :class:`StalePreview`); ``review``: the approval, written to ``reviews`` and chained with it."""
+        sa, pduel = self._sa, self.t["pending_duels"]
+        sid, model = int(row["id"]), row["model"]
+        key = row["name_key"] or name_key(model)
+        top = chain.head(c, self.t, sa)
+        now_board = top[0] if top else 0
+        stale = row["board"] is None or int(row["board"]) != now_board
+        if stale and not recompute:
+            raise StalePreview(f"the leaderboard changed since this preview ({now_board - int(row['board'] or 0)} "
+                               "model(s) published since): recompute the preview before confirming", field="token")
+        if stale:
+            self._recheck_ids(c, row)
+        pub = [i for i, _ in self._published(c)]
+        stored = c.execute(sa.select(pduel.c.task, pduel.c.opponent_id, pduel.c.p_win, pduel.c.p_loss)
+                           .where(pduel.c.pending_id == sid)).all()
+        stored += self._missing_duels(c, sid, {int(o) for _, o, _, _ in stored}, pub)
+        duel_rows = []
+        for task, opp, p_win, p_loss in stored:
+            duel_rows += [{"task": task, "a_id": sid, "b_id": int(opp), "p_value": p_win},
+                          {"task": task, "a_id": int(opp), "b_id": sid, "p_value": p_loss}]
+        prof_rows = [{"submission_id": sid, "task": r["task"], "n": r["n"], "raw": r["raw"], "blob": r["blob"]}
+                     for r in c.execute(sa.select(self.t["pending_profiles"]).where(
+                         self.t["pending_profiles"].c.pending_id == sid)).mappings()]
+        sub_row = {"id": sid, "model": model, "token": row["token"], "sha256": row["sha256"],
+                   "created_at": row["created_at"], "published_at": time.time(),
+                   "metadata_json": row["metadata_json"], "payload": row["payload"]}
+        tid_rows = self._new_task_ids(c, [(sid, row["payload"])])
+        self._insert_published(c, [sub_row], prof_rows, duel_rows)
+        if tid_rows:
+            c.execute(self.t["task_ids"].insert(), tid_rows)
+        if review is not None:
+            c.execute(self.t["reviews"].insert().values(submission_id=sid, model=model, **review))
+        chain.append(c, self.t, sa, [sub_row], prof_rows, duel_rows, tid_rows,
+                     [{"name_key": key, "uploader": row["uploader"], "size": row["size"]}],
+                     {sid: review} if review is not None else None)
+        self._drop_pending(c, sid)
+        return model
 
     def _new_task_ids(self, c, payloads: list[tuple[int, bytes]]) -> list[dict]:
         """task_ids rows for the tasks that have none yet, from the first of ``payloads``."""

@@ -24,7 +24,7 @@ from pathlib import Path
 from ..errors import InputError
 
 #: the Alembic revision this code expects (the newest migration)
-SCHEMA_VERSION = "0002"
+SCHEMA_VERSION = "0003"
 #: pg_advisory lock keys (two int4 keys: 'mdls', purpose)
 LOCK_NAMESPACE = 0x6D646C73
 MIGRATION_LOCK, PUBLISH_LOCK = 1, 2
@@ -39,12 +39,16 @@ IMMUTABLE: dict[str, list[tuple[str, ...]]] = {
     "duels": [("task", "a_id", "b_id")],
     "chain": [("seq",), ("submission_id",), ("name_key",)],      # 0002: the hash chain over published rows
     "task_ids": [("task",)],                                     # 0002: each task's doc_ids (paired samples)
+    "reviews": [("submission_id",)],                             # 0003: one decision per queued submission
 }
 #: the tables of each migration (a later migration adds tables and nullable columns only)
 TABLES_0001 = ("meta", "pending", "submissions", "profiles", "pending_profiles", "duels", "pending_duels")
 TABLES_0002 = ("chain", "task_ids")
+TABLES_0003 = ("reviews",)
 #: columns 0002 adds to ``pending``
 PENDING_0002 = ("name_key", "session", "identity", "uploader", "size", "board")
+#: columns 0003 adds to ``pending``
+PENDING_0003 = ("queued_at",)
 PENDING = ("pending", "pending_profiles", "pending_duels")
 
 
@@ -69,6 +73,7 @@ def tables(sa, md=None):
         sa.Column("uploader", sa.String(64), nullable=True),    # SHA-256 of who uploaded (daily limit)
         sa.Column("size", sa.Integer, nullable=True),           # bytes of the canonical submission
         sa.Column("board", sa.Integer, nullable=True),          # the chain's head when the preview was computed
+        sa.Column("queued_at", sa.Float, nullable=True),        # confirmed, awaiting review (0003)
         sqlite_autoincrement=True,   # ids are never reused: a published submission keeps its pending id
     )
     t["submissions"] = sa.Table(
@@ -116,6 +121,16 @@ def tables(sa, md=None):
         sa.Column("task", sa.String(300), primary_key=True),
         sa.Column("submission_id", sa.Integer, nullable=False),   # the submission that fixed them
         sa.Column("ids", sa.Text, nullable=False),                # JSON list, sample order
+    )
+    # 0003: the reviewers' decisions (an approval is chained with the submission it published)
+    t["reviews"] = sa.Table(
+        "reviews", md,
+        sa.Column("submission_id", sa.Integer, primary_key=True, autoincrement=False),   # the pending id
+        sa.Column("model", sa.String(300), nullable=False),
+        sa.Column("decision", sa.String(16), nullable=False),    # approved | rejected
+        sa.Column("reviewer", sa.String(300), nullable=False),
+        sa.Column("decided_at", sa.Float, nullable=False),
+        sa.Column("why", sa.Text, nullable=False),
     )
     t["pending_duels"] = sa.Table(
         "pending_duels", md,

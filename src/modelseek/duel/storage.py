@@ -50,13 +50,14 @@ from .config import LeaderboardConfig
 from .engine import Profile, Settings
 from .leaderboard import leaderboard_frame
 from .scoring import ALPHA, MAX_COMPETITORS, adjusted, check_alpha, win_scores
+from .review import ReviewWorkflow
 from .reference import META_DEMO, META_REFERENCE, META_REVIEW, Reference
 from .submission import MAX_BYTES, Submission
 from .database import _reason, _retry_locked, _sqlalchemy, database_url, open_engine, prepare_write, shown_url
 from .publish import MAX_DAILY_BYTES, PENDING_TTL, Preview, PublishWorkflow, StalePreview  # noqa: F401 (re-exported)
 
 
-class Store(PublishWorkflow):
+class Store(PublishWorkflow, ReviewWorkflow):
     """A leaderboard database. ``url``: a SQLAlchemy URL (SQLite or PostgreSQL) or a SQLite file path."""
 
     def __init__(self, url: str | Path = "sqlite:///leaderboard.db", config: LeaderboardConfig | None = None,
