@@ -104,6 +104,20 @@ def tables(sa, md=None):
         sa.Column("b_id", sa.Integer, sa.ForeignKey("submissions.id"), primary_key=True),
         sa.Column("p_value", sa.Float, nullable=False),    # p that a beats b
     )
+    _ledger_tables(sa, md, t)
+    t["pending_duels"] = sa.Table(
+        "pending_duels", md,
+        sa.Column("pending_id", sa.Integer, sa.ForeignKey("pending.id"), primary_key=True),
+        sa.Column("task", sa.String(300), primary_key=True),
+        sa.Column("opponent_id", sa.Integer, sa.ForeignKey("submissions.id"), primary_key=True),
+        sa.Column("p_win", sa.Float, nullable=False),      # p that the pending model beats the opponent
+        sa.Column("p_loss", sa.Float, nullable=False),     # p that the opponent beats it
+    )
+    return md, t
+
+
+def _ledger_tables(sa, md, t: dict) -> None:
+    """The tamper-evidence and review tables (0002, 0003) into ``t``."""
     # the hash chain: row 0 covers ``meta``; row k covers the k-th published submission with its profiles,
     # its duels against those published before it and the task_ids rows it fixed (see .chain)
     t["chain"] = sa.Table(
@@ -132,15 +146,6 @@ def tables(sa, md=None):
         sa.Column("decided_at", sa.Float, nullable=False),
         sa.Column("why", sa.Text, nullable=False),
     )
-    t["pending_duels"] = sa.Table(
-        "pending_duels", md,
-        sa.Column("pending_id", sa.Integer, sa.ForeignKey("pending.id"), primary_key=True),
-        sa.Column("task", sa.String(300), primary_key=True),
-        sa.Column("opponent_id", sa.Integer, sa.ForeignKey("submissions.id"), primary_key=True),
-        sa.Column("p_win", sa.Float, nullable=False),      # p that the pending model beats the opponent
-        sa.Column("p_loss", sa.Float, nullable=False),     # p that the opponent beats it
-    )
-    return md, t
 
 
 #: the body of PostgreSQL's trigger function (``db verify`` checks that it was not replaced)
