@@ -71,11 +71,51 @@ class Profile:
                    np.frombuffer(data, dtype="<f8", offset=44).astype(float), float(observed))
 
 
+#: (resample, sample) cells of a bootstrap plan held at once: a plan that fits is cached whole, a bigger one
+#: is generated and applied in chunks of resamples (150k samples x 1000 resamples would be 1.2 GB)
+PLAN_CELLS = 1 << 21
+
+
 @lru_cache(maxsize=64)
 def _plan(seed: int, task: str, n: int, n_resamples: int) -> np.ndarray:
     counts = _boot.resample_counts(n, n_resamples, derive_rng(seed, task, "bootstrap-plan")).astype(np.float64)
     counts.setflags(write=False)
     return counts
+
+
+def _resampled_sums(seed: int, task: str, n: int, n_resamples: int, X: np.ndarray) -> np.ndarray:
+    """``sum_i counts[r, i] * X[m, i]`` for every row ``m`` of ``X`` (rows, n) and resample ``r`` of the task's
+    plan: (rows, resamples). The counts are those of :func:`_plan` (numpy's ``Generator.integers`` draws the
+    same integers in consecutive chunks as in one call), held at most :data:`PLAN_CELLS` at a time, so
+    memory stays linear in ``n`` whatever the number of resamples."""
+    X = np.asarray(X, dtype=float)
+    if n * n_resamples <= PLAN_CELLS:
+        return (_plan(seed, task, n, n_resamples) @ X.T).T
+    if n < 1:
+        raise InputError("bootstrap needs at least one sample")
+    rng = derive_rng(seed, task, "bootstrap-plan")
+    out = np.empty((X.shape[0], n_resamples))
+    step = max(1, PLAN_CELLS // n)
+    for r0 in range(0, n_resamples, step):
+        k = min(step, n_resamples - r0)
+        idx = rng.integers(0, n, size=(k, n))
+        idx += n * np.arange(k)[:, None]
+        counts = np.bincount(idx.ravel(), minlength=n * k).reshape(k, n).astype(np.float64)
+        del idx
+        out[:, r0:r0 + k] = (counts @ X.T).T
+    return out
+
+
+def _bootstrap_stats(spec: TaskSpec, datas: Sequence[TaskSamples], settings: Settings) -> tuple[np.ndarray, np.ndarray]:
+    """``(resampled statistic (models, resamples), observed statistic (models,))`` of a bootstrap task."""
+    n = datas[0].n
+    if spec.metric.test is Test.BOOTSTRAP_MEAN:
+        X = np.stack([d.need("values") for d in datas])
+        return _resampled_sums(settings.seed, spec.task, n, settings.n_resamples, X) / n, X.mean(axis=1)
+    L, W = np.stack([d.need("loglik") for d in datas]), np.stack([d.need("words") for d in datas])
+    both = _resampled_sums(settings.seed, spec.task, n, settings.n_resamples, np.concatenate([L, W]))
+    m = len(datas)
+    return np.exp(-both[:m] / both[m:]), np.asarray(_boot.perplexity(L, W)).reshape(m)
 
 
 def profile(spec: TaskSpec, data: TaskSamples, model: str, settings: Settings = Settings()) -> Profile:
@@ -92,13 +132,8 @@ def profile(spec: TaskSpec, data: TaskSamples, model: str, settings: Settings = 
         except InputError as exc:
             raise InputError(f"task {spec.task!r}, model {model!r}: {exc.message}") from None
         return Profile(test, data.n, draws)
-    counts = _plan(settings.seed, spec.task, data.n, settings.n_resamples)
-    if test is Test.BOOTSTRAP_MEAN:
-        values = data.need("values")
-        return Profile(test, data.n, _boot.resampled_mean(values, counts), float(np.mean(values)))
-    loglik, words = data.need("loglik"), data.need("words")
-    return Profile(test, data.n, _boot.resampled_perplexity(loglik, words, counts),
-                   float(_boot.perplexity(loglik, words)))
+    S, obs = _bootstrap_stats(spec, [data], settings)
+    return Profile(test, data.n, S[0], float(obs[0]))
 
 
 def profiles(spec: TaskSpec, datas: list[TaskSamples], models: list[str],
@@ -112,13 +147,7 @@ def profiles(spec: TaskSpec, datas: list[TaskSamples], models: list[str],
     if len(ns) > 1:
         raise InputError(f"task {spec.task!r}: models have different sample counts {sorted(ns)}",
                          field=f"predictions.{spec.task}")
-    counts = _plan(settings.seed, spec.task, ns.pop(), settings.n_resamples)
-    if test is Test.BOOTSTRAP_MEAN:
-        X = np.stack([d.need("values") for d in datas])
-        S, obs = _boot.resampled_mean(X, counts), X.mean(axis=1)
-    else:
-        L, W = np.stack([d.need("loglik") for d in datas]), np.stack([d.need("words") for d in datas])
-        S, obs = _boot.resampled_perplexity(L, W, counts), _boot.perplexity(L, W)
+    S, obs = _bootstrap_stats(spec, datas, settings)
     return [Profile(test, d.n, S[k].copy(), float(obs[k])) for k, d in enumerate(datas)]
 
 
