@@ -293,3 +293,47 @@ def test_approval_is_chained_and_flags_shown(tmp_path, cfg, sub_dicts):
     problems = Store(db).verify()
     assert any("chain row 2" in p and "model-01" in p for p in problems), problems
     assert any("reviews_no_update is missing" in p for p in problems)
+
+
+def test_a_confirm_recomputes_its_preview_at_most_once(db_url, cfg, sub_dicts):
+    """Under load the board changes between every recomputation and the next confirm: the confirm after one
+    recomputation publishes (its duels against the models published meanwhile computed in the confirm)."""
+    from modelseek.duel.publish import StalePreview
+    from modelseek.duel.tournament import tournament
+    from modelseek.duel.submission import validate_submission
+
+    store = Store(db_url, config=cfg)
+    pv = store.presubmit(json.dumps(sub_dicts[0]).encode(), session="s" * 40)
+    store.submit(json.dumps(sub_dicts[1]).encode())
+    with pytest.raises(StalePreview):
+        store.confirm(pv.token, session="s" * 40)
+    store.refresh(pv.token, session="s" * 40)
+    store.submit(json.dumps(sub_dicts[2]).encode())              # published after the recomputation
+    assert store.confirm(pv.token, session="s" * 40) == "model-00"
+    full = tournament([validate_submission(d, cfg) for d in sub_dicts[:3]], cfg)
+    assert store.scores() == full.scores and store.verify() == []
+    store.close()
+
+
+def test_a_large_bootstrap_plan_in_chunks_equals_the_whole_plan(cfg):
+    """Plans over PLAN_CELLS are generated in chunks: the same resampling counts as the whole plan, so the
+    profile equals the bootstrap of the whole plan (up to the BLAS's rounding of a shorter product)."""
+    import numpy as np
+
+    from modelseek.duel import engine
+    from modelseek.duel.submission import TaskSamples
+    from modelseek.stats import bootstrap
+    from modelseek.stats.seeding import derive_rng
+
+    spec = cfg.spec("task_rouge_raw_r2_mid_f")
+    settings = engine.Settings(n_resamples=1000)
+    n = engine.PLAN_CELLS // settings.n_resamples + 7                # just over the cached size
+    values = np.random.default_rng(3).random(n)
+    got = engine.profile(spec, TaskSamples(spec.metric, values=values), "m", settings)
+    counts = bootstrap.resample_counts(n, settings.n_resamples, derive_rng(settings.seed, spec.task, "bootstrap-plan"))
+    assert np.allclose(got.vector, bootstrap.resampled_mean(values, counts), rtol=1e-13, atol=0)
+    ppl = cfg.spec("task_word_perplexity")
+    ll, w = -np.random.default_rng(4).random(n) * 50, np.random.default_rng(5).integers(1, 30, n).astype(float)
+    got = engine.profiles(ppl, [TaskSamples(ppl.metric, loglik=ll, words=w)] * 2, ["a", "b"], settings)
+    c2 = bootstrap.resample_counts(n, settings.n_resamples, derive_rng(settings.seed, ppl.task, "bootstrap-plan"))
+    assert np.allclose(got[0].vector, bootstrap.resampled_perplexity(ll, w, c2), rtol=1e-13, atol=0)

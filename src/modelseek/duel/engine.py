@@ -83,18 +83,25 @@ def _plan(seed: int, task: str, n: int, n_resamples: int) -> np.ndarray:
     return counts
 
 
-def _resampled_sums(seed: int, task: str, n: int, n_resamples: int, X: np.ndarray) -> np.ndarray:
-    """``sum_i counts[r, i] * X[m, i]`` for every row ``m`` of ``X`` (rows, n) and resample ``r`` of the task's
-    plan: (rows, resamples). The counts are those of :func:`_plan` (numpy's ``Generator.integers`` draws the
-    same integers in consecutive chunks as in one call), held at most :data:`PLAN_CELLS` at a time, so
-    memory stays linear in ``n`` whatever the number of resamples."""
-    X = np.asarray(X, dtype=float)
+def _apply(counts: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """``counts @ X`` for one model (samples,), ``(counts @ X.T).T`` for several (models, samples): the
+    products :mod:`..stats.bootstrap` computes, so stored profiles do not change by a rounding."""
+    return counts @ X if X.ndim == 1 else (counts @ X.T).T
+
+
+def _resampled_sums(seed: int, task: str, n: int, n_resamples: int, *Xs: np.ndarray) -> list[np.ndarray]:
+    """``sum_i counts[r, i] * X[..., i]`` for each ``X`` ((samples,) or (models, samples)) and every resample
+    ``r`` of the task's plan. The counts are those of :func:`_plan` (numpy's ``Generator.integers`` draws the
+    same integers in consecutive chunks as in one call); a plan over :data:`PLAN_CELLS` is generated and
+    applied in chunks of resamples, so memory stays linear in ``n`` whatever the number of resamples."""
+    arrays = [np.asarray(X, dtype=float) for X in Xs]
     if n * n_resamples <= PLAN_CELLS:
-        return (_plan(seed, task, n, n_resamples) @ X.T).T
+        plan = _plan(seed, task, n, n_resamples)
+        return [_apply(plan, X) for X in arrays]
     if n < 1:
         raise InputError("bootstrap needs at least one sample")
     rng = derive_rng(seed, task, "bootstrap-plan")
-    out = np.empty((X.shape[0], n_resamples))
+    outs = [np.empty((*X.shape[:-1], n_resamples)) for X in arrays]
     step = max(1, PLAN_CELLS // n)
     for r0 in range(0, n_resamples, step):
         k = min(step, n_resamples - r0)
@@ -102,20 +109,23 @@ def _resampled_sums(seed: int, task: str, n: int, n_resamples: int, X: np.ndarra
         idx += n * np.arange(k)[:, None]
         counts = np.bincount(idx.ravel(), minlength=n * k).reshape(k, n).astype(np.float64)
         del idx
-        out[:, r0:r0 + k] = (counts @ X.T).T
-    return out
+        for X, out in zip(arrays, outs):
+            out[..., r0:r0 + k] = _apply(counts, X)
+    return outs
 
 
 def _bootstrap_stats(spec: TaskSpec, datas: Sequence[TaskSamples], settings: Settings) -> tuple[np.ndarray, np.ndarray]:
-    """``(resampled statistic (models, resamples), observed statistic (models,))`` of a bootstrap task."""
-    n = datas[0].n
+    """``(resampled statistic, observed statistic)`` of a bootstrap task: (resamples,) and a float for one
+    model, (models, resamples) and (models,) for several."""
+    n, one = datas[0].n, len(datas) == 1
     if spec.metric.test is Test.BOOTSTRAP_MEAN:
-        X = np.stack([d.need("values") for d in datas])
-        return _resampled_sums(settings.seed, spec.task, n, settings.n_resamples, X) / n, X.mean(axis=1)
-    L, W = np.stack([d.need("loglik") for d in datas]), np.stack([d.need("words") for d in datas])
-    both = _resampled_sums(settings.seed, spec.task, n, settings.n_resamples, np.concatenate([L, W]))
-    m = len(datas)
-    return np.exp(-both[:m] / both[m:]), np.asarray(_boot.perplexity(L, W)).reshape(m)
+        X = datas[0].need("values") if one else np.stack([d.need("values") for d in datas])
+        (S,) = _resampled_sums(settings.seed, spec.task, n, settings.n_resamples, X)
+        return S / n, np.mean(X, axis=-1)
+    L = datas[0].need("loglik") if one else np.stack([d.need("loglik") for d in datas])
+    W = datas[0].need("words") if one else np.stack([d.need("words") for d in datas])
+    SL, SW = _resampled_sums(settings.seed, spec.task, n, settings.n_resamples, L, W)
+    return np.exp(-SL / SW), np.asarray(_boot.perplexity(L, W))
 
 
 def profile(spec: TaskSpec, data: TaskSamples, model: str, settings: Settings = Settings()) -> Profile:
@@ -133,7 +143,7 @@ def profile(spec: TaskSpec, data: TaskSamples, model: str, settings: Settings = 
             raise InputError(f"task {spec.task!r}, model {model!r}: {exc.message}") from None
         return Profile(test, data.n, draws)
     S, obs = _bootstrap_stats(spec, [data], settings)
-    return Profile(test, data.n, S[0], float(obs[0]))
+    return Profile(test, data.n, S, float(obs))
 
 
 def profiles(spec: TaskSpec, datas: list[TaskSamples], models: list[str],

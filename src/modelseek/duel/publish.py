@@ -314,7 +314,8 @@ class PublishWorkflow:
                 recompute: bool = False) -> str:
         """Publish the pending submission ``token`` (given with the session and identity it was made with);
         returns the model name. A preview older than the board raises :class:`StalePreview` unless
-        ``recompute`` (then the missing duels are computed here). On a board with review the submission is
+        ``recompute`` or the preview was recomputed once already (:meth:`refresh`; then the missing duels are
+        computed here, so a confirm recomputes its preview at most once). On a board with review the submission is
         queued instead (:meth:`awaits_review` tells which), until :meth:`approve` publishes it."""
         sa = self._sa
         self.purge_expired()                      # its own transaction: a refused confirm does not undo it
@@ -330,7 +331,10 @@ class PublishWorkflow:
                 c.execute(sa.update(self.t["pending"]).where(self.t["pending"].c.id == int(row["id"]))
                           .values(queued_at=time.time()))
                 return model
-            return self._publish_row(c, row, recompute)
+            # a preview recomputed once is not refused again: under load the board may change between every
+            # recomputation and the next confirm, and a confirm must not starve (its duels against models
+            # published meanwhile are computed here, inside the serialised write)
+            return self._publish_row(c, row, recompute or bool(row.get("refreshes")))
 
         return self._write(publish)
 
@@ -412,7 +416,8 @@ class PublishWorkflow:
             top = chain.head(c, self.t, sa)
             board = top[0] if top else 0
             # pending rows are not append-only: the board the preview now stands on
-            c.execute(sa.update(pend).where(pend.c.id == sid).values(board=board))
+            c.execute(sa.update(pend).where(pend.c.id == sid).values(board=board,
+                                                                     refreshes=int(row.get("refreshes") or 0) + 1))
             return sid, row["model"], board, have | {o for _, o, _, _ in new}
 
         sid, model, board, opponents = self._write(update)

@@ -48,7 +48,7 @@ TABLES_0003 = ("reviews",)
 #: columns 0002 adds to ``pending``
 PENDING_0002 = ("name_key", "session", "identity", "uploader", "size", "board")
 #: columns 0003 adds to ``pending``
-PENDING_0003 = ("queued_at",)
+PENDING_0003 = ("queued_at", "refreshes")
 PENDING = ("pending", "pending_profiles", "pending_duels")
 
 
@@ -74,6 +74,7 @@ def tables(sa, md=None):
         sa.Column("size", sa.Integer, nullable=True),           # bytes of the canonical submission
         sa.Column("board", sa.Integer, nullable=True),          # the chain's head when the preview was computed
         sa.Column("queued_at", sa.Float, nullable=True),        # confirmed, awaiting review (0003)
+        sa.Column("refreshes", sa.Integer, nullable=True),      # times its preview was recomputed (0003)
         sqlite_autoincrement=True,   # ids are never reused: a published submission keeps its pending id
     )
     t["submissions"] = sa.Table(

@@ -1,6 +1,8 @@
 """Review before publication: ``reviews`` (append-only: each decision on a queued submission, who made it,
 when and why; an approval is also covered by the hash chain) and ``pending.queued_at`` (a confirmed
-submission awaiting review on a board created with ``--review``; queued rows do not expire).
+submission awaiting review on a board created with ``--review``; queued rows do not expire) and
+``pending.refreshes`` (how many times its preview was recomputed: a confirm after one recomputation
+publishes, computing the duels of models published meanwhile, so no confirm starves under load).
 
 Revision ID: 0003
 Revises: 0002
