@@ -139,6 +139,13 @@ def _add_db_commands(dsub) -> None:
     ver.add_argument("--head", metavar="HASH", help="the head hash recorded earlier: also refuse a chain that no "
                                                     "longer contains it (rows removed from the end)")
     ver.set_defaults(func=_db_verify)
+    rec = dbsub.add_parser("recover", help="remove the published rows appended outside the app (as the tables' owner), "
+                                           "re-verify the chain, reopen the board")
+    rec.add_argument("--db", required=True, help="SQLAlchemy URL or SQLite file (connect as the owner role)")
+    rec.add_argument("--apply", action="store_true", help="remove them (default: only list what would be removed)")
+    rec.add_argument("--after-head", metavar="HASH", help="a head hash recorded while the board was intact: the "
+                                                          "chain rows appended after it are removed too")
+    rec.set_defaults(func=_db_recover)
     gr_ = dbsub.add_parser("grants", help="print the PostgreSQL GRANTs of the least-privilege app role")
     gr_.add_argument("role", help="the app's database role (it must own nothing)")
     gr_.set_defaults(func=_db_grants)
@@ -425,6 +432,30 @@ def _db_verify(args) -> int:
             print(f"also: {p}")
         raise InputError(f"the leaderboard was altered: {problems[0]}", path=args.db, field="db")
     print(f"ok: {top[0] if top else 0} published models, chain and triggers intact; head {top[1] if top else '-'}")
+    return 0
+
+
+def _db_recover(args) -> int:
+    from ..duel.recovery import recover
+    from ..duel.storage import Store
+
+    store = Store(_db(args.db))
+    notes = recover(store, apply=args.apply, after_head=args.after_head)
+    if not notes:
+        problems = store.verify()
+        if problems:
+            raise InputError(f"no published row lies outside the chain, but the board is altered: {problems[0]}; if "
+                             "chain rows were appended after a head you recorded, give --after-head HASH, else "
+                             "restore the board from a backup", path=args.db, field="db")
+        print("nothing was appended outside the app")
+        return 0
+    for n in notes:
+        print(("removed " if args.apply else "would remove ") + n)
+    if args.apply:
+        top = store.head()
+        print(f"ok: chain and triggers intact; {top[0] if top else 0} published models, head {top[1] if top else '-'}")
+    else:
+        print("nothing changed: run again with --apply, as the owner of the tables")
     return 0
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from . import schema
 
@@ -50,8 +50,8 @@ def meta_content(rows: list[tuple[str, str]]) -> bytes:
     return _dumps(["meta", sorted([str(k), str(v)] for k, v in rows)])
 
 
-def row_content(seq: int, sub: Mapping, link_row: Mapping, profiles: list[Mapping], duels: list[Mapping],
-                task_ids: list[Mapping], review: Mapping | None = None) -> bytes:
+def row_content(seq: int, sub: Mapping, link_row: Mapping, profiles: Sequence[Mapping], duels: Sequence[Mapping],
+                task_ids: Sequence[Mapping], review: Mapping | None = None) -> bytes:
     """The canonical bytes of one published submission (everything that was inserted with it, and the
     approval that published it on a board with review; rows without one hash as before 0003)."""
     extra = [] if review is None else [["review", str(review["decision"]), str(review["reviewer"]),
