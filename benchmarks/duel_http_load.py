@@ -73,7 +73,7 @@ class Client:
             return False, 0, status
         recomputed = 0
         for _ in range(100):
-            status = self.call("confirm", [None, "overall", None])[0]
+            status = self.call("confirm", [None, "overall", "", None])[0]
             if status.startswith("**Published**"):
                 return True, recomputed, status
             if "changed since your preview" not in status:

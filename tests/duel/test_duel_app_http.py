@@ -76,10 +76,10 @@ def test_a_reused_session_hash_confirms_nothing(server, sub_dicts):
     status = victim.call("presubmit", [file])[0]
     assert "Preview" in status
     attacker = Browser(base, demo, session_hash=victim.session_hash)   # the same Gradio session, its own cookie
-    out = attacker.call("confirm", [None, "overall", None])
+    out = attacker.call("confirm", [None, "overall", "", None])
     assert "another browser session" in out[0] and "Published" not in out[0]
     assert [m for _, m in store.published()] == ["model-00"]
-    out = victim.call("confirm", [None, "overall", None])
+    out = victim.call("confirm", [None, "overall", "", None])
     assert out[0].startswith("**Published**") and "model-01" in out[0]
     assert out[1]["visible"] is False                     # no table titled "Preview" after publishing
     assert store.verify() == []
@@ -101,9 +101,9 @@ def test_identity_from_the_proxy_header_owns_the_presubmission(tmp_path, cfg, su
         assert "Preview" in alice.call("presubmit", [alice.upload(json.dumps(sub_dicts[0]).encode())])[0]
         mallory = Browser(base, demo, session_hash=alice.session_hash, headers={"X-Forwarded-User": "mallory"})
         mallory.http.cookies = alice.http.cookies                    # even with alice's cookie
-        out = mallory.call("confirm", [None, "overall", None])
+        out = mallory.call("confirm", [None, "overall", "", None])
         assert "another signed\\-in user" in out[0] and store.published() == []
-        assert alice.call("confirm", [None, "overall", None])[0].startswith("**Published**")
+        assert alice.call("confirm", [None, "overall", "", None])[0].startswith("**Published**")
     finally:
         demo.close()
         store.close()
@@ -208,7 +208,7 @@ def test_a_client_chosen_session_cookie_is_replaced_and_confirms_nothing(server,
     # ... and the attacker who chose the value, in the victim's Gradio session, cannot confirm it
     attacker = Browser(base, demo, session_hash=victim.session_hash, headers={"Cookie": f"{COOKIE}={chosen}"})
     attacker.http.cookies.clear()
-    out = attacker.call("confirm", [None, "overall", None])
+    out = attacker.call("confirm", [None, "overall", "", None])
     assert "another browser session" in out[0] and [m for _, m in store.published()] == ["model-00"]
 
 

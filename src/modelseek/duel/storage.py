@@ -290,6 +290,34 @@ class Store(PublishWorkflow, ReviewWorkflow):
         when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(row[2])))
         return {**(meta if isinstance(meta, dict) else {"metadata": meta}), "_sha256": row[1], "_published": when}
 
+    def model_info(self) -> dict[str, dict]:
+        """Per published model what leaderboards show beside the scores: ``type``, ``n_params``, ``precision``
+        and ``source`` (its metadata), and ``reviewed`` (who approved it and when; ``None`` without review)."""
+        sa, sub, rv = self._sa, self.t["submissions"], self.t["reviews"]
+        with self.engine.connect() as c:
+            rows = c.execute(sa.select(sub.c.model, sub.c.metadata_json)).all()
+            approved = {m: (who, at) for m, who, at in c.execute(
+                sa.select(rv.c.model, rv.c.reviewer, rv.c.decided_at).where(rv.c.decision == "approved"))}
+        out = {}
+        for model, meta_json in rows:
+            try:
+                meta = json.loads(meta_json)
+            except ValueError:
+                meta = {}
+            meta = meta if isinstance(meta, dict) else {}
+            who = approved.get(model)
+            out[model] = {k: meta.get(k) for k in ("type", "n_params", "precision", "source")}
+            out[model]["reviewed"] = (None if who is None else
+                                      f"{who[0]}, {time.strftime('%Y-%m-%d', time.gmtime(float(who[1])))}")
+        return out
+
+    def queued(self) -> int:
+        """How many confirmed submissions await review."""
+        sa, pend = self._sa, self.t["pending"]
+        with self.engine.connect() as c:
+            return int(c.execute(sa.select(sa.func.count()).select_from(pend)
+                                 .where(pend.c.queued_at.is_not(None))).scalar_one())
+
     def submission(self, model: str) -> Submission:
         """The stored (published) submission of ``model``, exactly as uploaded."""
         from .submission import validate_submission

@@ -2,7 +2,7 @@
 
 .. code-block:: json
 
-    {"metadata": {"model": "org/name", "precision": "bf16", "n_params": 7.2e9, "source": "https://...",
+    {"metadata": {"model": "org/name", "type": "pretrained", "precision": "bf16", "n_params": 7.2e9, "source": "https://...",
                   "description": "...", "revision": "...", "prompts": {"task": "task_p2"}},
      "results": {"<task>": {"<metric>": 0.71}},
      "predictions": {"<task>": [{"doc_id": 0, "<metric>": <per-sample value>}, ...]}}
@@ -46,9 +46,10 @@ log = logging.getLogger(__name__)
 MAX_BYTES = 64 * 1024 * 1024
 METADATA_FIELDS: dict[str, type | tuple[type, ...]] = {
     "model": str, "precision": str, "n_params": (int, float), "source": str, "description": str, "revision": str,
-    "team": str, "prompts": dict}
+    "team": str, "prompts": dict, "type": str}
 #: per-field limits (characters) of the fields people read on the leaderboard
-FIELD_LIMITS = {"model": 200, "precision": 32, "source": 500, "description": 5000, "revision": 200, "team": 200}
+FIELD_LIMITS = {"model": 200, "precision": 32, "source": 500, "description": 5000, "revision": 200, "team": 200,
+                "type": 32}
 MAX_METADATA_BYTES = 256 * 1024
 #: what BenCzechMark's compile script copies from the lm-evaluation-harness results header: kept as provenance
 PROVENANCE_FIELDS = frozenset({
@@ -355,7 +356,7 @@ def _records_to_data_slow(task: str, metric: Metric, records: list, source: str)
     return TaskSamples(metric, values=np.array(vals, dtype=float))
 
 
-NAME_FIELDS = ("model", "precision", "revision", "team")
+NAME_FIELDS = ("model", "precision", "revision", "team", "type")
 
 
 def _check_metadata(meta: Mapping, source: str) -> tuple[dict, list[str]]:
