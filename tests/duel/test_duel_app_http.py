@@ -256,3 +256,42 @@ def test_session_signature_is_checked():
     assert not valid_session(b"j" * 32, good)                      # another server's
     assert not valid_session(secret, good[:-1] + ("0" if good[-1] != "0" else "1"))
     assert not valid_session(secret, "x" * 60) and not valid_session(secret, None)
+
+
+def test_review_board_over_http_awaiting_then_reviewed(tmp_path, cfg, sub_dicts):
+    from modelseek.duel.app import LeaderboardApp, build_app, launch
+    from modelseek.duel.reference import Reference
+    from modelseek.duel.storage import create_board
+    from modelseek.duel.submission import validate_submission
+
+    store = create_board(tmp_path / "rv.db", cfg, Reference.from_submission(validate_submission(sub_dicts[0], cfg)),
+                         review=True)
+    demo = build_app(store)
+    port = _port()
+    launch(demo, "127.0.0.1", port, prevent_thread_lock=True, quiet=True)
+    try:
+        b = Browser(f"http://127.0.0.1:{port}", demo)
+        assert "Preview" in b.call("presubmit", [b.upload(json.dumps(sub_dicts[1]).encode())])[0]
+        out = b.call("confirm", [None, "overall", "", None])
+        assert out[0].startswith("**Awaiting review:**") and store.published() == []
+        assert "1 confirmed submission(s) await the operator's review" in out[4]       # the board's note
+        store.approve("model-01", "carol")
+        board = LeaderboardApp(store, uploads=tmp_path).board()
+        assert board.loc[0, "model"] == "model-01" and board.loc[0, "reviewed"].startswith("carol, ")
+        assert list(board.columns[:7]) == ["rank", "model", "type", "params", "precision", "link", "reviewed"]
+    finally:
+        demo.close()
+        store.close()
+
+
+def test_provenance_table_has_human_dates():
+    from modelseek.duel.app import provenance_table
+
+    t = provenance_table({"model": "m", "date": 1764000000.0, "start_time": 1234.5, "end_time": 1764000100.0,
+                          "total_evaluation_time_seconds": 600.0, "n_params": 7.2e9,
+                          "config": {"batch_size": 8}, "_published": "2025-11-24 16:00:00 UTC"})
+    rows = dict(zip(t["field"], t["value"]))
+    assert rows["date"] == "2025-11-24 16:00:00 UTC" and rows["end_time"] == "2025-11-24 16:01:40 UTC"
+    assert rows["start_time"] == "1234.5 s on the evaluation's process clock"
+    assert rows["total_evaluation_time_seconds"] == "600 s (10.0 min)" and rows["n_params"] == "7.2B"
+    assert rows["config"] == '{"batch_size": 8}' and rows["published"] == "2025-11-24 16:00:00 UTC"
