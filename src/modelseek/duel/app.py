@@ -21,6 +21,7 @@ shown as stored are listed to the operator at start (``modelseek_notes``).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import math
@@ -75,16 +76,20 @@ def _when(value) -> str:
 
 
 def provenance_table(meta: dict | None) -> pd.DataFrame | None:
-    """A model's details and provenance as a two-column table for people: dates (``date``, epoch times) in
-    UTC, durations in seconds and minutes, lm-evaluation-harness's process-clock ``start_time`` /
-    ``end_time`` said to be one, nested values as compact JSON."""
+    """A model's details and provenance as a two-column table for people, the fields leaderboards show
+    first: dates (``date``, epoch times) in UTC, durations in seconds and minutes, lm-evaluation-harness's
+    process-clock ``start_time`` / ``end_time`` said to be one, nested values as compact JSON."""
     import json
 
     if meta is None:
         return None
+    first = ("model", "type", "n_params", "precision", "source", "team", "_published", "date", "_sha256")
     rows = []
-    for key, v in meta.items():
-        k = safe_str(key)
+    for key in [k for k in first if k in meta] + [k for k in meta if k not in first]:
+        v, k = meta[key], safe_str(key)
+        if isinstance(v, str) and (k == "date" or k.endswith(("_time", "_seconds"))):
+            with contextlib.suppress(ValueError):
+                v = float(v)                   # lm-evaluation-harness writes some numbers as strings
         number = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
         if number and (k == "date" or (k.endswith("_time") and v > 1e9)):
             text = _when(v)
