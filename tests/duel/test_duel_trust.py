@@ -337,3 +337,23 @@ def test_a_large_bootstrap_plan_in_chunks_equals_the_whole_plan(cfg):
     got = engine.profiles(ppl, [TaskSamples(ppl.metric, loglik=ll, words=w)] * 2, ["a", "b"], settings)
     c2 = bootstrap.resample_counts(n, settings.n_resamples, derive_rng(settings.seed, ppl.task, "bootstrap-plan"))
     assert np.allclose(got[0].vector, bootstrap.resampled_perplexity(ll, w, c2), rtol=1e-13, atol=0)
+
+
+def test_canonical_json_written_from_arrays_equals_json_dumps_of_the_records():
+    """The canonical form (stored, hashed) is written task by task from the arrays; it is byte for byte the
+    sorted-keys JSON of the records, with integer and name doc_ids and non-ASCII text."""
+    from modelseek.duel.submission import validate_submission
+    from modelseek.testing.duel import make_submission_dicts, small_config
+
+    cfg = small_config(("acc", "avg_mcauroc", "word_perplexity", "rouge_raw_r2_mid_f", "exact_match", "ndcg@5"))
+    for d in make_submission_dicts(cfg, n_models=2, n_samples=40, seed=2):
+        for variant in (d, copy.deepcopy(d)):
+            if variant is not d:
+                variant["metadata"]["description"] = "é ünï \u2603"
+                for t in variant["predictions"]:
+                    for k, r in enumerate(variant["predictions"][t]):
+                        r["doc_id"] = f"dóc-{k}" if k % 2 else k
+            s = validate_submission(variant, cfg)
+            assert s.to_json() == json.dumps(s.to_dict(), sort_keys=True, separators=(",", ":"))
+            ids = [r["doc_id"] for r in json.loads(s.to_json())["predictions"]["task_acc"]]
+            assert ids[:2] == ([0, 1] if variant is d else [0, 2]) and ("dóc-1" in ids) == (variant is not d)
