@@ -295,3 +295,25 @@ def test_provenance_table_has_human_dates():
     assert rows["start_time"] == "1234.5 s on the evaluation's process clock"
     assert rows["total_evaluation_time_seconds"] == "600 s (10.0 min)" and rows["n_params"] == "7.2B"
     assert rows["config"] == '{"batch_size": 8}' and rows["published"] == "2025-11-24 16:00:00 UTC"
+
+
+def test_forwarded_and_identity_headers_only_through_a_trusted_proxy():
+    """The ASGI layer itself: behind the trusted proxy the client is the forwarded one and the identity header
+    is kept; from any other address both are removed and the client is the address that connected."""
+    import asyncio
+
+    from modelseek.duel.app import SessionCookie
+
+    seen = []
+
+    async def app(scope, receive, send):
+        seen.append(scope)
+
+    mw = SessionCookie(app, secret=b"s" * 32, trusted=("10.0.0.1",), identity_header="X-Forwarded-User")
+    headers = [(b"x-forwarded-for", b"6.6.6.6, 203.0.113.7"), (b"x-forwarded-user", b"alice")]
+    for peer in ("10.0.0.1", "198.51.100.2"):
+        asyncio.run(mw({"type": "http", "client": (peer, 5555), "headers": list(headers)}, None, None))
+    via_proxy, direct = seen
+    assert via_proxy["client"][0] == "203.0.113.7" and (b"x-forwarded-user", b"alice") in via_proxy["headers"]
+    assert direct["client"] == ("198.51.100.2", 5555)
+    assert not [k for k, _ in direct["headers"] if k in (b"x-forwarded-for", b"x-forwarded-user")]
