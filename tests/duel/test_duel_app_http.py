@@ -317,3 +317,37 @@ def test_forwarded_and_identity_headers_only_through_a_trusted_proxy():
     assert via_proxy["client"][0] == "203.0.113.7" and (b"x-forwarded-user", b"alice") in via_proxy["headers"]
     assert direct["client"] == ("198.51.100.2", 5555)
     assert not [k for k, _ in direct["headers"] if k in (b"x-forwarded-for", b"x-forwarded-user")]
+
+
+def test_duel_serve_on_a_board_with_a_reference_issues_signed_cookies(tmp_path, cfg, sub_dicts, meta_file):
+    import re
+    import threading
+
+    ref = tmp_path / "ref.json"
+    ref.write_text(json.dumps(sub_dicts[0]), encoding="utf-8")
+    db = tmp_path / "board.db"
+    init = subprocess.run([sys.executable, "-m", "modelseek", "duel", "db", "init", "--db", str(db), "--metadata",
+                           str(meta_file), "--reference", str(ref)], capture_output=True, text=True, timeout=300)
+    assert init.returncode == 0, init.stderr
+    port = _port()
+    proc = subprocess.Popen([sys.executable, "-m", "modelseek", "duel", "serve", "--db", str(db), "--port", str(port),
+                             "--trusted-proxy", "10.0.0.1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    guard = threading.Timer(300, proc.kill)
+    guard.start()
+    try:
+        for line in proc.stdout:
+            if "serving the leaderboard" in line:
+                break
+        page = httpx.get(f"http://127.0.0.1:{port}/", timeout=60,
+                         headers={"X-Forwarded-For": "10.9.9.9", "Cookie": "modelseek_session=" + "x" * 40})
+        assert page.status_code == 200
+        assert re.match(r"modelseek_session=[A-Za-z0-9_-]{43}\.[0-9a-f]{32}; Path=/; HttpOnly; SameSite=Lax",
+                        page.headers["set-cookie"])
+    finally:
+        guard.cancel()
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            proc.kill()
