@@ -357,3 +357,14 @@ def test_canonical_json_written_from_arrays_equals_json_dumps_of_the_records():
             assert s.to_json() == json.dumps(s.to_dict(), sort_keys=True, separators=(",", ":"))
             ids = [r["doc_id"] for r in json.loads(s.to_json())["predictions"]["task_acc"]]
             assert ids[:2] == ([0, 1] if variant is d else [0, 2]) and ("dóc-1" in ids) == (variant is not d)
+
+
+def test_validate_against_a_reference_before_uploading(cli, tmp_path, cfg, sub_dicts, ref_file, meta_file):
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps(sub_dicts[1]), encoding="utf-8")
+    squat = tmp_path / "squat.json"
+    squat.write_text(json.dumps(_squatter(sub_dicts[2], cfg)), encoding="utf-8")
+    r = cli("duel", "validate", good, "--metadata", meta_file, "--reference", ref_file)
+    assert r.code == 0 and ": ok" in r.out
+    r = cli("duel", "validate", squat, "--metadata", meta_file, "--reference", ref_file)
+    assert r.code == 1 and str(squat) in r.err and "the operator's reference has 80 samples" in r.err

@@ -36,6 +36,8 @@ def register(sub) -> None:
     v = dsub.add_parser("validate", help="check submission files against the leaderboard's tasks")
     v.add_argument("submissions", nargs="+")
     _metadata_arg(v)
+    v.add_argument("--reference", metavar="FILE", help="also check them against a board's reference (the "
+                                                        "benchmark's doc_ids and gold labels, see db init)")
     v.set_defaults(func=_validate)
 
     t = dsub.add_parser("tournament", help="run every duel between submissions and print win scores")
@@ -294,6 +296,12 @@ def _load_all(paths: list[str], config):
 def _validate(args) -> int:
     config = _config(args)
     subs = _load_all(args.submissions, config)
+    if args.reference:
+        from ..duel.reference import Reference
+
+        ref = Reference.load(args.reference, config)
+        for path, s in zip(args.submissions, subs):
+            ref.check(s, path)
     for path, s in zip(args.submissions, subs):
         print(f"{path}: ok — model {s.model!r}, {len(s.tasks)} tasks, "
               f"{sum(d.n for d in s.data.values())} samples")
