@@ -134,3 +134,53 @@ def test_empty_board_in_chromium(tmp_path, cfg):
     finally:
         demo.close()
         store.close()
+
+
+def test_publications_from_an_empty_board_in_chromium(tmp_path, cfg, sub_dicts):
+    """Issue #35's page: the staged file stays visible until confirmed, the Duels tab is current after every
+    publication (no reload), the model columns and the search by name."""
+    sync_api = _chromium()
+    url, store, demo = _serve(tmp_path, cfg, [])
+    files = []
+    for d in sub_dicts[1:3]:
+        files.append(tmp_path / f"upload-{d['metadata']['model']}.json")
+        files[-1].write_text(json.dumps(d), encoding="utf-8")
+    try:
+        with sync_api.sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+            try:
+                page = browser.new_page(viewport={"width": 1400, "height": 1000})
+                page.goto(url, wait_until="domcontentloaded")
+                sync_api.expect(page.locator("#empty")).to_contain_text("No model is published yet", timeout=30_000)
+                page.get_by_role("tab", name="Submit").click()
+                for k, f in enumerate(files):
+                    page.locator("#upload input[type=file]").set_input_files(str(f))
+                    sync_api.expect(page.locator("#upload")).to_contain_text(f.stem, timeout=30_000)
+                    page.locator("#presubmit").click()
+                    sync_api.expect(page.locator("#status")).to_contain_text("Preview", timeout=60_000)
+                    # the staged file is still shown, by name, until confirm or discard
+                    sync_api.expect(page.locator("#upload")).to_contain_text(f.stem, timeout=30_000)
+                    sync_api.expect(page.locator("#status")).to_contain_text(f.name, timeout=30_000)
+                    page.locator("#confirm").click()
+                    sync_api.expect(page.locator("#status")).to_contain_text("Published", timeout=60_000)
+                    sync_api.expect(page.locator("#upload")).not_to_contain_text(f.stem, timeout=30_000)
+                    # the Duels tab is current without a reload
+                    page.get_by_role("tab", name="Duels").click()
+                    sync_api.expect(page.locator("#model-details")).to_contain_text("example.org", timeout=30_000)
+                    if k:
+                        sync_api.expect(page.locator("#duels")).to_contain_text("task_acc", timeout=30_000)
+                    page.get_by_role("tab", name="Submit").click()
+                page.get_by_role("tab", name="Leaderboard").click()
+                board = page.locator("#leaderboard")
+                sync_api.expect(board).to_contain_text("model-02", timeout=30_000)
+                heads = " ".join(page.locator("#leaderboard th").all_inner_texts())
+                assert all(h in heads for h in ("Type", "Params", "Precision", "Link")), heads
+                sync_api.expect(board).to_contain_text("2.0B", timeout=30_000)          # n_params 2e9
+                page.locator("#search textarea, #search input").first.fill("MODEL-01")
+                sync_api.expect(board).not_to_contain_text("model-02", timeout=30_000)
+                sync_api.expect(board).to_contain_text("model-01", timeout=30_000)
+            finally:
+                browser.close()
+    finally:
+        demo.close()
+        store.close()

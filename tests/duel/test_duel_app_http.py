@@ -76,10 +76,10 @@ def test_a_reused_session_hash_confirms_nothing(server, sub_dicts):
     status = victim.call("presubmit", [file])[0]
     assert "Preview" in status
     attacker = Browser(base, demo, session_hash=victim.session_hash)   # the same Gradio session, its own cookie
-    out = attacker.call("confirm", [None, "overall", None])
+    out = attacker.call("confirm", [None, "overall", "", None])
     assert "another browser session" in out[0] and "Published" not in out[0]
     assert [m for _, m in store.published()] == ["model-00"]
-    out = victim.call("confirm", [None, "overall", None])
+    out = victim.call("confirm", [None, "overall", "", None])
     assert out[0].startswith("**Published**") and "model-01" in out[0]
     assert out[1]["visible"] is False                     # no table titled "Preview" after publishing
     assert store.verify() == []
@@ -101,9 +101,9 @@ def test_identity_from_the_proxy_header_owns_the_presubmission(tmp_path, cfg, su
         assert "Preview" in alice.call("presubmit", [alice.upload(json.dumps(sub_dicts[0]).encode())])[0]
         mallory = Browser(base, demo, session_hash=alice.session_hash, headers={"X-Forwarded-User": "mallory"})
         mallory.http.cookies = alice.http.cookies                    # even with alice's cookie
-        out = mallory.call("confirm", [None, "overall", None])
+        out = mallory.call("confirm", [None, "overall", "", None])
         assert "another signed\\-in user" in out[0] and store.published() == []
-        assert alice.call("confirm", [None, "overall", None])[0].startswith("**Published**")
+        assert alice.call("confirm", [None, "overall", "", None])[0].startswith("**Published**")
     finally:
         demo.close()
         store.close()
@@ -131,8 +131,9 @@ def test_surrogate_upload_is_refused(server, sub_dicts):
 
 def _legacy_database_with_unrenderable_rows(path, cfg, sub_dicts):
     """A database as an older modelseek left it (schema 0001, no chain) whose published rows hold what this
-    version refuses at upload: a lone surrogate in the metadata, a bidi override in a model name."""
-    store = Store(path, config=cfg)
+    version refuses at upload: a lone surrogate in the metadata, a bidi override in a model name (a demo board:
+    ``duel serve`` refuses a board without the operator's reference otherwise)."""
+    store = Store(path, config=cfg, demo=True)
     for d in sub_dicts[:3]:
         store.submit(json.dumps(d).encode())
     store.close()
@@ -181,6 +182,168 @@ def test_serve_starts_on_a_database_holding_an_unrenderable_row(tmp_path, cfg, s
         assert meta["team"] == "\\udc80" and json.dumps(meta, ensure_ascii=False).encode("utf-8")
         assert store.verify() == []                          # migrated: the old rows are chained as they are
         store.close()
+    finally:
+        guard.cancel()
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # pragma: no cover
+            proc.kill()
+
+
+# ---------------------------------------------------------------------------------------- issue #35: identity
+def test_a_client_chosen_session_cookie_is_replaced_and_confirms_nothing(server, sub_dicts):
+    from modelseek.duel.app import COOKIE
+
+    base, demo, store = server
+    chosen = "A" * 43 + "." + "0" * 32                    # the shape of a real one, not signed by this server
+    page = httpx.get(f"{base}/", headers={"Cookie": f"{COOKIE}={chosen}"}, timeout=60)
+    issued = page.headers["set-cookie"]
+    assert issued.startswith(f"{COOKIE}=") and chosen not in issued
+    assert "HttpOnly" in issued and "SameSite=Lax" in issued
+    # a victim fixated on the chosen value (its client even ignores Set-Cookie) pre-submits ...
+    victim = Browser(base, demo, headers={"Cookie": f"{COOKIE}={chosen}"})
+    victim.http.cookies.clear()
+    assert "Preview" in victim.call("presubmit", [victim.upload(json.dumps(sub_dicts[3]).encode())])[0]
+    # ... and the attacker who chose the value, in the victim's Gradio session, cannot confirm it
+    attacker = Browser(base, demo, session_hash=victim.session_hash, headers={"Cookie": f"{COOKIE}={chosen}"})
+    attacker.http.cookies.clear()
+    out = attacker.call("confirm", [None, "overall", "", None])
+    assert "another browser session" in out[0] and [m for _, m in store.published()] == ["model-00"]
+
+
+def _quota_server(tmp_path, cfg, sub_dicts, trusted):
+    from modelseek.duel.app import build_app, launch
+    from modelseek.duel.publish import _payload
+    from modelseek.duel.submission import validate_submission
+
+    store = Store(tmp_path / "lb.db", config=cfg)
+    size = _payload(validate_submission(sub_dicts[0], cfg))[2]
+    store.max_daily_bytes = int(size * 1.5)              # one submission per uploader per day
+    demo = build_app(store)
+    port = _port()
+    launch(demo, "127.0.0.1", port, prevent_thread_lock=True, quiet=True, trusted_proxies=trusted)
+    return f"http://127.0.0.1:{port}", demo, store
+
+
+@pytest.mark.parametrize("trusted", [(), ("127.0.0.1",)])
+def test_forwarded_headers_count_only_from_a_trusted_proxy(tmp_path, cfg, sub_dicts, trusted):
+    base, demo, store = _quota_server(tmp_path, cfg, sub_dicts, trusted)
+    try:
+        first = Browser(base, demo)
+        assert "Preview" in first.call("presubmit", [first.upload(json.dumps(sub_dicts[0]).encode())])[0]
+        statuses = []
+        for k in range(1, 7):                              # the issue's six uploads from "other" clients
+            b = Browser(base, demo, headers={"X-Forwarded-For": f"10.0.0.{k}"})
+            statuses.append(b.call("presubmit", [b.upload(json.dumps(sub_dicts[k % 5]).encode())])[0])
+        if trusted:     # behind the trusted proxy each forwarded client has its own quota
+            assert all("Preview" in s for s in statuses), statuses
+            assert store.counts()["pending"] == 7
+        else:           # a client-supplied header changes nothing: one client, over its quota
+            assert all("daily storage limit" in s for s in statuses), statuses
+            assert store.counts()["pending"] == 1
+    finally:
+        demo.close()
+        store.close()
+
+
+def test_session_signature_is_checked():
+    from modelseek.duel.app import sign_session, valid_session
+
+    secret = b"k" * 32
+    good = sign_session(secret, "t" * 43)
+    assert valid_session(secret, good)
+    assert not valid_session(b"j" * 32, good)                      # another server's
+    assert not valid_session(secret, good[:-1] + ("0" if good[-1] != "0" else "1"))
+    assert not valid_session(secret, "x" * 60) and not valid_session(secret, None)
+
+
+def test_review_board_over_http_awaiting_then_reviewed(tmp_path, cfg, sub_dicts):
+    from modelseek.duel.app import LeaderboardApp, build_app, launch
+    from modelseek.duel.reference import Reference
+    from modelseek.duel.storage import create_board
+    from modelseek.duel.submission import validate_submission
+
+    store = create_board(tmp_path / "rv.db", cfg, Reference.from_submission(validate_submission(sub_dicts[0], cfg)),
+                         review=True)
+    demo = build_app(store)
+    port = _port()
+    launch(demo, "127.0.0.1", port, prevent_thread_lock=True, quiet=True)
+    try:
+        b = Browser(f"http://127.0.0.1:{port}", demo)
+        assert "Preview" in b.call("presubmit", [b.upload(json.dumps(sub_dicts[1]).encode())])[0]
+        out = b.call("confirm", [None, "overall", "", None])
+        assert out[0].startswith("**Awaiting review:**") and store.published() == []
+        assert "1 confirmed submission(s) await the operator's review" in out[4]       # the board's note
+        store.approve("model-01", "carol")
+        board = LeaderboardApp(store, uploads=tmp_path).board()
+        assert board.loc[0, "model"] == "model-01" and board.loc[0, "reviewed"].startswith("carol, ")
+        assert list(board.columns[:7]) == ["rank", "model", "type", "params", "precision", "link", "reviewed"]
+    finally:
+        demo.close()
+        store.close()
+
+
+def test_provenance_table_has_human_dates():
+    from modelseek.duel.app import provenance_table
+
+    t = provenance_table({"model": "m", "date": 1764000000.0, "start_time": 1234.5, "end_time": 1764000100.0,
+                          "total_evaluation_time_seconds": 600.0, "n_params": 7.2e9,
+                          "config": {"batch_size": 8}, "_published": "2025-11-24 16:00:00 UTC"})
+    rows = dict(zip(t["field"], t["value"]))
+    assert rows["date"] == "2025-11-24 16:00:00 UTC" and rows["end_time"] == "2025-11-24 16:01:40 UTC"
+    assert rows["start_time"] == "1234.5 s on the evaluation's process clock"
+    assert rows["total_evaluation_time_seconds"] == "600 s (10.0 min)" and rows["n_params"] == "7.2B"
+    assert rows["config"] == '{"batch_size": 8}' and rows["published"] == "2025-11-24 16:00:00 UTC"
+
+
+def test_forwarded_and_identity_headers_only_through_a_trusted_proxy():
+    """The ASGI layer itself: behind the trusted proxy the client is the forwarded one and the identity header
+    is kept; from any other address both are removed and the client is the address that connected."""
+    import asyncio
+
+    from modelseek.duel.app import SessionCookie
+
+    seen = []
+
+    async def app(scope, receive, send):
+        seen.append(scope)
+
+    mw = SessionCookie(app, secret=b"s" * 32, trusted=("10.0.0.1",), identity_header="X-Forwarded-User")
+    headers = [(b"x-forwarded-for", b"6.6.6.6, 203.0.113.7"), (b"x-forwarded-user", b"alice")]
+    for peer in ("10.0.0.1", "198.51.100.2"):
+        asyncio.run(mw({"type": "http", "client": (peer, 5555), "headers": list(headers)}, None, None))
+    via_proxy, direct = seen
+    assert via_proxy["client"][0] == "203.0.113.7" and (b"x-forwarded-user", b"alice") in via_proxy["headers"]
+    assert direct["client"] == ("198.51.100.2", 5555)
+    assert not [k for k, _ in direct["headers"] if k in (b"x-forwarded-for", b"x-forwarded-user")]
+
+
+def test_duel_serve_on_a_board_with_a_reference_issues_signed_cookies(tmp_path, cfg, sub_dicts, meta_file):
+    import re
+    import threading
+
+    ref = tmp_path / "ref.json"
+    ref.write_text(json.dumps(sub_dicts[0]), encoding="utf-8")
+    db = tmp_path / "board.db"
+    init = subprocess.run([sys.executable, "-m", "modelseek", "duel", "db", "init", "--db", str(db), "--metadata",
+                           str(meta_file), "--reference", str(ref)], capture_output=True, text=True, timeout=300)
+    assert init.returncode == 0, init.stderr
+    port = _port()
+    proc = subprocess.Popen([sys.executable, "-m", "modelseek", "duel", "serve", "--db", str(db), "--port", str(port),
+                             "--trusted-proxy", "10.0.0.1"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    guard = threading.Timer(300, proc.kill)
+    guard.start()
+    try:
+        for line in proc.stdout:
+            if "serving the leaderboard" in line:
+                break
+        page = httpx.get(f"http://127.0.0.1:{port}/", timeout=60,
+                         headers={"X-Forwarded-For": "10.9.9.9", "Cookie": "modelseek_session=" + "x" * 40})
+        assert page.status_code == 200
+        assert re.match(r"modelseek_session=[A-Za-z0-9_-]{43}\.[0-9a-f]{32}; Path=/; HttpOnly; SameSite=Lax",
+                        page.headers["set-cookie"])
     finally:
         guard.cancel()
         proc.terminate()

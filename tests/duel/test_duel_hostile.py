@@ -393,3 +393,60 @@ def test_least_privilege_postgresql_deployment(pg_server, cfg, sub_dicts, cli):
     assert not published and msg.startswith("**Error:**") and "refused the write" in msg
     assert len(store.published()) == 2 and store.verify() == []
     store.close()
+
+
+# ------------------------------------------------------------------------------------------ recovery (#35)
+def test_recovery_removes_rows_appended_outside_the_app(db_url, cfg, sub_dicts, tmp_path, cli, request):
+    """The owner's documented recovery: list, remove (one transaction, triggers restored), re-verify, reopen."""
+    sqlite = db_url.startswith("sqlite")
+    pg = None if sqlite else request.getfixturevalue("pg_server")
+    head = _published_board(db_url, cfg, sub_dicts)
+    forged = _copy(db_url, db_url, tmp_path, pg)
+    _sql(forged, ["INSERT INTO submissions (id, model, token, sha256, created_at, published_at, metadata_json, "
+                  "payload) SELECT 99, 'forged', 'tok-forged', sha256, created_at, published_at, metadata_json, "
+                  "payload FROM submissions WHERE id = 1",
+                  "INSERT INTO profiles (submission_id, task, n, raw, blob) SELECT 99, task, n, 1.0, blob FROM profiles "
+                  "WHERE submission_id = 1",
+                  "INSERT INTO duels (task, a_id, b_id, p_value) SELECT task, 99, b_id, 0.0 FROM duels WHERE a_id = 1",
+                  f"INSERT INTO chain (seq, submission_id, name_key, uploader, size, prev_hash, hash) VALUES "
+                  f"({head[0] + 1}, 99, 'forged', NULL, NULL, '{head[1]}', '{'f' * 64}')"])
+    r = cli("duel", "leaderboard", "--db", forged)
+    assert r.code == 1 and "altered" in r.err                        # detection: the board refuses to load
+    r = cli("duel", "db", "recover", "--db", forged)                 # 1. what would be removed
+    assert r.code == 1 and "give --after-head HASH" in r.err          # the forged row is chained: needs the head
+    r = cli("duel", "db", "recover", "--db", forged, "--after-head", head[1])
+    assert r.code == 0 and f"would remove chain row {head[0] + 1}" in r.out and "submission id 99" in r.out
+    assert cli("duel", "db", "verify", "--db", forged).code == 1      # nothing changed yet
+    r = cli("duel", "db", "recover", "--db", forged, "--apply", "--after-head", head[1])   # 2. removed, 3. verified
+    assert r.code == 0 and "ok: chain and triggers intact" in r.out and head[1] in r.out, r.err
+    r = cli("duel", "db", "verify", "--db", forged, "--head", head[1])
+    assert r.code == 0 and "ok: 3 published models" in r.out
+    r = cli("duel", "leaderboard", "--db", forged, "--json")         # the board opens again, as it was
+    assert r.code == 0 and sorted(x["model"] for x in json.loads(r.out)) == ["model-00", "model-01", "model-02"]
+    store = Store(forged)
+    with pytest.raises(store._sa.exc.DBAPIError, match="immutable"):     # the triggers are back
+        with store.engine.begin() as c:
+            c.execute(store._sa.text("DELETE FROM submissions WHERE id = 1"))
+    store.close()
+    r = cli("duel", "db", "recover", "--db", forged, "--apply")
+    assert r.code == 0 and "nothing was appended outside the app" in r.out
+    # a submission inserted without a chain row is removed without any recorded head
+    _sql(forged, ["INSERT INTO submissions (id, model, token, sha256, created_at, published_at, metadata_json, "
+                  "payload) SELECT 98, 'forged2', 'tok-f2', sha256, created_at, published_at, metadata_json, "
+                  "payload FROM submissions WHERE id = 1"])
+    r = cli("duel", "db", "recover", "--db", forged, "--apply")
+    assert r.code == 0 and "removed submission id 98" in r.out and head[1] in r.out
+
+
+def test_recovery_refuses_an_altered_chained_row(db_url, cfg, sub_dicts, tmp_path, cli, request):
+    sqlite = db_url.startswith("sqlite")
+    pg = None if sqlite else request.getfixturevalue("pg_server")
+    _published_board(db_url, cfg, sub_dicts)
+    bad = _copy(db_url, db_url, tmp_path, pg)
+    dialect = "sqlite" if sqlite else "postgresql"
+    _sql(bad, [s.format(t="profiles") for s in SWITCH_OFF[dialect]]
+         + ["UPDATE profiles SET raw = 0.99 WHERE submission_id = 2"])
+    for extra in ([], ["--after-head", "0" * 64]):
+        r = cli("duel", "db", "recover", "--db", bad, "--apply", *extra)
+        assert r.code == 1 and "restore" in r.err and "from a backup" in r.err
+    assert len(Store(bad).published()) == 3                              # nothing removed

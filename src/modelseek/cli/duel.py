@@ -36,6 +36,8 @@ def register(sub) -> None:
     v = dsub.add_parser("validate", help="check submission files against the leaderboard's tasks")
     v.add_argument("submissions", nargs="+")
     _metadata_arg(v)
+    v.add_argument("--reference", metavar="FILE", help="also check them against a board's reference (the "
+                                                        "benchmark's doc_ids and gold labels, see db init)")
     v.set_defaults(func=_validate)
 
     t = dsub.add_parser("tournament", help="run every duel between submissions and print win scores")
@@ -65,9 +67,11 @@ def register(sub) -> None:
     ex.add_argument("--models", type=int, default=3, choices=range(2, 11), metavar="2..10",
                     help="how many submissions (default 3)")
     ex.add_argument("--seed", type=SEED, default=0, help="seed of the generated predictions (default 0)")
+    ex.add_argument("--db", help="also create this demo board (no reference needed) and publish the examples on it")
     ex.set_defaults(func=_example)
 
     _add_db_commands(dsub)
+    _add_review_commands(dsub)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
 
@@ -108,6 +112,10 @@ def _add_store_commands(dsub) -> None:
                    help="behind a signing-in proxy (Hugging Face / OAuth): the request header holding the user "
                         "(e.g. X-Forwarded-User); uploads without it are refused and a pre-submission can only "
                         "be confirmed by the same user")
+    w.add_argument("--trusted-proxy", action="append", default=[], metavar="ADDRESS",
+                   help="the address of a reverse proxy whose X-Forwarded-For (and identity header) is honoured; "
+                        "repeat for several. Without it forwarded headers are ignored: the client is the address "
+                        "that connects")
     w.set_defaults(func=_serve)
 
 
@@ -115,6 +123,15 @@ def _add_db_commands(dsub) -> None:
     """``duel db``: upgrade, verify, grants."""
     db = dsub.add_parser("db", help="leaderboard database maintenance")
     dbsub = db.add_subparsers(dest="db_command", metavar="SUBCOMMAND")
+    ini = dbsub.add_parser("init", help="create a board with the operator's reference (sample ids, gold labels)")
+    ini.add_argument("--db", required=True, help="SQLAlchemy URL or SQLite file of the new board")
+    _metadata_arg(ini)
+    ini.add_argument("--reference", required=True, metavar="FILE",
+                     help="the benchmark's gold file ({\"reference\": {task: {\"doc_ids\", \"gold\", \"n_classes\"}}}) "
+                          "or a compiled submission the operator trusts: fixes every task's samples for good")
+    ini.add_argument("--review", action="store_true",
+                     help="confirmed submissions wait in a queue until modelseek duel review approve")
+    ini.set_defaults(func=_db_init)
     up = dbsub.add_parser("upgrade", help="apply the schema migrations (also done, under a lock, on opening)")
     up.add_argument("--db", default="leaderboard.db", help="SQLAlchemy URL or SQLite file (default leaderboard.db)")
     up.set_defaults(func=_db_upgrade)
@@ -124,10 +141,71 @@ def _add_db_commands(dsub) -> None:
     ver.add_argument("--head", metavar="HASH", help="the head hash recorded earlier: also refuse a chain that no "
                                                     "longer contains it (rows removed from the end)")
     ver.set_defaults(func=_db_verify)
+    rec = dbsub.add_parser("recover", help="remove the published rows appended outside the app (as the tables' owner), "
+                                           "re-verify the chain, reopen the board")
+    rec.add_argument("--db", required=True, help="SQLAlchemy URL or SQLite file (connect as the owner role)")
+    rec.add_argument("--apply", action="store_true", help="remove them (default: only list what would be removed)")
+    rec.add_argument("--after-head", metavar="HASH", help="a head hash recorded while the board was intact: the "
+                                                          "chain rows appended after it are removed too")
+    rec.set_defaults(func=_db_recover)
     gr_ = dbsub.add_parser("grants", help="print the PostgreSQL GRANTs of the least-privilege app role")
     gr_.add_argument("role", help="the app's database role (it must own nothing)")
     gr_.set_defaults(func=_db_grants)
     db.set_defaults(func=lambda a: (db.print_help(), 2)[1])
+
+
+def _add_review_commands(dsub) -> None:
+    """``duel review``: list, approve, reject (boards created with ``db init --review``)."""
+    import getpass
+
+    rv = dsub.add_parser("review", help="the review queue of a board created with --review")
+    rsub = rv.add_subparsers(dest="review_command", metavar="SUBCOMMAND")
+    ls = rsub.add_parser("list", help="queued submissions with their plausibility flags")
+    _db_args(ls)
+    ls.add_argument("--json", action="store_true")
+    ls.set_defaults(func=_review_list)
+    for name, helptext in (("approve", "publish a queued submission (recorded with who and when, chained)"),
+                           ("reject", "drop a queued submission, saying why")):
+        a = rsub.add_parser(name, help=helptext)
+        a.add_argument("model", help="the queued model's name")
+        _db_args(a)
+        try:
+            me = getpass.getuser()
+        except (KeyError, OSError):
+            me = None
+        a.add_argument("--by", default=me, help=f"the reviewer's name (default: the system user, {me})")
+        a.add_argument("--why", required=name == "reject", default="", help="the reason (required to reject)")
+        a.set_defaults(func=_review_decide)
+    rv.set_defaults(func=lambda a: (rv.print_help(), 2)[1])
+
+
+def _review_list(args) -> int:
+    store = _store(args)
+    _refuse_altered(store, args.db)
+    queue = store.review_queue()
+    if args.json:
+        print_json(queue)
+        return 0
+    if not queue:
+        print("no submission awaits review" + ("" if store.review else " (this board publishes without review)"))
+    for q in queue:
+        print(f"{q['model']}  (team {q['team'] or '-'}, by {q['identity'] or '-'}, uploaded {q['uploaded']}, "
+              f"confirmed {q['confirmed']})")
+        print("    flags: " + ("; ".join(q["flags"]) if q["flags"] else "none"))
+    return 0
+
+
+def _review_decide(args) -> int:
+    if not args.by:
+        raise InputError("name the reviewer with --by", field="--by")
+    store = _store(args)
+    _refuse_altered(store, args.db)
+    if args.review_command == "approve":
+        print(f"approved and published {store.approve(args.model, args.by, args.why)!r}")
+    else:
+        store.reject(args.model, args.by, args.why)
+        print(f"rejected {args.model!r}")
+    return 0
 
 
 def _metadata_arg(p) -> None:
@@ -218,6 +296,12 @@ def _load_all(paths: list[str], config):
 def _validate(args) -> int:
     config = _config(args)
     subs = _load_all(args.submissions, config)
+    if args.reference:
+        from ..duel.reference import Reference
+
+        ref = Reference.load(args.reference, config)
+        for path, s in zip(args.submissions, subs):
+            ref.check(s, path)
     for path, s in zip(args.submissions, subs):
         print(f"{path}: ok — model {s.model!r}, {len(s.tasks)} tasks, "
               f"{sum(d.n for d in s.data.values())} samples")
@@ -262,15 +346,19 @@ def _presubmit(args) -> int:
     pv = store.presubmit(args.submission)
     if args.confirm:
         store.confirm(pv.token, recompute=True)     # one step: duels against models published since included
+        queued = store.review
     if args.json:
         print_json({"token": pv.token, "model": pv.model, "rank": pv.rank, "scores": pv.scores,
-                    "published": bool(args.confirm), "seconds": pv.seconds})
+                    "published": bool(args.confirm) and not store.review,
+                    "awaiting_review": bool(args.confirm) and store.review, "seconds": pv.seconds})
         return 0
     print(f"preview for {pv.model!r}: rank {pv.rank} of {len(pv.table)}, overall {pv.scores['overall']:.2f} "
           f"({pv.seconds:.2f} s)")
     print(pv.table.to_string(index=False))
-    print(f"published {pv.model!r}" if args.confirm else
-          f"not published yet: modelseek duel confirm {pv.token} --db {args.db}")
+    if args.confirm:
+        print(f"awaiting review: {pv.model!r} (modelseek duel review approve)" if queued else f"published {pv.model!r}")
+    else:
+        print(f"not published yet: modelseek duel confirm {pv.token} --db {args.db}")
     return 0
 
 
@@ -279,7 +367,8 @@ def _confirm(args) -> int:
 
     store = _store(args)
     try:
-        print(f"published {store.confirm(args.token)!r}")
+        model = store.confirm(args.token)
+        print(f"awaiting review: {model!r} (modelseek duel review approve)" if store.review else f"published {model!r}")
     except StalePreview as exc:
         pv = store.refresh(args.token)
         print(f"the leaderboard changed since the preview; recomputed: {pv.model!r} rank {pv.rank} of "
@@ -328,10 +417,14 @@ def _serve(args) -> int:
     if args.pending_hours is not None:
         store.pending_ttl = args.pending_hours * 3600.0
     _refuse_altered(store, args.db)
+    store.check_servable()
     demo = build_app(store, identity_header=args.identity_header)
     for note in demo.modelseek_notes:
         print(f"warning: {note}")
-    launch(demo, host=args.host, port=args.port)
+    if args.identity_header and not args.trusted_proxy:
+        print(f"warning: {args.identity_header} is honoured from any client: give --trusted-proxy ADDRESS of the "
+              "signing-in proxy so that only it can name the user")
+    launch(demo, host=args.host, port=args.port, trusted_proxies=tuple(args.trusted_proxy))
     return 0
 
 
@@ -350,6 +443,30 @@ def _db_verify(args) -> int:
     return 0
 
 
+def _db_recover(args) -> int:
+    from ..duel.recovery import recover
+    from ..duel.storage import Store
+
+    store = Store(_db(args.db))
+    notes = recover(store, apply=args.apply, after_head=args.after_head)
+    if not notes:
+        problems = store.verify()
+        if problems:
+            raise InputError(f"no published row lies outside the chain, but the board is altered: {problems[0]}; if "
+                             "chain rows were appended after a head you recorded, give --after-head HASH, else "
+                             "restore the board from a backup", path=args.db, field="db")
+        print("nothing was appended outside the app")
+        return 0
+    for n in notes:
+        print(("removed " if args.apply else "would remove ") + n)
+    if args.apply:
+        top = store.head()
+        print(f"ok: chain and triggers intact; {top[0] if top else 0} published models, head {top[1] if top else '-'}")
+    else:
+        print("nothing changed: run again with --apply, as the owner of the tables")
+    return 0
+
+
 def _db_grants(args) -> int:
     from ..duel.schema import grants
 
@@ -364,8 +481,27 @@ def _example(args) -> int:
     paths, meta = write_examples(args.folder, n_models=args.models, seed=args.seed)
     for p in paths:
         print(f"wrote {p}")
-    print(f"wrote {meta} (the leaderboard's tasks: {len(LeaderboardConfig.load(meta).tasks)})")
+    config = LeaderboardConfig.load(meta)
+    print(f"wrote {meta} (the leaderboard's tasks: {len(config.tasks)})")
+    print(f"wrote {meta.with_name('reference.json')} (the tasks' doc_ids and gold labels: a board's reference)")
+    if args.db:
+        from ..duel.storage import Store
+        from ..duel.submission import load_submission
+
+        store = Store(_db(args.db), config=config, demo=True)
+        store.publish_many([load_submission(p, config) for p in paths])
+        print(f"created the demo board {args.db} with {len(paths)} models: modelseek duel serve --db {args.db}")
     print(f"try: modelseek duel tournament {' '.join(str(p) for p in paths)} --metadata {meta}")
+    return 0
+
+
+def _db_init(args) -> int:
+    from ..duel.storage import create_board
+
+    store = create_board(_db(args.db), _config(args), args.reference, review=args.review)
+    top = store.head()
+    print(f"created {args.db}: {len(store.config.tasks)} tasks, reference fixed"
+          + (", publication after review" if store.review else "") + f"; head {top[1] if top else '-'}")
     return 0
 
 

@@ -21,6 +21,9 @@ shown as stored are listed to the operator at start (``modelseek_notes``).
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import hmac
 import math
 import os
 import re
@@ -34,7 +37,7 @@ from ..errors import ModelseekError
 from .leaderboard import display_frame
 from .publish import StalePreview
 from .storage import Store
-from .text import safe_str
+from .text import name_key, safe_str
 
 COOKIE = "modelseek_session"
 #: uploaded files older than this are deleted (identical uploads share one file: not deleted at once)
@@ -59,6 +62,50 @@ def md_code(text: str) -> str:
     fence = "`" * (longest + 1)
     pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
     return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def params_text(n) -> str | None:
+    """A parameter count as leaderboards show it: ``7.2B``, ``350M``."""
+    if isinstance(n, bool) or not isinstance(n, (int, float)) or not math.isfinite(n) or n <= 0:
+        return None
+    return f"{n / 1e9:.1f}B" if n >= 1e9 else (f"{n / 1e6:.0f}M" if n >= 1e6 else f"{n:,.0f}")
+
+
+def _when(value) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(value)))
+
+
+def provenance_table(meta: dict | None) -> pd.DataFrame | None:
+    """A model's details and provenance as a two-column table for people, the fields leaderboards show
+    first: dates (``date``, epoch times) in UTC, durations in seconds and minutes, lm-evaluation-harness's
+    process-clock ``start_time`` / ``end_time`` said to be one, nested values as compact JSON."""
+    import json
+
+    if meta is None:
+        return None
+    first = ("model", "type", "n_params", "precision", "source", "team", "_published", "date", "_sha256")
+    rows = []
+    for key in [k for k in first if k in meta] + [k for k in meta if k not in first]:
+        v, k = meta[key], safe_str(key)
+        if isinstance(v, str) and (k == "date" or k.endswith(("_time", "_seconds"))):
+            with contextlib.suppress(ValueError):
+                v = float(v)                   # lm-evaluation-harness writes some numbers as strings
+        number = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        if number and (k == "date" or (k.endswith("_time") and v > 1e9)):
+            text = _when(v)
+        elif number and k.endswith("_time"):
+            text = f"{v:.1f} s on the evaluation's process clock"
+        elif number and k.endswith("_seconds"):
+            text = f"{v:,.0f} s ({v / 60:.1f} min)"
+        elif number and k == "n_params":
+            text = params_text(v) or safe_str(v)
+        elif isinstance(v, (dict, list)):
+            dumped = json.dumps(safe_tree(v), ensure_ascii=False, sort_keys=True)
+            text = dumped if len(dumped) <= 300 else dumped[:299] + "…"
+        else:
+            text = safe_str(v)
+        rows.append({"field": k.lstrip("_"), "value": text})
+    return pd.DataFrame(rows, columns=["field", "value"])
 
 
 def upload_root() -> Path:
@@ -124,23 +171,76 @@ def safe_frame(df: pd.DataFrame | None) -> pd.DataFrame | None:
     return out
 
 
-class SessionCookie:
-    """ASGI middleware: an unguessable HttpOnly session cookie for every browser that has none."""
+_SESSION = re.compile(r"^([A-Za-z0-9_-]{43})\.([0-9a-f]{32})$")
 
-    def __init__(self, app) -> None:
-        self.app = app
+
+def sign_session(secret: bytes, token: str) -> str:
+    """``token.signature``: the session value this server issues (HMAC-SHA256 with its secret)."""
+    return f"{token}.{hmac.new(secret, token.encode('ascii'), hashlib.sha256).hexdigest()[:32]}"
+
+
+def valid_session(secret: bytes, value: str | None) -> bool:
+    """Whether ``value`` is a session cookie this server issued (a client-chosen value is not)."""
+    m = _SESSION.match(value or "")
+    return m is not None and hmac.compare_digest(sign_session(secret, m.group(1)), str(value))
+
+
+def _forwarded_client(headers: list, trusted: frozenset[str]) -> str | None:
+    """The client named by ``X-Forwarded-For`` behind trusted proxies: the rightmost address that is not a
+    trusted proxy (the ones to its left were written by the client itself)."""
+    chain = [a.strip() for k, v in headers if k == b"x-forwarded-for" for a in v.decode("latin-1").split(",")]
+    for addr in reversed([a for a in chain if a]):
+        if addr not in trusted:
+            return addr
+    return None
+
+
+class SessionCookie:
+    """ASGI middleware: who is asking, as the server knows it.
+
+    * **Session**: the server issues the session cookie (HttpOnly, SameSite=Lax, Secure over https), a random
+      token signed with the server's secret; any other value (a client-chosen one) is replaced by a new
+      session, so a browser cannot choose or fixate one.
+    * **Client address**: forwarded headers (``X-Forwarded-For``, ``-Proto``, ``-Host``) are honoured only
+      from the addresses in ``trusted`` (``--trusted-proxy``) and removed from every other request; the
+      client is the rightmost forwarded address that is not a trusted proxy.
+    * **Identity header**: with trusted proxies, honoured only on requests that came through one of them."""
+
+    def __init__(self, app, secret: bytes, trusted: tuple[str, ...] = (), identity_header: str | None = None) -> None:
+        self.app, self.secret, self.trusted = app, secret, frozenset(trusted)
+        self.identity = identity_header.lower().encode("latin-1") if identity_header else None
+
+    def _who(self, scope: dict) -> dict:
+        headers = list(scope.get("headers", []))
+        peer = (scope.get("client") or (None, 0))[0]
+        if peer is not None and peer in self.trusted:
+            client = _forwarded_client(headers, self.trusted)
+            if client is not None:
+                scope = {**scope, "client": (client, 0)}
+            proto = next((v.decode("latin-1").strip() for k, v in headers if k == b"x-forwarded-proto"), None)
+            if proto in ("http", "https") and scope["type"] == "http":
+                scope = {**scope, "scheme": proto}
+            return scope
+        drop = {b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-host", b"forwarded", b"x-real-ip"}
+        if self.trusted and self.identity is not None:
+            drop.add(self.identity)
+        return {**scope, "headers": [(k, v) for k, v in headers if k not in drop]}
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             return await self.app(scope, receive, send)
+        scope = self._who(scope)
         raw = b"; ".join(v for k, v in scope.get("headers", []) if k == b"cookie").decode("latin-1")
-        if re.search(rf"(^|;\s*){COOKIE}=[A-Za-z0-9_-]{{20,}}", raw):
+        pairs = [p.strip() for p in raw.split(";") if p.strip()]
+        mine = [p.split("=", 1)[1] for p in pairs if p.startswith(f"{COOKIE}=")]
+        if len(mine) == 1 and valid_session(self.secret, mine[0]):
             return await self.app(scope, receive, send)
-        value = secrets.token_urlsafe(32)
+        value = sign_session(self.secret, secrets.token_urlsafe(32))
+        others = [p for p in pairs if not p.startswith(f"{COOKIE}=")]
         headers = [(k, v) for k, v in scope.get("headers", []) if k != b"cookie"]
-        headers.append((b"cookie", (raw + "; " if raw else "").encode("latin-1") + f"{COOKIE}={value}".encode()))
+        headers.append((b"cookie", "; ".join([*others, f"{COOKIE}={value}"]).encode("latin-1")))
         scope = {**scope, "headers": headers}            # this request already carries it
-        secure = scope.get("scheme") == "https" or (b"x-forwarded-proto", b"https") in scope["headers"]
+        secure = scope.get("scheme") in ("https", "wss")
         attrs = "; Path=/; HttpOnly; SameSite=Lax" + ("; Secure" if secure else "")
 
         async def send_with_cookie(message):
@@ -162,6 +262,9 @@ class LeaderboardApp:
         self.identity_header = identity_header
         self.upload_ttl = upload_ttl
         self._handled: set[Path] = set()     # uploads this app read (Gradio's folder is shared with other apps)
+        #: signs the session cookies (:class:`SessionCookie`); a new one per process: a restart ends every
+        #: browser session (their pending pre-submissions can no longer be confirmed, and expire)
+        self.secret = secrets.token_bytes(32)
 
     # ------------------------------------------------------------------------------------ uploads
     def _uploaded_path(self, file) -> Path:
@@ -236,6 +339,8 @@ class LeaderboardApp:
         except Exception:  # noqa: BLE001 - a request without cookies
             cookies = {}
         session = cookies.get(COOKIE) or None
+        if session is not None and not valid_session(self.secret, session):
+            session = None                       # not issued by this server: no session at all
         identity = None
         if self.identity_header:
             try:
@@ -258,16 +363,36 @@ class LeaderboardApp:
             raise ModelseekError("this page needs its session cookie: reload it (with cookies enabled)")
 
     # ------------------------------------------------------------------------------------ handlers
-    def board(self, level: str | None = "overall") -> pd.DataFrame:
-        return self.store.leaderboard(level or "overall")
+    def board(self, level: str | None = "overall", query: str | None = None) -> pd.DataFrame:
+        """The leaderboard with the model's type, parameters, precision and link (and, on a board with review,
+        who approved it) beside its name; ``query`` keeps the models whose name contains it (case, width and
+        invisible characters ignored), ranks unchanged."""
+        df = self.store.leaderboard(level or "overall")
+        if not len(df):
+            return df
+        info = self.store.model_info()
+        cols = {"type": [info[m]["type"] for m in df["model"]],
+                "params": [params_text(info[m]["n_params"]) for m in df["model"]],
+                "precision": [info[m]["precision"] for m in df["model"]],
+                "link": [info[m]["source"] for m in df["model"]]}
+        if self.store.review:
+            cols["reviewed"] = [info[m]["reviewed"] for m in df["model"]]
+        for k, (name, values) in enumerate(cols.items()):
+            df.insert(2 + k, name, ["—" if v is None else v for v in values])
+        if query and query.strip():
+            key = name_key(query.strip())
+            df = df[[key in name_key(m) for m in df["model"]]].reset_index(drop=True)
+        return df
 
-    def shown_board(self, level: str | None = "overall"):
+    def shown_board(self, level: str | None = "overall", query: str | None = None):
         """The table as the page shows it: short headers (full names in ``.attrs['titles']``), one number
         format (pandas Styler), every cell encodable."""
-        return display_frame(safe_frame(self.board(level)), self.store.config)
+        return display_frame(safe_frame(self.board(level, query)), self.store.config)
 
     def empty_note(self) -> str:
-        return "" if self.store.published() else EMPTY
+        waiting = self.store.queued() if self.store.review else 0
+        note = f"{waiting} confirmed submission(s) await the operator's review." if waiting else ""
+        return note if self.store.published() else (EMPTY + (f" {note}" if note else ""))
 
     def models(self) -> list[str]:
         """Published models, best first (the Duels tab opens on the leader)."""
@@ -281,6 +406,17 @@ class LeaderboardApp:
         for col in ("p_value (beats opponent)", "p_value (opponent beats)"):
             details[col] = details[col].map(pvalue_text)
         return safe_frame(details), safe_tree(self.store.metadata(model))
+
+    def discard(self, token: str | None, request=None) -> str:
+        """Drop the staged pre-submission (status Markdown)."""
+        if not token:
+            return "Nothing is staged."
+        session, identity, _ = self.who(request)
+        try:
+            self.store.discard(token, session=session, identity=identity)
+        except ModelseekError as exc:
+            return f"**Error:** {md_text(exc)}"
+        return "Discarded: nothing was published."
 
     def problems(self) -> list[str]:
         """Published rows that cannot be shown as stored (they are shown escaped): told to the operator."""
@@ -313,8 +449,9 @@ class LeaderboardApp:
             return f"**Error:** the submission could not be handled ({md_text(type(exc).__name__)})", None, None
         finally:
             self.sweep_uploads()
-        msg = (f"**Preview** for {md_code(pv.model)}: rank {pv.rank} of {len(pv.table)}, overall win score "
-               f"{pv.scores['overall']:.2f} (computed in {pv.seconds:.1f} s). Nothing is published until you confirm.")
+        msg = (f"**Preview** for {md_code(pv.model)} (staged file {md_code(name)}): rank {pv.rank} of {len(pv.table)}, "
+               f"overall win score {pv.scores['overall']:.2f} (computed in {pv.seconds:.1f} s). Nothing is published "
+               "until you confirm" + (" (then the operator reviews it)" if self.store.review else "") + ".")
         if pv.warnings:
             msg += "\n\nWarnings: " + "; ".join(md_text(w) for w in pv.warnings[:10])
         return msg, pv.table, pv.token
@@ -339,6 +476,9 @@ class LeaderboardApp:
         except Exception as exc:  # noqa: BLE001 - nothing says Published unless it is
             return (f"**Error:** not published: the database could not store it ({md_text(type(exc).__name__)})",
                     None, False)
+        if self.store.review:
+            return (f"**Awaiting review:** {md_code(model)} was confirmed; it enters the leaderboard and the duels "
+                    "once the operator approves it.", None, True)
         return f"**Published** {md_code(model)}.", None, True
 
 
@@ -371,32 +511,80 @@ def _titles_html(frame, target: str) -> str:
             "style='display:none'></div>")
 
 
-def _submit_handlers(app: LeaderboardApp, store: Store, shown, models_update):
-    """The Submit tab's handlers: pre-submit (the preview) and confirm (publication)."""
+def _submit_handlers(app: LeaderboardApp, store: Store, shown, duels_tab):
+    """The Submit tab's handlers: pre-submit (the preview; the staged file stays visible), confirm
+    (publication; the Leaderboard and Duels tabs are refreshed) and discard."""
     import gradio as gr
 
     def presubmit(file, request: gr.Request):
         msg, table, token = app.presubmit(file, request)
         frame = display_frame(safe_frame(table), store.config) if table is not None else None
+        staged = token is not None
         return (msg, gr.update(value=frame, visible=table is not None, label="Preview (not published)"), token,
-                gr.update(interactive=token is not None), None)
+                gr.update(interactive=staged), gr.update(interactive=staged), gr.update())
 
-    def confirm(token, level, current, request: gr.Request):
+    def confirm(token, level, query, current, request: gr.Request):
         msg, table, published = app.confirm(token, request)
-        frame, titles = shown(level)
+        frame, titles = shown(level, query)
+        tabs = duels_tab(current)
         if table is not None:          # the board changed: the recomputed preview, confirm again
             preview = gr.update(value=display_frame(safe_frame(table), store.config), visible=True,
                                 label="Preview (recomputed, not published)")
             return (msg, preview, frame, titles, app.empty_note(), token, gr.update(interactive=True),
-                    models_update(current))
+                    gr.update(interactive=True), *tabs, gr.update())
+        done = published or token is None
         return (msg, gr.update(value=None, visible=False), frame, titles, app.empty_note(),
-                None if published else token, gr.update(interactive=not published and token is not None),
-                models_update(current))
+                None if published else token, gr.update(interactive=not done), gr.update(interactive=not done),
+                *tabs, gr.update(value=None) if published else gr.update())
+
+    def discard(token, request: gr.Request):
+        msg = app.discard(token, request)
+        return (msg, gr.update(value=None, visible=False), None, gr.update(interactive=False),
+                gr.update(interactive=False), gr.update(value=None))
 
     # the module's annotations are strings (__future__): Gradio finds its Request parameter by the class
-    presubmit.__annotations__["request"] = gr.Request
-    confirm.__annotations__["request"] = gr.Request
-    return presubmit, confirm
+    for fn in (presubmit, confirm, discard):
+        fn.__annotations__["request"] = gr.Request
+    return presubmit, confirm, discard
+
+
+def _layout(gr, app: LeaderboardApp, store: Store, levels: list[str], shown, duels_update) -> dict:
+    """The three tabs' components, by name."""
+    c: dict = {}
+    with gr.Tab("Leaderboard"):
+        with gr.Row():
+            c["level"] = gr.Dropdown(levels, value="overall", label="Show (filter by category)", elem_id="level")
+            c["search"] = gr.Textbox(label="Search models", placeholder="part of a model name", elem_id="search")
+        c["empty"] = gr.Markdown(app.empty_note(), elem_id="empty")
+        first = app.shown_board("overall")
+        c["table"] = gr.Dataframe(value=first, interactive=False, elem_id="leaderboard", wrap=False)
+        c["titles"] = gr.HTML(_titles_html(first, "leaderboard"), elem_id="leaderboard-titles")
+    with gr.Tab("Duels"):
+        names = app.models()
+        c["model"] = gr.Dropdown(names, value=names[0] if names else None, label="Model", elem_id="duel-model")
+        c["duels_empty"] = gr.Markdown(app.empty_note(), elem_id="duels-empty")
+        d0, m0 = app.duels(names[0]) if names else (None, None)
+        c["details"] = gr.Dataframe(value=d0, interactive=False, elem_id="duels")
+        c["meta"] = gr.Dataframe(value=provenance_table(m0), interactive=False, wrap=True,
+                                 label="Model details and provenance", elem_id="model-details")
+    with gr.Tab("Submit"):
+        gr.Markdown("Upload a compiled submission (`modelseek duel compile` output or BenCzechMark's compiled "
+                    f"file, at most {store.max_bytes / 2**20:.0f} MB), pre-submit to see the leaderboard as it "
+                    "would be, then confirm to publish (within "
+                    f"{store.pending_ttl / 3600:g} h). Published submissions are immutable."
+                    + (" On this board the operator reviews each confirmed submission before it is published."
+                       if store.review else ""))
+        c["upload"] = gr.File(label="Submission JSON", file_types=[".json"], type="filepath", elem_id="upload")
+        c["pre_btn"] = gr.Button("Pre-submit", variant="secondary", elem_id="presubmit")
+        c["status"] = gr.Markdown(elem_id="status")
+        c["preview"] = gr.Dataframe(visible=False, interactive=False, elem_id="preview",
+                                    label="Preview (not published)")
+        c["token"] = gr.State(None)
+        with gr.Row():
+            c["confirm_btn"] = gr.Button("Confirm and publish", variant="primary", interactive=False,
+                                         elem_id="confirm")
+            c["discard_btn"] = gr.Button("Discard", variant="secondary", interactive=False, elem_id="discard")
+    return c
 
 
 def build_app(store: Store, title: str = "Duel leaderboard", identity_header: str | None = None):
@@ -408,84 +596,78 @@ def build_app(store: Store, title: str = "Duel leaderboard", identity_header: st
     store.purge_expired()
     levels = ["overall", "tasks", *store.config.categories]
 
-    def models_update(current=None):
-        names = app.models()
-        value = current if current in names else (names[0] if names else None)
-        return gr.update(choices=names, value=value)
-
-    def shown(level):
-        frame = app.shown_board(level)
+    def shown(level, query=None):
+        frame = app.shown_board(level, query)
         return frame, _titles_html(frame, "leaderboard")
 
     def duels_update(model):
         details, meta = app.duels(model)
-        return details, meta, ("" if model else app.empty_note())
+        return details, provenance_table(meta), ("" if model else app.empty_note())
 
-    def first_open(level):
+    def duels_tab(current=None):
+        """The Duels tab as it is now: the model list, the chosen model's duels and details, the note."""
         names = app.models()
-        model = names[0] if names else None
-        details, meta = app.duels(model)
-        note = app.empty_note()
-        frame, titles = shown(level)
-        return (frame, titles, note, gr.update(choices=names, value=model), details, meta, note)
+        value = current if current in names else (names[0] if names else None)
+        return (gr.update(choices=names, value=value), *duels_update(value))
 
-    presubmit, confirm = _submit_handlers(app, store, shown, models_update)
+    def first_open(level, query):
+        frame, titles = shown(level, query)
+        return (frame, titles, app.empty_note(), *duels_tab())
+
+    presubmit, confirm, discard = _submit_handlers(app, store, shown, duels_tab)
     notes = app.problems()
     with gr.Blocks(title=title, analytics_enabled=False, delete_cache=(3600, 3600)) as demo:
         gr.Markdown(f"# {md_text(title)}\nEvery pair of models duels on every task (one-tailed significance test, "
                     f"alpha = {store.alpha}); a task win score is the share of duels won x 100, a category "
                     "averages its tasks, overall averages categories. Metric values are computed from each "
                     "submission's predictions. Click a column header to sort; hover it for its full name.")
-        with gr.Tab("Leaderboard"):
-            level = gr.Dropdown(levels, value="overall", label="Show (filter by category)", elem_id="level")
-            empty = gr.Markdown(app.empty_note(), elem_id="empty")
-            first = app.shown_board("overall")
-            table = gr.Dataframe(value=first, interactive=False, elem_id="leaderboard", wrap=False)
-            titles = gr.HTML(_titles_html(first, "leaderboard"), elem_id="leaderboard-titles")
-            level.change(shown, level, [table, titles])
-        with gr.Tab("Duels"):
-            names = app.models()
-            model = gr.Dropdown(names, value=names[0] if names else None, label="Model", elem_id="duel-model")
-            duels_empty = gr.Markdown(app.empty_note(), elem_id="duels-empty")
-            d0, m0 = app.duels(names[0]) if names else (None, None)
-            details = gr.Dataframe(value=d0, interactive=False, elem_id="duels")
-            meta = gr.JSON(value=m0, label="Model details and provenance", elem_id="model-details")
-            model.change(duels_update, model, [details, meta, duels_empty])
-        with gr.Tab("Submit"):
-            gr.Markdown("Upload a compiled submission (`modelseek duel compile` output or BenCzechMark's compiled "
-                        f"file, at most {store.max_bytes / 2**20:.0f} MB), pre-submit to see the leaderboard as it "
-                        "would be, then confirm to publish (within "
-                        f"{store.pending_ttl / 3600:g} h). Published submissions are immutable.")
-            upload = gr.File(label="Submission JSON", file_types=[".json"], type="filepath", elem_id="upload")
-            pre_btn = gr.Button("Pre-submit", variant="secondary", elem_id="presubmit")
-            status = gr.Markdown(elem_id="status")
-            preview = gr.Dataframe(visible=False, interactive=False, elem_id="preview", label="Preview (not published)")
-            token = gr.State(None)
-            confirm_btn = gr.Button("Confirm and publish", variant="primary", interactive=False, elem_id="confirm")
-            pre_btn.click(presubmit, upload, [status, preview, token, confirm_btn, upload])
-            confirm_btn.click(confirm, [token, level, model],
-                              [status, preview, table, titles, empty, token, confirm_btn, model])
+        c = _layout(gr, app, store, levels, shown, duels_update)
+        board = [c["table"], c["titles"]]
+        duels = [c["model"], c["details"], c["meta"], c["duels_empty"]]
+        c["level"].change(shown, [c["level"], c["search"]], board)
+        c["search"].change(shown, [c["level"], c["search"]], board)
+        c["model"].change(duels_update, c["model"], duels[1:])
+        buttons = [c["confirm_btn"], c["discard_btn"]]
+        c["pre_btn"].click(presubmit, c["upload"], [c["status"], c["preview"], c["token"], *buttons, c["upload"]])
+        c["confirm_btn"].click(confirm, [c["token"], c["level"], c["search"], c["model"]],
+                               [c["status"], c["preview"], *board, c["empty"], c["token"], *buttons, *duels,
+                                c["upload"]])
+        c["discard_btn"].click(discard, c["token"], [c["status"], c["preview"], c["token"], *buttons, c["upload"]])
         # a page opened later shows the board as it is then (also on the Duels tab)
-        demo.load(first_open, level, [table, titles, empty, model, details, meta, duels_empty])
+        demo.load(first_open, [c["level"], c["search"]], [*board, c["empty"], *duels])
     demo.modelseek_store = store
     demo.modelseek_notes = notes
     demo.modelseek_app = app
     return demo
 
 
-def launch(demo, host: str = "127.0.0.1", port: int = 7860, **kwargs):
+def launch(demo, host: str = "127.0.0.1", port: int = 7860, trusted_proxies: tuple[str, ...] = (), **kwargs):
     """Serve ``demo`` (from :func:`build_app`): uploads over the store's limit are refused while they are
     received (Gradio's ``max_file_size`` stops reading the request), no server folder is added to what
-    Gradio may serve, every browser gets its session cookie (:class:`SessionCookie`), and the address is
-    printed by modelseek (Gradio's own start-up text advertises a ``share=True`` this command has not)."""
+    Gradio may serve, every browser gets its signed session cookie and forwarded headers count only from
+    ``trusted_proxies`` (:class:`SessionCookie`), and the address is printed by modelseek (Gradio's own
+    start-up text advertises a ``share=True`` this command has not).
+
+    Uvicorn (under Gradio) trusts ``X-Forwarded-For`` from 127.0.0.1 by default (``FORWARDED_ALLOW_IPS``);
+    while the server starts that variable is set to trust no one, so :class:`SessionCookie` alone decides."""
     from starlette.middleware import Middleware
 
     quiet = kwargs.pop("quiet", False)
     block = not kwargs.pop("prevent_thread_lock", False)
-    app_kwargs = {**kwargs.pop("app_kwargs", {}), "middleware": [Middleware(SessionCookie)]}
-    out = demo.launch(server_name=host, server_port=port, max_file_size=demo.modelseek_store.max_bytes,
-                      allowed_paths=[], quiet=True, app_kwargs=app_kwargs, head=_HEAD, css=_CSS,
-                      prevent_thread_lock=True, **kwargs)
+    cookie = Middleware(SessionCookie, secret=demo.modelseek_app.secret, trusted=tuple(trusted_proxies),
+                        identity_header=demo.modelseek_app.identity_header)
+    app_kwargs = {**kwargs.pop("app_kwargs", {}), "middleware": [cookie]}
+    before = os.environ.get("FORWARDED_ALLOW_IPS")
+    os.environ["FORWARDED_ALLOW_IPS"] = ""          # read by uvicorn.Config inside demo.launch
+    try:
+        out = demo.launch(server_name=host, server_port=port, max_file_size=demo.modelseek_store.max_bytes,
+                          allowed_paths=[], quiet=True, app_kwargs=app_kwargs, head=_HEAD, css=_CSS,
+                          prevent_thread_lock=True, **kwargs)
+    finally:
+        if before is None:
+            os.environ.pop("FORWARDED_ALLOW_IPS", None)
+        else:
+            os.environ["FORWARDED_ALLOW_IPS"] = before
     if not quiet:
         print(f"serving the leaderboard on http://{host}:{demo.server_port}/ (Ctrl+C stops it)", flush=True)
     if block:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from . import schema
 
@@ -50,9 +50,12 @@ def meta_content(rows: list[tuple[str, str]]) -> bytes:
     return _dumps(["meta", sorted([str(k), str(v)] for k, v in rows)])
 
 
-def row_content(seq: int, sub: Mapping, link_row: Mapping, profiles: list[Mapping], duels: list[Mapping],
-                task_ids: list[Mapping]) -> bytes:
-    """The canonical bytes of one published submission (everything that was inserted with it)."""
+def row_content(seq: int, sub: Mapping, link_row: Mapping, profiles: Sequence[Mapping], duels: Sequence[Mapping],
+                task_ids: Sequence[Mapping], review: Mapping | None = None) -> bytes:
+    """The canonical bytes of one published submission (everything that was inserted with it, and the
+    approval that published it on a board with review; rows without one hash as before 0003)."""
+    extra = [] if review is None else [["review", str(review["decision"]), str(review["reviewer"]),
+                                        _f(review["decided_at"]), str(review["why"])]]
     return _dumps([
         "submission", int(seq), int(sub["id"]), str(sub["model"]), str(sub["token"]), str(sub["sha256"]),
         _f(sub["created_at"]), _f(sub["published_at"]), str(sub["metadata_json"]), _sha(bytes(sub["payload"])),
@@ -60,6 +63,7 @@ def row_content(seq: int, sub: Mapping, link_row: Mapping, profiles: list[Mappin
         sorted([str(p["task"]), int(p["n"]), _f(p["raw"]), _sha(bytes(p["blob"]))] for p in profiles),
         sorted([str(d["task"]), int(d["a_id"]), int(d["b_id"]), _f(d["p_value"])] for d in duels),
         sorted([str(r["task"]), _sha(str(r["ids"]).encode("utf-8"))] for r in task_ids),
+        *extra,
     ])
 
 
@@ -80,9 +84,10 @@ def genesis(conn, t, sa) -> None:
 
 
 def append(conn, t, sa, subs: list[dict], profiles: list[dict], duels: list[dict], task_ids: list[dict],
-           links: list[dict]) -> None:
+           links: list[dict], reviews: Mapping[int, Mapping] | None = None) -> None:
     """Chain the submissions ``subs`` (in this order) inserted in this transaction; ``links[k]`` holds
-    ``name_key``, ``uploader`` and ``size`` of ``subs[k]``. Runs inside the serialised write."""
+    ``name_key``, ``uploader`` and ``size`` of ``subs[k]``, ``reviews`` the approval of a submission by id.
+    Runs inside the serialised write."""
     top = head(conn, t, sa)
     if top is None:
         genesis(conn, t, sa)
@@ -100,7 +105,7 @@ def append(conn, t, sa, subs: list[dict], profiles: list[dict], duels: list[dict
         seq += 1
         sid = int(s["id"])
         content = row_content(seq, s, links[k], [p for p in profiles if int(p["submission_id"]) == sid], mine[k],
-                              [r for r in task_ids if int(r["submission_id"]) == sid])
+                              [r for r in task_ids if int(r["submission_id"]) == sid], (reviews or {}).get(sid))
         h = link(prev, content)
         rows.append({"seq": seq, "submission_id": sid, **links[k], "prev_hash": prev, "hash": h})
         prev = h
@@ -130,6 +135,8 @@ def verify(conn, t, sa) -> list[str]:
     for r in conn.execute(sa.select(t["task_ids"])).mappings():
         tids.setdefault(int(r["submission_id"]), []).append(dict(r))
     seq_of = {int(r["submission_id"]): int(r["seq"]) for r in chain if r["submission_id"] is not None}
+    approved = {int(r["submission_id"]): dict(r) for r in conn.execute(sa.select(t["reviews"])).mappings()
+                if r["decision"] == "approved"}
     duels: dict[int, list] = {}
     orphan = None
     for r in conn.execute(sa.select(t["duels"])).mappings():
@@ -157,7 +164,8 @@ def verify(conn, t, sa) -> list[str]:
             if sub is None:
                 problems.append(f"{where}: {_who(None, sid)} is missing from submissions (deleted)")
                 break
-            content = row_content(k, sub, row, profiles.get(int(sid), []), duels.get(k, []), tids.get(int(sid), []))
+            content = row_content(k, sub, row, profiles.get(int(sid), []), duels.get(k, []), tids.get(int(sid), []),
+                                  approved.get(int(sid)))
             if row["hash"] != link(prev, content):
                 problems.append(f"{where}: {_who(sub, sid)} was altered (its row, profiles, duels or doc_ids "
                                 "differ from what was published)")
@@ -170,6 +178,8 @@ def verify(conn, t, sa) -> list[str]:
     if orphan is not None:
         problems.append(f"duel ({orphan['task']!r}, {orphan['a_id']}, {orphan['b_id']}) names a submission that "
                         "is not in the chain")
+    for sid in sorted(set(approved) - set(seq_of)):
+        problems.append(f"the approval of submission id {sid} names no chained submission (inserted outside the app)")
     for sid in sorted(set(tids) - set(seq_of)):
         problems.append(f"task_ids fixed by {_who(subs.get(sid), sid)} are not in the chain")
     return problems + check_triggers(conn)

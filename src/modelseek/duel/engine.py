@@ -71,11 +71,61 @@ class Profile:
                    np.frombuffer(data, dtype="<f8", offset=44).astype(float), float(observed))
 
 
+#: (resample, sample) cells of a bootstrap plan held at once: a plan that fits is cached whole, a bigger one
+#: is generated and applied in chunks of resamples (150k samples x 1000 resamples would be 1.2 GB)
+PLAN_CELLS = 1 << 21
+
+
 @lru_cache(maxsize=64)
 def _plan(seed: int, task: str, n: int, n_resamples: int) -> np.ndarray:
     counts = _boot.resample_counts(n, n_resamples, derive_rng(seed, task, "bootstrap-plan")).astype(np.float64)
     counts.setflags(write=False)
     return counts
+
+
+def _apply(counts: np.ndarray, X: np.ndarray) -> np.ndarray:
+    """``counts @ X`` for one model (samples,), ``(counts @ X.T).T`` for several (models, samples): the
+    products :mod:`..stats.bootstrap` computes, so stored profiles do not change by a rounding."""
+    return counts @ X if X.ndim == 1 else (counts @ X.T).T
+
+
+def _resampled_sums(seed: int, task: str, n: int, n_resamples: int, *Xs: np.ndarray) -> list[np.ndarray]:
+    """``sum_i counts[r, i] * X[..., i]`` for each ``X`` ((samples,) or (models, samples)) and every resample
+    ``r`` of the task's plan. The counts are those of :func:`_plan` (numpy's ``Generator.integers`` draws the
+    same integers in consecutive chunks as in one call); a plan over :data:`PLAN_CELLS` is generated and
+    applied in chunks of resamples, so memory stays linear in ``n`` whatever the number of resamples."""
+    arrays = [np.asarray(X, dtype=float) for X in Xs]
+    if n * n_resamples <= PLAN_CELLS:
+        plan = _plan(seed, task, n, n_resamples)
+        return [_apply(plan, X) for X in arrays]
+    if n < 1:
+        raise InputError("bootstrap needs at least one sample")
+    rng = derive_rng(seed, task, "bootstrap-plan")
+    outs = [np.empty((*X.shape[:-1], n_resamples)) for X in arrays]
+    step = max(1, PLAN_CELLS // n)
+    for r0 in range(0, n_resamples, step):
+        k = min(step, n_resamples - r0)
+        idx = rng.integers(0, n, size=(k, n))
+        idx += n * np.arange(k)[:, None]
+        counts = np.bincount(idx.ravel(), minlength=n * k).reshape(k, n).astype(np.float64)
+        del idx
+        for X, out in zip(arrays, outs):
+            out[..., r0:r0 + k] = _apply(counts, X)
+    return outs
+
+
+def _bootstrap_stats(spec: TaskSpec, datas: Sequence[TaskSamples], settings: Settings) -> tuple[np.ndarray, np.ndarray]:
+    """``(resampled statistic, observed statistic)`` of a bootstrap task: (resamples,) and a float for one
+    model, (models, resamples) and (models,) for several."""
+    n, one = datas[0].n, len(datas) == 1
+    if spec.metric.test is Test.BOOTSTRAP_MEAN:
+        X = datas[0].need("values") if one else np.stack([d.need("values") for d in datas])
+        (S,) = _resampled_sums(settings.seed, spec.task, n, settings.n_resamples, X)
+        return S / n, np.mean(X, axis=-1)
+    L = datas[0].need("loglik") if one else np.stack([d.need("loglik") for d in datas])
+    W = datas[0].need("words") if one else np.stack([d.need("words") for d in datas])
+    SL, SW = _resampled_sums(settings.seed, spec.task, n, settings.n_resamples, L, W)
+    return np.exp(-SL / SW), np.asarray(_boot.perplexity(L, W))
 
 
 def profile(spec: TaskSpec, data: TaskSamples, model: str, settings: Settings = Settings()) -> Profile:
@@ -92,13 +142,8 @@ def profile(spec: TaskSpec, data: TaskSamples, model: str, settings: Settings = 
         except InputError as exc:
             raise InputError(f"task {spec.task!r}, model {model!r}: {exc.message}") from None
         return Profile(test, data.n, draws)
-    counts = _plan(settings.seed, spec.task, data.n, settings.n_resamples)
-    if test is Test.BOOTSTRAP_MEAN:
-        values = data.need("values")
-        return Profile(test, data.n, _boot.resampled_mean(values, counts), float(np.mean(values)))
-    loglik, words = data.need("loglik"), data.need("words")
-    return Profile(test, data.n, _boot.resampled_perplexity(loglik, words, counts),
-                   float(_boot.perplexity(loglik, words)))
+    S, obs = _bootstrap_stats(spec, [data], settings)
+    return Profile(test, data.n, S, float(obs))
 
 
 def profiles(spec: TaskSpec, datas: list[TaskSamples], models: list[str],
@@ -112,13 +157,7 @@ def profiles(spec: TaskSpec, datas: list[TaskSamples], models: list[str],
     if len(ns) > 1:
         raise InputError(f"task {spec.task!r}: models have different sample counts {sorted(ns)}",
                          field=f"predictions.{spec.task}")
-    counts = _plan(settings.seed, spec.task, ns.pop(), settings.n_resamples)
-    if test is Test.BOOTSTRAP_MEAN:
-        X = np.stack([d.need("values") for d in datas])
-        S, obs = _boot.resampled_mean(X, counts), X.mean(axis=1)
-    else:
-        L, W = np.stack([d.need("loglik") for d in datas]), np.stack([d.need("words") for d in datas])
-        S, obs = _boot.resampled_perplexity(L, W, counts), _boot.perplexity(L, W)
+    S, obs = _bootstrap_stats(spec, datas, settings)
     return [Profile(test, d.n, S[k].copy(), float(obs[k])) for k, d in enumerate(datas)]
 
 

@@ -105,7 +105,8 @@ def example_config() -> LeaderboardConfig:
 
 def write_examples(folder: str | Path, n_models: int = 3, seed: int = 0, n_samples: tuple[int, int] = (40, 80)
                    ) -> tuple[list[Path], Path]:
-    """``modelseek duel example``: ``metadata.json`` (BenCzechMark's format, a few of its tasks) and
+    """``modelseek duel example``: ``metadata.json`` (BenCzechMark's format, a few of its tasks), its
+    ``reference.json`` (the tasks' doc_ids and gold labels, see :mod:`.reference`) and
     ``n_models`` compiled submissions in BenCzechMark's format (lm-evaluation-harness provenance in
     ``metadata``, ``results`` and per-sample ``predictions`` with ``doc_id``), valid for that metadata."""
     from ..io import atomic_write_text
@@ -124,4 +125,10 @@ def write_examples(folder: str | Path, n_models: int = 3, seed: int = 0, n_sampl
         p = folder / f"{name}.json"
         atomic_write_text(p, json.dumps(d, ensure_ascii=False) + "\n")
         paths.append(p)
+        if k == 0:      # the benchmark's facts (every example shares them): the reference of a board
+            from .reference import Reference
+            from .submission import validate_submission
+
+            ref = Reference.from_submission(validate_submission(d, config, source=str(p)))
+            atomic_write_text(folder / "reference.json", ref.to_json() + "\n")
     return paths, meta_path

@@ -38,6 +38,14 @@ def leaderboard_frame(scores: dict, raw: dict, config: LeaderboardConfig, level:
     return df
 
 
+#: the columns the app adds beside the model (Hugging Face leaderboards show them): header, hover title
+INFO_COLUMNS = {"type": ("Type", "model type, as uploaded (pretrained, fine-tuned, chat, ...)"),
+                "params": ("Params", "number of parameters, as uploaded"),
+                "precision": ("Precision", "weights' precision during evaluation, as uploaded"),
+                "link": ("Link", "the model's page, as uploaded"),
+                "reviewed": ("Reviewed", "approved by the operator (who, when) before publication")}
+
+
 def _initials(name: str) -> str:
     words = [w for w in name.replace("-", " ").split() if w]
     return name if len(words) < 2 or len(name) <= 12 else "".join(w[0].upper() for w in words)
@@ -72,6 +80,8 @@ def display_frame(df: pd.DataFrame | None, config: LeaderboardConfig):
             short(col, "Model", "model")
         elif col == "overall":
             short(col, "Overall", "overall win score (mean of the categories)")
+        elif col in INFO_COLUMNS and col not in specs and col not in config.categories:
+            short(col, *INFO_COLUMNS[col])
         elif col in config.categories:
             short(col, _initials(col), f"{col}: category win score (mean of its tasks)")
         elif col in specs:

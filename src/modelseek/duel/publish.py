@@ -24,11 +24,12 @@ from .engine import duels_against, profile, profiles
 from .leaderboard import leaderboard_frame
 from .scoring import win_scores
 from .submission import Submission, check_sample_counts, id_difference, submission_from_bytes
-from .text import name_key
+from .text import name_key, skeleton
 
 if TYPE_CHECKING:
     from .config import LeaderboardConfig
     from .engine import Profile, Settings
+    from .reference import Reference
 
 
 #: pending pre-submissions are deleted after this many seconds (``--pending-hours``)
@@ -82,6 +83,8 @@ class PublishWorkflow:
     max_stored_bytes: int
     max_daily_bytes: int
     pending_ttl: float
+    reference: Reference | None
+    review: bool
     _write: Callable[..., Any]           # (fn(conn), serialised=True) -> fn's result, in one write transaction
     _published: Callable[[Any], list[tuple[int, str]]]
     _profiles: Callable[..., dict[int, dict[str, Profile]]]   # (conn, ids, table="profiles")
@@ -116,6 +119,30 @@ class PublishWorkflow:
                                                "characters are one model)")
             raise InputError(f"model {model!r} is already published{same} (published submissions are immutable)",
                              field="metadata.model")
+        mine = skeleton(model)
+        for (other,) in conn.execute(self._sa.select(subs.c.model)).all():
+            if skeleton(other) == mine:
+                raise InputError(f"model {model!r} looks like the published {other!r} (names whose characters from "
+                                 "different scripts look alike are one model: Unicode TR39 confusables)",
+                                 field="metadata.model")
+
+    def _check_team(self, conn, team: str | None, identity: str | None) -> None:
+        """With signed-in uploaders, a team belongs to the identity that first published under it (or under a
+        look-alike of it): another identity (or the operator's CLI, which has none) owns it."""
+        if identity is None or not team:
+            return
+        sa, ch, subs = self._sa, self.t["chain"], self.t["submissions"]
+        mine, me = skeleton(team), _sha_text(identity)
+        rows = conn.execute(sa.select(subs.c.metadata_json, ch.c.uploader)
+                            .select_from(ch.join(subs, ch.c.submission_id == subs.c.id))).all()
+        for meta, who in rows:
+            try:
+                other = json.loads(meta).get("team")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(other, str) and skeleton(other) == mine and who != me:
+                raise InputError(f"team {team!r} belongs to the signed-in user who first published under it"
+                                 + (f" (as {other!r})" if other != team else ""), field="metadata.team")
 
     # -------------------------------------------------------------------------------------- writing
     def _load(self, upload, source: str) -> Submission:
@@ -137,7 +164,8 @@ class PublishWorkflow:
         """Delete pre-submissions older than ``pending_ttl``; returns how many."""
         pend = self.t["pending"]
         cutoff = (now or time.time()) - self.pending_ttl
-        old = [int(i) for i, in c.execute(self._sa.select(pend.c.id).where(pend.c.created_at < cutoff)).all()]
+        old = [int(i) for i, in c.execute(self._sa.select(pend.c.id).where(pend.c.created_at < cutoff,
+                                                                          pend.c.queued_at.is_(None))).all()]
         for pid in old:
             self._drop_pending(c, pid)
         return len(old)
@@ -163,7 +191,11 @@ class PublishWorkflow:
         ``identity``: the signed-in user (likewise); ``uploader``: who is charged for the stored bytes
         (default: the identity, else the session)."""
         t0 = time.perf_counter()
+        if isinstance(upload, (str, Path)) and source == "<upload>":
+            source = str(upload)                # errors name the operator's file
         sub = self._load(upload, source)
+        if self.reference is not None:
+            self.reference.check(sub, source)
         key = name_key(sub.model)
         payload, digest, size = _payload(sub)
         if size > self.max_stored_bytes:
@@ -174,6 +206,7 @@ class PublishWorkflow:
             top = chain.head(c, self.t, self._sa)
             pub, P, _, raw_by_model = self._board(c)
             self._check_name(c, sub.model, key)
+            self._check_team(c, sub.metadata.get("team"), identity)
             self._check_samples(c, sub)
             old = self._profiles(c, [i for i, _ in pub])
         board = top[0] if top else 0
@@ -181,7 +214,9 @@ class PublishWorkflow:
         prof = {t: profile(self.config.spec(t), sub.data[t], sub.model, self.settings) for t in tasks}
         duels = duels_against(self.config, [prof], [old[i] for i in ids])
         token = secrets.token_hex(32)
-        who = uploader if uploader is not None else (identity if identity is not None else session)
+        # quotas count the signed-in identity when there is one, else who the caller names (the app: the client's
+        # address), else the browser session
+        who = identity if identity is not None else (uploader if uploader is not None else session)
         who_hash = _sha_text(who) if who is not None else None
         pend, pprof, pduel = self.t["pending"], self.t["pending_profiles"], self.t["pending_duels"]
 
@@ -279,49 +314,77 @@ class PublishWorkflow:
                 recompute: bool = False) -> str:
         """Publish the pending submission ``token`` (given with the session and identity it was made with);
         returns the model name. A preview older than the board raises :class:`StalePreview` unless
-        ``recompute`` (then the missing duels are computed here)."""
+        ``recompute`` or the preview was recomputed once already (:meth:`refresh`; then the missing duels are
+        computed here, so a confirm recomputes its preview at most once). On a board with review the submission is
+        queued instead (:meth:`awaits_review` tells which), until :meth:`approve` publishes it."""
         sa = self._sa
-        pduel = self.t["pending_duels"]
         self.purge_expired()                      # its own transaction: a refused confirm does not undo it
 
         def publish(c):
             row = self._pending(c, token, session, identity)
-            sid, model = int(row["id"]), row["model"]
-            key = row["name_key"] or name_key(model)
-            self._check_name(c, model, key)
-            top = chain.head(c, self.t, sa)
-            now_board = top[0] if top else 0
-            stale = row["board"] is None or int(row["board"]) != now_board
-            if stale and not recompute:
-                raise StalePreview(f"the leaderboard changed since this preview ({now_board - int(row['board'] or 0)} "
-                                   "model(s) published since): recompute the preview before confirming",
-                                   field="token")
-            if stale:
-                self._recheck_ids(c, row)
-            pub = [i for i, _ in self._published(c)]
-            stored = c.execute(sa.select(pduel.c.task, pduel.c.opponent_id, pduel.c.p_win, pduel.c.p_loss)
-                               .where(pduel.c.pending_id == sid)).all()
-            stored += self._missing_duels(c, sid, {int(o) for _, o, _, _ in stored}, pub)
-            duel_rows = []
-            for task, opp, p_win, p_loss in stored:
-                duel_rows += [{"task": task, "a_id": sid, "b_id": int(opp), "p_value": p_win},
-                              {"task": task, "a_id": int(opp), "b_id": sid, "p_value": p_loss}]
-            prof_rows = [{"submission_id": sid, "task": r["task"], "n": r["n"], "raw": r["raw"], "blob": r["blob"]}
-                         for r in c.execute(sa.select(self.t["pending_profiles"]).where(
-                             self.t["pending_profiles"].c.pending_id == sid)).mappings()]
-            sub_row = {"id": sid, "model": model, "token": row["token"], "sha256": row["sha256"],
-                       "created_at": row["created_at"], "published_at": time.time(),
-                       "metadata_json": row["metadata_json"], "payload": row["payload"]}
-            tid_rows = self._new_task_ids(c, [(sid, row["payload"])])
-            self._insert_published(c, [sub_row], prof_rows, duel_rows)
-            if tid_rows:
-                c.execute(self.t["task_ids"].insert(), tid_rows)
-            chain.append(c, self.t, sa, [sub_row], prof_rows, duel_rows, tid_rows,
-                         [{"name_key": key, "uploader": row["uploader"], "size": row["size"]}])
-            self._drop_pending(c, sid)
-            return model
+            model = row["model"]
+            self._check_name(c, model, row["name_key"] or name_key(model))
+            self._check_team(c, json.loads(row["metadata_json"]).get("team"), row["identity"])
+            if self.review:
+                if row.get("queued_at") is not None:
+                    raise InputError(f"model {model!r} already awaits review", field="token")
+                c.execute(sa.update(self.t["pending"]).where(self.t["pending"].c.id == int(row["id"]))
+                          .values(queued_at=time.time()))
+                return model
+            # a preview recomputed once is not refused again: under load the board may change between every
+            # recomputation and the next confirm, and a confirm must not starve (its duels against models
+            # published meanwhile are computed here, inside the serialised write)
+            return self._publish_row(c, row, recompute or bool(row.get("refreshes")))
 
         return self._write(publish)
+
+    def awaits_review(self, model: str) -> bool:
+        """Whether ``model`` was confirmed and waits in the review queue."""
+        pend = self.t["pending"]
+        with self.engine.connect() as c:
+            return c.execute(self._sa.select(pend.c.id).where(pend.c.model == model,
+                                                                pend.c.queued_at.is_not(None))).first() is not None
+
+    def _publish_row(self, c, row: dict, recompute: bool, review: dict | None = None) -> str:
+        """Publish the pending ``row`` (checked by the caller) inside the serialised write: its duels against
+        the models published since its preview are computed when ``recompute`` (else a stale preview raises
+        :class:`StalePreview`); ``review``: the approval, written to ``reviews`` and chained with it."""
+        sa, pduel = self._sa, self.t["pending_duels"]
+        sid, model = int(row["id"]), row["model"]
+        key = row["name_key"] or name_key(model)
+        top = chain.head(c, self.t, sa)
+        now_board = top[0] if top else 0
+        stale = row["board"] is None or int(row["board"]) != now_board
+        if stale and not recompute:
+            raise StalePreview(f"the leaderboard changed since this preview ({now_board - int(row['board'] or 0)} "
+                               "model(s) published since): recompute the preview before confirming", field="token")
+        if stale:
+            self._recheck_ids(c, row)
+        pub = [i for i, _ in self._published(c)]
+        stored = c.execute(sa.select(pduel.c.task, pduel.c.opponent_id, pduel.c.p_win, pduel.c.p_loss)
+                           .where(pduel.c.pending_id == sid)).all()
+        stored += self._missing_duels(c, sid, {int(o) for _, o, _, _ in stored}, pub)
+        duel_rows = []
+        for task, opp, p_win, p_loss in stored:
+            duel_rows += [{"task": task, "a_id": sid, "b_id": int(opp), "p_value": p_win},
+                          {"task": task, "a_id": int(opp), "b_id": sid, "p_value": p_loss}]
+        prof_rows = [{"submission_id": sid, "task": r["task"], "n": r["n"], "raw": r["raw"], "blob": r["blob"]}
+                     for r in c.execute(sa.select(self.t["pending_profiles"]).where(
+                         self.t["pending_profiles"].c.pending_id == sid)).mappings()]
+        sub_row = {"id": sid, "model": model, "token": row["token"], "sha256": row["sha256"],
+                   "created_at": row["created_at"], "published_at": time.time(),
+                   "metadata_json": row["metadata_json"], "payload": row["payload"]}
+        tid_rows = self._new_task_ids(c, [(sid, row["payload"])])
+        self._insert_published(c, [sub_row], prof_rows, duel_rows)
+        if tid_rows:
+            c.execute(self.t["task_ids"].insert(), tid_rows)
+        if review is not None:
+            c.execute(self.t["reviews"].insert().values(submission_id=sid, model=model, **review))
+        chain.append(c, self.t, sa, [sub_row], prof_rows, duel_rows, tid_rows,
+                     [{"name_key": key, "uploader": row["uploader"], "size": row["size"]}],
+                     {sid: review} if review is not None else None)
+        self._drop_pending(c, sid)
+        return model
 
     def _new_task_ids(self, c, payloads: list[tuple[int, bytes]]) -> list[dict]:
         """task_ids rows for the tasks that have none yet, from the first of ``payloads``."""
@@ -353,7 +416,8 @@ class PublishWorkflow:
             top = chain.head(c, self.t, sa)
             board = top[0] if top else 0
             # pending rows are not append-only: the board the preview now stands on
-            c.execute(sa.update(pend).where(pend.c.id == sid).values(board=board))
+            c.execute(sa.update(pend).where(pend.c.id == sid).values(board=board,
+                                                                     refreshes=int(row.get("refreshes") or 0) + 1))
             return sid, row["model"], board, have | {o for _, o, _, _ in new}
 
         sid, model, board, opponents = self._write(update)
@@ -413,6 +477,9 @@ class PublishWorkflow:
         from .text import clean_name
 
         names = [s.model for s in subs]
+        if self.reference is not None:
+            for k, s in enumerate(subs):
+                self.reference.check(s, f"<submission {k}>")
         for k, name in enumerate(names):        # an operator's import: the names meet the upload's rules
             if clean_name(name, "metadata.model", f"<submission {k}>") != name:
                 raise InputError("the model name is not NFC-normalised", path=f"<submission {k}>",

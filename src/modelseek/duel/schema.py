@@ -24,7 +24,7 @@ from pathlib import Path
 from ..errors import InputError
 
 #: the Alembic revision this code expects (the newest migration)
-SCHEMA_VERSION = "0002"
+SCHEMA_VERSION = "0003"
 #: pg_advisory lock keys (two int4 keys: 'mdls', purpose)
 LOCK_NAMESPACE = 0x6D646C73
 MIGRATION_LOCK, PUBLISH_LOCK = 1, 2
@@ -39,12 +39,16 @@ IMMUTABLE: dict[str, list[tuple[str, ...]]] = {
     "duels": [("task", "a_id", "b_id")],
     "chain": [("seq",), ("submission_id",), ("name_key",)],      # 0002: the hash chain over published rows
     "task_ids": [("task",)],                                     # 0002: each task's doc_ids (paired samples)
+    "reviews": [("submission_id",)],                             # 0003: one decision per queued submission
 }
 #: the tables of each migration (a later migration adds tables and nullable columns only)
 TABLES_0001 = ("meta", "pending", "submissions", "profiles", "pending_profiles", "duels", "pending_duels")
 TABLES_0002 = ("chain", "task_ids")
+TABLES_0003 = ("reviews",)
 #: columns 0002 adds to ``pending``
 PENDING_0002 = ("name_key", "session", "identity", "uploader", "size", "board")
+#: columns 0003 adds to ``pending``
+PENDING_0003 = ("queued_at", "refreshes")
 PENDING = ("pending", "pending_profiles", "pending_duels")
 
 
@@ -69,6 +73,8 @@ def tables(sa, md=None):
         sa.Column("uploader", sa.String(64), nullable=True),    # SHA-256 of who uploaded (daily limit)
         sa.Column("size", sa.Integer, nullable=True),           # bytes of the canonical submission
         sa.Column("board", sa.Integer, nullable=True),          # the chain's head when the preview was computed
+        sa.Column("queued_at", sa.Float, nullable=True),        # confirmed, awaiting review (0003)
+        sa.Column("refreshes", sa.Integer, nullable=True),      # times its preview was recomputed (0003)
         sqlite_autoincrement=True,   # ids are never reused: a published submission keeps its pending id
     )
     t["submissions"] = sa.Table(
@@ -99,6 +105,20 @@ def tables(sa, md=None):
         sa.Column("b_id", sa.Integer, sa.ForeignKey("submissions.id"), primary_key=True),
         sa.Column("p_value", sa.Float, nullable=False),    # p that a beats b
     )
+    _ledger_tables(sa, md, t)
+    t["pending_duels"] = sa.Table(
+        "pending_duels", md,
+        sa.Column("pending_id", sa.Integer, sa.ForeignKey("pending.id"), primary_key=True),
+        sa.Column("task", sa.String(300), primary_key=True),
+        sa.Column("opponent_id", sa.Integer, sa.ForeignKey("submissions.id"), primary_key=True),
+        sa.Column("p_win", sa.Float, nullable=False),      # p that the pending model beats the opponent
+        sa.Column("p_loss", sa.Float, nullable=False),     # p that the opponent beats it
+    )
+    return md, t
+
+
+def _ledger_tables(sa, md, t: dict) -> None:
+    """The tamper-evidence and review tables (0002, 0003) into ``t``."""
     # the hash chain: row 0 covers ``meta``; row k covers the k-th published submission with its profiles,
     # its duels against those published before it and the task_ids rows it fixed (see .chain)
     t["chain"] = sa.Table(
@@ -117,15 +137,16 @@ def tables(sa, md=None):
         sa.Column("submission_id", sa.Integer, nullable=False),   # the submission that fixed them
         sa.Column("ids", sa.Text, nullable=False),                # JSON list, sample order
     )
-    t["pending_duels"] = sa.Table(
-        "pending_duels", md,
-        sa.Column("pending_id", sa.Integer, sa.ForeignKey("pending.id"), primary_key=True),
-        sa.Column("task", sa.String(300), primary_key=True),
-        sa.Column("opponent_id", sa.Integer, sa.ForeignKey("submissions.id"), primary_key=True),
-        sa.Column("p_win", sa.Float, nullable=False),      # p that the pending model beats the opponent
-        sa.Column("p_loss", sa.Float, nullable=False),     # p that the opponent beats it
+    # 0003: the reviewers' decisions (an approval is chained with the submission it published)
+    t["reviews"] = sa.Table(
+        "reviews", md,
+        sa.Column("submission_id", sa.Integer, primary_key=True, autoincrement=False),   # the pending id
+        sa.Column("model", sa.String(300), nullable=False),
+        sa.Column("decision", sa.String(16), nullable=False),    # approved | rejected
+        sa.Column("reviewer", sa.String(300), nullable=False),
+        sa.Column("decided_at", sa.Float, nullable=False),
+        sa.Column("why", sa.Text, nullable=False),
     )
-    return md, t
 
 
 #: the body of PostgreSQL's trigger function (``db verify`` checks that it was not replaced)

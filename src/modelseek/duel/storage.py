@@ -50,19 +50,22 @@ from .config import LeaderboardConfig
 from .engine import Profile, Settings
 from .leaderboard import leaderboard_frame
 from .scoring import ALPHA, MAX_COMPETITORS, adjusted, check_alpha, win_scores
+from .review import ReviewWorkflow
+from .reference import META_DEMO, META_REFERENCE, META_REVIEW, Reference
 from .submission import MAX_BYTES, Submission
 from .database import _reason, _retry_locked, _sqlalchemy, database_url, open_engine, prepare_write, shown_url
 from .publish import MAX_DAILY_BYTES, PENDING_TTL, Preview, PublishWorkflow, StalePreview  # noqa: F401 (re-exported)
 
 
-class Store(PublishWorkflow):
+class Store(PublishWorkflow, ReviewWorkflow):
     """A leaderboard database. ``url``: a SQLAlchemy URL (SQLite or PostgreSQL) or a SQLite file path."""
 
     def __init__(self, url: str | Path = "sqlite:///leaderboard.db", config: LeaderboardConfig | None = None,
                  settings: Settings | None = None, alpha: float = ALPHA, fdr: bool = False,
                  max_competitors: int = MAX_COMPETITORS, max_bytes: int = MAX_BYTES,
                  pending_ttl: float = PENDING_TTL, max_stored_bytes: int | None = None,
-                 max_daily_bytes: int = MAX_DAILY_BYTES) -> None:
+                 max_daily_bytes: int = MAX_DAILY_BYTES, reference: Reference | None = None,
+                 review: bool = False, demo: bool = False) -> None:
         sa = self._sa = _sqlalchemy()
         self.url = database_url(url)
         self.alpha, self.fdr, self.max_competitors, self.max_bytes = check_alpha(alpha), fdr, max_competitors, max_bytes
@@ -72,13 +75,15 @@ class Store(PublishWorkflow):
         self.max_stored_bytes = max_stored_bytes if max_stored_bytes is not None else max_bytes
         self.max_daily_bytes = max_daily_bytes
         self._file = None
+        self.reference: Reference | None = None
+        self.review, self.demo = bool(review), bool(demo)
         self.engine = open_engine(self.url)
         self.dialect = self.engine.dialect.name
         _, self.t = schema.tables(sa)
         try:
             self.schema_before, self.schema_version = _retry_locked(lambda: schema.upgrade(self.engine, prepare_write))
             self._file = self._sqlite_file()
-            self.config, self.settings = self._write(lambda c: self._bind(c, config, settings))
+            self.config, self.settings = self._write(lambda c: self._bind(c, config, settings, reference))
         except sa.exc.DBAPIError as exc:
             self.engine.dispose()
             raise InputError(f"cannot use the database: {_reason(exc)}", path=shown_url(self.url), field="db") from None
@@ -139,18 +144,34 @@ class Store(PublishWorkflow):
             raise InputError(f"the database refused the write ({_reason(exc)}): nothing was stored",
                              path=shown_url(self.url), field="db") from None
 
-    def _bind(self, conn, config, settings):
-        """The first opening records the configuration and settings; later openings must agree."""
+    def _bind(self, conn, config, settings, reference=None):
+        """The first opening records the configuration, settings and the board's trust (reference, review,
+        demo: covered by the chain's row 0, so fixed for the board's life); later openings must agree."""
         sa, meta = self._sa, self.t["meta"]
         stored = dict(conn.execute(sa.select(meta.c.key, meta.c.value)).all())
         if not stored:
             config = config or LeaderboardConfig.load()
             settings = settings or Settings()
-            conn.execute(meta.insert(), [
-                {"key": "config", "value": json.dumps(config.to_dict())},   # task order matters
-                {"key": "settings", "value": json.dumps(settings.to_dict(), sort_keys=True)}])
+            rows = [{"key": "config", "value": json.dumps(config.to_dict())},   # task order matters
+                    {"key": "settings", "value": json.dumps(settings.to_dict(), sort_keys=True)}]
+            if reference is not None:
+                missing = [t for t in config.task_ids if t not in reference.tasks]
+                if missing:
+                    raise InputError(f"the reference has no task {missing[0]!r}", field="reference")
+                rows.append({"key": META_REFERENCE, "value": reference.to_json()})
+                self.reference = reference
+            if self.review:
+                rows.append({"key": META_REVIEW, "value": "1"})
+            if self.demo:
+                rows.append({"key": META_DEMO, "value": "1"})
+            conn.execute(meta.insert(), rows)
             chain.genesis(conn, self.t, sa)
             return config, settings
+        if reference is not None and stored.get(META_REFERENCE) != reference.to_json():
+            raise InputError("a reference is fixed when the board is created (modelseek duel db init --reference); "
+                             + ("this board has another one" if META_REFERENCE in stored else "this board has none"),
+                             field="reference")
+        self.review, self.demo = stored.get(META_REVIEW) == "1", stored.get(META_DEMO) == "1"
         chain.genesis(conn, self.t, sa)            # a database created before the chain (0002) has none
         self._purge(conn)
         try:
@@ -163,6 +184,12 @@ class Store(PublishWorkflow):
             raise InputError("this leaderboard database was created with another task configuration")
         if settings is not None and settings != s_settings:
             raise InputError(f"this leaderboard database uses settings {s_settings.to_dict()}")
+        if META_REFERENCE in stored:
+            try:
+                self.reference = Reference.from_json(stored[META_REFERENCE], s_config)
+            except (ValueError, InputError):
+                raise InputError("the stored reference is unreadable: the meta rows were altered; run modelseek "
+                                 "duel db verify") from None
         return s_config, s_settings
 
     # -------------------------------------------------------------------------------------- reading
@@ -263,6 +290,34 @@ class Store(PublishWorkflow):
         when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(float(row[2])))
         return {**(meta if isinstance(meta, dict) else {"metadata": meta}), "_sha256": row[1], "_published": when}
 
+    def model_info(self) -> dict[str, dict]:
+        """Per published model what leaderboards show beside the scores: ``type``, ``n_params``, ``precision``
+        and ``source`` (its metadata), and ``reviewed`` (who approved it and when; ``None`` without review)."""
+        sa, sub, rv = self._sa, self.t["submissions"], self.t["reviews"]
+        with self.engine.connect() as c:
+            rows = c.execute(sa.select(sub.c.model, sub.c.metadata_json)).all()
+            approved = {m: (who, at) for m, who, at in c.execute(
+                sa.select(rv.c.model, rv.c.reviewer, rv.c.decided_at).where(rv.c.decision == "approved"))}
+        out = {}
+        for model, meta_json in rows:
+            try:
+                meta = json.loads(meta_json)
+            except ValueError:
+                meta = {}
+            meta = meta if isinstance(meta, dict) else {}
+            who = approved.get(model)
+            out[model] = {k: meta.get(k) for k in ("type", "n_params", "precision", "source")}
+            out[model]["reviewed"] = (None if who is None else
+                                      f"{who[0]}, {time.strftime('%Y-%m-%d', time.gmtime(float(who[1])))}")
+        return out
+
+    def queued(self) -> int:
+        """How many confirmed submissions await review."""
+        sa, pend = self._sa, self.t["pending"]
+        with self.engine.connect() as c:
+            return int(c.execute(sa.select(sa.func.count()).select_from(pend)
+                                 .where(pend.c.queued_at.is_not(None))).scalar_one())
+
     def submission(self, model: str) -> Submission:
         """The stored (published) submission of ``model``, exactly as uploaded."""
         from .submission import validate_submission
@@ -292,5 +347,34 @@ class Store(PublishWorkflow):
         n["published"] = n["submissions"]
         return n
 
+    def check_servable(self) -> None:
+        """A board facing uploads needs the operator's reference (boards made by ``duel example`` are demos)."""
+        if self.reference is None and not self.demo:
+            raise InputError("this board has no reference (the benchmark's sample ids and gold labels), so the first "
+                             "uploader would fix them: create the board with modelseek duel db init --db DB "
+                             "--metadata M --reference GOLD_OR_TRUSTED_SUBMISSION.json", path=shown_url(self.url),
+                             field="db")
+
     def close(self) -> None:
         self.engine.dispose()
+
+
+def create_board(url: str | Path, config: LeaderboardConfig, reference: str | Path | Reference, *,
+                 review: bool = False) -> Store:
+    """A new board with the operator's ``reference`` (a file or a :class:`Reference`); an existing board is
+    refused (its reference, like its tasks, was fixed when it was created)."""
+    sa = _sqlalchemy()
+    ref = reference if isinstance(reference, Reference) else Reference.load(reference, config)
+    engine = open_engine(database_url(url))
+    try:
+        with engine.connect() as c:
+            exists = sa.inspect(c).has_table("meta") and c.execute(sa.text("SELECT count(*) FROM meta")).scalar()
+    except sa.exc.DBAPIError as exc:
+        raise InputError(f"cannot use the database: {_reason(exc)}", path=shown_url(database_url(url)),
+                         field="db") from None
+    finally:
+        engine.dispose()
+    if exists:
+        raise InputError("a board already exists here (its tasks and reference are fixed): give a new database",
+                         path=shown_url(database_url(url)), field="db")
+    return Store(url, config=config, reference=ref, review=review)
