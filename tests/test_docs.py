@@ -1,0 +1,229 @@
+"""The documentation as a test: README's Use block and every block marked runnable in the guides run as written.
+
+A runnable block is a fenced ``bash`` block preceded by the line ``<!-- runnable -->`` (invisible on GitHub and
+in the built site). Each line is one ``modelseek`` command (``&&`` chains several, ``\\`` continues a line,
+``# ...`` is a comment). A line whose comment starts with ``online:`` needs the Hugging Face Hub and one whose
+comment starts with ``gpu:`` needs a GPU: those are skipped with that reason, every other line must exit 0.
+The blocks of one page run in order in one folder of generated inputs (:func:`make_workspace`), so a page's
+later blocks use what its earlier ones wrote, as a reader following the page would.
+
+The commands run in-process (``modelseek.testing.cli.run_cli``), through the same ``main`` as the installed
+``modelseek`` script; globs are expanded as a shell would.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import re
+import shlex
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from modelseek.testing.cli import run_cli
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+MARKER = "<!-- runnable -->"
+SKIP_TAGS = {"online:": "needs the Hugging Face Hub (online)", "gpu:": "needs a GPU"}
+
+
+@dataclass
+class Command:
+    source: str  # "file:line" of the command's first line
+    argv: list[str]
+    skip: str | None = None  # the reason it is not run here
+
+
+@dataclass
+class Block:
+    source: str
+    commands: list[Command] = field(default_factory=list)
+
+
+def _split_comment(line: str) -> tuple[str, str]:
+    """``cmd  # comment`` -> (cmd, comment), honouring quotes."""
+    quote = None
+    for i, ch in enumerate(line):
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1].isspace()):
+            return line[:i].rstrip(), line[i + 1:].strip()
+    return line.rstrip(), ""
+
+
+def parse_blocks(path: Path) -> list[Block]:
+    """Every runnable block of a Markdown file, with its commands located by file and line."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    blocks: list[Block] = []
+    i = 0
+    while i < len(lines):
+        if lines[i].strip() != MARKER:
+            i += 1
+            continue
+        fence = lines[i + 1].strip() if i + 1 < len(lines) else ""
+        if not fence.startswith("```"):
+            raise AssertionError(f"{path.name}:{i + 1}: {MARKER} must come right before a ``` fence")
+        block = Block(f"{path.name}:{i + 2}")
+        j = i + 2
+        pending, start = "", 0
+        while j < len(lines) and not lines[j].startswith("```"):
+            text = lines[j]
+            if not pending:
+                start = j + 1
+            if text.rstrip().endswith("\\"):
+                pending += text.rstrip()[:-1] + " "
+                j += 1
+                continue
+            full, pending = pending + text, ""
+            cmd, comment = _split_comment(full)
+            if cmd.strip():
+                block.commands.extend(_commands(cmd, comment, f"{path.name}:{start}"))
+            j += 1
+        blocks.append(block)
+        i = j + 1
+    return blocks
+
+
+def _commands(cmd: str, comment: str, where: str) -> list[Command]:
+    skip = next((why for tag, why in SKIP_TAGS.items() if comment.lower().startswith(tag)), None)
+    out = []
+    for part in cmd.split("&&"):
+        words = shlex.split(part)
+        if not words or words[0] != "modelseek":
+            raise AssertionError(f"{where}: a runnable line runs `modelseek ...` commands only, got {part.strip()!r}")
+        out.append(Command(where, words[1:], skip))
+    return out
+
+
+def make_workspace(folder: Path) -> Path:
+    """The generated inputs the documented commands name: ``my_data.csv`` (a text,label task), ``examples/``
+    (the repository's example tasks), the organisers' Subtask B layout as cloned
+    (``modelretrieval-1-subtask-b/data``) and a Re-Align registry with its stimuli catalog and images
+    (``registry.json``, ``catalog.jsonl``, ``val/``). Everything is seeded; nothing is downloaded."""
+    from modelseek.align.testing import custom_entry, make_images
+    from modelseek.style.synthetic import write_organiser_layout, write_organiser_sources
+    from modelseek.testing import write_task_table
+    from modelseek.testing.domain_text import make_domain_task
+
+    folder.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(ROOT / "examples", folder / "examples", ignore=shutil.ignore_patterns("*.py"))
+    write_task_table(make_domain_task("social", seed=7, task_id="my_data"), folder / "my_data.csv")
+    listing, train, models = write_organiser_sources(folder / "b-sources", n_models=4, train_contents=(1, 2, 3, 4),
+                                                     test_contents=(7, 9))
+    write_organiser_layout(folder / "modelretrieval-1-subtask-b", listing, train, models, size=32, render=32, grain=0)
+    images = make_images(folder / "val", 16, seed=1)
+    (folder / "registry.json").write_text(json.dumps([custom_entry(f"cnn{s}", seed=s) for s in range(3)]))
+    (folder / "catalog.jsonl").write_text("".join(
+        json.dumps({"dataset_name": "imagenet_val", "image_identifier": p.name}) + "\n" for p in images))
+    return folder
+
+
+def expand(argv: list[str], cwd: Path) -> list[str]:
+    """Expand globs relative to ``cwd`` as a shell would (a pattern matching nothing stays as written)."""
+    out = []
+    for word in argv:
+        hits = sorted(glob.glob(word, root_dir=cwd)) if any(c in word for c in "*?[") else []
+        out.extend(hits or [word])
+    return out
+
+
+def run_page(path: Path, workspace: Path, monkeypatch) -> tuple[list[str], list[str]]:
+    """Run every runnable block of ``path`` in ``workspace``; returns (failures, skipped), each a located line."""
+    monkeypatch.chdir(workspace)
+    monkeypatch.setenv("MODELSEEK_CACHE", str(workspace / "cache"))  # an installed default stays in here
+    failures, skipped = [], []
+    for block in parse_blocks(path):
+        for c in block.commands:
+            if c.skip:
+                skipped.append(f"{c.source}: modelseek {' '.join(c.argv)} ({c.skip})")
+                continue
+            r = run_cli(*expand(c.argv, workspace))
+            if r.code != 0:
+                last = (r.err.strip().splitlines() or ["(no output)"])[-1]
+                failures.append(f"{c.source}: `modelseek {' '.join(c.argv)}` exited {r.code}: {last}")
+                return failures, skipped  # later lines depend on this one's outputs
+    return failures, skipped
+
+
+def documented_pages() -> list[Path]:
+    pages = [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
+    return [p for p in pages if "_build" not in p.parts and MARKER in p.read_text(encoding="utf-8")]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the runner itself: it parses what the pages hold and fails on a broken example
+
+GOOD = """# A test guide
+
+<!-- runnable -->
+```bash
+modelseek demo --out try --layout     # a generated layout
+modelseek rank try/subtask-a --method avgrank --cv 3 -o cv.txt && modelseek validate cv.txt --pool try/subtask-a/models.csv
+modelseek profiles fetch my-org/my-bert -o p.json   # online: needs the Hub
+```
+
+```bash
+modelseek this-block-is-not-marked
+```
+"""
+
+
+def test_parser_locates_commands_chains_continuations_and_skips(tmp_path):
+    page = tmp_path / "guide.md"
+    page.write_text(GOOD + "\n<!-- runnable -->\n```bash\nmodelseek evaluate a.txt \\\n   -g 'b c.csv'  # x\n```\n")
+    blocks = parse_blocks(page)
+    assert [b.source for b in blocks] == ["guide.md:4", "guide.md:15"]
+    cmds = [c for b in blocks for c in b.commands]
+    assert [c.argv[0] for c in cmds] == ["demo", "rank", "validate", "profiles", "evaluate"]
+    assert [c.source for c in cmds] == ["guide.md:5", "guide.md:6", "guide.md:6", "guide.md:7", "guide.md:16"]
+    assert [c.skip for c in cmds] == [None, None, None, SKIP_TAGS["online:"], None]
+    assert cmds[-1].argv == ["evaluate", "a.txt", "-g", "b c.csv"]
+
+
+def test_a_marked_block_of_another_program_is_refused(tmp_path):
+    page = tmp_path / "bad.md"
+    page.write_text(f"{MARKER}\n```bash\npython -m http.server\n```\n")
+    with pytest.raises(AssertionError, match=r"bad.md:3: a runnable line runs `modelseek"):
+        parse_blocks(page)
+
+
+def test_a_deliberately_broken_example_fails_with_its_line(tmp_path, monkeypatch):
+    page = tmp_path / "broken-guide.md"
+    broken = GOOD.replace("--method avgrank", "--method avgrnk")  # a typo in a method name, as a stale guide has
+    page.write_text(broken)
+    ws = make_workspace(tmp_path / "ws")
+    failures, skipped = run_page(page, ws, monkeypatch)
+    assert len(failures) == 1 and failures[0].startswith("broken-guide.md:6: `modelseek rank try/subtask-a")
+    assert "exited 1" in failures[0] and "avgrnk" in failures[0]
+    assert skipped == []  # the run stopped at the broken line: the lines after it depend on its output
+
+    page.write_text(GOOD)  # the same guide without the typo passes, and skips only the online line
+    failures, skipped = run_page(page, make_workspace(tmp_path / "ws2"), monkeypatch)
+    assert failures == [] and len(skipped) == 1 and "profiles fetch" in skipped[0]
+    assert (tmp_path / "ws2" / "cv.txt").stat().st_size > 0
+
+
+def test_every_page_with_runnable_blocks_is_collected():
+    pages = {p.name for p in documented_pages()}
+    assert "README.md" in pages and "getting-started.md" in pages
+    readme_use = re.search(r"## Use\n+" + re.escape(MARKER) + r"\n```bash\n", (ROOT / "README.md").read_text())
+    assert readme_use, "README's Use block must be marked runnable"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the pages themselves
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", documented_pages(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_runnable_blocks_run_as_written(page, tmp_path, monkeypatch):
+    failures, skipped = run_page(page, make_workspace(tmp_path / "ws"), monkeypatch)
+    assert not failures, "\n".join(failures)
+    for line in skipped:  # shown by -ra with the reason, so a skipped line is never silent
+        print("skipped:", line)
