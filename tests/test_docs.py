@@ -113,7 +113,7 @@ def make_workspace(folder: Path) -> Path:
 
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copytree(ROOT / "examples", folder / "examples", ignore=shutil.ignore_patterns("*.py"))
-    write_task_table(make_domain_task("social", seed=7, task_id="my_data"), folder / "my_data.csv")
+    write_task_table(make_domain_task("social", n_train=120, n_val=20, n_test=20, seed=7, task_id="my_data"), folder / "my_data.csv")
     listing, train, models = write_organiser_sources(folder / "b-sources", n_models=4, train_contents=(1, 2, 3, 4),
                                                      test_contents=(7, 9))
     write_organiser_layout(folder / "modelretrieval-1-subtask-b", listing, train, models, size=32, render=32, grain=0)
