@@ -2,7 +2,7 @@
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip install --disable-pip-version-check -q
 
-.PHONY: install demo test bench lint
+.PHONY: install demo test bench lint docs
 
 install:
 	# torch and torchvision first, pinned as a matching pair (torchvision's compiled ops need the torch they
@@ -30,3 +30,11 @@ lint: install
 
 bench: install
 	HF_HUB_OFFLINE=1 $(PYTHON) benchmarks/run_all.py
+
+# the documentation site (Sphinx + MyST, docs/conf.py) into docs/_build/html: offline, warnings as errors (a broken
+# link, a missing page or reference, a docstring autodoc cannot read fail the build). `make docs` alone installs
+# only the docs extra; serve the result with `python -m http.server -d docs/_build/html 8000`.
+DOCS_OUT ?= docs/_build/html
+docs:
+	$(PIP) -e ".[docs]"
+	HF_HUB_OFFLINE=1 $(PYTHON) -m sphinx -W --keep-going -q -b html -d docs/_build/doctrees docs $(DOCS_OUT)

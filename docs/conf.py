@@ -25,7 +25,7 @@ extensions = [
     "sphinx.ext.napoleon",
     "sphinxarg.ext",
 ]
-source_suffix = {".md": "markdown"}
+source_suffix = {".md": "markdown", ".rst": "restructuredtext"}
 root_doc = "index"
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
 myst_enable_extensions = ["colon_fence", "deflist"]
@@ -38,3 +38,7 @@ autodoc_default_options = {"members": True, "undoc-members": True, "show-inherit
 html_theme = "furo"
 html_title = "modelseek"
 html_static_path: list[str] = []
+
+# Help texts of the parsers quote names in backticks; sphinx-argparse reads them as reStructuredText, where that
+# is the default role: make it a literal (the default, a cross-reference, needs an environment it does not pass).
+default_role = "literal"

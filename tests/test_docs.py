@@ -104,12 +104,14 @@ def _commands(cmd: str, comment: str, where: str) -> list[Command]:
 def make_workspace(folder: Path) -> Path:
     """The generated inputs the documented commands name: ``my_data.csv`` (a text,label task), ``examples/``
     (the repository's example tasks), the organisers' Subtask B layout as cloned
-    (``modelretrieval-1-subtask-b/data``) and a Re-Align registry with its stimuli catalog and images
-    (``registry.json``, ``catalog.jsonl``, ``val/``). Everything is seeded; nothing is downloaded."""
+    (``modelretrieval-1-subtask-b/data``), ``my-pool.yaml`` (two tiny BERTs saved with ``save_pretrained`` in
+    ``models/``) and a Re-Align registry with its stimuli catalog and images (``registry.json``,
+    ``catalog.jsonl``, ``val/``). Everything is seeded; nothing is downloaded."""
     from modelseek.align.testing import custom_entry, make_images
     from modelseek.style.synthetic import write_organiser_layout, write_organiser_sources
     from modelseek.testing import write_task_table
     from modelseek.testing.domain_text import make_domain_task
+    from modelseek.testing.finetune import make_learnable_bert
 
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copytree(ROOT / "examples", folder / "examples", ignore=shutil.ignore_patterns("*.py"))
@@ -117,6 +119,10 @@ def make_workspace(folder: Path) -> Path:
     listing, train, models = write_organiser_sources(folder / "b-sources", n_models=4, train_contents=(1, 2, 3, 4),
                                                      test_contents=(7, 9))
     write_organiser_layout(folder / "modelretrieval-1-subtask-b", listing, train, models, size=32, render=32, grain=0)
+    for seed in (0, 1):
+        make_learnable_bert(folder / "models" / f"tiny-bert-{seed}", seed=seed)
+    (folder / "my-pool.yaml").write_text("name: my-pool\ncandidates:\n" + "".join(
+        f"  - id: tiny-bert-{s}\n    path: models/tiny-bert-{s}\n" for s in (0, 1)))
     images = make_images(folder / "val", 16, seed=1)
     (folder / "registry.json").write_text(json.dumps([custom_entry(f"cnn{s}", seed=s) for s in range(3)]))
     (folder / "catalog.jsonl").write_text("".join(
