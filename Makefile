@@ -1,4 +1,5 @@
 # The two set-up commands of README: `make demo` and `make test`. Both install everything first.
+# `make docs` builds the documentation site (docs/_build/html); CI runs it after `make lint`.
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip install --disable-pip-version-check -q
 
@@ -8,7 +9,7 @@ install:
 	# torch and torchvision first, pinned as a matching pair (torchvision's compiled ops need the torch they
 	# were built for); on these machines both come from local disk. The package's own ranges admit them.
 	$(PIP) torch==2.14.1 torchvision==0.29.1
-	$(PIP) -e ".[all,dev]"
+	$(PIP) -e ".[all,dev,docs]"
 
 demo: install
 	HF_HUB_OFFLINE=1 $(PYTHON) -m modelseek demo --out out

@@ -115,7 +115,8 @@ def make_workspace(folder: Path) -> Path:
 
     folder.mkdir(parents=True, exist_ok=True)
     shutil.copytree(ROOT / "examples", folder / "examples", ignore=shutil.ignore_patterns("*.py"))
-    write_task_table(make_domain_task("social", n_train=120, n_val=20, n_test=20, seed=7, task_id="my_data"), folder / "my_data.csv")
+    task = make_domain_task("social", n_train=120, n_val=20, n_test=20, seed=7, task_id="my_data")
+    write_task_table(task, folder / "my_data.csv")
     listing, train, models = write_organiser_sources(folder / "b-sources", n_models=4, train_contents=(1, 2, 3, 4),
                                                      test_contents=(7, 9))
     write_organiser_layout(folder / "modelretrieval-1-subtask-b", listing, train, models, size=32, render=32, grain=0)
@@ -170,7 +171,7 @@ GOOD = """# A test guide
 <!-- runnable -->
 ```bash
 modelseek demo --out try --layout     # a generated layout
-modelseek rank try/subtask-a --method avgrank --cv 3 -o cv.txt && modelseek validate cv.txt --pool try/subtask-a/models.csv
+modelseek rank try/subtask-a -m avgrank --cv 3 -o cv.txt && modelseek evaluate cv.txt -g try/subtask-a/ground-truth.csv
 modelseek profiles fetch my-org/my-bert -o p.json   # online: needs the Hub
 ```
 
@@ -186,7 +187,7 @@ def test_parser_locates_commands_chains_continuations_and_skips(tmp_path):
     blocks = parse_blocks(page)
     assert [b.source for b in blocks] == ["guide.md:4", "guide.md:15"]
     cmds = [c for b in blocks for c in b.commands]
-    assert [c.argv[0] for c in cmds] == ["demo", "rank", "validate", "profiles", "evaluate"]
+    assert [c.argv[0] for c in cmds] == ["demo", "rank", "evaluate", "profiles", "evaluate"]
     assert [c.source for c in cmds] == ["guide.md:5", "guide.md:6", "guide.md:6", "guide.md:7", "guide.md:16"]
     assert [c.skip for c in cmds] == [None, None, None, SKIP_TAGS["online:"], None]
     assert cmds[-1].argv == ["evaluate", "a.txt", "-g", "b c.csv"]
@@ -201,7 +202,7 @@ def test_a_marked_block_of_another_program_is_refused(tmp_path):
 
 def test_a_deliberately_broken_example_fails_with_its_line(tmp_path, monkeypatch):
     page = tmp_path / "broken-guide.md"
-    broken = GOOD.replace("--method avgrank", "--method avgrnk")  # a typo in a method name, as a stale guide has
+    broken = GOOD.replace("-m avgrank", "-m avgrnk")  # a typo in a method name, as a stale guide has
     page.write_text(broken)
     ws = make_workspace(tmp_path / "ws")
     failures, skipped = run_page(page, ws, monkeypatch)
@@ -233,3 +234,80 @@ def test_runnable_blocks_run_as_written(page, tmp_path, monkeypatch):
     assert not failures, "\n".join(failures)
     for line in skipped:  # shown by -ra with the reason, so a skipped line is never silent
         print("skipped:", line)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# the built site: warnings are errors, the references are complete
+
+
+def _sphinx(src: Path, out: Path):
+    import subprocess
+    import sys
+
+    pytest.importorskip("sphinxarg", reason="the docs extra is not installed: pip install -e '.[docs]'")
+    pytest.importorskip("myst_parser", reason="the docs extra is not installed: pip install -e '.[docs]'")
+    cmd = [sys.executable, "-m", "sphinx", "-W", "--keep-going", "-q", "-b", "html", "-d", str(out / ".doctrees"),
+           str(src), str(out)]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=600, env={**__import__("os").environ,
+                                                                                "HF_HUB_OFFLINE": "1"})
+
+
+def _cli_paths() -> list[tuple[str, list[str]]]:
+    """(``modelseek sub ...``, the option strings of that parser) for every parser of the command line."""
+    import argparse
+
+    from modelseek.cli.main import build_parser
+
+    out = []
+
+    def walk(parser: argparse.ArgumentParser, path: str) -> None:
+        out.append((path, [o for a in parser._actions for o in a.option_strings if o.startswith("--")]))
+        for a in parser._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                for name, sub in a.choices.items():
+                    walk(sub, f"{path} {name}")
+
+    walk(build_parser(), "modelseek")
+    return out
+
+
+@pytest.mark.slow
+def test_the_site_builds_with_warnings_as_errors_and_its_references_are_complete(tmp_path):
+    import modelseek
+
+    r = _sphinx(DOCS, tmp_path / "html")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    api = (tmp_path / "html" / "reference" / "api.html").read_text(encoding="utf-8")
+    missing = [name for name in modelseek.__all__ if f'id="modelseek.{name}"' not in api]
+    assert not missing, f"public names without an entry in the API reference: {missing}"
+    assert "An immutable ranking per topic" in api  # docstrings are rendered, not only names
+    cli = (tmp_path / "html" / "reference" / "cli.html").read_text(encoding="utf-8")
+    for path, options in _cli_paths():
+        section = path.replace(" ", "-")
+        assert f'id="{section}"' in cli or path == "modelseek", f"{path}: no section in the CLI reference"
+        absent = [o for o in options if o not in cli and o not in ("--help", "--version")]
+        assert not absent, f"{path}: options missing from the CLI reference: {absent}"
+    assert len(_cli_paths()) > 30  # every command group and its sub-commands were walked
+
+
+def test_a_broken_link_fails_the_build(tmp_path):
+    """The build's settings (docs/conf.py, -W) turn a link to a missing page or heading into a failure."""
+    src = tmp_path / "src"
+    src.mkdir()
+    shutil.copy(DOCS / "conf.py", src / "conf.py")
+    (src / "index.md").write_text("# Home\n\n[ok](other.md#a-heading)\n\n```{toctree}\nother\n```\n")
+    (src / "other.md").write_text("# Other\n\n## A heading\n")
+    assert _sphinx(src, tmp_path / "ok").returncode == 0
+    (src / "index.md").write_text("# Home\n\n[gone](other.md#no-such-heading)\n\n```{toctree}\nother\n```\n")
+    r = _sphinx(src, tmp_path / "bad")
+    assert r.returncode != 0 and "no-such-heading" in r.stderr
+
+
+def test_readme_links_point_at_existing_files():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+    local = [t for t in targets if not t.startswith(("http://", "https://", "mailto:"))]
+    assert local, "README links to the docs"
+    missing = [t for t in local if not (ROOT / t).exists()]
+    assert not missing, f"README links to files that do not exist: {missing}"
+    assert len(text.splitlines()) <= 200
