@@ -61,9 +61,14 @@ def parse_blocks(path: Path) -> list[Block]:
     """Every runnable block of a Markdown file, with its commands located by file and line."""
     lines = path.read_text(encoding="utf-8").splitlines()
     blocks: list[Block] = []
-    i = 0
+    i, outer = 0, ""  # outer: the fence of a plain code block being skipped (a page may show the marker in one)
     while i < len(lines):
-        if lines[i].strip() != MARKER:
+        if outer or lines[i].strip() != MARKER:
+            run = re.match(r"\s*(`{3,}|~{3,})", lines[i])
+            if run and not outer:
+                outer = run.group(1)
+            elif run and run.group(1).startswith(outer) and not lines[i].strip()[len(run.group(1)):]:
+                outer = ""
             i += 1
             continue
         fence = lines[i + 1].strip() if i + 1 < len(lines) else ""
@@ -232,8 +237,25 @@ def test_every_page_with_runnable_blocks_is_collected():
 def test_runnable_blocks_run_as_written(page, tmp_path, monkeypatch):
     failures, skipped = run_page(page, make_workspace(tmp_path / "ws"), monkeypatch)
     assert not failures, "\n".join(failures)
-    for line in skipped:  # shown by -ra with the reason, so a skipped line is never silent
-        print("skipped:", line)
+    assert len(skipped) == sum(bool(c.skip) for b in parse_blocks(page) for c in b.commands)
+
+
+def _skipped_commands() -> list[Command]:
+    return [c for page in documented_pages() for b in parse_blocks(page) for c in b.commands if c.skip]
+
+
+@pytest.mark.parametrize("command", _skipped_commands(), ids=lambda c: c.source)
+def test_a_line_that_cannot_run_here_still_parses_and_says_why(command):
+    """A line marked ``online:`` or ``gpu:`` is not run, but its command and options must still exist (the
+    parser accepts it), and the skip names the line and the reason (``pytest -rs`` lists them)."""
+    from modelseek.cli.main import build_parser
+
+    try:
+        args = build_parser().parse_args(command.argv)
+    except SystemExit as exc:
+        pytest.fail(f"{command.source}: `modelseek {' '.join(command.argv)}` does not parse (exit {exc.code})")
+    assert callable(getattr(args, "func", None))
+    pytest.skip(f"{command.source}: `modelseek {' '.join(command.argv)}` not run: {command.skip}")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -311,3 +333,11 @@ def test_readme_links_point_at_existing_files():
     missing = [t for t in local if not (ROOT / t).exists()]
     assert not missing, f"README links to files that do not exist: {missing}"
     assert len(text.splitlines()) <= 200
+
+
+def test_a_marker_shown_inside_a_code_block_is_not_run(tmp_path):
+    page = tmp_path / "howto.md"
+    shown = f"````markdown\n{MARKER}\n```bash\nmodelseek demo\n```\n````\n"
+    page.write_text(shown + f"\n{MARKER}\n```bash\nmodelseek --version\n```\n")
+    blocks = parse_blocks(page)
+    assert [b.source for b in blocks] == ["howto.md:9"] and blocks[0].commands[0].argv == ["--version"]
