@@ -42,6 +42,16 @@ class Command:
 class Block:
     source: str
     commands: list[Command] = field(default_factory=list)
+    python: str | None = None  # a ```python block: its code, run as one script
+
+
+def _python_block(path: Path, lines: list[str], first: int) -> tuple[Block, int]:
+    """The ```python block whose first code line is ``lines[first]``; returns it and the index after its fence."""
+    j = first
+    while j < len(lines) and not lines[j].startswith("```"):
+        j += 1
+    code = "\n" * first + "\n".join(lines[first:j]) + "\n"  # line numbers of tracebacks are the page's own
+    return Block(f"{path.name}:{first}", python=code), j + 1
 
 
 def _split_comment(line: str) -> tuple[str, str]:
@@ -74,6 +84,10 @@ def parse_blocks(path: Path) -> list[Block]:
         fence = lines[i + 1].strip() if i + 1 < len(lines) else ""
         if not fence.startswith("```"):
             raise AssertionError(f"{path.name}:{i + 1}: {MARKER} must come right before a ``` fence")
+        if fence.startswith("```python"):
+            block, i = _python_block(path, lines, i + 2)
+            blocks.append(block)
+            continue
         block = Block(f"{path.name}:{i + 2}")
         j = i + 2
         pending, start = "", 0
@@ -151,6 +165,17 @@ def run_page(path: Path, workspace: Path, monkeypatch) -> tuple[list[str], list[
     monkeypatch.setenv("MODELSEEK_CACHE", str(workspace / "cache"))  # an installed default stays in here
     failures, skipped = [], []
     for block in parse_blocks(path):
+        if block.python is not None:
+            try:
+                exec(compile(block.python, str(path), "exec"), {"__name__": "__docs__"})
+            except Exception as exc:  # noqa: BLE001 - any error of the example is the failure to report
+                tb = exc.__traceback__
+                while tb is not None and tb.tb_next is not None and tb.tb_frame.f_code.co_filename != str(path):
+                    tb = tb.tb_next
+                line = tb.tb_lineno if tb is not None else "?"
+                failures.append(f"{path.name}:{line}: python block raised {type(exc).__name__}: {exc}")
+                return failures, skipped
+            continue
         for c in block.commands:
             if c.skip:
                 skipped.append(f"{c.source}: modelseek {' '.join(c.argv)} ({c.skip})")
@@ -341,3 +366,14 @@ def test_a_marker_shown_inside_a_code_block_is_not_run(tmp_path):
     page.write_text(shown + f"\n{MARKER}\n```bash\nmodelseek --version\n```\n")
     blocks = parse_blocks(page)
     assert [b.source for b in blocks] == ["howto.md:9"] and blocks[0].commands[0].argv == ["--version"]
+
+
+def test_a_broken_python_example_fails_with_its_line(tmp_path, monkeypatch):
+    page = tmp_path / "api-guide.md"
+    page.write_text(f"# API\n\n{MARKER}\n```python\nimport modelseek as ms\n\npool = ms.load_pool('my-pol.yaml')\n```\n")
+    (tmp_path / "ws").mkdir()
+    failures, _ = run_page(page, tmp_path / "ws", monkeypatch)
+    assert len(failures) == 1 and failures[0].startswith("api-guide.md:7: python block raised InputError")
+    assert "my-pol.yaml" in failures[0]
+    page.write_text(page.read_text().replace("my-pol.yaml", "offline"))
+    assert run_page(page, tmp_path / "ws", monkeypatch) == ([], [])
