@@ -34,8 +34,9 @@ bench: install
 
 # the documentation site (Sphinx + MyST, docs/conf.py) into docs/_build/html: offline, warnings as errors (a broken
 # link, a missing page or reference, a docstring autodoc cannot read fail the build). `make docs` alone installs
-# only the docs extra; serve the result with `python -m http.server -d docs/_build/html 8000`.
+# only the docs extra; -E reads every page each time, so no warning hides behind a cached page. Serve the result
+# with `python -m http.server -d docs/_build/html 8000`.
 DOCS_OUT ?= docs/_build/html
 docs:
 	$(PIP) -e ".[docs]"
-	HF_HUB_OFFLINE=1 $(PYTHON) -m sphinx -W --keep-going -q -b html -d docs/_build/doctrees docs $(DOCS_OUT)
+	HF_HUB_OFFLINE=1 $(PYTHON) -m sphinx -E -W --keep-going -q -b html -d docs/_build/doctrees docs $(DOCS_OUT)
