@@ -14,7 +14,6 @@ The commands run in-process (``modelseek.testing.cli.run_cli``), through the sam
 from __future__ import annotations
 
 import glob
-import json
 import re
 import shlex
 import shutil
@@ -121,33 +120,17 @@ def _commands(cmd: str, comment: str, where: str) -> list[Command]:
 
 
 def make_workspace(folder: Path) -> Path:
-    """The generated inputs the documented commands name: ``my_data.csv`` (a text,label task), ``examples/``
-    (the repository's example tasks), the organisers' Subtask B layout as cloned
-    (``modelretrieval-1-subtask-b/data``), ``my-pool.yaml`` (two tiny BERTs saved with ``save_pretrained`` in
-    ``models/``) and a Re-Align registry with its stimuli catalog and images (``registry.json``,
-    ``catalog.jsonl``, ``val/``). Everything is seeded; nothing is downloaded."""
-    from modelseek.align.testing import custom_entry, make_images
-    from modelseek.style.synthetic import write_organiser_layout, write_organiser_sources
-    from modelseek.testing import write_task_table
-    from modelseek.testing.domain_text import make_domain_task
-    from modelseek.testing.finetune import make_learnable_bert
+    """The generated inputs the documented commands name, written by ``docs/make_inputs.py`` (the script the
+    pages point readers to, so they can follow them from a fresh clone)."""
+    import importlib.util
+    import sys
 
-    folder.mkdir(parents=True, exist_ok=True)
-    shutil.copytree(ROOT / "examples", folder / "examples", ignore=shutil.ignore_patterns("*.py"))
-    task = make_domain_task("social", n_train=120, n_val=20, n_test=20, seed=7, task_id="my_data")
-    write_task_table(task, folder / "my_data.csv")
-    listing, train, models = write_organiser_sources(folder / "b-sources", n_models=4, train_contents=(1, 2, 3, 4),
-                                                     test_contents=(7, 9))
-    write_organiser_layout(folder / "modelretrieval-1-subtask-b", listing, train, models, size=32, render=32, grain=0)
-    for seed in (0, 1):
-        make_learnable_bert(folder / "models" / f"tiny-bert-{seed}", seed=seed)
-    (folder / "my-pool.yaml").write_text("name: my-pool\ncandidates:\n" + "".join(
-        f"  - id: tiny-bert-{s}\n    path: models/tiny-bert-{s}\n" for s in (0, 1)))
-    images = make_images(folder / "val", 16, seed=1)
-    (folder / "registry.json").write_text(json.dumps([custom_entry(f"cnn{s}", seed=s) for s in range(3)]))
-    (folder / "catalog.jsonl").write_text("".join(
-        json.dumps({"dataset_name": "imagenet_val", "image_identifier": p.name}) + "\n" for p in images))
-    return folder
+    spec = importlib.util.spec_from_file_location("modelseek_docs_make_inputs", DOCS / "make_inputs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module.make_inputs(folder)
 
 
 def expand(argv: list[str], cwd: Path) -> list[str]:
@@ -370,10 +353,10 @@ def test_a_marker_shown_inside_a_code_block_is_not_run(tmp_path):
 
 def test_a_broken_python_example_fails_with_its_line(tmp_path, monkeypatch):
     page = tmp_path / "api-guide.md"
-    page.write_text(f"# API\n\n{MARKER}\n```python\nimport modelseek as ms\n\npool = ms.load_pool('my-pol.yaml')\n```\n")
+    page.write_text(f"# API\n\n{MARKER}\n```python\nimport modelseek as ms\npool = ms.load_pool('my-pol.yaml')\n```\n")
     (tmp_path / "ws").mkdir()
     failures, _ = run_page(page, tmp_path / "ws", monkeypatch)
-    assert len(failures) == 1 and failures[0].startswith("api-guide.md:7: python block raised InputError")
+    assert len(failures) == 1 and failures[0].startswith("api-guide.md:6: python block raised InputError")
     assert "my-pol.yaml" in failures[0]
     page.write_text(page.read_text().replace("my-pol.yaml", "offline"))
     assert run_page(page, tmp_path / "ws", monkeypatch) == ([], [])
