@@ -1,14 +1,15 @@
 # The two set-up commands of README: `make demo` and `make test`. Both install everything first.
+# `make docs` builds the documentation site (docs/_build/html); CI runs it after `make lint`.
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip install --disable-pip-version-check -q
 
-.PHONY: install demo test bench lint
+.PHONY: install demo test bench lint docs
 
 install:
 	# torch and torchvision first, pinned as a matching pair (torchvision's compiled ops need the torch they
 	# were built for); on these machines both come from local disk. The package's own ranges admit them.
 	$(PIP) torch==2.14.1 torchvision==0.29.1
-	$(PIP) -e ".[all,dev]"
+	$(PIP) -e ".[all,dev,docs]"
 
 demo: install
 	HF_HUB_OFFLINE=1 $(PYTHON) -m modelseek demo --out out
@@ -30,3 +31,12 @@ lint: install
 
 bench: install
 	HF_HUB_OFFLINE=1 $(PYTHON) benchmarks/run_all.py
+
+# the documentation site (Sphinx + MyST, docs/conf.py) into docs/_build/html: offline, warnings as errors (a broken
+# link, a missing page or reference, a docstring autodoc cannot read fail the build). `make docs` alone installs
+# only the docs extra; -E reads every page each time, so no warning hides behind a cached page. Serve the result
+# with `python -m http.server -d docs/_build/html 8000`.
+DOCS_OUT ?= docs/_build/html
+docs:
+	$(PIP) -e ".[docs]"
+	HF_HUB_OFFLINE=1 $(PYTHON) -m sphinx -E -W --keep-going -q -b html -d docs/_build/doctrees docs $(DOCS_OUT)

@@ -1,6 +1,6 @@
 """``modelseek structure TRUTH``: is there anything to learn beyond the average rank on this ground truth?
 
-Parallel analysis (:mod:`modelseek.stats.structure`): the share of each task's rank variance that the
+Parallel analysis (``modelseek.stats.structure``): the share of each task's rank variance that the
 average-rank prior explains (against tables whose every task's ranks are shuffled among the models), and the
 leading components of what is left, each against tables in which every model's ranks are shuffled across the
 tasks and each task ranked again. Components above their null are structure that a ranker
