@@ -110,6 +110,8 @@ def load_ntcir_task(folder: str | Path, meta: Mapping[str, str] | None = None,
         p = folder / f"{name}.jsonl"
         if p.exists():
             splits[name] = read_jsonl_split(p)
+            if name == "test" and len(splits[name]) == 0:  # absent is fine (the test tasks); empty is damage
+                raise InputError("test.jsonl holds no examples (remove it if the task has no test split)", path=p)
     if "train" not in splits:
         raise InputError("task folder has no train.jsonl", path=folder)
     if "val" not in splits:
