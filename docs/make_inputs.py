@@ -5,7 +5,8 @@ data of your own::
     modelseek rank my_data.csv -o run.txt
 
 It writes ``my_data.csv`` (a text,label task), ``examples/`` (the repository's example tasks), the organisers'
-Subtask B repository as cloned (``modelretrieval-1-subtask-b/data``), ``my-pool.yaml`` (two tiny BERTs saved
+Subtask A repository after their downloader (``modelretrieval-1-subtask-a``: six test tasks, candidate 5's
+snapshot) and their Subtask B repository as cloned (``modelretrieval-1-subtask-b/data``), ``my-pool.yaml`` (two tiny BERTs saved
 with ``save_pretrained`` in ``models/``) and a Re-Align registry with its stimuli catalog and images
 (``registry.json``, ``catalog.jsonl``, ``val/``). Everything is generated and seeded; nothing is downloaded.
 ``tests/test_docs.py`` runs every runnable block of the documentation in such a folder.
@@ -28,6 +29,7 @@ def make_inputs(folder: Path) -> Path:
     from modelseek.testing import write_task_table
     from modelseek.testing.domain_text import make_domain_task
     from modelseek.testing.finetune import make_learnable_bert
+    from modelseek.testing.organisers import make_organisers_layout
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -40,6 +42,8 @@ def make_inputs(folder: Path) -> Path:
     listing, train, models = write_organiser_sources(folder / "b-sources", n_models=4, train_contents=(1, 2, 3, 4),
                                                      test_contents=(7, 9))
     write_organiser_layout(folder / "modelretrieval-1-subtask-b", listing, train, models, size=32, render=32, grain=0)
+    # the Subtask A repository after the organisers' downloader: padded test-task folders, candidate 5's snapshot
+    make_organisers_layout(folder / "modelretrieval-1-subtask-a", n_test=6, n_train_tasks=4, snapshots=(5,))
     for seed in (0, 1):
         make_learnable_bert(folder / "models" / f"tiny-bert-{seed}", seed=seed)
     (folder / "my-pool.yaml").write_text("name: my-pool\ncandidates:\n" + "".join(
