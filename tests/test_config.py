@@ -310,7 +310,7 @@ def test_option_types_exit_2_with_usage(capsys):
 
 def test_path_option_types(tmp_path):
     (tmp_path / "f").write_text("x")
-    assert existing_file(str(tmp_path / "f")) == tmp_path / "f"
+    assert Path(existing_file(str(tmp_path / "f"))) == tmp_path / "f"  # an InputFile (a str naming its kind)
     for bad, words in ((tmp_path, "is a directory"), (tmp_path / "nope", "no such file")):
         with pytest.raises(argparse.ArgumentTypeError, match=words):
             existing_file(str(bad))
