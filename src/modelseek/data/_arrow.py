@@ -1,0 +1,71 @@
+"""The fast path of every text reader (runs, TREC qrels, ground-truth CSV): pyarrow's CSV reader.
+
+Each reader has two paths: this one, for a file of plain printable ASCII whose every value is valid, and its
+careful path (line by line, every problem located) only when this one refuses. pyarrow parses in C++ and
+dictionary-encodes text columns, so no Python string is made per line, only per distinct value; pandas' C
+reader is not used (it made a Python string per cell and cost 80 MB of memory at import).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+
+# a file of plain printable ASCII (tabs and line ends allowed) can take the fast path; anything else goes to the
+# careful one, so that a control or format character, or a non-ASCII digit, is refused at its line
+_PLAIN = bytes([9, 10, 13, *range(0x20, 0x7F)])
+_RUNS = re.compile(rb"[ \t]+")
+_EDGES = re.compile(rb"^ | $", re.M)
+
+
+def is_plain(data: bytes) -> bool:
+    """Only printable ASCII, tabs and line ends (``bytes.translate`` deletes those: a C loop, no regex)."""
+    return not data.translate(None, _PLAIN)
+
+
+def single_spaced(data: bytes) -> bytes | None:
+    """``data`` (plain) with its white-space separated columns written with single spaces, as ``str.split``
+    reads them, and CRLF line ends written LF; None when a line is blank (line numbers would shift) or ends
+    in a bare carriage return (the careful path then numbers or refuses them)."""
+    if b"\r" in data:
+        if b"\r" in data.replace(b"\r\n", b""):
+            return None
+        data = data.replace(b"\r\n", b"\n")
+    if b"\t" in data or b"  " in data:
+        data = _RUNS.sub(b" ", data)
+    if data.startswith(b" ") or b"\n " in data or b" \n" in data or data.endswith(b" "):
+        data = _EDGES.sub(b"", data)
+    if not data or data.isspace() or data.startswith(b"\n") or b"\n\n" in data:
+        return None
+    return data
+
+
+def n_lines(data: bytes) -> int:
+    return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+
+
+def read_table(data: bytes, names: list[str] | None, delimiter: str, floats: tuple[str, ...],
+               include: list[str]) -> pa.Table | None:
+    """The columns ``include`` of ``data`` (text as strings, ``floats`` as float64; no quoting, no nulls), with
+    ``names`` as column names (None: the file's header); None when pyarrow refuses the file (a line of another
+    length, a number that is not one ...)."""
+    types = {c: (pa.float64() if c in floats else pa.string()) for c in include}
+    try:
+        return pcsv.read_csv(
+            pa.BufferReader(data), read_options=pcsv.ReadOptions(column_names=names, use_threads=False),
+            parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char=False, double_quote=False,
+                                            escape_char=False),
+            convert_options=pcsv.ConvertOptions(column_types=types, null_values=[], strings_can_be_null=False,
+                                                include_columns=include))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, IndexError, KeyError):
+        return None
+
+
+def encode(table: pa.Table, column: str) -> tuple[np.ndarray, np.ndarray]:
+    """(each row's code, the distinct values by code as an object array): one Python string per distinct value."""
+    enc = pc.dictionary_encode(table.column(column).combine_chunks())
+    return enc.indices.to_numpy(zero_copy_only=False), np.asarray(enc.dictionary.to_pylist(), dtype=object)
