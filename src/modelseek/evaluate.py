@@ -29,6 +29,7 @@ pytrec_eval on every topic.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -60,7 +61,8 @@ class Order(Choice):
 
 def evaluate(run: Run, truth: GroundTruth, metrics: Sequence[str] = DEFAULT_METRICS,
              scheme: GradingScheme | str = GradingScheme.NTCIR, topics: Sequence[str] | None = None,
-             order: Order | str = Order.RANK, relevance_level: int = 1, pool: Pool | str | None = None) -> Report:
+             order: Order | str = Order.RANK, relevance_level: int = 1,
+             pool: Pool | str | os.PathLike | None = None) -> Report:
     """Score ``run`` against ``truth``; ``topics`` restricts to a subset (default: every truth topic).
 
     ``pool`` names the models two ways (a pool's ids and its Hugging Face ids): see :func:`harmonise`; the
@@ -93,7 +95,7 @@ def evaluate(run: Run, truth: GroundTruth, metrics: Sequence[str] = DEFAULT_METR
 
 
 def harmonise(runs: Sequence[Run], truth: GroundTruth,
-              pool: Pool | str | None = None) -> tuple[list[Run], GroundTruth]:
+              pool: Pool | str | os.PathLike | None = None) -> tuple[list[Run], GroundTruth]:
     """Runs and ground truth with every Hugging Face id of ``pool`` written as the pool's id (other ids
     unchanged), so that a run of NTCIR docIDs scores against a ground truth of HF ids and back.
 
@@ -121,12 +123,12 @@ def harmonise(runs: Sequence[Run], truth: GroundTruth,
     return runs, truth
 
 
-def pool_aliases(pool: Pool | str | None) -> dict[str, str]:
+def pool_aliases(pool: Pool | str | os.PathLike | None) -> dict[str, str]:
     """Every Hugging Face id of ``pool`` (a pool, a pool file or built-in name) -> the pool's id; empty for
     ``none``."""
     if pool is None or (isinstance(pool, str) and (not pool or pool.lower() == "none")):
         return {}
-    if isinstance(pool, str):
+    if isinstance(pool, (str, os.PathLike)):
         from .data.pool import load_pool
 
         pool = load_pool(pool)

@@ -27,21 +27,24 @@ def is_plain(data: bytes) -> bool:
     return not data.translate(None, _PLAIN)
 
 
-def single_spaced(data: bytes) -> bytes | None:
+def single_spaced(data: bytes, n_fields: int) -> bytes | None:
     """``data`` (plain) with its white-space separated columns written with single spaces, as ``str.split``
-    reads them, and CRLF line ends written LF; None when a line is blank (line numbers would shift) or ends
-    in a bare carriage return (the careful path then numbers or refuses them)."""
+    reads them, and CRLF line ends written LF; None when it ends a line with a bare carriage return or is blank.
+
+    A file with no tab and exactly ``n_fields - 1`` spaces per line is returned as it is (two one-byte counts, no
+    search for two-byte patterns, which cost 0.3 s on a 28 MB run): its lines then hold ``n_fields`` single-spaced
+    fields, some perhaps empty, which the caller refuses (an empty value in a text column), and blank lines,
+    which it refuses by counting rows against :func:`n_lines`."""
     if b"\r" in data:
         if b"\r" in data.replace(b"\r\n", b""):
             return None
         data = data.replace(b"\r\n", b"\n")
-    if b"\t" in data or b"  " in data:
-        data = _RUNS.sub(b" ", data)
-    if data.startswith(b" ") or b"\n " in data or b" \n" in data or data.endswith(b" "):
-        data = _EDGES.sub(b"", data)
-    if not data or data.isspace() or data.startswith(b"\n") or b"\n\n" in data:
+    if not data or data.isspace():
         return None
-    return data
+    if b"\t" not in data and data.count(b" ") == (n_fields - 1) * n_lines(data):
+        return data
+    data = _EDGES.sub(b"", _RUNS.sub(b" ", data))
+    return data if data.strip() else None
 
 
 def n_lines(data: bytes) -> int:

@@ -268,13 +268,13 @@ def _parse_arrow(data: bytes, need_q0: bool) -> _Table | None:
     the careful reader (a line of another length, a blank line, a value out of range ...)."""
     from . import _arrow  # pyarrow: imported on first read, not by `import modelseek`
 
-    spaced = _arrow.single_spaced(data) if _arrow.is_plain(data) else None
+    spaced = _arrow.single_spaced(data, 6) if _arrow.is_plain(data) else None
     if spaced is None:
         return None
     names = ["topic", "q0", "doc", "rank", "score", "run"]
-    tb = _arrow.read_table(spaced, names, " ", ("score",), [c for c in names if need_q0 or c != "q0"])
+    tb = _arrow.read_table(spaced, names, " ", ("score",), names)
     if tb is None or tb.num_rows == 0 or tb.num_rows != _arrow.n_lines(spaced):
-        return None
+        return None  # a line of another length, a blank line (pyarrow skips it: the rows do not count the lines)
     n = tb.num_rows
     score = tb.column("score").to_numpy()
     if not np.isfinite(score).all():
@@ -291,9 +291,11 @@ def _parse_arrow(data: bytes, need_q0: bool) -> _Table | None:
     rank = np.asarray(values, dtype=np.int64)[rcodes]
     line = np.arange(1, n + 1, dtype=np.int64)
     codes = {c: _arrow.encode(tb, c) for c in ("run", "topic", "doc")}
+    q0 = _arrow.encode(tb, "q0")
+    if any((v == "").any() for _, v in (*codes.values(), q0)):
+        return None  # an empty field: two spaces in a row, or a line starting with one
     if not need_q0:  # read_runs: the codes are all it needs (the docID column is built per run, in run order)
         return _Table(None, _constant("Q0", n), None, rank, score, None, line, codes=codes)
-    q0 = _arrow.encode(tb, "q0")
     take = {c: names_[codes_] for c, (codes_, names_) in codes.items()}
     return _Table(take["topic"], q0[1][q0[0]], take["doc"], rank, score, take["run"], line, codes=codes)
 

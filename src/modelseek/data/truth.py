@@ -606,10 +606,10 @@ def _read_qrels_arrow(data: bytes):
     no (topic, docno) pair repeats; None otherwise."""
     from . import _arrow  # pyarrow: imported on first read, not by `import modelseek`
 
-    spaced = _arrow.single_spaced(data) if _arrow.is_plain(data) else None
+    spaced = _arrow.single_spaced(data, 4) if _arrow.is_plain(data) else None
     if spaced is None:
         return None
-    tb = _arrow.read_table(spaced, ["topic", "iter", "docno", "grade"], " ", (), ["topic", "docno", "grade"])
+    tb = _arrow.read_table(spaced, ["topic", "iter", "docno", "grade"], " ", (), ["topic", "iter", "docno", "grade"])
     if tb is None or tb.num_rows == 0 or tb.num_rows != _arrow.n_lines(spaced):
         return None
     gc, gv = _arrow.encode(tb, "grade")
@@ -619,6 +619,8 @@ def _read_qrels_arrow(data: bytes):
             return None
         values.append(int(v))
     (tc, tv), (dc, dv) = _arrow.encode(tb, "topic"), _arrow.encode(tb, "docno")
+    if any((v == "").any() for v in (tv, dv, _arrow.encode(tb, "iter")[1])):
+        return None  # an empty field: two spaces in a row, or a line starting with one
     key = tc.astype(np.int64) * len(dv) + dc
     sk = np.sort(key)
     if (sk[1:] == sk[:-1]).any():
