@@ -188,8 +188,8 @@ _SEP = st.sampled_from([" ", "  ", "\t", " \t"])
                                st.sampled_from(["a", "b"])), min_size=1, max_size=40),
        blank=st.booleans(), crlf=st.booleans())
 def test_fast_readers_agree_with_the_careful_reader(tmp_path_factory, rows, blank, crlf):
-    """Whatever reader a file takes (pyarrow for single spaces, pandas' C reader, the line reader), the runs
-    are those the careful line reader builds, or the same located error."""
+    """Whichever path the run reader takes (pyarrow's for plain white-space separated files, the careful line
+    reader otherwise), the runs are those the careful line reader builds, or the same located error."""
     from modelseek.data import run as R
 
     lines = [sep.join([t, "Q0", d, str(r), repr(s), rid]) for t, d, r, s, sep, rid in rows]

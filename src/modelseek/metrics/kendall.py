@@ -65,6 +65,10 @@ def weighted_tau_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     n = x.shape[1]
     if n < 2:
         return np.full(x.shape[0], math.nan)
+    # candidates in (x, y) order first: the sums then run in an order that does not depend on the input's (the
+    # same rows in any order give the same value to the last bit, issue #25)
+    o = np.lexsort((y, x), axis=-1)
+    x, y = np.take_along_axis(x, o, axis=1), np.take_along_axis(y, o, axis=1)
     i, j = np.triu_indices(n, 1)
     return (_one_sided(x, y, i, j) + _one_sided(y, x, i, j)) / 2.0
 
