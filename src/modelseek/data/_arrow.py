@@ -12,7 +12,6 @@ import re
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 # a file of plain printable ASCII (tabs and line ends allowed) can take the fast path; anything else goes to the
@@ -53,10 +52,12 @@ def n_lines(data: bytes) -> int:
 
 def read_table(data: bytes, names: list[str] | None, delimiter: str, floats: tuple[str, ...],
                include: list[str]) -> pa.Table | None:
-    """The columns ``include`` of ``data`` (text as strings, ``floats`` as float64; no quoting, no nulls), with
-    ``names`` as column names (None: the file's header); None when pyarrow refuses the file (a line of another
-    length, a number that is not one ...)."""
-    types = {c: (pa.float64() if c in floats else pa.string()) for c in include}
+    """The columns ``include`` of ``data`` (``floats`` as float64, the others dictionary-encoded while parsing, so
+    that no string column is ever built whole: one Python string per distinct value; no quoting, no nulls),
+    with ``names`` as column names (None: the file's header); None when pyarrow refuses the file (a line of
+    another length, a number that is not one ...)."""
+    text = pa.dictionary(pa.int32(), pa.string())
+    types = {c: (pa.float64() if c in floats else text) for c in include}
     try:
         return pcsv.read_csv(
             pa.BufferReader(data), read_options=pcsv.ReadOptions(column_names=names, use_threads=False),
@@ -64,11 +65,20 @@ def read_table(data: bytes, names: list[str] | None, delimiter: str, floats: tup
                                             escape_char=False),
             convert_options=pcsv.ConvertOptions(column_types=types, null_values=[], strings_can_be_null=False,
                                                 include_columns=include))
-    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, IndexError, KeyError):
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError, IndexError, KeyError):
         return None
 
 
 def encode(table: pa.Table, column: str) -> tuple[np.ndarray, np.ndarray]:
-    """(each row's code, the distinct values by code as an object array): one Python string per distinct value."""
-    enc = pc.dictionary_encode(table.column(column).combine_chunks())
-    return enc.indices.to_numpy(zero_copy_only=False), np.asarray(enc.dictionary.to_pylist(), dtype=object)
+    """(each row's code, the distinct values by code as an object array) of a text column of :func:`read_table`
+    (each parsed block has its own dictionary: they are unified first)."""
+    col = table.column(column).unify_dictionaries()
+    if col.num_chunks == 0:
+        return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=object)
+    codes = [c.indices.to_numpy(zero_copy_only=False) for c in col.chunks]
+    return (codes[0] if len(codes) == 1 else np.concatenate(codes),
+            np.asarray(col.chunk(0).dictionary.to_pylist(), dtype=object))
+
+
+def floats(table: pa.Table, column: str) -> np.ndarray:
+    return table.column(column).to_numpy()

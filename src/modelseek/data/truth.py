@@ -143,9 +143,9 @@ class GroundTruth:
         codes, uniques = pd.factorize(df["task_id"].to_numpy(dtype=object))
         # tasks in their natural order, not the file's (issue #25: the same rows in any order give the same
         # answer to the last digit); only the distinct ids are sorted, the rows keep their places
-        from .run import natural_key
+        from .run import natural_order
 
-        canon = sorted(range(len(uniques)), key=lambda i: natural_key(str(uniques[i])))
+        canon = natural_order([str(u) for u in uniques])
         if canon != list(range(len(uniques))):
             rank_of = np.empty(len(uniques), dtype=np.int64)
             rank_of[np.asarray(canon, dtype=np.int64)] = np.arange(len(uniques))
@@ -165,7 +165,8 @@ class GroundTruth:
         self.explicit_grades = explicit
         self.source = source
         self._task_ids = [str(t) for t in uniques]
-        self._model_ids = sorted((str(m) for m in pd.unique(self._df["model_id"])), key=natural_key)
+        models = [str(m) for m in pd.unique(self._df["model_id"])]
+        self._model_ids = [models[i] for i in natural_order(models)]
         self._order = np.argsort(codes, kind="stable")
         self._offsets = np.zeros(len(uniques) + 1, dtype=np.int64)
         np.cumsum(np.bincount(codes, minlength=len(uniques)), out=self._offsets[1:])
