@@ -15,16 +15,18 @@ a report of zeros (e.g. a run of Hugging Face ids scored against a table of nume
 
 How it is computed (why not pytrec_eval or ranx underneath): every topic's rows are put in evaluation order
 once (one stable sort over the whole run), joined to the ground truth once (one hash lookup of integer
-(topic, docID) keys), and each measure is a segment sum over the sorted arrays (``bincount`` by topic) with
-the ideal DCG sorted once per ground truth. That is linear in the number of lines, with no Python loop per
-topic (except for weighted Kendall tau, one SciPy call per topic). ``benchmarks/eval_speed.py`` measured it
-against both peers on 10,000 x 100 and 100,000 x 20 graded runs: the same per-topic values as pytrec_eval
-(trec_eval's C code; largest difference 0.0), a whole ``evaluate`` process within about 1.5x of a pytrec_eval
-script's CPU time (reading the files dominates both), and 5-10x faster than ranx's first call (numba
-compiles). Putting pytrec_eval underneath would not be faster: its input is nested dicts, whose building
-from a million lines costs about what this whole core does, and neither peer computes the official
-grading, tiers, regret or weighted tau. So the core is ours, and the benchmark checks it against
-pytrec_eval on every topic.
+(topic, docID) keys) into a :class:`~modelseek.metrics.Batch`, and every metric is reached through the
+registry (:data:`modelseek.metrics.METRICS`): the built-ins compute all topics at once from the batch (segment
+sums, ``bincount`` by topic; weighted Kendall tau over all pairs of all topics in chunks), a metric with only a
+per-list form is called topic by topic. That is linear in the number of lines, with no Python loop per topic
+for the built-ins. ``benchmarks/eval_speed.py`` checks the per-topic values against pytrec_eval (trec_eval's C
+code) on 10,000 x 100 and 100,000 x 20 graded runs and times the whole process beside it, ranx and (when its
+source can be built) trec_eval's binary. Putting pytrec_eval underneath would not be faster: its input is nested
+dicts, whose building from a million lines costs about what this whole core does, and neither peer computes the
+official grading, tiers, regret or weighted tau.
+
+``pool`` and :func:`harmonise` are the library's: ``modelseek evaluate`` and ``compare`` call them, so that
+what the command does on some input, ``evaluate`` does on the same input with the same answer.
 """
 
 from __future__ import annotations

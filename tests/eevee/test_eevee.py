@@ -374,7 +374,7 @@ def test_cli_ground_truth_table(cli, tiny_layout):
     assert len(json.loads(r.out)["top"][0]["benchmarks"]) == 2
 
 
-@pytest.mark.slow  # spawns two processes that import torch
+@pytest.mark.slow(reason="spawns two worker processes that import torch (35 s)")
 def test_workers_give_the_same_scores(small_gate):
     t = load_table(small_gate)
     from itertools import combinations

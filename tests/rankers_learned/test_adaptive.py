@@ -148,7 +148,7 @@ def test_bad_parameters_are_clear_errors(cli, domain_layout, tmp_path):
     assert r.code == 1 and "--param k" in r.err and "must be an integer, got 'zero'" in r.err
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="a fresh process loads the shipped default and the real data")
 def test_shipped_default_reads_the_data(cli_subprocess, tmp_path):
     """The shipped default (trained on the 70 public NTCIR-19 tasks) orders the 20 candidates differently for a
     generated medical task and a generated social-media task, in a fresh process, offline."""

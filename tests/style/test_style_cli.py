@@ -97,7 +97,7 @@ def test_bench_style_usage_errors(cli):
     assert r.code == 2 and "argument --styles: must be an integer >= 2, got 1" in r.err
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="ranks the real Subtask B metadata with stand-in images")
 def test_rank_style_on_the_real_subtask_b_metadata(cli, shared_b, tmp_path):
     """The real train.csv / models.csv / test-image-ids.txt with stand-in images (one solid colour per model,
     linked under every image name): a full 3,825 x 85 run that passes the Subtask B validator."""
