@@ -131,9 +131,9 @@ def pool_aliases(pool: Pool | str | os.PathLike | None) -> dict[str, str]:
     if pool is None or (isinstance(pool, str) and (not pool or pool.lower() == "none")):
         return {}
     if isinstance(pool, (str, os.PathLike)):
-        from .data.pool import load_pool
+        from .data.pool import load_pool  # the pool module (config records): read only when a pool is needed
 
-        pool = load_pool(pool)
+        pool = load_pool(pool if isinstance(pool, str) else os.fspath(pool))
     return {c.hf_id: c.id for c in pool if c.hf_id and c.hf_id != c.id}
 
 
