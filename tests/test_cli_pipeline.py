@@ -13,6 +13,7 @@ from modelseek.data.pool import load_pool
 from modelseek.registry import Registry, UnknownNameError
 
 
+@pytest.mark.slow(reason="7 s (setup and call) on 2 busy cores")
 def test_demo_runs_offline_and_writes_a_valid_run(tmp_path, cli):
     r = cli("demo", "--out", tmp_path)
     assert r.code == 0, r.err
@@ -22,6 +23,7 @@ def test_demo_runs_offline_and_writes_a_valid_run(tmp_path, cli):
     assert cli("validate", tmp_path / "demo-run.txt", "--quiet").code == 0
 
 
+@pytest.mark.slow(reason="4 s (setup and call) on 2 busy cores")
 def test_usage_errors_exit_2_and_user_errors_exit_1(tmp_path):
     assert run_cli_subprocess("rank").code == 2
     assert run_cli_subprocess("no-such-command").code == 2
@@ -35,6 +37,7 @@ def _bench_json(cli, root, *extra):
     return json.loads(r.out)
 
 
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 def test_rank_validate_evaluate_reproduces_bench(tmp_path, cli, tiny_layout):
     run_path = tmp_path / "run.txt"
     r = cli("rank", tiny_layout, "--method", "avgrank", "--cv", "5", "--seed", "0", "-o", run_path)

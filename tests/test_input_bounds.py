@@ -36,6 +36,7 @@ def test_written_files_honour_the_umask(tmp_path, tiny_layout, layout_run, cli, 
         assert stat.S_IMODE(p.stat().st_mode) == 0o666 & ~mask, (p, oct(p.stat().st_mode))
 
 
+@pytest.mark.slow(reason="5 s (setup and call) on 2 busy cores")
 def test_rank_output_is_readable_by_the_group(tmp_path, cli):
     old = os.umask(0o022)
     try:

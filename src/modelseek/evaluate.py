@@ -31,6 +31,7 @@ what the command does on some input, ``evaluate`` does on the same input with th
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -131,10 +132,23 @@ def pool_aliases(pool: Pool | str | os.PathLike | None) -> dict[str, str]:
     if pool is None or (isinstance(pool, str) and (not pool or pool.lower() == "none")):
         return {}
     if isinstance(pool, (str, os.PathLike)):
-        from .data.pool import load_pool  # the pool module (config records): read only when a pool is needed
-
-        pool = load_pool(pool if isinstance(pool, str) else os.fspath(pool))
+        name = os.fspath(pool)
+        try:  # a file is read again when it changes; a built-in name once per process
+            st = os.stat(name)
+            stamp: tuple = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            stamp = ()
+        return dict(_aliases_of(str(name), stamp))
     return {c.hf_id: c.id for c in pool if c.hf_id and c.hf_id != c.id}
+
+
+@functools.lru_cache(maxsize=16)
+def _aliases_of(name: str, stamp: tuple) -> tuple[tuple[str, str], ...]:
+    """(HF id, pool id) pairs of a pool file or built-in name: ``evaluate`` is called in loops (cross-validation,
+    fusion searches), and a pool is a YAML or CSV file to parse."""
+    from .data.pool import load_pool  # the pool module (config records): read only when a pool is needed
+
+    return tuple((c.hf_id, c.id) for c in load_pool(name) if c.hf_id and c.hf_id != c.id)
 
 
 def _distinct_docs(run: Run) -> list[str]:

@@ -218,6 +218,7 @@ def test_cli_embed_saves_arrays_equal_to_api(cli, align_setup, tmp_path):
     np.testing.assert_array_equal(np.load(tmp_path / "out" / "cnn1.npy"), embed_catalog(reg.get("cnn1"), cat))
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_blue_finds_planted_20_of_100_and_beats_random_and_greedy():
     """Issue #16 acceptance: a real 100-model CKA matrix with planted clusters; the best 20-subset is planted,
     proved optimal by the upper bound, found for several seeds, above random and greedy."""

@@ -59,6 +59,7 @@ def test_invisible_and_control_characters_in_names_refused(cfg, sub_dicts, name,
     assert exc.value.field == "metadata.model"
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("first, second", [
     ("café", "cafe\u0301"), ("model_0", "Model_0"), ("model_0", "\uff4dodel_0"), ("model_0", "MODEL_0"),
 ])
@@ -153,6 +154,7 @@ def test_pending_expire_and_are_deleted(db_url, cfg, sub_dicts):
     store.close()
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_stale_preview_must_be_recomputed(db_url, cfg, sub_dicts):
     store = Store(db_url, config=cfg)
     pv = store.presubmit(_b(sub_dicts[0]))               # made on an empty board
@@ -287,6 +289,7 @@ def _copy(url, base_url, tmp_path, pg_server=None):
     return base_url.rsplit("/", 1)[0] + "/" + name
 
 
+@pytest.mark.slow(reason="6 s (setup and call) on 2 busy cores")
 def test_db_verify_detects_each_tamper_statement(db_url, cfg, sub_dicts, tmp_path, cli, request):
     sqlite = db_url.startswith("sqlite")
     pg = None if sqlite else request.getfixturevalue("pg_server")
@@ -303,6 +306,7 @@ def test_db_verify_detects_each_tamper_statement(db_url, cfg, sub_dicts, tmp_pat
     assert r.code == 1 and "chain row" in r.err and len(r.err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 def test_forged_insert_and_switched_off_triggers_are_detected(db_url, cfg, sub_dicts, tmp_path, cli, request):
     sqlite = db_url.startswith("sqlite")
     pg = None if sqlite else request.getfixturevalue("pg_server")

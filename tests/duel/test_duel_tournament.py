@@ -119,6 +119,7 @@ def test_cli_tournament_table_and_errors(cli, sub_files, meta_file, tmp_path):
     assert r.code == 0 and r.out.count(": ok") == 5
 
 
+@pytest.mark.slow(reason="4 s (setup and call) on 2 busy cores")
 def test_default_settings_pvalues_identical_across_runs(cfg, sub_dicts):
     subs = [validate_submission(d, cfg) for d in sub_dicts[:3]]
     a = tournament(subs, cfg, Settings(seed=11))

@@ -71,6 +71,7 @@ def test_column_weights_hierarchy():
     np.testing.assert_allclose(t.column_weights(np.array([True, False, True, True])), [0.375, 0, 0.375, 0.25])
 
 
+@pytest.mark.slow(reason="7 s (setup and call) on 2 busy cores")
 def test_from_ground_truth(tiny_layout):
     truth = GroundTruth.from_csv(tiny_layout / "ground-truth.csv")
     t = Table.from_ground_truth(truth)
@@ -120,6 +121,7 @@ def test_cli_errors(cli, tmp_path, small_gate):
 
 
 # ------------------------------------------------------------------------------------------------ meta-model
+@pytest.mark.slow(reason="6 s (setup and call) on 2 busy cores")
 def test_batched_matches_loop(small_gate):
     t = load_table(small_gate)
     subsets = [("b1",), ("b2", "b4"), ("b1", "b3", "b5"), ()]
@@ -348,6 +350,7 @@ def test_tiers_respect_budget(tmp_path, cli, small_gate):
     assert tj[0]["cost"] <= 3 and tj[0]["benchmarks"] == list(out[1].score.subset)
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_sweep_resumes_and_plots(tmp_path, cli, small_gate):
     t = load_table(small_gate)
     res = sweep(t, [1, 2], FAST, out_dir=tmp_path / "sw")

@@ -113,6 +113,7 @@ def test_leep_needs_a_classification_head(task, tmp_path, tiny_bert, caplog):
     assert run.ranking(task.id) == ["1"]  # the headless candidate is absent, not scored
 
 
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 def test_cli_rank_tiny_layout_writes_valid_run(cli, tiny_layout, tiny_bert, tiny_roberta, tmp_path):
     pool_file = tmp_path / "pool.yaml"
     pool_file.write_text(yaml.safe_dump({"name": "tiny", "candidates": [
@@ -142,6 +143,7 @@ def test_offline_pool_loads_without_the_hub():
     assert Path(text_mod.resolve_source(pool[0].path), "config.json").exists()
 
 
+@pytest.mark.slow(reason="11 s (setup and call) on 2 busy cores")
 @pytest.mark.shared_data
 def test_ntcir_task_with_offline_pool(cli, ntcir_a, tmp_path, load_counter, caplog):
     """The acceptance run: a real NTCIR training task, the offline pool, a valid run, cache reuse and a

@@ -67,6 +67,7 @@ def test_validate_survives_a_damaged_run(case, data):
     assert_clean_exit(run_cli("validate", path, "--pool", case["models"], "--ground-truth", case["gt"]), path)
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data())
 def test_evaluate_survives_a_damaged_run(case, data):
@@ -114,6 +115,7 @@ def test_validate_survives_a_damaged_pool(case, data, which):
 
 
 # ------------------------------------------------------------------------------------------ tasks
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data(), fmt=st.sampled_from(["table", "jsonl"]))
 def test_rank_survives_a_damaged_task_table(case, data, fmt):
@@ -124,6 +126,7 @@ def test_rank_survives_a_damaged_task_table(case, data, fmt):
     assert_clean_exit(run_cli("rank", path, "-m", "random", "--pool", case["models"], "-o", out), path)
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data(), split=st.sampled_from(["train.jsonl", "val.jsonl"]))
 def test_validate_survives_a_damaged_task_folder(case, data, split):

@@ -217,6 +217,7 @@ def test_bench_number_options(layout, opt, value):
             assert 2 <= int(value) <= len(layout["truth"].task_ids), value
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("case", ["baseline-typo", "baseline-same", "plot-dir", "plot-below-file", "plot-ok",
                                   "run-out-dir", "gt-dir", "pool-empty"])
 def test_bench_paths(layout, case):

@@ -47,6 +47,7 @@ def _ranking(out: str) -> list[str]:
     return [line.split()[1] for line in out.splitlines() if line[:4].strip().isdigit()]
 
 
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 def test_different_content_gets_different_rankings(cli, artifact, domain_layout, tmp_path):
     doc = json.loads(artifact.read_text())
     assert doc["method"] == "adaptive" and doc["extra"]["weight"] > 0  # neighbours help here: not the prior

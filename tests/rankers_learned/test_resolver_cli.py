@@ -108,6 +108,7 @@ def test_prior_for_any_pool_with_a_history_matched_by_hf_id(cli, tmp_path, task_
     assert r.code == 1 and "2 (org/delta)" in r.err and "--verify-top" in r.err and "logme" in r.err
 
 
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 def test_default_ranks_a_subset_by_hf_id_and_refuses_renamed_ids(cli, tmp_path, task_csv):
     from modelseek.data.pool import ntcir_pool
 

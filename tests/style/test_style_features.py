@@ -159,6 +159,7 @@ def _entry_registry(tmp_path, entry):
     return reg
 
 
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 def test_random_init_transformers_architecture_gram(tmp_path):
     """A random-init Hugging Face ResNet (built from its config, seeded, offline) as a Gram backbone."""
     reg = _entry_registry(tmp_path, {

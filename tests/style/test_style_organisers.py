@@ -44,6 +44,7 @@ def _test_ids(data: Path) -> list[str]:
     return sorted(p.name[:-4] for p in (data / "test").glob("*.png"))
 
 
+@pytest.mark.slow(reason="5 s (setup and call) on 2 busy cores")
 def test_rank_style_reads_the_layout_as_cloned(cli, organisers, tmp_path):
     data = organisers / "data"
     out_root, out_data = tmp_path / "root.txt", tmp_path / "data.txt"
