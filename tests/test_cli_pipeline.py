@@ -70,6 +70,7 @@ def test_folds_are_stratified_and_seeded():
         assert sum(int(t) >= 25 for t in f) == 1  # one high task per fold
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_bench_plot(cli, tiny_layout, tmp_path):
     r = cli("bench", tiny_layout, "--method", "avgrank", "random", "--plot", tmp_path / "b.png")
     assert r.code == 0, r.err

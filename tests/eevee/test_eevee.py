@@ -193,6 +193,7 @@ def test_table_unit_bounds_an_outlier_test_model():
     assert table_unit.max < 5.0
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_column_constant_over_training_models_is_predicted_as_that_constant():
     """F1 = 1.0 for every model but one: in the splits where that model is held out, the training models
     give the column no scale, and the meta-model predicts exactly 1.0 for it (not a random unit's noise)."""
@@ -302,6 +303,7 @@ def test_copied_target_is_chosen(signal_table):
     assert imp[0][0] in ("target", "copy") and imp[0][1] > 0
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_search_deterministic_and_shaped(signal_table):
     a = search(signal_table, 3, FAST)
     b = search(signal_table, 3, FAST)

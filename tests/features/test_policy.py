@@ -52,6 +52,7 @@ def test_cli_one_bad_candidate_among_good_ones(cli, tiny_layout, tiny_bert, tiny
     assert "--allow-failures" in cli("rank", "--help").out
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_cli_offline_hub_fails_fast_and_names_the_id(cli, tiny_layout, tiny_bert, tmp_path, monkeypatch,
                                                       load_counter):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -92,6 +93,7 @@ def test_every_candidate_failing_is_an_error_even_when_allowed(cli, tiny_layout,
 
 
 # ------------------------------------------------------------------------------------------ the Hub, once
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_hub_probe_reports_unreachable_and_reachable(monkeypatch):
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
         monkeypatch.delenv(var, raising=False)
@@ -156,6 +158,7 @@ def test_rankers_are_derived_from_the_estimator_registry():
         RANKERS.register_lazy("logme", "modelseek.rankers.avgrank:AvgRank")
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_a_new_estimator_is_one_registration(cli, tiny_layout, tiny_bert, tmp_path):
     """Registering an estimator (here, in a test) makes ``rank --method NAME`` work: no other table."""
     seeds: list[int] = []

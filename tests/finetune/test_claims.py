@@ -88,6 +88,7 @@ def test_two_processes_share_a_grid_and_run_every_job_once(tmp_path):
         == (tmp_path / "one.csv").read_bytes()
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_claim_of_a_dead_worker_is_taken_over(tmp_path):
     """A worker killed mid-job leaves its claim; its pid is dead on this host, so the claim is stale at once."""
     tasks, pool = _grid()
@@ -107,6 +108,7 @@ def test_claim_of_a_dead_worker_is_taken_over(tmp_path):
         assert s.claims() == []
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_claim_past_its_lease_is_taken_over_and_a_live_one_is_not(tmp_path):
     tasks, pool = _grid()
     path = tmp_path / "jobs.sqlite"

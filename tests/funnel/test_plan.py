@@ -18,6 +18,7 @@ def _order(world, t):
     return [world.pool[int(j)] for j in np.argsort(-world.prior[t], kind="stable")]
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("halving", [False, True])
 def test_plan_fits_budget_and_grows_with_it(world, halving):
     order, costs, n = _order(world, 0), CostTable(world.costs), 1000

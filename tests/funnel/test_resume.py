@@ -59,6 +59,7 @@ def test_resume_does_not_redo_units(world, tmp_path, stop_at):
     assert third.calls == [] and again.run == res.run
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_plan_printed_before_spending(world, tmp_path):
     events = []
 

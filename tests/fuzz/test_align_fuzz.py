@@ -114,6 +114,7 @@ def test_convert_survives_a_damaged_submission(setup, data, which, to):
         assert b.form.value == to or not (b.models or b.stimuli)
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FEW
 @given(data=st.data(), which=SUBMISSIONS)
 def test_score_survives_a_damaged_submission(setup, data, which):
@@ -164,6 +165,7 @@ def test_validate_survives_a_damaged_catalog(setup, data, which):
     assert_clean_exit(r, path, setup[which])
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FEW
 @given(data=st.data())
 def test_matrix_survives_a_damaged_catalog(setup, data):
@@ -298,6 +300,7 @@ def test_matrix_numeric_options(setup, option, value):
         assert len(d["near_duplicates"]) == sum(C[i, j] >= t for i in range(3) for j in range(i + 1, 3))
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FEW
 @given(option=st.sampled_from(["--min-models", "--min-stimuli", "--max-models", "--max-stimuli"]),
        value=OPTION_VALUES, which=SUBMISSIONS)

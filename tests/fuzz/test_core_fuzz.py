@@ -59,6 +59,7 @@ def _victim(case, key: str, name: str | None = None) -> tuple[Path, bytes]:
 
 
 # ------------------------------------------------------------------------------------------ run files
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data())
 def test_validate_survives_a_damaged_run(case, data):
@@ -88,6 +89,7 @@ def test_evaluate_survives_a_damaged_run(case, data):
 
 
 # ------------------------------------------------------------------------------------------ ground truth
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data())
 def test_evaluate_survives_a_damaged_ground_truth(case, data):
@@ -98,6 +100,7 @@ def test_evaluate_survives_a_damaged_ground_truth(case, data):
 
 
 # ------------------------------------------------------------------------------------------ topics, pools
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data())
 def test_validate_survives_damaged_topics(case, data):

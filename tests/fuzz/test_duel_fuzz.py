@@ -79,6 +79,7 @@ def test_tournament_survives_a_damaged_submission(duel, data, fmt):
     assert_clean_exit(r, path)
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data())
 def test_validate_survives_a_damaged_submission(duel, data):
@@ -87,6 +88,7 @@ def test_validate_survives_a_damaged_submission(duel, data):
     assert_clean_exit(run_cli("duel", "validate", path, "--metadata", duel["meta"]), path)
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data())
 def test_tournament_survives_a_damaged_metadata_file(duel, data):
@@ -218,6 +220,7 @@ def runs_case(tmp_path_factory):
     return {"root": root, "layout": layout, "a": a, "b": b}
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data())
 def test_runs_survives_a_damaged_run(runs_case, data):

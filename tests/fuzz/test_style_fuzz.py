@@ -82,6 +82,7 @@ def test_rank_style_survives_a_damaged_layout_file(layout, data, name):
         _valid_run(out, len(read_image_list(b / "test-image-ids.txt")), len(load_models(b / "models.csv")))
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FEW
 @given(data=st.data(), split=st.sampled_from(["train", "test"]), victim=st.integers(0, 2),
        how=st.sampled_from(["bytes", "bytes", "dir", "empty", "text"]))

@@ -31,6 +31,7 @@ def test_rank_cv_works_with_the_default(cli, layout):
     assert name == "default" and len(runs[name]) == 15
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("command", ["rank", "bench", "train-ranker"])
 def test_unknown_param_is_exit_1_everywhere_with_did_you_mean(cli, layout, task_csv, command):
     def args(param):

@@ -155,6 +155,7 @@ def test_test_folder_holding_a_non_image(cli, repo, tmp_path, intruder):
     assert cli("rank-style", repo, *FAST).code == 0
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_a_png_name_that_holds_no_image(cli, repo, tmp_path):
     p = sorted((repo / "data" / "test").glob("*.png"))[3]
     p.write_text("<html>Git LFS pointer or error page</html>\n")

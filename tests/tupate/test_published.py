@@ -114,6 +114,7 @@ def test_prompt_gradients_flow_through_every_layer(tuner):
     assert grad.shape == (P, 32) and grad.abs().sum() > 0
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_prompt_gradient_depends_on_the_deepest_layer(tiny_bert):
     # two tuners on the same weights; perturbing only the last layer of one changes the prompts' gradient:
     # the gradient runs back through that layer (not only through a shortcut to the early ones)
