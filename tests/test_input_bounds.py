@@ -180,6 +180,7 @@ def test_hf_ids_and_ntcir_docids_match_through_the_pool(tmp_path, cli, tiny_layo
     assert got.code == 0 and json.loads(got.out)["byorder"]["mean"] == want
 
 
+@pytest.mark.slow(reason="6 s (setup and call) on 2 busy cores")
 def test_rank_writes_hf_ids_on_request(tmp_path, cli):
     out = tmp_path / "run.txt"
     r = cli("demo", "--out", tmp_path / "d")

@@ -199,6 +199,7 @@ def test_deep_validate_checks_a_submissions_layer_names(cli, live_registry, tmp_
     assert "ok    convnext_atto.d2_in1k  layer stages.3  dim 320" in r.out
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_score_needs_pretrained_weights_one_line(cli, live_registry, tmp_path):
     sub = _write(tmp_path / "s.json", {"models": [{"model_name": "convnext_atto.d2_in1k"},
                                                   {"model_name": "mobilenet_v3_small"}]})

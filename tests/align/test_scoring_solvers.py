@@ -110,6 +110,7 @@ def test_red_incremental_state_matches_fresh(memory):
     assert st.objective() == pytest.approx(fresh[0], abs=1e-10)
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_annealing_beats_random_and_greedy():
     feats = make_features(800, seed=0)
     res = optimize_red(feats, 40, steps=2000, seed=0)
@@ -158,12 +159,14 @@ def test_blue_finds_planted_cluster_and_matches_exhaustive():
         optimize_blue(np.arange(9.0).reshape(3, 3), 2)
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_trajectory_plot_is_png(tmp_path):
     res = optimize_red(make_features(200, seed=1), 12, steps=200, seed=0)
     plot_trajectory(res, tmp_path / "t.png")
     assert (tmp_path / "t.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_cli_optimize_writes_valid_submissions(cli, align_setup, tmp_path):
     cache = tmp_path / "cache"
     out, traj, png = tmp_path / "red.json", tmp_path / "traj.json", tmp_path / "traj.png"

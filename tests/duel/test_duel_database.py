@@ -126,6 +126,7 @@ POSTGRES_TAMPER = [
 ]
 
 
+@pytest.mark.slow(reason="6 s (setup and call) on 2 busy cores")
 def test_every_tamper_statement_fails_in_the_database(db_url, cfg, sub_dicts):
     store = Store(db_url, config=cfg)
     for d in sub_dicts[:3]:

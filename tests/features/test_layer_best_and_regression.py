@@ -90,6 +90,7 @@ def test_numeric_labels_are_a_regression_task_for_logme_and_knn(cli, tmp_path, p
         est.get("knn_loo")(feats, y.astype(str))
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("method", ["hscore", "knn", "leep"])
 def test_estimators_that_need_classes_refuse_a_regression_task_in_one_line(cli, tmp_path, pool_file, method,
                                                                             regression_csv, load_counter):

@@ -68,6 +68,7 @@ def test_select_with_fake_trainer_then_resume(tmp_path, models, task):
     assert log.read_text().splitlines() == ran and again.run == res.run and again.ran_units == []
 
 
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 def test_estimators_when_fine_tuning_does_not_fit(tmp_path, models, task):
     from modelseek.finetune import Recipe
 

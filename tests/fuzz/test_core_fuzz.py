@@ -162,6 +162,7 @@ def test_recipe_file_is_a_recipe_or_a_located_error(case, data, suffix):
 
 
 # ------------------------------------------------------------------------------------------ demo options
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 @FEW
 @given(seed=st.one_of(st.integers(-5, 2**33).map(str), st.sampled_from(["nan", "1e3", "", "0x1", "seven"])),
        out=st.sampled_from(["file", "dir", "new/nested", "file/below"]))

@@ -196,6 +196,7 @@ def test_card_matches_are_the_training_tasks_leave_one_out_z_behind_the_shipped_
     assert pooled == pytest.approx(float(np.mean(ref[carded])))
 
 
+@pytest.mark.slow(reason="10 s (setup and call) on 2 busy cores")
 def test_artifact_of_the_earlier_domain_form_ranks_without_it(tmp_path):
     """An artifact written before the slope form (no `domain_model`) loads with the domain term off, not with the
     old weight applied to the new form."""
@@ -238,6 +239,7 @@ def test_candidate_without_history_gets_a_profile_prior(tmp_path):
     assert set(scores) == {c.id for c in pool} and all(np.isfinite(list(scores.values())))
 
 
+@pytest.mark.slow(reason="6 s (setup and call) on 2 busy cores")
 def test_rank_cli_prints_the_evidence(tmp_path, capsys):
     from modelseek.testing import write_task_table
 

@@ -23,6 +23,7 @@ def task_csv(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------ resolver
+@pytest.mark.slow(reason="41 s (setup and call) on 2 busy cores")
 def test_rank_cv_works_with_the_default(cli, layout):
     r = cli("rank", layout, "--cv", "3", "--json")  # 'default' used to be an unknown method here
     assert r.code == 0, r.err
@@ -161,6 +162,7 @@ def test_zero_counts_are_errors_not_ignored(cli, layout, task_csv):
     assert r.code == 2 and "--verify-top" in r.err and ">= 1" in r.err
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_header_only_table_is_a_clear_error(cli, tmp_path):
     empty = tmp_path / "empty.csv"
     empty.write_text("text,label\n")

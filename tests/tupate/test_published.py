@@ -282,6 +282,7 @@ def test_published_on_cuda_end_to_end(tiny_bert, data, tmp_path):
     np.testing.assert_allclose([[loaded.rank(t, pool)[c.id] for c in pool] for t in held], scores, atol=1e-4)
 
 
+@pytest.mark.slow(reason="7 s (setup and call) on 2 busy cores")
 def test_cli_rejects_an_unknown_mode_in_one_line(cli, layout):
     r = cli("train-ranker", layout, "--method", "tupate", "-p", "mode=fast", "-o", layout / "never.json")
     assert r.code == 1
