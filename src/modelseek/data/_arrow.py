@@ -78,7 +78,3 @@ def encode(table: pa.Table, column: str) -> tuple[np.ndarray, np.ndarray]:
     codes = [c.indices.to_numpy(zero_copy_only=False) for c in col.chunks]
     return (codes[0] if len(codes) == 1 else np.concatenate(codes),
             np.asarray(col.chunk(0).dictionary.to_pylist(), dtype=object))
-
-
-def floats(table: pa.Table, column: str) -> np.ndarray:
-    return table.column(column).to_numpy()
