@@ -139,7 +139,8 @@ def _make(src: Path) -> tuple[Path | None, str]:
 # process inherits that process's peak memory as its own starting peak (Linux keeps it across exec), so wait4's
 # figure would be the benchmark's size, not the tool's; the launcher is small when it spawns the tool
 LAUNCHER = ("import os, sys; pid = os.posix_spawnp(sys.argv[1], sys.argv[1:], os.environ);"
-            " _, st, ru = os.wait4(pid, 0); sys.stderr.write(f'\\nRUSAGE {ru.ru_utime + ru.ru_stime} {ru.ru_maxrss}\\n');"
+            " _, st, ru = os.wait4(pid, 0);"
+            " sys.stderr.write(f'\\nRUSAGE {ru.ru_utime + ru.ru_stime} {ru.ru_maxrss}\\n');"
             " sys.exit(os.waitstatus_to_exitcode(st))")
 
 
@@ -216,7 +217,10 @@ def main() -> int:
             print(f"skipped {k}: {why}")
     ok = _speed_table(sizes, folder, args, env, skip, te, load)
     ok &= _scaling(folder, args)
-    print("goal met" if ok else "goal NOT met")
+    if te is None:  # the speed and memory goal is against trec_eval's binary: say it was not checked
+        print(f"goal against trec_eval's binary NOT checked ({te_why})")
+    print("goal met" if ok and te is not None else "goal met where checked (agreement, scaling)" if ok
+          else "goal NOT met")
     return 0 if ok else 1
 
 
