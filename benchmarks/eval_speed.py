@@ -113,10 +113,10 @@ def trec_eval_binary(given: str | None, folder: Path) -> tuple[Path | None, str]
                         "pytrec_eval", "-d", str(dl)], capture_output=True, text=True)
     tars = list(dl.glob("*.tar.gz"))
     if not tars:
-        tail = (r.stderr.strip().splitlines() or ["no sdist"])
-        hint = next((ln.strip() for ln in tail if "Fetching trec_eval" in ln), tail[-1].strip())
-        return None, (f"trec_eval's C source is not on PyPI: pytrec_eval's sdist fetches it at build time "
-                      f"({hint}), and this machine reaches package registries only; pass --trec-eval BINARY_OR_SOURCE")
+        fetches = "Fetching trec_eval" in r.stderr  # the sdist's build step downloads the C source
+        return None, ("trec_eval's C source is not on PyPI: pytrec_eval's sdist " +
+                      ("downloads it while it builds" if fetches else f"could not be had (pip exit {r.returncode})") +
+                      ", and this machine reaches package registries only; pass --trec-eval BINARY_OR_SOURCE")
     import tarfile
 
     with tarfile.open(tars[0]) as tf:
