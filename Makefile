@@ -3,7 +3,7 @@
 PYTHON ?= python3
 PIP := $(PYTHON) -m pip install --disable-pip-version-check -q
 
-.PHONY: install demo test bench lint docs
+.PHONY: install demo test test-fast bench lint docs
 
 install:
 	# torch and torchvision first, pinned as a matching pair (torchvision's compiled ops need the torch they
@@ -23,6 +23,10 @@ test: install
 		  || { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null; }; } \
 		|| echo "chromium not installed (apt-get failed): the browser test will be skipped"; fi
 	HF_HUB_OFFLINE=1 $(PYTHON) -m pytest -q
+
+# the quick loop: every test package, without the tests marked slow (each mark says why); run `make install` once
+test-fast:
+	HF_HUB_OFFLINE=1 $(PYTHON) -m pytest -q -m "not slow"
 
 # ruff (rules in pyproject's [tool.ruff]) and mypy (files and strictness in [tool.mypy]) over src/modelseek
 lint: install

@@ -38,6 +38,7 @@ arrays_st = st.dictionaries(
 SETTINGS = settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @SETTINGS
 @given(arrays_st, st.dictionaries(st.text(max_size=3), st.integers() | st.text(max_size=3), max_size=3))
 def test_round_trip(arrays, fields):

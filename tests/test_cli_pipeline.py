@@ -13,6 +13,7 @@ from modelseek.data.pool import load_pool
 from modelseek.registry import Registry, UnknownNameError
 
 
+@pytest.mark.slow(reason="7 s (setup and call) on 2 busy cores")
 def test_demo_runs_offline_and_writes_a_valid_run(tmp_path, cli):
     r = cli("demo", "--out", tmp_path)
     assert r.code == 0, r.err
@@ -22,6 +23,7 @@ def test_demo_runs_offline_and_writes_a_valid_run(tmp_path, cli):
     assert cli("validate", tmp_path / "demo-run.txt", "--quiet").code == 0
 
 
+@pytest.mark.slow(reason="4 s (setup and call) on 2 busy cores")
 def test_usage_errors_exit_2_and_user_errors_exit_1(tmp_path):
     assert run_cli_subprocess("rank").code == 2
     assert run_cli_subprocess("no-such-command").code == 2
@@ -35,6 +37,7 @@ def _bench_json(cli, root, *extra):
     return json.loads(r.out)
 
 
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 def test_rank_validate_evaluate_reproduces_bench(tmp_path, cli, tiny_layout):
     run_path = tmp_path / "run.txt"
     r = cli("rank", tiny_layout, "--method", "avgrank", "--cv", "5", "--seed", "0", "-o", run_path)
@@ -67,6 +70,7 @@ def test_folds_are_stratified_and_seeded():
         assert sum(int(t) >= 25 for t in f) == 1  # one high task per fold
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_bench_plot(cli, tiny_layout, tmp_path):
     r = cli("bench", tiny_layout, "--method", "avgrank", "random", "--plot", tmp_path / "b.png")
     assert r.code == 0, r.err

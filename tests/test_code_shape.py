@@ -7,6 +7,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "modelseek"
 MAX_LINES = 80
@@ -20,6 +22,7 @@ def _functions(path: Path):
             yield node.name, start, node.end_lineno - start + 1
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_no_function_over_80_lines():
     long = {}
     for path in sorted(SRC.rglob("*.py")):

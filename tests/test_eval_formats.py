@@ -125,6 +125,7 @@ def test_validate_stays_strict_on_extra_columns(files, cli):
     assert res.code == 1 and "run.txt:1: expected 6 columns" in res.err and "'extra', 'columns'" in res.err
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @settings(max_examples=40, deadline=None)
 @given(st.data())
 def test_array_core_equals_reference_metrics(data):

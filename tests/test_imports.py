@@ -184,6 +184,7 @@ def test_the_graph_follows_every_kind_of_import(tmp_path):
     assert _cycles(g) == [["pk", "pk.a", "pk.b", "pk.c", "pk.sub", "pk.sub.deep"]]
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_the_graph_sees_lazy_imports_in_the_package():
     g = import_graph()
     assert "modelseek.errors" in g["modelseek.config"]                 # from .errors import ... (module level)
@@ -192,11 +193,13 @@ def test_the_graph_sees_lazy_imports_in_the_package():
     assert {"modelseek.data.folds", "modelseek.data"} <= g["modelseek.fusion.learned"]
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_no_import_cycles_lazy_or_not():
     cycles = _cycles(import_graph())
     assert not cycles, "import cycles: " + "; ".join(" <-> ".join(c) for c in cycles)
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_the_cli_never_imports_the_test_helpers():
     """``modelseek.testing`` drives the CLI (run_cli), so the CLI must not depend on it, even lazily."""
     g = import_graph()
@@ -217,6 +220,7 @@ def test_importing_modelseek_imports_no_estimator_and_no_heavy_library():
     assert not [m for m in loaded if not m.startswith("modelseek")]
 
 
+@pytest.mark.slow(reason="0 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("name", sorted(m for m in _modules() if not m.endswith("__main__")))
 def test_every_module_imports(name):
     try:

@@ -36,6 +36,7 @@ def test_written_files_honour_the_umask(tmp_path, tiny_layout, layout_run, cli, 
         assert stat.S_IMODE(p.stat().st_mode) == 0o666 & ~mask, (p, oct(p.stat().st_mode))
 
 
+@pytest.mark.slow(reason="5 s (setup and call) on 2 busy cores")
 def test_rank_output_is_readable_by_the_group(tmp_path, cli):
     old = os.umask(0o022)
     try:
@@ -179,6 +180,7 @@ def test_hf_ids_and_ntcir_docids_match_through_the_pool(tmp_path, cli, tiny_layo
     assert got.code == 0 and json.loads(got.out)["byorder"]["mean"] == want
 
 
+@pytest.mark.slow(reason="6 s (setup and call) on 2 busy cores")
 def test_rank_writes_hf_ids_on_request(tmp_path, cli):
     out = tmp_path / "run.txt"
     r = cli("demo", "--out", tmp_path / "d")

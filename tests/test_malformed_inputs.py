@@ -76,6 +76,7 @@ def test_json_number_too_large_for_a_float_in_a_task(tmp_path, cli):
                           f"{task / 'val.jsonl'}:2: number 1e999 is too large for a float")
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_json_output_into_a_closed_pipe_is_quiet(tiny_layout, layout_run):
     """``modelseek evaluate ... --json | head -c0``: the reader is gone before the first write."""
     src = str(Path(__file__).resolve().parents[1] / "src")

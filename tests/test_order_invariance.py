@@ -52,6 +52,7 @@ def task_table(tmp_path_factory) -> Path:
     return path
 
 
+@pytest.mark.slow(reason="10 s (setup and call) on 2 busy cores")
 @fuzz_settings(4)
 @given(perm=_perm(300))
 def test_rank_does_not_depend_on_row_order(task_table, tmp_path_factory, perm):
@@ -72,6 +73,7 @@ def layout(tmp_path_factory) -> Path:
     return make_ntcir_layout(tmp_path_factory.mktemp("layout"), n_tasks=12, n_models=5, seed=2)
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 @fuzz_settings(4)
 @given(perm=_perm(60))
 def test_bench_does_not_depend_on_ground_truth_row_order(layout, tmp_path_factory, perm):

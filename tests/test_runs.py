@@ -109,6 +109,7 @@ def test_subtask_b_id_rules(tmp_path):
     assert fields == {"topicID", "docID"}
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_evaluate_rejects_malformed_file(tmp_path, cli, tiny_layout):
     p = write_lines(tmp_path / "m.txt", ["1001 Q0 1 x 0.5 r"])
     r = cli("evaluate", p, "--ground-truth", tiny_layout / "ground-truth.csv")
@@ -137,9 +138,10 @@ def test_validate_help_says_what_it_prints(cli):
     assert r.code == 0 and "Silent" not in r.out and "'ok' line" in r.out
 
 
-def test_the_three_readers_give_the_same_runs(tmp_path):
-    """Single spaces take pyarrow's reader, tabs pandas' C reader, anything else the careful line reader:
-    the same lines give the same runs (order, ranks, scores, line numbers)."""
+def test_the_fast_and_careful_paths_give_the_same_runs(tmp_path):
+    """One reader, two paths: any plain white-space separated file takes pyarrow's path (single spaces, tabs,
+    runs of blanks, CRLF), anything else the careful line reader; the same lines give the same runs (order,
+    ranks, scores, line numbers)."""
     import numpy as np
 
     from modelseek.data import run as R
@@ -153,15 +155,26 @@ def test_the_three_readers_give_the_same_runs(tmp_path):
     single.write_text("\n".join(" ".join(x) for x in lines) + "\n")
     tabs = tmp_path / "tabs.txt"
     tabs.write_text("\n".join("\t".join(x) for x in lines) + "\n")
+    mixed = tmp_path / "mixed.txt"
+    mixed.write_bytes(("\r\n".join(" \t " + "  ".join(x) + " " for x in lines) + "\r\n").encode())
+    blank = tmp_path / "blank.txt"  # a blank line: the careful path numbers the lines
+    blank.write_text("\n".join(" ".join(x) for x in lines[:5]) + "\n\n" + "\n".join(" ".join(x) for x in lines[5:]))
     data = single.read_bytes()
-    assert R._parse_arrow(data, True) is not None and R._parse_arrow(tabs.read_bytes(), True) is None
+    for p in (single, tabs, mixed):
+        assert R._parse_arrow(p.read_bytes(), True) is not None
+    assert R._parse_arrow(blank.read_bytes(), True) is None
+    assert R._parse_arrow(b"1 Q0  d 1 0.5 r\n", True) is not None  # split() reads six columns, so does the fast path
+    assert R._parse_arrow(b"1 Q0  1 0.5 r\n", True) is None  # five, one empty field: the careful path locates it
     careful = R._build(single, R._parse_careful(single, data.decode(), None, True), None)
-    for p in (single, tabs):
+    for p in (single, tabs, mixed):
         got = read_runs(p)
         assert list(got) == list(careful)
         for rid in careful:
             assert got[rid].lines() == careful[rid].lines()
             assert [e.line for t in got[rid] for e in got[rid][t]] == [e.line for t in careful[rid] for e in careful[rid][t]]
+    got = read_runs(blank)
+    numbered = sorted(e.line for rid in got for t in got[rid] for e in got[rid][t])
+    assert numbered == [*range(1, 6), *range(7, len(lines) + 2)]  # line 6 is the blank one
 
 
 @pytest.mark.parametrize("content", [b"", b"\n\n", b"  \n\t\n"])
@@ -172,3 +185,18 @@ def test_empty_run_files_are_located_errors(tmp_path, cli, content):
     assert r.code == 1 and "Traceback" not in r.err and str(p) in r.err
     with pytest.raises(InputError, match="run file is empty"):
         read_runs(p)
+
+
+def test_natural_order_is_the_order_of_natural_key():
+    """The flat key for ids like ``q12`` gives the order of natural_key, on any mix of ids (ties stable)."""
+    import random
+
+    from modelseek.data.run import natural_key, natural_order
+
+    rng = random.Random(0)
+    alphabet = ["", "a", "b", "q", "Q", "-", "_", "0", "1", "5", "9", "٣"]
+    for _ in range(2000):
+        ids = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 4))) for _ in range(rng.randint(1, 12))]
+        assert natural_order(ids) == sorted(range(len(ids)), key=lambda i: natural_key(ids[i])), ids
+    assert [["q10", "q9", "7", "q09", "a"][i] for i in natural_order(["q10", "q9", "7", "q09", "a"])] == \
+        ["7", "a", "q9", "q09", "q10"]

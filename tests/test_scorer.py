@@ -107,6 +107,7 @@ def test_mrr_first_relevant():
     assert reciprocal_rank(["a", "b", "c", "d"], grades, min_grade=2) == pytest.approx(1 / 3)
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_regret_and_kendall():
     f1 = {"a": 0.8, "b": 0.6, "c": 0.4}
     assert regret_at_k(["b", "a", "c"], f1, 1) == pytest.approx(0.25)
@@ -136,6 +137,7 @@ def test_report_exports():
 grades_st = st.lists(st.floats(0.05, 1.0, allow_nan=False), min_size=2, max_size=12)
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @settings(max_examples=80, deadline=None)
 @given(grades_st, st.randoms(use_true_random=False), st.sampled_from(["ntcir", "paper"]),
        st.integers(1, 10))

@@ -35,6 +35,7 @@ def _write_truth(path, scores, tiers=None):
     return path
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_shares_are_pca_explained_variance_of_the_double_centred_ranks():
     from scipy.stats import rankdata
     from sklearn.decomposition import PCA
@@ -59,6 +60,7 @@ def test_planted_structure_is_found_and_its_loadings_name_the_models():
     assert abs(np.corrcoef(s.loadings[0], v)[0, 1]) > 0.9
 
 
+@pytest.mark.slow(reason="5 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("prior", [0.0, 1.0, 3.0])
 def test_noise_alone_is_rarely_called_structure(prior):
     """The test's false-positive rate on 40 tables of noise around a prior of each strength: p < 0.05 about 5% of
@@ -106,6 +108,7 @@ def test_models_missing_on_a_task_are_left_out_and_small_tables_are_errors():
         residual_structure(np.where(np.isnan(x), np.inf, x), permutations=20)
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_cli_reports_structure_per_tier_as_text_json_and_plot(cli, tmp_path):
     x, _, _ = _table(n_tasks=48, planted=4.0, seed=2)
     tiers = ["Low Criticalness"] * 20 + ["High Criticalness"] * 20 + ["Medium Criticalness"] * 8

@@ -24,6 +24,7 @@ def test_ntcir_layout_loads_with_metadata(tiny_layout):
     assert 2 <= t.num_classes <= 5
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_table_task_with_and_without_split_column(tmp_path):
     df = pd.DataFrame({"text": [f"text number {i}" for i in range(100)], "label": ["a", "b"] * 50})
     df.to_csv(tmp_path / "plain.csv", index=False)
@@ -39,6 +40,7 @@ def test_table_task_with_and_without_split_column(tmp_path):
     assert (len(t2.train), len(t2.val), len(t2.test)) == (70, 20, 10)
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_hf_dataset_rules():
     datasets = pytest.importorskip("datasets")
     n = 12000
@@ -71,6 +73,7 @@ def _jsonl(path: Path, rows):
     path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
 
 
+@pytest.mark.slow(reason="5 s (setup and call) on 2 busy cores")
 def test_bad_task_files_name_file_line_field(tmp_path, cli):
     folder = tmp_path / "task" / "5"
     folder.mkdir(parents=True)
@@ -148,6 +151,7 @@ def test_pools(tmp_path):
         load_pool(tmp_path / "nope.yaml")
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_import_modelseek_is_light():
     """`import modelseek` (the top-level verbs and nouns) loads none of the heavy libraries; pandas and
     scipy come with the first call that needs them."""

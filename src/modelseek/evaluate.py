@@ -15,36 +15,40 @@ a report of zeros (e.g. a run of Hugging Face ids scored against a table of nume
 
 How it is computed (why not pytrec_eval or ranx underneath): every topic's rows are put in evaluation order
 once (one stable sort over the whole run), joined to the ground truth once (one hash lookup of integer
-(topic, docID) keys), and each measure is a segment sum over the sorted arrays (``bincount`` by topic) with
-the ideal DCG sorted once per ground truth. That is linear in the number of lines, with no Python loop per
-topic (except for weighted Kendall tau, one SciPy call per topic). ``benchmarks/eval_speed.py`` measured it
-against both peers on 10,000 x 100 and 100,000 x 20 graded runs: the same per-topic values as pytrec_eval
-(trec_eval's C code; largest difference 0.0), a whole ``evaluate`` process within about 1.5x of a pytrec_eval
-script's CPU time (reading the files dominates both), and 5-10x faster than ranx's first call (numba
-compiles). Putting pytrec_eval underneath would not be faster: its input is nested dicts, whose building
-from a million lines costs about what this whole core does, and neither peer computes the official
-grading, tiers, regret or weighted tau. So the core is ours, and the benchmark checks it against
-pytrec_eval on every topic.
+(topic, docID) keys) into a :class:`~modelseek.metrics.Batch`, and every metric is reached through the
+registry (:data:`modelseek.metrics.METRICS`): the built-ins compute all topics at once from the batch (segment
+sums, ``bincount`` by topic; weighted Kendall tau over all pairs of all topics in chunks), a metric with only a
+per-list form is called topic by topic. That is linear in the number of lines, with no Python loop per topic
+for the built-ins. ``benchmarks/eval_speed.py`` checks the per-topic values against pytrec_eval (trec_eval's C
+code) on 10,000 x 100 and 100,000 x 20 graded runs and times the whole process beside it, ranx and (when its
+source can be built) trec_eval's binary. Putting pytrec_eval underneath would not be faster: its input is nested
+dicts, whose building from a million lines costs about what this whole core does, and neither peer computes the
+official grading, tiers, regret or weighted tau.
+
+``pool`` and :func:`harmonise` are the library's: ``modelseek evaluate`` and ``compare`` call them, so that
+what the command does on some input, ``evaluate`` does on the same input with the same answer.
 """
 
 from __future__ import annotations
 
-import math
+import functools
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
 
-from . import metrics as _metrics
 from .data.report import Report
 from .data.run import Run, RunArrays
 from .data.truth import GradingScheme, GroundTruth, TruthArrays
 from .enums import Choice
 from .errors import InputError
-from .metrics import DEFAULT_METRICS
+from .metrics import DEFAULT_METRICS, METRICS, Batch, Metric, resolve
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from .data.pool import Pool
 
 
 class Order(Choice):
@@ -60,22 +64,118 @@ class Order(Choice):
 
 def evaluate(run: Run, truth: GroundTruth, metrics: Sequence[str] = DEFAULT_METRICS,
              scheme: GradingScheme | str = GradingScheme.NTCIR, topics: Sequence[str] | None = None,
-             order: Order | str = Order.RANK, relevance_level: int = 1) -> Report:
-    """Score ``run`` against ``truth``; ``topics`` restricts to a subset (default: every truth topic)."""
-    import pandas as pd
+             order: Order | str = Order.RANK, relevance_level: int = 1,
+             pool: Pool | str | os.PathLike | None = None) -> Report:
+    """Score ``run`` against ``truth``; ``topics`` restricts to a subset (default: every truth topic).
 
+    ``pool`` names the models two ways (a pool's ids and its Hugging Face ids): see :func:`harmonise`; the
+    default reads the NTCIR pool for a CSV ground truth only when a docID of the run is not a model id of the
+    ground truth (as ``modelseek evaluate`` does), ``"none"`` matches ids as written. ``relevance_level`` above
+    every grade of the ground truth is an :class:`InputError` (nothing could count as relevant)."""
     s = GradingScheme.parse(scheme)
     o = Order.parse(order)
     level = int(relevance_level)
-    names, parsed = _parse_metrics(metrics)
+    resolved = _parse_metrics(metrics)
+    (run,), truth = harmonise([run], truth, pool)
     ta = truth.arrays(s)
+    _check_level(ta, level, truth)
     wanted, w_index, t_of_w = _wanted_topics(ta, topics)
-    W = len(wanted)
+    batch, seg_of_topic, unknown = _batch(run, truth, ta, wanted, w_index, t_of_w, s, o, level)
+    present = batch.present
+    columns = {}
+    for m, (metric, k) in resolved.items():
+        col = np.asarray(metric.vectorised(batch, k), dtype=float)
+        columns[m] = np.where(present, col, metric.missing)
+    import pandas as pd
 
+    per_topic = pd.DataFrame({"tier": truth.tiers(wanted), **columns}, index=pd.Index(wanted, name="topic"))
+    ra = run.arrays()
+    missing = [wanted[i] for i in np.flatnonzero(~present)]
+    extra = [t for t, i in zip(ra.topics, seg_of_topic.tolist()) if i < 0]
+    return Report(per_topic, list(resolved), run_id=run.run_id, missing_topics=missing, extra_topics=extra,
+                  scheme=s.value, unknown_models=unknown, order=o.value, relevance_level=level,
+                  tier_source=truth.tier_source(wanted))
+
+
+def harmonise(runs: Sequence[Run], truth: GroundTruth,
+              pool: Pool | str | os.PathLike | None = None) -> tuple[list[Run], GroundTruth]:
+    """Runs and ground truth with every Hugging Face id of ``pool`` written as the pool's id (other ids
+    unchanged), so that a run of NTCIR docIDs scores against a ground truth of HF ids and back.
+
+    ``pool``: a :class:`~modelseek.data.pool.Pool`, a pool file or built-in name, ``"none"`` (ids as written),
+    or None: ``ntcir19`` for a CSV ground truth, none for TREC qrels (their docnos are not models). The pool is
+    not even read when every docID of the runs is a model id of the ground truth already (a named one is still
+    read, so that a bad pool is an error)."""
+    runs = list(runs)
+    explicit = pool is not None
+    if pool is None:
+        pool = "none" if truth.explicit_grades else "ntcir19"
+    if isinstance(pool, str) and pool.lower() == "none":
+        return runs, truth
+    known = set(truth.model_ids)
+    if all(d in known for r in runs for d in _distinct_docs(r)):
+        if explicit:
+            pool_aliases(pool)  # a bad pool is still an error
+        return runs, truth
+    aliases = pool_aliases(pool)
+    if not aliases:
+        return runs, truth
+    if any(m in aliases for m in truth.model_ids):
+        truth = truth.rename_models(aliases)
+    runs = [r.map_docs(aliases) if any(d in aliases for d in _distinct_docs(r)) else r for r in runs]
+    return runs, truth
+
+
+def pool_aliases(pool: Pool | str | os.PathLike | None) -> dict[str, str]:
+    """Every Hugging Face id of ``pool`` (a pool, a pool file or built-in name) -> the pool's id; empty for
+    ``none``."""
+    if pool is None or (isinstance(pool, str) and (not pool or pool.lower() == "none")):
+        return {}
+    if isinstance(pool, (str, os.PathLike)):
+        name = os.fspath(pool)
+        try:  # a file is read again when it changes; a built-in name once per process
+            st = os.stat(name)
+            stamp: tuple = (st.st_mtime_ns, st.st_size)
+        except OSError:
+            stamp = ()
+        return dict(_aliases_of(str(name), stamp))
+    return {c.hf_id: c.id for c in pool if c.hf_id and c.hf_id != c.id}
+
+
+@functools.lru_cache(maxsize=16)
+def _aliases_of(name: str, stamp: tuple) -> tuple[tuple[str, str], ...]:
+    """(HF id, pool id) pairs of a pool file or built-in name: ``evaluate`` is called in loops (cross-validation,
+    fusion searches), and a pool is a YAML or CSV file to parse."""
+    from .data.pool import load_pool  # the pool module (config records): read only when a pool is needed
+
+    return tuple((c.hf_id, c.id) for c in load_pool(name) if c.hf_id and c.hf_id != c.id)
+
+
+def _distinct_docs(run: Run) -> list[str]:
+    a = run.arrays()
+    if a.doc_names is not None:
+        return a.doc_names.tolist()
+    return list(dict.fromkeys(a.doc.tolist()))
+
+
+def _check_level(ta: TruthArrays, level: int, truth: GroundTruth) -> None:
+    """A relevance level above every grade would count nothing as relevant: an error, not a column of zeros."""
+    top = int(ta.grade.max()) if ta.grade.size else 0
+    if level > top:
+        raise InputError(f"relevance level {level} is above every grade of the ground truth (highest: {top}); "
+                         f"nothing would count as relevant", path=truth.source or None, field="relevance_level")
+
+
+def _batch(run: Run, truth: GroundTruth, ta: TruthArrays, wanted: list[str], w_index: pd.Index,
+           t_of_w: np.ndarray, s: GradingScheme, o: Order, level: int) -> tuple[Batch, np.ndarray, list[str]]:
+    """The run's rows on the wanted topics in evaluation order, joined to the ground truth: (the batch every
+    metric reads, each run topic's index among the wanted ones (-1: not wanted), the unknown docIDs)."""
+    import pandas as pd
+
+    W = len(wanted)
     ra = run.arrays()
     seg_of_topic = w_index.get_indexer(pd.Index(ra.topics, dtype=object)) if ra.topics else np.zeros(0, dtype=np.int64)
-    sizes = np.diff(ra.offsets)
-    row_seg = np.repeat(seg_of_topic, sizes)
+    row_seg = np.repeat(seg_of_topic, np.diff(ra.offsets))
     keep = row_seg >= 0
     seg = row_seg[keep]
     doc = ra.doc[keep]
@@ -84,65 +184,33 @@ def evaluate(run: Run, truth: GroundTruth, metrics: Sequence[str] = DEFAULT_METR
     # evaluation order: Rank order is the run's own row order; trec_eval's is score desc, docID desc
     perm = _order(seg, ra.score[keep], dcode, uniq, o)
     seg, doc, dcode = seg[perm], doc[perm], dcode[perm]
-    n = seg.size
-    present = np.bincount(seg, minlength=W) > 0
     seg_start = np.zeros(W + 1, dtype=np.int64)
     np.cumsum(np.bincount(seg, minlength=W), out=seg_start[1:])
-    pos = np.arange(n, dtype=np.int64) - seg_start[seg]  # 0-based position within the topic
-
+    pos = np.arange(seg.size, dtype=np.int64) - seg_start[seg]  # 0-based position within the topic
     # join (topic, docID) to the ground truth's rows: one hash lookup of integer keys
-    t_sizes = np.diff(ta.offsets)
-    truth_task = np.repeat(np.arange(len(ta.tasks), dtype=np.int64), t_sizes)
-    truth_key = truth_task * n_codes + t_codes
-    run_key = t_of_w[seg].astype(np.int64) * n_codes + dcode
-    hit = pd.Index(truth_key).get_indexer(run_key)
+    truth_task = np.repeat(np.arange(len(ta.tasks), dtype=np.int64), np.diff(ta.offsets))
+    hit = pd.Index(truth_task * n_codes + t_codes).get_indexer(t_of_w[seg].astype(np.int64) * n_codes + dcode)
     matched = hit >= 0
-    shared = np.flatnonzero(present)
+    shared = np.flatnonzero(np.diff(seg_start) > 0)
     if shared.size and not matched.any():
         example = doc[seg_start[shared[0]]]
         raise InputError(f"run {run.run_id!r}: no docID matches a model id of the ground truth on the "
                          f"{shared.size} shared topic(s) (run: {example!r} ...; ground truth: "
                          f"{', '.join(repr(m) for m in truth.model_ids[:3])} ...)", field="docID")
-    grade = np.where(matched, ta.grade[np.maximum(hit, 0)], 0)
-    f1 = np.where(matched, ta.f1[np.maximum(hit, 0)], np.nan)
-
-    columns: dict[str, np.ndarray] = {}
-    ideal_cache: dict = {}
-    for m, (base, k) in parsed.items():
-        if base == "ndcg":
-            columns[m] = _ndcg(seg, pos, grade, k, W, s, lambda kk: _idcg(ta, t_of_w, kk, s, ideal_cache))
-        elif base == "mrr":
-            rel = matched & (grade >= level)
-            if k is not None:
-                rel &= pos < k
-            columns[m] = _first_hit(seg, pos, rel, W)
-        elif base == "regret":
-            columns[m] = _regret(seg, pos, f1, matched, k or 1, ta, t_of_w, W, present)
-        elif base == "kendall":
-            columns[m] = _kendall(seg, pos, seg_start, hit, matched, ta, t_of_w, W, present)
-        else:  # a metric registered elsewhere: the per-topic function over lists
-            columns[m] = _generic(m, run, truth, wanted, s, present, level)
-    for m, (base, _) in parsed.items():
-        if base in ("ndcg", "mrr"):
-            columns[m] = np.where(present, columns[m], 0.0)
-    tiers = truth.tiers(wanted)
-    per_topic = pd.DataFrame({"tier": tiers, **{m: columns[m] for m in names}}, index=pd.Index(wanted, name="topic"))
-    missing = [wanted[i] for i in np.flatnonzero(~present)]
-    extra = [t for t, i in zip(ra.topics, seg_of_topic.tolist()) if i < 0]
-    return Report(per_topic, names, run_id=run.run_id, missing_topics=missing, extra_topics=extra, scheme=s.value,
-                  unknown_models=unknown, order=o.value, relevance_level=level)
+    safe = np.maximum(hit, 0)
+    grade = np.where(matched, ta.grade[safe], 0)
+    f1 = np.where(matched, ta.f1[safe], np.nan)
+    return (Batch(wanted, seg, pos, seg_start, doc, hit, grade, f1, ta, t_of_w, s, level), seg_of_topic,
+            unknown)
 
 
-def _parse_metrics(metrics: Sequence[str]) -> tuple[list[str], dict[str, tuple[str, int | None]]]:
-    """(the metric names, lower-cased, in order; each name's (base, cut-off)); unknown names, bad cut-offs and
-    an empty list are :class:`InputError`."""
+def _parse_metrics(metrics: Sequence[str]) -> dict[str, tuple[Metric, int | None]]:
+    """Each metric name (lower-cased, in order) -> its registered metric and cut-off; unknown names, bad
+    cut-offs and an empty list are :class:`InputError`."""
     names = [m.strip().lower() for m in metrics if m.strip()]
     if not names:
-        raise InputError(f"no metric given; valid names: {', '.join(_metrics.names())}", field="metrics")
-    parsed = {m: _metrics.parse(m) for m in names}
-    for m in parsed:
-        _metrics.get(m)  # unknown names and bad cut-offs: the registry's errors
-    return names, parsed
+        raise InputError(f"no metric given; valid names: {', '.join(METRICS.names())}", field="metrics")
+    return {m: resolve(m) for m in names}
 
 
 def _wanted_topics(ta: TruthArrays, topics: Sequence[str] | None) -> tuple[list[str], pd.Index, np.ndarray]:
@@ -207,90 +275,3 @@ def _order(seg, score, dcode, uniq, o) -> np.ndarray:
         key = (seg.astype(np.int64) * n_s + (n_s - 1 - s_rank)) * n_d + (n_d - 1 - d)
         return np.argsort(key, kind="stable")
     return np.lexsort((-d, -score, seg))
-
-
-def _segment_sum(seg: np.ndarray, values: np.ndarray, W: int) -> np.ndarray:
-    return np.bincount(seg, weights=values, minlength=W)[:W]
-
-
-def _dcg(seg, pos, gains, k, W) -> np.ndarray:
-    cut = pos < k
-    return _segment_sum(seg[cut], gains[cut] / np.log2(pos[cut] + 2.0), W)
-
-
-def _idcg(ta, t_of_w, k, s, cache) -> np.ndarray:
-    """Ideal DCG@k of every ground-truth task (all its candidates, best gains first): one sort per ground truth
-    and scheme, one segment sum per k."""
-    hit = cache.get(k)
-    if hit is None:
-        ideal = cache.get("ideal")
-        if ideal is None:
-            gains = s.gain_array(ta.grade)
-            task = np.repeat(np.arange(len(ta.tasks)), np.diff(ta.offsets))
-            order = np.lexsort((-gains, task))
-            ideal = cache["ideal"] = (task, np.arange(task.size) - ta.offsets[task], gains[order])
-        task, pos, gains = ideal
-        hit = cache[k] = _dcg(task, pos, gains, k, len(ta.tasks))
-    return hit[t_of_w]
-
-
-def _ndcg(seg, pos, grade, k, W, s, idcg_of) -> np.ndarray:
-    if k is None:
-        raise InputError("ndcg needs a cut-off, e.g. ndcg@5")
-    dcg = _dcg(seg, pos, s.gain_array(grade), k, W)
-    idcg = idcg_of(k)
-    out = np.zeros(W)
-    ok = idcg > 0
-    out[ok] = dcg[ok] / idcg[ok]
-    return out
-
-
-def _first_hit(seg, pos, rel, W) -> np.ndarray:
-    """1 / (position of the first relevant row) per topic; 0 when none."""
-    out = np.zeros(W)
-    idx = np.flatnonzero(rel)
-    if idx.size:
-        first = idx[np.r_[True, seg[idx][1:] != seg[idx][:-1]]]
-        out[seg[first]] = 1.0 / (pos[first] + 1.0)
-    return out
-
-
-def _regret(seg, pos, f1, matched, k, ta, t_of_w, W, present) -> np.ndarray:
-    best_task = np.maximum.reduceat(ta.f1, ta.offsets[:-1]) if ta.f1.size else np.zeros(0)
-    best = best_task[t_of_w]
-    picks = matched & (pos < k)
-    top = np.full(W, -np.inf)
-    np.maximum.at(top, seg[picks], f1[picks])
-    out = np.ones(W)
-    ok = np.isfinite(top) & (best > 0)
-    out[ok] = 1.0 - top[ok] / best[ok]
-    return out
-
-
-def _kendall(seg, pos, seg_start, hit, matched, ta, t_of_w, W, present) -> np.ndarray:
-    from scipy.stats import weightedtau
-
-    # position in the run of every ground-truth row (the topic's run length when it is not ranked)
-    n_rows = np.diff(seg_start)
-    truth_pos = np.full(ta.model.size, -1, dtype=np.int64)
-    truth_pos[hit[matched]] = pos[matched]
-    out = np.full(W, math.nan)
-    for w in np.flatnonzero(present).tolist():
-        t = t_of_w[w]
-        lo, hi = ta.offsets[t], ta.offsets[t + 1]
-        if hi - lo < 2:
-            continue
-        p = truth_pos[lo:hi]
-        order = -np.where(p >= 0, p, n_rows[w]).astype(float)
-        out[w] = float(weightedtau(ta.f1[lo:hi], order).statistic)
-    return out
-
-
-def _generic(name, run, truth, wanted, s, present, level) -> np.ndarray:
-    fn = _metrics.get(name)
-    out = np.zeros(len(wanted))
-    for i, topic in enumerate(wanted):
-        if present[i]:
-            j = _metrics.Judgments(truth.grades(topic, s), truth.f1(topic), s, level)
-            out[i] = float(fn(run.ranking(topic), j))
-    return out

@@ -150,6 +150,7 @@ def live_registry(tmp_path, monkeypatch, align_setup):
     return p
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_challenge_registry_resolves_tags_and_input_size(live_registry):
     from modelseek.align.models import resolve_entry
 
@@ -163,6 +164,7 @@ def test_challenge_registry_resolves_tags_and_input_size(live_registry):
     assert resolve_entry(reg.get("mobilenet_v3_small")).input_size == (224, 224)  # torchvision's weights
 
 
+@pytest.mark.slow(reason="8 s (setup and call) on 2 busy cores")
 def test_deep_validate_random_fallback_is_said(cli, live_registry):
     r = cli("align", "validate", "--registry", live_registry, "--deep")
     assert r.code == 0, r.err
@@ -175,6 +177,7 @@ def test_deep_validate_random_fallback_is_said(cli, live_registry):
     assert [c["dim"] for c in d["checks"]] == [320, 512, 576]
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("change, message", [
     ({"layer": "stages.9.norm"}, "unknown layer 'stages.9.norm'"),
     ({"output_dim": 999}, "output_dim is 999 but layer 'global_pool' with 'pool' gives 512"),
@@ -187,6 +190,7 @@ def test_deep_validate_fails_wrong_layer_or_dim(cli, live_registry, tmp_path, ch
     assert r.code == 1 and message in r.err and str(p) in r.err and "Traceback" not in r.err
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_deep_validate_checks_a_submissions_layer_names(cli, live_registry, tmp_path):
     sub = _write(tmp_path / "s.json", {"models": [{"model_name": "convnext_atto.d2_in1k", "layer_name": "stages.3"},
                                                   {"model_name": "resnet10t.c3_in1k", "layer_name": "layer9"}]})
@@ -195,6 +199,7 @@ def test_deep_validate_checks_a_submissions_layer_names(cli, live_registry, tmp_
     assert "ok    convnext_atto.d2_in1k  layer stages.3  dim 320" in r.out
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_score_needs_pretrained_weights_one_line(cli, live_registry, tmp_path):
     sub = _write(tmp_path / "s.json", {"models": [{"model_name": "convnext_atto.d2_in1k"},
                                                   {"model_name": "mobilenet_v3_small"}]})
@@ -203,6 +208,7 @@ def test_score_needs_pretrained_weights_one_line(cli, live_registry, tmp_path):
     assert "pretrained weights of convnext_atto.d2_in1k cannot be fetched: offline (HF_HUB_OFFLINE is set)" in r.err
 
 
+@pytest.mark.slow(reason="5 s (setup and call) on 2 busy cores")
 def test_score_tiny_timm_and_torchvision_random(cli, live_registry, tmp_path, image_dir):
     reg = [dict(e, weights=None) for e in LIVE_REGISTRY]
     p = _write(tmp_path / "rand.json", reg)

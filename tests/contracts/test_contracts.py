@@ -135,6 +135,7 @@ def _features(rng, n=60, d=6, c=3):
     return x, [f"l{v}" for v in y]
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("name", est.names())
 def test_estimator_contract(name):
     from modelseek.estimators._registry import check_contract
@@ -188,6 +189,7 @@ def signal_table(n_models: int = 16, seed: int = 0):
     return Table.from_frame(pd.DataFrame(cols, index=[f"m{i}" for i in range(n_models)]))
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_meta_model_contract():
     pytest.importorskip("torch")
     from modelseek.eevee import META_MODELS, BatchedEvaluator, MetaConfig

@@ -174,6 +174,7 @@ def my_estimator():
     ESTIMATORS.unregister("my_test_fisher")
 
 
+@pytest.mark.slow(reason="5 s (setup and call) on 2 busy cores")
 def test_throwaway_estimator_ranks_through_the_api(my_estimator, tmp_path):
     pytest.importorskip("transformers")
     from modelseek.data.pool import Candidate

@@ -104,6 +104,7 @@ def _rss() -> int:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="needs /proc to watch memory")
 def test_oversized_upload_refused_while_received_with_bounded_memory(tmp_path, cfg):
     pytest.importorskip("gradio")

@@ -53,6 +53,7 @@ def app_url(tmp_path, cfg, sub_dicts):
     store.close()
 
 
+@pytest.mark.slow(reason="9 s (setup and call) on 2 busy cores")
 def test_upload_presubmit_confirm_in_chromium(app_url, tmp_path, sub_dicts):
     sync_api = _chromium()
     url, store = app_url
@@ -116,6 +117,7 @@ def test_upload_presubmit_confirm_in_chromium(app_url, tmp_path, sub_dicts):
     assert "brand-new-model" in {m for _, m in store.published()}
 
 
+@pytest.mark.slow(reason="5 s (setup and call) on 2 busy cores")
 def test_empty_board_in_chromium(tmp_path, cfg):
     sync_api = _chromium()
     url, store, demo = _serve(tmp_path, cfg, [])

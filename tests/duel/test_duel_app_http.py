@@ -69,6 +69,7 @@ def server(tmp_path, cfg, sub_dicts):
     store.close()
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_a_reused_session_hash_confirms_nothing(server, sub_dicts):
     base, demo, store = server
     victim = Browser(base, demo)
@@ -85,6 +86,7 @@ def test_a_reused_session_hash_confirms_nothing(server, sub_dicts):
     assert store.verify() == []
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_identity_from_the_proxy_header_owns_the_presubmission(tmp_path, cfg, sub_dicts):
     from modelseek.duel.app import build_app, launch
 
@@ -109,6 +111,7 @@ def test_identity_from_the_proxy_header_owns_the_presubmission(tmp_path, cfg, su
         store.close()
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_two_browsers_uploading_identical_bytes_both_presubmit(server, sub_dicts):
     base, demo, store = server
     data = json.dumps(sub_dicts[2]).encode()
@@ -120,6 +123,7 @@ def test_two_browsers_uploading_identical_bytes_both_presubmit(server, sub_dicts
     assert store.counts()["pending"] == 2
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_surrogate_upload_is_refused(server, sub_dicts):
     base, demo, store = server
     text = json.dumps(sub_dicts[1]).replace('"precision": "bf16"', '"precision": "bf16", "team": "\\udc80"')
@@ -151,6 +155,7 @@ def _legacy_database_with_unrenderable_rows(path, cfg, sub_dicts):
     conn.close()
 
 
+@pytest.mark.slow(reason="7 s (setup and call) on 2 busy cores")
 def test_serve_starts_on_a_database_holding_an_unrenderable_row(tmp_path, cfg, sub_dicts, meta_file):
     db = tmp_path / "legacy.db"
     _legacy_database_with_unrenderable_rows(db, cfg, sub_dicts)

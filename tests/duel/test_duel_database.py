@@ -63,6 +63,7 @@ def _clients(url, cfg, uploads: list[dict]):
     return published, refused, errors
 
 
+@pytest.mark.slow(reason="5 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("existing", [False, True], ids=["fresh", "existing"])
 def test_concurrent_clients_equal_offline_tournament(db_url, cfg, many, existing):
     uploads = list(many)
@@ -90,6 +91,7 @@ def test_concurrent_clients_equal_offline_tournament(db_url, cfg, many, existing
     store.close()
 
 
+@pytest.mark.slow(reason="4 s (setup and call) on 2 busy cores")
 def test_concurrent_processes_on_a_fresh_sqlite_file(cli_subprocess, tmp_path, sub_files, meta_file):
     """Separate processes opening one new database at once: the schema is created once, all publish."""
     import concurrent.futures as cf
@@ -124,6 +126,7 @@ POSTGRES_TAMPER = [
 ]
 
 
+@pytest.mark.slow(reason="6 s (setup and call) on 2 busy cores")
 def test_every_tamper_statement_fails_in_the_database(db_url, cfg, sub_dicts):
     store = Store(db_url, config=cfg)
     for d in sub_dicts[:3]:

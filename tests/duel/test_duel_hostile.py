@@ -59,6 +59,7 @@ def test_invisible_and_control_characters_in_names_refused(cfg, sub_dicts, name,
     assert exc.value.field == "metadata.model"
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("first, second", [
     ("café", "cafe\u0301"), ("model_0", "Model_0"), ("model_0", "\uff4dodel_0"), ("model_0", "MODEL_0"),
 ])
@@ -125,6 +126,7 @@ def test_storage_limits_per_submission_and_per_uploader_per_day(tmp_path, cfg, s
 
 
 # ------------------------------------------------------------------------------------------ paired samples
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_shifted_doc_ids_are_refused_naming_the_first_missing(db_url, cli, cfg, sub_dicts, tmp_path, meta_file):
     d = copy.deepcopy(sub_dicts[1])
     for r in d["predictions"]["task_acc"]:
@@ -153,6 +155,7 @@ def test_pending_expire_and_are_deleted(db_url, cfg, sub_dicts):
     store.close()
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_stale_preview_must_be_recomputed(db_url, cfg, sub_dicts):
     store = Store(db_url, config=cfg)
     pv = store.presubmit(_b(sub_dicts[0]))               # made on an empty board
@@ -287,6 +290,7 @@ def _copy(url, base_url, tmp_path, pg_server=None):
     return base_url.rsplit("/", 1)[0] + "/" + name
 
 
+@pytest.mark.slow(reason="6 s (setup and call) on 2 busy cores")
 def test_db_verify_detects_each_tamper_statement(db_url, cfg, sub_dicts, tmp_path, cli, request):
     sqlite = db_url.startswith("sqlite")
     pg = None if sqlite else request.getfixturevalue("pg_server")
@@ -303,6 +307,7 @@ def test_db_verify_detects_each_tamper_statement(db_url, cfg, sub_dicts, tmp_pat
     assert r.code == 1 and "chain row" in r.err and len(r.err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 def test_forged_insert_and_switched_off_triggers_are_detected(db_url, cfg, sub_dicts, tmp_path, cli, request):
     sqlite = db_url.startswith("sqlite")
     pg = None if sqlite else request.getfixturevalue("pg_server")
@@ -342,6 +347,7 @@ def test_forged_insert_and_switched_off_triggers_are_detected(db_url, cfg, sub_d
 
 
 # ------------------------------------------------------------------------------------------ least privilege
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_least_privilege_postgresql_deployment(pg_server, cfg, sub_dicts, cli):
     """README's deployment: an owner role runs the migrations, the app's role may only SELECT and INSERT on
     the published tables; it cannot switch the protection off."""

@@ -101,6 +101,7 @@ def test_bad_input_stores_nothing(tmp_path, cfg, sub_dicts, case):
     store.close()
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_concurrent_presubmissions_and_confirmations(tmp_path, cfg, sub_dicts):
     url = f"sqlite:///{tmp_path / 'lb.db'}"
     Store(url, config=cfg).submit(_b(sub_dicts[0]))
@@ -150,6 +151,7 @@ def test_cli_presubmit_confirm_leaderboard(cli, tmp_path, sub_files, meta_file):
     assert r.code == 0 and "model-00" in r.out
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_publish_many_equals_one_by_one(tmp_path, cfg, sub_dicts):
     subs = [validate_submission(d, cfg) for d in sub_dicts]
     bulk = Store(tmp_path / "bulk.db", config=cfg)

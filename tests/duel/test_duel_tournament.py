@@ -88,6 +88,7 @@ def test_sample_count_mismatch_is_an_error(cfg, sub_dicts):
         tournament([validate_submission(sub_dicts[0], cfg), validate_submission(d, cfg)], cfg)
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_cli_tournament_json_shape_and_reproducible(cli, sub_files, meta_file):
     r = cli("duel", "tournament", *sub_files, "--metadata", meta_file, "--seed", "7", "--json")
     assert r.code == 0, r.err
@@ -119,6 +120,7 @@ def test_cli_tournament_table_and_errors(cli, sub_files, meta_file, tmp_path):
     assert r.code == 0 and r.out.count(": ok") == 5
 
 
+@pytest.mark.slow(reason="4 s (setup and call) on 2 busy cores")
 def test_default_settings_pvalues_identical_across_runs(cfg, sub_dicts):
     subs = [validate_submission(d, cfg) for d in sub_dicts[:3]]
     a = tournament(subs, cfg, Settings(seed=11))

@@ -71,6 +71,7 @@ def test_column_weights_hierarchy():
     np.testing.assert_allclose(t.column_weights(np.array([True, False, True, True])), [0.375, 0, 0.375, 0.25])
 
 
+@pytest.mark.slow(reason="7 s (setup and call) on 2 busy cores")
 def test_from_ground_truth(tiny_layout):
     truth = GroundTruth.from_csv(tiny_layout / "ground-truth.csv")
     t = Table.from_ground_truth(truth)
@@ -120,6 +121,7 @@ def test_cli_errors(cli, tmp_path, small_gate):
 
 
 # ------------------------------------------------------------------------------------------------ meta-model
+@pytest.mark.slow(reason="6 s (setup and call) on 2 busy cores")
 def test_batched_matches_loop(small_gate):
     t = load_table(small_gate)
     subsets = [("b1",), ("b2", "b4"), ("b1", "b3", "b5"), ()]
@@ -191,6 +193,7 @@ def test_table_unit_bounds_an_outlier_test_model():
     assert table_unit.max < 5.0
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_column_constant_over_training_models_is_predicted_as_that_constant():
     """F1 = 1.0 for every model but one: in the splits where that model is held out, the training models
     give the column no scale, and the meta-model predicts exactly 1.0 for it (not a random unit's noise)."""
@@ -300,6 +303,7 @@ def test_copied_target_is_chosen(signal_table):
     assert imp[0][0] in ("target", "copy") and imp[0][1] > 0
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_search_deterministic_and_shaped(signal_table):
     a = search(signal_table, 3, FAST)
     b = search(signal_table, 3, FAST)
@@ -348,6 +352,7 @@ def test_tiers_respect_budget(tmp_path, cli, small_gate):
     assert tj[0]["cost"] <= 3 and tj[0]["benchmarks"] == list(out[1].score.subset)
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_sweep_resumes_and_plots(tmp_path, cli, small_gate):
     t = load_table(small_gate)
     res = sweep(t, [1, 2], FAST, out_dir=tmp_path / "sw")
@@ -374,7 +379,7 @@ def test_cli_ground_truth_table(cli, tiny_layout):
     assert len(json.loads(r.out)["top"][0]["benchmarks"]) == 2
 
 
-@pytest.mark.slow  # spawns two processes that import torch
+@pytest.mark.slow(reason="spawns two worker processes that import torch (35 s)")
 def test_workers_give_the_same_scores(small_gate):
     t = load_table(small_gate)
     from itertools import combinations

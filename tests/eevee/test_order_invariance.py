@@ -93,6 +93,7 @@ def reference(tmp_path_factory, side):
     return {(cmd, model): _run(canon, cmd, model, side) for cmd in COMMANDS for model in ("mlp", "ridge")}
 
 
+@pytest.mark.slow(reason="13 s (setup and call) on 2 busy cores")
 @fuzz_settings(16)
 @given(rows=st.permutations(range(len(MODELS))), cols=st.permutations(range(len(COLUMNS))),
        layout=st.sampled_from(["gate", "wide", "tidy"]), cmd=st.sampled_from(sorted(COMMANDS)),
@@ -104,6 +105,7 @@ def test_any_row_column_order_and_layout_gives_the_same_answer(tmp_path_factory,
     assert _run(path, cmd, model, side) == reference[(cmd, model)]  # every subset and score, every digit
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_the_issue_table_forms_agree_in_the_printed_output(tmp_path):
     """The issue's case: wide, tidy, columns sorted and rows shuffled printed four different answers."""
     rng = np.random.default_rng(3)
@@ -122,6 +124,7 @@ def test_the_issue_table_forms_agree_in_the_printed_output(tmp_path):
     assert len(outs[0]) == 7 and outs[0][0].startswith("baseline to beat: ")
 
 
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 def test_the_baseline_is_the_training_means_and_the_gain_is_printed(tmp_path, cli):
     """The baseline is each split's training means scored by the meta-model's test loss; the ridge with no
     input predicts exactly those means, so it scores the baseline. Every command prints both."""

@@ -24,6 +24,7 @@ TINY = ("--population", "6", "--keep", "3", "--children", "2", "--generations", 
 
 
 # ------------------------------------------------------------------------------------ identity with before
+@pytest.mark.slow(reason="5 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("run", ["mlp", "ridge", "leaky", "split", "seed3"])
 def test_scores_identical_to_before_the_split(run):
     """The search's top subsets and every per-split loss equal those captured before (first before

@@ -71,6 +71,7 @@ def _input(name, X, y):
     return X if est.input_kind(name) == "features" else _probs(y)
 
 
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("name", ALL)
 def test_invariant_to_label_renaming(name):
     X, y = _data()
@@ -88,6 +89,7 @@ def test_invariant_to_example_order(name):
     assert est.get(name)(A, y) == pytest.approx(est.get(name)(A[perm], y[perm]), rel=1e-6, abs=1e-9)
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("name", ["knn", "linear_probe"])
 def test_train_val_mode_is_order_invariant_and_seeded(name):
     X, y = _data(n=150)
@@ -99,6 +101,7 @@ def test_train_val_mode_is_order_invariant_and_seeded(name):
     assert f(X, y, seed=3) == f(X, y, seed=3)  # cross-validated mode is reproducible under a seed
 
 
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("name", [n for n in ALL if est.info(n).seeded])
 def test_deterministic(name):
     X, y = _data()
@@ -106,6 +109,7 @@ def test_deterministic(name):
     assert f(X, y) == f(X, y)
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("name", FEATURE_EST)
 def test_better_separated_features_score_higher(name):
     weak, y = _data(sep=0.3, seed=4)
@@ -167,6 +171,7 @@ def test_float32_input_computed_in_float64():
 
 
 # ------------------------------------------------------------------------------------------- LogME
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 def test_logme_finite_and_route_independent_when_n_below_d():
     rng = np.random.default_rng(0)
     F = rng.standard_normal((200, 768))
@@ -401,6 +406,7 @@ def test_registry_records_the_properties():
 SCALE_RTOL = {"nleep": 1e-4}
 
 
+@pytest.mark.slow(reason="5 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("scale", [1e200, 1e-200, 3.0])
 @pytest.mark.parametrize("name", FEATURE_EST)
 def test_every_estimator_is_scale_robust(name, scale):

@@ -12,6 +12,7 @@ from modelseek.errors import InputError
 from modelseek.estimators.knn_loo import loo_neighbours
 
 
+@pytest.mark.slow(reason="11 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("backend", ["numpy", "torch"])
 @pytest.mark.parametrize("metric", ["cosine", "euclidean"])
 @pytest.mark.parametrize("n,d,block", [(300, 12, 2048), (700, 96, 128), (150, 768, 64)])

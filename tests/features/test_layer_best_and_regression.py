@@ -43,6 +43,7 @@ def _layers(path) -> int:
     return json.loads((path / "config.json").read_text())["num_hidden_layers"]
 
 
+@pytest.mark.slow(reason="21 s (setup and call) on 2 busy cores")
 def test_layer_best_keeps_the_best_layer_and_rank_reports_it(cli, tmp_path, pool_file, tiny_bert, tiny_roberta):
     from modelseek.testing import make_ntcir_layout
 
@@ -70,6 +71,7 @@ def test_layer_best_keeps_the_best_layer_and_rank_reports_it(cli, tmp_path, pool
     assert bad.code == 1 and "unknown layer 'top'; valid values: last, mean, all, best" in bad.err
 
 
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 def test_numeric_labels_are_a_regression_task_for_logme_and_knn(cli, tmp_path, pool_file, tiny_roberta,
                                                                  regression_csv):
     cache = f"cache_dir={tmp_path / 'c'}"
@@ -88,6 +90,7 @@ def test_numeric_labels_are_a_regression_task_for_logme_and_knn(cli, tmp_path, p
         est.get("knn_loo")(feats, y.astype(str))
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("method", ["hscore", "knn", "leep"])
 def test_estimators_that_need_classes_refuse_a_regression_task_in_one_line(cli, tmp_path, pool_file, method,
                                                                             regression_csv, load_counter):

@@ -34,6 +34,7 @@ def test_tiny_bert_matches_transformers(tiny_bert, pooling, layer):
     np.testing.assert_allclose(lean, ref, atol=2e-5, rtol=1e-4)
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_shipped_minilm_tokens_and_features_match_transformers():
     from transformers import AutoTokenizer
 
@@ -136,6 +137,7 @@ def test_incomplete_folders_are_refused(tiny_bert, tmp_path, damage):
         lean_bert.load(folder)
 
 
+@pytest.mark.slow(reason="8 s (setup and call) on 2 busy cores")
 def test_default_rank_of_a_new_task_never_imports_transformers(tmp_path):
     """The cold path of issue 13: the default ranker embeds a new task with the shipped MiniLM on the lean
     backend, so ``transformers`` (about 4 s of imports on 2 cores) is never imported."""

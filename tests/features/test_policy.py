@@ -33,6 +33,7 @@ def _run_lines(path: Path) -> list[list[str]]:
 
 
 # ------------------------------------------------------------------------------------------ failure policy
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_cli_one_bad_candidate_among_good_ones(cli, tiny_layout, tiny_bert, tiny_roberta, tmp_path):
     pool = _pool_file(tmp_path, [{"id": "1", "path": str(tiny_bert)}, {"id": "2", "path": str(tiny_roberta)},
                                  {"id": "7", "path": str(tmp_path / "gone")}])
@@ -51,6 +52,7 @@ def test_cli_one_bad_candidate_among_good_ones(cli, tiny_layout, tiny_bert, tiny
     assert "--allow-failures" in cli("rank", "--help").out
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_cli_offline_hub_fails_fast_and_names_the_id(cli, tiny_layout, tiny_bert, tmp_path, monkeypatch,
                                                       load_counter):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
@@ -91,6 +93,7 @@ def test_every_candidate_failing_is_an_error_even_when_allowed(cli, tiny_layout,
 
 
 # ------------------------------------------------------------------------------------------ the Hub, once
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_hub_probe_reports_unreachable_and_reachable(monkeypatch):
     for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
         monkeypatch.delenv(var, raising=False)
@@ -121,6 +124,7 @@ def test_hub_sources_are_told_apart(tiny_bert):
     assert not in_hub_cache(UNCACHED)
 
 
+@pytest.mark.slow(reason="13 s (setup and call) on 2 busy cores")
 def test_cached_hub_id_still_works_offline(cli_subprocess, tiny_layout, tiny_bert, tmp_path):
     """An id in the local Hugging Face cache loads from it with the Hub offline; an uncached one is named."""
     repo = tmp_path / "hf-cache" / "models--tinyorg--tiny-bert"
@@ -154,6 +158,7 @@ def test_rankers_are_derived_from_the_estimator_registry():
         RANKERS.register_lazy("logme", "modelseek.rankers.avgrank:AvgRank")
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_a_new_estimator_is_one_registration(cli, tiny_layout, tiny_bert, tmp_path):
     """Registering an estimator (here, in a test) makes ``rank --method NAME`` work: no other table."""
     seeds: list[int] = []
@@ -184,6 +189,7 @@ def test_a_new_estimator_is_one_registration(cli, tiny_layout, tiny_bert, tmp_pa
     assert "toy_spread" not in names() and "toy_spread" not in RANKERS
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_cross_validation_follows_the_failure_policy(cli, tiny_layout, tiny_bert, tmp_path):
     """``rank --cv`` and ``bench`` of a frozen-feature method used to stop at the first failed candidate
     whatever ``--allow-failures`` said; now both follow the policy of a plain ``rank``."""
@@ -210,6 +216,7 @@ def test_cross_validation_follows_the_failure_policy(cli, tiny_layout, tiny_bert
     assert all(0.0 <= t["ndcg@5"]["mean"] <= 1.0 for t in tiers.values())
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_bench_loads_each_candidate_once_per_fold(cli, tiny_layout, tiny_bert, tiny_roberta, tmp_path, load_counter):
     """Issue #24: bench ranks a fold's held-out tasks in one call, so on a cold cache each candidate is loaded
     once per fold (3 folds x 2 candidates), not once per held-out task (12 tasks x 2)."""

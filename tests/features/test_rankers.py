@@ -40,6 +40,7 @@ def test_every_estimator_is_a_ranker():
     assert "rrf" in names()
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_logme_ranking_equals_estimator_on_extracted_features(task, pool, tmp_path):
     run = ms.rank(task, pool, method="logme", cache_dir=tmp_path)
     assert run.run_id == "logme" and set(run.ranking(task.id)) == {"1", "2", "3"}
@@ -51,6 +52,7 @@ def test_logme_ranking_equals_estimator_on_extracted_features(task, pool, tmp_pa
         assert run.scores(task.id)[cand.id] == pytest.approx(est.get("logme")(feats, labels), abs=1e-6)
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_knn_uses_train_and_validation_splits(task, pool, tmp_path):
     run = ms.rank(task, pool, method="knn", cache_dir=tmp_path)
     cand = pool.get("2")
@@ -81,6 +83,7 @@ def test_failed_candidate_stops_the_rank_unless_allowed(task, pool, tmp_path):
     assert "9" not in run.scores(task.id) and all(math.isfinite(v) for v in run.scores(task.id).values())
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_rrf_fuses_reciprocal_ranks(task, pool, tmp_path):
     fused = ms.rank(task, pool, method="rrf", methods=["logme", "knn"], rrf_k=60, cache_dir=tmp_path)
     parts = [ms.rank(task, pool, method=m, cache_dir=tmp_path) for m in ("logme", "knn")]
@@ -113,6 +116,7 @@ def test_leep_needs_a_classification_head(task, tmp_path, tiny_bert, caplog):
     assert run.ranking(task.id) == ["1"]  # the headless candidate is absent, not scored
 
 
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 def test_cli_rank_tiny_layout_writes_valid_run(cli, tiny_layout, tiny_bert, tiny_roberta, tmp_path):
     pool_file = tmp_path / "pool.yaml"
     pool_file.write_text(yaml.safe_dump({"name": "tiny", "candidates": [
@@ -142,6 +146,7 @@ def test_offline_pool_loads_without_the_hub():
     assert Path(text_mod.resolve_source(pool[0].path), "config.json").exists()
 
 
+@pytest.mark.slow(reason="11 s (setup and call) on 2 busy cores")
 @pytest.mark.shared_data
 def test_ntcir_task_with_offline_pool(cli, ntcir_a, tmp_path, load_counter, caplog):
     """The acceptance run: a real NTCIR training task, the offline pool, a valid run, cache reuse and a

@@ -66,6 +66,7 @@ def test_max_length_truncates(tiny_bert):
     np.testing.assert_allclose(short, ref, atol=2e-5)  # [CLS] + 6 words + [SEP] = 8 tokens either way
 
 
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 def test_minilm_package_matches_sentence_transformers():
     st = pytest.importorskip("sentence_transformers")
     path = offline_minilm_path()

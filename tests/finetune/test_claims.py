@@ -50,7 +50,7 @@ def _env() -> dict:
     return dict(os.environ, PYTHONPATH=str(ROOT / "src"), HF_HUB_OFFLINE="1")
 
 
-@pytest.mark.slow  # two fresh interpreters
+@pytest.mark.slow(reason="two fresh interpreters share a grid")
 def test_two_processes_share_a_grid_and_run_every_job_once(tmp_path):
     script = tmp_path / "driver.py"
     script.write_text(DRIVER)
@@ -88,6 +88,7 @@ def test_two_processes_share_a_grid_and_run_every_job_once(tmp_path):
         == (tmp_path / "one.csv").read_bytes()
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_claim_of_a_dead_worker_is_taken_over(tmp_path):
     """A worker killed mid-job leaves its claim; its pid is dead on this host, so the claim is stale at once."""
     tasks, pool = _grid()
@@ -107,6 +108,7 @@ def test_claim_of_a_dead_worker_is_taken_over(tmp_path):
         assert s.claims() == []
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_claim_past_its_lease_is_taken_over_and_a_live_one_is_not(tmp_path):
     tasks, pool = _grid()
     path = tmp_path / "jobs.sqlite"
@@ -139,7 +141,7 @@ def test_retry_failed_runs_each_failed_job_once_more(tmp_path):
     assert {r.attempts for r in again.store.records() if r.status == "failed"} == {2}
 
 
-@pytest.mark.slow  # two CLI processes fine-tune tiny BERTs
+@pytest.mark.slow(reason="two CLI processes fine-tune tiny BERTs")
 def test_two_finetune_commands_on_one_store(cli, tmp_path, tiny_models, fast_recipe, pool_yaml, recipe_yaml):
     """The command as users run it: two ``modelseek finetune`` processes on one store run the 8 jobs once
     between them and write the same ground truth."""

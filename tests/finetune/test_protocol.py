@@ -35,6 +35,7 @@ def _val_loss_and_f1(model_dir, task):
     return val_loss, macro_f1(y, pred, n_classes=len(label2id))
 
 
+@pytest.mark.slow(reason="5 s (setup and call) on 2 busy cores")
 def test_early_stopping_restores_best_epoch(tiny_models, tiny_tasks, fast_recipe, tmp_path):
     task = tiny_tasks[0]
     recipe = fast_recipe.replace(max_epochs=30, patience=3)
@@ -53,6 +54,7 @@ def test_early_stopping_restores_best_epoch(tiny_models, tiny_tasks, fast_recipe
     assert res.device == "cpu" and res.precision == "fp32" and res.train_examples_per_s > 0
 
 
+@pytest.mark.slow(reason="6 s (setup and call) on 2 busy cores")
 def test_seeded_runs_are_identical_and_rng_untouched(tiny_models, tiny_tasks, fast_recipe):
     task, model = tiny_tasks[1], str(tiny_models["2"])
     state, threads = torch.get_rng_state(), torch.get_num_threads()
@@ -66,6 +68,7 @@ def test_seeded_runs_are_identical_and_rng_untouched(tiny_models, tiny_tasks, fa
     assert a.history != c.history and c.seed == 4
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_gradient_accumulation_matches_one_batch(tmp_path, tiny_tasks, fast_recipe):
     model = str(make_learnable_bert(tmp_path / "nodrop", seed=5, layers=1, dropout=0.0))
     recipe = fast_recipe.replace(max_epochs=3, patience=3, lr=1e-3)

@@ -34,6 +34,7 @@ def grid_inputs(tmp_path_factory, tiny_models, pool_yaml_module, recipe_yaml_mod
     return root, layout, pool, recipe
 
 
+@pytest.mark.slow(reason="52 s (setup and call) on 2 busy cores")
 def test_ray_and_local_give_identical_ground_truth(ray_instance, grid_inputs, cli):
     root, layout, pool, recipe = grid_inputs
     common = ["--pool", pool, "--tasks", layout, "--recipe", recipe, "--seeds", "0", "1"]
@@ -45,6 +46,7 @@ def test_ray_and_local_give_identical_ground_truth(ray_instance, grid_inputs, cl
     assert (root / "ray.csv").read_bytes() == (root / "local.csv").read_bytes()
 
 
+@pytest.mark.slow(reason="20 s (setup and call) on 2 busy cores")
 def test_worker_dies_mid_grid(ray_instance, grid_inputs, tiny_pool, tiny_tasks, fast_recipe, tmp_path):
     marker = tmp_path / "crashed"
     trainer = CrashOnce(str(marker), task_id="t0", model_id="2")
@@ -56,6 +58,7 @@ def test_worker_dies_mid_grid(ray_instance, grid_inputs, tiny_pool, tiny_tasks, 
     assert g.ground_truth().frame.equals(local.ground_truth().frame)
 
 
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 def test_worker_dying_every_time_is_recorded_and_grid_goes_on(ray_instance, tiny_pool, tiny_tasks, fast_recipe,
                                                               tmp_path):
     marker = tmp_path / "crashed"

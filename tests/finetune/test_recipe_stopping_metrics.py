@@ -85,6 +85,7 @@ def test_stopper_min_delta_and_nan():
         EarlyStopper(patience=0)
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.floats(0, 10, allow_nan=False), min_size=1, max_size=40), st.integers(1, 6))
 def test_stopper_property(losses, patience):
@@ -100,6 +101,7 @@ def test_stopper_property(losses, patience):
 
 
 # ------------------------------------------------------------------------------------------ metrics
+@pytest.mark.slow(reason="4 s (setup and call) on 2 busy cores")
 @settings(max_examples=300, deadline=None)
 @given(st.integers(2, 6).flatmap(lambda k: st.tuples(
     st.just(k), st.lists(st.tuples(st.integers(0, k - 1), st.integers(0, k - 1)), min_size=1, max_size=60))))

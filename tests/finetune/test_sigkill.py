@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from modelseek.testing import make_ntcir_layout
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,6 +28,7 @@ def _done(store: Path) -> int:
         return 0
 
 
+@pytest.mark.slow(reason="41 s (setup and call) on 2 busy cores")
 def test_sigkill_then_resume_runs_each_job_once(cli, tmp_path, tiny_models, fast_recipe, pool_yaml, recipe_yaml):
     layout = make_ntcir_layout(tmp_path / "layout", n_tasks=2, n_models=2, n_train=48, n_val=12, n_test=16)
     (layout / "ground-truth.csv").unlink()

@@ -43,6 +43,7 @@ def test_store_rejects_foreign_file(tmp_path):
         JobStore(p)
 
 
+@pytest.mark.slow(reason="7 s (setup and call) on 2 busy cores")
 def test_grid_resumes_and_keeps_failures(tmp_path, tiny_pool, tiny_tasks, fast_recipe):
     t = tiny_tasks[1]
     bad_task = Task("bad", train=t.train, val=Split(("odd one",), ("zzz",)), test=t.test)
@@ -69,6 +70,7 @@ def test_grid_resumes_and_keeps_failures(tmp_path, tiny_pool, tiny_tasks, fast_r
     assert truth.f1("t0") == stored
 
 
+@pytest.mark.slow(reason="4 s (setup and call) on 2 busy cores")
 def test_ground_truth_averages_seeds(tmp_path, tiny_pool, tiny_tasks, fast_recipe):
     g = run_grid([tiny_tasks[1]], tiny_pool, tmp_path / "s.sqlite", recipe=fast_recipe.replace(max_epochs=2),
                  seeds=[0, 1])
@@ -87,6 +89,7 @@ def test_duplicate_jobs_rejected(tiny_pool, tiny_tasks, fast_recipe, tmp_path):
     assert len({j.key for j in build_jobs(tiny_tasks, tiny_pool, fast_recipe, seeds=[0, 1])}) == 8
 
 
+@pytest.mark.slow(reason="5 s (setup and call) on 2 busy cores")
 def test_cli_finetune_official_format(cli, tmp_path, tiny_models, fast_recipe, pool_yaml, recipe_yaml):
     layout = make_ntcir_layout(tmp_path / "layout", n_tasks=2, n_models=2, n_train=48, n_val=12, n_test=16)
     (layout / "ground-truth.csv").unlink()

@@ -13,6 +13,7 @@ from modelseek.finetune.verify import successive_halving, verify_top
 from modelseek.testing import write_task_table
 
 
+@pytest.mark.slow(reason="7 s (setup and call) on 2 busy cores")
 def test_rank_verify_top(cli, tmp_path, tiny_models, tiny_tasks, pool_yaml, fast_recipe):
     data = write_task_table(tiny_tasks[0], tmp_path / "task.csv")
     pool = pool_yaml(tmp_path / "pool.yaml", tiny_models)
@@ -39,6 +40,7 @@ def test_rank_verify_top(cli, tmp_path, tiny_models, tiny_tasks, pool_yaml, fast
     assert bad.code == 1 and "without --json" in bad.err
 
 
+@pytest.mark.slow(reason="7 s (setup and call) on 2 busy cores")
 def test_successive_halving(tmp_path, tiny_models, tiny_tasks, fast_recipe):
     # four candidates (two share weights under other ids), eta 2: budgets 1, 2, 4 epochs; 4 -> 2 -> 1
     cands = [Candidate(id=f"c{i}", path=str(tiny_models[m])) for i, m in enumerate(["1", "2", "3", "2"])]
@@ -62,6 +64,7 @@ def test_successive_halving(tmp_path, tiny_models, tiny_tasks, fast_recipe):
         successive_halving(tiny_tasks[1], cands, tmp_path / "h.sqlite", recipe=recipe, eta=1)
 
 
+@pytest.mark.slow(reason="4 s (setup and call) on 2 busy cores")
 def test_rank_halving_cli(cli, tmp_path, tiny_models, tiny_tasks, pool_yaml):
     data = write_task_table(tiny_tasks[1], tmp_path / "task.csv")
     pool = pool_yaml(tmp_path / "pool.yaml", tiny_models)

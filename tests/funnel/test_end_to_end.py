@@ -36,6 +36,7 @@ def _one_thread():
     torch.set_num_threads(before)
 
 
+@pytest.mark.slow(reason="15 s (setup and call) on 2 busy cores")
 def test_select_with_fake_trainer_then_resume(tmp_path, models, task):
     from modelseek.finetune import Recipe
 
@@ -68,6 +69,7 @@ def test_select_with_fake_trainer_then_resume(tmp_path, models, task):
     assert log.read_text().splitlines() == ran and again.run == res.run and again.ran_units == []
 
 
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 def test_estimators_when_fine_tuning_does_not_fit(tmp_path, models, task):
     from modelseek.finetune import Recipe
 
@@ -101,6 +103,7 @@ def test_cost_cache_is_verified(tmp_path, models, task):
     assert costs.cached(c) is None and not path.exists()
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_cli_select_real_finetuning(cli, tmp_path, models, task):
     data = write_task_table(task, tmp_path / "task.csv")
     pool = tmp_path / "pool.yaml"

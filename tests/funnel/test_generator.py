@@ -36,6 +36,7 @@ def test_costs_grow_with_size_and_seed_reproduces():
     assert world_digest(w) != world_digest(make_funnel_world(n_models=30, n_tasks=2, seed=5))
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_funnel_uses_more_of_the_pool_as_the_budget_grows(tmp_path):
     w = make_funnel_world(n_models=40, n_tasks=1, n_texts=1000, seed=2)
     seen = []
@@ -45,6 +46,7 @@ def test_funnel_uses_more_of_the_pool_as_the_budget_grows(tmp_path):
     assert seen[0][1] == 0 and seen[-1][1] > seen[1][1] >= 0 and seen[-1][0] >= seen[0][0]
 
 
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 def test_benchmark_small(tmp_path, capsys):
     spec = importlib.util.spec_from_file_location("funnel_bench", BENCH)
     bench = importlib.util.module_from_spec(spec)

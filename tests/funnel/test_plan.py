@@ -18,6 +18,7 @@ def _order(world, t):
     return [world.pool[int(j)] for j in np.argsort(-world.prior[t], kind="stable")]
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("halving", [False, True])
 def test_plan_fits_budget_and_grows_with_it(world, halving):
     order, costs, n = _order(world, 0), CostTable(world.costs), 1000
@@ -59,6 +60,7 @@ def test_grid_and_rungs():
     assert halving_rungs(5, 3) == [(5, 1), (3, 2), (2, 3)]  # the epoch cap ends it
 
 
+@pytest.mark.slow(reason="4 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("hours", [0.05, 0.5, 3, 12])
 def test_run_spends_within_budget(world, tmp_path, hours):
     for t in range(len(world.tasks)):

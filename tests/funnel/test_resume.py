@@ -35,6 +35,7 @@ def _units(calls):
     return [(kind, c) for kind, ids in calls if kind != "prior" for c in ids]
 
 
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("stop_at", [2, 7])
 def test_resume_does_not_redo_units(world, tmp_path, stop_at):
     task, budget = world.tasks[0], 6 * 3600
@@ -58,6 +59,7 @@ def test_resume_does_not_redo_units(world, tmp_path, stop_at):
     assert third.calls == [] and again.run == res.run
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_plan_printed_before_spending(world, tmp_path):
     events = []
 

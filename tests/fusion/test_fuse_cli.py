@@ -92,6 +92,7 @@ def _write_zoo(tmp_path, n_tasks=30, hf_ids=True):
     return write_fusion_zoo(tmp_path, n_tasks=n_tasks, n_models=10, seed=2, hf_ids=hf_ids)
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_optimize_save_and_apply_to_new_topics(cli, tmp_path):
     truth, runs, paths, _ = _write_zoo(tmp_path)
     known = truth.task_ids[:24]                   # ground truth for 24 topics; 6 new ones

@@ -41,6 +41,7 @@ def _check_output(r, out):
             assert ranks == list(range(1, len(ranks) + 1))
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data(), method=st.sampled_from(["rrf", "combsum", "combmnz", "wsum"]))
 def test_fuse_survives_a_damaged_run(case, data, method):
@@ -52,6 +53,7 @@ def test_fuse_survives_a_damaged_run(case, data, method):
     _check_output(r, out)
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data())
 def test_optimize_survives_a_damaged_run_or_truth(case, data):
@@ -67,6 +69,7 @@ def test_optimize_survives_a_damaged_run_or_truth(case, data):
     _check_output(r, out)
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data())
 def test_apply_survives_a_damaged_fusion_file(case, data):

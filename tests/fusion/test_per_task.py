@@ -159,6 +159,7 @@ def size_zoo():
     return truth, list(runs.values()), zoo_task_features(100, 0)
 
 
+@pytest.mark.slow(reason="10 s (setup and call) on 2 busy cores")
 def test_per_task_fusion_is_chosen_and_beats_the_global_one_where_size_matters(size_zoo):
     truth, runs, feats = size_zoo
     glob = optimize_fusion(runs, truth, folds=5, seed=0, features=feats, per_task=False)
@@ -174,6 +175,7 @@ def test_per_task_fusion_is_chosen_and_beats_the_global_one_where_size_matters(s
     assert summ.loc[PLAIN_RRF, "diff_low"] > 0                    # beats plain RRF, interval above 0
 
 
+@pytest.mark.slow(reason="5 s (setup and call) on 2 busy cores")
 def test_uninformative_task_features_fall_back_to_the_global_choice():
     truth, runs = make_fusion_zoo(100, 20, 1)       # sizes generated independently of every run
     feats = zoo_task_features(100, 1)
@@ -196,6 +198,7 @@ def test_the_one_se_rule_prefers_an_ungated_fusion_on_a_tie():
 
 
 # ------------------------------------------------------------------------------------------ persistence
+@pytest.mark.slow(reason="4 s (setup and call) on 2 busy cores")
 def test_gated_fusion_saves_loads_and_applies(tmp_path, size_zoo):
     truth, runs, feats = size_zoo
     learned = optimize_fusion(runs, truth, folds=None, features=feats, selection="1se")
@@ -218,6 +221,7 @@ def test_a_file_saved_before_gates_still_loads():
     assert list(old.apply(list(runs.values()))) == truth.task_ids
 
 
+@pytest.mark.slow(reason="4 s (setup and call) on 2 busy cores")
 def test_a_damaged_gate_is_a_located_error(tmp_path, size_zoo):
     from modelseek.fusion.persist import _digest
 
@@ -234,6 +238,7 @@ def test_a_damaged_gate_is_a_located_error(tmp_path, size_zoo):
 
 
 # ------------------------------------------------------------------------------------------ the CLI
+@pytest.mark.slow(reason="20 s (setup and call) on 2 busy cores")
 def test_cli_learns_saves_and_applies_a_per_task_fusion(cli, tmp_path, size_zoo):
     truth, runs, feats = size_zoo
     for r in runs:

@@ -81,6 +81,7 @@ SUBMISSIONS = st.sampled_from(["blue-draft", "blue-live", "red-draft", "red-live
 
 
 # ------------------------------------------------------------------------------------------ submissions
+@pytest.mark.slow(reason="4 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data(), which=SUBMISSIONS)
 def test_validate_survives_a_damaged_submission(setup, data, which):
@@ -94,6 +95,7 @@ def test_validate_survives_a_damaged_submission(setup, data, which):
         assert d.get("models", d.get("stimuli")) >= 2
 
 
+@pytest.mark.slow(reason="4 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data(), which=SUBMISSIONS, to=st.sampled_from(["live", "draft"]))
 def test_convert_survives_a_damaged_submission(setup, data, which, to):
@@ -112,6 +114,7 @@ def test_convert_survives_a_damaged_submission(setup, data, which, to):
         assert b.form.value == to or not (b.models or b.stimuli)
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FEW
 @given(data=st.data(), which=SUBMISSIONS)
 def test_score_survives_a_damaged_submission(setup, data, which):
@@ -124,6 +127,7 @@ def test_score_survives_a_damaged_submission(setup, data, which):
 
 
 # ------------------------------------------------------------------------------------------ registry, catalog
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data())
 def test_validate_survives_a_damaged_registry(setup, data):
@@ -135,6 +139,7 @@ def test_validate_survives_a_damaged_registry(setup, data):
         assert json.loads(r.out)["models_in_registry"] >= 0
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 @FEW
 @given(data=st.data())
 def test_deep_validate_survives_a_damaged_registry(setup, data):
@@ -148,6 +153,7 @@ def test_deep_validate_survives_a_damaged_registry(setup, data):
         assert d["valid"] and all(c["ok"] and c["dim"] > 0 for c in d["checks"])
 
 
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data(), which=st.sampled_from(["red-draft", "red-live"]))
 def test_validate_survives_a_damaged_catalog(setup, data, which):
@@ -159,6 +165,7 @@ def test_validate_survives_a_damaged_catalog(setup, data, which):
     assert_clean_exit(r, path, setup[which])
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FEW
 @given(data=st.data())
 def test_matrix_survives_a_damaged_catalog(setup, data):
@@ -173,6 +180,7 @@ def test_matrix_survives_a_damaged_catalog(setup, data):
 
 
 # ------------------------------------------------------------------------------------------ images
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 @FEW
 @given(data=st.data(), victim=st.integers(0, 3))
 def test_score_survives_a_damaged_image(setup, data, victim):
@@ -198,6 +206,7 @@ def test_score_survives_a_damaged_image(setup, data, victim):
 
 
 # ------------------------------------------------------------------------------------------ precomputed inputs
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data(), which=st.sampled_from(["matrix_npz", "matrix_csv"]))
 def test_optimize_blue_survives_a_damaged_cka_matrix(setup, data, which):
@@ -232,6 +241,7 @@ def test_optimize_blue_survives_a_damaged_cka_matrix(setup, data, which):
         assert len(set(d["selection"])) == 3 and math.isfinite(d["score"]) and -1 <= d["score"] <= 1
 
 
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data(), which=st.sampled_from(["manifest", "npy", "npy-values"]))
 def test_optimize_red_survives_a_damaged_embeddings_folder(setup, data, which):
@@ -261,6 +271,7 @@ def test_optimize_red_survives_a_damaged_embeddings_folder(setup, data, which):
 
 
 # ------------------------------------------------------------------------------------------ options
+@pytest.mark.slow(reason="4 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(option=st.sampled_from(["--size", "--steps", "--pool", "--restarts", "--seed"]), value=OPTION_VALUES,
        team=st.sampled_from(["blue", "red"]))
@@ -275,6 +286,7 @@ def test_optimize_numeric_options(setup, option, value, team):
         assert len(set(d["selection"])) == int(args["--size"]) and math.isfinite(d["score"])
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 @FEW
 @given(option=st.sampled_from(["--threshold", "--batch-size"]), value=OPTION_VALUES)
 def test_matrix_numeric_options(setup, option, value):
@@ -288,6 +300,7 @@ def test_matrix_numeric_options(setup, option, value):
         assert len(d["near_duplicates"]) == sum(C[i, j] >= t for i in range(3) for j in range(i + 1, 3))
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FEW
 @given(option=st.sampled_from(["--min-models", "--min-stimuli", "--max-models", "--max-stimuli"]),
        value=OPTION_VALUES, which=SUBMISSIONS)

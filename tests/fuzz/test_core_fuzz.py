@@ -59,6 +59,7 @@ def _victim(case, key: str, name: str | None = None) -> tuple[Path, bytes]:
 
 
 # ------------------------------------------------------------------------------------------ run files
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data())
 def test_validate_survives_a_damaged_run(case, data):
@@ -67,6 +68,7 @@ def test_validate_survives_a_damaged_run(case, data):
     assert_clean_exit(run_cli("validate", path, "--pool", case["models"], "--ground-truth", case["gt"]), path)
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data())
 def test_evaluate_survives_a_damaged_run(case, data):
@@ -87,6 +89,7 @@ def test_evaluate_survives_a_damaged_run(case, data):
 
 
 # ------------------------------------------------------------------------------------------ ground truth
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data())
 def test_evaluate_survives_a_damaged_ground_truth(case, data):
@@ -97,6 +100,7 @@ def test_evaluate_survives_a_damaged_ground_truth(case, data):
 
 
 # ------------------------------------------------------------------------------------------ topics, pools
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data())
 def test_validate_survives_damaged_topics(case, data):
@@ -114,6 +118,7 @@ def test_validate_survives_a_damaged_pool(case, data, which):
 
 
 # ------------------------------------------------------------------------------------------ tasks
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data(), fmt=st.sampled_from(["table", "jsonl"]))
 def test_rank_survives_a_damaged_task_table(case, data, fmt):
@@ -124,6 +129,7 @@ def test_rank_survives_a_damaged_task_table(case, data, fmt):
     assert_clean_exit(run_cli("rank", path, "-m", "random", "--pool", case["models"], "-o", out), path)
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data(), split=st.sampled_from(["train.jsonl", "val.jsonl"]))
 def test_validate_survives_a_damaged_task_folder(case, data, split):
@@ -156,6 +162,7 @@ def test_recipe_file_is_a_recipe_or_a_located_error(case, data, suffix):
 
 
 # ------------------------------------------------------------------------------------------ demo options
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 @FEW
 @given(seed=st.one_of(st.integers(-5, 2**33).map(str), st.sampled_from(["nan", "1e3", "", "0x1", "seven"])),
        out=st.sampled_from(["file", "dir", "new/nested", "file/below"]))
@@ -188,8 +195,8 @@ _SEP = st.sampled_from([" ", "  ", "\t", " \t"])
                                st.sampled_from(["a", "b"])), min_size=1, max_size=40),
        blank=st.booleans(), crlf=st.booleans())
 def test_fast_readers_agree_with_the_careful_reader(tmp_path_factory, rows, blank, crlf):
-    """Whatever reader a file takes (pyarrow for single spaces, pandas' C reader, the line reader), the runs
-    are those the careful line reader builds, or the same located error."""
+    """Whichever path the run reader takes (pyarrow's for plain white-space separated files, the careful line
+    reader otherwise), the runs are those the careful line reader builds, or the same located error."""
     from modelseek.data import run as R
 
     lines = [sep.join([t, "Q0", d, str(r), repr(s), rid]) for t, d, r, s, sep, rid in rows]

@@ -67,6 +67,7 @@ def _check_tournament_json(out: str, n_models: int) -> None:
 
 
 # ------------------------------------------------------------------------------------------ submissions
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data(), fmt=st.sampled_from(["modelseek", "bcm"]))
 def test_tournament_survives_a_damaged_submission(duel, data, fmt):
@@ -78,6 +79,7 @@ def test_tournament_survives_a_damaged_submission(duel, data, fmt):
     assert_clean_exit(r, path)
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data())
 def test_validate_survives_a_damaged_submission(duel, data):
@@ -86,6 +88,7 @@ def test_validate_survives_a_damaged_submission(duel, data):
     assert_clean_exit(run_cli("duel", "validate", path, "--metadata", duel["meta"]), path)
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data())
 def test_tournament_survives_a_damaged_metadata_file(duel, data):
@@ -112,6 +115,7 @@ def test_tournament_number_options(duel, value, which):
 
 
 # ------------------------------------------------------------------------------------------ compile
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data(), which=st.sampled_from(["results", "samples"]))
 def test_compile_survives_a_damaged_harness_folder(duel, data, which):
@@ -181,6 +185,7 @@ def test_hostile_db_values(duel, kind, command):
     assert r.code != 0, (kind, command, r.out)
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data())
 def test_presubmit_survives_a_damaged_submission(duel, data):
@@ -215,6 +220,7 @@ def runs_case(tmp_path_factory):
     return {"root": root, "layout": layout, "a": a, "b": b}
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data())
 def test_runs_survives_a_damaged_run(runs_case, data):
@@ -270,6 +276,7 @@ def test_tournament_names_the_file_of_a_duplicate_model(duel):
     assert r.code == 1 and str(copy) in r.err and "model-00" in r.err, r.err
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FEW
 @given(data=st.data(), which=st.sampled_from(["ground-truth.csv", "tasks.csv"]))
 def test_runs_survives_damaged_truth_or_tasks_csv(runs_case, data, which):
@@ -348,6 +355,7 @@ def test_runs_with_a_run_matching_no_model_names_the_run_file(runs_case, tmp_pat
 
 
 # ------------------------------------------------------------------------------------------ issue #23
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(name=st.text(min_size=0, max_size=24))
 def test_any_model_name_is_refused_or_stored_showable(duel, name):

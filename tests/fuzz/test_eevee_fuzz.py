@@ -67,6 +67,7 @@ def _finite_scores(out: str) -> None:
 
 
 # ------------------------------------------------------------------------------------------ side files
+@pytest.mark.slow(reason="6 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data())
 def test_tiers_survive_damaged_costs(case, data):
@@ -80,6 +81,7 @@ def test_tiers_survive_damaged_costs(case, data):
             assert t.get("cost") is None or t["cost"] <= t["budget"]
 
 
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data(), which=st.sampled_from(["mapping", "weights"]))
 def test_search_survives_damaged_mapping_or_weights(case, data, which):
@@ -93,6 +95,7 @@ def test_search_survives_damaged_mapping_or_weights(case, data, which):
         _finite_scores(r.out)
 
 
+@pytest.mark.slow(reason="5 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data())
 def test_search_survives_a_damaged_ground_truth_table(case, data):
@@ -105,6 +108,7 @@ def test_search_survives_a_damaged_ground_truth_table(case, data):
 
 
 # ------------------------------------------------------------------------------------------ options
+@pytest.mark.slow(reason="4 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(option=st.sampled_from(["-k", "--population", "--keep", "--children", "--generations", "--seed", "--top",
                                "--workers", "--ridge-alpha"]), value=OPTION_VALUES)
@@ -123,6 +127,7 @@ def test_search_numeric_options(case, option, value):
         assert all(len(t["benchmarks"]) == int(args["-k"]) == len(set(t["benchmarks"])) for t in d["top"])
 
 
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(ks=st.one_of(st.sampled_from(["1-3", "2", "1,2,8", "0", "-1", "3-1", "1-", "-", ",", "", "1e3", "nan", "1-999",
                                      "99", "2,2", "1.5", " 1 , 2 ", "\u0661", "1-2-3", "-2-1"]),
@@ -135,6 +140,7 @@ def test_sweep_k_lists(case, ks):
         assert all(1 <= int(k) <= 5 for k in json.loads(r.out)["results"])
 
 
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(budgets=st.one_of(st.lists(OPTION_VALUES, min_size=1, max_size=3).map(",".join),
                          st.sampled_from(["", ",", "3,,4", "1e308", "0"])),
@@ -150,6 +156,7 @@ def test_tiers_budgets_and_ks(case, budgets, ks):
             assert t.get("cost") is None or t["cost"] <= t["budget"]
 
 
+@pytest.mark.slow(reason="4 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(subset=st.one_of(st.lists(st.sampled_from(["b1", "b2", "b3", "b4", "b5", "b9", "", " b1 ", "B1", "b1.acc"]),
                                  max_size=6).map(",".join), st.sampled_from([",", ",,", "b1,,b2"])))

@@ -82,6 +82,7 @@ def _check_truth(out: Path, seeds=(0,)) -> None:
 
 
 # ------------------------------------------------------------------------------------------ pool
+@pytest.mark.slow(reason="5 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data(), which=st.sampled_from(["pool", "models"]))
 def test_finetune_survives_a_damaged_pool(case, data, which):
@@ -95,6 +96,7 @@ def test_finetune_survives_a_damaged_pool(case, data, which):
 
 
 # ------------------------------------------------------------------------------------------ tasks
+@pytest.mark.slow(reason="8 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data(), name=st.sampled_from(["train.jsonl", "val.jsonl", "test.jsonl", "../../../tasks.csv"]))
 def test_finetune_survives_a_damaged_task_folder(case, data, name):
@@ -110,6 +112,7 @@ def test_finetune_survives_a_damaged_task_folder(case, data, name):
 
 
 # ------------------------------------------------------------------------------------------ recipe
+@pytest.mark.slow(reason="4 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data(), which=st.sampled_from(["recipe", "recipe_json"]))
 def test_finetune_survives_a_damaged_recipe(case, data, which):
@@ -122,6 +125,7 @@ def test_finetune_survives_a_damaged_recipe(case, data, which):
         _check_truth(out)
 
 
+@pytest.mark.slow(reason="6 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(key=st.sampled_from(["lr", "max_epochs", "patience", "batch_size", "grad_accum", "weight_decay", "precision",
                             "warmup_ratio", "cpu_threads", "max_length", "nonsense"]),
@@ -135,6 +139,7 @@ def test_finetune_set_overrides(case, key, value):
         _check_truth(out)
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FEW
 @given(seeds=st.lists(st.one_of(st.integers(-2, 3).map(str), st.sampled_from(NASTY_NUMBERS)), min_size=1, max_size=3))
 def test_finetune_seeds(case, seeds):
@@ -145,6 +150,7 @@ def test_finetune_seeds(case, seeds):
 
 
 # ------------------------------------------------------------------------------------------ job store
+@pytest.mark.slow(reason="4 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data())
 def test_finetune_survives_a_damaged_store(case, data):

@@ -75,6 +75,7 @@ def _fuse(case, folder: Path, order, shuffle_seed, how: str) -> tuple[str, dict]
     return out.read_text(), summary
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 @fuzz_settings(12)
 @given(order=st.permutations(range(N_RUNS)), seed=st.integers(0, 2**32 - 1), how=st.sampled_from(sorted(PLAIN)))
 def test_fuse_gives_the_same_run_for_any_order_of_files_and_lines(fuse_case, order, seed, how):

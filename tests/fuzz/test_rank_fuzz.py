@@ -72,6 +72,7 @@ def _ids(layout) -> set[str]:
 
 
 # ------------------------------------------------------------------------------------------ rank options
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(key=st.sampled_from(["k", "temperature", "view", "max_texts", "seed", "encoder"]),
        value=st.sampled_from(NASTY_NUMBERS + NASTY_TEXT + ("0", "-3", "2", "[1, 2]", "{a: 1}", "!!binary AA==")))
@@ -131,6 +132,7 @@ def test_rank_survives_a_damaged_artifact(layout, data):
         _run_ok(out, _ids(layout), 1)
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data(), which=st.sampled_from(["ground-truth.csv", "models.csv"]))
 def test_rank_survives_damaged_training_files(layout, data, which):
@@ -164,6 +166,7 @@ def test_rank_training_paths(layout, what):
 
 
 # ------------------------------------------------------------------------------------------ train-ranker
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data())
 def test_train_ranker_survives_a_damaged_ground_truth(layout, data):
@@ -200,6 +203,7 @@ def test_train_ranker_options(layout, case):
 
 
 # ------------------------------------------------------------------------------------------ bench
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FEW
 @given(opt=st.sampled_from(["--folds", "--bootstrap", "--repeats", "--seed"]),
        value=st.sampled_from(["0", "-1", "1", "2", "nan", "inf", "1e999", "2.5", "", "99"]))
@@ -217,6 +221,7 @@ def test_bench_number_options(layout, opt, value):
             assert 2 <= int(value) <= len(layout["truth"].task_ids), value
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("case", ["baseline-typo", "baseline-same", "plot-dir", "plot-below-file", "plot-ok",
                                   "run-out-dir", "gt-dir", "pool-empty"])
 def test_bench_paths(layout, case):

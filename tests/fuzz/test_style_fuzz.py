@@ -64,6 +64,7 @@ def _valid_run(path: Path, n_queries: int, n_models: int) -> None:
 
 
 # ------------------------------------------------------------------------------------------ Subtask B files
+@pytest.mark.slow(reason="5 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data(), name=st.sampled_from(["train.csv", "models.csv", "test-image-ids.txt"]))
 def test_rank_style_survives_a_damaged_layout_file(layout, data, name):
@@ -81,6 +82,7 @@ def test_rank_style_survives_a_damaged_layout_file(layout, data, name):
         _valid_run(out, len(read_image_list(b / "test-image-ids.txt")), len(load_models(b / "models.csv")))
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FEW
 @given(data=st.data(), split=st.sampled_from(["train", "test"]), victim=st.integers(0, 2),
        how=st.sampled_from(["bytes", "bytes", "dir", "empty", "text"]))
@@ -101,6 +103,7 @@ def test_rank_style_survives_a_damaged_image(layout, data, split, victim, how):
 
 
 # ------------------------------------------------------------------------------------------ folder layout
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data(), which=st.sampled_from(["list", "models"]))
 def test_rank_style_survives_a_damaged_list_or_models_csv(layout, data, which):
@@ -120,6 +123,7 @@ def test_rank_style_survives_a_damaged_list_or_models_csv(layout, data, which):
         assert all(len(ranked) == min(n, 10) for run in runs.values() for ranked in run.values())
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 @FEW
 @given(data=st.data())
 def test_bench_style_survives_a_damaged_layout(layout, data):
@@ -134,6 +138,7 @@ def test_bench_style_survives_a_damaged_layout(layout, data):
 
 
 # ------------------------------------------------------------------------------------------ options
+@pytest.mark.slow(reason="6 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(option=st.sampled_from(["--size", "--seed", "--show"]), value=OPTION_VALUES)
 def test_rank_style_numeric_options(layout, option, value):
@@ -145,6 +150,7 @@ def test_rank_style_numeric_options(layout, option, value):
         assert all(len(v) == 3 for run in json.loads(r.out).values() for v in run.values())
 
 
+@pytest.mark.slow(reason="8 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(option=st.sampled_from(["--styles", "--contents", "--folds", "--size", "--seed"]), value=OPTION_VALUES)
 def test_bench_style_generated_numeric_options(option, value):
@@ -251,6 +257,7 @@ def _fresh_org(organisers) -> Path:
     return dst
 
 
+@pytest.mark.slow(reason="6 s (setup and call) on 2 busy cores")
 @FUZZ
 @given(data=st.data(), name=st.sampled_from(["train.csv", "models.csv"]))
 def test_rank_style_survives_a_damaged_organisers_csv(organisers, data, name):
@@ -270,6 +277,7 @@ def test_rank_style_survives_a_damaged_organisers_csv(organisers, data, name):
         assert not out.exists()
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @FEW
 @given(data=st.data(), split=st.sampled_from(["train", "test"]), victim=st.integers(0, 2),
        how=st.sampled_from(["bytes", "bytes", "truncate", "move", "dir", "empty"]))

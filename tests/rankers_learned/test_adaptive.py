@@ -47,6 +47,7 @@ def _ranking(out: str) -> list[str]:
     return [line.split()[1] for line in out.splitlines() if line[:4].strip().isdigit()]
 
 
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 def test_different_content_gets_different_rankings(cli, artifact, domain_layout, tmp_path):
     doc = json.loads(artifact.read_text())
     assert doc["method"] == "adaptive" and doc["extra"]["weight"] > 0  # neighbours help here: not the prior
@@ -148,7 +149,7 @@ def test_bad_parameters_are_clear_errors(cli, domain_layout, tmp_path):
     assert r.code == 1 and "--param k" in r.err and "must be an integer, got 'zero'" in r.err
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="a fresh process loads the shipped default and the real data")
 def test_shipped_default_reads_the_data(cli_subprocess, tmp_path):
     """The shipped default (trained on the 70 public NTCIR-19 tasks) orders the 20 candidates differently for a
     generated medical task and a generated social-media task, in a fresh process, offline."""

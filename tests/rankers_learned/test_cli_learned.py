@@ -75,7 +75,7 @@ def test_bad_datasets_single_class_and_empty_text(cli, tmp_path):
     assert r.code == 1 and "empty.csv:3" in r.err and "empty text" in r.err
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="a fresh process ranks the committed example offline")
 def test_default_ranks_the_example_offline(cli_subprocess, tmp_path):
     """The shipped default on the committed example, in a fresh process, offline, outside the repo."""
     pytest.importorskip("transformers")

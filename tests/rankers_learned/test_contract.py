@@ -58,6 +58,7 @@ def _scores(r, tasks, pool):
     return np.array([[r.rank(t, pool)[c.id] for c in pool] for t in tasks])
 
 
+@pytest.mark.slow(reason="78 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("name", LEARNED)
 def test_learned_ranker_contract(name, data, fitted, tmp_path):
     tasks, truth, pool = data

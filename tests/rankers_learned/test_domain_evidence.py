@@ -107,6 +107,7 @@ def _shipped():
     return load_default()
 
 
+@pytest.mark.slow(reason="9 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("seed", [0, 1])
 def test_text_without_a_domain_keeps_the_prior(seed):
     """Tasks whose text carries no domain signal: the default ranks exactly as the average-rank prior (nDCG@5
@@ -122,6 +123,7 @@ def test_text_without_a_domain_keeps_the_prior(seed):
     assert order == expected
 
 
+@pytest.mark.slow(reason="14 s (setup and call) on 2 busy cores")
 def test_domain_text_names_the_card_evidence():
     """Social posts: the Twitter model's card matches and its record on matching past tasks moves it into the top
     3, explained; clinical notes: Bio_ClinicalBERT likewise, with its slope and the card's corpus; financial news:
@@ -194,6 +196,7 @@ def test_card_matches_are_the_training_tasks_leave_one_out_z_behind_the_shipped_
     assert pooled == pytest.approx(float(np.mean(ref[carded])))
 
 
+@pytest.mark.slow(reason="10 s (setup and call) on 2 busy cores")
 def test_artifact_of_the_earlier_domain_form_ranks_without_it(tmp_path):
     """An artifact written before the slope form (no `domain_model`) loads with the domain term off, not with the
     old weight applied to the new form."""
@@ -236,6 +239,7 @@ def test_candidate_without_history_gets_a_profile_prior(tmp_path):
     assert set(scores) == {c.id for c in pool} and all(np.isfinite(list(scores.values())))
 
 
+@pytest.mark.slow(reason="6 s (setup and call) on 2 busy cores")
 def test_rank_cli_prints_the_evidence(tmp_path, capsys):
     from modelseek.testing import write_task_table
 
@@ -303,6 +307,7 @@ def test_wrong_column_names_the_option_that_fixes_it(tmp_path):
     assert code == 1 and "field 'label'" in err and "--label-col" in err
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_rank_json_has_each_fact_once(tmp_path):
     from modelseek.testing import write_task_table
 
@@ -317,6 +322,7 @@ def test_rank_json_has_each_fact_once(tmp_path):
     assert not any({"rank", "model"} & set(c) for c in cands)
 
 
+@pytest.mark.slow(reason="22 s (setup and call) on 2 busy cores")
 def test_readme_commands_run_on_the_generated_layout(tmp_path):
     """README's bench and eevee lines work on a fresh clone without ../shared: `demo --layout` writes the folder."""
     code, out, err = _cli(["demo", "--out", str(tmp_path / "try"), "--layout"])
@@ -331,6 +337,7 @@ def test_readme_commands_run_on_the_generated_layout(tmp_path):
     assert code == 0, err
 
 
+@pytest.mark.slow(reason="33 s (setup and call) on 2 busy cores")
 def test_bench_metadata_with_a_pool_file(tmp_path):
     """Issue #24: `bench LAYOUT -m metadata --pool my-pool.csv` gave the card pool as a Pool object to a string
     parameter ("field '--param pool': must be a string") although no --param was given."""

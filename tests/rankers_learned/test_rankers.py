@@ -28,6 +28,7 @@ def params(request, layout, tmp_path_factory, fast_params):
     return get
 
 
+@pytest.mark.slow(reason="28 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("method", METHODS)
 def test_cv_reproducible_and_never_fits_on_held_out(method, data, params):
     tasks, truth, pool = data
@@ -61,6 +62,7 @@ def test_cv_reproducible_and_never_fits_on_held_out(method, data, params):
     assert again.runs[0].lines() == [line.replace(method, method) for line in run.lines()]
 
 
+@pytest.mark.slow(reason="7 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("method", METHODS)
 def test_artifact_round_trip_and_unknown_candidate(method, data, params, tmp_path):
     tasks, truth, pool = data

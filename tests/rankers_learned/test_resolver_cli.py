@@ -23,6 +23,7 @@ def task_csv(tmp_path):
 
 
 # ------------------------------------------------------------------------------------------ resolver
+@pytest.mark.slow(reason="41 s (setup and call) on 2 busy cores")
 def test_rank_cv_works_with_the_default(cli, layout):
     r = cli("rank", layout, "--cv", "3", "--json")  # 'default' used to be an unknown method here
     assert r.code == 0, r.err
@@ -31,6 +32,7 @@ def test_rank_cv_works_with_the_default(cli, layout):
     assert name == "default" and len(runs[name]) == 15
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("command", ["rank", "bench", "train-ranker"])
 def test_unknown_param_is_exit_1_everywhere_with_did_you_mean(cli, layout, task_csv, command):
     def args(param):
@@ -108,6 +110,7 @@ def test_prior_for_any_pool_with_a_history_matched_by_hf_id(cli, tmp_path, task_
     assert r.code == 1 and "2 (org/delta)" in r.err and "--verify-top" in r.err and "logme" in r.err
 
 
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 def test_default_ranks_a_subset_by_hf_id_and_refuses_renamed_ids(cli, tmp_path, task_csv):
     from modelseek.data.pool import ntcir_pool
 
@@ -159,6 +162,7 @@ def test_zero_counts_are_errors_not_ignored(cli, layout, task_csv):
     assert r.code == 2 and "--verify-top" in r.err and ">= 1" in r.err
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_header_only_table_is_a_clear_error(cli, tmp_path):
     empty = tmp_path / "empty.csv"
     empty.write_text("text,label\n")

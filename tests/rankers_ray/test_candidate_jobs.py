@@ -9,9 +9,12 @@ import signal
 import time
 from collections import Counter
 
+import pytest
+
 from .conftest import N_MODELS, assert_each_once, rank_args, start_rank, store_of
 
 
+@pytest.mark.slow(reason="8 s (setup and call) on 2 busy cores")
 def test_rerun_reads_every_candidate_from_the_store(cli, job_inputs, reference, writes, tmp_path):
     cache, out = tmp_path / "cache", tmp_path / "run.txt"
     r = cli(*rank_args(job_inputs, cache, out))
@@ -42,6 +45,7 @@ def test_device_and_executor_options(cli, job_inputs, reference, tmp_path):
         assert cuda.code == 1 and "no CUDA device is visible" in cuda.err
 
 
+@pytest.mark.slow(reason="6 s (setup and call) on 2 busy cores")
 def test_kill9_mid_run_then_rerun_computes_each_candidate_once(cli, job_inputs, reference, writes, tmp_path):
     cache, out = tmp_path / "cache", tmp_path / "run.txt"
     proc = start_rank(rank_args(job_inputs, cache, out), tmp_path / "first.log")
@@ -65,6 +69,7 @@ def test_kill9_mid_run_then_rerun_computes_each_candidate_once(cli, job_inputs, 
     assert Counter(a["key"] for a in attempts if a["status"] == "done") == {k: 1 for k in keys}
 
 
+@pytest.mark.slow(reason="11 s (setup and call) on 2 busy cores")
 def test_two_rank_processes_on_one_cache_split_the_candidates(job_inputs, reference, writes, tmp_path):
     cache = tmp_path / "cache"
     procs = [start_rank(rank_args(job_inputs, cache, tmp_path / f"run{i}.txt"), tmp_path / f"p{i}.log")

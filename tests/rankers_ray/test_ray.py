@@ -27,6 +27,7 @@ def ray_instance(audit_log):
         yield
 
 
+@pytest.mark.slow(reason="20 s (setup and call) on 2 busy cores")
 def test_ray_ranks_like_the_local_executor(ray_instance, cli, job_inputs, reference, writes, tmp_path):
     cache, out = tmp_path / "cache", tmp_path / "run.txt"
     r = cli(*rank_args(job_inputs, cache, out, "--executor", "ray"))
@@ -39,6 +40,7 @@ def test_ray_ranks_like_the_local_executor(ray_instance, cli, job_inputs, refere
         assert store.counts() == {"done": N_MODELS}
 
 
+@pytest.mark.slow(reason="14 s (setup and call) on 2 busy cores")
 def test_worker_killed_mid_run(ray_instance, cli, job_inputs, reference, writes, tmp_path):
     cache, out = tmp_path / "cache", tmp_path / "run.txt"
     result = {}
@@ -65,6 +67,7 @@ def test_worker_killed_mid_run(ray_instance, cli, job_inputs, reference, writes,
         assert len(store.attempts()) == N_MODELS
 
 
+@pytest.mark.slow(reason="5 s (setup and call) on 2 busy cores")
 def test_api_executor_ray_scores_like_the_local_run(ray_instance, job_inputs, reference, tmp_path):
     """``modelseek.rank(..., executor="ray")`` on one task: each candidate's score equals the local run's for that
     task (the task's inputs do not depend on the other tasks of the call)."""

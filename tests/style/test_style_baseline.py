@@ -38,6 +38,7 @@ def test_the_default_steps_are_the_organisers():
     assert cpu.frozen is True and cpu.epochs == 2 and cpu.lr == 1e-4
 
 
+@pytest.mark.slow(reason="12 s (setup and call) on 2 busy cores")
 def test_resnet50_head_is_replaced_by_dropout_and_linear(repo):
     """The real architecture (random weights): its 2048-d pooled features feed Dropout(0.2) + Linear(2048, n)."""
     torch = pytest.importorskip("torch")
@@ -74,6 +75,7 @@ def test_bad_options_are_usage_errors(cli, repo, bad, msg):
     assert r.code == 1 and msg in r.err and len(r.err.strip().splitlines()) == 1, r.err
 
 
+@pytest.mark.slow(reason="6 s (setup and call) on 2 busy cores")
 def test_tiny_finetune_through_rank_style_is_seeded(cli, repo, tmp_path):
     a, b = tmp_path / "a.txt", tmp_path / "b.txt"
     for out in (a, b):
@@ -87,6 +89,7 @@ def test_tiny_finetune_through_rank_style_is_seeded(cli, repo, tmp_path):
     assert r.code == 0 and (tmp_path / "c.txt").read_text() != a.read_text().replace(",seed=7", "")
 
 
+@pytest.mark.slow(reason="36 s (setup and call) on 2 busy cores")
 def test_finetune_steps_learn_a_separable_set():
     """Three 'models' that paint solid red, green or blue: a few epochs of the baseline's steps (full network,
     and frozen backbone + head) rank the right model first for unseen images."""
@@ -116,6 +119,7 @@ def test_finetune_steps_learn_a_separable_set():
         assert [models.ids[j] for j in s.argmax(axis=1)] == yte, (frozen, s)
 
 
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 def test_bench_style_runs_the_baseline(cli, repo, tmp_path):
     r = cli("bench-style", repo, "--folds", 2, "-m", TINY, "hist-centroid", "--size", 16, "--json",
             "--run-out", tmp_path / "cv.txt")

@@ -10,6 +10,7 @@ from modelseek import validate_run
 from modelseek.data.run import read_runs
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_rank_style_writes_a_valid_subtask_b_run(cli, b_layout, tmp_path):
     out = tmp_path / "run.txt"
     r = cli("rank-style", b_layout, "-o", out, "--size", 32, "-m", "texture+colour-logreg", "hist-centroid",
@@ -67,6 +68,7 @@ def test_rank_style_bad_input_exit_1(cli, b_layout, tmp_path):
     assert r.code == 1 and "unknown style retriever 'svm'" in r.err
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_bench_style_generated_json(cli, tmp_path):
     r = cli("bench-style", "--generated", "--styles", 20, "--seed", 0, "--json", "--contents", 4, "--size", 32,
             "--folds", 2, "-m", "hist-centroid", "texture+colour-logreg", "--plot", tmp_path / "mrr.png")
@@ -97,7 +99,7 @@ def test_bench_style_usage_errors(cli):
     assert r.code == 2 and "argument --styles: must be an integer >= 2, got 1" in r.err
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="ranks the real Subtask B metadata with stand-in images")
 def test_rank_style_on_the_real_subtask_b_metadata(cli, shared_b, tmp_path):
     """The real train.csv / models.csv / test-image-ids.txt with stand-in images (one solid colour per model,
     linked under every image name): a full 3,825 x 85 run that passes the Subtask B validator."""

@@ -159,6 +159,7 @@ def _entry_registry(tmp_path, entry):
     return reg
 
 
+@pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 def test_random_init_transformers_architecture_gram(tmp_path):
     """A random-init Hugging Face ResNet (built from its config, seeded, offline) as a Gram backbone."""
     reg = _entry_registry(tmp_path, {
@@ -171,6 +172,7 @@ def test_random_init_transformers_architecture_gram(tmp_path):
     assert np.array_equal(g, make_extractor("encgram:hf-resnet", registry=reg, dims=32)(imgs))
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_random_init_torchvision_architecture(tmp_path):
     """torchvision architectures with random weights through the registry; where torchvision cannot be
     imported (its compiled ops do not load beside every torch build) the error says so in one line."""

@@ -45,6 +45,7 @@ def _test_ids(data: Path) -> list[str]:
     return sorted(p.name[:-4] for p in (data / "test").glob("*.png"))
 
 
+@pytest.mark.slow(reason="5 s (setup and call) on 2 busy cores")
 def test_rank_style_reads_the_layout_as_cloned(cli, organisers, tmp_path):
     data = organisers / "data"
     out_root, out_data = tmp_path / "root.txt", tmp_path / "data.txt"
@@ -90,7 +91,7 @@ def test_bench_style_on_the_layout_groups_by_content_image(cli, organisers, tmp_
     assert out["n_images"] == 16 and out["n_models"] == 4 and 0 < out["mrr"]["hist-centroid"] <= 1
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="builds the organisers' listing with stand-in images")
 def test_a_subset_of_the_organisers_listing(cli, shared_b, tmp_path):
     """The organisers' own listing and CSVs (10 of the 85 models, 2 of the 45 test contents, 16 px): the
     files land where image-files.txt puts them and rank-style writes a valid run of every test file."""
@@ -154,6 +155,7 @@ def test_test_folder_holding_a_non_image(cli, repo, tmp_path, intruder):
     assert cli("rank-style", repo, *FAST).code == 0
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_a_png_name_that_holds_no_image(cli, repo, tmp_path):
     p = sorted((repo / "data" / "test").glob("*.png"))[3]
     p.write_text("<html>Git LFS pointer or error page</html>\n")
@@ -237,7 +239,7 @@ def test_an_unread_mode_is_refused(cli, repo, tmp_path):
     assert "image mode 'F' is not read" in line
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="3,825 queries x 85 models from the full listing")
 def test_the_full_listing_gives_a_run_of_3825_queries_by_85_models(cli, shared_b, tmp_path):
     """Every file of the organisers' image-files.txt (train/NNNN/ and test/), their train.csv and models.csv:
     stand-in pixels (one small PNG per model, linked under each of its file names; test files linked to a

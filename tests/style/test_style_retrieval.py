@@ -141,6 +141,7 @@ def test_generated_dataset_is_deterministic_and_content_grouped():
     assert len({n.split("-", 1)[1].split("+")[0] for n in names}) == 22  # 22 styles: every family once
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_cv_on_generated_styles_beats_chance_and_hist(tmp_path):
     data = generated_style_dataset(n_styles=8, n_content=6, size=32, seed=0)
     res = cross_validate_style(data, ["hist-centroid", "texture+colour-logreg", "fusion:texture+colour-logreg,"

@@ -85,6 +85,7 @@ def _prompt_grad(tuner, prompts, enc, hooks=None):
     return prompts.grad.clone()
 
 
+@pytest.mark.slow(reason="6 s (setup and call) on 2 busy cores")
 def test_prompt_gradients_flow_through_every_layer(tuner):
     enc = tuner.tokenize(["the cat sat on the mat", "a stock rose sharply today"])
     layers = tuner.model.encoder.layer
@@ -113,6 +114,7 @@ def test_prompt_gradients_flow_through_every_layer(tuner):
     assert grad.shape == (P, 32) and grad.abs().sum() > 0
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_prompt_gradient_depends_on_the_deepest_layer(tiny_bert):
     # two tuners on the same weights; perturbing only the last layer of one changes the prompts' gradient:
     # the gradient runs back through that layer (not only through a shortcut to the early ones)
@@ -138,6 +140,7 @@ def test_text_tokens_attend_to_the_prompts(tuner):
     assert not torch.allclose(h0, h1)
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_encoder_weights_bitwise_unchanged_by_tuning(tuner, data):
     tasks = data[0]
     before = {k: v.clone() for k, v in tuner.model.state_dict().items()}
@@ -152,6 +155,7 @@ def test_encoder_weights_bitwise_unchanged_by_tuning(tuner, data):
     assert np.abs(mat - tuner.init.numpy()).max() > 1e-4
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_tuning_is_seeded(tiny_bert, data):
     task = data[0][1]
     a = FullPromptTuner(str(tiny_bert), n_prompts=P, epochs=1, batch_size=8, seed=3, device="cpu").tune(task)
@@ -161,6 +165,7 @@ def test_tuning_is_seeded(tiny_bert, data):
     assert not np.allclose(a, c)
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_task_matrix_shape_and_cache_keys_per_mode(tiny_bert, data, tmp_path):
     task = data[0][0]
     pub = _published(tiny_bert, tmp_path, pt_epochs=1)
@@ -181,6 +186,7 @@ def test_task_matrix_shape_and_cache_keys_per_mode(tiny_bert, data, tmp_path):
     np.testing.assert_array_equal(again.task_matrix(task), m_pub)
 
 
+@pytest.mark.slow(reason="18 s (setup and call) on 2 busy cores")
 def test_published_fits_and_ranks_end_to_end(tiny_bert, data, tmp_path):
     tasks, truth, pool = data
     train_ids, held = truth.task_ids[:4], [tasks.get(t) for t in truth.task_ids[4:]]
@@ -212,6 +218,7 @@ def test_published_fits_and_ranks_end_to_end(tiny_bert, data, tmp_path):
     assert TuPaTERanker.load(old, device="cpu").resolved_mode == "approx"
 
 
+@pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 def test_auto_is_approx_on_cpu_and_says_it_is_an_approximation(tiny_bert, data, tmp_path, caplog):
     assert resolve_mode("auto", "cpu") == "approx"
     assert resolve_mode("auto") == ("published" if torch.cuda.is_available() else "approx")
@@ -275,6 +282,7 @@ def test_published_on_cuda_end_to_end(tiny_bert, data, tmp_path):
     np.testing.assert_allclose([[loaded.rank(t, pool)[c.id] for c in pool] for t in held], scores, atol=1e-4)
 
 
+@pytest.mark.slow(reason="7 s (setup and call) on 2 busy cores")
 def test_cli_rejects_an_unknown_mode_in_one_line(cli, layout):
     r = cli("train-ranker", layout, "--method", "tupate", "-p", "mode=fast", "-o", layout / "never.json")
     assert r.code == 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..evaluate import Order, harmonise, pool_aliases  # noqa: F401  (the library's policy; re-exported for commands)
 from ._common import TASKS_FILE, TRUTH_FILE, add_scheme, choice, int_at_least, load_truth, metavar
 
 TRUTH_FORMATS = ("auto", "csv", "qrels")
@@ -13,8 +14,6 @@ TRUTH_FORMATS = ("auto", "csv", "qrels")
 
 def add_truth_args(p) -> None:
     """Ground-truth options shared by ``evaluate`` and ``compare``."""
-    from ..evaluate import Order
-
     p.add_argument("--ground-truth", "-g", type=TRUTH_FILE,
                    help="ground truth: the official CSV (task_id, model_id, f1, ...) or a "
                         "TREC qrels file (topic iter docno grade; negative grades are "
@@ -51,48 +50,6 @@ def read_truth(args):
         return GroundTruth.from_qrels(args.ground_truth)
     return load_truth(args.ground_truth, Path(args.run if hasattr(args, "run") else args.runs[0]).parent,
                       args.tasks_csv, any_score=args.any_score)
-
-
-def pool_aliases(name: str | None) -> dict[str, str]:
-    """Every Hugging Face id of the pool -> the pool's id (empty for ``none``)."""
-    if not name or name.lower() == "none":
-        return {}
-    from ..data.pool import load_pool
-
-    return {c.hf_id: c.id for c in load_pool(name) if c.hf_id and c.hf_id != c.id}
-
-
-def harmonise(runs, truth, pool: str | None):
-    """Runs and ground truth with every HF id of ``pool`` written as the pool's id (other ids unchanged).
-
-    Default pool: ntcir19 for a CSV ground truth, none for TREC qrels (their docnos are not models). The pool
-    is not even read when every docID of the runs is a model id of the ground truth already."""
-    explicit = pool is not None
-    if pool is None:
-        pool = "none" if truth.explicit_grades else "ntcir19"
-    if pool.lower() == "none":
-        return runs, truth
-    known = set(truth.model_ids)
-    if all(d in known for r in runs for d in _docs(r)):
-        if explicit:
-            pool_aliases(pool)  # a bad --pool is still an error
-        return runs, truth
-    aliases = pool_aliases(pool)
-    if not aliases:
-        return runs, truth
-    if any(m in aliases for m in truth.model_ids):
-        truth = truth.rename_models(aliases)
-    runs = [r.map_docs(aliases) if any(d in aliases for d in _docs(r)) else r for r in runs]
-    return runs, truth
-
-
-def _docs(run):
-    a = run.arrays()
-    if a.doc_names is not None:
-        return a.doc_names.tolist()
-    import pandas as pd
-
-    return pd.unique(a.doc).tolist()
 
 
 def load_runs(path, run_id=None):

@@ -151,8 +151,8 @@ def run(args: argparse.Namespace) -> int:
                          f"{', '.join(origin)})")
     runs, truth = harmonise(runs, truth, args.pool)
     metrics = [m.strip().lower() for m in args.metrics.split(",") if m.strip()]
-    reports = [evaluate(r, truth, metrics, args.scheme, order=args.order, relevance_level=args.relevance_level)
-               for r in runs]
+    reports = [evaluate(r, truth, metrics, args.scheme, order=args.order, relevance_level=args.relevance_level,
+                        pool="none") for r in runs]  # harmonised above
     for rep in reports:
         for n in rep.notes():
             print(f"note: run {rep.run_id}: {n}", file=sys.stderr)

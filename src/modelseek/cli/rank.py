@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..data.task import Criticality
 from ..errors import InputError
 from ._common import NON_NEGATIVE_INT, OUTPUT_FILE, SEED, int_at_least, load_pool_arg, load_truth, print_json
 from ._finetune import add_verify_args, verify_after_rank
@@ -277,7 +278,7 @@ def _print_explained(run_id: str, ex: dict, n_pool: int) -> None:
     _print_indistinguishable(ex["candidates"])
     crit, reg = ex["criticality"], ex["regret_top1"]
     probs = ", ".join(f"{k} {v:.2f}" for k, v in crit["probabilities"].items())
-    rule = "low" if reg["expected"] < 0.03 else "medium" if reg["expected"] < 0.10 else "high"
+    rule = Criticality.from_regret(reg["expected"]).value
     known = crit.get("vote", crit["tier"]) != crit["tier"] or "tasks.csv" in crit.get("source", "")
     print(f"  criticality: {crit['tier'].upper()} — {crit.get('source', 'a vote of the most similar past tasks')} "
           + (f"(the past tasks' vote: {crit.get('vote', crit['tier'])}, P: {probs})" if known else f"(P: {probs})"))

@@ -32,7 +32,7 @@ class Report:
     def __init__(self, per_topic: pd.DataFrame, metrics: Sequence[str], run_id: str = "run",
                  missing_topics: Sequence[str] = (), extra_topics: Sequence[str] = (),
                  scheme: str = "ntcir", unknown_models: Sequence[str] = (), order: str = "rank",
-                 relevance_level: int = 1) -> None:
+                 relevance_level: int = 1, tier_source: str = "") -> None:
         self._per_topic = per_topic.copy()
         self.metrics = list(metrics)
         self.run_id = run_id
@@ -42,6 +42,7 @@ class Report:
         self.unknown_models = list(unknown_models)  # docIDs of the run that no ground-truth row names
         self.order = order
         self.relevance_level = int(relevance_level)
+        self.tier_source = tier_source  # where the tiers come from: a tasks.csv, a criticality column, the regret rule
 
     @property
     def per_topic(self) -> pd.DataFrame:
@@ -99,7 +100,8 @@ class Report:
         def fmt(cells):
             return "  ".join(c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths)))
 
-        lines = [f"run {self.run_id} ({len(self.topics)} topics, grading {self.scheme})", fmt(header),
+        lines = [f"run {self.run_id} ({len(self.topics)} topics, grading {self.scheme})"
+                 + (f"; tiers from {self.tier_source}" if self.tier_source else ""), fmt(header),
                  fmt(["-" * w for w in widths])]
         lines += [fmt(r) for r in rows]
         lines += [f"note: {n}" for n in self.notes()]
@@ -142,6 +144,8 @@ class Report:
             "unknown_models": self.unknown_models,
             "order": self.order,
             "relevance_level": self.relevance_level,
+            "tier_source": self.tier_source,
+            "notes": self.notes(),
         }
 
     def to_json(self, path: str | Path | None = None) -> str:

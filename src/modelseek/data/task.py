@@ -11,8 +11,15 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import overload
 
+import numpy as np
+
 from ..enums import Choice
 from ..errors import InputError
+
+
+#: the expected-regret bounds of the criticality tiers (R = 1 - mean normalized F1): low below the first, medium
+#: from the first, high from the second. The one definition: every tier computed from regret reads it.
+CRITICALITY_BOUNDS: tuple[float, float] = (0.03, 0.10)
 
 
 class Criticality(Choice):
@@ -29,12 +36,21 @@ class Criticality(Choice):
 
     @classmethod
     def from_regret(cls, regret: float) -> Criticality:
-        """Tier by expected regret R = 1 - mean normalized F1: Low < 0.03 <= Medium < 0.10 <= High."""
-        if regret < 0.03:
-            return cls.LOW
-        if regret < 0.10:
-            return cls.MEDIUM
-        return cls.HIGH
+        """Tier by expected regret R = 1 - mean normalized F1, with the bounds :data:`CRITICALITY_BOUNDS`."""
+        return cls.from_regrets([regret])[0]
+
+    @classmethod
+    def from_regrets(cls, regrets) -> list[Criticality]:
+        """:meth:`from_regret` of every value at once (NaN is high)."""
+        levels = (cls.LOW, cls.MEDIUM, cls.HIGH)
+        idx = np.searchsorted(np.asarray(CRITICALITY_BOUNDS), np.asarray(regrets, dtype=float), side="right")
+        return [levels[i] for i in idx.tolist()]
+
+    @staticmethod
+    def rule() -> str:
+        """The regret rule in words, with its bounds."""
+        lo, hi = CRITICALITY_BOUNDS
+        return f"the regret rule (R = 1 - mean normalized F1: low < {lo:g} <= medium < {hi:g} <= high)"
 
 
 @dataclass(frozen=True)

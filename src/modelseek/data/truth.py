@@ -2,7 +2,8 @@
 
 Derived per task: ``normalized_f1 = f1 / max f1``, ``model_rank`` (1 = best; ties share the lowest rank,
 as in the organisers' file), relevance grades under a :class:`GradingScheme`, and criticality by expected
-regret ``R = 1 - mean_m(normalized_f1)`` (Low < 0.03 <= Medium < 0.10 <= High) unless given.
+regret ``R = 1 - mean_m(normalized_f1)`` (:meth:`Criticality.from_regrets`) unless given;
+:meth:`GroundTruth.tier_source` says which.
 """
 
 from __future__ import annotations
@@ -87,7 +88,10 @@ class GradingScheme(Choice):
         return np.exp2(g) - 1.0 if self is GradingScheme.NTCIR else g
 
     def gain(self, grade: float) -> float:
-        return float(2.0 ** grade - 1.0) if self is GradingScheme.NTCIR else float(grade)
+        """The gain of one grade; a negative grade (judged non-relevant in TREC qrels) gains 0, as in
+        :meth:`gain_array`."""
+        g = max(float(grade), 0.0)
+        return float(2.0 ** g - 1.0) if self is GradingScheme.NTCIR else g
 
     @property
     def max_grade(self) -> int:
@@ -112,7 +116,7 @@ class GroundTruth:
     whatever the scheme; they may be negative (judged non-relevant). Otherwise grades follow from F1."""
 
     def __init__(self, frame: pd.DataFrame, criticality: Mapping[str, Criticality | str] | None = None,
-                 source: str = "") -> None:
+                 source: str = "", criticality_source: str = "") -> None:
         import pandas as pd
 
         missing = {"task_id", "model_id", "f1"} - set(frame.columns)
@@ -139,9 +143,9 @@ class GroundTruth:
         codes, uniques = pd.factorize(df["task_id"].to_numpy(dtype=object))
         # tasks in their natural order, not the file's (issue #25: the same rows in any order give the same
         # answer to the last digit); only the distinct ids are sorted, the rows keep their places
-        from .run import natural_key
+        from .run import natural_order
 
-        canon = sorted(range(len(uniques)), key=lambda i: natural_key(str(uniques[i])))
+        canon = natural_order([str(u) for u in uniques])
         if canon != list(range(len(uniques))):
             rank_of = np.empty(len(uniques), dtype=np.int64)
             rank_of[np.asarray(canon, dtype=np.int64)] = np.arange(len(uniques))
@@ -161,7 +165,8 @@ class GroundTruth:
         self.explicit_grades = explicit
         self.source = source
         self._task_ids = [str(t) for t in uniques]
-        self._model_ids = sorted((str(m) for m in pd.unique(self._df["model_id"])), key=natural_key)
+        models = [str(m) for m in pd.unique(self._df["model_id"])]
+        self._model_ids = [models[i] for i in natural_order(models)]
         self._order = np.argsort(codes, kind="stable")
         self._offsets = np.zeros(len(uniques) + 1, dtype=np.int64)
         np.cumsum(np.bincount(codes, minlength=len(uniques)), out=self._offsets[1:])
@@ -170,13 +175,13 @@ class GroundTruth:
         regret = 1.0 - np.bincount(codes, weights=self._df["normalized_f1"].to_numpy(), minlength=len(uniques)) \
             / np.diff(self._offsets)
         given = {str(k): Criticality.parse(v) for k, v in (criticality or {}).items()}
-        # Criticality.from_regret's rule, on every task at once
-        levels = (Criticality.LOW, Criticality.MEDIUM, Criticality.HIGH)
-        tier = np.where(regret < 0.03, 0, np.where(regret < 0.10, 1, 2))
-        self._crit = dict(zip(self._task_ids, [levels[i] for i in tier.tolist()]))
+        self._crit = dict(zip(self._task_ids, Criticality.from_regrets(regret)))
+        self._given: set[str] = set()
         for t, c in given.items():
             if t in self._crit:
                 self._crit[t] = c
+                self._given.add(t)
+        self.criticality_source = criticality_source or "given criticality"
 
     # ------------------------------------------------------------------------------------------ loading
     @classmethod
@@ -204,9 +209,7 @@ class GroundTruth:
                 raise InputError("missing column", path=path, line=1, field=col)
         crit_col = "criticality" if "criticality" in fields else None
         rows = _read_truth_arrow(data, fields, crit_col, any_score)
-        if rows is None:
-            rows = _read_truth_fast(data, fields, crit_col, any_score)
-        if rows is None:
+        if rows is None:  # the careful path only when the fast one refuses
             rows = _read_truth_careful(path, text, crit_col, any_score)
         tasks, models, f1s, crit = rows
         if len(tasks) == 0:
@@ -224,14 +227,18 @@ class GroundTruth:
                              f"need a positive best", path=path, line=line, field="f1")
         if tasks_csv is None and (path.parent / "tasks.csv").exists():
             tasks_csv = path.parent / "tasks.csv"
+        sources = [f"the criticality column of {path}"] if crit else []
         if tasks_csv is not None:
             from .loaders import read_tasks_csv
 
+            n = len(crit)
             for tid, row in read_tasks_csv(Path(tasks_csv)).items():
                 if (row.get("task_criticalness") or "").strip():  # a short row has None
                     crit.setdefault(tid, row["task_criticalness"])
+            if len(crit) > n:
+                sources.append(f"tasks.csv ({tasks_csv})")
         try:
-            return cls(frame, criticality=crit, source=str(path))
+            return cls(frame, criticality=crit, source=str(path), criticality_source=" and ".join(sources))
         except InputError as exc:
             raise InputError(exc.message, path=path) from None
 
@@ -243,43 +250,13 @@ class GroundTruth:
         Kendall tau and regret use the grade as the score. Tiers follow the usual rule on grade / best grade
         of the topic and mean little for TREC topics."""
         from ..io import decode_text, read_bytes
-        from .run import bad_identifier_char, describe_char
 
         path = Path(path)
         data = read_bytes(path, "ground-truth file")
-        text = decode_text(data, path)
-        tasks: list[str] = []
-        models: list[str] = []
-        grades: list[int] = []
-        seen: dict[tuple[str, str], int] = {}
-        fast = _read_qrels_arrow(data)
-        if fast is None:
-            fast = _read_qrels_fast(data)
-        if fast is not None:
-            tasks, models, grades = fast
-        else:
-            for lineno, raw in enumerate(text.split("\n"), 1):
-                parts = raw.split()
-                if not parts:
-                    continue
-                if len(parts) != 4:
-                    raise InputError(f"expected 4 columns (topic iteration docno grade), found {len(parts)}",
-                                     path=path, line=lineno)
-                t, _, d, g = parts
-                for fname, value in (("topic", t), ("docno", d)):
-                    c = bad_identifier_char(value)
-                    if c is not None:
-                        raise InputError(f"{value!r} holds {describe_char(c)}, a control or format character",
-                                         path=path, line=lineno, field=fname)
-                if not _INT.fullmatch(g) or abs(int(g)) > 2**31:
-                    raise InputError(f"not an integer grade: {g[:40]!r}", path=path, line=lineno, field="grade")
-                if (t, d) in seen:
-                    raise InputError(f"duplicate (topic, docno) pair ({t}, {d}); first on line {seen[(t, d)]}",
-                                     path=path, line=lineno, field="docno")
-                seen[(t, d)] = lineno
-                tasks.append(t)
-                models.append(d)
-                grades.append(int(g))
+        rows = _read_qrels_arrow(data)
+        if rows is None:  # the careful path only when the fast one refuses; non-UTF-8 bytes: located
+            rows = _read_qrels_careful(path, decode_text(data, path))
+        tasks, models, grades = rows
         if len(tasks) == 0:
             raise InputError("no judgments", path=path)
         import pandas as pd
@@ -287,22 +264,7 @@ class GroundTruth:
         frame = pd.DataFrame({"task_id": pd.Series(tasks, dtype=object), "model_id": pd.Series(models, dtype=object),
                               "f1": np.asarray(grades, dtype=float),
                               "grade": np.asarray(grades, dtype=np.int64)})
-        if fast is not None and frame.duplicated(["task_id", "model_id"]).any():
-            return cls.from_qrels_careful(path, text)
         return cls(frame, source=str(path))
-
-    @classmethod
-    def from_qrels_careful(cls, path: Path, text: str) -> GroundTruth:
-        seen: dict[tuple[str, str], int] = {}
-        for lineno, raw in enumerate(text.split("\n"), 1):
-            parts = raw.split()
-            if len(parts) == 4:
-                key = (parts[0], parts[2])
-                if key in seen:
-                    raise InputError(f"duplicate (topic, docno) pair {key}; first on line {seen[key]}", path=path,
-                                     line=lineno, field="docno")
-                seen[key] = lineno
-        raise InputError("duplicate (topic, docno) pair", path=path)  # pragma: no cover (found above)
 
     @staticmethod
     def detect_format(path: str | Path) -> str:
@@ -391,6 +353,20 @@ class GroundTruth:
         except KeyError as exc:
             raise InputError(f"task {exc.args[0]!r} is not in the ground truth") from None
 
+    def tier_source(self, task_ids: Iterable[str] | None = None) -> str:
+        """Where the tiers of ``task_ids`` (default: every task) come from, in words: the tasks.csv or
+        criticality column that gave them, or the regret rule (TREC qrels carry no criticality)."""
+        ids = self._task_ids if task_ids is None else [str(t) for t in task_ids]
+        n_given = sum(t in self._given for t in ids)
+        rule = Criticality.rule()
+        if self.explicit_grades:
+            rule += " on grade / best grade: TREC qrels carry no criticality"
+        if n_given == len(ids):
+            return self.criticality_source
+        if n_given == 0:
+            return rule
+        return f"{self.criticality_source} for {n_given} topic(s), {rule} for the other {len(ids) - n_given}"
+
     @property
     def criticalities(self) -> dict[str, Criticality]:
         return dict(self._crit)
@@ -402,7 +378,8 @@ class GroundTruth:
             raise InputError(f"task(s) not in the ground truth: {', '.join(unknown[:5])}")
         keep = self._df[self._df["task_id"].isin(ids)]
         keep = keep[["task_id", "model_id", "f1", *(["grade"] if self.explicit_grades else [])]]
-        return GroundTruth(keep, criticality={t: self._crit[t] for t in ids}, source=self.source)
+        return GroundTruth(keep, criticality={t: self._crit[t] for t in ids if t in self._given}, source=self.source,
+                           criticality_source=self.criticality_source)
 
     def rename_models(self, mapping: Mapping[str, str]) -> GroundTruth:
         """A new ground truth whose model ids are renamed by ``mapping`` (others unchanged); two ids of one task
@@ -414,7 +391,8 @@ class GroundTruth:
             row = df[dup].iloc[0]
             raise InputError(f"task {row.task_id!r} names model {row.model_id!r} twice (once by its pool id, once by "
                              f"its Hugging Face id)", path=self.source or None, field="model_id")
-        return GroundTruth(df, criticality=self._crit, source=self.source)
+        return GroundTruth(df, criticality={t: self._crit[t] for t in self._given}, source=self.source,
+                           criticality_source=self.criticality_source)
 
     def _slice(self, task_id: str, scheme: GradingScheme | str = GradingScheme.NTCIR) -> tuple[int, int, TruthArrays]:
         # rows of one task in the task-grouped arrays: looking up every task stays linear in the table's size
@@ -504,41 +482,29 @@ def _header(text: str, path: Path) -> list[str]:
 
 def _read_truth_arrow(data: bytes, fields: list[str], crit_col: str | None, any_score: bool):
     """pyarrow's CSV reader (ids dictionary-encoded: one Python string per distinct id) over a plain file whose
-    every value is valid; None otherwise (then pandas' C reader, then the careful reader)."""
-    from .run import is_plain
+    every value is valid; None otherwise (then the careful reader locates the problem)."""
+    from . import _arrow  # pyarrow: imported on first read, not by `import modelseek`
 
-    if not is_plain(data) or b'"' in data or b"\r" in data or b"\n\n" in data or data.startswith(b"\n"):
+    if not _arrow.is_plain(data) or b'"' in data:
         return None
-    try:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-        import pyarrow.csv as pcsv
-    except ImportError:  # pragma: no cover
+    if b"\r" in data:
+        if b"\r" in data.replace(b"\r\n", b""):
+            return None  # a bare carriage return
+        data = data.replace(b"\r\n", b"\n")
+    if b"\n\n" in data or data.startswith(b"\n") or any(f != f.strip() for f in fields):
         return None
     use = ["task_id", "model_id", "f1", *([crit_col] if crit_col else [])]
-    if any(f != f.strip() for f in fields):
-        return None
-    try:
-        tb = pcsv.read_csv(
-            pa.BufferReader(data), read_options=pcsv.ReadOptions(use_threads=False),
-            parse_options=pcsv.ParseOptions(delimiter=",", quote_char=False, double_quote=False, escape_char=False),
-            convert_options=pcsv.ConvertOptions(column_types={c: (pa.float64() if c == "f1" else pa.string())
-                                                              for c in use}, null_values=[],
-                                                strings_can_be_null=False, include_columns=use))
-    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, KeyError):
+    tb = _arrow.read_table(data, None, ",", ("f1",), use)
+    if tb is None:
         return None
     n = tb.num_rows
-    if n == 0 or n + 1 != data.count(b"\n") + (0 if data.endswith(b"\n") else 1):
+    if n == 0 or n + 1 != _arrow.n_lines(data):
         return None
     f1 = tb.column("f1").to_numpy()
     if not np.isfinite(f1).all() or (not any_score and ((f1 < 0) | (f1 > 1)).any()):
         return None
 
-    def encode(col):
-        enc = pc.dictionary_encode(tb.column(col).combine_chunks())
-        return enc.indices.to_numpy(zero_copy_only=False), np.asarray(enc.dictionary.to_pylist(), dtype=object)
-
-    (tc, tv), (mc, mv) = encode("task_id"), encode("model_id")
+    (tc, tv), (mc, mv) = _arrow.encode(tb, "task_id"), _arrow.encode(tb, "model_id")
     for values in (tv, mv):
         vals = values.tolist()
         if any(v == "" or v != v.strip() or " " in v or "\t" in v for v in vals):
@@ -549,7 +515,7 @@ def _read_truth_arrow(data: bytes, fields: list[str], crit_col: str | None, any_
         return None
     crit: dict[str, Criticality | str] = {}
     if crit_col:
-        cc, cv = encode(crit_col)
+        cc, cv = _arrow.encode(tb, crit_col)
         given = cv[cc] != ""
         if given.any():
             last = {}
@@ -560,58 +526,6 @@ def _read_truth_arrow(data: bytes, fields: list[str], crit_col: str | None, any_
             except InputError:
                 return None
     return tv[tc], mv[mc], f1, crit
-
-
-def _read_truth_fast(data: bytes, fields: list[str], crit_col: str | None, any_score: bool):
-    """pandas' C reader over a plain (printable ASCII) file whose every value is valid; None otherwise."""
-    from .run import is_plain
-
-    if not is_plain(data) or b'"' in data:
-        return None
-    if b"\r" in data and b"\r" in data.replace(b"\r\n", b""):
-        return None
-    import pandas as pd
-
-    use = ["task_id", "model_id", "f1", *([crit_col] if crit_col else [])]
-    try:
-        df = pd.read_csv(io.BytesIO(data), usecols=use, dtype=object, na_filter=False, engine="c", low_memory=False,
-                         skipinitialspace=False)
-    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, OverflowError, IndexError, StopIteration):
-        return None
-    t = df["task_id"].to_numpy(dtype=object)
-    m = df["model_id"].to_numpy(dtype=object)
-    raw_f1 = df["f1"].to_numpy(dtype=object)
-    n = len(df)
-    n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-    if n + 1 != n_lines:
-        return None  # blank lines: the careful reader numbers the lines
-    joined = "".join(t.tolist()) + "".join(m.tolist())
-    if joined != joined.strip() or " " in joined or "\t" in joined:
-        return None  # spaces around ids are stripped, and located, by the careful reader
-    if (t == "").any() or (m == "").any():
-        return None
-    f1s = "".join(raw_f1.tolist())
-    if "_" in f1s or " " in f1s:
-        return None
-    try:
-        f1 = raw_f1.astype(np.float64)  # float() per value: the same numbers as the careful reader
-    except (ValueError, TypeError):
-        return None
-    if not np.isfinite(f1).all() or (not any_score and ((f1 < 0) | (f1 > 1)).any()):
-        return None
-    if _first_duplicate_pair(t, m) >= 0:
-        return None
-    crit: dict[str, Criticality | str] = {}
-    if crit_col:
-        c = df[crit_col].to_numpy(dtype=object)
-        given = c != ""
-        if given.any():
-            last = pd.DataFrame({"t": t[given], "c": c[given]}).drop_duplicates("t", keep="last")
-            try:
-                crit = {str(k): Criticality.parse(v) for k, v in zip(last["t"], last["c"])}
-            except InputError:
-                return None
-    return t, m, f1, crit
 
 
 def _cell(row: list[str], i: int | None) -> str | None:
@@ -689,67 +603,60 @@ def _first_line_of(text: str, path: Path, task: str) -> int | None:
 
 
 def _read_qrels_arrow(data: bytes):
-    """pyarrow's reader for qrels separated by single spaces (see ``run._parse_arrow``); None otherwise."""
-    from .run import is_plain
+    """The fast path of qrels (see ``run._parse_arrow``): (topics, docnos, grades) when every line is valid and
+    no (topic, docno) pair repeats; None otherwise."""
+    from . import _arrow  # pyarrow: imported on first read, not by `import modelseek`
 
-    if (not is_plain(data) or b"\t" in data or b"  " in data or b"\r" in data or data.startswith((b" ", b"\n"))
-            or b"\n " in data or b" \n" in data or b"\n\n" in data or data.endswith(b" ")):
+    spaced = _arrow.single_spaced(data, 4) if _arrow.is_plain(data) else None
+    if spaced is None:
         return None
-    try:
-        import pyarrow as pa
-        import pyarrow.compute as pc
-        import pyarrow.csv as pcsv
-    except ImportError:  # pragma: no cover
+    tb = _arrow.read_table(spaced, ["topic", "iter", "docno", "grade"], " ", (), ["topic", "iter", "docno", "grade"])
+    if tb is None or tb.num_rows == 0 or tb.num_rows != _arrow.n_lines(spaced):
         return None
-    names = ["topic", "iter", "docno", "grade"]
-    try:
-        tb = pcsv.read_csv(
-            pa.BufferReader(data), read_options=pcsv.ReadOptions(column_names=names, use_threads=False),
-            parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False),
-            convert_options=pcsv.ConvertOptions(column_types={c: pa.string() for c in names}, null_values=[],
-                                                strings_can_be_null=False, include_columns=["topic", "docno", "grade"]))
-    except (pa.ArrowInvalid, pa.ArrowTypeError, ValueError, IndexError):
-        return None
-    if tb.num_rows == 0:
-        return None
-
-    def encode(col):
-        enc = pc.dictionary_encode(tb.column(col).combine_chunks())
-        return enc.indices.to_numpy(zero_copy_only=False), np.asarray(enc.dictionary.to_pylist(), dtype=object)
-
-    gc, gv = encode("grade")
+    gc, gv = _arrow.encode(tb, "grade")
     values = []
     for v in gv.tolist():
         if not _INT.fullmatch(v) or abs(int(v)) > 2**31:
             return None
         values.append(int(v))
-    (tc, tv), (dc, dv) = encode("topic"), encode("docno")
+    (tc, tv), (dc, dv) = _arrow.encode(tb, "topic"), _arrow.encode(tb, "docno")
+    if any((v == "").any() for v in (tv, dv, _arrow.encode(tb, "iter")[1])):
+        return None  # an empty field: two spaces in a row, or a line starting with one
+    key = tc.astype(np.int64) * len(dv) + dc
+    sk = np.sort(key)
+    if (sk[1:] == sk[:-1]).any():
+        return None  # a repeated pair: the careful path names both lines
     return tv[tc], dv[dc], np.asarray(values, dtype=np.int64)[gc]
 
 
-def _read_qrels_fast(data: bytes):
-    from .run import is_plain
+def _read_qrels_careful(path: Path, text: str) -> tuple[list[str], list[str], list[int]]:
+    """Line by line; the first problem is an error naming its line and field."""
+    from .run import bad_identifier_char, describe_char
 
-    if not is_plain(data):
-        return None
-    if b"\r" in data and b"\r" in data.replace(b"\r\n", b""):
-        return None
-    import pandas as pd
-
-    try:
-        df = pd.read_csv(io.BytesIO(data), sep=r"\s+", header=None, names=list(range(4)), engine="c", low_memory=False,
-                         dtype={0: object, 1: object, 2: object, 3: object}, na_filter=False)
-    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError, OverflowError, IndexError, StopIteration):
-        return None
-    if df.empty:
-        return None
-    g = df[3].to_numpy(dtype=object)
-    if (g == "").any() or "_" in "".join(g.tolist()):
-        return None
-    try:
-        grade = g.astype(np.int64)
-    except (ValueError, OverflowError):
-        return None
-    if (np.abs(grade) > 2**31).any():
-        return None
-    return df[0].to_numpy(dtype=object), df[2].to_numpy(dtype=object), grade
+    tasks: list[str] = []
+    models: list[str] = []
+    grades: list[int] = []
+    seen: dict[tuple[str, str], int] = {}
+    for lineno, raw in enumerate(text.split("\n"), 1):
+        parts = raw.split()
+        if not parts:
+            continue
+        if len(parts) != 4:
+            raise InputError(f"expected 4 columns (topic iteration docno grade), found {len(parts)}",
+                             path=path, line=lineno)
+        t, _, d, g = parts
+        for fname, value in (("topic", t), ("docno", d)):
+            c = bad_identifier_char(value)
+            if c is not None:
+                raise InputError(f"{value!r} holds {describe_char(c)}, a control or format character",
+                                 path=path, line=lineno, field=fname)
+        if not _INT.fullmatch(g) or abs(int(g)) > 2**31:
+            raise InputError(f"not an integer grade: {g[:40]!r}", path=path, line=lineno, field="grade")
+        if (t, d) in seen:
+            raise InputError(f"duplicate (topic, docno) pair ({t}, {d}); first on line {seen[(t, d)]}",
+                             path=path, line=lineno, field="docno")
+        seen[(t, d)] = lineno
+        tasks.append(t)
+        models.append(d)
+        grades.append(int(g))
+    return tasks, models, grades

@@ -23,6 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
+from .base import Batch, Judgments, Metric, register, segment_sum
+
 
 def discounts(n: int) -> np.ndarray:
     """``1 / log2(i + 1)`` for the positions i = 1..n."""
@@ -72,3 +74,51 @@ def ndcg_at_k(ranking: Sequence[str], grades: Mapping[str, float], k: int,
     idcg = ideal_dcg(np.array([gain(g) for g in grades.values()], dtype=np.float64), k)
     # the list's own order: strictly decreasing scores
     return float(ndcg(-np.arange(len(run_gains), dtype=np.float64), run_gains, k, idcg)[0])
+
+
+@register("ndcg")
+class NDCG(Metric):
+    """``ndcg@k``: the per-list form is :func:`ndcg_at_k`; the vectorised one sums each topic's discounted gains
+    over the run's rows (a segment sum) and divides by the ideal DCG of all the topic's judged candidates,
+    sorted once per ground truth."""
+
+    cutoff = "required"
+
+    def per_list(self, ranking: Sequence[str], j: Judgments, k: int | None) -> float:
+        assert k is not None  # check() requires it
+        return ndcg_at_k(ranking, j.grades, k, j.scheme.gain)
+
+    def vectorised(self, b: Batch, k: int | None) -> np.ndarray:
+        assert k is not None
+        dcg = _dcg(b.seg, b.pos, b.scheme.gain_array(b.grade), k, b.W)
+        idcg = _ideal_dcg_of_tasks(b, k)
+        out = np.zeros(b.W)
+        ok = idcg > 0
+        out[ok] = dcg[ok] / idcg[ok]
+        return out
+
+    def trec_name(self, k: int | None) -> str:
+        return f"ndcg_cut_{k}"
+
+
+def _dcg(seg: np.ndarray, pos: np.ndarray, gains: np.ndarray, k: int, W: int) -> np.ndarray:
+    cut = pos < k
+    return segment_sum(seg[cut], gains[cut] / np.log2(pos[cut] + 2.0), W)
+
+
+def _ideal_dcg_of_tasks(b: Batch, k: int) -> np.ndarray:
+    """Ideal DCG@k of every scored topic (all its judged candidates, best gains first): one sort per ground
+    truth and call, one segment sum per k."""
+    cache = b.cache
+    hit = cache.get(("idcg", k))
+    if hit is None:
+        ideal = cache.get("ideal")
+        ta = b.truth
+        if ideal is None:
+            gains = b.scheme.gain_array(ta.grade)
+            task = np.repeat(np.arange(len(ta.tasks)), np.diff(ta.offsets))
+            order = np.lexsort((-gains, task))
+            ideal = cache["ideal"] = (task, np.arange(task.size) - ta.offsets[task], gains[order])
+        task, pos, gains = ideal
+        hit = cache[("idcg", k)] = _dcg(task, pos, gains, k, len(ta.tasks))
+    return hit[b.t_of_w]

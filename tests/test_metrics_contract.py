@@ -1,0 +1,153 @@
+"""The metric contract (issue #38): every registered metric is one object whose per-list and vectorised forms
+agree, ``evaluate`` reaches every metric through the registry, and the criticality bounds are defined once."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import weightedtau
+
+import modelseek.data.task as task_module
+from modelseek import GroundTruth, Run, evaluate
+from modelseek.data.run import Entry
+from modelseek.data.task import CRITICALITY_BOUNDS, Criticality
+from modelseek.errors import InputError
+from modelseek.metrics import METRICS, Judgments, Metric, get, register
+from modelseek.metrics.kendall import weighted_tau_rows
+from modelseek.registry import UnknownNameError
+
+
+def _case(seed: int, qrels: bool):
+    """A ground truth (F1 or graded qrels, ties included) and a run with ties in score, a topic missing, an
+    extra topic and docIDs the ground truth does not judge."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for t in range(9):
+        n = int(rng.integers(1, 14))
+        for m in rng.choice(40, size=n, replace=False).tolist():
+            v = int(rng.integers(-1, 4)) if qrels else float(np.round(rng.uniform(0.3, 0.9), 2))
+            rows.append((f"t{t}", f"m{m}", v))
+    frame = pd.DataFrame(rows, columns=["task_id", "model_id", "f1"])
+    if qrels:
+        frame["grade"] = frame["f1"].astype(np.int64)
+        for t in frame["task_id"].unique():  # every topic judges one document relevant at grade 3
+            frame.loc[frame.index[frame["task_id"] == t][0], ["f1", "grade"]] = [3.0, 3]
+    truth = GroundTruth(frame)
+    topics = {}
+    for t in [f"t{i}" for i in range(1, 9)] + ["extra"]:  # t0 is missing from the run
+        docs = rng.choice(50, size=int(rng.integers(1, 20)), replace=False)
+        ranks = np.sort(rng.integers(1, 6, size=docs.size))  # equal ranks: line order decides
+        topics[t] = [Entry(f"m{d}", int(r), float(np.round(rng.random(), 1))) for d, r in zip(docs, ranks)]
+    return truth, Run(topics, "r")
+
+
+def _eval_order(run: Run, topic: str, order: str) -> list[str]:
+    if order == "rank":
+        return run.ranking(topic)
+    es = sorted(run[topic], key=lambda e: e.doc, reverse=True)  # trec_eval: score desc, then docID desc
+    es.sort(key=lambda e: -e.score)
+    return [e.doc for e in es]
+
+
+def _names_with_cutoffs() -> list[str]:
+    out = []
+    for name in METRICS.names():
+        m = METRICS.get(name)
+        out += [name] if m.cutoff == "none" else [f"{name}@1", f"{name}@3"]
+        if m.cutoff == "optional":
+            out.append(name)
+    return out
+
+
+@pytest.mark.parametrize("qrels", [False, True])
+@pytest.mark.parametrize("order", ["rank", "trec_eval"])
+@pytest.mark.parametrize("scheme", ["ntcir", "paper"])
+def test_every_registered_metric_vectorised_equals_its_per_list_form(qrels, order, scheme):
+    names = _names_with_cutoffs()
+    assert {n.partition("@")[0] for n in names} == set(METRICS.names())
+    for seed in range(4):
+        truth, run = _case(seed, qrels)
+        level = 2 if seed % 2 else 1
+        rep = evaluate(run, truth, names, scheme, order=order, relevance_level=level).per_topic
+        for name in names:
+            metric = METRICS.get(name.partition("@")[0])
+            for topic in truth.task_ids:
+                got = rep.loc[topic, name]
+                if topic not in run:
+                    want = metric.missing
+                else:
+                    j = Judgments(truth.grades(topic, scheme), truth.f1(topic), truth_scheme(scheme), level)
+                    want = get(name)(_eval_order(run, topic, order), j)
+                assert (math.isnan(got) and math.isnan(want)) or got == pytest.approx(want, abs=1e-12), \
+                    (name, topic, seed)
+
+
+def truth_scheme(scheme: str):
+    from modelseek import GradingScheme
+
+    return GradingScheme.parse(scheme)
+
+
+def test_vectorised_weighted_tau_equals_scipy_with_ties():
+    rng = np.random.default_rng(1)
+    for n in (2, 3, 7, 20):
+        x = np.round(rng.random((200, n)), 1)  # ties in x
+        y = -rng.integers(0, max(2, n // 2), size=(200, n)).astype(float)  # ties in y
+        x[0] = 0.5  # all tied: no untied pair, SciPy's NaN
+        got = weighted_tau_rows(x, y)
+        want = np.array([weightedtau(a, b).statistic for a, b in zip(x, y)])
+        assert np.isnan(got[0]) and np.isnan(want[0])
+        np.testing.assert_allclose(got, want, rtol=0, atol=1e-12, equal_nan=True)
+
+
+class _TopHit(Metric):
+    """A throwaway metric with only its per-list form: 1 when the first ranked document is judged."""
+
+    cutoff = "none"
+
+    def per_list(self, ranking, j, k):
+        return float(bool(ranking) and ranking[0] in j.grades)
+
+
+def test_a_metric_with_only_a_per_list_form_is_evaluated_through_the_registry(tmp_path, cli):
+    register("tophit_contract")(_TopHit)
+    try:
+        truth, run = _case(0, False)
+        rep = evaluate(run, truth, ["tophit_contract", "ndcg@3"]).per_topic
+        want = {t: float(run.ranking(t)[0] in truth.f1(t)) if t in run else 0.0 for t in truth.task_ids}
+        assert rep["tophit_contract"].to_dict() == want
+        truth.to_csv(tmp_path / "truth.csv")
+        run.write(tmp_path / "run.txt")
+        r = cli("evaluate", tmp_path / "run.txt", "-g", tmp_path / "truth.csv", "--metrics", "tophit_contract",
+                "--trec", "--pool", "none")
+        assert r.code == 0, r.err
+        assert f"{'tophit_contract':<22}\tall\t{np.mean(list(want.values())):.4f}" in r.out
+    finally:
+        del METRICS._items["tophit_contract"]
+    with pytest.raises(UnknownNameError, match="unknown metric 'tophit_contract'"):
+        evaluate(run, truth, ["tophit_contract"])
+
+
+def test_cutoff_rules_come_from_the_metric():
+    truth, run = _case(0, False)
+    with pytest.raises(InputError, match="ndcg needs a cut-off"):
+        evaluate(run, truth, ["ndcg"])
+    with pytest.raises(InputError, match="kendall takes no cut-off"):
+        evaluate(run, truth, ["kendall@3"])
+    assert METRICS.get("regret").higher_is_better is False and METRICS.get("ndcg").higher_is_better
+
+
+def test_criticality_bounds_are_defined_once(monkeypatch):
+    """Tiers from regret read CRITICALITY_BOUNDS: moving the bounds moves every tier the ground truth gives."""
+    assert CRITICALITY_BOUNDS == (0.03, 0.10)
+    assert [Criticality.from_regret(r).value for r in (0.0, 0.0299, 0.03, 0.0999, 0.10, 0.5)] == \
+        ["low", "low", "medium", "medium", "high", "high"]
+    frame = pd.DataFrame([("a", "m1", 1.0), ("a", "m2", 0.9), ("b", "m1", 1.0), ("b", "m2", 0.98)],
+                         columns=["task_id", "model_id", "f1"])
+    assert GroundTruth(frame).tiers(["a", "b"]) == ["medium", "low"]  # regrets 0.05 and 0.01
+    monkeypatch.setattr(task_module, "CRITICALITY_BOUNDS", (0.005, 0.04))
+    assert GroundTruth(frame).tiers(["a", "b"]) == ["high", "medium"]
+    assert "low < 0.005 <= medium < 0.04 <= high" in GroundTruth(frame).tier_source()
