@@ -46,6 +46,17 @@ def _combine(values, weights):
 
 
 from modelseek.align.sources import ModelSource
+from modelseek.metrics import Metric
+
+
+class BestFirst(Metric):
+    """1 when the first candidate is a best one (the top grade of the topic), else 0."""
+
+    cutoff = "none"
+
+    def per_list(self, ranking, j, k):
+        top = max(j.grades.values(), default=0)
+        return float(bool(ranking) and j.grades.get(ranking[0], 0) == top)
 
 
 class EchoSource(ModelSource):
@@ -86,6 +97,9 @@ rootsum = ms_plugin_demo:ROOTSUM
 
 [modelseek.sources]
 echo = ms_plugin_demo:EchoSource
+
+[modelseek.metrics]
+best_first = ms_plugin_demo:BestFirst
 """
 
 
@@ -150,8 +164,11 @@ def test_a_plugin_ranker_and_fusion_method_run_and_evaluate(site, tmp_path):
     assert _cli(site, "rank", layout, "-m", "avgrank", "--cv", "3", "-o", b, "--show", "0").code == 0
     r = _cli(site, "fuse", a, b, "--method", "rootsum", "-o", fused)
     assert r.code == 0, r.err
-    r = _cli(site, "evaluate", fused, "-g", layout / "ground-truth.csv", "--json")
-    assert r.code == 0 and "ndcg@5" in r.out, r.err
+    r = _cli(site, "evaluate", fused, "-g", layout / "ground-truth.csv", "--json", "--metrics", "ndcg@5,best_first")
+    assert r.code == 0, r.err
+    (report,) = json.loads(r.out).values()
+    assert 0 <= report["mean"]["best_first"] <= 1 and 0 < report["mean"]["ndcg@5"] <= 1
+    assert len(report["per_topic"]) == 6 and all(t["best_first"] in (0.0, 1.0) for t in report["per_topic"].values())
     # every candidate of every topic, in the order the plugin's formula gives (the equal-length ids tie)
     lines = fused.read_text().splitlines()
     assert len(lines) == 6 * 4

@@ -117,7 +117,17 @@ class Metric:
         return self.name if k is None else f"{self.name}_{k}"
 
 
-METRICS: Registry[Metric] = Registry("metric")
+def _plugin(name: str, obj: object) -> Metric:
+    """A metric from an entry point (group ``modelseek.metrics``): a :class:`Metric` subclass or instance; it is
+    registered under the entry point's name (its per-list form is enough: the vectorised form loops it)."""
+    metric = obj() if isinstance(obj, type) and issubclass(obj, Metric) else obj
+    if not isinstance(metric, Metric):
+        raise TypeError(f"a metric entry point names a Metric subclass or instance, got {obj!r}")
+    metric.name = name
+    return metric
+
+
+METRICS: Registry[Metric] = Registry("metric", group="modelseek.metrics", adapt=_plugin)
 
 
 def register(name: str) -> Callable[[type[Metric]], type[Metric]]:
