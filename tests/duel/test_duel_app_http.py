@@ -18,6 +18,16 @@ httpx = pytest.importorskip("httpx")
 pytest.importorskip("gradio")
 
 
+def _stop(proc, guard) -> None:
+    """End a server started by a test: its watchdog first, then the process (killed if it does not stop)."""
+    guard.cancel()
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:  # pragma: no cover
+        proc.kill()
+
+
 def _port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -188,12 +198,7 @@ def test_serve_starts_on_a_database_holding_an_unrenderable_row(tmp_path, cfg, s
         assert store.verify() == []                          # migrated: the old rows are chained as they are
         store.close()
     finally:
-        guard.cancel()
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            proc.kill()
+        _stop(proc, guard)
 
 
 # ---------------------------------------------------------------------------------------- issue #35: identity
@@ -350,9 +355,4 @@ def test_duel_serve_on_a_board_with_a_reference_issues_signed_cookies(tmp_path, 
         assert re.match(r"modelseek_session=[A-Za-z0-9_-]{43}\.[0-9a-f]{32}; Path=/; HttpOnly; SameSite=Lax",
                         page.headers["set-cookie"])
     finally:
-        guard.cancel()
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:  # pragma: no cover
-            proc.kill()
+        _stop(proc, guard)
