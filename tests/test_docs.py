@@ -240,7 +240,7 @@ def test_every_page_with_runnable_blocks_is_collected():
 # the pages themselves
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="each page's commands run in a fresh folder of generated inputs (4-5 min for all pages)")
 @pytest.mark.parametrize("page", documented_pages(), ids=lambda p: str(p.relative_to(ROOT)))
 def test_runnable_blocks_run_as_written(page, tmp_path, monkeypatch):
     failures, skipped = run_page(page, make_workspace(tmp_path / "ws"), monkeypatch)
@@ -301,7 +301,7 @@ def _cli_paths() -> list[tuple[str, list[str]]]:
     return out
 
 
-@pytest.mark.slow
+@pytest.mark.slow(reason="a full Sphinx build of the site (about 20 s)")
 def test_the_site_builds_with_warnings_as_errors_and_its_references_are_complete(tmp_path):
     import modelseek
 
