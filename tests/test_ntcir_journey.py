@@ -236,6 +236,7 @@ def _digest(folder: Path) -> str:
     return h.hexdigest()
 
 
+@pytest.mark.slow(reason="a 3-fold CV and three ranks (about 3 s)")
 def test_install_default_writes_the_user_folder_not_the_package(cli, tiny_layout, tmp_path, monkeypatch):
     from modelseek.rankers.default import artifact_dir
 

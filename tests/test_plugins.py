@@ -141,6 +141,7 @@ def test_plugins_are_listed_without_being_imported(site):
     assert out.stdout.split() == ["True", "True", "True", "False", "EchoSource"], out.stderr
 
 
+@pytest.mark.slow(reason="two fresh interpreters that load torch and three tiny BERTs (about 8 s)")
 def test_a_plugin_estimator_function_ranks_through_the_cli(site, task_and_pool, tmp_path):
     table, pool = task_and_pool
     out = tmp_path / "run.txt"
@@ -154,6 +155,7 @@ def test_a_plugin_estimator_function_ranks_through_the_cli(site, task_and_pool, 
     assert r.code == 1 and "broken_score: the estimator returned nan" in r.err
 
 
+@pytest.mark.slow(reason="four fresh interpreters (about 3 s)")
 def test_a_plugin_ranker_and_fusion_method_run_and_evaluate(site, tmp_path):
     from modelseek.testing import make_ntcir_layout
 

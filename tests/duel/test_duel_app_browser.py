@@ -138,6 +138,7 @@ def test_empty_board_in_chromium(tmp_path, cfg):
         store.close()
 
 
+@pytest.mark.slow(reason="drives chromium against a running server (about 4 s)")
 def test_publications_from_an_empty_board_in_chromium(tmp_path, cfg, sub_dicts):
     """Issue #35's page: the staged file stays visible until confirmed, the Duels tab is current after every
     publication (no reload), the model columns and the search by name."""

@@ -329,6 +329,7 @@ def test_forwarded_and_identity_headers_only_through_a_trusted_proxy():
     assert not [k for k, _ in direct["headers"] if k in (b"x-forwarded-for", b"x-forwarded-user")]
 
 
+@pytest.mark.slow(reason="starts the web server in a subprocess (about 5 s)")
 def test_duel_serve_on_a_board_with_a_reference_issues_signed_cookies(tmp_path, cfg, sub_dicts, meta_file):
     import re
     import threading
