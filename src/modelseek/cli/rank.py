@@ -227,11 +227,13 @@ def _print_runs(args, runs, explanations, layers, pool) -> None:
                 _print_explained(r.run_id, ex, len(pool))
                 continue
             print(f"task {t} — method {r.run_id}")
-            print(f"{'rank':>4}  {'docID':>5}  {'score':>10}  model")
             chosen = layers.get(r.run_id, {}).get(t, {})
-            for e in r[t]:
-                print(f"{e.rank:>4}  {e.doc:>5}  {e.score:>10.4f}  {pool.get(e.doc).hf_id}"
-                      + (f"  (layer {chosen[e.doc]})" if e.doc in chosen else ""))
+            rows = [(str(e.rank), e.doc, f"{e.score:.4f}", model_name(pool.get(e.doc))
+                     + (f"  (layer {chosen[e.doc]})" if e.doc in chosen else "")) for e in r[t]]
+            w = [max(len(h), *(len(row[i]) for row in rows)) for i, h in enumerate(("rank", "docID", "score"))]
+            print(f"{'rank':>{w[0]}}  {'docID':>{w[1]}}  {'score':>{w[2]}}  model")
+            for rank, doc, score, model in rows:  # columns sized to their content (long docIDs, huge scores)
+                print(f"{rank:>{w[0]}}  {doc:>{w[1]}}  {score:>{w[2]}}  {model}")
         if len(r) > args.show:
             print(f"... and {len(r) - args.show} more task(s)")
     if args.output:
@@ -242,8 +244,17 @@ def _print_runs(args, runs, explanations, layers, pool) -> None:
               f"wrote {sum(len(r) for r in runs)} ranking(s) of {len(pool)} candidates to {args.output}")
 
 
+def model_name(c) -> str:
+    """What a person calls candidate ``c``: its Hugging Face id, else its local folder's name, else its id."""
+    if c.hf_id:
+        return str(c.hf_id)
+    if c.path:
+        return Path(str(c.path).removeprefix("package:")).name or str(c.path)
+    return str(c.id)
+
+
 def _entry(e, pool) -> dict:
-    return {"doc": e.doc, "rank": e.rank, "score": e.score, "model": pool.get(e.doc).hf_id}
+    return {"doc": e.doc, "rank": e.rank, "score": e.score, "model": model_name(pool.get(e.doc))}
 
 
 def _json_explanation(ex: dict) -> dict:
@@ -268,13 +279,14 @@ def _print_explained(run_id: str, ex: dict, n_pool: int) -> None:
               f"`modelseek train-ranker DATA --install-default`)")
     if ev.get("fallback_to_prior"):
         print("  evidence: weak (no card matches the task, no close past tasks): the order is the prior")
-    print(f"{'rank':>4}  {'docID':>5}  {'exp. rank':>9}  {'relative F1 [' + str(cov) + '% interval]':<28}  model")
+    dw = max(5, *(len(str(c["doc"])) for c in ex["candidates"]))  # the docID column fits the longest id
+    print(f"{'rank':>4}  {'docID':>{dw}}  {'exp. rank':>9}  {'relative F1 [' + str(cov) + '% interval]':<28}  model")
     for i, c in enumerate(ex["candidates"]):
         cell = f"{c['relative_f1']:.3f} [{c['low']:.3f}, {c['high']:.3f}]"
-        print(f"{c['rank']:>4}  {c['doc']:>5}  {c['expected_rank']:>9.1f}  {cell:<28}  {c['model']}")
+        print(f"{c['rank']:>4}  {c['doc']:>{dw}}  {c['expected_rank']:>9.1f}  {cell:<28}  {c['model']}")
         if i < 3 or any(e["kind"].startswith("domain") for e in c.get("evidence", ())):
             for e in c.get("evidence", ()):
-                print(f"{'':>24}↳ {e['text']}")
+                print(f"{'':>{dw + 19}}↳ {e['text']}")
     _print_indistinguishable(ex["candidates"])
     crit, reg = ex["criticality"], ex["regret_top1"]
     probs = ", ".join(f"{k} {v:.2f}" for k, v in crit["probabilities"].items())
