@@ -57,6 +57,27 @@ def _names_image_id(path: str) -> bool:
         return False
 
 
+def _style(args: argparse.Namespace) -> int:
+    """``evaluate RUN --ground-truth train.csv`` on a Subtask B truth: MRR per run with its interval."""
+    from ..style.evaluation import evaluate_style_runs
+
+    scores = evaluate_style_runs(args.run, args.ground_truth, getattr(args, "run_id", None))
+    if args.json:
+        print_json({s.run_id: s.to_dict() for s in scores})
+        return 0
+    width = max(12, *(len(s.run_id) for s in scores))
+    n = len(scores[0].per_query)  # every image of the truth is a query of every score
+    print(f"Subtask B: MRR over the {n:,} images of {args.ground_truth} (95% bootstrap interval)")
+    print(f"{'run':<{width}}  {'MRR':>6}  {'interval':>16}  {'missing':>7}")
+    for s in scores:
+        print(f"{s.run_id:<{width}}  {s.mrr:>6.4f}  [{s.low:.4f}, {s.high:.4f}]  {s.missing:>7,}")
+    if getattr(args, "per_topic", False):
+        for s in scores:
+            for q, v in s.per_query.items():
+                print(f"{s.run_id}\t{q}\t{v:.4f}")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     from ..errors import InputError
     from ..evaluate import evaluate
@@ -64,8 +85,7 @@ def run(args: argparse.Namespace) -> int:
     if args.ground_truth and _names_image_id(args.ground_truth):
         from ..style.evaluation import is_style_truth  # Subtask B truth (image_id,model_id: train.csv), issue #22
         if is_style_truth(args.ground_truth):
-            from ..style.evaluation import run_evaluate
-            return run_evaluate(args)
+            return _style(args)
     truth = read_truth(args)
     runs = load_runs(args.run, args.run_id)
     metrics = [m for m in args.metrics.split(",") if m.strip()]

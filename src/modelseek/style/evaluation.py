@@ -14,7 +14,6 @@ every image of the test folder against every model of ``models.csv``.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import os
 import stat
@@ -88,31 +87,18 @@ def score_style_run(run: Run, truth: dict[str, str], n_resamples: int = 1000, se
     return StyleScore(run.run_id, rr, missing, ci.mean, ci.low, ci.high)
 
 
-def run_evaluate(args: argparse.Namespace) -> int:
-    """``modelseek evaluate RUN --ground-truth train.csv`` (Subtask B truth)."""
-    from ..cli._common import print_json
+def evaluate_style_runs(run_path: str | Path, truth_path: str | Path, run_id: str | None = None) -> list[StyleScore]:
+    """Every run of ``run_path`` (or the one named ``run_id``) scored on a Subtask B ground truth (``train.csv``:
+    image_id, model_id): MRR with its bootstrap interval. A run that shares no image with the truth is an error."""
     from ..data.run import read_run, read_runs
 
-    truth = load_style_truth(args.ground_truth)
-    runs = [read_run(args.run, args.run_id)] if getattr(args, "run_id", None) else list(read_runs(args.run).values())
+    truth = load_style_truth(truth_path)
+    runs = [read_run(run_path, run_id)] if run_id else list(read_runs(run_path).values())
     for r in runs:
         if not any(q in truth for q in r):
             raise InputError(f"run {r.run_id!r} shares no image with the ground truth (run: {', '.join(list(r)[:3])} "
-                             f"...; ground truth: {', '.join(list(truth)[:3])} ...)", path=args.run, field="topicID")
-    scores = [score_style_run(r, truth) for r in runs]
-    if getattr(args, "json", False):
-        print_json({s.run_id: s.to_dict() for s in scores})
-        return 0
-    width = max(12, *(len(s.run_id) for s in scores))
-    print(f"Subtask B: MRR over the {len(truth):,} images of {args.ground_truth} (95% bootstrap interval)")
-    print(f"{'run':<{width}}  {'MRR':>6}  {'interval':>16}  {'missing':>7}")
-    for s in scores:
-        print(f"{s.run_id:<{width}}  {s.mrr:>6.4f}  [{s.low:.4f}, {s.high:.4f}]  {s.missing:>7,}")
-    if getattr(args, "per_topic", False):
-        for s in scores:
-            for q, v in s.per_query.items():
-                print(f"{s.run_id}\t{q}\t{v:.4f}")
-    return 0
+                             f"...; ground truth: {', '.join(list(truth)[:3])} ...)", path=run_path, field="topicID")
+    return [score_style_run(r, truth) for r in runs]
 
 
 def test_folder_topics(path: str | Path, models_csv: str | Path | None = None) -> tuple[list[str], list[str]]:
@@ -138,15 +124,3 @@ def test_folder_topics(path: str | Path, models_csv: str | Path | None = None) -
             raise InputError("no models.csv beside the test folder; give --pool models.csv", path=path)
     models = load_models(models_csv)
     return load_organiser_test(path.parent, folder=path, models=models).ids, list(models.ids)
-
-
-def run_validate(args: argparse.Namespace) -> int:
-    """``modelseek validate RUN --test-images DIR``: every test image ranked, against every model."""
-    from ..data.run import validate_run
-
-    topics, docs = test_folder_topics(args.test_images, getattr(args, "pool", None))
-    runs = validate_run(args.run, topics=topics, docs=docs, subtask="B")
-    if not getattr(args, "quiet", False):
-        print(f"ok: {args.run}: {len(runs)} run(s), each ranking the {len(docs)} models for all {len(topics):,} "
-              f"test images")
-    return 0
