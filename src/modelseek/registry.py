@@ -63,8 +63,7 @@ class Registry(Generic[T]):
     def origin(self, name: str) -> str:
         """Where member ``name`` comes from: a module, an import string, or an entry point and its distribution."""
         if name in self._plugins:
-            ep = self._plugins[name]
-            return f"the entry point {ep.value!r} of the distribution {_dist_name(ep)!r}"
+            return self.origin_of(self._plugins[name])
         if name in self._lazy:
             return self._lazy[name]
         obj: Any = self._items.get(name)

@@ -160,7 +160,9 @@ def make_submission(root: str | Path, out: str | Path, methods: Sequence[str] | 
         from .funnel import parse_budget
 
         parse_budget(budget)  # a bad budget is refused before anything runs
-    the_pool = load_pool(pool) if pool else _layout_pool(layout, root)
+    the_pool = load_pool(pool) if pool else _layout_pool(layout)
+    # the official docIDs are models.csv's (read once: it is the pool unless --pool names another)
+    official = the_pool if not pool or layout.models_csv is None else load_pool(layout.models_csv)
     todo, skipped = plan(layout, the_pool, methods, budget)
     topics = test_topics(layout)
     tasks = load_split(layout, "test")
@@ -186,7 +188,7 @@ def make_submission(root: str | Path, out: str | Path, methods: Sequence[str] | 
             r = rank_explained(list(tasks), the_pool, infos[m].method, run_id=run_id, progress=progress,
                                explain=False, device=device if infos[m].inference == "inference-based" else None).run
         made.append((m, run_id, r.with_id(run_id)))
-    docs = load_pool(layout.models_csv).ids if layout.models_csv is not None else the_pool.ids
+    docs = official.ids
     runs = _validated(made, topics, docs, Path(out))
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -217,7 +219,7 @@ def _funnel_run(tasks: list, pool: Pool, budget: str | float, work: Path, seed: 
     return Run.from_scores(scores, run_id="funnel"), tuned
 
 
-def _layout_pool(layout: OrganisersLayout, root: Path) -> Pool:
+def _layout_pool(layout: OrganisersLayout) -> Pool:
     if layout.models_csv is None:
         raise InputError("no models.csv in the organisers' data/ folder: the official docIDs are its model_ids",
                          path=layout.data / "models.csv")
