@@ -405,6 +405,9 @@ class PublishWorkflow:
         def update(c):
             row = self._pending(c, token, session, identity)
             sid = int(row["id"])
+            # a model published under this name meanwhile (the same upload twice at once) is refused here, as its
+            # confirm would be, before any duel against its own twin is computed
+            self._check_name(c, row["model"], row["name_key"] or name_key(row["model"]))
             self._recheck_ids(c, row)
             pub = [i for i, _ in self._published(c)]
             have = {int(o) for o, in c.execute(sa.select(pduel.c.opponent_id).where(pduel.c.pending_id == sid)
