@@ -8,8 +8,9 @@ with estimator signals (``modelseek replay`` through its API, :mod:`modelseek.fu
   cross-fitting by task (each task replayed with the prior fitted on the other folds), seed noise sd ``--noise``
   F1, ``--repeats`` draws, k = 0, 1, 3, 5, 10. The baseline, in the same run, is the plain prior top-k; the
   sequential order (a Gaussian over the candidates fitted on the other folds, conditioned on what was
-  fine-tuned) is replayed with each acquisition rule (``pi``: most likely to beat the best so far; ``ei``;
-  ``mean``), and the paired difference to the prior top-k is reported at every k.
+  fine-tuned) is replayed with each acquisition rule (``blend``, the default: the prior's order moved by the
+  Gaussian's evidence with a weight learned on each fold's history alone; ``pi``: most likely to beat the best
+  so far; ``ei``; ``mean``), and the paired difference to the prior top-k is reported at every k.
 * **A generated zoo** (:func:`modelseek.testing.funnel.make_funnel_world`: 60 tasks x 40 models, per-task fit the
   estimators see noisily) with its estimator scores as a signal: the prior's, the estimators', their RRF fusion's
   top-k and the sequential order, seed noise sd 0.003 F1 (the generator's validation noise).
@@ -32,7 +33,7 @@ NTCIR = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "ntcir1
 def ntcir(path: Path, noise: float, repeats: int) -> tuple[dict, dict]:
     from modelseek.data.truth import GroundTruth
     from modelseek.funnel.curve import summarize
-    from modelseek.funnel.replay import Acquisition, replay
+    from modelseek.funnel.replay import TRUST_GRID, Acquisition, replay
 
     truth = GroundTruth.from_csv(path)
     main = None
@@ -42,8 +43,12 @@ def ntcir(path: Path, noise: float, repeats: int) -> tuple[dict, dict]:
                       acquisition=acq)
         s = summarize(data, n_boot=1000, source="NTCIR-19 training tasks")
         tried[acq.value] = {b["k"]: b["sequential_vs_plain"] for b in s["budgets"]}
-        if acq is Acquisition.PI:
+        if acq is Acquisition.BLEND:
             main = s
+    for lam in TRUST_GRID[1:]:  # blend at each fixed weight: what trusting the joint model more would give
+        data = replay(truth, finetunes=[0, 1, 3, 5, 10], noise=noise, repeats=repeats, folds=5, seed=0, trust=lam)
+        s = summarize(data, n_boot=1000, source="NTCIR-19 training tasks")
+        tried[f"blend, trust {lam:g}"] = {b["k"]: b["sequential_vs_plain"] for b in s["budgets"]}
     assert main is not None
     return main, tried
 
@@ -80,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     print(render(real))
     print("\nsequential order, each acquisition rule, minus the prior top-k (nDCG@5, paired 95% interval):")
     for acq, by_k in tried.items():
-        print(f"  {acq:<5} " + "; ".join(f"k={k} {d['ndcg@5']['diff']:+.3f} [{d['ndcg@5']['low']:+.3f}, "
+        print(f"  {acq:<16} " + "; ".join(f"k={k} {d['ndcg@5']['diff']:+.3f} [{d['ndcg@5']['low']:+.3f}, "
                                         f"{d['ndcg@5']['high']:+.3f}]" for k, d in by_k.items() if k))
     gen = zoo(0.003, args.repeats)
     print()

@@ -4,8 +4,9 @@ For every task of TRUTH (a ground truth where every candidate was fine-tuned), e
 fine-tune; fine-tuning reveals the recorded score plus Gaussian seed noise (--noise, in the score's units,
 --repeats draws); the final ranking puts the fine-tuned candidates first by observed score, then the rest in the
 policy's order. Policies: the average-rank prior's top k (fitted on --train-truth, or cross-fitted by task within
-TRUTH), each --signals run's top k, their reciprocal-rank fusion's, and the sequential order (a Gaussian over the
-candidates learned from the history, conditioned on what was fine-tuned). Prints nDCG@1/3/5 (official grading)
+TRUTH), each --signals run's top k, their reciprocal-rank fusion's, and the sequential order (the plain order moved
+by a Gaussian over the candidates learned from the history, conditioned on what was fine-tuned, with a weight
+learned on the history alone). Prints nDCG@1/3/5 (official grading)
 and the regret of the final top-1 per budget and policy, with bootstrap intervals over tasks, and which order the
 funnel uses (the sequential one only where replay shows it beats the plain top k).
 """
@@ -48,9 +49,13 @@ def register(sub) -> None:
                    help="sd of the seed noise added to a revealed score, in the score's units (default 0)")
     p.add_argument("--repeats", type=SAMPLE_COUNT, default=1, metavar="N", help="noise draws (default 1)")
     p.add_argument("--folds", type=int_at_least(2), default=5, help="cross-fitting folds by task (default 5)")
-    p.add_argument("--acquisition", type=choice(Acquisition), default=Acquisition.PI, metavar=metavar(Acquisition),
-                   help="how the sequential policy picks the next candidate (default pi: most likely to beat the "
-                        "best so far)")
+    p.add_argument("--acquisition", type=choice(Acquisition), default=Acquisition.BLEND, metavar=metavar(Acquisition),
+                   help="how the sequential policy picks the next candidate (default blend: the plain order moved by "
+                        "the Gaussian's evidence, weighted by --trust; pi: most likely to beat the best so far; ei: "
+                        "expected improvement; mean: highest conditional mean)")
+    p.add_argument("--trust", type=NON_NEGATIVE_FLOAT, metavar="W",
+                   help="blend's weight on the joint model's evidence (0: the plain top-k; default: learned per "
+                        "fold by cross-fitting on that fold's history alone)")
     p.add_argument("--bootstrap", type=SAMPLE_COUNT, default=1000, metavar="N",
                    help="bootstrap resamples over tasks for the intervals (default 1,000)")
     p.add_argument("--pool", help="pool whose Hugging Face ids name the same models as TRUTH's ids (for signal runs "
@@ -89,7 +94,8 @@ def run(args: argparse.Namespace) -> int:
     signals = [r for _, r in located]
     history = GroundTruth.from_csv(args.train_truth, any_score=args.any_score) if args.train_truth else None
     data = replay(truth, signals=signals, history=history, finetunes=[0, *args.finetunes], noise=args.noise,
-                  repeats=args.repeats, folds=args.folds, seed=args.seed, acquisition=args.acquisition)
+                  repeats=args.repeats, folds=args.folds, seed=args.seed, acquisition=args.acquisition,
+                  trust=args.trust)
     summary = summarize(data, n_boot=args.bootstrap, source=str(args.truth))
     if args.plot:
         plot({str(args.truth): summary}, args.plot)

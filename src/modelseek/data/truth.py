@@ -371,12 +371,15 @@ class GroundTruth:
     def criticalities(self) -> dict[str, Criticality]:
         return dict(self._crit)
 
-    def subset(self, task_ids: Iterable[str]) -> GroundTruth:
+    def subset(self, task_ids: Iterable[str], model_ids: Iterable[str] | None = None) -> GroundTruth:
+        """The ground truth of some of its tasks (and, given ``model_ids``, only those models' rows)."""
         ids = [str(t) for t in task_ids]
         unknown = [t for t in ids if t not in self._crit]
         if unknown:
             raise InputError(f"task(s) not in the ground truth: {', '.join(unknown[:5])}")
         keep = self._df[self._df["task_id"].isin(ids)]
+        if model_ids is not None:
+            keep = keep[keep["model_id"].isin({str(m) for m in model_ids})]
         keep = keep[["task_id", "model_id", "f1", *(["grade"] if self.explicit_grades else [])]]
         return GroundTruth(keep, criticality={t: self._crit[t] for t in ids if t in self._given}, source=self.source,
                            criticality_source=self.criticality_source)

@@ -33,8 +33,9 @@ SHIPPED = "shipped NTCIR-19 truth"
 PLAIN_ORDER = "plain top-k (down the prior's order, or the fused order when estimators ran)"
 #: why the funnel fine-tunes down the plain order: what ``benchmarks/replay_ntcir.py`` measured (and
 #: tests/funnel/test_replay.py checks on the NTCIR data)
-NOT_SHIPPED = ("the sequential order is not used: replay on the 70 NTCIR-19 training tasks measured it below the "
-               "prior's top-k at k = 1, 3, 5 and 10 (docs/results/replay.md)")
+NOT_SHIPPED = ("the sequential order is not used: on the 70 NTCIR-19 training tasks the joint model of the "
+               "candidates earns no weight (its learned trust is 0 in every fold, so the order is the prior's top-k; "
+               "trusted fully it loses at k = 1, 3, 5 and 10: docs/results/replay.md)")
 
 
 def sequential_wins(data: ReplayData) -> tuple[bool, str]:
@@ -135,6 +136,9 @@ def render(summary: dict[str, Any]) -> str:
             g = b["sequential_vs_plain"]["regret"]
             lines.append(f"  sequential - {summary['plain_order']}: nDCG@5 {d['diff']:+.3f} [{d['low']:+.3f}, "
                          f"{d['high']:+.3f}], regret {g['diff']:+.4f} [{g['low']:+.4f}, {g['high']:+.4f}]")
+    if "trust" in summary:
+        lines.append("sequential (blend): trust in the joint model learned per fold on its history alone: "
+                     + ", ".join(f"{t:g}" for t in summary["trust"]) + " (0 = the plain top-k)")
     lines.append(f"order used by the funnel: {'sequential' if summary['sequential']['shipped'] else 'plain top-k'} "
                  f"({summary['sequential']['why']})")
     return "\n".join(lines)

@@ -15,12 +15,19 @@ folds of a task-level cross-fitting):
   history) and its top ``k``;
 * one per signal run (e.g. LogME's scores) and ``rrf``, the reciprocal-rank fusion of the prior and the signals
   (:func:`modelseek.fusion.fuse`), each with its top ``k``;
-* ``sequential`` — fine-tuning one candidate at a time, each next one chosen by a model of the candidates' joint
+* ``sequential`` — fine-tuning one candidate at a time, each next one chosen with a model of the candidates' joint
   performance: a Gaussian over the candidates' scores fitted on the history (mean and Ledoit-Wolf shrunk
   covariance, :class:`sklearn.covariance.LedoitWolf`), conditioned on the scores observed so far (their seed
-  noise on the diagonal); the first is the top of the plain order, each next the candidate most likely to beat
-  the best observed score (``P(X_j > best)`` under the conditional). The others are ranked by the conditional
-  mean. It is the funnel's order only when replay shows it beats the plain top-``k`` (:func:`sequential_wins`).
+  noise on the diagonal). The first is the top of the plain order. By default (``blend``) every candidate's
+  score is its normal score in the plain order (``Phi^-1(1 - (rank + 1/2) / m)``) plus ``trust`` times how far
+  the conditioning moved it (its conditional mean minus its mean, in its own standard deviations, centred over
+  the candidates so that the task's overall level moves nobody); the next pick is the best-scored candidate not
+  yet fine-tuned and the others are ranked by that score. ``trust`` is learned from the history by an inner
+  cross-fitting over :data:`TRUST_GRID` (``0`` gives back the plain top-``k`` exactly), so the order follows
+  the joint model only as far as it paid on past tasks. The rules ``pi`` (the candidate most likely to beat the
+  best observed score), ``ei`` (expected improvement) and ``mean`` (greedy conditional mean) trust the Gaussian
+  fully and rank the others by its conditional mean. It is the funnel's order only when replay shows it beats
+  the plain top-``k`` (:func:`modelseek.funnel.curve.sequential_wins`).
 
 Written by hand: the replay loop and the Gaussian conditioning (a few lines of linear algebra); no library
 replays selection policies over a recorded task x model table.
@@ -44,17 +51,22 @@ FUSION = "rrf"
 SEQUENTIAL = "sequential"
 METRICS = ("ndcg@1", "ndcg@3", "ndcg@5", "regret")
 DEFAULT_FINETUNES = (0, 1, 3, 5, 10)
+#: the weights of the joint model's evidence that ``blend`` chooses among (by inner cross-fitting on the history)
+TRUST_GRID = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0)
+_INNER_REPEATS = 5  # noise draws of the inner replay that fits ``trust`` (its choice is a mean over many tasks)
 _TOP = 1e6  # fine-tuned candidates rank above every other (observed scores are far below this)
 
 
 class Acquisition(Choice):
     """How the sequential policy chooses the next candidate to fine-tune.
 
-    * ``pi`` — the probability of beating the best observed score (the default);
+    * ``blend`` — the plain order moved by the Gaussian's evidence, weighted by a learned ``trust`` (the default);
+    * ``pi`` — the probability of beating the best observed score;
     * ``ei`` — the expected improvement over it;
     * ``mean`` — the highest conditional mean (greedy).
     """
 
+    BLEND = "blend"
     PI = "pi"
     EI = "ei"
     MEAN = "mean"
@@ -110,30 +122,39 @@ class JointModel:
         var = np.diag(self.cov) - np.einsum("ij,ji->i", k_as, sol[:, 1:])
         return mu, np.maximum(var, 1e-12)
 
-    def walk(self, first: int, observed: np.ndarray, steps: int, acquisition: Acquisition | str = Acquisition.PI
+    def walk(self, base_rank: np.ndarray, observed: np.ndarray, steps: int,
+             acquisition: Acquisition | str = Acquisition.BLEND, trust: float = 0.0
              ) -> tuple[list[int], list[np.ndarray]]:
-        """The sequential policy on one task: the picks (``first``, then each by ``acquisition``: by default the
-        one most likely to beat the best observed) and, after each number of picks 0..steps, the conditional
-        mean that orders the others."""
+        """The sequential policy on one task, from the plain order's ranks ``base_rank`` (0 = first): the picks
+        (the plain order's first, then each by ``acquisition``) and, after each number of picks 0..steps, the
+        score that orders the candidates not fine-tuned (see the module docstring)."""
         acq = Acquisition.parse(acquisition)
+        m = len(base_rank)
         from scipy.stats import norm
 
+        base_z = norm.ppf(1.0 - (np.asarray(base_rank, dtype=float) + 0.5) / m)
+        sd0 = np.sqrt(np.maximum(np.diag(self.cov), 1e-12))
         picks: list[int] = []
-        means = [self.mean.copy()]
+        scores = [base_z if acq is Acquisition.BLEND else self.mean.copy()]
         for step in range(steps):
             if step == 0:
-                nxt = first
+                nxt = int(np.argmin(base_rank))
             else:
-                mu, var = self.condition(picks, observed[picks])
-                sd = np.sqrt(var)
-                z = (mu - observed[picks].max()) / sd
-                p = norm.cdf(z) if acq is Acquisition.PI else (sd * (z * norm.cdf(z) + norm.pdf(z))
-                                                                if acq is Acquisition.EI else mu.copy())
-                p[picks] = -1.0
+                p = scores[-1].copy() if acq in (Acquisition.BLEND, Acquisition.MEAN) else None
+                if p is None:
+                    mu, var = self.condition(picks, observed[picks])
+                    sd = np.sqrt(var)
+                    z = (mu - observed[picks].max()) / sd
+                    p = norm.cdf(z) if acq is Acquisition.PI else sd * (z * norm.cdf(z) + norm.pdf(z))
+                p[picks] = -np.inf
                 nxt = int(np.argmax(p))
             picks.append(nxt)
-            means.append(self.condition(picks, observed[picks])[0])
-        return picks, means
+            mu = self.condition(picks, observed[picks])[0]
+            if acq is Acquisition.BLEND:
+                moved = (mu - self.mean) / sd0
+                mu = base_z + trust * (moved - moved.mean())
+            scores.append(mu)
+        return picks, scores
 
 
 def avgrank_scores(history: GroundTruth, model_ids: Sequence[str]) -> np.ndarray:
@@ -276,7 +297,8 @@ def _gains(table: Table, rows: np.ndarray) -> tuple[np.ndarray, dict[int, np.nda
 
 def _replay_split(table: Table, split: Split, orders: dict[str, np.ndarray], noise_draws: np.ndarray,
                   finetunes: Sequence[int], sequential_from: str | None, noise: float,
-                  acquisition: Acquisition = Acquisition.PI) -> dict[str, dict[int, dict[str, np.ndarray]]]:
+                  acquisition: Acquisition = Acquisition.BLEND, trust: float = 0.0
+                  ) -> dict[str, dict[int, dict[str, np.ndarray]]]:
     """Every policy's per-(draw, task) metrics on the split's test tasks (draws x tasks arrays)."""
     rows = split.test
     n_rep, n, m = noise_draws.shape[0], len(rows), len(table.model_ids)
@@ -298,25 +320,27 @@ def _replay_split(table: Table, split: Split, orders: dict[str, np.ndarray], noi
                             _score_final(final, flat(true), g_all, i_all).items()}
     if sequential_from is not None:
         out[SEQUENTIAL] = _sequential_split(table, split, orders[sequential_from], observed, true, gains, idcg,
-                                            finetunes, noise, acquisition)
+                                            finetunes, noise, acquisition, trust)
     return out
 
 
-def _sequential_split(table, split, base, observed, true, gains, idcg, finetunes, noise, acquisition):
+def _sequential_split(table: Table, split: Split, base: np.ndarray, observed: np.ndarray, true: np.ndarray,
+                      gains: np.ndarray, idcg: dict[int, np.ndarray], finetunes: Sequence[int], noise: float,
+                      acquisition: Acquisition, trust: float) -> dict[int, dict[str, np.ndarray]]:
     """The sequential policy's per-(draw, task) metrics (see :class:`JointModel`)."""
     hist = Table.from_truth(split.history, table.model_ids, what="history")
     model = JointModel(hist.score, noise)
     n_rep, n, m = observed.shape
     steps = min(max(finetunes), m)
     finals = {k: np.zeros((n_rep, n, m)) for k in finetunes}
+    base_rank = _ranks_of(base)
     for r in range(n_rep):
         for i in range(n):
-            picks, means = model.walk(int(base[i, 0]), observed[r, i], steps, acquisition)
+            picks, scores = model.walk(base_rank[i], observed[r, i], steps, acquisition, trust)
             for k in finetunes:
                 kk = min(k, m)
                 # nothing fine-tuned yet: the plain order (the Gaussian's unconditional mean is not a better prior)
-                rest = _ranks_of(base[i][None, :])[0] if kk == 0 else _ranks_of(
-                    np.argsort(-means[kk], kind="stable")[None, :])[0]
+                rest = base_rank[i] if kk == 0 else _ranks_of(np.argsort(-scores[kk], kind="stable")[None, :])[0]
                 finals[k][r, i] = _final_scores(rest[None, :], np.array([picks[:kk]], dtype=int),
                                                 observed[r, i][None, :])[0]
     out = {}
@@ -325,6 +349,29 @@ def _sequential_split(table, split, base, observed, true, gains, idcg, finetunes
                            np.tile(gains, (n_rep, 1)), {c: np.tile(v, n_rep) for c, v in idcg.items()})
         out[k] = {key: v.reshape(n_rep, n) for key, v in res.items()}
     return out
+
+
+def fit_trust(history: GroundTruth, model_ids: Sequence[str], signals: Sequence[Run], finetunes: Sequence[int],
+              noise: float, repeats: int, folds: int, seed: int) -> tuple[float, dict[float, dict[int, float]]]:
+    """The ``blend`` weight that replay on ``history`` alone (``folds``-fold cross-fitting by task within it)
+    finds best, and each weight's mean nDCG@5 per budget: the same rule as shipping the order
+    (:func:`modelseek.funnel.curve.sequential_wins`) — among the weights never below ``0`` (the plain order) at
+    any budget, the highest mean at ``k = 3`` and ``5`` (every budget above 0 when neither is asked), the smallest
+    among equals. Signals join only where they score every task of the history; the plain order is then their
+    fusion with the prior, as in the outer replay."""
+    inner = history.subset(history.task_ids, model_ids)
+    use = [r for r in signals if all(t in r for t in inner.task_ids)]
+    ks = [k for k in finetunes if k > 0]
+    aim = [k for k in ks if k in (3, 5)] or ks
+    means: dict[float, dict[int, float]] = {}
+    for lam in TRUST_GRID:
+        d = replay(inner, signals=use, finetunes=ks, noise=noise, repeats=min(repeats, _INNER_REPEATS),
+                   folds=min(folds, len(inner.task_ids)), seed=seed, acquisition=Acquisition.BLEND, trust=lam)
+        means[lam] = {k: float(d.values[SEQUENTIAL][k]["ndcg@5"].mean()) for k in ks}
+    plain = means[TRUST_GRID[0]]
+    safe = [lam for lam in TRUST_GRID if all(means[lam][k] >= plain[k] - 1e-12 for k in ks)]
+    best = max(safe, key=lambda lam: (round(float(np.mean([means[lam][k] for k in aim])), 12), -lam))
+    return best, means
 
 
 def _reliability(orders_scores: dict[str, np.ndarray], true: np.ndarray) -> dict[str, float]:
@@ -339,9 +386,19 @@ def _reliability(orders_scores: dict[str, np.ndarray], true: np.ndarray) -> dict
     return out
 
 
+def _split_trust(sp: Split, table: Table, signals: Sequence[Run], ks: Sequence[int], noise: float, repeats: int,
+                 folds: int, seed: int) -> float:
+    """The ``blend`` weight learned from the split's history alone (0, the plain order, when it holds fewer than
+    4 tasks: too few to cross-fit)."""
+    if len(sp.history.task_ids) < 4:
+        return 0.0
+    return fit_trust(sp.history, table.model_ids, signals, ks, noise, repeats, folds, seed)[0]
+
+
 def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth | None = None,
            finetunes: Sequence[int] = DEFAULT_FINETUNES, noise: float = 0.0, repeats: int = 1, folds: int = 5,
-           seed: int = 0, sequential: bool = True, acquisition: Acquisition | str = Acquisition.PI) -> ReplayData:
+           seed: int = 0, sequential: bool = True, acquisition: Acquisition | str = Acquisition.BLEND,
+           trust: float | None = None) -> ReplayData:
     """Replay every policy on every task of ``truth`` (see the module docstring). ``history``: what the
     policies learn from (default: ``folds``-fold cross-fitting by task within ``truth``); ``signals``: runs
     scoring the candidates of every task; ``noise``: sd of the seed noise added to each revealed score
@@ -354,6 +411,8 @@ def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth
         raise InputError(f"must be a finite number >= 0, got {noise}", field="--noise")
     if int(repeats) < 1:
         raise InputError(f"must be >= 1, got {repeats}", field="--repeats")
+    if trust is not None and not (np.isfinite(trust) and trust >= 0):
+        raise InputError(f"must be a finite number >= 0, got {trust}", field="--trust")
     names = [r.run_id for r in signals]
     clash = {PRIOR, FUSION, SEQUENTIAL} & set(names) or {n for n in names if names.count(n) > 1}
     if clash:
@@ -369,10 +428,14 @@ def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth
     base = FUSION if signals else PRIOR
     per: dict[str, dict[int, dict[str, np.ndarray]]] = {}
     scores_for_rel: dict[str, np.ndarray] = {}
+    trusts: list[float] = []
     for sp in parts:
         orders = policy_orders(sp, table, signals)
+        lam = _split_trust(sp, table, signals, ks, noise, int(repeats), folds, seed) \
+            if sequential and acq is Acquisition.BLEND and trust is None else float(trust or 0.0)
+        trusts.append(lam)
         got = _replay_split(table, sp, orders, draws[:, sp.test], ks, base if sequential else None, noise,
-                             acq)
+                             acq, lam)
         for name, by_k in got.items():
             for k, mets in by_k.items():
                 slot = per.setdefault(name, {}).setdefault(k, {x: np.zeros(len(table.task_ids)) for x in METRICS})
@@ -388,4 +451,5 @@ def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth
                       repeats=int(repeats), folds=None if history is not None else int(folds), seed=int(seed),
                       values=per, reliability=rel, base=base,
                       history=(history.source or "given") if history is not None else "cross-fitted",
-                      extra={"acquisition": acq.value})
+                      extra={"acquisition": acq.value, **({"trust": trusts} if sequential and acq is
+                                                            Acquisition.BLEND else {})})
