@@ -316,7 +316,8 @@ def test_benchmark_small(tmp_path, capsys):
     out_json, out_png = tmp_path / "r.json", tmp_path / "r.png"
     assert bench.main(["--truth", str(csv), "--repeats", "2", "--json", str(out_json), "--plot", str(out_png)]) == 0
     doc = json.loads(out_json.read_text())
-    assert set(doc["ntcir_sequential_tried"]) >= {"blend", "pi", "ei", "mean", "blend, trust 8"} and out_png.stat().st_size > 1000
+    assert set(doc["ntcir_sequential_tried"]) >= {"blend", "pi", "ei", "mean", "blend, trust 8"}
+    assert out_png.stat().st_size > 1000
     assert [b["k"] for b in doc["zoo"]["budgets"]] == [0, 1, 3, 5, 10]
     zoo3 = doc["zoo"]["budgets"][2]["policies"]
     assert zoo3["rrf"]["ndcg@5"] > zoo3["prior"]["ndcg@5"]  # the estimators carry the task-specific fit
