@@ -150,20 +150,10 @@ def test_gaussian_conditioning_matches_the_formula():
     assert np.allclose(means[1], model.condition([2], [0.66])[0])  # pi ranks the others by the conditional mean
 
 
-def _families(n_tasks: int = 40, seed: int = 0) -> GroundTruth:
-    """Two families of five models: on each task one family is 0.10 above the other (which one, at random), the
-    task's level varies widely, and within a family quality rises slightly with the index."""
-    rng = np.random.default_rng(seed)
-    rows = []
-    for t in range(n_tasks):
-        sign, level = (1 if rng.random() < 0.5 else -1), rng.uniform(0.5, 0.9)
-        rows += [(f"t{t}", f"m{j}", level + 0.05 * sign * (1 if j < 5 else -1) + 0.004 * j + rng.normal(0, 0.005))
-                 for j in range(10)]
-    return GroundTruth(pd.DataFrame(rows, columns=["task_id", "model_id", "f1"]))
-
-
 def test_blend_with_zero_trust_is_the_plain_top_k_and_learns_trust_where_models_co_vary():
-    fam = _families()
+    from modelseek.testing.funnel import make_family_truth
+
+    fam = make_family_truth()
     zero = replay(fam, finetunes=[0, 1, 3, 5], noise=0.005, repeats=3, folds=4, seed=0, trust=0.0)
     for k in (0, 1, 3, 5):
         for metric in ("ndcg@5", "regret"):

@@ -146,3 +146,24 @@ def world_digest(world: FunnelWorld) -> str:
     for a in (world.f1, world.prior, world.features):
         h.update(np.ascontiguousarray(a).tobytes())
     return h.hexdigest()[:16]
+
+
+def make_family_truth(n_tasks: int = 40, n_models: int = 10, lead: float = 0.05, seed: int = 0):
+    """A complete task x model ground truth where candidates co-vary by family, the structure a joint model of
+    the candidates can use (:mod:`modelseek.funnel.replay`'s sequential order): two families of ``n_models / 2``;
+    on each task one family (which one, at random) is ``2 * lead`` above the other, the task's level is uniform in
+    [0.5, 0.9], quality rises by 0.004 with the model's index, and each score has N(0, 0.005) noise. The average
+    rank cannot know which family leads; one fine-tuned candidate tells it."""
+    import pandas as pd
+
+    from ..data.truth import GroundTruth
+
+    rng = np.random.default_rng(seed)
+    half = n_models // 2
+    rows = []
+    for t in range(n_tasks):
+        sign, level = (1 if rng.random() < 0.5 else -1), rng.uniform(0.5, 0.9)
+        rows += [(f"t{t}", f"m{j}", level + lead * sign * (1 if j < half else -1) + 0.004 * j
+                  + rng.normal(0, 0.005)) for j in range(n_models)]
+    return GroundTruth(pd.DataFrame(rows, columns=["task_id", "model_id", "f1"]), source="generated families")
+
