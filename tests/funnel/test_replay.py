@@ -73,8 +73,9 @@ def _independent_prior(truth: GroundTruth, k: int, folds: int, seed: int) -> tup
         order = sorted(ranks.columns, key=lambda m: (mean_rank[m], list(ranks.columns).index(m)))
         for t in fold:
             f1 = truth.f1(t)
-            tuned = sorted(order[:k], key=lambda m: -f1[m])
-            final = tuned + [m for m in order if m not in tuned]
+            here = [m for m in order if m in f1]  # a model without a result on t is not in its pool
+            tuned = sorted(here[:k], key=lambda m: -f1[m])
+            final = tuned + [m for m in here if m not in tuned]
             scores[t] = {m: float(len(final) - i) for i, m in enumerate(final)}
     report = evaluate(Run.from_scores(scores, run_id="prior-top-k"), truth, metrics=["ndcg@5", "ndcg@1", "regret"])
     pt = report.per_topic
@@ -88,6 +89,36 @@ def test_prior_top_k_equals_an_independent_computation(k):
     ndcg5, regret = _independent_prior(truth, k, 4, 2)
     assert _values(data, "prior", k, "ndcg@5").mean() == pytest.approx(ndcg5, abs=1e-12)
     assert _values(data, "prior", k, "regret").mean() == pytest.approx(regret, abs=1e-12)
+
+
+def _holey(n_tasks: int = 12) -> GroundTruth:
+    """``_truth`` with a hole on most tasks (a different model each time), as a published zoo has them."""
+    frame = _truth(n_tasks).frame[["task_id", "model_id", "f1"]]
+    drop = {(f"t{t}", f"m{(3 * t) % 8}") for t in range(n_tasks) if t % 4}
+    return GroundTruth(frame[[(a, b) not in drop for a, b in zip(frame.task_id, frame.model_id)]])
+
+
+@pytest.mark.parametrize("k", [0, 1, 3, 5, 8])
+def test_a_truth_with_holes_replays_each_task_over_its_own_pool(k):
+    truth = _holey()
+    assert truth.matrix("f1").isna().to_numpy().sum() == 9
+    data = replay(truth, signals=[_signal(truth, 1, "oracle")], finetunes=[k], noise=0.0, folds=4, seed=2)
+    ndcg5, regret = _independent_prior(truth, k, 4, 2)
+    assert _values(data, "prior", k, "ndcg@5").mean() == pytest.approx(ndcg5, abs=1e-12)
+    assert _values(data, "prior", k, "regret").mean() == pytest.approx(regret, abs=1e-12)
+    assert np.allclose(_values(data, "oracle", k, "ndcg@5"), 1.0)  # the truth's order: perfect, holes or not
+    assert np.allclose(_values(data, "oracle", k, "regret"), 0.0)
+    for policy in ("prior", "rrf", "sequential"):
+        assert np.isfinite(_values(data, policy, k, "ndcg@5")).all()
+        assert (_values(data, policy, k, "regret") >= 0).all()
+    assert np.isfinite(data.reliability["prior"]) and data.reliability["oracle"] == pytest.approx(1.0)
+
+
+def test_a_task_needs_two_scored_models():
+    frame = _truth(6).frame[["task_id", "model_id", "f1"]]
+    lone = GroundTruth(frame[(frame.task_id != "t3") | (frame.model_id == "m0")])
+    with pytest.raises(InputError, match="task 't3' has 1 scored model"):
+        replay(lone)
 
 
 @need_ntcir
@@ -177,10 +208,6 @@ def test_blend_with_zero_trust_is_the_plain_top_k_and_learns_trust_where_models_
 
 def test_bad_inputs_are_located_errors():
     truth = _truth(6)
-    frame = truth.frame[["task_id", "model_id", "f1"]]
-    holey = GroundTruth(frame[~((frame.task_id == "t2") & (frame.model_id == "m3"))])
-    with pytest.raises(InputError, match="task 't2' has no score for model 'm3'"):
-        replay(holey)
     partial = Run.from_scores({t: truth.f1(t) for t in truth.task_ids[:3]}, run_id="half")
     with pytest.raises(InputError, match="no topic 't3'"):
         replay(truth, signals=[partial], folds=3)

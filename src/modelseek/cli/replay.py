@@ -35,8 +35,9 @@ def register(sub) -> None:
     p = sub.add_parser("replay", help="what a fine-tuning budget buys: replay selection policies on recorded "
                                       "fine-tuning results",
                        description=__doc__.split("\n\n", 1)[1] if __doc__ else None)
-    p.add_argument("truth", type=existing_file, help="ground truth with every candidate's score on every task (the "
-                                                     "official CSV: task_id, model_id, f1, ...)")
+    p.add_argument("truth", type=existing_file, help="ground truth of fine-tuning results (the official CSV: task_id, "
+                                                     "model_id, f1, ...); a model without a result on a task is "
+                                                     "left out of that task's pool")
     p.add_argument("--signals", nargs="+", type=existing_file, default=[], metavar="RUN",
                    help="TREC run file(s) of signals scoring every task's candidates (e.g. LogME); each run in a file "
                         "is one policy")

@@ -74,11 +74,32 @@ class Acquisition(Choice):
 
 @dataclass(frozen=True)
 class Table:
-    """A complete task x model table of recorded scores (higher is better)."""
+    """A task x model table of recorded scores (higher is better), NaN where a model has no result on a task (a
+    published zoo rarely fine-tuned every model everywhere): such a candidate is not in that task's pool — no
+    policy can fine-tune it, every ranking puts it last, and it has no gain."""
 
     task_ids: list[str]
     model_ids: list[str]
     score: np.ndarray
+
+    @property
+    def scored(self) -> np.ndarray:
+        return ~np.isnan(self.score)
+
+    def filled(self) -> np.ndarray:
+        """The scores, ``-inf`` where there is none (below every score, so never the best)."""
+        return np.where(self.scored, self.score, -np.inf)
+
+    def imputed(self) -> np.ndarray:
+        """The scores, holes filled by the two-way additive fit (task mean + model mean - grand mean, each over
+        the recorded scores): what the joint model is fitted on."""
+        if self.scored.all():
+            return self.score
+        grand = np.nanmean(self.score)
+        row = np.nanmean(self.score, axis=1, keepdims=True)
+        col = np.nanmean(self.score, axis=0, keepdims=True)
+        fill = np.where(np.isnan(row), grand, row) + np.where(np.isnan(col), grand, col) - grand
+        return np.where(self.scored, self.score, fill)
 
     @classmethod
     def from_truth(cls, truth: GroundTruth, model_ids: Sequence[str] | None = None, what: str = "ground truth"
@@ -90,10 +111,11 @@ class Table:
             raise InputError(f"the {what} has no score for model(s) {', '.join(missing[:5])}",
                              path=truth.source or None, field="model_id")
         a = m[models].to_numpy(dtype=float)
-        if np.isnan(a).any():
-            t, j = np.argwhere(np.isnan(a))[0]
-            raise InputError(f"replay needs every model scored on every task; task {m.index[t]!r} has no score for "
-                             f"model {models[j]!r}", path=truth.source or None, field="f1")
+        few = np.flatnonzero((~np.isnan(a)).sum(axis=1) < 2)
+        if len(few):
+            t = few[0]
+            raise InputError(f"task {m.index[t]!r} has {int((~np.isnan(a[t])).sum())} scored model(s); replay needs "
+                             f"at least 2 per task", path=truth.source or None, field="f1")
         return cls([str(t) for t in m.index], models, a)
 
 
@@ -123,22 +145,24 @@ class JointModel:
         return mu, np.maximum(var, 1e-12)
 
     def walk(self, base_rank: np.ndarray, observed: np.ndarray, steps: int,
-             acquisition: Acquisition | str = Acquisition.BLEND, trust: float = 0.0
-             ) -> tuple[list[int], list[np.ndarray]]:
+             acquisition: Acquisition | str = Acquisition.BLEND, trust: float = 0.0,
+             scored: np.ndarray | None = None) -> tuple[list[int], list[np.ndarray]]:
         """The sequential policy on one task, from the plain order's ranks ``base_rank`` (0 = first): the picks
-        (the plain order's first, then each by ``acquisition``) and, after each number of picks 0..steps, the
-        score that orders the candidates not fine-tuned (see the module docstring)."""
+        (the plain order's first, then each by ``acquisition``, only among the ``scored`` candidates: those with a
+        result to reveal) and, after each number of picks 0..steps, the score that orders the candidates not
+        fine-tuned (see the module docstring; after the last possible pick it stays as it is)."""
         acq = Acquisition.parse(acquisition)
         m = len(base_rank)
+        avail = np.ones(m, dtype=bool) if scored is None else np.asarray(scored, dtype=bool)
         from scipy.stats import norm
 
         base_z = norm.ppf(1.0 - (np.asarray(base_rank, dtype=float) + 0.5) / m)
         sd0 = np.sqrt(np.maximum(np.diag(self.cov), 1e-12))
         picks: list[int] = []
         scores = [base_z if acq is Acquisition.BLEND else self.mean.copy()]
-        for step in range(steps):
+        for step in range(min(steps, int(avail.sum()))):
             if step == 0:
-                nxt = int(np.argmin(base_rank))
+                nxt = int(np.argmin(np.where(avail, base_rank, m)))
             else:
                 p = scores[-1].copy() if acq in (Acquisition.BLEND, Acquisition.MEAN) else None
                 if p is None:
@@ -147,6 +171,7 @@ class JointModel:
                     z = (mu - observed[picks].max()) / sd
                     p = norm.cdf(z) if acq is Acquisition.PI else sd * (z * norm.cdf(z) + norm.pdf(z))
                 p[picks] = -np.inf
+                p[~avail] = -np.inf
                 nxt = int(np.argmax(p))
             picks.append(nxt)
             mu = self.condition(picks, observed[picks])[0]
@@ -154,7 +179,7 @@ class JointModel:
                 moved = (mu - self.mean) / sd0
                 mu = base_z + trust * (moved - moved.mean())
             scores.append(mu)
-        return picks, scores
+        return picks, scores + [scores[-1]] * (steps + 1 - len(scores))
 
 
 def avgrank_scores(history: GroundTruth, model_ids: Sequence[str]) -> np.ndarray:
@@ -277,6 +302,14 @@ def _final_scores(order_rank: np.ndarray, picks: np.ndarray, observed: np.ndarra
     return final
 
 
+def _scored_first(order: np.ndarray, scored: np.ndarray) -> np.ndarray:
+    """Each row of ``order`` with the candidates that have no result on that task moved to its end (stably)."""
+    if scored.all():
+        return order
+    missing = ~np.take_along_axis(scored, order, axis=1)
+    return np.take_along_axis(order, np.argsort(missing, axis=1, kind="stable"), axis=1)
+
+
 def _ranks_of(order: np.ndarray) -> np.ndarray:
     r = np.empty_like(order)
     r[np.arange(len(order))[:, None], order] = np.arange(order.shape[1])[None, :]
@@ -288,10 +321,10 @@ def _gains(table: Table, rows: np.ndarray) -> tuple[np.ndarray, dict[int, np.nda
     from ..metrics.ndcg import ideal_dcg
 
     s = GradingScheme.NTCIR
-    true = table.score[rows]
+    true = table.filled()[rows]
     best = true.max(axis=1, keepdims=True)
-    norm = true / np.where(best > 0, best, 1.0)
-    gains = s.gain_array(s.grade_array(norm.ravel())).reshape(norm.shape)
+    norm = np.where(np.isfinite(true), true, 0.0) / np.where(best > 0, best, 1.0)
+    gains = np.where(np.isfinite(true), s.gain_array(s.grade_array(norm.ravel())).reshape(norm.shape), 0.0)
     return gains, {c: ideal_dcg(gains, c) for c in (1, 3, 5)}
 
 
@@ -302,7 +335,8 @@ def _replay_split(table: Table, split: Split, orders: dict[str, np.ndarray], noi
     """Every policy's per-(draw, task) metrics on the split's test tasks (draws x tasks arrays)."""
     rows = split.test
     n_rep, n, m = noise_draws.shape[0], len(rows), len(table.model_ids)
-    true = np.broadcast_to(table.score[rows], (n_rep, n, m))
+    orders = {name: _scored_first(o, table.scored[rows]) for name, o in orders.items()}
+    true = np.broadcast_to(table.filled()[rows], (n_rep, n, m))
     observed = true + noise_draws
     gains, idcg = _gains(table, rows)
     flat = lambda a: a.reshape(n_rep * n, m)  # noqa: E731
@@ -329,14 +363,15 @@ def _sequential_split(table: Table, split: Split, base: np.ndarray, observed: np
                       acquisition: Acquisition, trust: float) -> dict[int, dict[str, np.ndarray]]:
     """The sequential policy's per-(draw, task) metrics (see :class:`JointModel`)."""
     hist = Table.from_truth(split.history, table.model_ids, what="history")
-    model = JointModel(hist.score, noise)
+    model = JointModel(hist.imputed(), noise)
+    scored = table.scored[split.test]
     n_rep, n, m = observed.shape
     steps = min(max(finetunes), m)
     finals = {k: np.zeros((n_rep, n, m)) for k in finetunes}
     base_rank = _ranks_of(base)
     for r in range(n_rep):
         for i in range(n):
-            picks, scores = model.walk(base_rank[i], observed[r, i], steps, acquisition, trust)
+            picks, scores = model.walk(base_rank[i], observed[r, i], steps, acquisition, trust, scored[i])
             for k in finetunes:
                 kk = min(k, m)
                 # nothing fine-tuned yet: the plain order (the Gaussian's unconditional mean is not a better prior)
@@ -362,6 +397,8 @@ def fit_trust(history: GroundTruth, model_ids: Sequence[str], signals: Sequence[
     inner = history.subset(history.task_ids, model_ids)
     use = [r for r in signals if all(t in r for t in inner.task_ids)]
     ks = [k for k in finetunes if k > 0]
+    if not ks:  # no fine-tuning asked: the order is the plain one whatever the weight
+        return 0.0, {}
     aim = [k for k in ks if k in (3, 5)] or ks
     means: dict[float, dict[int, float]] = {}
     for lam in TRUST_GRID:
@@ -375,13 +412,15 @@ def fit_trust(history: GroundTruth, model_ids: Sequence[str], signals: Sequence[
 
 
 def _reliability(orders_scores: dict[str, np.ndarray], true: np.ndarray) -> dict[str, float]:
-    """Mean over tasks of the rank (Spearman) correlation between each policy's order and the recorded scores
-    (tasks where the scores are all equal are left out)."""
+    """Mean over tasks of the rank (Spearman) correlation between each policy's order and the recorded scores,
+    over the candidates scored on the task (tasks where those scores are all equal are left out)."""
     from scipy.stats import spearmanr
 
     out = {}
+    ok = ~np.isnan(true)
     for name, s in orders_scores.items():
-        rs = [float(spearmanr(a, b)[0]) for a, b in zip(s, true) if np.ptp(b) > 0 and np.ptp(a) > 0]
+        pairs = [(a[k], b[k]) for a, b, k in zip(s, true, ok)]
+        rs = [float(spearmanr(a, b)[0]) for a, b in pairs if np.ptp(b) > 0 and np.ptp(a) > 0]
         out[name] = float(np.mean(rs)) if rs else float("nan")
     return out
 
