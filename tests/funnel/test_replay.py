@@ -112,6 +112,7 @@ def test_a_truth_with_holes_replays_each_task_over_its_own_pool(k):
         assert np.isfinite(_values(data, policy, k, "ndcg@5")).all()
         assert (_values(data, policy, k, "regret") >= 0).all()
     assert np.isfinite(data.reliability["prior"]) and data.reliability["oracle"] == pytest.approx(1.0)
+    assert data.extra["trust"] == [0.0] * 4  # 9 history tasks a fold: too few to learn a weight from
 
 
 def test_a_task_needs_two_scored_models():

@@ -53,6 +53,8 @@ METRICS = ("ndcg@1", "ndcg@3", "ndcg@5", "regret")
 DEFAULT_FINETUNES = (0, 1, 3, 5, 10)
 #: the weights of the joint model's evidence that ``blend`` chooses among (by inner cross-fitting on the history)
 TRUST_GRID = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0)
+#: the fewest history tasks from which ``blend`` learns a weight (below: 0, the plain order)
+MIN_TRUST_TASKS = 10
 _INNER_REPEATS = 5  # noise draws of the inner replay that fits ``trust`` (its choice is a mean over many tasks)
 _TOP = 1e6  # fine-tuned candidates rank above every other (observed scores are far below this)
 
@@ -428,8 +430,8 @@ def _reliability(orders_scores: dict[str, np.ndarray], true: np.ndarray) -> dict
 def _split_trust(sp: Split, table: Table, signals: Sequence[Run], ks: Sequence[int], noise: float, repeats: int,
                  folds: int, seed: int) -> float:
     """The ``blend`` weight learned from the split's history alone (0, the plain order, when it holds fewer than
-    4 tasks: too few to cross-fit)."""
-    if len(sp.history.task_ids) < 4:
+    :data:`MIN_TRUST_TASKS` tasks: an inner cross-fitting over a handful of tasks picks a weight by noise)."""
+    if len(sp.history.task_ids) < MIN_TRUST_TASKS:
         return 0.0
     return fit_trust(sp.history, table.model_ids, signals, ks, noise, repeats, folds, seed)[0]
 
