@@ -418,11 +418,20 @@ def candidate_job(config: FeatureJobConfig, cand: Candidate, tasks: Sequence[Tas
     return score_candidate(config, cand, tasks, local_files_only, slots.get()).to_dict()
 
 
+def _resolve_lazy_imports() -> None:
+    """transformers' lazy classes, imported in this thread first: an in-process executor may run the jobs on
+    threads, whose concurrent first imports of ``transformers`` race (one sees a half-initialised module)."""
+    with contextlib.suppress(ImportError):  # without transformers each job fails naming it, as it would here
+        from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification, AutoTokenizer  # noqa: F401
+
+
 def candidate_units(config: FeatureJobConfig, tasks: Sequence[TaskInput], cands: Sequence[Candidate],
                     keys: Mapping[str, str], local_only: set[str], in_process: bool,
                     slots: ModelSlots) -> list[Unit]:
     """One unit per candidate (its item the candidate): the tasks' inputs shared by all of them, a GPU asked for
     unless the device is ``cpu`` (required when it is ``cuda``); progress bars only in this process."""
+    if in_process:
+        _resolve_lazy_imports()
     cfg = config if in_process else replace(config, progress=False)
     shared = Shared(f"tasks {tasks_digest(tasks)}", list(tasks))
     device = str(config.device)
