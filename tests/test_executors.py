@@ -235,3 +235,28 @@ def test_an_entry_point_named_as_a_built_in_executor_is_refused_naming_both(tmp_
     assert p.returncode == 1
     assert "executor 'local'" in p.stderr and "'ms_executor_demo:Threads'" in p.stderr
     assert "modelseek.executors.local" in p.stderr
+
+
+@pytest.mark.slow(reason="the funnel twice on three tiny BERTs with the fake trainer (about 15 s)")
+def test_the_funnel_runs_its_feature_and_fine_tuning_jobs_on_the_executor(threads, tmp_path):
+    pytest.importorskip("transformers")
+    from modelseek import select
+    from modelseek.finetune import Recipe
+    from modelseek.testing.finetune import make_learnable_bert
+
+    task = make_text_task("tiny", n_classes=2, n_train=32, n_val=8, n_test=8, seed=5)
+    pool = Pool([Candidate(id=f"m{i}", path=str(make_learnable_bert(tmp_path / f"m{i}", seed=i, layers=1,
+                                                                    hidden=16))) for i in range(3)], name="tiny")
+    recipe = Recipe(lr=5e-3, cpu_threads=1)
+    # no fine-tuning of 10 million epochs fits an hour: the plan is the estimators, run as candidate jobs
+    res = select(task, pool, "1h", tmp_path / "features", recipe=recipe, epochs=10 ** 7, trainer=FakeTrainer(),
+                 executor="threads")
+    assert res.plan.finetune_k == 0 and sorted(res.run.ranking(task.id)) == ["m0", "m1", "m2"]
+    assert len(Threads.ran) == 3  # one candidate job per model, on the executor's threads
+    Threads.ran.clear()
+    res = select(task, pool, "1h", tmp_path / "finetune", recipe=recipe, epochs=2, trainer=FakeTrainer(),
+                 executor="threads")
+    assert res.status == "done" and res.finetuned and all(r["status"] == "done" for r in res.finetuned)
+    assert len(Threads.ran) == len(res.finetuned)  # each fine-tuning a job of the executor
+    with pytest.raises(InputError, match="address is for the ray executor"):
+        select(task, pool, "1h", tmp_path / "bad", executor="threads", address="auto")
