@@ -123,8 +123,8 @@ def _check(name: str, obj: Any) -> type[Executor]:
     return cls
 
 
-EXECUTORS: PluginRegistry[type[Executor]] = PluginRegistry("executor", __name__, first=("local",), ordered=True,
-                                                          group="modelseek.executors", adapt=_check)
+EXECUTORS: PluginRegistry[type[Executor]] = PluginRegistry("executor", __name__, group="modelseek.executors",
+                                                          adapt=_check)
 """Every executor: this package's modules, then the entry points of the group ``modelseek.executors``."""
 
 
