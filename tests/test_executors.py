@@ -139,6 +139,24 @@ def test_make_executor_refuses_what_it_cannot_make(threads):
         register(Threads)
 
 
+def test_run_until_done_refuses_a_store_where_a_job_is_neither_finished_nor_claimable(tmp_path):
+    from modelseek.executors import run_until_done
+    from modelseek.finetune import JobStore
+
+    unit = Unit("k", operator.add, (1, 2))
+    # nobody holds the key, yet every claim of it is refused: waiting would never end
+    with JobStore(tmp_path / "jobs.sqlite") as store, \
+            pytest.raises(InputError, match=r"1 job\(s\) are neither finished nor claimable.*; remove it") as err:
+        run_until_done(make_executor("local"), lambda: [unit], lambda u: None, lambda u, o, a: None, store, 0.01,
+                       "remove it")
+    assert str(tmp_path / "jobs.sqlite") in str(err.value)
+    done: list[Outcome] = []
+    with JobStore(tmp_path / "jobs.sqlite") as store:  # a unit that runs leaves nothing pending: one call
+        run_until_done(make_executor("local"), lambda: [] if done else [unit], lambda u: 1,
+                       lambda u, o, a: done.append(o), store, 0.01, "remove it")
+    assert [o.value for o in done] == [3]
+
+
 # ------------------------------------------------------------------------------------------ a registered executor
 def test_a_registered_executor_runs_a_fine_tuning_grid_and_resumes(threads, tmp_path):
     tasks = [make_text_task(f"t{i}", n_train=12, n_val=6, n_test=6, seed=i) for i in range(2)]
@@ -153,6 +171,9 @@ def test_a_registered_executor_runs_a_fine_tuning_grid_and_resumes(threads, tmp_
     again = run_grid(tasks, pool, tmp_path / "threads.sqlite", seeds=[0, 1], trainer=FakeTrainer(),
                      executor="threads")
     assert (again.skipped, again.ran) == (12, 0) and len(Threads.ran) == 12  # resumed: nothing dispatched
+    one = run_grid(tasks, pool, tmp_path / "instance.sqlite", seeds=[0], trainer=FakeTrainer(),
+                   executor=Threads(workers=1))  # an instance, not a name
+    assert one.ran == 6 and {t for _, t in Threads.ran[12:]} == {"ms-threads_0"}
 
 
 @pytest.fixture(scope="module")

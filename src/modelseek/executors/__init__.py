@@ -10,10 +10,11 @@ arguments, and the resources it asks for. An :class:`Executor` runs a sequence o
     make_executor("local").run(units, on_start, on_done)
 
 ``on_start`` is what makes a job store resumable: the caller skips the keys it already holds, the executor asks
-before each dispatch and never runs a unit whose claim is refused. An exception raised by a unit's function is
-its outcome's ``error`` (``"TypeError: ..."``), the same on every executor; so is a unit a cluster gave up on
-after its retries (a dead worker, a lost node). Arguments wrapped in :class:`Shared` (a task's texts read by many
-units) are sent once by a cluster executor and arrive as the object itself.
+before each dispatch and never runs a unit whose claim is refused; :func:`run_until_done` runs what is left of
+a batch that several processes share on one store, waiting for the units the others hold. An exception raised by
+a unit's function is its outcome's ``error`` (``"TypeError: ..."``), the same on every executor; so is a unit a
+cluster gave up on after its retries (a dead worker, a lost node). Arguments wrapped in :class:`Shared` (a task's
+texts read by many units) are sent once by a cluster executor and arrive as the object itself.
 
 Executors are a registry (:data:`EXECUTORS`, the names of ``--executor`` on every command): ``local`` (in this
 process, one unit after another) and ``ray`` (a Ray task per unit; see :mod:`modelseek.executors.ray`) are
@@ -25,9 +26,12 @@ from __future__ import annotations
 
 import inspect
 import logging
+import time
 import traceback
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol, TypeVar, runtime_checkable
 
 from ..errors import InputError
@@ -108,6 +112,48 @@ class Executor(Protocol):
     def run(self, units: Sequence[Unit], on_start: OnStart, on_done: OnDone) -> None: ...
 
 
+class ClaimStore(Protocol):
+    """What :func:`run_until_done` needs of a job store (:class:`modelseek.finetune.store.JobStore` has it): the
+    live claims (``{"key", "owner", ...}``), this process's owner id, a heartbeat that keeps its claims alive."""
+
+    owner: str
+    path: Path
+
+    def claims(self) -> list[dict[str, Any]]: ...
+
+    def heartbeat(self) -> AbstractContextManager[Any]: ...
+
+
+def run_until_done(executor: Executor, pending: Callable[[], list[Unit]], on_start: OnStart, on_done: OnDone,
+                   store: ClaimStore, poll_s: float, remedy: str) -> None:
+    """Resume a batch on a shared job store: run the ``pending()`` units (those nobody has finished) with
+    ``executor`` until none is left, under ``store``'s heartbeat. Units that other processes on ``store`` hold are
+    waited for, polled every ``poll_s`` seconds (a dead holder's claim is taken over by ``on_start``). Nothing run
+    here and nothing held elsewhere, twice running, means a store that contradicts itself (a job neither finished
+    nor claimable), where waiting would never end: an :class:`InputError` that ends with ``remedy``."""
+    ran = 0
+
+    def done(unit: Unit, outcome: Outcome, attempt: int) -> None:
+        nonlocal ran
+        ran += 1
+        on_done(unit, outcome, attempt)
+
+    with store.heartbeat():
+        left, idle = pending(), 0
+        while left:
+            before = ran
+            executor.run(left, on_start, done)
+            left = pending()
+            if left:  # held by other workers: wait for them (or for their claims to go stale)
+                held = {c["key"] for c in store.claims() if c["owner"] != store.owner}
+                idle = idle + 1 if ran == before and not any(u.key in held for u in left) else 0
+                if idle >= 2:
+                    raise InputError(f"{len(left)} job(s) are neither finished nor claimable: the job store is "
+                                     f"inconsistent; {remedy}", path=store.path)
+                time.sleep(poll_s)
+                left = pending()
+
+
 E = TypeVar("E", bound=type)
 
 
@@ -167,5 +213,5 @@ def make_executor(executor: str | Executor, address: str | None = None, **option
     return cls(**given)
 
 
-__all__ = ["EXECUTORS", "Executor", "Gpu", "OnDone", "OnStart", "Outcome", "Shared", "Unit", "call_unit",
-           "executor_class", "make_executor", "register", "runs_in_process"]
+__all__ = ["EXECUTORS", "ClaimStore", "Executor", "Gpu", "OnDone", "OnStart", "Outcome", "Shared", "Unit", "call_unit",
+           "executor_class", "make_executor", "register", "run_until_done", "runs_in_process"]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +14,7 @@ from ..data.pool import Candidate
 from ..data.task import Criticality, Task
 from ..data.truth import GroundTruth
 from ..errors import InputError
-from ..executors import Executor, Outcome, Unit, make_executor, runs_in_process
+from ..executors import Executor, Outcome, Unit, make_executor, run_until_done, runs_in_process
 from .executors import job_outcome, job_unit
 from .jobs import Job, build_jobs
 from .protocol import ModelSpec, TaskData
@@ -138,23 +137,8 @@ def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelS
     if todo:
         ex = make_executor(executor, address=address, **executor_options)
         try:
-            with store.heartbeat():
-                left = pending()
-                idle = 0
-                while left:
-                    before = result.ran
-                    ex.run([job_unit(j, trainer) for j in left], on_start, on_done)
-                    left = pending()
-                    if left:  # held by other workers: wait for them (or for their claims to go stale)
-                        held = {c["key"] for c in store.claims() if c["owner"] != store.owner}
-                        # nothing ran here and nobody holds what is left, twice: the store contradicts itself
-                        # (a job neither finished nor claimable); waiting would never end
-                        idle = idle + 1 if result.ran == before and not any(j.key in held for j in left) else 0
-                        if idle >= 2:
-                            raise InputError(f"{len(left)} job(s) are neither finished nor claimable: the job store "
-                                             f"is inconsistent; start a new one with --store", path=store.path)
-                        time.sleep(poll_s)
-                        left = pending()
+            run_until_done(ex, lambda: [job_unit(j, trainer) for j in pending()], on_start, on_done, store, poll_s,
+                           "start a new one with --store")
         finally:
             bar.close()
     result.elsewhere = len(todo) - result.ran

@@ -45,8 +45,7 @@ import math
 import socket
 import tempfile
 import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -56,7 +55,7 @@ import numpy as np
 from ..data.pool import Candidate, Pool
 from ..data.task import Split, Task
 from ..errors import InputError, ModelseekError
-from ..executors import Executor, Gpu, OnDone, OnStart, Outcome, Shared, Unit, make_executor, runs_in_process
+from ..executors import Executor, Gpu, Outcome, Shared, Unit, make_executor, run_until_done, runs_in_process
 
 if TYPE_CHECKING:
     from ..finetune.store import JobStore
@@ -506,10 +505,8 @@ def score_candidates(tasks: Sequence[Task], pool: Pool, config: FeatureJobConfig
         slots = ModelSlots()
         try:
             if todo:
-                with db.heartbeat():
-                    _run_until_done(ex, lambda left: candidate_units(config, inputs, left, keys, local_only,
-                                                                     in_process, slots),
-                                    on_start, on_done, pending, db, keys, ran_here, poll_s)
+                run_until_done(ex, lambda: candidate_units(config, inputs, pending(), keys, local_only, in_process,
+                                                           slots), on_start, on_done, db, poll_s, "remove it")
         finally:
             slots.clear()
             bar.close()
@@ -534,27 +531,6 @@ def _open_store(stack: contextlib.ExitStack, store: str | Path | bool | JobStore
     if path is None:
         path = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="modelseek-scores-"))) / "s.sqlite"
     return stack.enter_context(JobStore(path, rebuild=True))  # a cache: a damaged one is set aside and rebuilt
-
-
-def _run_until_done(ex: Executor, units: Callable[[list[Candidate]], list[Unit]], on_start: OnStart,
-                    on_done: OnDone, pending: Callable[[], list[Candidate]], db: JobStore, keys: dict[str, str],
-                    ran_here: set[str], poll_s: float) -> None:
-    """Run the pending candidates' ``units`` with ``ex`` until none is left; candidates other processes hold are
-    waited for (polled every ``poll_s`` seconds). Jobs that are neither finished nor claimable twice running mean an
-    inconsistent store: an :class:`InputError`."""
-    left, idle = pending(), 0
-    while left:
-        before = len(ran_here)
-        ex.run(units(left), on_start, on_done)
-        left = pending()
-        if left:  # held by other processes: wait for them (or for their claims to go stale)
-            held = {c["key"] for c in db.claims() if c["owner"] != db.owner}
-            idle = idle + 1 if len(ran_here) == before and not any(keys[c.id] in held for c in left) else 0
-            if idle >= 2:
-                raise InputError(f"{len(left)} candidate job(s) are neither finished nor claimable: "
-                                 f"the job store is inconsistent; remove it", path=db.path)
-            time.sleep(poll_s)
-            left = pending()
 
 
 # ------------------------------------------------------------------------------------------ plumbing
