@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from modelseek.finetune.executors import EXECUTORS
+from modelseek.executors import EXECUTORS
 
 
 @pytest.mark.parametrize("command", [("finetune",), ("rank",)])

@@ -106,8 +106,8 @@ def add_registry_option(parser, flag: str, registry: str, **kwargs) -> argparse.
     return action
 
 
-EXECUTOR_REGISTRY = "modelseek.finetune.executors:EXECUTORS"
-"""The registry that ``--executor`` names (:data:`modelseek.finetune.executors.EXECUTORS`)."""
+EXECUTOR_REGISTRY = "modelseek.executors:EXECUTORS"
+"""The registry that ``--executor`` names (:data:`modelseek.executors.EXECUTORS`)."""
 
 
 SAMPLE_COUNT = int_at_least(1, MAX_SAMPLES)

@@ -60,7 +60,7 @@ def register(sub) -> None:
     p.add_argument("--device", choices=["auto", "cpu", "cuda"],
                    help="where features are computed, for every method that runs models (default auto: CUDA "
                         "where visible). Feature methods run one job per candidate (all tasks in it) with "
-                        "--executor (local or ray); finished candidates are kept beside the feature cache, so a "
+                        "--executor (local, ray ...); finished candidates are kept beside the feature cache, so a "
                         "rerun, or a second rank on the same cache, never computes one twice")
     p.add_argument("--show", type=NON_NEGATIVE_INT, default=3,
                    help="print the rankings of at most this many tasks")
@@ -119,8 +119,8 @@ def _check_options(args) -> None:
         raise InputError("--verify-top/--halving print tables; use them without --json")
     if args.cv and args.train_tasks:
         raise InputError("--cv fits on the other folds of PATH itself; it takes no --train-tasks", field="--cv")
-    if args.cv and (args.executor == "ray" or args.address):
-        raise InputError("--cv runs in this process; it takes no --executor ray", field="--executor")
+    if args.cv and (args.executor != "local" or args.address):
+        raise InputError(f"--cv runs in this process; it takes no --executor {args.executor}", field="--executor")
     if len(args.method) > 1 and args.run_id and not args.fusion:
         raise InputError("--run-id needs a single --method")
 

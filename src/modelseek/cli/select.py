@@ -12,7 +12,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._common import OUTPUT_DIR, POSITIVE_INT, SEED, existing_file
+from ._common import EXECUTOR_REGISTRY, OUTPUT_DIR, POSITIVE_INT, SEED, add_registry_option, existing_file
 
 if TYPE_CHECKING:
     from ..data.task import Task
@@ -43,7 +43,8 @@ def register(sub) -> None:
     p.add_argument("--recipe", help="fine-tuning recipe YAML (default: the protocol)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override one recipe key (repeatable)")
-    p.add_argument("--executor", default="local", choices=["local", "ray"], help="executor for fine-tuning")
+    add_registry_option(p, "--executor", EXECUTOR_REGISTRY, default="local",
+                        help="where the candidate jobs run, frozen features and fine-tuning alike (default: local)")
     p.add_argument("--address", help="Ray cluster address for --executor ray")
     p.add_argument("--seed", type=SEED, default=0)
     p.add_argument("--text-col", default="text", help="text column(s) of a table file, comma-separated")

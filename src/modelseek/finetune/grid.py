@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +14,8 @@ from ..data.pool import Candidate
 from ..data.task import Criticality, Task
 from ..data.truth import GroundTruth
 from ..errors import InputError
-from .executors import make_executor
+from ..executors import Executor, Outcome, Unit, make_executor, run_until_done, runs_in_process
+from .executors import job_outcome, job_unit
 from .jobs import Job, build_jobs
 from .protocol import ModelSpec, TaskData
 from .recipe import PROTOCOL, Device, Recipe
@@ -56,10 +56,11 @@ class GridResult:
         return collect_ground_truth(self.store, self.jobs, tasks)
 
 
-def _check_options(recipe: Recipe, executor: str, poll_s: float) -> None:
-    """What fails before a store is opened or a job built: a device this process cannot use (the local executor;
-    once, not once per job — Ray resolves it per task, where its GPU is), a bad poll interval."""
-    if executor == "local" and recipe.device is Device.CUDA:  # only an asked-for device can be missing (and auto
+def _check_options(recipe: Recipe, executor: str | Executor, poll_s: float) -> None:
+    """What fails before a store is opened or a job built: an unknown executor, a device this process cannot use
+    (an in-process executor; once, not once per job — a cluster resolves it per task, where its GPU is), a bad
+    poll interval."""
+    if runs_in_process(executor) and recipe.device is Device.CUDA:  # only an asked-for device can be missing (and auto
         from .protocol import resolve_device  # or cpu would import torch for nothing)
 
         resolve_device(recipe)
@@ -80,7 +81,7 @@ def _check_jobs(jobs: Sequence[Job], need_test: bool) -> None:
 
 
 def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelSpec], store: JobStore | str | Path,
-             recipe: Recipe = PROTOCOL, seeds: Sequence[int] = (0,), executor: str = "local",
+             recipe: Recipe = PROTOCOL, seeds: Sequence[int] = (0,), executor: str | Executor = "local",
              address: str | None = None, retry_failed: bool = False, trainer=None, progress: bool = False,
              poll_s: float = 1.0, need_test: bool = True, **executor_options: Any) -> GridResult:
     """Fine-tune every candidate of ``pool`` on every task with every seed; results go to ``store``.
@@ -90,6 +91,9 @@ def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelS
     the same grid on one store: each job is claimed before it runs (see :class:`JobStore`), so every job runs
     once; a process that has no job left to claim waits (polling every ``poll_s`` seconds) for those that
     other workers hold, taking over any whose worker died, and returns when the whole grid is finished.
+
+    ``executor`` is a name of :data:`modelseek.executors.EXECUTORS` (made with ``address`` and
+    ``executor_options``) or an executor instance.
     """
     from ..progress import progress_counter
 
@@ -109,10 +113,11 @@ def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelS
     bar = progress_counter(len(todo), desc="fine-tuning", disable=not progress or not todo)
     ran_here: set[str] = set()
 
-    def on_start(job: Job) -> int | None:
-        return store.claim(job.key, retry.get(job.key))
+    def on_start(unit: Unit) -> int | None:
+        return store.claim(unit.key, retry.get(unit.key))
 
-    def on_done(job: Job, outcome, attempt: int) -> None:
+    def on_done(unit: Unit, done: Outcome, attempt: int) -> None:
+        job, outcome = unit.item, job_outcome(unit, done)
         store.finish(key=job.key, task_id=job.task.task_id, model_id=job.model.model_id,
                      model_source=job.model.source, recipe=job.recipe.digest, seed=job.seed,
                      task_fingerprint=job.task.fingerprint, status=outcome.status, result=outcome.result,
@@ -132,23 +137,8 @@ def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelS
     if todo:
         ex = make_executor(executor, address=address, **executor_options)
         try:
-            with store.heartbeat():
-                left = pending()
-                idle = 0
-                while left:
-                    before = result.ran
-                    ex.run(left, on_start, on_done, trainer=trainer)
-                    left = pending()
-                    if left:  # held by other workers: wait for them (or for their claims to go stale)
-                        held = {c["key"] for c in store.claims() if c["owner"] != store.owner}
-                        # nothing ran here and nobody holds what is left, twice: the store contradicts itself
-                        # (a job neither finished nor claimable); waiting would never end
-                        idle = idle + 1 if result.ran == before and not any(j.key in held for j in left) else 0
-                        if idle >= 2:
-                            raise InputError(f"{len(left)} job(s) are neither finished nor claimable: the job store "
-                                             f"is inconsistent; start a new one with --store", path=store.path)
-                        time.sleep(poll_s)
-                        left = pending()
+            run_until_done(ex, lambda: [job_unit(j, trainer) for j in pending()], on_start, on_done, store, poll_s,
+                           "start a new one with --store")
         finally:
             bar.close()
     result.elsewhere = len(todo) - result.ran

@@ -1,7 +1,8 @@
 """The work behind each stage, through the public entry points: the prior and the frozen-feature estimators
-are ``modelseek.rank(...)`` (so the feature stage runs on whatever executor ranking uses), fine-tuning is
-:func:`modelseek.finetune.verify.verify_top` / :func:`~modelseek.finetune.verify.successive_halving` on a
-job store (finished jobs are kept and never rerun). :class:`modelseek.testing.funnel.SimulatedBackend` is the
+are ``modelseek.rank(...)``, fine-tuning is :func:`modelseek.finetune.verify.verify_top` /
+:func:`~modelseek.finetune.verify.successive_halving` on a job store (finished jobs are kept and never rerun).
+The frozen-feature candidate jobs and the fine-tuning jobs both run on the backend's executor (a name of
+:data:`modelseek.executors.EXECUTORS`, at ``address``). :class:`modelseek.testing.funnel.SimulatedBackend` is the
 same interface over a generated pool, for the benchmark."""
 
 from __future__ import annotations
@@ -53,11 +54,13 @@ class RealBackend:
         return rank(task, pool, method=self.prior_method).scores(task.id)
 
     def features(self, task: Task, cands: Sequence[Candidate]) -> tuple[dict[str, float], dict[str, str]]:
-        from ..api import rank
+        from ..api import rank_explained
         from ..rankers.features import CandidateFailures
 
-        try:
-            run = rank(task, Pool(cands, name="funnel"), method=self.feature_method, allow_failures=True)
+        try:  # a feature method that runs no candidate model ignores the executor (fine-tuning still uses it)
+            run = rank_explained(task, Pool(cands, name="funnel"), method=self.feature_method, allow_failures=True,
+                                 explain=False, executor=self.executor, address=self.address,
+                                 strict_execution=False).run
         except CandidateFailures as exc:  # none of them could be scored
             return {}, {cid: str(f[1]).splitlines()[0] if str(f[1]) else "failed" for cid, f in exc.failures.items()}
         scores = run.scores(task.id) if task.id in run else {}

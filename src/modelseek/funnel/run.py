@@ -85,6 +85,17 @@ def _final_run(task: Task, pool: Pool, st: FunnelState) -> Run:
     return Run.from_scores({task.id: {c: float(n - i) for i, c in enumerate(ranking)}}, run_id=RUN_ID)
 
 
+def _check_options(epochs: int, chunk: int, executor: str, address: str | None) -> None:
+    """What is refused before any work: counts below 1, an unknown executor or an address it takes none of."""
+    from ..executors import make_executor
+
+    if int(epochs) < 1:
+        raise InputError(f"must be >= 1, got {epochs}", field="epochs")
+    if int(chunk) < 1:
+        raise InputError(f"must be >= 1, got {chunk}", field="chunk")
+    make_executor(executor, address)
+
+
 def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float, out: str | Path,
            feature_method: str = "logme", prior_method: str = "default", recipe=None, epochs: int = 10,
            halving: bool = False, plan_only: bool = False, seed: int = 0, chunk: int = 8, backend=None,
@@ -97,16 +108,14 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
     (the benchmark's simulated pool). ``reliability``: the signals' correlations with fine-tuned F1 to plan with;
     by default the prior's is measured by replay (:mod:`.curve`) on ``history`` (a ground truth or its path;
     default: the NTCIR-19 fine-tuning results shipped with the package), and the estimators' stays assumed
-    (no estimator scores are recorded there)."""
+    (no estimator scores are recorded there). ``executor`` (a name of :data:`modelseek.executors.EXECUTORS`, at
+    ``address``) runs the frozen-feature candidate jobs and the fine-tuning jobs."""
     from .pools import load_any_pool
     from .backend import RealBackend
 
     say = echo or (lambda s: None)
     budget_s = parse_budget(budget)
-    if int(epochs) < 1:
-        raise InputError(f"must be >= 1, got {epochs}", field="epochs")
-    if int(chunk) < 1:
-        raise InputError(f"must be >= 1, got {chunk}", field="chunk")
+    _check_options(epochs, chunk, executor, address)
     task = _load_task(data)
     pool = pool if isinstance(pool, Pool) else load_any_pool(pool)
     if history is not None and reliability is None:

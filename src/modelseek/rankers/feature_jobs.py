@@ -8,12 +8,13 @@ best`` chose, and the tasks it failed on. Each candidate is **one job**: its mod
 task of the call (features from the verified feature cache, :mod:`modelseek.features.cache`, where present), then
 every estimator on them.
 
-Executors (the same names as ``modelseek finetune --executor``):
+Executors: any of :data:`modelseek.executors.EXECUTORS` (the same names as ``modelseek finetune --executor``):
 
 * ``local`` — the jobs one after another in this process (the default);
 * ``ray`` — each job is a Ray task (one GPU per job where the cluster has GPUs and the device is not ``cpu``, else
   one CPU); ``address=None`` starts a local Ray instance, ``"auto"`` or ``HOST:PORT`` joins a running cluster. A
-  worker that dies is retried by Ray; a job whose retries are spent is a failed candidate.
+  worker that dies is retried by Ray; a job whose retries are spent is a failed candidate;
+* one of your own (:mod:`modelseek.executors`: a module there, or an entry point).
 
 Results are equal to the last digit whichever executor ran them on the same device: the job is the same function,
 its inputs (subsampled texts and labels) are made once by the driver, and the scores travel as Python floats.
@@ -43,8 +44,8 @@ import logging
 import math
 import socket
 import tempfile
-import time
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -54,7 +55,7 @@ import numpy as np
 from ..data.pool import Candidate, Pool
 from ..data.task import Split, Task
 from ..errors import InputError, ModelseekError
-from ..registry import Registry
+from ..executors import Executor, Gpu, Outcome, Shared, Unit, make_executor, run_until_done, runs_in_process
 
 if TYPE_CHECKING:
     from ..finetune.store import JobStore
@@ -388,99 +389,72 @@ def _cache_root(cache_dir: str | Path | bool | None) -> str | Path | None:
     return None if cache_dir is None or isinstance(cache_dir, bool) else cache_dir
 
 
-# ------------------------------------------------------------------------------------------ executors
-OnStart = Callable[[Candidate], "int | None"]
-OnDone = Callable[[Candidate, CandidateOutcome, int], None]
+# ------------------------------------------------------------------------------------------ units
+class ModelSlots:
+    """The checkpoints that the candidate jobs of one call have loaded in this process, one dict per thread
+    (consecutive candidates reading one checkpoint load it once). A job sent to another process gets an empty
+    one: loaded models never travel."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def get(self) -> dict:
+        models = getattr(self._local, "models", None)
+        if models is None:
+            models = self._local.models = {}
+        return models
+
+    def clear(self) -> None:
+        self.get().clear()
+
+    def __reduce__(self):
+        return ModelSlots, ()
 
 
-class LocalExecutor:
-    """The jobs one after another in this process; consecutive candidates reading one checkpoint load it once."""
-
-    name = "local"
-
-    def __init__(self, **_: Any) -> None:
-        self._models: dict = {}
-
-    def run(self, config: FeatureJobConfig, tasks: Sequence[TaskInput], cands: Sequence[Candidate],
-            local_only: set[str], on_start: OnStart, on_done: OnDone) -> None:
-        try:
-            for cand in cands:
-                attempt = on_start(cand)
-                if attempt is not None:
-                    on_done(cand, score_candidate(config, cand, tasks, cand.id in local_only, self._models), attempt)
-        finally:
-            self._models.clear()
+def candidate_job(config: FeatureJobConfig, cand: Candidate, tasks: Sequence[TaskInput], local_files_only: bool,
+                  slots: ModelSlots) -> dict[str, Any]:
+    """A candidate's unit function (on any executor): :func:`score_candidate`, the outcome as a plain dict."""
+    return score_candidate(config, cand, tasks, local_files_only, slots.get()).to_dict()
 
 
-def _ray_candidate(config: FeatureJobConfig, cand: Candidate, tasks: Sequence[TaskInput],
-                   local_files_only: bool) -> dict[str, Any]:
-    """The Ray task: one candidate's job on a worker (the outcome travels as a plain dict)."""
-    return score_candidate(config, cand, tasks, local_files_only).to_dict()
+def _resolve_lazy_imports() -> None:
+    """transformers' lazy classes, imported in this thread first: an in-process executor may run the jobs on
+    threads, whose concurrent first imports of ``transformers`` race (one sees a half-initialised module)."""
+    with contextlib.suppress(ImportError):  # without transformers each job fails naming it, as it would here
+        from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification, AutoTokenizer  # noqa: F401
 
 
-class RayExecutor:
-    """Each job is a Ray task; ``address``: None starts a local instance, else the cluster to join. Workers
-    import the driver's modelseek (shipped as finetune's Ray executor does when they do not)."""
-
-    name = "ray"
-
-    def __init__(self, address: str | None = None, max_retries: int = 3, **_: Any) -> None:
-        self.address = address
-        self.max_retries = max_retries
-
-    def run(self, config: FeatureJobConfig, tasks: Sequence[TaskInput], cands: Sequence[Candidate],
-            local_only: set[str], on_start: OnStart, on_done: OnDone) -> None:
-        from ..finetune.executors import ray_results, ray_runtime_env, ray_session
-
-        with ray_session(self.address) as ray:
-            gpus = ray.cluster_resources().get("GPU", 0)
-            if str(config.device).startswith("cuda") and not gpus:
-                raise InputError(f"device {config.device} asked for, but the Ray cluster has no GPU", field="device")
-            env = ray_runtime_env(ray, self.address)
-            res = {"num_gpus": 1, "num_cpus": 1} if gpus and config.device != "cpu" else {"num_cpus": 1}
-            remote = ray.remote(_ray_candidate).options(max_retries=self.max_retries, retry_exceptions=False,
-                                                        runtime_env=env or None, **res)
-            worker_config = replace(config, progress=False)
-            tasks_ref = ray.put(list(tasks))  # the texts go to the object store once
-            pending: dict[Any, tuple[Candidate, int]] = {}
-            for cand in cands:
-                attempt = on_start(cand)
-                if attempt is not None:
-                    pending[remote.remote(worker_config, cand, tasks_ref, cand.id in local_only)] = (cand, attempt)
-            for cand, attempt, value, error in ray_results(ray, pending, self.max_retries):
-                outcome = (CandidateOutcome.from_dict(value) if error is None
-                           else _failed_everywhere(tasks, config.estimators, error))
-                on_done(cand, outcome, attempt)
-
-
-_EXECUTORS: Registry[type] = Registry("executor")
-_EXECUTORS.add("local", LocalExecutor)
-_EXECUTORS.add("ray", RayExecutor)
-
-
-def make_executor(name: str, address: str | None = None):
-    """The executor registered as ``name`` (unknown names raise with a did-you-mean)."""
-    cls = _EXECUTORS.get(name)
-    if address and cls is not RayExecutor:
-        raise InputError("an address is for the ray executor (--executor ray)", field="address")
-    return cls(address=address)
+def candidate_units(config: FeatureJobConfig, tasks: Sequence[TaskInput], cands: Sequence[Candidate],
+                    keys: Mapping[str, str], local_only: set[str], in_process: bool,
+                    slots: ModelSlots) -> list[Unit]:
+    """One unit per candidate (its item the candidate): the tasks' inputs shared by all of them, a GPU asked for
+    unless the device is ``cpu`` (required when it is ``cuda``); progress bars only in this process."""
+    if in_process:
+        _resolve_lazy_imports()
+    cfg = config if in_process else replace(config, progress=False)
+    shared = Shared(f"tasks {tasks_digest(tasks)}", list(tasks))
+    device = str(config.device)
+    gpu: Gpu = "none" if device == "cpu" else "required" if device.startswith("cuda") else "auto"
+    return [Unit(keys[c.id], candidate_job, (cfg, c, shared, c.id in local_only, slots), gpu=gpu, item=c)
+            for c in cands]
 
 
 # ------------------------------------------------------------------------------------------ the API
-def score_candidates(tasks: Sequence[Task], pool: Pool, config: FeatureJobConfig, *, executor: str = "local",
+def score_candidates(tasks: Sequence[Task], pool: Pool, config: FeatureJobConfig, *, executor: str | Executor = "local",
                      address: str | None = None, store: str | Path | bool | None = None,
                      progress: bool | None = None, poll_s: float = 0.5) -> dict[str, CandidateOutcome]:
     """Every candidate of ``pool`` scored on every task of ``tasks`` -> {candidate id: outcome}, in pool order.
 
-    ``executor``: ``local`` | ``ray`` (``address``: the cluster); ``store``: the job store file (None: beside the
-    feature cache; False: this call only). Finished candidates are read from the store; the others are claimed,
-    run and written to it one by one as they finish. Candidates another process holds are waited for (polled every
-    ``poll_s`` seconds; a dead holder's claim is taken over). ``progress`` (default ``config.progress``): a bar of
-    candidates done, with rate and ETA."""
+    ``executor``: a name of :data:`modelseek.executors.EXECUTORS` (``address``: the cluster) or an executor
+    instance; ``store``: the job store file (None: beside the feature cache; False: this call only). Finished
+    candidates are read from the store; the others are claimed, run and written to it one by one as they finish.
+    Candidates another process holds are waited for (polled every ``poll_s`` seconds; a dead holder's claim is
+    taken over). ``progress`` (default ``config.progress``): a bar of candidates done, with rate and ETA."""
     from ..progress import progress_counter
 
     progress = config.progress if progress is None else progress
-    check_device(config.device, here=executor == "local")
+    in_process = runs_in_process(executor)
+    check_device(config.device, here=in_process)
     ex = make_executor(executor, address)
     inputs = prepare_tasks(tasks, config)
     dead, local_only = preflight(pool, config.cache_dir)
@@ -504,10 +478,13 @@ def score_candidates(tasks: Sequence[Task], pool: Pool, config: FeatureJobConfig
         bar = progress_counter(len(todo), desc=f"{config.method}: candidates", disable=not progress or not todo)
         ran_here: set[str] = set()
 
-        def on_start(cand: Candidate) -> int | None:
-            return db.claim(keys[cand.id], retry.get(keys[cand.id]))
+        def on_start(unit: Unit) -> int | None:
+            return db.claim(unit.key, retry.get(unit.key))
 
-        def on_done(cand: Candidate, outcome: CandidateOutcome, attempt: int) -> None:
+        def on_done(unit: Unit, done: Outcome, attempt: int) -> None:
+            cand = unit.item
+            outcome = (CandidateOutcome.from_dict(done.value) if done.ok
+                       else _failed_everywhere(inputs, names, str(done.error)))
             db.finish(key=keys[cand.id], task_id=",".join(t.id for t in inputs)[:500], model_id=cand.id,
                       model_source=str(cand.source), recipe=cdig, seed=config.seed, task_fingerprint=tdig,
                       status=outcome.status, result=outcome.to_dict(),
@@ -525,12 +502,13 @@ def score_candidates(tasks: Sequence[Task], pool: Pool, config: FeatureJobConfig
             bar.refresh()
             return left
 
+        slots = ModelSlots()
         try:
             if todo:
-                with db.heartbeat():
-                    _run_until_done(ex, config, inputs, local_only, on_start, on_done, pending, db, keys, ran_here,
-                                    poll_s)
+                run_until_done(ex, lambda: candidate_units(config, inputs, pending(), keys, local_only, in_process,
+                                                           slots), on_start, on_done, db, poll_s, "remove it")
         finally:
+            slots.clear()
             bar.close()
         recs = {r.key: r for r in db.records(keys.values())}
     for c in live:
@@ -555,27 +533,6 @@ def _open_store(stack: contextlib.ExitStack, store: str | Path | bool | JobStore
     return stack.enter_context(JobStore(path, rebuild=True))  # a cache: a damaged one is set aside and rebuilt
 
 
-def _run_until_done(ex: Any, config: FeatureJobConfig, inputs: Sequence[TaskInput], local_only: set[str],
-                    on_start: OnStart, on_done: OnDone, pending: Callable[[], list[Candidate]], db: JobStore,
-                    keys: dict[str, str], ran_here: set[str], poll_s: float) -> None:
-    """Run the pending candidates with ``ex`` until none is left; candidates other processes hold are waited for
-    (polled every ``poll_s`` seconds). Jobs that are neither finished nor claimable twice running mean an
-    inconsistent store: an :class:`InputError`."""
-    left, idle = pending(), 0
-    while left:
-        before = len(ran_here)
-        ex.run(config, inputs, left, local_only, on_start, on_done)
-        left = pending()
-        if left:  # held by other processes: wait for them (or for their claims to go stale)
-            held = {c["key"] for c in db.claims() if c["owner"] != db.owner}
-            idle = idle + 1 if len(ran_here) == before and not any(keys[c.id] in held for c in left) else 0
-            if idle >= 2:
-                raise InputError(f"{len(left)} candidate job(s) are neither finished nor claimable: "
-                                 f"the job store is inconsistent; remove it", path=db.path)
-            time.sleep(poll_s)
-            left = pending()
-
-
 # ------------------------------------------------------------------------------------------ plumbing
 def with_execution(ranker: Ranker, executor: str | None = None, address: str | None = None,
                    device: str | None = None, strict: bool = True) -> Ranker:
@@ -592,8 +549,8 @@ def with_execution(ranker: Ranker, executor: str | None = None, address: str | N
         make_executor(executor, address)  # validates the pair
     declared = type(ranker).param_names()
     if strict and "executor" not in declared and (executor not in (None, "local") or address):
-        raise InputError(f"method {getattr(ranker, 'name', ranker)!r} runs no candidate model: --executor ray is "
-                         f"for the feature methods (logme, knn, rrf ...)", field="executor")
+        raise InputError(f"method {getattr(ranker, 'name', ranker)!r} runs no candidate model: --executor "
+                         f"{executor or 'ray'} is for the feature methods (logme, knn, rrf ...)", field="executor")
     ranker = copy.copy(ranker)
     for k, v in wanted.items():
         if k in declared:

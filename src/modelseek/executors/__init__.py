@@ -1,0 +1,217 @@
+"""One executor protocol for every batch of jobs: fine-tuning grids, frozen-feature candidate jobs and the funnel.
+
+A job is a :class:`Unit`: a key (what a job store knows it by), a picklable module-level function with its
+arguments, and the resources it asks for. An :class:`Executor` runs a sequence of units and streams each
+:class:`Outcome` back through a callback as soon as it arrives::
+
+    def on_start(unit) -> int | None: ...        # claim the unit before it is dispatched: the attempt id, or
+                                                 # None to skip it (finished, or another worker holds it)
+    def on_done(unit, outcome, attempt): ...     # record the outcome (the driver writes the store, never a worker)
+    make_executor("local").run(units, on_start, on_done)
+
+``on_start`` is what makes a job store resumable: the caller skips the keys it already holds, the executor asks
+before each dispatch and never runs a unit whose claim is refused; :func:`run_until_done` runs what is left of
+a batch that several processes share on one store, waiting for the units the others hold. An exception raised by
+a unit's function is its outcome's ``error`` (``"TypeError: ..."``), the same on every executor; so is a unit a
+cluster gave up on after its retries (a dead worker, a lost node). Arguments wrapped in :class:`Shared` (a task's
+texts read by many units) are sent once by a cluster executor and arrive as the object itself.
+
+Executors are a registry (:data:`EXECUTORS`, the names of ``--executor`` on every command): ``local`` (in this
+process, one unit after another) and ``ray`` (a Ray task per unit; see :mod:`modelseek.executors.ray`) are
+modules of this package. A new executor is one module here whose class is decorated with :func:`register`, or,
+from another distribution, one entry point in the group ``modelseek.executors`` naming the class.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Protocol, TypeVar, runtime_checkable
+
+from ..errors import InputError
+from ..registry import PluginRegistry
+
+log = logging.getLogger(__name__)
+
+Gpu = Literal["none", "auto", "required"]
+"""What a unit asks of GPUs: none; one where the cluster has any (``auto``); one or an error (``required``)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Shared:
+    """An argument that many units take (a task's data): ``key`` names the value, so that a cluster executor
+    sends each key once (Ray: one object-store entry) and every unit's function receives ``value`` itself."""
+
+    key: str
+    value: Any
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one unit: ``value`` (the function's return) or ``error`` (why it has none)."""
+
+    key: str
+    value: Any = None
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True, eq=False)
+class Unit:
+    """One job: ``fn(*args)`` (``fn`` a module-level function or picklable callable, so that a cluster can run
+    it), known by ``key``. ``cpus``: CPUs it uses; ``gpu``: see :data:`Gpu`. ``item`` is what the caller maps
+    the outcome back to (a fine-tuning job, a candidate); it stays in the driver."""
+
+    key: str
+    fn: Callable[..., Any]
+    args: tuple[Any, ...] = ()
+    cpus: int = 1
+    gpu: Gpu = "auto"
+    item: Any = None
+
+    def call(self) -> Outcome:
+        """Run the unit here: its :class:`Shared` arguments resolved, an exception turned into the error."""
+        return call_unit(self.key, self.fn, *(a.value if isinstance(a, Shared) else a for a in self.args))
+
+
+def call_unit(key: str, fn: Callable[..., Any], *args: Any) -> Outcome:
+    """``fn(*args)`` as an :class:`Outcome` (also what a cluster worker runs)."""
+    try:
+        return Outcome(key, fn(*args))
+    except Exception as exc:  # noqa: BLE001 - a unit's failure is its outcome, never fatal to the batch
+        log.info("job %s failed:\n%s", key, traceback.format_exc(limit=-3))
+        return Outcome(key, error=f"{type(exc).__name__}: {exc}")
+
+
+OnStart = Callable[[Unit], "int | None"]
+OnDone = Callable[[Unit, Outcome, int], None]
+
+
+@runtime_checkable
+class Executor(Protocol):
+    """The contract of an executor (checked when it registers).
+
+    ``name`` is its registered name; ``in_process`` says whether units run in this process (then a device is
+    checked here and progress bars are shown; a cluster checks the device where each unit runs). ``run`` calls
+    ``on_start(unit)`` before dispatching each unit, skips the unit when it returns None, and calls
+    ``on_done(unit, outcome, attempt)`` in this thread as each outcome arrives; it returns when every dispatched
+    unit has an outcome. Options (``address``, ``max_retries`` ...) are the constructor's keyword parameters."""
+
+    name: ClassVar[str]
+    in_process: ClassVar[bool]
+
+    def run(self, units: Sequence[Unit], on_start: OnStart, on_done: OnDone) -> None: ...
+
+
+class ClaimStore(Protocol):
+    """What :func:`run_until_done` needs of a job store (:class:`modelseek.finetune.store.JobStore` has it): the
+    live claims (``{"key", "owner", ...}``), this process's owner id, a heartbeat that keeps its claims alive."""
+
+    owner: str
+    path: Path
+
+    def claims(self) -> list[dict[str, Any]]: ...
+
+    def heartbeat(self) -> AbstractContextManager[Any]: ...
+
+
+def run_until_done(executor: Executor, pending: Callable[[], list[Unit]], on_start: OnStart, on_done: OnDone,
+                   store: ClaimStore, poll_s: float, remedy: str) -> None:
+    """Resume a batch on a shared job store: run the ``pending()`` units (those nobody has finished) with
+    ``executor`` until none is left, under ``store``'s heartbeat. Units that other processes on ``store`` hold are
+    waited for, polled every ``poll_s`` seconds (a dead holder's claim is taken over by ``on_start``). Nothing run
+    here and nothing held elsewhere, twice running, means a store that contradicts itself (a job neither finished
+    nor claimable), where waiting would never end: an :class:`InputError` that ends with ``remedy``."""
+    ran = 0
+
+    def done(unit: Unit, outcome: Outcome, attempt: int) -> None:
+        nonlocal ran
+        ran += 1
+        on_done(unit, outcome, attempt)
+
+    with store.heartbeat():
+        left, idle = pending(), 0
+        while left:
+            before = ran
+            executor.run(left, on_start, done)
+            left = pending()
+            if left:  # held by other workers: wait for them (or for their claims to go stale)
+                held = {c["key"] for c in store.claims() if c["owner"] != store.owner}
+                idle = idle + 1 if ran == before and not any(u.key in held for u in left) else 0
+                if idle >= 2:
+                    raise InputError(f"{len(left)} job(s) are neither finished nor claimable: the job store is "
+                                     f"inconsistent; {remedy}", path=store.path)
+                time.sleep(poll_s)
+                left = pending()
+
+
+E = TypeVar("E", bound=type)
+
+
+def _check(name: str, obj: Any) -> type[Executor]:
+    if not (isinstance(obj, type) and callable(getattr(obj, "run", None))):
+        raise TypeError(f"an executor is a class with a run(units, on_start, on_done) method, got {obj!r}")
+    for attr, kind in (("name", str), ("in_process", bool)):
+        if not isinstance(getattr(obj, attr, None), kind):
+            raise TypeError(f"executor class {obj.__name__} needs a class attribute {attr!r} ({kind.__name__})")
+    cls: type[Executor] = obj
+    if cls.name != name:
+        raise TypeError(f"the class's name is {cls.name!r}; register it (or name the entry point) {cls.name!r}")
+    return cls
+
+
+EXECUTORS: PluginRegistry[type[Executor]] = PluginRegistry("executor", __name__, group="modelseek.executors",
+                                                          adapt=_check)
+"""Every executor: this package's modules, then the entry points of the group ``modelseek.executors``."""
+
+
+def register(cls: E) -> E:
+    """Class decorator: register an executor class (see :class:`Executor`) under its ``name``."""
+    name = getattr(cls, "name", "")
+    EXECUTORS.add(name, _check(name, cls))
+    return cls
+
+
+def executor_class(executor: str | Executor) -> type[Executor] | Executor:
+    """The class registered as ``executor`` (an instance is returned as it is)."""
+    return EXECUTORS.get(executor) if isinstance(executor, str) else executor
+
+
+def runs_in_process(executor: str | Executor) -> bool:
+    """Whether ``executor`` runs its units in this process (see :class:`Executor`)."""
+    return bool(executor_class(executor).in_process)
+
+
+def make_executor(executor: str | Executor, address: str | None = None, **options: Any) -> Executor:
+    """The executor registered as ``executor`` (an unknown name raises with a did-you-mean and the valid names),
+    made with ``address`` and ``options`` (None values are left to its defaults); an instance is returned as
+    it is. An option its constructor does not take is an :class:`InputError`."""
+    if not isinstance(executor, str):
+        if address or options:
+            raise InputError("an executor instance takes no address or options", field="executor")
+        return executor
+    cls = EXECUTORS.get(executor)
+    given = {k: v for k, v in {"address": address, **options}.items() if v is not None}
+    params = inspect.signature(cls).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in params.values()):
+        for k in given:
+            if k not in params:
+                if k == "address":
+                    raise InputError(f"an address is for the ray executor (--executor ray); {executor!r} takes "
+                                     f"none", field="address")
+                raise InputError(f"executor {executor!r} takes no option {k!r} (it takes: "
+                                 f"{', '.join(params) or 'none'})", field=k)
+    return cls(**given)
+
+
+__all__ = ["EXECUTORS", "ClaimStore", "Executor", "Gpu", "OnDone", "OnStart", "Outcome", "Shared", "Unit", "call_unit",
+           "executor_class", "make_executor", "register", "run_until_done", "runs_in_process"]
