@@ -6,7 +6,8 @@ importing heavy modules. A duplicate name raises naming both origins; an unknown
 and the list of valid names.
 
 **Plugins from outside the package.** A registry made with an entry-point ``group`` (``modelseek.estimators``,
-``modelseek.rankers``, ``modelseek.fusion``, ``modelseek.metrics``, ``modelseek.sources``) also lists the entry
+``modelseek.rankers``, ``modelseek.fusion``, ``modelseek.metrics``, ``modelseek.sources``,
+``modelseek.executors``) also lists the entry
 points that installed distributions declare in that group, by name and without importing them; a member is
 loaded on first use and passed through the registry's ``adapt`` (which turns, e.g., a plain estimator function
 into a registered estimator with the default properties). An entry point whose name is a built-in member is
