@@ -36,6 +36,14 @@ def mean_offdiag(C: np.ndarray) -> float:
     return float(C[iu].mean())
 
 
+def near_duplicates(names: Sequence[str], C: np.ndarray, threshold: float) -> list[tuple[str, str, float]]:
+    """Pairs of models whose CKA is at least ``threshold``, as (a, b, cka) with a before b in ``names``;
+    highest CKA first (ties: by the names, last first)."""
+    pairs = sorted(((float(C[i, j]), names[i], names[j]) for i in range(len(names))
+                    for j in range(i + 1, len(names)) if C[i, j] >= threshold), reverse=True)
+    return [(a, b, c) for c, a, b in pairs]
+
+
 @dataclass
 class AlignData:
     """Embeddings of (some of) the registry's models on the whole catalog: name -> [N, dim] array."""
