@@ -17,14 +17,15 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from ..features.cache import default_cache_dir as features_dir
+from ..progress import progress_bar
 from .formats import ModelRegistry, StimulusCatalog, AlignSubmission, Team
 from .linear_cka import cka_matrix
+from .models import embed_catalog
 
 
 def default_cache_dir() -> Path:
     """``$MODELSEEK_CACHE/align`` if set, else ``~/.cache/modelseek/align`` (beside the text features)."""
-    from ..features.cache import default_cache_dir as features_dir
-
     return features_dir().parent / "align"
 
 
@@ -61,9 +62,6 @@ class AlignData:
         ``layers`` maps a model name to the layer to use instead of the registry's (a live submission's
         ``layer_name``, read from the file ``layers_source``): an unknown layer is reported against the file
         that names it (``models[i].layer_name`` of the submission, else the registry's ``layer``)."""
-        from ..progress import progress_bar
-        from .models import embed_catalog
-
         names = list(models) if models is not None else registry.names()
         layers = dict(layers or {})
         data = cls(registry, catalog)
