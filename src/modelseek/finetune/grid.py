@@ -15,9 +15,10 @@ from ..data.pool import Candidate
 from ..data.task import Criticality, Task
 from ..data.truth import GroundTruth
 from ..errors import InputError
+from ..progress import progress_counter
 from .executors import make_executor
 from .jobs import Job, build_jobs
-from .protocol import ModelSpec, TaskData
+from .protocol import ModelSpec, TaskData, resolve_device
 from .recipe import PROTOCOL, Device, Recipe
 from .store import JobStore
 
@@ -60,8 +61,6 @@ def _check_options(recipe: Recipe, executor: str, poll_s: float) -> None:
     """What fails before a store is opened or a job built: a device this process cannot use (the local executor;
     once, not once per job — Ray resolves it per task, where its GPU is), a bad poll interval."""
     if executor == "local" and recipe.device is Device.CUDA:  # only an asked-for device can be missing (and auto
-        from .protocol import resolve_device  # or cpu would import torch for nothing)
-
         resolve_device(recipe)
     if not poll_s > 0:
         raise InputError(f"poll_s must be > 0, got {poll_s}", field="poll_s")
@@ -91,8 +90,6 @@ def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelS
     once; a process that has no job left to claim waits (polling every ``poll_s`` seconds) for those that
     other workers hold, taking over any whose worker died, and returns when the whole grid is finished.
     """
-    from ..progress import progress_counter
-
     _check_options(recipe, executor, poll_s)
     store = store if isinstance(store, JobStore) else JobStore(store)
     jobs = build_jobs(tasks, pool, recipe, seeds)

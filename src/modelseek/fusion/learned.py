@@ -43,7 +43,6 @@ from ..errors import InputError
 from ..evaluate import evaluate
 from ..metrics import ndcg_cutoff
 from ..metrics.ndcg import ideal_dcg, ndcg
-from ..progress import progress_bar
 from ..stats.bootstrap import bootstrap_ci, paired_bootstrap
 from .core import DEFAULT_RRF_K, Block, Fusion, FusionMethod, _as_runs, block_to_run, fuse, make_block
 from .features import TaskFeatures
@@ -153,6 +152,8 @@ class _Judged:
 def score_grid(block: Block, judged: _Judged, grid: Sequence[Fusion], progress: bool = False) -> np.ndarray:
     """``len(grid) x topics`` matrix of per-topic nDCG@k; a specification whose fused scores overflow
     (raw scores near the float range under ``none``) scores -inf everywhere."""
+    from ..progress import progress_bar  # lazy: start-up
+
     out = np.empty((len(grid), len(block.topics)))
     for i, spec in enumerate(progress_bar(grid, desc="fusion grid", disable=not progress)):
         fused = spec.fused_scores(block)
@@ -471,6 +472,7 @@ def _cross_validate_choice(rs: list[Run], truth: GroundTruth, s: GradingScheme, 
     import pandas as pd  # lazy: pandas
 
     from ..data.folds import make_folds  # lazy: start-up
+
     tiers = [truth.criticality(t).value for t in topics]
     held_lists = [[str(t) for t in held] for held in make_folds(topics, tiers, folds, seed)]
     index = {t: i for i, t in enumerate(topics)}
