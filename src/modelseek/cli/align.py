@@ -6,7 +6,11 @@ import argparse
 import json
 from pathlib import Path
 
-from ..errors import InputError
+from ..align.formats import (REGISTRY_ENV, ModelRegistry, StimulusCatalog, SubmissionForm, Team, load_align_submission,
+                             validate_align_submission)
+from ..errors import InputError, ValidationError
+from ..io import atomic_write_text
+from ..progress import progress_bar
 from ._common import POSITIVE_INT, SEED, UNIT_INTERVAL, choice, int_at_least, metavar, print_json
 
 
@@ -24,8 +28,6 @@ def _common(p: argparse.ArgumentParser, data: bool = True) -> None:
 
 
 def register(sub) -> None:
-    from ..align.formats import SubmissionForm
-
     p = sub.add_parser("align", help="representational alignment (Re-Align): validate, score, optimize, embed, matrix",
                        description="Blue team: models that agree (mean pairwise CKA on the catalog). Red team: "
                                    "stimuli on which the registry's models disagree (1 - mean pairwise CKA).")
@@ -92,8 +94,6 @@ def _add_score(s) -> None:
 
 
 def _add_optimize(s) -> None:
-    from ..align.formats import SubmissionForm, Team
-
     o = s.add_parser("optimize", help="search a submission for the Blue or Red team",
                      description="Blue: from the registry's embeddings, or from a precomputed models x models CKA "
                                  "matrix (--cka-matrix, .npz with 'names' and 'matrix', or the CSV of 'align "
@@ -134,7 +134,6 @@ def _roots(args) -> dict[str, str]:
 def _registry(args, required: bool = True):
     import os
 
-    from ..align.formats import REGISTRY_ENV, ModelRegistry
 
     if not required and not args.registry and not os.environ.get(REGISTRY_ENV):
         return None
@@ -142,8 +141,6 @@ def _registry(args, required: bool = True):
 
 
 def _catalog(args):
-    from ..align.formats import StimulusCatalog
-
     return StimulusCatalog.load(args.catalog, roots=_roots(args))
 
 
@@ -152,15 +149,12 @@ def _load(args):
 
 
 def _cache(args):
-    from ..align.scoring import default_cache_dir
+    from ..align.scoring import default_cache_dir  # lazy: start-up, CLI parser
 
     return Path(args.cache_dir) if args.cache_dir else default_cache_dir()
 
 
 def run_validate(args) -> int:
-    from ..align.formats import Team, load_align_submission, validate_align_submission
-    from ..errors import ValidationError
-
     registry = _registry(args)
     out: dict = {"valid": True, "registry": registry.path, "models_in_registry": len(registry)}
     sub = None
@@ -179,8 +173,7 @@ def run_validate(args) -> int:
     entries = sub.entries(registry) if sub is not None and sub.team is Team.BLUE else list(registry)
     checks = []
     if args.deep:
-        from ..align.models import check_entry
-        from ..progress import progress_bar
+        from ..align.models import check_entry  # lazy: start-up, CLI parser
 
         for e in progress_bar(entries, desc="build models", disable=args.json or len(entries) < 2):
             checks.append(check_entry(e, random_fallback=True))
@@ -224,8 +217,7 @@ def run_validate(args) -> int:
 
 
 def run_score(args) -> int:
-    from ..align.formats import validate_align_submission
-    from ..align.scoring import score_submission
+    from ..align.scoring import score_submission  # lazy: start-up, CLI parser
 
     registry, catalog = _load(args)
     sub = validate_align_submission(args.submission, registry, catalog, min_models=args.min_models,
@@ -244,10 +236,8 @@ def run_score(args) -> int:
 
 
 def run_optimize(args) -> int:
-    from ..align.formats import Team
-    from ..align.optimize import OptimizeOptions, optimize_submission
-    from ..align.plots import plot_trajectory
-    from ..io import atomic_write_text
+    from ..align.optimize import OptimizeOptions, optimize_submission  # lazy: start-up, CLI parser
+    from ..align.plots import plot_trajectory  # lazy: pandas
 
     team = args.team
     if args.cka_matrix and team is not Team.BLUE:
@@ -293,8 +283,8 @@ def run_optimize(args) -> int:
 
 
 def run_embed(args) -> int:
-    from ..align.formats.arrays import MANIFEST, save_embeddings
-    from ..align.scoring import AlignData
+    from ..align.formats.arrays import MANIFEST, save_embeddings  # lazy: start-up, CLI parser
+    from ..align.scoring import AlignData  # lazy: start-up, CLI parser
 
     registry, catalog = _load(args)
     data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size, progress=not args.json)
@@ -314,9 +304,9 @@ def run_embed(args) -> int:
 def run_matrix(args) -> int:
     import numpy as np
 
-    from ..align.formats.arrays import save_cka_matrix
-    from ..align.plots import cka_heatmap
-    from ..align.scoring import AlignData, near_duplicates
+    from ..align.formats.arrays import save_cka_matrix  # lazy: start-up, CLI parser
+    from ..align.plots import cka_heatmap  # lazy: pandas
+    from ..align.scoring import AlignData, near_duplicates  # lazy: start-up, CLI parser
 
     registry, catalog = _load(args)
     data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size, progress=not args.json)
@@ -341,8 +331,6 @@ def run_matrix(args) -> int:
 
 
 def run_convert(args) -> int:
-    from ..align.formats import load_align_submission
-
     sub = load_align_submission(args.submission)
     registry = _registry(args, required=False)
     try:

@@ -71,7 +71,7 @@ SAMPLE_PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "immunohistochemist
 def photo_content(size: int, rng: np.random.Generator) -> np.ndarray:
     """A random square crop of one of scikit-image's bundled colour photographs."""
     try:
-        import skimage.data as skd
+        import skimage.data as skd  # lazy: skimage
     except ImportError:
         raise InputError("content='mixed' needs scikit-image: pip install 'modelseek[vision]'") from None
     img = getattr(skd, SAMPLE_PHOTOS[int(rng.integers(len(SAMPLE_PHOTOS)))])()[..., :3]
