@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 
 from ..data.loaders import load_tasks, read_tasks_csv
-from ..data.organisers import find_layout, test_topics
 from ..data.pool import load_pool
 from ..data.run import validate_run
 from ..data.truth import GroundTruth
@@ -116,6 +115,7 @@ def _looks_like_a(path: str, per: dict) -> list[InputError]:
 
 def _official(args: argparse.Namespace) -> tuple[str, list[str] | None, list[str] | None, str]:
     """(subtask, topics, docIDs, what the ok line says) of the organisers' ROOT."""
+    from ..data.organisers import find_layout, test_topics  # lazy: start-up, CLI parser (validate's lean start-up)
     from ..style.layout import organiser_root  # lazy: pandas, scipy
 
     root = Path(args.official)
