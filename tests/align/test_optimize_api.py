@@ -120,3 +120,42 @@ def test_near_duplicates_lists_pairs_at_or_above_the_threshold():
     C = np.array([[1.0, 0.97, 0.2], [0.97, 1.0, 0.95], [0.2, 0.95, 1.0]])
     assert near_duplicates(["a", "b", "c"], C, 0.95) == [("a", "b", 0.97), ("b", "c", 0.95)]
     assert near_duplicates(["a", "b", "c"], C, 0.98) == []
+
+
+# ---------------------------------------------------------------- deep validation: library and CLI agree
+
+def test_deep_check_blames_the_file_to_edit_as_the_cli_does(cli, align_setup, tmp_path):
+    """A typo in a submission's layer_name is the submission's to fix; a wrong registry layer the registry's."""
+    pytest.importorskip("torch")
+    from modelseek.align import deep_check, load_align_submission, raise_for_checks
+    from modelseek.errors import ValidationError
+
+    registry = ModelRegistry.load(align_setup["registry"])
+    sub_path = tmp_path / "blue.json"
+    sub_path.write_text(json.dumps({"models": [{"model_name": "cnn0", "layer_name": "features.3"},
+                                              {"model_name": "cnn1", "layer_name": "featurs.3"}]}))
+    sub = load_align_submission(sub_path)
+    checks = deep_check(registry, sub)
+    assert [c.ok for c in checks] == [True, False] and checks[0].layer == "features.3"
+    with pytest.raises(ValidationError) as exc:
+        raise_for_checks(checks, registry, sub, source=sub_path)
+    assert exc.value.path == str(sub_path) and [p.field for p in exc.value.problems] == ["models[1].layer_name"]
+    r = cli("align", "validate", sub_path, "--deep")
+    assert r.code == 1 and [ln for ln in r.err.splitlines() if ln.startswith("error")] == \
+        [f"error: {exc.value.problems[0]}"], r.err
+
+    reg = json.loads(align_setup["registry"].read_text())
+    reg[2]["layer"] = "featurs.3"
+    bad = tmp_path / "registry-bad.json"
+    bad.write_text(json.dumps(reg))
+    bad_registry = ModelRegistry.load(bad)
+    checks = deep_check(bad_registry)
+    assert [c.model_name for c in checks if not c.ok] == ["cnn2"]
+    with pytest.raises(ValidationError) as exc:
+        raise_for_checks(checks, bad_registry)
+    assert exc.value.path == str(bad) and [p.field for p in exc.value.problems] == ["layer"]
+    r = cli("align", "validate", "--registry", bad, "--deep", "--json")
+    assert r.code == 1 and [ln for ln in r.err.splitlines() if ln.startswith("error")] == \
+        [f"error: {exc.value.problems[0]}"], r.err
+    assert [c["ok"] for c in json.loads(r.out)["checks"]] == [c.ok for c in checks]
+    raise_for_checks(deep_check(registry), registry)  # all good: nothing raised

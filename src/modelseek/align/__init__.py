@@ -23,7 +23,7 @@ _EXPORTS = {
     "optimize_red": "solvers", "optimize_blue": "solvers", "SolverResult": "solvers",
     "blue_objective": "solvers", "blue_upper_bound": "solvers", "red_objective": "solvers",
     "near_duplicates": "scoring", "optimize_submission": "optimize", "OptimizeOptions": "optimize",
-    "Optimized": "optimize",
+    "Optimized": "optimize", "deep_check": "checks", "raise_for_checks": "checks",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -8,9 +8,8 @@ from pathlib import Path
 
 from ..align.formats import (REGISTRY_ENV, ModelRegistry, StimulusCatalog, SubmissionForm, Team, load_align_submission,
                              validate_align_submission)
-from ..errors import InputError, ValidationError
+from ..errors import InputError
 from ..io import atomic_write_text
-from ..progress import progress_bar
 from ._common import POSITIVE_INT, SEED, UNIT_INTERVAL, choice, int_at_least, metavar, print_json
 
 
@@ -170,13 +169,11 @@ def run_validate(args) -> int:
         overrides = sum(1 for m, x in named if m in registry and registry.get(m).layer != x)
         out.update({"team": sub.team.value, what: n, "form": sub.form.value, "layer_names": len(named),
                     "layer_overrides": overrides})
-    entries = sub.entries(registry) if sub is not None and sub.team is Team.BLUE else list(registry)
     checks = []
     if args.deep:
-        from ..align.models import check_entry  # lazy: start-up, CLI parser
+        from ..align.checks import deep_check  # lazy: start-up, CLI parser
 
-        for e in progress_bar(entries, desc="build models", disable=args.json or len(entries) < 2):
-            checks.append(check_entry(e, random_fallback=True))
+        checks = deep_check(registry, sub, progress=not args.json)
         out["checks"] = [c.to_dict() for c in checks]
         out["valid"] = all(c.ok for c in checks)
         out["random_fallback"] = [c.model_name for c in checks if c.random_fallback]
@@ -202,17 +199,10 @@ def run_validate(args) -> int:
         if fb:
             print(f"note: {len(fb)} model(s) checked with RANDOM weights (pretrained ones could not be fetched): "
                   f"layers and dims are right, their embeddings would not be")
-    bad = [(i, c) for i, c in enumerate(checks) if not c.ok]
-    if bad:
-        # a layer the submission names (its layer_name) is the submission's to fix; the rest the registry's
-        from_sub = {i for i, _ in bad if sub is not None and sub.team is Team.BLUE and sub.layer_of(i) is not None
-                    and "output_dim" not in checks[i].problem}
-        problems = [InputError(c.problem, path=args.submission, field=f"models[{i}].layer_name") if i in from_sub
-                    else InputError(c.problem, path=registry.path,
-                                    field="layer" if "output_dim" not in c.problem else "output_dim")
-                    for i, c in bad]
-        where = args.submission if len(from_sub) == len(bad) else registry.path or "registry"
-        raise ValidationError(where, problems)
+    if checks:
+        from ..align.checks import raise_for_checks  # lazy: start-up, CLI parser
+
+        raise_for_checks(checks, registry, sub, args.submission)
     return 0
 
 
