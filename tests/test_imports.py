@@ -230,3 +230,195 @@ def test_every_module_imports(name):
         if missing.startswith(PKG) or not missing:
             raise
         pytest.skip(f"{name} needs the optional dependency {missing}")
+
+
+# ---------------------------------------------------------------- function-level imports say why (issue #38)
+#
+# A function-level import of a package module or of a heavy library carries ``# lazy: REASON`` on its line, and
+# the reason is checked against the code:
+#
+# * ``# lazy: torch`` (one or more libraries of HEAVY, comma-separated): the statement loads each of them, directly
+#   or through the module-level imports of the package modules it imports, and its own module does not already
+#   load it at module level (then the deferral would save nothing);
+# * ``# lazy: start-up`` (``start-up, CLI parser`` in the commands): its module is loaded at start-up (by
+#   ``import modelseek``, the lean parser of ``evaluate``/``compare``/``validate``, or ``modelseek --help``), and
+#   importing the statement's targets at module level would load modules that this start-up does not load today.
+#
+# Any other function-level import of a package module belongs at module level.
+
+#: libraries whose import costs start-up time (or which sit behind an extra): a function-level import of one of
+#: them, direct or through a package module, is a justified deferral
+HEAVY = frozenset({
+    "torch", "torchvision", "transformers", "tokenizers", "safetensors", "huggingface_hub", "datasets", "timm",
+    "open_clip", "ray", "sklearn", "scipy", "pandas", "pyarrow", "matplotlib", "PIL", "skimage", "lightgbm",
+    "gradio", "starlette", "sqlalchemy", "alembic", "psycopg"})
+
+#: files that other developers are rewriting now (issue #38: executors, readers, metrics, funnel, replay/select):
+#: their function-level imports are counted but not judged yet; the lead marks or moves them after merging
+NOT_YET = ("finetune/executors.py", "rankers/feature_jobs.py", "funnel/", "evaluate.py", "data/run.py",
+           "data/truth.py", "data/_arrow.py", "cli/evaluate.py", "cli/replay.py", "cli/select.py", "metrics/")
+
+START_UP = ("start-up", "start-up, CLI parser")  # the text before any ";" or "(" that explains more
+
+
+def _placed_imports(tree: ast.Module) -> list[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """(import statement, inside a function) for every import that runs (none under ``if TYPE_CHECKING:``)."""
+    out: list[tuple[ast.Import | ast.ImportFrom, bool]] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and _is_type_checking(child.test):
+                for stmt in child.orelse:
+                    visit_one(stmt, in_function)
+                continue
+            visit_one(child, in_function)
+
+    def visit_one(child: ast.AST, in_function: bool) -> None:
+        if isinstance(child, (ast.Import, ast.ImportFrom)):
+            out.append((child, in_function))
+        visit(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)))
+
+    visit(tree, False)
+    return out
+
+
+def _libraries(node: ast.Import | ast.ImportFrom) -> set[str]:
+    if isinstance(node, ast.Import):
+        return {a.name.split(".")[0] for a in node.names}
+    return {node.module.split(".")[0]} if node.level == 0 and node.module else set()
+
+
+def lazy_imports(src: Path = SRC, pkg: str = PKG) -> tuple[list[dict], dict[str, set[str]], dict[str, set[str]]]:
+    """(function-level imports of package modules or HEAVY libraries, module-level package edges, module-level
+    libraries per module). Each import: module, file, line, package targets, libraries, its ``# lazy:`` reason."""
+    mods = _modules(src, pkg)
+    known = set(mods)
+    lazy: list[dict] = []
+    edges: dict[str, set[str]] = {}
+    libs: dict[str, set[str]] = {}
+    for name, path in mods.items():
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        edges[name], libs[name] = set(), set()
+        for node, in_function in _placed_imports(ast.parse(text, filename=str(path))):
+            targets = _targets(node, name, path.name == "__init__.py", known, pkg) - {name}
+            found = _libraries(node) - {pkg}
+            if not in_function:
+                edges[name] |= targets
+                libs[name] |= found
+            elif targets or found & HEAVY:
+                said = [ln.split("# lazy:", 1)[1] for ln in lines[node.lineno - 1:node.end_lineno] if "# lazy:" in ln]
+                reason = said[0].split(";")[0].split("(")[0].split("  #")[0].strip() if said else None
+                lazy.append({"module": name, "file": path.relative_to(src / pkg).as_posix(), "line": node.lineno,
+                             "targets": targets, "libraries": found, "reason": reason})
+    return lazy, edges, libs
+
+
+def _closure(start: set[str], edges: dict[str, set[str]]) -> set[str]:
+    seen: set[str] = set()
+    todo = list(start)
+    while todo:
+        m = todo.pop()
+        if m not in seen:
+            seen.add(m)
+            todo.extend(edges.get(m, ()))
+    return seen
+
+
+def unjustified(lazy: list[dict], edges: dict[str, set[str]], libs: dict[str, set[str]],
+                start_up: tuple[set[str], ...]) -> list[str]:
+    """``file:line: why`` for each function-level import whose ``# lazy:`` reason is missing or not true.
+    ``start_up``: the modules each start-up loads, lightest first (``import modelseek``, lean commands, ``--help``)."""
+    bad = []
+    for imp in lazy:
+        where = f"{imp['file']}:{imp['line']}"
+        reason = imp["reason"]
+        loads = imp["libraries"] | {lib for m in _closure(imp["targets"], edges) for lib in libs[m]}
+        already = {lib for m in _closure({imp["module"]}, edges) for lib in libs[m]}
+        if not reason:
+            bad.append(f"{where}: no '# lazy: REASON' (a heavy library it loads: "
+                       f"{sorted((loads - already) & HEAVY) or 'none; move it to module level'})")
+        elif reason in START_UP:
+            # the lightest start-up that loads the module: `import modelseek` if it does, else `--help`
+            loaded = next((s for s in start_up if imp["module"] in s), None)
+            if loaded is None:
+                bad.append(f"{where}: 'start-up', but {imp['module']} is not loaded at start-up")
+            elif _closure(imp["targets"], edges) <= loaded:
+                bad.append(f"{where}: 'start-up', but start-up loads everything it imports already")
+        else:
+            named = {x.strip() for x in reason.split(",")}
+            wrong = sorted(named - (HEAVY & (loads - already)))
+            if wrong:
+                bad.append(f"{where}: '# lazy: {reason}', but the import does not load {wrong} where its module "
+                           f"does not already (it loads {sorted((loads - already) & HEAVY) or 'nothing heavy'})")
+    return bad
+
+
+def _start_up_modules() -> tuple[set[str], set[str], set[str]]:
+    """The package modules loaded by ``import modelseek``, by the lean start-up of ``evaluate``, ``compare`` and
+    ``validate`` (their parser alone, ``cli.main``), and by ``modelseek --help`` (read from sys.modules:
+    ``-X importtime`` misses what ``importlib.import_module`` loads, as the command modules are)."""
+    show = "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'modelseek')), file=sys.stderr)\n"
+    code = ("import json, runpy, sys; import modelseek\n" + show +
+            "from modelseek.cli.main import build_parser\n"
+            "for command in ('evaluate', 'compare', 'validate'):\n    build_parser(command)\n" + show +
+            "sys.argv = ['modelseek', '--help']\n"
+            "try:\n    runpy.run_module('modelseek', run_name='__main__')\nexcept SystemExit:\n    pass\n" + show)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    light, lean, full = (set(json.loads(line)) for line in out.stderr.strip().splitlines()[-3:])
+    return light, lean, full
+
+
+def test_lazy_import_reasons_are_checked_on_a_small_package(tmp_path):
+    """The rules above on a package written for the purpose: a heavy library through a module, a deferral that
+    saves nothing, a wrong library, a start-up claim true and false, and a missing reason."""
+    src = _write(tmp_path, {
+        "pk/__init__.py": "from . import light\n",
+        "pk/light.py": "X = 1\n",
+        "pk/plot.py": "import matplotlib\n",
+        "pk/cli.py": "def run():\n    from . import plot  # lazy: start-up\n"
+                     "    from . import light  # lazy: start-up\n",
+        "pk/work.py": "import matplotlib\n\ndef f():\n    from .plot import matplotlib as m  # lazy: matplotlib\n"
+                      "    import pandas  # lazy: pandas\n    import torch  # lazy: torch, scipy\n"
+                      "    from .light import X\n",
+        "pk/app.py": "def g():\n    from .plot import matplotlib  # lazy: matplotlib; the object API\n"
+                     "    import json\n",
+    })
+    lazy, edges, libs = lazy_imports(src, "pk")
+    assert len(lazy) == 7  # `import json` is not the test's business
+    bad = unjustified(lazy, edges, libs, start_up=({"pk", "pk.light"}, {"pk", "pk.light", "pk.cli"}))
+    assert bad == [
+        "cli.py:3: 'start-up', but start-up loads everything it imports already",
+        "work.py:4: '# lazy: matplotlib', but the import does not load ['matplotlib'] where its module does not "
+        "already (it loads nothing heavy)",
+        "work.py:6: '# lazy: torch, scipy', but the import does not load ['scipy'] where its module does not "
+        "already (it loads ['torch'])",
+        "work.py:7: no '# lazy: REASON' (a heavy library it loads: none; move it to module level)",
+    ]
+
+
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores: the AST of the package and a start-up subprocess")
+def test_every_function_level_import_says_why(record_property):
+    """Function-level imports of package modules or heavy libraries are deferrals with a reason (see above);
+    the count is printed and recorded (``-rA`` or the JUnit XML shows it)."""
+    for entry in NOT_YET:  # the list names files that exist, so a finished or renamed one is taken off it
+        assert any(p.relative_to(SRC / PKG).as_posix().startswith(entry) for p in (SRC / PKG).rglob("*.py")), entry
+    lazy, edges, libs = lazy_imports()
+    start_up = _start_up_modules()
+    light, lean, full = start_up  # what the subprocess saw of each start-up
+    assert "modelseek.data" in light and "modelseek.cli.evaluate" not in light
+    assert "modelseek.cli.evaluate" in lean and "modelseek.cli.align" not in lean
+    assert "modelseek.cli.align" in full and "modelseek.align.models" not in full
+    mine = [imp for imp in lazy if not imp["file"].startswith(NOT_YET)]
+    bad = unjustified(mine, edges, libs, start_up)
+    later = unjustified([imp for imp in lazy if imp["file"].startswith(NOT_YET)], edges, libs, start_up)
+    by_reason: dict[str, int] = {}
+    for imp in mine:
+        key = "start-up" if imp["reason"] in START_UP else "heavy library" if imp["reason"] else "none"
+        by_reason[key] = by_reason.get(key, 0) + 1
+    summary = (f"{len(lazy)} function-level imports of package modules or heavy libraries: {len(mine)} judged "
+               f"({by_reason}), {len(lazy) - len(mine)} in files not judged yet ({len(later)} without a true reason)")
+    print(summary)
+    record_property("lazy_imports", summary)
+    assert not bad, f"{len(bad)} function-level import(s) without a true reason:\n" + "\n".join(bad)

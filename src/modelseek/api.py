@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .data.pool import Pool
+from .data.pool import Pool, ntcir_pool
 from .data.run import Run
 from .data.task import Task, TaskSet
 from .data.truth import GroundTruth
@@ -64,9 +64,8 @@ def rank_explained(tasks: Task | Iterable[Task], pool: Pool | None = None, metho
     ``executor``, ``address`` and ``device`` as for :func:`rank`; ``strict_execution=False`` accepts ``ray`` for a
     method that runs no candidate model (``rank --verify-top`` uses the executor for fine-tuning).
     """
-    from .data.pool import ntcir_pool
-    from .rankers.feature_jobs import with_execution
-    from .rankers.resolve import resolve
+    from .rankers.feature_jobs import with_execution  # lazy: start-up
+    from .rankers.resolve import resolve  # lazy: start-up
 
     pool = pool if pool is not None else ntcir_pool()
     task_list = [tasks] if isinstance(tasks, Task) else list(tasks)

@@ -17,7 +17,7 @@ import pandas as pd
 from .data.folds import make_folds
 from .data.pool import Pool
 from .data.report import Report
-from .data.run import Run
+from .data.run import Run, natural_key
 from .data.task import Task, TaskSet
 from .data.truth import GradingScheme, GroundTruth
 from .errors import InputError
@@ -25,6 +25,9 @@ from .evaluate import evaluate
 from .metrics import DEFAULT_METRICS
 from .progress import progress_bar
 from .rankers import Ranker
+from .rankers.base import failures_allowed
+from .rankers.features import CandidateFailures
+from .rankers.resolve import build, check_params
 from .stats.bootstrap import paired_bootstrap
 
 
@@ -67,8 +70,6 @@ def cross_validate(method: str | Ranker | Callable[[], Ranker], truth: GroundTru
     ``allow_failures``: candidates that cannot be featurised are left out of the held-out tasks' rankings (and
     so count as not retrieved) instead of stopping the CV with
     :class:`~modelseek.rankers.features.CandidateFailures`."""
-    from .rankers.base import failures_allowed
-
     if folds is None or int(folds) < 2:
         raise InputError(f"folds must be at least 2, got {folds}", field="folds")
     if repeats is None or int(repeats) < 1:
@@ -126,8 +127,6 @@ def cross_validate(method: str | Ranker | Callable[[], Ranker], truth: GroundTru
 def _factory(method: str | Ranker | Callable[[], Ranker], method_params: dict | None) -> Callable[[], Ranker]:
     """What makes a new unfitted ranker for each fold: ``method`` built by name or artifact, a fresh copy of a
     ranker's parameters, or ``method`` itself when it is a factory."""
-    from .rankers.resolve import build, check_params
-
     if isinstance(method, (str, Ranker)):
         if isinstance(method, Ranker):
             check_params(method, method_params or {})
@@ -162,8 +161,6 @@ def _fit_and_rank(ranker: Ranker, tasks: TaskSet, truth: GroundTruth, pool: Pool
                   held: list[str], name: str, allow_failures: bool) -> tuple[Run, Exception | None]:
     """One fold: ``ranker`` fitted on ``train_ids`` (when it learns) and run on the held-out tasks; with
     ``allow_failures``, a fold no candidate could score gives an empty run and the failure."""
-    from .rankers.features import CandidateFailures
-
     if ranker.needs_fit:
         ranker.fit(tasks.subset(train_ids), truth.subset(train_ids), pool=pool)
     # the fold's held-out tasks in one call: a frozen-feature ranker loads each candidate once per fold, not
@@ -178,8 +175,6 @@ def _fit_and_rank(ranker: Ranker, tasks: TaskSet, truth: GroundTruth, pool: Pool
 
 def compare(a: CVResult, b: CVResult, metric: str = "ndcg@5", n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
     """Paired bootstrap of a - b per tier on ``metric`` (same topics)."""
-    from .data.run import natural_key
-
     common = set(a.per_topic.index) & set(b.per_topic.index)  # tasks either method dropped are left out of both
     order = sorted(common, key=lambda t: natural_key(str(t)))  # resamples follow the topics' names
     pa, pb = a.per_topic.loc[order], b.per_topic.loc[order]

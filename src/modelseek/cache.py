@@ -25,6 +25,9 @@ from typing import Any
 
 import numpy as np
 
+from .errors import OutputError
+from .io import atomic_write_bytes
+
 log = logging.getLogger(__name__)
 
 MAGIC = b"MSCACHE1\n"
@@ -95,8 +98,6 @@ def decode_arrays(data: bytes, fields: Mapping[str, Any] | None = None) -> dict[
 def write_arrays(path: str | os.PathLike, arrays: Mapping[str, np.ndarray],
                  fields: Mapping[str, Any] | None = None) -> Path:
     """Store ``arrays`` (and the key ``fields`` that :func:`read_arrays` checks) atomically at ``path``."""
-    from .io import atomic_write_bytes
-
     p = Path(path)
     atomic_write_bytes(p, encode_arrays(arrays, fields))
     return p
@@ -135,8 +136,6 @@ def _move_aside(p: Path) -> None:
     try:
         os.replace(p, p.with_name(f"{p.name}.not-a-file-{os.getpid()}"))
     except OSError as exc:
-        from .errors import OutputError
-
         raise OutputError(f"is not a regular file and cannot be moved aside: {exc.strerror or exc}", path=p) from None
 
 

@@ -4,6 +4,10 @@ compare``)."""
 
 from __future__ import annotations
 
+from .stats.bootstrap import paired_bootstrap
+from .stats.multitest import holm
+from .stats.seeding import derive_rng
+
 
 def compare_runs(reports, metrics, baseline=None, test="t", alpha=0.05, permutations=10_000, resamples=1000,
             confidence=0.95, seed=0) -> dict:
@@ -13,10 +17,7 @@ def compare_runs(reports, metrics, baseline=None, test="t", alpha=0.05, permutat
     difference, the paired t-test and randomisation-test p (raw and Holm-corrected) and a bootstrap interval."""
     import numpy as np
 
-    from .stats.bootstrap import paired_bootstrap
-    from .stats.multitest import holm
-    from .stats.paired import randomization_test, ttest_rel
-    from .stats.seeding import derive_rng
+    from .stats.paired import randomization_test, ttest_rel  # lazy: scipy
 
     ids = [r.run_id for r in reports]
     by_id = {r.run_id: r for r in reports}

@@ -57,8 +57,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, ClassVar, TypeVar
 
+from .enums import Choice
 from .errors import InputError
 from .io import Source, loads_yaml_located, read_config  # Source re-exported: where a mapping came from
+from .registry import closest
 
 C = TypeVar("C", bound="Config")
 
@@ -272,8 +274,6 @@ def _coerce_float(value: Any, field: str | None, nonfinite: bool) -> float:
 
 
 def _coerce_enum(value: Any, cls: type[enum.Enum], field: str | None) -> enum.Enum:
-    from .enums import Choice
-
     if isinstance(value, cls):
         return value
     if issubclass(cls, Choice):
@@ -373,8 +373,6 @@ class Config:
         names = [f.name for f in dataclasses.fields(cls) if f.init]  # type: ignore[arg-type]
         for key in mapping:
             if key not in names:
-                from .registry import closest
-
                 close = closest(str(key), names)
                 hint = f" (did you mean {close!r}?)" if close else ""
                 raise src.error(f"unknown key {str(key)!r}{hint}; valid keys: {', '.join(names)}", str(key))

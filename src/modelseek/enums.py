@@ -11,6 +11,7 @@ import re
 from typing import TypeVar
 
 from .errors import InputError
+from .registry import closest
 
 _C = TypeVar("_C", bound="Choice")
 
@@ -46,8 +47,6 @@ class Choice(str, enum.Enum):
         for member in cls:
             if text == member.value:
                 return member
-        from .registry import closest
-
         close = closest(text, cls.values())
         hint = f" (did you mean {close!r}?)" if close else ""
         raise InputError(f"unknown {cls._kind()} {value!r}{hint}; valid values: {', '.join(cls.values())}",

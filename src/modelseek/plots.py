@@ -8,19 +8,19 @@ from pathlib import Path
 
 import pandas as pd
 
+from .io import atomic_write_bytes
+
 
 def _figure():
-    import matplotlib
+    import matplotlib  # lazy: matplotlib
 
     matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # lazy: matplotlib
 
     return plt
 
 
 def save_figure(fig, path: str | Path) -> Path:
-    from .io import atomic_write_bytes
-
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
     atomic_write_bytes(path, buf.getvalue())

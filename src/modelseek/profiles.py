@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
+from .io import atomic_write_text, open_text, read_json
 
 #: words of a pre-training description that say nothing about a domain (the generic corpora)
 _GENERIC = ("bookcorpus", "wikipedia", "inherits", "same as bert", "openwebtext", "commoncrawl", "roberta-corpus",
@@ -154,8 +155,6 @@ def _generic_only(text: str) -> bool:
 # ------------------------------------------------------------------------------------------ profile files
 def read_profiles(path: str | Path) -> dict[str, ModelProfile]:
     """A profile file: JSON ``{"profiles": [{hf_id, ...}, ...]}`` (or a bare list); keyed by HF id."""
-    from .io import read_json
-
     data = read_json(path, "profile file")
     entries = data.get("profiles") if isinstance(data, dict) else data
     if not isinstance(entries, list):
@@ -173,8 +172,6 @@ def read_profiles(path: str | Path) -> dict[str, ModelProfile]:
 
 
 def write_profiles(path: str | Path, profiles: Iterable[ModelProfile], **info: Any) -> None:
-    from .io import atomic_write_text
-
     doc = {"info": info, "profiles": [p.to_dict() for p in profiles]}
     atomic_write_text(path, json.dumps(doc, indent=1, ensure_ascii=False) + "\n")
 
@@ -206,7 +203,6 @@ def profiles_from_facts(path: str | Path) -> list[ModelProfile]:
     fine_tuned_on, head_task, labels, license, notes, sources``); ``?`` and empty cells are unknown."""
     import csv
 
-    from .io import open_text
 
     out = []
     with open_text(path, "facts file") as fh:
@@ -339,7 +335,7 @@ def profile_from_folder(hf_id: str, folder: str | Path, origin: str = "model-fol
 def fetch_profile(hf_id: str) -> ModelProfile:
     """Fetch ``hf_id``'s card and config from the Hub (needs the network; the files land in the HF cache)."""
     try:
-        from huggingface_hub import hf_hub_download
+        from huggingface_hub import hf_hub_download  # lazy: huggingface_hub
     except ImportError:  # pragma: no cover - a dependency of transformers
         raise InputError("fetching model cards needs huggingface_hub (pip install huggingface_hub)") from None
     got: dict[str, Any] = {}

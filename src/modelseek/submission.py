@@ -28,10 +28,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import __version__
+from .api import rank_explained
 from .data.organisers import OrganisersLayout, find_layout, load_split, test_topics
 from .data.pool import Pool, load_pool
-from .data.run import Run
-from .errors import InputError
+from .data.run import Run, write_runs, validate_run
+from .errors import InputError, ValidationError
+from .funnel import format_seconds, parse_budget, select
+from .io import atomic_write_text
+from .rankers.default import default_spec
+from .rankers.feature_jobs import preflight
 
 MAX_RUNS = 5
 #: the runs a submission can make, in the order it makes them (see :func:`_infos`)
@@ -50,8 +56,6 @@ class MethodInfo:
 
 
 def _infos() -> dict[str, MethodInfo]:
-    from .rankers.default import default_spec
-
     spec = default_spec()
     return {
         "default": MethodInfo("default", "inference-free",
@@ -101,8 +105,6 @@ class Submission:
 
 def missing_weights(pool: Pool) -> dict[str, str]:
     """Candidates whose weights are neither in a local folder nor in the Hugging Face cache (id -> why)."""
-    from .rankers.feature_jobs import preflight
-
     return preflight(pool, cache_dir=False)[0]
 
 
@@ -145,10 +147,6 @@ def make_submission(root: str | Path, out: str | Path, methods: Sequence[str] | 
                     budget: str | float | None = None, seed: int = 0) -> Submission:
     """Rank the official test tasks of the organisers' ``root`` with each method, validate every run against the
     official topics and docIDs, then write ``out/<run id>.txt`` and ``out/METHODS.md`` (nothing before all pass)."""
-    from .api import rank_explained
-    from .data.run import write_runs
-    from .io import atomic_write_text
-
     say = echo or (lambda s: None)
     root = Path(root)
     layout = find_layout(root)
@@ -157,8 +155,6 @@ def make_submission(root: str | Path, out: str | Path, methods: Sequence[str] | 
                          "data/task-data/test-tasks/", path=root)
     _check_team(team)
     if budget is not None:
-        from .funnel import parse_budget
-
         parse_budget(budget)  # a bad budget is refused before anything runs
     the_pool = load_pool(pool) if pool else _layout_pool(layout)
     # the official docIDs are models.csv's (read once: it is the pool unless --pool names another)
@@ -205,8 +201,6 @@ def _funnel_run(tasks: list, pool: Pool, budget: str | float, work: Path, seed: 
                 say: Callable[[str], None]) -> tuple[Run, dict[str, int]]:
     """The funnel on every task with an equal share of ``budget``; each task's state is kept in ``work/<task>``
     so an interrupted submission resumes. -> (the run, {task: candidates fine-tuned})."""
-    from .funnel import format_seconds, parse_budget, select
-
     share = parse_budget(budget) / len(tasks)
     scores: dict[str, dict[str, float]] = {}
     tuned: dict[str, int] = {}
@@ -236,8 +230,6 @@ def _validated(made: list[tuple[str, str, Run]], topics: list[str], docs: list[s
     """Each run through the official checks (in a scratch file: the checks read files); -> the final paths."""
     import tempfile
 
-    from .data.run import validate_run, write_runs
-    from .errors import ValidationError
 
     problems = []
     with tempfile.TemporaryDirectory(prefix="modelseek-submission-") as tmp:
@@ -257,8 +249,6 @@ def methods_md(runs: Sequence[SubmittedRun], skipped: dict[str, str], layout: Or
                command: str | None, tuned: dict[str, int] | None = None) -> str:
     """``METHODS.md``: for each run, its kind, whether candidates were fine-tuned, the data used, the version and
     the exact command — ready for the working notes."""
-    from . import __version__
-
     when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = ["# NTCIR-19 Model Retrieval, Subtask A: runs", "",
              f"Made by modelseek {__version__} on {when} from `{layout.data}`.",

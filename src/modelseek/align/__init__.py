@@ -1,6 +1,7 @@
 """Representational alignment (Re-Align): model registry and stimuli catalog formats (submissions in the live
 and the draft form), model sources (one per library, a registry), embeddings by forward hooks, linear CKA
-(biased/unbiased, Gram/feature routes, minibatch, all pairs at once), Blue/Red scoring and solvers for both teams.
+(biased/unbiased, Gram/feature routes, minibatch, all pairs at once), Blue/Red scoring and solvers for both teams,
+and :func:`optimize_submission`, which assembles the solvers' inputs (what ``align optimize`` runs).
 
 Heavy libraries (torch, transformers, PIL) are imported only inside the functions that need them.
 """
@@ -21,6 +22,8 @@ _EXPORTS = {
     "blue_score": "scoring", "red_score": "scoring", "score_submission": "scoring", "AlignData": "scoring",
     "optimize_red": "solvers", "optimize_blue": "solvers", "SolverResult": "solvers",
     "blue_objective": "solvers", "blue_upper_bound": "solvers", "red_objective": "solvers",
+    "near_duplicates": "scoring", "optimize_submission": "optimize", "OptimizeOptions": "optimize",
+    "Optimized": "optimize", "deep_check": "checks", "raise_for_checks": "checks",
 }
 
 __all__ = sorted(_EXPORTS)

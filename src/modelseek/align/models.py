@@ -37,7 +37,10 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from .formats import IMAGENET_MEAN, IMAGENET_STD, Modality, ModelEntry, Preprocess, Strategy
+from ..features.cache import FeatureCache, cache_key, texts_fingerprint
+from ..progress import progress_bar
+from ..registry import closest
+from .formats import IMAGENET_MEAN, IMAGENET_STD, Modality, ModelEntry, Preprocess, Strategy, MAX_INPUT_SIDE
 from .sources import LoadedModel, Spec, WeightsUnavailable, get_source
 
 log = logging.getLogger(__name__)
@@ -71,8 +74,6 @@ def resolve_entry(entry) -> ModelEntry:
         need_model = entry.modality is Modality.IMAGE
         d = get_source(entry.source).defaults(entry) if need_model else {}
         size = entry.input_size or d.get("input_size") or (DEFAULT_INPUT_SIZE, DEFAULT_INPUT_SIZE)
-        from .formats import MAX_INPUT_SIDE
-
         if max(size) > MAX_INPUT_SIDE:
             raise InputError(f"model {entry.model_name!r}: input size {size} is larger than the limit "
                              f"{MAX_INPUT_SIDE}", field="input_size")
@@ -109,8 +110,6 @@ def resolve_layer(module, path: str, model_name: str = ""):
             if -len(keys) <= idx:
                 cur = children[keys[idx]]
                 continue
-        from ..registry import closest
-
         names = layer_names(module)
         close = closest(path, names)
         hint = f" Did you mean {close!r}?" if close else ""
@@ -162,7 +161,7 @@ def check_entry(entry, *, random_fallback: bool = True) -> EntryCheck:
     """Build the model (random weights when pretrained ones cannot be had, said in the result), check that its
     layer exists and run one seeded dummy batch (no data set) to check the embedding width against
     ``output_dim``. Problems are reported in the result, not raised."""
-    import torch
+    import torch  # lazy: torch
 
     entry = _entry(entry)
     try:
@@ -204,7 +203,7 @@ def check_entry(entry, *, random_fallback: bool = True) -> EntryCheck:
 
 
 def _open_image(x, index: int):
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image, UnidentifiedImageError  # lazy: PIL
 
     if isinstance(x, Image.Image):
         img = x
@@ -233,7 +232,7 @@ def _open_image(x, index: int):
 
 
 def _resample(name: str):
-    from PIL import Image
+    from PIL import Image  # lazy: PIL
 
     return {"bicubic": Image.Resampling.BICUBIC, "bilinear": Image.Resampling.BILINEAR,
             "nearest": Image.Resampling.NEAREST}[name]
@@ -270,7 +269,7 @@ def _transform(img, entry: ModelEntry) -> np.ndarray:
 
 def preprocess_images(entry, images: Sequence) -> Any:
     """Decode and preprocess a batch -> float32 tensor [n, 3, H, W]."""
-    import torch
+    import torch  # lazy: torch
 
     entry = resolve_entry(entry)
     return torch.from_numpy(np.stack([_transform(_open_image(x, i), entry) for i, x in enumerate(images)]))
@@ -284,7 +283,7 @@ class _Stop(Exception):
 
 
 def _first_tensor(out):
-    import torch
+    import torch  # lazy: torch
 
     if isinstance(out, torch.Tensor):
         return out
@@ -324,7 +323,7 @@ def _run_hooked(loaded: LoadedModel, call: Callable[[], Any]):
 
 def apply_strategy(t, strategy: Strategy, mask=None, name: str = "") -> np.ndarray:
     """[n, ...] layer output -> [n, dim] float32 by the strategy (see :class:`Strategy`)."""
-    import torch
+    import torch  # lazy: torch
 
     strategy = Strategy(strategy)
     t = t.detach().float()
@@ -352,9 +351,7 @@ def apply_strategy(t, strategy: Strategy, mask=None, name: str = "") -> np.ndarr
 
 
 def _embed_batches(loaded: LoadedModel, batches: Iterable, run_batch, n_total: int, progress: bool) -> np.ndarray:
-    import torch
-
-    from ..progress import progress_bar
+    import torch  # lazy: torch
 
     out = []
     entry = loaded.entry
@@ -384,7 +381,7 @@ def _embed_batches(loaded: LoadedModel, batches: Iterable, run_batch, n_total: i
 
 def _stimuli_key(items: Sequence) -> str:
     """A content key of the inputs: paths by (resolved path, size, mtime), images by their pixels."""
-    from PIL import Image
+    from PIL import Image  # lazy: PIL
 
     h = hashlib.sha256()
     for x in items:
@@ -402,8 +399,6 @@ def _stimuli_key(items: Sequence) -> str:
 
 
 def _text_key(texts: Sequence[str]) -> str:
-    from ..features.cache import texts_fingerprint
-
     return "txt" + texts_fingerprint(texts)[:16]
 
 
@@ -416,8 +411,6 @@ def _cache_fields(entry: ModelEntry, stimuli_key: str) -> dict:
 def _cached(entry, stimuli_key, cache_dir, compute):
     """Serve from / fill the shared verified feature cache (:class:`modelseek.features.cache.FeatureCache`:
     atomic writes, payload hash checked on read, a corrupt file recomputed)."""
-    from ..features.cache import FeatureCache, cache_key
-
     if cache_dir is None:
         return compute()
     cache = FeatureCache(cache_dir)

@@ -10,7 +10,7 @@ from .solvers import SolverResult
 
 def plot_trajectory(result: SolverResult, path) -> None:
     """Write a PNG of the score trajectory, with the same-run baselines as horizontal lines."""
-    from matplotlib.figure import Figure  # the object API: no pyplot, no global backend change
+    from matplotlib.figure import Figure  # lazy: matplotlib; the object API: no pyplot, no global backend change
 
     fig = Figure(figsize=(7, 4), dpi=110)
     ax = fig.add_subplot(111)
@@ -36,7 +36,7 @@ def plot_trajectory(result: SolverResult, path) -> None:
 
 def cka_heatmap(C, names, path) -> None:
     """Write a PNG of a models x models CKA matrix (0 to 1, viridis), the names on both axes."""
-    from matplotlib.figure import Figure  # the object API: no pyplot, no global backend change
+    from matplotlib.figure import Figure  # lazy: matplotlib; the object API: no pyplot, no global backend change
 
     k = len(names)
     fig = Figure(figsize=(2 + 0.35 * k, 1.5 + 0.35 * k), dpi=110)

@@ -17,14 +17,15 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import InputError
+from ..features.cache import default_cache_dir as features_dir
+from ..progress import progress_bar
 from .formats import ModelRegistry, StimulusCatalog, AlignSubmission, Team
 from .linear_cka import cka_matrix
+from .models import embed_catalog
 
 
 def default_cache_dir() -> Path:
     """``$MODELSEEK_CACHE/align`` if set, else ``~/.cache/modelseek/align`` (beside the text features)."""
-    from ..features.cache import default_cache_dir as features_dir
-
     return features_dir().parent / "align"
 
 
@@ -34,6 +35,14 @@ def mean_offdiag(C: np.ndarray) -> float:
         raise InputError("a mean pairwise CKA needs at least 2 models")
     iu = np.triu_indices(m, 1)
     return float(C[iu].mean())
+
+
+def near_duplicates(names: Sequence[str], C: np.ndarray, threshold: float) -> list[tuple[str, str, float]]:
+    """Pairs of models whose CKA is at least ``threshold``, as (a, b, cka) with a before b in ``names``;
+    highest CKA first (ties: by the names, last first)."""
+    pairs = sorted(((float(C[i, j]), names[i], names[j]) for i in range(len(names))
+                    for j in range(i + 1, len(names)) if C[i, j] >= threshold), reverse=True)
+    return [(a, b, c) for c, a, b in pairs]
 
 
 @dataclass
@@ -53,9 +62,6 @@ class AlignData:
         ``layers`` maps a model name to the layer to use instead of the registry's (a live submission's
         ``layer_name``, read from the file ``layers_source``): an unknown layer is reported against the file
         that names it (``models[i].layer_name`` of the submission, else the registry's ``layer``)."""
-        from ..progress import progress_bar
-        from .models import embed_catalog
-
         names = list(models) if models is not None else registry.names()
         layers = dict(layers or {})
         data = cls(registry, catalog)

@@ -36,8 +36,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError
+from ..progress import progress_bar
 from .formats import StimulusCatalog, AlignSubmission, Team
 from .linear_cka import EPS, cka_matrix
+from .scoring import AlignData
 
 
 @dataclass
@@ -172,8 +174,6 @@ class RedState:
 
 
 def _feats(features) -> list[np.ndarray]:
-    from .scoring import AlignData
-
     if isinstance(features, AlignData):
         features = list(features.features.values())
     feats = [np.asarray(F, dtype=np.float64) for F in features]
@@ -235,8 +235,6 @@ def _red_greedy(src: _GramSource, rank_in_pool, m: int, P: int, greedy_sample: i
                 traj: list) -> tuple[RedState, np.ndarray]:
     """Greedy construction of the Red solver: start from the most disagreeing pool stimuli, then add the best of
     ``greedy_sample`` random candidates until ``m``; (state, in-set mask of the pool)."""
-    from ..progress import progress_bar
-
     start = min(m, 8)
     state = RedState(src, rank_in_pool[:start])
     in_set = np.zeros(P, dtype=bool)
@@ -268,8 +266,6 @@ def optimize_red(features, m: int, *, pool: int | None = None, greedy_sample: in
                  recompute_every: int = 500, memory_bytes: int = 1 << 30, progress: bool = False,
                  log_every: int | None = None) -> SolverResult:
     """Choose ``m`` stimuli (catalog positions) maximising the Red score; see the module docstring."""
-    from ..progress import progress_bar
-
     feats = _feats(features)
     n = feats[0].shape[0]
     if not 4 <= m <= n:

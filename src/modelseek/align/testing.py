@@ -17,7 +17,7 @@ TINY_RESNET = {"model_type": "resnet", "embedding_size": 8, "hidden_sizes": [8, 
 
 def make_images(root: Path, n: int, seed: int = 0, size=(40, 48)) -> list[Path]:
     """Smooth random colour images (gradients plus blobs) saved as PNG."""
-    from PIL import Image
+    from PIL import Image  # lazy: PIL
 
     rng = np.random.default_rng(seed)
     root.mkdir(parents=True, exist_ok=True)

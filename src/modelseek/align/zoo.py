@@ -10,7 +10,7 @@ from __future__ import annotations
 
 def tiny_cnn(width: int = 8, depth: int = 2, num_classes: int = 10):
     """A VGG-like CNN: ``features.<i>`` conv blocks, ``avgpool``, ``fc``."""
-    from torch import nn
+    from torch import nn  # lazy: torch
 
     class TinyCNN(nn.Module):
         def __init__(self) -> None:
@@ -33,8 +33,8 @@ def tiny_cnn(width: int = 8, depth: int = 2, num_classes: int = 10):
 
 def tiny_vit(dim: int = 16, depth: int = 2, heads: int = 2, patch: int = 8, image_size: int = 32):
     """A minimal ViT: ``patch_embed``, ``blocks.<i>`` (pre-norm transformer layers), ``norm``; a CLS token."""
-    import torch
-    from torch import nn
+    import torch  # lazy: torch
+    from torch import nn  # lazy: torch
 
     class TinyViT(nn.Module):
         def __init__(self) -> None:

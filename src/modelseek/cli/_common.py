@@ -27,7 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from ..config import MAX_SAMPLES, Constraint, Interval, check, coerce
+from ..data.pool import load_pool, ntcir_pool
+from ..data.truth import GradingScheme, GroundTruth
 from ..errors import InputError
+from ..io import check_readable
 
 
 # ------------------------------------------------------------------------------------------ option types
@@ -188,8 +191,6 @@ def check_before_work(args: argparse.Namespace) -> None:
     ``p.set_defaults(options_check=FUNCTION)``: options that need each other, counts) and then the one check of every
     input file given (:func:`modelseek.io.check_readable`). Every problem is a ``ModelseekError`` (one line,
     exit 1) before a second of work."""
-    from ..io import check_readable
-
     check = getattr(args, "options_check", None)
     if check is not None:
         check(args)
@@ -285,9 +286,6 @@ def find_in_root(root: Path, name: str) -> Path | None:
 
 
 def load_truth(path: str | None, root: Path | None = None, tasks_csv: str | None = None, any_score: bool = False):
-    from ..data.truth import GroundTruth
-    from ..io import check_readable
-
     if path is None:
         found = find_in_root(root, "ground-truth.csv") if root is not None else None
         if found is None:
@@ -300,12 +298,10 @@ def load_truth(path: str | None, root: Path | None = None, tasks_csv: str | None
 
 
 def load_pool_arg(value: str | None, root: Path | None = None):
-    from ..data.pool import load_pool
-
     if value is None:
         found = None
         if root is not None and root.is_dir():
-            from ..data.organisers import find_layout
+            from ..data.organisers import find_layout  # lazy: start-up, CLI parser (evaluate's lean start-up)
 
             layout = find_layout(root, need_tasks=False)  # the organisers' repository root: data/models.csv
             found = layout.models_csv if layout is not None and layout.models_csv else find_in_root(root, "models.csv")
@@ -314,8 +310,6 @@ def load_pool_arg(value: str | None, root: Path | None = None):
 
 
 def add_scheme(p) -> None:
-    from ..data.truth import GradingScheme
-
     p.add_argument("--scheme", default=GradingScheme.NTCIR, type=choice(GradingScheme), metavar=metavar(GradingScheme),
                    help="relevance grading: ntcir (official; gain 2^rel-1) or paper (gain rel)")
 
@@ -324,8 +318,6 @@ def card_pool(pool, given: str | None, root) -> str:
     """What a card-reading method (``metadata``, ``ltr``) takes as its ``pool`` parameter (a pool file or name):
     the built-in ``ntcir19`` pool (it has model-card metadata) when ``pool`` holds the same candidates, else the
     pool file the command read (``--pool``, else ``models.csv`` in ``root``)."""
-    from ..data.pool import ntcir_pool
-
     ref = ntcir_pool()
     if all(c.id in ref and (not c.hf_id or c.hf_id == ref.get(c.id).hf_id) for c in pool):
         return "ntcir19"

@@ -7,7 +7,7 @@ from ._common import EXECUTOR_REGISTRY, POSITIVE_INT, add_registry_option
 
 
 def load_recipe(args):
-    from ..finetune.recipe import PROTOCOL, Recipe
+    from ..finetune.recipe import PROTOCOL, Recipe  # lazy: pandas
 
     recipe = Recipe.from_yaml(args.recipe) if args.recipe else PROTOCOL
     return recipe.with_overrides(args.overrides) if args.overrides else recipe
@@ -36,7 +36,7 @@ def verify_after_rank(args, runs, tasks, pool) -> int:
     """Run the verification asked for on the first run; print (or return as JSON) the table."""
     if not getattr(args, "verify_top", None) and not getattr(args, "halving", False):
         return 0
-    from ..finetune.verify import successive_halving, verify_top
+    from ..finetune.verify import successive_halving, verify_top  # lazy: pandas
 
     recipe = load_recipe(args)
     store = args.finetune_store or "modelseek-verify.sqlite"

@@ -6,6 +6,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..data.run import read_run, read_runs
+from ..data.truth import GroundTruth
+from ..errors import InputError
 from ..evaluate import Order, harmonise, pool_aliases  # noqa: F401  (the library's policy; re-exported for commands)
 from ._common import TASKS_FILE, TRUTH_FILE, add_scheme, choice, int_at_least, load_truth, metavar
 
@@ -39,8 +42,6 @@ def add_truth_args(p) -> None:
 
 def read_truth(args):
     """The ground truth of ``args`` (CSV or qrels)."""
-    from ..data.truth import GroundTruth
-
     fmt = args.truth_format
     if args.ground_truth and fmt == "auto":
         fmt = GroundTruth.detect_format(args.ground_truth)
@@ -53,16 +54,12 @@ def read_truth(args):
 
 
 def load_runs(path, run_id=None):
-    from ..data.run import read_run, read_runs
-
     if run_id:
         return [read_run(path, run_id, extra_columns=True)]
     return list(read_runs(path, extra_columns=True).values())
 
 
 def check_shared_topics(runs, truth, path) -> None:
-    from ..errors import InputError
-
     for r in runs:
         if not any(truth.has_task(t) for t in r):
             raise InputError(f"run {r.run_id!r} shares no topic with the ground truth (run: "

@@ -6,7 +6,10 @@ import argparse
 import json
 from pathlib import Path
 
+from ..align.formats import (REGISTRY_ENV, ModelRegistry, StimulusCatalog, SubmissionForm, Team, load_align_submission,
+                             validate_align_submission)
 from ..errors import InputError
+from ..io import atomic_write_text
 from ._common import POSITIVE_INT, SEED, UNIT_INTERVAL, choice, int_at_least, metavar, print_json
 
 
@@ -24,8 +27,6 @@ def _common(p: argparse.ArgumentParser, data: bool = True) -> None:
 
 
 def register(sub) -> None:
-    from ..align.formats import SubmissionForm
-
     p = sub.add_parser("align", help="representational alignment (Re-Align): validate, score, optimize, embed, matrix",
                        description="Blue team: models that agree (mean pairwise CKA on the catalog). Red team: "
                                    "stimuli on which the registry's models disagree (1 - mean pairwise CKA).")
@@ -92,8 +93,6 @@ def _add_score(s) -> None:
 
 
 def _add_optimize(s) -> None:
-    from ..align.formats import SubmissionForm, Team
-
     o = s.add_parser("optimize", help="search a submission for the Blue or Red team",
                      description="Blue: from the registry's embeddings, or from a precomputed models x models CKA "
                                  "matrix (--cka-matrix, .npz with 'names' and 'matrix', or the CSV of 'align "
@@ -134,7 +133,6 @@ def _roots(args) -> dict[str, str]:
 def _registry(args, required: bool = True):
     import os
 
-    from ..align.formats import REGISTRY_ENV, ModelRegistry
 
     if not required and not args.registry and not os.environ.get(REGISTRY_ENV):
         return None
@@ -142,8 +140,6 @@ def _registry(args, required: bool = True):
 
 
 def _catalog(args):
-    from ..align.formats import StimulusCatalog
-
     return StimulusCatalog.load(args.catalog, roots=_roots(args))
 
 
@@ -152,15 +148,12 @@ def _load(args):
 
 
 def _cache(args):
-    from ..align.scoring import default_cache_dir
+    from ..align.scoring import default_cache_dir  # lazy: start-up, CLI parser
 
     return Path(args.cache_dir) if args.cache_dir else default_cache_dir()
 
 
 def run_validate(args) -> int:
-    from ..align.formats import Team, load_align_submission, validate_align_submission
-    from ..errors import ValidationError
-
     registry = _registry(args)
     out: dict = {"valid": True, "registry": registry.path, "models_in_registry": len(registry)}
     sub = None
@@ -176,14 +169,11 @@ def run_validate(args) -> int:
         overrides = sum(1 for m, x in named if m in registry and registry.get(m).layer != x)
         out.update({"team": sub.team.value, what: n, "form": sub.form.value, "layer_names": len(named),
                     "layer_overrides": overrides})
-    entries = sub.entries(registry) if sub is not None and sub.team is Team.BLUE else list(registry)
     checks = []
     if args.deep:
-        from ..align.models import check_entry
-        from ..progress import progress_bar
+        from ..align.checks import deep_check  # lazy: start-up, CLI parser
 
-        for e in progress_bar(entries, desc="build models", disable=args.json or len(entries) < 2):
-            checks.append(check_entry(e, random_fallback=True))
+        checks = deep_check(registry, sub, progress=not args.json)
         out["checks"] = [c.to_dict() for c in checks]
         out["valid"] = all(c.ok for c in checks)
         out["random_fallback"] = [c.model_name for c in checks if c.random_fallback]
@@ -209,23 +199,15 @@ def run_validate(args) -> int:
         if fb:
             print(f"note: {len(fb)} model(s) checked with RANDOM weights (pretrained ones could not be fetched): "
                   f"layers and dims are right, their embeddings would not be")
-    bad = [(i, c) for i, c in enumerate(checks) if not c.ok]
-    if bad:
-        # a layer the submission names (its layer_name) is the submission's to fix; the rest the registry's
-        from_sub = {i for i, _ in bad if sub is not None and sub.team is Team.BLUE and sub.layer_of(i) is not None
-                    and "output_dim" not in checks[i].problem}
-        problems = [InputError(c.problem, path=args.submission, field=f"models[{i}].layer_name") if i in from_sub
-                    else InputError(c.problem, path=registry.path,
-                                    field="layer" if "output_dim" not in c.problem else "output_dim")
-                    for i, c in bad]
-        where = args.submission if len(from_sub) == len(bad) else registry.path or "registry"
-        raise ValidationError(where, problems)
+    if checks:
+        from ..align.checks import raise_for_checks  # lazy: start-up, CLI parser
+
+        raise_for_checks(checks, registry, sub, args.submission)
     return 0
 
 
 def run_score(args) -> int:
-    from ..align.formats import validate_align_submission
-    from ..align.scoring import score_submission
+    from ..align.scoring import score_submission  # lazy: start-up, CLI parser
 
     registry, catalog = _load(args)
     sub = validate_align_submission(args.submission, registry, catalog, min_models=args.min_models,
@@ -243,103 +225,27 @@ def run_score(args) -> int:
     return 0
 
 
-def _subset(names: list[str], chosen, what: str, path=None) -> list[int]:
-    from ..registry import closest
-
-    index = {n: i for i, n in enumerate(names)}
-    out = []
-    for n in chosen:
-        if n not in index:
-            close = closest(n, names)
-            hint = f" Did you mean {close!r}?" if close else ""
-            raise InputError(f"model {n!r} is not in the {what}.{hint}", path=path, field="models")
-        out.append(index[n])
-    return out
-
-
-def _optimize_blue(args, compare):
-    """(result, submission, registry or None) of ``align optimize --team blue``."""
-    import numpy as np
-
-    from ..align.formats import AlignSubmission, SubmissionForm, Team
-    from ..align.formats.arrays import load_cka_matrix
-    from ..align.solvers import blue_objective, optimize_blue
-
-    registry = layers = None
-    if args.cka_matrix:
-        names, C, mlayers = load_cka_matrix(args.cka_matrix)
-        if args.models:
-            idx = _subset(names, args.models, "CKA matrix", args.cka_matrix)
-            names, C = [names[i] for i in idx], C[np.ix_(idx, idx)]
-            mlayers = None if mlayers is None else [mlayers[i] for i in idx]
-        registry = _registry(args, required=False)
-        layers = dict(zip(names, mlayers)) if mlayers is not None else None
-    else:
-        from ..align.scoring import AlignData
-
-        registry, catalog = _load(args)
-        data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size,
-                                 progress=not args.json)
-        names, C = data.names(), data.matrix(unbiased=args.unbiased)
-    res = optimize_blue(C, args.size, names, restarts=args.restarts, seed=args.seed,
-                        steps=20_000 if args.steps is None else args.steps)
-    if compare is not None:
-        res.baselines["compare"] = blue_objective(C, _subset(names, compare.models, "models searched",
-                                                             args.compare))
-    # the layers stored with a matrix are those it was computed with (`align matrix` writes the registry's):
-    # the live form names them; the draft form, which always means the registry's layer, leaves them out
-    live = args.format is SubmissionForm.LIVE
-    sub = AlignSubmission(Team.BLUE, models=tuple(res.selection),
-                          layers=tuple(layers[n] for n in res.selection) if layers and live else ())
-    return res, sub, registry
-
-
-def _optimize_red(args, compare):
-    """(result, submission, registry or None) of ``align optimize --team red``."""
-    from ..align.formats import AlignSubmission, Team
-    from ..align.formats.arrays import load_embeddings
-    from ..align.solvers import optimize_red, red_objective
-
-    registry = None
-    if args.embeddings:
-        _, feats, stimuli, _ = load_embeddings(args.embeddings, args.models)
-    else:
-        from ..align.scoring import AlignData
-
-        registry, catalog = _load(args)
-        data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size,
-                                 progress=not args.json)
-        feats, stimuli = list(data.features.values()), list(catalog)
-    res = optimize_red(feats, args.size, pool=args.pool, steps=5000 if args.steps is None else args.steps,
-                       seed=args.seed, progress=not args.json)
-    if compare is not None:
-        index = {s.key: i for i, s in enumerate(stimuli)}
-        missing = [s for s in compare.stimuli if s.key not in index]
-        if missing:
-            raise InputError(f"stimulus {missing[0].dataset_name}/{missing[0].image_identifier} is not among "
-                             f"the embedded stimuli", path=args.compare)
-        res.baselines["compare"] = red_objective(feats, [index[s.key] for s in compare.stimuli])
-    sub = AlignSubmission(Team.RED, stimuli=tuple(stimuli[i] for i in res.selection))
-    return res, sub, registry
-
-
 def run_optimize(args) -> int:
-    from ..align.formats import Team, load_align_submission
-    from ..align.plots import plot_trajectory
-    from ..io import atomic_write_text
+    from ..align.optimize import OptimizeOptions, optimize_submission  # lazy: start-up, CLI parser
+    from ..align.plots import plot_trajectory  # lazy: pandas
 
     team = args.team
-    if team is Team.RED and args.unbiased:
-        raise InputError("--unbiased: the Red solver's incremental updates are for biased HSIC; score the "
-                         "result with 'modelseek align score --unbiased'")
     if args.cka_matrix and team is not Team.BLUE:
         raise InputError("--cka-matrix is for --team blue (Red needs per-stimulus embeddings: --embeddings)")
     if args.embeddings and team is not Team.RED:
         raise InputError("--embeddings is for --team red (Blue takes a CKA matrix: --cka-matrix)")
-    compare = load_align_submission(args.compare) if args.compare else None
-    if compare is not None and compare.team is not team:
-        raise InputError(f"is a {compare.team.value} submission, not {team.value}", path=args.compare, field="team")
-    res, sub, registry = (_optimize_blue if team is Team.BLUE else _optimize_red)(args, compare)
+    if args.cka_matrix:  # no model is run; a registry, when one is named, gives the live form its layers
+        registry, catalog = _registry(args, required=False), None
+    elif args.embeddings:  # no model is run and no image is read
+        registry = catalog = None
+    else:
+        registry, catalog = _load(args)
+    options = OptimizeOptions(size=args.size, steps=args.steps, pool=args.pool, restarts=args.restarts,
+                              seed=args.seed, unbiased=args.unbiased, form=args.format, cache_dir=_cache(args),
+                              batch_size=args.batch_size, progress=not args.json)
+    found = optimize_submission(team, options, registry=registry, catalog=catalog, models=args.models,
+                                cka_matrix=args.cka_matrix, embeddings=args.embeddings, compare=args.compare)
+    res, sub, registry = found.result, found.submission, found.registry
     if args.output:
         sub.save(args.output, args.format, registry)
     if args.trajectory:
@@ -367,8 +273,8 @@ def run_optimize(args) -> int:
 
 
 def run_embed(args) -> int:
-    from ..align.formats.arrays import MANIFEST, save_embeddings
-    from ..align.scoring import AlignData
+    from ..align.formats.arrays import MANIFEST, save_embeddings  # lazy: start-up, CLI parser
+    from ..align.scoring import AlignData  # lazy: start-up, CLI parser
 
     registry, catalog = _load(args)
     data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size, progress=not args.json)
@@ -388,36 +294,33 @@ def run_embed(args) -> int:
 def run_matrix(args) -> int:
     import numpy as np
 
-    from ..align.formats.arrays import save_cka_matrix
-    from ..align.plots import cka_heatmap
-    from ..align.scoring import AlignData
+    from ..align.formats.arrays import save_cka_matrix  # lazy: start-up, CLI parser
+    from ..align.plots import cka_heatmap  # lazy: pandas
+    from ..align.scoring import AlignData, near_duplicates  # lazy: start-up, CLI parser
 
     registry, catalog = _load(args)
     data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size, progress=not args.json)
     names = data.names()
     C = data.matrix(unbiased=args.unbiased)
-    pairs = sorted(((float(C[i, j]), names[i], names[j]) for i in range(len(names)) for j in range(i + 1, len(names))
-                    if C[i, j] >= args.threshold), reverse=True)
+    pairs = near_duplicates(names, C, args.threshold)
     if args.output:
         save_cka_matrix(args.output, names, C, [registry.get(n).layer for n in names])
     if args.plot:
         cka_heatmap(C, names, args.plot)
     if args.json:
         print_json({"models": names, "cka_matrix": np.round(C, 12).tolist(),
-                    "near_duplicates": [{"a": a, "b": b, "cka": c} for c, a, b in pairs]})
+                    "near_duplicates": [{"a": a, "b": b, "cka": c} for a, b, c in pairs]})
         return 0
     w = max(len(n) for n in names)
     print(" " * w + "  " + " ".join(f"{i:>6}" for i in range(len(names))))
     for i, n in enumerate(names):
         print(f"{n:<{w}}  " + " ".join(f"{x:6.3f}" for x in C[i]) + f"   [{i}]")
-    print(f"near-duplicates (CKA >= {args.threshold}): " + (", ".join(f"{a}~{b} ({c:.3f})" for c, a, b in pairs)
+    print(f"near-duplicates (CKA >= {args.threshold}): " + (", ".join(f"{a}~{b} ({c:.3f})" for a, b, c in pairs)
                                                             or "none"))
     return 0
 
 
 def run_convert(args) -> int:
-    from ..align.formats import load_align_submission
-
     sub = load_align_submission(args.submission)
     registry = _registry(args, required=False)
     try:

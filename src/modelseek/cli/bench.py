@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..config import parse_overrides
+from ..data.loaders import load_ntcir_tasks
+from ..data.run import write_runs
+from ..rankers.resolve import describe_methods, ranker_class, split_params
 from ._common import (EXISTING_DIR, OUTPUT_FILE, POSITIVE_INT, SAMPLE_COUNT, SEED, add_scheme, int_at_least,
-                      load_pool_arg, load_truth, print_json)
+                      load_pool_arg, load_truth, print_json, card_pool)
 
 
 def register(sub) -> None:
@@ -15,8 +19,6 @@ def register(sub) -> None:
                                    "is fitted on the training folds only and ranks the held-out tasks. Prints "
                                    "per-tier nDCG@1/3/5 and MRR with bootstrap intervals.")
     p.add_argument("path", type=EXISTING_DIR, help="NTCIR subtask-A root (ground-truth.csv, tasks.csv, task-data/)")
-    from ..rankers.resolve import describe_methods
-
     p.add_argument("-m", "--method", nargs="+", default=["avgrank"],
                    help="method name(s); an artifact is refitted on each fold with its parameters. "
                         f"{describe_methods()}")
@@ -43,18 +45,11 @@ def register(sub) -> None:
 
 
 def _needs_text(method: str) -> bool:
-    from ..rankers.resolve import ranker_class
-
     return bool(getattr(ranker_class(method), "needs_text", False))
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..bench import compare, cross_validate
-    from ..data.loaders import load_ntcir_tasks
-    from ..data.run import write_runs
-    from ..rankers.resolve import ranker_class, split_params
-    from ._common import card_pool
-    from ..config import parse_overrides
+    from ..bench import compare, cross_validate  # lazy: pandas
 
     given = parse_overrides(args.param or [], "--param")
     root = Path(args.path)
@@ -76,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     out = {}
     summaries = {m: results[m].summary(n_resamples=args.bootstrap, seed=args.seed) for m in args.method}
     if args.plot:
-        from ..plots import plot_tier_intervals
+        from ..plots import plot_tier_intervals  # lazy: pandas
 
         plot_tier_intervals(summaries, "ndcg@5", args.plot)
     for m in args.method:

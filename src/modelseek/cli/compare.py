@@ -14,6 +14,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..errors import InputError
+from ..evaluate import evaluate
 from ..metrics import DEFAULT_METRICS as _DEFAULT
 from ._common import PROBABILITY, RUN_FILE, SAMPLE_COUNT, SEED, print_json
 from ._truth import add_truth_args, check_shared_topics, harmonise, load_runs, read_truth
@@ -128,9 +130,7 @@ def render_latex(res: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..comparison import compare_runs
-    from ..errors import InputError
-    from ..evaluate import evaluate
+    from ..comparison import compare_runs  # lazy: start-up, CLI parser
 
     truth = read_truth(args)
     runs = []

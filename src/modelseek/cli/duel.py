@@ -10,7 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..data.run import read_runs
 from ..errors import InputError
+from ..io import atomic_write_text
 from ._common import (OUTPUT_FILE, PORT, POSITIVE_FLOAT, PROBABILITY, SAMPLE_COUNT, SEED,
                       add_scheme, load_truth, print_json)
 
@@ -229,7 +231,7 @@ def _db_args(p) -> None:
 
 
 def _config(args):
-    from ..duel.config import LeaderboardConfig
+    from ..duel.config import LeaderboardConfig  # lazy: scipy
 
     return LeaderboardConfig.load(args.metadata)
 
@@ -238,7 +240,7 @@ def _db(text: str) -> str:
     """``--db`` for a command whose work must outlive it: an in-memory SQLite database (``sqlite://``,
     ``sqlite:///``, ``:memory:``) would be created empty and lost at exit — a pre-submission whose token
     can never be confirmed, an upgrade of nothing — so it is refused."""
-    from ..duel.database import database_url
+    from ..duel.database import database_url  # lazy: scipy
 
     url = database_url(text)
     path = url.split("://", 1)[1][1:]
@@ -249,8 +251,8 @@ def _db(text: str) -> str:
 
 
 def _store(args):
-    from ..duel.config import LeaderboardConfig
-    from ..duel.storage import Store
+    from ..duel.config import LeaderboardConfig  # lazy: scipy
+    from ..duel.storage import Store  # lazy: pandas, scipy
 
     if args.duel_command != "serve":
         _db(args.db)
@@ -258,8 +260,7 @@ def _store(args):
 
 
 def _compile(args) -> int:
-    from ..duel.compile import compile_submission
-    from ..io import atomic_write_text
+    from ..duel.compile import compile_submission  # lazy: scipy
 
     meta = {k: v for k, v in (("precision", args.precision), ("n_params", args.params), ("source", args.source))
             if v is not None}
@@ -274,8 +275,8 @@ def _compile(args) -> int:
 def _load_all(paths: list[str], config):
     """Load every submission; two naming the same model, or with another number of samples on a task than the
     first, are an error naming the later file (paired tests compare the models sample by sample)."""
-    from ..duel.submission import id_difference, load_submission
-    from ..duel.text import name_key
+    from ..duel.submission import id_difference, load_submission  # lazy: scipy
+    from ..duel.text import name_key  # lazy: scipy
 
     subs = [load_submission(s, config) for s in paths]
     for i, (path, s) in enumerate(zip(paths, subs)):
@@ -297,7 +298,7 @@ def _validate(args) -> int:
     config = _config(args)
     subs = _load_all(args.submissions, config)
     if args.reference:
-        from ..duel.reference import Reference
+        from ..duel.reference import Reference  # lazy: scipy
 
         ref = Reference.load(args.reference, config)
         for path, s in zip(args.submissions, subs):
@@ -309,8 +310,8 @@ def _validate(args) -> int:
 
 
 def _tournament(args) -> int:
-    from ..duel.engine import Settings
-    from ..duel.tournament import tournament
+    from ..duel.engine import Settings  # lazy: scipy
+    from ..duel.tournament import tournament  # lazy: scipy
 
     config = _config(args)
     subs = _load_all(args.submissions, config)
@@ -324,8 +325,7 @@ def _tournament(args) -> int:
 
 
 def _runs(args) -> int:
-    from ..data.run import read_runs
-    from ..duel.runs import runs_tournament
+    from ..duel.runs import runs_tournament  # lazy: scipy
 
     runs, sources = [], []
     for path in args.runs:
@@ -363,7 +363,7 @@ def _presubmit(args) -> int:
 
 
 def _confirm(args) -> int:
-    from ..duel.publish import StalePreview
+    from ..duel.publish import StalePreview  # lazy: pandas, scipy
 
     store = _store(args)
     try:
@@ -405,7 +405,7 @@ def _leaderboard(args) -> int:
 
 
 def _serve(args) -> int:
-    from ..duel.app import build_app, launch
+    from ..duel.app import build_app, launch  # lazy: pandas, scipy
 
     if not args.db:
         raise InputError("--db is required")
@@ -429,7 +429,7 @@ def _serve(args) -> int:
 
 
 def _db_verify(args) -> int:
-    from ..duel.database import verify_database
+    from ..duel.database import verify_database  # lazy: scipy
 
     problems, top, hashes = verify_database(_db(args.db))
     if args.head and args.head not in hashes:
@@ -444,8 +444,8 @@ def _db_verify(args) -> int:
 
 
 def _db_recover(args) -> int:
-    from ..duel.recovery import recover
-    from ..duel.storage import Store
+    from ..duel.recovery import recover  # lazy: scipy
+    from ..duel.storage import Store  # lazy: pandas, scipy
 
     store = Store(_db(args.db))
     notes = recover(store, apply=args.apply, after_head=args.after_head)
@@ -468,15 +468,15 @@ def _db_recover(args) -> int:
 
 
 def _db_grants(args) -> int:
-    from ..duel.schema import grants
+    from ..duel.schema import grants  # lazy: scipy
 
     print("\n".join(grants(args.role)))
     return 0
 
 
 def _example(args) -> int:
-    from ..duel.config import LeaderboardConfig
-    from ..duel.examples import write_examples
+    from ..duel.config import LeaderboardConfig  # lazy: scipy
+    from ..duel.examples import write_examples  # lazy: scipy
 
     paths, meta = write_examples(args.folder, n_models=args.models, seed=args.seed)
     for p in paths:
@@ -485,8 +485,8 @@ def _example(args) -> int:
     print(f"wrote {meta} (the leaderboard's tasks: {len(config.tasks)})")
     print(f"wrote {meta.with_name('reference.json')} (the tasks' doc_ids and gold labels: a board's reference)")
     if args.db:
-        from ..duel.storage import Store
-        from ..duel.submission import load_submission
+        from ..duel.storage import Store  # lazy: pandas, scipy
+        from ..duel.submission import load_submission  # lazy: scipy
 
         store = Store(_db(args.db), config=config, demo=True)
         store.publish_many([load_submission(p, config) for p in paths])
@@ -496,7 +496,7 @@ def _example(args) -> int:
 
 
 def _db_init(args) -> int:
-    from ..duel.storage import create_board
+    from ..duel.storage import create_board  # lazy: pandas, scipy
 
     store = create_board(_db(args.db), _config(args), args.reference, review=args.review)
     top = store.head()
@@ -506,7 +506,7 @@ def _db_init(args) -> int:
 
 
 def _db_upgrade(args) -> int:
-    from ..duel.database import upgrade_database
+    from ..duel.database import upgrade_database  # lazy: scipy
 
     before, after = upgrade_database(_db(args.db))
     print(f"schema {after}" + (" (already up to date)" if before == after else f" (was {before or 'empty'})"))

@@ -7,6 +7,10 @@ import argparse
 from numbers import Real
 
 from ..config import Interval
+from ..data.truth import GroundTruth
+from ..eevee import BatchedEvaluator, MetaConfig, SearchConfig, importance, parse_ks, search, sweep, tiers
+from ..eevee.models import META_MODELS
+from ..eevee.table import Table, load_table, read_costs, read_task_mapping, read_task_weights
 from ..errors import InputError
 from ._common import (EXISTING_FILE, NON_NEGATIVE_INT, OUTPUT_DIR, OUTPUT_FILE, POSITIVE_INT, SEED, arg_type,
                       print_json)
@@ -59,8 +63,6 @@ def register(sub) -> None:
 
 
 def _common(c) -> None:
-    from ..eevee.models import META_MODELS
-
     src = c.add_mutually_exclusive_group(required=True)
     src.add_argument("--table", type=EXISTING_FILE,
                      help="models x metrics CSV: GATE layout (row 1 benchmark, row 2 metric) or tidy "
@@ -104,13 +106,9 @@ def check_options(args: argparse.Namespace) -> None:
 
 
 def _table(args):
-    from ..eevee.table import Table, load_table, read_costs, read_task_mapping, read_task_weights
-
     lib = args.lower_is_better.split(",") if args.lower_is_better else None
     if args.table:
         return load_table(args.table, args.mapping, args.weights, args.costs, lib)
-    from ..data.truth import GroundTruth
-
     table = Table.from_ground_truth(GroundTruth.from_csv(args.ground_truth))
     if args.mapping or args.weights:
         table = table.with_groups(read_task_mapping(args.mapping) if args.mapping else {},
@@ -121,8 +119,6 @@ def _table(args):
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..eevee import BatchedEvaluator, MetaConfig, SearchConfig
-
     table = _table(args)
     extra = {} if args.ridge_alpha == "auto" else {"ridge_alphas": args.ridge_alpha}
     meta = MetaConfig(seed=args.seed, leaky=args.leaky, loss_scale=args.loss_scale, model=args.meta_model, **extra)
@@ -147,8 +143,6 @@ def _scored(s, base) -> dict:
 
 def _search(args, table, ev, cfg, base, progress: bool) -> int:
     """eevee search: the best subsets of k benchmarks."""
-    from ..eevee import search
-
     res = search(ev, args.k, cfg, progress=progress)
     if args.json:
         print_json({"k": args.k, "baseline": _baseline_dict(base),
@@ -176,12 +170,10 @@ def _how(res, n_benchmarks: int) -> str:
 
 def _sweep(args, table, ev, cfg, base, progress: bool) -> int:
     """eevee sweep: the best subset for each k."""
-    from ..eevee import parse_ks, sweep
-
     ks = parse_ks(args.ks, len(table.benchmark_names))
     results = sweep(table, ks, cfg, out_dir=args.out, progress=progress, evaluator=ev)
     if args.plot:
-        from ..eevee.plots import plot_score_vs_k
+        from ..eevee.plots import plot_score_vs_k  # lazy: start-up, CLI parser
 
         plot_score_vs_k(results, args.plot)
     if args.json:
@@ -202,8 +194,6 @@ def _sweep(args, table, ev, cfg, base, progress: bool) -> int:
 
 def _tiers(args, table, ev, cfg, base, progress: bool) -> int:
     """eevee tiers: the best subset within each cost budget."""
-    from ..eevee import parse_ks, tiers
-
     if not args.costs:
         raise InputError("tiers need --costs (a benchmark,cost CSV)", field="costs")
     missing = [b for b in table.benchmark_names if b not in table.costs]
@@ -232,8 +222,6 @@ def _tiers(args, table, ev, cfg, base, progress: bool) -> int:
 
 def _importance(args, table, ev, cfg, base, progress: bool) -> int:
     """eevee importance: how much the score worsens when each benchmark of a subset is removed."""
-    from ..eevee import importance, search
-
     if args.subset:
         subset = [s.strip() for s in args.subset.split(",") if s.strip()]
     else:
@@ -241,7 +229,7 @@ def _importance(args, table, ev, cfg, base, progress: bool) -> int:
     items = importance(ev, subset)
     whole = ev.score(subset)
     if args.plot:
-        from ..eevee.plots import plot_importance
+        from ..eevee.plots import plot_importance  # lazy: start-up, CLI parser
 
         plot_importance(items, args.plot)
     if args.json:

@@ -7,7 +7,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from ._common import EXECUTOR_REGISTRY, OUTPUT_FILE, SEED, add_registry_option, choice, metavar
+from ..data.loaders import load_tasks
+from ..data.pool import load_pool
+from ..data.truth import GradingScheme
+from ..errors import InputError
+from ._common import EXECUTOR_REGISTRY, OUTPUT_FILE, SEED, add_registry_option, choice, metavar, print_json
 from ._finetune import load_recipe
 
 
@@ -35,8 +39,6 @@ def register(sub) -> None:
     p.add_argument("--out", required=True, type=OUTPUT_FILE,
                    help="ground-truth CSV to write (official format + criticality)")
     p.add_argument("--store", help="job store (default: OUT with suffix .jobs.sqlite)")
-    from ..data.truth import GradingScheme
-
     p.add_argument("--scheme", default=GradingScheme.NTCIR, type=choice(GradingScheme), metavar=metavar(GradingScheme),
                    help="relevance grading of the output")
     p.add_argument("--plot", metavar="PNG", type=OUTPUT_FILE,
@@ -51,21 +53,16 @@ def _first_line(text: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..data.loaders import load_tasks
-    from ..data.pool import load_pool
-    from ..finetune.grid import run_grid
-    from ._common import print_json
+    from ..finetune.grid import run_grid  # lazy: pandas
 
     recipe = load_recipe(args)
     if args.executor == "local" and recipe.device.value == "cuda":  # before the pool and tasks are read
-        from ..finetune.protocol import resolve_device  # (run_grid checks it too, for the API)
+        from ..finetune.protocol import resolve_device  # lazy: pandas; (run_grid checks it too, for the API)
 
         resolve_device(recipe)
     pool = load_pool(args.pool)
     for c in pool:  # a pool for ranking may list bare ids; fine-tuning has to load each candidate
         if not c.source:
-            from ..errors import InputError
-
             raise InputError(f"candidate {c.id!r} has neither hf_id nor path (fine-tuning loads it)",
                              path=args.pool, field="hf_id")
     tasks = load_tasks(args.tasks)
@@ -79,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         grid.ground_truth(tasks).to_csv(out, scheme=args.scheme)
         wrote = True
     if args.plot and grid.n_done:
-        from ..finetune.curves import plot_learning_curves
+        from ..finetune.curves import plot_learning_curves  # lazy: pandas
 
         plot_learning_curves(grid.store.records(j.key for j in grid.jobs), args.plot)
     summary = {"jobs": len(grid.jobs), "skipped": grid.skipped, "ran": grid.ran, "elsewhere": grid.elsewhere,

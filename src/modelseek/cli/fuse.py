@@ -13,9 +13,13 @@ import argparse
 from numbers import Real
 
 from ..config import Interval
-from ..fusion import FusionMethod, Norm
-from ._common import (INPUT_FILE, NON_NEGATIVE_FLOAT, OUTPUT_FILE, RUN_FILE, SEED, TASKS_FILE, TRUTH_FILE,
-                      add_scheme, choice, input_file_of, int_at_least, metavar, number)
+from ..data.run import Run, read_runs
+from ..errors import InputError
+from ..fusion import FusionMethod, Norm, LearnedFusion, optimize_fusion, fuse
+from ..fusion.features import TaskFeatures, read_task_features, task_features_from_tasks
+from ..fusion.learned import PLAIN_RRF
+from ._common import (INPUT_FILE, NON_NEGATIVE_FLOAT, OUTPUT_FILE, RUN_FILE, SEED, TASKS_FILE, TRUTH_FILE, add_scheme,
+                      choice, input_file_of, int_at_least, metavar, number, print_json, load_truth)
 
 STEP = number(Interval(Real, 0, 1, closed="right"))
 
@@ -80,9 +84,6 @@ def register(sub) -> None:
 
 
 def _read_inputs(paths: list[str], names: str | None):
-    from ..data.run import Run, read_runs
-    from ..errors import InputError
-
     runs: list[Run] = []
     for path in paths:
         runs.extend(read_runs(path).values())
@@ -105,16 +106,12 @@ _OPTION_FIELDS = {"step", "metric", "seed", "selection", "k", "norm", "method", 
 
 def _located(exc, path, files):
     """An error about how the inputs fit together, named by ``path`` and listing the input files."""
-    from ..errors import InputError
-
     if exc.path is not None or exc.field in _OPTION_FIELDS:  # a bad option value is not about the files
         return exc
     return InputError(f"{exc.message} (inputs: {', '.join(map(str, files))})", path=path, field=exc.field)
 
 
 def _weights(text: str | None):
-    from ..errors import InputError
-
     if text is None:
         return None
     out = []
@@ -128,8 +125,6 @@ def _weights(text: str | None):
 
 def _task_features(args: argparse.Namespace):
     """The task features of ``--tasks`` and ``--task-features`` (None when neither is given)."""
-    from ..fusion.features import TaskFeatures, read_task_features, task_features_from_tasks
-
     feats = TaskFeatures()
     if args.tasks:
         feats = feats.merged(task_features_from_tasks(args.tasks))
@@ -155,8 +150,6 @@ def _coverage_notes(features, topics) -> list[str]:
 
 
 def _vs_plain_rrf(cv) -> str:
-    from ..fusion.learned import PLAIN_RRF
-
     row = cv.summary().loc[PLAIN_RRF]
     return (f"learned − plain RRF on held-out topics: {row['diff']:+.4f} "
             f"[95% interval {row['diff_low']:+.4f}, {row['diff_high']:+.4f}]")
@@ -164,10 +157,6 @@ def _vs_plain_rrf(cv) -> str:
 
 def _apply(args: argparse.Namespace, runs, features) -> int:
     """``--apply``: a saved fusion on new runs."""
-    from ..errors import InputError
-    from ..fusion import LearnedFusion
-    from ._common import print_json
-
     learned = LearnedFusion.load(args.apply)
     try:
         fused = learned.apply(runs, args.run_id, features)
@@ -190,10 +179,6 @@ def _apply(args: argparse.Namespace, runs, features) -> int:
 
 def _optimize(args: argparse.Namespace, runs, features) -> int:
     """``--optimize``: learn the fusion, report its cross-validation, write (and save) it."""
-    from ..errors import InputError
-    from ..fusion import optimize_fusion
-    from ._common import load_truth, print_json
-
     truth = load_truth(args.ground_truth, None, args.tasks_csv, any_score=args.any_score)
     try:
         learned = optimize_fusion(runs, truth, metric=args.metric, scheme=args.scheme, folds=args.folds,
@@ -231,10 +216,6 @@ def _optimize(args: argparse.Namespace, runs, features) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import InputError
-    from ..fusion import fuse
-    from ._common import print_json
-
     stated = [o for o, v in (("--method", args.method), ("--norm", args.norm), ("--weights", args.weights))
               if v is not None]
     if (args.optimize or args.apply) and stated:

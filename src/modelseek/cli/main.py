@@ -15,20 +15,21 @@ import os
 import pkgutil
 import sys
 
+import modelseek.cli as pkg
+
+from .. import __version__
 from ..errors import ModelseekError, ValidationError
+from ._common import check_before_work
+from ..io import write_error
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The parser of every command; ``only`` registers just the module of that name (a command's start-up
     then imports nothing of the others: ``evaluate`` does not pay for torch-backed command modules)."""
-    from .. import __version__
-
     parser = argparse.ArgumentParser(prog="modelseek", description="Which pre-trained model should I fine-tune?")
     parser.add_argument("--version", action="version", version=f"modelseek {__version__}")
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    import modelseek.cli as pkg
-
     for mod in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
         if mod.name == "main" or mod.name.startswith("_") or (only is not None and mod.name != only):
             continue
@@ -57,8 +58,6 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
-        from ._common import check_before_work
-
         check_before_work(args)  # options that need each other, then every input file: before any work
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe surfaces here, inside the handler, not at interpreter exit
@@ -82,8 +81,6 @@ def main(argv: list[str] | None = None) -> int:
         # every file goes through modelseek.io (an OutputError); a raw write error is standard output's (a full
         # disk under ``> file``, /dev/full): one line, and stdout silenced so the exit's flush does not fail again
         _silence_stdout()
-        from ..io import write_error
-
         print(f"error: {write_error('standard output', exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..data.pool import load_pool
 from ..errors import InputError
 from ._common import OUTPUT_FILE, print_json
 
@@ -37,8 +38,7 @@ def register(sub) -> None:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from ..data.pool import load_pool
-    from ..profiles import profile_for, read_profiles
+    from ..profiles import profile_for, read_profiles  # lazy: start-up, CLI parser
 
     pool = load_pool(args.pool)
     extra = read_profiles(args.profiles) if args.profiles else None
@@ -54,7 +54,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _fetch(args: argparse.Namespace) -> int:
-    from ..profiles import fetch_profile, write_profiles
+    from ..profiles import fetch_profile, write_profiles  # lazy: start-up, CLI parser
 
     profs = [fetch_profile(h) for h in args.hf_ids]
     write_profiles(args.output, profs, fetched_by="modelseek profiles fetch")
@@ -63,7 +63,7 @@ def _fetch(args: argparse.Namespace) -> int:
 
 
 def _from_facts(args: argparse.Namespace) -> int:
-    from ..profiles import profiles_from_facts, write_profiles
+    from ..profiles import profiles_from_facts, write_profiles  # lazy: start-up, CLI parser
 
     profs = profiles_from_facts(args.facts)
     if not profs:

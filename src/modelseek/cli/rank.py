@@ -11,15 +11,22 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..data.task import Criticality
+from ..api import rank_explained
+from ..config import parse_overrides
+from ..data.loaders import load_ntcir_tasks, load_table_task
+from ..data.organisers import find_layout, load_split
+from ..data.run import write_runs
+from ..data.task import Criticality, TaskSet
 from ..errors import InputError
-from ._common import NON_NEGATIVE_INT, OUTPUT_FILE, SEED, int_at_least, load_pool_arg, load_truth, print_json
+from ..funnel.curve import budget_curve
+from ..rankers.default import default_spec
+from ..rankers.resolve import describe_methods, ranker_class, split_params
+from ._common import (NON_NEGATIVE_INT, OUTPUT_FILE, SEED, int_at_least, load_pool_arg, load_truth, print_json,
+                      find_in_root)
 from ._finetune import add_verify_args, verify_after_rank
 
 
 def register(sub) -> None:
-    from ..rankers.resolve import describe_methods
-
     p = sub.add_parser("rank", help="rank candidate models for a task or task set; write a TREC run",
                        description="Rank the candidates of a pool for a data set (CSV/JSONL/Parquet with text "
                                    "and label columns), an NTCIR task folder or a whole NTCIR task set.")
@@ -71,9 +78,6 @@ def register(sub) -> None:
 
 def _tasks(args) -> tuple[list, str | None]:
     """(the tasks, a line saying which split of the organisers' layout they are, or None)."""
-    from ..data.loaders import load_ntcir_tasks, load_table_task
-    from ..data.organisers import find_layout, load_split
-
     path = Path(args.path)
     if not path.exists():
         raise InputError("no such file or folder", path=path)
@@ -98,9 +102,6 @@ def _train_data(args, pool):
     """(training ground truth, training tasks, the pool that names the truth's models, the file that named
     them) from --train-truth / --train-tasks; the pool is the models.csv beside them where there is one, else the
     ranking pool."""
-    from ..data.loaders import load_ntcir_tasks
-    from ._common import find_in_root
-
     if not args.train_tasks and not args.train_truth:
         return None, None, pool, None
     where = Path(args.train_tasks) if args.train_tasks else Path(args.train_truth).parent
@@ -127,9 +128,6 @@ def _check_options(args) -> None:
 
 def _plan(args) -> list[tuple[str, dict, str | None]]:
     """(method, its parameters, default run id) per run to make."""
-    from ..config import parse_overrides
-    from ..rankers.resolve import split_params
-
     given = parse_overrides(args.param or [], "--param")
     if args.fusion:
         params = split_params(["rrf"], given, args.seed)["rrf"]
@@ -139,11 +137,6 @@ def _plan(args) -> list[tuple[str, dict, str | None]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..api import rank_explained
-    from ..data.run import write_runs
-    from ..data.task import TaskSet
-    from ..rankers.resolve import ranker_class
-
     _check_options(args)
     root = Path(args.path)
     # the ranking pool: --pool, else models.csv beside the tasks (or beside --train-tasks), else ntcir19
@@ -158,7 +151,7 @@ def run(args: argparse.Namespace) -> int:
     for method, params, default_id in plan:
         run_id = args.run_id or default_id
         if args.cv:
-            from ..bench import cross_validate  # (imported here: the plain path stays light)
+            from ..bench import cross_validate  # lazy: pandas; (imported here: the plain path stays light)
 
             truth = load_truth(args.train_truth, _data_root(root) if root.is_dir() else root.parent)
             if args.device and "device" in ranker_class(method).param_names():
@@ -192,8 +185,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _data_root(root: Path) -> Path:
     """Where ground-truth.csv sits beside the tasks: the organisers' data/ folder of a repository root."""
-    from ..data.organisers import find_layout
-
     layout = find_layout(root)
     return layout.data if layout is not None else root
 
@@ -202,8 +193,6 @@ def _default_lines(methods) -> list[str]:
     """Which default ranker 'default' is (the user's installed one or the shipped one) and from where."""
     if "default" not in methods:
         return []
-    from ..rankers.default import default_spec
-
     return [f"method default: {default_spec().describe()}"]
 
 
@@ -308,8 +297,6 @@ def _print_explained(run_id: str, ex: dict, n_pool: int) -> None:
 
 def _print_budget_curve(tier: str) -> None:
     """What fine-tuning buys here: the replay curve of the shipped history's tasks of this task's tier."""
-    from ..funnel.curve import budget_curve
-
     m = budget_curve(tier=tier)
     cells = "; ".join(f"{p['k']}: nDCG@5 {p['ndcg@5']:.2f} [{p['ndcg@5_low']:.2f}, {p['ndcg@5_high']:.2f}], regret "
                       f"{p['regret']:.3f}" for p in m.curve)

@@ -13,7 +13,9 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..data.truth import GroundTruth
 from ._common import PROBABILITY, TASKS_FILE, TRUTH_FILE, SAMPLE_COUNT, SEED, OUTPUT_FILE, int_at_least, print_json
+from ._truth import pool_aliases
 
 MIN_TIER_TASKS = 8
 
@@ -44,8 +46,6 @@ def register(sub) -> None:
 
 
 def _read(args):
-    from ..data.truth import GroundTruth
-
     if GroundTruth.detect_format(args.truth) == "qrels":
         return GroundTruth.from_qrels(args.truth)
     return GroundTruth.from_csv(args.truth, tasks_csv=args.tasks_csv, any_score=args.any_score)
@@ -59,7 +59,6 @@ def _names(args) -> dict[str, str]:
     """Model id -> Hugging Face id, from ``--pool`` or a ``models.csv`` beside the ground truth (else none)."""
     from pathlib import Path
 
-    from ._truth import pool_aliases
 
     source = args.pool
     if source is None:
@@ -132,7 +131,7 @@ def _verdict(s, names: dict[str, str]) -> str:
 def plot(path, results: dict) -> None:
     import numpy as np
 
-    from ..plots import _figure, save_figure
+    from ..plots import _figure, save_figure  # lazy: pandas
 
     plt = _figure()
     fig, axes = plt.subplots(1, len(results), figsize=(3.4 * len(results), 3.2), squeeze=False, sharey=True)
@@ -154,7 +153,7 @@ def plot(path, results: dict) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..stats.structure import truth_structure
+    from ..stats.structure import truth_structure  # lazy: start-up, CLI parser
 
     names = _names(args)  # a bad --pool fails before the permutations run
     truth = _read(args)

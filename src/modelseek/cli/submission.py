@@ -6,12 +6,11 @@ import argparse
 import shlex
 import sys
 
+from ..submission import MAX_RUNS, METHODS, make_submission
 from ._common import EXISTING_DIR, SEED
 
 
 def register(sub) -> None:
-    from ..submission import MAX_RUNS, METHODS
-
     p = sub.add_parser("submission", help="NTCIR-19 Subtask A: write up to five validated runs for the official "
                                           "test tasks, and METHODS.md declaring each",
                        description="Rank the official test tasks of the organisers' repository (after their "
@@ -38,8 +37,6 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..submission import make_submission
-
     command = shlex.join(["modelseek", *sys.argv[1:]]) if sys.argv[1:2] == ["submission"] else None
     sub = make_submission(args.root, args.out, methods=args.methods, team=args.team, pool=args.pool,
                           device=args.device, command=command, progress=sys.stderr.isatty(),

@@ -8,14 +8,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..config import parse_overrides
+from ..data.loaders import load_ntcir_tasks
 from ..errors import InputError
+from ..rankers._artifact import Persistable
+from ..rankers.default import artifact_dir, install_default, reset_default, user_dir
+from ..rankers.resolve import build, describe_methods, ranker_class, split_params
 from ._common import (EXISTING_DIR, OUTPUT_FILE, POSITIVE_INT, SEED, card_pool, int_at_least, load_pool_arg,
                       load_truth)
 
 
 def register(sub) -> None:
-    from ..rankers.resolve import describe_methods
-
     p = sub.add_parser("train-ranker", help="fit a learned ranker on tasks with ground truth; save its artifact",
                        description="Fit METHOD on every task of PATH (an NTCIR subtask-A root) and save the fitted "
                                    "ranker as a JSON artifact (numbers only). With --install-default it becomes "
@@ -47,12 +50,6 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..config import parse_overrides
-    from ..data.loaders import load_ntcir_tasks
-    from ..rankers.default import install_default
-    from ..rankers._artifact import Persistable
-    from ..rankers.resolve import build, ranker_class, split_params
-
     if args.reset_default:
         return _reset(args)
     if args.path is None:
@@ -101,8 +98,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _reset(args: argparse.Namespace) -> int:
-    from ..rankers.default import artifact_dir, reset_default, user_dir
-
     if args.path is not None or args.install_default:
         raise InputError("--reset-default takes no PATH and no --install-default", field="--reset-default")
     removed = reset_default()
@@ -119,7 +114,7 @@ def _print_cv(args: argparse.Namespace, truth, pool, tasks, params: dict) -> flo
     """The method against avgrank in a task-level CV on the same folds (what the artifact can be expected to do
     on tasks it never saw): nDCG@1/3/5 per tier, mean [95% bootstrap interval], and method − avgrank.
     -> the mean nDCG@5 difference over all tasks (None when the method is avgrank)."""
-    from ..bench import compare, cross_validate
+    from ..bench import compare, cross_validate  # lazy: pandas
 
     res = {m: cross_validate(m, truth, pool, tasks=tasks, folds=args.cv, seed=args.seed, repeats=args.repeats,
                              method_params=params if m == args.method else None, progress=True)

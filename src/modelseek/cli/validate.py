@@ -5,7 +5,12 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ..data.loaders import load_tasks, read_tasks_csv
+from ..data.pool import load_pool
+from ..data.run import validate_run
+from ..data.truth import GroundTruth
 from ..errors import InputError, ValidationError
+from ..io import open_text, read_text
 
 #: the runs a participant may submit per subtask (NTCIR-19 Model Retrieval)
 MAX_RUNS = 5
@@ -48,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     if args.official:
         subtask, topics, docs, what = _official(args)
     elif args.test_images:  # Subtask B against the organisers' test folder (issue #22)
-        from ..style.evaluation import test_folder_topics
+        from ..style.evaluation import test_folder_topics  # lazy: pandas, scipy
 
         subtask = "B"
         topics, docs = test_folder_topics(args.test_images, args.pool)
@@ -68,8 +73,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _validate_all(paths: list[str], topics, docs, subtask: str) -> dict[str, dict]:
     """Every file on its own, then the files together: distinct run ids, at most :data:`MAX_RUNS` of them."""
-    from ..data.run import validate_run
-
     problems: list[InputError] = []
     runs: dict[str, dict] = {}
     for path in paths:
@@ -112,9 +115,8 @@ def _looks_like_a(path: str, per: dict) -> list[InputError]:
 
 def _official(args: argparse.Namespace) -> tuple[str, list[str] | None, list[str] | None, str]:
     """(subtask, topics, docIDs, what the ok line says) of the organisers' ROOT."""
-    from ..data.organisers import find_layout, test_topics
-    from ..data.pool import load_pool
-    from ..style.layout import organiser_root
+    from ..data.organisers import find_layout, test_topics  # lazy: start-up, CLI parser (validate's lean start-up)
+    from ..style.layout import organiser_root  # lazy: pandas, scipy
 
     root = Path(args.official)
     if not root.is_dir():
@@ -122,7 +124,7 @@ def _official(args: argparse.Namespace) -> tuple[str, list[str] | None, list[str
     layout = find_layout(root, need_tasks=False)
     b_root = organiser_root(root)
     if args.subtask == "B" or (layout is None and b_root is not None):
-        from ..style.evaluation import test_folder_topics
+        from ..style.evaluation import test_folder_topics  # lazy: pandas, scipy
 
         topics, docs = test_folder_topics(root, args.pool)
         return "B", topics, docs, f"each ranking the {len(docs)} models for all {len(topics):,} test images"
@@ -144,8 +146,6 @@ def _official(args: argparse.Namespace) -> tuple[str, list[str] | None, list[str
 
 def _topics(args: argparse.Namespace) -> list[str] | None:
     if args.topics:
-        from ..io import read_text
-
         topics = []
         for lineno, ln in enumerate(read_text(args.topics, "topics file").split("\n"), 1):
             topic = ln.strip()
@@ -158,33 +158,23 @@ def _topics(args: argparse.Namespace) -> list[str] | None:
             topics.append(topic)
         return topics
     if args.ground_truth:
-        from ..data.truth import GroundTruth
-
         return GroundTruth.from_csv(args.ground_truth).task_ids
     if args.tasks:
         p = Path(args.tasks)
         if p.is_file() and p.suffix.lower() == ".csv" and _is_tasks_csv(p):
-            from ..data.loaders import read_tasks_csv
-
             return list(read_tasks_csv(p))
-        from ..data.loaders import load_tasks
-
         return load_tasks(args.tasks).ids
     return None
 
 
 def _is_tasks_csv(path: Path) -> bool:
     """A CSV whose header names ``task_id`` (tasks.csv), not a data table."""
-    from ..io import open_text
-
     with open_text(path, "tasks file") as fh:
         header = fh.readline()
     return "task_id" in [c.strip().strip('"') for c in header.split(",")]
 
 
 def _docs(args: argparse.Namespace, subtask: str) -> list[str] | None:
-    from ..data.pool import load_pool
-
     if args.pool:
         return load_pool(args.pool).ids
     return load_pool("ntcir19").ids if subtask == "A" else None

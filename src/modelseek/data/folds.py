@@ -13,7 +13,7 @@ from .run import natural_key
 
 def make_folds(task_ids: Sequence[str], tiers: Sequence[str], folds: int = 5, seed: int = 0) -> list[list[str]]:
     """Held-out task ids per fold; stratified by tier when every tier has at least ``folds`` tasks."""
-    from sklearn.model_selection import KFold, StratifiedKFold
+    from sklearn.model_selection import KFold, StratifiedKFold  # lazy: sklearn
 
     # canonical (natural) order first: the folds depend on which tasks there are, not on the order of the rows
     pairs = sorted(zip((str(t) for t in task_ids), tiers), key=lambda p: natural_key(p[0]))

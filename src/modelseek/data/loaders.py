@@ -165,7 +165,7 @@ def load_ntcir_tasks(root: str | Path, ids: Iterable[str] | None = None) -> Task
 def _read_table(path: Path):
     """A table file as a DataFrame; text formats go through the one reader (:mod:`modelseek.io`), so a
     wrong encoding, a directory or a JSON number too large for a float is a located ``InputError``."""
-    import pandas as pd
+    import pandas as pd  # lazy: pandas
 
     suffix = path.suffix.lower()
     if suffix in (".csv", ".tsv"):
@@ -316,7 +316,7 @@ def _take(split: Split, idx) -> Split:
 
 def _holdout(split: Split, fraction: float, seed: int) -> tuple[Split, Split]:
     """Split off ``fraction`` of ``split``, stratified where every class has at least 2 examples."""
-    from sklearn.model_selection import train_test_split
+    from sklearn.model_selection import train_test_split  # lazy: sklearn
 
     if len(split) < 10:
         raise InputError(f"only {len(split)} examples: too few to split off validation/test data "

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
+from .loaders import _task_folders, load_ntcir_task, read_tasks_csv
 from .task import TaskSet
 
 #: the organisers' split names -> the folder under ``task-data``
@@ -96,8 +97,6 @@ def _some(ids: list[str], n: int = 6) -> str:
 def load_split(layout: OrganisersLayout, split: str) -> TaskSet:
     """Every task folder of ``split``, each with its official id and every tasks.csv field (name, instruction,
     criticality, metadata)."""
-    from .loaders import _task_folders, load_ntcir_task, read_tasks_csv
-
     folder = layout.splits[split]
     folders = [f for f in _task_folders(folder) if f != folder]
     if not folders:
@@ -119,8 +118,6 @@ def load_split(layout: OrganisersLayout, split: str) -> TaskSet:
 def test_topics(layout: OrganisersLayout) -> list[str]:
     """The official test topics: the task_ids of tasks.csv whose ``task_type`` is ``test`` (every row when the
     file has no such column)."""
-    from .loaders import read_tasks_csv
-
     if layout.tasks_csv is None:
         raise InputError(f"no tasks.csv in {layout.data}: the official test topics are its task_ids",
                          path=layout.data, field="tasks.csv")

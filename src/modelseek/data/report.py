@@ -13,6 +13,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..io import atomic_write_text
+from ..metrics import trec_name
+from .run import natural_key
+
 if TYPE_CHECKING:  # pandas is imported where it is used: `import modelseek` stays light
     import pandas as pd
 
@@ -65,13 +69,11 @@ class Report:
             row = {m: float(sub[m].mean()) for m in self.metrics}
             row["n"] = len(sub)
             rows[tier] = row
-        import pandas as pd
+        import pandas as pd  # lazy: pandas
         return pd.DataFrame.from_dict(rows, orient="index")[["n", *self.metrics]]
 
     def intervals(self, n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
         """Bootstrap interval (over topics) of every metric per tier: columns ``metric``, ``tier``, mean, low, high."""
-        from .run import natural_key
-
         rows = []
         # topics in their natural order: the resamples depend on which topics there are, not on the files' order
         pt = self._per_topic.loc[sorted(self._per_topic.index, key=lambda t: natural_key(str(t)))]
@@ -87,7 +89,7 @@ class Report:
                 ci = bootstrap_ci(vals, n_resamples, confidence, seed)
                 rows.append({"metric": m, "tier": tier, "mean": ci.mean, "low": ci.low, "high": ci.high,
                              "n": int(vals.size)})
-        import pandas as pd
+        import pandas as pd  # lazy: pandas
         return pd.DataFrame(rows)
 
     # ------------------------------------------------------------------------------------------ output
@@ -151,8 +153,6 @@ class Report:
     def to_json(self, path: str | Path | None = None) -> str:
         text = json.dumps(self.to_dict(), indent=2)
         if path is not None:
-            from ..io import atomic_write_text
-
             atomic_write_text(path, text + "\n")
         return text
 
@@ -160,8 +160,6 @@ class Report:
         df = self._per_topic if per_topic else self.by_tier()
         text = df.to_csv(index_label="topic" if per_topic else "tier")
         if path is not None:
-            from ..io import atomic_write_text
-
             atomic_write_text(path, text)
         return text
 
@@ -177,8 +175,6 @@ class Report:
         """trec_eval's ``-q`` layout: ``measure<TAB>topic<TAB>value`` with trec_eval's measure names
         (``ndcg_cut_5``, ``recip_rank``), one ``all`` line per measure (the mean), per-topic lines first when
         ``per_topic``. Measure names are padded to 22 characters as trec_eval does; a NaN topic is left out."""
-        from ..metrics import trec_name
-
         out = []
         names = {m: trec_name(m) for m in self.metrics}
         if per_topic:  # topic by topic, as trec_eval -q prints them

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..io import atomic_write_text
 from .task import Criticality, Split, Task
 from .truth import GroundTruth
 
@@ -74,8 +75,6 @@ def write_task_table(task: Task, path: str | Path) -> Path:
         if sp is None:
             continue
         rows += [{"text": t, "label": y, "split": name} for t, y in zip(sp.texts, sp.labels)]
-    from ..io import atomic_write_text
-
     path = Path(path)
     atomic_write_text(path, pd.DataFrame(rows).to_csv(index=False))
     return path
@@ -103,8 +102,6 @@ def make_ntcir_layout(root: str | Path, n_tasks: int = 12, n_models: int = 6, se
     task_ids = [str(1001 + i) for i in range(n_tasks)]
     model_ids = [str(i + 1) for i in range(n_models)]
     truth = make_ground_truth(task_ids, model_ids, seed=seed)
-    from ..io import atomic_write_text
-
     (root / "task-data" / "train-tasks").mkdir(parents=True, exist_ok=True)
     models = io.StringIO(newline="")
     w = csv.writer(models)

@@ -111,7 +111,7 @@ def provenance_table(meta: dict | None) -> pd.DataFrame | None:
 def upload_root() -> Path:
     """The folder where Gradio stores the files uploaded through the app."""
     try:
-        from gradio.utils import get_upload_folder
+        from gradio.utils import get_upload_folder  # lazy: gradio
 
         return Path(get_upload_folder()).resolve()
     except ImportError:  # pragma: no cover - gradio is present whenever the app runs
@@ -514,7 +514,7 @@ def _titles_html(frame, target: str) -> str:
 def _submit_handlers(app: LeaderboardApp, store: Store, shown, duels_tab):
     """The Submit tab's handlers: pre-submit (the preview; the staged file stays visible), confirm
     (publication; the Leaderboard and Duels tabs are refreshed) and discard."""
-    import gradio as gr
+    import gradio as gr  # lazy: gradio
 
     def presubmit(file, request: gr.Request):
         msg, table, token = app.presubmit(file, request)
@@ -590,7 +590,7 @@ def _layout(gr, app: LeaderboardApp, store: Store, levels: list[str], shown, due
 def build_app(store: Store, title: str = "Duel leaderboard", identity_header: str | None = None):
     """A ``gradio.Blocks`` app over ``store`` (launch it with :func:`launch`). ``identity_header``: the
     proxy's header naming the signed-in user (uploads without it are refused)."""
-    import gradio as gr
+    import gradio as gr  # lazy: gradio
 
     app = LeaderboardApp(store, identity_header=identity_header)
     store.purge_expired()
@@ -650,7 +650,7 @@ def launch(demo, host: str = "127.0.0.1", port: int = 7860, trusted_proxies: tup
 
     Uvicorn (under Gradio) trusts ``X-Forwarded-For`` from 127.0.0.1 by default (``FORWARDED_ALLOW_IPS``);
     while the server starts that variable is set to trust no one, so :class:`SessionCookie` alone decides."""
-    from starlette.middleware import Middleware
+    from starlette.middleware import Middleware  # lazy: starlette
 
     quiet = kwargs.pop("quiet", False)
     block = not kwargs.pop("prevent_thread_lock", False)

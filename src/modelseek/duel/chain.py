@@ -187,7 +187,7 @@ def verify(conn, t, sa) -> list[str]:
 
 def check_triggers(conn) -> list[str]:
     """Missing, altered or disabled immutability triggers (and, on PostgreSQL, a replaced trigger function)."""
-    import sqlalchemy as sa
+    import sqlalchemy as sa  # lazy: sqlalchemy
 
     dialect = conn.dialect.name
     out = []

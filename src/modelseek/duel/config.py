@@ -17,6 +17,7 @@ from pathlib import Path
 from ..config import Config
 from ..enums import Choice
 from ..errors import InputError
+from ..io import read_config
 
 
 class Test(str, Enum):
@@ -128,7 +129,5 @@ class LeaderboardConfig:
         if path is None:
             text = resources.files("modelseek").joinpath("resources/benczechmark/metadata.json").read_text("utf-8")
             return cls.from_dict(json.loads(text), "benczechmark/metadata.json")
-        from ..io import read_config
-
         data, _ = read_config(path, "metadata file")       # JSON (BenCzechMark's file) or YAML
         return cls.from_dict(data, str(path))

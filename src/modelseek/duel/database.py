@@ -18,7 +18,7 @@ _RETRY_SQLSTATES = {"40001", "40P01", "55P03"}   # serialization failure, deadlo
 
 def _sqlalchemy():
     try:
-        import sqlalchemy as sa
+        import sqlalchemy as sa  # lazy: sqlalchemy
     except ImportError:  # pragma: no cover - depends on the environment
         raise InputError("the leaderboard storage needs SQLAlchemy: pip install 'modelseek[web]'") from None
     return sa

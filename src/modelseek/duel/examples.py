@@ -16,13 +16,15 @@ from pathlib import Path
 
 import numpy as np
 
+from ..io import atomic_write_text
+from ..stats.auroc import auroc
+from ..stats.seeding import derive_rng
 from .config import LeaderboardConfig, Metric
-from .submission import Submission, TaskSamples
+from .reference import Reference
+from .submission import Submission, TaskSamples, validate_submission
 
 
 def _task_rng(seed: int, *keys) -> np.random.Generator:
-    from ..stats.seeding import derive_rng
-
     return derive_rng(seed, "synthetic", *keys)
 
 
@@ -30,8 +32,6 @@ def make_submissions(config: LeaderboardConfig | None = None, n_models: int = 4,
                      n_samples: int | tuple[int, int] = 60, seed: int = 0, skills: list[float] | None = None,
                      prefix: str = "model") -> list[Submission]:
     """``n_models`` validated-shape :class:`Submission` objects built from arrays (fast; no JSON)."""
-    from ..stats.auroc import auroc
-
     config = config or LeaderboardConfig.load()
     rng = _task_rng(seed, "skills")
     skill = np.asarray(skills if skills is not None else rng.normal(0.0, 0.6, n_models), dtype=float)
@@ -109,8 +109,6 @@ def write_examples(folder: str | Path, n_models: int = 3, seed: int = 0, n_sampl
     ``reference.json`` (the tasks' doc_ids and gold labels, see :mod:`.reference`) and
     ``n_models`` compiled submissions in BenCzechMark's format (lm-evaluation-harness provenance in
     ``metadata``, ``results`` and per-sample ``predictions`` with ``doc_id``), valid for that metadata."""
-    from ..io import atomic_write_text
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     config = example_config()
@@ -126,9 +124,6 @@ def write_examples(folder: str | Path, n_models: int = 3, seed: int = 0, n_sampl
         atomic_write_text(p, json.dumps(d, ensure_ascii=False) + "\n")
         paths.append(p)
         if k == 0:      # the benchmark's facts (every example shares them): the reference of a board
-            from .reference import Reference
-            from .submission import validate_submission
-
             ref = Reference.from_submission(validate_submission(d, config, source=str(p)))
             atomic_write_text(folder / "reference.json", ref.to_json() + "\n")
     return paths, meta_path

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from ..errors import InputError
 from .config import LeaderboardConfig
 
 
@@ -14,8 +15,6 @@ def leaderboard_frame(scores: dict, raw: dict, config: LeaderboardConfig, level:
     or a category name (that category's score, its tasks' win scores and raw values).
     """
     if level not in ("overall", "tasks") and level not in config.categories:
-        from ..errors import InputError
-
         raise InputError(f"unknown level {level!r}; valid: overall, tasks, {', '.join(config.categories)}")
     rows = []
     for model, sc in scores.items():

@@ -23,8 +23,8 @@ from . import chain
 from .engine import duels_against, profile, profiles
 from .leaderboard import leaderboard_frame
 from .scoring import win_scores
-from .submission import Submission, check_sample_counts, id_difference, submission_from_bytes
-from .text import name_key, skeleton
+from .submission import Submission, check_sample_counts, id_difference, submission_from_bytes, validate_submission
+from .text import name_key, skeleton, clean_name
 
 if TYPE_CHECKING:
     from .config import LeaderboardConfig
@@ -147,8 +147,6 @@ class PublishWorkflow:
     # -------------------------------------------------------------------------------------- writing
     def _load(self, upload, source: str) -> Submission:
         if isinstance(upload, Submission):
-            from .submission import validate_submission
-
             return validate_submission(upload.to_dict(), self.config, source)   # the same checks as an upload
         if isinstance(upload, (str, Path)):     # a local file named by the operator (CLI, scripts)
             p = Path(upload)
@@ -477,8 +475,6 @@ class PublishWorkflow:
     def publish_many(self, subs: list[Submission]) -> list[str]:
         """Publish several validated submissions at once (an import, or rebuilding a leaderboard): their
         profiles, one vectorised tournament among them, and their duels against the models already published."""
-        from .text import clean_name
-
         names = [s.model for s in subs]
         if self.reference is not None:
             for k, s in enumerate(subs):

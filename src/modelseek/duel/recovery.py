@@ -23,6 +23,7 @@ state). Recovery never touches a row that the chain covers.
 
 from __future__ import annotations
 
+from ..errors import InputError
 from . import chain, schema
 
 
@@ -30,8 +31,6 @@ def _plan(conn, t, sa, head: str | None) -> tuple[dict[str, list], list[str]]:
     """``({table: [row keys to delete]}, descriptions)``: the chain rows after ``head`` (a hash the owner
     recorded while the board was intact; ``None`` keeps every chain row) and every published row that the
     kept chain rows do not cover."""
-    from ..errors import InputError
-
     rows = [dict(r) for r in conn.execute(sa.select(t["chain"]).order_by(t["chain"].c.seq)).mappings()]
     good = len(rows)
     if head is not None:
@@ -92,8 +91,6 @@ def recover(store, apply: bool = False, after_head: str | None = None) -> list[s
     """What is (with ``apply``: was) removed from the board of ``store`` (see the module docstring). With
     ``apply`` the rows are removed in one serialised transaction that commits only if the board then
     verifies; otherwise it raises :class:`InputError` and nothing changed."""
-    from ..errors import InputError
-
     sa, t = store._sa, store.t
 
     def work(conn):

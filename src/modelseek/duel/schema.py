@@ -206,7 +206,7 @@ def grants(role: str) -> list[str]:
 
 # ------------------------------------------------------------------------------------------ migrations
 def _version(conn) -> str | None:
-    import sqlalchemy as sa
+    import sqlalchemy as sa  # lazy: sqlalchemy
 
     insp = sa.inspect(conn)
     # 'submissions' first: the migration commits both tables at once, so once it is visible the version
@@ -227,8 +227,8 @@ def schema_version(engine) -> str | None:
 
 
 def _alembic_upgrade(conn) -> None:
-    from alembic import command
-    from alembic.config import Config
+    from alembic import command  # lazy: alembic
+    from alembic.config import Config  # lazy: alembic
 
     cfg = Config()
     cfg.set_main_option("script_location", str(MIGRATIONS))
@@ -247,7 +247,7 @@ def upgrade(engine, write_connection) -> tuple[str | None, str]:
     if before is not None and before > SCHEMA_VERSION:
         raise InputError(f"this leaderboard database has schema {before}, newer than this modelseek "
                          f"({SCHEMA_VERSION}); upgrade modelseek", field="db")
-    import sqlalchemy as sa
+    import sqlalchemy as sa  # lazy: sqlalchemy
 
     with engine.connect() as conn:
         write_connection(conn)

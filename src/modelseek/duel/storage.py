@@ -52,7 +52,7 @@ from .leaderboard import leaderboard_frame
 from .scoring import ALPHA, MAX_COMPETITORS, adjusted, check_alpha, win_scores
 from .review import ReviewWorkflow
 from .reference import META_DEMO, META_REFERENCE, META_REVIEW, Reference
-from .submission import MAX_BYTES, Submission
+from .submission import MAX_BYTES, Submission, validate_submission
 from .database import _reason, _retry_locked, _sqlalchemy, database_url, open_engine, prepare_write, shown_url
 from .publish import MAX_DAILY_BYTES, PENDING_TTL, Preview, PublishWorkflow, StalePreview  # noqa: F401 (re-exported)
 
@@ -320,8 +320,6 @@ class Store(PublishWorkflow, ReviewWorkflow):
 
     def submission(self, model: str) -> Submission:
         """The stored (published) submission of ``model``, exactly as uploaded."""
-        from .submission import validate_submission
-
         sub = self.t["submissions"]
         with self.engine.connect() as c:
             row = c.execute(self._sa.select(sub.c.payload).where(sub.c.model == model)).first()

@@ -36,6 +36,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
+from ..stats import bootstrap as _boot
+from ..stats.auroc import auroc
 from .config import LeaderboardConfig, Metric
 from .text import clean_name, clean_text, clean_tree, loads_strict, safe_str
 
@@ -525,9 +527,6 @@ def validate_submission(obj: Any, config: LeaderboardConfig | None = None, sourc
 def metric_value(data: TaskSamples) -> float:
     """The task metric computed from the per-sample records: what the leaderboard shows beside the win
     scores, and what a submission's self-reported ``results`` are checked against."""
-    from ..stats import bootstrap as _boot
-    from ..stats.auroc import auroc
-
     if data.metric is Metric.AVG_MCAUROC:
         return float(auroc(data.need("gold"), data.need("probs")))
     if data.metric is Metric.WORD_PERPLEXITY:

@@ -43,7 +43,7 @@ class TournamentResult:
     def table(self, level: str = "overall"):
         """A pandas leaderboard: one row per model, sorted by overall score; ``level`` 'overall' shows
         overall + categories, 'tasks' adds every task, a category name shows that category's tasks."""
-        from .leaderboard import leaderboard_frame
+        from .leaderboard import leaderboard_frame  # lazy: pandas
 
         return leaderboard_frame(self.scores, self.raw, self.config, level)
 

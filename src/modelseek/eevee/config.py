@@ -11,6 +11,8 @@ import numpy as np
 
 from ..config import Config, Interval
 from ..errors import InputError
+from ..registry import UnknownNameError
+from .models import META_MODELS
 
 _POS_INT = [Interval(Integral, 1, None, closed="left")]
 _NONNEG_INT = [Interval(Integral, 0, None, closed="left")]
@@ -53,9 +55,6 @@ class MetaConfig(Config):
     }
 
     def _check(self) -> None:
-        from ..registry import UnknownNameError
-        from .models import META_MODELS
-
         try:
             META_MODELS.get(self.model)
         except UnknownNameError as exc:

@@ -78,8 +78,8 @@ class SplitData:
     per-split initial weight draws."""
 
     def __init__(self, table: Table, config: MetaConfig) -> None:
-        import torch
-        from sklearn.model_selection import ShuffleSplit
+        import torch  # lazy: torch
+        from sklearn.model_selection import ShuffleSplit  # lazy: sklearn
 
         check_table(table, config)
         self.table, self.config = table, config
@@ -191,7 +191,7 @@ class SplitData:
     def _draw_initial_weights(self, config: MetaConfig, m: int) -> None:
         """Per split, the uniform(-1, 1) draws the meta-model's initial weights are made from (seeded by
         ``config.seed`` and the split)."""
-        import torch
+        import torch  # lazy: torch
 
         h = config.hidden
         U1, u1, U2, u2 = [], [], [], []

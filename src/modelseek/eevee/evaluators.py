@@ -137,7 +137,7 @@ class BatchedEvaluator(Evaluator):
     def predict(self, subset: Iterable[str]) -> np.ndarray:
         """Cross-validated predictions on the raw scale: shape (n_splits, n_models, M), NaN where a model is
         in the training part of the split. Rows and columns are those of ``self.table`` (the canonical order)."""
-        import torch
+        import torch  # lazy: torch
 
         cfg, d = self.config, self.data
         c = d.columns(normalise_subset(subset))
@@ -168,8 +168,8 @@ class LoopEvaluator(Evaluator):
         super().__init__(table, config, threads)
 
     def _train(self, subsets: list[Subset]) -> np.ndarray:
-        import torch
-        from torch import nn
+        import torch  # lazy: torch
+        from torch import nn  # lazy: torch
 
         cfg, d = self.config, self.data
         out = np.empty((len(subsets), cfg.n_splits))

@@ -22,7 +22,7 @@ def init_params(d: SplitData, cfg: MetaConfig, cand, split, idx, mask, fan, out=
     """Initial weights of networks (cand, split): nn.Linear's U(-1/sqrt(fan_in), 1/sqrt(fan_in)) from the
     per-split full-width draws, restricted to each subset's input columns. With ``out`` (the six parameter
     tensors), the weights are written into them."""
-    import torch
+    import torch  # lazy: torch
 
     ci = idx[cand]                                         # (P, D)
     cm = mask[cand]                                        # (P, D)
@@ -64,7 +64,7 @@ def mlp_block(d: SplitData, cfg: MetaConfig, cand, split, idx, mask, fan, return
     network, in one kernel call. (Autograd would build and free a graph of ~20 (P x n x 100) buffers per
     epoch; ``tests/eevee`` checks the result against the nn.Module loop.)
     """
-    import torch
+    import torch  # lazy: torch
 
     P, D = cand.shape[0], idx.shape[1]
     n, M, H = d.Xtr.shape[1], d.Xtr.shape[2], cfg.hidden
@@ -132,7 +132,7 @@ def mlp_block(d: SplitData, cfg: MetaConfig, cand, split, idx, mask, fan, return
 
 def _mlp_predict(Xa, W1a, W2a, g, be, slope: float, eps: float):
     """The predictions of the networks of :func:`mlp_block` for the inputs ``Xa`` = [X, 1] (P x n x D+1)."""
-    import torch
+    import torch  # lazy: torch
 
     P, n, H = Xa.shape[0], Xa.shape[1], g.shape[-1]
     a = torch._C._nn.leaky_relu(torch.bmm(Xa, W1a), slope)
@@ -150,7 +150,7 @@ def ridge_block(d: SplitData, cfg: MetaConfig, cand, split, idx, mask, fan=None,
     chosen per fit among ``cfg.ridge_alphas`` by the exact leave-one-out error of the training models,
     e_i = (y_i - yhat_i) / (1 - h_ii), weighted like the loss. Float64 throughout. (``fan`` is unused: it is
     the MLP's initialisation scale, kept so that every meta-model's kernel has one signature.)"""
-    import torch
+    import torch  # lazy: torch
 
     f = torch.float64
     ci = idx[cand].unsqueeze(1)

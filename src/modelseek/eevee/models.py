@@ -78,7 +78,7 @@ def fit_columns(d, cols: list[list[int]], width: int):
     """Per-split test losses of the subsets given by their input columns (column indices of ``d``'s table),
     shape (len(cols), n_splits), with ``d.config``'s meta-model. Every (subset, split) pair is one network;
     the networks are fitted ``config.chunk`` at a time, their inputs padded to ``width`` columns."""
-    import torch
+    import torch  # lazy: torch
 
     cfg = d.config
     fit = META_MODELS.get(cfg.model).fit

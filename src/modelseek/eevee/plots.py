@@ -7,13 +7,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..io import atomic_write_bytes
+
 if TYPE_CHECKING:
     from .search import SearchResult
 
 
 def _save(fig, path: str | Path) -> Path:
-    from ..io import atomic_write_bytes
-
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=120, bbox_inches="tight")
     atomic_write_bytes(path, buf.getvalue())
@@ -21,7 +21,7 @@ def _save(fig, path: str | Path) -> Path:
 
 
 def _figure(size):
-    from matplotlib.figure import Figure  # no pyplot: no global state, no GUI backend
+    from matplotlib.figure import Figure  # lazy: matplotlib; no pyplot: no global state, no GUI backend
 
     return Figure(figsize=size)
 
@@ -40,7 +40,7 @@ def plot_score_vs_k(results: Mapping[int, SearchResult], path: str | Path, title
     ax.plot(range(1, len(ks) + 1), best, color="tab:green", marker=".", lw=1, label="best subset")
     lo, hi = min(best), max(max(d) for d in data)
     if lo > 0 and hi / lo > 3:
-        from matplotlib.ticker import FormatStrFormatter, LogLocator
+        from matplotlib.ticker import FormatStrFormatter, LogLocator  # lazy: matplotlib
 
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(FormatStrFormatter("%.2g"))  # 0.5, 2 rather than 5x10^-1, 2x10^0
@@ -72,7 +72,7 @@ def plot_importance(items: Sequence[tuple[str, float]], path: str | Path, title:
 
 
 def _mpl_old() -> bool:
-    import matplotlib
+    import matplotlib  # lazy: matplotlib
 
     major, minor = (int(x) for x in matplotlib.__version__.split(".")[:2])
     return (major, minor) < (3, 9)

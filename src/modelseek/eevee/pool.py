@@ -34,7 +34,7 @@ def torch_threads(n: int | None):
     if n is None:
         yield
         return
-    import torch
+    import torch  # lazy: torch
 
     old = torch.get_num_threads()
     torch.set_num_threads(n)
@@ -68,7 +68,7 @@ _WORKER: dict = {}
 
 
 def _worker_init(table: Table, config: MetaConfig) -> None:
-    import torch
+    import torch  # lazy: torch
 
     torch.set_num_threads(1)  # a worker process of our own: its thread setting is ours to choose
     _WORKER["data"] = SplitData(table, config)

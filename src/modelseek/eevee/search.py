@@ -27,6 +27,7 @@ import numpy as np
 
 from ..config import Config, Interval
 from ..errors import InputError
+from ..io import atomic_write_text, read_json
 from ..progress import progress_bar
 from .config import MetaConfig
 from .evaluators import BatchedEvaluator, Evaluator
@@ -230,8 +231,6 @@ def sweep(table: Table, ks: Sequence[int], config: SearchConfig | None = None, *
     """Run :func:`search` for every k, sharing one evaluator (and its score cache). With ``out_dir``, each
     finished k is written to ``k<k>.json`` (atomically) and a rerun with the same table and settings resumes
     from the files; files of other settings are recomputed."""
-    from ..io import atomic_write_text, read_json
-
     cfg = config or SearchConfig()
     ev = evaluator or BatchedEvaluator(table, meta)
     fp = _fingerprint(ev.table, ev.config, cfg, budget)  # the canonical table: any order resumes

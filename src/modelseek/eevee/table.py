@@ -28,7 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..config import coerce
 from ..errors import InputError
+from ..io import open_text, read_yaml_located
 
 log = logging.getLogger(__name__)
 
@@ -417,8 +419,6 @@ def _lib(benches: Sequence[str], metrics: Sequence[str], lower: Iterable[str] | 
 
 
 def _read_rows(path: Path) -> list[list[str]]:
-    from ..io import open_text
-
     fh = open_text(path, "table")  # a located error for a missing file, a folder, bytes that are not UTF-8
     reader = csv.reader(fh)
     try:
@@ -429,8 +429,6 @@ def _read_rows(path: Path) -> list[list[str]]:
 
 def read_task_mapping(path: str | Path) -> dict[str, list[str]]:
     """``task_mapping.yaml``: ``{group: [benchmark.metric, ...]}`` (an empty group is allowed)."""
-    from ..io import read_yaml_located
-
     data, src = read_yaml_located(path, "task mapping file")
     if not isinstance(data, dict):
         raise src.error("expected a mapping of task group -> list of benchmark.metric")
@@ -446,9 +444,6 @@ def read_task_mapping(path: str | Path) -> dict[str, list[str]]:
 
 def read_task_weights(path: str | Path) -> dict[str, float]:
     """``task_weights.yaml``: ``{group: weight}`` or ``{group: [weight]}`` (the GATE file's form)."""
-    from ..config import coerce
-    from ..io import read_yaml_located
-
     data, src = read_yaml_located(path, "task weights file")
     if not isinstance(data, dict):
         raise src.error("expected a mapping of task group -> weight")

@@ -92,7 +92,7 @@ def class_means(X: np.ndarray, y: np.ndarray, counts: np.ndarray) -> np.ndarray:
 
 def _scatter_sum(out: np.ndarray, X: np.ndarray, y: np.ndarray) -> None:
     # np.add.at is slow on large arrays; a sparse one-hot product is one BLAS-like pass
-    from scipy import sparse
+    from scipy import sparse  # lazy: scipy
 
     onehot = sparse.csr_matrix((np.ones_like(y, dtype=np.float64), (y, np.arange(y.shape[0]))),
                                shape=(out.shape[0], y.shape[0]))
@@ -106,7 +106,7 @@ def tridiagonalize(G: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarray
     NumPy/SciPy offer no routine that applies the reduction to a few vectors, hence this composition of
     LAPACK calls (the tests check it against ``eigh``).
     """
-    from scipy.linalg import lapack
+    from scipy.linalg import lapack  # lazy: scipy
 
     n = G.shape[0]
     QB = np.array(B, dtype=np.float64, order="C", copy=True)
@@ -132,7 +132,7 @@ def sym_eig_project(G: np.ndarray, B: np.ndarray) -> tuple[np.ndarray, np.ndarra
     accumulating V (~2 n^3 flops); here G is tridiagonalised (:func:`tridiagonalize`) and T's eigenvectors Z
     come from ``dstemr`` (O(n^2)), so that V^T B = Z^T (Q^T B).
     """
-    from scipy.linalg import eigh_tridiagonal
+    from scipy.linalg import eigh_tridiagonal  # lazy: scipy
 
     if G.shape[0] <= 2:
         w, V = np.linalg.eigh(G)
@@ -146,7 +146,7 @@ def spd_solve(A: np.ndarray, B: np.ndarray, min_rcond: float = 1e-8) -> np.ndarr
     """A^-1 B by Cholesky when A is safely positive definite (LAPACK's reciprocal condition estimate above
     ``min_rcond``), else None (the caller then uses the spectral pseudo-inverse). For such A the
     pseudo-inverse *is* the inverse, and a Cholesky solve costs n^3/3 flops against ~9 n^3 for an eigh."""
-    from scipy.linalg import lapack
+    from scipy.linalg import lapack  # lazy: scipy
 
     anorm = float(np.abs(A).sum(0).max())
     if not np.isfinite(anorm) or anorm == 0.0:

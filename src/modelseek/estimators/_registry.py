@@ -22,7 +22,9 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..enums import Choice
+from ..errors import InputError
 from ..registry import PluginRegistry
+from ._common import check_inputs, check_targets, unit_scale
 
 
 class InputKind(Choice):
@@ -104,9 +106,6 @@ def checked(name: str, fn: Callable[..., float], kind: InputKind, *, scale_invar
     scale invariance (the validation features by the same factor), so no scale overflows; and a finite result
     (a NaN or infinite score is an InputError, never a score). The labels are passed as an array of the values
     given (any type ``np.unique`` orders)."""
-    from ..errors import InputError
-    from ._common import check_inputs, check_targets, unit_scale
-
     what = "probs" if kind is InputKind.PROBS else "features"
     rescale = scale_invariant and kind is InputKind.FEATURES
 

@@ -18,8 +18,8 @@ def train_val_macro_f1(name: str, fit_predict: Callable[[np.ndarray, np.ndarray,
     Without: stratified ``folds``-fold cross-validation (seeded shuffle), macro-F1 of the pooled
     out-of-fold predictions.
     """
-    from sklearn.metrics import f1_score
-    from sklearn.model_selection import StratifiedKFold
+    from sklearn.metrics import f1_score  # lazy: sklearn
+    from sklearn.model_selection import StratifiedKFold  # lazy: sklearn
 
     if (val_features is None) != (val_labels is None):
         raise InputError(f"{name}: give both val_features and val_labels, or neither", field="val_labels")

@@ -21,7 +21,7 @@ from ._split import train_val_macro_f1
 
 def _fit_predict(k: int, metric: str):
     def run(Xt: np.ndarray, yt: np.ndarray, Xv: np.ndarray) -> np.ndarray:
-        from sklearn.neighbors import KNeighborsClassifier
+        from sklearn.neighbors import KNeighborsClassifier  # lazy: sklearn
 
         clf = KNeighborsClassifier(n_neighbors=min(k, Xt.shape[0]), metric=metric,
                                    algorithm="brute" if metric == "cosine" else "auto")

@@ -65,7 +65,7 @@ def knn_loo(features, labels, *, k: int = 5, metric: str = "cosine", score: str 
     pred = votes.argmax(1)
     if score == "accuracy":
         return float((pred == y).mean())
-    from sklearn.metrics import f1_score
+    from sklearn.metrics import f1_score  # lazy: sklearn
 
     return float(f1_score(y, pred, average="macro"))
 
@@ -78,7 +78,7 @@ def _torch(n: int):
     if "torch" not in sys.modules and n < 4096:
         return None
     try:
-        import torch
+        import torch  # lazy: torch
     except ImportError:  # torch is an extra; the estimators need only numpy
         return None
     return torch

@@ -26,8 +26,8 @@ def linear_probe(features, labels, *, val_features=None, val_labels=None, C: flo
         raise InputError(f"linear_probe: C must be > 0, got {C}", field="C")
 
     def run(Xt: np.ndarray, yt: np.ndarray, Xv: np.ndarray) -> np.ndarray:
-        from sklearn.linear_model import LogisticRegression
-        from sklearn.preprocessing import StandardScaler
+        from sklearn.linear_model import LogisticRegression  # lazy: sklearn
+        from sklearn.preprocessing import StandardScaler  # lazy: sklearn
 
         sc = StandardScaler().fit(Xt)
         clf = LogisticRegression(C=C, max_iter=max_iter, random_state=seed)

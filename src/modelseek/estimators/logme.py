@@ -98,7 +98,7 @@ def _logme_tridiagonal(X: np.ndarray, Y: np.ndarray, max_iter: int, tol: float) 
     directions with sigma_i = 0 carry no part of c). The eigenvalues (for gamma and the log-determinant)
     come from T alone, and each step costs C tridiagonal solves of O(D).
     """
-    from scipy.linalg import eigvalsh_tridiagonal, solve_banded
+    from scipy.linalg import eigvalsh_tridiagonal, solve_banded  # lazy: scipy
 
     N, D = X.shape
     d, e, b = tridiagonalize(X.T @ X, X.T @ Y)

@@ -25,8 +25,8 @@ from .leep import leep
 def nleep(features, labels, *, variance: float = 0.8, components_per_class: int = 5, seed: int = 0,
           covariance_type: str = "diag", max_iter: int = 100) -> float:
     """LEEP on the posteriors of a seeded GMM over PCA-reduced features. Higher = better."""
-    from sklearn.decomposition import PCA
-    from sklearn.mixture import GaussianMixture
+    from sklearn.decomposition import PCA  # lazy: sklearn
+    from sklearn.mixture import GaussianMixture  # lazy: sklearn
 
     if not 0 < variance <= 1:
         raise InputError(f"nleep: variance must be in (0, 1], got {variance}", field="variance")

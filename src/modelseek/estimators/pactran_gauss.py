@@ -33,8 +33,8 @@ from ._common import LOG2, check_inputs, one_hot, unit_scale
 @register("pactran_gauss", scale_invariant=False)
 def pactran_gauss(features, labels, *, prior_var: float | None = None, max_iter: int = 100) -> float:
     """-(regularised training loss + PAC-Bayes Gaussian complexity). Higher = better."""
-    from scipy.optimize import minimize
-    from scipy.special import log_softmax, softmax
+    from scipy.optimize import minimize  # lazy: scipy
+    from scipy.special import log_softmax, softmax  # lazy: scipy
 
     X, y, counts = check_inputs(features, labels, name="pactran_gauss")
     N, D = X.shape

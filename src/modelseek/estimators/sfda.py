@@ -114,7 +114,7 @@ def _lda_probs(X: np.ndarray, y: np.ndarray, counts: np.ndarray, lam: float, M: 
                Sw: np.ndarray) -> np.ndarray:
     """Class probabilities of the shrunk linear discriminant: softmax(x S_W'^-1 m_c - 1/2 m_c S_W'^-1 m_c
     + log p_c). S_W'^-1 = V V^T for the eigenvectors V of eigh(S_B, S_W') (see the module notes)."""
-    from scipy import linalg
+    from scipy import linalg  # lazy: scipy
 
     S = _shrink(Sw, lam)
     try:
@@ -155,7 +155,7 @@ def _gauss_probs(Z: np.ndarray, y: np.ndarray, counts: np.ndarray) -> tuple[np.n
 
 
 def _fisher(X: np.ndarray, y: np.ndarray, counts: np.ndarray, a: float) -> float:
-    from scipy import linalg
+    from scipy import linalg  # lazy: scipy
 
     N, D = X.shape
     C = counts.shape[0]

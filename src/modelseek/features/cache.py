@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from ..cache import CorruptCacheError, cache_dir, load_arrays, write_arrays
+from ..errors import InputError
 
 FORMAT_VERSION = 2  # 2: the shared verified format of modelseek.cache
 #: environment variable naming the write audit log (see the module doc)
@@ -79,7 +80,6 @@ class FeatureCache:
         a failure per candidate."""
         import tempfile
 
-        from ..errors import InputError
 
         try:
             if self.root.exists() and not self.root.is_dir():

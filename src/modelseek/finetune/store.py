@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError, ModelseekError, OutputError
+from ..io import file_kind
 
 log = logging.getLogger(__name__)
 
@@ -199,7 +200,6 @@ class JobStore:
         device. Refused by its kind, opening nothing."""
         import stat
 
-        from ..io import file_kind
 
         try:
             mode = os.stat(self.path).st_mode

@@ -26,7 +26,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..data.loaders import load_tasks
 from ..errors import InputError
+from ..io import csv_dict_reader, keyed_rows, open_text
 
 SPREAD = "spread"   # the per-run feature's name (a task feature cannot take it)
 TOPIC_COLUMNS = ("topic", "task_id")
@@ -111,8 +113,6 @@ def _value(v: object, name: str) -> float:
 def read_task_features(path: str | Path) -> TaskFeatures:
     """A CSV file with a ``topic`` (or ``task_id``) column and one numeric column per feature; an empty cell is
     a missing value. Every problem is one located :class:`InputError` (file, line, column)."""
-    from ..io import csv_dict_reader, keyed_rows, open_text
-
     path = Path(path)
     out: dict[str, dict[str, float]] = {}
     with open_text(path, "task features file") as fh:
@@ -146,8 +146,6 @@ def read_task_features(path: str | Path) -> TaskFeatures:
 def task_features_from_tasks(path: str | Path) -> TaskFeatures:
     """``size`` (training rows) and ``classes`` (number of classes) of every task under ``path``: an NTCIR root,
     a folder of task folders, one task folder or a table file, read by :func:`modelseek.data.loaders.load_tasks`."""
-    from ..data.loaders import load_tasks
-
     tasks = load_tasks(path)
     size = {t.id: float(len(t.train)) for t in tasks if len(t.train) > 0}
     classes = {t.id: float(t.num_classes) for t in tasks if t.num_classes > 0}

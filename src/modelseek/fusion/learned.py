@@ -40,8 +40,10 @@ import numpy as np
 from ..data.run import Run, natural_key
 from ..data.truth import GradingScheme, GroundTruth
 from ..errors import InputError
+from ..evaluate import evaluate
 from ..metrics import ndcg_cutoff
 from ..metrics.ndcg import ideal_dcg, ndcg
+from ..stats.bootstrap import bootstrap_ci, paired_bootstrap
 from .core import DEFAULT_RRF_K, Block, Fusion, FusionMethod, _as_runs, block_to_run, fuse, make_block
 from .features import TaskFeatures
 from .gates import GAMMAS, Gate, candidate_gates
@@ -150,7 +152,7 @@ class _Judged:
 def score_grid(block: Block, judged: _Judged, grid: Sequence[Fusion], progress: bool = False) -> np.ndarray:
     """``len(grid) x topics`` matrix of per-topic nDCG@k; a specification whose fused scores overflow
     (raw scores near the float range under ``none``) scores -inf everywhere."""
-    from ..progress import progress_bar
+    from ..progress import progress_bar  # lazy: start-up
 
     out = np.empty((len(grid), len(block.topics)))
     for i, spec in enumerate(progress_bar(grid, desc="fusion grid", disable=not progress)):
@@ -314,9 +316,7 @@ class FusionCV:
 
     def summary(self, n_resamples: int = 1000, confidence: float = 0.95, seed: int | None = None) -> pd.DataFrame:
         """Per system: mean [bootstrap interval over topics] and the paired difference learned − system."""
-        import pandas as pd
-
-        from ..stats.bootstrap import bootstrap_ci, paired_bootstrap
+        import pandas as pd  # lazy: pandas
 
         s = self.seed if seed is None else seed
         learned = self.per_topic[LEARNED].to_numpy(float)
@@ -469,10 +469,9 @@ def _cross_validate_choice(rs: list[Run], truth: GroundTruth, s: GradingScheme, 
                     grid: list[Fusion], M: np.ndarray, folds: int, seed: int, selection: str) -> FusionCV:
     """Task-level k-fold cross-validation of the choice: each fold's fusion is chosen on the other folds'
     topics and scored on its held-out topics, next to each input run and plain RRF on the same topics."""
-    import pandas as pd
+    import pandas as pd  # lazy: pandas
 
-    from ..data.folds import make_folds
-    from ..evaluate import evaluate
+    from ..data.folds import make_folds  # lazy: start-up
 
     tiers = [truth.criticality(t).value for t in topics]
     held_lists = [[str(t) for t in held] for held in make_folds(topics, tiers, folds, seed)]

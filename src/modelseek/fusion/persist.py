@@ -18,7 +18,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from .._version import __version__
+from ..data.truth import GradingScheme
 from ..errors import InputError
+from ..io import atomic_write_text, read_json
+from ..metrics import ndcg_cutoff
+from .core import Fusion
 
 FORMAT = "modelseek-fusion"
 VERSION = 1
@@ -31,8 +36,6 @@ def _digest(doc: Mapping[str, Any]) -> str:
 
 
 def fusion_document(learned) -> dict:
-    from .._version import __version__
-
     doc = {"format": FORMAT, "version": VERSION, "fusion": learned.fusion.to_dict(),
            "describe": learned.fusion.describe(), "metric": learned.metric, "scheme": learned.scheme,
            "fitted_topics": list(learned.fitted_topics), "train_score": float(learned.train_score),
@@ -45,8 +48,6 @@ def fusion_document(learned) -> dict:
 
 def save_fusion(learned, path: str | Path) -> None:
     """Write ``learned`` (a :class:`LearnedFusion`) to ``path`` atomically."""
-    from ..io import atomic_write_text
-
     atomic_write_text(path, json.dumps(fusion_document(learned), indent=2, ensure_ascii=False) + "\n")
 
 
@@ -54,11 +55,6 @@ def read_fusion(path: str | Path) -> dict[str, Any]:
     """Read and verify a saved fusion: the fields of a :class:`~modelseek.fusion.learned.LearnedFusion`
     (:func:`~modelseek.fusion.learned.load_fusion` builds it); every problem is an :class:`InputError` naming
     the file and field."""
-    from ..data.truth import GradingScheme
-    from ..io import read_json
-    from ..metrics import ndcg_cutoff
-    from .core import Fusion
-
     path = Path(path)
     doc = read_json(path, "fusion file")
     if not isinstance(doc, dict):

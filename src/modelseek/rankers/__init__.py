@@ -12,7 +12,7 @@ from .base import NotFittedError, Ranker
 def make(name: str, **params: Any) -> Ranker:
     """Instantiate the ranker registered as ``name`` with ``params`` (checked against its parameters; the one
     road from a method to a fitted ranker is :func:`modelseek.rankers.resolve.resolve`)."""
-    from .resolve import make as _make
+    from .resolve import make as _make  # lazy: start-up
 
     return _make(name, **params)
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from ..data.pool import Pool
 from ..errors import InputError
+from ..io import atomic_write_text
 from .base import Ranker, Trained
 
 if TYPE_CHECKING:
@@ -77,8 +78,6 @@ class Persistable(Ranker):
 
     # ------------------------------------------------------------------------------------ save / load
     def save(self, path: str | Path, **info: Any) -> None:
-        from ..io import atomic_write_text
-
         self._check_fitted()
         arrays, extra = self._state()
         params = {k: v for k, v in self.get_params().items() if k != "cache_dir"}

@@ -15,12 +15,13 @@ from typing import ClassVar
 
 import numpy as np
 
-from ..data.pool import Candidate, Pool
+from ..data.pool import Candidate, Pool, load_pool
 from ..data.task import Task, TaskSet
 from ..data.truth import GradingScheme, GroundTruth
 from ..config import Interval
 from ..errors import InputError
 from ..metrics.ndcg import ndcg
+from ..progress import progress_bar
 from ..taskrep import TaskRep, get_encoder, represent
 from ._artifact import Persistable
 from .base import Constraints, Trained
@@ -52,8 +53,6 @@ def with_cards(pool: Pool, reference: Pool | str | None) -> Pool:
     the same candidate (same id, same or no hf_id) in ``reference`` (a pool or pool file)."""
     if reference is None:
         return pool
-    from ..data.pool import load_pool
-
     ref = load_pool(reference) if isinstance(reference, str) else reference
     out = []
     for c in pool:
@@ -110,8 +109,6 @@ class LearnedRanker(Persistable):
         return np.stack([cache[t] for t in texts])
 
     def _reps(self, tasks: Sequence[Task], progress: bool = False) -> list[TaskRep]:
-        from ..progress import progress_bar
-
         return [self._rep(t) for t in progress_bar(list(tasks), desc=f"{self.name}: tasks", disable=not progress)]
 
     # -------------------------------------------------------------------------------- fitting
@@ -145,8 +142,6 @@ class LearnedRanker(Persistable):
         pool = getattr(self, "pool", None)
         if pool is None:
             return None
-        from ..data.pool import load_pool
-
         return load_pool(pool) if isinstance(pool, str) else pool
 
     def _cards_pool(self, what: str) -> Pool:

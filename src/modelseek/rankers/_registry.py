@@ -9,12 +9,10 @@ estimator needs no line here either.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from ..registry import PluginRegistry
-
-if TYPE_CHECKING:
-    from .base import Ranker
+from .base import Ranker
 
 R = TypeVar("R", bound="type[Ranker]")
 #: derives the ranker of a registered estimator
@@ -29,7 +27,7 @@ class RankerRegistry(PluginRegistry["type[Ranker]"]):
 
     @staticmethod
     def _estimators():
-        from ..estimators import ESTIMATORS
+        from ..estimators import ESTIMATORS  # lazy: start-up
 
         return ESTIMATORS
 
@@ -57,8 +55,6 @@ class RankerRegistry(PluginRegistry["type[Ranker]"]):
 def _plugin(name: str, obj: object) -> type[Ranker]:
     """A ranker from an entry point (group ``modelseek.rankers``): a Ranker subclass whose ``name`` is the entry
     point's name."""
-    from .base import Ranker
-
     if not (isinstance(obj, type) and issubclass(obj, Ranker)):
         raise TypeError(f"a ranker entry point names a Ranker subclass, got {obj!r}")
     if obj.name != name:
@@ -71,8 +67,6 @@ RANKERS = RankerRegistry("modelseek.rankers")
 
 def register(cls: R) -> R:
     """Class decorator: register a :class:`~modelseek.rankers.base.Ranker` under its ``name``."""
-    from .base import Ranker
-
     if not (isinstance(cls, type) and issubclass(cls, Ranker)):
         raise TypeError(f"@register takes a Ranker subclass, got {cls!r}")
     RANKERS.add(cls.name, cls)

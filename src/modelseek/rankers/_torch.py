@@ -13,7 +13,7 @@ import numpy as np
 def seeded(seed: int):
     """Run a block with torch's global RNG seeded, restoring the caller's RNG state afterwards (so that
     module initialisation is reproducible without changing global state)."""
-    import torch
+    import torch  # lazy: torch
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(seed))
@@ -25,7 +25,7 @@ def state_to_arrays(module, prefix: str = "") -> dict[str, np.ndarray]:
 
 
 def arrays_to_state(module, arrays: dict[str, np.ndarray], prefix: str = "") -> None:
-    import torch
+    import torch  # lazy: torch
 
     state = {k[len(prefix):]: torch.from_numpy(np.asarray(v, np.float32)) for k, v in arrays.items()
              if k.startswith(prefix)}
@@ -35,7 +35,7 @@ def arrays_to_state(module, arrays: dict[str, np.ndarray], prefix: str = "") -> 
 def listnet_loss(scores, targets, temperature: float):
     """ListNet (Cao et al., ICML 2007) top-one cross-entropy between softmax(targets / temperature) and
     softmax(scores): graded, tie-aware (tied targets get equal target probability)."""
-    import torch
+    import torch  # lazy: torch
 
     p = torch.softmax(targets / temperature, dim=-1)
     return -(p * torch.log_softmax(scores, dim=-1)).sum(-1).mean()

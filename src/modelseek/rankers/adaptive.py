@@ -62,13 +62,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from ..data.pool import Pool
+from ..data.pool import Pool, Candidate
 from ..data.task import Task, TaskSet
 from ..data.truth import GradingScheme, GroundTruth
 from ..config import Constraint, Interval
 from ..errors import InputError
 from ..metrics.ndcg import ideal_dcg, ndcg
-from ..taskrep import TaskRep, sample_indices
+from ..taskrep import TaskRep, sample_indices, META_FEATURES
 from ._learned import LearnedRanker
 from ._registry import register
 from .base import Constraints
@@ -330,7 +330,7 @@ class AdaptiveRanker(LearnedRanker):
                 setattr(self, name, None)
 
     def _extra_profiles(self) -> dict:
-        from ..profiles import read_profiles
+        from ..profiles import read_profiles  # lazy: start-up
 
         if self.profiles is None:
             return {}
@@ -360,8 +360,6 @@ class AdaptiveRanker(LearnedRanker):
 
     def _fit(self, tasks, reps, y, progress) -> None:
         self.__dict__.pop("_slopes_memo", None)  # derived from the fitted state (see trained_slopes)
-        from ..taskrep import META_FEATURES
-
         n = len(reps)
         if n < 3:
             raise InputError(f"method 'adaptive' needs at least 3 training tasks, got {n}")
@@ -406,8 +404,7 @@ class AdaptiveRanker(LearnedRanker):
         moves by what it showed on the past tasks that matched its card as well (the most specific evidence, so it
         is weighed first). Sets ``domain_weight_``/``domain_threshold_``; returns (the candidates' card
         embeddings, the leave-one-out scores after this stage)."""
-        from ..data.pool import Candidate
-        from ..profiles import profile_for
+        from ..profiles import profile_for  # lazy: start-up
 
         extra = self._extra_profiles()
         profs = [profile_for(Candidate(id=m, hf_id=h), extra) for m, h in zip(self.trained_.model_ids,
@@ -508,8 +505,7 @@ class AdaptiveRanker(LearnedRanker):
     def _terms(self, rep: TaskRep, pool: Pool) -> dict[str, Any]:
         """Everything a ranking of ``pool`` rests on, per candidate (in pool order): the prior, each evidence
         term in expected-rank units, the predicted relative F1, and the similarities to the training tasks."""
-        from ..profiles import profile_for
-        from ..taskrep import META_FEATURES
+        from ..profiles import profile_for  # lazy: start-up
 
         idx = self.trained_.match(pool)
         known = idx >= 0
@@ -539,8 +535,7 @@ class AdaptiveRanker(LearnedRanker):
     def _family_prior(self, profs, idx, prior_all, f1_prior_all) -> tuple[np.ndarray, np.ndarray]:
         """For candidates without history: the mean prior of the trained candidates of the same architecture,
         else of all trained candidates."""
-        from ..profiles import profile_for
-        from ..data.pool import Candidate
+        from ..profiles import profile_for  # lazy: start-up
 
         arch = getattr(self, "_trained_arch", None)
         if arch is None:

@@ -104,7 +104,7 @@ class Ranker(abc.ABC):
     def rank_tasks(self, tasks: Iterable[Task], pool: Pool, run_id: str | None = None,
                    progress: bool = False) -> Run:
         """A run over several tasks."""
-        from ..progress import progress_bar
+        from ..progress import progress_bar  # lazy: start-up
 
         scores = {}
         for task in progress_bar(list(tasks), desc=f"rank {self.name}", disable=not progress):

@@ -15,8 +15,10 @@ from importlib import resources
 from pathlib import Path
 
 from ..errors import InputError
+from ..io import atomic_write_text, read_json
 from ..registry import UnknownNameError
 from ._artifact import Persistable, read_artifact
+from ._registry import RANKERS
 from .base import Ranker
 
 
@@ -28,8 +30,6 @@ def load_artifact(path: str | Path, **overrides) -> Ranker:
     """Load any saved ranker artifact (a JSON file naming its method); ``overrides`` replace stored parameters."""
     path = Path(path)
     method = read_artifact(path)["method"]
-    from ._registry import RANKERS
-
     try:
         cls = RANKERS.get(method)
     except UnknownNameError as exc:  # the registry's did-you-mean error, located in the artifact
@@ -78,8 +78,6 @@ class DefaultSpec:
 
 
 def _read_spec(spec_file: Path, origin: str) -> DefaultSpec:
-    from ..io import read_json
-
     spec = read_json(spec_file, "default ranker spec")
     if not isinstance(spec, dict) or not isinstance(spec.get("artifact"), str) or "/" in spec["artifact"]:
         raise InputError("expected {\"artifact\": FILE-NAME, \"why\": TEXT}", path=spec_file, field="artifact")
@@ -105,8 +103,6 @@ def load_default() -> Ranker:
 def install_default(ranker: Persistable, why: str, name: str | None = None) -> Path:
     """Save a fitted ranker into the user's data folder (:func:`user_dir`) and make it the default there; the
     package is never written. The previous installed default, if any, is kept as ``default.previous.json``."""
-    from ..io import atomic_write_text
-
     folder = user_dir()
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / (name or f"{ranker.name}-installed.json")

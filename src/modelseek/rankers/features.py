@@ -42,18 +42,17 @@ import logging
 import math
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from .. import estimators
 from ..data.pool import Candidate, Pool
 from ..data.run import Run
 from ..data.task import Task
 from ..errors import InputError, ModelseekError
+from ..fusion import fuse
 from ._registry import register
 from .base import Ranker
 from .feature_jobs import is_regression  # noqa: F401  (re-exported: part of the API)
-
-if TYPE_CHECKING:
-    from .feature_jobs import FeatureJobConfig
+from .feature_jobs import FeatureJobConfig, score_candidates
 
 log = logging.getLogger(__name__)
 
@@ -110,8 +109,6 @@ class FeatureRanker(Ranker):
 
     def job_config(self) -> FeatureJobConfig:
         """What one candidate job computes for this ranker (see :func:`~.feature_jobs.score_candidates`)."""
-        from .feature_jobs import FeatureJobConfig
-
         return FeatureJobConfig(estimators=tuple(self._estimators()), pooling=self.pooling, layer=self.layer,
                                 max_length=self.max_length, batch_size=self.batch_size,
                                 max_examples=self.max_examples, estimator_params=dict(self.estimator_params or {}),
@@ -126,8 +123,6 @@ class FeatureRanker(Ranker):
         Failed (candidate, task) pairs are absent; ``self.failures_`` maps each failed candidate id to
         (source, first reason, task ids). The failure policy is applied by :meth:`rank`/:meth:`rank_tasks`.
         """
-        from .feature_jobs import score_candidates
-
         names = self._estimators()
         outcomes = score_candidates(tasks, pool, self.job_config(), executor=self.executor, address=self.address)
         self.chosen_layers_: dict[str, dict[str, str]] = {}
@@ -192,8 +187,6 @@ class FeatureRanker(Ranker):
 def reciprocal_rank_fusion(per_method: Sequence[dict[str, float]], k: float = 60.0) -> dict[str, float]:
     """RRF of one task's per-estimator scores by :func:`modelseek.fusion.fuse` (ranks by decreasing score,
     ties by natural docID; a failed, -inf, score has no term); a candidate failed everywhere gets -inf."""
-    from ..fusion import fuse
-
     if not per_method:
         return {}
     fused = fuse([Run.from_scores({"t": s}, f"m{i}") for i, s in enumerate(per_method)], "rrf", k=k)
@@ -242,8 +235,6 @@ def feature_ranker(estimator: str) -> type:
     Derived from the estimator's registration alone, so a new estimator module is all it takes to make
     ``rank --method NAME`` work.
     """
-    from .. import estimators
-
     info = estimators.info(estimator)  # unknown names raise with suggestions
     cls = _DERIVED.get(estimator)
     if cls is None:

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from ..data.pool import Pool
+from ..data.run import Run, read_run
 from ..data.task import Task
 from ..data.truth import GradingScheme
 from ..taskrep import META_FEATURES, TaskRep
@@ -67,8 +68,6 @@ class LTRRanker(LearnedRanker):
 
     def _estimators(self) -> dict[str, Any]:
         if getattr(self, "_est_runs", None) is None:
-            from ..data.run import Run, read_run
-
             self._est_runs = {n: (r if isinstance(r, Run) else read_run(r))
                               for n, r in sorted((self.estimator_runs or {}).items())}
         return self._est_runs
@@ -103,7 +102,7 @@ class LTRRanker(LearnedRanker):
                     random_state=int(self.seed), deterministic=True, force_row_wise=True, n_jobs=1, verbose=-1)
 
     def _fit(self, tasks, reps, y, progress) -> None:
-        import lightgbm as lgb
+        import lightgbm as lgb  # lazy: lightgbm
 
         pool = self._cards_pool("the model cards")
         idx = np.arange(len(self.model_ids_))
@@ -136,7 +135,7 @@ class LTRRanker(LearnedRanker):
                 {"booster": self.booster_.model_to_string()})
 
     def _set_state(self, arrays, extra) -> None:
-        import lightgbm as lgb
+        import lightgbm as lgb  # lazy: lightgbm
 
         self.keys_, self.targets_ = arrays["keys"].astype(np.float64), arrays["targets"].astype(np.float64)
         self.booster_ = lgb.Booster(model_str=extra["booster"])

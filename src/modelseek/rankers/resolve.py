@@ -23,25 +23,25 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..config import coerce
 from ..data.pool import Pool
 from ..data.task import TaskSet
 from ..data.truth import GroundTruth
 from ..errors import InputError
 from ..registry import UnknownNameError, closest
+from ._artifact import read_artifact
+from ._registry import RANKERS
 from .base import Ranker
+from .default import artifact_dir, builtin_artifact, default_spec, load_artifact
 
 
 def _registry():
-    from ._registry import RANKERS
-
     return RANKERS
 
 
 def artifact_path(method: str) -> Path | None:
     """The artifact file that ``method`` names (``default``, a shipped artifact name, a ``.json`` path), or None
     for a registered method name."""
-    from .default import builtin_artifact, default_spec
-
     if method == "default":
         return default_spec().artifact
     if method in _registry():
@@ -53,8 +53,6 @@ def artifact_path(method: str) -> Path | None:
 
 def artifact_spec(path: str | Path) -> tuple[str, dict[str, Any]]:
     """(method name, parameters) recorded in a saved artifact."""
-    from ._artifact import read_artifact
-
     path = Path(path)
     doc = read_artifact(path)
     try:
@@ -127,7 +125,6 @@ def _typed(cls: type, params: Mapping[str, Any]) -> dict[str, Any]:
     import types
     import typing
 
-    from ..config import coerce
 
     try:
         hints = typing.get_type_hints(cls.__init__)  # type: ignore[misc]  # the class's constructor, for its hints
@@ -183,8 +180,6 @@ def resolve(method: str | Ranker = "default", params: Mapping[str, Any] | None =
     else:
         path = artifact_path(method)
         if path is not None:
-            from .default import load_artifact
-
             check_params(method, params)
             return load_artifact(path, **params)
         ranker = make(method, **params)
@@ -202,8 +197,6 @@ def resolve(method: str | Ranker = "default", params: Mapping[str, Any] | None =
 
 def describe_methods() -> str:
     """One line for ``--help``: the registered methods and the shipped artifacts."""
-    from .default import artifact_dir
-
     shipped = sorted(p.stem for p in artifact_dir().glob("*.json") if p.name != "default.json")
     return (f"registered: {', '.join(_registry().names())}; shipped artifacts: default, {', '.join(shipped)}; "
             f"or the path of an artifact from 'modelseek train-ranker'")

@@ -16,15 +16,16 @@ import numpy as np
 
 from ..data.pool import Pool
 from ..data.task import Task
+from ..progress import progress_bar
 from ..taskrep import TaskRep
 from ._learned import LearnedRanker
 from ._registry import register
-from ._torch import NetState
+from ._torch import NetState, listnet_loss, seeded
 
 
 def _build(n_models: int, in_dim: int, width: int, heads: int, dropout: float):
-    import torch
-    from torch import nn
+    import torch  # lazy: torch
+    from torch import nn  # lazy: torch
 
     class SpiderNet(nn.Module):
         """One pre-norm Transformer block applied to ``[model token m; prototypes]``, read at position 0.
@@ -99,10 +100,8 @@ class SpiderRanker(NetState, LearnedRanker):
         return _build(len(self.model_ids_), in_dim, int(self.width), int(self.heads), float(self.dropout))
 
     def _fit(self, tasks, reps, y, progress) -> None:
-        import torch
+        import torch  # lazy: torch
 
-        from ..progress import progress_bar
-        from ._torch import listnet_loss, seeded
 
         x, mask = prototype_batch(reps, int(self.max_classes))
         with seeded(self.seed):
@@ -121,7 +120,7 @@ class SpiderRanker(NetState, LearnedRanker):
         self.in_dim_ = int(x.shape[2])
 
     def _scores(self, task: Task, rep: TaskRep, pool: Pool, idx: np.ndarray) -> np.ndarray:
-        import torch
+        import torch  # lazy: torch
 
         x, mask = prototype_batch([rep], int(self.max_classes))
         with torch.no_grad():

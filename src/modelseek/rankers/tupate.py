@@ -56,10 +56,11 @@ from ..data.task import Task, TaskSet
 from ..data.truth import GroundTruth
 from ..config import Interval, Options
 from ..errors import InputError
-from ..taskrep import read_arrays, resolve_cache_dir, sample_indices, text_hash, write_arrays
+from ..progress import progress_bar
+from ..taskrep import read_arrays, resolve_cache_dir, sample_indices, text_hash, write_arrays, _check_task
 from ._learned import LearnedRanker
 from ._registry import register
-from ._torch import NetState
+from ._torch import NetState, seeded
 from .base import Constraints
 
 log = logging.getLogger(__name__)
@@ -79,7 +80,7 @@ APPROX_NOTE = ("tupate runs its CPU approximation (mode 'approx'): read-only pro
 
 
 def default_encoder_path() -> str:
-    from ..features.text import offline_minilm_path
+    from ..features.text import offline_minilm_path  # lazy: start-up
 
     return str(offline_minilm_path())
 
@@ -90,7 +91,7 @@ def resolve_mode(mode: str, device: str = "auto") -> str:
         raise InputError(f"tupate: mode must be one of {', '.join(MODES)}, got {mode!r}", field="mode")
     if mode != "auto":
         return mode
-    from ..features.text import pick_device
+    from ..features.text import pick_device  # lazy: start-up
 
     return "approx" if pick_device(device).type == "cpu" else "published"
 
@@ -100,7 +101,7 @@ def _encoder_tag(source: str) -> str:
     cfg = Path(source) / "config.json"
     if not cfg.exists():
         try:
-            from huggingface_hub import try_to_load_from_cache
+            from huggingface_hub import try_to_load_from_cache  # lazy: huggingface_hub
 
             found = try_to_load_from_cache(source, "config.json")
             cfg = Path(found) if isinstance(found, str) else cfg
@@ -113,7 +114,7 @@ def _encoder_tag(source: str) -> str:
 @contextlib.contextmanager
 def _seeded_on(seed: int, device):
     """Torch's RNGs (the CPU's and, on CUDA, that device's) seeded for a block and restored afterwards."""
-    import torch
+    import torch  # lazy: torch
 
     devices = []
     if getattr(device, "type", "cpu") == "cuda":
@@ -132,8 +133,8 @@ class PromptTuner:
     def __init__(self, encoder_path: str, n_prompts: int = 20, epochs: int = 10, lr: float = 1e-3,
                  batch_size: int = 16, max_texts: int = 32, max_length: int = 48, layers: int = 2,
                  seed: int = 0) -> None:
-        import torch
-        from transformers import AutoModel, AutoTokenizer
+        import torch  # lazy: torch
+        from transformers import AutoModel, AutoTokenizer  # lazy: transformers
 
         self.path = str(encoder_path)
         self.tok = AutoTokenizer.from_pretrained(self.path)
@@ -165,7 +166,7 @@ class PromptTuner:
 
     def _text_states(self, texts: list[str]):
         """Per layer: (keys, values) of the text tokens, split by head; plus the padding mask."""
-        import torch
+        import torch  # lazy: torch
 
         enc = self.tok(texts, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt")
         with torch.no_grad():
@@ -183,7 +184,7 @@ class PromptTuner:
 
     def _prompt_pass(self, prompts, kv, mask):
         """Run the prompt positions through the frozen layers, attending to [prompts; text]."""
-        import torch
+        import torch  # lazy: torch
 
         emb = self.model.embeddings
         b = mask.shape[0]
@@ -204,11 +205,9 @@ class PromptTuner:
 
     def tune(self, task: Task, progress: bool = False) -> np.ndarray:
         """The ``P x H`` task matrix (tuned prompts minus their initial values)."""
-        import torch
-        from torch import nn
+        import torch  # lazy: torch
+        from torch import nn  # lazy: torch
 
-        from ..progress import progress_bar
-        from ._torch import seeded
 
         idx = sample_indices(task.train.labels, self.max_texts, self.seed)
         texts = [task.train.texts[i] for i in idx]
@@ -244,9 +243,9 @@ class FullPromptTuner:
     def __init__(self, encoder: str = PUBLISHED_ENCODER, n_prompts: int = 20, epochs: int = 20, lr: float = 1e-3,
                  batch_size: int = 16, max_texts: int = 0, max_length: int = 128, seed: int = 0,
                  device: str = "auto") -> None:
-        import torch
+        import torch  # lazy: torch
 
-        from ..features.text import pick_device
+        from ..features.text import pick_device  # lazy: start-up
 
         self.source = str(encoder)
         self.device = pick_device(device)
@@ -274,9 +273,9 @@ class FullPromptTuner:
     def _load(source: str):
         """Tokenizer and encoder through ``transformers``' own loading; a Hub id is read from the local cache
         when it is there (offline), and an uncached id without a reachable Hub is one error naming it."""
-        from transformers import AutoModel, AutoTokenizer
+        from transformers import AutoModel, AutoTokenizer  # lazy: transformers
 
-        from ..features.text import hub_offline_reason, in_hub_cache, is_hub_source
+        from ..features.text import hub_offline_reason, in_hub_cache, is_hub_source  # lazy: start-up
 
         local_only = False
         if is_hub_source(source):
@@ -313,7 +312,7 @@ class FullPromptTuner:
     def forward(self, prompts, input_ids, attention_mask):
         """Last hidden states ``(B, P + T, H)`` of ``[prompts; tokens]``: the prompts are prepended to the token
         embeddings at the input; every position attends to every unpadded one in every layer."""
-        import torch
+        import torch  # lazy: torch
 
         b = input_ids.shape[0]
         tokens = self.model.get_input_embeddings()(input_ids)
@@ -323,10 +322,9 @@ class FullPromptTuner:
 
     def tune(self, task: Task, progress: bool = False) -> np.ndarray:
         """The ``P x H`` task matrix: the prompts tuned on the task's training texts."""
-        import torch
-        from torch import nn
+        import torch  # lazy: torch
+        from torch import nn  # lazy: torch
 
-        from ..progress import progress_bar
 
         labels = task.train.labels
         idx = sample_indices(labels, self.max_texts, self.seed) if self.max_texts > 0 else np.arange(len(labels))
@@ -353,8 +351,8 @@ class FullPromptTuner:
 
 def _build(n_models: int, n_prompts: int, in_dim: int, width: int, heads: int, layers: int, dropout: float):
     """The ranker network; with ``width == in_dim`` it reads the task matrix rows as they are (no projection)."""
-    import torch
-    from torch import nn
+    import torch  # lazy: torch
+    from torch import nn  # lazy: torch
 
     project = width != in_dim
 
@@ -428,7 +426,7 @@ class TuPaTERanker(NetState, LearnedRanker):
         return int(MODE_DEFAULTS[self.resolved_mode][key] if value is None else value)
 
     def _torch_device(self):
-        from ..features.text import pick_device
+        from ..features.text import pick_device  # lazy: start-up
 
         return pick_device(self.device)
 
@@ -474,8 +472,6 @@ class TuPaTERanker(NetState, LearnedRanker):
 
     def task_matrix(self, task: Task, progress: bool = False) -> np.ndarray:
         """The cached ``P x H`` task matrix of ``task``."""
-        from ..taskrep import _check_task
-
         _check_task(task)
         path = self.cache_path(task)
         cached = read_arrays(path)
@@ -491,8 +487,6 @@ class TuPaTERanker(NetState, LearnedRanker):
         return self.task_matrix(task)
 
     def _reps(self, tasks, progress: bool = False):
-        from ..progress import progress_bar
-
         return [self.task_matrix(t, progress) for t in progress_bar(list(tasks), desc="tupate: task matrices",
                                                                     disable=not progress)]
 
@@ -524,9 +518,8 @@ class TuPaTERanker(NetState, LearnedRanker):
             del self._truth_for_fit
 
     def _fit(self, tasks, reps, y, progress) -> None:
-        import torch
+        import torch  # lazy: torch
 
-        from ..progress import progress_bar
 
         published = self.resolved_mode == "published"
         if published:  # the paper's target: the candidates' macro-F1 (the base class hands normalized F1)
@@ -552,7 +545,7 @@ class TuPaTERanker(NetState, LearnedRanker):
         self.net_, self.in_dim_ = net, int(x.shape[2])
 
     def _scores(self, task: Task, rep, pool: Pool, idx: np.ndarray) -> np.ndarray:
-        import torch
+        import torch  # lazy: torch
 
         dev = next(self.net_.parameters()).device
         with torch.no_grad():

@@ -16,7 +16,7 @@ from .seeding import derive_rng
 def __getattr__(name: str):
     # the t-test pulls in scipy.special (~0.13 s), which `import modelseek` should not pay for
     if name in ("paired_ttest", "paired_ttest_matrix"):
-        from . import ttest
+        from . import ttest  # lazy: scipy
 
         return getattr(ttest, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError
+from .seeding import derive_rng
 
 N_DRAWS = 1000
 N_THRESHOLDS = 100
@@ -135,8 +136,6 @@ def auroc_pvalue_matrix(D, others=None) -> np.ndarray:
 def bayesian_auroc_test(gold_a, probs_a, gold_b, probs_b, seed: int = 0, n_draws: int = N_DRAWS,
                         n_thresholds: int | None = N_THRESHOLDS) -> float:
     """One duel: p-value that model A's AUROC is higher than B's (A and B drawn from separate streams)."""
-    from .seeding import derive_rng
-
     da = auroc_draws(gold_a, probs_a, derive_rng(seed, "A"), n_draws, n_thresholds)
     db = auroc_draws(gold_b, probs_b, derive_rng(seed, "B"), n_draws, n_thresholds)
     return auroc_pvalue(da, db)

@@ -82,7 +82,7 @@ class Structure:
 
 def _ranks(values: np.ndarray) -> np.ndarray:
     """Minus the rank of each row's values, best = -1, ties sharing the lowest rank (``model_rank``)."""
-    from scipy.stats import rankdata
+    from scipy.stats import rankdata  # lazy: scipy
 
     return -rankdata(-values, axis=-1, method="min")
 

@@ -33,9 +33,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from ..align.sources.base import WeightsUnavailable, _first_line, offline, offline_reason
 from ..config import Config, Interval
 from ..errors import InputError
-from .descriptors import Extractor
+from ..progress import progress_counter
+from ..registry import closest
+from .descriptors import Extractor, extract_many
 
 if TYPE_CHECKING:
     import torch
@@ -93,7 +96,7 @@ class _Tiny:
 
     @staticmethod
     def build():
-        import torch.nn as nn
+        import torch.nn as nn  # lazy: torch
 
         class Tiny(nn.Module):
             def __init__(self) -> None:
@@ -120,7 +123,7 @@ def build_backbone(cfg: FineTune):
         except Exception as exc:  # noqa: BLE001 - ImportError or a broken binary build
             raise InputError(f"the fine-tuned baseline needs {name.split('.')[0]} ({type(exc).__name__}: {exc}); "
                              f"install it (pip install 'modelseek[align-zoo]')", field="method") from None
-    import torch
+    import torch  # lazy: torch
 
     if cfg.arch == "tiny":
         if cfg.weights != "random":
@@ -129,9 +132,7 @@ def build_backbone(cfg: FineTune):
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(cfg.seed)
             return _Tiny.build()
-    import torchvision.models as tvm
-
-    from ..registry import closest
+    import torchvision.models as tvm  # lazy: torchvision
 
     if cfg.arch not in tvm.list_models(module=tvm):
         close = closest(cfg.arch, tvm.list_models(module=tvm))
@@ -143,8 +144,6 @@ def build_backbone(cfg: FineTune):
             net = tvm.get_model(cfg.arch, weights=None)
     else:
         from urllib.parse import urlparse
-
-        from ..align.sources.base import WeightsUnavailable, _first_line, offline, offline_reason
 
         enum = tvm.get_model_weights(cfg.arch)
         w = enum[ORGANISER_WEIGHTS[cfg.arch]] if cfg.arch in ORGANISER_WEIGHTS else enum.DEFAULT
@@ -163,7 +162,7 @@ def build_backbone(cfg: FineTune):
 
 
 def _normalise(batch_uint8):
-    import torch
+    import torch  # lazy: torch
 
     x = torch.from_numpy(np.ascontiguousarray(batch_uint8)).permute(0, 3, 1, 2).float() / 255.0
     mean = torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1)
@@ -188,7 +187,7 @@ class BackboneFeatures(Extractor):
         return f"backbone-{hashlib.sha256(blob.encode()).hexdigest()[:12]}"
 
     def __call__(self, images: np.ndarray) -> np.ndarray:
-        import torch
+        import torch  # lazy: torch
 
         if self._net is None:
             net = build_backbone(self.cfg)
@@ -200,14 +199,14 @@ class BackboneFeatures(Extractor):
 
 # ----------------------------------------------------------------------------------------------- training
 def _head(in_features: int, n_classes: int, dropout: float):
-    import torch.nn as nn
+    import torch.nn as nn  # lazy: torch
 
     return nn.Sequential(nn.Dropout(dropout), nn.Linear(in_features, n_classes))
 
 
 def _train(module, inputs, y: np.ndarray, cfg: FineTune, params, prepare) -> None:
     """Cross-entropy, Adam(lr), ``epochs`` passes in shuffled batches of ``batch`` (a seeded generator)."""
-    import torch
+    import torch  # lazy: torch
 
     opt = torch.optim.Adam(params, lr=cfg.lr)
     gen = torch.Generator().manual_seed(cfg.seed)
@@ -228,7 +227,7 @@ def _train(module, inputs, y: np.ndarray, cfg: FineTune, params, prepare) -> Non
 
 
 def _logits(module, inputs, n: int, batch: int, prepare) -> np.ndarray:
-    import torch
+    import torch  # lazy: torch
 
     out = []
     with torch.no_grad():
@@ -241,9 +240,7 @@ def finetune_scores(cfg: FineTune, train_bank, train_idx: Sequence[int] | np.nda
                     test_idx: Sequence[int] | np.ndarray, labels: Sequence[str], models: Sequence[str]) -> np.ndarray:
     """Fit the baseline on rows ``train_idx`` of ``train_bank``'s images and return the logits of rows
     ``test_idx`` of ``test_bank`` over ``models`` (models without training images: below every other)."""
-    import torch
-
-    from .descriptors import extract_many
+    import torch  # lazy: torch
 
     train_idx, test_idx = [int(i) for i in train_idx], [int(i) for i in test_idx]
     y_all = [str(labels[i]) for i in train_idx]
@@ -310,8 +307,6 @@ def _load_pixels(dataset, size: int, progress: bool) -> np.ndarray:
     out = np.empty((len(dataset), size, size, 3), np.uint8)
     bar = None
     if progress:
-        from ..progress import progress_counter
-
         bar = progress_counter(len(dataset), desc=f"images at {size} px")
     try:
         with ThreadPoolExecutor(max_workers=2) as pool:

@@ -28,6 +28,8 @@ import numpy as np
 
 from ..data.run import natural_key, normalize_b_id
 from ..errors import InputError
+from ..io import open_text, read_text
+from .images import decode, read_bytes
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff")
 
@@ -157,7 +159,7 @@ def _as_rgb(img: np.ndarray, where: str) -> np.ndarray:
 
 def resize_square(img: np.ndarray, size: int) -> np.ndarray:
     """Resize the shorter side to ``size`` (bilinear, antialiased) and centre-crop to ``size`` x ``size``."""
-    from PIL import Image
+    from PIL import Image  # lazy: PIL
 
     h, w = img.shape[:2]
     if (h, w) == (size, size):
@@ -172,15 +174,11 @@ def resize_square(img: np.ndarray, size: int) -> np.ndarray:
 def read_image(path: str | Path, size: int | None = None) -> np.ndarray:
     """Read an image file as RGB uint8 (:func:`modelseek.style.images.decode`: checked header, reduced
     decoding); :class:`InputError` naming the file when it is missing or cannot be decoded."""
-    from .images import decode, read_bytes
-
     return decode(read_bytes(path), size, path=path)
 
 
 # ------------------------------------------------------------------------------------- Subtask B layout
 def _read_csv(path: Path, required: Sequence[str]) -> list[tuple[int, dict[str, str]]]:
-    from ..io import open_text
-
     with open_text(path) as fh:  # missing, a directory, not UTF-8: located InputErrors
         reader = csv.DictReader(fh)
         fields = reader.fieldnames or []
@@ -278,8 +276,6 @@ def read_image_list(path: str | Path) -> list[str]:
 def read_image_list_located(path: str | Path) -> list[tuple[int, str]]:
     """``(line, name)`` of each image name of a list file (see :func:`read_image_list`)."""
     path = Path(path)
-    from ..io import read_text
-
     names: list[tuple[int, str]] = []
     seen: dict[str, int] = {}
     for lineno, raw in enumerate(read_text(path).split("\n"), start=1):

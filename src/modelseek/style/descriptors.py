@@ -38,9 +38,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from ..align.formats import ModelRegistry
+from ..align.models import _first_tensor, _run_hooked, embed_images, load_model, preprocess_images
 from ..config import Config, Interval, Source
 from ..errors import InputError
+from ..features.cache import FeatureCache, cache_key
+from ..progress import progress_counter
 from ..registry import Registry
+from . import images as imgio
 from .data import StyleDataset
 
 if TYPE_CHECKING:
@@ -112,7 +117,7 @@ class ColourHistogram(Extractor):
 
 
 def _rgb_to_hsv(x: np.ndarray) -> np.ndarray:
-    from matplotlib.colors import rgb_to_hsv
+    from matplotlib.colors import rgb_to_hsv  # lazy: matplotlib
 
     return rgb_to_hsv(x)
 
@@ -200,7 +205,7 @@ class TextureStats(Extractor):
                          for dx in range(-L, L + 1) if dy > 0 or dx > 0])
 
     def _one(self, img: np.ndarray) -> np.ndarray:
-        from scipy import ndimage as ndi
+        from scipy import ndimage as ndi  # lazy: scipy
 
         x = img.astype(np.float64) / 255.0
         lum = x @ np.array([0.299, 0.587, 0.114])
@@ -242,7 +247,7 @@ def random_cnn(channels: Sequence[int] = (32, 64, 128, 128), seed: int = 0) -> C
     drawn from a ``torch.Generator`` seeded with ``seed``; biases zero. (Any architecture of the alignment
     model registry -- torchvision, timm, transformers, custom -- is available through ``encgram:NAME``.)
     """
-    import torch
+    import torch  # lazy: torch
 
     gen = torch.Generator().manual_seed(int(seed))
     weights = []
@@ -252,7 +257,7 @@ def random_cnn(channels: Sequence[int] = (32, 64, 128, 128), seed: int = 0) -> C
         c_in = int(c)
 
     def forward(x):
-        import torch.nn.functional as F
+        import torch.nn.functional as F  # lazy: torch
 
         maps = []
         for i, w in enumerate(weights):
@@ -275,12 +280,12 @@ class _Projector:
         self._mats: dict[int, Any] = {}
 
     def __call__(self, block: int, g: np.ndarray) -> np.ndarray:
-        import torch
+        import torch  # lazy: torch
 
         t = torch.from_numpy(np.ascontiguousarray(g, dtype=np.float32))
         if g.shape[1] > self.dims:
             if block not in self._mats:
-                from sklearn.random_projection import GaussianRandomProjection
+                from sklearn.random_projection import GaussianRandomProjection  # lazy: sklearn
 
                 rp = GaussianRandomProjection(n_components=self.dims, random_state=self.seed + 1000 * block)
                 rp.fit(np.zeros((1, g.shape[1]), np.float32))
@@ -293,7 +298,7 @@ class _Projector:
 def gram_upper(f) -> np.ndarray:
     """Upper triangle of the Gram matrix ``F F^T / positions`` of N x C x (positions...) maps (or N x T x C
     token sequences, taken as C x T), power-normalised (signed square root)."""
-    import torch
+    import torch  # lazy: torch
 
     if f.ndim == 3:  # tokens: N x T x C
         f = f.transpose(1, 2)
@@ -333,7 +338,7 @@ class _CNNExtractor(Extractor):
                 "dims": self.dims, "v": 1}
 
     def _maps(self, images: np.ndarray):
-        import torch
+        import torch  # lazy: torch
 
         if self._net is None:
             self._net = random_cnn(self.channels, self.seed)
@@ -377,8 +382,6 @@ class _RegistryExtractor(Extractor):
     def __init__(self, model: str = "", registry: str | Path | None = None, seed: int = 0, dims: int = 256) -> None:
         if not model:
             raise InputError(f"feature {self.name!r} needs a registry model name: {self.name}:NAME", field="method")
-        from ..align.formats import ModelRegistry
-
         self.model, self.seed, self.dims = model, int(seed), int(dims)
         self.entry = ModelRegistry.load(registry).get(model)
         self._loaded: LoadedModel | None = None
@@ -392,8 +395,6 @@ class _RegistryExtractor(Extractor):
 
     def _model(self):
         if self._loaded is None:
-            from ..align.models import load_model
-
             self._loaded = load_model(self.entry)
             if self._loaded.call_images is None:
                 raise InputError(f"model {self.model!r} takes no images", field="modality")
@@ -407,8 +408,6 @@ class EncoderEmbedding(_RegistryExtractor):
     name = "enc"
 
     def __call__(self, images: np.ndarray) -> np.ndarray:
-        from ..align.models import embed_images
-
         return embed_images(self.entry, list(images), model=self._model())
 
 
@@ -419,9 +418,7 @@ class EncoderGram(_RegistryExtractor):
     name = "encgram"
 
     def __call__(self, images: np.ndarray) -> np.ndarray:
-        import torch
-
-        from ..align.models import _first_tensor, _run_hooked, preprocess_images
+        import torch  # lazy: torch
 
         loaded = self._model()
         x = preprocess_images(self.entry, list(images))
@@ -490,8 +487,6 @@ class _Digests:
                 "ino": st.st_ino}
 
     def known(self, path: Path) -> str | None:
-        from ..features.cache import cache_key
-
         fields = self._stat_fields(path)
         if fields is None:
             return None
@@ -499,8 +494,6 @@ class _Digests:
         return None if v is None else bytes(np.asarray(v, np.uint8)).decode("ascii", "replace")
 
     def remember(self, path: Path, stat_fields: dict[str, Any] | None, hexdigest: str) -> None:
-        from ..features.cache import cache_key
-
         if stat_fields is not None:
             self.cache.put(cache_key(stat_fields), stat_fields, np.frombuffer(hexdigest.encode("ascii"), np.uint8))
 
@@ -545,8 +538,6 @@ def extract_many(dataset: StyleDataset, extractors: Sequence[Extractor], size: i
     its file's bytes (arrays: of the array) and reused; every finished batch is written, so an interrupted
     extraction resumes where it stopped. A progress bar (images, rate, ETA) goes to stderr with ``progress``.
     """
-    from . import images as imgio
-
     if size < 8:
         raise InputError(f"image size must be at least 8, got {size}", field="size")
     n = len(dataset)
@@ -554,8 +545,6 @@ def extract_many(dataset: StyleDataset, extractors: Sequence[Extractor], size: i
         raise InputError("no images")
     store = None                    # the FeatureCache at ``cache``
     if cache is not None:
-        from ..features.cache import FeatureCache, cache_key
-
         store = FeatureCache(cache)
         digests = _Digests(store)
     ext_keys = [f"{e.key()}-s{int(size)}-l{LOADER_VERSION}" for e in extractors]
@@ -622,8 +611,6 @@ def _known_item(dataset: StyleDataset, i: int, digests: _Digests) -> str | None:
 
 
 def _image_bar(total: int, extractors: Sequence[Extractor]):
-    from ..progress import progress_counter
-
     return progress_counter(total, desc=f"{'+'.join(e.name for e in extractors)} features (images)")
 
 

@@ -22,8 +22,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.run import Run, normalize_b_id
+from ..data.run import Run, normalize_b_id, read_run, read_runs
 from ..errors import InputError
+from ..stats.bootstrap import bootstrap_ci
+from .data import _read_csv, load_models
+from .layout import load_organiser_test, organiser_root
 
 
 def is_style_truth(path: str | Path) -> bool:
@@ -44,8 +47,6 @@ def is_style_truth(path: str | Path) -> bool:
 
 def load_style_truth(path: str | Path) -> dict[str, str]:
     """``query id -> model id`` of a Subtask B truth table (ids as in runs: no ``.png``, no leading zeros)."""
-    from .data import _read_csv
-
     path = Path(path)
     truth: dict[str, str] = {}
     first: dict[str, int] = {}
@@ -73,8 +74,6 @@ class StyleScore:
 
 
 def score_style_run(run: Run, truth: dict[str, str], n_resamples: int = 1000, seed: int = 0) -> StyleScore:
-    from ..stats.bootstrap import bootstrap_ci
-
     rr, missing = {}, 0
     for q, model in truth.items():
         if q not in run:
@@ -90,8 +89,6 @@ def score_style_run(run: Run, truth: dict[str, str], n_resamples: int = 1000, se
 def evaluate_style_runs(run_path: str | Path, truth_path: str | Path, run_id: str | None = None) -> list[StyleScore]:
     """Every run of ``run_path`` (or the one named ``run_id``) scored on a Subtask B ground truth (``train.csv``:
     image_id, model_id): MRR with its bootstrap interval. A run that shares no image with the truth is an error."""
-    from ..data.run import read_run, read_runs
-
     truth = load_style_truth(truth_path)
     runs = [read_run(run_path, run_id)] if run_id else list(read_runs(run_path).values())
     for r in runs:
@@ -105,9 +102,6 @@ def test_folder_topics(path: str | Path, models_csv: str | Path | None = None) -
     """The topicIDs (test image names without ``.png``) and docIDs (``models.csv`` ids) a Subtask B run must
     cover: ``path`` is the organisers' ``data/`` folder, their repository root, or a test folder (then
     ``models_csv``, or ``models.csv`` beside or above it)."""
-    from .data import load_models
-    from .layout import load_organiser_test, organiser_root
-
     path = Path(path)
     data = organiser_root(path)
     if data is not None:

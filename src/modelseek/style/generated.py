@@ -29,7 +29,7 @@ Style = Callable[[np.ndarray, np.random.Generator], np.ndarray]
 # ------------------------------------------------------------------------------------------ content
 def draw_content(size: int, rng: np.random.Generator) -> np.ndarray:
     """A random scene: gradient background plus 3-7 shapes and a stripe patch (H x W x 3 uint8)."""
-    from PIL import Image, ImageDraw
+    from PIL import Image, ImageDraw  # lazy: PIL
 
     yy, xx = np.mgrid[0:size, 0:size] / max(size - 1, 1)
     a = rng.uniform(0, 2 * np.pi)
@@ -71,7 +71,7 @@ SAMPLE_PHOTOS = ("astronaut", "coffee", "chelsea", "rocket", "immunohistochemist
 def photo_content(size: int, rng: np.random.Generator) -> np.ndarray:
     """A random square crop of one of scikit-image's bundled colour photographs."""
     try:
-        import skimage.data as skd
+        import skimage.data as skd  # lazy: skimage
     except ImportError:
         raise InputError("content='mixed' needs scikit-image: pip install 'modelseek[vision]'") from None
     img = getattr(skd, SAMPLE_PHOTOS[int(rng.integers(len(SAMPLE_PHOTOS)))])()[..., :3]
@@ -284,7 +284,7 @@ def _hue(p):
     shift = p.uniform(0.15, 0.85)
 
     def f(x, r):
-        from matplotlib.colors import hsv_to_rgb, rgb_to_hsv
+        from matplotlib.colors import hsv_to_rgb, rgb_to_hsv  # lazy: matplotlib
 
         hsv = rgb_to_hsv(np.clip(x, 0, 1))
         hsv[..., 0] = (hsv[..., 0] + _jit(shift, r, 0.05)) % 1.0

@@ -59,7 +59,7 @@ def _fail(path, message: str, field: str | None = None):
 
 def _open(src, path):
     """``Image.open`` with every failure located: not an image, a decompression bomb, an unreadable file."""
-    from PIL import Image, UnidentifiedImageError
+    from PIL import Image, UnidentifiedImageError  # lazy: PIL
 
     with _OPEN_LOCK, warnings.catch_warnings():
         warnings.simplefilter("error", Image.DecompressionBombWarning)
@@ -102,7 +102,7 @@ def probe(path: str | os.PathLike) -> ImageInfo:
 
 
 def _to_rgb(im, path):
-    from PIL import Image
+    from PIL import Image  # lazy: PIL
 
     if im.mode in _SIXTEEN:
         a = np.asarray(im, dtype=np.float64)
@@ -118,7 +118,7 @@ def decode(src: str | os.PathLike | bytes, size: int | None = None, path: str | 
     """The image (a file, or its bytes with ``path`` naming it in errors) as H x W x 3 uint8 RGB; with
     ``size``, reduced as early as the format allows, resized (shorter side = ``size``, antialiased bilinear)
     and centre-cropped to ``size`` x ``size``."""
-    from PIL import Image
+    from PIL import Image  # lazy: PIL
 
     where = path if path is not None else src
     im = _open(io.BytesIO(src) if isinstance(src, (bytes, bytearray)) else src, where)
@@ -143,7 +143,7 @@ def decode(src: str | os.PathLike | bytes, size: int | None = None, path: str | 
 
 
 def _square(im, size: int) -> np.ndarray:
-    from PIL import Image
+    from PIL import Image  # lazy: PIL
 
     w, h = im.size
     if (w, h) == (size, size):

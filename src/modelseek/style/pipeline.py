@@ -28,6 +28,8 @@ from ..data.truth import GroundTruth
 from ..errors import InputError, NotFittedError
 from ..evaluate import evaluate
 from ..progress import progress_bar
+from ..stats.bootstrap import paired_bootstrap
+from .baseline import finetune_scores, parse_finetune
 from .data import StyleDataset
 from .descriptors import EXTRACTORS, extract_many, make_extractor
 from .retrievers import RETRIEVERS, make_retriever, rrf
@@ -73,8 +75,6 @@ def parse_method(name: str) -> MethodSpec:
     base, _, opt = name.partition("@")
     feats, sep, retr = base.rpartition("-")
     if sep and feats and retr == "finetune":
-        from .baseline import parse_finetune
-
         return MethodSpec(name, finetune=parse_finetune(name, feats, opt))
     if not sep or not feats:
         raise InputError(f"method {name!r} must look like FEATURES-RETRIEVER (e.g. gram-logreg); retrievers: "
@@ -133,8 +133,6 @@ def method_scores(spec: MethodSpec, train: FeatureBank, train_idx: Sequence[int]
                   params: Mapping[str, dict] | None = None) -> np.ndarray:
     """Fit ``spec`` on rows ``train_idx`` of ``train`` and score rows ``test_idx`` of ``test``."""
     if spec.finetune is not None:
-        from .baseline import finetune_scores
-
         return finetune_scores(spec.finetune, train, train_idx, test, test_idx, labels, models)
     if spec.is_fusion:
         return rrf([method_scores(m, train, train_idx, test, test_idx, labels, models, seed, params)
@@ -224,7 +222,7 @@ def _run_id(method: str) -> str:
 # ------------------------------------------------------------------------------------ cross-validation
 def content_folds(groups: Sequence[str], folds: int = 5, seed: int = 0) -> list[np.ndarray]:
     """Held-out row indices per fold; rows sharing a content group are always on the same side."""
-    from sklearn.model_selection import GroupKFold
+    from sklearn.model_selection import GroupKFold  # lazy: sklearn
 
     names = np.asarray([str(g) for g in groups])
     n_groups = len(set(names))
@@ -266,8 +264,6 @@ class StyleCVResult:
 
     def versus(self, baseline: str = BASELINE, n_resamples: int = 1000, seed: int = 0) -> dict:
         """Paired bootstrap (over queries) of each method's MRR minus ``baseline``'s."""
-        from ..stats.bootstrap import paired_bootstrap
-
         if baseline not in self.reports:
             raise InputError(f"baseline {baseline!r} was not run; methods: {', '.join(self.methods)}")
         base = self.reports[baseline].per_topic["mrr"]

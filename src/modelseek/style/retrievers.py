@@ -23,7 +23,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..data.run import Run
 from ..errors import InputError, NotFittedError
+from ..fusion import fuse
 from ..registry import Registry
 
 RETRIEVERS: Registry[type] = Registry("style retriever")
@@ -52,7 +54,7 @@ class Preprocess:
         self.scale_ = self.scale_ / weights
         self.pca_ = None
         if self.pca:
-            from sklearn.decomposition import PCA
+            from sklearn.decomposition import PCA  # lazy: sklearn
 
             k = int(min(self.pca, X.shape[0] - 1, X.shape[1]))
             if k >= 1:
@@ -173,15 +175,15 @@ class LogRegRetriever(Retriever):
     def _fit(self, Z, y):
         import warnings
 
-        from sklearn.exceptions import ConvergenceWarning
-        from sklearn.linear_model import LogisticRegression
+        from sklearn.exceptions import ConvergenceWarning  # lazy: sklearn
+        from sklearn.linear_model import LogisticRegression  # lazy: sklearn
 
         # With more features than images, an L2-penalised linear model's weights lie in the span of the
         # centred training features (representer theorem), so fitting on their PCA coordinates gives the
         # same model, much faster.
         self.span_ = None
         if Z.shape[1] >= Z.shape[0]:
-            from sklearn.decomposition import PCA
+            from sklearn.decomposition import PCA  # lazy: sklearn
 
             self.span_ = PCA(n_components=Z.shape[0] - 1, svd_solver="full").fit(Z)
             Z = self.span_.transform(Z)
@@ -213,9 +215,6 @@ def ranks_from_scores(scores: np.ndarray) -> np.ndarray:
 def rrf(score_list: Sequence[np.ndarray], k: int = RRF_K) -> np.ndarray:
     """Reciprocal rank fusion of several ``n x m`` score matrices over the same queries and models, by
     :func:`modelseek.fusion.fuse` (columns are docIDs 0..m-1, so ties go to the lower column)."""
-    from ..data.run import Run
-    from ..fusion import fuse
-
     if not score_list:
         raise InputError("fusion needs at least one member")
     shape = score_list[0].shape

@@ -68,15 +68,15 @@ def parse_listing(lines: Iterable[str]) -> tuple[list[tuple[str, int, int]], lis
 
 class _Renderer:
     def __init__(self, n_models: int, size: int, render: int, seed: int, grain: float) -> None:
-        from .generated import make_styles
+        from .generated import make_styles  # lazy: scipy
 
         self.styles = make_styles(max(n_models, 2), seed)
         self.size, self.render, self.seed, self.grain = size, min(render, size), seed, grain
 
     def __call__(self, content: int, model: int, key: int) -> np.ndarray:
-        from PIL import Image
+        from PIL import Image  # lazy: PIL
 
-        from .generated import draw_content
+        from .generated import draw_content  # lazy: scipy
 
         x = draw_content(self.render, np.random.default_rng([self.seed, 3, content])).astype(np.float64) / 255
         r = np.random.default_rng([self.seed, 4, content, model, key])

@@ -24,8 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.task import Task
+from ..data.task import Task, Split
 from ..errors import InputError
+from ..progress import progress_bar
 from .encoders import ENCODERS, Encoder, get_encoder
 
 #: bump when the computation changes, so that old cache files are not reused
@@ -55,7 +56,7 @@ class TaskRep:
 
 def default_cache_dir() -> Path:
     """The task-representation cache folder: :func:`modelseek.cache.cache_dir` ``("taskrep")``."""
-    from ..cache import cache_dir
+    from ..cache import cache_dir  # lazy: start-up
 
     return cache_dir("taskrep")
 
@@ -132,7 +133,7 @@ _ARRAYS = ("mean", "prototypes", "class_counts", "label_emb", "meta")
 def read_arrays(path: Path | None) -> dict[str, np.ndarray] | None:
     """The arrays of a cache file written by :func:`write_arrays`, or None when it is missing or fails
     verification (the one verified format, :mod:`modelseek.cache`; the caller recomputes)."""
-    from ..cache import load_arrays
+    from ..cache import load_arrays  # lazy: start-up
 
     return load_arrays(path, what="task representation cache")
 
@@ -141,7 +142,7 @@ def write_arrays(path: Path | None, arrays: dict[str, np.ndarray]) -> None:
     """Write arrays atomically in the verified cache format (checked by :func:`read_arrays`)."""
     if path is None:
         return
-    from ..cache import write_arrays as write
+    from ..cache import write_arrays as write  # lazy: start-up
 
     write(path, arrays)
 
@@ -180,7 +181,6 @@ def canonical_task(task: Task) -> Task:
     sample and its cache key do not depend on the order of the rows a user's file happened to have."""
     import dataclasses
 
-    from ..data.task import Split
 
     tr = task.train
     order = sorted(range(len(tr)), key=lambda i: (tr.labels[i], tr.texts[i]))
@@ -235,8 +235,6 @@ def _compute(task: Task, enc: Encoder, max_texts: int, seed: int) -> TaskRep:
 
 def represent_many(tasks: Iterable[Task], encoder: str | Encoder = "minilm", max_texts: int = 256,
                    seed: int = 0, cache_dir: str | Path | None = "auto", progress: bool = False) -> list[TaskRep]:
-    from ..progress import progress_bar
-
     enc = get_encoder(encoder)
     tasks = list(tasks)
     return [represent(t, enc, max_texts, seed, cache_dir)

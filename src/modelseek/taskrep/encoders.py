@@ -41,7 +41,7 @@ def minilm(max_length: int = 128, batch_size: int = 64) -> Encoder:
 
     def embed(texts: Sequence[str]) -> np.ndarray:
         if not loaded:
-            from ..features.text import TextEncoder, offline_minilm_path
+            from ..features.text import TextEncoder, offline_minilm_path  # lazy: start-up
 
             loaded.append(TextEncoder(str(offline_minilm_path()), pooling="mean", max_length=max_length,
                                       batch_size=batch_size, device="cpu", cache_dir=False, progress=False,
@@ -53,7 +53,7 @@ def minilm(max_length: int = 128, batch_size: int = 64) -> Encoder:
 
 def hashing(dim: int = 256) -> Encoder:
     def embed(texts: Sequence[str]) -> np.ndarray:
-        from sklearn.feature_extraction.text import HashingVectorizer
+        from sklearn.feature_extraction.text import HashingVectorizer  # lazy: sklearn
 
         hv = HashingVectorizer(n_features=dim, alternate_sign=True, norm="l2", ngram_range=(1, 2))
         return hv.transform(texts).toarray()

@@ -10,6 +10,9 @@ from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..cli.main import main
+from ..progress import is_progress_line
+
 
 @dataclass
 class CLIResult:
@@ -20,8 +23,6 @@ class CLIResult:
 
 def run_cli(*args: object) -> CLIResult:
     """Run the CLI in-process and capture its output and exit code (argparse usage errors give 2)."""
-    from ..cli.main import main
-
     out, err = io.StringIO(), io.StringIO()
     with redirect_stdout(out), redirect_stderr(err):
         try:
@@ -46,8 +47,6 @@ def run_cli_subprocess(*args: object, cwd: str | Path | None = None, timeout: fl
 def message_lines(err: str) -> list[str]:
     """The lines of ``err`` that are messages: blank lines and plain progress lines (what a command's progress
     writes to a stderr that is not a terminal, :func:`modelseek.progress.is_progress_line`) left out."""
-    from ..progress import is_progress_line
-
     return [ln for ln in err.strip().splitlines() if ln.strip() and not is_progress_line(ln)]
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from ..duel.config import LeaderboardConfig, Metric
 from ..duel.examples import (LM_EVAL_HEADER, _task_rng, example_config, make_submission_dicts,  # noqa: F401
                              make_submissions, write_examples)
+from ..duel.submission import _records_to_data, metric_value
 
 
 def write_submissions(folder: str | Path, **kwargs) -> list[Path]:
@@ -77,8 +78,6 @@ def write_harness_folder(folder: str | Path, submission: dict, config: Leaderboa
     carries the harness's provenance fields (:data:`LM_EVAL_HEADER`); ``summarisation_suffix`` spells the
     ROUGE metric ``rouge_raw_r2_mid_f_without_bootstrap`` as BenCzechMark's summarisation tasks do.
     """
-    from ..duel.submission import _records_to_data, metric_value
-
     folder = Path(folder)
     out = []
     for spec in config.tasks:
@@ -135,8 +134,6 @@ def bcm_compiled(folders: list[str | Path], config: LeaderboardConfig) -> dict:
 
 def recompute_results(submission: dict, config: LeaderboardConfig) -> dict:
     """``submission`` with every ``results`` value recomputed from its predictions (after a test edits them)."""
-    from ..duel.submission import _records_to_data, metric_value
-
     out = {**submission, "results": {}}
     for spec in config.tasks:
         data = _records_to_data(spec.task, spec.metric, submission["predictions"][spec.task], "<test>")
@@ -207,7 +204,7 @@ class PostgresServer:
         self._running = True
 
     def url(self, database: str) -> str:
-        import psycopg
+        import psycopg  # lazy: psycopg
 
         with psycopg.connect(f"host=127.0.0.1 port={self.port} user=postgres dbname=postgres",
                              autocommit=True) as conn:
@@ -236,7 +233,7 @@ def publish_like_a_user(store, upload: bytes, source: str = "<upload>", session:
                         max_rounds: int = 1000) -> tuple[str, int]:
     """What a person does in the app: pre-submit, confirm, and while the board changed in between (the
     preview is stale) look at the recomputed preview and confirm again. Returns ``(model, recomputations)``."""
-    from ..duel.storage import StalePreview
+    from ..duel.storage import StalePreview  # lazy: pandas
 
     pv = store.presubmit(upload, source, session=session)
     for rounds in range(max_rounds):

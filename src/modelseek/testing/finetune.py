@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..data.synthetic import CLASS_WORDS, DOMAINS, FILLER
+from ..finetune.protocol import FinetuneResult, _quiet_transformers, finetune
 
 
 def make_learnable_bert(path: str | Path, seed: int = 0, hidden: int = 32, layers: int = 2,
@@ -23,8 +24,8 @@ def make_learnable_bert(path: str | Path, seed: int = 0, hidden: int = 32, layer
     tests see real early stopping and F1 that differs between models. ``dropout=0`` makes training
     independent of dropout masks (used to compare gradient accumulation with one big batch).
     """
-    import torch
-    from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast  # type: ignore[attr-defined]  # a lazy alias in transformers 5, the class in 4.x
+    import torch  # lazy: torch
+    from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast  # type: ignore[attr-defined]  # a lazy alias in transformers 5, the class in 4.x  # lazy: transformers
 
     path = Path(path)
     path.mkdir(parents=True, exist_ok=True)
@@ -37,8 +38,6 @@ def make_learnable_bert(path: str | Path, seed: int = 0, hidden: int = 32, layer
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         model = BertForMaskedLM(config)
-    from ..finetune.protocol import _quiet_transformers
-
     with _quiet_transformers():
         model.save_pretrained(path)
         tok.save_pretrained(path)
@@ -55,8 +54,6 @@ class CrashOnce:
     model_id: str
 
     def __call__(self, task, model, recipe, seed, progress=False):
-        from ..finetune.protocol import finetune
-
         if task.task_id == self.task_id and model.model_id == self.model_id and not os.path.exists(self.marker):
             Path(self.marker).write_text(str(os.getpid()), encoding="utf-8")
             os._exit(17)
@@ -79,8 +76,6 @@ class FakeTrainer:
         return 0.05 + 0.9 * int.from_bytes(digest[:4], "big") / 2 ** 32
 
     def __call__(self, task, model, recipe, seed, progress=False):
-        from ..finetune.protocol import FinetuneResult
-
         if self.delay:
             time.sleep(self.delay)
         if self.log:

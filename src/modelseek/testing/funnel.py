@@ -26,7 +26,9 @@ import numpy as np
 
 from ..data.pool import Candidate, Pool
 from ..data.task import Split, Task
+from ..data.truth import GroundTruth
 from ..funnel.costs import CostTable, ModelCost
+from ..funnel.plan import halving_rungs
 
 
 @dataclass
@@ -48,9 +50,8 @@ class FunnelWorld:
                 "finetune": mean_corr(self.val_f1)}
 
     def truth(self):
-        import pandas as pd
+        import pandas as pd  # lazy: pandas
 
-        from ..data.truth import GroundTruth
 
         rows = [(t.id, c.id, float(self.f1[i, j])) for i, t in enumerate(self.tasks) for j, c in enumerate(self.pool)]
         return GroundTruth(pd.DataFrame(rows, columns=["task_id", "model_id", "f1"]))
@@ -123,8 +124,6 @@ class SimulatedBackend:
         return rows
 
     def halving(self, task: Task, cands: Sequence[Candidate], epochs: int) -> list[dict[str, Any]]:
-        from ..funnel.plan import halving_rungs
-
         self.calls.append(("halving", tuple(c.id for c in cands)))
         alive = list(cands)
         rows: dict[str, dict] = {}

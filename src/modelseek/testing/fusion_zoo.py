@@ -41,7 +41,7 @@ def make_fusion_zoo(n_tasks: int = 60, n_models: int = 20, seed: int = 0, prior_
                     hf_ids: bool = False, size_noise: bool = False) -> tuple[GroundTruth, dict[str, Run]]:
     """(ground truth, {run id: run}) over ``n_tasks`` tasks ``t001...`` and ``n_models`` models; with
     ``size_noise`` ``est_a``'s noise follows ``1 / sqrt`` of the task size (see the module docstring)."""
-    import pandas as pd
+    import pandas as pd  # lazy: pandas
 
     rng = np.random.default_rng(seed)
     tasks = [f"t{i:03d}" for i in range(1, n_tasks + 1)]

@@ -23,7 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
+from ..data.pool import ntcir_pool
 from ..data.synthetic import DOMAINS, make_ground_truth, make_text_task
+from .tiny_models import make_tiny_bert
 
 TIERS = ("High Criticalness", "Medium Criticalness", "Low Criticalness")
 COLUMNS = ["task_id", "task_name", "task_source", "task_class_count", "task_type", "text_col", "label_col",
@@ -71,8 +73,6 @@ def _test_task(folder: Path, i: int, rng: np.random.Generator, n_train: int, n_v
 
 def _snapshot(folder: Path, hf_id: str, seed: int) -> None:
     """A Hub snapshot stand-in: weights, config, tokenizer and the model card."""
-    from .tiny_models import make_tiny_bert
-
     make_tiny_bert(folder, seed=seed, hidden_size=32, num_layers=2)
     (folder / "README.md").write_text(
         "---\nlanguage: en\nlicense: apache-2.0\ntags:\n- finance\n- sentiment\ndatasets:\n- financial_phrasebank\n"
@@ -85,8 +85,6 @@ def make_organisers_layout(root: str | Path, n_test: int = 48, n_train_tasks: in
                            wide_classes: int = 151, n_models: int = 20) -> Path:
     """Write the stand-in under ``root`` (the repository root; the data is in ``root/data``); returns ``root``.
     ``n_models`` < 20 lists only the first candidates in models.csv (a quicker pool for tests that fine-tune)."""
-    from ..data.pool import ntcir_pool
-
     root = Path(root)
     data = root / "data"
     rng = np.random.default_rng(seed)

@@ -14,7 +14,7 @@ def local_ray(num_cpus: int = 2, src: str | Path | None = None) -> Iterator[None
     """A local Ray instance with ``num_cpus`` CPUs, shut down on exit. Its workers inherit ``PYTHONPATH`` with
     ``src`` in front (a checkout's sources: the executors' probe finds modelseek there and ships nothing), and
     idle workers are kept for 10 minutes (each worker start imports torch)."""
-    import ray
+    import ray  # lazy: ray
 
     old = os.environ.get("PYTHONPATH")
     if src is not None:

@@ -13,9 +13,9 @@ def make_b_layout(root: Path, n_models: int = 4, n_train_content: int = 4, n_tes
                   size: int = 32, seed: int = 0) -> Path:
     """The Subtask B layout in miniature: models.csv (ids 1..n), train.csv, test-image-ids.txt with names
     like ``test-0001-0011.png``, images/train and images/test holding styled generated PNGs."""
-    from PIL import Image
+    from PIL import Image  # lazy: PIL
 
-    from modelseek.style.generated import draw_content, make_styles
+    from modelseek.style.generated import draw_content, make_styles  # lazy: pandas, scipy
 
     styles = make_styles(n_models, seed)
     root.mkdir(parents=True, exist_ok=True)

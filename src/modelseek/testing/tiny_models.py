@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..features.text import offline_minilm_path
+
 _CORPUS = ["the cat sat on the mat", "dogs bark at night", "a stock rose sharply today",
            "the movie was wonderful", "terrible service, never again", "hello world"] * 4
 
 
 def _seeded_init(seed: int, build):
-    import torch
+    import torch  # lazy: torch
 
     # fork_rng: the seed drives this model's initialisation without touching the caller's global generator
     with torch.random.fork_rng(devices=[]):
@@ -25,9 +27,8 @@ def _seeded_init(seed: int, build):
 
 def make_tiny_bert(folder: str | Path, seed: int = 0, hidden_size: int = 32, num_layers: int = 3) -> Path:
     """A random BERT (hidden ``hidden_size``, ``num_layers`` layers) with a real WordPiece tokenizer."""
-    from transformers import BertConfig, BertModel, BertTokenizerFast  # type: ignore[attr-defined]  # a lazy alias in transformers 5, the class in 4.x
+    from transformers import BertConfig, BertModel, BertTokenizerFast  # type: ignore[attr-defined]  # a lazy alias in transformers 5, the class in 4.x  # lazy: transformers
 
-    from ..features.text import offline_minilm_path
 
     folder = Path(folder)
     cfg = BertConfig(vocab_size=30522, hidden_size=hidden_size, num_hidden_layers=num_layers,
@@ -40,8 +41,8 @@ def make_tiny_bert(folder: str | Path, seed: int = 0, hidden_size: int = 32, num
 
 def make_tiny_roberta(folder: str | Path, seed: int = 0, hidden_size: int = 24, num_layers: int = 2) -> Path:
     """A random RoBERTa with a byte-level BPE tokenizer (pad id 1, position offset as in roberta-base)."""
-    from tokenizers import ByteLevelBPETokenizer
-    from transformers import RobertaConfig, RobertaModel, RobertaTokenizerFast
+    from tokenizers import ByteLevelBPETokenizer  # lazy: tokenizers
+    from transformers import RobertaConfig, RobertaModel, RobertaTokenizerFast  # lazy: transformers
 
     folder = Path(folder)
     bpe = ByteLevelBPETokenizer()

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from ...errors import InputError
 from ...io import atomic_write_bytes, atomic_write_text, read_json, read_text
+from ..solvers import cka_out_of_range
 from .catalog import StimulusCatalog, parse_stimulus
 from .entries import ModelRegistry
 
@@ -83,8 +84,6 @@ def load_cka_matrix(path) -> tuple[list[str], np.ndarray, list | None]:
         raise InputError(f"{len(layers)} layers for {len(names)} names", path=path)
     if not np.all(np.isfinite(C)):
         raise InputError("the matrix has NaN or infinite entries", path=path)
-    from ..solvers import cka_out_of_range
-
     bad = cka_out_of_range(C)
     if bad is not None:
         i, j, value = bad

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ...errors import InputError
-from ...io import iter_jsonl
+from ...io import iter_jsonl, atomic_write_text
 
 from .entries import _from_env
 
@@ -75,8 +75,6 @@ class StimulusCatalog:
         return cls(stimuli, path=str(path), roots=roots)
 
     def save(self, path: str | os.PathLike) -> None:
-        from ...io import atomic_write_text
-
         atomic_write_text(path, "".join(json.dumps(s.to_dict()) + "\n" for s in self.stimuli))
 
     def __len__(self) -> int:

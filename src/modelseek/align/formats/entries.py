@@ -15,7 +15,8 @@ from typing import Any
 
 from ...config import Config, Constraint, Interval, Options, Source as ConfigSource
 from ...errors import InputError
-from ...io import read_json
+from ...io import read_json, atomic_write_text
+from ...registry import closest
 
 from .choices import Modality, Strategy
 
@@ -160,8 +161,7 @@ class ModelEntry(Config):
 def _registered_source(name: str) -> str:
     """``name`` (case and surrounding spaces ignored) if a model source of that name is registered; else an
     ``InputError`` with "did you mean" and the registered names."""
-    from ...registry import closest
-    from ..sources import SOURCES
+    from ..sources import SOURCES  # lazy: start-up
 
     text = name.strip().lower()
     if text in SOURCES:
@@ -218,8 +218,6 @@ class ModelRegistry:
         return cls(entries, path=str(path))
 
     def save(self, path: str | os.PathLike) -> None:
-        from ...io import atomic_write_text
-
         atomic_write_text(path, json.dumps([e.to_dict() for e in self.entries], indent=2) + "\n")
 
     def __len__(self) -> int:
@@ -238,8 +236,6 @@ class ModelRegistry:
         try:
             return self._by_name[name]
         except KeyError:
-            from ...registry import closest
-
             close = closest(name, self.names())
             hint = f" Did you mean {close!r}?" if close else ""
             raise InputError(f"unknown model {name!r}.{hint}", path=self.path, field="model_name") from None

@@ -13,7 +13,7 @@ from typing import Any
 
 from ...config import Config, Source as ConfigSource
 from ...errors import InputError, ValidationError
-from ...io import read_json
+from ...io import read_json, atomic_write_text
 
 from .catalog import Stimulus, StimulusCatalog, parse_stimulus
 from .choices import SubmissionForm, Team, _enum
@@ -75,8 +75,6 @@ class AlignSubmission:
 
     def save(self, path: str | os.PathLike, form: SubmissionForm | str = SubmissionForm.LIVE,
              registry: ModelRegistry | None = None) -> None:
-        from ...io import atomic_write_text
-
         atomic_write_text(path, json.dumps(self.to_dict(form, registry), indent=2) + "\n")
 
 

@@ -97,11 +97,11 @@ def weights_file(weights: str | None) -> Path | None:
 
 
 def load_state_dict(module, path: Path, name: str) -> None:
-    import torch
+    import torch  # lazy: torch
 
     try:
         if path.suffix == ".safetensors":
-            from safetensors.torch import load_file
+            from safetensors.torch import load_file  # lazy: safetensors
 
             sd: Any = load_file(str(path))
         else:
@@ -122,7 +122,7 @@ def load_state_dict(module, path: Path, name: str) -> None:
 
 def seeded(build: Callable[[], Any], seed: int):
     """Build under ``torch.manual_seed(seed)`` inside fork_rng: the caller's RNG state is untouched."""
-    import torch
+    import torch  # lazy: torch
 
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 
 from ...errors import InputError
+from ..zoo import ZOO
 from . import register
 from .base import LoadedModel, ModelSource, load_state_dict, seeded
 
@@ -17,8 +18,6 @@ class CustomSource(ModelSource):
     package = "torch"
 
     def build(self, entry, spec) -> LoadedModel:
-        from ..zoo import ZOO
-
         arch = spec.arch
         if ":" in arch:
             mod, attr = arch.split(":", 1)

@@ -4,6 +4,7 @@ through ``encode_text``. Layer paths are relative to the whole CLIP model (``vis
 from __future__ import annotations
 
 from ...errors import InputError
+from ...registry import closest
 from . import register
 from .base import (LoadedModel, ModelSource, WeightsUnavailable, _first_line, import_package, offline,
                    offline_reason, seeded)
@@ -17,8 +18,6 @@ class OpenClipSource(ModelSource):
     def build(self, entry, spec) -> LoadedModel:
         oc = import_package("open_clip", self.extra, self.name)
         if spec.arch not in oc.list_models():
-            from ...registry import closest
-
             close = closest(spec.arch, oc.list_models())
             hint = f" Did you mean {close!r}?" if close else ""
             raise InputError(f"model {entry.model_name!r}: unknown open_clip architecture {spec.arch!r}.{hint}",

@@ -77,7 +77,7 @@ class TimmSource(ModelSource):
         if not repo:
             return None
         try:
-            from huggingface_hub import try_to_load_from_cache
+            from huggingface_hub import try_to_load_from_cache  # lazy: huggingface_hub
         except ImportError:
             return None
         repo, _, revision = repo.partition("@")

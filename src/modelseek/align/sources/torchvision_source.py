@@ -13,7 +13,7 @@ from ...errors import InputError
 from ...registry import closest
 from . import register
 from .base import (LoadedModel, ModelSource, WeightsUnavailable, _first_line, import_package, is_default_pretrained,
-                   load_state_dict, offline, offline_reason, seeded)
+                   load_state_dict, offline, offline_reason, seeded, Spec)
 
 
 @register
@@ -48,8 +48,6 @@ class TorchvisionSource(ModelSource):
                              f"{', '.join(m.name for m in enum)}, random)", field="weights") from None
 
     def defaults(self, entry) -> dict:
-        from .base import Spec
-
         spec = Spec.of(entry)
         if spec.random or spec.weights_file:
             return {}
@@ -74,7 +72,7 @@ class TorchvisionSource(ModelSource):
                 note = f"checkpoint {spec.weights_file}"
             return LoadedModel(entry, module, self.std_call(module, spec), weights_note=note)
         w = self._weights(tvm, entry, arch)
-        import torch
+        import torch  # lazy: torch
 
         cached = os.path.join(torch.hub.get_dir(), "checkpoints", os.path.basename(urlparse(w.url).path))
         if not os.path.isfile(cached) and offline(urlparse(w.url).hostname or "download.pytorch.org"):

@@ -12,6 +12,7 @@ from alembic import op
 
 from modelseek.duel import chain
 from modelseek.duel.schema import PENDING_0002, TABLES_0002, immutability_ddl, tables
+from modelseek.duel.text import name_key
 
 revision = "0002"
 down_revision = "0001"
@@ -36,8 +37,6 @@ def upgrade() -> None:
         subs = [dict(r) for r in bind.execute(sa.select(t["submissions"]).order_by(
             t["submissions"].c.published_at, t["submissions"].c.id)).mappings()]
         if subs:
-            from modelseek.duel.text import name_key
-
             profiles = [dict(r) for r in bind.execute(sa.select(t["profiles"])).mappings()]
             duels = [dict(r) for r in bind.execute(sa.select(t["duels"])).mappings()]
             chain.append(bind, t, sa, subs, profiles, duels, [],
