@@ -83,7 +83,7 @@ def ray_session(address: str | None = None, num_cpus: int | None = None) -> Iter
     CPUs), else the cluster at ``address``; shut down afterwards only if this block started it. Ray missing is
     one error naming the extra to install."""
     try:
-        import ray
+        import ray  # lazy: ray (an optional extra)
     except ImportError:
         raise ModelseekError("the ray executor needs Ray: pip install 'modelseek[ray]'") from None
     started = False
@@ -118,7 +118,7 @@ def ray_results(ray, pending: dict[Any, tuple[Any, int]],
     """``(item, attempt, value, error)`` for each pending Ray reference as it finishes (``pending``: reference ->
     (item, attempt); emptied): ``value`` is the task's return and ``error`` None, or ``value`` None and ``error``
     says why Ray gave up on it after its retries (a dead worker, a lost node)."""
-    from ray.exceptions import RayError
+    from ray.exceptions import RayError  # lazy: ray (an optional extra)
 
     while pending:
         done, _ = ray.wait(list(pending), num_returns=1)

@@ -153,9 +153,7 @@ def make_family_truth(n_tasks: int = 40, n_models: int = 10, lead: float = 0.05,
     on each task one family (which one, at random) is ``2 * lead`` above the other, the task's level is uniform in
     [0.5, 0.9], quality rises by 0.004 with the model's index, and each score has N(0, 0.005) noise. The average
     rank cannot know which family leads; one fine-tuned candidate tells it."""
-    import pandas as pd
-
-    from ..data.truth import GroundTruth
+    import pandas as pd  # lazy: pandas
 
     rng = np.random.default_rng(seed)
     half = n_models // 2
