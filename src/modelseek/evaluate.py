@@ -39,15 +39,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .data.report import Report
-from .data.run import Run, RunArrays
+from .data.run import Run, RunArrays, factorize, first_seen, lookup
 from .data.truth import GradingScheme, GroundTruth, TruthArrays
 from .enums import Choice
 from .errors import InputError
 from .metrics import DEFAULT_METRICS, METRICS, Batch, Metric, resolve
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from .data.pool import Pool
 
 
@@ -86,15 +84,12 @@ def evaluate(run: Run, truth: GroundTruth, metrics: Sequence[str] = DEFAULT_METR
     for m, (metric, k) in resolved.items():
         col = np.asarray(metric.vectorised(batch, k), dtype=float)
         columns[m] = np.where(present, col, metric.missing)
-    import pandas as pd
-
-    per_topic = pd.DataFrame({"tier": truth.tiers(wanted), **columns}, index=pd.Index(wanted, name="topic"))
     ra = run.arrays()
     missing = [wanted[i] for i in np.flatnonzero(~present)]
     extra = [t for t, i in zip(ra.topics, seg_of_topic.tolist()) if i < 0]
-    return Report(per_topic, list(resolved), run_id=run.run_id, missing_topics=missing, extra_topics=extra,
-                  scheme=s.value, unknown_models=unknown, order=o.value, relevance_level=level,
-                  tier_source=truth.tier_source(wanted))
+    return Report.from_columns(wanted, truth.tiers(wanted), columns, list(resolved), run_id=run.run_id,
+                               missing_topics=missing, extra_topics=extra, scheme=s.value, unknown_models=unknown,
+                               order=o.value, relevance_level=level, tier_source=truth.tier_source(wanted))
 
 
 def harmonise(runs: Sequence[Run], truth: GroundTruth,
@@ -166,15 +161,13 @@ def _check_level(ta: TruthArrays, level: int, truth: GroundTruth) -> None:
                          f"nothing would count as relevant", path=truth.source or None, field="relevance_level")
 
 
-def _batch(run: Run, truth: GroundTruth, ta: TruthArrays, wanted: list[str], w_index: pd.Index,
+def _batch(run: Run, truth: GroundTruth, ta: TruthArrays, wanted: list[str], w_index: dict[str, int],
            t_of_w: np.ndarray, s: GradingScheme, o: Order, level: int) -> tuple[Batch, np.ndarray, list[str]]:
     """The run's rows on the wanted topics in evaluation order, joined to the ground truth: (the batch every
     metric reads, each run topic's index among the wanted ones (-1: not wanted), the unknown docIDs)."""
-    import pandas as pd
-
     W = len(wanted)
     ra = run.arrays()
-    seg_of_topic = w_index.get_indexer(pd.Index(ra.topics, dtype=object)) if ra.topics else np.zeros(0, dtype=np.int64)
+    seg_of_topic = np.fromiter((w_index.get(t, -1) for t in ra.topics), dtype=np.int64, count=len(ra.topics))
     row_seg = np.repeat(seg_of_topic, np.diff(ra.offsets))
     keep = row_seg >= 0
     seg = row_seg[keep]
@@ -189,7 +182,7 @@ def _batch(run: Run, truth: GroundTruth, ta: TruthArrays, wanted: list[str], w_i
     pos = np.arange(seg.size, dtype=np.int64) - seg_start[seg]  # 0-based position within the topic
     # join (topic, docID) to the ground truth's rows: one hash lookup of integer keys
     truth_task = np.repeat(np.arange(len(ta.tasks), dtype=np.int64), np.diff(ta.offsets))
-    hit = pd.Index(truth_task * n_codes + t_codes).get_indexer(t_of_w[seg].astype(np.int64) * n_codes + dcode)
+    hit = lookup(truth_task * n_codes + t_codes, t_of_w[seg].astype(np.int64) * n_codes + dcode)
     matched = hit >= 0
     shared = np.flatnonzero(np.diff(seg_start) > 0)
     if shared.size and not matched.any():
@@ -213,16 +206,15 @@ def _parse_metrics(metrics: Sequence[str]) -> dict[str, tuple[Metric, int | None
     return {m: resolve(m) for m in names}
 
 
-def _wanted_topics(ta: TruthArrays, topics: Sequence[str] | None) -> tuple[list[str], pd.Index, np.ndarray]:
-    """(the topics to score: ``topics`` or every ground-truth task; their index; each one's row in the ground
+def _wanted_topics(ta: TruthArrays, topics: Sequence[str] | None) -> tuple[list[str], dict[str, int], np.ndarray]:
+    """(the topics to score: ``topics`` or every ground-truth task; their positions; each one's row in the ground
     truth's tasks); a topic given twice or not in the ground truth is an :class:`InputError`."""
-    import pandas as pd
-
     wanted = list(ta.tasks) if topics is None else [str(t) for t in topics]
-    w_index = pd.Index(wanted, dtype=object)  # object: no string-type inference
-    if not w_index.is_unique:
+    w_index = {t: i for i, t in enumerate(wanted)}
+    if len(w_index) != len(wanted):
         raise InputError("a topic is given twice", field="topics")
-    t_of_w = pd.Index(ta.tasks, dtype=object).get_indexer(w_index)
+    t_index = {t: i for i, t in enumerate(ta.tasks)}
+    t_of_w = np.fromiter((t_index.get(t, -1) for t in wanted), dtype=np.int64, count=len(wanted))
     if (t_of_w < 0).any():
         bad = [wanted[i] for i in np.flatnonzero(t_of_w < 0)[:5]]
         raise InputError(f"task(s) not in the ground truth: {', '.join(bad)}")
@@ -235,24 +227,26 @@ def _doc_codes(ta: TruthArrays, ra: RunArrays, keep: np.ndarray,
     read from a file carries its docIDs' codes already; only its distinct docIDs are looked up. Returns (the
     ground truth's rows' codes, the distinct names by code, the kept run rows' codes, the docIDs the ground
     truth does not know, in order of first appearance)."""
-    import pandas as pd
-
+    if ta.model_code is not None and ta.model_names is not None:  # set together by the ground truth
+        t_codes, t_uniq = ta.model_code, ta.model_names
+    else:
+        t_codes, t_uniq = factorize(ta.model)
     if ra.doc_code is not None and ra.doc_names is not None:  # set together by the reader
-        t_codes, t_uniq = pd.factorize(ta.model)
-        run_names = pd.Index(ra.doc_names, dtype=object)
-        in_truth = pd.Index(t_uniq, dtype=object).get_indexer(run_names)
+        truth_index = {m: i for i, m in enumerate(t_uniq.tolist())}
+        in_truth = np.fromiter((truth_index.get(d, -1) for d in ra.doc_names.tolist()), dtype=np.int64,
+                               count=len(ra.doc_names))
         new = in_truth < 0
         name_code = in_truth.copy()
         name_code[new] = len(t_uniq) + np.arange(int(new.sum()))
         uniq = np.concatenate([np.asarray(t_uniq, dtype=object), ra.doc_names[new]])
         dcode = name_code[ra.doc_code[keep]]
     else:
-        codes, uniq = pd.factorize(np.concatenate([ta.model, doc]))
-        t_codes, dcode = codes[: ta.model.size], codes[ta.model.size:]
+        codes, uniq = factorize(np.concatenate([t_uniq, doc]))  # the truth's names first: their codes stay
+        dcode = codes[len(t_uniq):]
     known_code = np.zeros(max(len(uniq), 1), dtype=bool)
     known_code[t_codes] = True
     unknown_rows = ~known_code[dcode]
-    unknown = [str(u) for u in uniq[pd.unique(dcode[unknown_rows])]] if unknown_rows.any() else []
+    unknown = [str(u) for u in uniq[first_seen(dcode[unknown_rows])[1]]] if unknown_rows.any() else []
     return t_codes, uniq, dcode, unknown
 
 

@@ -21,6 +21,12 @@ from ..stats.bootstrap import bootstrap_ci
 TIER_ORDER = ["low", "medium", "high", "all"]
 
 
+def _nanmean(values: np.ndarray) -> float:
+    """Mean of the finite-or-infinite values, NaN left out (NaN when none is left): pandas' ``Series.mean``."""
+    kept = values[~np.isnan(values)]
+    return float(kept.sum() / kept.size) if kept.size else float("nan")
+
+
 def _some(items: Sequence[str], n: int = 10) -> str:
     shown = ", ".join(repr(x) if any(not c.isprintable() or c.isspace() for c in x) else x for x in items[:n])
     return shown + (" ..." if len(items) > n else "")
@@ -33,7 +39,8 @@ class Report:
                  missing_topics: Sequence[str] = (), extra_topics: Sequence[str] = (),
                  scheme: str = "ntcir", unknown_models: Sequence[str] = (), order: str = "rank",
                  relevance_level: int = 1, tier_source: str = "") -> None:
-        self._per_topic = per_topic.copy()
+        self._frame: pd.DataFrame | None = None if per_topic is None else per_topic.copy()
+        self._cols: tuple[list[str], list[str], dict[str, np.ndarray]] | None = None
         self.metrics = list(metrics)
         self.run_id = run_id
         self.missing_topics = list(missing_topics)
@@ -44,15 +51,37 @@ class Report:
         self.relevance_level = int(relevance_level)
         self.tier_source = tier_source  # where the tiers come from: a tasks.csv, a criticality column, the regret rule
 
+    @classmethod
+    def from_columns(cls, topics: Sequence[str], tiers: Sequence[str], columns: dict[str, np.ndarray],
+                     metrics: Sequence[str], **kwargs) -> Report:
+        """A report from its per-topic columns (one float array per metric, in ``topics`` order), keyword
+        arguments as for the constructor. The ``per_topic`` table is built on first use: ``evaluate --trec``
+        prints means from the arrays and never imports pandas (about 50 MB and 0.2 s)."""
+        report = cls.__new__(cls)
+        report.__init__(None, metrics, **kwargs)  # type: ignore[arg-type]  # no frame: the columns stand for it
+        report._cols = (list(topics), list(tiers), {m: np.asarray(columns[m], dtype=float) for m in metrics})
+        return report
+
+    @property
+    def _per_topic(self) -> pd.DataFrame:
+        if self._frame is None:
+            import pandas as pd
+
+            topics, tiers, cols = self._cols  # type: ignore[misc]  # one of the two is always set
+            self._frame = pd.DataFrame({"tier": tiers, **cols}, index=pd.Index(topics, name="topic"))
+        return self._frame
+
     @property
     def per_topic(self) -> pd.DataFrame:
         return self._per_topic.copy()
 
     @property
     def topics(self) -> list[str]:
-        return list(self._per_topic.index)
+        return list(self._cols[0]) if self._cols is not None else list(self._per_topic.index)
 
     def mean(self) -> dict[str, float]:
+        if self._cols is not None:  # NaN left out, as pandas' mean does
+            return {m: _nanmean(self._cols[2][m]) for m in self.metrics}
         return {m: float(self._per_topic[m].mean()) for m in self.metrics}
 
     def by_tier(self) -> pd.DataFrame:
@@ -182,8 +211,9 @@ class Report:
         out = []
         names = {m: trec_name(m) for m in self.metrics}
         if per_topic:  # topic by topic, as trec_eval -q prints them
-            values = self._per_topic[self.metrics].to_numpy(dtype=float)
-            for t, row in zip(self._per_topic.index, values):
+            values = (np.column_stack([self._cols[2][m] for m in self.metrics]) if self._cols is not None
+                      else self._per_topic[self.metrics].to_numpy(dtype=float))
+            for t, row in zip(self.topics, values):
                 out += [f"{names[m]:<22}\t{t}\t{v:.{digits}f}" for m, v in zip(self.metrics, row) if not np.isnan(v)]
         means = self.mean()
         for m in self.metrics:

@@ -294,7 +294,7 @@ def _parse_arrow(data: bytes, need_q0: bool) -> _Table | None:
     if tb is None or tb.num_rows == 0 or tb.num_rows != _arrow.n_lines(spaced):
         return None  # a line of another length, a blank line (pyarrow skips it: the rows do not count the lines)
     n = tb.num_rows
-    score = tb.column("score").to_numpy()
+    score = _arrow.floats(tb, "score")
     if not np.isfinite(score).all():
         return None
     rcodes, rvalues = _arrow.encode(tb, "rank")
@@ -396,8 +396,6 @@ def _parse(path: Path, problems: list[InputError] | None, strict: bool = True) -
 
 def _build(path: Path, tab: _Table, problems: list[InputError] | None) -> dict[str, Run]:
     """Group a parsed table into runs (file order of run ids, then of topics); duplicates are problems."""
-    import pandas as pd
-
     n = tab.rank.size
     if n == 0:
         return {}
@@ -410,16 +408,16 @@ def _build(path: Path, tab: _Table, problems: list[InputError] | None) -> dict[s
         if (tab.run_id == tab.run_id[0]).all():  # one run id (the usual file): no hashing of a million strings
             rcode, rnames = np.zeros(n, dtype=np.int64), np.array([tab.run_id[0]], dtype=object)
         else:
-            rcode, rnames = pd.factorize(tab.run_id)
-        tcode, tnames = pd.factorize(tab.topic)
-        dcode, dnames = pd.factorize(tab.doc)
+            rcode, rnames = factorize(tab.run_id)
+        tcode, tnames = factorize(tab.topic)
+        dcode, dnames = factorize(tab.doc)
     tnames = np.asarray(tnames, dtype=object)
     key = (rcode.astype(np.int64) * len(tnames) + tcode) * len(dnames) + dcode
     keep = np.ones(n, dtype=bool)
-    # a sort finds whether any (run, topic, doc) repeats (np.unique hashes: slower); pandas says which
+    # a sort finds whether any (run, topic, doc) repeats (np.unique hashes: slower); a stable one says which
     sk = np.sort(key)
     if (sk[1:] == sk[:-1]).any():
-        dup = pd.Series(key).duplicated(keep="first").to_numpy()
+        dup = duplicated(key)
         first: dict[int, int] = {}
         for i in np.flatnonzero(~dup[: np.flatnonzero(dup)[-1] + 1]).tolist():
             first.setdefault(int(key[i]), int(tab.line[i]))
@@ -440,7 +438,7 @@ def _build(path: Path, tab: _Table, problems: list[InputError] | None) -> dict[s
         if single:
             tc, names = tcode, tnames
         else:
-            tc, first_codes = pd.factorize(tcode[rows])
+            tc, first_codes = first_seen(tcode[rows])
             names = tnames[first_codes]
         sel = rows[_topic_rank_order(tc, tab.rank[rows])]
         offsets = np.zeros(len(names) + 1, dtype=np.int64)
@@ -452,10 +450,53 @@ def _build(path: Path, tab: _Table, problems: list[InputError] | None) -> dict[s
 
 
 def _first_seen(codes: np.ndarray, names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    import pandas as pd
-
-    new, order = pd.factorize(codes)
+    new, order = first_seen(codes)
     return new, names[order]
+
+
+# Grouping helpers of the readers and of ``evaluate``, in numpy: pandas' factorize, duplicated and get_indexer do
+# the same, but importing pandas costs about 50 MB and 0.2 s, more than the whole evaluation of a 28 MB run
+def first_seen(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(``codes`` renumbered 0, 1, ... in order of first appearance, the original code of each new one): pandas'
+    ``factorize`` of an integer column, by one stable sort."""
+    codes = np.asarray(codes)
+    if codes.size == 0:
+        return np.zeros(0, dtype=np.int64), codes[:0]
+    uniq, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    renumber = np.empty(len(uniq), dtype=np.int64)
+    renumber[order] = np.arange(len(uniq), dtype=np.int64)
+    return renumber[inverse.ravel()], uniq[order]
+
+
+def factorize(values: Sequence[str] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(each value's code, the distinct values in order of first appearance as an object array) of strings;
+    one dictionary lookup per value (only the careful reader's and in-memory runs' columns come here: the fast
+    reader's columns arrive as codes)."""
+    index: dict[str, int] = {}
+    codes = np.fromiter((index.setdefault(v, len(index)) for v in np.asarray(values, dtype=object).tolist()),
+                        dtype=np.int64, count=len(values))
+    return codes, _object_array(list(index))
+
+
+def duplicated(key: np.ndarray) -> np.ndarray:
+    """Whether each integer key came before (the first of equal keys is not a duplicate), by one stable sort."""
+    order = np.argsort(key, kind="stable")
+    sk = key[order]
+    out = np.zeros(key.size, dtype=bool)
+    out[order[1:]] = sk[1:] == sk[:-1]
+    return out
+
+
+def lookup(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Position of each of ``wanted`` in ``keys`` (distinct integers), -1 where absent: pandas' ``get_indexer``,
+    by a sort of ``keys`` and a binary search."""
+    if keys.size == 0:
+        return np.full(wanted.size, -1, dtype=np.int64)
+    sorter = np.argsort(keys, kind="stable")
+    at = np.minimum(np.searchsorted(keys, wanted, sorter=sorter), keys.size - 1)
+    hit = sorter[at]
+    return np.where(keys[hit] == wanted, hit, -1)
 
 
 def _topic_rank_order(tc: np.ndarray, rank: np.ndarray) -> np.ndarray:
