@@ -278,26 +278,35 @@ def _constant(value: str, n: int) -> np.ndarray:
     return np.broadcast_to(np.array([value], dtype=object), (n,))
 
 
-def _parse_arrow(data: bytes, need_q0: bool) -> _Table | None:
-    """The fast path: pyarrow's CSV reader over a plain file (columns separated by any white space, as
-    :func:`modelseek.data._arrow.single_spaced` rewrites them); text columns are dictionary-encoded in C++, so no
-    Python string is made per line, only per distinct value. Ranks are checked per distinct value with the
-    careful reader's rule (pyarrow would take ``0x1``, ``int()`` would take ``1_0``). None when the file needs
-    the careful reader (a line of another length, a blank line, a value out of range ...)."""
+def _parse_arrow(path: Path, need_q0: bool) -> _Table | None:
+    """The fast path: pyarrow's CSV reader over a plain file (columns separated by single spaces, streamed from
+    the file; other white space is rewritten first by :func:`modelseek.data._arrow.single_spaced`); text columns
+    are dictionary-encoded in C++, so no Python string is made per line, only per distinct value. Ranks are
+    checked per distinct value with the careful reader's rule (pyarrow would take ``0x1``, ``int()`` would take
+    ``1_0``). None when the file needs the careful reader (a line of another length, a blank line, a value out
+    of range ...)."""
+    from ..io import check_file, read_bytes, size_limit
     from . import _arrow  # pyarrow: imported on first read, not by `import modelseek`
 
-    spaced = _arrow.single_spaced(data, 6) if _arrow.is_plain(data) else None
-    if spaced is None:
-        return None
     names = ["topic", "q0", "doc", "rank", "score", "run"]
-    tb = _arrow.read_table(spaced, names, " ", ("score",), names)
-    if tb is None or tb.num_rows == 0 or tb.num_rows != _arrow.n_lines(spaced):
-        return None  # a line of another length, a blank line (pyarrow skips it: the rows do not count the lines)
-    n = tb.num_rows
-    score = _arrow.floats(tb, "score")
+    p = check_file(path, "run file")  # missing, a directory, a FIFO, over the cap: located errors
+    try:
+        coded = _arrow.read_coded(str(p), size_limit("run file"), names, ("score",))
+    except OSError:
+        coded = None  # raced with a change: read_bytes says what is wrong
+    if coded is None:  # not single-spaced (tabs, runs of spaces, CRLF): read whole and rewritten
+        data = read_bytes(path, "run file")
+        spaced = _arrow.single_spaced(data, 6) if _arrow.is_plain(data) else None
+        del data
+        coded = _arrow.read_coded_bytes(spaced, names, ("score",)) if spaced is not None else None
+        del spaced
+    if coded is None:
+        return None
+    n = coded.rows
+    score = coded.floats["score"]
     if not np.isfinite(score).all():
         return None
-    rcodes, rvalues = _arrow.encode(tb, "rank")
+    rcodes, rvalues = coded.text["rank"]
     values = []
     for v in rvalues.tolist():
         if not _INT.fullmatch(v):
@@ -308,8 +317,8 @@ def _parse_arrow(data: bytes, need_q0: bool) -> _Table | None:
         values.append(r)
     rank = np.asarray(values, dtype=np.int64)[rcodes]
     line = np.arange(1, n + 1, dtype=np.int64)
-    codes = {c: _arrow.encode(tb, c) for c in ("run", "topic", "doc")}
-    q0 = _arrow.encode(tb, "q0")
+    codes = {c: coded.text[c] for c in ("run", "topic", "doc")}
+    q0 = coded.text["q0"]
     if any((v == "").any() for _, v in (*codes.values(), q0)):
         return None  # an empty field: two spaces in a row, or a line starting with one
     if not need_q0:  # read_runs: the codes are all it needs (the docID column is built per run, in run order)
@@ -387,10 +396,10 @@ def _parse(path: Path, problems: list[InputError] | None, strict: bool = True) -
     """The one reader of run files: the fast path, or the careful one when the fast path refuses the file."""
     from ..io import decode_text, read_bytes
 
-    data = read_bytes(path, "run file")  # regular file, size cap; missing or a directory: located errors
-    table = _parse_arrow(data, need_q0=problems is not None)
+    table = _parse_arrow(path, need_q0=problems is not None)
     if table is not None:
         return table
+    data = read_bytes(path, "run file")
     return _parse_careful(path, decode_text(data, path), problems, strict)  # non-UTF-8 bytes: located
 
 
@@ -433,19 +442,23 @@ def _build(path: Path, tab: _Table, problems: list[InputError] | None) -> dict[s
     single = len(rnames) == 1 and bool(keep.all())
     doc_names = np.asarray(dnames, dtype=object)
     for r, rid in enumerate(rnames.tolist()):
-        rows = np.arange(n) if single else np.flatnonzero((rcode == r) & keep)
         # topics in the order they first appear in this run's lines
-        if single:
-            tc, names = tcode, tnames
+        if single:  # every row, and in order already when the file is grouped by topic: no copy of the columns
+            rows, tc, names = None, tcode, tnames
         else:
+            rows = np.flatnonzero((rcode == r) & keep)
             tc, first_codes = first_seen(tcode[rows])
             names = tnames[first_codes]
-        sel = rows[_topic_rank_order(tc, tab.rank[rows])]
+        order = _topic_rank_order(tc, tab.rank if rows is None else tab.rank[rows])
+        sel = rows if order is None else order if rows is None else rows[order]
         offsets = np.zeros(len(names) + 1, dtype=np.int64)
         np.cumsum(np.bincount(tc, minlength=len(names)), out=offsets[1:])
-        doc = tab.doc[sel] if tab.doc is not None else doc_names[dcode[sel]]
-        runs[str(rid)] = Run.from_arrays(RunArrays([str(t) for t in names], offsets, doc, tab.rank[sel],
-                                                   tab.score[sel], tab.line[sel], dcode[sel], doc_names), str(rid))
+        cols = [tab.doc, tab.rank, tab.score, tab.line, dcode]
+        doc, rank, score, line, codes = (c if sel is None or c is None else c[sel] for c in cols)
+        if doc is None:
+            doc = doc_names[codes]
+        runs[str(rid)] = Run.from_arrays(RunArrays([str(t) for t in names], offsets, doc, rank, score, line, codes,
+                                                   doc_names), str(rid))
     return runs
 
 
@@ -462,6 +475,9 @@ def first_seen(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     codes = np.asarray(codes)
     if codes.size == 0:
         return np.zeros(0, dtype=np.int64), codes[:0]
+    top = np.maximum.accumulate(codes)
+    if codes[0] == 0 and (top[1:] - top[:-1] <= 1).all():  # numbered so already (pyarrow's dictionaries are)
+        return codes, np.arange(int(top[-1]) + 1, dtype=codes.dtype)
     uniq, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
     order = np.argsort(first, kind="stable")
     renumber = np.empty(len(uniq), dtype=np.int64)
@@ -499,14 +515,15 @@ def lookup(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     return np.where(keys[hit] == wanted, hit, -1)
 
 
-def _topic_rank_order(tc: np.ndarray, rank: np.ndarray) -> np.ndarray:
-    """Permutation putting rows (in line order) in (topic, rank, line) order: the identity for a file already
-    grouped by topic with increasing ranks, else two stable integer sorts (line order is kept by stability)."""
+def _topic_rank_order(tc: np.ndarray, rank: np.ndarray) -> np.ndarray | None:
+    """Permutation putting rows (in line order) in (topic, rank, line) order: None (the identity) for a file
+    already grouped by topic with increasing ranks, else two stable integer sorts (line order is kept by
+    stability)."""
     if tc.size < 2:
-        return np.arange(tc.size)
+        return None
     dt, dr = np.diff(tc), np.diff(rank)
     if ((dt > 0) | ((dt == 0) & (dr >= 0))).all():
-        return np.arange(tc.size)
+        return None
     by_rank = np.argsort(rank, kind="stable")
     return by_rank[np.argsort(tc[by_rank], kind="stable")]
 
