@@ -145,6 +145,26 @@ class _Checked:
         self.closed = True
 
 
+def read_spaced(path, what: str, names: list[str], floats: tuple[str, ...]) -> Coded | None:
+    """The fast path of a white-space separated file (a run, TREC qrels) of ``len(names)`` columns: streamed by
+    :func:`read_coded` when it is single-spaced, else read whole and rewritten by :func:`single_spaced` (tabs,
+    runs of spaces, CRLF). None when neither will do: the caller's careful path then reads it line by line.
+    Missing, a directory, a FIFO, over the cap for ``what``: located :class:`InputError`."""
+    from ..io import check_file, read_bytes, size_limit
+
+    p = check_file(path, what)
+    try:
+        coded = read_coded(str(p), size_limit(what), names, floats)
+    except OSError:
+        coded = None  # raced with a change: read_bytes says what is wrong
+    if coded is not None:
+        return coded
+    data = read_bytes(path, what)
+    spaced = single_spaced(data, len(names)) if is_plain(data) else None
+    del data
+    return read_coded_bytes(spaced, names, floats) if spaced is not None else None
+
+
 def read_coded(path: str, cap: int, names: list[str], floats: tuple[str, ...]) -> Coded | None:
     """A single-spaced file of ``len(names)`` columns (runs, qrels) streamed through pyarrow's CSV reader, a block
     at a time: text columns become codes as each block arrives, so neither the file nor a whole pyarrow table is

@@ -285,21 +285,9 @@ def _parse_arrow(path: Path, need_q0: bool) -> _Table | None:
     checked per distinct value with the careful reader's rule (pyarrow would take ``0x1``, ``int()`` would take
     ``1_0``). None when the file needs the careful reader (a line of another length, a blank line, a value out
     of range ...)."""
-    from ..io import check_file, read_bytes, size_limit
     from . import _arrow  # pyarrow: imported on first read, not by `import modelseek`
 
-    names = ["topic", "q0", "doc", "rank", "score", "run"]
-    p = check_file(path, "run file")  # missing, a directory, a FIFO, over the cap: located errors
-    try:
-        coded = _arrow.read_coded(str(p), size_limit("run file"), names, ("score",))
-    except OSError:
-        coded = None  # raced with a change: read_bytes says what is wrong
-    if coded is None:  # not single-spaced (tabs, runs of spaces, CRLF): read whole and rewritten
-        data = read_bytes(path, "run file")
-        spaced = _arrow.single_spaced(data, 6) if _arrow.is_plain(data) else None
-        del data
-        coded = _arrow.read_coded_bytes(spaced, names, ("score",)) if spaced is not None else None
-        del spaced
+    coded = _arrow.read_spaced(path, "run file", ["topic", "q0", "doc", "rank", "score", "run"], ("score",))
     if coded is None:
         return None
     n = coded.rows
@@ -318,10 +306,11 @@ def _parse_arrow(path: Path, need_q0: bool) -> _Table | None:
     rank = np.asarray(values, dtype=np.int64)[rcodes]
     line = np.arange(1, n + 1, dtype=np.int64)
     codes = {c: coded.text[c] for c in ("run", "topic", "doc")}
-    q0 = coded.text["q0"]
+    q0 = coded.text.pop("q0")
     if any((v == "").any() for _, v in (*codes.values(), q0)):
         return None  # an empty field: two spaces in a row, or a line starting with one
     if not need_q0:  # read_runs: the codes are all it needs (the docID column is built per run, in run order)
+        del q0, coded
         return _Table(None, _constant("Q0", n), None, rank, score, None, line, codes=codes)
     take = {c: names_[codes_] for c, (codes_, names_) in codes.items()}
     return _Table(take["topic"], q0[1][q0[0]], take["doc"], rank, score, take["run"], line, codes=codes)
@@ -421,11 +410,17 @@ def _build(path: Path, tab: _Table, problems: list[InputError] | None) -> dict[s
         tcode, tnames = factorize(tab.topic)
         dcode, dnames = factorize(tab.doc)
     tnames = np.asarray(tnames, dtype=object)
-    key = (rcode.astype(np.int64) * len(tnames) + tcode) * len(dnames) + dcode
+    key = rcode.astype(np.int64)  # (run, topic, doc) as one integer, computed in place
+    key *= len(tnames)
+    key += tcode
+    key *= len(dnames)
+    key += dcode
     keep = np.ones(n, dtype=bool)
     # a sort finds whether any (run, topic, doc) repeats (np.unique hashes: slower); a stable one says which
     sk = np.sort(key)
-    if (sk[1:] == sk[:-1]).any():
+    repeats = bool((sk[1:] == sk[:-1]).any())
+    del sk
+    if repeats:
         dup = duplicated(key)
         first: dict[int, int] = {}
         for i in np.flatnonzero(~dup[: np.flatnonzero(dup)[-1] + 1]).tolist():
@@ -510,9 +505,13 @@ def lookup(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     if keys.size == 0:
         return np.full(wanted.size, -1, dtype=np.int64)
     sorter = np.argsort(keys, kind="stable")
-    at = np.minimum(np.searchsorted(keys, wanted, sorter=sorter), keys.size - 1)
-    hit = sorter[at]
-    return np.where(keys[hit] == wanted, hit, -1)
+    sk = keys[sorter]
+    at = np.searchsorted(sk, wanted).astype(np.int64, copy=False)
+    np.minimum(at, keys.size - 1, out=at)
+    absent = sk[at] != wanted
+    np.take(sorter, at, out=at)  # in place: ``wanted`` may be a million keys
+    at[absent] = -1
+    return at
 
 
 def _topic_rank_order(tc: np.ndarray, rank: np.ndarray) -> np.ndarray | None:

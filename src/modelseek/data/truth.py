@@ -287,14 +287,14 @@ class GroundTruth:
         from ..io import decode_text, read_bytes
 
         path = Path(path)
-        data = read_bytes(path, "ground-truth file")
-        rows = _read_qrels_arrow(data)
+        rows = _read_qrels_arrow(path)
         if rows is None:  # the careful path only when the fast one refuses; non-UTF-8 bytes: located
             from .run import factorize
 
+            data = read_bytes(path, "ground-truth file")
             tasks, models, grade_list = _read_qrels_careful(path, decode_text(data, path))
+            del data
             rows = (*factorize(tasks), *factorize(models), np.asarray(grade_list, dtype=np.int64))
-        del data
         tcode, tnames, mcode, mnames, grades = rows
         if grades.size == 0:
             raise InputError("no judgments", path=path)
@@ -634,29 +634,26 @@ def _first_line_of(text: str, path: Path, task: str) -> int | None:
     return None
 
 
-def _read_qrels_arrow(data: bytes):
+def _read_qrels_arrow(path: Path):
     """The fast path of qrels (see ``run._parse_arrow``): (topic codes, topics, docno codes, docnos, grades) when
     every line is valid and no (topic, docno) pair repeats; None otherwise."""
     from . import _arrow  # pyarrow: imported on first read, not by `import modelseek`
 
-    spaced = _arrow.single_spaced(data, 4) if _arrow.is_plain(data) else None
-    if spaced is None:
+    coded = _arrow.read_spaced(path, "ground-truth file", ["topic", "iter", "docno", "grade"], ())
+    if coded is None:
         return None
-    tb = _arrow.read_table(spaced, ["topic", "iter", "docno", "grade"], " ", (), ["topic", "iter", "docno", "grade"])
-    if tb is None or tb.num_rows == 0 or tb.num_rows != _arrow.n_lines(spaced):
-        return None
-    gc, gv = _arrow.encode(tb, "grade")
+    gc, gv = coded.text["grade"]
     values = []
     for v in gv.tolist():
         if not _INT.fullmatch(v) or abs(int(v)) > 2**31:
             return None
         values.append(int(v))
-    (tc, tv), (dc, dv) = _arrow.encode(tb, "topic"), _arrow.encode(tb, "docno")
-    if any((v == "").any() for v in (tv, dv, _arrow.encode(tb, "iter")[1])):
+    (tc, tv), (dc, dv) = coded.text["topic"], coded.text["docno"]
+    if any((v == "").any() for v in (tv, dv, coded.text["iter"][1])):
         return None  # an empty field: two spaces in a row, or a line starting with one
     key = tc.astype(np.int64) * len(dv) + dc
-    sk = np.sort(key)
-    if (sk[1:] == sk[:-1]).any():
+    key.sort()
+    if (key[1:] == key[:-1]).any():
         return None  # a repeated pair: the careful path names both lines
     return tc, tv, dc, dv, np.asarray(values, dtype=np.int64)[gc]
 
