@@ -57,18 +57,45 @@ def natural_order(ids: Sequence[str]) -> list[int]:
     return sorted(range(len(ids)), key=flat.__getitem__)
 
 
-class RunArrays(NamedTuple):
+class RunArrays:
     """A run as columns: rows grouped by topic (``topics[i]`` holds rows ``offsets[i]:offsets[i+1]``), each
-    topic in evaluation order (Rank, then line order)."""
+    topic in evaluation order (Rank, then line order).
 
-    topics: list[str]
-    offsets: np.ndarray  # int64, len(topics) + 1
-    doc: np.ndarray      # object (str)
-    rank: np.ndarray     # int64
-    score: np.ndarray    # float64
-    line: np.ndarray     # int64 (0 when built in memory)
-    doc_code: np.ndarray | None = None  # optional: doc[i] == doc_names[doc_code[i]] (from the reader)
-    doc_names: np.ndarray | None = None
+    ``topics``, ``offsets`` (int64, len(topics) + 1), ``doc`` (object, str), ``rank`` (int64), ``score``
+    (float64), ``line`` (int64, 0 when built in memory), and optionally ``doc_code``/``doc_names`` (``doc[i] ==
+    doc_names[doc_code[i]]``, from the reader). A reader's run passes ``doc=None`` with the codes, and
+    ``line=None`` when its rows are in line order (line ``i + 1``): both are then spelt out on first use only
+    (``evaluate`` reads the codes; a million-row run is 16 MB lighter)."""
+
+    __slots__ = ("_doc", "_line", "doc_code", "doc_names", "offsets", "rank", "score", "topics")
+
+    def __init__(self, topics: list[str], offsets: np.ndarray, doc: np.ndarray | None, rank: np.ndarray,
+                 score: np.ndarray, line: np.ndarray | None, doc_code: np.ndarray | None = None,
+                 doc_names: np.ndarray | None = None) -> None:
+        if doc is None and (doc_code is None or doc_names is None):
+            raise ValueError("RunArrays needs doc, or doc_code with doc_names")
+        self.topics, self.offsets, self._doc, self.rank, self.score = topics, offsets, doc, rank, score
+        self._line, self.doc_code, self.doc_names = line, doc_code, doc_names
+
+    @property
+    def doc(self) -> np.ndarray:
+        if self._doc is None:
+            assert self.doc_names is not None and self.doc_code is not None  # checked by __init__
+            self._doc = self.doc_names[self.doc_code]
+            self._doc.setflags(write=False)
+        return self._doc
+
+    @property
+    def line(self) -> np.ndarray:
+        if self._line is None:
+            self._line = np.arange(1, self.rank.size + 1, dtype=np.int64)
+            self._line.setflags(write=False)
+        return self._line
+
+    def columns(self) -> list[np.ndarray]:
+        """The arrays held now (those spelt out on first use are made read-only then)."""
+        return [c for c in (self.offsets, self._doc, self.rank, self.score, self._line, self.doc_code,
+                            self.doc_names) if c is not None]
 
 
 class Run(Mapping[str, tuple[Entry, ...]]):
@@ -105,9 +132,8 @@ class Run(Mapping[str, tuple[Entry, ...]]):
                             np.asarray(scores, dtype=np.float64), np.asarray(lines, dtype=np.int64)))
 
     def _set(self, arrays: RunArrays) -> None:
-        for col in arrays[1:]:
-            if col is not None:
-                col.setflags(write=False)
+        for col in arrays.columns():
+            col.setflags(write=False)
         self._a = arrays
         self._pos = {t: i for i, t in enumerate(arrays.topics)}
         self._cache: dict[str, tuple[Entry, ...]] = {}
@@ -250,7 +276,7 @@ class _Table(NamedTuple):
     rank: np.ndarray
     score: np.ndarray
     run_id: np.ndarray | None
-    line: np.ndarray
+    line: np.ndarray | None  # None: line i + 1 for row i (the fast path of read_runs)
     # optional (from the C reader): codes and distinct values of run id, topic and docID columns
     codes: dict | None = None
 
@@ -304,16 +330,16 @@ def _parse_arrow(path: Path, need_q0: bool) -> _Table | None:
             return None
         values.append(r)
     rank = np.asarray(values, dtype=np.int64)[rcodes]
-    line = np.arange(1, n + 1, dtype=np.int64)
     codes = {c: coded.text[c] for c in ("run", "topic", "doc")}
     q0 = coded.text.pop("q0")
     if any((v == "").any() for _, v in (*codes.values(), q0)):
         return None  # an empty field: two spaces in a row, or a line starting with one
     if not need_q0:  # read_runs: the codes are all it needs (the docID column is built per run, in run order)
         del q0, coded
-        return _Table(None, _constant("Q0", n), None, rank, score, None, line, codes=codes)
+        return _Table(None, _constant("Q0", n), None, rank, score, None, None, codes=codes)
     take = {c: names_[codes_] for c, (codes_, names_) in codes.items()}
-    return _Table(take["topic"], q0[1][q0[0]], take["doc"], rank, score, take["run"], line, codes=codes)
+    return _Table(take["topic"], q0[1][q0[0]], take["doc"], rank, score, take["run"], np.arange(1, n + 1),
+                  codes=codes)
 
 
 def _parse_careful(path: Path, text: str, problems: list[InputError] | None, strict: bool) -> _Table:
@@ -423,12 +449,13 @@ def _build(path: Path, tab: _Table, problems: list[InputError] | None) -> dict[s
     if repeats:
         dup = duplicated(key)
         first: dict[int, int] = {}
+        lines = tab.line if tab.line is not None else np.arange(1, n + 1)
         for i in np.flatnonzero(~dup[: np.flatnonzero(dup)[-1] + 1]).tolist():
-            first.setdefault(int(key[i]), int(tab.line[i]))
+            first.setdefault(int(key[i]), int(lines[i]))
         for i in np.flatnonzero(dup).tolist():
             err = InputError(f"duplicate (run, topic, doc) = ({rnames[rcode[i]]}, {tnames[tcode[i]]}, "
                              f"{dnames[dcode[i]]}); first on line {first[int(key[i])]}", path=path,
-                             line=int(tab.line[i]), field="docID")
+                             line=int(lines[i]), field="docID")
             if problems is None:
                 raise err
             problems.append(err)
@@ -450,8 +477,8 @@ def _build(path: Path, tab: _Table, problems: list[InputError] | None) -> dict[s
         np.cumsum(np.bincount(tc, minlength=len(names)), out=offsets[1:])
         cols = [tab.doc, tab.rank, tab.score, tab.line, dcode]
         doc, rank, score, line, codes = (c if sel is None or c is None else c[sel] for c in cols)
-        if doc is None:
-            doc = doc_names[codes]
+        if tab.line is None and sel is not None:
+            line = sel + 1
         runs[str(rid)] = Run.from_arrays(RunArrays([str(t) for t in names], offsets, doc, rank, score, line, codes,
                                                    doc_names), str(rid))
     return runs
@@ -579,6 +606,7 @@ def validate_run(path: str | Path, topics: Iterable[str] | None = None, docs: It
         raise InputError(f"unknown subtask {subtask!r}; valid: A, B")
     problems: list[InputError] = []
     tab = _parse(path, problems)
+    assert tab.line is not None  # need_q0: every column is spelt out
     if tab.rank.size == 0 and not problems:
         problems.append(InputError("run file is empty", path=path))
     for i in np.flatnonzero(tab.q0 != "Q0").tolist():
@@ -607,6 +635,7 @@ def validate_run(path: str | Path, topics: Iterable[str] | None = None, docs: It
 
 def _check_b_ids(path: Path, tab, problems: list) -> None:
     """Subtask B: topic and doc ids written without a .png suffix and without leading zeros."""
+    assert tab.line is not None  # validate_run's table: every column is spelt out
     import pandas as pd
 
     for fname, col in (("topicID", tab.topic), ("docID", tab.doc)):
