@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .data.report import Report
-from .data.run import Run, RunArrays, factorize, first_seen, lookup
+from .data.run import Run, RunArrays, factorize, first_seen
 from .data.truth import GradingScheme, GroundTruth, TruthArrays
 from .enums import Choice
 from .errors import InputError
@@ -188,14 +188,9 @@ def _batch(run: Run, truth: GroundTruth, ta: TruthArrays, wanted: list[str], w_i
     seg_start = np.zeros(W + 1, dtype=np.int64)
     np.cumsum(np.bincount(seg, minlength=W), out=seg_start[1:])
     pos = np.arange(seg.size, dtype=np.int32)
-    pos -= seg_start[seg]  # 0-based position within the topic
-    # join (topic, docID) to the ground truth's rows: one binary search of integer keys
+    pos -= seg_start.astype(np.int32)[seg]  # 0-based position within the topic
     truth_task = np.repeat(np.arange(len(ta.tasks), dtype=np.int64), np.diff(ta.offsets))
-    key = t_of_w[seg]
-    key *= n_codes
-    key += dcode
-    hit = lookup(truth_task * n_codes + t_codes, key)
-    del key
+    hit = _join(truth_task * n_codes + t_codes, seg, dcode, t_of_w, n_codes)
     matched = hit >= 0
     shared = np.flatnonzero(np.diff(seg_start) > 0)
     if shared.size and not matched.any():
@@ -207,6 +202,27 @@ def _batch(run: Run, truth: GroundTruth, ta: TruthArrays, wanted: list[str], w_i
     grade[~matched] = 0
     return (Batch(wanted, seg, pos, seg_start, dcode, np.asarray(uniq, dtype=object), hit, grade, ta, t_of_w, s,
                   level), seg_of_topic, unknown)
+
+
+_BLOCK = 1 << 16  # rows joined at a time
+
+
+def _join(truth_keys: np.ndarray, seg: np.ndarray, dcode: np.ndarray, t_of_w: np.ndarray,
+          n_codes: int) -> np.ndarray:
+    """Each row's index in the ground truth's task-grouped rows (-1: not judged): its (task, docID) key found by
+    binary search among the ground truth's, a block of rows at a time (the keys of a million rows and the
+    search's temporaries would be 30 MB at once)."""
+    hit = np.full(seg.size, -1, dtype=np.int32 if truth_keys.size < 2**31 else np.int64)
+    if truth_keys.size == 0:
+        return hit
+    sorter = np.argsort(truth_keys, kind="stable")
+    sk = truth_keys[sorter]
+    for lo in range(0, seg.size, _BLOCK):
+        key = t_of_w[seg[lo:lo + _BLOCK]] * n_codes + dcode[lo:lo + _BLOCK]
+        at = np.minimum(np.searchsorted(sk, key), sk.size - 1)
+        found = sk[at] == key
+        hit[lo:lo + _BLOCK][found] = sorter[at[found]]
+    return hit
 
 
 def _parse_metrics(metrics: Sequence[str]) -> dict[str, tuple[Metric, int | None]]:

@@ -489,7 +489,7 @@ def _first_seen(codes: np.ndarray, names: np.ndarray) -> tuple[np.ndarray, np.nd
     return new, names[order]
 
 
-# Grouping helpers of the readers and of ``evaluate``, in numpy: pandas' factorize, duplicated and get_indexer do
+# Grouping helpers of the readers and of ``evaluate``, in numpy: pandas' factorize and duplicated do
 # the same, but importing pandas costs about 50 MB and 0.2 s, more than the whole evaluation of a 28 MB run
 def first_seen(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(``codes`` renumbered 0, 1, ... in order of first appearance, the original code of each new one): pandas'
@@ -524,21 +524,6 @@ def duplicated(key: np.ndarray) -> np.ndarray:
     out = np.zeros(key.size, dtype=bool)
     out[order[1:]] = sk[1:] == sk[:-1]
     return out
-
-
-def lookup(keys: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """Position of each of ``wanted`` in ``keys`` (distinct integers), -1 where absent: pandas' ``get_indexer``,
-    by a sort of ``keys`` and a binary search."""
-    if keys.size == 0:
-        return np.full(wanted.size, -1, dtype=np.int64)
-    sorter = np.argsort(keys, kind="stable")
-    sk = keys[sorter]
-    at = np.searchsorted(sk, wanted).astype(np.int64, copy=False)
-    np.minimum(at, keys.size - 1, out=at)
-    absent = sk[at] != wanted
-    np.take(sorter, at, out=at)  # in place: ``wanted`` may be a million keys
-    at[absent] = -1
-    return at
 
 
 def _topic_rank_order(tc: np.ndarray, rank: np.ndarray) -> np.ndarray | None:
