@@ -189,6 +189,15 @@ def read_coded_bytes(data: bytes, names: list[str], floats: tuple[str, ...]) -> 
 _BLOCK = 1 << 18
 
 
+def _to_file(seen: dict[str, int], values: list[str]) -> np.ndarray:
+    """A block's dictionary (distinct ``values``) onto the file's codes: values not ``seen`` before take the next
+    codes, in order; then one lookup per value, in C (``map``: a Python loop per value cost 0.1 s on 28 MB)."""
+    new = [v for v in values if v not in seen]
+    if new:
+        seen.update(zip(new, range(len(seen), len(seen) + len(new))))
+    return np.fromiter(map(seen.__getitem__, values), dtype=np.int32, count=len(values))
+
+
 def _stream(source, names: list[str], floats: tuple[str, ...], checked: _Checked | None,
             lines: int | None, size: int) -> Coded | None:
     text_type = pa.dictionary(pa.int32(), pa.string())
@@ -214,10 +223,8 @@ def _stream(source, names: list[str], floats: tuple[str, ...], checked: _Checked
                 if c in floats:
                     out[c][rows:rows + k] = _view(col, np.float64)
                     continue
-                seen = index[c]  # this block's dictionary onto the file's codes, one lookup per distinct value
-                to_file = np.fromiter((seen.setdefault(v, len(seen)) for v in col.dictionary.to_pylist()),
-                                      dtype=np.int32, count=len(col.dictionary))
-                np.take(to_file, _view(col.indices, np.int32), out=out[c][rows:rows + k])
+                np.take(_to_file(index[c], col.dictionary.to_pylist()), _view(col.indices, np.int32),
+                        out=out[c][rows:rows + k])
             rows += k
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError, IndexError, KeyError):
         return None
