@@ -39,8 +39,14 @@ class Report:
                  missing_topics: Sequence[str] = (), extra_topics: Sequence[str] = (),
                  scheme: str = "ntcir", unknown_models: Sequence[str] = (), order: str = "rank",
                  relevance_level: int = 1, tier_source: str = "") -> None:
-        self._frame: pd.DataFrame | None = None if per_topic is None else per_topic.copy()
+        self._frame: pd.DataFrame | None = per_topic.copy()
         self._cols: tuple[list[str], list[str], dict[str, np.ndarray]] | None = None
+        self._meta(metrics, run_id, missing_topics, extra_topics, scheme, unknown_models, order, relevance_level,
+                   tier_source)
+
+    def _meta(self, metrics: Sequence[str], run_id: str = "run", missing_topics: Sequence[str] = (),
+              extra_topics: Sequence[str] = (), scheme: str = "ntcir", unknown_models: Sequence[str] = (),
+              order: str = "rank", relevance_level: int = 1, tier_source: str = "") -> None:
         self.metrics = list(metrics)
         self.run_id = run_id
         self.missing_topics = list(missing_topics)
@@ -58,8 +64,9 @@ class Report:
         arguments as for the constructor. The ``per_topic`` table is built on first use: ``evaluate --trec``
         prints means from the arrays and never imports pandas (about 50 MB and 0.2 s)."""
         report = cls.__new__(cls)
-        report.__init__(None, metrics, **kwargs)  # type: ignore[arg-type]  # no frame: the columns stand for it
+        report._frame = None  # the columns stand for it until per_topic is asked for
         report._cols = (list(topics), list(tiers), {m: np.asarray(columns[m], dtype=float) for m in metrics})
+        report._meta(metrics, **kwargs)
         return report
 
     @property

@@ -42,10 +42,11 @@ class Batch:
 
     Topic ``w`` (``0 <= w < W``, in the order of ``topics``) holds rows ``seg_start[w]:seg_start[w + 1]``;
     ``pos`` is a row's 0-based position within its topic, ``doc_code`` its docID as a code into ``doc_names``
-    (``doc`` spells them out, on first use: the built-ins never need a million strings). ``hit`` is the row's index in the ground truth's
-    task-grouped arrays ``truth`` (-1 when the ground truth does not judge that docID), ``grade`` and ``f1``
-    its grade (0 when unjudged) and F1 (NaN when unjudged); ``t_of_w`` maps a topic to its row in
-    ``truth.tasks`` (``f1`` is built on first use). ``judgments(w)`` and ``ranking(w)`` give one topic in the per-list form."""
+    (``doc`` spells them out on first use: the built-ins never need a million strings). ``hit`` is the row's
+    index in the ground truth's task-grouped arrays ``truth`` (-1 when the ground truth does not judge that
+    docID), ``grade`` and ``f1`` its grade (0 when unjudged) and F1 (NaN when unjudged; built on first use);
+    ``t_of_w`` maps a topic to its row in ``truth.tasks``. ``judgments(w)`` and ``ranking(w)`` give one topic in
+    the per-list form."""
 
     topics: list[str]
     seg: np.ndarray
