@@ -22,9 +22,11 @@ TIER_ORDER = ["low", "medium", "high", "all"]
 
 
 def _nanmean(values: np.ndarray) -> float:
-    """Mean of the finite-or-infinite values, NaN left out (NaN when none is left): pandas' ``Series.mean``."""
-    kept = values[~np.isnan(values)]
-    return float(kept.sum() / kept.size) if kept.size else float("nan")
+    """Mean with NaN left out (NaN when nothing is left), summed as pandas' ``Series.mean`` sums (NaN as 0, one
+    pairwise sum): the same value to the last bit as the report's table gives."""
+    nan = np.isnan(values)
+    n = values.size - int(nan.sum())
+    return float(np.where(nan, 0.0, values).sum() / n) if n else float("nan")
 
 
 def _some(items: Sequence[str], n: int = 10) -> str:
