@@ -273,6 +273,8 @@ def _speed_table(sizes, folder: Path, args, env: dict, skip: dict, te: Path | No
             ok &= best["ms"][t] < best["te"][t] and best["ms"][2] <= 2 * best["te"][2]
         else:
             ratio = "-"
+            if best["pt"] != inf:
+                ratio = f"vs pytrec_eval: {best['ms'][t] / best['pt'][t]:.2f}x ({best['ms'][2] / best['pt'][2]:.2f}x)"
             ok &= _without_binary(best, (n_topics, n_docs), t)
         print(f"| {n_topics:,} x {n_docs} | {n_topics * n_docs:,} | {diff:.1e} | {fmt(best['ms'])} | "
               f"{fmt(best['ms_trec'])} | {fmt(best['te'])} | {fmt(best['pt'])} | {fmt(best['rx'])} | {ratio} |",
