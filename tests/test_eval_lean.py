@@ -120,6 +120,8 @@ def test_a_report_from_columns_equals_the_report_of_its_table(big):
     assert rep.to_trec(per_topic=True) == again.to_trec(per_topic=True)
     assert rep.to_dict() == again.to_dict()
     assert rep.to_csv(per_topic=True) == again.to_csv(per_topic=True)
+    assert rep.table() == again.table() and rep.to_markdown() == again.to_markdown()
+    pd.testing.assert_frame_equal(rep.by_tier(), again.by_tier())
     assert np.isnan(rep.per_topic["kendall"]).sum() == np.isnan(table["kendall"]).sum()
 
 
@@ -139,3 +141,35 @@ def test_qrels_read_without_pandas_equal_the_same_table_given_as_a_dataframe(big
     t = read.task_ids[7]
     assert read.grades(t) == given.grades(t) and read.normalized(t) == given.normalized(t)
     assert read.regret(t) == given.regret(t)
+
+
+def test_a_csv_ground_truth_is_read_and_scored_without_pandas(big, tmp_path):
+    """The official layout (``task_id,model_id,f1``, tiers from a tasks.csv beside it) takes the same lean road
+    for the table and Markdown outputs, and reads to the same ground truth as the same rows given as a
+    DataFrame."""
+    rows, run, _ = big
+    rng = np.random.default_rng(5)
+    pairs = sorted({(t, d) for t, d, _, _ in rows})
+    truth = tmp_path / "ground-truth.csv"
+    f1 = np.round(rng.uniform(0.05, 0.95, len(pairs)), 4)
+    truth.write_text("task_id,model_id,f1\n" + "".join(f"{t},{d},{v}\n" for (t, d), v in zip(pairs, f1)))
+    tasks = sorted({t for t, _ in pairs})
+    (tmp_path / "tasks.csv").write_text("task_id,task_criticalness\n" + "".join(
+        f"{t},{('low', 'medium', 'high')[i % 3]}\n" for i, t in enumerate(tasks)))
+    env = {**os.environ, "PYTHONPATH": str(SRC), "HF_HUB_OFFLINE": "1"}
+    code = ("import sys; from modelseek.cli.main import main; rc = main(sys.argv[1:]); "
+            f"print('HEAVY', *[m in sys.modules for m in {HEAVY!r}]); sys.exit(rc)")
+    for fmt in ([], ["--markdown"]):
+        out = subprocess.run([sys.executable, "-c", code, "evaluate", str(run), "-g", str(truth), "--pool", "none",
+                              *fmt], capture_output=True, text=True, env=env, timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.splitlines()[-1] == "HEAVY " + " ".join(["False"] * len(HEAVY))
+    read = GroundTruth.from_csv(truth)
+    given = GroundTruth(pd.DataFrame({"task_id": [t for t, _ in pairs], "model_id": [d for _, d in pairs],
+                                      "f1": f1}),
+                        criticality={t: ("low", "medium", "high")[i % 3] for i, t in enumerate(tasks)})
+    pd.testing.assert_frame_equal(read.frame, given.frame)
+    assert read.criticalities == given.criticalities and read.model_ids == given.model_ids
+    assert "tasks.csv" in read.tier_source()
+    rep = evaluate(read_run(run), read, pool="none")
+    assert rep.table().splitlines()[3:] == evaluate(read_run(run), given, pool="none").table().splitlines()[3:]

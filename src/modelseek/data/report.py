@@ -95,16 +95,24 @@ class Report:
 
     def by_tier(self) -> pd.DataFrame:
         """Mean per tier (rows low, medium, high, all) with the topic count ``n``."""
+        import pandas as pd
+        return pd.DataFrame.from_dict(self._tier_means(), orient="index")[["n", *self.metrics]]
+
+    def _tier_means(self) -> dict[str, dict[str, float]]:
+        """Tier -> {"n": topics, metric: mean} for the tiers that have topics, in :data:`TIER_ORDER`."""
         rows = {}
+        if self._cols is not None:  # from the arrays: the table and Markdown outputs need no pandas
+            tiers = np.asarray(self._cols[1], dtype=object)
+            for tier in TIER_ORDER:
+                sel = np.ones(tiers.size, dtype=bool) if tier == "all" else tiers == tier
+                if sel.any():
+                    rows[tier] = {"n": int(sel.sum()), **{m: _nanmean(self._cols[2][m][sel]) for m in self.metrics}}
+            return rows
         for tier in TIER_ORDER:
             sub = self._per_topic if tier == "all" else self._per_topic[self._per_topic["tier"] == tier]
-            if sub.empty:
-                continue
-            row = {m: float(sub[m].mean()) for m in self.metrics}
-            row["n"] = len(sub)
-            rows[tier] = row
-        import pandas as pd
-        return pd.DataFrame.from_dict(rows, orient="index")[["n", *self.metrics]]
+            if not sub.empty:
+                rows[tier] = {"n": len(sub), **{m: float(sub[m].mean()) for m in self.metrics}}
+        return rows
 
     def intervals(self, n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
         """Bootstrap interval (over topics) of every metric per tier: columns ``metric``, ``tier``, mean, low, high."""
@@ -130,9 +138,9 @@ class Report:
 
     # ------------------------------------------------------------------------------------------ output
     def table(self, digits: int = 4) -> str:
-        df = self.by_tier()
         header = ["tier", "n", *self.metrics]
-        rows = [[t, str(int(r["n"])), *(f"{r[m]:.{digits}f}" for m in self.metrics)] for t, r in df.iterrows()]
+        rows = [[t, str(int(r["n"])), *(f"{r[m]:.{digits}f}" for m in self.metrics)]
+                for t, r in self._tier_means().items()]
         widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
 
         def fmt(cells):
@@ -204,11 +212,10 @@ class Report:
         return text
 
     def to_markdown(self, digits: int = 4) -> str:
-        df = self.by_tier()
         head = "| tier | n | " + " | ".join(self.metrics) + " |"
         sep = "|---|---:|" + "---:|" * len(self.metrics)
         body = [f"| {t} | {int(r['n'])} | " + " | ".join(f"{r[m]:.{digits}f}" for m in self.metrics) + " |"
-                for t, r in df.iterrows()]
+                for t, r in self._tier_means().items()]
         return "\n".join([head, sep, *body])
 
     def to_trec(self, per_topic: bool = False, digits: int = 4) -> str:

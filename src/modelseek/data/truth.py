@@ -142,12 +142,14 @@ class GroundTruth:
 
     @classmethod
     def _from_codes(cls, tcode: np.ndarray, tnames: np.ndarray, mcode: np.ndarray, mnames: np.ndarray,
-                    f1: np.ndarray, grade: np.ndarray | None, source: str = "") -> GroundTruth:
+                    f1: np.ndarray, grade: np.ndarray | None, source: str = "",
+                    criticality: Mapping[str, Criticality | str] | None = None,
+                    criticality_source: str = "") -> GroundTruth:
         """A ground truth from its columns as codes (``tnames[tcode]`` is each row's task id, names in order of
-        first appearance), without pandas: the qrels reader's road (``evaluate --trec`` never imports it)."""
+        first appearance), without pandas: the readers' road (``evaluate`` never imports it)."""
         truth = cls.__new__(cls)
         truth._setup(tcode, tnames, mcode, mnames, f1, grade)
-        truth._finish(None, source, "")
+        truth._finish(criticality, source, criticality_source)
         return truth
 
     def _setup(self, tcode: np.ndarray, tnames: np.ndarray, mcode: np.ndarray, mnames: np.ndarray,
@@ -230,7 +232,7 @@ class GroundTruth:
         finite. Grades still come from ``score / best score of the task``, so every task needs a positive
         best score; model ids are any strings without spaces (Hugging Face ids match a run's docIDs).
 
-        A plain file goes through pandas' C reader (a million rows in well under a second); one that needs
+        A plain file goes through pyarrow's CSV reader (a million rows in well under a second); one that needs
         a located error, or holds non-ASCII text, is read row by row. A column named twice is an error, and
         so is an identifier holding a control or format character. Fields of any length are read."""
         from ..io import decode_text, read_bytes
@@ -245,18 +247,18 @@ class GroundTruth:
         crit_col = "criticality" if "criticality" in fields else None
         rows = _read_truth_arrow(data, fields, crit_col, any_score)
         if rows is None:  # the careful path only when the fast one refuses
-            rows = _read_truth_careful(path, text, crit_col, any_score)
-        tasks, models, f1s, crit = rows
-        if len(tasks) == 0:
-            raise InputError("no rows", path=path)
-        import pandas as pd
+            from .run import factorize
 
-        frame = pd.DataFrame({"task_id": pd.Series(tasks, dtype=object), "model_id": pd.Series(models, dtype=object),
-                              "f1": np.asarray(f1s, dtype=float)})
-        best = frame.groupby("task_id", sort=False)["f1"].max()
+            tasks, models, f1s, crit = _read_truth_careful(path, text, crit_col, any_score)
+            rows = (*factorize(tasks), *factorize(models), np.asarray(f1s, dtype=float), crit)
+        tc, tv, mc, mv, f1, crit = rows
+        if f1.size == 0:
+            raise InputError("no rows", path=path)
+        best = np.full(len(tv), -np.inf)  # the best score of each task (codes in order of first appearance)
+        np.maximum.at(best, tc, f1)
         if (best <= 0).any():
-            t = str(best.index[np.flatnonzero(best.to_numpy() <= 0)[0]])
-            b = float(best[t])
+            i = int(np.flatnonzero(best <= 0)[0])
+            t, b = str(tv[i]), float(best[i])
             line = _first_line_of(text, path, t)
             raise InputError(f"task {t!r}: the best score is {b:g} <= 0; grades are score / best score and "
                              f"need a positive best", path=path, line=line, field="f1")
@@ -273,7 +275,8 @@ class GroundTruth:
             if len(crit) > n:
                 sources.append(f"tasks.csv ({tasks_csv})")
         try:
-            return cls(frame, criticality=crit, source=str(path), criticality_source=" and ".join(sources))
+            return cls._from_codes(tc, tv, mc, mv, f1, None, source=str(path), criticality=crit,
+                                   criticality_source=" and ".join(sources))
         except InputError as exc:
             raise InputError(exc.message, path=path) from None
 
@@ -557,7 +560,7 @@ def _read_truth_arrow(data: bytes, fields: list[str], crit_col: str | None, any_
                 crit = {str(k): Criticality.parse(v) for k, v in last.items()}
             except InputError:
                 return None
-    return tv[tc], mv[mc], f1, crit
+    return tc, tv, mc, mv, f1, crit
 
 
 def _cell(row: list[str], i: int | None) -> str | None:
