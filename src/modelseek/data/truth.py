@@ -383,9 +383,9 @@ class GroundTruth:
 
     def tiers(self, task_ids: Iterable[str]) -> list[str]:
         """The criticality value (``low``/``medium``/``high``) of each task."""
-        crit = self._crit
+        crit, value = self._crit, {c: c.value for c in Criticality}  # an enum's .value is a descriptor call
         try:
-            return [crit[t].value for t in task_ids]
+            return [value[crit[t]] for t in task_ids]
         except KeyError as exc:
             raise InputError(f"task {exc.args[0]!r} is not in the ground truth") from None
 
