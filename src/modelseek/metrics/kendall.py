@@ -27,7 +27,7 @@ from .base import Batch, Judgments, Metric, register
 
 # topics with more candidates than this go through SciPy one by one (the pairwise form is quadratic in them)
 _PAIRWISE_MAX = 256
-_PAIRS_PER_CHUNK = 1 << 19  # pairs x topics held at once: bounds the memory of the vectorised form
+_PAIRS_PER_CHUNK = 1 << 17  # pairs x topics held at once: bounds the memory of the vectorised form (1 MB per array)
 
 
 def weighted_tau(ranking: Sequence[str], f1: Mapping[str, float]) -> float:
