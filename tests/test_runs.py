@@ -161,10 +161,13 @@ def test_the_fast_and_careful_paths_give_the_same_runs(tmp_path):
     blank.write_text("\n".join(" ".join(x) for x in lines[:5]) + "\n\n" + "\n".join(" ".join(x) for x in lines[5:]))
     data = single.read_bytes()
     for p in (single, tabs, mixed):
-        assert R._parse_arrow(p.read_bytes(), True) is not None
-    assert R._parse_arrow(blank.read_bytes(), True) is None
-    assert R._parse_arrow(b"1 Q0  d 1 0.5 r\n", True) is not None  # split() reads six columns, so does the fast path
-    assert R._parse_arrow(b"1 Q0  1 0.5 r\n", True) is None  # five, one empty field: the careful path locates it
+        assert R._parse_arrow(p, True) is not None
+    assert R._parse_arrow(blank, True) is None
+    two = tmp_path / "two-spaces.txt"
+    two.write_bytes(b"1 Q0  d 1 0.5 r\n")
+    assert R._parse_arrow(two, True) is not None  # split() reads six columns, so does the fast path
+    two.write_bytes(b"1 Q0  1 0.5 r\n")
+    assert R._parse_arrow(two, True) is None  # five, one empty field: the careful path locates it
     careful = R._build(single, R._parse_careful(single, data.decode(), None, True), None)
     for p in (single, tabs, mixed):
         got = read_runs(p)

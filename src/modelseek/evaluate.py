@@ -39,15 +39,13 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .data.report import Report
-from .data.run import Run, RunArrays
+from .data.run import Run, RunArrays, factorize, first_seen
 from .data.truth import GradingScheme, GroundTruth, TruthArrays
 from .enums import Choice
 from .errors import InputError
 from .metrics import DEFAULT_METRICS, METRICS, Batch, Metric, resolve
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from .data.pool import Pool
 
 
@@ -86,15 +84,12 @@ def evaluate(run: Run, truth: GroundTruth, metrics: Sequence[str] = DEFAULT_METR
     for m, (metric, k) in resolved.items():
         col = np.asarray(metric.vectorised(batch, k), dtype=float)
         columns[m] = np.where(present, col, metric.missing)
-    import pandas as pd
-
-    per_topic = pd.DataFrame({"tier": truth.tiers(wanted), **columns}, index=pd.Index(wanted, name="topic"))
     ra = run.arrays()
     missing = [wanted[i] for i in np.flatnonzero(~present)]
     extra = [t for t, i in zip(ra.topics, seg_of_topic.tolist()) if i < 0]
-    return Report(per_topic, list(resolved), run_id=run.run_id, missing_topics=missing, extra_topics=extra,
-                  scheme=s.value, unknown_models=unknown, order=o.value, relevance_level=level,
-                  tier_source=truth.tier_source(wanted))
+    return Report.from_columns(wanted, truth.tiers(wanted), columns, list(resolved), run_id=run.run_id,
+                               missing_topics=missing, extra_topics=extra, scheme=s.value, unknown_models=unknown,
+                               order=o.value, relevance_level=level, tier_source=truth.tier_source(wanted))
 
 
 def harmonise(runs: Sequence[Run], truth: GroundTruth,
@@ -166,42 +161,68 @@ def _check_level(ta: TruthArrays, level: int, truth: GroundTruth) -> None:
                          f"nothing would count as relevant", path=truth.source or None, field="relevance_level")
 
 
-def _batch(run: Run, truth: GroundTruth, ta: TruthArrays, wanted: list[str], w_index: pd.Index,
+def _batch(run: Run, truth: GroundTruth, ta: TruthArrays, wanted: list[str], w_index: dict[str, int],
            t_of_w: np.ndarray, s: GradingScheme, o: Order, level: int) -> tuple[Batch, np.ndarray, list[str]]:
     """The run's rows on the wanted topics in evaluation order, joined to the ground truth: (the batch every
-    metric reads, each run topic's index among the wanted ones (-1: not wanted), the unknown docIDs)."""
-    import pandas as pd
+    metric reads, each run topic's index among the wanted ones (-1: not wanted), the unknown docIDs).
 
+    Memory is the measure here as much as time (a 28 MB run is a million rows, 8 MB per integer column): no
+    column is copied when every topic is wanted and the run's topics come in the ground truth's order (the usual
+    case), and the join works in place."""
     W = len(wanted)
     ra = run.arrays()
-    seg_of_topic = w_index.get_indexer(pd.Index(ra.topics, dtype=object)) if ra.topics else np.zeros(0, dtype=np.int64)
-    row_seg = np.repeat(seg_of_topic, np.diff(ra.offsets))
-    keep = row_seg >= 0
-    seg = row_seg[keep]
-    doc = ra.doc[keep]
-    t_codes, uniq, dcode, unknown = _doc_codes(ta, ra, keep, doc)
+    seg_of_topic = np.fromiter((w_index.get(t, -1) for t in ra.topics), dtype=np.int64, count=len(ra.topics))
+    keep = None if (seg_of_topic >= 0).all() else np.repeat(seg_of_topic >= 0, np.diff(ra.offsets))
+    seg = np.repeat(seg_of_topic.astype(np.int32), np.diff(ra.offsets))  # 32-bit row columns: half the memory
+    if keep is not None:
+        seg = seg[keep]
+    t_codes, uniq, dcode, unknown = _doc_codes(ta, ra, keep)
     n_codes = max(len(uniq), 1)
     # evaluation order: Rank order is the run's own row order; trec_eval's is score desc, docID desc
-    perm = _order(seg, ra.score[keep], dcode, uniq, o)
-    seg, doc, dcode = seg[perm], doc[perm], dcode[perm]
+    kept = seg_of_topic[seg_of_topic >= 0]
+    in_order = o is Order.RANK and bool((kept[1:] > kept[:-1]).all())
+    if not in_order:
+        perm = _order(seg, ra.score if keep is None else ra.score[keep], dcode, uniq, o)
+        seg, dcode = seg[perm], dcode[perm]
+        del perm
     seg_start = np.zeros(W + 1, dtype=np.int64)
     np.cumsum(np.bincount(seg, minlength=W), out=seg_start[1:])
-    pos = np.arange(seg.size, dtype=np.int64) - seg_start[seg]  # 0-based position within the topic
-    # join (topic, docID) to the ground truth's rows: one hash lookup of integer keys
+    pos = np.arange(seg.size, dtype=np.int32)
+    pos -= seg_start.astype(np.int32)[seg]  # 0-based position within the topic
     truth_task = np.repeat(np.arange(len(ta.tasks), dtype=np.int64), np.diff(ta.offsets))
-    hit = pd.Index(truth_task * n_codes + t_codes).get_indexer(t_of_w[seg].astype(np.int64) * n_codes + dcode)
+    hit = _join(truth_task * n_codes + t_codes, seg, dcode, t_of_w, n_codes)
     matched = hit >= 0
     shared = np.flatnonzero(np.diff(seg_start) > 0)
     if shared.size and not matched.any():
-        example = doc[seg_start[shared[0]]]
+        example = uniq[dcode[seg_start[shared[0]]]]
         raise InputError(f"run {run.run_id!r}: no docID matches a model id of the ground truth on the "
                          f"{shared.size} shared topic(s) (run: {example!r} ...; ground truth: "
                          f"{', '.join(repr(m) for m in truth.model_ids[:3])} ...)", field="docID")
-    safe = np.maximum(hit, 0)
-    grade = np.where(matched, ta.grade[safe], 0)
-    f1 = np.where(matched, ta.f1[safe], np.nan)
-    return (Batch(wanted, seg, pos, seg_start, doc, hit, grade, f1, ta, t_of_w, s, level), seg_of_topic,
-            unknown)
+    grade = ta.grade[np.maximum(hit, 0)]
+    grade[~matched] = 0
+    return (Batch(wanted, seg, pos, seg_start, dcode, np.asarray(uniq, dtype=object), hit, grade, ta, t_of_w, s,
+                  level), seg_of_topic, unknown)
+
+
+_BLOCK = 1 << 16  # rows joined at a time
+
+
+def _join(truth_keys: np.ndarray, seg: np.ndarray, dcode: np.ndarray, t_of_w: np.ndarray,
+          n_codes: int) -> np.ndarray:
+    """Each row's index in the ground truth's task-grouped rows (-1: not judged): its (task, docID) key found by
+    binary search among the ground truth's, a block of rows at a time (the keys of a million rows and the
+    search's temporaries would be 30 MB at once)."""
+    hit = np.full(seg.size, -1, dtype=np.int32 if truth_keys.size < 2**31 else np.int64)
+    if truth_keys.size == 0:
+        return hit
+    sorter = np.argsort(truth_keys, kind="stable")
+    sk = truth_keys[sorter]
+    for lo in range(0, seg.size, _BLOCK):
+        key = t_of_w[seg[lo:lo + _BLOCK]] * n_codes + dcode[lo:lo + _BLOCK]
+        at = np.minimum(np.searchsorted(sk, key), sk.size - 1)
+        found = sk[at] == key
+        hit[lo:lo + _BLOCK][found] = sorter[at[found]]
+    return hit
 
 
 def _parse_metrics(metrics: Sequence[str]) -> dict[str, tuple[Metric, int | None]]:
@@ -213,46 +234,48 @@ def _parse_metrics(metrics: Sequence[str]) -> dict[str, tuple[Metric, int | None
     return {m: resolve(m) for m in names}
 
 
-def _wanted_topics(ta: TruthArrays, topics: Sequence[str] | None) -> tuple[list[str], pd.Index, np.ndarray]:
-    """(the topics to score: ``topics`` or every ground-truth task; their index; each one's row in the ground
+def _wanted_topics(ta: TruthArrays, topics: Sequence[str] | None) -> tuple[list[str], dict[str, int], np.ndarray]:
+    """(the topics to score: ``topics`` or every ground-truth task; their positions; each one's row in the ground
     truth's tasks); a topic given twice or not in the ground truth is an :class:`InputError`."""
-    import pandas as pd
-
     wanted = list(ta.tasks) if topics is None else [str(t) for t in topics]
-    w_index = pd.Index(wanted, dtype=object)  # object: no string-type inference
-    if not w_index.is_unique:
+    w_index = {t: i for i, t in enumerate(wanted)}
+    if len(w_index) != len(wanted):
         raise InputError("a topic is given twice", field="topics")
-    t_of_w = pd.Index(ta.tasks, dtype=object).get_indexer(w_index)
+    t_index = {t: i for i, t in enumerate(ta.tasks)}
+    t_of_w = np.fromiter((t_index.get(t, -1) for t in wanted), dtype=np.int64, count=len(wanted))
     if (t_of_w < 0).any():
         bad = [wanted[i] for i in np.flatnonzero(t_of_w < 0)[:5]]
         raise InputError(f"task(s) not in the ground truth: {', '.join(bad)}")
     return wanted, w_index, t_of_w
 
 
-def _doc_codes(ta: TruthArrays, ra: RunArrays, keep: np.ndarray,
-               doc: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+def _doc_codes(ta: TruthArrays, ra: RunArrays,
+               keep: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
     """One code per distinct model id / docID: the join, the docID order and the unknown docIDs use it. A run
     read from a file carries its docIDs' codes already; only its distinct docIDs are looked up. Returns (the
-    ground truth's rows' codes, the distinct names by code, the kept run rows' codes, the docIDs the ground
-    truth does not know, in order of first appearance)."""
-    import pandas as pd
-
+    ground truth's rows' codes, the distinct names by code, the kept run rows' codes (``keep``: the rows kept,
+    None for all), the docIDs the ground truth does not know, in order of first appearance)."""
+    if ta.model_code is not None and ta.model_names is not None:  # set together by the ground truth
+        t_codes, t_uniq = ta.model_code, ta.model_names
+    else:
+        t_codes, t_uniq = factorize(ta.model)
     if ra.doc_code is not None and ra.doc_names is not None:  # set together by the reader
-        t_codes, t_uniq = pd.factorize(ta.model)
-        run_names = pd.Index(ra.doc_names, dtype=object)
-        in_truth = pd.Index(t_uniq, dtype=object).get_indexer(run_names)
+        truth_index = {m: i for i, m in enumerate(t_uniq.tolist())}
+        in_truth = np.fromiter((truth_index.get(d, -1) for d in ra.doc_names.tolist()), dtype=np.int64,
+                               count=len(ra.doc_names))
         new = in_truth < 0
-        name_code = in_truth.copy()
+        name_code = in_truth.astype(np.int32)
         name_code[new] = len(t_uniq) + np.arange(int(new.sum()))
         uniq = np.concatenate([np.asarray(t_uniq, dtype=object), ra.doc_names[new]])
-        dcode = name_code[ra.doc_code[keep]]
+        dcode = name_code[ra.doc_code if keep is None else ra.doc_code[keep]]
     else:
-        codes, uniq = pd.factorize(np.concatenate([ta.model, doc]))
-        t_codes, dcode = codes[: ta.model.size], codes[ta.model.size:]
+        doc = ra.doc if keep is None else ra.doc[keep]
+        codes, uniq = factorize(np.concatenate([t_uniq, doc]))  # the truth's names first: their codes stay
+        dcode = codes[len(t_uniq):].astype(np.int32)
     known_code = np.zeros(max(len(uniq), 1), dtype=bool)
     known_code[t_codes] = True
     unknown_rows = ~known_code[dcode]
-    unknown = [str(u) for u in uniq[pd.unique(dcode[unknown_rows])]] if unknown_rows.any() else []
+    unknown = [str(u) for u in uniq[first_seen(dcode[unknown_rows])[1]]] if unknown_rows.any() else []
     return t_codes, uniq, dcode, unknown
 
 
@@ -264,14 +287,25 @@ def _order(seg, score, dcode, uniq, o) -> np.ndarray:
         return np.argsort(seg, kind="stable")
     doc_rank = np.empty(len(uniq), dtype=np.int64)
     doc_rank[np.argsort(np.asarray(uniq, dtype=str), kind="stable")] = np.arange(len(uniq))
-    d = doc_rank[dcode]
-    by_score = np.argsort(score, kind="stable")  # dense rank of every score, by one sort
+    n_d = len(uniq)
+    by_score = np.argsort(score, kind="stable")  # dense rank of every score, by one sort (in place: 8 MB each)
+    step = np.empty(score.size, dtype=bool)
+    step[0] = True
     ss = score[by_score]
-    step = np.r_[True, ss[1:] != ss[:-1]]
-    s_rank = np.empty(score.size, dtype=np.int64)
-    s_rank[by_score] = np.cumsum(step) - 1
-    n_s, n_d = int(step.sum()), len(uniq)
-    if (int(seg.max()) + 1) * n_s * n_d < 2**62:
-        key = (seg.astype(np.int64) * n_s + (n_s - 1 - s_rank)) * n_d + (n_d - 1 - d)
-        return np.argsort(key, kind="stable")
-    return np.lexsort((-d, -score, seg))
+    np.not_equal(ss[1:], ss[:-1], out=step[1:])
+    del ss
+    n_s = int(step.sum())
+    if (int(seg.max()) + 1) * n_s * n_d >= 2**62:
+        return np.lexsort((-doc_rank[dcode], -score, seg))
+    # key = (topic, score rank descending, docID rank descending) as one integer
+    key = np.empty(score.size, dtype=np.int64)
+    key[by_score] = np.cumsum(step, dtype=np.int64)
+    del by_score, step
+    np.subtract(n_s, key, out=key)  # n_s - 1 - (cumsum - 1)
+    topic = seg.astype(np.int64)
+    topic *= n_s
+    key += topic
+    del topic
+    key *= n_d
+    key += n_d - 1 - doc_rank[dcode]
+    return np.argsort(key, kind="stable")

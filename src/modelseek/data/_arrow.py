@@ -9,6 +9,7 @@ reader is not used (it made a Python string per cell and cost 80 MB of memory at
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -64,17 +65,179 @@ def read_table(data: bytes, names: list[str] | None, delimiter: str, floats: tup
             parse_options=pcsv.ParseOptions(delimiter=delimiter, quote_char=False, double_quote=False,
                                             escape_char=False),
             convert_options=pcsv.ConvertOptions(column_types=types, null_values=[], strings_can_be_null=False,
-                                                include_columns=include))
+                                                include_columns=include), memory_pool=_pool())
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError, IndexError, KeyError):
         return None
+
+
+def _pool() -> pa.MemoryPool:
+    """The C library's allocator for every table read here (not pyarrow's default, mimalloc or jemalloc, which keep
+    what a table frees for pyarrow alone): the memory of a parsed table is then reused by the numpy arrays made
+    from it, and a process's peak is the larger of the two, not their sum. Passed per call: the process's
+    default pool is left as it is."""
+    return pa.system_memory_pool()
 
 
 def encode(table: pa.Table, column: str) -> tuple[np.ndarray, np.ndarray]:
     """(each row's code, the distinct values by code as an object array) of a text column of :func:`read_table`
     (each parsed block has its own dictionary: they are unified first)."""
-    col = table.column(column).unify_dictionaries()
+    col = table.column(column).unify_dictionaries(memory_pool=_pool())
     if col.num_chunks == 0:
         return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=object)
-    codes = [c.indices.to_numpy(zero_copy_only=False) for c in col.chunks]
-    return (codes[0] if len(codes) == 1 else np.concatenate(codes),
-            np.asarray(col.chunk(0).dictionary.to_pylist(), dtype=object))
+    codes = [_view(c.indices, np.int32) for c in col.chunks]
+    names = np.empty(len(col.chunk(0).dictionary), dtype=object)
+    names[:] = col.chunk(0).dictionary.to_pylist()
+    return codes[0].copy() if len(codes) == 1 else np.concatenate(codes), names
+
+
+def floats(table: pa.Table, column: str) -> np.ndarray:
+    """A float64 column of :func:`read_table` as one numpy array."""
+    parts = [_view(c, np.float64) for c in table.column(column).chunks]
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float64)
+
+
+def _view(arr: pa.Array, dtype: type) -> np.ndarray:
+    """The values of a primitive array without nulls, viewed through its data buffer: ``Array.to_numpy`` would
+    import pandas (pyarrow checks for it: 50 MB and 0.2 s that ``evaluate`` does not need)."""
+    if arr.null_count:
+        raise ValueError("a null value")  # read_table allows none; a caller's bug, not a user's input
+    width = np.dtype(dtype).itemsize
+    return np.frombuffer(arr.buffers()[1], dtype=dtype, count=len(arr), offset=arr.offset * width)
+
+
+class Coded(NamedTuple):
+    """Columns of a file read by :func:`read_coded`: each text column as (codes, the distinct values by code, in
+    order of first appearance), each float column as an array; ``rows`` lines."""
+
+    text: dict[str, tuple[np.ndarray, np.ndarray]]
+    floats: dict[str, np.ndarray]
+    rows: int
+
+
+class _Checked:
+    """A file handed to pyarrow's streaming reader block by block, each block checked as it passes for what the
+    fast path asks of the bytes (plain printable ASCII, no tab, no carriage return, never past ``cap``) and counted
+    (spaces, line ends): the bytes parsed are the bytes checked, and the file is never held whole. A block that
+    fails ends the stream early (``ok`` false): the caller then takes its careful path."""
+
+    def __init__(self, fh, cap: int) -> None:
+        self.fh, self.cap = fh, cap
+        self.ok, self.size, self.spaces, self.newlines, self.last = True, 0, 0, 0, b""
+        self.closed = False
+
+    def read(self, n: int = -1) -> bytes:
+        if not self.ok:
+            return b""
+        chunk = self.fh.read(self.cap + 1 - self.size if n is None or n < 0 else min(n, self.cap + 1 - self.size))
+        self.size += len(chunk)
+        if self.size > self.cap or not is_plain(chunk) or b"\t" in chunk or b"\r" in chunk:
+            self.ok = False
+            return b""
+        self.spaces += chunk.count(b" ")
+        self.newlines += chunk.count(b"\n")
+        self.last = chunk[-1:] or self.last
+        return chunk
+
+    def lines(self) -> int:
+        return self.newlines + (0 if self.last == b"\n" else 1)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def read_spaced(path, what: str, names: list[str], floats: tuple[str, ...]) -> Coded | None:
+    """The fast path of a white-space separated file (a run, TREC qrels) of ``len(names)`` columns: streamed by
+    :func:`read_coded` when it is single-spaced, else read whole and rewritten by :func:`single_spaced` (tabs,
+    runs of spaces, CRLF). None when neither will do: the caller's careful path then reads it line by line.
+    Missing, a directory, a FIFO, over the cap for ``what``: located :class:`InputError`."""
+    from ..io import check_file, read_bytes, size_limit
+
+    p = check_file(path, what)
+    try:
+        coded = read_coded(str(p), size_limit(what), names, floats)
+    except OSError:
+        coded = None  # raced with a change: read_bytes says what is wrong
+    if coded is not None:
+        return coded
+    data = read_bytes(path, what)
+    spaced = single_spaced(data, len(names)) if is_plain(data) else None
+    del data
+    return read_coded_bytes(spaced, names, floats) if spaced is not None else None
+
+
+def read_coded(path: str, cap: int, names: list[str], floats: tuple[str, ...]) -> Coded | None:
+    """A single-spaced file of ``len(names)`` columns (runs, qrels) streamed through pyarrow's CSV reader, a block
+    at a time: text columns become codes as each block arrives, so neither the file nor a whole pyarrow table is
+    ever in memory (a 28 MB run is read in about 40 MB above the interpreter's own). None when the file is not
+    plain and single-spaced (the caller reads it whole and rewrites it, or takes its careful path) or pyarrow
+    refuses it; a file that cannot be opened raises OSError."""
+    import os
+
+    with open(path, "rb") as fh:
+        src = _Checked(fh, cap)
+        size = min(os.fstat(fh.fileno()).st_size, cap)
+        return _stream(pa.PythonFile(src, mode="r"), names, floats, src, None, size)
+
+
+def read_coded_bytes(data: bytes, names: list[str], floats: tuple[str, ...]) -> Coded | None:
+    """:func:`read_coded` over ``data`` (already made single-spaced by :func:`single_spaced`)."""
+    return _stream(pa.BufferReader(data), names, floats, None, n_lines(data), len(data))
+
+
+# pyarrow's streaming reader keeps several blocks in flight: 1 MiB blocks (its default) cost about 40 MB of peak
+# memory on a 28 MB run, 256 KiB blocks about 16 MB, for a few more Python dictionary lookups per block
+_BLOCK = 1 << 18
+
+
+def _to_file(seen: dict[str, int], values: list[str]) -> np.ndarray:
+    """A block's dictionary (distinct ``values``) onto the file's codes: values not ``seen`` before take the next
+    codes, in order; then one lookup per value, in C (``map``: a Python loop per value cost 0.1 s on 28 MB)."""
+    new = [v for v in values if v not in seen]
+    if new:
+        seen.update(zip(new, range(len(seen), len(seen) + len(new))))
+    return np.fromiter(map(seen.__getitem__, values), dtype=np.int32, count=len(values))
+
+
+def _stream(source, names: list[str], floats: tuple[str, ...], checked: _Checked | None,
+            lines: int | None, size: int) -> Coded | None:
+    text_type = pa.dictionary(pa.int32(), pa.string())
+    types = {c: (pa.float64() if c in floats else text_type) for c in names}
+    # the columns are filled in place, sized for the most lines that ``size`` bytes can hold (one character per
+    # field): pages never written are never resident, and no block is copied twice (joining per-block arrays
+    # at the end cost 30 MB more on a 28 MB run)
+    bound = (size + 1) // (2 * len(names)) + 1
+    out = {c: np.empty(bound, dtype=np.float64 if c in floats else np.int32) for c in names}
+    index: dict[str, dict[str, int]] = {c: {} for c in names if c not in floats}
+    rows = 0
+    try:
+        reader = pcsv.open_csv(
+            source, read_options=pcsv.ReadOptions(column_names=names, use_threads=False, block_size=_BLOCK),
+            parse_options=pcsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False),
+            convert_options=pcsv.ConvertOptions(column_types=types, null_values=[], strings_can_be_null=False),
+            memory_pool=_pool())
+        for batch in reader:
+            k = batch.num_rows
+            if rows + k > bound:
+                return None  # the file grew while it was read: the careful path reads it as it is now
+            for c, col in zip(names, batch.columns):
+                if c in floats:
+                    out[c][rows:rows + k] = _view(col, np.float64)
+                    continue
+                np.take(_to_file(index[c], col.dictionary.to_pylist()), _view(col.indices, np.int32),
+                        out=out[c][rows:rows + k])
+            rows += k
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError, IndexError, KeyError):
+        return None
+    if checked is not None:
+        if not checked.ok or checked.spaces != (len(names) - 1) * checked.lines():
+            return None  # not plain, or not one space between fields: read whole and rewritten, or careful
+        lines = checked.lines()
+    if rows == 0 or rows != lines:
+        return None  # a blank line (pyarrow skips it: the rows do not count the lines)
+    cols = {c: a[:rows] for c, a in out.items()}
+    text = {}
+    for c, seen in index.items():
+        values = np.empty(len(seen), dtype=object)
+        values[:] = list(seen)
+        text[c] = (cols[c], values)
+    return Coded(text, {c: cols[c] for c in floats}, rows)

@@ -25,6 +25,14 @@ from ..stats.bootstrap import bootstrap_ci
 TIER_ORDER = ["low", "medium", "high", "all"]
 
 
+def _nanmean(values: np.ndarray) -> float:
+    """Mean with NaN left out (NaN when nothing is left), summed as pandas' ``Series.mean`` sums (NaN as 0, one
+    pairwise sum): the same value to the last bit as the report's table gives."""
+    nan = np.isnan(values)
+    n = values.size - int(nan.sum())
+    return float(np.where(nan, 0.0, values).sum() / n) if n else float("nan")
+
+
 def _some(items: Sequence[str], n: int = 10) -> str:
     shown = ", ".join(repr(x) if any(not c.isprintable() or c.isspace() for c in x) else x for x in items[:n])
     return shown + (" ..." if len(items) > n else "")
@@ -37,7 +45,14 @@ class Report:
                  missing_topics: Sequence[str] = (), extra_topics: Sequence[str] = (),
                  scheme: str = "ntcir", unknown_models: Sequence[str] = (), order: str = "rank",
                  relevance_level: int = 1, tier_source: str = "") -> None:
-        self._per_topic = per_topic.copy()
+        self._frame: pd.DataFrame | None = per_topic.copy()
+        self._cols: tuple[list[str], list[str], dict[str, np.ndarray]] | None = None
+        self._meta(metrics, run_id, missing_topics, extra_topics, scheme, unknown_models, order, relevance_level,
+                   tier_source)
+
+    def _meta(self, metrics: Sequence[str], run_id: str = "run", missing_topics: Sequence[str] = (),
+              extra_topics: Sequence[str] = (), scheme: str = "ntcir", unknown_models: Sequence[str] = (),
+              order: str = "rank", relevance_level: int = 1, tier_source: str = "") -> None:
         self.metrics = list(metrics)
         self.run_id = run_id
         self.missing_topics = list(missing_topics)
@@ -48,29 +63,61 @@ class Report:
         self.relevance_level = int(relevance_level)
         self.tier_source = tier_source  # where the tiers come from: a tasks.csv, a criticality column, the regret rule
 
+    @classmethod
+    def from_columns(cls, topics: Sequence[str], tiers: Sequence[str], columns: dict[str, np.ndarray],
+                     metrics: Sequence[str], **kwargs) -> Report:
+        """A report from its per-topic columns (one float array per metric, in ``topics`` order), keyword
+        arguments as for the constructor. The ``per_topic`` table is built on first use: ``evaluate --trec``
+        prints means from the arrays and never imports pandas (about 50 MB and 0.2 s)."""
+        report = cls.__new__(cls)
+        report._frame = None  # the columns stand for it until per_topic is asked for
+        report._cols = (list(topics), list(tiers), {m: np.asarray(columns[m], dtype=float) for m in metrics})
+        report._meta(metrics, **kwargs)
+        return report
+
+    @property
+    def _per_topic(self) -> pd.DataFrame:
+        if self._frame is None:
+            import pandas as pd  # lazy: pandas
+
+            topics, tiers, cols = self._cols  # type: ignore[misc]  # one of the two is always set
+            self._frame = pd.DataFrame({"tier": tiers, **cols}, index=pd.Index(topics, name="topic"))
+        return self._frame
+
     @property
     def per_topic(self) -> pd.DataFrame:
         return self._per_topic.copy()
 
     @property
     def topics(self) -> list[str]:
-        return list(self._per_topic.index)
+        return list(self._cols[0]) if self._cols is not None else list(self._per_topic.index)
 
     def mean(self) -> dict[str, float]:
+        if self._cols is not None:  # NaN left out, as pandas' mean does
+            return {m: _nanmean(self._cols[2][m]) for m in self.metrics}
         return {m: float(self._per_topic[m].mean()) for m in self.metrics}
 
     def by_tier(self) -> pd.DataFrame:
         """Mean per tier (rows low, medium, high, all) with the topic count ``n``."""
+        import pandas as pd  # lazy: pandas
+
+        return pd.DataFrame.from_dict(self._tier_means(), orient="index")[["n", *self.metrics]]
+
+    def _tier_means(self) -> dict[str, dict[str, float]]:
+        """Tier -> {"n": topics, metric: mean} for the tiers that have topics, in :data:`TIER_ORDER`."""
         rows = {}
+        if self._cols is not None:  # from the arrays: the table and Markdown outputs need no pandas
+            tiers = np.asarray(self._cols[1], dtype=object)
+            for tier in TIER_ORDER:
+                sel = np.ones(tiers.size, dtype=bool) if tier == "all" else tiers == tier
+                if sel.any():
+                    rows[tier] = {"n": int(sel.sum()), **{m: _nanmean(self._cols[2][m][sel]) for m in self.metrics}}
+            return rows
         for tier in TIER_ORDER:
             sub = self._per_topic if tier == "all" else self._per_topic[self._per_topic["tier"] == tier]
-            if sub.empty:
-                continue
-            row = {m: float(sub[m].mean()) for m in self.metrics}
-            row["n"] = len(sub)
-            rows[tier] = row
-        import pandas as pd  # lazy: pandas
-        return pd.DataFrame.from_dict(rows, orient="index")[["n", *self.metrics]]
+            if not sub.empty:
+                rows[tier] = {"n": len(sub), **{m: float(sub[m].mean()) for m in self.metrics}}
+        return rows
 
     def intervals(self, n_resamples: int = 1000, confidence: float = 0.95, seed: int = 0) -> pd.DataFrame:
         """Bootstrap interval (over topics) of every metric per tier: columns ``metric``, ``tier``, mean, low, high."""
@@ -94,9 +141,9 @@ class Report:
 
     # ------------------------------------------------------------------------------------------ output
     def table(self, digits: int = 4) -> str:
-        df = self.by_tier()
         header = ["tier", "n", *self.metrics]
-        rows = [[t, str(int(r["n"])), *(f"{r[m]:.{digits}f}" for m in self.metrics)] for t, r in df.iterrows()]
+        rows = [[t, str(int(r["n"])), *(f"{r[m]:.{digits}f}" for m in self.metrics)]
+                for t, r in self._tier_means().items()]
         widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(header)]
 
         def fmt(cells):
@@ -164,11 +211,10 @@ class Report:
         return text
 
     def to_markdown(self, digits: int = 4) -> str:
-        df = self.by_tier()
         head = "| tier | n | " + " | ".join(self.metrics) + " |"
         sep = "|---|---:|" + "---:|" * len(self.metrics)
         body = [f"| {t} | {int(r['n'])} | " + " | ".join(f"{r[m]:.{digits}f}" for m in self.metrics) + " |"
-                for t, r in df.iterrows()]
+                for t, r in self._tier_means().items()]
         return "\n".join([head, sep, *body])
 
     def to_trec(self, per_topic: bool = False, digits: int = 4) -> str:
@@ -178,8 +224,9 @@ class Report:
         out = []
         names = {m: trec_name(m) for m in self.metrics}
         if per_topic:  # topic by topic, as trec_eval -q prints them
-            values = self._per_topic[self.metrics].to_numpy(dtype=float)
-            for t, row in zip(self._per_topic.index, values):
+            values = (np.column_stack([self._cols[2][m] for m in self.metrics]) if self._cols is not None
+                      else self._per_topic[self.metrics].to_numpy(dtype=float))
+            for t, row in zip(self.topics, values):
                 out += [f"{names[m]:<22}\t{t}\t{v:.{digits}f}" for m, v in zip(self.metrics, row) if not np.isnan(v)]
         means = self.mean()
         for m in self.metrics:

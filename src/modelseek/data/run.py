@@ -57,18 +57,45 @@ def natural_order(ids: Sequence[str]) -> list[int]:
     return sorted(range(len(ids)), key=flat.__getitem__)
 
 
-class RunArrays(NamedTuple):
+class RunArrays:
     """A run as columns: rows grouped by topic (``topics[i]`` holds rows ``offsets[i]:offsets[i+1]``), each
-    topic in evaluation order (Rank, then line order)."""
+    topic in evaluation order (Rank, then line order).
 
-    topics: list[str]
-    offsets: np.ndarray  # int64, len(topics) + 1
-    doc: np.ndarray      # object (str)
-    rank: np.ndarray     # int64
-    score: np.ndarray    # float64
-    line: np.ndarray     # int64 (0 when built in memory)
-    doc_code: np.ndarray | None = None  # optional: doc[i] == doc_names[doc_code[i]] (from the reader)
-    doc_names: np.ndarray | None = None
+    ``topics``, ``offsets`` (int64, len(topics) + 1), ``doc`` (object, str), ``rank`` (int64), ``score``
+    (float64), ``line`` (int64, 0 when built in memory), and optionally ``doc_code``/``doc_names`` (``doc[i] ==
+    doc_names[doc_code[i]]``, from the reader). A reader's run passes ``doc=None`` with the codes, and
+    ``line=None`` when its rows are in line order (line ``i + 1``): both are then spelt out on first use only
+    (``evaluate`` reads the codes; a million-row run is 16 MB lighter)."""
+
+    __slots__ = ("_doc", "_line", "doc_code", "doc_names", "offsets", "rank", "score", "topics")
+
+    def __init__(self, topics: list[str], offsets: np.ndarray, doc: np.ndarray | None, rank: np.ndarray,
+                 score: np.ndarray, line: np.ndarray | None, doc_code: np.ndarray | None = None,
+                 doc_names: np.ndarray | None = None) -> None:
+        if doc is None and (doc_code is None or doc_names is None):
+            raise ValueError("RunArrays needs doc, or doc_code with doc_names")
+        self.topics, self.offsets, self._doc, self.rank, self.score = topics, offsets, doc, rank, score
+        self._line, self.doc_code, self.doc_names = line, doc_code, doc_names
+
+    @property
+    def doc(self) -> np.ndarray:
+        if self._doc is None:
+            assert self.doc_names is not None and self.doc_code is not None  # checked by __init__
+            self._doc = self.doc_names[self.doc_code]
+            self._doc.setflags(write=False)
+        return self._doc
+
+    @property
+    def line(self) -> np.ndarray:
+        if self._line is None:
+            self._line = np.arange(1, self.rank.size + 1, dtype=np.int64)
+            self._line.setflags(write=False)
+        return self._line
+
+    def columns(self) -> list[np.ndarray]:
+        """The arrays held now (those spelt out on first use are made read-only then)."""
+        return [c for c in (self.offsets, self._doc, self.rank, self.score, self._line, self.doc_code,
+                            self.doc_names) if c is not None]
 
 
 class Run(Mapping[str, tuple[Entry, ...]]):
@@ -105,9 +132,8 @@ class Run(Mapping[str, tuple[Entry, ...]]):
                             np.asarray(scores, dtype=np.float64), np.asarray(lines, dtype=np.int64)))
 
     def _set(self, arrays: RunArrays) -> None:
-        for col in arrays[1:]:
-            if col is not None:
-                col.setflags(write=False)
+        for col in arrays.columns():
+            col.setflags(write=False)
         self._a = arrays
         self._pos = {t: i for i, t in enumerate(arrays.topics)}
         self._cache: dict[str, tuple[Entry, ...]] = {}
@@ -250,7 +276,7 @@ class _Table(NamedTuple):
     rank: np.ndarray
     score: np.ndarray
     run_id: np.ndarray | None
-    line: np.ndarray
+    line: np.ndarray | None  # None: line i + 1 for row i (the fast path of read_runs)
     # optional (from the C reader): codes and distinct values of run id, topic and docID columns
     codes: dict | None = None
 
@@ -278,26 +304,23 @@ def _constant(value: str, n: int) -> np.ndarray:
     return np.broadcast_to(np.array([value], dtype=object), (n,))
 
 
-def _parse_arrow(data: bytes, need_q0: bool) -> _Table | None:
-    """The fast path: pyarrow's CSV reader over a plain file (columns separated by any white space, as
-    :func:`modelseek.data._arrow.single_spaced` rewrites them); text columns are dictionary-encoded in C++, so no
-    Python string is made per line, only per distinct value. Ranks are checked per distinct value with the
-    careful reader's rule (pyarrow would take ``0x1``, ``int()`` would take ``1_0``). None when the file needs
-    the careful reader (a line of another length, a blank line, a value out of range ...)."""
+def _parse_arrow(path: Path, need_q0: bool) -> _Table | None:
+    """The fast path: pyarrow's CSV reader over a plain file (columns separated by single spaces, streamed from
+    the file; other white space is rewritten first by :func:`modelseek.data._arrow.single_spaced`); text columns
+    are dictionary-encoded in C++, so no Python string is made per line, only per distinct value. Ranks are
+    checked per distinct value with the careful reader's rule (pyarrow would take ``0x1``, ``int()`` would take
+    ``1_0``). None when the file needs the careful reader (a line of another length, a blank line, a value out
+    of range ...)."""
     from . import _arrow  # pyarrow: imported on first read, not by `import modelseek`
 
-    spaced = _arrow.single_spaced(data, 6) if _arrow.is_plain(data) else None
-    if spaced is None:
+    coded = _arrow.read_spaced(path, "run file", ["topic", "q0", "doc", "rank", "score", "run"], ("score",))
+    if coded is None:
         return None
-    names = ["topic", "q0", "doc", "rank", "score", "run"]
-    tb = _arrow.read_table(spaced, names, " ", ("score",), names)
-    if tb is None or tb.num_rows == 0 or tb.num_rows != _arrow.n_lines(spaced):
-        return None  # a line of another length, a blank line (pyarrow skips it: the rows do not count the lines)
-    n = tb.num_rows
-    score = tb.column("score").to_numpy()
+    n = coded.rows
+    score = coded.floats["score"]
     if not np.isfinite(score).all():
         return None
-    rcodes, rvalues = _arrow.encode(tb, "rank")
+    rcodes, rvalues = coded.text["rank"]
     values = []
     for v in rvalues.tolist():
         if not _INT.fullmatch(v):
@@ -307,15 +330,16 @@ def _parse_arrow(data: bytes, need_q0: bool) -> _Table | None:
             return None
         values.append(r)
     rank = np.asarray(values, dtype=np.int64)[rcodes]
-    line = np.arange(1, n + 1, dtype=np.int64)
-    codes = {c: _arrow.encode(tb, c) for c in ("run", "topic", "doc")}
-    q0 = _arrow.encode(tb, "q0")
+    codes = {c: coded.text[c] for c in ("run", "topic", "doc")}
+    q0 = coded.text.pop("q0")
     if any((v == "").any() for _, v in (*codes.values(), q0)):
         return None  # an empty field: two spaces in a row, or a line starting with one
     if not need_q0:  # read_runs: the codes are all it needs (the docID column is built per run, in run order)
-        return _Table(None, _constant("Q0", n), None, rank, score, None, line, codes=codes)
+        del q0, coded
+        return _Table(None, _constant("Q0", n), None, rank, score, None, None, codes=codes)
     take = {c: names_[codes_] for c, (codes_, names_) in codes.items()}
-    return _Table(take["topic"], q0[1][q0[0]], take["doc"], rank, score, take["run"], line, codes=codes)
+    return _Table(take["topic"], q0[1][q0[0]], take["doc"], rank, score, take["run"], np.arange(1, n + 1),
+                  codes=codes)
 
 
 def _parse_careful(path: Path, text: str, problems: list[InputError] | None, strict: bool) -> _Table:
@@ -387,17 +411,15 @@ def _parse(path: Path, problems: list[InputError] | None, strict: bool = True) -
     """The one reader of run files: the fast path, or the careful one when the fast path refuses the file."""
     from ..io import decode_text, read_bytes
 
-    data = read_bytes(path, "run file")  # regular file, size cap; missing or a directory: located errors
-    table = _parse_arrow(data, need_q0=problems is not None)
+    table = _parse_arrow(path, need_q0=problems is not None)
     if table is not None:
         return table
+    data = read_bytes(path, "run file")
     return _parse_careful(path, decode_text(data, path), problems, strict)  # non-UTF-8 bytes: located
 
 
 def _build(path: Path, tab: _Table, problems: list[InputError] | None) -> dict[str, Run]:
     """Group a parsed table into runs (file order of run ids, then of topics); duplicates are problems."""
-    import pandas as pd
-
     n = tab.rank.size
     if n == 0:
         return {}
@@ -410,23 +432,30 @@ def _build(path: Path, tab: _Table, problems: list[InputError] | None) -> dict[s
         if (tab.run_id == tab.run_id[0]).all():  # one run id (the usual file): no hashing of a million strings
             rcode, rnames = np.zeros(n, dtype=np.int64), np.array([tab.run_id[0]], dtype=object)
         else:
-            rcode, rnames = pd.factorize(tab.run_id)
-        tcode, tnames = pd.factorize(tab.topic)
-        dcode, dnames = pd.factorize(tab.doc)
+            rcode, rnames = factorize(tab.run_id)
+        tcode, tnames = factorize(tab.topic)
+        dcode, dnames = factorize(tab.doc)
     tnames = np.asarray(tnames, dtype=object)
-    key = (rcode.astype(np.int64) * len(tnames) + tcode) * len(dnames) + dcode
+    key = rcode.astype(np.int64)  # (run, topic, doc) as one integer, computed in place
+    key *= len(tnames)
+    key += tcode
+    key *= len(dnames)
+    key += dcode
     keep = np.ones(n, dtype=bool)
-    # a sort finds whether any (run, topic, doc) repeats (np.unique hashes: slower); pandas says which
+    # a sort finds whether any (run, topic, doc) repeats (np.unique hashes: slower); a stable one says which
     sk = np.sort(key)
-    if (sk[1:] == sk[:-1]).any():
-        dup = pd.Series(key).duplicated(keep="first").to_numpy()
+    repeats = bool((sk[1:] == sk[:-1]).any())
+    del sk
+    if repeats:
+        dup = duplicated(key)
         first: dict[int, int] = {}
+        lines = tab.line if tab.line is not None else np.arange(1, n + 1)
         for i in np.flatnonzero(~dup[: np.flatnonzero(dup)[-1] + 1]).tolist():
-            first.setdefault(int(key[i]), int(tab.line[i]))
+            first.setdefault(int(key[i]), int(lines[i]))
         for i in np.flatnonzero(dup).tolist():
             err = InputError(f"duplicate (run, topic, doc) = ({rnames[rcode[i]]}, {tnames[tcode[i]]}, "
                              f"{dnames[dcode[i]]}); first on line {first[int(key[i])]}", path=path,
-                             line=int(tab.line[i]), field="docID")
+                             line=int(lines[i]), field="docID")
             if problems is None:
                 raise err
             problems.append(err)
@@ -435,37 +464,77 @@ def _build(path: Path, tab: _Table, problems: list[InputError] | None) -> dict[s
     single = len(rnames) == 1 and bool(keep.all())
     doc_names = np.asarray(dnames, dtype=object)
     for r, rid in enumerate(rnames.tolist()):
-        rows = np.arange(n) if single else np.flatnonzero((rcode == r) & keep)
         # topics in the order they first appear in this run's lines
-        if single:
-            tc, names = tcode, tnames
+        if single:  # every row, and in order already when the file is grouped by topic: no copy of the columns
+            rows, tc, names = None, tcode, tnames
         else:
-            tc, first_codes = pd.factorize(tcode[rows])
+            rows = np.flatnonzero((rcode == r) & keep)
+            tc, first_codes = first_seen(tcode[rows])
             names = tnames[first_codes]
-        sel = rows[_topic_rank_order(tc, tab.rank[rows])]
+        order = _topic_rank_order(tc, tab.rank if rows is None else tab.rank[rows])
+        sel = rows if order is None else order if rows is None else rows[order]
         offsets = np.zeros(len(names) + 1, dtype=np.int64)
         np.cumsum(np.bincount(tc, minlength=len(names)), out=offsets[1:])
-        doc = tab.doc[sel] if tab.doc is not None else doc_names[dcode[sel]]
-        runs[str(rid)] = Run.from_arrays(RunArrays([str(t) for t in names], offsets, doc, tab.rank[sel],
-                                                   tab.score[sel], tab.line[sel], dcode[sel], doc_names), str(rid))
+        cols = [tab.doc, tab.rank, tab.score, tab.line, dcode]
+        doc, rank, score, line, codes = (c if sel is None or c is None else c[sel] for c in cols)
+        if tab.line is None and sel is not None:
+            line = sel + 1
+        runs[str(rid)] = Run.from_arrays(RunArrays([str(t) for t in names], offsets, doc, rank, score, line, codes,
+                                                   doc_names), str(rid))
     return runs
 
 
 def _first_seen(codes: np.ndarray, names: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    import pandas as pd
-
-    new, order = pd.factorize(codes)
+    new, order = first_seen(codes)
     return new, names[order]
 
 
-def _topic_rank_order(tc: np.ndarray, rank: np.ndarray) -> np.ndarray:
-    """Permutation putting rows (in line order) in (topic, rank, line) order: the identity for a file already
-    grouped by topic with increasing ranks, else two stable integer sorts (line order is kept by stability)."""
+# Grouping helpers of the readers and of ``evaluate``, in numpy: pandas' factorize and duplicated do
+# the same, but importing pandas costs about 50 MB and 0.2 s, more than the whole evaluation of a 28 MB run
+def first_seen(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(``codes`` renumbered 0, 1, ... in order of first appearance, the original code of each new one): pandas'
+    ``factorize`` of an integer column, by one stable sort."""
+    codes = np.asarray(codes)
+    if codes.size == 0:
+        return np.zeros(0, dtype=np.int64), codes[:0]
+    top = np.maximum.accumulate(codes)
+    if codes[0] == 0 and (top[1:] - top[:-1] <= 1).all():  # numbered so already (pyarrow's dictionaries are)
+        return codes, np.arange(int(top[-1]) + 1, dtype=codes.dtype)
+    uniq, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")
+    renumber = np.empty(len(uniq), dtype=np.int64)
+    renumber[order] = np.arange(len(uniq), dtype=np.int64)
+    return renumber[inverse.ravel()], uniq[order]
+
+
+def factorize(values: Sequence[str] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(each value's code, the distinct values in order of first appearance as an object array) of strings;
+    one dictionary lookup per value (only the careful reader's and in-memory runs' columns come here: the fast
+    reader's columns arrive as codes)."""
+    index: dict[str, int] = {}
+    codes = np.fromiter((index.setdefault(v, len(index)) for v in np.asarray(values, dtype=object).tolist()),
+                        dtype=np.int64, count=len(values))
+    return codes, _object_array(list(index))
+
+
+def duplicated(key: np.ndarray) -> np.ndarray:
+    """Whether each integer key came before (the first of equal keys is not a duplicate), by one stable sort."""
+    order = np.argsort(key, kind="stable")
+    sk = key[order]
+    out = np.zeros(key.size, dtype=bool)
+    out[order[1:]] = sk[1:] == sk[:-1]
+    return out
+
+
+def _topic_rank_order(tc: np.ndarray, rank: np.ndarray) -> np.ndarray | None:
+    """Permutation putting rows (in line order) in (topic, rank, line) order: None (the identity) for a file
+    already grouped by topic with increasing ranks, else two stable integer sorts (line order is kept by
+    stability)."""
     if tc.size < 2:
-        return np.arange(tc.size)
+        return None
     dt, dr = np.diff(tc), np.diff(rank)
     if ((dt > 0) | ((dt == 0) & (dr >= 0))).all():
-        return np.arange(tc.size)
+        return None
     by_rank = np.argsort(rank, kind="stable")
     return by_rank[np.argsort(tc[by_rank], kind="stable")]
 
@@ -522,6 +591,7 @@ def validate_run(path: str | Path, topics: Iterable[str] | None = None, docs: It
         raise InputError(f"unknown subtask {subtask!r}; valid: A, B")
     problems: list[InputError] = []
     tab = _parse(path, problems)
+    assert tab.line is not None  # need_q0: every column is spelt out
     if tab.rank.size == 0 and not problems:
         problems.append(InputError("run file is empty", path=path))
     for i in np.flatnonzero(tab.q0 != "Q0").tolist():
@@ -550,6 +620,7 @@ def validate_run(path: str | Path, topics: Iterable[str] | None = None, docs: It
 
 def _check_b_ids(path: Path, tab, problems: list) -> None:
     """Subtask B: topic and doc ids written without a .png suffix and without leading zeros."""
+    assert tab.line is not None  # validate_run's table: every column is spelt out
     import pandas as pd
 
     for fname, col in (("topicID", tab.topic), ("docID", tab.doc)):

@@ -107,6 +107,8 @@ class TruthArrays(NamedTuple):
     model: np.ndarray
     f1: np.ndarray
     grade: np.ndarray
+    model_code: np.ndarray | None = None  # optional: model[i] == model_names[model_code[i]]
+    model_names: np.ndarray | None = None
 
 
 class GroundTruth:
@@ -117,7 +119,7 @@ class GroundTruth:
 
     def __init__(self, frame: pd.DataFrame, criticality: Mapping[str, Criticality | str] | None = None,
                  source: str = "", criticality_source: str = "") -> None:
-        import pandas as pd
+        import pandas as pd  # a DataFrame was given: pandas is loaded already
 
         missing = {"task_id", "model_id", "f1"} - set(frame.columns)
         if missing:
@@ -131,20 +133,38 @@ class GroundTruth:
         for col in ("task_id", "model_id"):  # object columns of str (no per-call string-type conversions)
             if df[col].dtype != object or pd.api.types.infer_dtype(df[col], skipna=False) != "string":
                 df[col] = df[col].astype(str).astype(object)
-        df["f1"] = df["f1"].astype(float)
-        if explicit:
-            df["grade"] = df["grade"].astype(np.int64)
-        i = _first_duplicate_pair(df["task_id"].to_numpy(dtype=object), df["model_id"].to_numpy(dtype=object))
-        if i >= 0:
-            raise InputError(f"duplicate (task, model) pair ({df['task_id'].iat[i]}, {df['model_id'].iat[i]})")
-        f1 = df["f1"].to_numpy(dtype=float)
-        if not np.isfinite(f1).all():
-            raise InputError("f1 must be finite")
-        codes, uniques = pd.factorize(df["task_id"].to_numpy(dtype=object))
-        # tasks in their natural order, not the file's (issue #25: the same rows in any order give the same
-        # answer to the last digit); only the distinct ids are sorted, the rows keep their places
+        f1 = df["f1"].astype(float).to_numpy(dtype=float)
+        grade = df["grade"].astype(np.int64).to_numpy() if explicit else None
+        tcode, tnames = pd.factorize(df["task_id"].to_numpy(dtype=object))
+        mcode, mnames = pd.factorize(df["model_id"].to_numpy(dtype=object))
+        self._setup(tcode, np.asarray(tnames, dtype=object), mcode, np.asarray(mnames, dtype=object), f1, grade)
+        self._finish(criticality, source, criticality_source)
+
+    @classmethod
+    def _from_codes(cls, tcode: np.ndarray, tnames: np.ndarray, mcode: np.ndarray, mnames: np.ndarray,
+                    f1: np.ndarray, grade: np.ndarray | None, source: str = "",
+                    criticality: Mapping[str, Criticality | str] | None = None,
+                    criticality_source: str = "") -> GroundTruth:
+        """A ground truth from its columns as codes (``tnames[tcode]`` is each row's task id, names in order of
+        first appearance), without pandas: the readers' road (``evaluate`` never imports it)."""
+        truth = cls.__new__(cls)
+        truth._setup(tcode, tnames, mcode, mnames, f1, grade)
+        truth._finish(criticality, source, criticality_source)
+        return truth
+
+    def _setup(self, tcode: np.ndarray, tnames: np.ndarray, mcode: np.ndarray, mnames: np.ndarray,
+               f1: np.ndarray, grade: np.ndarray | None) -> None:
+        """Checks and derived columns, from task and model codes whose names are in order of first appearance."""
         from .run import natural_order
 
+        i = _first_duplicate_pair(tcode, mcode)
+        if i >= 0:
+            raise InputError(f"duplicate (task, model) pair ({tnames[tcode[i]]}, {mnames[mcode[i]]})")
+        if not np.isfinite(f1).all():
+            raise InputError("f1 must be finite")
+        codes, uniques = np.asarray(tcode, dtype=np.int64), tnames
+        # tasks in their natural order, not the file's (issue #25: the same rows in any order give the same
+        # answer to the last digit); only the distinct ids are sorted, the rows keep their places
         canon = natural_order([str(u) for u in uniques])
         if canon != list(range(len(uniques))):
             rank_of = np.empty(len(uniques), dtype=np.int64)
@@ -153,26 +173,32 @@ class GroundTruth:
         best = np.full(len(uniques), -np.inf)
         np.maximum.at(best, codes, f1)
         maxes = best[codes]
-        if explicit:  # qrels: a topic without a relevant document is normal
-            df["normalized_f1"] = np.where(maxes > 0, np.maximum(f1, 0) / np.where(maxes > 0, maxes, 1.0), 0.0)
+        if grade is not None:  # qrels: a topic without a relevant document is normal
+            norm = np.where(maxes > 0, np.maximum(f1, 0) / np.where(maxes > 0, maxes, 1.0), 0.0)
         else:
             if (maxes <= 0).any():
-                bad = df["task_id"].to_numpy()[np.flatnonzero(maxes <= 0)[0]]
+                bad = uniques[codes[np.flatnonzero(maxes <= 0)[0]]]
                 raise InputError(f"task {bad!r}: every model has F1 <= 0; cannot normalise")
-            df["normalized_f1"] = f1 / maxes
-        self._df = df.reset_index(drop=True)
+            norm = f1 / maxes
+        # the table is kept as columns (codes for the ids); its DataFrame is built on first use (_df)
+        self._tnames, self._mcode, self._mnames = uniques, np.asarray(mcode), mnames
+        self._f1, self._grade, self._norm = f1, grade, norm
         self._codes = codes  # model_rank is computed on first use (_with_rank): scoring does not need it
-        self.explicit_grades = explicit
-        self.source = source
+        self.explicit_grades = grade is not None
         self._task_ids = [str(t) for t in uniques]
-        models = [str(m) for m in pd.unique(self._df["model_id"])]
+        models = [str(m) for m in mnames]  # every name is used, in order of first appearance
         self._model_ids = [models[i] for i in natural_order(models)]
         self._order = np.argsort(codes, kind="stable")
         self._offsets = np.zeros(len(uniques) + 1, dtype=np.int64)
         np.cumsum(np.bincount(codes, minlength=len(uniques)), out=self._offsets[1:])
+
+    def _finish(self, criticality: Mapping[str, Criticality | str] | None, source: str,
+                criticality_source: str) -> None:
+        self.source = source
         self._index = {t: i for i, t in enumerate(self._task_ids)}
         self._arrays: dict[GradingScheme, TruthArrays] = {}
-        regret = 1.0 - np.bincount(codes, weights=self._df["normalized_f1"].to_numpy(), minlength=len(uniques)) \
+        self._frame_cache: pd.DataFrame | None = None
+        regret = 1.0 - np.bincount(self._codes, weights=self._norm, minlength=len(self._task_ids)) \
             / np.diff(self._offsets)
         given = {str(k): Criticality.parse(v) for k, v in (criticality or {}).items()}
         self._crit = dict(zip(self._task_ids, Criticality.from_regrets(regret)))
@@ -182,6 +208,17 @@ class GroundTruth:
                 self._crit[t] = c
                 self._given.add(t)
         self.criticality_source = criticality_source or "given criticality"
+
+    @property
+    def _df(self) -> pd.DataFrame:
+        """The long table (task_id, model_id, f1[, grade], normalized_f1), built on first use."""
+        if self._frame_cache is None:
+            import pandas as pd
+
+            cols = {"task_id": self._tnames[self._codes], "model_id": self._mnames[self._mcode], "f1": self._f1,
+                    **({"grade": self._grade} if self._grade is not None else {}), "normalized_f1": self._norm}
+            self._frame_cache = pd.DataFrame(cols)
+        return self._frame_cache
 
     # ------------------------------------------------------------------------------------------ loading
     @classmethod
@@ -195,7 +232,7 @@ class GroundTruth:
         finite. Grades still come from ``score / best score of the task``, so every task needs a positive
         best score; model ids are any strings without spaces (Hugging Face ids match a run's docIDs).
 
-        A plain file goes through pandas' C reader (a million rows in well under a second); one that needs
+        A plain file goes through pyarrow's CSV reader (a million rows in well under a second); one that needs
         a located error, or holds non-ASCII text, is read row by row. A column named twice is an error, and
         so is an identifier holding a control or format character. Fields of any length are read."""
         from ..io import decode_text, read_bytes
@@ -210,18 +247,18 @@ class GroundTruth:
         crit_col = "criticality" if "criticality" in fields else None
         rows = _read_truth_arrow(data, fields, crit_col, any_score)
         if rows is None:  # the careful path only when the fast one refuses
-            rows = _read_truth_careful(path, text, crit_col, any_score)
-        tasks, models, f1s, crit = rows
-        if len(tasks) == 0:
-            raise InputError("no rows", path=path)
-        import pandas as pd
+            from .run import factorize
 
-        frame = pd.DataFrame({"task_id": pd.Series(tasks, dtype=object), "model_id": pd.Series(models, dtype=object),
-                              "f1": np.asarray(f1s, dtype=float)})
-        best = frame.groupby("task_id", sort=False)["f1"].max()
+            tasks, models, f1s, crit = _read_truth_careful(path, text, crit_col, any_score)
+            rows = (*factorize(tasks), *factorize(models), np.asarray(f1s, dtype=float), crit)
+        tc, tv, mc, mv, f1, crit = rows
+        if f1.size == 0:
+            raise InputError("no rows", path=path)
+        best = np.full(len(tv), -np.inf)  # the best score of each task (codes in order of first appearance)
+        np.maximum.at(best, tc, f1)
         if (best <= 0).any():
-            t = str(best.index[np.flatnonzero(best.to_numpy() <= 0)[0]])
-            b = float(best[t])
+            i = int(np.flatnonzero(best <= 0)[0])
+            t, b = str(tv[i]), float(best[i])
             line = _first_line_of(text, path, t)
             raise InputError(f"task {t!r}: the best score is {b:g} <= 0; grades are score / best score and "
                              f"need a positive best", path=path, line=line, field="f1")
@@ -238,7 +275,8 @@ class GroundTruth:
             if len(crit) > n:
                 sources.append(f"tasks.csv ({tasks_csv})")
         try:
-            return cls(frame, criticality=crit, source=str(path), criticality_source=" and ".join(sources))
+            return cls._from_codes(tc, tv, mc, mv, f1, None, source=str(path), criticality=crit,
+                                   criticality_source=" and ".join(sources))
         except InputError as exc:
             raise InputError(exc.message, path=path) from None
 
@@ -252,19 +290,18 @@ class GroundTruth:
         from ..io import decode_text, read_bytes
 
         path = Path(path)
-        data = read_bytes(path, "ground-truth file")
-        rows = _read_qrels_arrow(data)
+        rows = _read_qrels_arrow(path)
         if rows is None:  # the careful path only when the fast one refuses; non-UTF-8 bytes: located
-            rows = _read_qrels_careful(path, decode_text(data, path))
-        tasks, models, grades = rows
-        if len(tasks) == 0:
-            raise InputError("no judgments", path=path)
-        import pandas as pd
+            from .run import factorize
 
-        frame = pd.DataFrame({"task_id": pd.Series(tasks, dtype=object), "model_id": pd.Series(models, dtype=object),
-                              "f1": np.asarray(grades, dtype=float),
-                              "grade": np.asarray(grades, dtype=np.int64)})
-        return cls(frame, source=str(path))
+            data = read_bytes(path, "ground-truth file")
+            tasks, models, grade_list = _read_qrels_careful(path, decode_text(data, path))
+            del data
+            rows = (*factorize(tasks), *factorize(models), np.asarray(grade_list, dtype=np.int64))
+        tcode, tnames, mcode, mnames, grades = rows
+        if grades.size == 0:
+            raise InputError("no judgments", path=path)
+        return cls._from_codes(tcode, tnames, mcode, mnames, grades.astype(float), grades, source=str(path))
 
     @staticmethod
     def detect_format(path: str | Path) -> str:
@@ -308,11 +345,11 @@ class GroundTruth:
         s = GradingScheme.parse(scheme)
         hit = self._arrays.get(s)
         if hit is None:
-            df, o = self._df, self._order
-            grade = (df["grade"].to_numpy()[o] if self.explicit_grades
-                     else s.grade_array(df["normalized_f1"].to_numpy()[o]))
-            hit = TruthArrays(self._task_ids, self._offsets, df["model_id"].to_numpy(dtype=object)[o],
-                              df["f1"].to_numpy(dtype=float)[o], grade)
+            o = self._order
+            grade = self._grade[o] if self._grade is not None else s.grade_array(self._norm[o])
+            mcode = self._mcode[o]
+            hit = TruthArrays(self._task_ids, self._offsets, self._mnames[mcode], self._f1[o], grade, mcode,
+                              self._mnames)
             self._arrays[s] = hit
         return hit
 
@@ -328,8 +365,7 @@ class GroundTruth:
     def normalized(self, task_id: str) -> dict[str, float]:
         lo, hi, _ = self._slice(task_id)
         rows = self._order[lo:hi]
-        return dict(zip(self._df["model_id"].to_numpy()[rows].tolist(),
-                        self._df["normalized_f1"].to_numpy()[rows].tolist()))
+        return dict(zip(self._mnames[self._mcode[rows]].tolist(), self._norm[rows].tolist()))
 
     def grades(self, task_id: str, scheme: GradingScheme | str = GradingScheme.NTCIR) -> dict[str, int]:
         lo, hi, a = self._slice(task_id, scheme)
@@ -338,7 +374,7 @@ class GroundTruth:
     def regret(self, task_id: str) -> float:
         """Expected regret of a random pick: 1 - mean normalized F1."""
         lo, hi, _ = self._slice(task_id)
-        return float(1.0 - self._df["normalized_f1"].to_numpy()[self._order[lo:hi]].mean())
+        return float(1.0 - self._norm[self._order[lo:hi]].mean())
 
     def criticality(self, task_id: str) -> Criticality:
         if str(task_id) not in self._crit:
@@ -347,9 +383,9 @@ class GroundTruth:
 
     def tiers(self, task_ids: Iterable[str]) -> list[str]:
         """The criticality value (``low``/``medium``/``high``) of each task."""
-        crit = self._crit
+        crit, value = self._crit, {c: c.value for c in Criticality}  # an enum's .value is a descriptor call
         try:
-            return [crit[t].value for t in task_ids]
+            return [value[crit[t]] for t in task_ids]
         except KeyError as exc:
             raise InputError(f"task {exc.args[0]!r} is not in the ground truth") from None
 
@@ -422,25 +458,24 @@ class GroundTruth:
         atomic_write_text(path, self.to_frame(scheme).to_csv(index=False))
 
     def __len__(self) -> int:
-        return len(self._df)
+        return int(self._f1.size)
 
     def __repr__(self) -> str:
         return f"GroundTruth({len(self._task_ids)} tasks x {len(self._model_ids)} models)"
 
 
-def _first_duplicate_pair(a: np.ndarray, b: np.ndarray) -> int:
-    """Index of the first row whose (a, b) pair came before (-1 if none): integer keys, one sort to know."""
-    import pandas as pd
+def _first_duplicate_pair(ca: np.ndarray, cb: np.ndarray) -> int:
+    """Index of the first row whose (a, b) pair of codes came before (-1 if none): integer keys, one sort to
+    know."""
+    from .run import duplicated
 
-    if a.size < 2:
+    if ca.size < 2:
         return -1
-    ca, _ = pd.factorize(a)
-    cb, _ = pd.factorize(b)
     key = ca.astype(np.int64) * (int(cb.max()) + 1) + cb
     sk = np.sort(key)
     if not (sk[1:] == sk[:-1]).any():
         return -1
-    return int(np.flatnonzero(pd.Series(key).duplicated().to_numpy())[0])
+    return int(np.flatnonzero(duplicated(key))[0])
 
 
 def _min_rank_desc(codes: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -503,7 +538,7 @@ def _read_truth_arrow(data: bytes, fields: list[str], crit_col: str | None, any_
     n = tb.num_rows
     if n == 0 or n + 1 != _arrow.n_lines(data):
         return None
-    f1 = tb.column("f1").to_numpy()
+    f1 = _arrow.floats(tb, "f1")
     if not np.isfinite(f1).all() or (not any_score and ((f1 < 0) | (f1 > 1)).any()):
         return None
 
@@ -528,7 +563,7 @@ def _read_truth_arrow(data: bytes, fields: list[str], crit_col: str | None, any_
                 crit = {str(k): Criticality.parse(v) for k, v in last.items()}
             except InputError:
                 return None
-    return tv[tc], mv[mc], f1, crit
+    return tc, tv, mc, mv, f1, crit
 
 
 def _cell(row: list[str], i: int | None) -> str | None:
@@ -605,31 +640,28 @@ def _first_line_of(text: str, path: Path, task: str) -> int | None:
     return None
 
 
-def _read_qrels_arrow(data: bytes):
-    """The fast path of qrels (see ``run._parse_arrow``): (topics, docnos, grades) when every line is valid and
-    no (topic, docno) pair repeats; None otherwise."""
+def _read_qrels_arrow(path: Path):
+    """The fast path of qrels (see ``run._parse_arrow``): (topic codes, topics, docno codes, docnos, grades) when
+    every line is valid and no (topic, docno) pair repeats; None otherwise."""
     from . import _arrow  # pyarrow: imported on first read, not by `import modelseek`
 
-    spaced = _arrow.single_spaced(data, 4) if _arrow.is_plain(data) else None
-    if spaced is None:
+    coded = _arrow.read_spaced(path, "ground-truth file", ["topic", "iter", "docno", "grade"], ())
+    if coded is None:
         return None
-    tb = _arrow.read_table(spaced, ["topic", "iter", "docno", "grade"], " ", (), ["topic", "iter", "docno", "grade"])
-    if tb is None or tb.num_rows == 0 or tb.num_rows != _arrow.n_lines(spaced):
-        return None
-    gc, gv = _arrow.encode(tb, "grade")
+    gc, gv = coded.text["grade"]
     values = []
     for v in gv.tolist():
         if not _INT.fullmatch(v) or abs(int(v)) > 2**31:
             return None
         values.append(int(v))
-    (tc, tv), (dc, dv) = _arrow.encode(tb, "topic"), _arrow.encode(tb, "docno")
-    if any((v == "").any() for v in (tv, dv, _arrow.encode(tb, "iter")[1])):
+    (tc, tv), (dc, dv) = coded.text["topic"], coded.text["docno"]
+    if any((v == "").any() for v in (tv, dv, coded.text["iter"][1])):
         return None  # an empty field: two spaces in a row, or a line starting with one
     key = tc.astype(np.int64) * len(dv) + dc
-    sk = np.sort(key)
-    if (sk[1:] == sk[:-1]).any():
+    key.sort()
+    if (key[1:] == key[:-1]).any():
         return None  # a repeated pair: the careful path names both lines
-    return tv[tc], dv[dc], np.asarray(values, dtype=np.int64)[gc]
+    return tc, tv, dc, dv, np.asarray(values, dtype=np.int64)[gc]
 
 
 def _read_qrels_careful(path: Path, text: str) -> tuple[list[str], list[str], list[int]]:

@@ -41,19 +41,21 @@ class Batch:
     """Every scored topic of one run as flat arrays, rows grouped by topic in evaluation order.
 
     Topic ``w`` (``0 <= w < W``, in the order of ``topics``) holds rows ``seg_start[w]:seg_start[w + 1]``;
-    ``pos`` is a row's 0-based position within its topic. ``hit`` is the row's index in the ground truth's
-    task-grouped arrays ``truth`` (-1 when the ground truth does not judge that docID), ``grade`` and ``f1``
-    its grade (0 when unjudged) and F1 (NaN when unjudged); ``t_of_w`` maps a topic to its row in
-    ``truth.tasks``. ``judgments(w)`` and ``ranking(w)`` give one topic in the per-list form."""
+    ``pos`` is a row's 0-based position within its topic, ``doc_code`` its docID as a code into ``doc_names``
+    (``doc`` spells them out on first use: the built-ins never need a million strings). ``hit`` is the row's
+    index in the ground truth's task-grouped arrays ``truth`` (-1 when the ground truth does not judge that
+    docID), ``grade`` and ``f1`` its grade (0 when unjudged) and F1 (NaN when unjudged; built on first use);
+    ``t_of_w`` maps a topic to its row in ``truth.tasks``. ``judgments(w)`` and ``ranking(w)`` give one topic in
+    the per-list form."""
 
     topics: list[str]
     seg: np.ndarray
     pos: np.ndarray
     seg_start: np.ndarray
-    doc: np.ndarray
+    doc_code: np.ndarray
+    doc_names: np.ndarray
     hit: np.ndarray
     grade: np.ndarray
-    f1: np.ndarray
     truth: TruthArrays
     t_of_w: np.ndarray
     scheme: GradingScheme
@@ -63,6 +65,22 @@ class Batch:
     @property
     def W(self) -> int:
         return len(self.topics)
+
+    @property
+    def doc(self) -> np.ndarray:
+        """Every row's docID (an object array of str), built on first use."""
+        if "doc" not in self.cache:
+            self.cache["doc"] = self.doc_names[self.doc_code]
+        return self.cache["doc"]
+
+    @property
+    def f1(self) -> np.ndarray:
+        """Every row's F1 (NaN when unjudged), built on first use (only regret and plugins read it)."""
+        if "f1" not in self.cache:
+            f1 = self.truth.f1[np.maximum(self.hit, 0)]
+            f1[self.hit < 0] = np.nan
+            self.cache["f1"] = f1
+        return self.cache["f1"]
 
     @property
     def matched(self) -> np.ndarray:

@@ -27,7 +27,7 @@ from .base import Batch, Judgments, Metric, register
 
 # topics with more candidates than this go through SciPy one by one (the pairwise form is quadratic in them)
 _PAIRWISE_MAX = 256
-_PAIRS_PER_CHUNK = 1 << 19  # pairs x topics held at once: bounds the memory of the vectorised form
+_PAIRS_PER_CHUNK = 1 << 17  # pairs x topics held at once: bounds the memory of the vectorised form (1 MB per array)
 
 
 def weighted_tau(ranking: Sequence[str], f1: Mapping[str, float]) -> float:
@@ -44,17 +44,19 @@ def weighted_tau(ranking: Sequence[str], f1: Mapping[str, float]) -> float:
     return float(tau)
 
 
-def _one_sided(x: np.ndarray, y: np.ndarray, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-    """Per row of ``x``/``y`` (topics x candidates, all valid): the tau weighted by ranks in decreasing (x, y)."""
+def _one_sided(x: np.ndarray, y: np.ndarray, i: np.ndarray, j: np.ndarray, sxy: np.ndarray, nx: np.ndarray,
+               ny: np.ndarray) -> np.ndarray:
+    """Per row of ``x``/``y`` (topics x candidates, all valid): the tau weighted by ranks in decreasing (x, y).
+    ``sxy`` is sgn(x_i - x_j) sgn(y_i - y_j) per pair, ``nx``/``ny`` whether x/y differ: the same for both sides,
+    computed once by the caller (products of signs are exact: the sums are those of the formula)."""
     t, n = x.shape
     order = np.lexsort((y, x), axis=-1)[:, ::-1]
     rank = np.empty_like(order)
     np.put_along_axis(rank, order, np.broadcast_to(np.arange(n), (t, n)), axis=1)
     h = 1.0 / (rank + 1.0)
     w = h[:, i] + h[:, j]
-    sx, sy = np.sign(x[:, i] - x[:, j]), np.sign(y[:, i] - y[:, j])
-    num = (w * sx * sy).sum(axis=1)
-    den = np.sqrt((w * (sx != 0)).sum(axis=1)) * np.sqrt((w * (sy != 0)).sum(axis=1))
+    num = (w * sxy).sum(axis=1)
+    den = np.sqrt((w * nx).sum(axis=1)) * np.sqrt((w * ny).sum(axis=1))
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(den > 0, num / np.where(den > 0, den, 1.0), math.nan)
 
@@ -70,7 +72,10 @@ def weighted_tau_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     o = np.lexsort((y, x), axis=-1)
     x, y = np.take_along_axis(x, o, axis=1), np.take_along_axis(y, o, axis=1)
     i, j = np.triu_indices(n, 1)
-    return (_one_sided(x, y, i, j) + _one_sided(y, x, i, j)) / 2.0
+    sx, sy = np.sign(x[:, i] - x[:, j]), np.sign(y[:, i] - y[:, j])
+    nx, ny = sx != 0, sy != 0
+    sx *= sy
+    return (_one_sided(x, y, i, j, sx, nx, ny) + _one_sided(y, x, i, j, sx, ny, nx)) / 2.0
 
 
 @register("kendall")
