@@ -44,6 +44,7 @@ from .data.truth import GradingScheme, GroundTruth, TruthArrays
 from .enums import Choice
 from .errors import InputError
 from .metrics import DEFAULT_METRICS, METRICS, Batch, Metric, resolve
+from .data.pool import load_pool  # the pool module (config records): read only when a pool is needed
 
 if TYPE_CHECKING:
     from .data.pool import Pool
@@ -141,8 +142,6 @@ def pool_aliases(pool: Pool | str | os.PathLike | None) -> dict[str, str]:
 def _aliases_of(name: str, stamp: tuple) -> tuple[tuple[str, str], ...]:
     """(HF id, pool id) pairs of a pool file or built-in name: ``evaluate`` is called in loops (cross-validation,
     fusion searches), and a pool is a YAML or CSV file to parse."""
-    from .data.pool import load_pool  # the pool module (config records): read only when a pool is needed
-
     return tuple((c.hf_id, c.id) for c in load_pool(name) if c.hf_id and c.hf_id != c.id)
 
 

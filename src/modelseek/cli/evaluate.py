@@ -15,6 +15,8 @@ import sys
 from ..metrics import DEFAULT_METRICS as _DEFAULT
 from ._common import RUN_FILE, print_json
 from ._truth import add_truth_args, check_shared_topics, load_runs, read_truth
+from ..errors import InputError
+from ..evaluate import evaluate
 
 DEFAULT_METRICS = ",".join((*_DEFAULT, "kendall"))  # the command also shows weighted Kendall tau by default
 
@@ -59,7 +61,7 @@ def _names_image_id(path: str) -> bool:
 
 def _style(args: argparse.Namespace) -> int:
     """``evaluate RUN --ground-truth train.csv`` on a Subtask B truth: MRR per run with its interval."""
-    from ..style.evaluation import evaluate_style_runs
+    from ..style.evaluation import evaluate_style_runs  # lazy: pandas, scipy
 
     scores = evaluate_style_runs(args.run, args.ground_truth, getattr(args, "run_id", None))
     if args.json:
@@ -79,11 +81,9 @@ def _style(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..errors import InputError
-    from ..evaluate import evaluate
-
     if args.ground_truth and _names_image_id(args.ground_truth):
-        from ..style.evaluation import is_style_truth  # Subtask B truth (image_id,model_id: train.csv), issue #22
+        # Subtask B truth (image_id,model_id: train.csv), issue #22
+        from ..style.evaluation import is_style_truth  # lazy: pandas, scipy
         if is_style_truth(args.ground_truth):
             return _style(args)
     truth = read_truth(args)

@@ -16,7 +16,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._common import NON_NEGATIVE_FLOAT, OUTPUT_FILE, SAMPLE_COUNT, SEED, choice, existing_file, int_at_least, metavar
+from ._common import (NON_NEGATIVE_FLOAT, OUTPUT_FILE, SAMPLE_COUNT, SEED, choice, existing_file, int_at_least, metavar,
+                      print_json)
+from ..funnel.replay import Acquisition, check_covers, replay
+from ..data.run import read_runs
+from ._truth import pool_aliases
+from ..data.truth import GroundTruth
+from ..funnel.curve import plot, render, summarize
 
 
 def _finetunes(text: str) -> list[int]:
@@ -30,8 +36,6 @@ def _finetunes(text: str) -> list[int]:
 
 
 def register(sub) -> None:
-    from ..funnel.replay import Acquisition
-
     p = sub.add_parser("replay", help="what a fine-tuning budget buys: replay selection policies on recorded "
                                       "fine-tuning results",
                        description=__doc__.split("\n\n", 1)[1] if __doc__ else None)
@@ -71,9 +75,6 @@ def register(sub) -> None:
 
 
 def _signals(args) -> list:
-    from ..data.run import read_runs
-    from ._truth import pool_aliases
-
     aliases = pool_aliases(args.pool)
     out = []
     for path in args.signals:
@@ -83,11 +84,6 @@ def _signals(args) -> list:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..data.truth import GroundTruth
-    from ..funnel.curve import plot, render, summarize
-    from ..funnel.replay import check_covers, replay
-    from ._common import print_json
-
     located = _signals(args)  # a bad run file fails before the truth is read
     truth = GroundTruth.from_csv(args.truth, tasks_csv=args.tasks_csv, any_score=args.any_score)
     for path, r in located:

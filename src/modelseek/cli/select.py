@@ -12,7 +12,11 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._common import EXECUTOR_REGISTRY, OUTPUT_DIR, POSITIVE_INT, SEED, add_registry_option, existing_file
+from ._common import EXECUTOR_REGISTRY, OUTPUT_DIR, POSITIVE_INT, SEED, add_registry_option, existing_file, print_json
+from ..funnel import format_seconds, parse_budget, select
+from ..funnel.pools import load_any_pool
+from ._finetune import load_recipe
+from ..data.loaders import load_table_task
 
 if TYPE_CHECKING:
     from ..data.task import Task
@@ -58,17 +62,10 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..funnel import format_seconds, parse_budget, select
-    from ..funnel.pools import load_any_pool
-    from ._common import print_json
-    from ._finetune import load_recipe
-
     parse_budget(args.budget)  # a bad budget is refused before any file is read
     path = Path(args.path)
     data: Task | Path = path
     if path.is_file():
-        from ..data.loaders import load_table_task
-
         split = lambda s: s.split(",") if "," in s else s  # noqa: E731
         data = load_table_task(path, text_col=split(args.text_col), label_col=split(args.label_col))
     pool = load_any_pool(args.pool)

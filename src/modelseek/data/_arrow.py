@@ -14,6 +14,7 @@ from typing import NamedTuple
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pcsv
+from ..io import check_file, read_bytes, size_limit
 
 # a file of plain printable ASCII (tabs and line ends allowed) can take the fast path; anything else goes to the
 # careful one, so that a control or format character, or a non-ASCII digit, is refused at its line
@@ -150,8 +151,6 @@ def read_spaced(path, what: str, names: list[str], floats: tuple[str, ...]) -> C
     :func:`read_coded` when it is single-spaced, else read whole and rewritten by :func:`single_spaced` (tabs,
     runs of spaces, CRLF). None when neither will do: the caller's careful path then reads it line by line.
     Missing, a directory, a FIFO, over the cap for ``what``: located :class:`InputError`."""
-    from ..io import check_file, read_bytes, size_limit
-
     p = check_file(path, what)
     try:
         coded = read_coded(str(p), size_limit(what), names, floats)

@@ -21,6 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..errors import InputError, ValidationError
+from ..io import atomic_write_text, decode_text, read_bytes
 
 MAX_RUN_IDS = 5
 _FIELDS = ("topicID", "Q0", "docID", "Rank", "Score", "RunID")
@@ -256,8 +257,6 @@ def _fmt(x: float) -> str:
 
 
 def write_runs(path: str | Path, runs: Sequence[Run]) -> None:
-    from ..io import atomic_write_text
-
     ids = [r.run_id for r in runs]
     if len(set(ids)) != len(ids):
         raise InputError(f"duplicate run ids: {ids}")
@@ -311,7 +310,7 @@ def _parse_arrow(path: Path, need_q0: bool) -> _Table | None:
     checked per distinct value with the careful reader's rule (pyarrow would take ``0x1``, ``int()`` would take
     ``1_0``). None when the file needs the careful reader (a line of another length, a blank line, a value out
     of range ...)."""
-    from . import _arrow  # pyarrow: imported on first read, not by `import modelseek`
+    from . import _arrow  # pyarrow: imported on first read, not by `import modelseek`  # lazy: pyarrow
 
     coded = _arrow.read_spaced(path, "run file", ["topic", "q0", "doc", "rank", "score", "run"], ("score",))
     if coded is None:
@@ -409,8 +408,6 @@ def _parse_careful(path: Path, text: str, problems: list[InputError] | None, str
 
 def _parse(path: Path, problems: list[InputError] | None, strict: bool = True) -> _Table:
     """The one reader of run files: the fast path, or the careful one when the fast path refuses the file."""
-    from ..io import decode_text, read_bytes
-
     table = _parse_arrow(path, need_q0=problems is not None)
     if table is not None:
         return table
@@ -621,7 +618,7 @@ def validate_run(path: str | Path, topics: Iterable[str] | None = None, docs: It
 def _check_b_ids(path: Path, tab, problems: list) -> None:
     """Subtask B: topic and doc ids written without a .png suffix and without leading zeros."""
     assert tab.line is not None  # validate_run's table: every column is spelt out
-    import pandas as pd
+    import pandas as pd  # lazy: pandas
 
     for fname, col in (("topicID", tab.topic), ("docID", tab.doc)):
         values = pd.unique(col)
@@ -636,7 +633,7 @@ def _check_b_ids(path: Path, tab, problems: list) -> None:
 def _check_run(path: Path, rid: str, run: Run, want_topics: list[str] | None, want_docs: list[str] | None,
                problems: list) -> None:
     """The rules of :func:`validate_run` for one run id: its topics, its docIDs, ranks in score order."""
-    import pandas as pd
+    import pandas as pd  # lazy: pandas
 
     a = run.arrays()
     sizes = np.diff(a.offsets)

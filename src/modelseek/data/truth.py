@@ -17,6 +17,9 @@ from pathlib import Path
 from typing import NamedTuple, TYPE_CHECKING
 
 import numpy as np
+from .run import bad_identifier_char, describe_char, duplicated, factorize, natural_order
+from ..io import atomic_write_text, check_file, decode_text, read_bytes
+from .loaders import read_tasks_csv
 
 if TYPE_CHECKING:  # pandas is imported where it is used: `import modelseek` stays light
     import pandas as pd
@@ -119,7 +122,7 @@ class GroundTruth:
 
     def __init__(self, frame: pd.DataFrame, criticality: Mapping[str, Criticality | str] | None = None,
                  source: str = "", criticality_source: str = "") -> None:
-        import pandas as pd  # a DataFrame was given: pandas is loaded already
+        import pandas as pd  # a DataFrame was given: pandas is loaded already  # lazy: pandas
 
         missing = {"task_id", "model_id", "f1"} - set(frame.columns)
         if missing:
@@ -155,8 +158,6 @@ class GroundTruth:
     def _setup(self, tcode: np.ndarray, tnames: np.ndarray, mcode: np.ndarray, mnames: np.ndarray,
                f1: np.ndarray, grade: np.ndarray | None) -> None:
         """Checks and derived columns, from task and model codes whose names are in order of first appearance."""
-        from .run import natural_order
-
         i = _first_duplicate_pair(tcode, mcode)
         if i >= 0:
             raise InputError(f"duplicate (task, model) pair ({tnames[tcode[i]]}, {mnames[mcode[i]]})")
@@ -213,7 +214,7 @@ class GroundTruth:
     def _df(self) -> pd.DataFrame:
         """The long table (task_id, model_id, f1[, grade], normalized_f1), built on first use."""
         if self._frame_cache is None:
-            import pandas as pd
+            import pandas as pd  # lazy: pandas
 
             cols = {"task_id": self._tnames[self._codes], "model_id": self._mnames[self._mcode], "f1": self._f1,
                     **({"grade": self._grade} if self._grade is not None else {}), "normalized_f1": self._norm}
@@ -235,8 +236,6 @@ class GroundTruth:
         A plain file goes through pyarrow's CSV reader (a million rows in well under a second); one that needs
         a located error, or holds non-ASCII text, is read row by row. A column named twice is an error, and
         so is an identifier holding a control or format character. Fields of any length are read."""
-        from ..io import decode_text, read_bytes
-
         path = Path(path)
         data = read_bytes(path, "ground-truth file")  # missing, directory, FIFO, over the cap: located errors
         text = decode_text(data, path)
@@ -247,7 +246,6 @@ class GroundTruth:
         crit_col = "criticality" if "criticality" in fields else None
         rows = _read_truth_arrow(data, fields, crit_col, any_score)
         if rows is None:  # the careful path only when the fast one refuses
-            from .run import factorize
 
             tasks, models, f1s, crit = _read_truth_careful(path, text, crit_col, any_score)
             rows = (*factorize(tasks), *factorize(models), np.asarray(f1s, dtype=float), crit)
@@ -266,8 +264,6 @@ class GroundTruth:
             tasks_csv = path.parent / "tasks.csv"
         sources = [f"the criticality column of {path}"] if crit else []
         if tasks_csv is not None:
-            from .loaders import read_tasks_csv
-
             n = len(crit)
             for tid, row in read_tasks_csv(Path(tasks_csv)).items():
                 if (row.get("task_criticalness") or "").strip():  # a short row has None
@@ -287,12 +283,9 @@ class GroundTruth:
         are, under every scheme (``--scheme`` then only chooses the gain: 2^grade - 1 or the grade); weighted
         Kendall tau and regret use the grade as the score. Tiers follow the usual rule on grade / best grade
         of the topic and mean little for TREC topics."""
-        from ..io import decode_text, read_bytes
-
         path = Path(path)
         rows = _read_qrels_arrow(path)
         if rows is None:  # the careful path only when the fast one refuses; non-UTF-8 bytes: located
-            from .run import factorize
 
             data = read_bytes(path, "ground-truth file")
             tasks, models, grade_list = _read_qrels_careful(path, decode_text(data, path))
@@ -307,8 +300,6 @@ class GroundTruth:
     def detect_format(path: str | Path) -> str:
         """``qrels`` when the first non-blank line has four white-space separated fields ending in an integer
         and no comma, else ``csv``."""
-        from ..io import check_file
-
         p = check_file(path, "ground-truth file")
         with open(p, "rb") as fh:
             head = fh.read(65536)
@@ -453,8 +444,6 @@ class GroundTruth:
         return df[["task_id", "model_id", "f1", "model_rank", "normalized_f1", "relevance_score", "criticality"]]
 
     def to_csv(self, path: str | Path, scheme: GradingScheme | str = GradingScheme.NTCIR) -> None:
-        from ..io import atomic_write_text
-
         atomic_write_text(path, self.to_frame(scheme).to_csv(index=False))
 
     def __len__(self) -> int:
@@ -467,8 +456,6 @@ class GroundTruth:
 def _first_duplicate_pair(ca: np.ndarray, cb: np.ndarray) -> int:
     """Index of the first row whose (a, b) pair of codes came before (-1 if none): integer keys, one sort to
     know."""
-    from .run import duplicated
-
     if ca.size < 2:
         return -1
     key = ca.astype(np.int64) * (int(cb.max()) + 1) + cb
@@ -521,7 +508,7 @@ def _header(text: str, path: Path) -> list[str]:
 def _read_truth_arrow(data: bytes, fields: list[str], crit_col: str | None, any_score: bool):
     """pyarrow's CSV reader (ids dictionary-encoded: one Python string per distinct id) over a plain file whose
     every value is valid; None otherwise (then the careful reader locates the problem)."""
-    from . import _arrow  # pyarrow: imported on first read, not by `import modelseek`
+    from . import _arrow  # pyarrow: imported on first read, not by `import modelseek`  # lazy: pyarrow
 
     if not _arrow.is_plain(data) or b'"' in data:
         return None
@@ -573,8 +560,6 @@ def _cell(row: list[str], i: int | None) -> str | None:
 
 def _read_truth_careful(path: Path, text: str, crit_col: str | None, any_score: bool):
     """Row by row with :mod:`csv`; the first problem is an error naming its line and field."""
-    from .run import bad_identifier_char, describe_char
-
     tasks, models, f1s = [], [], []
     crit: dict[str, Criticality | str] = {}
     seen: set[tuple[str, str]] = set()
@@ -643,7 +628,7 @@ def _first_line_of(text: str, path: Path, task: str) -> int | None:
 def _read_qrels_arrow(path: Path):
     """The fast path of qrels (see ``run._parse_arrow``): (topic codes, topics, docno codes, docnos, grades) when
     every line is valid and no (topic, docno) pair repeats; None otherwise."""
-    from . import _arrow  # pyarrow: imported on first read, not by `import modelseek`
+    from . import _arrow  # pyarrow: imported on first read, not by `import modelseek`  # lazy: pyarrow
 
     coded = _arrow.read_spaced(path, "ground-truth file", ["topic", "iter", "docno", "grade"], ())
     if coded is None:
@@ -666,8 +651,6 @@ def _read_qrels_arrow(path: Path):
 
 def _read_qrels_careful(path: Path, text: str) -> tuple[list[str], list[str], list[int]]:
     """Line by line; the first problem is an error naming its line and field."""
-    from .run import bad_identifier_char, describe_char
-
     tasks: list[str] = []
     models: list[str] = []
     grades: list[int] = []

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ModelseekError
 from ..executors import Outcome, Shared, Unit
 from .jobs import Job
+from .protocol import finetune
 
 if TYPE_CHECKING:
     from .protocol import ModelSpec, TaskData
@@ -38,8 +39,6 @@ class JobOutcome:
 
 def run_job(job: Job, trainer: Trainer | None = None) -> JobOutcome:
     """Run one job, turning any exception into a failed outcome that names it."""
-    from .protocol import finetune
-
     trainer = trainer or finetune
     try:
         result = trainer(job.task, job.model, job.recipe, job.seed)

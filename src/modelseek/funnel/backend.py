@@ -15,6 +15,9 @@ from typing import Any, Protocol
 
 from ..data.pool import Candidate, Pool
 from ..data.task import Task
+from ..api import rank, rank_explained
+from ..rankers.features import CandidateFailures
+from .costs import MeasuredCosts
 
 
 class Backend(Protocol):
@@ -39,7 +42,7 @@ class RealBackend:
     def __init__(self, store: str | Path, feature_method: str = "logme", prior_method: str = "default",
                  recipe=None, seed: int = 0, trainer=None, executor: str = "local", address: str | None = None,
                  probe_top: int = 3) -> None:
-        from ..finetune.recipe import PROTOCOL
+        from ..finetune.recipe import PROTOCOL  # lazy: pandas
 
         self.store, self.feature_method, self.prior_method = store, feature_method, prior_method
         self.recipe, self.seed, self.trainer = recipe or PROTOCOL, seed, trainer
@@ -49,14 +52,9 @@ class RealBackend:
         return time.perf_counter()
 
     def prior(self, task: Task, pool: Pool) -> dict[str, float]:
-        from ..api import rank
-
         return rank(task, pool, method=self.prior_method).scores(task.id)
 
     def features(self, task: Task, cands: Sequence[Candidate]) -> tuple[dict[str, float], dict[str, str]]:
-        from ..api import rank_explained
-        from ..rankers.features import CandidateFailures
-
         try:  # a feature method that runs no candidate model ignores the executor (fine-tuning still uses it)
             run = rank_explained(task, Pool(cands, name="funnel"), method=self.feature_method, allow_failures=True,
                                  explain=False, executor=self.executor, address=self.address,
@@ -71,7 +69,7 @@ class RealBackend:
         return {"executor": self.executor, "address": self.address, "trainer": self.trainer}
 
     def finetune(self, task: Task, cands: Sequence[Candidate], epochs: int) -> list[dict[str, Any]]:
-        from ..finetune.verify import verify_top
+        from ..finetune.verify import verify_top  # lazy: pandas
 
         table = verify_top(task, list(cands), self.store, recipe=self.recipe.replace(max_epochs=epochs),
                            seed=self.seed, **self._grid_kw())
@@ -79,7 +77,7 @@ class RealBackend:
                 for row in table.to_dict("records")]
 
     def halving(self, task: Task, cands: Sequence[Candidate], epochs: int) -> list[dict[str, Any]]:
-        from ..finetune.verify import successive_halving
+        from ..finetune.verify import successive_halving  # lazy: pandas
 
         res = successive_halving(task, list(cands), self.store, recipe=self.recipe.replace(max_epochs=epochs),
                                  seed=self.seed, **self._grid_kw())
@@ -91,7 +89,5 @@ class RealBackend:
         return [_clean(r) for r in last.values()]
 
     def costs(self, task: Task, progress: bool):
-        from .costs import MeasuredCosts
-
         return MeasuredCosts(task, self.feature_method, self.recipe, seed=self.seed, probe_top=self.probe_top,
                              clock=self.clock, progress=progress)

@@ -26,6 +26,8 @@ import numpy as np
 
 from ..data.pool import Candidate, Pool
 from ..data.task import Split, Task
+from ..api import rank
+from ..errors import ModelseekError
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +80,7 @@ def scaled_cost(known: Mapping[str, ModelCost], params: Mapping[str, float | Non
 
 
 def _cost_key(candidate: Candidate, feature_method: str, recipe) -> dict:
-    from ..finetune.protocol import resolve_device
+    from ..finetune.protocol import resolve_device  # lazy: pandas
 
     return {"what": "funnel-cost", "version": COST_VERSION, "source": candidate.source,
             "revision": candidate.revision or "", "feature_method": feature_method,
@@ -117,14 +119,14 @@ class MeasuredCosts:
 
     # ---------------------------------------------------------------- cache
     def _path(self, candidate: Candidate):
-        from ..cache import cache_dir
+        from ..cache import cache_dir  # lazy: start-up
 
         key = _cost_key(candidate, self.feature_method, self.recipe)
         name = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:24]
         return cache_dir("costs") / f"{name}.bin", key
 
     def cached(self, candidate: Candidate) -> ModelCost | None:
-        from ..cache import load_arrays
+        from ..cache import load_arrays  # lazy: start-up
 
         path, key = self._path(candidate)
         got = load_arrays(path, key, what="cost cache")
@@ -136,7 +138,7 @@ class MeasuredCosts:
         return ModelCost(*(float(x) for x in v))
 
     def _store(self, candidate: Candidate, cost: ModelCost) -> None:
-        from ..cache import write_arrays
+        from ..cache import write_arrays  # lazy: start-up
 
         path, key = self._path(candidate)
         write_arrays(path, {"cost": np.array([cost.load_s, cost.feature_s_per_1k, cost.finetune_s_per_epoch_1k])},
@@ -144,8 +146,6 @@ class MeasuredCosts:
 
     # ---------------------------------------------------------------- probing
     def _time_features(self, candidate: Candidate, n: int) -> float:
-        from ..api import rank
-
         rows = _sample(self.task, n, self.seed)  # n texts in all: half train, half validation
         h = n // 2
         probe = Task(id=f"cost-probe-{n}", train=Split(rows.texts[:h], rows.labels[:h]),
@@ -155,7 +155,7 @@ class MeasuredCosts:
         return time.perf_counter() - t0
 
     def _time_epoch(self, candidate: Candidate) -> float:
-        from ..finetune.protocol import finetune
+        from ..finetune.protocol import finetune  # lazy: pandas
 
         train = _sample(self.task, PROBE_TRAIN, self.seed)
         val = Split(train.texts[:16], train.labels[:16])
@@ -181,8 +181,8 @@ class MeasuredCosts:
         """Know the cost of the first ``probe_top`` candidates of ``order`` (from the cache, else probed) and
         the parameter counts of all; returns the seconds spent, all of them (reading the parameter counts from
         the candidates' profiles and configs too, so a plan-only run reports every second it took)."""
-        from ..profiles import profile_for
-        from ..progress import progress_bar
+        from ..profiles import profile_for  # lazy: start-up
+        from ..progress import progress_bar  # lazy: start-up
 
         start = self.clock()
         for c in order:
@@ -213,8 +213,6 @@ class MeasuredCosts:
             self.measured[candidate.id] = got
             return got
         if not self.measured:
-            from ..errors import ModelseekError
-
             first = next(iter(self.failures.items()), None)
             why = f"; {first[0]}: {first[1]}" if first else ""
             raise ModelseekError(f"no candidate's cost could be measured (every cost probe failed{why})")

@@ -24,6 +24,7 @@ import numpy as np
 from ..data.truth import GroundTruth
 from ..errors import InputError
 from .replay import METRICS, PRIOR, SEQUENTIAL, ReplayData, replay
+from ..stats.bootstrap import bootstrap_ci, paired_bootstrap
 
 CURVE_FINETUNES = (0, 1, 3, 5)
 CURVE_NOISE = 0.01       # seed noise of a fine-tuned F1 (sd), as measured by the organisers' repeats
@@ -65,15 +66,11 @@ def funnel_policy(data: ReplayData, k: int) -> str:
 
 
 def _interval(values: np.ndarray, n_boot: int, seed: int) -> dict[str, float]:
-    from ..stats.bootstrap import bootstrap_ci
-
     ci = bootstrap_ci(values, n_resamples=n_boot, seed=seed)
     return {"mean": ci.mean, "low": ci.low, "high": ci.high}
 
 
 def _paired(a: np.ndarray, b: np.ndarray, n_boot: int, seed: int) -> dict[str, float]:
-    from ..stats.bootstrap import paired_bootstrap
-
     c = paired_bootstrap(a, b, n_resamples=n_boot, seed=seed)
     return {"diff": c.mean_diff, "low": c.low, "high": c.high}
 
@@ -147,7 +144,7 @@ def render(summary: dict[str, Any]) -> str:
 def plot(summaries: dict[str, dict[str, Any]], path: str | Path) -> Path:
     """nDCG@5 and regret against the number of fine-tunes, one line per policy with its interval as a band;
     one row of panels per summary (e.g. NTCIR and a generated zoo)."""
-    from ..plots import _figure, save_figure
+    from ..plots import _figure, save_figure  # lazy: pandas
 
     plt = _figure()
     fig, axes = plt.subplots(len(summaries), 2, figsize=(10, 3.4 * len(summaries)), squeeze=False)
@@ -174,10 +171,10 @@ def shipped_history() -> GroundTruth:
     """The fine-tuning results shipped with the default ranker (see the module docstring)."""
     import json
 
-    import pandas as pd
+    import pandas as pd  # lazy: pandas
 
-    from ..rankers._artifact import read_artifact, unpack_array
-    from ..rankers.default import artifact_dir
+    from ..rankers._artifact import read_artifact, unpack_array  # lazy: start-up
+    from ..rankers.default import artifact_dir  # lazy: start-up
 
     spec = json.loads((artifact_dir() / "default.json").read_text(encoding="utf-8"))
     for name in (spec.get("artifact"), "adaptive-ntcir19.json"):
@@ -190,7 +187,7 @@ def shipped_history() -> GroundTruth:
                                   "f1": y.ravel()})
             crit = None
             if "tiers" in doc["arrays"]:  # the organisers' criticality tiers, as the ranker was fitted with them
-                from ..rankers.adaptive import TIERS
+                from ..rankers.adaptive import TIERS  # lazy: start-up
 
                 tiers = unpack_array(doc["arrays"]["tiers"]).astype(int).tolist()
                 crit = {t: TIERS[i] for t, i in zip(tasks, tiers)}

@@ -45,6 +45,8 @@ from ..data.run import Run
 from ..data.truth import GradingScheme, GroundTruth
 from ..enums import Choice
 from ..errors import InputError
+from ..fusion import fuse
+from ..metrics.ndcg import ideal_dcg, ndcg
 
 PRIOR = "prior"
 FUSION = "rrf"
@@ -126,7 +128,7 @@ class JointModel:
     fine-tuning observed (see the module docstring)."""
 
     def __init__(self, history: np.ndarray, noise: float = 0.0) -> None:
-        from sklearn.covariance import LedoitWolf
+        from sklearn.covariance import LedoitWolf  # lazy: sklearn
 
         if history.shape[0] < 2:
             raise InputError(f"the sequential policy needs at least 2 past tasks, got {history.shape[0]}")
@@ -156,7 +158,7 @@ class JointModel:
         acq = Acquisition.parse(acquisition)
         m = len(base_rank)
         avail = np.ones(m, dtype=bool) if scored is None else np.asarray(scored, dtype=bool)
-        from scipy.stats import norm
+        from scipy.stats import norm  # lazy: scipy
 
         base_z = norm.ppf(1.0 - (np.asarray(base_rank, dtype=float) + 0.5) / m)
         sd0 = np.sqrt(np.maximum(np.diag(self.cov), 1e-12))
@@ -187,7 +189,7 @@ class JointModel:
 def avgrank_scores(history: GroundTruth, model_ids: Sequence[str]) -> np.ndarray:
     """The average-rank prior's score (minus the mean ``model_rank``) of each of ``model_ids``, fitted on
     ``history`` by :class:`modelseek.rankers.avgrank.AvgRank`."""
-    from ..rankers.avgrank import AvgRank
+    from ..rankers.avgrank import AvgRank  # lazy: start-up
 
     ranker = AvgRank().fit(None, history)
     by_id = dict(zip(ranker.trained_.model_ids, ranker.mean_rank_.tolist()))
@@ -214,7 +216,7 @@ def splits(truth: GroundTruth, table: Table, history: GroundTruth | None, folds:
             raise InputError(f"the history holds {len(keep)} task(s) besides the replayed ones; at least 2 needed",
                              path=history.source or None)
         return [Split(np.arange(len(table.task_ids)), history.subset(keep))]
-    from ..data.folds import make_folds
+    from ..data.folds import make_folds  # lazy: start-up
 
     held = make_folds(table.task_ids, truth.tiers(table.task_ids), folds=folds, seed=seed)
     return [Split(np.array(sorted(pos[t] for t in fold)), truth.subset([t for t in table.task_ids if t not in fold]))
@@ -249,8 +251,6 @@ def _orders(scores: np.ndarray, prior: np.ndarray) -> np.ndarray:
 
 def policy_orders(split: Split, table: Table, signals: Sequence[Run]) -> dict[str, np.ndarray]:
     """Each plain policy's order of the candidates (rows: the split's test tasks)."""
-    from ..fusion import fuse
-
     rows = split.test
     prior = avgrank_scores(split.history, table.model_ids)
     out = {PRIOR: _orders(np.repeat(prior[None, :], len(rows), 0), prior)}
@@ -285,8 +285,6 @@ class ReplayData:
 def _score_final(final: np.ndarray, true: np.ndarray, gains: np.ndarray, idcg: dict[int, np.ndarray]
                  ) -> dict[str, np.ndarray]:
     """Metrics of the rankings by decreasing ``final`` (rows: draws x tasks flattened alike in all arrays)."""
-    from ..metrics.ndcg import ndcg
-
     out = {f"ndcg@{c}": ndcg(final, gains, c, idcg[c]) for c in (1, 3, 5)}
     top = np.argmax(final, axis=1)
     best = true.max(axis=1)
@@ -320,8 +318,6 @@ def _ranks_of(order: np.ndarray) -> np.ndarray:
 
 def _gains(table: Table, rows: np.ndarray) -> tuple[np.ndarray, dict[int, np.ndarray]]:
     """Official NTCIR gains of the tasks' candidates (grades of normalized score) and their ideal DCG@1/3/5."""
-    from ..metrics.ndcg import ideal_dcg
-
     s = GradingScheme.NTCIR
     true = table.filled()[rows]
     best = true.max(axis=1, keepdims=True)
@@ -416,7 +412,7 @@ def fit_trust(history: GroundTruth, model_ids: Sequence[str], signals: Sequence[
 def _reliability(orders_scores: dict[str, np.ndarray], true: np.ndarray) -> dict[str, float]:
     """Mean over tasks of the rank (Spearman) correlation between each policy's order and the recorded scores,
     over the candidates scored on the task (tasks where those scores are all equal are left out)."""
-    from scipy.stats import spearmanr
+    from scipy.stats import spearmanr  # lazy: scipy
 
     out = {}
     ok = ~np.isnan(true)

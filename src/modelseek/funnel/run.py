@@ -24,8 +24,14 @@ from ..data.run import Run, write_runs
 from ..data.task import Task
 from ..errors import InputError
 from .budget import format_seconds, parse_budget
-from .plan import Plan, Reliability, plan_funnel
+from .plan import Plan, Reliability, finetune_cost, plan_funnel
 from .state import FunnelState
+from ..data.loaders import load_table_task, load_tasks
+from .answer import base_order, merge_finetuned
+from .pools import load_any_pool
+from ..data.truth import GroundTruth
+from .curve import measure
+from ..io import atomic_write_text
 
 RUN_ID = "funnel"
 
@@ -53,7 +59,6 @@ class FunnelResult:
 def _load_task(data: Task | str | Path) -> Task:
     if isinstance(data, Task):
         return data
-    from ..data.loaders import load_table_task, load_tasks
 
     p = Path(data)
     if not p.exists():
@@ -74,8 +79,6 @@ def _order(pool: Pool, scores: dict[str, float]) -> list[Candidate]:
 
 
 def _final_run(task: Task, pool: Pool, st: FunnelState) -> Run:
-    from .answer import base_order, merge_finetuned
-
     r_prior, r_feats = st["settings"]["reliability"]
     order = base_order(pool.ids, st["prior"] or {}, st["features"], r_prior, r_feats)
     ft = {r["model_id"]: (float(r.get("rung") or 0), float(r["val_f1"])) for r in st["finetune"].values()
@@ -87,7 +90,7 @@ def _final_run(task: Task, pool: Pool, st: FunnelState) -> Run:
 
 def _check_options(epochs: int, chunk: int, executor: str, address: str | None) -> None:
     """What is refused before any work: counts below 1, an unknown executor or an address it takes none of."""
-    from ..executors import make_executor
+    from ..executors import make_executor  # lazy: start-up
 
     if int(epochs) < 1:
         raise InputError(f"must be >= 1, got {epochs}", field="epochs")
@@ -110,8 +113,7 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
     default: the NTCIR-19 fine-tuning results shipped with the package), and the estimators' stays assumed
     (no estimator scores are recorded there). ``executor`` (a name of :data:`modelseek.executors.EXECUTORS`, at
     ``address``) runs the frozen-feature candidate jobs and the fine-tuning jobs."""
-    from .pools import load_any_pool
-    from .backend import RealBackend
+    from .backend import RealBackend  # lazy: start-up
 
     say = echo or (lambda s: None)
     budget_s = parse_budget(budget)
@@ -119,15 +121,13 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
     task = _load_task(data)
     pool = pool if isinstance(pool, Pool) else load_any_pool(pool)
     if history is not None and reliability is None:
-        from ..data.truth import GroundTruth
-
         history = history if isinstance(history, GroundTruth) else GroundTruth.from_csv(history)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise InputError("the output must be a folder", path=out)
     out.mkdir(parents=True, exist_ok=True)
     if backend is None:
-        from ..finetune.recipe import PROTOCOL
+        from ..finetune.recipe import PROTOCOL  # lazy: pandas
 
         recipe = recipe or PROTOCOL
         backend = RealBackend(out / "finetune.sqlite", feature_method=feature_method, prior_method=prior_method,
@@ -183,7 +183,6 @@ def _reliability(given: Reliability | None, history, say: Callable[[str], None],
     reported as such)."""
     if given is not None:
         return given, None, 0.0
-    from .curve import measure
 
     t0 = clock()
     measured = measure(history, sequential=False)
@@ -218,7 +217,7 @@ def _features_stage(task: Task, st: FunnelState, plan: Plan, backend: Any, costs
                     n_feat: int, chunk: int, fits: Callable[[float], bool], ran: list[str], progress: bool) -> str:
     """Stage 2, estimators on the plan's top ``K1`` in chunks, each saved when done; stops before a chunk whose
     cost does not fit what is left. Returns the status (``done`` or why it stopped)."""
-    from ..progress import progress_bar
+    from ..progress import progress_bar  # lazy: start-up
 
     status = "done"
     todo = [cid for cid in plan.feature_ids if cid not in st["features"] and cid not in st["feature_failures"]]
@@ -239,8 +238,6 @@ def _features_stage(task: Task, st: FunnelState, plan: Plan, backend: Any, costs
 
 def _finetune_order(pool: Pool, st: FunnelState, plan: Plan) -> list[str]:
     """The order fine-tuning walks: the estimator-scored top ``K1`` by fused score, or the pool by the prior."""
-    from .answer import base_order
-
     if plan.finetune_from == "features":
         feats = {c: st["features"][c] for c in plan.feature_ids if c in st["features"]}
         return base_order(pool.ids, st["prior"], feats, *st["settings"]["reliability"])[: len(feats)]
@@ -276,8 +273,6 @@ def _finetune_stage(task, st, plan, backend, costs, by_id, pool, n_ft, fits, ran
 
 def _halving_stage(task, st, plan, backend, costs, by_id, pool, n_ft, fits, ran) -> str:
     """One successive-halving unit over the top ``K2`` that fit; its jobs resume from the job store."""
-    from .plan import finetune_cost
-
     if st.body.get("finetune_order") is None:
         ids: list[str] = []
         left = st.body["settings"]["budget_s"] - st.spent_s
@@ -324,7 +319,7 @@ def _ids_digest(ids: list[str]) -> str:
 
 
 def _fingerprint(task: Task) -> str:
-    from ..finetune.protocol import TaskData
+    from ..finetune.protocol import TaskData  # lazy: pandas
 
     return TaskData.from_task(task).fingerprint
 
@@ -333,8 +328,6 @@ def _finish(task: Task, pool: Pool, st: FunnelState, plan: Plan, out: Path, stat
             ran: list[str], measured: Any = None) -> FunnelResult:
     import csv
     import io
-
-    from ..io import atomic_write_text
 
     st.save()
     run = _final_run(task, pool, st)

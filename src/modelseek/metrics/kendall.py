@@ -31,7 +31,7 @@ _PAIRS_PER_CHUNK = 1 << 17  # pairs x topics held at once: bounds the memory of 
 
 
 def weighted_tau(ranking: Sequence[str], f1: Mapping[str, float]) -> float:
-    from scipy.stats import weightedtau
+    from scipy.stats import weightedtau  # lazy: scipy
 
     docs = list(f1)
     pos = {d: i for i, d in enumerate(ranking)}

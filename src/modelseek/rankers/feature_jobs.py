@@ -52,10 +52,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..data.pool import Candidate, Pool
+from ..data.pool import Candidate, Pool, snapshot_name
 from ..data.task import Split, Task
 from ..errors import InputError, ModelseekError
 from ..executors import Executor, Gpu, Outcome, Shared, Unit, make_executor, run_until_done, runs_in_process
+from .._version import __version__
+from .. import estimators
+from ..progress import progress_counter
 
 if TYPE_CHECKING:
     from ..finetune.store import JobStore
@@ -89,7 +92,6 @@ class FeatureJobConfig:
 
     def digest(self) -> str:
         what = {k: v for k, v in asdict(self).items() if k not in ("device", "cache_dir", "progress", "method")}
-        from .._version import __version__
 
         return _digest({"scores_version": SCORES_VERSION, "modelseek": __version__, **what})
 
@@ -170,8 +172,6 @@ def _subsample(split: Split, cap: int | None, rng: np.random.Generator) -> Split
 def prepare_tasks(tasks: Sequence[Task], config: FeatureJobConfig) -> list[TaskInput]:
     """The tasks' inputs (at most ``max_examples`` train and validation rows each, drawn with ``seed``); a
     regression task with an estimator that cannot score one is refused here, before any model is loaded."""
-    from .. import estimators
-
     out = []
     for task in tasks:
         task.require_data(f"method {config.method!r}")
@@ -192,7 +192,7 @@ def prepare_tasks(tasks: Sequence[Task], config: FeatureJobConfig) -> list[TaskI
 
 # ------------------------------------------------------------------------------------------ one candidate
 def _encoder_kwargs(config: FeatureJobConfig, cand: Candidate) -> dict[str, Any]:
-    from ..features.text import parse_layer
+    from ..features.text import parse_layer  # lazy: start-up
 
     kw = {"pooling": config.pooling, "layer": config.layer, "max_length": config.max_length,
           "batch_size": config.batch_size}
@@ -206,8 +206,6 @@ def estimator_score(config: FeatureJobConfig, est_name: str, feats: np.ndarray, 
                     yva: Sequence[str], regression: bool = False) -> float:
     """One estimator's score of one feature matrix (train rows then validation rows), negated when the
     estimator is lower-is-better."""
-    from .. import estimators
-
     info = estimators.info(est_name)
     params = dict(config.estimator_params or {})
     if info.seeded:
@@ -239,8 +237,7 @@ def score_candidate(config: FeatureJobConfig, cand: Candidate, tasks: Sequence[T
     """One job: ``cand`` loaded once, every task's features (cache first), every estimator on them. Never
     raises for a candidate's own failure: a task it could not score is in ``failures`` (a candidate that cannot
     load fails every task)."""
-    from .. import estimators
-    from ..features.text import HeadProbs, TextEncoder
+    from ..features.text import HeadProbs, TextEncoder  # lazy: start-up
 
     names = list(config.estimators)
     infos = {n: estimators.info(n) for n in names}
@@ -315,8 +312,8 @@ def preflight(pool: Pool, cache_dir: str | Path | bool | None) -> tuple[dict[str
     """Checks made once before any model is loaded: the feature cache folder (InputError when unusable) and the
     Hub when some candidate needs it. -> ({candidate id: why it cannot load}, ids to load from the local Hugging
     Face cache only)."""
-    from ..features.cache import FeatureCache
-    from ..features.text import hub_offline_reason, in_hub_cache, is_hub_source, resolve_source
+    from ..features.cache import FeatureCache  # lazy: start-up
+    from ..features.text import hub_offline_reason, in_hub_cache, is_hub_source, resolve_source  # lazy: start-up
 
     if cache_dir is not False:
         FeatureCache(_cache_root(cache_dir)).ensure_usable()
@@ -328,8 +325,7 @@ def preflight(pool: Pool, cache_dir: str | Path | bool | None) -> tuple[dict[str
     hub = [c for c in pool if is_hub_source(c)]
     reason = hub_offline_reason() if hub else None
     if reason:
-        from ..data.pool import snapshot_name
-        from ..profiles import hf_cache_dir
+        from ..profiles import hf_cache_dir  # lazy: start-up
 
         model_dir = getattr(pool, "model_dir", None)
         for c in hub:
@@ -345,7 +341,7 @@ def preflight(pool: Pool, cache_dir: str | Path | bool | None) -> tuple[dict[str
 def check_device(device: str, here: bool = True) -> None:
     """``device`` names a device (:data:`DEVICES`, or a torch device string such as ``cuda:1``), and a CUDA one
     only where this process sees CUDA when ``here`` (the local executor; a Ray task runs where its GPU is)."""
-    import torch
+    import torch  # lazy: torch
 
     if device not in DEVICES:
         try:
@@ -361,7 +357,7 @@ def check_device(device: str, here: bool = True) -> None:
 def job_key(config_digest: str, tasks_digest: str, cand: Candidate) -> str:
     """The store key of one candidate's job: the configuration, the tasks' inputs and the candidate (its model
     identity, including a local folder's file sizes and times, and its per-candidate options)."""
-    from ..features.text import _model_identity
+    from ..features.text import _model_identity  # lazy: start-up
 
     try:
         identity = _model_identity(cand, None)[3]
@@ -377,7 +373,7 @@ def tasks_digest(tasks: Sequence[TaskInput]) -> str:
 
 def default_store_path(cache_dir: str | Path | bool | None) -> Path | None:
     """``scores.sqlite`` in the feature cache folder; None without a cache."""
-    from ..features.cache import FeatureCache
+    from ..features.cache import FeatureCache  # lazy: start-up
 
     if cache_dir is False:
         return None
@@ -421,7 +417,7 @@ def _resolve_lazy_imports() -> None:
     """transformers' lazy classes, imported in this thread first: an in-process executor may run the jobs on
     threads, whose concurrent first imports of ``transformers`` race (one sees a half-initialised module)."""
     with contextlib.suppress(ImportError):  # without transformers each job fails naming it, as it would here
-        from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification, AutoTokenizer  # noqa: F401
+        from transformers import AutoConfig, AutoModel, AutoModelForSequenceClassification, AutoTokenizer  # noqa: F401  # lazy: transformers
 
 
 def candidate_units(config: FeatureJobConfig, tasks: Sequence[TaskInput], cands: Sequence[Candidate],
@@ -450,8 +446,6 @@ def score_candidates(tasks: Sequence[Task], pool: Pool, config: FeatureJobConfig
     candidates are read from the store; the others are claimed, run and written to it one by one as they finish.
     Candidates another process holds are waited for (polled every ``poll_s`` seconds; a dead holder's claim is
     taken over). ``progress`` (default ``config.progress``): a bar of candidates done, with rate and ETA."""
-    from ..progress import progress_counter
-
     progress = config.progress if progress is None else progress
     in_process = runs_in_process(executor)
     check_device(config.device, here=in_process)
@@ -523,7 +517,7 @@ def _open_store(stack: contextlib.ExitStack, store: str | Path | bool | JobStore
                 cache_dir: str | Path | bool | None) -> JobStore:
     """The job store ``score_candidates`` asks for, open in ``stack``: a given store as it is; None (or True): the
     file beside the feature cache; False, or no feature cache: a file for this call only."""
-    from ..finetune.store import JobStore
+    from ..finetune.store import JobStore  # lazy: pandas
 
     if isinstance(store, JobStore):
         return store
