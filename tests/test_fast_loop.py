@@ -25,6 +25,8 @@ def _reason(node: ast.AST) -> str:
     for kw in node.keywords:
         if kw.arg == "reason" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
             return kw.value.value.strip()
+        if kw.arg == "reason" and isinstance(kw.value, ast.JoinedStr):  # an f-string: its literal parts
+            return "".join(v.value for v in kw.value.values if isinstance(v, ast.Constant)).strip()
     return ""
 
 

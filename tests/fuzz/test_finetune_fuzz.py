@@ -30,7 +30,7 @@ FEW = fuzz_settings(15)
 def fake_training(monkeypatch):
     import modelseek.finetune.protocol as protocol
 
-    monkeypatch.setattr(protocol, "finetune", FakeTrainer())  # run_job imports it at call time
+    monkeypatch.setattr(protocol, "finetune", FakeTrainer())  # run_job looks it up at call time
 
 
 @pytest.fixture(scope="module")

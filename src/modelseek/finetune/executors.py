@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ModelseekError
 from ..executors import Outcome, Shared, Unit
 from .jobs import Job
-from .protocol import finetune
+from . import protocol
 
 if TYPE_CHECKING:
     from .protocol import ModelSpec, TaskData
@@ -39,7 +39,7 @@ class JobOutcome:
 
 def run_job(job: Job, trainer: Trainer | None = None) -> JobOutcome:
     """Run one job, turning any exception into a failed outcome that names it."""
-    trainer = trainer or finetune
+    trainer = trainer or protocol.finetune  # looked up per call: a test or a plugin may replace it
     try:
         result = trainer(job.task, job.model, job.recipe, job.seed)
     except Exception as exc:  # noqa: BLE001 - a failed job is recorded, never fatal to the grid
