@@ -180,15 +180,11 @@ def test_a_registered_executor_runs_a_fine_tuning_grid_and_resumes(threads, tmp_
 def task_and_pool(tmp_path_factory) -> tuple[Path, Path]:
     pytest.importorskip("transformers")
     from modelseek.testing import write_task_table
-    from modelseek.testing.tiny_models import make_tiny_bert
+    from modelseek.testing.tiny_models import write_tiny_pool
 
     root = tmp_path_factory.mktemp("executor-task")
     table = write_task_table(make_text_task("t1", 3, 40, 12, 12, seed=1), root / "task.csv")
-    pool = root / "pool.yaml"
-    pool.write_text("candidates:\n" + "".join(
-        f"  - {{id: '{i}', path: {make_tiny_bert(root / f'm{i}', seed=i, hidden_size=16)}}}\n" for i in (1, 2, 3)),
-        encoding="utf-8")
-    return table, pool
+    return table, write_tiny_pool(root, hidden_size=16)
 
 
 def _rank(table: Path, pool: Path, cache: Path, out: Path, *extra: object) -> list[object]:

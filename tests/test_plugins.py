@@ -117,15 +117,11 @@ def site(tmp_path_factory) -> Path:
 def task_and_pool(tmp_path_factory) -> tuple[Path, Path]:
     pytest.importorskip("transformers")
     from modelseek.testing import make_text_task, write_task_table
-    from modelseek.testing.tiny_models import make_tiny_bert
+    from modelseek.testing.tiny_models import write_tiny_pool
 
     root = tmp_path_factory.mktemp("plugin-task")
     table = write_task_table(make_text_task("t1", 3, 60, 20, 20, seed=1), root / "task.csv")
-    pool = root / "pool.yaml"
-    pool.write_text("candidates:\n" + "".join(
-        f"  - {{id: '{i}', hf_id: tiny/bert-{'x' * i}, path: {make_tiny_bert(root / f'm{i}', seed=i)}}}\n"
-        for i in (1, 2, 3)), encoding="utf-8")
-    return table, pool
+    return table, write_tiny_pool(root, hf_ids=[f"tiny/bert-{'x' * i}" for i in (1, 2, 3)])
 
 
 def test_plugins_are_listed_without_being_imported(site):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from modelseek.align.formats import ModelRegistry, AlignSubmission, SubmissionForm, Team, load_align_submission
-from modelseek.align.testing import custom_entry
+from modelseek.align.testing import custom_entry, planted_cka
 from modelseek.errors import InputError
 
 torch = pytest.importorskip("torch")
@@ -279,21 +279,9 @@ def test_sources_are_a_registry_and_one_loaded_model_class():
 # ---------------------------------------------------------------- solvers from stored data
 
 
-def planted(M=30, k=8, seed=0):
-    rng = np.random.default_rng(seed)
-    C = rng.uniform(0.2, 0.5, (M, M))
-    perm = rng.permutation(M)
-    best, decoy = perm[:k], perm[k:k + 4]
-    C[np.ix_(best, best)] = rng.uniform(0.78, 0.82, (k, k))
-    C[np.ix_(decoy, decoy)] = rng.uniform(0.95, 0.99, (4, 4))
-    C = (C + C.T) / 2
-    np.fill_diagonal(C, 1)
-    return C, sorted(best.tolist())
-
-
 def test_optimize_blue_from_cka_matrix(cli, tmp_path, monkeypatch):
     monkeypatch.delenv("MODELSEEK_MODEL_REGISTRY", raising=False)
-    C, best = planted()
+    C, best = planted_cka()
     names = [f"net{i}.tag" for i in range(len(C))]
     m = tmp_path / "M.npz"
     np.savez(m, names=np.array(names), matrix=C, layers=np.array([f"blocks.{i % 3}" for i in range(len(C))]))
@@ -332,7 +320,7 @@ def test_optimize_blue_from_cka_matrix(cli, tmp_path, monkeypatch):
     (lambda C: (C.__setitem__((1, 2), -3.0), C.__setitem__((2, 1), -3.0)), "-3 is not a CKA value"),
 ])
 def test_bad_cka_matrix_one_line(cli, tmp_path, fix, match):
-    C, _ = planted()
+    C, _ = planted_cka()
     fix(C)
     m = tmp_path / "M.npz"
     np.savez(m, names=np.array([f"n{i}" for i in range(len(C))]), matrix=C)
@@ -347,7 +335,7 @@ def test_out_of_range_cka_matrix_is_located_and_refused_by_the_api(cli, tmp_path
     from modelseek.align.solvers import optimize_blue
     from modelseek.errors import InputError
 
-    C, _ = planted()
+    C, _ = planted_cka()
     C[3, 5] = C[5, 3] = 1.5
     names = [f"n{i}" for i in range(len(C))]
     csv = tmp_path / "M.csv"
@@ -420,7 +408,7 @@ def test_damaged_npy_header_in_stored_embeddings_is_one_line(cli, align_setup, t
 def test_solver_options_are_checked(cli, tmp_path):
     r = cli("align", "optimize", "--team", "purple", "--size", "3")
     assert r.code == 2 and "unknown team 'purple'; valid values: blue, red" in r.err
-    C, _ = planted()
+    C, _ = planted_cka()
     m = tmp_path / "M.npz"
     np.savez(m, names=np.array([f"n{i}" for i in range(len(C))]), matrix=C)
     r = cli("align", "optimize", "--team", "red", "--size", "3", "--cka-matrix", m)

@@ -11,20 +11,8 @@ import pytest
 from modelseek.align import (ModelRegistry, OptimizeOptions, StimulusCatalog, near_duplicates,
                              optimize_submission)
 from modelseek.align.formats import SubmissionForm, Team
+from modelseek.align.testing import planted_cka
 from modelseek.errors import InputError
-
-
-def _planted(M=30, k=8, seed=0):
-    """A CKA matrix whose best k-subset is planted (a decoy of 4 with higher CKA is too small to be chosen)."""
-    rng = np.random.default_rng(seed)
-    C = rng.uniform(0.2, 0.5, (M, M))
-    perm = rng.permutation(M)
-    best, decoy = perm[:k], perm[k:k + 4]
-    C[np.ix_(best, best)] = rng.uniform(0.78, 0.82, (k, k))
-    C[np.ix_(decoy, decoy)] = rng.uniform(0.95, 0.99, (4, 4))
-    C = (C + C.T) / 2
-    np.fill_diagonal(C, 1)
-    return C, sorted(best.tolist())
 
 
 def _solver_part(d: dict) -> dict:
@@ -34,7 +22,7 @@ def _solver_part(d: dict) -> dict:
 
 def test_blue_from_a_matrix_file_api_equals_cli(cli, tmp_path, monkeypatch):
     monkeypatch.delenv("MODELSEEK_MODEL_REGISTRY", raising=False)
-    C, best = _planted()
+    C, best = planted_cka()
     names = [f"net{i}" for i in range(len(C))]
     m = tmp_path / "M.npz"
     np.savez(m, names=np.array(names), matrix=C, layers=np.array([f"blocks.{i % 3}" for i in range(len(C))]))
@@ -98,7 +86,7 @@ def test_from_the_registry_models_api_equals_cli(cli, stored, team, size):
 
 
 def test_inputs_that_cannot_be_optimised_are_errors(tmp_path):
-    C, _ = _planted()
+    C, _ = planted_cka()
     m = tmp_path / "M.npz"
     np.savez(m, names=np.array([f"n{i}" for i in range(len(C))]), matrix=C)
     with pytest.raises(InputError, match="biased HSIC"):

@@ -77,3 +77,18 @@ def planted_blue_features(n: int, seed: int = 0, M: int = 100, k: int = 20):
     feats = [feats[i] for i in order]
     labels = np.asarray(cluster)[order]
     return feats, sorted(np.flatnonzero(labels == 0).tolist()), labels
+
+
+def planted_cka(M: int = 30, k: int = 8, seed: int = 0) -> tuple[np.ndarray, list[int]]:
+    """An M x M CKA matrix whose best k-subset (by mean pairwise CKA) is planted, and that subset: the k models
+    agree at 0.78-0.82, a decoy of 4 agrees higher (0.95-0.99) but is too small to be chosen, the rest 0.2-0.5."""
+    rng = np.random.default_rng(seed)
+    C = rng.uniform(0.2, 0.5, (M, M))
+    perm = rng.permutation(M)
+    best, decoy = perm[:k], perm[k:k + 4]
+    C[np.ix_(best, best)] = rng.uniform(0.78, 0.82, (k, k))
+    C[np.ix_(decoy, decoy)] = rng.uniform(0.95, 0.99, (4, 4))
+    C = (C + C.T) / 2
+    np.fill_diagonal(C, 1)
+    return C, sorted(best.tolist())
+

@@ -8,6 +8,7 @@ seconds. Needs the ``text`` extra.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..features.text import offline_minilm_path
@@ -57,3 +58,19 @@ def make_tiny_roberta(folder: str | Path, seed: int = 0, hidden_size: int = 24, 
     _seeded_init(seed, lambda: RobertaModel(cfg)).save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
+
+
+def write_tiny_pool(root: str | Path, ids: Sequence[str | int] = (1, 2, 3), hf_ids: Sequence[str] | None = None,
+                    hidden_size: int = 32) -> Path:
+    """A pool file ``root/pool.yaml`` of tiny random BERTs, candidate ``ids[i]`` saved in ``root/m<id>`` with seed
+    ``i + 1`` (and Hugging Face id ``hf_ids[i]`` when given): a local pool that loads offline."""
+    root = Path(root)
+    rows = []
+    for i, cid in enumerate(ids):
+        folder = make_tiny_bert(root / f"m{cid}", seed=i + 1, hidden_size=hidden_size)
+        hf = f", hf_id: {hf_ids[i]}" if hf_ids else ""
+        rows.append(f"  - {{id: '{cid}'{hf}, path: {folder}}}\n")
+    pool = root / "pool.yaml"
+    pool.write_text("candidates:\n" + "".join(rows), encoding="utf-8")
+    return pool
+

@@ -14,12 +14,13 @@ from __future__ import annotations
 import abc
 import os
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ...errors import InputError
+from ...registry import closest
 
 if TYPE_CHECKING:  # annotations only: the formats look the sources up, never the reverse
     from ..formats.entries import ModelEntry
@@ -187,6 +188,20 @@ class ModelSource(abc.ABC):
         """The model's own ``input_size`` (h, w) and preprocessing (``mean``, ``std``, ``interpolation``,
         ``crop_pct``) where the source knows them; the caller fills the rest with ImageNet's."""
         return {}
+
+    def module(self, name: str | None = None):
+        """The source's package (or its submodule ``name``), imported on first use; missing, one error naming the
+        extra to install."""
+        return import_package(name or self.package, self.extra, self.name)
+
+    def check_arch(self, entry: ModelEntry, arch: str, names: Sequence[str]) -> str:
+        """``arch`` when it is one of the source's architecture ``names``; otherwise an error with the closest."""
+        if arch not in names:
+            close = closest(arch, names)
+            hint = f" Did you mean {close!r}?" if close else ""
+            raise InputError(f"model {entry.model_name!r}: unknown {self.name} architecture {arch!r}.{hint}",
+                             field="model_parameters.arch" if "arch" in entry.model_parameters else "model_name")
+        return arch
 
     def std_call(self, module, spec: Spec):
         fwd = dict(spec.forward_args)

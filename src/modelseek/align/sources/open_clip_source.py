@@ -3,11 +3,8 @@ through ``encode_text``. Layer paths are relative to the whole CLIP model (``vis
 
 from __future__ import annotations
 
-from ...errors import InputError
-from ...registry import closest
 from . import register
-from .base import (LoadedModel, ModelSource, WeightsUnavailable, _first_line, import_package, offline,
-                   offline_reason, seeded)
+from .base import (LoadedModel, ModelSource, WeightsUnavailable, _first_line, offline, offline_reason, seeded)
 
 
 @register
@@ -16,12 +13,8 @@ class OpenClipSource(ModelSource):
     package = "open_clip"
 
     def build(self, entry, spec) -> LoadedModel:
-        oc = import_package("open_clip", self.extra, self.name)
-        if spec.arch not in oc.list_models():
-            close = closest(spec.arch, oc.list_models())
-            hint = f" Did you mean {close!r}?" if close else ""
-            raise InputError(f"model {entry.model_name!r}: unknown open_clip architecture {spec.arch!r}.{hint}",
-                             field="model_parameters.arch" if "arch" in entry.model_parameters else "model_name")
+        oc = self.module()
+        self.check_arch(entry, spec.arch, oc.list_models())
         pretrained = None if spec.random else (str(spec.weights_file) if spec.weights_file else entry.weights)
         if pretrained is not None and spec.weights_file is None and offline():
             raise WeightsUnavailable(f"model {entry.model_name!r}: pretrained weights {pretrained!r} cannot be "

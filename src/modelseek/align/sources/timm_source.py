@@ -13,10 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import InputError
-from ...registry import closest
 from . import register
-from .base import (LoadedModel, ModelSource, Spec, WeightsUnavailable, _first_line, import_package,
-                   is_default_pretrained, load_state_dict, offline, offline_reason, seeded)
+from .base import (LoadedModel, ModelSource, Spec, WeightsUnavailable, _first_line, is_default_pretrained,
+                   load_state_dict, offline, offline_reason, seeded)
 
 
 @register
@@ -25,18 +24,14 @@ class TimmSource(ModelSource):
     package = "timm"
 
     def _timm(self):
-        return import_package("timm", self.extra, self.name)
+        return self.module()
 
     def _name(self, timm, entry, spec: Spec) -> str:
         """The full model name (architecture and tag) whose weights and config are meant."""
         name = spec.arch
         base, _, tag = name.partition(".")
         if not timm.is_model(base):
-            names = timm.list_models()
-            close = closest(base, names)
-            hint = f" Did you mean {close!r}?" if close else ""
-            raise InputError(f"model {entry.model_name!r}: unknown timm architecture {base!r}.{hint}",
-                             field="model_parameters.arch" if "arch" in entry.model_parameters else "model_name")
+            self.check_arch(entry, base, timm.list_models())
         w = entry.weights.strip() if entry.weights else ""
         if not tag and w and not spec.random and not spec.weights_file and not is_default_pretrained(w):
             tag = w  # weights named by a tag of the architecture

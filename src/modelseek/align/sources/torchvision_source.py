@@ -10,10 +10,9 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ...errors import InputError
-from ...registry import closest
 from . import register
-from .base import (LoadedModel, ModelSource, WeightsUnavailable, _first_line, import_package, is_default_pretrained,
-                   load_state_dict, offline, offline_reason, seeded, Spec)
+from .base import (LoadedModel, ModelSource, WeightsUnavailable, _first_line, is_default_pretrained, load_state_dict,
+                   offline, offline_reason, seeded, Spec)
 
 
 @register
@@ -22,16 +21,10 @@ class TorchvisionSource(ModelSource):
     package = "torchvision"
 
     def _models(self):
-        return import_package("torchvision.models", self.extra, self.name)
+        return self.module("torchvision.models")
 
     def _arch(self, tvm, entry, arch: str) -> str:
-        names = tvm.list_models()
-        if arch not in names:
-            close = closest(arch, names)
-            hint = f" Did you mean {close!r}?" if close else ""
-            raise InputError(f"model {entry.model_name!r}: unknown torchvision architecture {arch!r}.{hint}",
-                             field="model_parameters.arch" if "arch" in entry.model_parameters else "model_name")
-        return arch
+        return self.check_arch(entry, arch, tvm.list_models())
 
     def _weights(self, tvm, entry, arch: str):
         """The weights enum member that ``entry.weights`` names (None for random / a checkpoint)."""
