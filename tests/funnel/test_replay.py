@@ -323,6 +323,7 @@ def test_select_plans_with_the_reliability_measured_on_the_given_history(tmp_pat
     assert any(x.startswith("  expected gain per fine-tune: 0->1: nDCG@5 +0.000") for x in lines)
 
 
+@pytest.mark.slow(reason="10 s: the replay benchmark end to end, three worlds and every acquisition rule")
 def test_benchmark_small(tmp_path, capsys):
     import importlib.util
 
