@@ -70,6 +70,7 @@ def _independent_prior(truth: GroundTruth, k: int, folds: int, seed: int) -> tup
     scores = {}
     for fold in held:
         mean_rank = ranks.drop(index=fold).mean(axis=0)
+        mean_rank = mean_rank.fillna(mean_rank.mean())  # a model the other folds never fine-tuned: neutral
         order = sorted(ranks.columns, key=lambda m: (mean_rank[m], list(ranks.columns).index(m)))
         for t in fold:
             f1 = truth.f1(t)
@@ -113,6 +114,19 @@ def test_a_truth_with_holes_replays_each_task_over_its_own_pool(k):
         assert (_values(data, policy, k, "regret") >= 0).all()
     assert np.isfinite(data.reliability["prior"]) and data.reliability["oracle"] == pytest.approx(1.0)
     assert data.extra["trust"] == [0.0] * 4  # 9 history tasks a fold: too few to learn a weight from
+
+
+def test_a_model_scored_on_one_task_only_is_neutral_where_that_task_is_held_out():
+    frame = _holey().frame[["task_id", "model_id", "f1"]]
+    lonely = GroundTruth(pd.concat([frame, pd.DataFrame([("t0", "m9", 0.79)], columns=frame.columns)]))
+    data = replay(lonely, finetunes=[0, 3], folds=4, seed=2)  # t0's fold has never seen m9: no evidence either way
+    for k in (0, 3):  # the independent computation gives an unseen model the mean of the others' mean ranks
+        ndcg5, regret = _independent_prior(lonely, k, 4, 2)
+        assert _values(data, "prior", k, "ndcg@5").mean() == pytest.approx(ndcg5, abs=1e-12)
+        assert _values(data, "prior", k, "regret").mean() == pytest.approx(regret, abs=1e-12)
+    hist = GroundTruth(frame.assign(task_id=lambda d: "h" + d.task_id))
+    with pytest.raises(InputError, match="no fine-tuning result for model"):  # a given history must know them all
+        replay(lonely, history=hist)
 
 
 def test_a_task_needs_two_scored_models():

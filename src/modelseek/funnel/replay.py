@@ -100,18 +100,23 @@ class Table:
         if self.scored.all():
             return self.score
         grand = np.nanmean(self.score)
-        row = np.nanmean(self.score, axis=1, keepdims=True)
-        col = np.nanmean(self.score, axis=0, keepdims=True)
+        row = np.nanmean(self.score, axis=1, keepdims=True)  # every task has 2 scores or more (from_truth)
+        seen = self.scored.sum(axis=0, keepdims=True)
+        col = np.where(seen > 0, np.nansum(self.score, axis=0, keepdims=True) / np.maximum(seen, 1), np.nan)
         fill = np.where(np.isnan(row), grand, row) + np.where(np.isnan(col), grand, col) - grand
         return np.where(self.scored, self.score, fill)
 
     @classmethod
-    def from_truth(cls, truth: GroundTruth, model_ids: Sequence[str] | None = None, what: str = "ground truth"
-                   ) -> Table:
+    def from_truth(cls, truth: GroundTruth, model_ids: Sequence[str] | None = None, what: str = "ground truth",
+                   unseen: bool = False) -> Table:
+        """The table of ``truth`` over ``model_ids``; a model it never scored is an error, or with ``unseen`` a
+        column of holes."""
         m = truth.matrix("f1")
         models = list(model_ids) if model_ids is not None else [str(c) for c in m.columns]
         missing = [c for c in models if c not in m.columns]
-        if missing:
+        if missing and unseen:
+            m = m.reindex(columns=[*m.columns, *missing])
+        elif missing:
             raise InputError(f"the {what} has no score for model(s) {', '.join(missing[:5])}",
                              path=truth.source or None, field="model_id")
         a = m[models].to_numpy(dtype=float)
@@ -186,15 +191,20 @@ class JointModel:
         return picks, scores + [scores[-1]] * (steps + 1 - len(scores))
 
 
-def avgrank_scores(history: GroundTruth, model_ids: Sequence[str]) -> np.ndarray:
+def avgrank_scores(history: GroundTruth, model_ids: Sequence[str], unseen_neutral: bool = False) -> np.ndarray:
     """The average-rank prior's score (minus the mean ``model_rank``) of each of ``model_ids``, fitted on
-    ``history`` by :class:`modelseek.rankers.avgrank.AvgRank`."""
+    ``history`` by :class:`modelseek.rankers.avgrank.AvgRank`. A model the history never fine-tuned is an error,
+    or with ``unseen_neutral`` (a cross-fitting fold whose held-out tasks were its only results) gets the mean of
+    the others' scores: no evidence either way."""
     from ..rankers.avgrank import AvgRank  # lazy: start-up
 
     ranker = AvgRank().fit(None, history)
     by_id = dict(zip(ranker.trained_.model_ids, ranker.mean_rank_.tolist()))
     missing = [m for m in model_ids if m not in by_id]
-    if missing:
+    if missing and unseen_neutral and len(missing) < len(model_ids):
+        neutral = float(np.mean([by_id[m] for m in model_ids if m in by_id]))
+        by_id.update({m: neutral for m in missing})
+    elif missing:
         raise InputError(f"the history has no fine-tuning result for model(s) {', '.join(missing[:5])}",
                          path=history.source or None, field="model_id")
     return -np.array([by_id[m] for m in model_ids])
@@ -204,6 +214,7 @@ def avgrank_scores(history: GroundTruth, model_ids: Sequence[str]) -> np.ndarray
 class Split:
     test: np.ndarray             # row indices of the replayed table
     history: GroundTruth         # what the policies learn from
+    cross_fitted: bool = False   # the history is the other folds of the replayed truth
 
 
 def splits(truth: GroundTruth, table: Table, history: GroundTruth | None, folds: int, seed: int) -> list[Split]:
@@ -219,8 +230,8 @@ def splits(truth: GroundTruth, table: Table, history: GroundTruth | None, folds:
     from ..data.folds import make_folds  # lazy: start-up
 
     held = make_folds(table.task_ids, truth.tiers(table.task_ids), folds=folds, seed=seed)
-    return [Split(np.array(sorted(pos[t] for t in fold)), truth.subset([t for t in table.task_ids if t not in fold]))
-            for fold in held]
+    return [Split(np.array(sorted(pos[t] for t in fold)), truth.subset([t for t in table.task_ids if t not in fold]),
+                  cross_fitted=True) for fold in held]
 
 
 def check_covers(run: Run, task_ids: Sequence[str], path: str | None = None) -> None:
@@ -252,7 +263,7 @@ def _orders(scores: np.ndarray, prior: np.ndarray) -> np.ndarray:
 def policy_orders(split: Split, table: Table, signals: Sequence[Run]) -> dict[str, np.ndarray]:
     """Each plain policy's order of the candidates (rows: the split's test tasks)."""
     rows = split.test
-    prior = avgrank_scores(split.history, table.model_ids)
+    prior = avgrank_scores(split.history, table.model_ids, unseen_neutral=split.cross_fitted)
     out = {PRIOR: _orders(np.repeat(prior[None, :], len(rows), 0), prior)}
     if signals:
         tids = [table.task_ids[r] for r in rows]
@@ -360,7 +371,7 @@ def _sequential_split(table: Table, split: Split, base: np.ndarray, observed: np
                       gains: np.ndarray, idcg: dict[int, np.ndarray], finetunes: Sequence[int], noise: float,
                       acquisition: Acquisition, trust: float) -> dict[int, dict[str, np.ndarray]]:
     """The sequential policy's per-(draw, task) metrics (see :class:`JointModel`)."""
-    hist = Table.from_truth(split.history, table.model_ids, what="history")
+    hist = Table.from_truth(split.history, table.model_ids, what="history", unseen=split.cross_fitted)
     model = JointModel(hist.imputed(), noise)
     scored = table.scored[split.test]
     n_rep, n, m = observed.shape
