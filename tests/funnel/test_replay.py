@@ -129,6 +129,14 @@ def test_a_model_scored_on_one_task_only_is_neutral_where_that_task_is_held_out(
         replay(lonely, history=hist)
 
 
+def test_a_truth_of_few_tasks_is_cross_fitted_one_task_a_fold_by_default():
+    data = replay(_truth(3), finetunes=[0, 1, 3])
+    assert data.folds == 3 and data.extra["trust"] == [0.0] * 3
+    assert np.array_equal(_values(data, "sequential", 3, "ndcg@5"), _values(data, "prior", 3, "ndcg@5"))
+    with pytest.raises(InputError, match="folds"):  # asked for explicitly, more folds than tasks is an error
+        replay(_truth(3), folds=5)
+
+
 def test_a_task_needs_two_scored_models():
     frame = _truth(6).frame[["task_id", "model_id", "f1"]]
     lone = GroundTruth(frame[(frame.task_id != "t3") | (frame.model_id == "m0")])
@@ -194,6 +202,12 @@ def test_gaussian_conditioning_matches_the_formula():
     picks, means = model.walk(np.array([1, 2, 0]), np.array([0.40, 0.70, 0.66]), 3, "pi")
     assert picks[0] == 2 and sorted(picks) == [0, 1, 2] and len(means) == 4
     assert np.allclose(means[1], model.condition([2], [0.66])[0])  # pi ranks the others by the conditional mean
+    base = np.array([1, 2, 0])
+    for trust in (0.0, 50.0):  # blend: the plain order's first; weight 0 keeps the plain order whatever is seen
+        picks, scores = model.walk(base, np.array([0.40, 0.70, 0.66]), 2, "blend", trust)
+        assert picks[0] == 2 and len(scores) == 3
+        if trust == 0:
+            assert picks == [2, 0] and all(np.argsort(-sc).tolist() == [2, 0, 1] for sc in scores)
 
 
 def test_blend_with_zero_trust_is_the_plain_top_k_and_learns_trust_where_models_co_vary():

@@ -53,7 +53,8 @@ def register(sub) -> None:
     p.add_argument("--noise", type=NON_NEGATIVE_FLOAT, default=0.0, metavar="SD",
                    help="sd of the seed noise added to a revealed score, in the score's units (default 0)")
     p.add_argument("--repeats", type=SAMPLE_COUNT, default=1, metavar="N", help="noise draws (default 1)")
-    p.add_argument("--folds", type=int_at_least(2), default=5, help="cross-fitting folds by task (default 5)")
+    p.add_argument("--folds", type=int_at_least(2),
+                   help="cross-fitting folds by task (default 5, or one per task when TRUTH has fewer)")
     p.add_argument("--acquisition", type=choice(Acquisition), default=Acquisition.BLEND, metavar=metavar(Acquisition),
                    help="how the sequential policy picks the next candidate (default blend: the plain order moved by "
                         "the Gaussian's evidence, weighted by --trust; pi: most likely to beat the best so far; ei: "

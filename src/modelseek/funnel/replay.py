@@ -361,7 +361,9 @@ def _replay_split(table: Table, split: Split, orders: dict[str, np.ndarray], noi
             final = _final_scores(rank_of, flat(o)[:, :kk], flat(observed))
             out[name][k] = {key: v.reshape(n_rep, n) for key, v in
                             _score_final(final, flat(true), g_all, i_all).items()}
-    if sequential_from is not None:
+    if sequential_from is not None and acquisition is Acquisition.BLEND and trust == 0:
+        out[SEQUENTIAL] = out[sequential_from]  # weight 0: the plain top-k exactly (no joint model to fit)
+    elif sequential_from is not None:
         out[SEQUENTIAL] = _sequential_split(table, split, orders[sequential_from], observed, true, gains, idcg,
                                             finetunes, noise, acquisition, trust)
     return out
@@ -444,11 +446,13 @@ def _split_trust(sp: Split, table: Table, signals: Sequence[Run], ks: Sequence[i
 
 
 def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth | None = None,
-           finetunes: Sequence[int] = DEFAULT_FINETUNES, noise: float = 0.0, repeats: int = 1, folds: int = 5,
+           finetunes: Sequence[int] = DEFAULT_FINETUNES, noise: float = 0.0, repeats: int = 1,
+           folds: int | None = None,
            seed: int = 0, sequential: bool = True, acquisition: Acquisition | str = Acquisition.BLEND,
            trust: float | None = None) -> ReplayData:
     """Replay every policy on every task of ``truth`` (see the module docstring). ``history``: what the
-    policies learn from (default: ``folds``-fold cross-fitting by task within ``truth``); ``signals``: runs
+    policies learn from (default: ``folds``-fold cross-fitting by task within ``truth``; ``folds`` defaults to 5,
+    or one fold per task when there are fewer); ``signals``: runs
     scoring the candidates of every task; ``noise``: sd of the seed noise added to each revealed score
     (``repeats`` draws, from ``numpy.random.default_rng(seed)``)."""
     acq = Acquisition.parse(acquisition, field="--acquisition")
@@ -469,6 +473,7 @@ def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth
     table = Table.from_truth(truth)
     for run in signals:
         check_covers(run, table.task_ids)
+    folds = min(5, len(table.task_ids)) if folds is None else int(folds)
     parts = splits(truth, table, history, folds, seed)
     rng = np.random.default_rng(seed)
     draws = rng.normal(0.0, noise, (int(repeats), len(table.task_ids), len(table.model_ids))) if noise > 0 \
