@@ -288,6 +288,11 @@ def test_cli_train_truth_and_errors(cli, tmp_path):
     assert json.loads(r.out)["folds"] is None and json.loads(r.out)["history"].endswith("hist.csv")
     r = cli("replay", str(csv), "--train-truth", str(csv))  # every history task is replayed: none left to learn
     assert r.code == 1 and r.err.startswith("error:") and "truth.csv" in r.err and len(r.err.strip().splitlines()) == 1
+    acc = tmp_path / "zoo.csv"  # a published zoo's records with their own column name
+    acc.write_text("task_id,model_id,accuracy\nt0,m0,81.5\nt0,m1,79.0\n")
+    r = cli("replay", str(acc), "--any-score")
+    assert r.code == 1 and "zoo.csv:1" in r.err and "'f1'" in r.err and "'accuracy'" in r.err
+    assert len(r.err.strip().splitlines()) == 1
     bad = tmp_path / "bad.csv"
     bad.write_text("task_id,model_id,f1\nt0,m0,0.5\nt0,m1,lots\n")
     r = cli("replay", str(bad))

@@ -242,7 +242,10 @@ class GroundTruth:
         fields = _header(text, path)
         for col in ("task_id", "model_id", "f1"):
             if col not in fields:
-                raise InputError("missing column", path=path, line=1, field=col)
+                hint = (" (the score column is named f1 whatever it holds; with --any-score it may hold accuracy "
+                        "in %, BLEU ...)") if col == "f1" else ""
+                header = ", ".join(map(repr, fields))[:200]
+                raise InputError(f"missing column (the header has: {header}){hint}", path=path, line=1, field=col)
         crit_col = "criticality" if "criticality" in fields else None
         rows = _read_truth_arrow(data, fields, crit_col, any_score)
         if rows is None:  # the careful path only when the fast one refuses
