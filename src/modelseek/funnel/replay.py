@@ -103,7 +103,7 @@ class Table:
         row = np.nanmean(self.score, axis=1, keepdims=True)  # every task has 2 scores or more (from_truth)
         seen = self.scored.sum(axis=0, keepdims=True)
         col = np.where(seen > 0, np.nansum(self.score, axis=0, keepdims=True) / np.maximum(seen, 1), np.nan)
-        fill = np.where(np.isnan(row), grand, row) + np.where(np.isnan(col), grand, col) - grand
+        fill = row + np.where(np.isnan(col), grand, col) - grand
         return np.where(self.scored, self.score, fill)
 
     @classmethod
@@ -169,21 +169,21 @@ class JointModel:
         sd0 = np.sqrt(np.maximum(np.diag(self.cov), 1e-12))
         picks: list[int] = []
         scores = [base_z if acq is Acquisition.BLEND else self.mean.copy()]
+        var = np.diag(self.cov)
         for step in range(min(steps, int(avail.sum()))):
             if step == 0:
                 nxt = int(np.argmin(np.where(avail, base_rank, m)))
             else:
-                p = scores[-1].copy() if acq in (Acquisition.BLEND, Acquisition.MEAN) else None
-                if p is None:
-                    mu, var = self.condition(picks, observed[picks])
+                p = scores[-1].copy()  # blend's score, or (mean) the conditional mean given the picks so far
+                if acq in (Acquisition.PI, Acquisition.EI):  # scores[-1] is that conditional mean, var its variance
                     sd = np.sqrt(var)
-                    z = (mu - observed[picks].max()) / sd
+                    z = (p - observed[picks].max()) / sd
                     p = norm.cdf(z) if acq is Acquisition.PI else sd * (z * norm.cdf(z) + norm.pdf(z))
                 p[picks] = -np.inf
                 p[~avail] = -np.inf
                 nxt = int(np.argmax(p))
             picks.append(nxt)
-            mu = self.condition(picks, observed[picks])[0]
+            mu, var = self.condition(picks, observed[picks])
             if acq is Acquisition.BLEND:
                 moved = (mu - self.mean) / sd0
                 mu = base_z + trust * (moved - moved.mean())
