@@ -5,6 +5,7 @@ import json
 import os
 import re
 import socket
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,9 @@ def _chromium():
     return sync_api
 
 
+@contextmanager
 def _serve(tmp_path, cfg, subs):
+    """A board holding ``subs``, served on a free port: (its URL, its store); stopped afterwards."""
     pytest.importorskip("gradio")
     from modelseek.duel.app import build_app, launch
     from modelseek.duel.storage import Store
@@ -41,16 +44,31 @@ def _serve(tmp_path, cfg, subs):
     demo = build_app(store)
     port = _free_port()
     launch(demo, "127.0.0.1", port, prevent_thread_lock=True, quiet=True)
-    return f"http://127.0.0.1:{port}/", store, demo
+    try:
+        yield f"http://127.0.0.1:{port}/", store
+    finally:
+        demo.close()
+        store.close()
+
+
+@contextmanager
+def _page(sync_api, url: str, width: int, height: int):
+    """A Chromium page opened on ``url``; the browser is closed afterwards."""
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": width, "height": height})
+            page.goto(url, wait_until="domcontentloaded")
+            yield page
+        finally:
+            browser.close()
 
 
 @pytest.fixture
 def app_url(tmp_path, cfg, sub_dicts):
     hostile = {**sub_dicts[4], "metadata": {**sub_dicts[4]["metadata"], "model": HOSTILE}}
-    url, store, demo = _serve(tmp_path, cfg, [*sub_dicts[:3], hostile])
-    yield url, store
-    demo.close()
-    store.close()
+    with _serve(tmp_path, cfg, [*sub_dicts[:3], hostile]) as served:
+        yield served
 
 
 @pytest.mark.slow(reason="9 s (setup and call) on 2 busy cores")
@@ -61,81 +79,64 @@ def test_upload_presubmit_confirm_in_chromium(app_url, tmp_path, sub_dicts):
     d = dict(sub_dicts[3])
     d["metadata"] = {**d["metadata"], "model": "brand-new-model"}
     upload.write_text(json.dumps(d), encoding="utf-8")
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 1000})
-            page.goto(url, wait_until="domcontentloaded")
-            board = page.locator("#leaderboard")
-            sync_api.expect(board).to_contain_text("model-00", timeout=30_000)
-            assert "brand-new-model" not in board.inner_text()
-            # a hostile model name is shown as text, not rendered as HTML
-            sync_api.expect(board).to_contain_text(HOSTILE, timeout=30_000)
-            assert page.locator("#leaderboard b").count() == 0 and page.locator("#leaderboard img").count() == 0
-            # the Duels tab is filled on first open: the leader's duels, with its details
-            leader = store.leaderboard()["model"].iloc[0]
-            page.get_by_role("tab", name="Duels").click()
-            sync_api.expect(page.locator("#duels")).to_contain_text("task_acc", timeout=30_000)
-            sync_api.expect(page.locator("#duel-model input")).to_have_value(leader, timeout=30_000)
-            sync_api.expect(page.locator("#model-details")).to_contain_text("example.org", timeout=30_000)
-            page.get_by_role("tab", name="Submit").click()
-            page.locator("#upload input[type=file]").set_input_files(str(upload))
-            sync_api.expect(page.locator("#upload")).to_contain_text("new-model.json", timeout=30_000)
-            page.locator("#presubmit").click()
-            sync_api.expect(page.locator("#status")).to_contain_text("Preview", timeout=60_000)
-            sync_api.expect(page.locator("#preview")).to_contain_text("brand-new-model", timeout=30_000)
-            assert "brand-new-model" not in {m for _, m in store.published()}   # not yet published
-            page.locator("#confirm").click()
-            sync_api.expect(page.locator("#status")).to_contain_text("Published", timeout=60_000)
-            sync_api.expect(page.locator("#preview")).to_be_hidden(timeout=30_000)   # no "Preview" once published
-            page.get_by_role("tab", name="Leaderboard").click()
-            sync_api.expect(page.locator("#leaderboard")).to_contain_text("brand-new-model", timeout=30_000)
-            # the new model's duels: whom it beat on each task, with p-values
-            page.get_by_role("tab", name="Duels").click()
-            box = page.locator("#duel-model input")
-            box.click()
-            box.fill("brand-new-model")
-            page.get_by_role("option", name="brand-new-model").click()
-            sync_api.expect(page.locator("#duels")).to_contain_text("task_acc", timeout=30_000)
-            sync_api.expect(page.locator("#duels")).to_contain_text("model-00", timeout=30_000)
-            details = page.locator("#model-details").inner_text()
-            assert re.search(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC", details)     # a readable date
-            page.get_by_role("tab", name="Leaderboard").click()
-            # short headers that do not wrap inside a word, the full name on hover, one number format
-            heads = page.locator("#leaderboard th")
-            sync_api.expect(heads.first).to_be_visible(timeout=30_000)
-            texts = [t.strip() for t in heads.all_inner_texts()]
-            assert "Overall" in " ".join(texts) and all("\n" not in t for t in texts if t)
-            sync_api.expect(page.locator("#leaderboard th[title*='overall win score']").first).to_be_attached(
-                timeout=30_000)
-            board_text = page.locator("#leaderboard").inner_text()
-            numbers = re.findall(r"(?<![\w.-])\d+\.\d+(?![\w.])", board_text)
-            assert numbers and all(re.fullmatch(r"\d+\.\d{2}", x) for x in numbers), numbers
-            assert "100.00" in numbers or "0.00" in numbers          # not "100" beside "62.39"
-        finally:
-            browser.close()
+    with _page(sync_api, url, 1400, 1000) as page:
+        board = page.locator("#leaderboard")
+        sync_api.expect(board).to_contain_text("model-00", timeout=30_000)
+        assert "brand-new-model" not in board.inner_text()
+        # a hostile model name is shown as text, not rendered as HTML
+        sync_api.expect(board).to_contain_text(HOSTILE, timeout=30_000)
+        assert page.locator("#leaderboard b").count() == 0 and page.locator("#leaderboard img").count() == 0
+        # the Duels tab is filled on first open: the leader's duels, with its details
+        leader = store.leaderboard()["model"].iloc[0]
+        page.get_by_role("tab", name="Duels").click()
+        sync_api.expect(page.locator("#duels")).to_contain_text("task_acc", timeout=30_000)
+        sync_api.expect(page.locator("#duel-model input")).to_have_value(leader, timeout=30_000)
+        sync_api.expect(page.locator("#model-details")).to_contain_text("example.org", timeout=30_000)
+        page.get_by_role("tab", name="Submit").click()
+        page.locator("#upload input[type=file]").set_input_files(str(upload))
+        sync_api.expect(page.locator("#upload")).to_contain_text("new-model.json", timeout=30_000)
+        page.locator("#presubmit").click()
+        sync_api.expect(page.locator("#status")).to_contain_text("Preview", timeout=60_000)
+        sync_api.expect(page.locator("#preview")).to_contain_text("brand-new-model", timeout=30_000)
+        assert "brand-new-model" not in {m for _, m in store.published()}   # not yet published
+        page.locator("#confirm").click()
+        sync_api.expect(page.locator("#status")).to_contain_text("Published", timeout=60_000)
+        sync_api.expect(page.locator("#preview")).to_be_hidden(timeout=30_000)   # no "Preview" once published
+        page.get_by_role("tab", name="Leaderboard").click()
+        sync_api.expect(page.locator("#leaderboard")).to_contain_text("brand-new-model", timeout=30_000)
+        # the new model's duels: whom it beat on each task, with p-values
+        page.get_by_role("tab", name="Duels").click()
+        box = page.locator("#duel-model input")
+        box.click()
+        box.fill("brand-new-model")
+        page.get_by_role("option", name="brand-new-model").click()
+        sync_api.expect(page.locator("#duels")).to_contain_text("task_acc", timeout=30_000)
+        sync_api.expect(page.locator("#duels")).to_contain_text("model-00", timeout=30_000)
+        details = page.locator("#model-details").inner_text()
+        assert re.search(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC", details)     # a readable date
+        page.get_by_role("tab", name="Leaderboard").click()
+        # short headers that do not wrap inside a word, the full name on hover, one number format
+        heads = page.locator("#leaderboard th")
+        sync_api.expect(heads.first).to_be_visible(timeout=30_000)
+        texts = [t.strip() for t in heads.all_inner_texts()]
+        assert "Overall" in " ".join(texts) and all("\n" not in t for t in texts if t)
+        sync_api.expect(page.locator("#leaderboard th[title*='overall win score']").first).to_be_attached(
+            timeout=30_000)
+        board_text = page.locator("#leaderboard").inner_text()
+        numbers = re.findall(r"(?<![\w.-])\d+\.\d+(?![\w.])", board_text)
+        assert numbers and all(re.fullmatch(r"\d+\.\d{2}", x) for x in numbers), numbers
+        assert "100.00" in numbers or "0.00" in numbers          # not "100" beside "62.39"
     assert "brand-new-model" in {m for _, m in store.published()}
 
 
 @pytest.mark.slow(reason="5 s (setup and call) on 2 busy cores")
 def test_empty_board_in_chromium(tmp_path, cfg):
     sync_api = _chromium()
-    url, store, demo = _serve(tmp_path, cfg, [])
-    try:
-        with sync_api.sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
-            try:
-                page = browser.new_page(viewport={"width": 1200, "height": 900})
-                page.goto(url, wait_until="domcontentloaded")
-                sync_api.expect(page.locator("#empty")).to_contain_text("No model is published yet", timeout=30_000)
-                page.get_by_role("tab", name="Duels").click()
-                sync_api.expect(page.locator("#duels-empty")).to_contain_text("No model is published yet",
-                                                                                timeout=30_000)
-            finally:
-                browser.close()
-    finally:
-        demo.close()
-        store.close()
+    with _serve(tmp_path, cfg, []) as (url, _), _page(sync_api, url, 1200, 900) as page:
+        sync_api.expect(page.locator("#empty")).to_contain_text("No model is published yet", timeout=30_000)
+        page.get_by_role("tab", name="Duels").click()
+        sync_api.expect(page.locator("#duels-empty")).to_contain_text("No model is published yet",
+                                                                        timeout=30_000)
 
 
 @pytest.mark.slow(reason="drives chromium against a running server (about 4 s)")
@@ -143,47 +144,36 @@ def test_publications_from_an_empty_board_in_chromium(tmp_path, cfg, sub_dicts):
     """Issue #35's page: the staged file stays visible until confirmed, the Duels tab is current after every
     publication (no reload), the model columns and the search by name."""
     sync_api = _chromium()
-    url, store, demo = _serve(tmp_path, cfg, [])
     files = []
     for d in sub_dicts[1:3]:
         files.append(tmp_path / f"upload-{d['metadata']['model']}.json")
         files[-1].write_text(json.dumps(d), encoding="utf-8")
-    try:
-        with sync_api.sync_playwright() as pw:
-            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
-            try:
-                page = browser.new_page(viewport={"width": 1400, "height": 1000})
-                page.goto(url, wait_until="domcontentloaded")
-                sync_api.expect(page.locator("#empty")).to_contain_text("No model is published yet", timeout=30_000)
-                page.get_by_role("tab", name="Submit").click()
-                for k, f in enumerate(files):
-                    page.locator("#upload input[type=file]").set_input_files(str(f))
-                    sync_api.expect(page.locator("#upload")).to_contain_text(f.stem, timeout=30_000)
-                    page.locator("#presubmit").click()
-                    sync_api.expect(page.locator("#status")).to_contain_text("Preview", timeout=60_000)
-                    # the staged file is still shown, by name, until confirm or discard
-                    sync_api.expect(page.locator("#upload")).to_contain_text(f.stem, timeout=30_000)
-                    sync_api.expect(page.locator("#status")).to_contain_text(f.name, timeout=30_000)
-                    page.locator("#confirm").click()
-                    sync_api.expect(page.locator("#status")).to_contain_text("Published", timeout=60_000)
-                    sync_api.expect(page.locator("#upload")).not_to_contain_text(f.stem, timeout=30_000)
-                    # the Duels tab is current without a reload
-                    page.get_by_role("tab", name="Duels").click()
-                    sync_api.expect(page.locator("#model-details")).to_contain_text("example.org", timeout=30_000)
-                    if k:
-                        sync_api.expect(page.locator("#duels")).to_contain_text("task_acc", timeout=30_000)
-                    page.get_by_role("tab", name="Submit").click()
-                page.get_by_role("tab", name="Leaderboard").click()
-                board = page.locator("#leaderboard")
-                sync_api.expect(board).to_contain_text("model-02", timeout=30_000)
-                heads = " ".join(page.locator("#leaderboard th").all_inner_texts())
-                assert all(h in heads for h in ("Type", "Params", "Precision", "Link")), heads
-                sync_api.expect(board).to_contain_text("2.0B", timeout=30_000)          # n_params 2e9
-                page.locator("#search textarea, #search input").first.fill("MODEL-01")
-                sync_api.expect(board).not_to_contain_text("model-02", timeout=30_000)
-                sync_api.expect(board).to_contain_text("model-01", timeout=30_000)
-            finally:
-                browser.close()
-    finally:
-        demo.close()
-        store.close()
+    with _serve(tmp_path, cfg, []) as (url, _), _page(sync_api, url, 1400, 1000) as page:
+        sync_api.expect(page.locator("#empty")).to_contain_text("No model is published yet", timeout=30_000)
+        page.get_by_role("tab", name="Submit").click()
+        for k, f in enumerate(files):
+            page.locator("#upload input[type=file]").set_input_files(str(f))
+            sync_api.expect(page.locator("#upload")).to_contain_text(f.stem, timeout=30_000)
+            page.locator("#presubmit").click()
+            sync_api.expect(page.locator("#status")).to_contain_text("Preview", timeout=60_000)
+            # the staged file is still shown, by name, until confirm or discard
+            sync_api.expect(page.locator("#upload")).to_contain_text(f.stem, timeout=30_000)
+            sync_api.expect(page.locator("#status")).to_contain_text(f.name, timeout=30_000)
+            page.locator("#confirm").click()
+            sync_api.expect(page.locator("#status")).to_contain_text("Published", timeout=60_000)
+            sync_api.expect(page.locator("#upload")).not_to_contain_text(f.stem, timeout=30_000)
+            # the Duels tab is current without a reload
+            page.get_by_role("tab", name="Duels").click()
+            sync_api.expect(page.locator("#model-details")).to_contain_text("example.org", timeout=30_000)
+            if k:
+                sync_api.expect(page.locator("#duels")).to_contain_text("task_acc", timeout=30_000)
+            page.get_by_role("tab", name="Submit").click()
+        page.get_by_role("tab", name="Leaderboard").click()
+        board = page.locator("#leaderboard")
+        sync_api.expect(board).to_contain_text("model-02", timeout=30_000)
+        heads = " ".join(page.locator("#leaderboard th").all_inner_texts())
+        assert all(h in heads for h in ("Type", "Params", "Precision", "Link")), heads
+        sync_api.expect(board).to_contain_text("2.0B", timeout=30_000)          # n_params 2e9
+        page.locator("#search textarea, #search input").first.fill("MODEL-01")
+        sync_api.expect(board).not_to_contain_text("model-02", timeout=30_000)
+        sync_api.expect(board).to_contain_text("model-01", timeout=30_000)
