@@ -223,7 +223,7 @@ def _stream(source, names: list[str], floats: tuple[str, ...], checked: _Checked
                     out[c][rows:rows + k] = _view(col, np.float64)
                     continue
                 np.take(_to_file(index[c], col.dictionary.to_pylist()), _view(col.indices, np.int32),
-                        out=out[c][rows:rows + k])
+                        out=out[c][rows:rows + k], mode="clip")
             rows += k
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError, IndexError, KeyError):
         return None
