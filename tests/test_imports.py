@@ -208,16 +208,44 @@ def test_the_cli_never_imports_the_test_helpers():
     assert not {m: e for m, e in bad.items() if e}
 
 
-def test_importing_modelseek_imports_no_estimator_and_no_heavy_library():
-    code = ("import json, sys; import modelseek; "
+def _loaded_by(statement: str) -> list[str]:
+    code = (f"import json, sys; {statement}; "
             "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('modelseek', 'torch', 'transformers', 'sklearn', 'scipy', 'ray', 'matplotlib'))))")
+            "('modelseek', 'torch', 'transformers', 'sklearn', 'scipy', 'ray', 'matplotlib', 'pyarrow'))))")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), os.environ.get("PYTHONPATH", "")])}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
-    loaded = json.loads(out.stdout)
+    return json.loads(out.stdout)
+
+
+def test_importing_modelseek_imports_no_estimator_and_no_heavy_library():
+    """``import modelseek`` loads ``evaluate`` and what it needs; every other top-level name (``from modelseek
+    import *``) loads its module on first use, and still no estimator and no heavy library."""
+    light = _loaded_by("import modelseek")
+    assert "modelseek.evaluate" in light and not {"modelseek.api", "modelseek.funnel", "modelseek.fusion"} & set(light)
+    loaded = _loaded_by("from modelseek import *")
     assert "modelseek.data" in loaded and "modelseek.fusion" in loaded  # the check sees the package's modules
     assert not [m for m in loaded if m.startswith("modelseek.estimators")]
     assert not [m for m in loaded if not m.startswith("modelseek")]
+
+
+def test_every_top_level_name_resolves_and_is_listed():
+    """The names loaded on first use are the names type checkers read (the TYPE_CHECKING imports) and __all__."""
+    import modelseek
+
+    tree = ast.parse((SRC / PKG / "__init__.py").read_text())
+    typed = {(f".{node.module}", a.name) for block in tree.body if isinstance(block, ast.If)
+             for node in block.body if isinstance(node, ast.ImportFrom) for a in node.names}
+    assert typed == {(m, n) for m, names in modelseek._LAZY.items() for n in names}
+    assert {n for _, n in typed} | {"__version__", "evaluate"} == set(modelseek.__all__)
+
+    assert set(modelseek.__all__) <= set(dir(modelseek))
+    for name in modelseek.__all__:
+        assert getattr(modelseek, name) is not None, name
+    importlib.import_module("modelseek.evaluate")  # the submodule of the same name does not shadow the function
+    assert modelseek.evaluate is importlib.import_module("modelseek.evaluate").evaluate
+    assert importlib.import_module("modelseek.evaluate").__name__ == "modelseek.evaluate"
+    with pytest.raises(AttributeError, match="has no attribute 'nonexistent'"):
+        modelseek.nonexistent  # noqa: B018
 
 
 @pytest.mark.slow(reason="0 s (setup and call) on 2 busy cores")
@@ -354,11 +382,12 @@ def unjustified(lazy: list[dict], edges: dict[str, set[str]], libs: dict[str, se
 
 
 def _start_up_modules() -> tuple[set[str], set[str], set[str]]:
-    """The package modules loaded by ``import modelseek``, by the lean start-up of ``evaluate``, ``compare`` and
-    ``validate`` (their parser alone, ``cli.main``), and by ``modelseek --help`` (read from sys.modules:
-    ``-X importtime`` misses what ``importlib.import_module`` loads, as the command modules are)."""
+    """The package modules loaded by the top level's names (``from modelseek import *``: ``import modelseek``
+    alone loads them when first used), by the lean start-up of ``evaluate``, ``compare`` and ``validate`` (their
+    parser alone, ``cli.main``), and by ``modelseek --help`` (read from sys.modules: ``-X importtime`` misses
+    what ``importlib.import_module`` loads, as the command modules are)."""
     show = "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] == 'modelseek')), file=sys.stderr)\n"
-    code = ("import json, runpy, sys; import modelseek\n" + show +
+    code = ("import json, runpy, sys\nfrom modelseek import *\n" + show +
             "from modelseek.cli.main import build_parser\n"
             "for command in ('evaluate', 'compare', 'validate'):\n    build_parser(command)\n" + show +
             "sys.argv = ['modelseek', '--help']\n"
