@@ -180,6 +180,34 @@ def test_the_fast_and_careful_paths_give_the_same_runs(tmp_path):
     assert numbered == [*range(1, 6), *range(7, len(lines) + 2)]  # line 6 is the blank one
 
 
+def test_a_second_run_id_or_q0_value_blocks_into_the_file_is_read_as_the_careful_path_reads_it(tmp_path):
+    """The fast path keeps no codes for a column while it has one value (RunID, Q0): a second value that first
+    appears megabytes into the file, past many of the reader's blocks, still gives every line its own run, and
+    validation still sees the Q0 of every line."""
+    from modelseek.data import run as R
+
+    n = 120_000  # about 3 MB: several of the reader's blocks
+    lines = [f"{i // 100} {'0' if i == n - 7 else 'Q0'} d{i % 100} {i % 100 + 1} {1 - (i % 100) / 100:.2f} "
+             f"{'late' if i >= n - 1000 else 'early'}" for i in range(n)]
+    path = tmp_path / "run.txt"
+    path.write_text("\n".join(lines) + "\n")
+    fast = R._parse_arrow(path, True)
+    assert fast is not None
+    careful = R._build(path, R._parse_careful(path, path.read_text(), None, True), None)
+    got = read_runs(path)
+    assert list(got) == list(careful) == ["early", "late"]
+    for rid in careful:
+        assert got[rid].lines() == careful[rid].lines()
+    with pytest.raises(ValidationError) as e:
+        validate_run(path)
+    assert any(p.line == n - 6 and "expected 'Q0', found '0'" in p.message for p in e.value.problems)
+    lines[n - 3] = lines[n - 3].replace(" Q0 ", "  ", 1)  # an empty Q0 field in the last block
+    path.write_text("\n".join(lines) + "\n")
+    assert R._parse_arrow(path, False) is None  # the careful path then locates it
+    with pytest.raises(InputError, match=f"run.txt:{n - 2}: .*expected 6 columns"):
+        read_runs(path)
+
+
 @pytest.mark.parametrize("content", [b"", b"\n\n", b"  \n\t\n"])
 def test_empty_run_files_are_located_errors(tmp_path, cli, content):
     p = tmp_path / "empty.txt"

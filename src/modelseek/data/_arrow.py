@@ -108,7 +108,8 @@ def _view(arr: pa.Array, dtype: type) -> np.ndarray:
 
 class Coded(NamedTuple):
     """Columns of a file read by :func:`read_coded`: each text column as (codes, the distinct values by code, in
-    order of first appearance), each float column as an array; ``rows`` lines."""
+    order of first appearance; the codes empty for a column read for its values only), each float column as an
+    array; ``rows`` lines."""
 
     text: dict[str, tuple[np.ndarray, np.ndarray]]
     floats: dict[str, np.ndarray]
@@ -146,14 +147,17 @@ class _Checked:
         self.closed = True
 
 
-def read_spaced(path, what: str, names: list[str], floats: tuple[str, ...]) -> Coded | None:
+def read_spaced(path, what: str, names: list[str], floats: tuple[str, ...],
+                values_only: tuple[str, ...] = ()) -> Coded | None:
     """The fast path of a white-space separated file (a run, TREC qrels) of ``len(names)`` columns: streamed by
     :func:`read_coded` when it is single-spaced, else read whole and rewritten by :func:`single_spaced` (tabs,
     runs of spaces, CRLF). None when neither will do: the caller's careful path then reads it line by line.
-    Missing, a directory, a FIFO, over the cap for ``what``: located :class:`InputError`."""
+    Text columns in ``values_only`` keep their distinct values but no codes (an empty array): a run's Q0 column,
+    checked and dropped, costs no 4 bytes a line. Missing, a directory, a FIFO, over the cap for ``what``:
+    located :class:`InputError`."""
     p = check_file(path, what)
     try:
-        coded = read_coded(str(p), size_limit(what), names, floats)
+        coded = read_coded(str(p), size_limit(what), names, floats, values_only)
     except OSError:
         coded = None  # raced with a change: read_bytes says what is wrong
     if coded is not None:
@@ -161,10 +165,11 @@ def read_spaced(path, what: str, names: list[str], floats: tuple[str, ...]) -> C
     data = read_bytes(path, what)
     spaced = single_spaced(data, len(names)) if is_plain(data) else None
     del data
-    return read_coded_bytes(spaced, names, floats) if spaced is not None else None
+    return read_coded_bytes(spaced, names, floats, values_only) if spaced is not None else None
 
 
-def read_coded(path: str, cap: int, names: list[str], floats: tuple[str, ...]) -> Coded | None:
+def read_coded(path: str, cap: int, names: list[str], floats: tuple[str, ...],
+               values_only: tuple[str, ...] = ()) -> Coded | None:
     """A single-spaced file of ``len(names)`` columns (runs, qrels) streamed through pyarrow's CSV reader, a block
     at a time: text columns become codes as each block arrives, so neither the file nor a whole pyarrow table is
     ever in memory (a 28 MB run is read in about 40 MB above the interpreter's own). None when the file is not
@@ -175,12 +180,13 @@ def read_coded(path: str, cap: int, names: list[str], floats: tuple[str, ...]) -
     with open(path, "rb") as fh:
         src = _Checked(fh, cap)
         size = min(os.fstat(fh.fileno()).st_size, cap)
-        return _stream(pa.PythonFile(src, mode="r"), names, floats, src, None, size)
+        return _stream(pa.PythonFile(src, mode="r"), names, floats, src, None, size, values_only)
 
 
-def read_coded_bytes(data: bytes, names: list[str], floats: tuple[str, ...]) -> Coded | None:
+def read_coded_bytes(data: bytes, names: list[str], floats: tuple[str, ...],
+                     values_only: tuple[str, ...] = ()) -> Coded | None:
     """:func:`read_coded` over ``data`` (already made single-spaced by :func:`single_spaced`)."""
-    return _stream(pa.BufferReader(data), names, floats, None, n_lines(data), len(data))
+    return _stream(pa.BufferReader(data), names, floats, None, n_lines(data), len(data), values_only)
 
 
 # pyarrow's streaming reader keeps several blocks in flight, and each block's dictionaries are turned into the
@@ -200,14 +206,17 @@ def _to_file(seen: dict[str, int], values: list[str]) -> np.ndarray:
 
 
 def _stream(source, names: list[str], floats: tuple[str, ...], checked: _Checked | None,
-            lines: int | None, size: int) -> Coded | None:
+            lines: int | None, size: int, values_only: tuple[str, ...] = ()) -> Coded | None:
     text_type = pa.dictionary(pa.int32(), pa.string())
     types = {c: (pa.float64() if c in floats else text_type) for c in names}
     # the columns are filled in place, sized for the most lines that ``size`` bytes can hold (one character per
     # field): pages never written are never resident, and no block is copied twice (joining per-block arrays
     # at the end cost 30 MB more on a 28 MB run)
     bound = (size + 1) // (2 * len(names)) + 1
-    out = {c: np.empty(bound, dtype=np.float64 if c in floats else np.int32) for c in names}
+    # a text column holds codes only once it has a second value (a run's RunID and Q0 columns seldom do): until
+    # then every code is 0, and np.zeros' pages cost nothing until written
+    numbers = {c: np.empty(bound, dtype=np.float64) for c in floats}
+    out: dict[str, np.ndarray | None] = {c: None for c in names if c not in floats}
     index: dict[str, dict[str, int]] = {c: {} for c in names if c not in floats}
     rows = 0
     try:
@@ -222,10 +231,15 @@ def _stream(source, names: list[str], floats: tuple[str, ...], checked: _Checked
                 return None  # the file grew while it was read: the careful path reads it as it is now
             for c, col in zip(names, batch.columns):
                 if c in floats:
-                    out[c][rows:rows + k] = _view(col, np.float64)
+                    numbers[c][rows:rows + k] = _view(col, np.float64)
                     continue
-                np.take(_to_file(index[c], col.dictionary.to_pylist()), _view(col.indices, np.int32),
-                        out=out[c][rows:rows + k], mode="clip")
+                codes = out[c]
+                to_file = _to_file(index[c], col.dictionary.to_pylist())
+                if c in values_only or (codes is None and len(index[c]) == 1):
+                    continue
+                if codes is None:
+                    codes = out[c] = np.zeros(bound, dtype=np.int32)  # the rows so far: code 0
+                np.take(to_file, _view(col.indices, np.int32), out=codes[rows:rows + k], mode="clip")
             rows += k
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError, IndexError, KeyError):
         return None
@@ -235,10 +249,10 @@ def _stream(source, names: list[str], floats: tuple[str, ...], checked: _Checked
         lines = checked.lines()
     if rows == 0 or rows != lines:
         return None  # a blank line (pyarrow skips it: the rows do not count the lines)
-    cols = {c: a[:rows] for c, a in out.items()}
     text = {}
     for c, seen in index.items():
         values = np.empty(len(seen), dtype=object)
         values[:] = list(seen)
-        text[c] = (cols[c], values)
-    return Coded(text, {c: cols[c] for c in floats}, rows)
+        a = out[c]
+        text[c] = (a[:rows] if a is not None else np.zeros(0 if c in values_only else rows, dtype=np.int32), values)
+    return Coded(text, {c: a[:rows] for c, a in numbers.items()}, rows)

@@ -312,7 +312,8 @@ def _parse_arrow(path: Path, need_q0: bool) -> _Table | None:
     of range ...)."""
     from . import _arrow  # pyarrow: imported on first read, not by `import modelseek`  # lazy: pyarrow
 
-    coded = _arrow.read_spaced(path, "run file", ["topic", "q0", "doc", "rank", "score", "run"], ("score",))
+    coded = _arrow.read_spaced(path, "run file", ["topic", "q0", "doc", "rank", "score", "run"], ("score",),
+                               values_only=() if need_q0 else ("q0",))
     if coded is None:
         return None
     n = coded.rows
