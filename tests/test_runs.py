@@ -229,5 +229,12 @@ def test_natural_order_is_the_order_of_natural_key():
     for _ in range(2000):
         ids = ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 4))) for _ in range(rng.randint(1, 12))]
         assert natural_order(ids) == sorted(range(len(ids)), key=lambda i: natural_key(ids[i])), ids
+    for _ in range(2000):  # one shared text, then digits (the fast road), now and then broken
+        prefix = rng.choice(["", "q", "v1-", "topic_", "٣"])
+        tails = ["".join(rng.choice("0123459") for _ in range(rng.randint(1, 3))) for _ in range(rng.randint(2, 9))]
+        ids = [prefix + t for t in tails]
+        if rng.random() < 0.2:
+            ids[rng.randrange(len(ids))] = prefix + rng.choice(["", "a", "٣", "1a", "-1", "0" * 19 + "1"])
+        assert natural_order(ids) == sorted(range(len(ids)), key=lambda i: natural_key(ids[i])), ids
     assert [["q10", "q9", "7", "q09", "a"][i] for i in natural_order(["q10", "q9", "7", "q09", "a"])] == \
         ["7", "a", "q9", "q09", "q10"]

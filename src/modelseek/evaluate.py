@@ -78,8 +78,8 @@ def evaluate(run: Run, truth: GroundTruth, metrics: Sequence[str] = DEFAULT_METR
     (run,), truth = harmonise([run], truth, pool)
     ta = truth.arrays(s)
     _check_level(ta, level, truth)
-    wanted, w_index, t_of_w = _wanted_topics(ta, topics)
-    batch, seg_of_topic, unknown = _batch(run, truth, ta, wanted, w_index, t_of_w, s, o, level)
+    wanted, t_of_w = _wanted_topics(ta, topics)
+    batch, seg_of_topic, unknown = _batch(run, truth, ta, wanted, t_of_w, s, o, level)
     present = batch.present
     columns = {}
     for m, (metric, k) in resolved.items():
@@ -160,8 +160,8 @@ def _check_level(ta: TruthArrays, level: int, truth: GroundTruth) -> None:
                          f"nothing would count as relevant", path=truth.source or None, field="relevance_level")
 
 
-def _batch(run: Run, truth: GroundTruth, ta: TruthArrays, wanted: list[str], w_index: dict[str, int],
-           t_of_w: np.ndarray, s: GradingScheme, o: Order, level: int) -> tuple[Batch, np.ndarray, list[str]]:
+def _batch(run: Run, truth: GroundTruth, ta: TruthArrays, wanted: list[str], t_of_w: np.ndarray, s: GradingScheme,
+           o: Order, level: int) -> tuple[Batch, np.ndarray, list[str]]:
     """The run's rows on the wanted topics in evaluation order, joined to the ground truth: (the batch every
     metric reads, each run topic's index among the wanted ones (-1: not wanted), the unknown docIDs).
 
@@ -170,7 +170,11 @@ def _batch(run: Run, truth: GroundTruth, ta: TruthArrays, wanted: list[str], w_i
     case), and the join works in place."""
     W = len(wanted)
     ra = run.arrays()
-    seg_of_topic = np.fromiter((w_index.get(t, -1) for t in ra.topics), dtype=np.int64, count=len(ra.topics))
+    if ra.topics == wanted:  # the run's topics are the ones scored, in their order (the usual file): no look-ups
+        seg_of_topic = np.arange(W, dtype=np.int64)
+    else:
+        w_index = {t: i for i, t in enumerate(wanted)}
+        seg_of_topic = np.fromiter((w_index.get(t, -1) for t in ra.topics), dtype=np.int64, count=len(ra.topics))
     keep = None if (seg_of_topic >= 0).all() else np.repeat(seg_of_topic >= 0, np.diff(ra.offsets))
     seg = np.repeat(seg_of_topic.astype(np.int32), np.diff(ra.offsets))  # 32-bit row columns: half the memory
     if keep is not None:
@@ -233,19 +237,20 @@ def _parse_metrics(metrics: Sequence[str]) -> dict[str, tuple[Metric, int | None
     return {m: resolve(m) for m in names}
 
 
-def _wanted_topics(ta: TruthArrays, topics: Sequence[str] | None) -> tuple[list[str], dict[str, int], np.ndarray]:
-    """(the topics to score: ``topics`` or every ground-truth task; their positions; each one's row in the ground
-    truth's tasks); a topic given twice or not in the ground truth is an :class:`InputError`."""
-    wanted = list(ta.tasks) if topics is None else [str(t) for t in topics]
-    w_index = {t: i for i, t in enumerate(wanted)}
-    if len(w_index) != len(wanted):
+def _wanted_topics(ta: TruthArrays, topics: Sequence[str] | None) -> tuple[list[str], np.ndarray]:
+    """(the topics to score: ``topics`` or every ground-truth task; each one's row in the ground truth's tasks);
+    a topic given twice or not in the ground truth is an :class:`InputError`."""
+    if topics is None:
+        return list(ta.tasks), np.arange(len(ta.tasks), dtype=np.int64)
+    wanted = [str(t) for t in topics]
+    if len(set(wanted)) != len(wanted):
         raise InputError("a topic is given twice", field="topics")
     t_index = {t: i for i, t in enumerate(ta.tasks)}
     t_of_w = np.fromiter((t_index.get(t, -1) for t in wanted), dtype=np.int64, count=len(wanted))
     if (t_of_w < 0).any():
         bad = [wanted[i] for i in np.flatnonzero(t_of_w < 0)[:5]]
         raise InputError(f"task(s) not in the ground truth: {', '.join(bad)}")
-    return wanted, w_index, t_of_w
+    return wanted, t_of_w
 
 
 def _doc_codes(ta: TruthArrays, ra: RunArrays,

@@ -118,13 +118,15 @@ class Coded(NamedTuple):
 
 class _Checked:
     """A file handed to pyarrow's streaming reader block by block, each block checked as it passes for what the
-    fast path asks of the bytes (plain printable ASCII, no tab, no carriage return, never past ``cap``) and counted
-    (spaces, line ends): the bytes parsed are the bytes checked, and the file is never held whole. A block that
-    fails ends the stream early (``ok`` false): the caller then takes its careful path."""
+    fast path asks of the bytes (plain printable ASCII, no tab, no carriage return, never past ``cap``) and its
+    line ends counted: the bytes parsed are the bytes checked, and the file is never held whole. A block that
+    fails ends the stream early (``ok`` false): the caller then takes its careful path. Spaces need no count:
+    with quoting off every space separates two fields, and pyarrow refuses a line of another number of fields
+    (two spaces in a row, a space at either end), so each line it accepts holds exactly one space per gap."""
 
     def __init__(self, fh, cap: int) -> None:
         self.fh, self.cap = fh, cap
-        self.ok, self.size, self.spaces, self.newlines, self.last = True, 0, 0, 0, b""
+        self.ok, self.size, self.newlines, self.last = True, 0, 0, b""
         self.closed = False
 
     def read(self, n: int = -1) -> bytes:
@@ -135,7 +137,6 @@ class _Checked:
         if self.size > self.cap or not is_plain(chunk) or b"\t" in chunk or b"\r" in chunk:
             self.ok = False
             return b""
-        self.spaces += chunk.count(b" ")
         self.newlines += chunk.count(b"\n")
         self.last = chunk[-1:] or self.last
         return chunk
@@ -244,8 +245,8 @@ def _stream(source, names: list[str], floats: tuple[str, ...], checked: _Checked
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, ValueError, IndexError, KeyError):
         return None
     if checked is not None:
-        if not checked.ok or checked.spaces != (len(names) - 1) * checked.lines():
-            return None  # not plain, or not one space between fields: read whole and rewritten, or careful
+        if not checked.ok:
+            return None  # a tab, a carriage return, a byte not plain: read whole and rewritten, or careful
         lines = checked.lines()
     if rows == 0 or rows != lines:
         return None  # a blank line (pyarrow skips it: the rows do not count the lines)

