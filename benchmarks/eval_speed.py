@@ -286,8 +286,11 @@ def main() -> int:
     if te is None:  # the speed and memory goal is against trec_eval's binary: say it was not checked
         print(f"goal against trec_eval's binary NOT checked ({te_why}); checked instead: faster than the "
               f"pytrec_eval script, peak memory within twice the binary's as issue #38 measured it")
-    print("goal met" if ok and te is not None else "goal met where checked (agreement, pytrec_eval, memory, "
-          "scaling)" if ok else "goal NOT met")
+    if args.quick:
+        print("smoke run (--quick): speed and memory against trec_eval are judged at 10,000 x 100 and 100,000 x "
+              "20 only; checked here: agreement and scaling")
+    print("goal met" if ok and te is not None and not args.quick else "goal met where checked" if ok
+          else "goal NOT met")
     return 0 if ok else 1
 
 
@@ -328,12 +331,14 @@ def _speed_table(sizes, folder: Path, args, env: dict, skip: dict, te: Path | No
             # that finds each topic's judgments faster would sit there (see FLOOR_TOPICS)
             ratio = (f"{best['ms'][t] / best['te'][t]:.2f}x ({best['ms'][2] / best['te'][2]:.2f}x); "
                      f"{best['ms'][t] / best['te_flat'][t]:.2f}x of the same lines on {FLOOR_TOPICS:,} topics")
-            ok &= best["ms"][t] < min(best["te"][t], best["te_flat"][t]) and best["ms"][2] <= 2 * best["te"][2]
+            if not args.quick:  # small files measure start-up: the goal is set at the issue's two sizes
+                ok &= best["ms"][t] < min(best["te"][t], best["te_flat"][t]) and best["ms"][2] <= 2 * best["te"][2]
         else:
             ratio = "-"
             if best["pt"] != inf:
                 ratio = f"vs pytrec_eval: {best['ms'][t] / best['pt'][t]:.2f}x ({best['ms'][2] / best['pt'][2]:.2f}x)"
-            ok &= _without_binary(best, (n_topics, n_docs), t)
+            if not args.quick:
+                ok &= _without_binary(best, (n_topics, n_docs), t)
         print(f"| {n_topics:,} x {n_docs} | {n_topics * n_docs:,} | {diff:.1e} | {fmt(best['ms'])} | "
               f"{fmt(best['ms_trec'])} | {fmt(best['te'])} | {fmt(best['te_flat'])} | {fmt(best['pt'])} | "
               f"{fmt(best['rx'])} | {ratio} |",

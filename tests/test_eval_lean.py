@@ -1,7 +1,7 @@
 """``modelseek evaluate RUN -g QRELS --trec`` on its lean road (issue #38 item 8): no pandas, no SciPy; files
 streamed through pyarrow a block at a time; results equal to the pandas-backed objects they replace.
 
-The speed and memory goals are checked by ``benchmarks/eval_speed.py`` (against pytrec_eval in the same run), not
+The speed and memory goals are checked by ``benchmarks/eval_speed.py`` (against trec_eval's binary in the same run), not
 here: these tests pin behaviour (same values, same errors, nothing heavy imported)."""
 
 from __future__ import annotations
