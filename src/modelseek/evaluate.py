@@ -201,10 +201,22 @@ def _batch(run: Run, truth: GroundTruth, ta: TruthArrays, wanted: list[str], t_o
         raise InputError(f"run {run.run_id!r}: no docID matches a model id of the ground truth on the "
                          f"{shared.size} shared topic(s) (run: {example!r} ...; ground truth: "
                          f"{', '.join(repr(m) for m in truth.model_ids[:3])} ...)", field="docID")
-    grade = ta.grade[np.maximum(hit, 0)]
+    grade = _compact(ta.grade)[np.maximum(hit, 0)]
     grade[~matched] = 0
     return (Batch(wanted, seg, pos, seg_start, dcode, np.asarray(uniq, dtype=object), hit, grade, ta, t_of_w, s,
                   level), seg_of_topic, unknown)
+
+
+def _compact(grades: np.ndarray) -> np.ndarray:
+    """Integer grades as 16-bit (or 32-bit) integers when they fit, with 0 (TREC grades -1..3: two bytes a row
+    of the batch, not eight; 16 bits leave a metric room to square them); other grades as they are."""
+    if grades.dtype.kind not in "iu" or grades.size == 0:
+        return grades
+    lo, hi = min(int(grades.min()), 0), max(int(grades.max()), 0)
+    for t in (np.int16, np.int32):
+        if np.iinfo(t).min <= lo and hi <= np.iinfo(t).max:
+            return grades.astype(t)
+    return grades
 
 
 _BLOCK = 1 << 16  # rows joined at a time

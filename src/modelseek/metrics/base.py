@@ -44,7 +44,8 @@ class Batch:
     ``pos`` is a row's 0-based position within its topic, ``doc_code`` its docID as a code into ``doc_names``
     (``doc`` spells them out on first use: the built-ins never need a million strings). ``hit`` is the row's
     index in the ground truth's task-grouped arrays ``truth`` (-1 when the ground truth does not judge that
-    docID), ``grade`` and ``f1`` its grade (0 when unjudged) and F1 (NaN when unjudged; built on first use);
+    docID), ``grade`` and ``f1`` its grade (0 when unjudged; integer grades as 16-bit integers when they fit:
+    convert before arithmetic that could leave that range) and F1 (NaN when unjudged; built on first use);
     ``t_of_w`` maps a topic to its row in ``truth.tasks``. ``judgments(w)`` and ``ranking(w)`` give one topic in
     the per-list form."""
 
