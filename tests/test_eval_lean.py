@@ -6,9 +6,11 @@ here: these tests pin behaviour (same values, same errors, nothing heavy importe
 
 from __future__ import annotations
 
+import itertools
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -99,12 +101,35 @@ def test_a_bad_line_in_a_late_block_is_located(big, tmp_path, bad, field):
     t, _, r, s = broken[k]
     broken[k] = (t, bad, r, s)
     path = _write_run(tmp_path / "late.txt", broken)
-    assert path.stat().st_size > 3 * 2**18
+    assert path.stat().st_size > 2 * 2**19  # past the first two of the reader's blocks
     with pytest.raises(InputError) as exc:
         read_runs(path)
     assert exc.value.line == k + 1
     if field:
         assert exc.value.field == field
+    assert not [t for t in threading.enumerate() if t.name == "modelseek-read-ahead"]  # the parsing thread ended
+
+
+def test_the_read_ahead_thread_hands_over_errors_and_stops_with_its_caller():
+    """The reader's second thread: batches in order, an error raised in the caller's thread, and a caller that
+    stops early (a file that grew while it was read) stops the thread, which never blocks on a full queue."""
+    from modelseek.data._arrow import _parsed_ahead
+
+    assert list(_parsed_ahead(iter(range(5)))) == [0, 1, 2, 3, 4]
+
+    def failing():
+        yield 1
+        raise ValueError("bad block")
+
+    got = []
+    with pytest.raises(ValueError, match="bad block"):
+        for x in _parsed_ahead(failing()):
+            got.append(x)
+    assert got == [1]
+    endless = _parsed_ahead(itertools.count())
+    assert [next(endless) for _ in range(3)] == [0, 1, 2]
+    endless.close()  # what a caller's return does to the generator
+    assert not [t for t in threading.enumerate() if t.name == "modelseek-read-ahead"]
 
 
 def test_a_report_from_columns_equals_the_report_of_its_table(big):
