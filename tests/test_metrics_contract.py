@@ -103,6 +103,41 @@ def test_vectorised_weighted_tau_equals_scipy_with_ties():
         np.testing.assert_allclose(got, want, rtol=0, atol=1e-12, equal_nan=True)
 
 
+def test_weighted_tau_by_levels_equals_the_pairwise_form_and_scipy():
+    """Few distinct scores (graded qrels): the balances counted level by level are the pairwise ones exactly, and
+    a topic of 1,500 judged candidates (once sent to SciPy one by one) is computed in the batch, equal to SciPy."""
+    from modelseek.metrics.kendall import _by_levels, _pairwise
+
+    rng = np.random.default_rng(2)
+    for n in (2, 5, 60, 200):
+        x = rng.integers(-1, 4, size=(30, n)).astype(float)
+        y = -rng.integers(0, n, size=(30, n)).astype(float)  # ties in the run order too (unranked candidates)
+        for got, want in zip(_by_levels(x, y, np.unique(x)), _pairwise(x, y)):
+            np.testing.assert_array_equal(got, want)
+    x = rng.integers(0, 4, size=(3, 1500)).astype(float)
+    y = -np.argsort(rng.random((3, 1500)), axis=1).astype(float)
+    want = np.array([weightedtau(a, b).statistic for a, b in zip(x, y)])
+    np.testing.assert_allclose(weighted_tau_rows(x, y), want, rtol=0, atol=1e-12)
+
+
+def test_kendall_of_topics_with_a_thousand_graded_judgments_equals_the_per_list_form(tmp_path):
+    """Through evaluate: TREC-style qrels (grades 0..3, 1,200 and 700 judged on two topics, one 60) and a run
+    of every judged docID and more; the batch's weighted tau equals SciPy's per topic."""
+    rng = np.random.default_rng(3)
+    lines, scores = [], {}
+    for t, n in (("1", 1200), ("2", 700), ("3", 60)):
+        docs = [f"d{i}" for i in range(n + 50)]
+        lines += [f"{t} 0 {d} {g}" for d, g in zip(docs[:n], rng.integers(0, 4, size=n).tolist())]
+        scores[t] = dict(zip(docs, rng.permutation(len(docs)).astype(float).tolist()))
+    (tmp_path / "qrels.txt").write_text("\n".join(lines) + "\n")
+    truth = GroundTruth.from_qrels(tmp_path / "qrels.txt")
+    run = Run.from_scores(scores, run_id="r")
+    got = evaluate(run, truth, ["kendall"]).per_topic["kendall"].to_dict()
+    for t in ("1", "2", "3"):
+        want = get("kendall")(run.ranking(t), Judgments(truth.grades(t, "paper"), truth.f1(t), truth_scheme("paper")))
+        assert got[t] == pytest.approx(want, abs=1e-12), t
+
+
 class _TopHit(Metric):
     """A throwaway metric with only its per-list form: 1 when the first ranked document is judged."""
 

@@ -28,9 +28,12 @@ import numpy as np
 
 from .base import Batch, Judgments, Metric, register
 
-# topics with more candidates than this go through SciPy one by one (the pairwise form is quadratic in them)
+# topics with more candidates than this go through SciPy one by one (the pairwise form is quadratic in them),
+# unless their scores take few values (graded qrels): the form by levels below is not quadratic
 _PAIRWISE_MAX = 512
 _CELLS_PER_CHUNK = 1 << 20  # topics x candidates x candidates held at once (1 MB per 8-bit array)
+_LEVELS_MAX = 16  # at most this many distinct scores: the balances are counted level by level
+_LEVELS_FROM = 48  # ... for topics of at least this many candidates (below, the pairwise form is as fast)
 
 
 def weighted_tau(ranking: Sequence[str], f1: Mapping[str, float]) -> float:
@@ -61,6 +64,44 @@ def _signs(v: np.ndarray) -> np.ndarray:
     return (a > b).view(np.int8) - (a < b).view(np.int8)
 
 
+def _by_levels(x: np.ndarray, y: np.ndarray, levels: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(C, #{j: x_j != x_i}, #{j: y_j != y_i}) of every candidate when ``x`` takes few values (``levels``):
+    C_i = sum over levels v of sgn(x_i - v) * (#{j at v: y_j < y_i} - #{j at v: y_j > y_i}), each count by
+    binary search among the level's y ranks (rows kept apart by an offset per row), so the work grows as
+    candidates x levels x log, not candidates squared (graded qrels with a thousand judged per topic)."""
+    t, n = x.shape
+    oy = np.argsort(y, axis=1, kind="stable")
+    sy = np.take_along_axis(y, oy, axis=1)
+    new = np.ones((t, n), dtype=np.int64)
+    new[:, 1:] = sy[:, 1:] != sy[:, :-1]
+    key = np.empty((t, n), dtype=np.int64)  # each y's dense rank in its row, plus the row's offset
+    np.put_along_axis(key, oy, np.cumsum(new, axis=1) - 1, axis=1)
+    base = np.arange(t, dtype=np.int64)[:, None] * (n + 1)
+    key += base
+    by_y = (oy + np.arange(t)[:, None] * n).ravel()  # the candidates in key order: sorted queries search fast
+    queries = key.ravel()[by_y]
+
+    def counts(among: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(#{among < key}, #{among > key}) of every candidate in its row, and each row's size of ``among``."""
+        below, upto = np.empty(t * n, dtype=np.int64), np.empty(t * n, dtype=np.int64)
+        below[by_y] = np.searchsorted(among, queries, "left")
+        upto[by_y] = np.searchsorted(among, queries, "right")
+        start = np.searchsorted(among, base[:, 0], "left")[:, None]
+        end = np.searchsorted(among, base[:, 0] + n + 1, "left")[:, None]
+        return below.reshape(t, n) - start, end - upto.reshape(t, n), end - start
+
+    less, more, _ = counts(queries)
+    ny = (less + more).astype(np.float64)
+    c = np.zeros((t, n), dtype=np.float64)
+    nx = np.empty((t, n), dtype=np.float64)
+    for v in levels.tolist():
+        at = x == v
+        less, more, size = counts(np.sort(key[at]))
+        c += np.sign(x - v) * (less - more)
+        nx[at] = np.broadcast_to(n - size, (t, n))[at]
+    return c, nx, ny
+
+
 def weighted_tau_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     """SciPy's ``weightedtau(x[r], y[r]).statistic`` for every row r of two (topics x candidates) arrays."""
     x, y = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
@@ -71,6 +112,23 @@ def weighted_tau_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     # same rows in any order give the same value to the last bit, issue #25)
     o = np.lexsort((y, x), axis=-1)
     x, y = np.take_along_axis(x, o, axis=1), np.take_along_axis(y, o, axis=1)
+    levels = np.unique(x) if n >= _LEVELS_FROM else None
+    if levels is not None and levels.size <= _LEVELS_MAX:
+        c, nx, ny = _by_levels(x, y, levels)
+    else:
+        c, nx, ny = _pairwise(x, y)
+    # ranks by decreasing (x, y): the sorted order reversed; by decreasing (y, x): from a second sort
+    h_xy = 1.0 / np.arange(n, 0, -1, dtype=np.float64)[None, :]
+    oy = np.lexsort((x, y), axis=-1)[:, ::-1]
+    rank_yx = np.empty_like(oy)
+    np.put_along_axis(rank_yx, oy, np.broadcast_to(np.arange(n), (t, n)), axis=1)
+    h_yx = 1.0 / (rank_yx + 1.0)
+    return (_side(h_xy, c, nx, ny) + _side(h_yx, c, ny, nx)) / 2.0
+
+
+def _pairwise(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """What :func:`_by_levels` returns, from every pair's signs (8-bit, a chunk of rows at a time)."""
+    t, n = x.shape
     c = np.empty((t, n), dtype=np.float64)
     nx, ny = np.empty_like(c), np.empty_like(c)
     step = max(1, _CELLS_PER_CHUNK // (n * n))
@@ -80,13 +138,7 @@ def weighted_tau_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         ny[lo:lo + step] = np.count_nonzero(sy, axis=2)
         sx *= sy
         c[lo:lo + step] = sx.sum(axis=2, dtype=np.int32)
-    # ranks by decreasing (x, y): the sorted order reversed; by decreasing (y, x): from a second sort
-    h_xy = 1.0 / np.arange(n, 0, -1, dtype=np.float64)[None, :]
-    oy = np.lexsort((x, y), axis=-1)[:, ::-1]
-    rank_yx = np.empty_like(oy)
-    np.put_along_axis(rank_yx, oy, np.broadcast_to(np.arange(n), (t, n)), axis=1)
-    h_yx = 1.0 / (rank_yx + 1.0)
-    return (_side(h_xy, c, nx, ny) + _side(h_yx, c, ny, nx)) / 2.0
+    return c, nx, ny
 
 
 @register("kendall")
@@ -112,11 +164,13 @@ class WeightedKendall(Metric):
         todo = np.flatnonzero(b.present & (size >= 2))
         for n in np.unique(size[todo]).tolist():
             ws = todo[size[todo] == n]
-            if n > _PAIRWISE_MAX:
+            few = n >= _LEVELS_FROM and np.unique(ta.f1[ta.offsets[t_of_w[ws]][:, None] + np.arange(n)]).size \
+                <= _LEVELS_MAX  # weighted_tau_rows then counts by levels: not quadratic in n
+            if n > _PAIRWISE_MAX and not few:
                 for w in ws.tolist():
                     out[w] = self.per_list(b.ranking(w), b.judgments(w), None)
                 continue
-            step = max(1, 4 * _CELLS_PER_CHUNK // (n * n))
+            step = max(1, (_CELLS_PER_CHUNK // n) if few else (4 * _CELLS_PER_CHUNK // (n * n)))
             for lo in range(0, ws.size, step):
                 chunk = ws[lo:lo + step]
                 rows = ta.offsets[t_of_w[chunk]][:, None] + np.arange(n)[None, :]
