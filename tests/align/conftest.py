@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from modelseek.align.testing import custom_entry, make_images
+from modelseek.align.testing import custom_entry, make_images, planted_cka
 
 
 @pytest.fixture(scope="session")
@@ -37,3 +38,18 @@ def align_setup(tmp_path, image_dir, monkeypatch):
     monkeypatch.setenv("MODELSEEK_MODEL_REGISTRY", str(reg_path))
     monkeypatch.setenv("MODELSEEK_STIMULI_CATALOG", str(cat_path))
     return {"registry": reg_path, "catalog": cat_path, "images": image_dir, "tmp": tmp_path}
+
+
+@pytest.fixture
+def planted_matrix(tmp_path):
+    """A factory: a CKA matrix file (``M.npz``: names, matrix, layers ``blocks.0..2``) of :func:`planted_cka`,
+    its models named ``fmt.format(i)``; returns (path, matrix, the planted subset, names)."""
+
+    def make(fmt: str = "net{}"):
+        C, best = planted_cka()
+        names = [fmt.format(i) for i in range(len(C))]
+        path = tmp_path / "M.npz"
+        np.savez(path, names=np.array(names), matrix=C, layers=np.array([f"blocks.{i % 3}" for i in range(len(C))]))
+        return path, C, best, names
+
+    return make

@@ -279,12 +279,9 @@ def test_sources_are_a_registry_and_one_loaded_model_class():
 # ---------------------------------------------------------------- solvers from stored data
 
 
-def test_optimize_blue_from_cka_matrix(cli, tmp_path, monkeypatch):
+def test_optimize_blue_from_cka_matrix(cli, tmp_path, monkeypatch, planted_matrix):
     monkeypatch.delenv("MODELSEEK_MODEL_REGISTRY", raising=False)
-    C, best = planted_cka()
-    names = [f"net{i}.tag" for i in range(len(C))]
-    m = tmp_path / "M.npz"
-    np.savez(m, names=np.array(names), matrix=C, layers=np.array([f"blocks.{i % 3}" for i in range(len(C))]))
+    m, C, best, names = planted_matrix("net{}.tag")
     cmp_ = _write(tmp_path / "cmp.json", {"team": "blue", "models": names[:8]})
     out = tmp_path / "blue.json"
     r = cli("align", "optimize", "--team", "blue", "--size", "8", "--cka-matrix", m, "--compare", cmp_,

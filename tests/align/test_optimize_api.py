@@ -20,12 +20,9 @@ def _solver_part(d: dict) -> dict:
     return {k: v for k, v in d.items() if k not in ("seconds", "submission")}
 
 
-def test_blue_from_a_matrix_file_api_equals_cli(cli, tmp_path, monkeypatch):
+def test_blue_from_a_matrix_file_api_equals_cli(cli, tmp_path, monkeypatch, planted_matrix):
     monkeypatch.delenv("MODELSEEK_MODEL_REGISTRY", raising=False)
-    C, best = planted_cka()
-    names = [f"net{i}" for i in range(len(C))]
-    m = tmp_path / "M.npz"
-    np.savez(m, names=np.array(names), matrix=C, layers=np.array([f"blocks.{i % 3}" for i in range(len(C))]))
+    m, C, best, names = planted_matrix()
     cmp_ = tmp_path / "cmp.json"
     cmp_.write_text(json.dumps({"team": "blue", "models": names[:8]}))
     out = tmp_path / "blue.json"

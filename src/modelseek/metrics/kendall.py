@@ -112,11 +112,8 @@ def weighted_tau_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     # same rows in any order give the same value to the last bit, issue #25)
     o = np.lexsort((y, x), axis=-1)
     x, y = np.take_along_axis(x, o, axis=1), np.take_along_axis(y, o, axis=1)
-    levels = np.unique(x) if n >= _LEVELS_FROM else None
-    if levels is not None and levels.size <= _LEVELS_MAX:
-        c, nx, ny = _by_levels(x, y, levels)
-    else:
-        c, nx, ny = _pairwise(x, y)
+    levels = _few_levels(x)
+    c, nx, ny = _by_levels(x, y, levels) if levels is not None else _pairwise(x, y)
     # ranks by decreasing (x, y): the sorted order reversed; by decreasing (y, x): from a second sort
     h_xy = 1.0 / np.arange(n, 0, -1, dtype=np.float64)[None, :]
     oy = np.lexsort((x, y), axis=-1)[:, ::-1]
@@ -124,6 +121,15 @@ def weighted_tau_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     np.put_along_axis(rank_yx, oy, np.broadcast_to(np.arange(n), (t, n)), axis=1)
     h_yx = 1.0 / (rank_yx + 1.0)
     return (_side(h_xy, c, nx, ny) + _side(h_yx, c, ny, nx)) / 2.0
+
+
+def _few_levels(x: np.ndarray) -> np.ndarray | None:
+    """The distinct scores of (topics x candidates) ``x`` when :func:`_by_levels` is the form to use: rows of at
+    least _LEVELS_FROM candidates and at most _LEVELS_MAX distinct scores; else None (the pairwise form)."""
+    if x.shape[-1] < _LEVELS_FROM:
+        return None
+    levels = np.unique(x)
+    return levels if levels.size <= _LEVELS_MAX else None
 
 
 def _pairwise(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -164,8 +170,8 @@ class WeightedKendall(Metric):
         todo = np.flatnonzero(b.present & (size >= 2))
         for n in np.unique(size[todo]).tolist():
             ws = todo[size[todo] == n]
-            few = n >= _LEVELS_FROM and np.unique(ta.f1[ta.offsets[t_of_w[ws]][:, None] + np.arange(n)]).size \
-                <= _LEVELS_MAX  # weighted_tau_rows then counts by levels: not quadratic in n
+            # few distinct scores: weighted_tau_rows counts by levels, not quadratic in n
+            few = _few_levels(ta.f1[ta.offsets[t_of_w[ws]][:, None] + np.arange(n)]) is not None
             if n > _PAIRWISE_MAX and not few:
                 for w in ws.tolist():
                     out[w] = self.per_list(b.ranking(w), b.judgments(w), None)
