@@ -82,6 +82,8 @@ class NestedConfig(Config):
     def _check(self) -> None:
         if not str(self.split_by).strip():
             raise InputError("split_by must be random, strongest or a column of the table", field="split_by")
+        if self.split_by == "random" and self.outer_splits == 1:
+            raise InputError("random outer splits are K-fold: give 2 or more (or 0 for none)", field="outer_splits")
 
     @property
     def by_column(self) -> bool:
@@ -340,40 +342,44 @@ class NestedRunner:
 
     def __init__(self, table: Table, meta: MetaConfig, nested: NestedConfig, seed: int, *,
                  order: Mapping[str, float] | Sequence[float] | None = None, workers: int = 1) -> None:
+        key: np.ndarray | None = None
         if order is not None:  # per model: a mapping model -> value, or values in ``table``'s row order
-            if not isinstance(order, Mapping):
+            if isinstance(order, Mapping):
+                by_model = {str(m): float(v) for m, v in order.items()}
+            else:
                 if len(order) != table.n_models:
                     raise InputError(f"the order has {len(order)} values for {table.n_models} models",
                                      field="split_by")
-                order = dict(zip(table.models, np.asarray(order, dtype=float)))
-            missing = [m for m in table.models if m not in order]
+                by_model = dict(zip(table.models, (float(v) for v in order)))
+            missing = [m for m in table.models if m not in by_model]
             if missing:
                 raise InputError(f"model {missing[0]!r} has no value in the order", field="split_by")
-            order = np.array([float(order[m]) for m in table.canonical().models])
+            key = np.array([by_model[m] for m in table.canonical().models])
         table = table.canonical()
         self.table, self.meta, self.nested, self.seed, self.workers = table, meta, nested, seed, workers
-        if nested.by_column and order is None:
+        if nested.by_column and key is None and nested.outer_splits > 0:
             raise InputError(f"--split-by {nested.split_by}: take the column out of the table first "
                              f"(Table.without_column) and pass its values as the order", field="split_by")
-        if order is not None and np.isnan(order).any():
-            i = int(np.flatnonzero(np.isnan(order))[0])
+        if key is not None and np.isnan(key).any():
+            i = int(np.flatnonzero(np.isnan(key))[0])
             raise InputError(f"model {table.models[i]!r} has no value in the ordering column {nested.split_by!r}",
                              path=table.source or None, field="split_by")
-        self.splits = outer_splits(table, nested, seed, order)
+        self.splits = outer_splits(table, nested, seed, key)
         self.note = "" if self.splits else (
             "no nested estimate: " + ("--outer-splits 0" if nested.outer_splits == 0 else
                                       f"{table.n_models} models leave no outer split with "
                                       f"{min_models(MetaConfig())} or more training models for the inner "
                                       f"cross-validation"))
         st = strength(table)
-        self.out_of_range = [[table.models[i] for i in te if st[i] > st[tr].max() + 1e-12 or st[i] < st[tr].min() - 1e-12]
+        self.out_of_range = [[table.models[i] for i in te
+                              if st[i] > st[tr].max() + 1e-12 or st[i] < st[tr].min() - 1e-12]
                              for tr, te in self.splits]
         self._inner: dict[int, BatchedEvaluator] = {}
         self._outer: dict[int, BatchedEvaluator] = {}
 
     def inner(self, j: int) -> BatchedEvaluator:
         if j not in self._inner:
-            self._inner[j] = BatchedEvaluator(self.table.take_models(self.splits[j][0]), self.meta,
+            self._inner[j] = BatchedEvaluator(self.table.take_models(self.splits[j][0].tolist()), self.meta,
                                               workers=self.workers)
         return self._inner[j]
 
@@ -401,7 +407,7 @@ class NestedRunner:
         subsets: dict[str, list] = {m: [] for m in METHODS}
         scored: dict[str, list[int]] = {m: [] for m in METHODS}
         means = []
-        for j, (tr, te) in enumerate(self.splits):
+        for j in range(len(self.splits)):
             ev = self.inner(j)
             rng = derive_rng(self.seed, "eevee-nested", j, k)
             res = search(ev, k, config, budget=budget, top=1)
