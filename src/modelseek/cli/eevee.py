@@ -97,8 +97,9 @@ def _common(c) -> None:
     c.add_argument("--seed", type=SEED, default=0, help="seed of the search and of the meta-models (default 0)")
     c.add_argument("--top", type=POSITIVE_INT, default=10, help="subsets to show (default 10)")
     c.add_argument("--workers", type=NON_NEGATIVE_INT, default=0,
-                   help="worker processes sharing each generation's batch (default 0 = one per CPU, at most 8; "
-                        "1 = this process only; the scores are the same)")
+                   help="worker processes sharing each generation's batch of the whole-table search (default 0 = one "
+                        "per CPU, at most 8; 1 = this process only; the scores are the same). The nested "
+                        "estimate's searches run in this process")
     c.add_argument("--json", action="store_true", help="machine-readable output")
 
 

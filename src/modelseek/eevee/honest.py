@@ -338,7 +338,8 @@ class Honest:
 # ------------------------------------------------------------------------------------------------ runner
 class NestedRunner:
     """The outer splits of one table and an evaluator per outer split's training models (their score caches
-    shared by every k of a sweep or tiers)."""
+    shared by every k of a sweep or tiers). They train in this process (``workers=1``): worker processes per
+    outer split cost more to start (torch in each) than they save on tables of tens of models."""
 
     def __init__(self, table: Table, meta: MetaConfig, nested: NestedConfig, seed: int, *,
                  order: Mapping[str, float] | Sequence[float] | None = None, workers: int = 1) -> None:
