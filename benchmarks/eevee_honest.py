@@ -42,9 +42,10 @@ SHORT = {"median_random": "random (median)", "best_random": "best random", "gree
 def machine() -> str:
     cpu = ""
     try:
-        cpu = next(line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
+        with open("/proc/cpuinfo") as fh:
+            cpu = next((line.split(":", 1)[1].strip() for line in fh if line.startswith("model name")), "")
+    except OSError:
+        cpu = ""
     load = os.getloadavg() if hasattr(os, "getloadavg") else ()
     return (f"{platform.machine()} {cpu}, {len(os.sched_getaffinity(0))} usable cores, "
             f"load average {', '.join(f'{x:.1f}' for x in load)}")
