@@ -120,12 +120,14 @@ class BatchedEvaluator(Evaluator):
             raise InputError(f"workers must be >= 0 (0 = one per CPU), got {workers}", field="workers")
         self.workers = workers or usable_cpus(8)
         self._pool: WorkerPool | None = None
+        self.spawn = True  # whether a call may start the worker processes (False: only use them if running)
 
     def _train(self, subsets: list[Subset]) -> np.ndarray:
         cols = [self.data.columns(s) for s in subsets]
         width = max(1, max(len(c) for c in cols))
         n_parts = min(self.workers, len(cols) // self.MIN_PER_WORKER)
-        if n_parts <= 1 or not META_MODELS.get(self.config.model).parallel:
+        if n_parts <= 1 or not META_MODELS.get(self.config.model).parallel or \
+                (self._pool is None and not self.spawn):
             return fit_columns(self.data, cols, width)
         if self._pool is None:
             self._pool = WorkerPool(self.table, self.config, self.workers, self._splits)

@@ -451,6 +451,16 @@ class NestedRunner:
 
         rng = derive_rng(self.seed, "eevee-in-sample", k)
         res = full_search or search(full, k, config, budget=budget, top=1)
+        spawn = getattr(full, "spawn", None)
+        if spawn is not None:  # the baselines use the search's worker processes if it started them, never start them
+            full.spawn = False  # type: ignore[attr-defined]
+        try:
+            self._in_sample_picks(methods, k, full, feasible, res, rng)
+        finally:
+            if spawn is not None:
+                full.spawn = spawn  # type: ignore[attr-defined]
+
+    def _in_sample_picks(self, methods: dict[str, Method], k: int, full: Evaluator, feasible, res, rng) -> None:
         picks = {"search": res.best.subset, "best_random": best_random(full, k, res.n_evaluated, rng, feasible)[0],
                  "greedy": greedy(full, k, feasible)[0],
                  "facility_location": facility_location(full.table, k, feasible)}
