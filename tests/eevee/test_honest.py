@@ -183,9 +183,13 @@ def test_baseline_selectors():
 
 
 @pytest.mark.slow(reason="a 5-k nested sweep and tiers: ~6 s on 2 busy cores")
-def test_sweep_and_tiers_choose_k_by_the_honest_loss():
+def test_sweep_and_tiers_choose_k_by_the_honest_loss(tmp_path):
     table = Table.from_frame(planted(20, 8))
-    results = sweep(table, [1, 2, 3, 4, 5], FAST, meta=RIDGE, nested=NestedConfig())
+    results = sweep(table, [1, 2, 3, 4, 5], FAST, meta=RIDGE, nested=NestedConfig(), out_dir=tmp_path)
+    again = sweep(table, [1, 2, 3, 4, 5], FAST, meta=RIDGE, nested=NestedConfig(), out_dir=tmp_path)  # resumed
+    assert {k: r.honest.to_full_dict() for k, r in again.items()} == \
+        {k: json.loads(json.dumps(r.honest.to_full_dict())) for k, r in results.items()}
+    assert choose_k(again) == choose_k(results)
     honest = {k: r.honest.loss for k, r in results.items()}
     assert honest[3] < 0.5 * honest[2]  # the three sources are needed ...
     assert choose_k(results) == 3       # ... and enough: a larger k is not better beyond the noise

@@ -213,7 +213,8 @@ def _print_honest(res) -> None:
     ci = paired_interval(s.per_split, h.confidence)
     print(f"honest loss (nested: chosen on the training models of {n} outer splits by {h.split_by}, scored on "
           f"their held-out models): {s.mean:.4f} {conf} CI {_ci(ci).replace('+', '')}  <- expect this for a new model")
-    print(f"in-sample loss (chosen and scored on the same splits; optimistic): {res.best.mean:.4f}")
+    print(f"the training models' means on the same held-out models: {sum(h.training_means) / n:.4f}; "
+          f"in-sample loss (chosen and scored on the same splits; optimistic): {res.best.mean:.4f}")
     print(f"baselines, chosen and scored the same way ({conf} paired interval of search minus baseline over the "
           f"outer splits; negative = the search is better):")
     print(f"  {'method':<18}  {'honest':>8}  {'in-sample':>9}  {'search - it':>11}  {'interval':>20}  verdict")

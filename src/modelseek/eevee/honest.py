@@ -43,6 +43,7 @@ import numpy as np
 
 from ..config import Config, Interval
 from ..errors import InputError
+from ..progress import progress_bar
 from ..stats.seeding import derive_rng
 from .config import MetaConfig
 from .data import column_scale, min_models, rms
@@ -394,7 +395,7 @@ class NestedRunner:
             ev.close()
 
     def estimate(self, k: int, config, *, budget: float | None = None, full: Evaluator | None = None,
-                 full_search=None) -> Honest | None:
+                 full_search=None, progress: bool = False) -> Honest | None:
         """The nested estimate of a search of size ``k`` (``config``: its :class:`SearchConfig`) and of the
         baselines. With ``full`` (the whole table's evaluator) each method's in-sample subset and score are
         added (``full_search``: the search's own result on it, when already run)."""
@@ -408,7 +409,8 @@ class NestedRunner:
         subsets: dict[str, list] = {m: [] for m in METHODS}
         scored: dict[str, list[int]] = {m: [] for m in METHODS}
         means = []
-        for j in range(len(self.splits)):
+        for j in progress_bar(range(len(self.splits)), desc=f"eevee nested k={k}", total=len(self.splits),
+                              disable=not progress):
             ev = self.inner(j)
             rng = derive_rng(self.seed, "eevee-nested", j, k)
             res = search(ev, k, config, budget=budget, top=1)

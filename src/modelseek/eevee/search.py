@@ -138,7 +138,7 @@ def search(table_or_evaluator: Table | Evaluator, k: int, config: SearchConfig |
     if nested is not None:
         runner = NestedRunner(ev.table, ev.config, nested, cfg.seed, order=order)
         try:
-            res.honest = runner.estimate(k, cfg, budget=budget, full=ev, full_search=res)
+            res.honest = runner.estimate(k, cfg, budget=budget, full=ev, full_search=res, progress=progress)
         finally:
             runner.close()
         res.honest_note = runner.note
