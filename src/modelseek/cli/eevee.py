@@ -9,7 +9,10 @@ from numbers import Real
 from ..config import Interval
 from ..data.truth import GroundTruth
 from ..eevee import BatchedEvaluator, MetaConfig, SearchConfig, importance, parse_ks, search, sweep, tiers
+from ..eevee.honest import BASELINES, DESCRIPTIONS, NestedConfig
 from ..eevee.models import META_MODELS
+from ..eevee.report import BASELINE, baseline_dict, search_report
+from ..eevee.search import choose_k
 from ..eevee.table import Table, load_table, read_costs, read_task_mapping, read_task_weights
 from ..errors import InputError
 from ._common import (EXISTING_FILE, NON_NEGATIVE_INT, OUTPUT_DIR, OUTPUT_FILE, POSITIVE_INT, SEED, arg_type,
@@ -58,6 +61,8 @@ def register(sub) -> None:
             c.add_argument("--subset", help="comma-separated benchmarks (default: search the best of size -k)")
             c.add_argument("-k", type=POSITIVE_INT, default=8, help="subset size to search when --subset is not given")
             c.add_argument("--plot", type=OUTPUT_FILE, help="write the bar chart (PNG) here")
+        if name != "importance":
+            _nested_options(c)
         c.set_defaults(func=run, options_check=check_options)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
@@ -92,9 +97,33 @@ def _common(c) -> None:
     c.add_argument("--seed", type=SEED, default=0, help="seed of the search and of the meta-models (default 0)")
     c.add_argument("--top", type=POSITIVE_INT, default=10, help="subsets to show (default 10)")
     c.add_argument("--workers", type=NON_NEGATIVE_INT, default=0,
-                   help="worker processes sharing each generation's batch (default 0 = one per CPU, at most 8; "
-                        "1 = this process only; the scores are the same)")
+                   help="worker processes sharing each generation's batch of the whole-table search (default 0 = one "
+                        "per CPU, at most 8; 1 = this process only; the scores are the same). The nested "
+                        "estimate's searches run in this process")
     c.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _nested_options(c) -> None:
+    g = c.add_argument_group("honest estimate (nested: the subset chosen on some models, scored on others)")
+    g.add_argument("--outer-splits", type=NON_NEGATIVE_INT, default=4,
+                   help="outer splits of the models (default 4: for 16 models, four folds of 4 held-out models; "
+                        "0 = no nested estimate, the in-sample loss only). Each outer split reruns the search "
+                        "and the four baselines on its training models, so the run costs about "
+                        "(2 x outer splits + 2) searches")
+    g.add_argument("--split-by", default="random", metavar="random|strongest|COLUMN",
+                   help="how models are held out: random (K-fold; default), strongest (extrapolation: each split "
+                        "holds out the next-stronger models and trains on the weaker ones), or a column of the "
+                        "table (e.g. a release date: the largest values held out the same way; the column is "
+                        "taken out of the table)")
+    g.add_argument("--outer-test-models", type=NON_NEGATIVE_INT, default=0,
+                   help="held-out models per outer split for strongest/COLUMN (default 0 = models / 8, at least 1)")
+    g.add_argument("--random-subsets", type=POSITIVE_INT, default=50,
+                   help="random k-subsets per outer split behind the median-random baseline (default 50)")
+
+
+def nested_config(args: argparse.Namespace) -> NestedConfig:
+    return NestedConfig(outer_splits=args.outer_splits, split_by=args.split_by.strip(),
+                        test_models=args.outer_test_models, random_subsets=args.random_subsets)
 
 
 def check_options(args: argparse.Namespace) -> None:
@@ -124,16 +153,23 @@ def run(args: argparse.Namespace) -> int:
     meta = MetaConfig(seed=args.seed, leaky=args.leaky, loss_scale=args.loss_scale, model=args.meta_model, **extra)
     cfg = SearchConfig(population=args.population, keep=args.keep, children=args.children,
                        generations=args.generations, seed=args.seed)
+    nested = nested_config(args) if args.eevee_command != "importance" else None
+    order = None
+    if nested is not None and nested.by_column and nested.outer_splits > 0:
+        table, values = table.without_column(nested.split_by)
+        order = dict(zip(table.models, values))
     ev = BatchedEvaluator(table, meta, workers=args.workers)
     try:
-        return _run(args, table, ev, cfg)
+        return _run(args, table, ev, cfg, nested, order)
     finally:
         ev.close()
 
 
-def _run(args, table, ev, cfg) -> int:
-    run = {"search": _search, "sweep": _sweep, "tiers": _tiers}.get(args.eevee_command, _importance)
-    return run(args, table, ev, cfg, ev.baseline(), not args.json)
+def _run(args, table, ev, cfg, nested, order) -> int:
+    if args.eevee_command == "importance":
+        return _importance(args, table, ev, cfg, ev.baseline(), not args.json)
+    run = {"search": _search, "sweep": _sweep, "tiers": _tiers}[args.eevee_command]
+    return run(args, table, ev, cfg, ev.baseline(), not args.json, nested, order)
 
 
 def _scored(s, base) -> dict:
@@ -141,23 +177,56 @@ def _scored(s, base) -> dict:
     return {**s.to_dict(), "gain": base.mean - s.mean}
 
 
-def _search(args, table, ev, cfg, base, progress: bool) -> int:
-    """eevee search: the best subsets of k benchmarks."""
-    res = search(ev, args.k, cfg, progress=progress)
+def _search(args, table, ev, cfg, base, progress: bool, nested, order) -> int:
+    """eevee search: the best subsets of k benchmarks, the honest estimate and the baselines."""
+    res = search(ev, args.k, cfg, progress=progress, nested=nested, order=order)
     if args.json:
-        print_json({"k": args.k, "baseline": _baseline_dict(base),
-                    "top": [_scored(s, base) for s in res.top[: args.top]],
-                    "n_evaluated": res.n_evaluated, "n_trained": res.n_trained, "n_subsets": res.n_subsets,
-                    "exhaustive": res.exhaustive, "wall_s": res.wall_s,
-                    "leaky": args.leaky, "loss_scale": args.loss_scale, "meta_model": args.meta_model,
-                    "table": repr(table)})
+        print_json(search_report(res, ev, top=args.top, meta_model=args.meta_model))
         return 0
     print(f"{table!r}; k={args.k}; {_how(res, len(table.benchmark_names))} ({res.n_trained} trained) in "
           f"{res.wall_s:.1f} s{' [leaky normalisation]' if args.leaky else ''}"
           f"{f' [{args.meta_model} meta-model]' if args.meta_model != 'mlp' else ''}")
-    _print_baseline(base, res.best)
+    _print_honest(res)
+    _print_baseline(base, res.best, "in-sample best gain")
+    print("top subsets (in-sample cross-validated loss: chosen and scored on the same splits):")
     _print_scores(res.top[: args.top], base)
     return 0
+
+
+def _ci(ci) -> str:
+    return f"[{ci[0]:+.4f}, {ci[1]:+.4f}]" if ci else "(one split)"
+
+
+def _print_honest(res) -> None:
+    """The honest figure first, the in-sample one labelled, the baselines and the recommendation."""
+    h = res.honest
+    if h is None:
+        print(f"{res.honest_note}; the loss below is in-sample (chosen and scored on the same splits: "
+              f"optimistic for a new model)")
+        print(f"in-sample loss: {res.best.mean:.4f}")
+        return
+    s = h.search
+    n = len(s.per_split)
+    conf = f"{100 * h.confidence:g}%"
+    from ..eevee.honest import paired_interval
+
+    ci = paired_interval(s.per_split, h.confidence)
+    print(f"honest loss (nested: chosen on the training models of {n} outer splits by {h.split_by}, scored on "
+          f"their held-out models): {s.mean:.4f} {conf} CI {_ci(ci).replace('+', '')}  <- expect this for a new model")
+    print(f"the training models' means on the same held-out models: {sum(h.training_means) / n:.4f}; "
+          f"in-sample loss (chosen and scored on the same splits; optimistic): {res.best.mean:.4f}")
+    print(f"baselines, chosen and scored the same way ({conf} paired interval of search minus baseline over the "
+          f"outer splits; negative = the search is better):")
+    print(f"  {'method':<18}  {'honest':>8}  {'in-sample':>9}  {'search - it':>11}  {'interval':>20}  verdict")
+    print(f"  {'search':<18}  {s.mean:>8.4f}  {res.best.mean:>9.4f}")
+    for m in BASELINES:
+        x, c = h.methods[m], h.comparison("search", m)
+        ins = f"{x.in_sample:>9.4f}" if x.in_sample is not None else f"{'-':>9}"
+        print(f"  {m:<18}  {x.mean:>8.4f}  {ins}  {c['diff']:>+11.4f}  {_ci(c['interval']):>20}  {c['verdict']}")
+    rec = h.recommended
+    print(f"recommended: {rec} — {DESCRIPTIONS[rec]} (the cheapest method not worse than the best beyond the noise)")
+    for w in h.warnings:
+        print(f"warning: {w}")
 
 
 def _how(res, n_benchmarks: int) -> str:
@@ -168,31 +237,44 @@ def _how(res, n_benchmarks: int) -> str:
     return f"evolutionary search: {res.n_evaluated:,} distinct subsets scored of {space}"
 
 
-def _sweep(args, table, ev, cfg, base, progress: bool) -> int:
-    """eevee sweep: the best subset for each k."""
+def _sweep(args, table, ev, cfg, base, progress: bool, nested, order) -> int:
+    """eevee sweep: the best subset for each k, its honest loss, and the k to use."""
     ks = parse_ks(args.ks, len(table.benchmark_names))
-    results = sweep(table, ks, cfg, out_dir=args.out, progress=progress, evaluator=ev)
+    results = sweep(table, ks, cfg, out_dir=args.out, progress=progress, evaluator=ev, nested=nested, order=order)
+    k_use = choose_k(results)
     if args.plot:
         from ..eevee.plots import plot_score_vs_k  # lazy: start-up, CLI parser
 
         plot_score_vs_k(results, args.plot)
     if args.json:
-        print_json({"baseline": _baseline_dict(base),
+        print_json({"baseline": baseline_dict(base), "chosen_k": k_use,
+                    "chosen_by": "honest" if all(r.honest for r in results.values()) else "in_sample",
                     "results": {str(k): {"top": [_scored(s, base) for s in r.top[: args.top]],
+                                         "in_sample": r.best.mean,
+                                         "honest": r.honest.to_dict() if r.honest else None,
+                                         "baselines": r.honest.baselines_dict() if r.honest else None,
                                          "wall_s": r.wall_s} for k, r in results.items()}})
         return 0
-    _print_baseline(base, min((r.best for r in results.values()), key=lambda s: (s.mean, s.subset)))
-    print(f"{'k':>3}  {'best':>8}  {'gain':>8}  {'top mean':>8}  {'s':>7}  best subset")
+    _print_baseline(base, min((r.best for r in results.values()), key=lambda s: (s.mean, s.subset)),
+                    "in-sample best gain")
+    honest = all(r.honest for r in results.values())
+    if not honest:
+        print(next((r.honest_note for r in results.values() if r.honest_note), "no honest estimate") +
+              "; k is chosen by the in-sample loss (optimistic)")
+    print(f"{'k':>3}  {'honest':>8}  {'in-sample':>9}  {'gain':>8}  {'random':>8}  {'s':>7}  best subset (whole table)")
     for k, r in results.items():
-        mean_top = sum(s.mean for s in r.top) / len(r.top)
-        print(f"{k:>3}  {r.best.mean:>8.4f}  {base.mean - r.best.mean:>+8.4f}  {mean_top:>8.4f}  "
+        hon = f"{r.honest.loss:>8.4f}" if r.honest else f"{'-':>8}"
+        rnd = f"{r.honest.methods['median_random'].mean:>8.4f}" if r.honest else f"{'-':>8}"
+        print(f"{k:>3}  {hon}  {r.best.mean:>9.4f}  {base.mean - r.best.mean:>+8.4f}  {rnd}  "
               f"{r.wall_s:>7.1f}  {', '.join(r.best.subset)}")
+    print(f"chosen k: {k_use} (" + ("the smallest k whose honest loss is not worse than the best k's beyond the "
+                                     "noise)" if honest else "the lowest in-sample loss)"))
     if args.plot:
         print(f"wrote {args.plot}")
     return 0
 
 
-def _tiers(args, table, ev, cfg, base, progress: bool) -> int:
+def _tiers(args, table, ev, cfg, base, progress: bool, nested, order) -> int:
     """eevee tiers: the best subset within each cost budget."""
     if not args.costs:
         raise InputError("tiers need --costs (a benchmark,cost CSV)", field="costs")
@@ -202,21 +284,25 @@ def _tiers(args, table, ev, cfg, base, progress: bool) -> int:
                          f"{' ...' if len(missing) > 5 else ''}", path=args.costs, field="cost")
     budgets = args.budgets
     ks = parse_ks(args.ks, len(table.benchmark_names)) if args.ks else None
-    out = tiers(table, budgets, cfg, ks=ks, progress=progress, evaluator=ev)
+    out = tiers(table, budgets, cfg, ks=ks, progress=progress, evaluator=ev, nested=nested, order=order)
     if args.json:
-        print_json({"baseline": _baseline_dict(base),
+        print_json({"baseline": baseline_dict(base),
                     "tiers": [{**t.to_dict(), **({"gain": base.mean - t.score.mean} if t.score else {})}
                               for t in out]})
         return 0
     fitted = [t.score for t in out if t.score is not None]
-    _print_baseline(base, min(fitted, key=lambda s: (s.mean, s.subset)) if fitted else None)
-    print(f"{'budget':>8}  {'cost':>8}  {'score':>8}  {'gain':>8}  benchmarks")
+    _print_baseline(base, min(fitted, key=lambda s: (s.mean, s.subset)) if fitted else None, "in-sample best gain")
+    honest = any(t.honest for t in out)
+    print("k per budget: " + ("the smallest k whose honest (nested) loss is not worse than the best k's beyond the "
+                              "noise" if honest else "the lowest in-sample loss (no honest estimate)"))
+    print(f"{'budget':>8}  {'cost':>8}  {'k':>3}  {'honest':>8}  {'in-sample':>9}  {'gain':>8}  benchmarks")
     for t in out:
         if t.score is None:
-            print(f"{t.budget:>8g}  {'-':>8}  {'-':>8}  {'-':>8}  (no benchmark fits)")
+            print(f"{t.budget:>8g}  {'-':>8}  {'-':>3}  {'-':>8}  {'-':>9}  {'-':>8}  (no benchmark fits)")
         else:
-            print(f"{t.budget:>8g}  {t.cost:>8g}  {t.score.mean:>8.4f}  {base.mean - t.score.mean:>+8.4f}  "
-                  f"{', '.join(t.score.subset)}")
+            hon = f"{t.honest.loss:>8.4f}" if t.honest else f"{'-':>8}"
+            print(f"{t.budget:>8g}  {t.cost:>8g}  {t.k:>3}  {hon}  {t.score.mean:>9.4f}  "
+                  f"{base.mean - t.score.mean:>+8.4f}  {', '.join(t.score.subset)}")
     return 0
 
 
@@ -234,7 +320,7 @@ def _importance(args, table, ev, cfg, base, progress: bool) -> int:
         plot_importance(items, args.plot)
     if args.json:
         print_json({"subset": sorted(subset), "score": whole.mean, "gain": base.mean - whole.mean,
-                    "baseline": _baseline_dict(base),
+                    "baseline": baseline_dict(base),
                     "importance": [{"benchmark": b, "loss_increase": v} for b, v in items]})
         return 0
     _print_baseline(base, whole, "the subset's gain")
@@ -245,13 +331,6 @@ def _importance(args, table, ev, cfg, base, progress: bool) -> int:
     if args.plot:
         print(f"wrote {args.plot}")
     return 0
-
-
-BASELINE = "predict every metric of a test model by the training models' mean"
-
-
-def _baseline_dict(base) -> dict:
-    return {"what": BASELINE, "score": base.mean, "std": base.std, "min": base.min, "max": base.max}
 
 
 def _print_baseline(base, best, what: str = "best gain") -> None:

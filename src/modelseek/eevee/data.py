@@ -77,11 +77,20 @@ class SplitData:
     """Per-split tensors: z-scored inputs/targets and loss weights for the training and test models, and the
     per-split initial weight draws."""
 
-    def __init__(self, table: Table, config: MetaConfig) -> None:
+    def __init__(self, table: Table, config: MetaConfig,
+                 splits: Sequence[tuple[np.ndarray, np.ndarray]] | None = None) -> None:
         import torch  # lazy: torch
         from sklearn.model_selection import ShuffleSplit  # lazy: sklearn
 
-        check_table(table, config)
+        if splits is None:
+            check_table(table, config)
+        else:  # given (training rows, test rows) pairs, e.g. the outer splits of the nested estimate
+            if len(splits) != config.n_splits:
+                raise ValueError(f"{len(splits)} splits given for config.n_splits = {config.n_splits}")
+            for tr, te in splits:
+                if len(tr) < MIN_TRAIN_MODELS or len(te) < 1:
+                    raise InputError(f"a split needs {MIN_TRAIN_MODELS} or more training models and a test "
+                                     f"model; got {len(tr)} and {len(te)}", path=table.source or None)
         self.table, self.config = table, config
         # Each column is divided by a power of two near its largest magnitude, and standard deviations are
         # taken of deviations scaled the same way (see ``rms``): exact in floating point, so the z-scores are
@@ -90,8 +99,10 @@ class SplitData:
         self.scale = column_scale(table.values)
         raw = table.oriented() / self.scale
         n, m = raw.shape
-        cv = ShuffleSplit(n_splits=config.n_splits, test_size=config.test_size, random_state=config.cv_seed)
-        self.splits = [(np.sort(tr), np.sort(te)) for tr, te in cv.split(np.zeros((n, 1)))]
+        if splits is None:
+            cv = ShuffleSplit(n_splits=config.n_splits, test_size=config.test_size, random_state=config.cv_seed)
+            splits = list(cv.split(np.zeros((n, 1))))
+        self.splits = [(np.sort(np.asarray(tr, dtype=int)), np.sort(np.asarray(te, dtype=int))) for tr, te in splits]
         table_unit = config.loss_scale == "table" and not config.leaky
         if table_unit:  # each metric's spread over the whole table (the unit of the test loss, see below)
             cnt = np.maximum((~np.isnan(raw)).sum(0), 1)

@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 import weakref
 from collections.abc import Iterable, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -47,11 +48,14 @@ from .table import Table
 class Evaluator:
     """Scores subsets (mean test loss over splits), caching each subset's per-split losses."""
 
-    def __init__(self, table: Table, config: MetaConfig | None = None, threads: int | None = 1) -> None:
+    def __init__(self, table: Table, config: MetaConfig | None = None, threads: int | None = 1,
+                 splits: Sequence[tuple[np.ndarray, np.ndarray]] | None = None) -> None:
         self.config = config or MetaConfig()
+        if splits is not None:  # fixed (training rows, test rows) of the canonical table instead of the protocol's
+            self.config = replace(self.config, n_splits=len(splits))
         self.threads = threads
         table = table.canonical()  # the order of the file's rows and columns changes nothing
-        self.data = SplitData(table, self.config)
+        self.data = SplitData(table, self.config, splits)
         self.table = table
         self.cache: dict[Subset, np.ndarray] = {}
         self.n_trained = 0  # subsets trained (cache misses)
@@ -109,21 +113,24 @@ class BatchedEvaluator(Evaluator):
     MIN_PER_WORKER = 8
 
     def __init__(self, table: Table, config: MetaConfig | None = None, threads: int | None = 1,
-                 workers: int = 1) -> None:
-        super().__init__(table, config, threads)
+                 workers: int = 1, splits: Sequence[tuple[np.ndarray, np.ndarray]] | None = None) -> None:
+        super().__init__(table, config, threads, splits)
+        self._splits = splits
         if workers < 0:
             raise InputError(f"workers must be >= 0 (0 = one per CPU), got {workers}", field="workers")
         self.workers = workers or usable_cpus(8)
         self._pool: WorkerPool | None = None
+        self.spawn = True  # whether a call may start the worker processes (False: only use them if running)
 
     def _train(self, subsets: list[Subset]) -> np.ndarray:
         cols = [self.data.columns(s) for s in subsets]
         width = max(1, max(len(c) for c in cols))
         n_parts = min(self.workers, len(cols) // self.MIN_PER_WORKER)
-        if n_parts <= 1 or not META_MODELS.get(self.config.model).parallel:
+        if n_parts <= 1 or not META_MODELS.get(self.config.model).parallel or \
+                (self._pool is None and not self.spawn):
             return fit_columns(self.data, cols, width)
         if self._pool is None:
-            self._pool = WorkerPool(self.table, self.config, self.workers)
+            self._pool = WorkerPool(self.table, self.config, self.workers, self._splits)
             weakref.finalize(self, self._pool.shutdown, wait=False, cancel_futures=True)
         parts = np.array_split(np.arange(len(cols)), n_parts)
         return self._pool.fit([[cols[i] for i in p] for p in parts], width)

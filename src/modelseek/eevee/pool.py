@@ -47,13 +47,13 @@ def torch_threads(n: int | None):
 class WorkerPool:
     """``workers`` spawned processes that fit parts of a batch for one (table, config)."""
 
-    def __init__(self, table: Table, config: MetaConfig, workers: int) -> None:
+    def __init__(self, table: Table, config: MetaConfig, workers: int, splits=None) -> None:
         import multiprocessing as mp
         from concurrent.futures import ProcessPoolExecutor
 
         self.workers = workers
         self._ex = ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=_worker_init,
-                                       initargs=(table, config))
+                                       initargs=(table, config, splits))
 
     def fit(self, parts: list[list[list[int]]], width: int) -> np.ndarray:
         """Losses of every part's subsets (given by input columns), concatenated in order."""
@@ -67,11 +67,11 @@ class WorkerPool:
 _WORKER: dict = {}
 
 
-def _worker_init(table: Table, config: MetaConfig) -> None:
+def _worker_init(table: Table, config: MetaConfig, splits=None) -> None:
     import torch  # lazy: torch
 
     torch.set_num_threads(1)  # a worker process of our own: its thread setting is ours to choose
-    _WORKER["data"] = SplitData(table, config)
+    _WORKER["data"] = SplitData(table, config, splits)
 
 
 def _worker_fit(cols: list[list[int]], width: int) -> np.ndarray:

@@ -17,7 +17,7 @@ import logging
 import math
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
@@ -31,6 +31,7 @@ from ..io import atomic_write_text, read_json
 from ..progress import progress_bar
 from .config import MetaConfig
 from .evaluators import BatchedEvaluator, Evaluator
+from .honest import Honest, NestedConfig, NestedRunner, paired_interval
 from .score import Score, Subset, normalise_subset
 from .table import Table
 
@@ -67,42 +68,86 @@ class SearchResult:
     best_per_generation: list[float] = field(default_factory=list)
     exhaustive: bool = False  # every subset of size k was scored (the space fit in the population)
     n_subsets: int = 0        # C(B, k): the subsets of size k that exist (before any budget)
+    honest: Honest | None = None   # the nested estimate and the baselines (``search(..., nested=...)``)
+    honest_note: str = ""          # why there is none, when one was asked for
 
     @property
     def best(self) -> Score:
         return self.top[0]
 
+    @property
+    def loss(self) -> float:
+        """The figure to quote: the honest (nested) loss when there is one, else the in-sample best."""
+        return self.honest.loss if self.honest is not None else self.best.mean
+
     def to_dict(self) -> dict:
         return {"k": self.k, "top": [s.to_dict() for s in self.top], "n_evaluated": self.n_evaluated,
                 "n_trained": self.n_trained, "wall_s": self.wall_s,
                 "best_per_generation": self.best_per_generation, "exhaustive": self.exhaustive,
-                "n_subsets": self.n_subsets}
+                "n_subsets": self.n_subsets,
+                "nested": self.honest.to_full_dict() if self.honest is not None else None,
+                "honest_note": self.honest_note}
 
     @classmethod
     def from_dict(cls, d: dict) -> SearchResult:
         top = [Score(tuple(t["benchmarks"]), t["score"], t["std"], t["min"], t["max"], ()) for t in d["top"]]
         return cls(int(d["k"]), top, int(d["n_evaluated"]), int(d["n_trained"]), float(d["wall_s"]),
                    list(d.get("best_per_generation", [])), bool(d.get("exhaustive", False)),
-                   int(d.get("n_subsets", 0)))
+                   int(d.get("n_subsets", 0)),
+                   Honest.from_full_dict(d["nested"]) if d.get("nested") else None, str(d.get("honest_note", "")))
 
 
 def _rank(scores: Iterable[Score]) -> list[Score]:
     return sorted(scores, key=lambda s: (s.mean, s.subset))
 
 
+def _evaluator(table_or_evaluator: Table | Evaluator, cfg: SearchConfig, meta: MetaConfig | None,
+               nested: NestedConfig | None, order) -> tuple[Evaluator, object]:
+    """The evaluator to search with (made from a table with ``meta``, or by default ``MetaConfig(seed=cfg.seed)``:
+    the search's seed seeds the meta-models too, as ``--seed`` does), and the models' order for
+    ``--split-by COLUMN`` (the column taken out of a table given whole)."""
+    if isinstance(table_or_evaluator, Evaluator):
+        return table_or_evaluator, order
+    table = table_or_evaluator
+    if nested is not None and nested.by_column and order is None and nested.outer_splits > 0:
+        table, values = table.without_column(nested.split_by)
+        order = dict(zip(table.models, values))
+    elif order is not None and not isinstance(order, Mapping):
+        order = dict(zip(table.models, order))
+    return BatchedEvaluator(table, meta or MetaConfig(seed=cfg.seed)), order
+
+
 def search(table_or_evaluator: Table | Evaluator, k: int, config: SearchConfig | None = None, *,
            meta: MetaConfig | None = None, budget: float | None = None, progress: bool = False,
-           top: int | None = None) -> SearchResult:
+           top: int | None = None, nested: NestedConfig | None = None, order=None) -> SearchResult:
     """Find the k benchmarks whose metrics best predict every metric of unseen models.
 
-    ``table_or_evaluator``: a :class:`Table` (a :class:`BatchedEvaluator` is made with ``meta``) or an
-    evaluator to reuse (its cache carries over, e.g. across the k of a sweep). ``budget``: only subsets whose
-    total cost (``table.costs``) is at most ``budget`` are considered. Returns the best ``top`` (default
-    ``config.keep``) subsets, best first.
+    ``table_or_evaluator``: a :class:`Table` (a :class:`BatchedEvaluator` is made with ``meta``, by default
+    ``MetaConfig(seed=config.seed)``) or an evaluator to reuse (its cache carries over, e.g. across the k of a
+    sweep). ``budget``: only subsets whose total cost (``table.costs``) is at most ``budget`` are considered.
+    Returns the best ``top`` (default ``config.keep``) subsets, best first.
+
+    ``nested``: also the honest estimate (:mod:`modelseek.eevee.honest`): the search and the four baselines
+    rerun on the training models of each outer split and scored on its held-out models (``result.honest``;
+    ``eevee search`` always asks for it, with ``NestedConfig()``'s defaults). ``order``: the models' values of
+    the ``split_by`` column when it was taken out of the table already (``Table.without_column``).
     """
     cfg = config or SearchConfig()
-    ev = table_or_evaluator if isinstance(table_or_evaluator, Evaluator) else \
-        BatchedEvaluator(table_or_evaluator, meta)
+    ev, order = _evaluator(table_or_evaluator, cfg, meta, nested, order)
+    res = _search(ev, k, cfg, budget=budget, progress=progress, top=top)
+    if nested is not None:
+        runner = NestedRunner(ev.table, ev.config, nested, cfg.seed, order=order)
+        try:
+            res.honest = runner.estimate(k, cfg, budget=budget, full=ev, full_search=res, progress=progress)
+        finally:
+            runner.close()
+        res.honest_note = runner.note
+    return res
+
+
+def _search(ev: Evaluator, k: int, cfg: SearchConfig, *, budget: float | None, progress: bool,
+            top: int | None) -> SearchResult:
+    """The in-sample search (see :func:`search`)."""
     table = ev.table
     names = table.benchmark_names
     B = len(names)
@@ -217,23 +262,39 @@ def parse_ks(text: str, n_benchmarks: int | None = None) -> list[int]:
     return sorted(ks)
 
 
-def _fingerprint(table: Table, meta: MetaConfig, cfg: SearchConfig, budget: float | None) -> str:
+def _fingerprint(table: Table, meta: MetaConfig, cfg: SearchConfig, budget: float | None,
+                 nested: NestedConfig | None = None, order=None) -> str:
     h = hashlib.sha256()
     h.update(np.ascontiguousarray(np.nan_to_num(table.values, nan=-1e300)).tobytes())
+    extra = [] if nested is None else [nested.__dict__, sorted((order or {}).items())]
     h.update(json.dumps([table.models, table.columns, table.groups, sorted(table.group_weights.items()),
-                         table.lower_is_better, meta.to_dict(), cfg.__dict__, budget], default=str).encode())
+                         table.lower_is_better, meta.to_dict(), cfg.__dict__, budget, *extra],
+                        default=str).encode())
     return h.hexdigest()[:16]
 
 
 def sweep(table: Table, ks: Sequence[int], config: SearchConfig | None = None, *, meta: MetaConfig | None = None,
           out_dir: str | Path | None = None, budget: float | None = None, progress: bool = False,
-          evaluator: Evaluator | None = None) -> dict[int, SearchResult]:
+          evaluator: Evaluator | None = None, nested: NestedConfig | None = None, order=None
+          ) -> dict[int, SearchResult]:
     """Run :func:`search` for every k, sharing one evaluator (and its score cache). With ``out_dir``, each
     finished k is written to ``k<k>.json`` (atomically) and a rerun with the same table and settings resumes
-    from the files; files of other settings are recomputed."""
+    from the files; files of other settings are recomputed. ``nested``: each k's honest estimate too (one
+    set of outer splits and inner score caches for every k); :func:`choose_k` then picks k by it."""
     cfg = config or SearchConfig()
-    ev = evaluator or BatchedEvaluator(table, meta)
-    fp = _fingerprint(ev.table, ev.config, cfg, budget)  # the canonical table: any order resumes
+    ev, order = _evaluator(evaluator or table, cfg, meta, nested, order)
+    fp = _fingerprint(ev.table, ev.config, cfg, budget, nested, order)  # the canonical table: any order resumes
+    runner = NestedRunner(ev.table, ev.config, nested, cfg.seed, order=order) \
+        if nested is not None else None
+    try:
+        return _sweep(ev, ks, cfg, out_dir, budget, progress, fp, runner)
+    finally:
+        if runner is not None:
+            runner.close()
+
+
+def _sweep(ev: Evaluator, ks, cfg: SearchConfig, out_dir, budget, progress: bool, fp: str,
+           runner: NestedRunner | None) -> dict[int, SearchResult]:
     results: dict[int, SearchResult] = {}
     for k in progress_bar(list(ks), desc="eevee sweep", disable=not progress):
         path = Path(out_dir) / f"k{k}.json" if out_dir is not None else None
@@ -245,11 +306,34 @@ def sweep(table: Table, ks: Sequence[int], config: SearchConfig | None = None, *
                     continue
             except (ValueError, KeyError, TypeError, AttributeError) as exc:  # InputError is a ValueError
                 log.warning("%s: unreadable (%s); recomputing k=%d", path, exc, k)
-        res = search(ev, k, cfg, budget=budget)
+        res = _search(ev, k, cfg, budget=budget, progress=False, top=None)
+        if runner is not None:
+            res.honest = runner.estimate(k, cfg, budget=budget, full=ev, full_search=res)
+            res.honest_note = runner.note
         results[k] = res
         if path is not None:
             atomic_write_text(path, json.dumps({"fingerprint": fp, "result": res.to_dict()}, indent=1))
     return results
+
+
+def choose_k(results: Mapping[int, SearchResult], confidence: float | None = None) -> int:
+    """The k to use: the smallest k whose honest loss is not worse than the best k's beyond the noise (the
+    paired interval of their differences over the shared outer splits reaches zero); without honest estimates,
+    the k of the lowest in-sample loss. Ties go to the smaller k."""
+    if not results:
+        raise InputError("no k to choose from", field="k")
+    ks = sorted(results)
+    if any(results[k].honest is None for k in ks):
+        return min(ks, key=lambda k: (results[k].best.mean, k))
+    best = min(ks, key=lambda k: (results[k].loss, k))
+    conf = confidence or results[best].honest.confidence  # type: ignore[union-attr]
+    ref = np.array(results[best].honest.search.per_split)  # type: ignore[union-attr]
+    for k in ks:
+        diff = np.array(results[k].honest.search.per_split) - ref  # type: ignore[union-attr]
+        ci = paired_interval(diff, conf) if len(diff) == len(ref) else None
+        if k == best or (ci is not None and ci[0] <= 0):
+            return k
+    return best
 
 
 # ------------------------------------------------------------------------------------------------ importance
@@ -276,28 +360,51 @@ class Tier:
     budget: float
     score: Score | None
     cost: float
+    k: int = 0                      # the size chosen for the budget
+    honest: Honest | None = None    # its nested estimate (tiers(..., nested=...)), by which k was chosen
 
     def to_dict(self) -> dict:
-        return {"budget": self.budget, "cost": self.cost,
-                **(self.score.to_dict() if self.score else {"benchmarks": [], "score": None})}
+        return {"budget": self.budget, "cost": self.cost, "k": self.k,
+                **(self.score.to_dict() if self.score else {"benchmarks": [], "score": None}),
+                **({"in_sample": self.score.mean if self.score else None,
+                    "honest": self.honest.to_dict() if self.honest else None} if self.honest else {})}
 
 
 def tiers(table: Table, budgets: Sequence[float], config: SearchConfig | None = None, *,
           meta: MetaConfig | None = None, ks: Sequence[int] | None = None, progress: bool = False,
-          evaluator: Evaluator | None = None) -> list[Tier]:
+          evaluator: Evaluator | None = None, nested: NestedConfig | None = None, order=None) -> list[Tier]:
     """For each budget, the best subset (over every k in ``ks``, default all that can fit) whose total cost
-    fits it: a budget-constrained search per k, sharing one score cache."""
-    ev = evaluator or BatchedEvaluator(table, meta)
+    fits it: a budget-constrained search per k, sharing one score cache. With ``nested``, every k's search is
+    estimated honestly and k is chosen by :func:`choose_k` (the smallest k not worse than the best beyond the
+    noise); without, the lowest in-sample loss over every k."""
+    cfg = config or SearchConfig()
+    ev, order = _evaluator(evaluator or table, cfg, meta, nested, order)
+    table = ev.table
     _feasibility(table, 0.0)  # every benchmark needs a cost
+    runner = NestedRunner(table, ev.config, nested, cfg.seed, order=order) \
+        if nested is not None else None
     costs = sorted(table.costs[b] for b in table.benchmark_names)
     out = []
-    for budget in budgets:
-        fit = int(np.searchsorted(np.cumsum(costs), budget + 1e-9, side="right"))
-        kk = [k for k in (ks or range(1, len(costs) + 1)) if 1 <= k <= fit]
-        best: Score | None = None
-        for k in progress_bar(kk, desc=f"tier {budget:g}", disable=not progress):
-            res = search(ev, k, config, budget=budget, top=1)
-            if best is None or (res.best.mean, res.best.subset) < (best.mean, best.subset):
-                best = res.best
-        out.append(Tier(float(budget), best, table.cost(best.subset) if best else 0.0))
+    try:
+        for budget in budgets:
+            fit = int(np.searchsorted(np.cumsum(costs), budget + 1e-9, side="right"))
+            kk = [k for k in (ks or range(1, len(costs) + 1)) if 1 <= k <= fit]
+            results: dict[int, SearchResult] = {}
+            for k in progress_bar(kk, desc=f"tier {budget:g}", disable=not progress):
+                res = _search(ev, k, cfg, budget=budget, progress=False, top=1)
+                if runner is not None:
+                    res.honest = runner.estimate(k, cfg, budget=budget)
+                results[k] = res
+            if not results:
+                out.append(Tier(float(budget), None, 0.0))
+                continue
+            if runner is not None and runner.splits:
+                k_best = choose_k(results)
+            else:  # the lowest in-sample loss over every k (ties: the subset's names)
+                k_best = min(results, key=lambda k: (results[k].best.mean, results[k].best.subset))
+            best = results[k_best].best
+            out.append(Tier(float(budget), best, table.cost(best.subset), k_best, results[k_best].honest))
+    finally:
+        if runner is not None:
+            runner.close()
     return out

@@ -218,6 +218,35 @@ class Table:
             log.warning("no weight for task group(s) %s; they get the mean weight", ", ".join(missing))
         return replace(self, groups=groups, group_weights=gw)
 
+    def take_models(self, rows: Sequence[int]) -> Table:
+        """The table of the given rows (model positions), in the given order, everything else kept."""
+        rows = [int(i) for i in rows]
+        return replace(self, values=self.values[rows], models=tuple(self.models[i] for i in rows))
+
+    def without_column(self, name: str) -> tuple[Table, np.ndarray]:
+        """The table without one column, and that column's values (per model). ``name``: a column id
+        ``benchmark.metric``, or a benchmark that has a single column. Used by ``--split-by COLUMN``: a column
+        that orders the models (a release date, say) is metadata, neither an input nor a target."""
+        cols = self.columns
+        if name in cols:
+            j = cols.index(name)
+        else:
+            hits = [i for i, b in enumerate(self.benchmarks) if b == name]
+            if len(hits) != 1:
+                why = "has several columns; name one as benchmark.metric" if hits else "is not a column of the table"
+                raise InputError(f"{name!r} {why} (columns: {', '.join(map(shown, cols[:8]))}"
+                                 f"{' ...' if len(cols) > 8 else ''})", path=self.source or None, field="split_by")
+            j = hits[0]
+        if len(cols) == 1:
+            raise InputError("the table has no column left besides the ordering column", field="split_by")
+        keep = [i for i in range(len(cols)) if i != j]
+        pick = lambda seq: tuple(seq[i] for i in keep)  # noqa: E731
+        rest = replace(self, values=self.values[:, keep], benchmarks=pick(self.benchmarks),
+                       metrics=pick(self.metrics), lower_is_better=pick(self.lower_is_better),
+                       groups=pick(self.groups),
+                       costs={b: c for b, c in self.costs.items() if b in set(pick(self.benchmarks))})
+        return rest, self.values[:, j].copy()
+
     def with_costs(self, costs: Mapping[str, float]) -> Table:
         known = set(self.benchmarks)
         unknown = [b for b in costs if b not in known]
