@@ -183,4 +183,4 @@ def test_a_plugin_named_as_a_built_in_is_refused_naming_both(tmp_path):
 def test_a_plugin_of_the_wrong_kind_is_named(tmp_path):
     site = _distribution(tmp_path / "site", "[modelseek.rankers]\nclass_gap = ms_plugin_demo:class_gap\n")
     r = _cli(site, "rank", tmp_path, "-m", "class_gap")
-    assert r.code == 1 and "names a Ranker subclass" in r.err and "ms_plugin_demo" in r.err
+    assert r.code == 1 and "a ranker is a Ranker subclass" in r.err and "ms_plugin_demo" in r.err

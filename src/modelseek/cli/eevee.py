@@ -9,11 +9,10 @@ from numbers import Real
 from ..config import Interval
 from ..data.truth import GroundTruth
 from ..eevee import BatchedEvaluator, MetaConfig, SearchConfig, importance, parse_ks, search, sweep, tiers
-from ..eevee.models import META_MODELS
 from ..eevee.table import Table, load_table, read_costs, read_task_mapping, read_task_weights
 from ..errors import InputError
-from ._common import (EXISTING_FILE, NON_NEGATIVE_INT, OUTPUT_DIR, OUTPUT_FILE, POSITIVE_INT, SEED, arg_type,
-                      print_json)
+from ._common import (EXISTING_FILE, NON_NEGATIVE_INT, OUTPUT_DIR, OUTPUT_FILE, POSITIVE_INT, SEED, LazyText,
+                      add_registry_option, arg_type, print_json, set_lazy)
 
 
 def _numbers(text: str, what: str, positive: bool) -> tuple[float, ...]:
@@ -76,9 +75,9 @@ def _common(c) -> None:
                                              "better when lower (default: loss, dice-loss, mae, ...)")
     c.add_argument("--leaky", action="store_true",
                    help="the reference's normalisation: z-scores on all models, missing = 5 (leaks test models)")
-    c.add_argument("--meta-model", choices=META_MODELS.names(), default="mlp",
-                   help="; ".join(f"{m.name}: {m.description}{' (default)' if m.name == 'mlp' else ''}"
-                                  for m in map(META_MODELS.get, META_MODELS.names())))
+    # choices and help read when shown or checked: a plugin meta-model is listed by name, never imported here
+    set_lazy(add_registry_option(c, "--meta-model", "modelseek.eevee.models:META_MODELS", default="mlp"),
+             help=LazyText(_meta_model_help))
     c.add_argument("--ridge-alpha", default="auto", type=RIDGE_ALPHAS,
                    help="ridge penalty in z-units: a number, comma-separated candidates chosen by leave-one-out, "
                         "or auto (13 values from 0.01 to 10,000; default)")
@@ -95,6 +94,13 @@ def _common(c) -> None:
                    help="worker processes sharing each generation's batch (default 0 = one per CPU, at most 8; "
                         "1 = this process only; the scores are the same)")
     c.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _meta_model_help() -> str:
+    from ..eevee.models import META_MODELS  # lazy: listing names imports no plugin
+
+    return "; ".join(f"{n}: " + (f"{META_MODELS.get(n).description}{' (default)' if n == 'mlp' else ''}" if dist is None
+                                 else f"from the distribution {dist}") for n, dist, _ in META_MODELS.members())
 
 
 def check_options(args: argparse.Namespace) -> None:
