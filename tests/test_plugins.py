@@ -184,3 +184,187 @@ def test_a_plugin_of_the_wrong_kind_is_named(tmp_path):
     site = _distribution(tmp_path / "site", "[modelseek.rankers]\nclass_gap = ms_plugin_demo:class_gap\n")
     r = _cli(site, "rank", tmp_path, "-m", "class_gap")
     assert r.code == 1 and "a ranker is a Ranker subclass" in r.err and "ms_plugin_demo" in r.err
+
+
+# ------------------------------------------------------------------------------------------ issue #45: isolation
+BAD = '''
+import numpy as np
+
+from modelseek.fusion.methods import FusionMethod, ordered_sum
+from modelseek.metrics import Metric
+
+
+def _combine(values, weights):
+    return ordered_sum(np.where(np.isnan(values), 0.0, values))
+
+
+RRF = FusionMethod("rrf", "a second rrf", uses_scores=True, takes_weights=False, combine=_combine,
+                   search=lambda space: [])
+
+
+def avgrank(features, labels):
+    return 0.0
+
+
+class WrongRun:
+    name, in_process, concurrency = "wrongrun", True, "serial"
+
+    def run(self, units):
+        pass
+
+
+class NoPerList(Metric):
+    cutoff = "none"
+'''
+
+BAD_ENTRY_POINTS = """[modelseek.fusion]
+broken_fusion = ms_bad_broken:THING
+rrf = ms_bad:RRF
+
+[modelseek.estimators]
+avgrank = ms_bad:avgrank
+
+[modelseek.executors]
+wrongrun = ms_bad:WrongRun
+
+[modelseek.metrics]
+noperlist = ms_bad:NoPerList
+"""
+
+GOOD_EXTRA = '''
+from sklearn.linear_model import Ridge
+
+from modelseek.style.retrievers import Retriever, _unit
+
+#: any scikit-learn regressor is a meta-model (cloned per fit)
+RIDGE = Ridge(alpha=10.0)
+
+
+class Farthest(Retriever):
+    """A model's score is minus the cosine distance to its farthest training image."""
+
+    name = "farthest"
+
+    def _fit(self, Z, y):
+        self.train_, self.y_ = _unit(Z), y
+
+    def _scores(self, Z):
+        sims = _unit(Z) @ self.train_.T
+        return __import__("numpy").stack([sims[:, self.y_ == m].min(1) for m in self.seen_], axis=1)
+'''
+
+
+def _bad_distribution(site: Path) -> Path:
+    site.mkdir(parents=True, exist_ok=True)
+    (site / "ms_bad.py").write_text(BAD, encoding="utf-8")
+    (site / "ms_bad_broken.py").write_text("import this_module_does_not_exist\n", encoding="utf-8")
+    info = site / "ms_bad-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ms-bad\nVersion: 0.1\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text(BAD_ENTRY_POINTS, encoding="utf-8")
+    return site
+
+
+def _one_line_error(r, *needles: str) -> None:
+    assert r.code == 1, (r.out, r.err)
+    assert "Traceback" not in r.err and "Traceback" not in r.out
+    last = r.err.strip().splitlines()[-1]
+    assert last.startswith("error: ") and all(n in last for n in needles), last
+
+
+@pytest.mark.slow(reason="thirteen fresh interpreters (about 25 s)")
+def test_a_broken_distribution_fails_only_the_commands_that_use_its_members(tmp_path):
+    from modelseek.testing import make_ntcir_layout
+
+    site = _bad_distribution(tmp_path / "site")
+    layout = make_ntcir_layout(tmp_path / "ntcir", n_tasks=6, n_models=4, seed=2)
+    run, truth = tmp_path / "run.txt", layout / "ground-truth.csv"
+    # every command, --help included, works
+    for args in (("--help",), ("fuse", "--help"), ("eevee", "search", "--help"), ("finetune", "--help"),
+                 ("rank", layout, "-m", "random", "-o", run, "--show", "0"),
+                 ("eevee", "search", "--ground-truth", truth, "-k", "2", "--generations", "1", "--population", "5",
+                  "--workers", "1", "--json"),
+                 ("evaluate", run, "-g", truth, "--json")):
+        r = _cli(site, *args)
+        assert r.code == 0 and "Traceback" not in r.err, (args, r.err)
+    assert "rrf" in _cli(site, "fuse", "--help").out  # listed by name, without importing the plugin
+    # using a bad member: one line naming its entry point and distribution
+    _one_line_error(_cli(site, "fuse", run, run, "--method", "broken_fusion", "-o", tmp_path / "f.txt"),
+                    "'ms_bad_broken:THING'", "'ms-bad'", "No module named 'this_module_does_not_exist'")
+    _one_line_error(_cli(site, "fuse", run, run, "--method", "rrf", "-o", tmp_path / "f.txt"),
+                    "'ms_bad:RRF'", "'ms-bad'", "clashes with the built-in fusion method", "fusion.methods.rrf")
+    _one_line_error(_cli(site, "rank", layout, "-m", "avgrank", "-o", tmp_path / "a.txt"),
+                    "'ms_bad:avgrank'", "'ms-bad'", "clashes with the built-in method", "rankers.avgrank")
+    _one_line_error(_cli(site, "rank", layout, "-m", "logme", "--executor", "wrongrun", "-o", tmp_path / "w.txt"),
+                    "'ms_bad:WrongRun'", "'ms-bad'", "WrongRun.run must take (units, on_start, on_done)")
+    _one_line_error(_cli(site, "evaluate", run, "-g", truth, "--metrics", "ndcg@5,noperlist"),
+                    "'ms_bad:NoPerList'", "'ms-bad'", "does not implement per_list")
+    # modelseek plugins: every kind's members with their origin, and why a broken one cannot be used
+    r = _cli(site, "plugins", "--json")
+    assert r.code == 0, r.err
+    kinds = {k["kind"]: k for k in json.loads(r.out)["kinds"]}
+    assert len(kinds) == 10 and {k["group"] for k in kinds.values()} >= {"modelseek.meta_models",
+                                                                         "modelseek.style_retrievers"}
+    broken = {(k, m["name"]): m["broken"] for k, v in kinds.items() for m in v["members"] if m["broken"]}
+    assert sorted(broken) == [("estimator", "avgrank"), ("executor", "wrongrun"), ("fusion method", "broken_fusion"),
+                              ("fusion method", "rrf"), ("metric", "noperlist")]
+    assert all("'ms-bad'" in why for why in broken.values())
+    origins = {(k, m["name"]): m["origin"] for k, v in kinds.items() for m in v["members"]}
+    assert origins[("fusion method", "combsum")] == "built-in" and origins[("metric", "ndcg")] == "built-in"
+
+
+@pytest.mark.slow(reason="four fresh interpreters, two EEVEE searches (about 12 s)")
+def test_a_meta_model_and_a_style_retriever_from_a_distribution_run_through_the_cli(tmp_path):
+    from modelseek.testing import make_ntcir_layout
+    from modelseek.testing.style import make_b_layout
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "ms_more.py").write_text(GOOD_EXTRA, encoding="utf-8")
+    info = site / "ms_more-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ms-more\nVersion: 0.1\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text("[modelseek.meta_models]\nskridge = ms_more:RIDGE\n\n"
+                                           "[modelseek.style_retrievers]\nfarthest = ms_more:Farthest\n",
+                                           encoding="utf-8")
+    layout = make_ntcir_layout(tmp_path / "ntcir", n_tasks=6, n_models=8, seed=3)
+    args = ("eevee", "search", "--ground-truth", layout / "ground-truth.csv", "-k", "2", "--generations", "1",
+            "--population", "6", "--workers", "1", "--json")
+    r = _cli(site, *args, "--meta-model", "skridge")
+    assert r.code == 0, r.err
+    plugin = {tuple(t["benchmarks"]): t["score"] for t in json.loads(r.out)["top"]}
+    r = _cli(site, *args, "--meta-model", "ridge")
+    assert r.code == 0, r.err
+    builtin = {tuple(t["benchmarks"]): t["score"] for t in json.loads(r.out)["top"]}
+    common = set(plugin) & set(builtin)
+    assert plugin and all(0 < v < float("inf") for v in plugin.values())
+    # a fixed alpha of 10 is not the built-in's leave-one-out choice: the plugin's own fits scored the subsets
+    assert common and any(abs(plugin[c] - builtin[c]) > 1e-9 for c in common)
+    h = _cli(site, "eevee", "search", "--help")
+    assert "skridge: from the distribution ms-more" in " ".join(h.out.split())
+    b = make_b_layout(tmp_path / "subtask-b")
+    out = tmp_path / "style.txt"
+    r = _cli(site, "rank-style", b, "-o", out, "--size", 32, "-m", "hist-farthest")
+    assert r.code == 0, r.err
+    lines = out.read_text().split("\n")
+    assert lines[0].split()[5] == "hist-farthest" and len({ln.split()[0] for ln in lines if ln}) >= 2
+
+
+def test_check_member_is_the_registration_check():
+    from modelseek.fusion.methods import FUSION_METHODS, FusionMethod
+    from modelseek.testing import check_member
+
+    rrf = FUSION_METHODS.get("rrf")
+    assert check_member("fusion method", rrf) is rrf
+    bad = FusionMethod("twoargs", "x", uses_scores=True, takes_weights=False, combine=lambda values: values,
+                       search=lambda space: [])
+    with pytest.raises(TypeError, match=r"combine must take \(values, weights\)"):
+        check_member("fusion method", bad)
+    with pytest.raises(TypeError, match="own name is 'rrf'"):
+        check_member("fusion method", rrf, name="twoargs")
+    with pytest.raises(TypeError, match="does not implement per_list"):
+        from modelseek.metrics import Metric
+
+        check_member("metric", type("NoPerList", (Metric,), {}), name="x")
+    with pytest.raises(Exception, match="unknown kind 'fusion'"):
+        check_member("fusion", rrf)

@@ -34,6 +34,20 @@ RETRIEVERS: Registry[type] = Registry("style retriever")
 RRF_K = 60
 
 
+def check_retriever(name: str, obj: object) -> type:
+    """The style-retriever kind's one check (:data:`modelseek.kinds.KINDS`): a class whose ``name`` is ``name``, with
+    ``fit(X, y, models)`` (returning the fitted retriever) and ``scores(X)``; a :class:`Retriever` subclass gets its
+    input checks and its order of candidates from the base class."""
+    from ..kinds import named, takes
+
+    if not isinstance(obj, type):
+        raise TypeError(f"a style retriever is a class (e.g. a Retriever subclass), got {obj!r}")
+    named(f"style retriever {obj.__name__}", getattr(obj, "name", None), name)
+    takes(f"{obj.__name__}.fit", getattr(obj, "fit", None), ("X", "y", "models"))
+    takes(f"{obj.__name__}.scores", getattr(obj, "scores", None), ("X",))
+    return obj
+
+
 class Preprocess:
     """Column standardisation, equal block weights, optional PCA (fitted on training features only)."""
 
@@ -199,20 +213,6 @@ class LogRegRetriever(Retriever):
         if self.span_ is not None:
             Z = self.span_.transform(Z)
         return self.clf_.predict_log_proba(Z)[:, self.order_]
-
-
-def check_retriever(name: str, obj: object) -> type:
-    """The style-retriever kind's one check (:data:`modelseek.kinds.KINDS`): a class whose ``name`` is ``name``, with
-    ``fit(X, y, models)`` (returning the fitted retriever) and ``scores(X)``; a :class:`Retriever` subclass gets its
-    input checks and its order of candidates from the base class."""
-    from ..kinds import named, takes
-
-    if not isinstance(obj, type):
-        raise TypeError(f"a style retriever is a class (e.g. a Retriever subclass), got {obj!r}")
-    named(f"style retriever {obj.__name__}", getattr(obj, "name", None), name)
-    takes(f"{obj.__name__}.fit", getattr(obj, "fit", None), ("X", "y", "models"))
-    takes(f"{obj.__name__}.scores", getattr(obj, "scores", None), ("X",))
-    return obj
 
 
 def make_retriever(name: str, **params) -> Retriever:
