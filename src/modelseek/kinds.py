@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,9 +94,9 @@ _BY_NAME = {k.name: k for k in KINDS}
 _BY_LABEL = {k.label: k for k in KINDS}
 
 
-def declared(name: str) -> Kind | None:
-    """The declaration of the kind ``name`` (its name or its word in messages); None if none."""
-    return _BY_NAME.get(name) or _BY_LABEL.get(name)
+def declared(name: str, exact: bool = False) -> Kind | None:
+    """The declaration of the kind ``name`` (its name, or unless ``exact`` its word in messages); None if none."""
+    return _BY_NAME.get(name) or (None if exact else _BY_LABEL.get(name))
 
 
 def kind(name: str) -> Kind:
@@ -124,7 +124,7 @@ def check_member(kind_name: str, obj: Any, name: str | None = None) -> Any:
 
 
 # ---------------------------------------------------------------------------------------- helpers of the checks
-def takes(what: str, fn: Callable[..., Any], params: Sequence[str], *, bound: bool = False) -> None:
+def takes(what: str, fn: Any, params: Sequence[str], *, bound: bool = False) -> None:
     """A ``TypeError`` unless ``fn`` can be called with the positional arguments ``params`` (one more, ``self``,
     when ``fn`` is a method read from a class: ``bound=False``)."""
     if not callable(fn):

@@ -104,7 +104,7 @@ class Registry(Generic[T]):
     def __init__(self, kind: str) -> None:
         from .kinds import declared  # the table of kinds names modules by strings only: no cycle
 
-        decl = declared(kind)
+        decl = declared(kind, exact=True)
         self.declaration = decl
         #: the kind's word in messages ("estimator", "method" for the ranker namespace ...)
         self.kind = decl.label if decl is not None else kind

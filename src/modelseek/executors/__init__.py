@@ -179,6 +179,7 @@ def check_executor(name: str, obj: Any) -> type[Executor]:
 
     if not (isinstance(obj, type) and callable(getattr(obj, "run", None))):
         raise TypeError(f"an executor is a class with a run(units, on_start, on_done) method, got {obj!r}")
+    klass: Any = obj
     for attr, kind in (("name", str), ("in_process", bool)):
         if not isinstance(getattr(obj, attr, None), kind):
             raise TypeError(f"executor class {obj.__name__} needs a class attribute {attr!r} ({kind.__name__})")
@@ -186,12 +187,12 @@ def check_executor(name: str, obj: Any) -> type[Executor]:
     if concurrency not in CONCURRENCY:
         raise TypeError(f"executor class {obj.__name__} needs a class attribute 'concurrency': one of "
                         f"{', '.join(CONCURRENCY)} (how it runs units), got {concurrency!r}")
-    if obj.in_process != (concurrency != "processes"):
-        raise TypeError(f"executor class {obj.__name__}: in_process={obj.in_process} contradicts "
+    if klass.in_process != (concurrency != "processes"):
+        raise TypeError(f"executor class {obj.__name__}: in_process={klass.in_process} contradicts "
                         f"concurrency={concurrency!r} (serial and threads run in this process)")
     cls: type[Executor] = obj
     named(f"executor class {obj.__name__}", cls.name, name)
-    takes(f"{obj.__name__}.run", obj.run, ("units", "on_start", "on_done"))
+    takes(f"{obj.__name__}.run", klass.run, ("units", "on_start", "on_done"))
     return cls
 
 
@@ -276,5 +277,6 @@ def _safe(executor: Executor) -> Executor:
     return executor
 
 
-__all__ = ["CONCURRENCY", "EXECUTORS", "ClaimStore", "Concurrency", "Executor", "FirstUnitAlone", "Gpu", "OnDone", "OnStart", "Outcome", "Shared", "Unit", "call_unit",
-           "check_executor", "executor_class", "make_executor", "register", "run_until_done", "runs_in_process"]
+__all__ = ["CONCURRENCY", "EXECUTORS", "ClaimStore", "Concurrency", "Executor", "FirstUnitAlone", "Gpu", "OnDone",
+           "OnStart", "Outcome", "Shared", "Unit", "call_unit", "check_executor", "executor_class", "make_executor",
+           "register", "run_until_done", "runs_in_process"]

@@ -34,7 +34,7 @@ def regressor_meta_model(name: str, regressor: Any, description: str | None = No
     models in, every column out; its test loss is the squared error on the split's test models, weighted as the
     built-in kernels weigh it. One fit per network, in this process (seconds where the batched kernels take
     milliseconds): for any model a fast kernel does not cover."""
-    cls = regressor if isinstance(regressor, type) else type(regressor)
+    cls: Any = regressor if isinstance(regressor, type) else type(regressor)
     what = f"meta-model {name!r} ({cls.__name__})"
     from ...kinds import takes
 
