@@ -266,10 +266,10 @@ def _bad_distribution(site: Path) -> Path:
 
 
 def _one_line_error(r, *needles: str) -> None:
-    assert r.code == 1, (r.out, r.err)
-    assert "Traceback" not in r.err and "Traceback" not in r.out
-    last = r.err.strip().splitlines()[-1]
-    assert last.startswith("error: ") and all(n in last for n in needles), last
+    from modelseek.testing.cli import assert_one_error_line
+
+    assert "Traceback" not in r.out
+    assert_one_error_line(r, *needles)
 
 
 @pytest.mark.slow(reason="thirteen fresh interpreters (about 25 s)")
@@ -368,3 +368,87 @@ def test_check_member_is_the_registration_check():
         check_member("metric", type("NoPerList", (Metric,), {}), name="x")
     with pytest.raises(Exception, match="unknown kind 'fusion'"):
         check_member("fusion", rrf)
+
+
+# ------------------------------------------------------------------------------------------ the guide's blocks
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guides" / "plugin-author.md"
+
+
+def _guide_blocks() -> dict[str, str]:
+    """The blocks of the plugin-author guide marked ``<!-- plugin-distribution: NAME -->``, by NAME."""
+    lines, out = GUIDE.read_text(encoding="utf-8").splitlines(), {}
+    for i, line in enumerate(lines):
+        if line.startswith("<!-- plugin-distribution:"):
+            name = line.split(":", 1)[1].removesuffix("-->").strip()
+            assert lines[i + 1].startswith("```"), (GUIDE, i + 2)
+            end = lines.index("```", i + 2)
+            out[name] = "\n".join(lines[i + 2:end]) + "\n"
+    return out
+
+
+def _install_guide_distribution(site: Path) -> Path:
+    """The guide's module and pyproject as an installed distribution (its .dist-info on the path, as pip leaves)."""
+    import tomllib
+
+    blocks = _guide_blocks()
+    project = tomllib.loads(blocks["pyproject.toml"])["project"]
+    site.mkdir(parents=True, exist_ok=True)
+    (site / "my_plugins.py").write_text(blocks["my_plugins.py"], encoding="utf-8")
+    info = site / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n",
+                                   encoding="utf-8")
+    (info / "entry_points.txt").write_text("".join(
+        f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) + "\n"
+        for group, eps in project["entry-points"].items()), encoding="utf-8")
+    return site
+
+
+def test_the_guide_table_is_the_declaration_of_every_kind():
+    from modelseek.kinds import KINDS
+
+    text = GUIDE.read_text(encoding="utf-8")
+    for k in KINDS:
+        assert f"| {k.name} | `{k.contract}` | `{k.group}` |" in text, k.name
+
+
+@pytest.mark.slow(reason="the guide's distribution: its tests and four commands, one a fine-tuning grid of three "
+                         "tiny BERTs on threads (about 25 s)")
+def test_the_guides_blocks_run_from_an_outside_distribution(tmp_path):
+    import shlex
+    import subprocess
+    import sys
+
+    pytest.importorskip("transformers")
+    from modelseek.testing import make_ntcir_layout
+    from modelseek.testing.finetune import make_learnable_bert
+
+    site = _install_guide_distribution(tmp_path / "site")
+    env = {"PYTHONPATH": os.pathsep.join([str(Path(modelseek.__file__).resolve().parents[1]), str(site)])}
+    # the plugin author's own tests, as written in the guide
+    tests = tmp_path / "authors"
+    tests.mkdir()
+    (tests / "test_my_plugins.py").write_text(_guide_blocks()["test_my_plugins.py"], encoding="utf-8")
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tests)],
+                       capture_output=True, text=True, cwd=tests, env={**os.environ, **env})
+    assert p.returncode == 0 and "2 passed" in p.stdout, p.stdout + p.stderr
+    # the commands, in a folder with what they name: three tiny local models, a task folder and a quick recipe
+    work = tmp_path / "work"
+    make_ntcir_layout(work / "tasks", n_tasks=1, n_models=3, n_train=32, n_val=8, n_test=8, seed=1)
+    (work / "tasks" / "ground-truth.csv").unlink()
+    (work / "pool.yaml").write_text("name: tiny\ncandidates:\n" + "".join(
+        f'  - {{id: "{i + 1}", path: "{make_learnable_bert(work / f"m{i}", seed=i, layers=1, hidden=16)}"}}\n'
+        for i in range(3)), encoding="utf-8")
+    (work / "recipe.yaml").write_text("lr: 0.005\nmax_epochs: 1\ncpu_threads: 1\n", encoding="utf-8")
+    results = {}
+    for line in _guide_blocks()["commands"].splitlines():
+        argv = shlex.split(line)
+        assert argv[0] == "modelseek", line
+        r = run_cli_subprocess(*argv[1:], cwd=work, env=env)
+        assert r.code == 0 and "Traceback" not in r.err, (line, r.out, r.err)
+        results[argv[1]] = r
+    assert "threads" in results["plugins"].out and "my-plugins" in results["plugins"].out
+    assert "BROKEN" not in results["plugins"].out
+    # the fine-tuning grid on the guide's threads executor: every job done (lazy imports raced in threads before)
+    assert "3 done, 0 failed" in results["finetune"].out, results["finetune"].out
+    assert "best_first" in results["evaluate"].out
