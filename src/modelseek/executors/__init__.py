@@ -264,7 +264,7 @@ def make_executor(executor: str | Executor, address: str | None = None, **option
         for k in given:
             if k not in params:
                 if k == "address":
-                    raise InputError(f"an address is for the ray executor (--executor ray); {executor!r} takes "
+                    raise InputError(f"an address is for the ray executor (executor='ray'); {executor!r} takes "
                                      f"none", field="address")
                 raise InputError(f"executor {executor!r} takes no option {k!r} (it takes: "
                                  f"{', '.join(params) or 'none'})", field=k)
