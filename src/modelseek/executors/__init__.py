@@ -207,17 +207,21 @@ def register(cls: E) -> E:
     return cls
 
 
+#: unit functions that have run to success in this process (their lazy imports are done)
+_WARM: set[Any] = set()
+
+
 class FirstUnitAlone:
     """A ``threads`` executor made safe: of each unit function, units run alone (here, in this thread) until one
-    succeeds, so the function's lazy imports are done; the rest go to the wrapped executor. Everything else is the
-    wrapped executor's."""
+    succeeds in this process, so the function's lazy imports are done; the rest go to the wrapped executor.
+    Everything else is the wrapped executor's."""
 
     def __init__(self, inner: Executor) -> None:
         self.inner = inner
         self.name, self.in_process, self.concurrency = inner.name, inner.in_process, inner.concurrency
 
     def run(self, units: Sequence[Unit], on_start: OnStart, on_done: OnDone) -> None:
-        warm: set[Any] = set()
+        warm = _WARM  # imports are the process's: a function that succeeded once in it is warm for every batch
         rest: list[Unit] = []
         for unit in units:
             fn = getattr(unit.fn, "__func__", unit.fn)
