@@ -452,3 +452,26 @@ def test_the_guides_blocks_run_from_an_outside_distribution(tmp_path):
     # the fine-tuning grid on the guide's threads executor: every job done (lazy imports raced in threads before)
     assert "3 done, 0 failed" in results["finetune"].out, results["finetune"].out
     assert "best_first" in results["evaluate"].out
+
+
+@pytest.mark.slow(reason="nine fresh interpreters (about 15 s)")
+def test_building_the_parser_and_help_import_no_plugin(tmp_path):
+    from modelseek.kinds import KINDS
+
+    site = tmp_path / "site"
+    site.mkdir()
+    marker = tmp_path / "imported"
+    (site / "ms_spy.py").write_text(f"open({str(marker)!r}, 'a').write('x')\nTHING = None\n", encoding="utf-8")
+    info = site / "ms_spy-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ms-spy\nVersion: 0.1\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text("".join(f"[{k.group}]\nspy_{i} = ms_spy:THING\n\n"
+                                                   for i, k in enumerate(KINDS)), encoding="utf-8")
+    for args in (("--help",), ("rank", "--help"), ("fuse", "--help"), ("eevee", "search", "--help"),
+                 ("finetune", "--help"), ("plugins", "--no-load")):
+        r = _cli(site, *args)
+        assert r.code == 0, (args, r.err)
+        assert not marker.exists(), args  # listed by name only
+    assert "spy_2" in _cli(site, "fuse", "--help").out and "spy_6" in _cli(site, "eevee", "search", "--help").out
+    r = _cli(site, "plugins", "--kind", "executor")  # loading it is what shows a broken member
+    assert r.code == 0 and marker.exists() and "spy_5" in r.out and "BROKEN" in r.out
