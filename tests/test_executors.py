@@ -35,6 +35,7 @@ class Threads:
 
     name: ClassVar[str] = "threads"
     in_process: ClassVar[bool] = True
+    concurrency: ClassVar[str] = "threads"
     ran: ClassVar[list[tuple[str, str]]] = []  # (unit key, thread name) of every unit run
 
     def __init__(self, workers: int = 2) -> None:
@@ -64,8 +65,11 @@ THREADS = ("from __future__ import annotations\nimport threading\nfrom concurren
 
 @pytest.fixture
 def threads():
+    import modelseek.executors as executors
+
     register(Threads)
     Threads.ran.clear()
+    executors._WARM.clear()  # which unit functions ran in this process (each test starts from none)
     yield Threads
     EXECUTORS.unregister("threads")
 
@@ -135,6 +139,16 @@ def test_make_executor_refuses_what_it_cannot_make(threads):
 
     with pytest.raises(TypeError, match="class attribute 'in_process'"):
         register(NoFlag)
+    NoFlag.in_process = True
+    with pytest.raises(TypeError, match="class attribute 'concurrency': one of serial, threads, processes"):
+        register(NoFlag)
+    NoFlag.concurrency = "processes"
+    with pytest.raises(TypeError, match="in_process=True contradicts concurrency='processes'"):
+        register(NoFlag)
+    NoFlag.concurrency = "serial"
+    NoFlag.run = lambda self, units: None
+    with pytest.raises(TypeError, match=r"NoFlag.run must take \(units, on_start, on_done\)"):
+        register(NoFlag)
     with pytest.raises(ValueError, match="duplicate executor name: 'threads'"):
         register(Threads)
 
@@ -165,15 +179,18 @@ def test_a_registered_executor_runs_a_fine_tuning_grid_and_resumes(threads, tmp_
     grid = run_grid(tasks, pool, tmp_path / "threads.sqlite", seeds=[0, 1], trainer=FakeTrainer(delay=0.02),
                     executor="threads")
     assert (grid.ran, grid.n_done, grid.n_failed) == (12, 12, 0)
-    assert sorted(k for k, _ in Threads.ran) == sorted(j.key for j in grid.jobs)  # every job, once, in a thread
+    # the first job ran alone in this thread (its function's imports done before threads start), the others once
+    # each in the executor's threads
+    assert len(Threads.ran) == 11 and len({k for k, _ in Threads.ran} | {j.key for j in grid.jobs}) == 12
     assert {t for _, t in Threads.ran} <= {"ms-threads_0", "ms-threads_1"}
     assert grid.ground_truth(tasks).frame.equals(local.ground_truth(tasks).frame)
     again = run_grid(tasks, pool, tmp_path / "threads.sqlite", seeds=[0, 1], trainer=FakeTrainer(),
                      executor="threads")
-    assert (again.skipped, again.ran) == (12, 0) and len(Threads.ran) == 12  # resumed: nothing dispatched
+    assert (again.skipped, again.ran) == (12, 0) and len(Threads.ran) == 11  # resumed: nothing dispatched
     one = run_grid(tasks, pool, tmp_path / "instance.sqlite", seeds=[0], trainer=FakeTrainer(),
                    executor=Threads(workers=1))  # an instance, not a name
-    assert one.ran == 6 and {t for _, t in Threads.ran[12:]} == {"ms-threads_0"}
+    # the unit function has run in this process: every job of a later grid goes to the threads
+    assert one.ran == 6 and len(Threads.ran) == 17 and {t for _, t in Threads.ran[11:]} == {"ms-threads_0"}
 
 
 @pytest.fixture(scope="module")
@@ -208,9 +225,9 @@ def test_a_registered_executor_scores_frozen_features_through_the_cli(threads, t
     r = cli(*_rank(*task_and_pool, tmp_path / "cache", out, "--executor", "threads"))
     assert r.code == 0, r.err
     assert out.read_bytes() == local_run  # the same scores, to the last digit
-    assert len(Threads.ran) == 3 and {t for _, t in Threads.ran} <= {"ms-threads_0", "ms-threads_1"}
+    assert len(Threads.ran) == 2 and {t for _, t in Threads.ran} <= {"ms-threads_0", "ms-threads_1"}  # 1 alone
     again = cli(*_rank(*task_and_pool, tmp_path / "cache", out, "--executor", "threads"))
-    assert again.code == 0 and out.read_bytes() == local_run and len(Threads.ran) == 3  # read from the store
+    assert again.code == 0 and out.read_bytes() == local_run and len(Threads.ran) == 2  # read from the store
     # a method that runs no candidate model takes no executor but the local one
     r = cli("rank", task_and_pool[0], "--pool", task_and_pool[1], "-m", "random", "--executor", "threads")
     assert r.code == 1 and "runs no candidate model: --executor threads" in r.err
@@ -247,9 +264,10 @@ def test_an_entry_point_executor_runs_through_the_cli(task_and_pool, local_run, 
 
 def test_an_entry_point_named_as_a_built_in_executor_is_refused_naming_both(tmp_path):
     site = _distribution(tmp_path / "site", "[modelseek.executors]\nlocal = ms_executor_demo:Threads\n")
-    code = "from modelseek.executors import EXECUTORS; EXECUTORS.names()"
+    code = ("from modelseek.executors import EXECUTORS; print(EXECUTORS.names()); EXECUTORS.get('ray'); "
+            "EXECUTORS.get('local')")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, **_env(site)})
-    assert p.returncode == 1
+    assert p.returncode == 1 and p.stdout.strip() == "['local', 'ray']"  # listed; only using the name fails
     assert "executor 'local'" in p.stderr and "'ms_executor_demo:Threads'" in p.stderr
     assert "modelseek.executors.local" in p.stderr
 
@@ -269,11 +287,11 @@ def test_the_funnel_runs_its_feature_and_fine_tuning_jobs_on_the_executor(thread
     res = select(task, pool, "1h", tmp_path / "features", recipe=recipe, epochs=10 ** 7, trainer=FakeTrainer(),
                  executor="threads")
     assert res.plan.finetune_k == 0 and sorted(res.run.ranking(task.id)) == ["m0", "m1", "m2"]
-    assert len(Threads.ran) == 3  # one candidate job per model, on the executor's threads
+    assert len(Threads.ran) == 2  # one candidate job per model: the first alone, the others on the threads
     Threads.ran.clear()
     res = select(task, pool, "1h", tmp_path / "finetune", recipe=recipe, epochs=2, trainer=FakeTrainer(),
                  executor="threads")
     assert res.status == "done" and res.finetuned and all(r["status"] == "done" for r in res.finetuned)
-    assert len(Threads.ran) == len(res.finetuned)  # each fine-tuning a job of the executor
+    assert len(Threads.ran) == len(res.finetuned) - 1  # each fine-tuning a job, the first alone
     with pytest.raises(InputError, match="address is for the ray executor"):
         select(task, pool, "1h", tmp_path / "bad", executor="threads", address="auto")

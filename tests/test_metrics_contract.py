@@ -186,3 +186,28 @@ def test_criticality_bounds_are_defined_once(monkeypatch):
     monkeypatch.setattr(task_module, "CRITICALITY_BOUNDS", (0.005, 0.04))
     assert GroundTruth(frame).tiers(["a", "b"]) == ["high", "medium"]
     assert "low < 0.005 <= medium < 0.04 <= high" in GroundTruth(frame).tier_source()
+
+
+def test_a_new_metric_is_one_file_of_the_package(tmp_path):
+    """Issue #45: the registry discovers the package's modules, so a file with ``@register`` is the whole change
+    (no import list to edit). The file sits in a folder added to the package's path in a fresh interpreter."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import modelseek
+
+    extra = tmp_path / "more_metrics"
+    extra.mkdir()
+    (extra / "firsthit.py").write_text(
+        "from modelseek.metrics.base import Metric, register\n\n\n"
+        "@register('firsthit')\nclass FirstHit(Metric):\n    cutoff = 'none'\n\n"
+        "    def per_list(self, ranking, j, k):\n        return float(bool(ranking) and j.grades.get(ranking[0], 0) > 0)\n",
+        encoding="utf-8")
+    code = ("import modelseek.metrics as m; m.__path__.append(%r); from modelseek.metrics import METRICS; "
+            "print(METRICS.get('firsthit').name, 'firsthit' in METRICS.names())" % str(extra))
+    src = str(Path(modelseek.__file__).resolve().parents[1])
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": src})
+    assert p.returncode == 0 and p.stdout.split() == ["firsthit", "True"], p.stderr

@@ -178,12 +178,12 @@ def test_one_default_metric_list_everywhere():
 
     bench, ev = importlib.import_module("modelseek.bench"), importlib.import_module("modelseek.evaluate")
 
-    assert DEFAULT_METRICS == ("ndcg@1", "ndcg@3", "ndcg@5", "mrr")
+    assert DEFAULT_METRICS == ("ndcg@1", "ndcg@3", "ndcg@5", "mrr", "kendall")  # issue #45: one set, CLI and API
     assert inspect.signature(ev.evaluate).parameters["metrics"].default is DEFAULT_METRICS
     assert inspect.signature(bench.cross_validate).parameters["metrics"].default is DEFAULT_METRICS
     cli_eval, cli_compare = (importlib.import_module(f"modelseek.cli.{m}") for m in ("evaluate", "compare"))
     assert cli_compare.DEFAULT_METRICS.split(",") == list(DEFAULT_METRICS)
-    assert cli_eval.DEFAULT_METRICS.split(",") == [*DEFAULT_METRICS, "kendall"]  # plus weighted tau, as documented
+    assert cli_eval.DEFAULT_METRICS.split(",") == list(DEFAULT_METRICS)
 
 
 def test_rejects_bad_k_and_shapes():

@@ -183,4 +183,295 @@ def test_a_plugin_named_as_a_built_in_is_refused_naming_both(tmp_path):
 def test_a_plugin_of_the_wrong_kind_is_named(tmp_path):
     site = _distribution(tmp_path / "site", "[modelseek.rankers]\nclass_gap = ms_plugin_demo:class_gap\n")
     r = _cli(site, "rank", tmp_path, "-m", "class_gap")
-    assert r.code == 1 and "names a Ranker subclass" in r.err and "ms_plugin_demo" in r.err
+    assert r.code == 1 and "a ranker is a Ranker subclass" in r.err and "ms_plugin_demo" in r.err
+
+
+# ------------------------------------------------------------------------------------------ issue #45: isolation
+BAD = '''
+import numpy as np
+
+from modelseek.fusion.methods import FusionMethod, ordered_sum
+from modelseek.metrics import Metric
+
+
+def _combine(values, weights):
+    return ordered_sum(np.where(np.isnan(values), 0.0, values))
+
+
+RRF = FusionMethod("rrf", "a second rrf", uses_scores=True, takes_weights=False, combine=_combine,
+                   search=lambda space: [])
+
+
+def avgrank(features, labels):
+    return 0.0
+
+
+class WrongRun:
+    name, in_process, concurrency = "wrongrun", True, "serial"
+
+    def run(self, units):
+        pass
+
+
+class NoPerList(Metric):
+    cutoff = "none"
+'''
+
+BAD_ENTRY_POINTS = """[modelseek.fusion]
+broken_fusion = ms_bad_broken:THING
+rrf = ms_bad:RRF
+
+[modelseek.estimators]
+avgrank = ms_bad:avgrank
+
+[modelseek.executors]
+wrongrun = ms_bad:WrongRun
+
+[modelseek.metrics]
+noperlist = ms_bad:NoPerList
+"""
+
+GOOD_EXTRA = '''
+from sklearn.linear_model import Ridge
+
+from modelseek.style.retrievers import Retriever, _unit
+
+#: any scikit-learn regressor is a meta-model (cloned per fit)
+RIDGE = Ridge(alpha=10.0)
+
+
+class Farthest(Retriever):
+    """A model's score is minus the cosine distance to its farthest training image."""
+
+    name = "farthest"
+
+    def _fit(self, Z, y):
+        self.train_, self.y_ = _unit(Z), y
+
+    def _scores(self, Z):
+        sims = _unit(Z) @ self.train_.T
+        return __import__("numpy").stack([sims[:, self.y_ == m].min(1) for m in self.seen_], axis=1)
+'''
+
+
+def _bad_distribution(site: Path) -> Path:
+    site.mkdir(parents=True, exist_ok=True)
+    (site / "ms_bad.py").write_text(BAD, encoding="utf-8")
+    (site / "ms_bad_broken.py").write_text("import this_module_does_not_exist\n", encoding="utf-8")
+    info = site / "ms_bad-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ms-bad\nVersion: 0.1\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text(BAD_ENTRY_POINTS, encoding="utf-8")
+    return site
+
+
+def _one_line_error(r, *needles: str) -> None:
+    from modelseek.testing.cli import assert_one_error_line
+
+    assert "Traceback" not in r.out
+    assert_one_error_line(r, *needles)
+
+
+@pytest.mark.slow(reason="thirteen fresh interpreters (about 25 s)")
+def test_a_broken_distribution_fails_only_the_commands_that_use_its_members(tmp_path):
+    from modelseek.testing import make_ntcir_layout
+
+    site = _bad_distribution(tmp_path / "site")
+    layout = make_ntcir_layout(tmp_path / "ntcir", n_tasks=6, n_models=4, seed=2)
+    run, truth = tmp_path / "run.txt", layout / "ground-truth.csv"
+    # every command, --help included, works
+    for args in (("--help",), ("fuse", "--help"), ("eevee", "search", "--help"), ("finetune", "--help"),
+                 ("rank", layout, "-m", "random", "-o", run, "--show", "0"),
+                 ("eevee", "search", "--ground-truth", truth, "-k", "2", "--generations", "1", "--population", "5",
+                  "--workers", "1", "--json"),
+                 ("evaluate", run, "-g", truth, "--json")):
+        r = _cli(site, *args)
+        assert r.code == 0 and "Traceback" not in r.err, (args, r.err)
+    assert "rrf" in _cli(site, "fuse", "--help").out  # listed by name, without importing the plugin
+    # using a bad member: one line naming its entry point and distribution
+    _one_line_error(_cli(site, "fuse", run, run, "--method", "broken_fusion", "-o", tmp_path / "f.txt"),
+                    "'ms_bad_broken:THING'", "'ms-bad'", "No module named 'this_module_does_not_exist'")
+    _one_line_error(_cli(site, "fuse", run, run, "--method", "rrf", "-o", tmp_path / "f.txt"),
+                    "'ms_bad:RRF'", "'ms-bad'", "clashes with the built-in fusion method", "fusion.methods.rrf")
+    _one_line_error(_cli(site, "rank", layout, "-m", "avgrank", "-o", tmp_path / "a.txt"),
+                    "'ms_bad:avgrank'", "'ms-bad'", "clashes with the built-in method", "rankers.avgrank")
+    _one_line_error(_cli(site, "rank", layout, "-m", "logme", "--executor", "wrongrun", "-o", tmp_path / "w.txt"),
+                    "'ms_bad:WrongRun'", "'ms-bad'", "WrongRun.run must take (units, on_start, on_done)")
+    _one_line_error(_cli(site, "evaluate", run, "-g", truth, "--metrics", "ndcg@5,noperlist"),
+                    "'ms_bad:NoPerList'", "'ms-bad'", "does not implement per_list")
+    # modelseek plugins: every kind's members with their origin, and why a broken one cannot be used
+    r = _cli(site, "plugins", "--json")
+    assert r.code == 0, r.err
+    kinds = {k["kind"]: k for k in json.loads(r.out)["kinds"]}
+    assert len(kinds) == 10 and {k["group"] for k in kinds.values()} >= {"modelseek.meta_models",
+                                                                         "modelseek.style_retrievers"}
+    broken = {(k, m["name"]): m["broken"] for k, v in kinds.items() for m in v["members"] if m["broken"]}
+    assert sorted(broken) == [("estimator", "avgrank"), ("executor", "wrongrun"), ("fusion method", "broken_fusion"),
+                              ("fusion method", "rrf"), ("metric", "noperlist")]
+    assert all("'ms-bad'" in why for why in broken.values())
+    origins = {(k, m["name"]): m["origin"] for k, v in kinds.items() for m in v["members"]}
+    assert origins[("fusion method", "combsum")] == "built-in" and origins[("metric", "ndcg")] == "built-in"
+
+
+@pytest.mark.slow(reason="four fresh interpreters, two EEVEE searches (about 12 s)")
+def test_a_meta_model_and_a_style_retriever_from_a_distribution_run_through_the_cli(tmp_path):
+    from modelseek.testing import make_ntcir_layout
+    from modelseek.testing.style import make_b_layout
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "ms_more.py").write_text(GOOD_EXTRA, encoding="utf-8")
+    info = site / "ms_more-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ms-more\nVersion: 0.1\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text("[modelseek.meta_models]\nskridge = ms_more:RIDGE\n\n"
+                                           "[modelseek.style_retrievers]\nfarthest = ms_more:Farthest\n",
+                                           encoding="utf-8")
+    layout = make_ntcir_layout(tmp_path / "ntcir", n_tasks=6, n_models=8, seed=3)
+    args = ("eevee", "search", "--ground-truth", layout / "ground-truth.csv", "-k", "2", "--generations", "1",
+            "--population", "6", "--workers", "1", "--json")
+    r = _cli(site, *args, "--meta-model", "skridge")
+    assert r.code == 0, r.err
+    plugin = {tuple(t["benchmarks"]): t["score"] for t in json.loads(r.out)["top"]}
+    r = _cli(site, *args, "--meta-model", "ridge")
+    assert r.code == 0, r.err
+    builtin = {tuple(t["benchmarks"]): t["score"] for t in json.loads(r.out)["top"]}
+    common = set(plugin) & set(builtin)
+    assert plugin and all(0 < v < float("inf") for v in plugin.values())
+    # a fixed alpha of 10 is not the built-in's leave-one-out choice: the plugin's own fits scored the subsets
+    assert common and any(abs(plugin[c] - builtin[c]) > 1e-9 for c in common)
+    h = _cli(site, "eevee", "search", "--help")
+    assert "skridge: from the distribution ms-more" in " ".join(h.out.split())
+    b = make_b_layout(tmp_path / "subtask-b")
+    out = tmp_path / "style.txt"
+    r = _cli(site, "rank-style", b, "-o", out, "--size", 32, "-m", "hist-farthest")
+    assert r.code == 0, r.err
+    lines = out.read_text().split("\n")
+    assert lines[0].split()[5] == "hist-farthest" and len({ln.split()[0] for ln in lines if ln}) >= 2
+
+
+def test_check_member_is_the_registration_check():
+    from modelseek.fusion.methods import FUSION_METHODS, FusionMethod
+    from modelseek.testing import check_member
+
+    rrf = FUSION_METHODS.get("rrf")
+    assert check_member("fusion method", rrf) is rrf
+    bad = FusionMethod("twoargs", "x", uses_scores=True, takes_weights=False, combine=lambda values: values,
+                       search=lambda space: [])
+    with pytest.raises(TypeError, match=r"combine must take \(values, weights\)"):
+        check_member("fusion method", bad)
+    with pytest.raises(TypeError, match="own name is 'rrf'"):
+        check_member("fusion method", rrf, name="twoargs")
+    with pytest.raises(TypeError, match="does not implement per_list"):
+        from modelseek.metrics import Metric
+
+        check_member("metric", type("NoPerList", (Metric,), {}), name="x")
+    with pytest.raises(Exception, match="unknown kind 'fusion'"):
+        check_member("fusion", rrf)
+
+
+# ------------------------------------------------------------------------------------------ the guide's blocks
+GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guides" / "plugin-author.md"
+
+
+def _guide_blocks() -> dict[str, str]:
+    """The blocks of the plugin-author guide marked ``<!-- plugin-distribution: NAME -->``, by NAME."""
+    lines, out = GUIDE.read_text(encoding="utf-8").splitlines(), {}
+    for i, line in enumerate(lines):
+        if line.startswith("<!-- plugin-distribution:"):
+            name = line.split(":", 1)[1].removesuffix("-->").strip()
+            assert lines[i + 1].startswith("```"), (GUIDE, i + 2)
+            end = lines.index("```", i + 2)
+            out[name] = "\n".join(lines[i + 2:end]) + "\n"
+    return out
+
+
+def _install_guide_distribution(site: Path) -> Path:
+    """The guide's module and pyproject as an installed distribution (its .dist-info on the path, as pip leaves)."""
+    import tomllib
+
+    blocks = _guide_blocks()
+    project = tomllib.loads(blocks["pyproject.toml"])["project"]
+    site.mkdir(parents=True, exist_ok=True)
+    (site / "my_plugins.py").write_text(blocks["my_plugins.py"], encoding="utf-8")
+    info = site / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n",
+                                   encoding="utf-8")
+    (info / "entry_points.txt").write_text("".join(
+        f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) + "\n"
+        for group, eps in project["entry-points"].items()), encoding="utf-8")
+    return site
+
+
+def test_the_guide_table_is_the_declaration_of_every_kind():
+    from modelseek.kinds import KINDS
+
+    text = GUIDE.read_text(encoding="utf-8")
+    for k in KINDS:
+        assert f"| {k.name} | `{k.contract}` | `{k.group}` |" in text, k.name
+
+
+@pytest.mark.slow(reason="the guide's distribution: its tests and four commands, one a fine-tuning grid of three "
+                         "tiny BERTs on threads (about 25 s)")
+def test_the_guides_blocks_run_from_an_outside_distribution(tmp_path):
+    import shlex
+    import subprocess
+    import sys
+
+    pytest.importorskip("transformers")
+    from modelseek.testing import make_ntcir_layout
+    from modelseek.testing.finetune import make_learnable_bert
+
+    site = _install_guide_distribution(tmp_path / "site")
+    env = {"PYTHONPATH": os.pathsep.join([str(Path(modelseek.__file__).resolve().parents[1]), str(site)])}
+    # the plugin author's own tests, as written in the guide
+    tests = tmp_path / "authors"
+    tests.mkdir()
+    (tests / "test_my_plugins.py").write_text(_guide_blocks()["test_my_plugins.py"], encoding="utf-8")
+    p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tests)],
+                       capture_output=True, text=True, cwd=tests, env={**os.environ, **env})
+    assert p.returncode == 0 and "2 passed" in p.stdout, p.stdout + p.stderr
+    # the commands, in a folder with what they name: three tiny local models, a task folder and a quick recipe
+    work = tmp_path / "work"
+    make_ntcir_layout(work / "tasks", n_tasks=1, n_models=3, n_train=32, n_val=8, n_test=8, seed=1)
+    (work / "tasks" / "ground-truth.csv").unlink()
+    (work / "pool.yaml").write_text("name: tiny\ncandidates:\n" + "".join(
+        f'  - {{id: "{i + 1}", path: "{make_learnable_bert(work / f"m{i}", seed=i, layers=1, hidden=16)}"}}\n'
+        for i in range(3)), encoding="utf-8")
+    (work / "recipe.yaml").write_text("lr: 0.005\nmax_epochs: 1\ncpu_threads: 1\n", encoding="utf-8")
+    results = {}
+    for line in _guide_blocks()["commands"].splitlines():
+        argv = shlex.split(line)
+        assert argv[0] == "modelseek", line
+        r = run_cli_subprocess(*argv[1:], cwd=work, env=env)
+        assert r.code == 0 and "Traceback" not in r.err, (line, r.out, r.err)
+        results[argv[1]] = r
+    assert "threads" in results["plugins"].out and "my-plugins" in results["plugins"].out
+    assert "BROKEN" not in results["plugins"].out
+    # the fine-tuning grid on the guide's threads executor: every job done (lazy imports raced in threads before)
+    assert "3 done, 0 failed" in results["finetune"].out, results["finetune"].out
+    assert "best_first" in results["evaluate"].out
+
+
+@pytest.mark.slow(reason="nine fresh interpreters (about 15 s)")
+def test_building_the_parser_and_help_import_no_plugin(tmp_path):
+    from modelseek.kinds import KINDS
+
+    site = tmp_path / "site"
+    site.mkdir()
+    marker = tmp_path / "imported"
+    (site / "ms_spy.py").write_text(f"open({str(marker)!r}, 'a').write('x')\nTHING = None\n", encoding="utf-8")
+    info = site / "ms_spy-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ms-spy\nVersion: 0.1\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text("".join(f"[{k.group}]\nspy_{i} = ms_spy:THING\n\n"
+                                                   for i, k in enumerate(KINDS)), encoding="utf-8")
+    for args in (("--help",), ("rank", "--help"), ("fuse", "--help"), ("eevee", "search", "--help"),
+                 ("finetune", "--help"), ("plugins", "--no-load")):
+        r = _cli(site, *args)
+        assert r.code == 0, (args, r.err)
+        assert not marker.exists(), args  # listed by name only
+    assert "spy_2" in _cli(site, "fuse", "--help").out and "spy_6" in _cli(site, "eevee", "search", "--help").out
+    r = _cli(site, "plugins", "--kind", "executor")  # loading it is what shows a broken member
+    assert r.code == 0 and marker.exists() and "spy_5" in r.out and "BROKEN" in r.out

@@ -129,7 +129,7 @@ def test_report_exports():
     t = truth_from({"a": 1.0, "b": 0.7})
     rep = evaluate(run_from(["a", "b"]), t)
     assert '"ndcg@5": 1.0' in rep.to_json()
-    assert rep.to_csv().splitlines()[0] == "tier,n,ndcg@1,ndcg@3,ndcg@5,mrr"
+    assert rep.to_csv().splitlines()[0] == "tier,n,ndcg@1,ndcg@3,ndcg@5,mrr,kendall"  # metrics.DEFAULT_METRICS
     assert rep.to_markdown().startswith("| tier | n | ndcg@1")
     assert "low" in rep.table() and "all" in rep.table()
 

@@ -4,9 +4,35 @@ compare``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
+from .errors import InputError
 from .stats.bootstrap import paired_bootstrap
 from .stats.multitest import holm
 from .stats.seeding import derive_rng
+
+
+def check_comparison(run_ids: Sequence[str], metrics: Sequence[str], baseline: str | None = None) -> list[str]:
+    """What :func:`compare_runs` needs of its inputs, checked before any work (the CLI runs it before evaluating):
+    at least two runs, no run id twice, a ``baseline`` among them, at least one metric. Each failure is a one-line
+    :class:`~modelseek.errors.InputError` naming the parameter (``reports``, ``baseline``, ``metrics``). Returns
+    the metrics, stripped and lower-cased."""
+    ids = [str(i) for i in run_ids]
+    if len(ids) < 2:
+        raise InputError(f"a comparison needs at least two runs, got {len(ids)}"
+                         + (f" ({ids[0]})" if ids else ""), field="reports")
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        raise InputError(f"run id(s) {', '.join(map(repr, twice))} given more than once; run ids must differ "
+                         f"(the same run compared with itself)", field="reports")
+    if baseline is not None and baseline not in ids:
+        raise InputError(f"baseline {baseline!r} is not a run id of the runs (run ids: {', '.join(ids)})",
+                         field="baseline")
+    names = [str(m).strip().lower() for m in (metrics.split(",") if isinstance(metrics, str) else metrics)
+             if str(m).strip()]
+    if not names:
+        raise InputError("name at least one metric", field="metrics")
+    return names
 
 
 def compare_runs(reports, metrics, baseline=None, test="t", alpha=0.05, permutations=10_000, resamples=1000,
@@ -19,6 +45,13 @@ def compare_runs(reports, metrics, baseline=None, test="t", alpha=0.05, permutat
 
     from .stats.paired import randomization_test, ttest_rel  # lazy: scipy
 
+    reports = list(reports)
+    metrics = check_comparison([r.run_id for r in reports], metrics, baseline)
+    for r in reports:
+        missing = [m for m in metrics if m not in r.per_topic.columns]
+        if missing:
+            raise InputError(f"run {r.run_id!r} was not evaluated on {', '.join(missing)} (its report has "
+                             f"{', '.join(map(str, r.per_topic.columns))})", field="metrics")
     ids = [r.run_id for r in reports]
     by_id = {r.run_id: r for r in reports}
     if baseline is not None:

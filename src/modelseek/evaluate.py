@@ -34,6 +34,7 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -61,16 +62,33 @@ class Order(Choice):
     TREC_EVAL = "trec_eval"
 
 
-def evaluate(run: Run, truth: GroundTruth, metrics: Sequence[str] = DEFAULT_METRICS,
-             scheme: GradingScheme | str = GradingScheme.NTCIR, topics: Sequence[str] | None = None,
-             order: Order | str = Order.RANK, relevance_level: int = 1,
+def evaluate(run: Run | str | os.PathLike, truth: GroundTruth | str | os.PathLike,
+             metrics: Sequence[str] = DEFAULT_METRICS, scheme: GradingScheme | str = GradingScheme.NTCIR,
+             topics: Sequence[str] | None = None, order: Order | str = Order.RANK, relevance_level: int = 1,
              pool: Pool | str | os.PathLike | None = None) -> Report:
     """Score ``run`` against ``truth``; ``topics`` restricts to a subset (default: every truth topic).
+
+    ``run`` and ``truth`` may be files, read as ``modelseek evaluate`` reads them: a run file holding one run id, a
+    ground truth in the official CSV or TREC qrels (told apart by their form). A Subtask B truth (``image_id,
+    model_id``: ``train.csv``) is routed as the command routes it: the run's MRR over the truth's images with its
+    bootstrap interval, a :class:`~modelseek.style.evaluation.StyleScore` (``to_dict()`` is what ``modelseek
+    evaluate --json`` prints for the run); ``metrics`` and the options of graded scoring do not apply to it.
 
     ``pool`` names the models two ways (a pool's ids and its Hugging Face ids): see :func:`harmonise`; the
     default reads the NTCIR pool for a CSV ground truth only when a docID of the run is not a model id of the
     ground truth (as ``modelseek evaluate`` does), ``"none"`` matches ids as written. ``relevance_level`` above
     every grade of the ground truth is an :class:`InputError` (nothing could count as relevant)."""
+    if isinstance(run, (str, os.PathLike)):
+        run = _one_run(run)
+    if isinstance(truth, (str, os.PathLike)):
+        truth = Path(os.fspath(truth))
+        style = _style_truth(truth)
+        if style is not None:
+            from .style.evaluation import score_style_run  # lazy: pandas, scipy (only for a Subtask B truth)
+
+            return score_style_run(run, style)  # type: ignore[return-value]
+        truth = (GroundTruth.from_qrels(truth) if GroundTruth.detect_format(truth) == "qrels"
+                 else GroundTruth.from_csv(truth))
     s = GradingScheme.parse(scheme)
     o = Order.parse(order)
     level = int(relevance_level)
@@ -91,6 +109,34 @@ def evaluate(run: Run, truth: GroundTruth, metrics: Sequence[str] = DEFAULT_METR
     return Report.from_columns(wanted, truth.tiers(wanted), columns, list(resolved), run_id=run.run_id,
                                missing_topics=missing, extra_topics=extra, scheme=s.value, unknown_models=unknown,
                                order=o.value, relevance_level=level, tier_source=truth.tier_source(wanted))
+
+
+def _one_run(path: str | os.PathLike) -> Run:
+    from .data.run import read_runs
+
+    runs = read_runs(Path(os.fspath(path)), extra_columns=True)
+    if len(runs) != 1:
+        raise InputError(f"the file holds {len(runs)} runs ({', '.join(runs)}): pass one Run (read_run(path, "
+                         f"run_id))", path=path, field="run")
+    return next(iter(runs.values()))
+
+
+def _style_truth(path: Path) -> dict[str, str] | None:
+    """The Subtask B truth of ``path`` (query -> model), or None when it is not one (as the command tells them
+    apart: a header naming image_id and model_id and no f1)."""
+    import stat
+
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # never open a FIFO or a device here
+            return None
+        with open(path, "rb") as fh:
+            if b"image_id" not in fh.read(65536):  # the style package is imported only then
+                return None
+    except OSError:
+        return None
+    from .style.evaluation import is_style_truth, load_style_truth  # lazy: pandas, scipy
+
+    return load_style_truth(path) if is_style_truth(path) else None
 
 
 def harmonise(runs: Sequence[Run], truth: GroundTruth,

@@ -109,6 +109,42 @@ def add_registry_option(parser, flag: str, registry: str, **kwargs) -> argparse.
     return action
 
 
+class LazyText:
+    """A help text or metavar made when argparse formats it (``--help``, a usage error), not when the parser is
+    built: listing a registry's members (and describing its built-ins) never imports a plugin at start-up."""
+
+    def __init__(self, make: Callable[[], str]) -> None:
+        self.make = make
+
+    def __str__(self) -> str:
+        return self.make()
+
+    def __mod__(self, params: Any) -> str:
+        return self.make() % params
+
+    def __contains__(self, part: str) -> bool:
+        return part in self.make()
+
+    def __add__(self, other: str) -> str:
+        return self.make() + other
+
+    def strip(self) -> str:
+        return self.make().strip()
+
+
+def registry_metavar(registry: str) -> LazyText:
+    """``{a,b,c}``: the names of the registry ``"module:ATTR"`` (plugins by name, none imported), when shown."""
+    return LazyText(lambda: "{" + ",".join(_RegistryNames(registry)._names()) + "}")
+
+
+def set_lazy(action: argparse.Action, *, metavar: LazyText | None = None, help: LazyText | None = None) -> None:
+    """Give ``action`` a lazy metavar or help (after ``add_argument``, which formats the metavar at once)."""
+    if metavar is not None:
+        action.metavar = metavar  # type: ignore[assignment]
+    if help is not None:
+        action.help = help  # type: ignore[assignment]
+
+
 EXECUTOR_REGISTRY = "modelseek.executors:EXECUTORS"
 """The registry that ``--executor`` names (:data:`modelseek.executors.EXECUTORS`)."""
 

@@ -21,6 +21,8 @@ from ._common import PROBABILITY, RUN_FILE, SAMPLE_COUNT, SEED, print_json
 from ._truth import add_truth_args, check_shared_topics, harmonise, load_runs, read_truth
 
 DEFAULT_METRICS = ",".join(_DEFAULT)
+#: the library's parameters (in its errors) as this command's arguments
+_FLAGS = {"reports": "RUN", "baseline": "--baseline", "metrics": "--metrics"}
 _SUP = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖ𐞥ʳˢᵗᵘᵛʷˣʸᶻ")
 
 
@@ -130,7 +132,7 @@ def render_latex(res: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..comparison import compare_runs  # lazy: start-up, CLI parser
+    from ..comparison import check_comparison, compare_runs  # lazy: start-up, CLI parser
 
     truth = read_truth(args)
     runs = []
@@ -144,13 +146,12 @@ def run(args: argparse.Namespace) -> int:
                                  field="RunID")
             origin[r.run_id] = path
             runs.append(r)
-    if len(runs) < 2:
-        raise InputError(f"compare needs at least two runs; {args.runs[0]} holds one ({runs[0].run_id})")
-    if args.baseline is not None and args.baseline not in origin:
-        raise InputError(f"--baseline {args.baseline!r} is not a run id of the files (run ids: "
-                         f"{', '.join(origin)})")
+    try:  # the library's checks, before any evaluation; its parameters are this command's RUN files and flags
+        metrics = check_comparison(list(origin), args.metrics, args.baseline)
+    except InputError as exc:
+        raise InputError(exc.message, field=_FLAGS.get(exc.field or "", exc.field),
+                         path=args.runs[0] if exc.field == "reports" and len(args.runs) == 1 else None) from None
     runs, truth = harmonise(runs, truth, args.pool)
-    metrics = [m.strip().lower() for m in args.metrics.split(",") if m.strip()]
     reports = [evaluate(r, truth, metrics, args.scheme, order=args.order, relevance_level=args.relevance_level,
                         pool="none") for r in runs]  # harmonised above
     for rep in reports:

@@ -10,13 +10,12 @@ from ..config import Interval
 from ..data.truth import GroundTruth
 from ..eevee import BatchedEvaluator, MetaConfig, SearchConfig, importance, parse_ks, search, sweep, tiers
 from ..eevee.honest import BASELINES, DESCRIPTIONS, NestedConfig
-from ..eevee.models import META_MODELS
 from ..eevee.report import BASELINE, baseline_dict, search_report
 from ..eevee.search import choose_k
 from ..eevee.table import Table, load_table, read_costs, read_task_mapping, read_task_weights
 from ..errors import InputError
-from ._common import (EXISTING_FILE, NON_NEGATIVE_INT, OUTPUT_DIR, OUTPUT_FILE, POSITIVE_INT, SEED, arg_type,
-                      print_json)
+from ._common import (EXISTING_FILE, NON_NEGATIVE_INT, OUTPUT_DIR, OUTPUT_FILE, POSITIVE_INT, SEED, LazyText,
+                      add_registry_option, arg_type, print_json, set_lazy)
 
 
 def _numbers(text: str, what: str, positive: bool) -> tuple[float, ...]:
@@ -81,9 +80,9 @@ def _common(c) -> None:
                                              "better when lower (default: loss, dice-loss, mae, ...)")
     c.add_argument("--leaky", action="store_true",
                    help="the reference's normalisation: z-scores on all models, missing = 5 (leaks test models)")
-    c.add_argument("--meta-model", choices=META_MODELS.names(), default="mlp",
-                   help="; ".join(f"{m.name}: {m.description}{' (default)' if m.name == 'mlp' else ''}"
-                                  for m in map(META_MODELS.get, META_MODELS.names())))
+    # choices and help read when shown or checked: a plugin meta-model is listed by name, never imported here
+    set_lazy(add_registry_option(c, "--meta-model", "modelseek.eevee.models:META_MODELS", default="mlp"),
+             help=LazyText(_meta_model_help))
     c.add_argument("--ridge-alpha", default="auto", type=RIDGE_ALPHAS,
                    help="ridge penalty in z-units: a number, comma-separated candidates chosen by leave-one-out, "
                         "or auto (13 values from 0.01 to 10,000; default)")
@@ -124,6 +123,13 @@ def _nested_options(c) -> None:
 def nested_config(args: argparse.Namespace) -> NestedConfig:
     return NestedConfig(outer_splits=args.outer_splits, split_by=args.split_by.strip(),
                         test_models=args.outer_test_models, random_subsets=args.random_subsets)
+
+
+def _meta_model_help() -> str:
+    from ..eevee.models import META_MODELS  # lazy: listing names imports no plugin
+
+    return "; ".join(f"{n}: " + (f"{META_MODELS.get(n).description}{' (default)' if n == 'mlp' else ''}" if dist is None
+                                 else f"from the distribution {dist}") for n, dist, _ in META_MODELS.members())
 
 
 def check_options(args: argparse.Namespace) -> None:

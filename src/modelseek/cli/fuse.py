@@ -19,7 +19,8 @@ from ..fusion import FusionMethod, Norm, LearnedFusion, optimize_fusion, fuse
 from ..fusion.features import TaskFeatures, read_task_features, task_features_from_tasks
 from ..fusion.learned import PLAIN_RRF
 from ._common import (INPUT_FILE, NON_NEGATIVE_FLOAT, OUTPUT_FILE, RUN_FILE, SEED, TASKS_FILE, TRUTH_FILE, add_scheme,
-                      choice, input_file_of, int_at_least, metavar, number, print_json, load_truth)
+                      choice, input_file_of, int_at_least, metavar, number, print_json, load_truth, registry_metavar,
+                      set_lazy)
 
 STEP = number(Interval(Real, 0, 1, closed="right"))
 
@@ -37,8 +38,8 @@ def register(sub) -> None:
     p.add_argument("-o", "--output", required=True, type=OUTPUT_FILE, help="write the fused run here")
     p.add_argument("--names", help="comma-separated new run ids for the inputs, in order (when ids clash)")
     p.add_argument("--run-id", help="run id of the fused run (default fused-METHOD, or fused-learned)")
-    p.add_argument("--method", type=choice(FusionMethod), metavar=metavar(FusionMethod),
-                   help="rrf (default), combsum, combmnz or wsum")
+    set_lazy(p.add_argument("--method", type=choice(FusionMethod), help="rrf (default), combsum, combmnz or wsum"),
+             metavar=registry_metavar("modelseek.fusion.methods:FUSION_METHODS"))  # plugins by name, none imported
     p.add_argument("--norm", type=choice(Norm), metavar=metavar(Norm),
                    help="score normalisation for combsum/combmnz/wsum: min-max (default), zmuv, rank, sum or none")
     p.add_argument("--weights", help="comma-separated weights, one per input run in order (rrf and wsum)")

@@ -45,12 +45,12 @@ def main(argv: list[str] | None = None) -> int:
     words = sys.argv[1:] if argv is None else list(argv)
     first = next((w for w in words if not w.startswith("-")), None)
     lean = first in ("evaluate", "compare", "validate") and "-h" not in words and "--help" not in words
-    try:  # building the parser lists the registries' members, installed plugins included: a bad one is a line
+    try:  # the parser lists registries' members by name only (choices and help are lazy): no plugin is imported
         parser = build_parser(first if lean else None)
+        args = parser.parse_args(argv)  # an option's type may load the member it names: a broken plugin is a line
     except ModelseekError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2

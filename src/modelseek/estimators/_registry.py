@@ -84,14 +84,24 @@ class EstimatorInfo:
         return doc.splitlines()[0] if doc else ""
 
 
-def _plugin(name: str, obj: Any) -> EstimatorInfo:
-    """An estimator from an entry point (group ``modelseek.estimators``): an :class:`EstimatorInfo`, or a plain
-    function ``(features, labels) -> float`` that takes the default properties (features in, higher is better,
-    unseeded, not declared scale-invariant) and the registration's checks (:func:`checked`)."""
+def check_estimator(name: str, obj: Any) -> EstimatorInfo:
+    """The estimator kind's one check (:data:`modelseek.kinds.KINDS`), run by :func:`register` and on every plugin:
+    an :class:`EstimatorInfo` named ``name``, or a plain function ``(features, labels) -> float`` that takes the
+    default properties (features in, higher is better, unseeded, not declared scale-invariant). The function's
+    signature must match what the record declares (:func:`check_contract`), and the registered function is behind
+    the registration's checks (:func:`checked`)."""
     if isinstance(obj, EstimatorInfo):
-        return obj if obj.name == name else EstimatorInfo(**{**obj.__dict__, "name": name})
+        from ..kinds import named
+
+        named("the estimator record", obj.name, name)
+        raw = getattr(obj.fn, "__wrapped__", obj.fn)
+        check_contract(name, raw, seeded=obj.seeded, uses_validation=obj.uses_validation, regression=obj.regression)
+        if raw is obj.fn:  # a record made by hand: its function behind the checks too
+            fn = checked(name, raw, obj.input, scale_invariant=obj.scale_invariant, regression=obj.regression)
+            obj = EstimatorInfo(**{**obj.__dict__, "fn": fn})
+        return obj
     if not callable(obj):
-        raise TypeError(f"an estimator entry point names a function (features, labels) -> float, got {obj!r}")
+        raise TypeError(f"an estimator is a function (features, labels) -> float or an EstimatorInfo, got {obj!r}")
     check_contract(name, obj, seeded=False, uses_validation=False, regression=False)
     return EstimatorInfo(name=name, fn=checked(name, obj, InputKind.FEATURES, scale_invariant=False),
                          scale_invariant=False)
@@ -129,9 +139,8 @@ def checked(name: str, fn: Callable[..., float], kind: InputKind, *, scale_invar
 
 
 #: registered estimators; the package's modules (which register themselves) are imported on first use, then the
-#: entry points of the ``modelseek.estimators`` group
-ESTIMATORS: PluginRegistry[EstimatorInfo] = PluginRegistry("estimator", "modelseek.estimators",
-                                                           group="modelseek.estimators", adapt=_plugin)
+#: entry points of the kind's group (``modelseek.estimators``, :data:`modelseek.kinds.KINDS`)
+ESTIMATORS: PluginRegistry[EstimatorInfo] = PluginRegistry("estimator", "modelseek.estimators")
 
 
 def register(name: str, *, input: str | InputKind = "features", seeded: bool = False,
@@ -144,8 +153,6 @@ def register(name: str, *, input: str | InputKind = "features", seeded: bool = F
     kind = InputKind.parse(input, "input")
 
     def deco(fn: Callable[..., float]) -> Callable[..., float]:
-        check_contract(name, fn, seeded=bool(seeded), uses_validation=bool(uses_validation),
-                       regression=bool(regression))
         ESTIMATORS.add(name, EstimatorInfo(name=name, fn=checked(name, fn, kind, scale_invariant=bool(scale_invariant),
                                                                  regression=bool(regression)),
                                            input=kind, seeded=bool(seeded),

@@ -20,6 +20,12 @@ Executors are a registry (:data:`EXECUTORS`, the names of ``--executor`` on ever
 process, one unit after another) and ``ray`` (a Ray task per unit; see :mod:`modelseek.executors.ray`) are
 modules of this package. A new executor is one module here whose class is decorated with :func:`register`, or,
 from another distribution, one entry point in the group ``modelseek.executors`` naming the class.
+
+**Concurrency** is part of the contract: every executor states its :data:`Concurrency`. One that runs several
+units at once in this process (``"threads"``) is made safe by :func:`make_executor`: the first unit of each unit
+function runs alone before the others are handed to it, so that the lazy imports of that function (transformers'
+model classes, made on first use) are done before threads start; several threads importing the same module at
+once once failed one fine-tuning job in three.
 """
 
 from __future__ import annotations
@@ -38,6 +44,11 @@ from ..errors import InputError
 from ..registry import PluginRegistry
 
 log = logging.getLogger(__name__)
+
+Concurrency = Literal["serial", "threads", "processes"]
+"""How an executor runs units: one after another in this process (``serial``), several at once in threads of this
+process (``threads``), or in other processes or machines (``processes``: nothing they import is shared here)."""
+CONCURRENCY: tuple[str, ...] = ("serial", "threads", "processes")
 
 Gpu = Literal["none", "auto", "required"]
 """What a unit asks of GPUs: none; one where the cluster has any (``auto``); one or an error (``required``)."""
@@ -101,13 +112,16 @@ class Executor(Protocol):
     """The contract of an executor (checked when it registers).
 
     ``name`` is its registered name; ``in_process`` says whether units run in this process (then a device is
-    checked here and progress bars are shown; a cluster checks the device where each unit runs). ``run`` calls
+    checked here and progress bars are shown; a cluster checks the device where each unit runs); ``concurrency``
+    (:data:`Concurrency`) how units run: ``serial`` and ``threads`` executors are in process, ``processes`` ones
+    are not (a threads executor is given each unit function's first unit alone, see the module docstring). ``run`` calls
     ``on_start(unit)`` before dispatching each unit, skips the unit when it returns None, and calls
     ``on_done(unit, outcome, attempt)`` in this thread as each outcome arrives; it returns when every dispatched
     unit has an outcome. Options (``address``, ``max_retries`` ...) are the constructor's keyword parameters."""
 
     name: ClassVar[str]
     in_process: ClassVar[bool]
+    concurrency: ClassVar[Concurrency]
 
     def run(self, units: Sequence[Unit], on_start: OnStart, on_done: OnDone) -> None: ...
 
@@ -157,28 +171,75 @@ def run_until_done(executor: Executor, pending: Callable[[], list[Unit]], on_sta
 E = TypeVar("E", bound=type)
 
 
-def _check(name: str, obj: Any) -> type[Executor]:
+def check_executor(name: str, obj: Any) -> type[Executor]:
+    """The executor kind's one check (:data:`modelseek.kinds.KINDS`), run by :func:`register` and on every plugin:
+    a class whose ``name`` is ``name``, with a boolean ``in_process``, a ``concurrency`` of :data:`CONCURRENCY`
+    that agrees with it, and ``run(units, on_start, on_done)``."""
+    from ..kinds import named, takes
+
     if not (isinstance(obj, type) and callable(getattr(obj, "run", None))):
         raise TypeError(f"an executor is a class with a run(units, on_start, on_done) method, got {obj!r}")
+    klass: Any = obj
     for attr, kind in (("name", str), ("in_process", bool)):
         if not isinstance(getattr(obj, attr, None), kind):
             raise TypeError(f"executor class {obj.__name__} needs a class attribute {attr!r} ({kind.__name__})")
+    concurrency = getattr(obj, "concurrency", None)
+    if concurrency not in CONCURRENCY:
+        raise TypeError(f"executor class {obj.__name__} needs a class attribute 'concurrency': one of "
+                        f"{', '.join(CONCURRENCY)} (how it runs units), got {concurrency!r}")
+    if klass.in_process != (concurrency != "processes"):
+        raise TypeError(f"executor class {obj.__name__}: in_process={klass.in_process} contradicts "
+                        f"concurrency={concurrency!r} (serial and threads run in this process)")
     cls: type[Executor] = obj
-    if cls.name != name:
-        raise TypeError(f"the class's name is {cls.name!r}; register it (or name the entry point) {cls.name!r}")
+    named(f"executor class {obj.__name__}", cls.name, name)
+    takes(f"{obj.__name__}.run", klass.run, ("units", "on_start", "on_done"))
     return cls
 
 
-EXECUTORS: PluginRegistry[type[Executor]] = PluginRegistry("executor", __name__, group="modelseek.executors",
-                                                          adapt=_check)
+EXECUTORS: PluginRegistry[type[Executor]] = PluginRegistry("executor", __name__)
 """Every executor: this package's modules, then the entry points of the group ``modelseek.executors``."""
 
 
 def register(cls: E) -> E:
-    """Class decorator: register an executor class (see :class:`Executor`) under its ``name``."""
-    name = getattr(cls, "name", "")
-    EXECUTORS.add(name, _check(name, cls))
+    """Class decorator: register an executor class (see :class:`Executor`) under its ``name`` (through
+    :func:`check_executor`, as a plugin executor is)."""
+    EXECUTORS.add(getattr(cls, "name", ""), cls)
     return cls
+
+
+#: unit functions that have run to success in this process (their lazy imports are done)
+_WARM: set[Any] = set()
+
+
+class FirstUnitAlone:
+    """A ``threads`` executor made safe: of each unit function, units run alone (here, in this thread) until one
+    succeeds in this process, so the function's lazy imports are done; the rest go to the wrapped executor.
+    Everything else is the wrapped executor's."""
+
+    def __init__(self, inner: Executor) -> None:
+        self.inner = inner
+        self.name, self.in_process, self.concurrency = inner.name, inner.in_process, inner.concurrency
+
+    def run(self, units: Sequence[Unit], on_start: OnStart, on_done: OnDone) -> None:
+        warm = _WARM  # imports are the process's: a function that succeeded once in it is warm for every batch
+        rest: list[Unit] = []
+        for unit in units:
+            fn = getattr(unit.fn, "__func__", unit.fn)
+            if fn in warm:
+                rest.append(unit)
+                continue
+            attempt = on_start(unit)
+            if attempt is None:
+                continue
+            outcome = unit.call()
+            on_done(unit, outcome, attempt)
+            if outcome.ok:
+                warm.add(fn)
+        if rest:
+            self.inner.run(rest, on_start, on_done)
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.inner, attr)
 
 
 def executor_class(executor: str | Executor) -> type[Executor] | Executor:
@@ -194,11 +255,12 @@ def runs_in_process(executor: str | Executor) -> bool:
 def make_executor(executor: str | Executor, address: str | None = None, **options: Any) -> Executor:
     """The executor registered as ``executor`` (an unknown name raises with a did-you-mean and the valid names),
     made with ``address`` and ``options`` (None values are left to its defaults); an instance is returned as
-    it is. An option its constructor does not take is an :class:`InputError`."""
+    it is (a ``threads`` one made safe, see :class:`FirstUnitAlone`). An option its constructor does not take is an
+    :class:`InputError`."""
     if not isinstance(executor, str):
         if address or options:
             raise InputError("an executor instance takes no address or options", field="executor")
-        return executor
+        return _safe(executor)
     cls = EXECUTORS.get(executor)
     given = {k: v for k, v in {"address": address, **options}.items() if v is not None}
     params = inspect.signature(cls).parameters
@@ -206,12 +268,19 @@ def make_executor(executor: str | Executor, address: str | None = None, **option
         for k in given:
             if k not in params:
                 if k == "address":
-                    raise InputError(f"an address is for the ray executor (--executor ray); {executor!r} takes "
+                    raise InputError(f"an address is for the ray executor (executor='ray'); {executor!r} takes "
                                      f"none", field="address")
                 raise InputError(f"executor {executor!r} takes no option {k!r} (it takes: "
                                  f"{', '.join(params) or 'none'})", field=k)
-    return cls(**given)
+    return _safe(cls(**given))
 
 
-__all__ = ["EXECUTORS", "ClaimStore", "Executor", "Gpu", "OnDone", "OnStart", "Outcome", "Shared", "Unit", "call_unit",
-           "executor_class", "make_executor", "register", "run_until_done", "runs_in_process"]
+def _safe(executor: Executor) -> Executor:
+    if getattr(executor, "concurrency", None) == "threads" and not isinstance(executor, FirstUnitAlone):
+        return FirstUnitAlone(executor)  # type: ignore[return-value]
+    return executor
+
+
+__all__ = ["CONCURRENCY", "EXECUTORS", "ClaimStore", "Concurrency", "Executor", "FirstUnitAlone", "Gpu", "OnDone",
+           "OnStart", "Outcome", "Shared", "Unit", "call_unit", "check_executor", "executor_class", "make_executor",
+           "register", "run_until_done", "runs_in_process"]

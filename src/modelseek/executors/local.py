@@ -14,6 +14,7 @@ class LocalExecutor:
 
     name: ClassVar[str] = "local"
     in_process: ClassVar[bool] = True
+    concurrency: ClassVar[str] = "serial"
 
     def run(self, units: Sequence[Unit], on_start: OnStart, on_done: OnDone) -> None:
         for unit in units:

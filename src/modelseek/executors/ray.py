@@ -28,6 +28,7 @@ class RayExecutor:
 
     name: ClassVar[str] = "ray"
     in_process: ClassVar[bool] = False
+    concurrency: ClassVar[str] = "processes"
 
     def __init__(self, address: str | None = None, num_cpus: int | None = None, max_retries: int = 3,
                  ship_code: bool = True) -> None:

@@ -21,9 +21,12 @@ from .mrr import reciprocal_rank
 from .ndcg import ndcg_at_k
 from .regret import regret_at_k
 
-#: the measures reported when none are named: by :func:`modelseek.evaluate.evaluate`, the benchmarks and every
-#: command that scores runs
-DEFAULT_METRICS: tuple[str, ...] = ("ndcg@1", "ndcg@3", "ndcg@5", "mrr")
+#: the ranking measures of the task (nDCG at 1, 3, 5 and MRR)
+RANKING_METRICS: tuple[str, ...] = ("ndcg@1", "ndcg@3", "ndcg@5", "mrr")
+#: the measures reported when none are named, by :func:`modelseek.evaluate.evaluate` and ``modelseek evaluate``
+#: alike, by :func:`modelseek.comparison` and ``modelseek compare``, and by the benchmarks: the ranking measures and
+#: weighted Kendall tau
+DEFAULT_METRICS: tuple[str, ...] = (*RANKING_METRICS, "kendall")
 
 MetricFn = Callable[[Sequence[str], Judgments], float]
 
@@ -55,5 +58,5 @@ def trec_name(name: str) -> str:
     return base if k is None else f"{base}_{k}"
 
 
-__all__ = ["DEFAULT_METRICS", "METRICS", "Batch", "Judgments", "Metric", "get", "names", "ndcg_at_k", "ndcg_cutoff",
-           "parse", "reciprocal_rank", "register", "regret_at_k", "resolve", "trec_name", "weighted_tau"]
+__all__ = ["DEFAULT_METRICS", "METRICS", "RANKING_METRICS", "Batch", "Judgments", "Metric", "get", "names", "ndcg_at_k",
+           "ndcg_cutoff", "parse", "reciprocal_rank", "register", "regret_at_k", "resolve", "trec_name", "weighted_tau"]

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..data.truth import GradingScheme
 from ..errors import InputError
-from ..registry import Registry
+from ..registry import PluginRegistry
 
 if TYPE_CHECKING:
     from ..data.truth import TruthArrays
@@ -136,26 +136,48 @@ class Metric:
         return self.name if k is None else f"{self.name}_{k}"
 
 
-def _plugin(name: str, obj: object) -> Metric:
-    """A metric from an entry point (group ``modelseek.metrics``): a :class:`Metric` subclass or instance; it is
-    registered under the entry point's name (its per-list form is enough: the vectorised form loops it)."""
+CUTOFFS = ("required", "optional", "none")
+
+
+def check_metric(name: str, obj: object) -> Metric:
+    """The metric kind's one check (:data:`modelseek.kinds.KINDS`), run by :func:`register` and on every plugin:
+    a :class:`Metric` subclass (made with no arguments) or instance that implements ``per_list(ranking, j, k)``
+    (its vectorised form may be the base class's loop), ``vectorised(b, k)`` and ``trec_name(k)``, with ``cutoff``
+    one of required/optional/none, a boolean ``higher_is_better`` and a numeric ``missing``. It is registered under
+    ``name`` (its ``name`` is set to it; one set to another name is refused)."""
+    from ..kinds import named, overrides, takes
+
     metric = obj() if isinstance(obj, type) and issubclass(obj, Metric) else obj
     if not isinstance(metric, Metric):
-        raise TypeError(f"a metric entry point names a Metric subclass or instance, got {obj!r}")
+        raise TypeError(f"a metric is a Metric subclass or instance (modelseek.metrics), got {obj!r}")
+    cls = type(metric)
+    if not overrides(cls, Metric, "per_list"):
+        raise TypeError(f"metric {cls.__name__} does not implement per_list(ranking, j, k)")
+    takes(f"{cls.__name__}.per_list", cls.per_list, ("ranking", "j", "k"))
+    takes(f"{cls.__name__}.vectorised", cls.vectorised, ("b", "k"))
+    takes(f"{cls.__name__}.trec_name", cls.trec_name, ("k",))
+    if metric.cutoff not in CUTOFFS:
+        raise ValueError(f"metric {cls.__name__}: cutoff must be one of {', '.join(CUTOFFS)}, got {metric.cutoff!r}")
+    if not isinstance(metric.higher_is_better, bool):
+        raise TypeError(f"metric {cls.__name__}: higher_is_better must be True or False")
+    if not isinstance(metric.missing, (int, float)):
+        raise TypeError(f"metric {cls.__name__}: missing must be a number (NaN leaves the topic out)")
+    if metric.name:
+        named(f"metric {cls.__name__}", metric.name, name)
     metric.name = name
     return metric
 
 
-METRICS: Registry[Metric] = Registry("metric", group="modelseek.metrics", adapt=_plugin)
+#: every metric: this package's modules (each registers its own; a new metric is one file), then the entry points
+#: of the kind's group (``modelseek.metrics``, :data:`modelseek.kinds.KINDS`)
+METRICS: PluginRegistry[Metric] = PluginRegistry("metric", "modelseek.metrics")
 
 
 def register(name: str) -> Callable[[type[Metric]], type[Metric]]:
-    """Class decorator: register one instance of the class under ``name``."""
+    """Class decorator: register one instance of the class under ``name`` (through :func:`check_metric`)."""
 
     def deco(cls: type[Metric]) -> type[Metric]:
-        obj = cls()
-        obj.name = name
-        METRICS.add(name, obj)
+        METRICS.add(name, cls)
         return cls
 
     return deco

@@ -23,7 +23,7 @@ class RankerRegistry(PluginRegistry["type[Ranker]"]):
     """Registered rankers (discovered in their modules), plus the feature ranker of every estimator."""
 
     def __init__(self, package: str) -> None:
-        super().__init__("method", package, group="modelseek.rankers", adapt=_plugin)
+        super().__init__("ranker", package)
 
     @staticmethod
     def _estimators():
@@ -33,13 +33,13 @@ class RankerRegistry(PluginRegistry["type[Ranker]"]):
 
     def _check_new(self, name: str) -> None:
         super()._check_new(name)
-        if name in self._estimators():
+        if name in self._estimators()._builtin_names():
             raise ValueError(f"duplicate method name: {name!r} is a registered estimator")
 
     def get(self, name: str) -> type[Ranker]:
-        if name not in self._items and name not in self._lazy:
-            self.discover()
-        if name not in self._items and name not in self._lazy and name in self._estimators():
+        self._refuse_broken(name)  # a broken plugin of this namespace (an estimator's too): its one line
+        if name not in self._items and name not in self._lazy and name not in self._plugins \
+                and name in self._estimators():
             # by name, as discovery imports the ranker modules: features.py registers its rankers here
             mod, attr = FEATURE_RANKER.split(":")
             return getattr(importlib.import_module(mod), attr)(name)
@@ -52,13 +52,18 @@ class RankerRegistry(PluginRegistry["type[Ranker]"]):
         return super().__contains__(name) or name in self._estimators()
 
 
-def _plugin(name: str, obj: object) -> type[Ranker]:
-    """A ranker from an entry point (group ``modelseek.rankers``): a Ranker subclass whose ``name`` is the entry
-    point's name."""
+def check_ranker(name: str, obj: object) -> type[Ranker]:
+    """The ranker kind's one check (:data:`modelseek.kinds.KINDS`): a :class:`Ranker` subclass whose ``name`` is
+    ``name``, with ``rank(task, pool)`` and ``explain(task, pool)``, and ``_learn`` when it needs fitting."""
+    from ..kinds import named, takes
+
     if not (isinstance(obj, type) and issubclass(obj, Ranker)):
-        raise TypeError(f"a ranker entry point names a Ranker subclass, got {obj!r}")
-    if obj.name != name:
-        raise TypeError(f"the class's name is {obj.name!r}; name the entry point {obj.name!r}")
+        raise TypeError(f"a ranker is a Ranker subclass (modelseek.rankers.base), got {obj!r}")
+    named(f"ranker {obj.__name__}", obj.name, name)
+    for method in ("rank", "explain"):
+        takes(f"{obj.__name__}.{method}", getattr(obj, method), ("task", "pool"))
+    if getattr(obj, "__abstractmethods__", None):
+        raise TypeError(f"ranker {obj.__name__} does not implement {', '.join(sorted(obj.__abstractmethods__))}")
     return obj
 
 
@@ -69,5 +74,5 @@ def register(cls: R) -> R:
     """Class decorator: register a :class:`~modelseek.rankers.base.Ranker` under its ``name``."""
     if not (isinstance(cls, type) and issubclass(cls, Ranker)):
         raise TypeError(f"@register takes a Ranker subclass, got {cls!r}")
-    RANKERS.add(cls.name, cls)
+    RANKERS.add(cls.name, cls)  # through check_ranker, as a plugin ranker is
     return cls

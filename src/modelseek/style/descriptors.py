@@ -52,6 +52,24 @@ if TYPE_CHECKING:
     from ..align.sources import LoadedModel
 
 EXTRACTORS: Registry[type[Extractor]] = Registry("style feature")
+"""Every style feature: the extractors below, then the entry points of ``modelseek.style_features`` (checked by
+:func:`check_extractor`)."""
+
+
+def check_extractor(name: str, obj: object) -> type[Extractor]:
+    """The style-feature kind's one check (:data:`modelseek.kinds.KINDS`): an :class:`Extractor` subclass whose
+    ``name`` is ``name``, with ``__call__(images)`` implemented and ``Params`` a :class:`~modelseek.config.Config`."""
+    from ..kinds import named, overrides, takes
+
+    if not (isinstance(obj, type) and issubclass(obj, Extractor)):
+        raise TypeError(f"a style feature is an Extractor subclass (modelseek.style.descriptors), got {obj!r}")
+    named(f"style feature {obj.__name__}", obj.name, name)
+    if not overrides(obj, Extractor, "__call__"):
+        raise TypeError(f"style feature {obj.__name__} does not implement __call__(images)")
+    takes(f"{obj.__name__}.__call__", obj.__call__, ("images",))
+    if not (isinstance(obj.Params, type) and issubclass(obj.Params, Config)):
+        raise TypeError(f"style feature {obj.__name__}: Params must be a modelseek.config.Config subclass")
+    return obj
 
 
 def _ints(low: int, high: int | None = None) -> list:

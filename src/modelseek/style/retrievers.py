@@ -29,7 +29,23 @@ from ..fusion import fuse
 from ..registry import Registry
 
 RETRIEVERS: Registry[type] = Registry("style retriever")
+"""Every style retriever: the classes below, then the entry points of ``modelseek.style_retrievers`` (checked by
+:func:`check_retriever`)."""
 RRF_K = 60
+
+
+def check_retriever(name: str, obj: object) -> type:
+    """The style-retriever kind's one check (:data:`modelseek.kinds.KINDS`): a class whose ``name`` is ``name``, with
+    ``fit(X, y, models)`` (returning the fitted retriever) and ``scores(X)``; a :class:`Retriever` subclass gets its
+    input checks and its order of candidates from the base class."""
+    from ..kinds import named, takes
+
+    if not isinstance(obj, type):
+        raise TypeError(f"a style retriever is a class (e.g. a Retriever subclass), got {obj!r}")
+    named(f"style retriever {obj.__name__}", getattr(obj, "name", None), name)
+    takes(f"{obj.__name__}.fit", getattr(obj, "fit", None), ("X", "y", "models"))
+    takes(f"{obj.__name__}.scores", getattr(obj, "scores", None), ("X",))
+    return obj
 
 
 class Preprocess:

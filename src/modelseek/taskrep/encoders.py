@@ -61,7 +61,20 @@ def hashing(dim: int = 256) -> Encoder:
     return Encoder(f"hashing/{dim}", embed, dim)
 
 
-ENCODERS: Registry[Callable[..., Encoder]] = Registry("encoder")
+def check_encoder(name: str, obj: object) -> Callable[..., Encoder]:
+    """The task-encoder kind's one check (:data:`modelseek.kinds.KINDS`): a factory callable with no arguments
+    (its parameters keywords with defaults) that returns an :class:`Encoder`; the model is loaded on the encoder's
+    first call, so the factory itself is cheap."""
+    from ..kinds import takes
+
+    if not callable(obj):
+        raise TypeError(f"a task encoder is a factory () -> Encoder, got {obj!r}")
+    takes(f"task encoder {name!r}", obj, (), bound=True)
+    return obj
+
+
+ENCODERS: Registry[Callable[..., Encoder]] = Registry("task encoder")
+"""Every task encoder: the two below, then the entry points of ``modelseek.task_encoders``."""
 ENCODERS.add("minilm", minilm)
 ENCODERS.add("hashing", hashing)
 

@@ -14,19 +14,28 @@ from .base import LoadedModel, ModelSource, Spec, WeightsUnavailable, offline
 S = TypeVar("S", bound=type[ModelSource])
 
 
-def _plugin(name: str, obj: object) -> type[ModelSource]:
-    """A model source from an entry point (group ``modelseek.sources``): a :class:`ModelSource` subclass."""
+def check_source(name: str, obj: object) -> type[ModelSource]:
+    """The model-source kind's one check (:data:`modelseek.kinds.KINDS`), run by :func:`register` and on every
+    plugin: a :class:`ModelSource` subclass whose ``name`` is ``name``, with ``build(entry, spec)`` and
+    ``defaults(entry)``, and string ``package`` and ``extra``."""
+    from ...kinds import named, takes
+
     if not (isinstance(obj, type) and issubclass(obj, ModelSource)):
-        raise TypeError(f"a model-source entry point names a ModelSource subclass, got {obj!r}")
+        raise TypeError(f"a model source is a ModelSource subclass (modelseek.align.sources.base), got {obj!r}")
+    named(f"model source {obj.__name__}", obj.name, name)
+    takes(f"{obj.__name__}.build", obj.build, ("entry", "spec"))
+    takes(f"{obj.__name__}.defaults", obj.defaults, ("entry",))
+    for attr in ("package", "extra"):
+        if not isinstance(getattr(obj, attr, None), str):
+            raise TypeError(f"model source {obj.__name__}: {attr} must be a string")
     return obj
 
 
-SOURCES: PluginRegistry[type[ModelSource]] = PluginRegistry("model source", __name__, group="modelseek.sources",
-                                                            adapt=_plugin)
+SOURCES: PluginRegistry[type[ModelSource]] = PluginRegistry("model source", __name__)
 
 
 def register(cls: S) -> S:
-    """Class decorator: register a :class:`ModelSource` subclass under its ``name``."""
+    """Class decorator: register a :class:`ModelSource` subclass under its ``name`` (through :func:`check_source`)."""
     if not (isinstance(cls, type) and issubclass(cls, ModelSource)):
         raise TypeError(f"@register takes a ModelSource subclass, got {cls!r}")
     SOURCES.add(cls.name, cls)
@@ -38,5 +47,5 @@ def get_source(name: str) -> ModelSource:
     return SOURCES.get(name)()
 
 
-__all__ = ["SOURCES", "LoadedModel", "ModelSource", "Spec", "WeightsUnavailable", "get_source", "offline",
-           "register"]
+__all__ = ["SOURCES", "LoadedModel", "ModelSource", "Spec", "WeightsUnavailable", "check_source", "get_source",
+           "offline", "register"]

@@ -146,25 +146,32 @@ _BUILTIN = ("rrf", "combsum", "combmnz", "wsum")
 #: registered fusion methods in registration order (the built-ins first, in the order of the search grid's
 #: documentation); the package's modules are imported on first use
 FUSION_METHODS: PluginRegistry[FusionMethod] = PluginRegistry("fusion method", __name__, first=_BUILTIN,
-                                                              ordered=True, group="modelseek.fusion",
-                                                              adapt=lambda name, obj: _plugin(name, obj))
+                                                              ordered=True)
 
 
-def _plugin(name: str, obj: object) -> FusionMethod:
-    """A fusion method from an entry point (group ``modelseek.fusion``): a :class:`FusionMethod` named as it."""
+def check_fusion_method(name: str, obj: object) -> FusionMethod:
+    """The fusion kind's one check (:data:`modelseek.kinds.KINDS`), run by :func:`register` and on every plugin: a
+    :class:`FusionMethod` named ``name`` (lower case, no spaces), with boolean properties, ``combine(values,
+    weights)`` and ``search(space)``."""
+    from ...kinds import named, takes
+
     if not isinstance(obj, FusionMethod):
-        raise TypeError(f"a fusion entry point names a FusionMethod instance, got {obj!r}")
-    if obj.value != name:
-        raise TypeError(f"the method's name is {obj.value!r}; name the entry point {obj.value!r}")
+        raise TypeError(f"a fusion method is a FusionMethod instance, got {obj!r}")
+    if obj.value != obj.value.strip().lower() or " " in obj.value:
+        raise ValueError(f"a fusion method's name is lower case without spaces, got {obj.value!r}")
+    named("the fusion method", obj.value, name)
+    for attr in ("uses_scores", "takes_weights"):
+        if not isinstance(getattr(obj, attr), bool):
+            raise TypeError(f"fusion method {name!r}: {attr} must be True or False")
+    takes(f"fusion method {name!r}: combine", obj.combine, ("values", "weights"), bound=True)
+    takes(f"fusion method {name!r}: search", obj.search, ("space",), bound=True)
     return obj
 
 
 def register(method: FusionMethod) -> FusionMethod:
-    """Register ``method`` under its name (a module of this package calls it once)."""
+    """Register ``method`` under its name (a module of this package calls it once), through the kind's check."""
     if not isinstance(method, FusionMethod):
         raise TypeError(f"register takes a FusionMethod, got {method!r}")
-    if method.value != method.value.strip().lower():
-        raise ValueError(f"a fusion method's name is lower case without spaces, got {method.value!r}")
     return FUSION_METHODS.add(method.value, method)
 
 
@@ -187,4 +194,5 @@ def weighted_terms(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return np.array([float(x) * v[r] for r, x in enumerate(w)]).reshape(-1, *v.shape[1:])
 
 
-__all__ = ["FUSION_METHODS", "FusionMethod", "SearchSpace", "ordered_sum", "register", "weighted_terms"]
+__all__ = ["FUSION_METHODS", "FusionMethod", "SearchSpace", "check_fusion_method", "ordered_sum", "register",
+           "weighted_terms"]

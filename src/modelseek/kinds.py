@@ -1,0 +1,185 @@
+"""Every pluggable kind, declared once: :data:`KINDS`.
+
+A kind's declaration (:class:`Kind`) states its name, its contract (one base class or Protocol), the entry-point
+group outside distributions declare members in, how its members declare their parameters, the namespace it shares
+with other kinds (rankers and estimators are both ``--method`` names), and its ONE check: a function
+``check(name, obj) -> member`` run on every member when it is loaded, built-in (at its registration) and plugin
+(at its first use) alike. The check verifies the signature of every method the contract calls, that the member's
+own name is the name it is registered under, and the kind's invariants; it returns the member as registered (an
+estimator function becomes its record, a metric class its instance).
+
+The registries (:class:`modelseek.registry.Registry`) read their group, check and namespace from here, so nothing
+else declares a kind. Plugin authors run the same check in their own tests with :func:`check_member`
+(re-exported as :func:`modelseek.testing.check_member`); ``modelseek plugins`` prints :func:`report`.
+This module names other modules by import strings only: importing it imports no kind.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import ModelseekError
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One pluggable kind (see the module docstring). Targets are ``"module:attribute"`` strings."""
+
+    #: the kind's name (``modelseek plugins`` and :func:`check_member` take it)
+    name: str
+    #: the registry holding the members
+    registry_target: str
+    #: the contract: one base class or Protocol
+    contract: str
+    #: the entry-point group of outside distributions
+    group: str
+    #: the one check: ``check(name, obj) -> member``
+    check: str
+    #: how a member declares its parameters
+    parameters: str
+    #: the word in messages (default: the name)
+    word: str = ""
+    #: kinds with the same namespace share one space of names: a plugin may not reuse a name of either
+    namespace: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self.word or self.name
+
+    def registry(self) -> Any:
+        return _target(self.registry_target)
+
+    def contract_class(self) -> Any:
+        return _target(self.contract)
+
+
+KINDS: tuple[Kind, ...] = (
+    Kind("ranker", "modelseek.rankers._registry:RANKERS", "modelseek.rankers.base:Ranker", "modelseek.rankers",
+         "modelseek.rankers._registry:check_ranker",
+         "constructor keyword parameters, their rules in `_parameter_constraints` (checked by `validate_params`)",
+         word="method", namespace="method"),
+    Kind("estimator", "modelseek.estimators._registry:ESTIMATORS", "modelseek.estimators._registry:Estimator",
+         "modelseek.estimators", "modelseek.estimators._registry:check_estimator",
+         "keyword-only parameters of the function after (features, labels); properties by `register(...)`",
+         namespace="method"),
+    Kind("fusion method", "modelseek.fusion.methods:FUSION_METHODS", "modelseek.fusion.methods:FusionMethod",
+         "modelseek.fusion", "modelseek.fusion.methods:check_fusion_method",
+         "the fields of the FusionMethod record (uses_scores, takes_weights); weights, norm and k per call"),
+    Kind("metric", "modelseek.metrics.base:METRICS", "modelseek.metrics.base:Metric", "modelseek.metrics",
+         "modelseek.metrics.base:check_metric", "a cut-off `@k` in the name (class attribute `cutoff`)"),
+    Kind("model source", "modelseek.align.sources:SOURCES", "modelseek.align.sources.base:ModelSource",
+         "modelseek.sources", "modelseek.align.sources:check_source",
+         "an entry's `model_parameters` (read by `build(entry, spec)`)"),
+    Kind("executor", "modelseek.executors:EXECUTORS", "modelseek.executors:Executor", "modelseek.executors",
+         "modelseek.executors:check_executor", "constructor keyword parameters (`address`, `max_retries` ...)"),
+    Kind("meta-model", "modelseek.eevee.models:META_MODELS", "modelseek.eevee.models:MetaModel",
+         "modelseek.meta_models", "modelseek.eevee.meta_models:check_meta_model",
+         "the MetaModel record's own fields; a scikit-learn regressor: its constructor's parameters"),
+    Kind("style retriever", "modelseek.style.retrievers:RETRIEVERS", "modelseek.style.retrievers:Retriever",
+         "modelseek.style_retrievers", "modelseek.style.retrievers:check_retriever",
+         "constructor keyword parameters (`blocks`, `pca`, `seed` and its own)"),
+    Kind("style feature", "modelseek.style.descriptors:EXTRACTORS", "modelseek.style.descriptors:Extractor",
+         "modelseek.style_features", "modelseek.style.descriptors:check_extractor",
+         "a `Params` config class (modelseek.config.Config) built by `make_extractor`"),
+    Kind("task encoder", "modelseek.taskrep.encoders:ENCODERS", "modelseek.taskrep.encoders:Encoder",
+         "modelseek.task_encoders", "modelseek.taskrep.encoders:check_encoder",
+         "keyword parameters of the factory, every one with a default"),
+)
+
+_BY_NAME = {k.name: k for k in KINDS}
+_BY_LABEL = {k.label: k for k in KINDS}
+
+
+def declared(name: str, exact: bool = False) -> Kind | None:
+    """The declaration of the kind ``name`` (its name, or unless ``exact`` its word in messages); None if none."""
+    return _BY_NAME.get(name) or (None if exact else _BY_LABEL.get(name))
+
+
+def kind(name: str) -> Kind:
+    """The declaration of kind ``name``; an unknown one is a :class:`ModelseekError` listing them."""
+    found = declared(name)
+    if found is None:
+        raise ModelseekError(f"unknown kind {name!r}; kinds: {', '.join(_BY_NAME)}")
+    return found
+
+
+def check_member(kind_name: str, obj: Any, name: str | None = None) -> Any:
+    """Run kind ``kind_name``'s one check on ``obj`` (registered as ``name``, default its own ``name``): what every
+    built-in passes when it registers and every plugin when it is loaded. Returns the member as registered; a broken
+    contract raises ``TypeError``/``ValueError`` saying what is wrong. For a plugin author's tests::
+
+        from modelseek.testing import check_member
+        check_member("fusion method", MY_METHOD)
+    """
+    k = kind(kind_name)
+    if name is None:
+        name = getattr(obj, "name", None) or getattr(obj, "value", None) or getattr(obj, "__name__", None)
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"{k.name}: give the name it is registered under (name=...)")
+    return _target(k.check)(name, obj)
+
+
+# ---------------------------------------------------------------------------------------- helpers of the checks
+def takes(what: str, fn: Any, params: Sequence[str], *, bound: bool = False) -> None:
+    """A ``TypeError`` unless ``fn`` can be called with the positional arguments ``params`` (one more, ``self``,
+    when ``fn`` is a method read from a class: ``bound=False``)."""
+    if not callable(fn):
+        raise TypeError(f"{what} is not callable")
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # a builtin without a signature: nothing to check
+        return
+    args = list(params) if bound else ["self", *params]
+    try:
+        sig.bind(*args)
+    except TypeError:
+        raise TypeError(f"{what} must take ({', '.join(params)}); its signature is {sig}") from None
+
+
+def named(what: str, own: object, name: str) -> None:
+    """A ``TypeError`` unless the member's own name ``own`` is the name it is registered under."""
+    if own != name:
+        raise TypeError(f"{what}'s own name is {own!r}: register it (or name the entry point) {own!r}")
+
+
+def overrides(cls: type, base: type, method: str) -> bool:
+    return getattr(cls, method, None) is not getattr(base, method, None)
+
+
+# ---------------------------------------------------------------------------------------- the plugins report
+@dataclass(frozen=True)
+class Member:
+    kind: str
+    name: str
+    #: "built-in" or the distribution's name
+    origin: str
+    #: why it cannot be used (None: it can)
+    broken: str | None = None
+
+
+def report(load: bool = True) -> list[Member]:
+    """Every member of every kind with its origin; with ``load`` every plugin is loaded (and checked), so a broken
+    import or contract shows as broken too."""
+    out: list[Member] = []
+    for k in KINDS:
+        reg = k.registry()
+        for n, dist, why in reg.members():
+            if why is None and dist is not None and load:
+                try:
+                    reg.get(n)
+                except ModelseekError as exc:
+                    why = str(exc)
+            out.append(Member(k.name, n, "built-in" if dist is None else dist, why))
+    return out
+
+
+def _target(target: str) -> Any:
+    module, attr = target.split(":", 1)
+    return getattr(importlib.import_module(module), attr)
+
+
+__all__ = ["KINDS", "Kind", "Member", "check_member", "declared", "kind", "named", "overrides", "report", "takes"]
