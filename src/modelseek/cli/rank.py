@@ -9,14 +9,16 @@ the top-1 candidate, and the nearest past tasks; ``--json`` carries the same fie
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import sys
 from pathlib import Path
 
 from ..api import rank_explained
 from ..config import parse_overrides
 from ..data.loaders import load_ntcir_tasks, load_table_task
-from ..data.organisers import find_layout, load_split
+from ..data.organisers import absent_test_tasks, describe_absent, find_layout, load_split
 from ..data.run import write_runs
-from ..data.task import Criticality, TaskSet
+from ..data.task import Criticality, LabelKind, TaskSet
 from ..errors import InputError
 from ..funnel.curve import budget_curve
 from ..rankers.default import default_spec
@@ -55,6 +57,10 @@ def register(sub) -> None:
     p.add_argument("--seed", type=SEED, default=0, help="seed for folds and random methods")
     p.add_argument("--text-col", default="text", help="text column(s) of a table file, comma-separated")
     p.add_argument("--label-col", default="label", help="label column(s) of a table file, comma-separated")
+    p.add_argument("--label-kind", choices=LabelKind.values(),
+                   help="what the labels are: class (classification; the default for a table file, whatever the "
+                        "values look like) or number (numeric targets: a regression task). A task of tasks.csv "
+                        "declares it by its task_class_count; this option sets it for tasks that declare none")
     p.add_argument("--fusion", choices=["rrf"], help="fuse the rankings of the --method estimators into one run "
                                                      "by reciprocal-rank fusion (feature methods: logme, knn...)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
@@ -90,12 +96,26 @@ def _tasks(args) -> tuple[list, str | None]:
             return [load_table_task(path, text_col=args.text_col.split(",") if "," in args.text_col
                                     else args.text_col,
                                     label_col=args.label_col.split(",") if "," in args.label_col
-                                    else args.label_col)], None
-        return list(load_ntcir_tasks(path)), None
+                                    else args.label_col, label_kind=args.label_kind)], None
+        return _declare(list(load_ntcir_tasks(path)), args.label_kind), None
     split, folder = layout.split_folder(args.split, path)
-    tasks = list(load_split(layout, split))
+    absent = absent_test_tasks(layout) if split == "test" else []
+    if absent:  # named before any task is read or ranked: the run will miss them
+        print(f"warning: {describe_absent(layout, absent)}; the run will miss them (validate --official refuses "
+              f"it)", file=sys.stderr)
+    tasks = _declare(list(load_split(layout, split)), args.label_kind)
     kind = "test tasks (the official topics)" if split == "test" else "training tasks"
+    if absent:
+        kind = f"test tasks of the {len(tasks) + len(absent)} official topics ({len(absent)} not downloaded)"
     return tasks, f"ranking the {len(tasks)} {kind} of {folder}"
+
+
+def _declare(tasks: list, kind: str | None) -> list:
+    """``--label-kind`` given to the tasks that declare none (tasks.csv's declaration stands)."""
+    if kind is None:
+        return tasks
+    return [t if t.label_kind is not None else dataclasses.replace(t, label_kind=LabelKind.parse(kind))
+            for t in tasks]
 
 
 def _train_data(args, pool):
