@@ -192,10 +192,37 @@ def test_submission_refuses_what_cannot_be_made_before_writing(cli, repo, tmp_pa
     assert_one_error_line(cli("submission", repo, "--out", out, "--methods", "bogus"), "bogus", "valid:")
     assert_one_error_line(cli("submission", repo, "--out", out, "--team", "a b"), "--team")
     assert not out.exists()
+
+
+def test_a_missing_download_is_named_and_ranked_by_the_prior_in_every_run(cli, repo, tmp_path):
     copy = tmp_path / "repo"
     shutil.copytree(repo / "data", copy / "data", ignore=shutil.ignore_patterns("models", "0007"))
-    assert_one_error_line(cli("submission", copy, "--out", out), "1 official test task(s) are not downloaded (7)")
-    assert not out.exists()
+    out = tmp_path / "runs"
+    r = cli("submission", copy, "--out", out, "--team", "ms")
+    assert r.code == 0, r.err
+    assert "1 official test task(s) of" in r.err and "not downloaded: 7 (no folder" in r.err
+    assert r.err.index("not downloaded") < r.err.index("[1/2] default")  # said before any work
+    files = sorted(out.glob("*.txt"))
+    assert len(files) == 2 and cli("validate", *files, "--official", copy).code == 0  # topic 7 is in every run
+    md = (out / "METHODS.md").read_text()
+    assert md.count("- Ranked without this method (1 of 48 topics; the avgrank prior instead): task 7: not "
+                    "downloaded (no task data).") == 1  # the default's; avgrank reads no task data
+    (prior,) = read_runs(out / "ms-avgrank.txt").values()
+    (default,) = read_runs(out / "ms-default.txt").values()
+    assert default.ranking("7") == prior.ranking("7")
+
+
+def test_rank_split_test_names_a_missing_task_before_any_work(cli, repo, tmp_path):
+    copy = tmp_path / "repo"
+    shutil.copytree(repo / "data", copy / "data", ignore=shutil.ignore_patterns("models", "0007", "0041"))
+    # logme without any weights fails at its first candidate: the missing tasks are named before that
+    r = cli("rank", copy, "--split", "test", "-m", "logme", "-o", tmp_path / "x.txt")
+    assert r.code == 1 and "2 official test task(s) of" in r.err and "not downloaded: 7, 41 (no folder" in r.err
+    assert str(Path("test-tasks", "0007")) in r.err
+    assert r.err.index("not downloaded") < r.err.index("candidate")
+    r = cli("rank", copy, "--split", "test", "-m", "avgrank-ntcir19", "--show", "0")
+    assert r.code == 0 and "ranking the 46 test tasks of the 48 official topics (2 not downloaded)" in r.out
+    assert "not downloaded: 7, 41" in r.err
 
 
 def test_submission_then_evaluate_on_a_generated_truth(cli, repo, tmp_path):
@@ -213,19 +240,64 @@ def test_submission_then_evaluate_on_a_generated_truth(cli, repo, tmp_path):
 
 
 @pytest.mark.slow(reason="20 tiny BERT snapshots and five runs with frozen features (about a minute on 2 cores)")
-def test_submission_with_every_snapshot_makes_five_runs(cli, tmp_path):
-    repo = make_organisers_layout(tmp_path / "repo", n_test=4, n_train_tasks=3, snapshots=range(1, 21), wide_task=3)
-    # a short tasks.csv (4 test tasks) keeps this quick: the official topics are what tasks.csv lists
+def test_submission_on_the_real_label_kinds_with_a_missing_task_makes_five_runs(cli, tmp_path):
+    """The acceptance journey of #48 (with 6 test tasks to stay quick; the whole 48 by hand, see the report):
+    task 5's labels are JSON floats 0.0 ... 1.0 that tasks.csv declares 11 classes (as task 33's), task 4 was not
+    downloaded, task 3 has 151 classes; every candidate's snapshot is local."""
+    repo = make_organisers_layout(tmp_path / "repo", n_test=6, n_train_tasks=3, snapshots=range(1, 21),
+                                  rating_task=5, absent=(4,))
+    assert '"labels": 0.4' in (repo / "data/task-data/test-tasks/0005/train.jsonl").read_text()
     out = tmp_path / "runs"
     r = cli("submission", repo, "--out", out)
     assert r.code == 0, r.err
+    assert r.err.index("not downloaded: 4 (no folder") < r.err.index("checked 5 method(s) on 5 test task(s)") \
+        < r.err.index("[1/5] default")
+    assert "[3/5] logme: done in" in r.err and "logme: candidates: 20/20 (100%)" in r.err  # each step's progress
     names = sorted(f.name for f in out.glob("*.txt"))
     assert names == sorted(f"modelseek-{m}.txt" for m in ("default", "avgrank", "logme", "knn", "rrf"))
-    assert cli("validate", *sorted(out.glob("*.txt")), "--official", repo).code == 0
+    ok = cli("validate", *sorted(out.glob("*.txt")), "--official", repo)
+    assert ok.code == 0 and "all 6 official test topics" in ok.out, ok.err
     md = (out / "METHODS.md").read_text()
-    assert md.count("| inference-based | no |") == 3 and md.count("| inference-free | no |") == 2
-    (run,) = read_runs(out / "modelseek-logme.txt").values()
-    assert sorted(run, key=int) == ["1", "2", "3", "4"] and len(run.ranking("3")) == 20  # 151 classes scored
+    assert md.count("| inference-based | no | 6 |") == 3 and md.count("| inference-free | no | 6 |") == 2
+    assert md.count("task 4: not downloaded (no task data)") == 4  # every run but avgrank (it reads no task data)
+    for m in ("logme", "knn", "rrf"):
+        (run,) = read_runs(out / f"modelseek-{m}.txt").values()
+        assert len(run) == 6 and len(run.ranking("5")) == 20 and len(run.ranking("3")) == 20  # 11 and 151 classes
+
+
+def _declare_kinds(path: Path, kinds: dict[str, str]) -> None:
+    """tasks.csv with a ``label_kind`` column: ``kinds`` for those task_ids, empty for the others."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    with open(path, "w", newline="", encoding="utf-8") as fh:
+        w = csv.DictWriter(fh, [k for k in rows[0] if k != "label_kind"] + ["label_kind"])
+        w.writeheader()
+        w.writerows({**r, "label_kind": kinds.get(r["task_id"], "")} for r in rows)
+
+
+@pytest.mark.slow(reason="3 tiny BERT snapshots, LogME and kNN on two tasks (about 5 s)")
+def test_a_method_that_cannot_run_on_a_task_is_checked_first_and_said(cli, tmp_path, caplog):
+    repo = make_organisers_layout(tmp_path / "repo", n_test=3, n_train_tasks=3, snapshots=(1, 2, 3), n_models=3,
+                                  wide_task=None, rating_task=2)
+    csv_path = repo / "data" / "tasks.csv"
+    # task 2 declared a regression task (a label_kind column): kNN needs classes, LogME scores numbers
+    _declare_kinds(csv_path, {"2": "number"})
+    out = tmp_path / "runs"
+    r = cli("submission", repo, "--out", out, "--methods", "knn", "logme")
+    assert r.code == 0, r.err
+    assert "knn: cannot run on 1 test task(s) (2; e.g. task 2: a regression task (label kind number" in r.err
+    assert r.err.index("knn: cannot run") < r.err.index("[1/2] knn: ranking 2 test tasks")
+    assert "[2/2] logme: ranking 3 test tasks" in r.err
+    md = (out / "METHODS.md").read_text()
+    assert "task 2: a regression task (label kind number" in md and md.count("- Ranked without this method") == 1
+    assert cli("validate", *sorted(out.glob("*.txt")), "--official", repo).code == 0
+    # a method that can run on no task, asked by name: refused in seconds naming task and method, nothing written
+    _declare_kinds(csv_path, {"1": "number", "2": "number", "3": "number"})
+    r = cli("submission", repo, "--out", tmp_path / "none", "--methods", "knn")
+    assert_one_error_line(r, "--methods knn: cannot run on any test task (e.g. task 1: a regression task")
+    assert not (tmp_path / "none").exists()
 
 
 # ------------------------------------------------------------------------------------------------ install-default
