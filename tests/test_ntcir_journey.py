@@ -332,15 +332,43 @@ def test_install_default_writes_the_user_folder_not_the_package(cli, tiny_layout
 
 
 def test_a_refit_below_avgrank_is_refused_without_force(cli, tiny_layout, tmp_path, monkeypatch):
-    import modelseek.cli.train_ranker as tr
-
+    # task_knn on this layout is measured below avgrank (3-fold CV, seed 0): the library's guard refuses it
     monkeypatch.setenv("MODELSEEK_DATA", str(tmp_path / "user"))
-    monkeypatch.setattr(tr, "_print_cv", lambda *a, **k: -0.005)  # what the CV printed: below avgrank
-    r = cli("train-ranker", tiny_layout, "-m", "avgrank", "--cv", "3", "--install-default")
-    assert_one_error_line(r, "below avgrank", "-0.005", "--force")
+    r = cli("train-ranker", tiny_layout, "-m", "task_knn", "--cv", "3", "--install-default")
+    assert_one_error_line(r, "below avgrank", "-0.064", "--force")
+    assert "task_knn   all" in r.out  # the CV that decided it was printed first
     assert not (tmp_path / "user" / "rankers").exists()
-    r = cli("train-ranker", tiny_layout, "-m", "avgrank", "--cv", "3", "--install-default", "--force")
+    r = cli("train-ranker", tiny_layout, "-m", "task_knn", "--cv", "3", "--install-default", "--force")
     assert r.code == 0 and (tmp_path / "user" / "rankers" / "default.json").exists()
+    # without --install-default the CV says whether the refit helps; the advice to install only where it does
+    r = cli("train-ranker", tiny_layout, "-m", "task_knn", "--cv", "3", "-o", tmp_path / "tk.json")
+    assert r.code == 0 and "the refit is below avgrank (nDCG@5 − avgrank -0.064" in r.out
+    assert "install it with --install-default" not in r.out
+
+
+def test_the_refit_guard_is_the_librarys(tiny_layout):
+    from modelseek.bench import check_refit
+    from modelseek.data.folder import resolve_folder
+    from modelseek.errors import InputError
+
+    folder = resolve_folder(tiny_layout)
+    truth = folder.truth()
+    check = check_refit("task_knn", truth, folder.pool(), tasks=folder.training_tasks(truth.task_ids), folds=3)
+    assert check.diff == pytest.approx(-0.064, abs=5e-4) and not check.helps
+    with pytest.raises(InputError, match="below avgrank"):
+        check.check_install()
+    check.check_install(force=True)  # forced: no error
+
+
+@pytest.mark.parametrize("where", ["root", "data", "csv"])
+def test_train_ranker_takes_the_root_its_data_or_the_truth_alike(cli, repo, tmp_path, where):
+    path = {"root": repo, "data": repo / "data", "csv": repo / "data" / "ground-truth.csv"}[where]
+    out = tmp_path / "a.json"
+    r = cli("train-ranker", path, "-m", "avgrank", "-o", out)
+    assert r.code == 0 and "trained avgrank on 6 tasks x 20 models" in r.out, r.err
+    assert json.loads(out.read_text())["fitted_task_ids"] == [str(1001 + i) for i in range(6)]
+    r = cli("train-ranker", path, "-m", "task_knn", "-o", tmp_path / "tk.json")  # it reads the training tasks' text
+    assert r.code == 0, r.err
 
 
 def test_an_installed_default_that_lost_its_artifact_is_named(cli, tiny_layout, tmp_path, monkeypatch):
@@ -366,3 +394,29 @@ def test_submission_with_a_budget_adds_a_declared_fine_tuned_run(cli, tmp_path):
     assert "| inference-based | yes (" in row, row
     assert "candidates were fine-tuned for this run" in md and "validation F1" in md
     assert (out / "funnel-work" / "1" / "state.json").is_file()  # each task's funnel resumes from here
+
+
+# ------------------------------------------------------------------------------------------------ the prior
+def test_the_submissions_prior_is_the_truth_on_disk_when_it_has_more_tasks(cli, repo, tmp_path):
+    from modelseek.testing import make_ground_truth
+
+    out = tmp_path / "shipped"
+    assert cli("submission", repo, "--out", out, "--methods", "avgrank").code == 0
+    assert ("the average rank over the 70 training tasks of the ground truth shipped with modelseek"
+            in (out / "METHODS.md").read_text())  # 6 tasks on disk: fewer than shipped
+    copy = tmp_path / "repo"
+    shutil.copytree(repo / "data", copy / "data", ignore=shutil.ignore_patterns("models"))
+    make_ground_truth([str(1001 + i) for i in range(80)], DOCS, seed=5).to_frame().drop(
+        columns=["criticality"]).to_csv(copy / "data" / "ground-truth.csv", index=False)
+    for given in ([], ["--train-truth", copy / "data"], ["--train-truth", copy / "data" / "ground-truth.csv"]):
+        out = tmp_path / f"disk{len(given)}"
+        r = cli("submission", copy, "--out", out, "--methods", "avgrank", *given)
+        assert r.code == 0, r.err
+        md = (out / "METHODS.md").read_text()
+        assert "the 80 training tasks of data/ground-truth.csv" in md if not given else "the 80 training tasks of" in md
+        assert str(tmp_path) not in md.split("Command:")[1].split("\n", 1)[1]  # no local path past the command
+        (run,) = read_runs(out / "modelseek-avgrank.txt").values()
+        r = cli("rank", copy, "--split", "test", "-m", "avgrank", "-o", tmp_path / "avg.txt", "--show", "0")
+        assert r.code == 0 and "fitted on the 80 past tasks of" in r.out, r.err
+        (same,) = read_runs(tmp_path / "avg.txt").values()
+        assert run.ranking("1") == same.ranking("1")  # rank ROOT -m avgrank and the submission: one prior

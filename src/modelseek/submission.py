@@ -44,7 +44,9 @@ from .data.organisers import (OrganisersLayout, absent_test_tasks, describe_abse
                               test_topics)
 from .data.pool import Pool, load_pool
 from .data.run import Run, write_runs, validate_run
+from .data.folder import resolve_folder
 from .data.task import Task
+from .data.truth import GroundTruth
 from .errors import InputError, ModelseekError, ValidationError
 from .funnel import format_seconds, parse_budget, select
 from .io import atomic_write_text
@@ -68,8 +70,55 @@ class MethodInfo:
     description: str
 
 
-def _infos() -> dict[str, MethodInfo]:
+@dataclass(frozen=True)
+class Prior:
+    """Which average-rank prior the avgrank run (and a task its method cannot rank) uses: the ground truth on disk
+    when it holds more training tasks than the one shipped with modelseek, else the shipped one."""
+
+    tasks: int
+    source: str
+    truth: GroundTruth | None = None   # None: the shipped artifact
+
+    @property
+    def method(self) -> str:
+        return "avgrank" if self.truth is not None else "avgrank-ntcir19"
+
+    def describe(self) -> str:
+        return f"the {self.tasks} training tasks of {self.source}"
+
+
+def shipped_prior() -> Prior:
+    from .rankers.resolve import resolve  # lazy: start-up
+
+    fitted = getattr(resolve("avgrank-ntcir19", {}), "fitted_task_ids_", None) or []
+    return Prior(len(fitted), "the ground truth shipped with modelseek (avgrank-ntcir19)")
+
+
+def choose_prior(root: str | Path, train_truth: str | Path | None = None) -> Prior:
+    """The avgrank prior for a submission from ``root``: ``train_truth`` (ROOT, ROOT/data or the CSV) when given;
+    else the ground truth in ``root`` when it has more tasks than the shipped one; else the shipped one."""
+    shipped = shipped_prior()
+    if train_truth is not None:
+        folder = resolve_folder(train_truth)
+    else:
+        folder = resolve_folder(root)
+        if folder.ground_truth is None:
+            return shipped
+    truth = folder.truth()
+    if train_truth is None and len(truth.task_ids) <= shipped.tasks:
+        return shipped
+    gt = folder.ground_truth
+    assert gt is not None  # truth() read it
+    try:  # named as the participant's repository names it (no local path in METHODS.md)
+        source = gt.relative_to(Path(root)).as_posix()
+    except ValueError:
+        source = gt.name
+    return Prior(len(truth.task_ids), source, truth)
+
+
+def _infos(prior: Prior | None = None) -> dict[str, MethodInfo]:
     spec = default_spec()
+    on = prior.describe() if prior is not None else "the NTCIR-19 training tasks"
     return {
         "default": MethodInfo("default", "inference-free",
                               "each test task's train/val texts and labels and its tasks.csv fields (instruction, "
@@ -77,9 +126,9 @@ def _infos() -> dict[str, MethodInfo]:
                               "the candidates' model cards (profiles shipped with modelseek)",
                               f"modelseek's default ranker, {spec.describe()}: the average-rank prior moved by "
                               f"card and task evidence, weights learned on the training tasks"),
-        "avgrank": MethodInfo("avgrank-ntcir19", "inference-free",
-                              "the ground truth of the NTCIR-19 training tasks only (no test-task data)",
-                              "average rank of each candidate over the training tasks (the organisers' baseline)"),
+        "avgrank": MethodInfo(prior.method if prior is not None else "avgrank-ntcir19", "inference-free",
+                              f"the ground truth of {on} only (no test-task data)",
+                              f"average rank of each candidate over {on} (the organisers' baseline)"),
         "logme": MethodInfo("logme", "inference-based",
                             "each test task's train split (texts and labels); every candidate's frozen weights",
                             "LogME (You et al., ICML 2021) on mean-pooled frozen features"),
@@ -205,7 +254,8 @@ def plan(layout: OrganisersLayout, pool: Pool, methods: Sequence[str] | None,
 def make_submission(root: str | Path, out: str | Path, methods: Sequence[str] | None = None, team: str = "modelseek",
                     pool: str | Path | None = None, device: str | None = None, command: str | None = None,
                     progress: bool = False, echo: Callable[[str], None] | None = None,
-                    budget: str | float | None = None, seed: int = 0) -> Submission:
+                    budget: str | float | None = None, seed: int = 0,
+                    train_truth: str | Path | None = None) -> Submission:
     """Rank the official test tasks of the organisers' ``root`` with each method, validate every run against the
     official topics and docIDs, then write ``out/<run id>.txt`` and ``out/METHODS.md`` (nothing before all pass)."""
     say = echo or (lambda s: None)
@@ -221,6 +271,8 @@ def make_submission(root: str | Path, out: str | Path, methods: Sequence[str] | 
     # the official docIDs are models.csv's (read once: it is the pool unless --pool names another)
     official = the_pool if not pool or layout.models_csv is None else load_pool(layout.models_csv)
     todo, skipped = plan(layout, the_pool, methods, budget)
+    prior = choose_prior(root, train_truth)
+    say(f"avgrank prior: {prior.describe()}")
     topics = test_topics(layout)
     absent = absent_test_tasks(layout)
     if absent:  # named before any work; those topics are ranked by the prior in every run (they have no data)
@@ -245,8 +297,9 @@ def make_submission(root: str | Path, out: str | Path, methods: Sequence[str] | 
                 f"{first_why}); the run ranks them by the avgrank prior (said in METHODS.md)")
     todo = [m for m in todo if m not in skipped]
     say(f"checked {len(todo)} method(s) on {len(tasks)} test task(s) in {time.monotonic() - started:.1f}s")
-    infos = _infos()
-    prior = _prior_run([*tasks, *(Task.from_id(t) for t in absent)], the_pool) if (absent or cannot) else None
+    infos = _infos(prior)
+    fallback_run = (_prior_run([*tasks, *(Task.from_id(t) for t in absent)], the_pool, prior)
+                    if (absent or cannot) else None)
     made: list[tuple[str, str, Run]] = []
     fallbacks: dict[str, dict[str, str]] = {}
     tuned: dict[str, int] = {}
@@ -263,7 +316,7 @@ def make_submission(root: str | Path, out: str | Path, methods: Sequence[str] | 
                 r, tuned = _funnel_run(here, the_pool, budget, Path(out) / "funnel-work", seed, progress, say)
             else:
                 r = rank_explained(here, the_pool, infos[m].method, run_id=run_id, progress=progress,
-                                   explain=False,
+                                   explain=False, train_truth=prior.truth if m == "avgrank" else None,
                                    device=device if infos[m].inference == "inference-based" else None).run
         except ModelseekError as exc:  # one run lost, not the submission: the others are still written
             if methods and len(todo) == 1:
@@ -274,9 +327,10 @@ def make_submission(root: str | Path, out: str | Path, methods: Sequence[str] | 
             continue
         say(f"[{i}/{len(todo)}] {m}: done in {format_seconds(time.monotonic() - t0)}")
         if fall:
-            assert prior is not None
+            assert fallback_run is not None
             fallbacks[run_id] = fall
-        r = Run({t: (r[t] if t in r else prior[t]) for t in topics if t in r or prior is not None}, run_id)
+        r = Run({t: (r[t] if t in r else fallback_run[t]) for t in topics if t in r or fallback_run is not None},
+                run_id)
         made.append((m, run_id, r.with_id(run_id)))
     if not made:
         raise InputError("no run could be made: " + "; ".join(f"{m}: {why}" for m, why in skipped.items()),
@@ -291,13 +345,14 @@ def make_submission(root: str | Path, out: str | Path, methods: Sequence[str] | 
         done.append(SubmittedRun(run_id, m, path, infos[m], len(r), sum(tuned.values()) if m == "funnel" else 0,
                                  fallbacks.get(run_id, {})))
     methods_file = out / "METHODS.md"
-    atomic_write_text(methods_file, methods_md(done, skipped, layout, command, tuned))
+    atomic_write_text(methods_file, methods_md(done, skipped, layout, command, tuned, prior))
     return Submission(done, skipped, methods_file, layout, absent)
 
 
-def _prior_run(tasks: Sequence[Task], pool: Pool) -> Run:
+def _prior_run(tasks: Sequence[Task], pool: Pool, prior: Prior) -> Run:
     """The avgrank prior on every task (it reads no task data): what a run gives a task its method cannot rank."""
-    return rank_explained(list(tasks), pool, _infos()["avgrank"].method, run_id="prior", explain=False).run
+    return rank_explained(list(tasks), pool, prior.method, train_truth=prior.truth, run_id="prior",
+                          explain=False).run
 
 
 def _funnel_run(tasks: list, pool: Pool, budget: str | float, work: Path, seed: int, progress: bool,
@@ -349,13 +404,15 @@ def _validated(made: list[tuple[str, str, Run]], topics: list[str], docs: list[s
 
 
 def methods_md(runs: Sequence[SubmittedRun], skipped: dict[str, str], layout: OrganisersLayout,
-               command: str | None, tuned: dict[str, int] | None = None) -> str:
+               command: str | None, tuned: dict[str, int] | None = None, prior: Prior | None = None) -> str:
     """``METHODS.md``: for each run, its kind, whether candidates were fine-tuned, the data used, the version and
     the exact command — ready for the working notes."""
     when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = ["# NTCIR-19 Model Retrieval, Subtask A: runs", "",
              f"Made by modelseek {__version__} on {when} from `{layout.data}`.",
              f"Command: `{command}`" if command else "Command: the Python API (modelseek.submission.make_submission)",
+             *([f"Prior (the avgrank run, and any topic a run's method cannot rank): the average rank over "
+                f"{prior.describe()}."] if prior is not None else []),
              "", "| run id | file | method | kind | candidates fine-tuned | topics |", "|---|---|---|---|---|---|"]
     for r in runs:
         ft = f"yes ({r.finetuned})" if r.finetuned else "no"
@@ -376,6 +433,6 @@ def methods_md(runs: Sequence[SubmittedRun], skipped: dict[str, str], layout: Or
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["FEATURE_METHODS", "MAX_RUNS", "METHODS", "MethodInfo", "Submission", "SubmittedRun", "check_methods",
-           "make_submission",
+__all__ = ["FEATURE_METHODS", "MAX_RUNS", "METHODS", "MethodInfo", "Prior", "Submission", "SubmittedRun",
+           "check_methods", "choose_prior", "make_submission",
            "methods_md", "missing_weights", "plan"]

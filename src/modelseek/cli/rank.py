@@ -15,6 +15,7 @@ from pathlib import Path
 
 from ..api import rank_explained
 from ..config import parse_overrides
+from ..data.folder import resolve_folder
 from ..data.loaders import load_ntcir_tasks, load_table_task
 from ..data.organisers import absent_test_tasks, describe_absent, find_layout, load_split
 from ..data.run import write_runs
@@ -123,7 +124,14 @@ def _train_data(args, pool):
     them) from --train-truth / --train-tasks; the pool is the models.csv beside them where there is one, else the
     ranking pool."""
     if not args.train_tasks and not args.train_truth:
-        return None, None, pool, None
+        return _truth_on_disk(args, pool)
+    if args.train_truth and not args.train_tasks and Path(args.train_truth).is_dir():
+        # --train-truth ROOT or ROOT/data: the ground truth (and task folders) the folder resolver finds there
+        folder = resolve_folder(args.train_truth)
+        truth = folder.truth()
+        learn_text = any(ranker_class(m).needs_text and ranker_class(m).needs_fit for m in args.method)
+        return (truth, folder.training_tasks(truth.task_ids) if learn_text else None, folder.pool(),
+                str(folder.models_csv or folder.ground_truth))
     where = Path(args.train_tasks) if args.train_tasks else Path(args.train_truth).parent
     models = find_in_root(where, "models.csv") if where.is_dir() else None
     train_pool = load_pool_arg(str(models)) if models is not None else pool
@@ -133,6 +141,32 @@ def _train_data(args, pool):
     else:
         truth, tasks = load_truth(args.train_truth), None
     return truth, tasks, train_pool, str(models) if models is not None else truth.source
+
+
+def _truth_on_disk(args, pool):
+    """For a method that learns from past tasks (``avgrank``, ``task_knn`` ...) given no --train-truth: the ground
+    truth in PATH (ROOT, ROOT/data), without the tasks being ranked; (None, ...) when there is none or no method
+    learns."""
+    from ..rankers._registry import RANKERS  # the registered names (an artifact is fitted already)
+
+    learners = [m for m in args.method if m in RANKERS and ranker_class(m).needs_fit]
+    path = Path(args.path)
+    if not learners or not path.is_dir():
+        return None, None, pool, None
+    folder = resolve_folder(path)
+    if folder.ground_truth is None:
+        return None, None, pool, None
+    truth = folder.truth()
+    ranked = set(args.ranked_ids)
+    keep = [t for t in truth.task_ids if t not in ranked]  # never learn from a task being ranked
+    if not keep:
+        raise InputError(f"the ground truth {folder.ground_truth} holds only the tasks being ranked; {learners[0]} "
+                         f"learns from other tasks: give --cv K (cross-fit) or --train-truth", field="--train-truth")
+    truth = truth.subset(keep) if len(keep) < len(truth.task_ids) else truth
+    if not args.json:
+        print(f"method {', '.join(learners)}: fitted on the {len(keep)} past tasks of {folder.ground_truth}")
+    learn_text = any(ranker_class(m).needs_text for m in learners)
+    return truth, folder.training_tasks(keep) if learn_text else None, folder.pool(), str(folder.ground_truth)
 
 
 def _check_options(args) -> None:
@@ -163,6 +197,7 @@ def run(args: argparse.Namespace) -> int:
     pool = load_pool_arg(args.pool, root if root.is_dir() else (Path(args.train_tasks) if args.train_tasks else None))
     plan = _plan(args)  # methods and parameters are checked before any data is read
     tasks, which = _tasks(args)
+    args.ranked_ids = [t.id for t in tasks]
     if not args.json:
         for line in ([which] if which else []) + _default_lines(args.method):
             print(line)

@@ -36,6 +36,10 @@ def register(sub) -> None:
                                     "time budget for all test tasks together, shared equally (e.g. 48h); its state "
                                     "is kept in OUT/funnel-work, so rerunning resumes")
     p.add_argument("--seed", type=SEED, default=0, help="seed of the funnel's fine-tuning")
+    p.add_argument("--train-truth", metavar="PATH",
+                   help="the ground truth of the avgrank prior: a repository root, its data/ folder or the CSV "
+                        "(default: ROOT's data/ground-truth.csv when it holds more training tasks than the 70 "
+                        "shipped with modelseek, else the shipped one; METHODS.md says which)")
     p.set_defaults(func=run)
 
 
@@ -43,7 +47,8 @@ def run(args: argparse.Namespace) -> int:
     command = shlex.join(["modelseek", *sys.argv[1:]]) if sys.argv[1:2] == ["submission"] else None
     sub = make_submission(args.root, args.out, methods=args.methods, team=args.team, pool=args.pool,
                           device=args.device, command=command, progress=True,
-                          echo=lambda s: print(s, file=sys.stderr), budget=args.budget, seed=args.seed)
+                          echo=lambda s: print(s, file=sys.stderr), budget=args.budget, seed=args.seed,
+                          train_truth=args.train_truth)
     for name, why in sub.skipped.items():
         print(f"not made: {name} — {why}")
     for r in sub.runs:
