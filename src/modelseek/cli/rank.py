@@ -318,9 +318,9 @@ def _print_explained(run_id: str, ex: dict, n_pool: int) -> None:
     print(f"  read {s['texts_embedded']} texts: {sampled} {rows}")
     print(f"  order: expected fine-tuned rank — the average rank over {b['training_tasks']} past tasks, moved by the "
           f"evidence this task carries (how far each kind moves a candidate is learned from the past tasks)")
-    if b["training_tasks"] < 100:
-        print(f"  (fitted on {b['training_tasks']} past tasks; the organisers publish 100 — refit with "
-              f"`modelseek train-ranker DATA --install-default`)")
+    if b["training_tasks"] < 100:  # a fact, not advice: a refit on more tasks is not measured to help (#48)
+        print(f"  (fitted on {b['training_tasks']} past tasks; `modelseek train-ranker DATA --cv 5` measures "
+              f"whether a refit on yours ranks better, and says so only where it does)")
     if ev.get("fallback_to_prior"):
         print("  evidence: weak (no card matches the task, no close past tasks): the order is the prior")
     dw = max(5, *(len(str(c["doc"])) for c in ex["candidates"]))  # the docID column fits the longest id
