@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..io import check_file, csv_dict_reader, iter_jsonl, keyed_rows, open_text, read_json
+from ..io import check_file, csv_dict_reader, iter_jsonl, keyed_rows, open_text, read_json, suffix_of
 from .task import Criticality, LabelKind, Split, Task, TaskSet
 
 SPLIT_CAP = 5000
@@ -171,7 +171,7 @@ def _read_table(path: Path):
     wrong encoding, a directory or a JSON number too large for a float is a located ``InputError``."""
     import pandas as pd  # lazy: pandas
 
-    suffix = path.suffix.lower()
+    suffix = suffix_of(path)  # a symlink is judged by its target's suffix
     if suffix in (".csv", ".tsv"):
         text = open_text(path, "table file")
         try:
@@ -238,7 +238,7 @@ def load_table_task(path: str | Path, text_col: str | Sequence[str] = "text",
     if len(df) == 0:
         raise InputError("no data rows (the file has only a header)", path=path, line=header_line)
     # Row i of the frame is line i + 2 of a CSV (header) and line i + 1 of a JSONL file.
-    offset = 2 if path.suffix.lower() in (".csv", ".tsv") else 1
+    offset = 2 if suffix_of(path) in (".csv", ".tsv") else 1
     texts = _join_text(df, text_cols, path, offset)
     labels = _labels(df, label_cols, path, offset)
     tid = task_id or path.stem
