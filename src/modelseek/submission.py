@@ -326,11 +326,11 @@ def make_submission(root: str | Path, out: str | Path, methods: Sequence[str] | 
             say(f"[{i}/{len(todo)}] {m}: not made — {skipped[m]}")
             continue
         say(f"[{i}/{len(todo)}] {m}: done in {format_seconds(time.monotonic() - t0)}")
-        if fall:
+        if fall:  # the topics its method cannot rank: the prior's ranking, in the official topic order
             assert fallback_run is not None
             fallbacks[run_id] = fall
-        r = Run({t: (r[t] if t in r else fallback_run[t]) for t in topics if t in r or fallback_run is not None},
-                run_id)
+            r = Run({t: (r[t] if t in r else fallback_run[t]) for t in topics if t in r or t in fallback_run},
+                    run_id)
         made.append((m, run_id, r.with_id(run_id)))
     if not made:
         raise InputError("no run could be made: " + "; ".join(f"{m}: {why}" for m, why in skipped.items()),

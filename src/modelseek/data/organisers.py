@@ -148,4 +148,5 @@ def test_topics(layout: OrganisersLayout) -> list[str]:
     return list(rows)
 
 
-__all__ = ["SPLITS", "OrganisersLayout", "absent_test_tasks", "describe_absent", "find_layout", "load_split", "official_task_id", "test_topics"]
+__all__ = ["SPLITS", "OrganisersLayout", "absent_test_tasks", "describe_absent", "find_layout", "load_split",
+           "official_task_id", "test_topics"]
