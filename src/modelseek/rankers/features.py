@@ -34,7 +34,8 @@ each with the estimator and keeps the best; the layer chosen for each (task, can
 ``--label-kind number``, a tasks.csv ``label_kind`` column or a class count below 2) is a regression task — never
 labels that merely look numeric (tasks.csv's 11-class ``0.0`` ... ``1.0`` ratings are classes): estimators
 registered with ``regression=True`` (LogME's regression form, kNN regression) score it with
-``task="regression"``; any other estimator is refused before a model is loaded, in one line naming the task and the estimators that can.
+``task="regression"``; any other estimator is refused before a model is loaded, in one line naming the task
+and the estimators that can.
 """
 
 from __future__ import annotations
