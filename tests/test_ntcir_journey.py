@@ -250,7 +250,7 @@ def test_submission_on_the_real_label_kinds_with_a_missing_task_makes_five_runs(
     out = tmp_path / "runs"
     r = cli("submission", repo, "--out", out)
     assert r.code == 0, r.err
-    assert r.err.index("not downloaded: 4 (no folder") < r.err.index("checked 5 method(s) on 5 test task(s)") \
+    assert r.err.index("not downloaded: 4 (no folder") < r.err.index("checked 5 method(s) on 5 test task(s) in ") \
         < r.err.index("[1/5] default")
     assert "[3/5] logme: done in" in r.err and "logme: candidates: 20/20 (100%)" in r.err  # each step's progress
     names = sorted(f.name for f in out.glob("*.txt"))
@@ -296,7 +296,7 @@ def test_a_method_that_cannot_run_on_a_task_is_checked_first_and_said(cli, tmp_p
     # a method that can run on no task, asked by name: refused in seconds naming task and method, nothing written
     _declare_kinds(csv_path, {"1": "number", "2": "number", "3": "number"})
     r = cli("submission", repo, "--out", tmp_path / "none", "--methods", "knn")
-    assert_one_error_line(r, "--methods knn: cannot run on any test task (e.g. task 1: a regression task")
+    assert_one_error_line(r, "field '--methods': knn: cannot run on any test task (e.g. task 1: a regression task")
     assert not (tmp_path / "none").exists()
 
 

@@ -272,7 +272,6 @@ def make_submission(root: str | Path, out: str | Path, methods: Sequence[str] | 
     official = the_pool if not pool or layout.models_csv is None else load_pool(layout.models_csv)
     todo, skipped = plan(layout, the_pool, methods, budget)
     prior = choose_prior(root, train_truth)
-    say(f"avgrank prior: {prior.describe()}")
     topics = test_topics(layout)
     absent = absent_test_tasks(layout)
     if absent:  # named before any work; those topics are ranked by the prior in every run (they have no data)
@@ -290,13 +289,14 @@ def make_submission(root: str | Path, out: str | Path, methods: Sequence[str] | 
         if len(per) == len(tasks):
             why = f"cannot run on any test task (e.g. task {first_task}: {first_why})"
             if methods:  # asked for by name: refused now, in seconds, naming task and method
-                raise InputError(f"--methods {m}: {why}", field="--methods")
+                raise InputError(f"{m}: {why}", field="--methods")
             skipped[m] = why
         else:
             say(f"{m}: cannot run on {len(per)} test task(s) ({', '.join(list(per)[:8])}; e.g. task {first_task}: "
                 f"{first_why}); the run ranks them by the avgrank prior (said in METHODS.md)")
     todo = [m for m in todo if m not in skipped]
-    say(f"checked {len(todo)} method(s) on {len(tasks)} test task(s) in {time.monotonic() - started:.1f}s")
+    say(f"checked {len(todo)} method(s) on {len(tasks)} test task(s) in {time.monotonic() - started:.1f}s; "
+        f"the avgrank prior: {prior.describe()}")
     infos = _infos(prior)
     fallback_run = (_prior_run([*tasks, *(Task.from_id(t) for t in absent)], the_pool, prior)
                     if (absent or cannot) else None)
