@@ -167,3 +167,79 @@ def test_import_modelseek_is_light():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": "src", "PATH": ""}).stdout.strip()
     assert out == "modelseek.stats.ttest"
+
+
+# ------------------------------------------------------------------------------------------------ label kinds
+def _feature_inputs(task, estimator: str = "logme"):
+    """The task as a frozen-feature job reads it (labels, regression or not)."""
+    from modelseek.rankers.feature_jobs import FeatureJobConfig, prepare_tasks
+
+    (inp,) = prepare_tasks([task], FeatureJobConfig(estimators=(estimator,)))
+    return inp
+
+
+def test_the_task_declares_its_label_kind_never_the_look_of_its_labels(tmp_path):
+    from modelseek.data.organisers import find_layout, load_split
+    from modelseek.data.task import LabelKind
+    from modelseek.testing.organisers import make_organisers_layout
+
+    repo = make_organisers_layout(tmp_path / "repo", n_test=5, n_train_tasks=2, snapshots=(), rating_task=5,
+                                  wide_task=None)
+    t5 = load_split(find_layout(repo), "test").get("5")  # JSON floats 0.0 ... 1.0; tasks.csv: 11 classes
+    assert t5.metadata["task_class_count"] == "11" and t5.label_kind is LabelKind.CLASS and not t5.regression
+    assert set(t5.label_names) == {f"{k / 10:.1f}" for k in range(11)}
+    inp = _feature_inputs(t5, "knn")  # kNN, which needs classes, takes it
+    assert not inp.regression and len(set(inp.train_labels)) == 11
+
+
+def test_tasks_csv_and_label_kind_option_declare_the_kind(tmp_path):
+    from modelseek.data.task import LabelKind
+
+    assert LabelKind.declared({"task_class_count": "11"}) is LabelKind.CLASS
+    assert LabelKind.declared({"task_class_count": "1"}) is LabelKind.NUMBER
+    assert LabelKind.declared({"task_class_count": "11", "label_kind": "number"}) is LabelKind.NUMBER
+    assert LabelKind.declared({"task_class_count": ""}) is None and LabelKind.declared(None) is None
+    with pytest.raises(InputError, match="label_kind.*valid values: class, number"):
+        LabelKind.declared({"label_kind": "ordinal"})
+    ratings = pd.DataFrame({"text": [f"query {i} words" for i in range(60)],
+                            "label": [f"{(i % 11) / 10:.1f}" for i in range(60)]})
+    ratings.to_csv(tmp_path / "r.csv", index=False)
+    plain = load_table_task(tmp_path / "r.csv")  # a table declares nothing: classes
+    assert plain.label_kind is None and not plain.regression and not _feature_inputs(plain).regression
+    number = load_table_task(tmp_path / "r.csv", label_kind="number")
+    assert number.regression and _feature_inputs(number).regression
+    with pytest.raises(InputError, match="task r: a regression task .* knn needs class labels"):
+        _feature_inputs(number, "knn")
+
+
+def test_a_tasks_csv_with_a_bad_label_kind_is_located(tmp_path):
+    from modelseek.testing import make_ntcir_layout
+
+    root = make_ntcir_layout(tmp_path / "n", n_tasks=3, n_models=4, seed=0)
+    csv_path = next(root.rglob("tasks.csv"))
+    df = pd.read_csv(csv_path, dtype=str)
+    df["label_kind"] = "ordinal"
+    df.to_csv(csv_path, index=False)
+    with pytest.raises(InputError, match="tasks.csv: field 'label_kind': unknown label kind 'ordinal'"):
+        load_ntcir_tasks(root)
+
+
+def test_the_official_tasks_csv_declares_every_task_a_classification_task(ntcir_a):
+    from modelseek.data.loaders import read_tasks_csv
+    from modelseek.data.task import LabelKind
+
+    rows = read_tasks_csv(ntcir_a / "tasks.csv")
+    assert rows["33"]["task_name"] == "google-research-datasets/google_wellformed_query"
+    assert LabelKind.declared(rows["33"]) is LabelKind.CLASS  # its 0.0 ... 1.0 ratings are 11 classes
+    assert {LabelKind.declared(r) for r in rows.values()} == {LabelKind.CLASS}
+
+
+def test_rank_label_kind_option_through_the_cli(cli, tmp_path):
+    from modelseek.testing.cli import assert_one_error_line
+
+    rows = ["text,label"] + [f"query {i} words,{(i % 11) / 10:.1f}" for i in range(60)]
+    (tmp_path / "r.csv").write_text("\n".join(rows) + "\n")
+    r = cli("rank", tmp_path / "r.csv", "-m", "knn", "--label-kind", "number", "--param",
+            f"cache_dir={tmp_path / 'c'}")
+    assert_one_error_line(r, "task r: a regression task (label kind number", "knn needs class labels")
+    assert cli("rank", tmp_path / "r.csv", "--label-kind", "ordinal").code == 2  # argparse lists the choices

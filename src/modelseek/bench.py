@@ -187,3 +187,60 @@ def compare(a: CVResult, b: CVResult, metric: str = "ndcg@5", n_resamples: int =
         rows.append({"tier": tier, "metric": metric, "mean_diff": c.mean_diff, "low": c.low, "high": c.high,
                      "p_better": c.p_better, "n": int(mask.sum())})
     return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------------------------------ refit check
+@dataclass(frozen=True)
+class RefitCheck:
+    """A refit of ``method`` measured against avgrank by a task-level CV on the same folds (what the refit can be
+    expected to do on tasks it never saw). ``diffs``: the paired nDCG@5 difference method − avgrank per tier (None
+    when the method is avgrank itself). The policy of installing a refit lives here, not in a command."""
+
+    method: str
+    folds: int
+    repeats: int
+    results: dict[str, CVResult]
+    diffs: pd.DataFrame | None
+
+    @property
+    def diff(self) -> float | None:
+        """nDCG@5 of the refit − avgrank's, over all tasks (None for avgrank itself)."""
+        if self.diffs is None or "all" not in self.diffs.index:
+            return None
+        return float(self.diffs.loc["all", "mean_diff"])
+
+    @property
+    def helps(self) -> bool:
+        """Whether the refit is measured to help: its whole 95% interval of the difference is above zero."""
+        return self.diffs is not None and "all" in self.diffs.index and float(self.diffs.loc["all", "low"]) > 0
+
+    def verdict(self) -> str:
+        """One line: whether installing the refit is recommended, and why."""
+        if self.diffs is None or "all" not in self.diffs.index:
+            return "avgrank is the baseline itself: nothing to compare it with"
+        row = self.diffs.loc["all"]
+        cell = f"nDCG@5 − avgrank {row['mean_diff']:+.3f} [{row['low']:+.3f}, {row['high']:+.3f}]"
+        if self.helps:
+            return f"the refit is measured to help ({cell}): install it with --install-default"
+        if self.diff is not None and self.diff < 0:
+            return f"the refit is below avgrank ({cell}): keep the current default"
+        return f"the refit is not measured to help ({cell}; the interval holds 0): keep the current default"
+
+    def check_install(self, force: bool = False) -> None:
+        """Refuse to install a refit whose CV puts it below avgrank (``force`` installs it anyway)."""
+        d = self.diff
+        if d is not None and d < 0 and not force:
+            raise InputError(f"not installed: in the CV above the refit is below avgrank (nDCG@5 − avgrank "
+                             f"{d:+.3f}), so it would rank worse than the plain prior; rerun with --force to "
+                             f"install it anyway", field="--install-default")
+
+
+def check_refit(method: str, truth: GroundTruth, pool: Pool, tasks: TaskSet | None = None, folds: int = 5,
+                seed: int = 0, repeats: int = 1, method_params: dict | None = None,
+                progress: bool = False) -> RefitCheck:
+    """``method`` and avgrank cross-validated on the same folds of ``truth``'s tasks (see :class:`RefitCheck`)."""
+    res = {m: cross_validate(m, truth, pool, tasks=tasks, folds=folds, seed=seed, repeats=repeats,
+                             method_params=method_params if m == method else None, progress=progress)
+           for m in dict.fromkeys([method, "avgrank"])}
+    diffs = compare(res[method], res["avgrank"], "ndcg@5", 1000, 0).set_index("tier") if method != "avgrank" else None
+    return RefitCheck(method, folds, repeats, res, diffs)

@@ -590,9 +590,25 @@ def read_yaml(path: str | os.PathLike, what: str = "file") -> Any:
     return read_yaml_located(path, what)[0]
 
 
+def suffix_of(path: str | os.PathLike) -> str:
+    """The lower-case suffix that says what kind of file ``path`` is: for a symlink its target's (a link named
+    ``pool`` or ``latest.yaml`` to ``models.csv`` is a CSV), unless the target has none (the Hugging Face cache
+    links names to suffix-less blobs), then the link's own. The one rule every reader that picks a format by
+    suffix uses."""
+    p = Path(path)
+    if p.is_symlink():
+        try:
+            target = p.resolve(strict=True).suffix.lower()
+        except (OSError, RuntimeError):  # a dangling link or a loop: the reader names the path
+            target = ""
+        if target:
+            return target
+    return p.suffix.lower()
+
+
 def read_config(path: str | os.PathLike, what: str = "config file") -> tuple[Any, Source]:
     """A config document and its :class:`Source`: ``.json`` files through the strict JSON
     reader (no key lines), anything else as YAML (of which JSON is a subset)."""
-    if Path(path).suffix.lower() == ".json":
+    if suffix_of(path) == ".json":
         return read_json(path, what), Source(str(path))
     return read_yaml_located(path, what)

@@ -17,6 +17,13 @@ Runs (``--methods``; by default every one that can be computed here):
   :func:`modelseek.funnel.select` (prior, LogME on the top of it, fine-tuning down the fused order within the
   task's share of the budget; the fine-tuned candidates first by validation F1). Declared as fine-tuned.
 
+Before any model is loaded, every method's preconditions are checked on every test task (:func:`check_methods`:
+the task's labels and class counts as each estimator needs them, the candidates' weights), in seconds. A run that
+cannot be made on some task is made without its method there — that task ranked by the avgrank prior, said in
+``METHODS.md`` — and a run that cannot be made at all (or fails while computing) is left out with its reason; the
+other runs are still written. A test task of tasks.csv that is not downloaded is ranked by the avgrank prior in
+every run (it has no data), said on the console and in ``METHODS.md``.
+
 Nothing is written unless every run is complete and passes the official validation (every test topic of
 tasks.csv ranks every model_id of models.csv once; distinct run ids; at most five).
 """
@@ -24,20 +31,28 @@ tasks.csv ranks every model_id of models.csv once; distinct run ids; at most fiv
 from __future__ import annotations
 
 import datetime as _dt
+import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 from . import __version__
 from .api import rank_explained
-from .data.organisers import OrganisersLayout, find_layout, load_split, test_topics
+from .data.organisers import (OrganisersLayout, absent_test_tasks, describe_absent, find_layout, load_split,
+                              test_topics)
 from .data.pool import Pool, load_pool
 from .data.run import Run, write_runs, validate_run
-from .errors import InputError, ValidationError
+from .data.folder import resolve_folder
+from .data.task import Task
+from .data.truth import GroundTruth
+from .errors import InputError, ModelseekError, ValidationError
 from .funnel import format_seconds, parse_budget, select
 from .io import atomic_write_text
 from .rankers.default import default_spec
 from .rankers.feature_jobs import preflight
+from .rankers.resolve import ranker_class
 
 MAX_RUNS = 5
 #: the runs a submission can make, in the order it makes them (see :func:`_infos`)
@@ -55,8 +70,55 @@ class MethodInfo:
     description: str
 
 
-def _infos() -> dict[str, MethodInfo]:
+@dataclass(frozen=True)
+class Prior:
+    """Which average-rank prior the avgrank run (and a task its method cannot rank) uses: the ground truth on disk
+    when it holds more training tasks than the one shipped with modelseek, else the shipped one."""
+
+    tasks: int
+    source: str
+    truth: GroundTruth | None = None   # None: the shipped artifact
+
+    @property
+    def method(self) -> str:
+        return "avgrank" if self.truth is not None else "avgrank-ntcir19"
+
+    def describe(self) -> str:
+        return f"the {self.tasks} training tasks of {self.source}"
+
+
+def shipped_prior() -> Prior:
+    from .rankers.resolve import resolve  # lazy: start-up
+
+    fitted = getattr(resolve("avgrank-ntcir19", {}), "fitted_task_ids_", None) or []
+    return Prior(len(fitted), "the ground truth shipped with modelseek (avgrank-ntcir19)")
+
+
+def choose_prior(root: str | Path, train_truth: str | Path | None = None) -> Prior:
+    """The avgrank prior for a submission from ``root``: ``train_truth`` (ROOT, ROOT/data or the CSV) when given;
+    else the ground truth in ``root`` when it has more tasks than the shipped one; else the shipped one."""
+    shipped = shipped_prior()
+    if train_truth is not None:
+        folder = resolve_folder(train_truth)
+    else:
+        folder = resolve_folder(root)
+        if folder.ground_truth is None:
+            return shipped
+    truth = folder.truth()
+    if train_truth is None and len(truth.task_ids) <= shipped.tasks:
+        return shipped
+    gt = folder.ground_truth
+    assert gt is not None  # truth() read it
+    try:  # named as the participant's repository names it (no local path in METHODS.md)
+        source = gt.relative_to(Path(root)).as_posix()
+    except ValueError:
+        source = gt.name
+    return Prior(len(truth.task_ids), source, truth)
+
+
+def _infos(prior: Prior | None = None) -> dict[str, MethodInfo]:
     spec = default_spec()
+    on = prior.describe() if prior is not None else "the NTCIR-19 training tasks"
     return {
         "default": MethodInfo("default", "inference-free",
                               "each test task's train/val texts and labels and its tasks.csv fields (instruction, "
@@ -64,9 +126,9 @@ def _infos() -> dict[str, MethodInfo]:
                               "the candidates' model cards (profiles shipped with modelseek)",
                               f"modelseek's default ranker, {spec.describe()}: the average-rank prior moved by "
                               f"card and task evidence, weights learned on the training tasks"),
-        "avgrank": MethodInfo("avgrank-ntcir19", "inference-free",
-                              "the ground truth of the NTCIR-19 training tasks only (no test-task data)",
-                              "average rank of each candidate over the training tasks (the organisers' baseline)"),
+        "avgrank": MethodInfo(prior.method if prior is not None else "avgrank-ntcir19", "inference-free",
+                              f"the ground truth of {on} only (no test-task data)",
+                              f"average rank of each candidate over {on} (the organisers' baseline)"),
         "logme": MethodInfo("logme", "inference-based",
                             "each test task's train split (texts and labels); every candidate's frozen weights",
                             "LogME (You et al., ICML 2021) on mean-pooled frozen features"),
@@ -93,6 +155,8 @@ class SubmittedRun:
     info: MethodInfo
     topics: int
     finetuned: int = 0       # candidates fine-tuned for this run, over all topics
+    #: task id -> why this run ranks it by the avgrank prior instead of its method
+    fallback: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -101,11 +165,57 @@ class Submission:
     skipped: dict[str, str]          # method -> why it was not made
     methods_file: Path
     layout: OrganisersLayout
+    absent: list[str] = field(default_factory=list)  # test tasks of tasks.csv not downloaded
 
 
 def missing_weights(pool: Pool) -> dict[str, str]:
     """Candidates whose weights are neither in a local folder nor in the Hugging Face cache (id -> why)."""
     return preflight(pool, cache_dir=False)[0]
+
+
+def _job_config(method: str, seed: int):
+    """The feature job a submission method computes (its estimators and options), or None for a method that runs
+    no estimator."""
+    from .rankers.resolve import resolve  # lazy: start-up
+
+    name = "logme" if method == "funnel" else _infos()[method].method  # the funnel scores its top by LogME
+    ranker = resolve(name, {})
+    config = getattr(ranker, "job_config", None)
+    return None if config is None else config()
+
+
+def check_methods(tasks: Sequence[Task], methods: Sequence[str], seed: int = 0) -> dict[str, dict[str, str]]:
+    """Each method's preconditions on each task, checked in seconds and before any model is loaded -> {method:
+    {task id: why it cannot run there}} (methods that can run everywhere are absent).
+
+    For a frozen-feature method every estimator it runs is called on the task's labels as the job will give them
+    (the same subsample, the task's declared label kind) with stand-in features of the right shape: whatever an
+    estimator refuses for the labels — a regression task for a classification estimator, too few examples of a
+    class, a single class — is refused here, not after the candidates' features were computed."""
+    from . import estimators  # lazy: start-up
+    from .rankers.feature_jobs import estimator_score, prepare_tasks  # lazy: start-up
+
+    out: dict[str, dict[str, str]] = {}
+    for m in methods:
+        config = _job_config(m, seed)
+        if config is None:
+            continue
+        for task in tasks:
+            try:
+                (inp,) = prepare_tasks([task], config)
+                rng = np.random.default_rng(seed)
+                for name in config.estimators:
+                    kind = estimators.info(name).input.value
+                    x = rng.standard_normal((len(inp.texts), 8 if kind == "features" else 3))
+                    if kind != "features":  # a head's class probabilities
+                        x = np.exp(x) / np.exp(x).sum(axis=1, keepdims=True)
+                    try:
+                        estimator_score(config, name, x, inp.train_labels, inp.val_labels, inp.regression)
+                    except InputError as exc:
+                        raise InputError(f"{name}: {exc.message}") from None
+            except InputError as exc:
+                out.setdefault(m, {})[task.id] = exc.message.removeprefix(f"task {task.id}: ")
+    return out
 
 
 def plan(layout: OrganisersLayout, pool: Pool, methods: Sequence[str] | None,
@@ -144,7 +254,8 @@ def plan(layout: OrganisersLayout, pool: Pool, methods: Sequence[str] | None,
 def make_submission(root: str | Path, out: str | Path, methods: Sequence[str] | None = None, team: str = "modelseek",
                     pool: str | Path | None = None, device: str | None = None, command: str | None = None,
                     progress: bool = False, echo: Callable[[str], None] | None = None,
-                    budget: str | float | None = None, seed: int = 0) -> Submission:
+                    budget: str | float | None = None, seed: int = 0,
+                    train_truth: str | Path | None = None) -> Submission:
     """Rank the official test tasks of the organisers' ``root`` with each method, validate every run against the
     official topics and docIDs, then write ``out/<run id>.txt`` and ``out/METHODS.md`` (nothing before all pass)."""
     say = echo or (lambda s: None)
@@ -160,30 +271,70 @@ def make_submission(root: str | Path, out: str | Path, methods: Sequence[str] | 
     # the official docIDs are models.csv's (read once: it is the pool unless --pool names another)
     official = the_pool if not pool or layout.models_csv is None else load_pool(layout.models_csv)
     todo, skipped = plan(layout, the_pool, methods, budget)
+    prior = choose_prior(root, train_truth)
     topics = test_topics(layout)
+    absent = absent_test_tasks(layout)
+    if absent:  # named before any work; those topics are ranked by the prior in every run (they have no data)
+        say(f"warning: {describe_absent(layout, absent)}; every run ranks them by the avgrank prior (said in "
+            f"METHODS.md)")
     tasks = load_split(layout, "test")
-    absent = [t for t in topics if t not in tasks]
-    if absent:
-        raise InputError(f"{len(absent)} official test task(s) are not downloaded ({', '.join(absent[:8])}"
-                         f"{' ...' if len(absent) > 8 else ''}): a submission ranks every one; rerun the organisers' "
-                         f"download_test_tasks", path=layout.splits["test"], field="task_id")
     extra = [t.id for t in tasks if t.id not in set(topics)]
     if extra:
         raise InputError(f"task(s) {', '.join(extra[:8])} are in test-tasks/ but not test tasks of tasks.csv",
                          path=layout.splits["test"], field="task_type")
-    infos = _infos()
-    made: list[tuple[str, str, Run]] = []
-    tuned: dict[str, int] = {}
-    for m in todo:
-        run_id = f"{team}-{m}"
-        say(f"[{len(made) + 1}/{len(todo)}] {m}: ranking {len(tasks)} test tasks ...")
-        if m == "funnel":
-            assert budget is not None  # plan() refuses the funnel without a budget
-            r, tuned = _funnel_run(list(tasks), the_pool, budget, Path(out) / "funnel-work", seed, progress, say)
+    started = time.monotonic()
+    cannot = check_methods(list(tasks), todo, seed)
+    for m, per in cannot.items():
+        first_task, first_why = next(iter(per.items()))
+        if len(per) == len(tasks):
+            why = f"cannot run on any test task (e.g. task {first_task}: {first_why})"
+            if methods:  # asked for by name: refused now, in seconds, naming task and method
+                raise InputError(f"{m}: {why}", field="--methods")
+            skipped[m] = why
         else:
-            r = rank_explained(list(tasks), the_pool, infos[m].method, run_id=run_id, progress=progress,
-                               explain=False, device=device if infos[m].inference == "inference-based" else None).run
+            say(f"{m}: cannot run on {len(per)} test task(s) ({', '.join(list(per)[:8])}; e.g. task {first_task}: "
+                f"{first_why}); the run ranks them by the avgrank prior (said in METHODS.md)")
+    todo = [m for m in todo if m not in skipped]
+    say(f"checked {len(todo)} method(s) on {len(tasks)} test task(s) in {time.monotonic() - started:.1f}s; "
+        f"the avgrank prior: {prior.describe()}")
+    infos = _infos(prior)
+    fallback_run = (_prior_run([*tasks, *(Task.from_id(t) for t in absent)], the_pool, prior)
+                    if (absent or cannot) else None)
+    made: list[tuple[str, str, Run]] = []
+    fallbacks: dict[str, dict[str, str]] = {}
+    tuned: dict[str, int] = {}
+    for i, m in enumerate(todo, 1):
+        run_id = f"{team}-{m}"
+        blind = m != "funnel" and not ranker_class(infos[m].method).needs_text  # reads no task data
+        fall = {**({} if blind else {t: "not downloaded (no task data)" for t in absent}), **cannot.get(m, {})}
+        here = [t for t in tasks if t.id not in fall] + ([Task.from_id(t) for t in absent] if blind else [])
+        say(f"[{i}/{len(todo)}] {m}: ranking {len(here)} test tasks ...")
+        t0 = time.monotonic()
+        try:
+            if m == "funnel":
+                assert budget is not None  # plan() refuses the funnel without a budget
+                r, tuned = _funnel_run(here, the_pool, budget, Path(out) / "funnel-work", seed, progress, say)
+            else:
+                r = rank_explained(here, the_pool, infos[m].method, run_id=run_id, progress=progress,
+                                   explain=False, train_truth=prior.truth if m == "avgrank" else None,
+                                   device=device if infos[m].inference == "inference-based" else None).run
+        except ModelseekError as exc:  # one run lost, not the submission: the others are still written
+            if methods and len(todo) == 1:
+                raise
+            skipped[m] = (f"failed after {format_seconds(time.monotonic() - t0)}: "
+                          f"{str(exc).splitlines()[0]}")
+            say(f"[{i}/{len(todo)}] {m}: not made — {skipped[m]}")
+            continue
+        say(f"[{i}/{len(todo)}] {m}: done in {format_seconds(time.monotonic() - t0)}")
+        if fall:  # the topics its method cannot rank: the prior's ranking, in the official topic order
+            assert fallback_run is not None
+            fallbacks[run_id] = fall
+            r = Run({t: (r[t] if t in r else fallback_run[t]) for t in topics if t in r or t in fallback_run},
+                    run_id)
         made.append((m, run_id, r.with_id(run_id)))
+    if not made:
+        raise InputError("no run could be made: " + "; ".join(f"{m}: {why}" for m, why in skipped.items()),
+                         field="--methods")
     docs = official.ids
     runs = _validated(made, topics, docs, Path(out))
     out = Path(out)
@@ -191,10 +342,17 @@ def make_submission(root: str | Path, out: str | Path, methods: Sequence[str] | 
     done = []
     for (m, run_id, r), path in zip(made, runs):
         write_runs(path, [r])
-        done.append(SubmittedRun(run_id, m, path, infos[m], len(r), sum(tuned.values()) if m == "funnel" else 0))
+        done.append(SubmittedRun(run_id, m, path, infos[m], len(r), sum(tuned.values()) if m == "funnel" else 0,
+                                 fallbacks.get(run_id, {})))
     methods_file = out / "METHODS.md"
-    atomic_write_text(methods_file, methods_md(done, skipped, layout, command, tuned))
-    return Submission(done, skipped, methods_file, layout)
+    atomic_write_text(methods_file, methods_md(done, skipped, layout, command, tuned, prior))
+    return Submission(done, skipped, methods_file, layout, absent)
+
+
+def _prior_run(tasks: Sequence[Task], pool: Pool, prior: Prior) -> Run:
+    """The avgrank prior on every task (it reads no task data): what a run gives a task its method cannot rank."""
+    return rank_explained(list(tasks), pool, prior.method, train_truth=prior.truth, run_id="prior",
+                          explain=False).run
 
 
 def _funnel_run(tasks: list, pool: Pool, budget: str | float, work: Path, seed: int, progress: bool,
@@ -246,13 +404,15 @@ def _validated(made: list[tuple[str, str, Run]], topics: list[str], docs: list[s
 
 
 def methods_md(runs: Sequence[SubmittedRun], skipped: dict[str, str], layout: OrganisersLayout,
-               command: str | None, tuned: dict[str, int] | None = None) -> str:
+               command: str | None, tuned: dict[str, int] | None = None, prior: Prior | None = None) -> str:
     """``METHODS.md``: for each run, its kind, whether candidates were fine-tuned, the data used, the version and
     the exact command — ready for the working notes."""
     when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = ["# NTCIR-19 Model Retrieval, Subtask A: runs", "",
              f"Made by modelseek {__version__} on {when} from `{layout.data}`.",
              f"Command: `{command}`" if command else "Command: the Python API (modelseek.submission.make_submission)",
+             *([f"Prior (the avgrank run, and any topic a run's method cannot rank): the average rank over "
+                f"{prior.describe()}."] if prior is not None else []),
              "", "| run id | file | method | kind | candidates fine-tuned | topics |", "|---|---|---|---|---|---|"]
     for r in runs:
         ft = f"yes ({r.finetuned})" if r.finetuned else "no"
@@ -265,10 +425,14 @@ def methods_md(runs: Sequence[SubmittedRun], skipped: dict[str, str], layout: Or
         else:
             kind = f"- Kind: {r.info.inference}; no candidate was fine-tuned for this run."
         lines += ["", f"## {r.run_id}", "", f"- Method: {r.info.description}.", kind, f"- Data used: {r.info.data}."]
+        if r.fallback:
+            lines.append(f"- Ranked without this method ({len(r.fallback)} of {r.topics} topics; the avgrank prior "
+                         f"instead): " + "; ".join(f"task {t}: {why}" for t, why in r.fallback.items()) + ".")
     if skipped:
         lines += ["", "## Not made", ""] + [f"- {m}: {why}" for m, why in skipped.items()]
     return "\n".join(lines) + "\n"
 
 
-__all__ = ["FEATURE_METHODS", "MAX_RUNS", "METHODS", "MethodInfo", "Submission", "SubmittedRun", "make_submission",
+__all__ = ["FEATURE_METHODS", "MAX_RUNS", "METHODS", "MethodInfo", "Prior", "Submission", "SubmittedRun",
+           "check_methods", "choose_prior", "make_submission",
            "methods_md", "missing_weights", "plan"]

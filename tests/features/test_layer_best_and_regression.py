@@ -75,10 +75,11 @@ def test_layer_best_keeps_the_best_layer_and_rank_reports_it(cli, tmp_path, pool
 def test_numeric_labels_are_a_regression_task_for_logme_and_knn(cli, tmp_path, pool_file, tiny_roberta,
                                                                  regression_csv):
     cache = f"cache_dir={tmp_path / 'c'}"
-    r = cli("rank", regression_csv, "--pool", pool_file, "-m", "logme", "knn_loo", "--param", cache, "--json")
+    r = cli("rank", regression_csv, "--pool", pool_file, "-m", "logme", "knn_loo", "--param", cache, "--json",
+            "--label-kind", "number")
     assert r.code == 0, r.err
     out = json.loads(r.out)
-    task = load_table_task(regression_csv, text_col="text", label_col="label")
+    task = load_table_task(regression_csv, text_col="text", label_col="label", label_kind="number")
     texts = list(task.train.texts) + list(task.val.texts)
     y = np.array([float(v) for v in list(task.train.labels) + list(task.val.labels)])
     feats = extract_features(texts, str(tiny_roberta), cache_dir=False, progress=False)
@@ -94,9 +95,10 @@ def test_numeric_labels_are_a_regression_task_for_logme_and_knn(cli, tmp_path, p
 @pytest.mark.parametrize("method", ["hscore", "knn", "leep"])
 def test_estimators_that_need_classes_refuse_a_regression_task_in_one_line(cli, tmp_path, pool_file, method,
                                                                             regression_csv, load_counter):
-    r = cli("rank", regression_csv, "--pool", pool_file, "-m", method, "--param", f"cache_dir={tmp_path / 'c'}")
+    r = cli("rank", regression_csv, "--pool", pool_file, "-m", method, "--param", f"cache_dir={tmp_path / 'c'}",
+            "--label-kind", "number")
     assert r.code == 1 and len(r.err.strip().splitlines()) == 1, r.err
-    assert (f"task reg: its labels are numbers (a regression task, e.g. '" in r.err
+    assert (f"task reg: a regression task (label kind number, e.g. '" in r.err
             and f"{method} needs class labels; estimators for regression: knn_loo, logme" in r.err)
     assert load_counter == []  # refused before any model is loaded
 

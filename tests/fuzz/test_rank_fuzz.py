@@ -193,7 +193,7 @@ def test_train_ranker_options(layout, case):
             "param-unknown": ["-m", "avgrank", "-p", "kk=1"], "param-bad-k": [*KNN[1:3], "-p", "k=-4", "-p", "encoder=hashing"],
             "seed-negative": ["-m", "avgrank", "--seed", "-1"], "seed-nan": ["-m", "avgrank", "--seed", "nan"],
             "path-is-file": ["-m", "avgrank"]}[case]
-    path = lay / "ground-truth.csv" if case == "path-is-file" else lay
+    path = v / "afile" if case == "path-is-file" else lay  # a file that is no ground truth (#48: a truth CSV is one)
     r = run_cli("train-ranker", path, *args)
     assert_clean_exit(r)
     if case == "out-nested-new":
@@ -316,12 +316,20 @@ def test_artifact_trained_on_other_candidates_names_itself(layout):
     assert r.code == 1 and "was not trained on candidate" in r.err
 
 
-def test_train_ranker_refuses_a_file_as_its_task_root(layout, tmp_path, monkeypatch):
-    """Was exit 0: the ground truth beside the file was found and METHOD.json written into the working folder."""
+def test_train_ranker_takes_a_ground_truth_file_but_no_other_file(layout, tmp_path, monkeypatch):
+    """Issue #48: the ground-truth CSV itself is an input, as its folder is (the same artifact); a file that is no
+    ground truth is one line, nothing written (it was exit 0 before #14: the truth beside any file was used)."""
     monkeypatch.chdir(tmp_path)
-    r = run_cli("train-ranker", layout["layout"] / "ground-truth.csv", "-m", "avgrank")
-    assert r.code == 2 and "not a directory" in r.err
-    assert not list(tmp_path.iterdir())
+    r = run_cli("train-ranker", layout["layout"] / "ground-truth.csv", "-m", "avgrank", "-o", tmp_path / "a.json")
+    assert r.code == 0, r.err
+    assert run_cli("train-ranker", layout["layout"], "-m", "avgrank", "-o", tmp_path / "b.json").code == 0
+    assert json.loads((tmp_path / "a.json").read_text())["fitted_task_ids"] == \
+        json.loads((tmp_path / "b.json").read_text())["fitted_task_ids"]
+    for other in ("tasks.csv", "models.csv"):
+        r = run_cli("train-ranker", layout["layout"] / other, "-m", "avgrank")
+        assert_clean_exit(r, layout["layout"] / other)
+        assert r.code == 1 and "not a ground truth" in r.err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "b.json"]
 
 
 @pytest.mark.parametrize("args", [("bench", "--bootstrap", "0"), ("bench", "--repeats", "0"), ("bench", "--folds", "1"),

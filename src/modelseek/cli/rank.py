@@ -9,14 +9,17 @@ the top-1 candidate, and the nearest past tasks; ``--json`` carries the same fie
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import sys
 from pathlib import Path
 
 from ..api import rank_explained
 from ..config import parse_overrides
+from ..data.folder import resolve_folder
 from ..data.loaders import load_ntcir_tasks, load_table_task
-from ..data.organisers import find_layout, load_split
+from ..data.organisers import absent_test_tasks, describe_absent, find_layout, load_split
 from ..data.run import write_runs
-from ..data.task import Criticality, TaskSet
+from ..data.task import Criticality, LabelKind, TaskSet
 from ..errors import InputError
 from ..funnel.curve import budget_curve
 from ..rankers.default import default_spec
@@ -55,6 +58,10 @@ def register(sub) -> None:
     p.add_argument("--seed", type=SEED, default=0, help="seed for folds and random methods")
     p.add_argument("--text-col", default="text", help="text column(s) of a table file, comma-separated")
     p.add_argument("--label-col", default="label", help="label column(s) of a table file, comma-separated")
+    p.add_argument("--label-kind", choices=LabelKind.values(),
+                   help="what the labels are: class (classification; the default for a table file, whatever the "
+                        "values look like) or number (numeric targets: a regression task). A task of tasks.csv "
+                        "declares it by its task_class_count; this option sets it for tasks that declare none")
     p.add_argument("--fusion", choices=["rrf"], help="fuse the rankings of the --method estimators into one run "
                                                      "by reciprocal-rank fusion (feature methods: logme, knn...)")
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
@@ -90,12 +97,26 @@ def _tasks(args) -> tuple[list, str | None]:
             return [load_table_task(path, text_col=args.text_col.split(",") if "," in args.text_col
                                     else args.text_col,
                                     label_col=args.label_col.split(",") if "," in args.label_col
-                                    else args.label_col)], None
-        return list(load_ntcir_tasks(path)), None
+                                    else args.label_col, label_kind=args.label_kind)], None
+        return _declare(list(load_ntcir_tasks(path)), args.label_kind), None
     split, folder = layout.split_folder(args.split, path)
-    tasks = list(load_split(layout, split))
+    absent = absent_test_tasks(layout) if split == "test" else []
+    if absent:  # named before any task is read or ranked: the run will miss them
+        print(f"warning: {describe_absent(layout, absent)}; the run will miss them (validate --official refuses "
+              f"it)", file=sys.stderr)
+    tasks = _declare(list(load_split(layout, split)), args.label_kind)
     kind = "test tasks (the official topics)" if split == "test" else "training tasks"
+    if absent:
+        kind = f"test tasks of the {len(tasks) + len(absent)} official topics ({len(absent)} not downloaded)"
     return tasks, f"ranking the {len(tasks)} {kind} of {folder}"
+
+
+def _declare(tasks: list, kind: str | None) -> list:
+    """``--label-kind`` given to the tasks that declare none (tasks.csv's declaration stands)."""
+    if kind is None:
+        return tasks
+    return [t if t.label_kind is not None else dataclasses.replace(t, label_kind=LabelKind.parse(kind))
+            for t in tasks]
 
 
 def _train_data(args, pool):
@@ -103,7 +124,14 @@ def _train_data(args, pool):
     them) from --train-truth / --train-tasks; the pool is the models.csv beside them where there is one, else the
     ranking pool."""
     if not args.train_tasks and not args.train_truth:
-        return None, None, pool, None
+        return _truth_on_disk(args, pool)
+    if args.train_truth and not args.train_tasks and Path(args.train_truth).is_dir():
+        # --train-truth ROOT or ROOT/data: the ground truth (and task folders) the folder resolver finds there
+        folder = resolve_folder(args.train_truth)
+        truth = folder.truth()
+        learn_text = any(ranker_class(m).needs_text and ranker_class(m).needs_fit for m in args.method)
+        return (truth, folder.training_tasks(truth.task_ids) if learn_text else None, folder.pool(),
+                str(folder.models_csv or folder.ground_truth))
     where = Path(args.train_tasks) if args.train_tasks else Path(args.train_truth).parent
     models = find_in_root(where, "models.csv") if where.is_dir() else None
     train_pool = load_pool_arg(str(models)) if models is not None else pool
@@ -113,6 +141,32 @@ def _train_data(args, pool):
     else:
         truth, tasks = load_truth(args.train_truth), None
     return truth, tasks, train_pool, str(models) if models is not None else truth.source
+
+
+def _truth_on_disk(args, pool):
+    """For a method that learns from past tasks (``avgrank``, ``task_knn`` ...) given no --train-truth: the ground
+    truth in PATH (ROOT, ROOT/data), without the tasks being ranked; (None, ...) when there is none or no method
+    learns."""
+    from ..rankers._registry import RANKERS  # the registered names (an artifact is fitted already)
+
+    learners = [m for m in args.method if m in RANKERS and ranker_class(m).needs_fit]
+    path = Path(args.path)
+    if not learners or not path.is_dir():
+        return None, None, pool, None
+    folder = resolve_folder(path)
+    if folder.ground_truth is None:
+        return None, None, pool, None
+    truth = folder.truth()
+    ranked = set(args.ranked_ids)
+    keep = [t for t in truth.task_ids if t not in ranked]  # never learn from a task being ranked
+    if not keep:
+        raise InputError(f"the ground truth {folder.ground_truth} holds only the tasks being ranked; {learners[0]} "
+                         f"learns from other tasks: give --cv K (cross-fit) or --train-truth", field="--train-truth")
+    truth = truth.subset(keep) if len(keep) < len(truth.task_ids) else truth
+    if not args.json:
+        print(f"method {', '.join(learners)}: fitted on the {len(keep)} past tasks of {folder.ground_truth}")
+    learn_text = any(ranker_class(m).needs_text for m in learners)
+    return truth, folder.training_tasks(keep) if learn_text else None, folder.pool(), str(folder.ground_truth)
 
 
 def _check_options(args) -> None:
@@ -143,6 +197,7 @@ def run(args: argparse.Namespace) -> int:
     pool = load_pool_arg(args.pool, root if root.is_dir() else (Path(args.train_tasks) if args.train_tasks else None))
     plan = _plan(args)  # methods and parameters are checked before any data is read
     tasks, which = _tasks(args)
+    args.ranked_ids = [t.id for t in tasks]
     if not args.json:
         for line in ([which] if which else []) + _default_lines(args.method):
             print(line)
@@ -263,9 +318,9 @@ def _print_explained(run_id: str, ex: dict, n_pool: int) -> None:
     print(f"  read {s['texts_embedded']} texts: {sampled} {rows}")
     print(f"  order: expected fine-tuned rank — the average rank over {b['training_tasks']} past tasks, moved by the "
           f"evidence this task carries (how far each kind moves a candidate is learned from the past tasks)")
-    if b["training_tasks"] < 100:
-        print(f"  (fitted on {b['training_tasks']} past tasks; the organisers publish 100 — refit with "
-              f"`modelseek train-ranker DATA --install-default`)")
+    if b["training_tasks"] < 100:  # a fact, not advice: a refit on more tasks is not measured to help (#48)
+        print(f"  (fitted on {b['training_tasks']} past tasks; `modelseek train-ranker DATA --cv 5` measures "
+              f"whether a refit on yours ranks better, and says so only where it does)")
     if ev.get("fallback_to_prior"):
         print("  evidence: weak (no card matches the task, no close past tasks): the order is the prior")
     dw = max(5, *(len(str(c["doc"])) for c in ex["candidates"]))  # the docID column fits the longest id

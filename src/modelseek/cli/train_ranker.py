@@ -7,15 +7,18 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..config import parse_overrides
-from ..data.loaders import load_ntcir_tasks
+from ..data.folder import resolve_folder
 from ..errors import InputError
 from ..rankers._artifact import Persistable
 from ..rankers.default import artifact_dir, install_default, reset_default, user_dir
 from ..rankers.resolve import build, describe_methods, ranker_class, split_params
-from ._common import (EXISTING_DIR, OUTPUT_FILE, POSITIVE_INT, SEED, card_pool, int_at_least, load_pool_arg,
-                      load_truth)
+from ._common import OUTPUT_FILE, POSITIVE_INT, SEED, card_pool, int_at_least, load_pool_arg
+
+if TYPE_CHECKING:
+    from ..bench import RefitCheck
 
 
 def register(sub) -> None:
@@ -23,11 +26,12 @@ def register(sub) -> None:
                        description="Fit METHOD on every task of PATH (an NTCIR subtask-A root) and save the fitted "
                                    "ranker as a JSON artifact (numbers only). With --install-default it becomes "
                                    "the ranker that 'modelseek rank' uses by default.")
-    p.add_argument("path", type=EXISTING_DIR, nargs="?",
-                   help="NTCIR subtask-A root (ground-truth.csv, tasks.csv, task-data/)")
+    p.add_argument("path", nargs="?",
+                   help="the data to fit on: the organisers' Subtask A repository root, its data/ folder, a "
+                        "generated layout (ground-truth.csv, tasks.csv, task-data/) or the ground-truth CSV itself")
     p.add_argument("-m", "--method", default="adaptive",
                    help=f"learned method (default: adaptive, the default ranker's method). {describe_methods()}")
-    p.add_argument("--ground-truth", "-g", help="ground-truth CSV (default: PATH/ground-truth.csv)")
+    p.add_argument("--ground-truth", "-g", help="ground-truth CSV (default: ground-truth.csv in PATH or PATH/data)")
     p.add_argument("--pool", help="pool the ground truth's models come from (default: PATH/models.csv or ntcir19)")
     p.add_argument("-p", "--param", action="append", metavar="KEY=VALUE", help="method parameter (repeatable)")
     p.add_argument("--seed", type=SEED, default=0)
@@ -61,8 +65,9 @@ def run(args: argparse.Namespace) -> int:
     if not issubclass(cls, Persistable) or not cls.needs_fit:
         raise InputError(f"method {args.method!r} learns nothing from past tasks, so there is no artifact to save; "
                          f"use it directly: modelseek rank DATA --method {args.method}", field="--method")
-    root = Path(args.path)
-    truth = load_truth(args.ground_truth, root)
+    folder = resolve_folder(args.path, args.ground_truth)  # ROOT, ROOT/data or the CSV: the same files
+    root = folder.data
+    truth = folder.truth()
     pool = load_pool_arg(args.pool, root)
     params = split_params([args.method], parse_overrides(args.param or [], "--param"), args.seed)[args.method]
     if "pool" in cls.param_names() and "pool" not in params:
@@ -71,13 +76,17 @@ def run(args: argparse.Namespace) -> int:
     if unknown:
         raise InputError(f"model(s) {', '.join(unknown)} are not in the pool {args.pool or 'beside it'}",
                          path=truth.source or None, field="model_id")
-    tasks = load_ntcir_tasks(root, ids=truth.task_ids) if cls.needs_text else None
+    tasks = folder.training_tasks(truth.task_ids) if cls.needs_text else None
     if args.cv:
-        diff = _print_cv(args, truth, pool, tasks, params)
-        if args.install_default and diff is not None and diff < 0 and not args.force:
-            raise InputError(f"not installed: in the CV above the refit is below avgrank (nDCG@5 − avgrank "
-                             f"{diff:+.3f}), so it would rank worse than the plain prior; rerun with --force to "
-                             f"install it anyway", field="--install-default")
+        from ..bench import check_refit  # lazy: pandas
+
+        check = check_refit(args.method, truth, pool, tasks=tasks, folds=args.cv, seed=args.seed,
+                            repeats=args.repeats, method_params=params, progress=True)
+        _print_cv(check, len(truth.task_ids))
+        if args.install_default:
+            check.check_install(force=args.force)  # the library's policy: below avgrank is not installed
+        elif args.method != "avgrank":
+            print(check.verdict())
     ranker = build(args.method, params)
     assert isinstance(ranker, Persistable)  # its class was checked above
     ranker.fit(tasks, truth, pool=pool, progress=True)
@@ -110,20 +119,13 @@ def _reset(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_cv(args: argparse.Namespace, truth, pool, tasks, params: dict) -> float | None:
-    """The method against avgrank in a task-level CV on the same folds (what the artifact can be expected to do
-    on tasks it never saw): nDCG@1/3/5 per tier, mean [95% bootstrap interval], and method − avgrank.
-    -> the mean nDCG@5 difference over all tasks (None when the method is avgrank)."""
-    from ..bench import compare, cross_validate  # lazy: pandas
-
-    res = {m: cross_validate(m, truth, pool, tasks=tasks, folds=args.cv, seed=args.seed, repeats=args.repeats,
-                             method_params=params if m == args.method else None, progress=True)
-           for m in dict.fromkeys([args.method, "avgrank"])}
-    print(f"{len(truth.task_ids)} tasks, {args.cv}-fold CV x {args.repeats} seed(s); mean [95% interval]")
+def _print_cv(check: RefitCheck, n_tasks: int) -> None:
+    """The CV of :func:`modelseek.bench.check_refit`: nDCG@1/3/5 per tier, mean [95% bootstrap interval], and
+    method − avgrank."""
+    print(f"{n_tasks} tasks, {check.folds}-fold CV x {check.repeats} seed(s); mean [95% interval]")
     print(f"{'method':<10} {'tier':<7} {'nDCG@1':>21} {'nDCG@3':>21} {'nDCG@5':>21}  nDCG@5 − avgrank [95%]")
-    diffs = compare(res[args.method], res["avgrank"], "ndcg@5", 1000, 0).set_index("tier") \
-        if args.method != "avgrank" else None
-    for m, r in res.items():
+    diffs = check.diffs
+    for m, r in check.results.items():
         s = r.summary(n_resamples=1000, seed=0)
         cell = {(row.tier, row.metric): f"{row['mean']:.3f} [{row['low']:.3f}, {row['high']:.3f}]"
                 for _, row in s.iterrows()}
@@ -131,11 +133,8 @@ def _print_cv(args: argparse.Namespace, truth, pool, tasks, params: dict) -> flo
             if (tier, "ndcg@5") not in cell:
                 continue
             d = ""
-            if diffs is not None and m == args.method and tier in diffs.index:
+            if diffs is not None and m == check.method and tier in diffs.index:
                 low, high = diffs.loc[tier, "low"], diffs.loc[tier, "high"]
                 d = f"{diffs.loc[tier, 'mean_diff']:+.3f} [{low:+.3f}, {high:+.3f}]"
             print(f"{m:<10} {tier:<7} {cell[(tier, 'ndcg@1')]:>21} {cell[(tier, 'ndcg@3')]:>21} "
                   f"{cell[(tier, 'ndcg@5')]:>21}  {d}")
-    if diffs is None or "all" not in diffs.index:
-        return None
-    return float(diffs.loc["all", "mean_diff"])

@@ -21,8 +21,8 @@ from typing import Any
 import numpy as np
 
 from ..errors import InputError
-from ..io import check_file, csv_dict_reader, iter_jsonl, keyed_rows, open_text, read_json
-from .task import Criticality, Split, Task, TaskSet
+from ..io import check_file, csv_dict_reader, iter_jsonl, keyed_rows, open_text, read_json, suffix_of
+from .task import Criticality, LabelKind, Split, Task, TaskSet
 
 SPLIT_CAP = 5000
 SPLIT_SEED = 0
@@ -98,6 +98,10 @@ def _meta_kwargs(row: Mapping[str, str] | None, path: Path | None) -> dict[str, 
             kw["criticality"] = Criticality.parse(crit)
         except InputError as exc:
             raise InputError(exc.message, path=path, field="task_criticalness") from None
+    try:  # classification or regression as tasks.csv declares it (task_class_count), never from the labels' look
+        kw["label_kind"] = LabelKind.declared(row)
+    except InputError as exc:
+        raise InputError(exc.message, path=path, field="label_kind") from None
     return kw
 
 
@@ -167,7 +171,7 @@ def _read_table(path: Path):
     wrong encoding, a directory or a JSON number too large for a float is a located ``InputError``."""
     import pandas as pd  # lazy: pandas
 
-    suffix = path.suffix.lower()
+    suffix = suffix_of(path)  # a symlink is judged by its target's suffix
     if suffix in (".csv", ".tsv"):
         text = open_text(path, "table file")
         try:
@@ -204,8 +208,13 @@ def _read_table(path: Path):
 
 def load_table_task(path: str | Path, text_col: str | Sequence[str] = "text",
                     label_col: str | Sequence[str] = "label", split_col: str | None = "split",
-                    task_id: str | None = None, seed: int = SPLIT_SEED) -> Task:
+                    task_id: str | None = None, seed: int = SPLIT_SEED,
+                    label_kind: LabelKind | str | None = None) -> Task:
     """A task from one table file.
+
+    ``label_kind`` (``class`` | ``number``) says whether the labels are classes or numeric targets (a regression
+    task); a table declares nothing else, so without it the task is a classification task whatever its values look
+    like.
 
     ``text_col`` may name several columns (joined with ". "), ``label_col`` several one-hot columns.
     If ``split_col`` exists in the file its values choose the split; otherwise the organisers' rules apply
@@ -229,7 +238,7 @@ def load_table_task(path: str | Path, text_col: str | Sequence[str] = "text",
     if len(df) == 0:
         raise InputError("no data rows (the file has only a header)", path=path, line=header_line)
     # Row i of the frame is line i + 2 of a CSV (header) and line i + 1 of a JSONL file.
-    offset = 2 if path.suffix.lower() in (".csv", ".tsv") else 1
+    offset = 2 if suffix_of(path) in (".csv", ".tsv") else 1
     texts = _join_text(df, text_cols, path, offset)
     labels = _labels(df, label_cols, path, offset)
     tid = task_id or path.stem
@@ -256,7 +265,8 @@ def load_table_task(path: str | Path, text_col: str | Sequence[str] = "text",
         except InputError as exc:
             raise InputError(exc.message, path=path, field=exc.field) from None
     _check_splits(tid, built, path)
-    return Task(id=tid, train=built["train"], val=built["val"], test=built.get("test"), source=str(path))
+    return Task(id=tid, train=built["train"], val=built["val"], test=built.get("test"), source=str(path),
+                label_kind=None if label_kind is None else LabelKind.parse(label_kind, field="--label-kind"))
 
 
 def _join_text(df, cols: list[str], path: Path, offset: int) -> list[str]:

@@ -90,6 +90,27 @@ def official_task_id(folder: Path, known: Mapping[str, object] | None, tasks_csv
                      f"{_some(list(known))})", path=folder, field="task_id")
 
 
+def absent_test_tasks(layout: OrganisersLayout) -> list[str]:
+    """The official test topics of tasks.csv that have no task folder on disk (``0007/`` or ``7/`` with a
+    ``train.jsonl``): the downloader skips a task whose download fails. Read from the folder names only (no task is
+    loaded), so a command can name them before any work; [] without a tasks.csv or a test-tasks folder."""
+    if layout.tasks_csv is None or "test" not in layout.splits:
+        return []
+    folder = layout.splits["test"]
+    present = {str(int(f.name)) if f.name.isdigit() else f.name
+               for f in _task_folders(folder) if f != folder}
+    return [t for t in test_topics(layout) if (str(int(t)) if t.isdigit() else t) not in present]
+
+
+def describe_absent(layout: OrganisersLayout, absent: list[str]) -> str:
+    """One line naming the test tasks of tasks.csv that are not downloaded, and where they should be."""
+    folder = layout.splits.get("test", layout.data / "task-data" / SPLITS["test"])
+    first = absent[0]
+    name = f"{int(first):04d}" if first.isdigit() else first
+    return (f"{len(absent)} official test task(s) of {layout.tasks_csv} are not downloaded: {_some(absent, 8)} (no "
+            f"folder {folder / name}); rerun the organisers' 'python main.py download_test_tasks --all'")
+
+
 def _some(ids: list[str], n: int = 6) -> str:
     return ", ".join(ids[:n]) + (f" ... ({len(ids)} in all)" if len(ids) > n else "")
 
@@ -127,4 +148,5 @@ def test_topics(layout: OrganisersLayout) -> list[str]:
     return list(rows)
 
 
-__all__ = ["SPLITS", "OrganisersLayout", "find_layout", "load_split", "official_task_id", "test_topics"]
+__all__ = ["SPLITS", "OrganisersLayout", "absent_test_tasks", "describe_absent", "find_layout", "load_split",
+           "official_task_id", "test_topics"]

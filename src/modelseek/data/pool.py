@@ -30,7 +30,7 @@ from typing import Any, overload
 
 from ..config import Config, Interval, Source
 from ..errors import InputError
-from ..io import csv_dict_reader, keyed_rows, open_text, read_yaml_located
+from ..io import csv_dict_reader, keyed_rows, open_text, read_yaml_located, suffix_of
 
 
 @dataclass(frozen=True)
@@ -217,9 +217,10 @@ def load_pool(path: str | Path) -> Pool:
         if builtin is None:
             raise InputError(f"no such pool file (built-in pools: {', '.join(builtin_pools())})", path=p)
         p = builtin
-    if p.suffix.lower() == ".csv":
+    suffix = suffix_of(p)  # a symlink is judged by its target's suffix
+    if suffix == ".csv":
         return _read_models_csv(p)
-    if p.suffix.lower() in (".yaml", ".yml"):
+    if suffix in (".yaml", ".yml"):
         return _read_pool_yaml(p)
     raise InputError("pool must be a .csv (NTCIR models.csv) or .yaml file", path=p)
 

@@ -35,9 +35,24 @@ class Entry:
     line: int = 0  # line in the source file (0 when built in memory)
 
 
+#: digit runs longer than this are compared without int() (Python refuses int() of over 4,300 digits)
+_LONG_DIGITS = 4000
+
+
+def _number(p: str) -> tuple:
+    """A digit run as a sort key in numeric order: its int, or for a run too long for int() (a hostile file's
+    300,001-digit id) infinity then its length and digits (larger than any int, ordered among themselves)."""
+    if len(p) <= _LONG_DIGITS:
+        return (0, int(p), "")
+    digits = p.lstrip("0") or "0"
+    if len(digits) <= _LONG_DIGITS:
+        return (0, int(digits), "")
+    return (0, math.inf, "", len(digits), digits)
+
+
 def natural_key(s: str):
     """Sort key that orders '2' before '10' and mixes text and numbers sensibly."""
-    return [(0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", str(s)) if p]
+    return [_number(p) if p.isdigit() else (1, 0, p) for p in re.split(r"(\d+)", str(s)) if p]
 
 
 _TEXT_NUMBER = re.compile(r"([^0-9]*)([0-9]*)")
@@ -52,7 +67,7 @@ def natural_order(ids: Sequence[str]) -> list[int]:
         return fast
     flat = []
     for s in ids:
-        m = _TEXT_NUMBER.fullmatch(s) if s.isascii() else None
+        m = _TEXT_NUMBER.fullmatch(s) if s.isascii() and len(s) <= _LONG_DIGITS else None
         if m is None:
             return sorted(range(len(ids)), key=lambda i: natural_key(ids[i]))
         text, digits = m.groups()

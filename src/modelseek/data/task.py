@@ -53,6 +53,50 @@ class Criticality(Choice):
         return f"the regret rule (R = 1 - mean normalized F1: low < {lo:g} <= medium < {hi:g} <= high)"
 
 
+class LabelKind(Choice):
+    """What a task's labels are, as the task declares it (never guessed from how the values look): ``class`` — a
+    classification task (``0.0`` ... ``1.0`` are eleven class names when tasks.csv says 11 classes); ``number`` —
+    a regression task (numeric targets)."""
+
+    CLASS = "class"
+    NUMBER = "number"
+
+    @classmethod
+    def declared(cls, row: Mapping[str, object] | None) -> LabelKind | None:
+        """The kind a tasks.csv row declares: its ``label_kind`` column (class | number) where present, else
+        ``task_class_count`` (a count of 2 or more: classes; 0 or 1 — no classes: numbers); None when it says
+        nothing."""
+        if not row:
+            return None
+        given = str(row.get("label_kind") or "").strip()
+        if given:
+            return cls.parse(given, field="label_kind")
+        count = str(row.get("task_class_count") or "").strip()
+        try:
+            n = int(float(count)) if count else None
+        except ValueError:
+            return None
+        if n is None:
+            return None
+        return cls.CLASS if n >= 2 else cls.NUMBER
+
+
+def looks_numeric(labels: Iterable[str]) -> bool:
+    """Whether labels read as non-integer numbers (``0.5``, ``3.0``): only for a hint to declare the kind, never to
+    decide it."""
+    integral, seen = True, False
+    for v in labels:
+        seen = True
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            return False
+        if x != x or x in (float("inf"), float("-inf")):
+            return False
+        integral = integral and str(v).strip().lstrip("+-").isdigit()
+    return seen and not integral
+
+
 @dataclass(frozen=True)
 class Split:
     """Parallel tuples of texts and (string) labels."""
@@ -76,7 +120,9 @@ class Task:
 
     ``label_names`` are the distinct labels in first-seen order over train, val, test.
     ``has_data`` is False for tasks known only by id (e.g. from a ground-truth table); rankers that need
-    text refuse them with a clear error.
+    text refuse them with a clear error. ``label_kind`` is what the task declares (tasks.csv's class count, a
+    table user's ``--label-kind``); undeclared (None) is a classification task: the look of the labels never
+    decides (see :attr:`regression`).
     """
 
     id: str
@@ -88,9 +134,12 @@ class Task:
     instruction: str = ""
     source: str = ""
     metadata: Mapping[str, object] = field(default_factory=dict, compare=False)
+    label_kind: LabelKind | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "id", str(self.id))
+        if self.label_kind is not None:
+            object.__setattr__(self, "label_kind", LabelKind.parse(self.label_kind, field="label_kind"))
         if not self.name:
             object.__setattr__(self, "name", self.id)
         if self.criticality is not None:
@@ -115,6 +164,11 @@ class Task:
                 for y in split.labels:
                     seen.setdefault(y, None)
         return tuple(seen)
+
+    @property
+    def regression(self) -> bool:
+        """Whether the task is a regression task: only when it declares ``label_kind`` number."""
+        return self.label_kind is LabelKind.NUMBER
 
     @property
     def num_classes(self) -> int:

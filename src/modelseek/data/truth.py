@@ -645,7 +645,7 @@ def _read_qrels_arrow(path: Path):
     gc, gv = coded.text["grade"]
     values = []
     for v in gv.tolist():
-        if not _INT.fullmatch(v) or abs(int(v)) > 2**31:
+        if not _INT.fullmatch(v) or len(v.lstrip("+-").lstrip("0")) > 10 or abs(int(v)) > 2**31:
             return None
         values.append(int(v))
     (tc, tv), (dc, dv) = coded.text["topic"], coded.text["docno"]
@@ -677,8 +677,11 @@ def _read_qrels_careful(path: Path, text: str) -> tuple[list[str], list[str], li
             if c is not None:
                 raise InputError(f"{value!r} holds {describe_char(c)}, a control or format character",
                                  path=path, line=lineno, field=fname)
-        if not _INT.fullmatch(g) or abs(int(g)) > 2**31:
-            raise InputError(f"not an integer grade: {g[:40]!r}", path=path, line=lineno, field="grade")
+        # the length first: int() of over 4,300 digits raises (a hostile file's 300,001-digit grade)
+        if not _INT.fullmatch(g) or len(g.lstrip("+-").lstrip("0")) > 10 or abs(int(g)) > 2**31:
+            what = "an integer grade beyond 2^31" if _INT.fullmatch(g) else "not an integer grade"
+            raise InputError(f"{what}: {g[:40]!r}{' ...' if len(g) > 40 else ''} ({len(g):,} characters)"
+                             if len(g) > 40 else f"{what}: {g!r}", path=path, line=lineno, field="grade")
         if (t, d) in seen:
             raise InputError(f"duplicate (topic, docno) pair ({t}, {d}); first on line {seen[(t, d)]}",
                              path=path, line=lineno, field="docno")

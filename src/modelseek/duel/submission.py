@@ -217,6 +217,7 @@ def parse_bytes(data: bytes, source: str = "<upload>", max_bytes: int = MAX_BYTE
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         raise InputError("submission is not UTF-8 text", path=source, line=line) from None
+    text = text.removeprefix("\ufeff")  # a byte-order mark (Windows editors write one) is no part of the JSON
     # the strict upload reader: duplicate keys, NaN, numbers a float does not hold (1e999, 1e-400) and lone
     # surrogates are located errors
     return loads_strict(text, source)

@@ -145,8 +145,9 @@ def _short(exc: BaseException) -> str:
 
 # ------------------------------------------------------------------------------------------ the task inputs
 def is_regression(labels: Sequence[str]) -> bool:
-    """Whether a task's labels make it a regression task: every label a finite number and at least one not an
-    integer (``0``, ``1``, ``2`` are class ids; ``0.5`` or ``3.0`` make the column numeric)."""
+    """Whether labels *look* numeric: every label a finite number and at least one not an integer (``0``, ``1``,
+    ``2`` are class ids; ``0.5`` or ``3.0`` look numeric). Only a hint: whether a task is a regression task is what
+    it declares (:attr:`Task.regression <modelseek.data.task.Task.regression>`)."""
     if not labels:
         return False
     integral = True
@@ -179,11 +180,16 @@ def prepare_tasks(tasks: Sequence[Task], config: FeatureJobConfig) -> list[TaskI
         tr = _subsample(task.train, config.max_examples, rng)
         va = _subsample(task.val, config.max_examples, rng)
         ytr, yva = tuple(tr.labels), tuple(va.labels)
-        regression = is_regression(list(ytr) + list(yva))
+        # the task's declared kind decides (tasks.csv's class count, --label-kind), never the labels' look
+        regression = task.regression
+        if task.label_kind is None and not regression and is_regression(list(ytr) + list(yva)):
+            log.warning("task %s: its labels look like numbers (e.g. %r) but the task does not say whether they "
+                        "are classes or targets; they are scored as %d classes (give --label-kind number for a "
+                        "regression task)", task.id, ytr[0], len(set(ytr) | set(yva)))
         cannot = [n for n in config.estimators if regression and not estimators.info(n).regression]
         if cannot:
             able = [n for n in estimators.names() if estimators.info(n).regression]
-            raise InputError(f"task {task.id}: its labels are numbers (a regression task, e.g. {ytr[0]!r}); "
+            raise InputError(f"task {task.id}: a regression task (label kind number, e.g. {ytr[0]!r}); "
                              f"{', '.join(cannot)} need{'s' if len(cannot) == 1 else ''} class labels; estimators "
                              f"for regression: {', '.join(able)}", field="method")
         out.append(TaskInput(task.id, tuple(tr.texts) + tuple(va.texts), ytr, yva, regression))

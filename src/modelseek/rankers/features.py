@@ -30,10 +30,12 @@ the ranker's. ``layer: best`` extracts every transformer layer's pooled features
 each with the estimator and keeps the best; the layer chosen for each (task, candidate) is in
 ``chosen_layers_`` (``rank`` prints it).
 
-**Regression.** A task whose labels are all numbers, at least one of them not an integer (``3.5``, ``0.25``),
-is a regression task: estimators registered with ``regression=True`` (LogME's regression form, kNN
-regression) score it with ``task="regression"``; any other estimator is refused before a model is loaded,
-in one line naming the task and the estimators that can.
+**Regression.** A task that declares its labels numeric targets (``label_kind`` number: a table's
+``--label-kind number``, a tasks.csv ``label_kind`` column or a class count below 2) is a regression task — never
+labels that merely look numeric (tasks.csv's 11-class ``0.0`` ... ``1.0`` ratings are classes): estimators
+registered with ``regression=True`` (LogME's regression form, kNN regression) score it with
+``task="regression"``; any other estimator is refused before a model is loaded, in one line naming the task
+and the estimators that can.
 """
 
 from __future__ import annotations

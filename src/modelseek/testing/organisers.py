@@ -7,8 +7,9 @@ What it reproduces, so that the participant's journey is tested on the layout th
   cycling High, Medium, Low) and training tasks ``1001..``; ``data/models.csv`` with the 20 candidates (and the
   byte-order mark the organisers' file starts with);
 * ``data/task-data/test-tasks/{task_id:04d}/`` with ``train.jsonl`` and ``val.jsonl`` only, whose ``labels`` are
-  what the downloader writes: class names, JSON integers (a data set without names), digit strings, and one task
-  with ``wide_classes`` classes (clinc_oos has 151);
+  what the downloader writes: class names, JSON integers (a data set without names), digit strings, one task
+  with ``wide_classes`` classes (clinc_oos has 151), and one whose labels are JSON floats ``0.0`` ... ``1.0`` that
+  tasks.csv declares 11 classes (task 33, google_wellformed_query's ratings as pandas writes a float column);
 * ``data/task-data/train-tasks/<id>/`` with train/val/test and ``data/ground-truth.csv`` for them;
 * ``data/models/NN/`` snapshots (a tiny random BERT saved with ``save_pretrained``, its tokenizer and a model
   card ``README.md``) for the candidates in ``snapshots``.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -48,10 +50,25 @@ def _wide_split(rng: np.random.Generator, n_classes: int, per_class: int) -> tup
     return texts, [f"intent_{y:03d}" for y in ys]
 
 
+def _rating_split(rng: np.random.Generator, per_class: int) -> tuple[list[str], list[float]]:
+    """Ratings 0.0, 0.1 ... 1.0 as JSON floats (google_wellformed_query): a word per rating among shared words."""
+    ys = np.repeat(np.arange(11), per_class)
+    rng.shuffle(ys)
+    words = DOMAINS["reviews"]
+    texts = [f"how {words[int(rng.integers(len(words)))]} is query{y:02d} {words[int(rng.integers(len(words)))]}"
+             for y in ys]
+    return texts, [round(int(y) / 10, 1) for y in ys]
+
+
 def _test_task(folder: Path, i: int, rng: np.random.Generator, n_train: int, n_val: int, wide: bool,
-               wide_classes: int) -> tuple[int, str]:
+               wide_classes: int, ratings: bool = False) -> tuple[int, str]:
     """Write test task ``i``; -> (number of classes, instruction)."""
     folder.mkdir(parents=True, exist_ok=True)
+    if ratings:
+        for name, per in (("train", 3), ("val", 2)):
+            _write_jsonl(folder / f"{name}.jsonl", *_rating_split(rng, per))
+        return 11, ("Classify each question based on its complexity or specificity using a numerical label from 0.0 "
+                    "to 1.0, where 1.0 indicates straightforward questions.")
     if wide:
         for name, per in (("train", 2), ("val", 1)):
             _write_jsonl(folder / f"{name}.jsonl", *_wide_split(rng, wide_classes, per))
@@ -82,9 +99,12 @@ def _snapshot(folder: Path, hf_id: str, seed: int) -> None:
 
 def make_organisers_layout(root: str | Path, n_test: int = 48, n_train_tasks: int = 6, snapshots: Sequence[int] = (5,),
                            seed: int = 0, n_train: int = 16, n_val: int = 8, wide_task: int | None = 3,
-                           wide_classes: int = 151, n_models: int = 20) -> Path:
+                           wide_classes: int = 151, n_models: int = 20, rating_task: int | None = 33,
+                           absent: Sequence[int] = ()) -> Path:
     """Write the stand-in under ``root`` (the repository root; the data is in ``root/data``); returns ``root``.
-    ``n_models`` < 20 lists only the first candidates in models.csv (a quicker pool for tests that fine-tune)."""
+    ``n_models`` < 20 lists only the first candidates in models.csv (a quicker pool for tests that fine-tune).
+    ``rating_task`` is the test task whose labels are JSON floats 0.0 ... 1.0 (tasks.csv: 11 classes); the test
+    tasks in ``absent`` are listed in tasks.csv but have no folder (a download that failed)."""
     root = Path(root)
     data = root / "data"
     rng = np.random.default_rng(seed)
@@ -98,7 +118,9 @@ def make_organisers_layout(root: str | Path, n_test: int = 48, n_train_tasks: in
     rows = []
     for i in range(1, n_test + 1):
         n_classes, instruction = _test_task(data / "task-data" / "test-tasks" / f"{i:04d}", i, rng, n_train, n_val,
-                                            i == wide_task, wide_classes)
+                                            i == wide_task, wide_classes, i == rating_task)
+        if i in absent:
+            shutil.rmtree(data / "task-data" / "test-tasks" / f"{i:04d}")
         rows.append([i, f"stand-in/dataset-{i}", "hf", n_classes, "test", "text", "label", f"stand-in/dataset-{i}",
                      "", f"https://huggingface.co/datasets/stand-in/dataset-{i}", instruction, TIERS[(i - 1) % 3]])
     train_ids = [str(1001 + j) for j in range(n_train_tasks)]

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ...errors import InputError
-from ...io import atomic_write_bytes, atomic_write_text, read_json, read_text
+from ...io import atomic_write_bytes, atomic_write_text, read_json, read_text, suffix_of
 from ..solvers import cka_out_of_range
 from .catalog import StimulusCatalog, parse_stimulus
 from .entries import ModelRegistry
@@ -44,7 +44,7 @@ def load_cka_matrix(path) -> tuple[list[str], np.ndarray, list | None]:
     path = Path(path)
     if not path.is_file():
         raise InputError("no such CKA matrix file", path=path)
-    if path.suffix.lower() == ".npz":
+    if suffix_of(path) == ".npz":  # a symlink is judged by its target's suffix
         try:
             with np.load(path, allow_pickle=False) as z:
                 keys = set(z.files)
@@ -88,7 +88,7 @@ def load_cka_matrix(path) -> tuple[list[str], np.ndarray, list | None]:
     if bad is not None:
         i, j, value = bad
         raise InputError(f"{value:g} is not a CKA value (in [-1, 1])", path=path, field=names[j],
-                         line=i + 2 if path.suffix.lower() != ".npz" else None)
+                         line=i + 2 if suffix_of(path) != ".npz" else None)
     if not np.allclose(C, C.T, atol=1e-8):
         raise InputError("the matrix is not symmetric", path=path)
     return names, C, layers

@@ -1,0 +1,132 @@
+"""One resolver from what a user points a command at to the tasks, the pool and the ground truth it holds.
+
+A user names the same data in several ways: the organisers' repository root (``ROOT``, which holds ``data/``), its
+``ROOT/data`` folder, a generated layout (``ground-truth.csv``, ``tasks.csv``, ``models.csv`` and
+``task-data/train-tasks/<id>/`` side by side), or the ground-truth CSV itself. :func:`resolve_folder` reads any of
+them into one :class:`ResolvedFolder`, so that ``train-ranker``, ``rank`` (its training truth) and ``submission``
+find the same files whichever form was given::
+
+    f = resolve_folder("modelretrieval-1-subtask-a")      # or .../data, or .../data/ground-truth.csv
+    truth = f.truth()                                      # data/ground-truth.csv
+    tasks = f.training_tasks(truth.task_ids)               # data/task-data/train-tasks/<id>/
+    pool = f.pool()                                        # data/models.csv (else the built-in ntcir19 pool)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..errors import InputError
+from .organisers import OrganisersLayout, find_layout
+
+if TYPE_CHECKING:
+    from .pool import Pool
+    from .task import TaskSet
+    from .truth import GroundTruth
+
+#: the ground truth's file name in the organisers' data/ folder (and in a generated layout)
+TRUTH_NAME = "ground-truth.csv"
+#: the columns that make a CSV a ground truth rather than a task table
+TRUTH_COLUMNS = ("task_id", "model_id")
+
+
+@dataclass(frozen=True)
+class ResolvedFolder:
+    """What a path holds. ``kind``: ``organisers`` (the organisers' layout, at its root or its data/), ``folder`` (a
+    folder of task folders, or one with only a ground truth), ``ground truth`` (a CSV named directly). ``data`` is
+    the folder the files sit in; absent parts are None."""
+
+    given: Path
+    kind: str
+    data: Path
+    ground_truth: Path | None
+    tasks_csv: Path | None
+    models_csv: Path | None
+    layout: OrganisersLayout | None = None
+
+    def truth(self, any_score: bool = False) -> GroundTruth:
+        """The ground truth, or an error naming where it was looked for."""
+        from .truth import GroundTruth  # lazy: pandas
+
+        if self.ground_truth is None:
+            raise InputError(f"no ground truth here (no {TRUTH_NAME} in {self.data}); give its path (--ground-truth "
+                             f"or the CSV itself)", path=self.given)
+        return GroundTruth.from_csv(self.ground_truth, any_score=any_score)  # criticality: tasks.csv beside it
+
+    def training_tasks(self, ids=None) -> TaskSet:
+        """The task folders beside the ground truth (the organisers' ``task-data/train-tasks``), those of ``ids``
+        only when given."""
+        from .loaders import load_ntcir_tasks  # lazy: start-up
+
+        return load_ntcir_tasks(self.data, ids=ids)
+
+    def pool(self, given: str | Path | None = None) -> Pool:
+        """``given`` (a pool file or name), else the ``models.csv`` beside the data, else the built-in ntcir19."""
+        from .pool import load_pool  # lazy: start-up
+
+        if given is not None:
+            return load_pool(given)
+        return load_pool(self.models_csv if self.models_csv is not None else "ntcir19")
+
+    def describe(self) -> str:
+        """Where the ground truth came from, in words."""
+        return str(self.ground_truth) if self.ground_truth is not None else f"{self.data} (no ground truth)"
+
+
+def _near(folder: Path, name: str) -> Path | None:
+    """``name`` in ``folder`` or up to three folders above it (a task folder inside a layout)."""
+    for p in (folder, *list(folder.parents)[:3]):
+        if (p / name).is_file():
+            return p / name
+    return None
+
+
+def is_truth_csv(path: Path) -> bool:
+    """Whether ``path`` is a CSV whose header names a ground truth's columns (task_id, model_id)."""
+    if path.suffix.lower() != ".csv" or not path.is_file():
+        return False
+    try:
+        with open(path, encoding="utf-8-sig", errors="replace") as fh:
+            header = fh.readline(1 << 16)
+    except OSError:
+        return False
+    cols = {c.strip().strip('"') for c in header.strip().split(",")}
+    return all(c in cols for c in TRUTH_COLUMNS)
+
+
+def resolve_folder(path: str | Path, ground_truth: str | Path | None = None) -> ResolvedFolder:
+    """Read ``path`` — the organisers' repository root, its ``data/``, a generated layout or a ground-truth CSV —
+    into a :class:`ResolvedFolder`; ``ground_truth`` (a CSV, or a folder resolved the same way) overrides the one
+    found there. A path that does not exist, or a file that is no ground truth, is an error naming it."""
+    given = Path(path)
+    if not given.exists():
+        raise InputError("no such file or folder", path=given)
+    if given.is_file():
+        if not is_truth_csv(given):
+            raise InputError(f"not a ground truth (a CSV with columns {', '.join(TRUTH_COLUMNS)}, f1) nor a folder",
+                             path=given)
+        data = given.parent
+        layout = find_layout(data, need_tasks=False)
+        found = ResolvedFolder(given, "ground truth", data, given, _near(data, "tasks.csv"),
+                               _near(data, "models.csv"), layout)
+    else:
+        layout = find_layout(given, need_tasks=False)
+        if layout is not None:
+            found = ResolvedFolder(given, "organisers", layout.data, _near(layout.data, TRUTH_NAME),
+                                   layout.tasks_csv, layout.models_csv, layout)
+        else:
+            data = given / "data" if (given / "data" / TRUTH_NAME).is_file() else given
+            found = ResolvedFolder(given, "folder", data, _near(data, TRUTH_NAME), _near(data, "tasks.csv"),
+                                   _near(data, "models.csv"))
+    if ground_truth is not None:
+        other = resolve_folder(ground_truth)
+        if other.ground_truth is None:
+            raise InputError(f"no ground truth there (no {TRUTH_NAME})", path=ground_truth)
+        found = ResolvedFolder(found.given, found.kind, found.data, other.ground_truth,
+                               found.tasks_csv or other.tasks_csv, found.models_csv, found.layout)
+    return found
+
+
+__all__ = ["TRUTH_NAME", "ResolvedFolder", "is_truth_csv", "resolve_folder"]
