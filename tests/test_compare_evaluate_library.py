@@ -15,7 +15,7 @@ from modelseek.comparison import check_comparison, compare_runs
 from modelseek.data.run import read_run
 from modelseek.data.truth import GroundTruth
 from modelseek.errors import InputError
-from modelseek.metrics import DEFAULT_METRICS
+from modelseek.metrics import DEFAULT_METRICS, RANKING_METRICS
 
 
 @pytest.fixture(scope="module")
@@ -69,8 +69,9 @@ def test_compare_api_equals_cli(cli, files):
     assert r.code == 0, r.err
     gt = GroundTruth.from_csv(truth)
     reports = [ms.evaluate(read_run(p), gt, pool="none") for p in (a, b)]
-    api = json.loads(json.dumps(compare_runs(reports, DEFAULT_METRICS, baseline="first")))
-    assert json.loads(r.out) == api and api["settings"]["metrics"] == list(DEFAULT_METRICS)
+    # compare's paired tests default to the ranking metrics (nDCG@1,3,5, MRR): the same as before, API and CLI alike
+    api = json.loads(json.dumps(compare_runs(reports, RANKING_METRICS, baseline="first")))
+    assert json.loads(r.out) == api and api["settings"]["metrics"] == list(RANKING_METRICS)
 
 
 def test_evaluate_api_equals_cli_with_the_same_defaults(cli, files):

@@ -15,7 +15,7 @@ import pytest
 from modelseek import GradingScheme, GroundTruth, Run, evaluate
 from modelseek.fusion.core import make_block
 from modelseek.fusion.learned import _Judged
-from modelseek.metrics import DEFAULT_METRICS, ndcg_at_k
+from modelseek.metrics import DEFAULT_METRICS, RANKING_METRICS, ndcg_at_k
 from modelseek.metrics.ndcg import ideal_dcg, ndcg
 from modelseek.rankers._learned import ndcg_matrix
 
@@ -180,9 +180,11 @@ def test_one_default_metric_list_everywhere():
 
     assert DEFAULT_METRICS == ("ndcg@1", "ndcg@3", "ndcg@5", "mrr", "kendall")  # issue #45: one set, CLI and API
     assert inspect.signature(ev.evaluate).parameters["metrics"].default is DEFAULT_METRICS
-    assert inspect.signature(bench.cross_validate).parameters["metrics"].default is DEFAULT_METRICS
+    # bench and compare test the ranking metrics (as before #45), library and CLI alike
+    assert inspect.signature(bench.cross_validate).parameters["metrics"].default is RANKING_METRICS
+    assert RANKING_METRICS == DEFAULT_METRICS[:4]
     cli_eval, cli_compare = (importlib.import_module(f"modelseek.cli.{m}") for m in ("evaluate", "compare"))
-    assert cli_compare.DEFAULT_METRICS.split(",") == list(DEFAULT_METRICS)
+    assert cli_compare.DEFAULT_METRICS.split(",") == list(RANKING_METRICS)
     assert cli_eval.DEFAULT_METRICS.split(",") == list(DEFAULT_METRICS)
 
 

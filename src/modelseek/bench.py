@@ -22,7 +22,7 @@ from .data.task import Task, TaskSet
 from .data.truth import GradingScheme, GroundTruth
 from .errors import InputError
 from .evaluate import evaluate
-from .metrics import DEFAULT_METRICS
+from .metrics import RANKING_METRICS
 from .progress import progress_bar
 from .rankers import Ranker
 from .rankers.base import failures_allowed
@@ -38,7 +38,7 @@ class CVResult:
     reports: list[Report]                 # one per repeat
     folds: list[list[list[str]]]          # repeat -> fold -> held-out task ids
     fitted: list[list[list[str]]]         # repeat -> fold -> task ids the method was fitted on
-    metrics: list[str] = field(default_factory=lambda: list(DEFAULT_METRICS))
+    metrics: list[str] = field(default_factory=lambda: list(RANKING_METRICS))
     dropped: list[str] = field(default_factory=list)  # tasks no candidate could score (allow_failures)
 
     @property
@@ -60,7 +60,7 @@ class CVResult:
 
 def cross_validate(method: str | Ranker | Callable[[], Ranker], truth: GroundTruth, pool: Pool,
                    tasks: TaskSet | None = None, folds: int = 5, seed: int = 0, repeats: int = 1,
-                   scheme: GradingScheme | str = GradingScheme.NTCIR, metrics: Sequence[str] = DEFAULT_METRICS,
+                   scheme: GradingScheme | str = GradingScheme.NTCIR, metrics: Sequence[str] = RANKING_METRICS,
                    progress: bool = False, method_params: dict | None = None,
                    allow_failures: bool = False) -> CVResult:
     """Task-level k-fold CV of ``method`` on the tasks of ``truth`` (see module docstring).

@@ -16,11 +16,11 @@ import sys
 
 from ..errors import InputError
 from ..evaluate import evaluate
-from ..metrics import DEFAULT_METRICS as _DEFAULT
+from ..metrics import RANKING_METRICS as _DEFAULT
 from ._common import PROBABILITY, RUN_FILE, SAMPLE_COUNT, SEED, print_json
 from ._truth import add_truth_args, check_shared_topics, harmonise, load_runs, read_truth
 
-DEFAULT_METRICS = ",".join(_DEFAULT)
+DEFAULT_METRICS = ",".join(_DEFAULT)  # the paired tests over the ranking metrics (nDCG@1,3,5, MRR), as before
 #: the library's parameters (in its errors) as this command's arguments
 _FLAGS = {"reports": "RUN", "baseline": "--baseline", "metrics": "--metrics"}
 _SUP = str.maketrans("abcdefghijklmnopqrstuvwxyz", "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖ𐞥ʳˢᵗᵘᵛʷˣʸᶻ")
