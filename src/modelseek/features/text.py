@@ -38,6 +38,7 @@ from ..errors import InputError, ModelseekError
 from ..progress import progress_bar
 from . import lean_bert
 from .cache import FeatureCache, cache_key, texts_fingerprint
+from .limits import token_limit
 from .sources import (MINILM_PACKAGE, _model_identity, hub_offline_reason, in_hub_cache,  # noqa: F401 (re-exported)
                       is_hub_source, offline_minilm_path, package_path, resolve_source)
 
@@ -136,12 +137,9 @@ def _load_model(source: str, revision: str | None, device: str, name: str = "",
     return LoadedTextModel(model=model, tokenizer=tok, device=dev, name=name or source)
 
 
-def _effective_max_length(tok, model, max_length: int) -> int:
-    limits = [int(max_length)]
-    mml = getattr(tok, "model_max_length", None)
-    if isinstance(mml, int) and 0 < mml < 100_000:
-        limits.append(mml)
-    return min(limits)
+def _effective_max_length(tok, model, max_length: int, name: str = "") -> int:
+    """``max_length`` lowered to what the model takes (its position table, its tokenizer): :mod:`.limits`."""
+    return token_limit(getattr(model, "config", None), tok, max_length, name)
 
 
 def _batches(loaded: LoadedTextModel, texts: Sequence[str], max_length: int, batch_size: int, progress: bool,
@@ -153,7 +151,7 @@ def _batches(loaded: LoadedTextModel, texts: Sequence[str], max_length: int, bat
 
     tok, dev = loaded.tokenizer, loaded.device
     n = len(texts)
-    ml = _effective_max_length(tok, loaded.model, max_length)
+    ml = _effective_max_length(tok, loaded.model, max_length, loaded.name)
     ids = tok(list(texts), truncation=True, max_length=ml, padding=False, return_attention_mask=False,
               return_token_type_ids=False)["input_ids"]
     lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=n)

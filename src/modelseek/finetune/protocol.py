@@ -24,6 +24,7 @@ import numpy as np
 from ..data.pool import Candidate
 from ..data.task import Split, Task
 from ..errors import InputError, ModelseekError
+from ..features.limits import token_limit
 from ..features.text import resolve_source
 from ..progress import progress_bar
 from .metrics import accuracy_from_confusion, macro_f1_from_confusion
@@ -231,12 +232,8 @@ class _Encoded:
     through Python dicts per batch): the arrays are already token ids, so padding is a fill and a copy.
     """
 
-    def __init__(self, tok, split: Split, label_index: Mapping[str, int], max_length: int,
+    def __init__(self, tok, split: Split, label_index: Mapping[str, int], limit: int,
                  pad_to_length: int | None = None) -> None:
-        limit = max_length
-        mml = getattr(tok, "model_max_length", None)
-        if isinstance(mml, int) and 0 < mml < 100_000:
-            limit = min(limit, mml)
         enc = tok(list(split.texts), truncation=True, max_length=limit)
         self.input_ids: list[list[int]] = enc["input_ids"]
         self.token_type_ids: list[list[int]] | None = enc.get("token_type_ids")
@@ -358,9 +355,10 @@ def finetune(task: Task | TaskData, model: Candidate | ModelSpec | str, recipe: 
     with _torch_state(recipe, seed, device):
         tok, net = load_model(spec, labels)
         net.to(device)
-        train = _Encoded(tok, data.train, index, recipe.max_length, recipe.pad_to_length)
-        val = _Encoded(tok, data.val, index, recipe.max_length, recipe.pad_to_length)
-        test = _Encoded(tok, data.test, index, recipe.max_length, recipe.pad_to_length) if data.test else None
+        limit = token_limit(net.config, tok, recipe.max_length, spec.model_id)  # the position table, said once
+        train = _Encoded(tok, data.train, index, limit, recipe.pad_to_length)
+        val = _Encoded(tok, data.val, index, limit, recipe.pad_to_length)
+        test = _Encoded(tok, data.test, index, limit, recipe.pad_to_length) if data.test else None
         opt = torch.optim.AdamW(net.parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay)
         gen = torch.Generator().manual_seed(seed)
         stopper = EarlyStopper(recipe.patience, recipe.min_delta)
