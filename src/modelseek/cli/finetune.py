@@ -48,6 +48,12 @@ def register(sub) -> None:
     p.set_defaults(func=run)
 
 
+#: the head policy in words, said once per run (issue #48)
+HEAD_POLICY = {"fresh": "a new randomly initialised head for every task, also where a checkpoint carries one of the "
+                        "task's size: the NTCIR protocol; --set head=keep keeps such a head",
+               "keep": "a checkpoint's own head kept, relabelled, where its size equals the task's class count"}
+
+
 def _first_line(text: str) -> str:
     return (text or "").strip().splitlines()[0] if (text or "").strip() else "unknown error"
 
@@ -92,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
               f"{grid.n_done} done, {len(failed)} failed (recipe {recipe.digest})")
         if wrote:
             print(f"wrote ground truth for {grid.n_done} job(s) to {out}")
+        print(f"classification head: {recipe.head.value} ({HEAD_POLICY[recipe.head.value]})")
     for j, e in failed:
         print(f"error: task {j.task.task_id} model {j.model.model_id} seed {j.seed}: {_first_line(e)}",
               file=sys.stderr)
