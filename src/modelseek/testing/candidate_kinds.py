@@ -255,8 +255,9 @@ def make_candidate_snapshot(folder: str | Path, model_id: int, seed: int | None 
 
 def write_candidate_pool(root: str | Path, ids: Sequence[int] = tuple(range(1, 21)),
                          names: Sequence[str] | None = None) -> Path:
-    """The stand-ins of candidates ``ids`` in ``root/models/NN`` and a pool ``root/pool.yaml`` naming each by its
-    NTCIR name (or by ``names[i]``: the Hub's current id, a custom id)."""
+    """The stand-ins of candidates ``ids`` in ``root/models/NN`` with ``root/models.csv`` (the organisers' ``data/``
+    layout) and a pool ``root/pool.yaml`` naming each by its NTCIR name (or by ``names[i]``: the Hub's current id, a
+    custom id)."""
     import yaml  # lazy: yaml
 
     root = Path(root)
@@ -264,6 +265,9 @@ def write_candidate_pool(root: str | Path, ids: Sequence[int] = tuple(range(1, 2
     for i, m in enumerate(ids):
         folder = make_candidate_snapshot(root / "models" / f"{int(m):02d}", m)
         rows.append({"id": str(m), "hf_id": names[i] if names else KINDS[int(m)].hf_id, "path": str(folder)})
+    with open(root / "models.csv", "w", encoding="utf-8-sig", newline="") as fh:  # as the organisers' data/
+        fh.write("model_id,model_name,model_hf_url\n")
+        fh.writelines(f"{m},{KINDS[int(m)].hf_id},https://huggingface.co/{KINDS[int(m)].hf_id}\n" for m in ids)
     pool = root / "pool.yaml"
     pool.write_text(yaml.safe_dump({"name": "ntcir19-kinds", "candidates": rows}, sort_keys=False), encoding="utf-8")
     return pool
