@@ -36,6 +36,8 @@ def register(sub) -> None:
                                    "store share its grid (each job is claimed by one of them).")
     p.add_argument("--pool", required=True, help="pool file (models.csv or YAML) or built-in pool name")
     p.add_argument("--tasks", required=True, help="NTCIR root or task folder, or one table file")
+    p.add_argument("--text-col", default="text", help="text column(s) of a table file, comma-separated")
+    p.add_argument("--label-col", default="label", help="label column(s) of a table file, comma-separated")
     p.add_argument("--out", required=True, type=OUTPUT_FILE,
                    help="ground-truth CSV to write (official format + criticality)")
     p.add_argument("--store", help="job store (default: OUT with suffix .jobs.sqlite)")
@@ -71,7 +73,9 @@ def run(args: argparse.Namespace) -> int:
         if not c.source:
             raise InputError(f"candidate {c.id!r} has neither hf_id nor path (fine-tuning loads it)",
                              path=args.pool, field="hf_id")
-    tasks = load_tasks(args.tasks)
+    cols = {k: (v.split(",") if "," in v else v) for k, v in (("text_col", args.text_col),
+                                                              ("label_col", args.label_col))}
+    tasks = load_tasks(args.tasks, **cols)  # the columns apply to a table file
     out = Path(args.out)
     store = Path(args.store) if args.store else out.with_suffix(".jobs.sqlite")
     grid = run_grid(tasks, pool, store, recipe=recipe, seeds=args.seeds, executor=args.executor,
