@@ -22,7 +22,9 @@ A profile with no domain evidence (a general-purpose model, or nothing known) ne
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -429,17 +431,55 @@ def profile_from_folder(hf_id: str, folder: str | Path, origin: str = "model-fol
     return profile_from_card(hf_id, readme, config if isinstance(config, dict) else None, origin, [str(folder)])
 
 
-def fetch_profile(hf_id: str) -> ModelProfile:
-    """Fetch ``hf_id``'s card and config from the Hub (needs the network; the files land in the HF cache)."""
+def hub_unreachable(hf_ids: Sequence[str]) -> None:
+    """Refuse at once (one line) to fetch ``hf_ids`` when the Hub cannot be reached (``HF_HUB_OFFLINE``, or no answer
+    within 3 s) and the local Hugging Face cache holds neither card nor config of one of them; without this check
+    every file costs huggingface_hub's five retries (about 47 s per model, each retry warned about)."""
+    from .features.sources import hub_offline_reason  # lazy: start-up
+
+    reason = hub_offline_reason()
+    if reason is None:
+        return
+    missing = [h for h in hf_ids if _snapshot(h, hf_cache_dir()) is None]
+    if missing:
+        raise InputError(f"cannot fetch the card or config of {', '.join(map(repr, missing))}: the Hugging Face Hub "
+                         f"is unreachable ({reason}) and the local cache does not hold them; fetch where the Hub is "
+                         f"reachable, or write the profile by hand (modelseek profiles show --json)", field="hf_id")
+
+
+@contextlib.contextmanager
+def _quiet_hub():
+    """huggingface_hub's own retry warnings off while fetching (a failure is reported once, by the caller)."""
+    hub_log = logging.getLogger("huggingface_hub")
+    level = hub_log.level
+    hub_log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        hub_log.setLevel(level)
+
+
+def fetch_profile(hf_id: str, check_hub: bool = True) -> ModelProfile:
+    """Fetch ``hf_id``'s card and config from the Hub (needs the network; the files land in the HF cache). Offline,
+    a model the local cache holds is read from there, any other is refused at once (:func:`hub_unreachable`)."""
     try:
         from huggingface_hub import hf_hub_download  # lazy: huggingface_hub
     except ImportError:  # pragma: no cover - a dependency of transformers
         raise InputError("fetching model cards needs huggingface_hub (pip install huggingface_hub)") from None
+    if check_hub:
+        hub_unreachable([hf_id])
+    from .features.sources import hub_offline_reason  # lazy: start-up
+
+    if check_hub and hub_offline_reason() is not None:  # offline: the local cache holds it (hub_unreachable)
+        cached = profile_from_hf_cache(hf_id)
+        if cached is not None:
+            return cached
     got: dict[str, Any] = {}
     errors = []
     for name in ("README.md", "config.json"):
         try:
-            got[name] = Path(hf_hub_download(hf_id, name))
+            with _quiet_hub():
+                got[name] = Path(hf_hub_download(hf_id, name))
         except Exception as exc:  # noqa: BLE001 - offline, gated, missing file: say which
             errors.append(f"{name}: {type(exc).__name__}")
     if not got:
