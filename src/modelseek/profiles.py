@@ -351,7 +351,7 @@ def _domains(texts: Iterable[str]) -> list[str]:
 def _description(body: str) -> str:
     """The card's description of the model: its paragraphs up to the first section about uses, limits, training or
     evaluation (what a reader takes for "what this model is")."""
-    out = []
+    out: list[str] = []
     for para in re.split(r"\n\s*\n", body):
         p = para.strip()
         if not p:
@@ -538,6 +538,6 @@ def profiles_for(pool: Iterable[Any], extra: Mapping[str, ModelProfile] | None =
     return [profile_for(c, extra) for c in pool]
 
 
-__all__ = ["ModelProfile", "canonical_hf_id", "fetch_profile", "folder_identity", "hf_cache_dir", "profile_for", "profile_from_candidate",
-           "profile_from_card", "profile_from_folder", "profile_from_hf_cache", "profiles_for", "profiles_from_facts",
-           "read_profiles", "shipped_profiles", "write_profiles"]
+__all__ = ["ModelProfile", "canonical_hf_id", "fetch_profile", "folder_identity", "hf_cache_dir", "hub_unreachable",
+           "profile_for", "profile_from_candidate", "profile_from_card", "profile_from_folder", "profile_from_hf_cache",
+           "profiles_for", "profiles_from_facts", "read_profiles", "shipped_profiles", "write_profiles"]

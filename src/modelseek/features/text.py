@@ -132,7 +132,7 @@ def _load_model(source: str, revision: str | None, device: str, name: str = "",
             tok = AutoTokenizer.from_pretrained(source, revision=revision, local_files_only=local_files_only)
             model, info = AutoModel.from_pretrained(source, revision=revision, local_files_only=local_files_only,
                                                     output_loading_info=True)
-    except (OSError, ValueError, ImportError, RuntimeError) as exc:
+    except (OSError, ValueError, ImportError, RuntimeError):
         found = snapshot_problem(source)
         if found:
             raise ModelseekError(f"model {name or source!r}: {found}") from None

@@ -17,6 +17,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..features.loading import quiet_transformers
 from .tiny_models import _seeded_init
@@ -145,7 +146,7 @@ def _tokenizer(kind: Kind, folder: Path):
     from tokenizers import ByteLevelBPETokenizer, SentencePieceUnigramTokenizer  # lazy: tokenizers
     from tokenizers.processors import TemplateProcessing  # lazy: tokenizers
 
-    mml = {"model_max_length": 512} if kind.tokenizer_max else {}
+    mml: dict[str, Any] = {"model_max_length": 512} if kind.tokenizer_max else {}
     if kind.family in ("bert", "distilbert"):
         from transformers import BertTokenizerFast, DistilBertTokenizerFast  # type: ignore[attr-defined]  # lazy: transformers
 
@@ -178,7 +179,7 @@ def _tokenizer(kind: Kind, folder: Path):
     sp.train_from_iterator(_CORPUS, vocab_size=80, special_tokens=specials, unk_token="<unk>", show_progress=False)
     cls_tok, sep_tok = ("[CLS]", "[SEP]") if albert else ("<s>", "</s>")
     ids = {t: specials.index(t) for t in (cls_tok, sep_tok)}
-    sp._tokenizer.post_processor = TemplateProcessing(  # noqa: SLF001 - the wrapped Tokenizer, as transformers uses it
+    sp._tokenizer.post_processor = TemplateProcessing(  # the wrapped Tokenizer, as transformers uses it
         single=f"{cls_tok} $A {sep_tok}", pair=f"{cls_tok} $A {sep_tok} $B {sep_tok}",
         special_tokens=[(cls_tok, ids[cls_tok]), (sep_tok, ids[sep_tok])])
     if albert:
@@ -192,13 +193,13 @@ def _config(kind: Kind, vocab_size: int, pad_id: int):
     import transformers  # lazy: transformers
 
     hidden, layers = (24, 3) if kind.large else (16, 2)
-    common = {"vocab_size": vocab_size, "pad_token_id": pad_id}
+    common: dict[str, Any] = {"vocab_size": vocab_size, "pad_token_id": pad_id}
     if kind.labels:
         common.update(id2label=dict(enumerate(kind.labels)), label2id={n: i for i, n in enumerate(kind.labels)})
     if kind.family == "distilbert":
         return transformers.DistilBertConfig(dim=hidden, n_layers=layers, n_heads=2, hidden_dim=2 * hidden,
                                              max_position_embeddings=512, **common)
-    shape = {"hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": 2,
+    shape: dict[str, Any] = {"hidden_size": hidden, "num_hidden_layers": layers, "num_attention_heads": 2,
              "intermediate_size": 2 * hidden}
     if kind.family == "bert":
         return transformers.BertConfig(max_position_embeddings=512, **shape, **common)
