@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
+from .features.sources import hub_offline_reason
 from .io import atomic_write_text, open_text, read_json
 
 #: words of a pre-training description that say nothing about a domain (the generic corpora)
@@ -435,8 +436,6 @@ def hub_unreachable(hf_ids: Sequence[str]) -> None:
     """Refuse at once (one line) to fetch ``hf_ids`` when the Hub cannot be reached (``HF_HUB_OFFLINE``, or no answer
     within 3 s) and the local Hugging Face cache holds neither card nor config of one of them; without this check
     every file costs huggingface_hub's five retries (about 47 s per model, each retry warned about)."""
-    from .features.sources import hub_offline_reason  # lazy: start-up
-
     reason = hub_offline_reason()
     if reason is None:
         return
@@ -468,7 +467,6 @@ def fetch_profile(hf_id: str, check_hub: bool = True) -> ModelProfile:
         raise InputError("fetching model cards needs huggingface_hub (pip install huggingface_hub)") from None
     if check_hub:
         hub_unreachable([hf_id])
-    from .features.sources import hub_offline_reason  # lazy: start-up
 
     if check_hub and hub_offline_reason() is not None:  # offline: the local cache holds it (hub_unreachable)
         cached = profile_from_hf_cache(hf_id)
