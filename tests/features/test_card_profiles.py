@@ -56,7 +56,7 @@ def test_canonical_ids_are_the_hubs_renames():
     assert canonical_hf_id("bert-base-uncased") == "bert-base-uncased"
 
 
-@pytest.mark.slow(reason="about 15 s on 2 busy cores: the default ranker three times over 20 tiny models")
+@pytest.mark.slow(reason="about 5 s on 2 busy cores: 20 stand-ins built, the default ranker three times")
 def test_the_same_ranking_whatever_id_names_a_candidate(cli, stand_ins, tmp_path):
     root, pool, task = stand_ins
     ntcir = _ranking(cli, task, pool)
