@@ -35,6 +35,10 @@ autodoc_member_order = "bysource"
 autodoc_typehints = "signature"
 autodoc_default_options = {"members": True, "undoc-members": True, "show-inheritance": True}
 
+# Options are written with two hyphens and must stay copyable: no "smart" en dashes (``--install-default`` would
+# render as ``–install-default``, an argparse error when pasted) and no curly quotes in help texts.
+smartquotes = False
+
 html_theme = "furo"
 html_title = "modelseek"
 html_static_path: list[str] = []
@@ -42,3 +46,19 @@ html_static_path: list[str] = []
 # Help texts of the parsers quote names in backticks; sphinx-argparse reads them as reStructuredText, where that
 # is the default role: make it a literal (the default, a cross-reference, needs an environment it does not pass).
 default_role = "literal"
+
+
+def _no_false_mailto(app, doctree) -> None:
+    """docutils reads ``name@text`` as an e-mail address: "nDCG@1/3/5" in a help text became a mailto link. A
+    "domain" without a dot is no address: such links become their plain text again."""
+    from docutils import nodes
+
+    for ref in list(doctree.findall(nodes.reference)):
+        uri = str(ref.get("refuri", ""))
+        if uri.startswith("mailto:") and "." not in uri.partition("@")[2]:
+            ref.replace_self(nodes.Text(ref.astext()))
+
+
+def setup(app):
+    app.connect("doctree-read", _no_false_mailto)
+    return {"parallel_read_safe": True}

@@ -157,14 +157,16 @@ def test_when_every_candidate_fails_the_given_flag_is_not_suggested(cli, repo, t
     assert "rerun with --allow-failures" not in r.err
 
 
-def test_a_model_folder_feeds_the_profile(repo):
+def test_a_model_folder_feeds_the_profile(repo, tmp_path):
     from modelseek.data.pool import Candidate, load_pool
     from modelseek.profiles import profile_for
 
     pool = load_pool(repo / "data" / "models.csv")
     assert pool.get("5").path == str((repo / "data" / "models" / "05").resolve()) and pool.get("4").path is None
-    # a model outside the shipped 20: its card and config are read from the folder
-    prof = profile_for(Candidate(id="21", hf_id="my-org/fin-bert", path=pool.get("5").path))
+    # a model outside the shipped 20 (a folder outside the organisers' data/models, whose NN would name the model):
+    # its card and config are read from the folder
+    mine = shutil.copytree(pool.get("5").path, tmp_path / "fin-bert")
+    prof = profile_for(Candidate(id="21", hf_id="my-org/fin-bert", path=str(mine)))
     assert prof.origin == "model-folder" and prof.architecture == "bert"
     assert "finance" in prof.domain and "financial_phrasebank" in prof.fine_tuned_on
 

@@ -22,7 +22,9 @@ A profile with no domain evidence (a general-purpose model, or nothing known) ne
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -32,11 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InputError
+from .features.sources import hub_offline_reason
 from .io import atomic_write_text, open_text, read_json
 
 #: words of a pre-training description that say nothing about a domain (the generic corpora)
 _GENERIC = ("bookcorpus", "wikipedia", "inherits", "same as bert", "openwebtext", "commoncrawl", "roberta-corpus",
-            "cc-news", "stories", "80gb")
+            "cc-news", "stories", "80gb", "c4", "cc100", "oscar")
 
 
 @dataclass(frozen=True)
@@ -275,13 +278,107 @@ def _as_list(v: Any) -> list[str]:
     return [str(v)]
 
 
+#: data sets that are pre-training corpora (a card's ``datasets`` lists them for models never fine-tuned on them)
+PRETRAINING_CORPORA = frozenset({"bookcorpus", "bookcorpusopen", "wikipedia", "wikitext", "openwebtext", "ccnews", "c4",
+                                 "oscar", "cc100", "thepile", "pile", "commoncrawl", "stories", "realnews", "mc4",
+                                 "redpajama", "falcon", "fineweb", "roots", "wiki40b", "englishwikipedia"})
+#: domains a reader takes from a card's tags and description: (pattern, domain); anything else (``exbert``,
+#: ``deberta-v1``, task and library names) is not a domain
+DOMAIN_WORDS: tuple[tuple[str, str], ...] = (
+    (r"financ|stocktwits|\bstocks?\b|bullish|bearish|fintech|earnings", "finance"),
+    (r"clinical|mimic|biomedic|medical|pubmed|health record|patients?\b", "clinical/biomedical"),
+    (r"\blegal\b|\blaw\b|contracts?\b|court", "legal"),
+    (r"tweet|twitter", "social media/twitter"),
+    (r"reddit", "social media/reddit"),
+    (r"hate|abusive|offensive|toxic", "hate speech/abuse"),
+    (r"sentiment|\bsst", "sentiment"),
+    (r"emotion", "emotion"),
+    (r"reviews?\b|imdb|yelp|amazon", "reviews"),
+    (r"question.answering|\bsquad", "QA"),
+    (r"\bnews\b", "news"),
+    (r"scientific|arxiv|\bscience", "scientific"),
+)
+#: a card section after which the text no longer describes the model itself (uses, limits, training recipes)
+_LATER_SECTION = re.compile(r"intended|how to|usage|\buse\b|limitation|bias|training procedure|evaluation|"
+                            r"citation|bibtex|results|preprocessing", re.I)
+#: the Hub's organisations for the models once published without one (``bert-base-uncased`` is now
+#: ``google-bert/bert-base-uncased``); the old name still resolves there
+LEGACY_ORGS = frozenset({"google-bert", "facebookai", "albert", "distilbert", "openai-community", "google-t5"})
+
+
+def canonical_hf_id(hf_id: str) -> str:
+    """The name a model had before the Hub moved it under an organisation: ``google-bert/bert-base-uncased`` and
+    ``FacebookAI/roberta-base`` are ``bert-base-uncased`` and ``roberta-base`` (the NTCIR names); others unchanged."""
+    text = (hf_id or "").strip()
+    org, sep, name = text.partition("/")
+    return name if sep and org.lower() in LEGACY_ORGS and name and "/" not in name else text
+
+
+def folder_identity(path: str | os.PathLike | None) -> str:
+    """The NTCIR name of a snapshot the organisers' ``download_models`` wrote: ``.../models/NN`` beside a
+    ``models.csv`` whose ``model_id`` NN names it (``data/models/05`` is ``bert-base-uncased``); "" otherwise."""
+    if not path or str(path).startswith("package:"):
+        return ""
+    import csv
+
+    folder = Path(os.path.expanduser(str(path)))
+    if folder.parent.name != "models" or not folder.name.isdigit():
+        return ""
+    table = folder.parent.parent / "models.csv"
+    try:
+        with open(table, encoding="utf-8-sig", newline="") as fh:
+            for row in csv.DictReader(fh):
+                mid, name = (row.get("model_id") or "").strip(), (row.get("model_name") or "").strip()
+                if mid.isdigit() and int(mid) == int(folder.name) and name:
+                    return name
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return ""
+    return ""
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "", name.lower())
+
+
+def _domains(texts: Iterable[str]) -> list[str]:
+    found: dict[str, None] = {}
+    for text in texts:
+        for pattern, domain in DOMAIN_WORDS:
+            if re.search(pattern, text, re.I):
+                found.setdefault(domain, None)
+    return list(found)
+
+
+def _description(body: str) -> str:
+    """The card's description of the model: its paragraphs up to the first section about uses, limits, training or
+    evaluation (what a reader takes for "what this model is")."""
+    out: list[str] = []
+    for para in re.split(r"\n\s*\n", body):
+        p = para.strip()
+        if not p:
+            continue
+        if p.startswith("#"):
+            if out and _LATER_SECTION.search(p.splitlines()[0]):
+                break
+            continue
+        if p.startswith(("|", "```", "<", "![")):
+            continue
+        out.append(p)
+        if len(out) >= 3:
+            break
+    return re.sub(r"\s+", " ", " ".join(out))
+
+
 def profile_from_card(hf_id: str, readme: str | None, config: Mapping[str, Any] | None,
                       origin: str = "hf-cache", sources: Sequence[str] = ()) -> ModelProfile:
-    """A profile read from a model card (README.md text) and a ``config.json`` mapping."""
+    """A profile read from a model card (README.md text) and a ``config.json`` mapping, as a person reads them:
+    the ``datasets`` of the header that are pre-training corpora (bookcorpus, wikipedia, ...) are pre-training data,
+    the others fine-tuning data (pre-training data for a masked-LM checkpoint, which has no task head); a domain is a
+    known domain named by a tag or by the card's description of the model (``exbert`` or ``deberta-v1`` are not);
+    a card that says nothing of a domain gives a general-purpose profile."""
     meta, body = _front_matter(readme or "")
-    paragraphs = [p.strip() for p in re.split(r"\n\s*\n", body)
-                  if p.strip() and not p.strip().startswith(("#", "|", "```", "<", "!["))]
-    excerpt = re.sub(r"\s+", " ", " ".join(paragraphs[:2]))[:600]
+    description = _description(body)
+    excerpt = description[:600]
     tags = [t.lower() for t in _as_list(meta.get("tags"))]
     datasets = _as_list(meta.get("datasets"))
     langs = _as_list(meta.get("language"))
@@ -299,13 +396,16 @@ def profile_from_card(hf_id: str, readme: str | None, config: Mapping[str, Any] 
                 "QA span extraction" if "QuestionAnswering" in a else
                 "token classification" if "TokenClassification" in a else
                 "masked LM" if "MaskedLM" in a or "PreTraining" in a else a)
-    domain_words = [t for t in tags if t not in ("transformers", "pytorch", "tf", "jax", "safetensors", "en",
-                                                 "text-classification", "fill-mask", "bert", "roberta")]
-    fine = ", ".join(datasets)
+    pretrained_only = head == "masked LM"  # a pre-training checkpoint: every data set it lists it was pre-trained on
+    corpora = [d for d in datasets if _key(d.split("/")[-1]) in PRETRAINING_CORPORA]
+    others = [d for d in datasets if d not in corpora]
+    pretraining = corpora + (others if pretrained_only else [])
+    fine = [] if pretrained_only else others
+    domains = _domains([" ".join(tags), description, *others])
     kw = {"hf_id": hf_id, "architecture": str(cfg.get("model_type", "")), "languages": ", ".join(langs),
-          "license": str(meta.get("license", "") or ""), "fine_tuned_on": fine, "head_task": head,
-          "labels": labels, "card_excerpt": excerpt, "domain": ", ".join(domain_words[:6]),
-          "sources": list(sources)}
+          "license": str(meta.get("license", "") or ""), "fine_tuned_on": ", ".join(fine), "head_task": head,
+          "pretraining_data": ", ".join(pretraining), "labels": labels, "card_excerpt": excerpt,
+          "domain": ", ".join(domains) or "general", "sources": list(sources)}
     return ModelProfile.from_mapping({k: v for k, v in kw.items() if v not in ("", None)}, origin=origin)
 
 
@@ -332,17 +432,52 @@ def profile_from_folder(hf_id: str, folder: str | Path, origin: str = "model-fol
     return profile_from_card(hf_id, readme, config if isinstance(config, dict) else None, origin, [str(folder)])
 
 
-def fetch_profile(hf_id: str) -> ModelProfile:
-    """Fetch ``hf_id``'s card and config from the Hub (needs the network; the files land in the HF cache)."""
+def hub_unreachable(hf_ids: Sequence[str]) -> None:
+    """Refuse at once (one line) to fetch ``hf_ids`` when the Hub cannot be reached (``HF_HUB_OFFLINE``, or no answer
+    within 3 s) and the local Hugging Face cache holds neither card nor config of one of them; without this check
+    every file costs huggingface_hub's five retries (about 47 s per model, each retry warned about)."""
+    reason = hub_offline_reason()
+    if reason is None:
+        return
+    missing = [h for h in hf_ids if _snapshot(h, hf_cache_dir()) is None]
+    if missing:
+        raise InputError(f"cannot fetch the card or config of {', '.join(map(repr, missing))}: the Hugging Face Hub "
+                         f"is unreachable ({reason}) and the local cache does not hold them; fetch where the Hub is "
+                         f"reachable, or write the profile by hand (modelseek profiles show --json)", field="hf_id")
+
+
+@contextlib.contextmanager
+def _quiet_hub():
+    """huggingface_hub's own retry warnings off while fetching (a failure is reported once, by the caller)."""
+    hub_log = logging.getLogger("huggingface_hub")
+    level = hub_log.level
+    hub_log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        hub_log.setLevel(level)
+
+
+def fetch_profile(hf_id: str, check_hub: bool = True) -> ModelProfile:
+    """Fetch ``hf_id``'s card and config from the Hub (needs the network; the files land in the HF cache). Offline,
+    a model the local cache holds is read from there, any other is refused at once (:func:`hub_unreachable`)."""
     try:
         from huggingface_hub import hf_hub_download  # lazy: huggingface_hub
     except ImportError:  # pragma: no cover - a dependency of transformers
         raise InputError("fetching model cards needs huggingface_hub (pip install huggingface_hub)") from None
+    if check_hub:
+        hub_unreachable([hf_id])
+
+    if check_hub and hub_offline_reason() is not None:  # offline: the local cache holds it (hub_unreachable)
+        cached = profile_from_hf_cache(hf_id)
+        if cached is not None:
+            return cached
     got: dict[str, Any] = {}
     errors = []
     for name in ("README.md", "config.json"):
         try:
-            got[name] = Path(hf_hub_download(hf_id, name))
+            with _quiet_hub():
+                got[name] = Path(hf_hub_download(hf_id, name))
         except Exception as exc:  # noqa: BLE001 - offline, gated, missing file: say which
             errors.append(f"{name}: {type(exc).__name__}")
     if not got:
@@ -379,6 +514,12 @@ def profile_for(candidate: Any, extra: Mapping[str, ModelProfile] | None = None,
     if hf in shipped:
         return shipped[hf]
     path = getattr(candidate, "path", None)
+    # the Hub's current name of an NTCIR candidate (google-bert/..., FacebookAI/...), or its organisers' snapshot
+    for same in (canonical_hf_id(hf), folder_identity(path)):
+        if same in shipped:
+            from dataclasses import replace
+
+            return replace(shipped[same], hf_id=hf)
     if path and not str(path).startswith("package:"):  # a local model folder: its own card and config
         p = profile_from_folder(hf, path)
         if p is not None:
@@ -395,6 +536,6 @@ def profiles_for(pool: Iterable[Any], extra: Mapping[str, ModelProfile] | None =
     return [profile_for(c, extra) for c in pool]
 
 
-__all__ = ["ModelProfile", "fetch_profile", "hf_cache_dir", "profile_for", "profile_from_candidate",
-           "profile_from_card", "profile_from_folder", "profile_from_hf_cache", "profiles_for", "profiles_from_facts",
-           "read_profiles", "shipped_profiles", "write_profiles"]
+__all__ = ["ModelProfile", "canonical_hf_id", "fetch_profile", "folder_identity", "hf_cache_dir", "hub_unreachable",
+           "profile_for", "profile_from_candidate", "profile_from_card", "profile_from_folder", "profile_from_hf_cache",
+           "profiles_for", "profiles_from_facts", "read_profiles", "shipped_profiles", "write_profiles"]

@@ -403,14 +403,48 @@ def _validated(made: list[tuple[str, str, Run]], topics: list[str], docs: list[s
     return [out / f"{run_id}.txt" for _, run_id, _ in made]
 
 
+def _portable(path: str) -> str:
+    """A path as it may appear in a shared document: relative to the working folder when it lies below it, else
+    its last two parts (``modelretrieval-1-subtask-a/data``) — never the writer's home or machine layout."""
+    import os
+
+    p = Path(os.path.expanduser(path))
+    if not p.is_absolute():
+        return path
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve())) or "."
+    except (ValueError, OSError):
+        return str(Path(*p.parts[-2:])) if len(p.parts) > 2 else p.name
+
+
+def _portable_command(command: str) -> str:
+    """The command with every absolute path (or ``~`` path) made :func:`_portable`."""
+    import shlex
+
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command
+    out = []
+    for w in words:
+        key, eq, value = w.partition("=")
+        if eq and (value.startswith(("/", "~"))):
+            out.append(f"{key}={_portable(value)}")
+        else:
+            out.append(_portable(w) if w.startswith(("/", "~")) else w)
+    return shlex.join(out)
+
+
 def methods_md(runs: Sequence[SubmittedRun], skipped: dict[str, str], layout: OrganisersLayout,
                command: str | None, tuned: dict[str, int] | None = None, prior: Prior | None = None) -> str:
     """``METHODS.md``: for each run, its kind, whether candidates were fine-tuned, the data used, the version and
     the exact command — ready for the working notes."""
     when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     lines = ["# NTCIR-19 Model Retrieval, Subtask A: runs", "",
-             f"Made by modelseek {__version__} on {when} from `{layout.data}`.",
-             f"Command: `{command}`" if command else "Command: the Python API (modelseek.submission.make_submission)",
+             f"Made by modelseek {__version__} on {when} from the organisers' layout "
+             f"(`{_portable(str(layout.data))}`).",
+             f"Command: `{_portable_command(command)}`" if command
+             else "Command: the Python API (modelseek.submission.make_submission)",
              *([f"Prior (the avgrank run, and any topic a run's method cannot rank): the average rank over "
                 f"{prior.describe()}."] if prior is not None else []),
              "", "| run id | file | method | kind | candidates fine-tuned | topics |", "|---|---|---|---|---|---|"]

@@ -41,9 +41,15 @@ def run(args: argparse.Namespace) -> int:
     print(f"example task: {data} ({len(task.train)} train / {len(task.val)} val texts, "
           f"{task.num_classes} classes)")
     print(f"ranked {len(pool)} candidates with the default ranker ({run_.run_id}):")
-    print(f"{'rank':>4}  {'docID':>5}  {'score':>8}  model")
+    # the default ranker's score is minus the expected fine-tuned rank (a TREC run ranks higher scores first):
+    # shown as the rank it is, and said
+    expected = run_.run_id == "adaptive"
+    print(f"{'rank':>4}  {'docID':>5}  {'exp. rank' if expected else 'score':>9}  model")
     for e in run_[task.id]:
-        print(f"{e.rank:>4}  {e.doc:>5}  {e.score:>8.3f}  {pool.get(e.doc).hf_id}")
+        print(f"{e.rank:>4}  {e.doc:>5}  {(-e.score if expected else e.score):>9.2f}  {pool.get(e.doc).hf_id}")
+    if expected:
+        print(f"exp. rank: the candidate's expected rank among the {len(pool)} after fine-tuning; the run file's "
+              f"score is its negative (TREC runs rank higher scores first)")
     print(f"run file (valid TREC format): {run_path}")
     if args.layout:
         from ..data.synthetic import make_ntcir_layout  # lazy: pandas

@@ -36,6 +36,8 @@ def register(sub) -> None:
                                    "store share its grid (each job is claimed by one of them).")
     p.add_argument("--pool", required=True, help="pool file (models.csv or YAML) or built-in pool name")
     p.add_argument("--tasks", required=True, help="NTCIR root or task folder, or one table file")
+    p.add_argument("--text-col", default="text", help="text column(s) of a table file, comma-separated")
+    p.add_argument("--label-col", default="label", help="label column(s) of a table file, comma-separated")
     p.add_argument("--out", required=True, type=OUTPUT_FILE,
                    help="ground-truth CSV to write (official format + criticality)")
     p.add_argument("--store", help="job store (default: OUT with suffix .jobs.sqlite)")
@@ -46,6 +48,12 @@ def register(sub) -> None:
     add_recipe_args(p)
     p.add_argument("--json", action="store_true", help="print a machine-readable summary")
     p.set_defaults(func=run)
+
+
+#: the head policy in words, said once per run (issue #48)
+HEAD_POLICY = {"fresh": "a new randomly initialised head for every task, also where a checkpoint carries one of the "
+                        "task's size: the NTCIR protocol; --set head=keep keeps such a head",
+               "keep": "a checkpoint's own head kept, relabelled, where its size equals the task's class count"}
 
 
 def _first_line(text: str) -> str:
@@ -65,7 +73,9 @@ def run(args: argparse.Namespace) -> int:
         if not c.source:
             raise InputError(f"candidate {c.id!r} has neither hf_id nor path (fine-tuning loads it)",
                              path=args.pool, field="hf_id")
-    tasks = load_tasks(args.tasks)
+    cols = {k: (v.split(",") if "," in v else v) for k, v in (("text_col", args.text_col),
+                                                              ("label_col", args.label_col))}
+    tasks = load_tasks(args.tasks, **cols)  # the columns apply to a table file
     out = Path(args.out)
     store = Path(args.store) if args.store else out.with_suffix(".jobs.sqlite")
     grid = run_grid(tasks, pool, store, recipe=recipe, seeds=args.seeds, executor=args.executor,
@@ -92,6 +102,7 @@ def run(args: argparse.Namespace) -> int:
               f"{grid.n_done} done, {len(failed)} failed (recipe {recipe.digest})")
         if wrote:
             print(f"wrote ground truth for {grid.n_done} job(s) to {out}")
+        print(f"classification head: {recipe.head.value} ({HEAD_POLICY[recipe.head.value]})")
     for j, e in failed:
         print(f"error: task {j.task.task_id} model {j.model.model_id} seed {j.seed}: {_first_line(e)}",
               file=sys.stderr)

@@ -17,6 +17,7 @@ from ..data.run import Run, read_runs
 from ..errors import InputError
 from ..fusion import FusionMethod, Norm, LearnedFusion, optimize_fusion, fuse
 from ..fusion.features import TaskFeatures, read_task_features, task_features_from_tasks
+from ..fusion.core import check_shared_candidates
 from ..fusion.learned import PLAIN_RRF
 from ._common import (INPUT_FILE, NON_NEGATIVE_FLOAT, OUTPUT_FILE, RUN_FILE, SEED, TASKS_FILE, TRUTH_FILE, add_scheme,
                       choice, input_file_of, int_at_least, metavar, number, print_json, load_truth, registry_metavar,
@@ -230,6 +231,10 @@ def run(args: argparse.Namespace) -> int:
     if given and not (args.optimize or args.apply):
         raise InputError(f"{', '.join(given)} needs --optimize or --apply (a stated fusion has fixed weights)")
     runs = _read_inputs(args.runs, args.names)
+    try:
+        check_shared_candidates(runs)  # runs over different pools: refused before any mode
+    except InputError as exc:
+        raise _located(exc, None, args.runs) from None
     features = _task_features(args)
 
     if args.apply:

@@ -54,9 +54,12 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _fetch(args: argparse.Namespace) -> int:
-    from ..profiles import fetch_profile, write_profiles  # lazy: start-up, CLI parser
+    from ..profiles import fetch_profile, hub_unreachable, write_profiles  # lazy: start-up, CLI parser
+    from ..features.sources import hub_offline_reason  # lazy: start-up
 
-    profs = [fetch_profile(h) for h in args.hf_ids]
+    hub_unreachable(args.hf_ids)  # offline: refused at once, before any download is tried
+    offline = hub_offline_reason() is not None
+    profs = [fetch_profile(h, check_hub=offline) for h in args.hf_ids]
     write_profiles(args.output, profs, fetched_by="modelseek profiles fetch")
     print(f"wrote {len(profs)} profile(s) to {args.output}")
     return 0

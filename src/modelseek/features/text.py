@@ -38,6 +38,8 @@ from ..errors import InputError, ModelseekError
 from ..progress import progress_bar
 from . import lean_bert
 from .cache import FeatureCache, cache_key, texts_fingerprint
+from .limits import token_limit
+from .loading import quiet_transformers, snapshot_problem, summarise_load_report
 from .sources import (MINILM_PACKAGE, _model_identity, hub_offline_reason, in_hub_cache,  # noqa: F401 (re-exported)
                       is_hub_source, offline_minilm_path, package_path, resolve_source)
 
@@ -124,8 +126,18 @@ def _load_model(source: str, revision: str | None, device: str, name: str = "",
     from transformers import AutoModel, AutoTokenizer  # lazy: transformers
 
     dev = pick_device(device)
-    tok = AutoTokenizer.from_pretrained(source, revision=revision, local_files_only=local_files_only)
-    model = AutoModel.from_pretrained(source, revision=revision, local_files_only=local_files_only)
+    _check_snapshot(source, name)
+    try:
+        with quiet_transformers():  # transformers' load-report table: summarised in one line below
+            tok = AutoTokenizer.from_pretrained(source, revision=revision, local_files_only=local_files_only)
+            model, info = AutoModel.from_pretrained(source, revision=revision, local_files_only=local_files_only,
+                                                    output_loading_info=True)
+    except (OSError, ValueError, ImportError, RuntimeError):
+        found = snapshot_problem(source)
+        if found:
+            raise ModelseekError(f"model {name or source!r}: {found}") from None
+        raise
+    summarise_load_report(name or source, info)
     if getattr(model.config, "is_encoder_decoder", False) and hasattr(model, "get_encoder"):
         model = model.get_encoder()
     if tok.pad_token_id is None:
@@ -136,12 +148,16 @@ def _load_model(source: str, revision: str | None, device: str, name: str = "",
     return LoadedTextModel(model=model, tokenizer=tok, device=dev, name=name or source)
 
 
-def _effective_max_length(tok, model, max_length: int) -> int:
-    limits = [int(max_length)]
-    mml = getattr(tok, "model_max_length", None)
-    if isinstance(mml, int) and 0 < mml < 100_000:
-        limits.append(mml)
-    return min(limits)
+def _check_snapshot(source: str, name: str) -> None:
+    """A damaged local snapshot (git-lfs pointers, a SentencePiece tokenizer without its package) named as such."""
+    found = snapshot_problem(source)
+    if found:
+        raise ModelseekError(f"model {name or source!r}: {found}")
+
+
+def _effective_max_length(tok, model, max_length: int, name: str = "") -> int:
+    """``max_length`` lowered to what the model takes (its position table, its tokenizer): :mod:`.limits`."""
+    return token_limit(getattr(model, "config", None), tok, max_length, name)
 
 
 def _batches(loaded: LoadedTextModel, texts: Sequence[str], max_length: int, batch_size: int, progress: bool,
@@ -153,7 +169,7 @@ def _batches(loaded: LoadedTextModel, texts: Sequence[str], max_length: int, bat
 
     tok, dev = loaded.tokenizer, loaded.device
     n = len(texts)
-    ml = _effective_max_length(tok, loaded.model, max_length)
+    ml = _effective_max_length(tok, loaded.model, max_length, loaded.name)
     ids = tok(list(texts), truncation=True, max_length=ml, padding=False, return_attention_mask=False,
               return_token_type_ids=False)["input_ids"]
     lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=n)
@@ -239,14 +255,18 @@ def _load_head_model(source: str, revision: str | None, device: str, name: str =
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer  # lazy: transformers
 
     lfo = {"local_files_only": local_files_only}
+    _check_snapshot(source, name)
     cfg = AutoConfig.from_pretrained(source, revision=revision, **lfo)
     archs = list(getattr(cfg, "architectures", None) or [])
     if not any(a.endswith("ForSequenceClassification") for a in archs):
         raise ModelseekError(f"model {name or source!r} carries no sequence-classification head "
                              f"(architectures: {', '.join(archs) or 'none'}); leep/nce need one")
     dev = pick_device(device)
-    tok = AutoTokenizer.from_pretrained(source, revision=revision, **lfo)
-    model = AutoModelForSequenceClassification.from_pretrained(source, revision=revision, **lfo)
+    with quiet_transformers():
+        tok = AutoTokenizer.from_pretrained(source, revision=revision, **lfo)
+        model, info = AutoModelForSequenceClassification.from_pretrained(source, revision=revision,
+                                                                         output_loading_info=True, **lfo)
+    summarise_load_report(name or source, info)
     if tok.pad_token_id is None:
         if tok.eos_token is None:
             raise ModelseekError(f"model {name or source!r}: tokenizer has neither a pad nor an eos token")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import math
 import time
 from collections.abc import Iterator, Mapping
@@ -24,11 +25,16 @@ import numpy as np
 from ..data.pool import Candidate
 from ..data.task import Split, Task
 from ..errors import InputError, ModelseekError
+from ..features.limits import token_limit
+from ..features.loading import describe_load_error, quiet_transformers, snapshot_problem, summarise_load_report
 from ..features.text import resolve_source
 from ..progress import progress_bar
 from .metrics import accuracy_from_confusion, macro_f1_from_confusion
-from .recipe import PROTOCOL, Device, Precision, Recipe
+from .recipe import PROTOCOL, Device, HeadPolicy, Precision, Recipe
 from .stopping import EarlyStopper
+
+
+log = logging.getLogger(__name__)
 
 
 class CandidateLoadError(ModelseekError):
@@ -176,47 +182,87 @@ def _torch_state(recipe: Recipe, seed: int, device: str) -> Iterator[None]:
             torch.use_deterministic_algorithms(det)
 
 
-@contextlib.contextmanager
-def _quiet_transformers() -> Iterator[None]:
-    """Silence transformers' load report and progress bars while loading; restore them after."""
-    from transformers.utils import logging as tlog  # lazy: transformers
-
-    level, bars = tlog.get_verbosity(), tlog.is_progress_bar_enabled()
-    tlog.set_verbosity_error()
-    tlog.disable_progress_bar()
-    try:
-        yield
-    finally:
-        tlog.set_verbosity(level)
-        if bars:
-            tlog.enable_progress_bar()
+_quiet_transformers = quiet_transformers  # silence transformers' load report and progress bars
 
 
-def load_model(model: ModelSpec, label_names: list[str]):
-    """Tokenizer and a classification model with a fresh ``len(label_names)``-way head."""
+def _head_modules(net) -> list[tuple[str, Any]]:
+    """The modules of a sequence-classification model outside its encoder (``base_model_prefix``): its head."""
+    prefix = getattr(net, "base_model_prefix", "")
+    return [(name, mod) for name, mod in net.named_children() if name != prefix]
+
+
+def _fresh_head(net) -> None:
+    """Initialise the head anew from the current torch RNG, as the architectures' own ``_init_weights`` do
+    (normal(0, initializer_range) weights, zero biases, unit LayerNorms)."""
+    import torch  # lazy: torch
+
+    std = float(getattr(net.config, "initializer_range", 0.02) or 0.02)
+    with torch.no_grad():
+        for _, head in _head_modules(net):
+            for mod in head.modules():
+                if isinstance(mod, torch.nn.Linear):
+                    mod.weight.normal_(0.0, std)
+                    if mod.bias is not None:
+                        mod.bias.zero_()
+                elif isinstance(mod, torch.nn.LayerNorm):
+                    mod.weight.fill_(1.0)
+                    mod.bias.zero_()
+
+
+_HEAD_SAID: set[tuple[str, str, int]] = set()
+
+
+def _say_head(model: ModelSpec, policy: HeadPolicy, checkpoint_head: int | None, n: int, kept: bool) -> None:
+    """One line per model and class count about the head it is fine-tuned with (when the checkpoint has one)."""
+    key = (model.model_id, model.source, n)
+    if checkpoint_head is None or key in _HEAD_SAID:
+        return
+    _HEAD_SAID.add(key)
+    if kept:
+        log.info("candidate %s: its own %d-way classification head kept, relabelled with the task's classes "
+                 "(head: keep)", model.model_id, n)
+    else:
+        log.info("candidate %s: a fresh %d-way classification head (head: %s); the checkpoint's own %d-way head "
+                 "is not used", model.model_id, n, policy.value, checkpoint_head)
+
+
+def load_model(model: ModelSpec, label_names: list[str], head: HeadPolicy | str = HeadPolicy.FRESH):
+    """Tokenizer and a classification model with a ``len(label_names)``-way head: a fresh one (``head: fresh``,
+    the protocol), or under ``head: keep`` the checkpoint's own when its size equals the class count."""
     import os
 
-
+    policy = HeadPolicy.parse(head, "head")
     try:
         src = os.path.expanduser(resolve_source(model.source))  # package:NAME/sub -> the installed folder
     except ModelseekError as exc:
         raise CandidateLoadError(f"candidate {model.model_id!r}: {exc}") from None
     if (os.path.isabs(src) or src.startswith(".")) and not os.path.isdir(src):
         raise CandidateLoadError(f"candidate {model.model_id!r}: no model folder at {model.source}")
+    damage = snapshot_problem(src)
+    if damage:
+        raise CandidateLoadError(f"candidate {model.model_id!r}: {damage}")
+    n = len(label_names)
     try:
-
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer  # lazy: transformers
+        from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer  # lazy: transformers
 
         with _quiet_transformers():
             tok = AutoTokenizer.from_pretrained(src, revision=model.revision)
-            net = AutoModelForSequenceClassification.from_pretrained(
-                src, revision=model.revision, num_labels=len(label_names),
-                id2label=dict(enumerate(label_names)), label2id={n: i for i, n in enumerate(label_names)},
-                ignore_mismatched_sizes=True)  # candidates already fine-tuned carry a head of another size
+            cfg = AutoConfig.from_pretrained(src, revision=model.revision)
+            archs = list(getattr(cfg, "architectures", None) or [])
+            own = int(cfg.num_labels) if any(a.endswith("ForSequenceClassification") for a in archs) else None
+            net, info = AutoModelForSequenceClassification.from_pretrained(
+                src, revision=model.revision, num_labels=n,
+                id2label=dict(enumerate(label_names)), label2id={name: i for i, name in enumerate(label_names)},
+                ignore_mismatched_sizes=True,  # candidates already fine-tuned carry a head of another size
+                output_loading_info=True)
     except Exception as exc:  # any loading failure (missing files, bad config, hub offline ...) is the user's
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise CandidateLoadError(f"candidate {model.model_id!r} ({model.source}) failed to load: "
-                                 f"{type(exc).__name__}: {first}") from exc
+                                 f"{describe_load_error(src, exc)}") from exc
+    kept = own == n and policy is HeadPolicy.KEEP
+    if own is not None and not kept:
+        _fresh_head(net)  # the checkpoint's head (or the part of it transformers kept, e.g. RoBERTa's dense layer)
+    _say_head(model, policy, own, n, kept)
+    summarise_load_report(model.model_id, info, ignore_head=True)
     if tok.pad_token is None:  # decoder-style tokenizers (GPT-2 ...) have no pad token
         tok.pad_token = tok.eos_token or tok.unk_token
     if net.config.pad_token_id is None:
@@ -231,12 +277,8 @@ class _Encoded:
     through Python dicts per batch): the arrays are already token ids, so padding is a fill and a copy.
     """
 
-    def __init__(self, tok, split: Split, label_index: Mapping[str, int], max_length: int,
+    def __init__(self, tok, split: Split, label_index: Mapping[str, int], limit: int,
                  pad_to_length: int | None = None) -> None:
-        limit = max_length
-        mml = getattr(tok, "model_max_length", None)
-        if isinstance(mml, int) and 0 < mml < 100_000:
-            limit = min(limit, mml)
         enc = tok(list(split.texts), truncation=True, max_length=limit)
         self.input_ids: list[list[int]] = enc["input_ids"]
         self.token_type_ids: list[list[int]] | None = enc.get("token_type_ids")
@@ -356,11 +398,12 @@ def finetune(task: Task | TaskData, model: Candidate | ModelSpec | str, recipe: 
         return contextlib.nullcontext()
 
     with _torch_state(recipe, seed, device):
-        tok, net = load_model(spec, labels)
+        tok, net = load_model(spec, labels, recipe.head)
         net.to(device)
-        train = _Encoded(tok, data.train, index, recipe.max_length, recipe.pad_to_length)
-        val = _Encoded(tok, data.val, index, recipe.max_length, recipe.pad_to_length)
-        test = _Encoded(tok, data.test, index, recipe.max_length, recipe.pad_to_length) if data.test else None
+        limit = token_limit(net.config, tok, recipe.max_length, spec.model_id)  # the position table, said once
+        train = _Encoded(tok, data.train, index, limit, recipe.pad_to_length)
+        val = _Encoded(tok, data.val, index, limit, recipe.pad_to_length)
+        test = _Encoded(tok, data.test, index, limit, recipe.pad_to_length) if data.test else None
         opt = torch.optim.AdamW(net.parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay)
         gen = torch.Generator().manual_seed(seed)
         stopper = EarlyStopper(recipe.patience, recipe.min_delta)

@@ -2,7 +2,9 @@
 
 The defaults are the NTCIR-19 ground-truth protocol: a sequence-classification head on the encoder,
 cross-entropy, AdamW (lr 2e-5, weight decay 0.01), batch 16, at most 1,000 epochs, early stopping when the
-validation loss has not improved for 10 epochs, restoring the best weights, macro-F1 on the test split.
+validation loss has not improved for 10 epochs, restoring the best weights, macro-F1 on the test split; a fresh
+randomly initialised classification head for every task (``head: fresh``), also for a checkpoint that carries a
+head of the task's size (see :class:`HeadPolicy`).
 
 A recipe is a frozen, validated record; it loads from YAML (unknown keys are rejected so that a typo never
 passes silently) and has a stable :attr:`Recipe.digest` that names it in the job store.
@@ -41,6 +43,17 @@ class Device(Choice):
     CUDA = "cuda"
 
 
+class HeadPolicy(Choice):
+    """The classification head a job fine-tunes: ``fresh`` = a new, randomly initialised N-way head for every task
+    (from the job's seed), whatever head the checkpoint carries — the NTCIR protocol, and what
+    ``AutoModelForSequenceClassification`` gives a checkpoint without one; ``keep`` = a checkpoint's own
+    sequence-classification head is kept (its weights, relabelled with the task's classes) when its size equals the
+    task's class count, a fresh one otherwise (what ``ignore_mismatched_sizes=True`` alone does)."""
+
+    FRESH = "fresh"
+    KEEP = "keep"
+
+
 _POSITIVE = [Interval(Real, 0, None, closed="neither")]
 _NON_NEGATIVE = [Interval(Real, 0, None, closed="left")]
 _AT_LEAST_1 = [Interval(Integral, 1, None, closed="left")]
@@ -73,6 +86,7 @@ class Recipe(Config):
     device: Device = Device.AUTO
     cpu_threads: int | None = None
     deterministic: bool = True
+    head: HeadPolicy = HeadPolicy.FRESH
 
     _constraints = {
         "lr": _POSITIVE, "weight_decay": _NON_NEGATIVE, "min_delta": _NON_NEGATIVE,
@@ -118,4 +132,4 @@ class Recipe(Config):
 PROTOCOL = Recipe()
 """The NTCIR-19 ground-truth protocol."""
 
-__all__ = ["PROTOCOL", "Device", "Precision", "Recipe"]
+__all__ = ["PROTOCOL", "Device", "HeadPolicy", "Precision", "Recipe"]

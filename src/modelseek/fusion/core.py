@@ -333,6 +333,25 @@ def _as_runs(runs: Sequence[Run] | Mapping[str, Run]) -> list[Run]:
     return out
 
 
+def check_shared_candidates(runs: Sequence[Run] | Mapping[str, Run]) -> None:
+    """Refuse runs that rank different pools: on a topic ranked by two or more of them, a run none of whose candidates
+    the others rank. Fusing such runs would only interleave two unrelated lists (a candidate missing from a run adds
+    nothing from it, so every score would come from one run alone); rank one pool with every method instead."""
+    rs = _as_runs(runs)
+    topics = sorted({t for r in rs for t in r}, key=natural_key)
+    for t in topics:
+        have = [(r, {e.doc for e in r[t]}) for r in rs if t in r]
+        if len(have) < 2:
+            continue
+        for i, (r, docs) in enumerate(have):
+            others = set().union(*(d for j, (_, d) in enumerate(have) if j != i))
+            if docs and not docs & others:
+                rest = ", ".join(o.run_id for j, (o, _) in enumerate(have) if j != i)
+                raise InputError(f"run {r.run_id} shares no candidate with {rest} on topic {t} ({len(docs)} vs "
+                                 f"{len(others)} candidates): fusing would interleave two pools; rank one pool "
+                                 f"with every method and fuse those runs", field="runs")
+
+
 def fuse(runs: Sequence[Run] | Mapping[str, Run], method: FusionMethod | str = "rrf",
          norm: Norm | str | None = None, weights: Sequence[float] | Mapping[str, float] | None = None,
          k: float = DEFAULT_RRF_K, run_id: str | None = None) -> Run:
@@ -351,6 +370,7 @@ def fuse(runs: Sequence[Run] | Mapping[str, Run], method: FusionMethod | str = "
     ['y', 'x', 'z']
     """
     rs = _as_runs(runs)
+    check_shared_candidates(rs)
     spec = Fusion.build([r.run_id for r in rs], method, norm, weights, k)
     return spec.apply(rs, run_id)
 

@@ -148,7 +148,23 @@ class Ranker(abc.ABC):
 
 # ------------------------------------------------------------------------------------------ candidates
 def _norm(hf_id: str) -> str:
-    return hf_id.strip().lower()
+    """An HF id as matched against a ranker's trained candidates: case aside, and the Hub's current name of a model
+    once published without an organisation (``google-bert/bert-base-uncased``) is its old name."""
+    from ..profiles import canonical_hf_id  # lazy: start-up (profiles reads YAML and JSON)
+
+    return canonical_hf_id(hf_id).strip().lower()
+
+
+def _find(c, by_hf: dict[str, int], by_id: dict[str, int]) -> int | None:
+    """A pool candidate's position among trained ones: by HF id (the Hub's current names included), else by its id;
+    a folder the organisers' downloader wrote (``data/models/NN`` beside ``models.csv``) is the model it names."""
+    from ..profiles import folder_identity  # lazy: start-up
+
+    j = by_hf.get(_norm(c.hf_id)) if c.hf_id else by_id.get(c.id)
+    if j is None and getattr(c, "path", None):
+        same = folder_identity(c.path)
+        j = by_hf.get(_norm(same)) if same else None
+    return j
 
 
 @dataclass(frozen=True)
@@ -182,7 +198,7 @@ class Trained:
         by_hf = {_norm(h): i for i, h in enumerate(self.hf_ids) if h}
         by_hf.update({_norm(m): i for i, (m, h) in enumerate(zip(self.model_ids, self.hf_ids)) if not h})
         by_id = {m: i for i, m in enumerate(self.model_ids)}
-        out = [by_hf.get(_norm(c.hf_id)) if c.hf_id else by_id.get(c.id) for c in pool]
+        out = [_find(c, by_hf, by_id) for c in pool]
         return np.asarray([-1 if j is None else j for j in out], dtype=int)
 
     def index(self, pool: Pool, who: str, source: str | None = None) -> np.ndarray:
@@ -194,7 +210,7 @@ class Trained:
         by_id = {m: i for i, m in enumerate(self.model_ids)}
         out, unknown = [], []
         for c in pool:
-            j = by_hf.get(_norm(c.hf_id)) if c.hf_id else by_id.get(c.id)
+            j = _find(c, by_hf, by_id)
             if j is None:
                 unknown.append(c)
             else:

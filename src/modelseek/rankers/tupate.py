@@ -111,6 +111,63 @@ def _encoder_tag(source: str) -> str:
     return f"{Path(source).name if Path(source).is_dir() else source}/{tag}"
 
 
+def _hidden_size(model) -> int:
+    cfg = model.config
+    return int(getattr(cfg, "hidden_size", 0) or getattr(cfg, "dim", 0) or getattr(cfg, "d_model", 0))
+
+
+def bert_style(model) -> bool:
+    """Whether ``model`` has the BERT layout the CPU approximation reaches into (``encoder.layer[i].attention.self``
+    with query/key/value projections, embeddings with token types and a LayerNorm): BERT, RoBERTa, XLM-R, ELECTRA;
+    not ALBERT (shared layer groups), DistilBERT (``transformer.layer``) or DeBERTa (disentangled attention)."""
+    layers = getattr(getattr(model, "encoder", None), "layer", None)
+    emb = getattr(model, "embeddings", None)
+    if not layers or emb is None or not hasattr(emb, "token_type_embeddings") or not hasattr(emb, "LayerNorm"):
+        return False
+    att = getattr(getattr(layers[0], "attention", None), "self", None)
+    return all(hasattr(att, n) for n in ("query", "key", "value")) and hasattr(layers[0], "intermediate")
+
+
+class NotBertStyle(InputError):
+    """The CPU approximation's encoder is not BERT-style (see :func:`bert_style`)."""
+
+
+def _load_encoder(source: str, local_files_only: bool = False):
+    """Tokenizer and encoder through transformers, its load report summarised in one line; a damaged snapshot
+    (git-lfs pointers, SentencePiece without its package) named as such."""
+    from transformers import AutoModel, AutoTokenizer  # lazy: transformers
+
+    from ..features.loading import quiet_transformers, snapshot_problem, summarise_load_report  # lazy: start-up
+
+    found = snapshot_problem(source)
+    if found:
+        raise InputError(f"tupate: encoder {found}", field="encoder_path")
+    try:
+        with quiet_transformers():
+            tok = AutoTokenizer.from_pretrained(source, local_files_only=local_files_only)
+            model, info = AutoModel.from_pretrained(source, local_files_only=local_files_only,
+                                                    output_loading_info=True)
+    except (OSError, ValueError, ImportError) as exc:
+        raise InputError(f"tupate: cannot load encoder {source!r}: {exc}", field="encoder_path") from None
+    summarise_load_report(Path(source).name if Path(source).is_dir() else source, info)
+    return tok, model
+
+
+def pool_encoder(pool) -> str | None:
+    """The folder of the published encoder (``bert-base-multilingual-uncased``, the NTCIR candidate 4) among a
+    pool's local candidates: the organisers' ``data/models/04`` after ``download_models``."""
+    from ..profiles import canonical_hf_id, folder_identity  # lazy: start-up
+
+    for c in pool or ():
+        path = getattr(c, "path", None)
+        if not path or str(path).startswith("package:") or not (Path(path) / "config.json").is_file():
+            continue
+        names = {canonical_hf_id(getattr(c, "hf_id", "") or "").lower(), folder_identity(path).lower()}
+        if PUBLISHED_ENCODER in names:
+            return str(path)
+    return None
+
+
 @contextlib.contextmanager
 def _seeded_on(seed: int, device):
     """Torch's RNGs (the CPU's and, on CUDA, that device's) seeded for a block and restored afterwards."""
@@ -134,16 +191,15 @@ class PromptTuner:
                  batch_size: int = 16, max_texts: int = 32, max_length: int = 48, layers: int = 2,
                  seed: int = 0) -> None:
         import torch  # lazy: torch
-        from transformers import AutoModel, AutoTokenizer  # lazy: transformers
 
         self.path = str(encoder_path)
-        self.tok = AutoTokenizer.from_pretrained(self.path)
-        self.model = AutoModel.from_pretrained(self.path).eval()
+        self.tok, model = _load_encoder(self.path)
+        self.model = model.eval()
         for p in self.model.parameters():
             p.requires_grad_(False)
-        if not hasattr(self.model, "encoder") or not hasattr(self.model.encoder, "layer"):
-            raise InputError(f"tupate needs a BERT-style encoder (encoder.layer[...]); got "
-                             f"{type(self.model).__name__}", path=self.path)
+        if not bert_style(self.model):
+            raise NotBertStyle(f"tupate's CPU approximation needs a BERT-style encoder (encoder.layer[...]); got "
+                               f"{type(self.model).__name__}", path=self.path)
         self.n_prompts, self.epochs, self.lr = int(n_prompts), int(epochs), float(lr)
         self.batch_size, self.max_texts = int(batch_size), int(max_texts)
         self.max_length, self.seed = int(max_length), int(seed)
@@ -273,8 +329,6 @@ class FullPromptTuner:
     def _load(source: str):
         """Tokenizer and encoder through ``transformers``' own loading; a Hub id is read from the local cache
         when it is there (offline), and an uncached id without a reachable Hub is one error naming it."""
-        from transformers import AutoModel, AutoTokenizer  # lazy: transformers
-
         from ..features.text import hub_offline_reason, in_hub_cache, is_hub_source  # lazy: start-up
 
         local_only = False
@@ -286,11 +340,7 @@ class FullPromptTuner:
                     raise InputError(f"tupate mode 'published' needs encoder {source!r}, which is not in the "
                                      f"Hugging Face cache, and the Hub is unreachable ({reason}); fetch it once "
                                      f"(`hf download {source}`) or give encoder_path=FOLDER", field="encoder_path")
-        try:
-            tok = AutoTokenizer.from_pretrained(source, local_files_only=local_only)
-            model = AutoModel.from_pretrained(source, local_files_only=local_only)
-        except (OSError, ValueError) as exc:
-            raise InputError(f"tupate: cannot load encoder {source!r}: {exc}", field="encoder_path") from None
+        tok, model = _load_encoder(source, local_only)
         if getattr(model.config, "is_encoder_decoder", False) and hasattr(model, "get_encoder"):
             model = model.get_encoder()
         return tok, model
@@ -333,7 +383,9 @@ class FullPromptTuner:
         y = torch.tensor([classes[labels[i]] for i in idx], device=self.device)
         with _seeded_on(self.seed, self.device):
             prompts = nn.Parameter(self.init.clone())
-            clf = nn.Linear(self.init.shape[1], len(classes)).to(self.device)
+            # the [CLS] output has the encoder's hidden size; the prompts live in its input embedding space, which
+            # can be narrower (ALBERT's embedding_size)
+            clf = nn.Linear(_hidden_size(self.model), len(classes)).to(self.device)
             opt = torch.optim.AdamW([prompts, *clf.parameters()], lr=self.lr)
             gen = torch.Generator().manual_seed(self.seed)
             for _ in progress_bar(range(self.epochs), desc=f"tupate published: task {task.id}", disable=not progress):
@@ -437,7 +489,10 @@ class TuPaTERanker(NetState, LearnedRanker):
                 if self.pt_layers not in (None, 0):
                     raise InputError(f"tupate: pt_layers={self.pt_layers} applies to mode 'approx' only: published "
                                      f"prompts enter at the input of every layer", field="pt_layers")
-                tuner = FullPromptTuner(self.encoder_path or PUBLISHED_ENCODER, self.n_prompts,
+                encoder = self.encoder_path or getattr(self, "_pool_encoder", None) or PUBLISHED_ENCODER
+                if encoder != (self.encoder_path or PUBLISHED_ENCODER):
+                    log.info("tupate: its encoder %s from the pool's snapshot %s", PUBLISHED_ENCODER, encoder)
+                tuner = FullPromptTuner(encoder, self.n_prompts,
                                         self._setting("pt_epochs"), self.pt_lr, self.pt_batch_size,
                                         self._setting("pt_max_texts"), self._setting("pt_max_length"), self.seed,
                                         self.device)
@@ -447,11 +502,19 @@ class TuPaTERanker(NetState, LearnedRanker):
                 log.info("%s", tuner.describe())
             else:
                 texts = self._setting("pt_max_texts")
-                tuner = PromptTuner(self.encoder_path or default_encoder_path(), self.n_prompts,
-                                    self._setting("pt_epochs"), self.pt_lr, self.pt_batch_size,
-                                    texts if texts > 0 else 1 << 30, self._setting("pt_max_length"),
-                                    self._setting("pt_layers"), self.seed)
-                log.warning("%s", tuner.describe())
+                encoder = self.encoder_path or default_encoder_path()
+                try:
+                    tuner = PromptTuner(encoder, self.n_prompts, self._setting("pt_epochs"), self.pt_lr,
+                                        self.pt_batch_size, texts if texts > 0 else 1 << 30,
+                                        self._setting("pt_max_length"), self._setting("pt_layers"), self.seed)
+                    log.warning("%s", tuner.describe())
+                except NotBertStyle as exc:  # ALBERT, DistilBERT, DeBERTa: prompts at the input, approx's budget
+                    tuner = FullPromptTuner(encoder, self.n_prompts, self._setting("pt_epochs"), self.pt_lr,
+                                            self.pt_batch_size, texts, self._setting("pt_max_length"), self.seed,
+                                            "cpu")
+                    log.warning("tupate runs its CPU approximation with prompts at the input of %s (%s): %d texts, "
+                                "%d epochs, not the paper's full budget", Path(encoder).name,
+                                str(exc).split("; got ")[-1], texts, self._setting("pt_epochs"))
             self._tuner_obj = tuner
         return tuner
 
@@ -505,8 +568,23 @@ class TuPaTERanker(NetState, LearnedRanker):
         return _build(len(self.model_ids_), int(self.n_prompts), in_dim, width, int(self.heads),
                       int(self.layers), float(self.dropout))
 
+    def _use_pool(self, pool: Pool | None) -> None:
+        """Where the pool holds the published encoder's snapshot (the organisers' ``data/models/04``), mode
+        ``published`` reads its default encoder there instead of the Hugging Face cache."""
+        found = pool_encoder(pool) if self.encoder_path is None else None
+        if found != getattr(self, "_pool_encoder", None):
+            self._pool_encoder = found
+            tuner = getattr(self, "_tuner_obj", None)
+            if isinstance(tuner, FullPromptTuner) and self.resolved_mode == "published":
+                self._tuner_obj = None
+
+    def rank(self, task: Task, pool: Pool) -> dict[str, float]:
+        self._use_pool(pool)
+        return super().rank(task, pool)
+
     def _learn(self, tasks: TaskSet | None, truth: GroundTruth, *, pool: Pool | None, progress: bool) -> None:
         """As :meth:`LearnedRanker._learn`; mode ``published`` trains on macro-F1 (the ground truth's ``f1``)."""
+        self._use_pool(pool)
         mode = resolve_mode(self.mode, self.device)  # a refit follows the parameters, not a loaded artifact
         if getattr(self, "mode_", None) != mode:
             self._tuner_obj = None
