@@ -131,7 +131,7 @@ def upgrade_database(url: str | Path) -> tuple[str | None, str]:
         engine.dispose()
 
 
-def verify_database(url: str | Path) -> tuple[list[str], tuple[int, str] | None, list[str]]:
+def verify_database(url: str | Path, key: bytes | None = None) -> tuple[list[str], tuple[int, str] | None, list[str]]:
     """``(problems, head, every chain hash)`` of the database at ``url`` (``modelseek duel db verify``),
     without reading its configuration (altered meta rows are one of the things found)."""
     sa = _sqlalchemy()
@@ -142,7 +142,7 @@ def verify_database(url: str | Path) -> tuple[list[str], tuple[int, str] | None,
             _retry_locked(lambda: schema.upgrade(engine, prepare_write))
         _, t = schema.tables(sa)
         with engine.connect() as c, c.begin():
-            return (chain.verify(c, t, sa), chain.head(c, t, sa),
+            return (chain.verify(c, t, sa, key if key is not None else chain.operator_key()), chain.head(c, t, sa),
                     [h for h, in c.execute(sa.select(t["chain"].c.hash)).all()])
     except sa.exc.DBAPIError as exc:
         raise InputError(f"cannot use the database: {_reason(exc)}", path=shown_url(full), field="db") from None

@@ -6,10 +6,12 @@ import pandas as pd
 
 from ..errors import InputError
 from .config import LeaderboardConfig
+from .scoring import ranks
 
 
 def leaderboard_frame(scores: dict, raw: dict, config: LeaderboardConfig, level: str = "overall") -> pd.DataFrame:
-    """One row per model sorted by overall win score (ties by name).
+    """One row per model sorted by overall win score; equal scores share a rank (listed by name, never ranked by
+    it).
 
     ``level``: 'overall' (overall + category scores), 'tasks' (also every task's win score and raw value),
     or a category name (that category's score, its tasks' win scores and raw values).
@@ -32,8 +34,10 @@ def leaderboard_frame(scores: dict, raw: dict, config: LeaderboardConfig, level:
     df = pd.DataFrame(rows)
     if df.empty:
         return pd.DataFrame(columns=["rank", "model", "overall"])
-    df = df.sort_values(["overall", "model"], ascending=[False, True], kind="stable").reset_index(drop=True)
-    df.insert(0, "rank", range(1, len(df) + 1))
+    exact = df["model"].map(lambda m: scores[m]["overall"])
+    df = df.assign(_exact=exact).sort_values(["_exact", "model"], ascending=[False, True], kind="stable")
+    df = df.drop(columns="_exact").reset_index(drop=True)
+    df.insert(0, "rank", ranks([scores[m]["overall"] for m in df["model"]]))
     return df
 
 
