@@ -384,6 +384,10 @@ def _tournament(args) -> int:
         print_json(res.to_dict())
     else:
         print(res.table(args.level).to_string(index=False))
+        if res.copies:
+            from ..duel.copies import RULE  # lazy: scipy
+
+            print(RULE + " Here: " + "; ".join(f"{m} ~ {', '.join(o)}" for m, o in sorted(res.copies.items())))
     return 0
 
 
