@@ -247,6 +247,7 @@ class PublishWorkflow:
                              f"{self.max_stored_bytes:,}", path=source)
         tasks = self.config.task_ids
         with self.engine.connect() as c, c.begin():   # one snapshot on SQLite; append-only tables elsewhere
+            self._refuse_tampered(c)          # a preview is never computed on an altered or damaged board
             top = chain.head(c, self.t, self._sa)
             pub, P, _, raw_by_model = self._board(c)
             self._check_name(c, sub.model, key)
