@@ -262,3 +262,49 @@ def test_a_dropped_table_is_one_line_on_sqlite(tmp_path, cfg, sub_dicts, cli, me
         r = cli("duel", *args, "--db", db)
         assert r.code != 0 and len(r.err.strip().splitlines()) == 1 and "Traceback" not in r.err, (args, r.err)
         assert str(db) in r.err
+
+
+def test_the_guides_postgresql_recipe_works_as_written(pg_server, cfg, sub_dicts, tmp_path, cli, meta_file,
+                                                       monkeypatch):
+    """docs/guides/leaderboard.md, 'Deploying on PostgreSQL', command by command (psql by psycopg; roles with
+    passwords, which the throw-away server's trust authentication ignores; serve's start-up checks)."""
+    import uuid
+
+    import psycopg
+
+    suffix = uuid.uuid4().hex[:8]
+    owner, app, db = f"lb_owner_{suffix}", f"lb_app_{suffix}", f"lb_{suffix}"
+    with psycopg.connect(f"host=127.0.0.1 port={pg_server.port} user=postgres dbname=postgres", autocommit=True) as c:
+        c.execute(f"CREATE ROLE {owner} LOGIN PASSWORD 'pw-owner'")
+        c.execute(f"CREATE ROLE {app} LOGIN PASSWORD 'pw-app'")
+        c.execute(f'CREATE DATABASE "{db}" OWNER {owner}')
+    key = tmp_path / "chain.key"
+    key.write_text("the operator's secret\n", encoding="utf-8")
+    monkeypatch.setenv("MODELSEEK_DUEL_KEY_FILE", str(key))
+    as_owner = f"postgresql://{owner}:pw-owner@127.0.0.1:{pg_server.port}/{db}"
+    as_app = f"postgresql://{app}:pw-app@127.0.0.1:{pg_server.port}/{db}"
+    gold = tmp_path / "gold.json"
+    gold.write_text(json.dumps(sub_dicts[0]), encoding="utf-8")
+    outs = [cli("duel", "db", "upgrade", "--db", as_owner),
+            cli("duel", "db", "init", "--db", as_owner, "--metadata", meta_file, "--reference", gold, "--review")]
+    grants = cli("duel", "db", "grants", app)
+    with psycopg.connect(f"host=127.0.0.1 port={pg_server.port} user={owner} dbname={db}", autocommit=True) as c:
+        c.execute("REVOKE CREATE ON SCHEMA public FROM PUBLIC")
+        for stmt in grants.out.strip().splitlines():
+            c.execute(stmt)
+    store = Store(as_app)                                   # what serve opens, and its start-up checks
+    store.check_servable()
+    assert store.verify() == [] and store.review
+    sub = tmp_path / "m.json"
+    sub.write_text(json.dumps(sub_dicts[1]), encoding="utf-8")
+    outs.append(cli("duel", "presubmit", sub, "--db", as_app, "--confirm"))      # an upload, as the app does
+    queue = store.review_queue()
+    outs += [cli("duel", "review", "list", "--db", as_app),
+             cli("duel", "review", "approve", str(queue[0]["id"]), "--db", as_app, "--by", "carol"),
+             cli("duel", "db", "verify", "--db", as_app)]
+    for r in outs:
+        assert r.code == 0, r.err
+        assert "pw-owner" not in r.out + r.err and "pw-app" not in r.out + r.err
+    assert "awaiting review" in outs[2].out and "ok: 1 published models" in outs[-1].out
+    assert "signed with the operator's key" in outs[-1].out
+    store.close()
