@@ -308,3 +308,51 @@ def test_the_guides_postgresql_recipe_works_as_written(pg_server, cfg, sub_dicts
     assert "awaiting review" in outs[2].out and "ok: 1 published models" in outs[-1].out
     assert "signed with the operator's key" in outs[-1].out
     store.close()
+
+
+# ------------------------------------------------------------------------------------------- resources
+def _big_upload(model: str, n_records: int) -> bytes:
+    """A large upload whose metadata comes first (as the canonical and BenCzechMark files write it)."""
+    records = ",".join(f'{{"doc_id": {i}, "acc": {i % 2}}}' for i in range(n_records))
+    return (f'{{"metadata": {{"model": "{model}", "precision": "bf16"}}, "predictions": {{"task_acc": [{records}]}}, '
+            '"results": {}}').encode()
+
+
+def test_large_refused_uploads_stop_early_are_charged_and_hold_no_one_up(tmp_path, cfg, sub_dicts):
+    import threading
+    import time
+
+    store = Store(tmp_path / "r.db", config=cfg)
+    store.submit(_named(sub_dicts[0], "model-00"))
+    big = _big_upload("MODEL-00", 1_500_000)                  # ~40 MB, a taken name (case differs)
+    assert len(big) > 35e6
+    store.max_daily_bytes = 3 * len(big) + 1000
+    errors: list[str] = []
+
+    def attacker():
+        try:
+            store.presubmit(big, "big.json", uploader="mallory")
+        except InputError as exc:
+            errors.append(str(exc))
+
+    threads = [threading.Thread(target=attacker) for _ in range(3)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    pv = store.presubmit(_named(sub_dicts[1], "victim"), uploader="alice")
+    victim = time.perf_counter() - t0
+    for t in threads:
+        t.join()
+    attackers = time.perf_counter() - t0
+    assert pv.model == "victim" and victim < 5.0, victim
+    assert len(errors) == 3 and all("already published as 'model-00'" in e for e in errors), errors
+    assert attackers < 5.0, attackers                         # stopped before the full parse of 40 MB
+    with pytest.raises(InputError, match="daily storage limit reached"):   # the refused bytes were charged
+        store.presubmit(_named(sub_dicts[2], "mallory-genuine"), uploader="mallory")
+    # a malformed upload is charged too
+    store.max_daily_bytes = 1000
+    with pytest.raises(InputError, match="malformed JSON"):
+        store.presubmit(b"{" + b" " * 800, "bad.json", uploader="eve")
+    with pytest.raises(InputError, match="daily storage limit reached: 801 bytes received"):
+        store.presubmit(b"{" + b" " * 300, "bad.json", uploader="eve")
+    store.close()

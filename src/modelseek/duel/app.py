@@ -42,6 +42,9 @@ from .text import name_key, safe_str
 COOKIE = "modelseek_session"
 #: uploaded files older than this are deleted (identical uploads share one file: not deleted at once)
 UPLOAD_TTL = 600.0
+#: pre-submissions the page runs at once (Gradio's default is one at a time: one uploader's large refused uploads
+#: made every other wait); a taken name is refused before the full parse, so refused uploads are cheap anyway
+PRESUBMIT_CONCURRENCY = 4
 
 EMPTY = "No model is published yet. Upload the first one in the **Submit** tab."
 _PUNCT = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~&\"'$%=:;,/?@^])")
@@ -628,7 +631,8 @@ def build_app(store: Store, title: str = "Duel leaderboard", identity_header: st
         c["search"].change(shown, [c["level"], c["search"]], board)
         c["model"].change(duels_update, c["model"], duels[1:])
         buttons = [c["confirm_btn"], c["discard_btn"]]
-        c["pre_btn"].click(presubmit, c["upload"], [c["status"], c["preview"], c["token"], *buttons, c["upload"]])
+        c["pre_btn"].click(presubmit, c["upload"], [c["status"], c["preview"], c["token"], *buttons, c["upload"]],
+                           concurrency_limit=PRESUBMIT_CONCURRENCY)
         c["confirm_btn"].click(confirm, [c["token"], c["level"], c["search"], c["model"]],
                                [c["status"], c["preview"], *board, c["empty"], c["token"], *buttons, *duels,
                                 c["upload"]])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import re
 import secrets
 import time
 from collections.abc import Callable
@@ -27,6 +28,27 @@ from .scoring import win_scores
 from .submission import (Submission, _records_to_data, check_sample_counts, id_difference, submission_from_bytes,
                          validate_submission)
 from .text import clean_name, name_key, skeletons
+
+#: bytes of an upload searched for its model name before the full parse
+MAX_PEEK = 512 * 1024
+_META_KEY = re.compile(rb'"metadata"\s*:\s*\{')
+
+
+def peek_model_name(head: bytes) -> str | None:
+    """The model name of an upload from its first bytes, without parsing the rest (``None`` when the whole
+    ``"metadata"`` object is not there): the object after the first ``"metadata":`` is decoded alone and its
+    ``model`` (else ``model_name``) taken, as validation takes it. Used only to refuse a taken name early; the full
+    parse decides everything else."""
+    m = _META_KEY.search(head)
+    if m is None:
+        return None
+    text = head[m.end() - 1:].decode("utf-8", "replace")
+    try:
+        meta, _ = json.JSONDecoder().raw_decode(text)
+    except ValueError:
+        return None
+    name = meta.get("model") if isinstance(meta.get("model"), str) else meta.get("model_name")
+    return name if isinstance(name, str) and name.strip() else None
 
 if TYPE_CHECKING:
     from .config import LeaderboardConfig
@@ -204,9 +226,32 @@ class PublishWorkflow:
             return submission_from_bytes(p.read_bytes(), self.config, str(p), self.max_bytes)
         return submission_from_bytes(bytes(upload), self.config, source, self.max_bytes)
 
+    def _charge(self, who_hash: str, size: int, source: str) -> None:
+        """Charge ``size`` raw bytes received to ``who_hash`` (refused uploads count too: parsing them is work);
+        refuse when the day's bytes would pass ``max_daily_bytes``."""
+        if self.max_daily_bytes is None:
+            return
+        sa, usage = self._sa, self.t["usage"]
+
+        def charge(c):
+            now = time.time()
+            used = int(c.execute(sa.select(sa.func.coalesce(sa.func.sum(usage.c.bytes), 0)).where(
+                usage.c.uploader == who_hash, usage.c.at >= now - DAY)).scalar_one())
+            if used + size > self.max_daily_bytes:
+                return used
+            c.execute(usage.insert().values(uploader=who_hash, at=now, bytes=int(size)))
+            return None
+
+        used = self._write(charge, serialised=False)
+        if used is not None:
+            raise InputError(f"daily storage limit reached: {used:,} bytes received in the last 24 hours + {size:,} > "
+                             f"{self.max_daily_bytes:,}; try again later", path=source)
+
     def _purge(self, c, now: float | None = None) -> int:
-        """Delete pre-submissions older than ``pending_ttl``; returns how many."""
+        """Delete pre-submissions older than ``pending_ttl`` (and quota records older than a day); returns how
+        many pre-submissions."""
         pend = self.t["pending"]
+        c.execute(self.t["usage"].delete().where(self.t["usage"].c.at < (now or time.time()) - DAY))
         cutoff = (now or time.time()) - self.pending_ttl
         old = [int(i) for i, in c.execute(self._sa.select(pend.c.id).where(pend.c.created_at < cutoff,
                                                                           pend.c.queued_at.is_(None))).all()]
@@ -237,6 +282,17 @@ class PublishWorkflow:
         t0 = time.perf_counter()
         if isinstance(upload, (str, Path)) and source == "<upload>":
             source = str(upload)                # errors name the operator's file
+        # quotas count the signed-in identity when there is one, else who the caller names (the app: the client's
+        # address), else the browser session
+        who = identity if identity is not None else (uploader if uploader is not None else session)
+        who_hash = _sha_text(who) if who is not None else None
+        if isinstance(upload, (bytes, bytearray, memoryview)):
+            if who_hash is not None:
+                self._charge(who_hash, len(upload), source)     # raw bytes received, before anything else
+            named = peek_model_name(bytes(upload[:MAX_PEEK]))
+            if named is not None:                               # a taken name stops before the full parse
+                with self.engine.connect() as c:
+                    self._check_name(c, named, name_key(named))
         sub = self._load(upload, source)
         if self.reference is not None:
             self.reference.check(sub, source)
@@ -266,10 +322,6 @@ class PublishWorkflow:
         prof = {t: profile(self.config.spec(t), sub.data[t], sub.model, self.settings) for t in tasks}
         duels = duels_against(self.config, [prof], [old[i] for i in ids])
         token = secrets.token_hex(32)
-        # quotas count the signed-in identity when there is one, else who the caller names (the app: the client's
-        # address), else the browser session
-        who = identity if identity is not None else (uploader if uploader is not None else session)
-        who_hash = _sha_text(who) if who is not None else None
         pend, pprof, pduel = self.t["pending"], self.t["pending_profiles"], self.t["pending_duels"]
 
         def write(c):

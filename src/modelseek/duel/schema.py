@@ -47,14 +47,14 @@ IMMUTABLE: dict[str, list[tuple[str, ...]]] = {
 TABLES_0001 = ("meta", "pending", "submissions", "profiles", "pending_profiles", "duels", "pending_duels")
 TABLES_0002 = ("chain", "task_ids")
 TABLES_0003 = ("reviews",)
-TABLES_0004 = ("withdrawals", "copies")
+TABLES_0004 = ("withdrawals", "copies", "usage")
 #: columns 0004 adds to existing tables: the keyed chain head, the verdict's link to the uploader's token
 COLUMNS_0004 = (("chain", "mac"), ("reviews", "token_hash"))
 #: columns 0002 adds to ``pending``
 PENDING_0002 = ("name_key", "session", "identity", "uploader", "size", "board")
 #: columns 0003 adds to ``pending``
 PENDING_0003 = ("queued_at", "refreshes")
-PENDING = ("pending", "pending_profiles", "pending_duels")
+PENDING = ("pending", "pending_profiles", "pending_duels", "usage")
 
 
 def tables(sa, md=None):
@@ -164,6 +164,14 @@ def _ledger_tables(sa, md, t: dict) -> None:
         sa.Column("operator", sa.String(300), nullable=False),
         sa.Column("why", sa.Text, nullable=False),
         sa.Column("at", sa.Float, nullable=False),
+    )
+    # 0004: the raw bytes each uploader sent (refused uploads included): the daily quota (rows older than a day go)
+    t["usage"] = sa.Table(
+        "usage", md,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("uploader", sa.String(64), nullable=False),     # SHA-256 of the identity / address / session
+        sa.Column("at", sa.Float, nullable=False),
+        sa.Column("bytes", sa.BigInteger, nullable=False),
     )
     # 0004: near-copies a reviewer published anyway (duels against one group count once; chained with the later)
     t["copies"] = sa.Table(
