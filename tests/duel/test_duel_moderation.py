@@ -43,14 +43,17 @@ def test_every_look_alike_of_a_latin_letter_or_digit_is_the_same_name():
     assert escaped == [], f"{len(escaped)} escape, e.g. {escaped[:5]}"
 
 
-@pytest.mark.parametrize("fake", ["BUT-FIT/CSMPT7B".replace("P", "\u0420").replace("T", "\u0422").replace("B", "\u0412"),
+CYRILLIC_P_T_B = "BUT-FIT/CSMPT7B".replace("P", "\u0420").replace("T", "\u0422").replace("B", "\u0412")
+
+
+@pytest.mark.parametrize("fake", [CYRILLIC_P_T_B,
                                   "BUT-FIT/CSMPT7\u0392",        # Greek Beta
                                   "BUT-FIT/CSMP\u03a47B",        # Greek Tau
                                   "but-fit/csmpt7b", "BUT-FlT/CSMPT7B"])
 def test_the_issues_fakes_are_refused(tmp_path, cfg, sub_dicts, fake):
     store = Store(tmp_path / "n.db", config=cfg)
     store.submit(_named(sub_dicts[0], "BUT-FIT/CSMPT7B"))
-    with pytest.raises(InputError, match="already published|looks like the published|one script") as exc:
+    with pytest.raises(InputError, match=r"already published|looks like the published|one script") as exc:
         store.presubmit(_named(sub_dicts[1], fake))
     assert exc.value.field == "metadata.model"
     store.submit(_named(sub_dicts[2], "synthetic/model_7"))
@@ -104,7 +107,7 @@ def test_approval_by_id_checks_the_teams_owner(review_board, sub_dicts, cli, db_
         pv = store.presubmit(_named(sub_dicts[2 + k], "same-name"), session=who * 40, identity=who)
         store.confirm(pv.token, session=who * 40, identity=who)
         tokens.append(pv.token)
-    with pytest.raises(InputError, match="2 queued submissions are named 'same-name'.*decide by id"):
+    with pytest.raises(InputError, match=r"2 queued submissions are named 'same-name'.*decide by id"):
         store.approve("same-name", "carol")
     ids = {q["identity"]: q["id"] for q in store.review_queue()}
     r = cli("duel", "review", "approve", str(ids["eve"]), "--db", db_url, "--by", "carol")
@@ -209,7 +212,7 @@ def test_a_running_store_refuses_to_publish_on_an_edited_score(tmp_path, cfg, su
     conn.execute("UPDATE profiles SET raw = 0.99 WHERE task = 'task_acc'")       # the owner edits a score
     conn.commit()
     conn.close()
-    with pytest.raises(InputError, match="the leaderboard was altered .*nothing is published on top of it"):
+    with pytest.raises(InputError, match=r"the leaderboard was altered .*nothing is published on top of it"):
         store.confirm(pv.token)
     assert [m for _, m in store.published()] == ["model-00", "model-01", "model-02"]
     store.close()

@@ -354,7 +354,7 @@ class PublishWorkflow:
             M[:-1, :-1] = P[t]
             M[-1, :-1], M[:-1, -1] = duels[t][1][0], duels[t][2][:, 0]
             Pn[t] = M
-        groups = self._groups_of(ids) + [-1]
+        groups = [*self._groups_of(ids), -1]
         scores = win_scores(Pn, names, self.config, self.alpha, self.max_competitors, self.fdr, groups)
         raw_by_model[sub.model] = {t: sub.raw(t) for t in tasks}
         table = leaderboard_frame(scores, raw_by_model, self.config, "overall")
@@ -564,7 +564,7 @@ class PublishWorkflow:
             if int(o) in pos:
                 Pn[t][-1, pos[int(o)]], Pn[t][pos[int(o)], -1] = w, lo
         scores = win_scores(Pn, names, self.config, self.alpha, self.max_competitors, self.fdr,
-                            self._groups_of([i for i, _ in pubs]) + [-1])
+                            [*self._groups_of([i for i, _ in pubs]), -1])
         raw_by_model[model] = raw
         table = leaderboard_frame(scores, raw_by_model, self.config, "overall")
         rank = int(table.loc[table["model"] == model, "rank"].iloc[0])

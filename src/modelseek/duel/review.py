@@ -167,7 +167,7 @@ class ReviewWorkflow:
                 teams.setdefault(name_key(team), set()).add(r["identity"])
         out = []
         for r in rows:
-            meta, team = r["meta"], r["meta"].get("team")
+            team = r["meta"].get("team")
             flags = plausibility_flags(raw[r["id"]], published, self.config)
             for table, _, other, ag in copies.get(int(r["id"]), []):
                 flags.append(f"near-copy of the {'published' if table == 'submissions' else 'queued'} {other!r}: "
@@ -281,8 +281,9 @@ class ReviewWorkflow:
                 raise InputError(f"no published entry {ref!r} on the board (withdrawn already, or never published)",
                                  field="model")
             sid, model = hit[0]
-            chain.append_withdrawal(c, self.t, self._sa, {"submission_id": sid, "model": model, "operator": operator[:300],
-                                                          "why": str(why)[:5000], "at": time.time()}, self.key)
+            record = {"submission_id": sid, "model": model, "operator": operator[:300], "why": str(why)[:5000],
+                      "at": time.time()}
+            chain.append_withdrawal(c, self.t, self._sa, record, self.key)
             return model
 
         return self._write(write)

@@ -155,7 +155,7 @@ def confusable_classes() -> dict[str, str]:
 
 def confusable_pairs() -> list[tuple[str, str]]:
     """Every (character, single-character look-alike) pair of the confusables table (the tests walk them)."""
-    from confusable_homoglyphs import confusables  # type: ignore[import-untyped]
+    from confusable_homoglyphs import confusables
 
     out = []
     for ch, entries in confusables.confusables_data.items():
@@ -223,8 +223,8 @@ def check_single_script(name: str, field: str, source: str | None = None) -> Non
         counts = {sc: sum(script_of(ch) == sc for ch in name) for sc in scripts}
         rare = min(scripts, key=lambda sc: (counts[sc], sc))
         first = next(ch for ch in name if script_of(ch) == rare)
-        raise InputError(f"a name must be written in one script, this one mixes {', '.join(scripts)} ({describe(first)})",
-                         path=source, field=field)
+        raise InputError(f"a name must be written in one script, this one mixes {', '.join(scripts)} "
+                         f"({describe(first)})", path=source, field=field)
 
 
 def safe_str(value: Any) -> str:
