@@ -248,3 +248,21 @@ def test_an_implausible_upload_is_flagged_in_the_queue(tmp_path, cfg, sub_dicts)
     assert q["metrics"]["task_avg_mcauroc"] > 0.99
     assert any("far beyond the best" in f and "task_avg_mcauroc" in f for f in q["flags"]), q["flags"]
     store.close()
+
+
+def test_category_view_is_ordered_by_the_category_and_exports_are_formula_safe(cfg):
+    from modelseek.duel.leaderboard import board_csv, board_json, formula_safe, leaderboard_frame
+
+    scores = {"a": {"overall": 60.0, "Cat A": 90.0, "Cat B": 30.0}, "b": {"overall": 70.0, "Cat A": 40.0, "Cat B": 100.0},
+              "c": {"overall": 50.0, "Cat A": 40.0, "Cat B": 60.0}}
+    for s in scores.values():
+        s.update({t: 0.0 for t in cfg.task_ids})
+    overall = leaderboard_frame(scores, {}, cfg, "overall")
+    assert overall["model"].tolist() == ["b", "a", "c"]
+    cat = leaderboard_frame(scores, {}, cfg, "Cat A")
+    assert cat["model"].tolist() == ["a", "b", "c"] and cat["rank"].tolist() == [1, 2, 2]     # b, c tie
+    for bad in ("=1+1", "+SUM(A1)", "-2+3", "@SUM(A1)", "\tx"):
+        assert formula_safe(bad) == "'" + bad
+    assert formula_safe("model-1") == "model-1" and formula_safe(-0.5) == -0.5
+    df = overall.assign(model=["=HYPERLINK(\"x\")", "@SUM(1)", "plain"])
+    assert "'=HYPERLINK" in board_csv(df) and "'@SUM(1)" in board_json(df) and ",-" not in board_csv(df)

@@ -358,6 +358,7 @@ class PublishWorkflow:
         scores = win_scores(Pn, names, self.config, self.alpha, self.max_competitors, self.fdr, groups)
         raw_by_model[sub.model] = {t: sub.raw(t) for t in tasks}
         table = leaderboard_frame(scores, raw_by_model, self.config, "overall")
+        table.attrs["new_model"] = sub.model            # the page highlights its row
         rank = int(table.loc[table["model"] == sub.model, "rank"].iloc[0])
         return Preview(token, sub.model, rank, scores[sub.model], table, time.perf_counter() - t0, notes, board)
 
