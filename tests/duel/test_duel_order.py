@@ -253,7 +253,8 @@ def test_an_implausible_upload_is_flagged_in_the_queue(tmp_path, cfg, sub_dicts)
 def test_category_view_is_ordered_by_the_category_and_exports_are_formula_safe(cfg):
     from modelseek.duel.leaderboard import board_csv, board_json, formula_safe, leaderboard_frame
 
-    scores = {"a": {"overall": 60.0, "Cat A": 90.0, "Cat B": 30.0}, "b": {"overall": 70.0, "Cat A": 40.0, "Cat B": 100.0},
+    scores = {"a": {"overall": 60.0, "Cat A": 90.0, "Cat B": 30.0},
+              "b": {"overall": 70.0, "Cat A": 40.0, "Cat B": 100.0},
               "c": {"overall": 50.0, "Cat A": 40.0, "Cat B": 60.0}}
     for s in scores.values():
         s.update({t: 0.0 for t in cfg.task_ids})

@@ -571,12 +571,11 @@ def _submit_handlers(app: LeaderboardApp, store: Store, shown, duels_tab):
     def presubmit(file, request: gr.Request):
         msg, table, token = app.presubmit(file, request)
         frame = None
-        if table is not None:                 # the new row highlighted
-            new = getattr(table, "attrs", {}).get("new_model")
+        if isinstance(table, pd.DataFrame):   # the new row highlighted
+            new = table.attrs.get("new_model")
             linked = linked_frame(table)
-            mark = linked.loc[table["model"] == new, "model"] if new is not None else []
-            frame = display_frame(safe_frame(linked), store.config,
-                                  highlight=str(mark.iloc[0]) if len(mark) else None)
+            mark = [str(v) for v, m in zip(linked["model"], table["model"]) if m == new]
+            frame = display_frame(safe_frame(linked), store.config, highlight=mark[0] if mark else None)
         staged = token is not None
         return (msg, gr.update(value=frame, visible=table is not None, label="Preview (not published; new row "
                                                                                  "highlighted)",
