@@ -210,8 +210,9 @@ def test_downloads_are_formula_safe_and_model_names_link_in_chromium(tmp_path, c
         assert all(r["rank"].isdigit() for r in rows)
         link = page.locator("#leaderboard a:visible", has_text=re.compile(r"^\s*linked-model\s*$")).first
         sync_api.expect(link).to_have_attribute("href", "https://example.org/linked-model", timeout=30_000)
-        page.context.route("https://example.org/**", lambda route: route.fulfill(status=200, body="<title>its page</title>",
-                                                                         content_type="text/html"))
+        page.context.route("https://example.org/**",                 # no network: the link's page is served here
+                           lambda route: route.fulfill(status=200, body="<title>its page</title>",
+                                                       content_type="text/html"))
         with page.context.expect_page(timeout=30_000) as opened:
             link.click()
         opened.value.wait_for_load_state()
