@@ -217,6 +217,18 @@ def test_downloads_are_formula_safe_and_model_names_link_in_chromium(tmp_path, c
             link.click()
         opened.value.wait_for_load_state()
         assert opened.value.url == "https://example.org/linked-model" and opened.value.title() == "its page"
+        # sorting as the page says: the header's menu, Sort ascending
+        sync_api.expect(page.locator("body")).to_contain_text("open the ⋮ menu of its header", timeout=30_000)
+        head = page.locator("#leaderboard th", has_text="Overall").first
+        first_row = page.locator("#leaderboard [role=row]").nth(1)
+        firsts = []
+        for order in ("Sort ascending", "Sort descending"):
+            head.hover()
+            head.locator("button[aria-label='Open cell menu']").click()
+            page.locator("[role=menuitem]", has_text=order).first.click()
+            page.wait_for_timeout(500)
+            firsts.append("linked-model" in first_row.inner_text())
+        assert firsts[0] != firsts[1]                 # the two orders put different models first
         page.get_by_role("tab", name="Submit").click()
         page.locator("#upload input[type=file]").set_input_files(str(upload))
         sync_api.expect(page.locator("#upload")).to_contain_text("fresh-upload", timeout=30_000)

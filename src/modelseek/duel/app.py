@@ -686,8 +686,8 @@ def build_app(store: Store, title: str = "Duel leaderboard", identity_header: st
                     f"alpha = {store.alpha}); a task win score is the share of duels won x 100, a category "
                     "averages its tasks, overall averages categories. Metric values are computed from each "
                     "submission's predictions. Rows are ranked by overall win score (in a category's view, by that "
-                    "category's score); equal scores share a rank. Sort by another column with the arrows of its "
-                    "header; hover a header for its full name. A model's name links to its page. "
+                    "category's score); equal scores share a rank. To sort by another column, open the ⋮ menu of its "
+                    "header (Sort ascending / descending); hover a header for its full name. A model's name links to its page. "
                     "Near-copies count once: duels against models whose predictions are near-copies of each other "
                     "count as one opponent.")
         c = _layout(gr, app, store, levels, shown, duels_update)
