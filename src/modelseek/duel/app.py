@@ -687,7 +687,8 @@ def build_app(store: Store, title: str = "Duel leaderboard", identity_header: st
                     "averages its tasks, overall averages categories. Metric values are computed from each "
                     "submission's predictions. Rows are ranked by overall win score (in a category's view, by that "
                     "category's score); equal scores share a rank. To sort by another column, open the ⋮ menu of its "
-                    "header (Sort ascending / descending); hover a header for its full name. A model's name links to its page. "
+                    "header (Sort ascending / descending); hover a header for its full name. A model's name links "
+                    "to its page. "
                     "Near-copies count once: duels against models whose predictions are near-copies of each other "
                     "count as one opponent.")
         c = _layout(gr, app, store, levels, shown, duels_update)
