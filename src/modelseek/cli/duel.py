@@ -145,6 +145,9 @@ def _add_store_commands(dsub) -> None:
                         "they are received")
     w.add_argument("--daily-mb", type=POSITIVE_FLOAT, default=None,
                    help="bytes one uploader may store per 24 hours, in MB (default 256)")
+    w.add_argument("--upload-stall-seconds", type=POSITIVE_FLOAT, default=30.0,
+                   help="an upload whose next bytes do not arrive within this many seconds is dropped and its "
+                        "partial file deleted (default 30)")
     w.add_argument("--pending-hours", type=POSITIVE_FLOAT, default=None,
                    help="pre-submissions not confirmed within this many hours are deleted (default 24)")
     w.add_argument("--identity-header", default=None, metavar="HEADER",
@@ -507,7 +510,8 @@ def _serve(args) -> int:
     if args.identity_header and not args.trusted_proxy:
         print(f"warning: {args.identity_header} is honoured from any client: give --trusted-proxy ADDRESS of the "
               "signing-in proxy so that only it can name the user")
-    launch(demo, host=args.host, port=args.port, trusted_proxies=tuple(args.trusted_proxy))
+    launch(demo, host=args.host, port=args.port, trusted_proxies=tuple(args.trusted_proxy),
+           upload_stall=args.upload_stall_seconds)
     return 0
 
 

@@ -44,6 +44,9 @@ from .text import name_key, safe_str
 COOKIE = "modelseek_session"
 #: uploaded files older than this are deleted (identical uploads share one file: not deleted at once)
 UPLOAD_TTL = 600.0
+#: an upload whose next bytes do not arrive within this many seconds is stalled: the request is dropped and its
+#: partial file deleted (``serve --upload-stall-seconds``)
+UPLOAD_STALL = 30.0
 #: pre-submissions the page runs at once (Gradio's default is one at a time: one uploader's large refused uploads
 #: made every other wait); a taken name is refused before the full parse, so refused uploads are cheap anyway
 PRESUBMIT_CONCURRENCY = 4
@@ -242,9 +245,37 @@ class SessionCookie:
       client is the rightmost forwarded address that is not a trusted proxy.
     * **Identity header**: with trusted proxies, honoured only on requests that came through one of them."""
 
-    def __init__(self, app, secret: bytes, trusted: tuple[str, ...] = (), identity_header: str | None = None) -> None:
+    def __init__(self, app, secret: bytes, trusted: tuple[str, ...] = (), identity_header: str | None = None,
+                 stall: float | None = UPLOAD_STALL, on_stall=None) -> None:
         self.app, self.secret, self.trusted = app, secret, frozenset(trusted)
         self.identity = identity_header.lower().encode("latin-1") if identity_header else None
+        self.stall, self.on_stall = stall, on_stall
+
+    def _timed(self, receive):
+        """``receive`` for a request body: a body whose next chunk does not come within ``stall`` seconds ends as a
+        client disconnect (the handler stops reading) and ``on_stall()`` frees what the stalled upload wrote."""
+        import asyncio
+
+        state = {"complete": False, "stalled": False}
+
+        async def timed():
+            if state["stalled"]:
+                return {"type": "http.disconnect"}
+            if state["complete"] or self.stall is None:
+                return await receive()
+            try:
+                message = await asyncio.wait_for(receive(), timeout=self.stall)
+            except asyncio.TimeoutError:
+                state["stalled"] = True
+                if self.on_stall is not None:
+                    with contextlib.suppress(Exception):
+                        self.on_stall()
+                return {"type": "http.disconnect"}
+            if message.get("type") != "http.request" or not message.get("more_body", False):
+                state["complete"] = True
+            return message
+
+        return timed
 
     def _who(self, scope: dict) -> dict:
         headers = list(scope.get("headers", []))
@@ -266,6 +297,8 @@ class SessionCookie:
         if scope["type"] not in ("http", "websocket"):
             return await self.app(scope, receive, send)
         scope = self._who(scope)
+        if scope["type"] == "http" and scope.get("method") in ("POST", "PUT"):
+            receive = self._timed(receive)
         raw = b"; ".join(v for k, v in scope.get("headers", []) if k == b"cookie").decode("latin-1")
         pairs = [p.strip() for p in raw.split(";") if p.strip()]
         mine = [p.split("=", 1)[1] for p in pairs if p.startswith(f"{COOKIE}=")]
@@ -335,6 +368,21 @@ class LeaderboardApp:
         if len(data) > limit:
             raise ModelseekError(f"submission too large: more than {limit:,} bytes")
         return data, p.name
+
+    def sweep_stalled(self, stall: float, now: float | None = None) -> int:
+        """Delete the partial uploads (``tmp*`` files Gradio writes at the top of its folder while receiving) that
+        no byte reached for ``stall`` seconds: a stalled upload's bytes are freed when it is dropped."""
+        now = time.time() if now is None else now
+        gone = 0
+        if self.uploads.is_dir():
+            for path in self.uploads.glob("tmp*"):
+                try:
+                    if path.is_file() and not path.is_symlink() and now - path.lstat().st_mtime >= stall:
+                        path.unlink()
+                        gone += 1
+                except OSError:
+                    continue
+        return gone
 
     def sweep_uploads(self, now: float | None = None) -> int:
         """Delete the uploads this app read and the partial uploads Gradio left (``tmp*`` files at the top of
@@ -726,8 +774,11 @@ def launch(demo, host: str = "127.0.0.1", port: int = 7860, trusted_proxies: tup
 
     quiet = kwargs.pop("quiet", False)
     block = not kwargs.pop("prevent_thread_lock", False)
-    cookie = Middleware(SessionCookie, secret=demo.modelseek_app.secret, trusted=tuple(trusted_proxies),
-                        identity_header=demo.modelseek_app.identity_header)
+    stall = kwargs.pop("upload_stall", UPLOAD_STALL)
+    app = demo.modelseek_app
+    cookie = Middleware(SessionCookie, secret=app.secret, trusted=tuple(trusted_proxies),
+                        identity_header=app.identity_header, stall=stall,
+                        on_stall=lambda: app.sweep_stalled(stall))
     app_kwargs = {**kwargs.pop("app_kwargs", {}), "middleware": [cookie]}
     before = os.environ.get("FORWARDED_ALLOW_IPS")
     os.environ["FORWARDED_ALLOW_IPS"] = ""          # read by uvicorn.Config inside demo.launch
