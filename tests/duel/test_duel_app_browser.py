@@ -177,3 +177,67 @@ def test_publications_from_an_empty_board_in_chromium(tmp_path, cfg, sub_dicts):
         page.locator("#search textarea, #search input").first.fill("MODEL-01")
         sync_api.expect(board).not_to_contain_text("model-02", timeout=30_000)
         sync_api.expect(board).to_contain_text("model-01", timeout=30_000)
+
+
+@pytest.mark.slow(reason="drives chromium against a running server (about 6 s)")
+def test_downloads_are_formula_safe_and_model_names_link_in_chromium(tmp_path, cfg, sub_dicts):
+    """Issue #44's page: CSV and JSON downloads of the board (a model named like a spreadsheet formula is escaped),
+    a click on a model's name opens its page, the preview highlights the new row."""
+    import csv
+    import io
+
+    sync_api = _chromium()
+    formula = "=HYPERLINK(\"http://evil.example\",\"x\")"
+    evil = {**sub_dicts[1], "metadata": {**sub_dicts[1]["metadata"], "model": formula,
+                                         "source": "https://example.org/evil-model"}}
+    linked = {**sub_dicts[0], "metadata": {**sub_dicts[0]["metadata"], "model": "linked-model",
+                                           "source": "https://example.org/linked-model"}}
+    upload = tmp_path / "fresh-upload.json"
+    upload.write_text(json.dumps({**sub_dicts[2], "metadata": {**sub_dicts[2]["metadata"], "model": "fresh-one"}}),
+                      encoding="utf-8")
+    with _serve(tmp_path, cfg, [linked, evil]) as (url, _), _page(sync_api, url, 1400, 1000) as page:
+        board = page.locator("#leaderboard")
+        sync_api.expect(board).to_contain_text("linked-model", timeout=30_000)
+        sync_api.expect(board).to_contain_text(formula, timeout=30_000)     # shown as text
+        got = {}
+        for kind in ("csv", "json"):
+            with page.expect_download(timeout=30_000) as info:
+                page.locator(f"#download-{kind}").click()
+            got[kind] = Path(info.value.path()).read_text(encoding="utf-8")
+        rows = list(csv.DictReader(io.StringIO(got["csv"])))
+        assert {r["model"] for r in rows} == {"linked-model", "'" + formula}
+        assert {r["model"] for r in json.loads(got["json"])} == {"linked-model", "'" + formula}
+        assert all(r["rank"].isdigit() for r in rows)
+        link = page.locator("#leaderboard a:visible", has_text=re.compile(r"^\s*linked-model\s*$")).first
+        sync_api.expect(link).to_have_attribute("href", "https://example.org/linked-model", timeout=30_000)
+        page.context.route("https://example.org/**",                 # no network: the link's page is served here
+                           lambda route: route.fulfill(status=200, body="<title>its page</title>",
+                                                       content_type="text/html"))
+        with page.context.expect_page(timeout=30_000) as opened:
+            link.click()
+        opened.value.wait_for_load_state()
+        assert opened.value.url == "https://example.org/linked-model" and opened.value.title() == "its page"
+        # sorting as the page says: the header's menu, Sort ascending
+        sync_api.expect(page.locator("body")).to_contain_text("open the ⋮ menu of its header", timeout=30_000)
+        head = page.locator("#leaderboard th", has_text="Overall").first
+        first_row = page.locator("#leaderboard [role=row]").nth(1)
+        firsts = []
+        for order in ("Sort ascending", "Sort descending"):
+            head.hover()
+            head.locator("button[aria-label='Open cell menu']").click()
+            page.locator("[role=menuitem]", has_text=order).first.click()
+            page.wait_for_timeout(500)
+            firsts.append("linked-model" in first_row.inner_text())
+        assert firsts[0] != firsts[1]                 # the two orders put different models first
+        page.get_by_role("tab", name="Submit").click()
+        page.locator("#upload input[type=file]").set_input_files(str(upload))
+        sync_api.expect(page.locator("#upload")).to_contain_text("fresh-upload", timeout=30_000)
+        page.locator("#presubmit").click()
+        sync_api.expect(page.locator("#preview")).to_contain_text("fresh-one", timeout=60_000)
+        row = page.locator("#preview [role=row]", has_text="fresh-one").first
+        other = page.locator("#preview [role=row]", has_text="linked-model").first
+        color = "e => getComputedStyle(e).backgroundColor"
+        assert row.locator("[role=gridcell]").first.evaluate(color) == "rgb(255, 243, 191)"      # highlighted
+        assert other.locator("[role=gridcell]").first.evaluate(color) != "rgb(255, 243, 191)"
+        page.locator("#confirm").click()                                     # one click publishes
+        sync_api.expect(page.locator("#status")).to_contain_text("Published", timeout=60_000)

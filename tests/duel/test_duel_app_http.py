@@ -357,3 +357,52 @@ def test_duel_serve_on_a_board_with_a_reference_issues_signed_cookies(tmp_path, 
                         page.headers["set-cookie"])
     finally:
         _stop(proc, guard)
+
+
+def test_a_stalled_upload_is_dropped_and_its_bytes_freed(tmp_path, cfg, sub_dicts):
+    """Issue #44: an upload whose bytes stop arriving is dropped after the stall time-out and its partial file
+    deleted (10 stalled 60 MB uploads held 576 MB with no time-out)."""
+    import socket
+    import time
+
+    from modelseek.duel.app import build_app, launch, upload_root
+    from modelseek.duel.storage import Store
+
+    store = Store(tmp_path / "st.db", config=cfg)
+    store.submit(json.dumps(sub_dicts[0]).encode())
+    demo = build_app(store)
+    port = _port()
+    launch(demo, "127.0.0.1", port, prevent_thread_lock=True, quiet=True, upload_stall=1.5)
+    root = upload_root()
+    try:
+        before = set(root.glob("tmp*")) if root.is_dir() else set()
+        boundary = "----stall44"
+        head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"big.json\"\r\n"
+                "Content-Type: application/json\r\n\r\n").encode()
+        chunk = b"[" + b"0," * 1_000_000                  # 2 MB sent, 50 MB announced, then nothing
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.sendall((f"POST /gradio_api/upload HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                      f"Content-Type: multipart/form-data; boundary={boundary}\r\n"
+                      f"Content-Length: {50_000_000}\r\n\r\n").encode() + head + chunk)
+        partial = []
+        for _ in range(40):                               # the partial file appears while bytes arrive
+            partial = [p for p in root.glob("tmp*") if p not in before and p.stat().st_size > 1_000_000]
+            if partial:
+                break
+            time.sleep(0.05)
+        assert partial, "no partial upload file seen"
+        t0 = time.perf_counter()
+        sock.settimeout(20)
+        reply = sock.recv(65536)                          # the server answers (or closes) once the upload stalls
+        waited = time.perf_counter() - t0
+        sock.close()
+        assert waited < 10, waited
+        assert reply == b"" or reply.startswith(b"HTTP/1.1"), reply[:80]
+        for _ in range(40):
+            if not any(p.exists() for p in partial):
+                break
+            time.sleep(0.05)
+        assert not any(p.exists() for p in partial)       # its bytes are freed
+    finally:
+        demo.close()
+        store.close()

@@ -422,6 +422,7 @@ def test_recovery_removes_rows_appended_outside_the_app(db_url, cfg, sub_dicts, 
     assert r.code == 1 and "give --after-head HASH" in r.err          # the forged row is chained: needs the head
     r = cli("duel", "db", "recover", "--db", forged, "--after-head", head[1])
     assert r.code == 0 and f"would remove chain row {head[0] + 1}" in r.out and "submission id 99" in r.out
+    assert "5 profiles row(s)" in r.out                               # rows, not submissions (#44: said 1)
     assert cli("duel", "db", "verify", "--db", forged).code == 1      # nothing changed yet
     r = cli("duel", "db", "recover", "--db", forged, "--apply", "--after-head", head[1])   # 2. removed, 3. verified
     assert r.code == 0 and "ok: chain and triggers intact" in r.out and head[1] in r.out, r.err

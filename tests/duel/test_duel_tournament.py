@@ -93,7 +93,7 @@ def test_cli_tournament_json_shape_and_reproducible(cli, sub_files, meta_file):
     r = cli("duel", "tournament", *sub_files, "--metadata", meta_file, "--seed", "7", "--json")
     assert r.code == 0, r.err
     out = json.loads(r.out)
-    assert set(out) == {"duels", "scores"}
+    assert set(out) == {"duels", "scores", "near_copies"} and out["near_copies"] == {}   # #44: none among these
     assert len(out["duels"]) == 5 * 5 * 4
     assert set(out["duels"][0]) == {"task", "a", "b", "significant", "p_value"}
     tasks = json.loads(meta_file.read_text())["tasks"]

@@ -7,6 +7,7 @@ Sub-commands: ``compile`` (lm-evaluation-harness folders -> submission), ``valid
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -17,6 +18,42 @@ from ._common import (OUTPUT_FILE, PORT, POSITIVE_FLOAT, PROBABILITY, SAMPLE_COU
                       add_scheme, load_truth, print_json)
 
 
+
+
+def _db_errors(fn):
+    """A command over a leaderboard database: a database error (a dropped table, a damaged file) is one line
+    naming the database with its password masked, never a traceback."""
+
+    @functools.wraps(fn)
+    def run(args) -> int:
+        try:
+            import sqlalchemy as sa  # lazy: sqlalchemy
+        except ImportError:  # pragma: no cover - the commands refuse earlier without the extra
+            return fn(args)
+        try:
+            return fn(args)
+        except sa.exc.SQLAlchemyError as exc:
+            from ..duel.database import _reason  # lazy: scipy
+
+            raise InputError(f"the database cannot be used ({_reason(exc)}): a table is missing or damaged; "
+                             "modelseek duel db verify checks it", path=_shown(getattr(args, "db", "")),
+                             field="db") from None
+        except InputError as exc:
+            db = str(getattr(args, "db", "") or "")
+            masked = _shown(db)
+            if db and masked != db and db in str(exc):
+                raise InputError(str(exc).replace(db, masked)) from None
+            raise
+
+    return run
+
+
+def _shown(db) -> str:
+    """``--db`` as printed: a URL's password masked."""
+    from ..duel.database import shown_url  # lazy: scipy
+
+    text = str(db or "")
+    return shown_url(text) if "://" in text else text
 
 
 def register(sub) -> None:
@@ -108,6 +145,9 @@ def _add_store_commands(dsub) -> None:
                         "they are received")
     w.add_argument("--daily-mb", type=POSITIVE_FLOAT, default=None,
                    help="bytes one uploader may store per 24 hours, in MB (default 256)")
+    w.add_argument("--upload-stall-seconds", type=POSITIVE_FLOAT, default=30.0,
+                   help="an upload whose next bytes do not arrive within this many seconds is dropped and its "
+                        "partial file deleted (default 30)")
     w.add_argument("--pending-hours", type=POSITIVE_FLOAT, default=None,
                    help="pre-submissions not confirmed within this many hours are deleted (default 24)")
     w.add_argument("--identity-header", default=None, metavar="HEADER",
@@ -166,21 +206,31 @@ def _add_review_commands(dsub) -> None:
     _db_args(ls)
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=_review_list)
+    try:
+        me = getpass.getuser()
+    except (KeyError, OSError):
+        me = None
     for name, helptext in (("approve", "publish a queued submission (recorded with who and when, chained)"),
-                           ("reject", "drop a queued submission, saying why")):
+                           ("reject", "drop a queued submission, saying why (the uploader reads it)"),
+                           ("withdraw", "withdraw a published entry (a chained record; kept for audit, the board "
+                                        "recomputed without it)")):
         a = rsub.add_parser(name, help=helptext)
-        a.add_argument("model", help="the queued model's name")
+        a.add_argument("model", metavar="ID_OR_NAME",
+                       help="the submission id (review list shows it), or its name when only one entry has it")
         _db_args(a)
-        try:
-            me = getpass.getuser()
-        except (KeyError, OSError):
-            me = None
         a.add_argument("--by", default=me, help=f"the reviewer's name (default: the system user, {me})")
-        a.add_argument("--why", required=name == "reject", default="", help="the reason (required to reject)")
+        a.add_argument("--why", required=name != "approve", default="",
+                       help="the reason (required to reject or withdraw)")
         a.set_defaults(func=_review_decide)
+    st = rsub.add_parser("status", help="the verdict on an upload, by its token (what the uploader sees)")
+    st.add_argument("token")
+    _db_args(st)
+    st.add_argument("--json", action="store_true")
+    st.set_defaults(func=_review_status)
     rv.set_defaults(func=lambda a: (rv.print_help(), 2)[1])
 
 
+@_db_errors
 def _review_list(args) -> int:
     store = _store(args)
     _refuse_altered(store, args.db)
@@ -191,12 +241,14 @@ def _review_list(args) -> int:
     if not queue:
         print("no submission awaits review" + ("" if store.review else " (this board publishes without review)"))
     for q in queue:
-        print(f"{q['model']}  (team {q['team'] or '-'}, by {q['identity'] or '-'}, uploaded {q['uploaded']}, "
-              f"confirmed {q['confirmed']})")
+        print(f"id {q['id']}: {q['model']}  (team {q['team'] or '-'}, by {q['identity'] or '-'}, uploaded "
+              f"{q['uploaded']}, confirmed {q['confirmed']})")
+        print("    metrics: " + ", ".join(f"{t} {v:.4g}" for t, v in q["metrics"].items()))
         print("    flags: " + ("; ".join(q["flags"]) if q["flags"] else "none"))
     return 0
 
 
+@_db_errors
 def _review_decide(args) -> int:
     if not args.by:
         raise InputError("name the reviewer with --by", field="--by")
@@ -204,9 +256,23 @@ def _review_decide(args) -> int:
     _refuse_altered(store, args.db)
     if args.review_command == "approve":
         print(f"approved and published {store.approve(args.model, args.by, args.why)!r}")
+    elif args.review_command == "reject":
+        print(f"rejected {store.reject(args.model, args.by, args.why)!r}")
     else:
-        store.reject(args.model, args.by, args.why)
-        print(f"rejected {args.model!r}")
+        print(f"withdrew {store.withdraw(args.model, args.by, args.why)!r}: kept for audit, the board is recomputed "
+              "without it")
+    return 0
+
+
+@_db_errors
+def _review_status(args) -> int:
+    store = _store(args)
+    v = store.verdict(args.token)
+    if args.json:
+        print_json(v)
+        return 0
+    print(f"{v['model']!r}: {v['status']}" + (f" by {v['by']} ({v['at']})" if v["by"] else "")
+          + (f": {v['why']}" if v["why"] else ""))
     return 0
 
 
@@ -321,6 +387,10 @@ def _tournament(args) -> int:
         print_json(res.to_dict())
     else:
         print(res.table(args.level).to_string(index=False))
+        if res.copies:
+            from ..duel.copies import RULE  # lazy: scipy
+
+            print(RULE + " Here: " + "; ".join(f"{m} ~ {', '.join(o)}" for m, o in sorted(res.copies.items())))
     return 0
 
 
@@ -341,6 +411,7 @@ def _runs(args) -> int:
     return 0
 
 
+@_db_errors
 def _presubmit(args) -> int:
     store = _store(args)
     pv = store.presubmit(args.submission)
@@ -355,13 +426,20 @@ def _presubmit(args) -> int:
     print(f"preview for {pv.model!r}: rank {pv.rank} of {len(pv.table)}, overall {pv.scores['overall']:.2f} "
           f"({pv.seconds:.2f} s)")
     print(pv.table.to_string(index=False))
+    for note in pv.warnings:
+        print(f"note: {note}")
+    if store.near_copies():
+        from ..duel.copies import RULE  # lazy: scipy
+
+        print(RULE)
     if args.confirm:
         print(f"awaiting review: {pv.model!r} (modelseek duel review approve)" if queued else f"published {pv.model!r}")
     else:
-        print(f"not published yet: modelseek duel confirm {pv.token} --db {args.db}")
+        print(f"not published yet: modelseek duel confirm {pv.token} --db {_shown(args.db)}")
     return 0
 
 
+@_db_errors
 def _confirm(args) -> int:
     from ..duel.publish import StalePreview  # lazy: pandas, scipy
 
@@ -379,6 +457,7 @@ def _confirm(args) -> int:
     return 0
 
 
+@_db_errors
 def _discard(args) -> int:
     _store(args).discard(args.token)
     print("discarded")
@@ -390,9 +469,10 @@ def _refuse_altered(store, db) -> None:
     if problems:
         raise InputError(f"the leaderboard was altered: {problems[0]}"
                          + (f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else "")
-                         + "; not using it (modelseek duel db verify lists them)", path=db, field="db")
+                         + "; not using it (modelseek duel db verify lists them)", path=_shown(db), field="db")
 
 
+@_db_errors
 def _leaderboard(args) -> int:
     store = _store(args)
     _refuse_altered(store, args.db)
@@ -401,9 +481,15 @@ def _leaderboard(args) -> int:
         print(df.to_json(orient="records", indent=2))
     else:
         print(df.to_string(index=False) if len(df) else "(no published submissions)")
+        copies = store.near_copies()
+        if copies and not args.model:
+            from ..duel.copies import RULE  # lazy: scipy
+
+            print(RULE + " Here: " + "; ".join(f"{m} ~ {', '.join(o)}" for m, o in sorted(copies.items())))
     return 0
 
 
+@_db_errors
 def _serve(args) -> int:
     from ..duel.app import build_app, launch  # lazy: pandas, scipy
 
@@ -424,10 +510,12 @@ def _serve(args) -> int:
     if args.identity_header and not args.trusted_proxy:
         print(f"warning: {args.identity_header} is honoured from any client: give --trusted-proxy ADDRESS of the "
               "signing-in proxy so that only it can name the user")
-    launch(demo, host=args.host, port=args.port, trusted_proxies=tuple(args.trusted_proxy))
+    launch(demo, host=args.host, port=args.port, trusted_proxies=tuple(args.trusted_proxy),
+           upload_stall=args.upload_stall_seconds)
     return 0
 
 
+@_db_errors
 def _db_verify(args) -> int:
     from ..duel.database import verify_database  # lazy: scipy
 
@@ -438,11 +526,13 @@ def _db_verify(args) -> int:
     if problems:
         for p in problems[1:]:
             print(f"also: {p}")
-        raise InputError(f"the leaderboard was altered: {problems[0]}", path=args.db, field="db")
-    print(f"ok: {top[0] if top else 0} published models, chain and triggers intact; head {top[1] if top else '-'}")
+        raise InputError(f"the leaderboard was altered: {problems[0]}", path=_shown(args.db), field="db")
+    print(f"ok: {top[0] if top else 0} published models, chain and triggers intact"
+          + (", signed with the operator's key" if _keyed() else "") + f"; head {top[1] if top else '-'}")
     return 0
 
 
+@_db_errors
 def _db_recover(args) -> int:
     from ..duel.recovery import recover  # lazy: scipy
     from ..duel.storage import Store  # lazy: pandas, scipy
@@ -454,7 +544,7 @@ def _db_recover(args) -> int:
         if problems:
             raise InputError(f"no published row lies outside the chain, but the board is altered: {problems[0]}; if "
                              "chain rows were appended after a head you recorded, give --after-head HASH, else "
-                             "restore the board from a backup", path=args.db, field="db")
+                             "restore the board from a backup", path=_shown(args.db), field="db")
         print("nothing was appended outside the app")
         return 0
     for n in notes:
@@ -474,6 +564,7 @@ def _db_grants(args) -> int:
     return 0
 
 
+@_db_errors
 def _example(args) -> int:
     from ..duel.config import LeaderboardConfig  # lazy: scipy
     from ..duel.examples import write_examples  # lazy: scipy
@@ -490,24 +581,33 @@ def _example(args) -> int:
 
         store = Store(_db(args.db), config=config, demo=True)
         store.publish_many([load_submission(p, config) for p in paths])
-        print(f"created the demo board {args.db} with {len(paths)} models: modelseek duel serve --db {args.db}")
+        print(f"created the demo board {_shown(args.db)} with {len(paths)} models: modelseek duel serve --db "
+              f"{_shown(args.db)}")
     print(f"try: modelseek duel tournament {' '.join(str(p) for p in paths)} --metadata {meta}")
     return 0
 
 
+@_db_errors
 def _db_init(args) -> int:
     from ..duel.storage import create_board  # lazy: pandas, scipy
 
     store = create_board(_db(args.db), _config(args), args.reference, review=args.review)
     top = store.head()
-    print(f"created {args.db}: {len(store.config.tasks)} tasks, reference fixed"
+    print(f"created {_shown(args.db)}: {len(store.config.tasks)} tasks, reference fixed"
           + (", publication after review" if store.review else "") + f"; head {top[1] if top else '-'}")
     return 0
 
 
+@_db_errors
 def _db_upgrade(args) -> int:
     from ..duel.database import upgrade_database  # lazy: scipy
 
     before, after = upgrade_database(_db(args.db))
     print(f"schema {after}" + (" (already up to date)" if before == after else f" (was {before or 'empty'})"))
     return 0
+
+
+def _keyed() -> bool:
+    from ..duel.chain import operator_key  # lazy: scipy
+
+    return operator_key() is not None

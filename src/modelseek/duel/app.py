@@ -28,13 +28,15 @@ import math
 import os
 import re
 import secrets
+import tempfile
 import time
 from pathlib import Path
 
 import pandas as pd
 
 from ..errors import ModelseekError
-from .leaderboard import display_frame
+from ..io import atomic_write_text
+from .leaderboard import board_csv, board_json, display_frame
 from .publish import StalePreview
 from .storage import Store
 from .text import name_key, safe_str
@@ -42,6 +44,12 @@ from .text import name_key, safe_str
 COOKIE = "modelseek_session"
 #: uploaded files older than this are deleted (identical uploads share one file: not deleted at once)
 UPLOAD_TTL = 600.0
+#: an upload whose next bytes do not arrive within this many seconds is stalled: the request is dropped and its
+#: partial file deleted (``serve --upload-stall-seconds``)
+UPLOAD_STALL = 30.0
+#: pre-submissions the page runs at once (Gradio's default is one at a time: one uploader's large refused uploads
+#: made every other wait); a taken name is refused before the full parse, so refused uploads are cheap anyway
+PRESUBMIT_CONCURRENCY = 4
 
 EMPTY = "No model is published yet. Upload the first one in the **Submit** tab."
 _PUNCT = re.compile(r"([\\`*_{}\[\]()#+\-.!|<>~&\"'$%=:;,/?@^])")
@@ -159,6 +167,37 @@ def safe_tree(obj):
     return safe_str(obj)
 
 
+def _href(url) -> str | None:
+    """A link target that cannot leave a Markdown link: an http(s) URL with ``( ) < >`` and spaces escaped."""
+    text = safe_str(url)
+    if not re.match(r"^https?://\S+$", text):
+        return None
+    for ch, esc in (("(", "%28"), (")", "%29"), ("<", "%3C"), (">", "%3E")):
+        text = text.replace(ch, esc)
+    return text
+
+
+def linked_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """``df`` with its ``model`` and ``link`` columns as Markdown: a model name links to its page (the uploaded
+    ``source``), the text escaped (:func:`md_text`) so that no name can make another link or markup."""
+    if "model" not in df.columns or "link" not in df.columns or not len(df):
+        return df
+    out = df.copy()
+    hrefs = [_href(u) if isinstance(u, str) else None for u in out["link"]]
+    out["model"] = [f"[{md_text(m)}]({h})" if h else md_text(m) for m, h in zip(out["model"], hrefs)]
+    out["link"] = [f"[{md_text(u)}]({h})" if h else "—" for u, h in zip(out["link"], hrefs)]
+    return out
+
+
+def datatypes(frame) -> list[str]:
+    """Gradio's per-column types of a shown frame: Markdown for the model and its link, numbers, text."""
+    data = getattr(frame, "data", frame)
+    if data is None:
+        return []
+    return ["markdown" if c in ("Model", "Link") else ("number" if pd.api.types.is_numeric_dtype(data[c]) else "str")
+            for c in data.columns]
+
+
 def safe_frame(df: pd.DataFrame | None) -> pd.DataFrame | None:
     """Every cell through :func:`cell`, every header through :func:`safe_str`."""
     if df is None:
@@ -206,9 +245,37 @@ class SessionCookie:
       client is the rightmost forwarded address that is not a trusted proxy.
     * **Identity header**: with trusted proxies, honoured only on requests that came through one of them."""
 
-    def __init__(self, app, secret: bytes, trusted: tuple[str, ...] = (), identity_header: str | None = None) -> None:
+    def __init__(self, app, secret: bytes, trusted: tuple[str, ...] = (), identity_header: str | None = None,
+                 stall: float | None = UPLOAD_STALL, on_stall=None) -> None:
         self.app, self.secret, self.trusted = app, secret, frozenset(trusted)
         self.identity = identity_header.lower().encode("latin-1") if identity_header else None
+        self.stall, self.on_stall = stall, on_stall
+
+    def _timed(self, receive):
+        """``receive`` for a request body: a body whose next chunk does not come within ``stall`` seconds ends as a
+        client disconnect (the handler stops reading) and ``on_stall()`` frees what the stalled upload wrote."""
+        import asyncio
+
+        state = {"complete": False, "stalled": False}
+
+        async def timed():
+            if state["stalled"]:
+                return {"type": "http.disconnect"}
+            if state["complete"] or self.stall is None:
+                return await receive()
+            try:
+                message = await asyncio.wait_for(receive(), timeout=self.stall)
+            except asyncio.TimeoutError:
+                state["stalled"] = True
+                if self.on_stall is not None:
+                    with contextlib.suppress(Exception):
+                        self.on_stall()
+                return {"type": "http.disconnect"}
+            if message.get("type") != "http.request" or not message.get("more_body", False):
+                state["complete"] = True
+            return message
+
+        return timed
 
     def _who(self, scope: dict) -> dict:
         headers = list(scope.get("headers", []))
@@ -230,6 +297,8 @@ class SessionCookie:
         if scope["type"] not in ("http", "websocket"):
             return await self.app(scope, receive, send)
         scope = self._who(scope)
+        if scope["type"] == "http" and scope.get("method") in ("POST", "PUT"):
+            receive = self._timed(receive)
         raw = b"; ".join(v for k, v in scope.get("headers", []) if k == b"cookie").decode("latin-1")
         pairs = [p.strip() for p in raw.split(";") if p.strip()]
         mine = [p.split("=", 1)[1] for p in pairs if p.startswith(f"{COOKIE}=")]
@@ -299,6 +368,21 @@ class LeaderboardApp:
         if len(data) > limit:
             raise ModelseekError(f"submission too large: more than {limit:,} bytes")
         return data, p.name
+
+    def sweep_stalled(self, stall: float, now: float | None = None) -> int:
+        """Delete the partial uploads (``tmp*`` files Gradio writes at the top of its folder while receiving) that
+        no byte reached for ``stall`` seconds: a stalled upload's bytes are freed when it is dropped."""
+        now = time.time() if now is None else now
+        gone = 0
+        if self.uploads.is_dir():
+            for path in self.uploads.glob("tmp*"):
+                try:
+                    if path.is_file() and not path.is_symlink() and now - path.lstat().st_mtime >= stall:
+                        path.unlink()
+                        gone += 1
+                except OSError:
+                    continue
+        return gone
 
     def sweep_uploads(self, now: float | None = None) -> int:
         """Delete the uploads this app read and the partial uploads Gradio left (``tmp*`` files at the top of
@@ -386,8 +470,25 @@ class LeaderboardApp:
 
     def shown_board(self, level: str | None = "overall", query: str | None = None):
         """The table as the page shows it: short headers (full names in ``.attrs['titles']``), one number
-        format (pandas Styler), every cell encodable."""
-        return display_frame(safe_frame(self.board(level, query)), self.store.config)
+        format (pandas Styler), every cell encodable, model names linked to their page (:func:`linked_frame`)."""
+        return display_frame(safe_frame(linked_frame(self.board(level, query))), self.store.config)
+
+    def exports(self, level: str | None = "overall", query: str | None = None) -> tuple[str, str]:
+        """The shown board (this level and search) as formula-safe CSV and JSON files: their paths (one folder per
+        content, so concurrent views never overwrite each other's file)."""
+        import hashlib
+
+        df = self.board(level, query)
+        csv_text, json_text = board_csv(df), board_json(df)
+        digest = hashlib.sha256((csv_text + json_text).encode("utf-8", "backslashreplace")).hexdigest()[:20]
+        folder = Path(tempfile.gettempdir()) / "modelseek-exports" / digest
+        folder.mkdir(parents=True, exist_ok=True)
+        name = f"leaderboard-{level or 'overall'}".replace("/", "_")
+        paths = folder / f"{name}.csv", folder / f"{name}.json"
+        for path, text in zip(paths, (csv_text, json_text)):
+            if not path.exists():
+                atomic_write_text(path, text)
+        return str(paths[0]), str(paths[1])
 
     def empty_note(self) -> str:
         waiting = self.store.queued() if self.store.review else 0
@@ -462,15 +563,11 @@ class LeaderboardApp:
             return "**Error:** pre-submit first.", None, False
         session, identity, _ = self.who(request)
         try:
-            model = self.store.confirm(token, session=session, identity=identity)
-        except StalePreview:
-            try:
-                pv = self.store.refresh(token, session=session, identity=identity)
-            except ModelseekError as exc:
-                return f"**Error:** {md_text(exc)}", None, False
-            return (f"**The leaderboard changed since your preview.** Recomputed **preview** for {md_code(pv.model)}: "
-                    f"rank {pv.rank} of {len(pv.table)}, overall win score {pv.scores['overall']:.2f}. Nothing is "
-                    "published yet: confirm again to publish.", pv.table, False)
+            # one click publishes: the duels against models published since the preview are computed in the
+            # confirmation (the message says where the model stands now)
+            model = self.store.confirm(token, session=session, identity=identity, recompute=True)
+        except StalePreview:  # pragma: no cover - recompute=True never raises it
+            return "**Error:** the leaderboard changed; pre-submit again.", None, False
         except ModelseekError as exc:
             return f"**Error:** {md_text(exc)}", None, False
         except Exception as exc:  # noqa: BLE001 - nothing says Published unless it is
@@ -479,7 +576,10 @@ class LeaderboardApp:
         if self.store.review:
             return (f"**Awaiting review:** {md_code(model)} was confirmed; it enters the leaderboard and the duels "
                     "once the operator approves it.", None, True)
-        return f"**Published** {md_code(model)}.", None, True
+        board = self.store.leaderboard()
+        rank = board.loc[board["model"] == model, "rank"]
+        where = f" (rank {int(rank.iloc[0])} of {len(board)} now)" if len(rank) else ""
+        return f"**Published** {md_code(model)}{where}.", None, True
 
 
 _HEAD = """<script>
@@ -518,24 +618,31 @@ def _submit_handlers(app: LeaderboardApp, store: Store, shown, duels_tab):
 
     def presubmit(file, request: gr.Request):
         msg, table, token = app.presubmit(file, request)
-        frame = display_frame(safe_frame(table), store.config) if table is not None else None
+        frame = None
+        if isinstance(table, pd.DataFrame):   # the new row highlighted
+            new = table.attrs.get("new_model")
+            linked = linked_frame(table)
+            mark = [str(v) for v, m in zip(linked["model"], table["model"]) if m == new]
+            frame = display_frame(safe_frame(linked), store.config, highlight=mark[0] if mark else None)
         staged = token is not None
-        return (msg, gr.update(value=frame, visible=table is not None, label="Preview (not published)"), token,
+        return (msg, gr.update(value=frame, visible=table is not None, label="Preview (not published; new row "
+                                                                                 "highlighted)",
+                               datatype=datatypes(frame) or None), token,
                 gr.update(interactive=staged), gr.update(interactive=staged), gr.update())
 
     def confirm(token, level, query, current, request: gr.Request):
         msg, table, published = app.confirm(token, request)
-        frame, titles = shown(level, query)
+        frame, titles, csv_path, json_path = shown(level, query)
         tabs = duels_tab(current)
         if table is not None:          # the board changed: the recomputed preview, confirm again
             preview = gr.update(value=display_frame(safe_frame(table), store.config), visible=True,
                                 label="Preview (recomputed, not published)")
             return (msg, preview, frame, titles, app.empty_note(), token, gr.update(interactive=True),
-                    gr.update(interactive=True), *tabs, gr.update())
+                    gr.update(interactive=True), *tabs, gr.update(), csv_path, json_path)
         done = published or token is None
         return (msg, gr.update(value=None, visible=False), frame, titles, app.empty_note(),
                 None if published else token, gr.update(interactive=not done), gr.update(interactive=not done),
-                *tabs, gr.update(value=None) if published else gr.update())
+                *tabs, gr.update(value=None) if published else gr.update(), csv_path, json_path)
 
     def discard(token, request: gr.Request):
         msg = app.discard(token, request)
@@ -557,8 +664,13 @@ def _layout(gr, app: LeaderboardApp, store: Store, levels: list[str], shown, due
             c["search"] = gr.Textbox(label="Search models", placeholder="part of a model name", elem_id="search")
         c["empty"] = gr.Markdown(app.empty_note(), elem_id="empty")
         first = app.shown_board("overall")
-        c["table"] = gr.Dataframe(value=first, interactive=False, elem_id="leaderboard", wrap=False)
+        c["table"] = gr.Dataframe(value=first, interactive=False, elem_id="leaderboard", wrap=False,
+                                  datatype=datatypes(first) or "str")
         c["titles"] = gr.HTML(_titles_html(first, "leaderboard"), elem_id="leaderboard-titles")
+        csv_path, json_path = app.exports("overall")
+        with gr.Row():
+            c["csv"] = gr.DownloadButton("Download CSV", value=csv_path, elem_id="download-csv", size="sm")
+            c["json"] = gr.DownloadButton("Download JSON", value=json_path, elem_id="download-json", size="sm")
     with gr.Tab("Duels"):
         names = app.models()
         c["model"] = gr.Dropdown(names, value=names[0] if names else None, label="Model", elem_id="duel-model")
@@ -598,7 +710,9 @@ def build_app(store: Store, title: str = "Duel leaderboard", identity_header: st
 
     def shown(level, query=None):
         frame = app.shown_board(level, query)
-        return frame, _titles_html(frame, "leaderboard")
+        csv_path, json_path = app.exports(level, query)
+        return (gr.update(value=frame, datatype=datatypes(frame) or "str"), _titles_html(frame, "leaderboard"),
+                csv_path, json_path)
 
     def duels_update(model):
         details, meta = app.duels(model)
@@ -611,8 +725,7 @@ def build_app(store: Store, title: str = "Duel leaderboard", identity_header: st
         return (gr.update(choices=names, value=value), *duels_update(value))
 
     def first_open(level, query):
-        frame, titles = shown(level, query)
-        return (frame, titles, app.empty_note(), *duels_tab())
+        return (*shown(level, query), app.empty_note(), *duels_tab())
 
     presubmit, confirm, discard = _submit_handlers(app, store, shown, duels_tab)
     notes = app.problems()
@@ -620,21 +733,28 @@ def build_app(store: Store, title: str = "Duel leaderboard", identity_header: st
         gr.Markdown(f"# {md_text(title)}\nEvery pair of models duels on every task (one-tailed significance test, "
                     f"alpha = {store.alpha}); a task win score is the share of duels won x 100, a category "
                     "averages its tasks, overall averages categories. Metric values are computed from each "
-                    "submission's predictions. Click a column header to sort; hover it for its full name.")
+                    "submission's predictions. Rows are ranked by overall win score (in a category's view, by that "
+                    "category's score); equal scores share a rank. To sort by another column, open the ⋮ menu of its "
+                    "header (Sort ascending / descending); hover a header for its full name. A model's name links "
+                    "to its page. "
+                    "Near-copies count once: duels against models whose predictions are near-copies of each other "
+                    "count as one opponent.")
         c = _layout(gr, app, store, levels, shown, duels_update)
         board = [c["table"], c["titles"]]
+        downloads = [c["csv"], c["json"]]
         duels = [c["model"], c["details"], c["meta"], c["duels_empty"]]
-        c["level"].change(shown, [c["level"], c["search"]], board)
-        c["search"].change(shown, [c["level"], c["search"]], board)
+        c["level"].change(shown, [c["level"], c["search"]], [*board, *downloads])
+        c["search"].change(shown, [c["level"], c["search"]], [*board, *downloads])
         c["model"].change(duels_update, c["model"], duels[1:])
         buttons = [c["confirm_btn"], c["discard_btn"]]
-        c["pre_btn"].click(presubmit, c["upload"], [c["status"], c["preview"], c["token"], *buttons, c["upload"]])
+        c["pre_btn"].click(presubmit, c["upload"], [c["status"], c["preview"], c["token"], *buttons, c["upload"]],
+                           concurrency_limit=PRESUBMIT_CONCURRENCY)
         c["confirm_btn"].click(confirm, [c["token"], c["level"], c["search"], c["model"]],
                                [c["status"], c["preview"], *board, c["empty"], c["token"], *buttons, *duels,
-                                c["upload"]])
+                                c["upload"], *downloads])
         c["discard_btn"].click(discard, c["token"], [c["status"], c["preview"], c["token"], *buttons, c["upload"]])
         # a page opened later shows the board as it is then (also on the Duels tab)
-        demo.load(first_open, [c["level"], c["search"]], [*board, c["empty"], *duels])
+        demo.load(first_open, [c["level"], c["search"]], [*board, *downloads, c["empty"], *duels])
     demo.modelseek_store = store
     demo.modelseek_notes = notes
     demo.modelseek_app = app
@@ -654,8 +774,11 @@ def launch(demo, host: str = "127.0.0.1", port: int = 7860, trusted_proxies: tup
 
     quiet = kwargs.pop("quiet", False)
     block = not kwargs.pop("prevent_thread_lock", False)
-    cookie = Middleware(SessionCookie, secret=demo.modelseek_app.secret, trusted=tuple(trusted_proxies),
-                        identity_header=demo.modelseek_app.identity_header)
+    stall = kwargs.pop("upload_stall", UPLOAD_STALL)
+    app = demo.modelseek_app
+    cookie = Middleware(SessionCookie, secret=app.secret, trusted=tuple(trusted_proxies),
+                        identity_header=app.identity_header, stall=stall,
+                        on_stall=lambda: app.sweep_stalled(stall))
     app_kwargs = {**kwargs.pop("app_kwargs", {}), "middleware": [cookie]}
     before = os.environ.get("FORWARDED_ALLOW_IPS")
     os.environ["FORWARDED_ALLOW_IPS"] = ""          # read by uvicorn.Config inside demo.launch

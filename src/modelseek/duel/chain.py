@@ -17,17 +17,55 @@ missing, altered or disabled trigger. It runs in ``modelseek duel db verify`` an
 A role that can INSERT can still *append* a well-formed forged row, and a table emptied from the end
 leaves a shorter, valid chain: compare the head hash ``db verify`` prints with one recorded elsewhere (the
 deployment in README gives the app role no right beyond INSERT and SELECT).
+
+**Keyed chain.** With an operator's secret (:func:`operator_key`: ``MODELSEEK_DUEL_KEY``, or the file named by
+``MODELSEEK_DUEL_KEY_FILE``), every chain row also carries ``mac = HMAC-SHA-256(key, seq:hash)``. Whoever edits
+a row and rebuilds every hash after it cannot compute the MACs, so the rebuilt chain fails :func:`verify` without
+a head recorded elsewhere. A keyed board needs its key for every use (a board with signed rows and no key given
+is refused, and so is an unsigned row when the key is given).
+
+**Withdrawals.** An operator's withdrawal of a published entry is a chain row of its own (``submission_id``
+NULL; its ``withdrawals`` row holds the entry, who, when and why): the entry stays in ``submissions`` for audit,
+the board leaves it out.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
+import os
 from collections.abc import Mapping, Sequence
 
 from . import schema
 
 GENESIS = "0" * 64
+KEY_ENV, KEY_FILE_ENV = "MODELSEEK_DUEL_KEY", "MODELSEEK_DUEL_KEY_FILE"
+
+
+def operator_key() -> bytes | None:
+    """The operator's chain key: ``MODELSEEK_DUEL_KEY`` (its text), else the bytes of the file named by
+    ``MODELSEEK_DUEL_KEY_FILE`` (surrounding white space stripped); ``None`` when neither is set."""
+    from ..errors import InputError
+
+    text = os.environ.get(KEY_ENV)
+    if text:
+        return text.encode("utf-8")
+    path = os.environ.get(KEY_FILE_ENV)
+    if path:
+        try:
+            data = open(path, "rb").read().strip()     # noqa: SIM115 - read at once
+        except OSError as exc:
+            raise InputError(f"cannot read the operator's key file ({exc.strerror})", path=path,
+                             field=KEY_FILE_ENV) from None
+        if not data:
+            raise InputError("the operator's key file is empty", path=path, field=KEY_FILE_ENV)
+        return data
+    return None
+
+
+def mac(key: bytes | None, seq: int, h: str) -> str | None:
+    return None if key is None else hmac.new(key, f"{int(seq)}:{h}".encode("ascii"), hashlib.sha256).hexdigest()
 
 
 def _sha(data: bytes) -> str:
@@ -51,11 +89,15 @@ def meta_content(rows: list[tuple[str, str]]) -> bytes:
 
 
 def row_content(seq: int, sub: Mapping, link_row: Mapping, profiles: Sequence[Mapping], duels: Sequence[Mapping],
-                task_ids: Sequence[Mapping], review: Mapping | None = None) -> bytes:
-    """The canonical bytes of one published submission (everything that was inserted with it, and the
-    approval that published it on a board with review; rows without one hash as before 0003)."""
-    extra = [] if review is None else [["review", str(review["decision"]), str(review["reviewer"]),
-                                        _f(review["decided_at"]), str(review["why"])]]
+                task_ids: Sequence[Mapping], review: Mapping | None = None,
+                copies: Sequence[Mapping] | None = None) -> bytes:
+    """The canonical bytes of one published submission (everything that was inserted with it, the approval
+    that published it on a board with review and the near-copies it was published as; rows without them hash as
+    before 0003 / 0004)."""
+    extra: list = [] if review is None else [["review", str(review["decision"]), str(review["reviewer"]),
+                                              _f(review["decided_at"]), str(review["why"])]]
+    if copies:
+        extra.append(["copies", sorted([int(c["of_id"]), _f(c["ratio"])] for c in copies)])
     return _dumps([
         "submission", int(seq), int(sub["id"]), str(sub["model"]), str(sub["token"]), str(sub["sha256"]),
         _f(sub["created_at"]), _f(sub["published_at"]), str(sub["metadata_json"]), _sha(bytes(sub["payload"])),
@@ -74,23 +116,43 @@ def head(conn, t, sa) -> tuple[int, str] | None:
     return None if row is None else (int(row[0]), str(row[1]))
 
 
-def genesis(conn, t, sa) -> None:
+def withdrawal_content(seq: int, w: Mapping) -> bytes:
+    return _dumps(["withdrawal", int(seq), int(w["submission_id"]), str(w["model"]), str(w["operator"]),
+                   _f(w["at"]), str(w["why"])])
+
+
+def genesis(conn, t, sa, key: bytes | None = None) -> None:
     """Write row 0 over the ``meta`` rows (once, when the leaderboard is created or migrated)."""
     if head(conn, t, sa) is not None:
         return
     rows = conn.execute(sa.select(t["meta"].c.key, t["meta"].c.value)).all()
+    h = link(GENESIS, meta_content(rows))
     conn.execute(t["chain"].insert().values(seq=0, submission_id=None, name_key=None, uploader=None, size=None,
-                                            prev_hash=GENESIS, hash=link(GENESIS, meta_content(rows))))
+                                            prev_hash=GENESIS, hash=h, mac=mac(key, 0, h)))
+
+
+def append_withdrawal(conn, t, sa, w: dict, key: bytes | None = None) -> int:
+    """Chain the withdrawal ``w`` (submission_id, model, operator, at, why) at the next row; returns its seq."""
+    top = head(conn, t, sa)
+    if top is None:
+        raise RuntimeError("the chain has no genesis row")
+    seq, prev = top[0] + 1, top[1]
+    h = link(prev, withdrawal_content(seq, w))
+    conn.execute(t["withdrawals"].insert().values(seq=seq, **w))
+    conn.execute(t["chain"].insert().values(seq=seq, submission_id=None, name_key=None, uploader=None, size=None,
+                                            prev_hash=prev, hash=h, mac=mac(key, seq, h)))
+    return seq
 
 
 def append(conn, t, sa, subs: list[dict], profiles: list[dict], duels: list[dict], task_ids: list[dict],
-           links: list[dict], reviews: Mapping[int, Mapping] | None = None) -> None:
+           links: list[dict], reviews: Mapping[int, Mapping] | None = None, key: bytes | None = None,
+           copies: Mapping[int, Sequence[Mapping]] | None = None) -> None:
     """Chain the submissions ``subs`` (in this order) inserted in this transaction; ``links[k]`` holds
     ``name_key``, ``uploader`` and ``size`` of ``subs[k]``, ``reviews`` the approval of a submission by id.
     Runs inside the serialised write."""
     top = head(conn, t, sa)
     if top is None:
-        genesis(conn, t, sa)
+        genesis(conn, t, sa, key)
         top = head(conn, t, sa)
         if top is None:
             raise RuntimeError("the chain has no genesis row after writing it")
@@ -105,9 +167,11 @@ def append(conn, t, sa, subs: list[dict], profiles: list[dict], duels: list[dict
         seq += 1
         sid = int(s["id"])
         content = row_content(seq, s, links[k], [p for p in profiles if int(p["submission_id"]) == sid], mine[k],
-                              [r for r in task_ids if int(r["submission_id"]) == sid], (reviews or {}).get(sid))
+                              [r for r in task_ids if int(r["submission_id"]) == sid], (reviews or {}).get(sid),
+                              (copies or {}).get(sid))
         h = link(prev, content)
-        rows.append({"seq": seq, "submission_id": sid, **links[k], "prev_hash": prev, "hash": h})
+        rows.append({"seq": seq, "submission_id": sid, **links[k], "prev_hash": prev, "hash": h,
+                     "mac": mac(key, seq, h)})
         prev = h
     conn.execute(t["chain"].insert(), rows)
 
@@ -120,8 +184,9 @@ def _who(sub: Mapping | None, sid) -> str:
     return f"submission id {sid} (model {model!r})"
 
 
-def verify(conn, t, sa) -> list[str]:
-    """Every problem found, the first bad row first (empty: the chain and the triggers are intact)."""
+def verify(conn, t, sa, key: bytes | None = None) -> list[str]:
+    """Every problem found, the first bad row first (empty: the chain and the triggers are intact). ``key``: the
+    operator's chain key (see the module docstring)."""
     problems: list[str] = []
     chain = [dict(r) for r in conn.execute(sa.select(t["chain"]).order_by(t["chain"].c.seq)).mappings()]
     meta = conn.execute(sa.select(t["meta"].c.key, t["meta"].c.value)).all()
@@ -137,6 +202,14 @@ def verify(conn, t, sa) -> list[str]:
     seq_of = {int(r["submission_id"]): int(r["seq"]) for r in chain if r["submission_id"] is not None}
     approved = {int(r["submission_id"]): dict(r) for r in conn.execute(sa.select(t["reviews"])).mappings()
                 if r["decision"] == "approved"}
+    withdrawn = {int(r["seq"]): dict(r) for r in conn.execute(sa.select(t["withdrawals"])).mappings()}
+    copies: dict[int, list] = {}
+    for r in conn.execute(sa.select(t["copies"])).mappings():
+        copies.setdefault(int(r["submission_id"]), []).append(dict(r))
+    signed = [r for r in chain if r.get("mac")]
+    if key is None and signed:
+        problems.append(f"the chain is keyed (signed rows from row {signed[0]['seq']}): give the operator's key "
+                        f"({KEY_ENV} or {KEY_FILE_ENV}) to use this board")
     duels: dict[int, list] = {}
     orphan = None
     for r in conn.execute(sa.select(t["duels"])).mappings():
@@ -158,6 +231,11 @@ def verify(conn, t, sa) -> list[str]:
             if row["submission_id"] is not None or row["hash"] != link(GENESIS, meta_content(meta)):
                 problems.append(f"{where} (the configuration): the meta rows were altered")
                 break
+        elif row["submission_id"] is None:
+            w = withdrawn.get(k)
+            if w is None or row["hash"] != link(prev, withdrawal_content(k, w)):
+                problems.append(f"{where}: the withdrawal it records is missing or was altered")
+                break
         else:
             sid = row["submission_id"]
             sub = subs.get(int(sid)) if sid is not None else None
@@ -165,11 +243,16 @@ def verify(conn, t, sa) -> list[str]:
                 problems.append(f"{where}: {_who(None, sid)} is missing from submissions (deleted)")
                 break
             content = row_content(k, sub, row, profiles.get(int(sid), []), duels.get(k, []), tids.get(int(sid), []),
-                                  approved.get(int(sid)))
+                                  approved.get(int(sid)), copies.get(int(sid)))
             if row["hash"] != link(prev, content):
                 problems.append(f"{where}: {_who(sub, sid)} was altered (its row, profiles, duels or doc_ids "
                                 "differ from what was published)")
                 break
+        if key is not None and not hmac.compare_digest(str(row.get("mac") or ""), mac(key, k, row["hash"]) or ""):
+            problems.append(f"{where}: " + ("not signed with the operator's key" if not row.get("mac") else
+                                            "its signature does not match the operator's key")
+                            + " (the chain was rebuilt, or the board was keyed with another key)")
+            break
         prev = row["hash"]
     for sid in sorted(set(subs) - set(seq_of)):
         problems.append(f"{_who(subs[sid], sid)} is not in the chain: it was inserted outside the app")
@@ -180,6 +263,10 @@ def verify(conn, t, sa) -> list[str]:
                         "is not in the chain")
     for sid in sorted(set(approved) - set(seq_of)):
         problems.append(f"the approval of submission id {sid} names no chained submission (inserted outside the app)")
+    for seq in sorted(set(withdrawn) - {int(r["seq"]) for r in chain if r["submission_id"] is None}):
+        problems.append(f"withdrawal at row {seq} is not in the chain (inserted outside the app)")
+    for sid in sorted(set(copies) - set(seq_of)):
+        problems.append(f"near-copy records of submission id {sid} are not in the chain")
     for sid in sorted(set(tids) - set(seq_of)):
         problems.append(f"task_ids fixed by {_who(subs.get(sid), sid)} are not in the chain")
     return problems + check_triggers(conn)

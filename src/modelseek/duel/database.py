@@ -131,8 +131,9 @@ def upgrade_database(url: str | Path) -> tuple[str | None, str]:
         engine.dispose()
 
 
-def verify_database(url: str | Path) -> tuple[list[str], tuple[int, str] | None, list[str]]:
-    """``(problems, head, every chain hash)`` of the database at ``url`` (``modelseek duel db verify``),
+def verify_database(url: str | Path, key: bytes | None = None) -> tuple[list[str], tuple[int, str] | None, list[str]]:
+    """``(problems, (models on the board, head hash), every chain hash)`` of the database at ``url``
+    (``modelseek duel db verify``),
     without reading its configuration (altered meta rows are one of the things found)."""
     sa = _sqlalchemy()
     full = database_url(url)
@@ -142,7 +143,13 @@ def verify_database(url: str | Path) -> tuple[list[str], tuple[int, str] | None,
             _retry_locked(lambda: schema.upgrade(engine, prepare_write))
         _, t = schema.tables(sa)
         with engine.connect() as c, c.begin():
-            return (chain.verify(c, t, sa), chain.head(c, t, sa),
+            top = chain.head(c, t, sa)
+            if top is not None:             # (models on the board: chained submissions less withdrawals, head hash)
+                ch, wd = t["chain"], t["withdrawals"]
+                n = c.execute(sa.select(sa.func.count()).select_from(ch).where(ch.c.submission_id.is_not(None))
+                              ).scalar_one() - c.execute(sa.select(sa.func.count()).select_from(wd)).scalar_one()
+                top = (int(n), top[1])
+            return (chain.verify(c, t, sa, key if key is not None else chain.operator_key()), top,
                     [h for h, in c.execute(sa.select(t["chain"].c.hash)).all()])
     except sa.exc.DBAPIError as exc:
         raise InputError(f"cannot use the database: {_reason(exc)}", path=shown_url(full), field="db") from None

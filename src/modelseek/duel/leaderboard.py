@@ -6,10 +6,12 @@ import pandas as pd
 
 from ..errors import InputError
 from .config import LeaderboardConfig
+from .scoring import ranks
 
 
 def leaderboard_frame(scores: dict, raw: dict, config: LeaderboardConfig, level: str = "overall") -> pd.DataFrame:
-    """One row per model sorted by overall win score (ties by name).
+    """One row per model sorted by overall win score (by that category's score in a category's view); equal
+    scores share a rank (listed by name, never ranked by it).
 
     ``level``: 'overall' (overall + category scores), 'tasks' (also every task's win score and raw value),
     or a category name (that category's score, its tasks' win scores and raw values).
@@ -32,8 +34,11 @@ def leaderboard_frame(scores: dict, raw: dict, config: LeaderboardConfig, level:
     df = pd.DataFrame(rows)
     if df.empty:
         return pd.DataFrame(columns=["rank", "model", "overall"])
-    df = df.sort_values(["overall", "model"], ascending=[False, True], kind="stable").reset_index(drop=True)
-    df.insert(0, "rank", range(1, len(df) + 1))
+    by = "overall" if level in ("overall", "tasks") else level
+    exact = df["model"].map(lambda m: scores[m][by])
+    df = df.assign(_exact=exact).sort_values(["_exact", "model"], ascending=[False, True], kind="stable")
+    df = df.drop(columns="_exact").reset_index(drop=True)
+    df.insert(0, "rank", ranks([scores[m][by] for m in df["model"]]))
     return df
 
 
@@ -45,12 +50,44 @@ INFO_COLUMNS = {"type": ("Type", "model type, as uploaded (pretrained, fine-tune
                 "reviewed": ("Reviewed", "approved by the operator (who, when) before publication")}
 
 
+#: a spreadsheet reads a cell starting with one of these as a formula (``=HYPERLINK(...)``, ``@SUM(...)``)
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def formula_safe(value):
+    """A cell a spreadsheet shows as text: a string starting with ``= + - @`` (or a tab or carriage return) gets a
+    leading apostrophe (OWASP's CSV-injection advice); numbers and other values unchanged."""
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
+def export_frame(df: pd.DataFrame) -> pd.DataFrame:
+    """The board as downloaded: every text cell and header :func:`formula_safe`."""
+    out = df.copy()
+    out.columns = [formula_safe(str(c)) for c in out.columns]
+    for col in out.columns:
+        if not pd.api.types.is_numeric_dtype(out[col]):
+            out[col] = out[col].map(formula_safe)
+    return out
+
+
+def board_csv(df: pd.DataFrame) -> str:
+    """The board as CSV (UTF-8, formula-safe)."""
+    return export_frame(df).to_csv(index=False)
+
+
+def board_json(df: pd.DataFrame) -> str:
+    """The board as JSON records (formula-safe like the CSV: one file may be opened by a spreadsheet too)."""
+    return export_frame(df).to_json(orient="records", force_ascii=False, indent=1)
+
+
 def _initials(name: str) -> str:
     words = [w for w in name.replace("-", " ").split() if w]
     return name if len(words) < 2 or len(name) <= 12 else "".join(w[0].upper() for w in words)
 
 
-def display_frame(df: pd.DataFrame | None, config: LeaderboardConfig):
+def display_frame(df: pd.DataFrame | None, config: LeaderboardConfig, highlight: str | None = None):
     """The leaderboard as the web app shows it: short headers (``#``, ``Model``, ``Overall``, category
     initials, BenCzechMark's task abbreviations; the full names in ``.modelseek_titles`` for hovering) and
     one number format (win scores ``62.40``, metric values ``0.6240``), as a pandas Styler over the numbers
@@ -98,5 +135,9 @@ def display_frame(df: pd.DataFrame | None, config: LeaderboardConfig):
     numeric = [c for c in shown.columns if c not in ("#", "Model") and pd.api.types.is_numeric_dtype(shown[c])]
     fmt = {c: ("{:.4f}" if c in metric_cols else "{:.2f}") for c in numeric}
     styler = shown.style.format(fmt, na_rep="—").hide(axis="index")
+    if highlight is not None and "Model" in shown.columns:      # the preview's new row
+        marked = shown["Model"].map(lambda m: str(m) == highlight)
+        styler = styler.apply(lambda row: ["background-color: #fff3bf; font-weight: bold" if marked[row.name]
+                                           else "" for _ in row], axis=1)
     styler.modelseek_titles = titles
     return styler

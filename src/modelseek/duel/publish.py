@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import re
 import secrets
 import time
 from collections.abc import Callable
@@ -20,11 +21,34 @@ import pandas as pd
 
 from ..errors import InputError
 from . import chain
+from .copies import Agreement, answer_vectors, find_copies
 from .engine import duels_against, profile, profiles
 from .leaderboard import leaderboard_frame
 from .scoring import win_scores
-from .submission import Submission, check_sample_counts, id_difference, submission_from_bytes, validate_submission
-from .text import name_key, skeleton, clean_name
+from .submission import (Submission, _records_to_data, check_sample_counts, id_difference, submission_from_bytes,
+                         validate_submission)
+from .text import clean_name, name_key, skeletons
+
+#: bytes of an upload searched for its model name before the full parse
+MAX_PEEK = 512 * 1024
+_META_KEY = re.compile(rb'"metadata"\s*:\s*\{')
+
+
+def peek_model_name(head: bytes) -> str | None:
+    """The model name of an upload from its first bytes, without parsing the rest (``None`` when the whole
+    ``"metadata"`` object is not there): the object after the first ``"metadata":`` is decoded alone and its
+    ``model`` (else ``model_name``) taken, as validation takes it. Used only to refuse a taken name early; the full
+    parse decides everything else."""
+    m = _META_KEY.search(head)
+    if m is None:
+        return None
+    text = head[m.end() - 1:].decode("utf-8", "replace")
+    try:
+        meta, _ = json.JSONDecoder().raw_decode(text)
+    except ValueError:
+        return None
+    name = meta.get("model") if isinstance(meta.get("model"), str) else meta.get("model_name")
+    return name if isinstance(name, str) and name.strip() else None
 
 if TYPE_CHECKING:
     from .config import LeaderboardConfig
@@ -85,10 +109,14 @@ class PublishWorkflow:
     pending_ttl: float
     reference: Reference | None
     review: bool
+    key: bytes | None
+    _answers: dict[tuple[str, int], dict[str, np.ndarray]]
     _write: Callable[..., Any]           # (fn(conn), serialised=True) -> fn's result, in one write transaction
     _published: Callable[[Any], list[tuple[int, str]]]
     _profiles: Callable[..., dict[int, dict[str, Profile]]]   # (conn, ids, table="profiles")
     _board: Callable[[Any], tuple[list[tuple[int, str]], dict[str, np.ndarray], dict, dict[str, dict[str, float]]]]
+    _groups_of: Callable[[list[int]], list[int]]
+    _refuse_tampered: Callable[[Any], None]
 
     def _check_samples(self, conn, sub: Submission) -> None:
         """The upload's samples must be the task's (paired by doc_id): the ids fixed by the first published
@@ -119,12 +147,52 @@ class PublishWorkflow:
                                                "characters are one model)")
             raise InputError(f"model {model!r} is already published{same} (published submissions are immutable)",
                              field="metadata.model")
-        mine = skeleton(model)
+        mine = skeletons(model)
         for (other,) in conn.execute(self._sa.select(subs.c.model)).all():
-            if skeleton(other) == mine:
+            if not mine.isdisjoint(skeletons(other)):
                 raise InputError(f"model {model!r} looks like the published {other!r} (names whose characters from "
                                  "different scripts look alike are one model: Unicode TR39 confusables)",
                                  field="metadata.model")
+
+    # -------------------------------------------------------------------------------------- copies
+    def _stored_answers(self, conn, table: str, ids: list[int]) -> dict[int, dict[str, np.ndarray]]:
+        """Per-sample answers (:func:`.copies.answers`) of stored submissions, decoded once per store (published
+        and pending payloads never change under their id)."""
+        todo = [i for i in ids if (table, i) not in self._answers]
+        if todo:
+            tbl = self.t[table]
+            for i, payload in conn.execute(self._sa.select(tbl.c.id, tbl.c.payload).where(tbl.c.id.in_(todo))):
+                try:
+                    preds = json.loads(gzip.decompress(payload))["predictions"]
+                    data = {t: _records_to_data(t, self.config.spec(t).metric, preds[t], "<stored>")
+                            for t in self.config.task_ids}
+                except (OSError, ValueError, KeyError, TypeError, InputError):
+                    continue                    # an unreadable row is found by verify, not here
+                self._answers[(table, int(i))] = answer_vectors(data)
+        return {i: self._answers[(table, i)] for i in ids if (table, i) in self._answers}
+
+    def _copies_of(self, conn, answers: dict[str, np.ndarray], exclude: int | None = None
+                   ) -> list[tuple[str, int, str, Agreement]]:
+        """The published (not withdrawn) and queued submissions that ``answers`` is a near-copy of:
+        ``(table, id, model, agreement)``, the closest first."""
+        sa, pend = self._sa, self.t["pending"]
+        pub = [(i, m) for i, m in self._published(conn) if i != exclude]
+        queued = [(int(i), m) for i, m in conn.execute(sa.select(pend.c.id, pend.c.model).where(
+            pend.c.queued_at.is_not(None))).all() if int(i) != exclude]
+        others = []
+        for table, rows in (("submissions", pub), ("pending", queued)):
+            vecs = self._stored_answers(conn, table, [i for i, _ in rows])
+            others += [((table, i, m), vecs[i]) for i, m in rows if i in vecs]
+        hits = find_copies(answers, [(str(k), v) for k, v in others])
+        by_key = {str(k): k for k, _ in others}
+        return [(*by_key[name], ag) for name, ag in hits]
+
+    @staticmethod
+    def _copy_message(model: str, hits) -> str:
+        table, _, other, ag = hits[0]
+        what = "the published" if table == "submissions" else "the queued"
+        more = f" (and {len(hits) - 1} more)" if len(hits) > 1 else ""
+        return f"model {model!r} is a near-copy of {what} {other!r}{more}: {ag.describe()}"
 
     def _check_team(self, conn, team: str | None, identity: str | None) -> None:
         """With signed-in uploaders, a team belongs to the identity that first published under it (or under a
@@ -132,7 +200,7 @@ class PublishWorkflow:
         if identity is None or not team:
             return
         sa, ch, subs = self._sa, self.t["chain"], self.t["submissions"]
-        mine, me = skeleton(team), _sha_text(identity)
+        mine, me = skeletons(team), _sha_text(identity)
         rows = conn.execute(sa.select(subs.c.metadata_json, ch.c.uploader)
                             .select_from(ch.join(subs, ch.c.submission_id == subs.c.id))).all()
         for meta, who in rows:
@@ -140,7 +208,7 @@ class PublishWorkflow:
                 other = json.loads(meta).get("team")
             except (ValueError, AttributeError):
                 continue
-            if isinstance(other, str) and skeleton(other) == mine and who != me:
+            if isinstance(other, str) and not mine.isdisjoint(skeletons(other)) and who != me:
                 raise InputError(f"team {team!r} belongs to the signed-in user who first published under it"
                                  + (f" (as {other!r})" if other != team else ""), field="metadata.team")
 
@@ -158,9 +226,32 @@ class PublishWorkflow:
             return submission_from_bytes(p.read_bytes(), self.config, str(p), self.max_bytes)
         return submission_from_bytes(bytes(upload), self.config, source, self.max_bytes)
 
+    def _charge(self, who_hash: str, size: int, source: str) -> None:
+        """Charge ``size`` raw bytes received to ``who_hash`` (refused uploads count too: parsing them is work);
+        refuse when the day's bytes would pass ``max_daily_bytes``."""
+        if self.max_daily_bytes is None:
+            return
+        sa, usage = self._sa, self.t["usage"]
+
+        def charge(c):
+            now = time.time()
+            used = int(c.execute(sa.select(sa.func.coalesce(sa.func.sum(usage.c.bytes), 0)).where(
+                usage.c.uploader == who_hash, usage.c.at >= now - DAY)).scalar_one())
+            if used + size > self.max_daily_bytes:
+                return used
+            c.execute(usage.insert().values(uploader=who_hash, at=now, bytes=int(size)))
+            return None
+
+        used = self._write(charge, serialised=False)
+        if used is not None:
+            raise InputError(f"daily storage limit reached: {used:,} bytes received in the last 24 hours + {size:,} > "
+                             f"{self.max_daily_bytes:,}; try again later", path=source)
+
     def _purge(self, c, now: float | None = None) -> int:
-        """Delete pre-submissions older than ``pending_ttl``; returns how many."""
+        """Delete pre-submissions older than ``pending_ttl`` (and quota records older than a day); returns how
+        many pre-submissions."""
         pend = self.t["pending"]
+        c.execute(self.t["usage"].delete().where(self.t["usage"].c.at < (now or time.time()) - DAY))
         cutoff = (now or time.time()) - self.pending_ttl
         old = [int(i) for i, in c.execute(self._sa.select(pend.c.id).where(pend.c.created_at < cutoff,
                                                                           pend.c.queued_at.is_(None))).all()]
@@ -191,6 +282,17 @@ class PublishWorkflow:
         t0 = time.perf_counter()
         if isinstance(upload, (str, Path)) and source == "<upload>":
             source = str(upload)                # errors name the operator's file
+        # quotas count the signed-in identity when there is one, else who the caller names (the app: the client's
+        # address), else the browser session
+        who = identity if identity is not None else (uploader if uploader is not None else session)
+        who_hash = _sha_text(who) if who is not None else None
+        if isinstance(upload, (bytes, bytearray, memoryview)):
+            if who_hash is not None:
+                self._charge(who_hash, len(upload), source)     # raw bytes received, before anything else
+            named = peek_model_name(bytes(upload[:MAX_PEEK]))
+            if named is not None:                               # a taken name stops before the full parse
+                with self.engine.connect() as c:
+                    self._check_name(c, named, name_key(named))
         sub = self._load(upload, source)
         if self.reference is not None:
             self.reference.check(sub, source)
@@ -201,21 +303,25 @@ class PublishWorkflow:
                              f"{self.max_stored_bytes:,}", path=source)
         tasks = self.config.task_ids
         with self.engine.connect() as c, c.begin():   # one snapshot on SQLite; append-only tables elsewhere
+            self._refuse_tampered(c)          # a preview is never computed on an altered or damaged board
             top = chain.head(c, self.t, self._sa)
             pub, P, _, raw_by_model = self._board(c)
             self._check_name(c, sub.model, key)
             self._check_team(c, sub.metadata.get("team"), identity)
             self._check_samples(c, sub)
+            hits = self._copies_of(c, answer_vectors(sub.data))
             old = self._profiles(c, [i for i, _ in pub])
+        notes = tuple(sub.warnings)
+        if hits:
+            if not self.review:
+                raise InputError(self._copy_message(sub.model, hits) + " (copies and near-copies are refused)",
+                                 path=source, field="predictions")
+            notes += (self._copy_message(sub.model, hits) + ": held for the reviewer",)
         board = top[0] if top else 0
         ids = [i for i, _ in pub]
         prof = {t: profile(self.config.spec(t), sub.data[t], sub.model, self.settings) for t in tasks}
         duels = duels_against(self.config, [prof], [old[i] for i in ids])
         token = secrets.token_hex(32)
-        # quotas count the signed-in identity when there is one, else who the caller names (the app: the client's
-        # address), else the browser session
-        who = identity if identity is not None else (uploader if uploader is not None else session)
-        who_hash = _sha_text(who) if who is not None else None
         pend, pprof, pduel = self.t["pending"], self.t["pending_profiles"], self.t["pending_duels"]
 
         def write(c):
@@ -248,12 +354,13 @@ class PublishWorkflow:
             M[:-1, :-1] = P[t]
             M[-1, :-1], M[:-1, -1] = duels[t][1][0], duels[t][2][:, 0]
             Pn[t] = M
-        scores = win_scores(Pn, names, self.config, self.alpha, self.max_competitors, self.fdr)
+        groups = [*self._groups_of(ids), -1]
+        scores = win_scores(Pn, names, self.config, self.alpha, self.max_competitors, self.fdr, groups)
         raw_by_model[sub.model] = {t: sub.raw(t) for t in tasks}
         table = leaderboard_frame(scores, raw_by_model, self.config, "overall")
+        table.attrs["new_model"] = sub.model            # the page highlights its row
         rank = int(table.loc[table["model"] == sub.model, "rank"].iloc[0])
-        return Preview(token, sub.model, rank, scores[sub.model], table, time.perf_counter() - t0, sub.warnings,
-                       board)
+        return Preview(token, sub.model, rank, scores[sub.model], table, time.perf_counter() - t0, notes, board)
 
     def _insert_published(self, c, rows_sub: list[dict], rows_prof: list[dict], rows_duel: list[dict]) -> None:
         c.execute(self.t["submissions"].insert(), rows_sub)
@@ -358,6 +465,14 @@ class PublishWorkflow:
                                "model(s) published since): recompute the preview before confirming", field="token")
         if stale:
             self._recheck_ids(c, row)
+        self._refuse_tampered(c)
+        mine = self._stored_answers(c, "pending", [sid]).get(sid)
+        hits = [h for h in self._copies_of(c, mine, exclude=sid) if h[0] == "submissions"] if mine else []
+        if hits and review is None:
+            raise InputError(self._copy_message(model, hits) + " (copies and near-copies are refused)",
+                             field="predictions")
+        copy_rows = [{"submission_id": sid, "of_id": int(i), "ratio": float(0.0 if ag.identical else ag.ratio)}
+                     for _, i, _, ag in hits]
         pub = [i for i, _ in self._published(c)]
         stored = c.execute(sa.select(pduel.c.task, pduel.c.opponent_id, pduel.c.p_win, pduel.c.p_loss)
                            .where(pduel.c.pending_id == sid)).all()
@@ -377,10 +492,14 @@ class PublishWorkflow:
         if tid_rows:
             c.execute(self.t["task_ids"].insert(), tid_rows)
         if review is not None:
-            c.execute(self.t["reviews"].insert().values(submission_id=sid, model=model, **review))
+            c.execute(self.t["reviews"].insert().values(submission_id=sid, model=model,
+                                                        token_hash=_sha_text(row["token"]), **review))
+        if copy_rows:
+            c.execute(self.t["copies"].insert(), copy_rows)
         chain.append(c, self.t, sa, [sub_row], prof_rows, duel_rows, tid_rows,
                      [{"name_key": key, "uploader": row["uploader"], "size": row["size"]}],
-                     {sid: review} if review is not None else None)
+                     {sid: review} if review is not None else None, key=self.key,
+                     copies={sid: copy_rows} if copy_rows else None)
         self._drop_pending(c, sid)
         return model
 
@@ -445,7 +564,8 @@ class PublishWorkflow:
         for t, o, w, lo in stored:
             if int(o) in pos:
                 Pn[t][-1, pos[int(o)]], Pn[t][pos[int(o)], -1] = w, lo
-        scores = win_scores(Pn, names, self.config, self.alpha, self.max_competitors, self.fdr)
+        scores = win_scores(Pn, names, self.config, self.alpha, self.max_competitors, self.fdr,
+                            [*self._groups_of([i for i, _ in pubs]), -1])
         raw_by_model[model] = raw
         table = leaderboard_frame(scores, raw_by_model, self.config, "overall")
         rank = int(table.loc[table["model"] == model, "rank"].iloc[0])
@@ -492,11 +612,26 @@ class PublishWorkflow:
         prof = [{t: by_task[t][k] for t in tasks} for k in range(len(subs))]
         payloads = [_payload(s) for s in subs]
 
+        from .copies import copy_groups
+
+        vectors = [answer_vectors(s.data) for s in subs]
+        groups = copy_groups(vectors)
+        if len(set(groups)) < len(groups):
+            a = next(k for k, g in enumerate(groups) if groups.count(g) > 1)
+            b = next(k for k, g in enumerate(groups) if g == groups[a] and k != a)
+            raise InputError(f"model {names[b]!r} is a near-copy of {names[a]!r} in this import: "
+                             "copies and near-copies are refused", field="predictions")
+
         def publish(c):
+            self._refuse_tampered(c)
             pub = self._published(c)
-            for s, k in zip(subs, keys):
+            for s, k, vec in zip(subs, keys, vectors):
                 self._check_name(c, s.model, k)
                 self._check_samples(c, s)
+                hits = self._copies_of(c, vec)
+                if hits:
+                    raise InputError(self._copy_message(s.model, hits) + " (copies and near-copies are refused)",
+                                     field="predictions")
             old = [i for i, _ in pub]
             old_prof = self._profiles(c, old)
             now, ids, tokens = time.time(), [], []
@@ -526,7 +661,8 @@ class PublishWorkflow:
             if tid_rows:
                 c.execute(self.t["task_ids"].insert(), tid_rows)
             chain.append(c, self.t, self._sa, sub_rows, prof_rows, rows, tid_rows,
-                         [{"name_key": k, "uploader": None, "size": size} for k, (_, _, size) in zip(keys, payloads)])
+                         [{"name_key": k, "uploader": None, "size": size} for k, (_, _, size) in zip(keys, payloads)],
+                         key=self.key)
             return names
 
         return self._write(publish)

@@ -51,11 +51,23 @@ def _plan(conn, t, sa, head: str | None) -> tuple[dict[str, list], list[str]]:
         "duels": [(str(a), int(b), int(c)) for a, b, c in conn.execute(
             sa.select(t["duels"].c.task, t["duels"].c.a_id, t["duels"].c.b_id))
                   if int(b) not in chained or int(c) not in chained],
+        "withdrawals": [int(q) for q, in conn.execute(sa.select(t["withdrawals"].c.seq)).all()
+                        if int(q) not in {int(r["seq"]) for r in rows[:good]}],
+        "copies": sorted({int(i) for i, in conn.execute(sa.select(t["copies"].c.submission_id)).all()} - chained),
     }
+    # counted in rows (profiles are planned by submission id: one per task)
+    counts = {k: len(v) for k, v in plan.items()}
+    if plan["profiles"]:
+        counts["profiles"] = int(conn.execute(sa.select(sa.func.count()).select_from(t["profiles"]).where(
+            t["profiles"].c.submission_id.in_(plan["profiles"]))).scalar_one())
+    if plan["copies"]:
+        counts["copies"] = int(conn.execute(sa.select(sa.func.count()).select_from(t["copies"]).where(
+            t["copies"].c.submission_id.in_(plan["copies"]))).scalar_one())
     notes = [f"chain row {s} (after the recorded head)" for s in plan["chain"]]
     notes += [f"submission id {i} (not in the chain)" for i in plan["submissions"]]
-    notes += [f"{len(plan[k])} {k} row(s) of submissions not in the chain"
-              for k in ("profiles", "duels", "task_ids", "reviews") if plan[k]]
+    notes += [f"{counts[k]} {k} row(s) of submissions not in the chain"
+              for k in ("profiles", "duels", "task_ids", "reviews", "copies") if plan[k]]
+    notes += [f"withdrawal at chain row {q} (not in the chain)" for q in plan["withdrawals"]]
     return plan, notes
 
 
@@ -72,6 +84,10 @@ def _delete(conn, t, sa, plan: dict[str, list]) -> None:
         conn.execute(t["task_ids"].delete().where(t["task_ids"].c.task.in_(plan["task_ids"])))
     if plan["reviews"]:
         conn.execute(t["reviews"].delete().where(t["reviews"].c.submission_id.in_(plan["reviews"])))
+    if plan["withdrawals"]:
+        conn.execute(t["withdrawals"].delete().where(t["withdrawals"].c.seq.in_(plan["withdrawals"])))
+    if plan["copies"]:
+        conn.execute(t["copies"].delete().where(t["copies"].c.submission_id.in_(plan["copies"])))
     if plan["submissions"]:
         conn.execute(t["submissions"].delete().where(t["submissions"].c.id.in_(plan["submissions"])))
 
@@ -100,7 +116,7 @@ def recover(store, apply: bool = False, after_head: str | None = None) -> list[s
             _switch(conn, sa, tables, on=False)
             _delete(conn, t, sa, plan)
             _switch(conn, sa, tables, on=True)
-            left = chain.verify(conn, t, sa)
+            left = chain.verify(conn, t, sa, store.key)
             if left:
                 raise InputError(f"removing the rows appended outside the app does not repair this board: {left[0]} "
                                  "(restore it from a backup); nothing was changed", field="db")

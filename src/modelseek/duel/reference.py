@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import InputError
 from .config import LeaderboardConfig, Metric
-from .submission import MAX_BYTES, Submission, _doc_ids, id_difference, parse_bytes, validate_submission
+from .submission import MAX_BYTES, MAX_WORDS, Submission, _doc_ids, id_difference, parse_bytes, validate_submission
 
 #: the meta key holding the reference (JSON) and the keys of the board's trust settings
 META_REFERENCE, META_REVIEW, META_DEMO = "reference", "review", "demo"
@@ -43,6 +43,7 @@ class TaskReference:
     ids: tuple
     gold: np.ndarray | None = None
     n_classes: int | None = None
+    words: np.ndarray | None = None     # word_perplexity: each document's number of words (same order)
 
     @property
     def n(self) -> int:
@@ -61,6 +62,8 @@ class Reference:
             if d.metric is Metric.AVG_MCAUROC:
                 out[task] = TaskReference(d.doc_ids, d.need("gold").astype(np.int64),
                                           int(d.need("probs").shape[1]))
+            elif d.metric is Metric.WORD_PERPLEXITY:
+                out[task] = TaskReference(d.doc_ids, words=d.need("words").astype(np.int64))
             else:
                 out[task] = TaskReference(d.doc_ids)
         return cls(out)
@@ -93,7 +96,8 @@ class Reference:
     def to_json(self) -> str:
         return json.dumps({"reference": {t: {"doc_ids": list(r.ids),
                                              **({"gold": r.gold.tolist(), "n_classes": r.n_classes}
-                                                if r.gold is not None else {})}
+                                                if r.gold is not None else {}),
+                                             **({"words": r.words.tolist()} if r.words is not None else {})}
                                          for t, r in self.tasks.items()}},
                           sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
@@ -112,6 +116,13 @@ class Reference:
             if diff is not None:
                 raise InputError(f"task {task!r}: {diff} (the operator's reference has {ref.n} samples, this upload "
                                  f"{d.n})", path=source, field=fld)
+            if ref.words is not None:
+                bad = np.flatnonzero(d.need("words") != ref.words)
+                if bad.size:
+                    i = int(bad[0])
+                    raise InputError(f"task {task!r}: doc_id {ref.ids[i]!r} counts {d.need('words')[i]:g} words, the "
+                                     f"operator's reference {int(ref.words[i])} (word counts are the reference's, not "
+                                     "the uploader's)", path=source, field=f"{fld}[{i}]")
             if ref.gold is None:
                 continue
             k = int(d.need("probs").shape[1])
@@ -130,14 +141,29 @@ def _task_from_mapping(task: str, rec: Any, metric: Metric, source: str) -> Task
     if not isinstance(rec, Mapping):
         raise InputError(f"missing task {task!r}", path=source, field="reference")
     for k in rec:
-        if k not in ("doc_ids", "gold", "n_classes"):
-            raise InputError(f"unknown key {str(k)[:80]!r} (doc_ids, gold, n_classes)", path=source, field=fld)
+        if k not in ("doc_ids", "gold", "n_classes", "words"):
+            raise InputError(f"unknown key {str(k)[:80]!r} (doc_ids, gold, n_classes, words)", path=source, field=fld)
     raw = rec.get("doc_ids")
     if not isinstance(raw, list) or not raw:
         raise InputError("needs a non-empty 'doc_ids' list", path=source, field=f"{fld}.doc_ids")
     ids, order = _doc_ids([{"doc_id": i} for i in raw], source, f"{fld}.doc_ids")
     if ids is None or order is None:
         raise InputError("doc_ids must be integers or names, not null", path=source, field=f"{fld}.doc_ids")
+    if metric is Metric.WORD_PERPLEXITY and "words" in rec:
+        words = rec["words"]
+        if not isinstance(words, list) or len(words) != len(raw):
+            raise InputError(f"'words' needs one word count per doc_id ({len(raw)})", path=source, field=f"{fld}.words")
+        for i, w in enumerate(words):
+            if isinstance(w, bool) or not isinstance(w, int) or not 1 <= w <= MAX_WORDS:
+                raise InputError(f"must be a whole number of words from 1 to {MAX_WORDS:,}, got {w!r}", path=source,
+                                 field=f"{fld}.words[{i}]")
+        if "gold" in rec or "n_classes" in rec:
+            raise InputError("gold labels are only checked on avg_mcauroc tasks, this one is word_perplexity",
+                             path=source, field=fld)
+        return TaskReference(ids, words=np.asarray(words, dtype=np.int64)[np.asarray(order)])
+    if "words" in rec:
+        raise InputError(f"word counts are only checked on word_perplexity tasks, this one is {metric.value}",
+                         path=source, field=fld)
     if metric is not Metric.AVG_MCAUROC:
         if "gold" in rec or "n_classes" in rec:
             raise InputError(f"gold labels are only checked on avg_mcauroc tasks, this one is {metric.value}",

@@ -24,7 +24,7 @@ from pathlib import Path
 from ..errors import InputError
 
 #: the Alembic revision this code expects (the newest migration)
-SCHEMA_VERSION = "0003"
+SCHEMA_VERSION = "0004"
 #: pg_advisory lock keys (two int4 keys: 'mdls', purpose)
 LOCK_NAMESPACE = 0x6D646C73
 MIGRATION_LOCK, PUBLISH_LOCK = 1, 2
@@ -40,16 +40,21 @@ IMMUTABLE: dict[str, list[tuple[str, ...]]] = {
     "chain": [("seq",), ("submission_id",), ("name_key",)],      # 0002: the hash chain over published rows
     "task_ids": [("task",)],                                     # 0002: each task's doc_ids (paired samples)
     "reviews": [("submission_id",)],                             # 0003: one decision per queued submission
+    "withdrawals": [("seq",)],                                   # 0004: the operator's withdrawals (chained)
+    "copies": [("submission_id", "of_id")],                      # 0004: near-copies published after review
 }
 #: the tables of each migration (a later migration adds tables and nullable columns only)
 TABLES_0001 = ("meta", "pending", "submissions", "profiles", "pending_profiles", "duels", "pending_duels")
 TABLES_0002 = ("chain", "task_ids")
 TABLES_0003 = ("reviews",)
+TABLES_0004 = ("withdrawals", "copies", "usage")
+#: columns 0004 adds to existing tables: the keyed chain head, the verdict's link to the uploader's token
+COLUMNS_0004 = (("chain", "mac"), ("reviews", "token_hash"))
 #: columns 0002 adds to ``pending``
 PENDING_0002 = ("name_key", "session", "identity", "uploader", "size", "board")
 #: columns 0003 adds to ``pending``
 PENDING_0003 = ("queued_at", "refreshes")
-PENDING = ("pending", "pending_profiles", "pending_duels")
+PENDING = ("pending", "pending_profiles", "pending_duels", "usage")
 
 
 def tables(sa, md=None):
@@ -130,6 +135,7 @@ def _ledger_tables(sa, md, t: dict) -> None:
         sa.Column("size", sa.Integer, nullable=True),
         sa.Column("prev_hash", sa.String(64), nullable=False),
         sa.Column("hash", sa.String(64), nullable=False),
+        sa.Column("mac", sa.String(64), nullable=True),   # 0004: HMAC-SHA-256 of hash under the operator's key
     )
     t["task_ids"] = sa.Table(
         "task_ids", md,
@@ -146,6 +152,33 @@ def _ledger_tables(sa, md, t: dict) -> None:
         sa.Column("reviewer", sa.String(300), nullable=False),
         sa.Column("decided_at", sa.Float, nullable=False),
         sa.Column("why", sa.Text, nullable=False),
+        sa.Column("token_hash", sa.String(64), nullable=True),   # 0004: SHA-256 of the uploader's token (verdict)
+    )
+    # 0004: the operator's withdrawals of published entries: a row per withdrawal, chained at its own seq (the
+    # entry stays in submissions for audit; the board leaves it out)
+    t["withdrawals"] = sa.Table(
+        "withdrawals", md,
+        sa.Column("seq", sa.Integer, primary_key=True, autoincrement=False),    # its chain row
+        sa.Column("submission_id", sa.Integer, nullable=False),
+        sa.Column("model", sa.String(300), nullable=False),
+        sa.Column("operator", sa.String(300), nullable=False),
+        sa.Column("why", sa.Text, nullable=False),
+        sa.Column("at", sa.Float, nullable=False),
+    )
+    # 0004: the raw bytes each uploader sent (refused uploads included): the daily quota (rows older than a day go)
+    t["usage"] = sa.Table(
+        "usage", md,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("uploader", sa.String(64), nullable=False),     # SHA-256 of the identity / address / session
+        sa.Column("at", sa.Float, nullable=False),
+        sa.Column("bytes", sa.BigInteger, nullable=False),
+    )
+    # 0004: near-copies a reviewer published anyway (duels against one group count once; chained with the later)
+    t["copies"] = sa.Table(
+        "copies", md,
+        sa.Column("submission_id", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("of_id", sa.Integer, primary_key=True, autoincrement=False),
+        sa.Column("ratio", sa.Float, nullable=False),
     )
 
 

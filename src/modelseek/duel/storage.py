@@ -65,8 +65,12 @@ class Store(PublishWorkflow, ReviewWorkflow):
                  max_competitors: int = MAX_COMPETITORS, max_bytes: int = MAX_BYTES,
                  pending_ttl: float = PENDING_TTL, max_stored_bytes: int | None = None,
                  max_daily_bytes: int = MAX_DAILY_BYTES, reference: Reference | None = None,
-                 review: bool = False, demo: bool = False) -> None:
+                 review: bool = False, demo: bool = False, key: bytes | str | None = None) -> None:
         sa = self._sa = _sqlalchemy()
+        #: the operator's chain key (default: from the environment, :func:`.chain.operator_key`)
+        self.key: bytes | None = (key.encode("utf-8") if isinstance(key, str) else key) if key is not None \
+            else chain.operator_key()
+        self._answers: dict = {}
         self.url = database_url(url)
         self.alpha, self.fdr, self.max_competitors, self.max_bytes = check_alpha(alpha), fdr, max_competitors, max_bytes
         if not pending_ttl > 0:
@@ -165,14 +169,14 @@ class Store(PublishWorkflow, ReviewWorkflow):
             if self.demo:
                 rows.append({"key": META_DEMO, "value": "1"})
             conn.execute(meta.insert(), rows)
-            chain.genesis(conn, self.t, sa)
+            chain.genesis(conn, self.t, sa, self.key)
             return config, settings
         if reference is not None and stored.get(META_REFERENCE) != reference.to_json():
             raise InputError("a reference is fixed when the board is created (modelseek duel db init --reference); "
                              + ("this board has another one" if META_REFERENCE in stored else "this board has none"),
                              field="reference")
         self.review, self.demo = stored.get(META_REVIEW) == "1", stored.get(META_DEMO) == "1"
-        chain.genesis(conn, self.t, sa)            # a database created before the chain (0002) has none
+        chain.genesis(conn, self.t, sa, self.key)  # a database created before the chain (0002) has none
         self._purge(conn)
         try:
             s_config = LeaderboardConfig.from_dict(json.loads(stored["config"]))
@@ -194,9 +198,42 @@ class Store(PublishWorkflow, ReviewWorkflow):
 
     # -------------------------------------------------------------------------------------- reading
     def _published(self, conn) -> list[tuple[int, str]]:
-        sub = self.t["submissions"]
-        rows = conn.execute(self._sa.select(sub.c.id, sub.c.model).order_by(sub.c.id)).all()
+        """``[(id, model)]`` on the board: published and not withdrawn."""
+        sub, wd = self.t["submissions"], self.t["withdrawals"]
+        rows = conn.execute(self._sa.select(sub.c.id, sub.c.model).where(
+            sub.c.id.not_in(self._sa.select(wd.c.submission_id))).order_by(sub.c.id)).all()
         return [(int(i), m) for i, m in rows]
+
+    def _groups_of(self, ids: list[int]) -> list[int]:
+        """Near-copy group labels of the published ``ids`` (:mod:`.copies`: duels against one group count once),
+        from the near-copies a reviewer published (``copies``)."""
+        from .copies import groups_from_pairs
+
+        cp = self.t["copies"]
+        with self.engine.connect() as c:
+            pairs = [(int(a), int(b)) for a, b in c.execute(self._sa.select(cp.c.submission_id, cp.c.of_id)).all()]
+        return groups_from_pairs(ids, pairs)
+
+    def near_copies(self) -> dict[str, list[str]]:
+        """Published model -> the published models it is a near-copy of (their duels count once)."""
+        cp = self.t["copies"]
+        with self.engine.connect() as c:
+            names = dict(self._published(c))
+            pairs = c.execute(self._sa.select(cp.c.submission_id, cp.c.of_id)).all()
+        out: dict[str, list[str]] = {}
+        for a, b in pairs:
+            if int(a) in names and int(b) in names:
+                out.setdefault(names[int(a)], []).append(names[int(b)])
+                out.setdefault(names[int(b)], []).append(names[int(a)])
+        return out
+
+    def _refuse_tampered(self, conn) -> None:
+        """Before publishing on top of the board: its chain and triggers must be intact (an owner-edited score
+        is not built upon)."""
+        problems = chain.verify(conn, self.t, self._sa, self.key)
+        if problems:
+            raise InputError(f"the leaderboard was altered ({problems[0]}): nothing is published on top of it; "
+                             "run modelseek duel db verify", field="db")
 
     def published(self) -> list[tuple[int, str]]:
         """``[(submission id, model)]`` of published submissions, in publication order."""
@@ -240,7 +277,8 @@ class Store(PublishWorkflow, ReviewWorkflow):
         pub = self._published(conn)
         ids, names = [i for i, _ in pub], [m for _, m in pub]
         P = self._pvalue_matrices(conn, ids)
-        scores = win_scores(P, names, self.config, self.alpha, self.max_competitors, self.fdr) if ids else {}
+        scores = win_scores(P, names, self.config, self.alpha, self.max_competitors, self.fdr,
+                            self._groups_of(ids)) if ids else {}
         raw_by_id = self._raw(conn, ids)
         return pub, P, scores, {names[k]: raw_by_id[sid] for k, sid in enumerate(ids)}
 
@@ -335,7 +373,7 @@ class Store(PublishWorkflow, ReviewWorkflow):
     def verify(self) -> list[str]:
         """Every sign of tampering (:func:`.chain.verify`): empty when the board is intact."""
         with self.engine.connect() as c, c.begin():
-            return chain.verify(c, self.t, self._sa)
+            return chain.verify(c, self.t, self._sa, self.key)
 
     def counts(self) -> dict[str, int]:
         sa = self._sa

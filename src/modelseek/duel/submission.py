@@ -39,7 +39,7 @@ from ..errors import InputError
 from ..stats import bootstrap as _boot
 from ..stats.auroc import auroc
 from .config import LeaderboardConfig, Metric
-from .text import clean_name, clean_text, clean_tree, loads_strict, safe_str
+from .text import check_single_script, clean_name, clean_text, clean_tree, loads_strict, safe_str
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +68,13 @@ CROSS_CHECK_ABS, CROSS_CHECK_PERPLEXITY_ABS = 0.01, 0.05
 #: the lowest log-likelihood per word a perplexity sample may have: exp(700) is near the largest float, so
 #: every perplexity computed from such samples (the task's, every bootstrap resample's) is finite
 MIN_LOGLIK_PER_WORD = -700.0
+#: a perplexity sample's word count: a whole number from 1 to this (a document of 10 million words is already a
+#: book series; one claiming 1e300 words would make any log-likelihood a perplexity of 1)
+MAX_WORDS = 10_000_000
+#: how far a sample's class probabilities may sum from 1 (float32 softmax rounding is far below it)
+PROB_SUM_TOL = 1e-3
+#: ``n_params``: a positive number of parameters, at most 100 trillion (some write billions: 7.2 is accepted)
+MAX_PARAMS = 1e14
 _URL = re.compile(r"^https?://[^\s]+$")
 
 
@@ -267,12 +274,14 @@ def _fast_records_to_data(metric: Metric, records: list) -> TaskSamples | None:
             probs = np.array([v[1] for v in vals], dtype=float)
             if (any(len(v) != 2 or isinstance(v[0], bool) for v in vals) or probs.ndim != 2 or probs.shape[1] < 2
                     or not np.isfinite(probs).all() or not np.all(gold == np.round(gold))
-                    or gold.min() < 0 or gold.max() >= probs.shape[1]):
+                    or gold.min() < 0 or gold.max() >= probs.shape[1] or probs.min() < 0 or probs.max() > 1
+                    or (np.abs(probs.sum(axis=1) - 1.0) > PROB_SUM_TOL).any()):
                 return None
             data = TaskSamples(metric, gold=gold.astype(int), probs=probs)
         elif metric is Metric.WORD_PERPLEXITY:
             arr = np.array(vals, dtype=float)
-            if arr.ndim != 2 or arr.shape[1] != 2 or not np.isfinite(arr).all() or (arr[:, 1] <= 0).any() \
+            if arr.ndim != 2 or arr.shape[1] != 2 or not np.isfinite(arr).all() or (arr[:, 1] < 1).any() \
+                    or (arr[:, 1] > MAX_WORDS).any() or (arr[:, 1] != np.round(arr[:, 1])).any() \
                     or (arr[:, 0] > 0).any() or (arr[:, 0] / arr[:, 1] < MIN_LOGLIK_PER_WORD).any():
                 return None
             data = TaskSamples(metric, loglik=arr[:, 0].copy(), words=arr[:, 1].copy())
@@ -373,10 +382,20 @@ def _records_to_data_slow(task: str, metric: Metric, records: list, source: str)
             if vals and len(v[1]) != len(vals[0][1]):
                 raise InputError(f"{len(v[1])} class probabilities, earlier samples have {len(vals[0][1])}",
                                  path=source, field=f)
+            bad = next((x for x in v[1] if not 0 <= x <= 1), None)
+            if bad is not None:
+                raise InputError(f"class probability {bad!r} outside [0, 1]", path=source, field=f)
+            total = math.fsum(v[1])
+            if abs(total - 1.0) > PROB_SUM_TOL:
+                raise InputError(f"class probabilities sum to {total:.6g}, not 1 (tolerance {PROB_SUM_TOL:g})",
+                                 path=source, field=f)
         elif metric is Metric.WORD_PERPLEXITY:
             ok = isinstance(v, list) and len(v) == 2 and _num(v[0]) and _num(v[1]) and v[1] > 0 and v[0] <= 0
             if not ok:
                 raise InputError("must be [sum log-likelihood <= 0, number of words > 0]", path=source, field=f)
+            if not (1 <= v[1] <= MAX_WORDS and float(v[1]).is_integer()):
+                raise InputError(f"the number of words must be a whole number from 1 to {MAX_WORDS:,}, got {v[1]!r}",
+                                 path=source, field=f)
             if v[0] / v[1] < MIN_LOGLIK_PER_WORD:
                 raise InputError(f"log-likelihood per word {v[0] / v[1]:.6g} < {MIN_LOGLIK_PER_WORD:g}: its perplexity "
                                  "overflows a float", path=source, field=f)
@@ -417,6 +436,11 @@ def _check_metadata(meta: Mapping, source: str) -> tuple[dict, list[str]]:
             limit = FIELD_LIMITS.get(k)
             if k in NAME_FIELDS:
                 v = clean_name(v, fld, source, FIELD_LIMITS[k])
+                if k in ("model", "team"):
+                    check_single_script(v, fld, source)
+            if k == "n_params" and not 0 < v <= MAX_PARAMS:
+                raise InputError(f"must be a positive number of parameters up to {MAX_PARAMS:g}, got {v!r}",
+                                 path=source, field=fld)
             elif isinstance(v, str):
                 v = clean_text(v, fld, source, limit)
             if k == "source" and v and not _URL.match(v):

@@ -108,33 +108,123 @@ def name_key(name: str) -> str:
 _MARKS = re.compile("[\u200e\u200f]")
 
 
+def _rep_rank(ch: str) -> tuple:
+    """Which member stands for a class of look-alikes: an ASCII small letter, else an ASCII capital, else an ASCII
+    digit, else the smallest code point (so ``l``, ``I``, ``1`` -> ``l`` and ``O``, ``0`` -> ``O``, as Unicode's
+    prototypes; case folding after the mapping then joins ``O`` and ``o``)."""
+    if ch.isascii() and ch.islower():
+        return (0, ch)
+    if ch.isascii() and ch.isupper():
+        return (1, ch)
+    if ch.isascii() and ch.isdigit():
+        return (2, ch)
+    return (3, ch)
+
+
 @functools.lru_cache(maxsize=1)
-def _prototypes() -> dict[str, str]:
-    """Each character's stand-in for :func:`skeleton`: the smallest ASCII member of its class of look-alikes
-    in Unicode's confusables.txt (as packaged by confusable-homoglyphs, which keeps the classes but not the
-    file's prototype column), else its smallest member. Multi-character look-alikes (``rn`` for ``m``) are
-    not mapped."""
+def confusable_classes() -> dict[str, str]:
+    """Each character's stand-in for :func:`skeleton`: the classes of single-character look-alikes of Unicode's
+    confusables.txt (as packaged by confusable-homoglyphs, which keeps each character's look-alikes but not the
+    file's prototype column), closed transitively (``I`` ~ ``l`` and ``l`` ~ ``1`` make one class), each class
+    standing for its member chosen by :func:`_rep_rank`. Multi-character look-alikes (``rn`` for ``m``) are not
+    mapped."""
     from confusable_homoglyphs import confusables  # type: ignore[import-untyped]
 
-    out = {}
+    parent: dict[str, str] = {}
+
+    def find(x: str) -> str:
+        root = x
+        while parent.get(root, root) != root:
+            root = parent[root]
+        while parent.get(x, x) != root:
+            parent[x], x = root, parent[x]
+        return root
+
     for ch, entries in confusables.confusables_data.items():
         if len(ch) != 1:
             continue
-        members = {ch} | {m for m in (_MARKS.sub("", e["c"]) for e in entries) if len(m) == 1}
-        plain = sorted(m for m in members if ord(m) < 128)
-        out[ch] = (plain or sorted(members))[0]
+        for e in entries:
+            m = _MARKS.sub("", e["c"])
+            if len(m) == 1:
+                a, b = find(ch), find(m)
+                if a != b:
+                    keep, drop = (a, b) if _rep_rank(a) <= _rep_rank(b) else (b, a)
+                    parent[drop] = keep
+    return {ch: find(ch) for ch in parent}
+
+
+def confusable_pairs() -> list[tuple[str, str]]:
+    """Every (character, single-character look-alike) pair of the confusables table (the tests walk them)."""
+    from confusable_homoglyphs import confusables
+
+    out = []
+    for ch, entries in confusables.confusables_data.items():
+        if len(ch) == 1:
+            out += [(ch, m) for m in (_MARKS.sub("", e["c"]) for e in entries) if len(m) == 1 and m != ch]
     return out
 
 
 @functools.lru_cache(maxsize=65536)
 def skeleton(name: str) -> str:
-    """A confusable skeleton in the manner of Unicode TR39: :func:`name_key` (case, width, invisible
-    characters), NFD, each character replaced by its look-alike class's stand-in, NFD again. Names from
-    different scripts that look alike (Cyrillic U+0441, Greek U+03BF for Latin ``c``, ``o``) have one
-    skeleton. Needs ``confusable-homoglyphs`` (extra ``web``)."""
-    protos = _prototypes()
-    text = unicodedata.normalize("NFD", name_key(name))
-    return unicodedata.normalize("NFD", "".join(protos.get(ch, ch) for ch in text))
+    """A confusable skeleton in the manner of Unicode TR39, computed on the name *as written*: invisible
+    characters removed, NFD, each character replaced by its look-alike class's stand-in
+    (:func:`confusable_classes`), NFD again; then case folded (NFKC), so that the comparison of skeletons ignores
+    case. Folding case first would lose look-alikes that differ by case (capital ``I`` for ``l``, Cyrillic
+    ``Р`` for ``P``). Needs ``confusable-homoglyphs`` (extra ``web``)."""  # noqa: RUF002 - the look-alike is the point
+    protos = confusable_classes()
+    text = unicodedata.normalize("NFD", _IGNORABLE_RE.sub("", _SURROGATE_RE.sub("\ufffd", str(name))))
+    mapped = unicodedata.normalize("NFD", "".join(protos.get(ch, ch) for ch in text))
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", mapped).casefold())
+
+
+def skeletons(name: str) -> frozenset[str]:
+    """The keys a name collides on: its :func:`skeleton` as written and the skeleton of its case-folded form
+    (``VICTIM-MODE1`` folds to ``victim-mode1``, whose skeleton is ``victim-model``; ``modeI`` as written maps
+    its capital ``I`` to ``l``). Two names look alike when their key sets meet (:func:`look_alike`)."""
+    return frozenset({skeleton(name), skeleton(name_key(name))})
+
+
+def look_alike(a: str, b: str) -> bool:
+    """Whether two names look alike (case, width, invisible characters and TR39 confusables ignored)."""
+    return not skeletons(a).isdisjoint(skeletons(b))
+
+
+#: the script mixes one name may hold (TR39's "highly restrictive" profile: Latin with Han and kana, with Han and
+#: Bopomofo, or with Han and Hangul); any other mix (Latin with Greek or Cyrillic) is refused
+_SCRIPT_MIXES = ({"LATIN", "CJK", "HIRAGANA", "KATAKANA"}, {"LATIN", "CJK", "BOPOMOFO"}, {"LATIN", "CJK", "HANGUL"})
+_WIDTH_WORDS = ("FULLWIDTH", "HALFWIDTH")
+
+
+def script_of(ch: str) -> str | None:
+    """The script of a letter or a non-ASCII digit, from its Unicode name's first word (``LATIN``, ``CYRILLIC``,
+    ``GREEK``, ``MATHEMATICAL``, ...; width variants by their script); ``None`` for other characters (digits,
+    punctuation, marks and spaces belong to every script)."""
+    cat = unicodedata.category(ch)
+    if not (cat.startswith("L") or (cat == "Nd" and not ch.isascii())):
+        return None
+    words = unicodedata.name(ch, "UNKNOWN").split()
+    if words[0] in _WIDTH_WORDS and len(words) > 1:
+        words = words[1:]
+    return words[0]
+
+
+def mixed_scripts(name: str) -> list[str]:
+    """The scripts of ``name`` when it mixes some (empty when it is written in one, or in an allowed mix)."""
+    scripts = sorted({s for s in map(script_of, name) if s is not None})
+    if len(scripts) < 2 or any(set(scripts) <= mix for mix in _SCRIPT_MIXES):
+        return []
+    return scripts
+
+
+def check_single_script(name: str, field: str, source: str | None = None) -> None:
+    """Refuse a name whose letters come from more than one script (Latin with a Greek or Cyrillic look-alike)."""
+    scripts = mixed_scripts(name)
+    if scripts:
+        counts = {sc: sum(script_of(ch) == sc for ch in name) for sc in scripts}
+        rare = min(scripts, key=lambda sc: (counts[sc], sc))
+        first = next(ch for ch in name if script_of(ch) == rare)
+        raise InputError(f"a name must be written in one script, this one mixes {', '.join(scripts)} "
+                         f"({describe(first)})", path=source, field=field)
 
 
 def safe_str(value: Any) -> str:

@@ -9,6 +9,7 @@ import numpy as np
 from ..errors import InputError
 from ..progress import progress_bar
 from .config import LeaderboardConfig
+from .copies import answer_vectors, copy_groups
 from .engine import Settings, profiles, pvalues
 from .scoring import ALPHA, MAX_COMPETITORS, adjusted, win_scores
 from .submission import Submission, check_sample_counts
@@ -23,6 +24,7 @@ class TournamentResult:
     raw: dict[str, dict[str, float]] = field(default_factory=dict)  # model -> task -> reported metric
     alpha: float = ALPHA
     fdr: bool = False
+    copies: dict[str, list[str]] = field(default_factory=dict)   # model -> its near-copies (duels count once)
 
     def duels(self) -> list[dict]:
         """Every ordered pair on every task: ``{"task", "a", "b", "significant", "p_value"}`` (adjusted if fdr)."""
@@ -38,7 +40,7 @@ class TournamentResult:
         return out
 
     def to_dict(self) -> dict:
-        return {"duels": self.duels(), "scores": self.scores}
+        return {"duels": self.duels(), "scores": self.scores, "near_copies": self.copies}
 
     def table(self, level: str = "overall"):
         """A pandas leaderboard: one row per model, sorted by overall score; ``level`` 'overall' shows
@@ -51,7 +53,8 @@ class TournamentResult:
 def tournament(subs: list[Submission], config: LeaderboardConfig | None = None, settings: Settings = Settings(),
                alpha: float = ALPHA, fdr: bool = False, max_competitors: int = MAX_COMPETITORS,
                progress: bool = False) -> TournamentResult:
-    """Run the full tournament of ``subs`` (each must cover every task of ``config``)."""
+    """Run the full tournament of ``subs`` (each must cover every task of ``config``). Near-copies among them
+    (:mod:`.copies`) are found and their duels count once (:mod:`.scoring`); ``copies`` of the result names them."""
     config = config or LeaderboardConfig.load()
     names = [s.model for s in subs]
     if len(set(names)) != len(names):
@@ -64,6 +67,8 @@ def tournament(subs: list[Submission], config: LeaderboardConfig | None = None, 
     for t in progress_bar(config.task_ids, desc="duels", disable=not progress):
         spec = config.spec(t)
         P[t] = pvalues(spec, profiles(spec, [s.data[t] for s in subs], names, settings))
-    scores = win_scores(P, names, config, alpha, max_competitors, fdr)
+    groups = copy_groups([answer_vectors(s.data) for s in subs])
+    scores = win_scores(P, names, config, alpha, max_competitors, fdr, groups)
     raw = {s.model: {t: s.raw(t) for t in config.task_ids} for s in subs}   # from the predictions
-    return TournamentResult(names, config, P, scores, raw, alpha, fdr)
+    copies = {a: [b for j, b in enumerate(names) if j != i and groups[j] == groups[i]] for i, a in enumerate(names)}
+    return TournamentResult(names, config, P, scores, raw, alpha, fdr, {k: v for k, v in copies.items() if v})
