@@ -138,7 +138,11 @@ def test_cli_select_real_finetuning(cli, tmp_path, models, task):
     assert summary["ranking"] == top and summary["status"].startswith("done")
     m = summary["measured"]
     assert [p["k"] for p in m["curve"]] == [0, 1, 3, 5] and 0 < m["reliability"]["prior"] < 1
-    assert summary["plan"] is not None and m["order"].startswith("plain top-k")
+    assert summary["plan"] is not None and m["order"] == "the prior's top-k" and m["base"] == "prior"
+    assert m["choices"]["prior_form"] in ("avgrank", "meanscore") and set(m["choices"]["merge"]) == {
+        str(k) for k in range(1, 11)}
+    assert summary["final_ranking"].startswith(("by expected official gain", "fine-tuned first"))
+    assert summary["total_spent_s"] <= summary["budget_s"] and summary["left_undone"] == []
     assert [r["model_id"] for r in summary["finetuned"]] == [row.split(",")[0] for row in rows[1:]]
 
 

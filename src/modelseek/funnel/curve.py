@@ -246,13 +246,16 @@ class Measured:
     def prior_form(self) -> PriorForm:
         return self.choices.form if self.choices is not None else PriorForm.AVGRANK
 
-    def gain_tables(self, k: int, scheme: str = "ntcir"):
-        """The merge's gain tables for ``k`` fine-tunes, learned on the history."""
+    def gain_tables(self, k: int, scheme: str = "ntcir", model_ids: list[str] | None = None):
+        """The merge's gain tables for ``k`` fine-tunes, learned on the history (over ``model_ids`` where the
+        history scored them all, as replay learns them over the replayed candidates; else over all of its own)."""
         from .replay import history_gains  # lazy: start-up
 
         if self.truth is None:
             raise InputError("no history to learn the merge's gain tables from")
         models = [str(c) for c in self.truth.matrix("f1").columns]
+        if model_ids and set(model_ids) <= set(models):
+            models = list(model_ids)
         return history_gains(self.truth, models, [k], self.prior_form, GradingScheme.parse(scheme), self.noise,
                              0)[k]
 

@@ -13,7 +13,8 @@ Both are **learned** on a history (:func:`learn_gains`), never a threshold: on e
 candidates is "fine-tuned" down the history's own prior order (its recorded scores revealed, plus seed noise
 when asked), and the gains that followed are averaged — the untried ones per level bin (quantiles of the best
 observed score over the history's tasks), the fine-tuned ones per level bin by an increasing isotonic fit in the
-ratio (:class:`sklearn.isotonic.IsotonicRegression`). Ties: a fine-tuned candidate before an untried one of equal
+ratio (:class:`sklearn.isotonic.IsotonicRegression`), over the fine-tuned ones and every other candidate counted
+as if fine-tuned beside them (so that ratios the history's order never tried are learned, not extrapolated). Ties: a fine-tuned candidate before an untried one of equal
 expected gain; fine-tuned ones among themselves by observed score; untried ones by their order.
 
 Written by hand: two tables of conditional means (scikit-learn does the isotonic fit); no library merges
@@ -112,12 +113,18 @@ def learn_gains(scores: np.ndarray, order: np.ndarray, k: int, scheme: GradingSc
     edges = np.quantile(level, np.arange(1, n_bins) / n_bins) if n_bins > 1 else np.zeros(0)
     edges = np.unique(edges)
     task_bin = np.searchsorted(edges, level, side="right")
-    ratio = ratio_to_best(obs, level[:, None])
+    # a fine-tuned candidate's sample: its ratio to the best observed and that level, with every other scored
+    # candidate counted too as if it had been fine-tuned beside the k (its own score then in the best), so that
+    # the table covers the ratios the history's own order never tried
+    as_tried = np.maximum(level[:, None], np.where(ok, obs, -np.inf))
+    ratio = ratio_to_best(np.where(ok, obs, 0.0), np.where(picked, level[:, None], as_tried))
+    t_level = np.where(picked, level[:, None], as_tried)
+    t_bin = np.searchsorted(edges, t_level, side="right")
     xs, ys, untried = [], [], []
     overall_untried = g[ok & ~picked].mean() if (ok & ~picked).any() else 0.0
     for b in range(len(edges) + 1):
         rows = task_bin == b
-        t_mask = picked & rows[:, None]
+        t_mask = ok & (t_bin == b)
         u_mask = ok & ~picked & rows[:, None]
         untried.append(float(g[u_mask].mean()) if u_mask.any() else float(overall_untried))
         if t_mask.any():

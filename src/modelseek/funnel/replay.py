@@ -582,7 +582,8 @@ def choose_on_history(history: GroundTruth, model_ids: Sequence[str], signals: S
     runs: dict[PriorForm, ReplayData] = {}
     for form in [PriorForm.parse(f) for f in (forms or list(PriorForm))]:
         runs[form] = replay(inner, signals=use, finetunes=ks, noise=noise, repeats=min(repeats, _INNER_REPEATS),
-                            folds=min(folds, len(inner.task_ids)), seed=seed, sequential=False, prior_form=form,
+                            folds=max(2, min(folds, len(inner.task_ids))), seed=seed, sequential=False,
+                            prior_form=form,
                             choose=False, scheme=scheme)
     means = {f"{base}[{form.value}]": {k: float(d.values[base][k]["ndcg@5"].mean()) for k in ks}
              for form, d in runs.items()}
@@ -593,8 +594,46 @@ def choose_on_history(history: GroundTruth, model_ids: Sequence[str], signals: S
     means[f"{mname}[{form.value}]"] = {k: float(d.values[mname][k]["ndcg@5"].mean()) for k in ks}
     merge = {k: bool(means[f"{mname}[{form.value}]"][k] > means[f"{base}[{form.value}]"][k] + 1e-12)
              for k in ks if k > 0}
-    return Choices(form, merge, means, f"inner {min(folds, len(inner.task_ids))}-fold cross-fitting on the "
+    return Choices(form, merge, means, f"inner {max(2, min(folds, len(inner.task_ids)))}-fold cross-fitting on the "
                                        f"{len(inner.task_ids)} history tasks")
+
+
+def funnel_rankings(truth: GroundTruth, k: int, signals: Sequence[Run] = (), history: GroundTruth | None = None,
+                    noise: float = 0.0, repeats: int = 1, folds: int | None = None, seed: int = 0,
+                    scheme: GradingScheme | str = GradingScheme.NTCIR) -> dict[str, tuple[list[str], list[str]]]:
+    """Per task of ``truth``: the funnel policy's picks and final ranking after ``k`` fine-tunes that reveal the
+    recorded scores as they are (the draw without noise), made by the steps :func:`replay` scores — the split's
+    choices (:func:`choose_on_history`, with ``noise`` and ``repeats`` as replay passes them), the plain order of
+    the chosen prior form (``rrf`` with signals), and the final ranking chosen at ``k`` (the merge's gain tables
+    learned on the split's history, or fine-tuned first). What ``select`` does on the same inputs."""
+    from .merge import merged_final  # lazy: sklearn
+
+    scheme = GradingScheme.parse(scheme, field="--scheme")
+    table = Table.from_truth(truth)
+    folds = min(5, len(table.task_ids)) if folds is None else int(folds)
+    base = FUSION if signals else PRIOR
+    out: dict[str, tuple[list[str], list[str]]] = {}
+    for sp in splits(truth, table, history, folds, seed):
+        ch = choose_on_history(sp.history, table.model_ids, signals, [k], noise, int(repeats),
+                               folds if history is None else 5, seed, scheme)
+        rows = sp.test
+        order = _scored_first(policy_orders(sp, table, signals, ch.form)[base], table.scored[rows])
+        kk = min(int(k), len(table.model_ids))
+        rank_of = _ranks_of(order)
+        observed = table.filled()[rows]
+        if kk and ch.merge.get(int(k)):
+            tables = history_gains(sp.history, table.model_ids, [int(k)], ch.form, scheme, noise, seed,
+                                   unseen=sp.cross_fitted)[int(k)]
+            picked = np.zeros(order.shape, dtype=bool)
+            np.put_along_axis(picked, order[:, :kk], True, axis=1)
+            final = merged_final(rank_of, picked, observed, table.scored[rows], tables)
+        else:
+            final = _final_scores(rank_of, order[:, :kk], observed)
+        for i, r in enumerate(rows):
+            ranked = np.lexsort((rank_of[i], -final[i]))
+            out[table.task_ids[r]] = ([table.model_ids[j] for j in order[i, :kk]],
+                                      [table.model_ids[j] for j in ranked])
+    return out
 
 
 def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth | None = None,
@@ -636,6 +675,7 @@ def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth
         check_covers(run, table.task_ids)
     folds = min(5, len(table.task_ids)) if folds is None else int(folds)
     parts = splits(truth, table, history, folds, seed)
+    inner_folds = folds if history is None else 5  # what a split's history is cross-fitted with, for its choices
     rng = np.random.default_rng(seed)
     draws = rng.normal(0.0, noise, (int(repeats), len(table.task_ids), len(table.model_ids))) if noise > 0 \
         else np.zeros((int(repeats), len(table.task_ids), len(table.model_ids)))
@@ -646,15 +686,15 @@ def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth
     choices: list[Choices] = []
     for sp in parts:
         if choose and (fixed_form is None or merge is None):
-            ch = choose_on_history(sp.history, table.model_ids, signals, ks, noise, int(repeats), folds, seed, scheme,
-                                   forms=None if fixed_form is None else [fixed_form])
+            ch = choose_on_history(sp.history, table.model_ids, signals, ks, noise, int(repeats), inner_folds, seed,
+                                   scheme, forms=None if fixed_form is None else [fixed_form])
         else:
             ch = Choices(fixed_form or PriorForm.AVGRANK, {k: False for k in ks if k > 0}, {}, "fixed")
         if merge is not None:
             ch = Choices(ch.form, {k: bool(merge) for k in ks if k > 0}, ch.means, ch.why + "; merge fixed")
         choices.append(ch)
         orders = policy_orders(sp, table, signals, ch.form)
-        lam = _split_trust(sp, table, signals, ks, noise, int(repeats), folds, seed) \
+        lam = _split_trust(sp, table, signals, ks, noise, int(repeats), inner_folds, seed) \
             if sequential and acq is Acquisition.BLEND and trust is None else float(trust or 0.0)
         trusts.append(lam)
         tables = history_gains(sp.history, table.model_ids, ks, ch.form, scheme, noise, seed,

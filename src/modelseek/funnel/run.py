@@ -92,7 +92,7 @@ def _final_run(task: Task, pool: Pool, st: FunnelState, measured: Any = None) ->
     k = len(ft)
     tables = None
     if measured is not None and k and not st["settings"]["halving"] and measured.merge_at(k):
-        tables = measured.gain_tables(k)
+        tables = measured.gain_tables(k, model_ids=list(pool.ids))
     how = ("by expected official gain (the merge replay chose on the history at this k)" if tables is not None
            else "fine-tuned first, then the order walked")
     ranking = final_ranking(order, ft, tables)
@@ -273,9 +273,9 @@ def _finetune_order(pool: Pool, st: FunnelState, plan: Plan) -> list[str]:
 
 
 def _finetune_stage(task, st, plan, backend, costs, by_id, pool, n_ft, fits, ran, progress, say=None) -> str:
-    """Fine-tune down the order: every candidate whose cost fits what is left (a dearer one is passed over for
-    the next that fits), at least the plan's ``K2`` when they fit, then more while the budget lasts (early stopping
-    leaves some). Each job's cost is the plan's estimate times the largest ratio of measured to estimated seconds
+    """Fine-tune down the order — exactly the order replay measured, so the first ``k`` of it, never a cheaper
+    candidate further down in place of a dear one — the plan's ``K2`` when they fit, then more while the budget
+    lasts (early stopping leaves some), stopping before the first job that would not fit what is left. Each job's cost is the plan's estimate times the largest ratio of measured to estimated seconds
     per epoch of the jobs done so far (never below 1): the first job is measured and the rest re-planned with it,
     so a job that would not fit is not started. Deterministic given the state, so a resumed run walks the same way.
     Progress (each job's start, time and score, what is spent) goes to ``say``."""
@@ -292,7 +292,7 @@ def _finetune_stage(task, st, plan, backend, costs, by_id, pool, n_ft, fits, ran
         est = planned * scale
         if not fits(est):
             passed.append((cid, est))
-            continue
+            break
         say(f"fine-tuning {len(done) + 1}: {cid} (estimated ~{format_seconds(est)}; "
             f"{format_seconds(st.spent_s)} of {format_seconds(budget_s)} spent)")
         before = st.spent_s
@@ -316,12 +316,14 @@ def _finetune_stage(task, st, plan, backend, costs, by_id, pool, n_ft, fits, ran
             f"{format_seconds(st.spent_s)} of {format_seconds(budget_s)} spent")
     if passed:
         left = max(budget_s - st.spent_s, 0.0)
-        undone = ", ".join(f"{c} (~{format_seconds(e)})" for c, e in passed[:5]) + (
-            f" and {len(passed) - 5} more" if len(passed) > 5 else "")
-        st["left_undone"] = [c for c, _ in passed]
+        nxt, est = passed[0]
+        rest = [c for c in order if c not in st["finetune"]]
+        planned_left = [c for c in order[: plan.finetune_k] if c not in st["finetune"]]
+        st["left_undone"] = planned_left or [nxt]
         st.save()
-        status = (f"done: {len(done)} fine-tuned ({plan.finetune_k} planned); {format_seconds(left)} left does not "
-                  f"fit the next; left undone: {undone}")
+        status = (f"done: {len(done)} fine-tuned ({plan.finetune_k} planned); stopped before {nxt} (~"
+                  f"{format_seconds(est)}), which does not fit the {format_seconds(left)} left; left undone: "
+                  f"{len(planned_left)} of the planned and {len(rest) - len(planned_left)} more of the order")
     return status
 
 

@@ -1,0 +1,104 @@
+"""The expected-gain merge (:mod:`modelseek.funnel.merge`) on hand-made truths whose answer is known, and
+``select`` walking exactly the order, picks and final ranking that ``replay`` measured on the same inputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from modelseek.data.run import Run
+from modelseek.data.truth import GroundTruth
+from modelseek.funnel.merge import learn_gains, merge_ranking
+from modelseek.funnel.replay import funnel_rankings, replay
+
+
+def _hand_history(n_tasks: int = 24) -> np.ndarray:
+    """Per task four candidates in the order they are fine-tuned: A the best (level L), B far below it (0.5 L),
+    C and D within 0.5 % of A (top grade); L from 0.6 to 0.9."""
+    levels = np.linspace(0.6, 0.9, n_tasks)
+    return np.column_stack([levels, 0.5 * levels, 0.995 * levels, 0.995 * levels])
+
+
+def test_a_finetuned_candidate_far_below_the_best_goes_below_an_untried_one_with_high_expected_gain():
+    scores = _hand_history()
+    order = np.tile(np.arange(4), (len(scores), 1))  # A, B fine-tuned (k = 2); C, D untried
+    t = learn_gains(scores, order, k=2)
+    # the tables are what the history says: the best observed reaches the top grade (gain 2^3 - 1), B at half of
+    # it gains nothing, the untried ones (both within 0.5 % of the best) reach the top grade on every task
+    for level in (0.6, 0.75, 0.9):
+        assert t.tried_gain(np.array([1.0]), np.array([level]))[0] == pytest.approx(7.0)
+        assert t.tried_gain(np.array([0.5]), np.array([level]))[0] == pytest.approx(0.0)
+        assert t.untried_gain(np.array([level]))[0] == pytest.approx(7.0)
+    # a new task of the same kind: fine-tuned first says A, B, C, D; the merge knows B is far below the best
+    ranking = merge_ranking(["A", "B", "C", "D"], {"A": 0.8, "B": 0.4}, t)
+    assert ranking == ["A", "C", "D", "B"]
+    # a fine-tuned candidate close to the best keeps its place above the untried ones (equal gain: verified first)
+    assert merge_ranking(["A", "B", "C", "D"], {"A": 0.8, "B": 0.799}, t) == ["A", "B", "C", "D"]
+
+
+def test_the_merge_is_learned_not_a_threshold():
+    """Where untried candidates never reach the top (a history whose best is always among the fine-tuned), an
+    untried candidate gains nothing, and the same fine-tuned B stays above it: the rule follows the history."""
+    levels = np.linspace(0.6, 0.9, 24)
+    scores = np.column_stack([levels, 0.5 * levels, 0.3 * levels, 0.3 * levels])
+    t = learn_gains(scores, np.tile(np.arange(4), (24, 1)), k=2)
+    assert t.untried_gain(np.array([0.8]))[0] == pytest.approx(0.0)
+    assert merge_ranking(["A", "B", "C", "D"], {"A": 0.8, "B": 0.4}, t) == ["A", "B", "C", "D"]
+
+
+def _truth(scores: np.ndarray, models: list[str], prefix: str = "t") -> GroundTruth:
+    rows = [(f"{prefix}{i}", m, float(v)) for i, row in enumerate(scores) for m, v in zip(models, row)]
+    return GroundTruth(pd.DataFrame(rows, columns=["task_id", "model_id", "f1"]))
+
+
+def test_replay_reports_the_merge_beside_finetuned_first_and_uses_it_where_the_history_says_so():
+    """A truth where the merge is right on every task (the prior's second choice is far below the best, the
+    candidates it did not try are at the top grade): replay learns that on the other folds, and the funnel ranks
+    by the merge; its nDCG@5 is 1 at k = 2, fine-tuned first's lower."""
+    rng = np.random.default_rng(0)
+    n = 30
+    level = rng.uniform(0.6, 0.9, n)
+    # A always best, B usually second by average rank (so the prior tries it) but far below on these tasks
+    scores = np.column_stack([level, 0.999 * level, 0.998 * level, 0.5 * level])
+    models = ["A", "B", "C", "D"]
+    # the signal orders A, D, B, C: with k = 2 the fusion tries A and D (D far below): the merge puts D last
+    sig = Run.from_scores({f"t{i}": {"A": 4.0, "D": 3.0, "B": 2.0, "C": 1.0} for i in range(n)}, run_id="sig")
+    sig2 = sig.with_id("sig2")
+    sig3 = sig.with_id("sig3")
+    d = replay(_truth(scores, models), signals=[sig, sig2, sig3], finetunes=[0, 2], folds=5, sequential=False)
+    assert d.base == "rrf" and d.final[2] == "rrf+merge" and all(d.extra["merge"]["2"])
+    assert d.values["rrf+merge"][2]["ndcg@5"] == pytest.approx(np.ones(n))
+    assert d.values["rrf"][2]["ndcg@5"].mean() < 0.99
+    # the rankings replay scores are the funnel's: A, B, C (untried, top grade), then D (tried, far below)
+    ranks = funnel_rankings(_truth(scores, models), 2, signals=[sig, sig2, sig3], folds=5)
+    assert all(picks == ["A", "D"] and ranking == ["A", "B", "C", "D"] for picks, ranking in ranks.values())
+
+
+@pytest.mark.parametrize("budget", ["20m", "2h"])
+def test_select_walks_and_ranks_exactly_as_replay_measured(tmp_path, budget):
+    """The same history, the same task and the same estimator scores: ``select``'s fine-tuned picks and final
+    ranking equal ``replay``'s funnel policy (its order: the prior replay fits, fused with the estimator by RRF;
+    its final ranking: the one chosen on the history by cross-fitting)."""
+    from modelseek import select
+    from modelseek.testing.funnel import SimulatedBackend, make_funnel_world
+
+    w = make_funnel_world(n_models=16, n_tasks=24, n_texts=300, seed=7)
+    hist = w.truth().subset([t.id for t in w.tasks[1:]])
+    res = select(w.tasks[0], w.pool, budget, tmp_path / "o", backend=SimulatedBackend(w, 0), history=hist,
+                 prior_method="history", noise=0.0)
+    k = len(res.finetuned)
+    assert k >= 1 and res.status.startswith("done")
+    import json
+
+    state = json.loads((tmp_path / "o" / "state.json").read_text().split("\n", 1)[1])
+    tid = w.tasks[0].id
+    # what select observed (validation F1) is the recorded score replay reveals
+    observed = pd.DataFrame([(tid, c.id, float(w.val_f1[0, j])) for j, c in enumerate(w.pool)],
+                            columns=["task_id", "model_id", "f1"])
+    signals = [Run.from_scores({tid: state["features"]}, run_id="estimator")] if state["features"] else []
+    picks, ranking = funnel_rankings(GroundTruth(observed), k, signals=signals, history=hist, noise=0.0,
+                                     repeats=20)[tid]
+    assert state["finetune_order"] == picks
+    assert res.run.ranking(tid) == ranking
+    assert res.final.startswith("by expected official gain") == res.measured.merge_at(k)
