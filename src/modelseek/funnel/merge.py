@@ -10,12 +10,13 @@ reach it. The merge ranks ALL candidates by their expected gain (the gain of the
   task: among themselves they keep the order they were in).
 
 Both are **learned** on a history (:func:`learn_gains`), never a threshold: on every past task the same number of
-candidates is "fine-tuned" down the history's own prior order (its recorded scores revealed, plus seed noise
-when asked), and the gains that followed are averaged — the untried ones per level bin (quantiles of the best
-observed score over the history's tasks), the fine-tuned ones per level bin by an increasing isotonic fit in the
-ratio (:class:`sklearn.isotonic.IsotonicRegression`), over the fine-tuned ones and every other candidate counted
-as if fine-tuned beside them (so that ratios the history's order never tried are learned, not extrapolated). Ties: a fine-tuned candidate before an untried one of equal
-expected gain; fine-tuned ones among themselves by observed score; untried ones by their order.
+candidates is "fine-tuned" down the history's own prior order (its recorded scores revealed, plus seed noise when
+asked), and the gains that followed are averaged — the untried ones per level bin (quantiles of the best observed
+score over the history's tasks), the fine-tuned ones per level bin by an increasing isotonic fit in the ratio
+(:class:`sklearn.isotonic.IsotonicRegression`), over the fine-tuned ones and every other candidate counted as if
+fine-tuned beside them (so that ratios the history's order never tried are learned, not extrapolated). Ties: a
+fine-tuned candidate before an untried one of equal expected gain; fine-tuned ones among themselves by observed
+score; untried ones by their order.
 
 Written by hand: two tables of conditional means (scikit-learn does the isotonic fit); no library merges
 verified and unverified candidates of a selection by expected graded gain.

@@ -580,16 +580,17 @@ def choose_on_history(history: GroundTruth, model_ids: Sequence[str], signals: S
     inner = inner.subset(inner.task_ids, models)
     base = FUSION if use else PRIOR
     runs: dict[PriorForm, ReplayData] = {}
-    for form in [PriorForm.parse(f) for f in (forms or list(PriorForm))]:
-        runs[form] = replay(inner, signals=use, finetunes=ks, noise=noise, repeats=min(repeats, _INNER_REPEATS),
-                            folds=max(2, min(folds, len(inner.task_ids))), seed=seed, sequential=False,
-                            prior_form=form,
-                            choose=False, scheme=scheme)
+    inner_kw = dict(signals=use, finetunes=ks, noise=noise, repeats=min(repeats, _INNER_REPEATS),
+                    folds=max(2, min(folds, len(inner.task_ids))), seed=seed, sequential=False, choose=False,
+                    scheme=scheme)
+    all_forms = [PriorForm.parse(f) for f in (forms or list(PriorForm))]
+    for form in all_forms:  # the forms compared on the plain order alone; the merge replayed for the chosen one
+        runs[form] = replay(inner, prior_form=form, with_merge=len(all_forms) == 1, **inner_kw)  # type: ignore[arg-type]
     means = {f"{base}[{form.value}]": {k: float(d.values[base][k]["ndcg@5"].mean()) for k in ks}
              for form, d in runs.items()}
     form = max(runs, key=lambda f: (round(float(np.mean([means[f"{base}[{f.value}]"][k] for k in FORM_FINETUNES])),
                                           12), f is PriorForm.AVGRANK))
-    d = runs[form]
+    d = runs[form] if len(all_forms) == 1 else replay(inner, prior_form=form, **inner_kw)  # type: ignore[arg-type]
     mname = merge_name(base)
     means[f"{mname}[{form.value}]"] = {k: float(d.values[mname][k]["ndcg@5"].mean()) for k in ks}
     merge = {k: bool(means[f"{mname}[{form.value}]"][k] > means[f"{base}[{form.value}]"][k] + 1e-12)
@@ -641,7 +642,8 @@ def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth
            folds: int | None = None,
            seed: int = 0, sequential: bool = True, acquisition: Acquisition | str = Acquisition.BLEND,
            trust: float | None = None, prior_form: PriorForm | str | None = None, choose: bool = True,
-           merge: bool | None = None, scheme: GradingScheme | str = GradingScheme.NTCIR) -> ReplayData:
+           merge: bool | None = None, scheme: GradingScheme | str = GradingScheme.NTCIR,
+           with_merge: bool = True) -> ReplayData:
     """Replay every policy on every task of ``truth`` (see the module docstring). ``history``: what the
     policies learn from (default: ``folds``-fold cross-fitting by task within ``truth``; ``folds`` defaults to 5,
     or one fold per task when there are fewer); ``signals``: runs
@@ -698,10 +700,10 @@ def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth
             if sequential and acq is Acquisition.BLEND and trust is None else float(trust or 0.0)
         trusts.append(lam)
         tables = history_gains(sp.history, table.model_ids, ks, ch.form, scheme, noise, seed,
-                               unseen=sp.cross_fitted)
+                               unseen=sp.cross_fitted) if with_merge else None
         got = _replay_split(table, sp, orders, draws[:, sp.test], ks, base if sequential else None, noise,
-                             acq, lam, scheme, base, tables)
-        got[FUNNEL] = {k: got[merge_name(base)][k] if ch.merge.get(k) else got[base][k] for k in ks}
+                             acq, lam, scheme, base if with_merge else None, tables)
+        got[FUNNEL] = {k: got[merge_name(base)][k] if with_merge and ch.merge.get(k) else got[base][k] for k in ks}
         for name, by_k in got.items():
             for k, mets in by_k.items():
                 slot = per.setdefault(name, {}).setdefault(k, {x: np.zeros(len(table.task_ids)) for x in METRICS})
