@@ -206,3 +206,31 @@ def test_indistinguishable_finetunes_are_warned():
     close = [{"model_id": "a", "status": "done", "val_f1": 0.9}, {"model_id": "b", "status": "done", "val_f1": 0.89}]
     assert "seed-noise" in indistinguishable(t, close, 0.01)
     assert indistinguishable(t, rows[:1], 0.01) == ""  # one fine-tune: nothing to tell apart
+
+
+@pytest.mark.slow(reason="5 s: two real fine-tunes of tiny models")
+def test_rank_verify_top_prints_the_funnels_final_ranking(cli, tmp_path, models, task):
+    from modelseek.funnel.curve import rerank
+
+    data = write_task_table(task, tmp_path / "task.csv")
+    pool = tmp_path / "pool.yaml"
+    pool.write_text("candidates:\n" + "".join(f'  - {{id: "{k}", path: "{v}"}}\n' for k, v in models.items()),
+                    encoding="utf-8")
+    r = cli("rank", data, "--pool", pool, "-m", "random", "--verify-top", "2", "--finetune-store",
+            tmp_path / "v.sqlite", "--set", "lr=0.005", "--set", "cpu_threads=1", "--set", "max_epochs=1",
+            "-o", tmp_path / "run.trec")
+    assert r.code == 0, r.err
+    line = next(x for x in r.out.splitlines() if x.startswith("final ranking "))
+    written = read_run(tmp_path / "run.trec")
+    order = written.ranking(next(iter(written)))
+    import csv
+    import io
+
+    # the verification table's validation F1 of the two fine-tuned, ranked as the funnel ranks them
+    body = r.out.split("fine-tuned top 2")[1].splitlines()[1:4]
+    rows = list(csv.reader(io.StringIO("\n".join(" ".join(x.split()) for x in body)), delimiter=" "))
+    head = rows[0]
+    vals = {row[head.index("model_id")]: float(row[head.index("val_f1")]) for row in rows[1:]}
+    ranking, how = rerank(order, vals)
+    assert line == f"final ranking {how}: " + ", ".join(ranking)
+    assert sorted(ranking) == sorted(models)

@@ -237,10 +237,7 @@ class Measured:
 
     def merge_at(self, k: int) -> bool:
         """Whether the funnel's final ranking after ``k`` fine-tunes is the expected-gain merge."""
-        if self.choices is None or k <= 0 or not self.choices.merge:
-            return False
-        return bool(self.choices.merge.get(k, self.choices.merge[max(self.choices.merge)] if k > max(
-            self.choices.merge) else False))
+        return merge_at(self.choices, k)
 
     @property
     def prior_form(self) -> PriorForm:
@@ -313,6 +310,37 @@ def measure(history: GroundTruth | None = None, signals: tuple = (), finetunes: 
     return m
 
 
+def merge_at(choices: Choices | None, k: int) -> bool:
+    """Whether ``choices`` rank by the expected-gain merge after ``k`` fine-tunes (a ``k`` beyond the budgets
+    chosen at takes the largest's choice)."""
+    if choices is None or k <= 0 or not choices.merge:
+        return False
+    top = max(choices.merge)
+    return bool(choices.merge[top] if k > top else choices.merge.get(k, False))
+
+
+def rerank(order: list[str], finetuned: dict[str, float], history: GroundTruth | None = None,
+           noise: float = CURVE_NOISE) -> tuple[list[str], str]:
+    """The funnel's final ranking of ``order`` after fine-tuning the candidates of ``finetuned`` (id -> validation
+    score), as replay chose it on ``history`` (default: the shipped NTCIR-19 results) by cross-fitting: the
+    expected-gain merge where it won at this many fine-tunes, else fine-tuned first; and how (one line). What
+    ``rank --verify-top`` prints and ``select`` does."""
+    from .answer import final_ranking  # lazy: start-up
+    from .replay import history_gains  # lazy: start-up
+
+    hist = history if history is not None else shipped_history()
+    choices = history_choices(hist, (), noise)
+    k = len(finetuned)
+    ft = {c: (0.0, float(v)) for c, v in finetuned.items()}
+    if not merge_at(choices, k):
+        return final_ranking(order, ft), (f"fine-tuned first, then the ranking's order (replay on "
+                                          f"{hist.source or 'the history'} chose it at k = {k})")
+    models = [str(c) for c in hist.matrix("f1").columns]
+    tables = history_gains(hist, models, [k], choices.form, GradingScheme.NTCIR, noise, 0)[k]
+    return final_ranking(order, ft, tables), (f"by expected official gain (the merge replay chose on "
+                                              f"{hist.source or 'the history'} at k = {k} by cross-fitting)")
+
+
 def history_choices(history: GroundTruth, signals: tuple = (), noise: float = CURVE_NOISE) -> Choices:
     """What ``history`` as a whole chooses by cross-fitting (:func:`.replay.choose_on_history`) at
     :data:`CHOICE_FINETUNES`, with the noise ``select`` measures with (cached for the shipped history)."""
@@ -379,5 +407,5 @@ def budget_curve(history: GroundTruth | None = None, tier: str | None = None) ->
 
 
 __all__ = ["CHOICE_FINETUNES", "CURVE_FINETUNES", "CURVE_NOISE", "PRIOR", "Measured", "budget_curve", "funnel_policy",
-           "history_choices", "measure", "plot", "render", "restrict", "sequential_wins", "shipped_history",
-           "summarize"]
+           "history_choices", "measure", "merge_at", "plot", "render", "rerank", "restrict", "sequential_wins",
+           "shipped_history", "summarize"]
