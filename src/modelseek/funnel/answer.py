@@ -6,7 +6,8 @@
 * The final ranking (:func:`final_ranking`): where replay on the history chose it, the expected-gain merge
   (:mod:`.merge`: every candidate by its expected official gain, the fine-tuned ones by their score relative to the
   best observed, the untried ones by the level of the best observed); otherwise fine-tuned first (later halving
-  rungs first, then by validation score), then the others in the order walked.
+  rungs first, then by validation score), then the others in the order walked — or, where the budget passed over a
+  dear candidate for a cheaper one further down, the fine-tuned re-sorted among the places they held.
 """
 
 from __future__ import annotations
@@ -42,11 +43,26 @@ def finetuned_first(order: Sequence[str], finetuned: Mapping[str, tuple[float, f
     return done + [c for c in order if c not in finetuned]
 
 
+def in_place(order: Sequence[str], finetuned: Mapping[str, tuple[float, float]]) -> list[str]:
+    """``order`` with the fine-tuned candidates re-sorted among the places they held (later rungs first, then by
+    score): a fine-tuned candidate never jumps over one that was not fine-tuned."""
+    slots = [i for i, c in enumerate(order) if c in finetuned]
+    best_first = sorted((c for c in order if c in finetuned), key=lambda c: (-finetuned[c][0], -finetuned[c][1]))
+    out = list(order)
+    for i, c in zip(slots, best_first):
+        out[i] = c
+    return out
+
+
 def final_ranking(order: Sequence[str], finetuned: Mapping[str, tuple[float, float]], tables: Any = None
                   ) -> list[str]:
     """The funnel's final ranking (see the module docstring); ``tables``: the merge's gain tables for this many
-    fine-tunes, or ``None`` for fine-tuned first."""
+    fine-tunes, or ``None`` for fine-tuned first. Fine-tuned first is what replay measured for the first ``k`` of
+    the order; where the budget passed over a dear candidate for a cheaper one further down (not a prefix), the
+    fine-tuned ones are re-sorted in place instead (:func:`in_place`), so a cheap outsider cannot jump to the top."""
     if tables is None or not finetuned or any(r for r, _ in finetuned.values()):
+        if set(order[: len(finetuned)]) != set(finetuned):
+            return in_place(order, finetuned)
         return finetuned_first(order, finetuned)
     from .merge import merge_ranking  # lazy: sklearn
 

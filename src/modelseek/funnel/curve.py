@@ -236,8 +236,9 @@ class Measured:
     truth: GroundTruth | None = None        # the history itself (the merge's gain tables are learned on it)
 
     def merge_at(self, k: int) -> bool:
-        """Whether the funnel's final ranking after ``k`` fine-tunes is the expected-gain merge."""
-        return merge_at(self.choices, k)
+        """Whether the funnel's final ranking after ``k`` fine-tunes is the expected-gain merge (chosen at this very
+        ``k`` on the history, as replay chooses it)."""
+        return merge_at(self.choices, k, self.truth, self.noise)
 
     @property
     def prior_form(self) -> PriorForm:
@@ -310,13 +311,22 @@ def measure(history: GroundTruth | None = None, signals: tuple = (), finetunes: 
     return m
 
 
-def merge_at(choices: Choices | None, k: int) -> bool:
-    """Whether ``choices`` rank by the expected-gain merge after ``k`` fine-tunes (a ``k`` beyond the budgets
-    chosen at takes the largest's choice)."""
+def merge_at(choices: Choices | None, k: int, history: GroundTruth | None = None, noise: float = CURVE_NOISE
+             ) -> bool:
+    """Whether ``choices`` rank by the expected-gain merge after ``k`` fine-tunes; a ``k`` they were not made at
+    is chosen on ``history`` the same way (:func:`.replay.choose_on_history`), or without a history takes the
+    largest budget's choice."""
     if choices is None or k <= 0 or not choices.merge:
         return False
-    top = max(choices.merge)
-    return bool(choices.merge[top] if k > top else choices.merge.get(k, False))
+    if k in choices.merge:
+        return bool(choices.merge[k])
+    if history is not None:
+        from .replay import choose_on_history  # lazy: start-up
+
+        models = [str(c) for c in history.matrix("f1").columns]
+        return bool(choose_on_history(history, models, (), [k], noise=noise, repeats=CURVE_REPEATS,
+                                      folds=min(5, len(history.task_ids)), seed=0).merge.get(k, False))
+    return bool(choices.merge[max(choices.merge)]) if k > max(choices.merge) else False
 
 
 def rerank(order: list[str], finetuned: dict[str, float], history: GroundTruth | None = None,
@@ -332,7 +342,7 @@ def rerank(order: list[str], finetuned: dict[str, float], history: GroundTruth |
     choices = history_choices(hist, (), noise)
     k = len(finetuned)
     ft = {c: (0.0, float(v)) for c, v in finetuned.items()}
-    if not merge_at(choices, k):
+    if not merge_at(choices, k, hist, noise):
         return final_ranking(order, ft), (f"fine-tuned first, then the ranking's order (replay on "
                                           f"{hist.source or 'the history'} chose it at k = {k})")
     models = [str(c) for c in hist.matrix("f1").columns]

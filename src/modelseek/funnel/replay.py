@@ -496,7 +496,8 @@ def _sequential_split(table: Table, split: Split, base: np.ndarray, observed: np
 
 
 def fit_trust(history: GroundTruth, model_ids: Sequence[str], signals: Sequence[Run], finetunes: Sequence[int],
-              noise: float, repeats: int, folds: int, seed: int) -> tuple[float, dict[float, dict[int, float]]]:
+              noise: float, repeats: int, folds: int, seed: int, form: PriorForm | str = PriorForm.AVGRANK
+              ) -> tuple[float, dict[float, dict[int, float]]]:
     """The ``blend`` weight that replay on ``history`` alone (``folds``-fold cross-fitting by task within it)
     finds best, and each weight's mean nDCG@5 per budget: the same rule as shipping the order
     (:func:`modelseek.funnel.curve.sequential_wins`) — among the weights never below ``0`` (the plain order) at
@@ -512,7 +513,8 @@ def fit_trust(history: GroundTruth, model_ids: Sequence[str], signals: Sequence[
     means: dict[float, dict[int, float]] = {}
     for lam in TRUST_GRID:
         d = replay(inner, signals=use, finetunes=ks, noise=noise, repeats=min(repeats, _INNER_REPEATS),
-                   folds=min(folds, len(inner.task_ids)), seed=seed, acquisition=Acquisition.BLEND, trust=lam)
+                   folds=min(folds, len(inner.task_ids)), seed=seed, acquisition=Acquisition.BLEND, trust=lam,
+                   prior_form=form, choose=False, with_merge=False)
         means[lam] = {k: float(d.values[SEQUENTIAL][k]["ndcg@5"].mean()) for k in ks}
     plain = means[TRUST_GRID[0]]
     safe = [lam for lam in TRUST_GRID if all(means[lam][k] >= plain[k] - 1e-12 for k in ks)]
@@ -535,12 +537,12 @@ def _reliability(orders_scores: dict[str, np.ndarray], true: np.ndarray) -> dict
 
 
 def _split_trust(sp: Split, table: Table, signals: Sequence[Run], ks: Sequence[int], noise: float, repeats: int,
-                 folds: int, seed: int) -> float:
+                 folds: int, seed: int, form: PriorForm | str = PriorForm.AVGRANK) -> float:
     """The ``blend`` weight learned from the split's history alone (0, the plain order, when it holds fewer than
     :data:`MIN_TRUST_TASKS` tasks: an inner cross-fitting over a handful of tasks picks a weight by noise)."""
     if len(sp.history.task_ids) < MIN_TRUST_TASKS:
         return 0.0
-    return fit_trust(sp.history, table.model_ids, signals, ks, noise, repeats, folds, seed)[0]
+    return fit_trust(sp.history, table.model_ids, signals, ks, noise, repeats, folds, seed, form)[0]
 
 
 @dataclass(frozen=True)
@@ -696,7 +698,7 @@ def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth
             ch = Choices(ch.form, {k: bool(merge) for k in ks if k > 0}, ch.means, ch.why + "; merge fixed")
         choices.append(ch)
         orders = policy_orders(sp, table, signals, ch.form)
-        lam = _split_trust(sp, table, signals, ks, noise, int(repeats), inner_folds, seed) \
+        lam = _split_trust(sp, table, signals, ks, noise, int(repeats), inner_folds, seed, ch.form) \
             if sequential and acq is Acquisition.BLEND and trust is None else float(trust or 0.0)
         trusts.append(lam)
         tables = history_gains(sp.history, table.model_ids, ks, ch.form, scheme, noise, seed,

@@ -267,15 +267,17 @@ def _features_stage(task: Task, st: FunnelState, plan: Plan, backend: Any, costs
 
 def _finetune_order(pool: Pool, st: FunnelState, plan: Plan) -> list[str]:
     """The order fine-tuning walks (:func:`.answer.walk_order`): the reciprocal-rank fusion of the prior and the
-    estimators where they scored candidates, else the prior's — the order replay measured."""
-    feats = {c: st["features"][c] for c in plan.feature_ids if c in st["features"]}
-    return walk_order(pool.ids, st["prior"], feats if plan.finetune_from == "features" else {})
+    estimators over the candidates they scored, else the prior's — the order replay measured."""
+    if plan.finetune_from == "features":  # the estimator-scored top K1, in the fused order
+        feats = {c: st["features"][c] for c in plan.feature_ids if c in st["features"]}
+        return [c for c in walk_order(pool.ids, st["prior"], feats) if c in feats]
+    return walk_order(pool.ids, st["prior"], {})
 
 
 def _finetune_stage(task, st, plan, backend, costs, by_id, pool, n_ft, fits, ran, progress, say=None) -> str:
-    """Fine-tune down the order — exactly the order replay measured, so the first ``k`` of it, never a cheaper candidate
-    further down in place of a dear one — the plan's ``K2`` when they fit, then more while the budget lasts (early
-    stopping leaves some), stopping before the first job that would not fit what is left. Each job's cost is the
+    """Fine-tune down the order — the order replay measured: its first ``k`` wherever their costs fit — the plan's
+    ``K2`` when they fit, then more while the budget lasts (early stopping leaves some); a job that would not fit what
+    is left is not started (a dear candidate is passed over for the next that fits, and named as left undone). Each job's cost is the
     plan's estimate times the largest ratio of measured to estimated seconds per epoch of the jobs done so far
     (never below 1): the first job is measured and the rest re-planned with it, so a job that would not fit is not
     started. Deterministic given the state, so a resumed run walks the same way. Progress (each job's start, time
@@ -294,7 +296,7 @@ def _finetune_stage(task, st, plan, backend, costs, by_id, pool, n_ft, fits, ran
         est = planned * scale
         if not fits(est):
             passed.append((cid, est))
-            break
+            continue
         say(f"fine-tuning {len(done) + 1}: {cid} (estimated ~{format_seconds(est)}; "
             f"{format_seconds(st.spent_s)} of {format_seconds(budget_s)} spent)")
         before = st.spent_s
@@ -316,16 +318,15 @@ def _finetune_stage(task, st, plan, backend, costs, by_id, pool, n_ft, fits, ran
         score = "" if row.get("val_f1") is None else f", validation F1 {row['val_f1']:.4f}"
         say(f"  {cid}: {row.get('status', '?')} in {format_seconds(took)} ({ran_epochs} epoch(s){score}); "
             f"{format_seconds(st.spent_s)} of {format_seconds(budget_s)} spent")
-    if passed:
+    if passed and len(done) < len(order):
         left = max(budget_s - st.spent_s, 0.0)
-        nxt, est = passed[0]
-        rest = [c for c in order if c not in st["finetune"]]
-        planned_left = [c for c in order[: plan.finetune_k] if c not in st["finetune"]]
-        st["left_undone"] = planned_left or [nxt]
+        first = [c for c, _ in passed if c in order[: max(len(done), plan.finetune_k) + 1]] or [passed[0][0]]
+        st["left_undone"] = first
         st.save()
-        status = (f"done: {len(done)} fine-tuned ({plan.finetune_k} planned); stopped before {nxt} (~"
-                  f"{format_seconds(est)}), which does not fit the {format_seconds(left)} left; left undone: "
-                  f"{len(planned_left)} of the planned and {len(rest) - len(planned_left)} more of the order")
+        est = dict(passed)
+        status = (f"done: {len(done)} fine-tuned ({plan.finetune_k} planned); not started, as it would not fit the "
+                  f"{format_seconds(left)} left: " + ", ".join(f"{c} (~{format_seconds(est[c])})" for c in first[:5])
+                  + (f" and {len(first) - 5} more" if len(first) > 5 else ""))
     return status
 
 
