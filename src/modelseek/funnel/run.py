@@ -276,12 +276,12 @@ def _finetune_order(pool: Pool, st: FunnelState, plan: Plan) -> list[str]:
 
 def _finetune_stage(task, st, plan, backend, costs, by_id, pool, n_ft, fits, ran, progress, say=None) -> str:
     """Fine-tune down the order — the order replay measured: its first ``k`` wherever their costs fit — the plan's
-    ``K2`` when they fit, then more while the budget lasts (early stopping leaves some); a job that would not fit what
-    is left is not started (a dear candidate is passed over for the next that fits, and named as left undone). Each job's cost is the
-    plan's estimate times the largest ratio of measured to estimated seconds per epoch of the jobs done so far
-    (never below 1): the first job is measured and the rest re-planned with it, so a job that would not fit is not
-    started. Deterministic given the state, so a resumed run walks the same way. Progress (each job's start, time
-    and score, what is spent) goes to ``say``.
+    ``K2`` when they fit, then more while the budget lasts (early stopping leaves some); a job that would not fit
+    what is left is not started (a dear candidate is passed over for the next that fits, and named as left
+    undone). Each job's cost is the plan's estimate times the largest ratio of measured to estimated seconds per
+    epoch of the jobs done so far (never below 1): the first job is measured and the rest re-planned with it, so
+    a job that would not fit is not started. Deterministic given the state, so a resumed run walks the same way.
+    Progress (each job's start, time and score, what is spent) goes to ``say``.
     """
     say = say or (lambda _: None)
     status = "done"
