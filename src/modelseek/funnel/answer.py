@@ -17,13 +17,14 @@ from typing import Any
 
 import numpy as np
 
+from ..data.run import Run
+from .merge import merge_ranking
+from .replay import Table, plain_orders
+
 
 def walk_order(pool_ids: Sequence[str], prior: Mapping[str, float], feats: Mapping[str, float]) -> list[str]:
     """The prior's order of ``pool_ids`` (pool order breaking ties), or with estimator scores ``feats`` the
     reciprocal-rank fusion of the prior and them, exactly as replay orders a task."""
-    from ..data.run import Run  # lazy: start-up
-    from .replay import Table, plain_orders  # lazy: start-up
-
     ids = list(pool_ids)
     table = Table(["task"], ids, np.full((1, len(ids)), np.nan))
     p = np.array([float(prior.get(c, -np.inf)) for c in ids])
@@ -64,6 +65,4 @@ def final_ranking(order: Sequence[str], finetuned: Mapping[str, tuple[float, flo
         if set(order[: len(finetuned)]) != set(finetuned):
             return in_place(order, finetuned)
         return finetuned_first(order, finetuned)
-    from .merge import merge_ranking  # lazy: sklearn
-
     return merge_ranking(order, {c: float(v) for c, (_, v) in finetuned.items()}, tables)

@@ -23,8 +23,9 @@ import numpy as np
 
 from ..data.truth import GradingScheme, GroundTruth
 from ..errors import InputError
-from .replay import (FUNNEL, MERGE_SUFFIX, METRICS, PRIOR, SEQUENTIAL, Choices, PriorForm, ReplayData, merge_name,
-                     replay)
+from .answer import final_ranking
+from .replay import (FUNNEL, MERGE_SUFFIX, METRICS, PRIOR, SEQUENTIAL, Choices, PriorForm, ReplayData,
+                     choose_on_history, history_gains, merge_name, replay)
 from ..stats.bootstrap import bootstrap_ci, paired_bootstrap
 
 CURVE_FINETUNES = (0, 1, 3, 5)
@@ -247,8 +248,6 @@ class Measured:
     def gain_tables(self, k: int, scheme: str = "ntcir", model_ids: list[str] | None = None):
         """The merge's gain tables for ``k`` fine-tunes, learned on the history (over ``model_ids`` where the
         history scored them all, as replay learns them over the replayed candidates; else over all of its own)."""
-        from .replay import history_gains  # lazy: start-up
-
         if self.truth is None:
             raise InputError("no history to learn the merge's gain tables from")
         models = [str(c) for c in self.truth.matrix("f1").columns]
@@ -321,8 +320,6 @@ def merge_at(choices: Choices | None, k: int, history: GroundTruth | None = None
     if k in choices.merge:
         return bool(choices.merge[k])
     if history is not None:
-        from .replay import choose_on_history  # lazy: start-up
-
         models = [str(c) for c in history.matrix("f1").columns]
         return bool(choose_on_history(history, models, (), [k], noise=noise, repeats=CURVE_REPEATS,
                                       folds=min(5, len(history.task_ids)), seed=0).merge.get(k, False))
@@ -335,9 +332,6 @@ def rerank(order: list[str], finetuned: dict[str, float], history: GroundTruth |
     score), as replay chose it on ``history`` (default: the shipped NTCIR-19 results) by cross-fitting: the
     expected-gain merge where it won at this many fine-tunes, else fine-tuned first; and how (one line). What
     ``rank --verify-top`` prints and ``select`` does."""
-    from .answer import final_ranking  # lazy: start-up
-    from .replay import history_gains  # lazy: start-up
-
     hist = history if history is not None else shipped_history()
     choices = history_choices(hist, (), noise)
     k = len(finetuned)
@@ -360,8 +354,6 @@ def history_choices(history: GroundTruth, signals: tuple = (), noise: float = CU
 
 
 def _choices(history: GroundTruth, signals: tuple, noise: float) -> Choices:
-    from .replay import choose_on_history  # lazy: start-up
-
     models = [str(c) for c in history.matrix("f1").columns]
     return choose_on_history(history, models, signals, CHOICE_FINETUNES, noise=noise, repeats=CURVE_REPEATS,
                              folds=min(5, len(history.task_ids)), seed=0)

@@ -47,6 +47,7 @@ from ..enums import Choice
 from ..errors import InputError
 from ..fusion import fuse
 from ..metrics.ndcg import ideal_dcg, ndcg
+from .merge import learn_gains, merged_final
 
 PRIOR = "prior"
 FUSION = "rrf"
@@ -343,7 +344,6 @@ def history_gains(history: GroundTruth, model_ids: Sequence[str], ks: Sequence[i
                   noise: float = 0.0, seed: int = 0, unseen: bool = False) -> dict[int, Any]:
     """The merge's gain tables (:func:`modelseek.funnel.merge.learn_gains`) for each ``k > 0`` of ``ks``, learned
     on ``history`` with its tasks fine-tuned down its own prior's order (of ``form``)."""
-    from .merge import learn_gains  # lazy: sklearn
 
     hist = Table.from_truth(history, model_ids, what="history", unseen=unseen)
     prior = prior_scores(history, model_ids, form, unseen_neutral=unseen)
@@ -424,7 +424,6 @@ def _replay_split(table: Table, split: Split, orders: dict[str, np.ndarray], noi
                   tables: dict[int, Any] | None = None) -> dict[str, dict[int, dict[str, np.ndarray]]]:
     """Every policy's per-(draw, task) metrics on the split's test tasks (draws x tasks arrays); with
     ``merge_from``, also that order ranked by the expected-gain merge with ``tables`` (per k)."""
-    from .merge import merged_final  # lazy: sklearn
 
     rows = split.test
     n_rep, n, m = noise_draws.shape[0], len(rows), len(table.model_ids)
@@ -609,7 +608,6 @@ def funnel_rankings(truth: GroundTruth, k: int, signals: Sequence[Run] = (), his
     choices (:func:`choose_on_history`, with ``noise`` and ``repeats`` as replay passes them), the plain order of
     the chosen prior form (``rrf`` with signals), and the final ranking chosen at ``k`` (the merge's gain tables
     learned on the split's history, or fine-tuned first). What ``select`` does on the same inputs."""
-    from .merge import merged_final  # lazy: sklearn
 
     scheme = GradingScheme.parse(scheme, field="--scheme")
     table = Table.from_truth(truth)
@@ -639,26 +637,9 @@ def funnel_rankings(truth: GroundTruth, k: int, signals: Sequence[Run] = (), his
     return out
 
 
-def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth | None = None,
-           finetunes: Sequence[int] = DEFAULT_FINETUNES, noise: float = 0.0, repeats: int = 1,
-           folds: int | None = None,
-           seed: int = 0, sequential: bool = True, acquisition: Acquisition | str = Acquisition.BLEND,
-           trust: float | None = None, prior_form: PriorForm | str | None = None, choose: bool = True,
-           merge: bool | None = None, scheme: GradingScheme | str = GradingScheme.NTCIR,
-           with_merge: bool = True) -> ReplayData:
-    """Replay every policy on every task of ``truth`` (see the module docstring). ``history``: what the
-    policies learn from (default: ``folds``-fold cross-fitting by task within ``truth``; ``folds`` defaults to 5,
-    or one fold per task when there are fewer); ``signals``: runs
-    scoring the candidates of every task; ``noise``: sd of the seed noise added to each revealed score
-    (``repeats`` draws, from ``numpy.random.default_rng(seed)``); ``scheme``: the grading whose gain is scored
-    and learned by the merge. ``prior_form`` fixes the prior's form and ``merge`` the funnel's final ranking (the
-    expected-gain merge or fine-tuned first); each left ``None`` is chosen per split by inner cross-fitting on
-    the split's history (:func:`choose_on_history`) when ``choose`` (else: the average rank, fine-tuned first).
-    The base order's merge is always replayed too (policy ``<base>+merge``), and the funnel's final ranking per
-    budget is policy ``funnel`` where the splits chose differently."""
-    acq = Acquisition.parse(acquisition, field="--acquisition")
-    scheme = GradingScheme.parse(scheme, field="--scheme")
-    fixed_form = None if prior_form is None else PriorForm.parse(prior_form, field="--prior-form")
+def _checked(finetunes: Sequence[int], noise: float, repeats: int, trust: float | None, signals: Sequence[Run]
+             ) -> list[int]:
+    """The budgets, sorted; every other argument of :func:`replay` checked (a located error otherwise)."""
     ks = sorted({int(k) for k in finetunes})
     if not ks or ks[0] < 0:
         raise InputError(f"fine-tune budgets must be >= 0, got {list(finetunes)}", field="--finetunes")
@@ -674,6 +655,44 @@ def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth
     if clash:
         raise InputError(f"signal run id {sorted(clash)[0]!r} is used twice or names a built-in policy; give each "
                          f"run its own id", field="RunID")
+    return ks
+
+
+def _split_choices(sp: Split, table: Table, signals: Sequence[Run], ks: list[int], noise: float, repeats: int,
+                   folds: int, seed: int, scheme: GradingScheme, choose: bool, form: PriorForm | None,
+                   merge: bool | None) -> Choices:
+    """What a split's history chooses (:func:`choose_on_history`), with what the caller fixed."""
+    if choose and (form is None or merge is None):
+        ch = choose_on_history(sp.history, table.model_ids, signals, ks, noise, repeats, folds, seed, scheme,
+                               forms=None if form is None else [form])
+    else:
+        ch = Choices(form or PriorForm.AVGRANK, {k: False for k in ks if k > 0}, {}, "fixed")
+    if merge is not None:
+        ch = Choices(ch.form, {k: bool(merge) for k in ks if k > 0}, ch.means, ch.why + "; merge fixed")
+    return ch
+
+
+def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth | None = None,
+           finetunes: Sequence[int] = DEFAULT_FINETUNES, noise: float = 0.0, repeats: int = 1,
+           folds: int | None = None,
+           seed: int = 0, sequential: bool = True, acquisition: Acquisition | str = Acquisition.BLEND,
+           trust: float | None = None, prior_form: PriorForm | str | None = None, choose: bool = True,
+           merge: bool | None = None, scheme: GradingScheme | str = GradingScheme.NTCIR,
+           with_merge: bool = True) -> ReplayData:
+    """Replay every policy on every task of ``truth`` (see the module docstring). ``history``: what the policies
+    learn from (default: ``folds``-fold cross-fitting by task within ``truth``; ``folds`` defaults to 5, or one
+    fold per task when there are fewer); ``signals``: runs scoring the candidates of every task; ``noise``: sd
+    of the seed noise added to each revealed score
+    (``repeats`` draws, from ``numpy.random.default_rng(seed)``); ``scheme``: the grading whose gain is scored
+    and learned by the merge. ``prior_form`` fixes the prior's form and ``merge`` the funnel's final ranking (the
+    expected-gain merge or fine-tuned first); each left ``None`` is chosen per split by inner cross-fitting on
+    the split's history (:func:`choose_on_history`) when ``choose`` (else: the average rank, fine-tuned first).
+    The base order's merge is always replayed too (policy ``<base>+merge``), and the funnel's final ranking per
+    budget is policy ``funnel`` where the splits chose differently."""
+    acq = Acquisition.parse(acquisition, field="--acquisition")
+    scheme = GradingScheme.parse(scheme, field="--scheme")
+    fixed_form = None if prior_form is None else PriorForm.parse(prior_form, field="--prior-form")
+    ks = _checked(finetunes, noise, repeats, trust, signals)
     table = Table.from_truth(truth)
     for run in signals:
         check_covers(run, table.task_ids)
@@ -681,21 +700,16 @@ def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth
     parts = splits(truth, table, history, folds, seed)
     inner_folds = folds if history is None else 5  # what a split's history is cross-fitted with, for its choices
     rng = np.random.default_rng(seed)
-    draws = rng.normal(0.0, noise, (int(repeats), len(table.task_ids), len(table.model_ids))) if noise > 0 \
-        else np.zeros((int(repeats), len(table.task_ids), len(table.model_ids)))
+    draws = rng.normal(0.0, noise, (int(repeats), *table.score.shape)) if noise > 0 else np.zeros(
+        (int(repeats), *table.score.shape))
     base = FUSION if signals else PRIOR
     per: dict[str, dict[int, dict[str, np.ndarray]]] = {}
     scores_for_rel: dict[str, np.ndarray] = {}
     trusts: list[float] = []
     choices: list[Choices] = []
     for sp in parts:
-        if choose and (fixed_form is None or merge is None):
-            ch = choose_on_history(sp.history, table.model_ids, signals, ks, noise, int(repeats), inner_folds, seed,
-                                   scheme, forms=None if fixed_form is None else [fixed_form])
-        else:
-            ch = Choices(fixed_form or PriorForm.AVGRANK, {k: False for k in ks if k > 0}, {}, "fixed")
-        if merge is not None:
-            ch = Choices(ch.form, {k: bool(merge) for k in ks if k > 0}, ch.means, ch.why + "; merge fixed")
+        ch = _split_choices(sp, table, signals, ks, noise, int(repeats), inner_folds, seed, scheme,
+                            choose, fixed_form, merge)
         choices.append(ch)
         orders = policy_orders(sp, table, signals, ch.form)
         lam = _split_trust(sp, table, signals, ks, noise, int(repeats), inner_folds, seed, ch.form) \

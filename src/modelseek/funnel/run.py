@@ -28,6 +28,7 @@ from .plan import Plan, Reliability, finetune_cost, plan_funnel
 from .state import FunnelState
 from ..data.loaders import load_table_task, load_tasks
 from .answer import final_ranking, walk_order
+from .replay import prior_scores
 from .pools import load_any_pool
 from ..data.truth import GroundTruth
 from .curve import CURVE_NOISE, measure
@@ -194,8 +195,6 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
 
 def _history_prior(measured: Any, pool: Pool) -> dict[str, float]:
     """The prior replay fits on the history, in the form the history chose, for the pool's candidates."""
-    from .replay import prior_scores  # lazy: start-up
-
     return dict(zip(pool.ids, prior_scores(measured.truth, pool.ids, measured.prior_form).tolist()))
 
 
