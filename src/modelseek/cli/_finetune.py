@@ -4,6 +4,7 @@ that ``rank`` runs after ranking."""
 from __future__ import annotations
 
 from ._common import EXECUTOR_REGISTRY, POSITIVE_INT, add_registry_option
+from ..funnel.curve import rerank
 
 
 def load_recipe(args):
@@ -59,4 +60,17 @@ def verify_after_rank(args, runs, tasks, pool) -> int:
                                seed=args.seed)
             print(f"task {tid} — fine-tuned top {len(order)} of run {run.run_id}")
             print(table.to_string(index=False))
+            _print_final(run, tid, table)
     return 0
+
+
+def _print_final(run, tid: str, table) -> None:
+    """The final ranking after the fine-tunes, as the funnel makes it (:func:`modelseek.funnel.curve.rerank`)."""
+    import math
+
+    done = {str(r["model_id"]): float(r["val_f1"]) for r in table.to_dict("records")
+            if r.get("status") == "done" and r.get("val_f1") is not None and not math.isnan(float(r["val_f1"]))}
+    if not done:
+        return
+    ranking, how = rerank([e.doc for e in run[tid]], done)
+    print(f"final ranking {how}: " + ", ".join(ranking[:10]) + (" ..." if len(ranking) > 10 else ""))

@@ -355,7 +355,8 @@ def _print_budget_curve(tier: str) -> None:
     m = budget_curve(tier=tier)
     cells = "; ".join(f"{p['k']}: nDCG@5 {p['ndcg@5']:.2f} [{p['ndcg@5_low']:.2f}, {p['ndcg@5_high']:.2f}], regret "
                       f"{p['regret']:.3f}" for p in m.curve)
-    print(f"  fine-tuning the top k, then ranking those k by their F1 — expected after k = {cells} (replay on the "
+    print(f"  fine-tuning the top k, then ranking as the funnel does (by expected official gain where replay chose "
+          f"it, else those k first by their F1) — expected after k = {cells} (replay on the "
           f"{m.tasks} {tier}-criticality past tasks, seed noise sd {m.noise:g}; `modelseek replay`)")
 
 

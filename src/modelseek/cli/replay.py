@@ -1,14 +1,16 @@
 """``modelseek replay TRUTH``: what a fine-tuning budget buys, measured on recorded results.
 
 For every task of TRUTH (a ground truth where every candidate was fine-tuned), each policy chooses k candidates to
-fine-tune; fine-tuning reveals the recorded score plus Gaussian seed noise (--noise, in the score's units,
---repeats draws); the final ranking puts the fine-tuned candidates first by observed score, then the rest in the
-policy's order. Policies: the average-rank prior's top k (fitted on --train-truth, or cross-fitted by task within
-TRUTH), each --signals run's top k, their reciprocal-rank fusion's, and the sequential order (the plain order moved
-by a Gaussian over the candidates learned from the history, conditioned on what was fine-tuned, with a weight
-learned on the history alone). Prints nDCG@1/3/5 (official grading)
-and the regret of the final top-1 per budget and policy, with bootstrap intervals over tasks, and which order the
-funnel uses (the sequential one only where replay shows it beats the plain top k).
+fine-tune; fine-tuning reveals the recorded score plus Gaussian seed noise (--noise, in the score's units, --repeats
+draws; several values sweep it); the final ranking puts the fine-tuned candidates first by observed score, then the
+rest in the policy's order, and for the plain order also by the expected-gain merge (every candidate by its expected
+official gain, learned on the history) with the paired difference. Policies: the average-rank prior's top k (fitted
+on --train-truth, or cross-fitted by task within TRUTH), each --signals run's top k, their reciprocal-rank fusion's,
+and the sequential order (the plain order moved by a Gaussian over the candidates learned from the history,
+conditioned on what was fine-tuned, with a weight learned on the history alone). Prints nDCG@1/3/5 (official
+grading) and the regret of the final top-1 per budget and policy, with bootstrap intervals over tasks, and which
+order the funnel uses (the sequential one only where replay shows it beats the plain top k; the prior's form and the
+merge as each fold's history chooses by cross-fitting).
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ._common import (NON_NEGATIVE_FLOAT, OUTPUT_FILE, SAMPLE_COUNT, SEED, choice, existing_file, int_at_least, metavar,
-                      print_json)
-from ..funnel.replay import Acquisition, check_covers, replay
+from ._common import (NON_NEGATIVE_FLOAT, OUTPUT_FILE, SAMPLE_COUNT, SEED, add_scheme, choice, existing_file,
+                      int_at_least, metavar, print_json)
+from ..funnel.replay import Acquisition, PriorForm, check_covers, replay
 from ..data.run import read_runs
 from ._truth import pool_aliases
 from ..data.truth import GroundTruth
@@ -33,6 +35,16 @@ def _finetunes(text: str) -> list[int]:
     if not ks or min(ks) < 0:
         raise argparse.ArgumentTypeError(f"expected counts >= 0 such as 1,3,5,10, got {text!r}")
     return ks
+
+
+def _noises(text: str) -> list[float]:
+    try:
+        out = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected sds such as 0 or 0,0.005,0.01, got {text!r}") from None
+    if not out or any(not (x >= 0 and x < float("inf")) for x in out):
+        raise argparse.ArgumentTypeError(f"expected finite sds >= 0 such as 0,0.005,0.01, got {text!r}")
+    return out
 
 
 def register(sub) -> None:
@@ -50,8 +62,18 @@ def register(sub) -> None:
                         "default: task-level cross-fitting within TRUTH (--folds)")
     p.add_argument("--finetunes", type=_finetunes, default=[1, 3, 5, 10], metavar="K,K,...",
                    help="budgets in fine-tunes (default 1,3,5,10; k = 0, no fine-tuning, is always added)")
-    p.add_argument("--noise", type=NON_NEGATIVE_FLOAT, default=0.0, metavar="SD",
-                   help="sd of the seed noise added to a revealed score, in the score's units (default 0)")
+    p.add_argument("--noise", type=_noises, default=[0.0], metavar="SD[,SD...]",
+                   help="sd of the seed noise added to a revealed score, in the score's units (default 0; an "
+                        "assumption: one recorded score per task x model cannot measure it). Several values "
+                        "(e.g. 0,0.005,0.01,0.02) sweep it: one replay per value")
+    p.add_argument("--prior-form", type=choice(PriorForm), metavar=metavar(PriorForm),
+                   help="the prior's form: avgrank (mean fine-tuned rank) or meanscore (mean normalised score); "
+                        "default: chosen per fold by cross-fitting on that fold's history")
+    p.add_argument("--merge", choices=("auto", "yes", "no"), default="auto",
+                   help="the funnel's final ranking: the expected-gain merge (yes), fine-tuned first (no), or per "
+                        "fold and budget as that fold's history chooses by cross-fitting (auto, the default); both "
+                        "are replayed and compared either way")
+    add_scheme(p)
     p.add_argument("--repeats", type=SAMPLE_COUNT, default=1, metavar="N", help="noise draws (default 1)")
     p.add_argument("--folds", type=int_at_least(2),
                    help="cross-fitting folds by task (default 5, or one per task when TRUTH has fewer)")
@@ -91,16 +113,20 @@ def run(args: argparse.Namespace) -> int:
         check_covers(r, truth.task_ids, path)
     signals = [r for _, r in located]
     history = GroundTruth.from_csv(args.train_truth, any_score=args.any_score) if args.train_truth else None
-    data = replay(truth, signals=signals, history=history, finetunes=[0, *args.finetunes], noise=args.noise,
-                  repeats=args.repeats, folds=args.folds, seed=args.seed, acquisition=args.acquisition,
-                  trust=args.trust)
-    summary = summarize(data, n_boot=args.bootstrap, source=str(args.truth))
+    merge = {"auto": None, "yes": True, "no": False}[args.merge]
+    summaries = []
+    for noise in args.noise:
+        data = replay(truth, signals=signals, history=history, finetunes=[0, *args.finetunes], noise=noise,
+                      repeats=args.repeats, folds=args.folds, seed=args.seed, acquisition=args.acquisition,
+                      trust=args.trust, prior_form=args.prior_form, merge=merge, scheme=args.scheme)
+        summaries.append(summarize(data, n_boot=args.bootstrap, source=str(args.truth)))
     if args.plot:
-        plot({str(args.truth): summary}, args.plot)
+        plot({f"{args.truth} (noise {s['noise']:g})" if len(summaries) > 1 else str(args.truth): s
+              for s in summaries}, args.plot)
     if args.json:
-        print_json(summary)
+        print_json(summaries[0] if len(summaries) == 1 else {"noise_sweep": summaries})
     else:
-        print(render(summary))
+        print("\n\n".join(render(s) for s in summaries))
         if args.plot:
             print(f"wrote {args.plot}", file=sys.stderr)
     return 0

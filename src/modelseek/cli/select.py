@@ -12,7 +12,9 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._common import EXECUTOR_REGISTRY, OUTPUT_DIR, POSITIVE_INT, SEED, add_registry_option, existing_file, print_json
+from ._common import (EXECUTOR_REGISTRY, NON_NEGATIVE_FLOAT, OUTPUT_DIR, POSITIVE_INT, SEED, add_registry_option,
+                      existing_file, print_json)
+from ..funnel.curve import CURVE_NOISE
 from ..funnel import format_seconds, parse_budget, select
 from ..funnel.pools import load_any_pool
 from ._finetune import load_recipe
@@ -38,7 +40,8 @@ def register(sub) -> None:
                         "(default: ./modelseek-select)")
     p.add_argument("-m", "--method", default="logme", help="frozen-feature method for stage 2 (default: logme)")
     p.add_argument("--prior", default="default", help="inference-free ranker for stage 1 (default: the shipped "
-                                                      "default, adaptive)")
+                                                      "default, adaptive; 'history': the prior replay fits on "
+                                                      "--history, in the form it chose there)")
     p.add_argument("--epochs", type=POSITIVE_INT, default=10,
                    help="at most this many epochs per fine-tuning (the plan assumes all run; default 10)")
     p.add_argument("--halving", action="store_true", help="successive halving over the fine-tuning candidates")
@@ -57,6 +60,9 @@ def register(sub) -> None:
                    help="fine-tuning results of past tasks (task_id, model_id, f1; the pool's ids) on which replay "
                         "measures the prior's reliability and what each fine-tune buys (default: the NTCIR-19 "
                         "results shipped with the package)")
+    p.add_argument("--noise", type=NON_NEGATIVE_FLOAT, default=CURVE_NOISE, metavar="SD",
+                   help=f"seed noise of a fine-tuned F1 (sd) that replay assumes when it measures on the history "
+                        f"(an assumption; default {CURVE_NOISE:g})")
     p.add_argument("--json", action="store_true", help="print a machine-readable summary (the plan included)")
     p.set_defaults(func=run)
 
@@ -74,12 +80,14 @@ def run(args: argparse.Namespace) -> int:
     res = select(data, pool, args.budget, args.out, feature_method=args.method, prior_method=args.prior,
                  recipe=recipe, epochs=args.epochs, halving=args.halving, plan_only=args.plan_only, seed=args.seed,
                  progress=not args.json, echo=echo, executor=args.executor, address=args.address,
-                 history=args.history)
+                 history=args.history, noise=args.noise)
     tid = next(iter(res.run))
     if args.json:
         print_json({"status": res.status, "plan": res.plan.to_dict(), "spent_s": res.spent_s,
+                    "total_spent_s": res.total_spent_s, "budget_s": res.plan.budget_s,
                     "measured": _measured_json(res.measured), "ranking": res.run.ranking(tid),
-                    "finetuned": res.finetuned, "out": str(res.out)})
+                    "final_ranking": res.final, "finetuned": res.finetuned, "finetune_costs": res.costs,
+                    "left_undone": res.left_undone, "warnings": res.warnings, "out": str(res.out)})
         return 0
     spent = ", ".join(f"{k} {format_seconds(v)}" for k, v in res.spent_s.items() if v)
     print(f"{res.status}; spent {format_seconds(res.total_spent_s)} of {format_seconds(res.plan.budget_s)} ({spent})")
@@ -92,7 +100,11 @@ def run(args: argparse.Namespace) -> int:
             f = "" if r.get("f1") is None else f"{r['f1']:.4f}"
             print(f"{r['model_id']:<40} {v:>7} {f:>7} {r.get('epochs') or '':>6}  {r.get('status')}"
                   + (f" ({r['error']})" if r.get("error") else ""))
-    print("top 5: " + ", ".join(res.run.ranking(tid)[:5]))
+    for w in res.warnings:
+        print(w)
+    ranking = res.run.ranking(tid)
+    print(f"final ranking: {res.final}")
+    print(f"top {min(5, len(ranking))}: " + ", ".join(ranking[:5]))
     print(f"wrote {res.out / 'run.trec'} and {res.out / 'finetuned.csv'}")
     return 0
 
@@ -102,4 +114,5 @@ def _measured_json(m) -> dict | None:
     if m is None:
         return None
     return {"history": m.source, "tasks": m.tasks, "noise": m.noise, "reliability": m.reliability,
-            "curve": list(m.curve), "gain_per_finetune": m.gain_per_finetune(), "order": m.order, "why": m.why}
+            "curve": list(m.curve), "gain_per_finetune": m.gain_per_finetune(), "order": m.order, "why": m.why,
+            "base": m.base, "choices": m.choices.to_dict() if m.choices is not None else None}

@@ -1,56 +1,68 @@
-"""The funnel's answer: one order over the pool from the three signals.
+"""The funnel's answer: the order fine-tuning walks and the final ranking, the same functions replay measures.
 
-* The estimator-scored candidates come first, by the fused score ``w_p z(prior) + w_f z(estimator)`` (``z``:
-  standardised over those candidates; ``w = r / (1 - r^2)`` for each signal's assumed correlation ``r`` with
-  fine-tuned F1, the weights of the posterior mean of a standard-normal truth seen through two independent noisy
-  signals), then the others by the prior.
-* Fine-tuning re-orders the candidates it measured among the places they held: the best by validation F1 (later
-  halving rungs first) takes the highest of those places, and so on. A fine-tuned candidate never jumps over one
-  that was not fine-tuned, so fine-tuning a cheap outsider that the budget happened to fit cannot push it to the
-  top; the top place goes to a verified candidate whenever the top of the order was fine-tuned.
+* The order (:func:`walk_order`) is the one replay measured and names: the prior's, or — when the frozen-feature
+  estimators scored candidates — the reciprocal-rank fusion of the prior and the estimator
+  (:func:`modelseek.funnel.replay.plain_orders`, the ``rrf`` policy of ``modelseek replay``).
+* The final ranking (:func:`final_ranking`): where replay on the history chose it, the expected-gain merge
+  (:mod:`.merge`: every candidate by its expected official gain, the fine-tuned ones by their score relative to the
+  best observed, the untried ones by the level of the best observed); otherwise fine-tuned first (later halving
+  rungs first, then by validation score), then the others in the order walked — or, where the budget passed over a
+  dear candidate for a cheaper one further down, the fine-tuned re-sorted among the places they held.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
-
-def weight(r: float) -> float:
-    return r / (1.0 - r * r)
-
-
-def _z(values: np.ndarray) -> np.ndarray:
-    sd = values.std()
-    return (values - values.mean()) / sd if sd > 0 else np.zeros_like(values)
+from ..data.run import Run
+from .merge import merge_ranking
+from .replay import Table, plain_orders
 
 
-def fused(prior: Mapping[str, float], feats: Mapping[str, float], r_prior: float, r_feats: float) -> dict[str, float]:
-    """The fused score of every candidate in ``feats`` (see the module docstring)."""
-    ids = list(feats)
-    if not ids:
-        return {}
-    p = _z(np.array([float(prior.get(i, 0.0)) for i in ids]))
-    f = _z(np.array([float(feats[i]) for i in ids]))
-    s = weight(r_prior) * p + weight(r_feats) * f
-    return {i: float(v) for i, v in zip(ids, s)}
+def walk_order(pool_ids: Sequence[str], prior: Mapping[str, float], feats: Mapping[str, float]) -> list[str]:
+    """The prior's order of ``pool_ids`` (pool order breaking ties), or with estimator scores ``feats`` the
+    reciprocal-rank fusion of the prior and them, exactly as replay orders a task."""
+    ids = list(pool_ids)
+    table = Table(["task"], ids, np.full((1, len(ids)), np.nan))
+    p = np.array([float(prior.get(c, -np.inf)) for c in ids])
+    p = np.where(np.isfinite(p), p, (np.nanmin(p[np.isfinite(p)]) - 1.0) if np.isfinite(p).any() else 0.0)
+    scored = {c: float(v) for c, v in feats.items() if c in set(ids) and np.isfinite(v)}
+    signals = [Run.from_scores({"task": scored}, run_id="estimator")] if scored else []
+    orders = plain_orders(p, table, np.array([0]), signals)
+    order = orders["rrf"] if signals else orders["prior"]
+    return [ids[i] for i in order[0]]
 
 
-def base_order(pool_ids: Sequence[str], prior: Mapping[str, float], feats: Mapping[str, float], r_prior: float,
-               r_feats: float) -> list[str]:
-    """Estimator-scored candidates by fused score, then the rest by the prior (pool order breaks ties)."""
-    pos = {c: i for i, c in enumerate(pool_ids)}
-    fz = fused(prior, feats, r_prior, r_feats)
-    return sorted(pool_ids, key=lambda c: (0, -fz[c], pos[c]) if c in fz
-                  else (1, -prior.get(c, float("-inf")), pos[c]))
+def finetuned_first(order: Sequence[str], finetuned: Mapping[str, tuple[float, float]]) -> list[str]:
+    """The fine-tuned candidates (id -> (rung, validation score)) first, later rungs first and then by score
+    (the order breaking ties), then the others in ``order``."""
+    pos = {c: i for i, c in enumerate(order)}
+    done = sorted((c for c in order if c in finetuned), key=lambda c: (-finetuned[c][0], -finetuned[c][1], pos[c]))
+    return done + [c for c in order if c not in finetuned]
 
 
-def merge_finetuned(order: Sequence[str], finetuned: Mapping[str, tuple[float, float]]) -> list[str]:
-    """``order`` with the fine-tuned candidates (id -> (rung, validation F1)) re-sorted among their own places."""
+def in_place(order: Sequence[str], finetuned: Mapping[str, tuple[float, float]]) -> list[str]:
+    """``order`` with the fine-tuned candidates re-sorted among the places they held (later rungs first, then by
+    score): a fine-tuned candidate never jumps over one that was not fine-tuned."""
     slots = [i for i, c in enumerate(order) if c in finetuned]
     best_first = sorted((c for c in order if c in finetuned), key=lambda c: (-finetuned[c][0], -finetuned[c][1]))
     out = list(order)
     for i, c in zip(slots, best_first):
         out[i] = c
     return out
+
+
+def final_ranking(order: Sequence[str], finetuned: Mapping[str, tuple[float, float]], tables: Any = None
+                  ) -> list[str]:
+    """The funnel's final ranking (see the module docstring); ``tables``: the merge's gain tables for this many
+    fine-tunes, or ``None`` for fine-tuned first. Fine-tuned first is what replay measured for the first ``k`` of
+    the order; where the budget passed over a dear candidate for a cheaper one further down (not a prefix), the
+    fine-tuned ones are re-sorted in place instead (:func:`in_place`), so a cheap outsider cannot jump to the top."""
+    if tables is None or not finetuned or any(r for r, _ in finetuned.values()):
+        if set(order[: len(finetuned)]) != set(finetuned):
+            return in_place(order, finetuned)
+        return finetuned_first(order, finetuned)
+    return merge_ranking(order, {c: float(v) for c, (_, v) in finetuned.items()}, tables)

@@ -116,6 +116,7 @@ class MeasuredCosts:
         self.params: dict[str, float | None] = {}
         self.probe_seconds = 0.0
         self.failures: dict[str, str] = {}
+        self.warm = False
 
     # ---------------------------------------------------------------- cache
     def _path(self, candidate: Candidate):
@@ -154,7 +155,7 @@ class MeasuredCosts:
         rank(probe, Pool([candidate], name="probe"), method=self.feature_method)
         return time.perf_counter() - t0
 
-    def _time_epoch(self, candidate: Candidate) -> float:
+    def _time_epoch(self, candidate: Candidate) -> tuple[float, int]:
         from ..finetune.protocol import finetune  # lazy: pandas
 
         train = _sample(self.task, PROBE_TRAIN, self.seed)
@@ -162,7 +163,7 @@ class MeasuredCosts:
         probe = Task(id="cost-probe-ft", train=train, val=val, test=val)
         t0 = time.perf_counter()
         finetune(probe, candidate, self.recipe.replace(max_epochs=1, patience=1), self.seed)
-        return time.perf_counter() - t0
+        return time.perf_counter() - t0, len(train.texts) + 2 * len(val.texts)
 
     def measure(self, candidate: Candidate) -> ModelCost:
         """Probe ``candidate`` (two small feature rankings and one short fine-tuning epoch) and cache it."""
@@ -170,8 +171,8 @@ class MeasuredCosts:
         large = self._time_features(candidate, PROBE_LARGE)
         per_text = max((large - small) / (PROBE_LARGE - PROBE_SMALL), large / PROBE_LARGE * 0.05)
         load = max(small - PROBE_SMALL * per_text, 0.0)
-        epoch = self._time_epoch(candidate)
-        n_ft = PROBE_TRAIN + 16 + 16  # train, validation and test passes of the probe's one epoch
+        epoch, n_ft = self._time_epoch(candidate)  # the texts of its train, validation and test passes (a task
+        # smaller than the probe gives fewer than PROBE_TRAIN + 32)
         per_ft = max(epoch - load, epoch * 0.05) / n_ft
         cost = ModelCost(load_s=load, feature_s_per_1k=per_text * 1000, finetune_s_per_epoch_1k=per_ft * 1000)
         self._store(candidate, cost)
@@ -195,8 +196,13 @@ class MeasuredCosts:
                 self.measured[c.id] = got
             else:
                 todo.append(c)
-        for c in progress_bar(todo, desc="measuring costs", disable=not self.progress or not todo):
+        for i, c in enumerate(progress_bar(todo, desc="measuring costs", disable=not self.progress or not todo)):
             try:
+                if i == 0 and not self.warm:
+                    # the first probe of a process also pays its one-off start-up (imports, kernels, caches),
+                    # which no later job pays: measured once to warm up, then again for the cost
+                    self.measure(c)
+                    self.warm = True
                 self.measured[c.id] = self.measure(c)
             except Exception as exc:  # noqa: BLE001 - an unprobeable candidate is not measured; the feature stage names it
                 self.failures[c.id] = _reason(exc)

@@ -21,13 +21,21 @@ from typing import Any
 
 import numpy as np
 
-from ..data.truth import GroundTruth
+from ..data.truth import GradingScheme, GroundTruth
 from ..errors import InputError
-from .replay import METRICS, PRIOR, SEQUENTIAL, ReplayData, replay
+from .answer import final_ranking
+from .replay import (FUNNEL, MERGE_SUFFIX, METRICS, PRIOR, SEQUENTIAL, Choices, PriorForm, ReplayData,
+                     choose_on_history, history_gains, merge_name, replay)
 from ..stats.bootstrap import bootstrap_ci, paired_bootstrap
 
 CURVE_FINETUNES = (0, 1, 3, 5)
-CURVE_NOISE = 0.01       # seed noise of a fine-tuned F1 (sd), as measured by the organisers' repeats
+#: the seed noise of a fine-tuned F1 (sd, in F1) that replay assumes when it measures for ``select`` and ``rank``.
+#: An ASSUMPTION, not a measurement: the organisers publish one F1 per task x model (no repeats), so nothing here
+#: measures it. A plausible range is 0 to 0.02 F1 for BERT-size models fine-tuned on about 800 texts; ``modelseek
+#: replay --noise 0,0.005,0.01,0.02`` shows how the curves move over it, and ``select --noise`` changes it.
+CURVE_NOISE = 0.01
+#: the budgets (fine-tunes) at which replay chooses the final ranking for ``select`` (a larger k takes the last's)
+CHOICE_FINETUNES = tuple(range(1, 11))
 CURVE_REPEATS = 20
 SHIPPED = "shipped NTCIR-19 truth"
 #: the order the funnel fine-tunes down when the sequential one is not shipped
@@ -59,10 +67,11 @@ def sequential_wins(data: ReplayData) -> tuple[bool, str]:
 
 
 def funnel_policy(data: ReplayData, k: int) -> str:
-    """The order the funnel fine-tunes down at budget ``k``."""
+    """The policy the funnel follows at budget ``k``: the sequential order where it wins, else the plain order with
+    the final ranking each split's history chose (fine-tuned first, or the expected-gain merge)."""
     if k > 0 and sequential_wins(data)[0]:
         return SEQUENTIAL
-    return data.base
+    return data.final.get(k, data.base)
 
 
 def _interval(values: np.ndarray, n_boot: int, seed: int) -> dict[str, float]:
@@ -81,13 +90,17 @@ def _budget(data: ReplayData, k: int, n_boot: int, seed: int) -> dict[str, Any]:
         iv = {m: _interval(by_k[k][m], n_boot, seed) for m in METRICS}
         policies[name] = {**{m: iv[m]["mean"] for m in METRICS},
                           "intervals": {m: [iv[m]["low"], iv[m]["high"]] for m in METRICS}}
-    simple = [p for p in data.values if p != SEQUENTIAL]
+    simple = [p for p in data.values if p != SEQUENTIAL and p != FUNNEL and not p.endswith(MERGE_SUFFIX)]
     best = max(simple, key=lambda p: (policies[p]["ndcg@5"], p == data.base))
     chosen = funnel_policy(data, k)
     out: dict[str, Any] = {"k": k, "cost_finetunes": min(k, len(data.model_ids)), "policies": policies,
                            "funnel": chosen, "best_simple": best,
                            "funnel_vs_best_simple": {m: _paired(data.values[chosen][k][m], data.values[best][k][m],
                                                                 n_boot, seed) for m in ("ndcg@5", "regret")}}
+    mname = merge_name(data.base)
+    if mname in data.values:
+        out["merge_vs_plain"] = {m: _paired(data.values[mname][k][m], data.values[data.base][k][m], n_boot, seed)
+                                 for m in METRICS}
     if SEQUENTIAL in data.values:
         out["sequential_vs_plain"] = {m: _paired(data.values[SEQUENTIAL][k][m], data.values[data.base][k][m],
                                                  n_boot, seed) for m in ("ndcg@5", "regret")}
@@ -128,6 +141,13 @@ def render(summary: dict[str, Any]) -> str:
         d = b["funnel_vs_best_simple"]["ndcg@5"]
         lines.append(f"  funnel ({b['funnel']}) - best plain ({b['best_simple']}): nDCG@5 {d['diff']:+.3f} "
                      f"[{d['low']:+.3f}, {d['high']:+.3f}]")
+        if "merge_vs_plain" in b and b["k"] > 0:
+            d = b["merge_vs_plain"]
+            lines.append(f"  {summary['plain_order']}{MERGE_SUFFIX} - {summary['plain_order']} (expected-gain merge - "
+                         "fine-tuned first): " + ", ".join(
+                             f"{m} {d[m]['diff']:+.3f} [{d[m]['low']:+.3f}, {d[m]['high']:+.3f}]" for m in METRICS[:3])
+                         + f", regret {d['regret']['diff']:+.4f} [{d['regret']['low']:+.4f}, "
+                           f"{d['regret']['high']:+.4f}]")
         if "sequential_vs_plain" in b and b["k"] > 0:
             d = b["sequential_vs_plain"]["ndcg@5"]
             g = b["sequential_vs_plain"]["regret"]
@@ -136,6 +156,11 @@ def render(summary: dict[str, Any]) -> str:
     if "trust" in summary:
         lines.append("sequential (blend): trust in the joint model learned per fold on its history alone: "
                      + ", ".join(f"{t:g}" for t in summary["trust"]) + " (0 = the plain top-k)")
+    if "prior_form" in summary:
+        lines.append("chosen per fold on its history alone (inner cross-fitting): prior form "
+                     + ", ".join(summary["prior_form"]) + "; expected-gain merge at k = "
+                     + "; ".join(f"{k}: {', '.join('yes' if x else 'no' for x in v)}"
+                                 for k, v in summary.get("merge", {}).items()))
     lines.append(f"order used by the funnel: {'sequential' if summary['sequential']['shipped'] else 'plain top-k'} "
                  f"({summary['sequential']['why']})")
     return "\n".join(lines)
@@ -207,6 +232,29 @@ class Measured:
     order: str                              # the order the funnel fine-tunes down
     why: str
     noise: float = CURVE_NOISE
+    base: str = PRIOR                       # the plain order replay measured ("prior", or "rrf" with signals)
+    choices: Choices | None = None          # prior form and final ranking chosen by cross-fitting on the history
+    truth: GroundTruth | None = None        # the history itself (the merge's gain tables are learned on it)
+
+    def merge_at(self, k: int) -> bool:
+        """Whether the funnel's final ranking after ``k`` fine-tunes is the expected-gain merge (chosen at this very
+        ``k`` on the history, as replay chooses it)."""
+        return merge_at(self.choices, k, self.truth, self.noise)
+
+    @property
+    def prior_form(self) -> PriorForm:
+        return self.choices.form if self.choices is not None else PriorForm.AVGRANK
+
+    def gain_tables(self, k: int, scheme: str = "ntcir", model_ids: list[str] | None = None):
+        """The merge's gain tables for ``k`` fine-tunes, learned on the history (over ``model_ids`` where the
+        history scored them all, as replay learns them over the replayed candidates; else over all of its own)."""
+        if self.truth is None:
+            raise InputError("no history to learn the merge's gain tables from")
+        models = [str(c) for c in self.truth.matrix("f1").columns]
+        if model_ids and set(model_ids) <= set(models):
+            models = list(model_ids)
+        return history_gains(self.truth, models, [k], self.prior_form, GradingScheme.parse(scheme), self.noise,
+                             0)[k]
 
     def gain_per_finetune(self) -> list[dict[str, float]]:
         """Between successive budgets of the curve: the expected nDCG@5 gained and regret saved per fine-tune."""
@@ -226,26 +274,94 @@ class Measured:
             f"{g['from']}->{g['to']}: nDCG@5 {g['ndcg@5'] + 0.0:+.3f}, regret {0.0 - g['regret'] + 0.0:+.4f}"
             for g in self.gain_per_finetune()))
         out.append(f"  fine-tuning order: {self.order} ({self.why})")
+        if self.choices is not None:
+            merged = [k for k, v in self.choices.merge.items() if v]
+            out.append(f"  chosen by cross-fitting on the history: prior form {self.prior_form.value}; final ranking "
+                       + (f"by expected official gain (the merge) after k = {', '.join(map(str, merged))} fine-tunes, "
+                          f"fine-tuned first otherwise" if merged else "fine-tuned first at every k"))
         return out
 
 
 def measure(history: GroundTruth | None = None, signals: tuple = (), finetunes: tuple[int, ...] = CURVE_FINETUNES,
-            sequential: bool = True, tier: str | None = None) -> Measured:
+            sequential: bool = True, tier: str | None = None, noise: float = CURVE_NOISE,
+            choices: bool = False) -> Measured:
     """Replay the policies on ``history`` (default: :func:`shipped_history`) with 5-fold cross-fitting, seed
-    noise :data:`CURVE_NOISE` and :data:`CURVE_REPEATS` draws; the curve is the funnel's order's, over the
-    history's tasks of criticality ``tier`` when one is given (over all of them otherwise)."""
+    noise ``noise`` (:data:`CURVE_NOISE`, an assumption) and :data:`CURVE_REPEATS` draws; the curve is the
+    funnel's policy's, over the history's tasks of criticality ``tier`` when one is given (over all of them
+    otherwise). With ``choices``, also what the whole history chooses by cross-fitting (the prior's form and the
+    final ranking at each of :data:`CHOICE_FINETUNES`), which ``select`` follows."""
     if history is None and not signals:
-        data = _replayed(None, (), tuple(finetunes), sequential)
+        data = _replayed(None, (), tuple(finetunes), sequential, float(noise))
     hist = history if history is not None else shipped_history()
     if history is not None or signals:
-        data = _replay_history(hist, tuple(signals), tuple(finetunes), sequential)
+        data = _replay_history(hist, tuple(signals), tuple(finetunes), sequential, float(noise))
     if tier is not None:
         keep = [t for t in data.task_ids if hist.criticality(t).value == tier]
         if len(keep) < 2:
             raise InputError(f"the history holds {len(keep)} task(s) of criticality {tier!r}; at least 2 needed",
                              path=hist.source or None)
         data = restrict(data, keep)
-    return _measured(data, hist.source or "the given history", tier)
+    from dataclasses import replace
+
+    m = _measured(data, hist.source or "the given history", tier)
+    m = replace(m, noise=float(noise), base=data.base, truth=hist)
+    if choices:
+        m = replace(m, choices=history_choices(hist, tuple(signals), float(noise)))
+    return m
+
+
+def merge_at(choices: Choices | None, k: int, history: GroundTruth | None = None, noise: float = CURVE_NOISE
+             ) -> bool:
+    """Whether ``choices`` rank by the expected-gain merge after ``k`` fine-tunes; a ``k`` they were not made at
+    is chosen on ``history`` the same way (:func:`.replay.choose_on_history`), or without a history takes the
+    largest budget's choice."""
+    if choices is None or k <= 0 or not choices.merge:
+        return False
+    if k in choices.merge:
+        return bool(choices.merge[k])
+    if history is not None:
+        models = [str(c) for c in history.matrix("f1").columns]
+        return bool(choose_on_history(history, models, (), [k], noise=noise, repeats=CURVE_REPEATS,
+                                      folds=min(5, len(history.task_ids)), seed=0).merge.get(k, False))
+    return bool(choices.merge[max(choices.merge)]) if k > max(choices.merge) else False
+
+
+def rerank(order: list[str], finetuned: dict[str, float], history: GroundTruth | None = None,
+           noise: float = CURVE_NOISE) -> tuple[list[str], str]:
+    """The funnel's final ranking of ``order`` after fine-tuning the candidates of ``finetuned`` (id -> validation
+    score), as replay chose it on ``history`` (default: the shipped NTCIR-19 results) by cross-fitting: the
+    expected-gain merge where it won at this many fine-tunes, else fine-tuned first; and how (one line). What
+    ``rank --verify-top`` prints and ``select`` does."""
+    hist = history if history is not None else shipped_history()
+    choices = history_choices(hist, (), noise)
+    k = len(finetuned)
+    ft = {c: (0.0, float(v)) for c, v in finetuned.items()}
+    if not merge_at(choices, k, hist, noise):
+        return final_ranking(order, ft), (f"fine-tuned first, then the ranking's order (replay on "
+                                          f"{hist.source or 'the history'} chose it at k = {k})")
+    models = [str(c) for c in hist.matrix("f1").columns]
+    tables = history_gains(hist, models, [k], choices.form, GradingScheme.NTCIR, noise, 0)[k]
+    return final_ranking(order, ft, tables), (f"by expected official gain (the merge replay chose on "
+                                              f"{hist.source or 'the history'} at k = {k} by cross-fitting)")
+
+
+def history_choices(history: GroundTruth, signals: tuple = (), noise: float = CURVE_NOISE) -> Choices:
+    """What ``history`` as a whole chooses by cross-fitting (:func:`.replay.choose_on_history`) at
+    :data:`CHOICE_FINETUNES`, with the noise ``select`` measures with (cached for the shipped history)."""
+    if history is None or ((history.source or "").startswith(SHIPPED) and not signals):
+        return _shipped_choices(float(noise))
+    return _choices(history, signals, noise)
+
+
+def _choices(history: GroundTruth, signals: tuple, noise: float) -> Choices:
+    models = [str(c) for c in history.matrix("f1").columns]
+    return choose_on_history(history, models, signals, CHOICE_FINETUNES, noise=noise, repeats=CURVE_REPEATS,
+                             folds=min(5, len(history.task_ids)), seed=0)
+
+
+@functools.lru_cache(maxsize=4)
+def _shipped_choices(noise: float) -> Choices:
+    return _choices(shipped_history(), (), noise)
 
 
 def restrict(data: ReplayData, task_ids: list[str]) -> ReplayData:
@@ -259,14 +375,15 @@ def restrict(data: ReplayData, task_ids: list[str]) -> ReplayData:
 
 
 @functools.lru_cache(maxsize=4)
-def _replayed(_: None, signals: tuple, finetunes: tuple[int, ...], sequential: bool) -> ReplayData:
+def _replayed(_: None, signals: tuple, finetunes: tuple[int, ...], sequential: bool, noise: float = CURVE_NOISE
+              ) -> ReplayData:
     """The replay of the shipped history (cached: it is the same for every task of a process)."""
-    return _replay_history(shipped_history(), signals, finetunes, sequential)
+    return _replay_history(shipped_history(), signals, finetunes, sequential, noise)
 
 
-def _replay_history(history: GroundTruth, signals: tuple, finetunes: tuple[int, ...], sequential: bool
-                    ) -> ReplayData:
-    return replay(history, signals=signals, finetunes=finetunes, noise=CURVE_NOISE, repeats=CURVE_REPEATS,
+def _replay_history(history: GroundTruth, signals: tuple, finetunes: tuple[int, ...], sequential: bool,
+                    noise: float = CURVE_NOISE) -> ReplayData:
+    return replay(history, signals=signals, finetunes=finetunes, noise=noise, repeats=CURVE_REPEATS,
                   folds=min(5, len(history.task_ids)), seed=0, sequential=sequential)
 
 
@@ -278,16 +395,19 @@ def _measured(data: ReplayData, source: str, tier: str | None) -> Measured:
         curve.append({"k": b["k"], "ndcg@5": p["ndcg@5"], "ndcg@5_low": p["intervals"]["ndcg@5"][0],
                       "ndcg@5_high": p["intervals"]["ndcg@5"][1], "regret": p["regret"],
                       "regret_low": p["intervals"]["regret"][0], "regret_high": p["intervals"]["regret"][1]})
-    order = SEQUENTIAL if s["sequential"]["shipped"] else PLAIN_ORDER
+    order = SEQUENTIAL if s["sequential"]["shipped"] else (
+        "the prior's top-k" if data.base == PRIOR else f"{data.base} (the reciprocal-rank fusion of the prior and the "
+                                                        f"signals)")
     return Measured(source=source + (f", its {tier}-criticality tasks" if tier else ""), tasks=len(data.task_ids),
                     reliability=dict(data.reliability), curve=tuple(curve), order=order, why=s["sequential"]["why"])
 
 
 def budget_curve(history: GroundTruth | None = None, tier: str | None = None) -> Measured:
-    """Expected nDCG@5 and regret after 0, 1, 3, 5 fine-tunes of the prior's top (what ``rank`` prints), over the
-    history's tasks of the task's criticality ``tier`` when given."""
+    """Expected nDCG@5 and regret after 0, 1, 3, 5 fine-tunes of the prior's top, ranked as the funnel ranks them
+    (what ``rank`` prints), over the history's tasks of the task's criticality ``tier`` when given."""
     return measure(history, finetunes=CURVE_FINETUNES, sequential=False, tier=tier)
 
 
-__all__ = ["CURVE_FINETUNES", "PRIOR", "Measured", "budget_curve", "funnel_policy", "measure", "plot", "render",
-           "restrict", "sequential_wins", "shipped_history", "summarize"]
+__all__ = ["CHOICE_FINETUNES", "CURVE_FINETUNES", "CURVE_NOISE", "PRIOR", "Measured", "budget_curve", "funnel_policy",
+           "history_choices", "measure", "merge_at", "plot", "render", "rerank", "restrict", "sequential_wins",
+           "shipped_history", "summarize"]

@@ -16,8 +16,9 @@ the rungs' epochs instead. The run (:mod:`.run`) checks every unit against what 
 Expected quality comes from a small Monte-Carlo model of the three signals (fixed seed, so a plan is
 reproducible): per draw, standard-normal true values for the pool, a prior and an estimator score correlated
 with them at :class:`Reliability` ``prior`` and ``features``, fine-tuning exact; the candidates are put in the
-prior's order and each pair's pick is the best fine-tuned one (or, when ``K2 = 0``, the top-1 of the fused
-score of :mod:`.answer`, or of the prior). :func:`modelseek.select` measures the prior's correlation by replay on
+prior's order and each pair's pick is the best fine-tuned one (or, when ``K2 = 0``, the top-1 of the order
+:mod:`.answer` walks: the reciprocal-rank fusion of the prior and the estimator, or the prior).
+:func:`modelseek.select` measures the prior's correlation by replay on
 a fine-tuning history (:mod:`.curve`: the shipped NTCIR-19 results by default) and passes it in; the estimators'
 stays at its default unless the caller measured it (``benchmarks/funnel.py`` does, on its world's history tasks).
 The defaults below are the former assumptions (the prior weaker than the estimators, neither close to fine-tuning).
@@ -35,7 +36,6 @@ import numpy as np
 from ..data.pool import Candidate
 from ..errors import InputError
 from .budget import format_seconds
-from .answer import weight
 from .costs import Costs, ModelCost
 
 
@@ -166,10 +166,10 @@ def _simulated_top1(n: int, ks1: list[int], rel: Reliability) -> dict[tuple[int,
     for k1 in ks1:
         if k1 == 0:
             continue
-        # the fused score of :mod:`.answer` (prior and estimator standardised over the top K1)
-        zp, zf = (x[:, :k1] - x[:, :k1].mean(1, keepdims=True) for x in (np.take_along_axis(prior, order, 1), f))
-        fz = weight(rel.prior) * zp / (zp.std(1, keepdims=True) + 1e-12) + weight(rel.features) * zf / (
-            zf.std(1, keepdims=True) + 1e-12)
+        # the order :mod:`.answer` walks: the reciprocal-rank fusion of the prior (the top K1 are its first K1)
+        # and the estimator over those K1 (``k = 60``, as :func:`modelseek.fusion.fuse`)
+        frank = np.argsort(np.argsort(-f[:, :k1], axis=1, kind="stable"), axis=1, kind="stable")
+        fz = 1.0 / (60.0 + 1.0 + np.arange(k1))[None, :] + 1.0 / (60.0 + 1.0 + frank)
         idx = np.argsort(-fz, axis=1, kind="stable")
         best = np.maximum.accumulate(np.take_along_axis(t[:, :k1], idx, axis=1), axis=1).mean(axis=0)
         for k2 in ks1:

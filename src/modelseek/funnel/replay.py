@@ -47,10 +47,20 @@ from ..enums import Choice
 from ..errors import InputError
 from ..fusion import fuse
 from ..metrics.ndcg import ideal_dcg, ndcg
+from .merge import learn_gains, merged_final
 
 PRIOR = "prior"
 FUSION = "rrf"
 SEQUENTIAL = "sequential"
+#: the suffix of a policy whose final ranking is the expected-gain merge (:mod:`.merge`) instead of fine-tuned first
+MERGE_SUFFIX = "+merge"
+#: the funnel's final ranking where the folds chose differently (the merge in some folds, fine-tuned first in others)
+FUNNEL = "funnel"
+#: the budgets over which the prior's form is chosen (its mean nDCG@5 over them; whatever budgets are replayed)
+FORM_FINETUNES = (0, 1, 3, 5)
+#: the fewest history tasks on which replay chooses the prior's form and the merge by inner cross-fitting (below:
+#: the average rank, fine-tuned first)
+MIN_CHOICE_TASKS = 10
 METRICS = ("ndcg@1", "ndcg@3", "ndcg@5", "regret")
 DEFAULT_FINETUNES = (0, 1, 3, 5, 10)
 #: the weights of the joint model's evidence that ``blend`` chooses among (by inner cross-fitting on the history)
@@ -59,6 +69,24 @@ TRUST_GRID = (0.0, 0.5, 1.0, 2.0, 4.0, 8.0)
 MIN_TRUST_TASKS = 10
 _INNER_REPEATS = 5  # noise draws of the inner replay that fits ``trust`` (its choice is a mean over many tasks)
 _TOP = 1e6  # fine-tuned candidates rank above every other (observed scores are far below this)
+
+
+class PriorForm(Choice):
+    """The prior's form, fitted on the history.
+
+    * ``avgrank`` — each candidate's mean fine-tuned rank over the history's tasks
+      (:class:`modelseek.rankers.avgrank.AvgRank`);
+    * ``meanscore`` — its mean normalised score (its score over the task's best, averaged over the tasks it has a
+      result on).
+    """
+
+    AVGRANK = "avgrank"
+    MEANSCORE = "meanscore"
+
+
+def merge_name(base: str) -> str:
+    """The policy that walks ``base``'s order and ranks the result by the expected-gain merge."""
+    return base + MERGE_SUFFIX
 
 
 class Acquisition(Choice):
@@ -210,6 +238,33 @@ def avgrank_scores(history: GroundTruth, model_ids: Sequence[str], unseen_neutra
     return -np.array([by_id[m] for m in model_ids])
 
 
+def meanscore_scores(history: GroundTruth, model_ids: Sequence[str], unseen_neutral: bool = False) -> np.ndarray:
+    """The mean normalised score prior (each model's score over its task's best, averaged over the history's tasks
+    it has a result on) of each of ``model_ids``; unseen models as in :func:`avgrank_scores`."""
+    m = history.matrix("f1")
+    a = m.to_numpy(dtype=float)
+    best = np.nanmax(a, axis=1, keepdims=True)
+    norm = a / np.where(best > 0, best, 1.0)
+    seen = (~np.isnan(norm)).sum(axis=0)
+    by_id = {str(c): float(np.nanmean(norm[:, j])) for j, c in enumerate(m.columns) if seen[j]}
+    missing = [x for x in model_ids if x not in by_id]
+    if missing and unseen_neutral and len(missing) < len(model_ids):
+        neutral = float(np.mean([by_id[x] for x in model_ids if x in by_id]))
+        by_id.update({x: neutral for x in missing})
+    elif missing:
+        raise InputError(f"the history has no fine-tuning result for model(s) {', '.join(missing[:5])}",
+                         path=history.source or None, field="model_id")
+    return np.array([by_id[x] for x in model_ids])
+
+
+def prior_scores(history: GroundTruth, model_ids: Sequence[str], form: PriorForm | str = PriorForm.AVGRANK,
+                 unseen_neutral: bool = False) -> np.ndarray:
+    """The prior of ``form`` (:class:`PriorForm`) fitted on ``history``, for ``model_ids`` (higher first)."""
+    if PriorForm.parse(form) is PriorForm.MEANSCORE:
+        return meanscore_scores(history, model_ids, unseen_neutral)
+    return avgrank_scores(history, model_ids, unseen_neutral)
+
+
 @dataclass(frozen=True)
 class Split:
     test: np.ndarray             # row indices of the replayed table
@@ -260,19 +315,40 @@ def _orders(scores: np.ndarray, prior: np.ndarray) -> np.ndarray:
         len(scores), 0), -scores), axis=1)
 
 
-def policy_orders(split: Split, table: Table, signals: Sequence[Run]) -> dict[str, np.ndarray]:
-    """Each plain policy's order of the candidates (rows: the split's test tasks)."""
-    rows = split.test
-    prior = avgrank_scores(split.history, table.model_ids, unseen_neutral=split.cross_fitted)
+def plain_orders(prior: np.ndarray, table: Table, rows: np.ndarray, signals: Sequence[Run]
+                 ) -> dict[str, np.ndarray]:
+    """Each plain policy's order of the candidates on ``rows`` of ``table`` from the ``prior``'s scores: the
+    prior's, each signal's (the prior breaking ties) and ``rrf``, the reciprocal-rank fusion of the prior and the
+    signals (:func:`modelseek.fusion.fuse`) — the one function ``select`` walks too."""
     out = {PRIOR: _orders(np.repeat(prior[None, :], len(rows), 0), prior)}
     if signals:
         tids = [table.task_ids[r] for r in rows]
         prior_run = Run.from_scores({t: dict(zip(table.model_ids, prior.tolist())) for t in tids}, run_id=PRIOR)
         for run in signals:
             out[run.run_id] = _orders(_signal_matrix(run, table, rows), prior)
-        fused = fuse([prior_run, *(r.restrict(tids) for r in signals)], "rrf", run_id=FUSION)
+        fused = fuse([prior_run, *(r.restrict(tids) for r in signals if any(t in r for t in tids))], "rrf",
+                     run_id=FUSION)
         out[FUSION] = _orders(_signal_matrix(fused, table, rows), prior)
     return out
+
+
+def policy_orders(split: Split, table: Table, signals: Sequence[Run], form: PriorForm | str = PriorForm.AVGRANK
+                  ) -> dict[str, np.ndarray]:
+    """Each plain policy's order of the candidates (rows: the split's test tasks)."""
+    prior = prior_scores(split.history, table.model_ids, form, unseen_neutral=split.cross_fitted)
+    return plain_orders(prior, table, split.test, signals)
+
+
+def history_gains(history: GroundTruth, model_ids: Sequence[str], ks: Sequence[int],
+                  form: PriorForm | str = PriorForm.AVGRANK, scheme: GradingScheme = GradingScheme.NTCIR,
+                  noise: float = 0.0, seed: int = 0, unseen: bool = False) -> dict[int, Any]:
+    """The merge's gain tables (:func:`modelseek.funnel.merge.learn_gains`) for each ``k > 0`` of ``ks``, learned
+    on ``history`` with its tasks fine-tuned down its own prior's order (of ``form``)."""
+
+    hist = Table.from_truth(history, model_ids, what="history", unseen=unseen)
+    prior = prior_scores(history, model_ids, form, unseen_neutral=unseen)
+    order = _scored_first(_orders(np.repeat(prior[None, :], len(hist.task_ids), 0), prior), hist.scored)
+    return {k: learn_gains(hist.score, order, k, scheme, noise, seed) for k in ks if k > 0}
 
 
 @dataclass
@@ -291,6 +367,8 @@ class ReplayData:
     base: str                                 # the plain order the funnel fine-tunes down
     history: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    final: dict[int, str] = field(default_factory=dict)   # per k: the funnel's final ranking (a policy of values)
+    choices: list[Any] = field(default_factory=list)      # per split: what its history chose (:class:`Choices`)
 
 
 def _score_final(final: np.ndarray, true: np.ndarray, gains: np.ndarray, idcg: dict[int, np.ndarray]
@@ -327,9 +405,11 @@ def _ranks_of(order: np.ndarray) -> np.ndarray:
     return r
 
 
-def _gains(table: Table, rows: np.ndarray) -> tuple[np.ndarray, dict[int, np.ndarray]]:
-    """Official NTCIR gains of the tasks' candidates (grades of normalized score) and their ideal DCG@1/3/5."""
-    s = GradingScheme.NTCIR
+def _gains(table: Table, rows: np.ndarray, scheme: GradingScheme = GradingScheme.NTCIR
+           ) -> tuple[np.ndarray, dict[int, np.ndarray]]:
+    """Gains of the tasks' candidates under ``scheme`` (the official NTCIR grading by default: grades of normalized
+    score) and their ideal DCG@1/3/5."""
+    s = scheme
     true = table.filled()[rows]
     best = true.max(axis=1, keepdims=True)
     norm = np.where(np.isfinite(true), true, 0.0) / np.where(best > 0, best, 1.0)
@@ -339,15 +419,18 @@ def _gains(table: Table, rows: np.ndarray) -> tuple[np.ndarray, dict[int, np.nda
 
 def _replay_split(table: Table, split: Split, orders: dict[str, np.ndarray], noise_draws: np.ndarray,
                   finetunes: Sequence[int], sequential_from: str | None, noise: float,
-                  acquisition: Acquisition = Acquisition.BLEND, trust: float = 0.0
-                  ) -> dict[str, dict[int, dict[str, np.ndarray]]]:
-    """Every policy's per-(draw, task) metrics on the split's test tasks (draws x tasks arrays)."""
+                  acquisition: Acquisition = Acquisition.BLEND, trust: float = 0.0,
+                  scheme: GradingScheme = GradingScheme.NTCIR, merge_from: str | None = None,
+                  tables: dict[int, Any] | None = None) -> dict[str, dict[int, dict[str, np.ndarray]]]:
+    """Every policy's per-(draw, task) metrics on the split's test tasks (draws x tasks arrays); with
+    ``merge_from``, also that order ranked by the expected-gain merge with ``tables`` (per k)."""
+
     rows = split.test
     n_rep, n, m = noise_draws.shape[0], len(rows), len(table.model_ids)
     orders = {name: _scored_first(o, table.scored[rows]) for name, o in orders.items()}
     true = np.broadcast_to(table.filled()[rows], (n_rep, n, m))
     observed = true + noise_draws
-    gains, idcg = _gains(table, rows)
+    gains, idcg = _gains(table, rows, scheme)
     flat = lambda a: a.reshape(n_rep * n, m)  # noqa: E731
     g_all = flat(np.broadcast_to(gains, (n_rep, n, m)))
     i_all = {c: np.tile(v, n_rep) for c, v in idcg.items()}
@@ -361,6 +444,20 @@ def _replay_split(table: Table, split: Split, orders: dict[str, np.ndarray], noi
             final = _final_scores(rank_of, flat(o)[:, :kk], flat(observed))
             out[name][k] = {key: v.reshape(n_rep, n) for key, v in
                             _score_final(final, flat(true), g_all, i_all).items()}
+    if merge_from is not None and tables is not None:
+        o = np.broadcast_to(orders[merge_from], (n_rep, n, m))
+        rank_of = flat(_ranks_of(flat(o)))
+        scored = flat(np.broadcast_to(table.scored[rows], (n_rep, n, m)))
+        merged: dict[int, dict[str, np.ndarray]] = {}
+        for k in finetunes:
+            kk = min(k, m)
+            picked = np.zeros((n_rep * n, m), dtype=bool)
+            np.put_along_axis(picked, flat(o)[:, :kk], True, axis=1)
+            final = merged_final(rank_of, picked, flat(observed), scored, tables[k]) if k > 0 \
+                else -rank_of.astype(float)
+            merged[k] = {key: v.reshape(n_rep, n) for key, v in
+                         _score_final(final, flat(true), g_all, i_all).items()}
+        out[merge_name(merge_from)] = merged
     if sequential_from is not None and acquisition is Acquisition.BLEND and trust == 0:
         out[SEQUENTIAL] = out[sequential_from]  # weight 0: the plain top-k exactly (no joint model to fit)
     elif sequential_from is not None:
@@ -398,7 +495,8 @@ def _sequential_split(table: Table, split: Split, base: np.ndarray, observed: np
 
 
 def fit_trust(history: GroundTruth, model_ids: Sequence[str], signals: Sequence[Run], finetunes: Sequence[int],
-              noise: float, repeats: int, folds: int, seed: int) -> tuple[float, dict[float, dict[int, float]]]:
+              noise: float, repeats: int, folds: int, seed: int, form: PriorForm | str = PriorForm.AVGRANK
+              ) -> tuple[float, dict[float, dict[int, float]]]:
     """The ``blend`` weight that replay on ``history`` alone (``folds``-fold cross-fitting by task within it)
     finds best, and each weight's mean nDCG@5 per budget: the same rule as shipping the order
     (:func:`modelseek.funnel.curve.sequential_wins`) — among the weights never below ``0`` (the plain order) at
@@ -414,7 +512,8 @@ def fit_trust(history: GroundTruth, model_ids: Sequence[str], signals: Sequence[
     means: dict[float, dict[int, float]] = {}
     for lam in TRUST_GRID:
         d = replay(inner, signals=use, finetunes=ks, noise=noise, repeats=min(repeats, _INNER_REPEATS),
-                   folds=min(folds, len(inner.task_ids)), seed=seed, acquisition=Acquisition.BLEND, trust=lam)
+                   folds=min(folds, len(inner.task_ids)), seed=seed, acquisition=Acquisition.BLEND, trust=lam,
+                   prior_form=form, choose=False, with_merge=False)
         means[lam] = {k: float(d.values[SEQUENTIAL][k]["ndcg@5"].mean()) for k in ks}
     plain = means[TRUST_GRID[0]]
     safe = [lam for lam in TRUST_GRID if all(means[lam][k] >= plain[k] - 1e-12 for k in ks)]
@@ -437,25 +536,110 @@ def _reliability(orders_scores: dict[str, np.ndarray], true: np.ndarray) -> dict
 
 
 def _split_trust(sp: Split, table: Table, signals: Sequence[Run], ks: Sequence[int], noise: float, repeats: int,
-                 folds: int, seed: int) -> float:
+                 folds: int, seed: int, form: PriorForm | str = PriorForm.AVGRANK) -> float:
     """The ``blend`` weight learned from the split's history alone (0, the plain order, when it holds fewer than
     :data:`MIN_TRUST_TASKS` tasks: an inner cross-fitting over a handful of tasks picks a weight by noise)."""
     if len(sp.history.task_ids) < MIN_TRUST_TASKS:
         return 0.0
-    return fit_trust(sp.history, table.model_ids, signals, ks, noise, repeats, folds, seed)[0]
+    return fit_trust(sp.history, table.model_ids, signals, ks, noise, repeats, folds, seed, form)[0]
 
 
-def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth | None = None,
-           finetunes: Sequence[int] = DEFAULT_FINETUNES, noise: float = 0.0, repeats: int = 1,
-           folds: int | None = None,
-           seed: int = 0, sequential: bool = True, acquisition: Acquisition | str = Acquisition.BLEND,
-           trust: float | None = None) -> ReplayData:
-    """Replay every policy on every task of ``truth`` (see the module docstring). ``history``: what the
-    policies learn from (default: ``folds``-fold cross-fitting by task within ``truth``; ``folds`` defaults to 5,
-    or one fold per task when there are fewer); ``signals``: runs
-    scoring the candidates of every task; ``noise``: sd of the seed noise added to each revealed score
-    (``repeats`` draws, from ``numpy.random.default_rng(seed)``)."""
-    acq = Acquisition.parse(acquisition, field="--acquisition")
+@dataclass(frozen=True)
+class Choices:
+    """What replay chooses per history by inner cross-fitting (:func:`choose_on_history`): the prior's form and,
+    per budget, whether the final ranking is the expected-gain merge; with each alternative's mean nDCG@5."""
+
+    form: PriorForm = PriorForm.AVGRANK
+    merge: dict[int, bool] = field(default_factory=dict)
+    means: dict[str, dict[int, float]] = field(default_factory=dict)
+    why: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"prior_form": self.form.value, "merge": {str(k): v for k, v in self.merge.items()},
+                "means": {p: {str(k): round(v, 6) for k, v in by.items()} for p, by in self.means.items()},
+                "why": self.why}
+
+
+def choose_on_history(history: GroundTruth, model_ids: Sequence[str], signals: Sequence[Run], finetunes: Sequence[int],
+                      noise: float = 0.0, repeats: int = 1, folds: int = 5, seed: int = 0,
+                      scheme: GradingScheme = GradingScheme.NTCIR, forms: Sequence[PriorForm | str] | None = None
+                      ) -> Choices:
+    """The prior's form and the final ranking per budget that replay on ``history`` alone (``folds``-fold
+    cross-fitting by task within it) finds best: the form of the higher mean nDCG@5 of the plain order over the
+    budgets :data:`FORM_FINETUNES` (the average rank among equals), then at each ``k > 0`` the merge where its
+    mean nDCG@5 is above fine-tuned first's. Signals join only where they score every task of the history, as in
+    :func:`fit_trust`. A history of fewer than :data:`MIN_CHOICE_TASKS` tasks chooses nothing (the average rank,
+    fine-tuned first)."""
+    ks = sorted({int(k) for k in finetunes} | set(FORM_FINETUNES))
+    inner = history
+    if len(inner.task_ids) < MIN_CHOICE_TASKS:
+        return Choices(PriorForm.AVGRANK, {k: False for k in ks if k > 0}, {},
+                       f"the history holds {len(inner.task_ids)} task(s), fewer than {MIN_CHOICE_TASKS}: "
+                       f"avgrank, fine-tuned first")
+    use = [r for r in signals if all(t in r for t in inner.task_ids)]
+    models = [m for m in model_ids if m in set(map(str, inner.matrix("f1").columns))]
+    inner = inner.subset(inner.task_ids, models)
+    base = FUSION if use else PRIOR
+    runs: dict[PriorForm, ReplayData] = {}
+    inner_kw = dict(signals=use, finetunes=ks, noise=noise, repeats=min(repeats, _INNER_REPEATS),
+                    folds=max(2, min(folds, len(inner.task_ids))), seed=seed, sequential=False, choose=False,
+                    scheme=scheme)
+    all_forms = [PriorForm.parse(f) for f in (forms or list(PriorForm))]
+    for form in all_forms:  # the forms compared on the plain order alone; the merge replayed for the chosen one
+        runs[form] = replay(inner, prior_form=form, with_merge=len(all_forms) == 1, **inner_kw)  # type: ignore[arg-type]
+    means = {f"{base}[{form.value}]": {k: float(d.values[base][k]["ndcg@5"].mean()) for k in ks}
+             for form, d in runs.items()}
+    form = max(runs, key=lambda f: (round(float(np.mean([means[f"{base}[{f.value}]"][k] for k in FORM_FINETUNES])),
+                                          12), f is PriorForm.AVGRANK))
+    d = runs[form] if len(all_forms) == 1 else replay(inner, prior_form=form, **inner_kw)  # type: ignore[arg-type]
+    mname = merge_name(base)
+    means[f"{mname}[{form.value}]"] = {k: float(d.values[mname][k]["ndcg@5"].mean()) for k in ks}
+    merge = {k: bool(means[f"{mname}[{form.value}]"][k] > means[f"{base}[{form.value}]"][k] + 1e-12)
+             for k in ks if k > 0}
+    return Choices(form, merge, means, f"inner {max(2, min(folds, len(inner.task_ids)))}-fold cross-fitting on the "
+                                       f"{len(inner.task_ids)} history tasks")
+
+
+def funnel_rankings(truth: GroundTruth, k: int, signals: Sequence[Run] = (), history: GroundTruth | None = None,
+                    noise: float = 0.0, repeats: int = 1, folds: int | None = None, seed: int = 0,
+                    scheme: GradingScheme | str = GradingScheme.NTCIR) -> dict[str, tuple[list[str], list[str]]]:
+    """Per task of ``truth``: the funnel policy's picks and final ranking after ``k`` fine-tunes that reveal the
+    recorded scores as they are (the draw without noise), made by the steps :func:`replay` scores — the split's
+    choices (:func:`choose_on_history`, with ``noise`` and ``repeats`` as replay passes them), the plain order of
+    the chosen prior form (``rrf`` with signals), and the final ranking chosen at ``k`` (the merge's gain tables
+    learned on the split's history, or fine-tuned first). What ``select`` does on the same inputs."""
+
+    scheme = GradingScheme.parse(scheme, field="--scheme")
+    table = Table.from_truth(truth)
+    folds = min(5, len(table.task_ids)) if folds is None else int(folds)
+    base = FUSION if signals else PRIOR
+    out: dict[str, tuple[list[str], list[str]]] = {}
+    for sp in splits(truth, table, history, folds, seed):
+        ch = choose_on_history(sp.history, table.model_ids, signals, [k], noise, int(repeats),
+                               folds if history is None else 5, seed, scheme)
+        rows = sp.test
+        order = _scored_first(policy_orders(sp, table, signals, ch.form)[base], table.scored[rows])
+        kk = min(int(k), len(table.model_ids))
+        rank_of = _ranks_of(order)
+        observed = table.filled()[rows]
+        if kk and ch.merge.get(int(k)):
+            tables = history_gains(sp.history, table.model_ids, [int(k)], ch.form, scheme, noise, seed,
+                                   unseen=sp.cross_fitted)[int(k)]
+            picked = np.zeros(order.shape, dtype=bool)
+            np.put_along_axis(picked, order[:, :kk], True, axis=1)
+            final = merged_final(rank_of, picked, observed, table.scored[rows], tables)
+        else:
+            final = _final_scores(rank_of, order[:, :kk], observed)
+        for i, r in enumerate(rows):
+            ranked = np.lexsort((rank_of[i], -final[i]))
+            out[table.task_ids[r]] = ([table.model_ids[j] for j in order[i, :kk]],
+                                      [table.model_ids[j] for j in ranked])
+    return out
+
+
+def _checked(finetunes: Sequence[int], noise: float, repeats: int, trust: float | None, signals: Sequence[Run]
+             ) -> list[int]:
+    """The budgets, sorted; every other argument of :func:`replay` checked (a located error otherwise)."""
     ks = sorted({int(k) for k in finetunes})
     if not ks or ks[0] < 0:
         raise InputError(f"fine-tune budgets must be >= 0, got {list(finetunes)}", field="--finetunes")
@@ -466,29 +650,76 @@ def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth
     if trust is not None and not (np.isfinite(trust) and trust >= 0):
         raise InputError(f"must be a finite number >= 0, got {trust}", field="--trust")
     names = [r.run_id for r in signals]
-    clash = {PRIOR, FUSION, SEQUENTIAL} & set(names) or {n for n in names if names.count(n) > 1}
+    clash = {PRIOR, FUSION, SEQUENTIAL, FUNNEL} & set(names) or {n for n in names if names.count(n) > 1} or \
+        {n for n in names if n.endswith(MERGE_SUFFIX)}
     if clash:
         raise InputError(f"signal run id {sorted(clash)[0]!r} is used twice or names a built-in policy; give each "
                          f"run its own id", field="RunID")
+    return ks
+
+
+def _split_choices(sp: Split, table: Table, signals: Sequence[Run], ks: list[int], noise: float, repeats: int,
+                   folds: int, seed: int, scheme: GradingScheme, choose: bool, form: PriorForm | None,
+                   merge: bool | None) -> Choices:
+    """What a split's history chooses (:func:`choose_on_history`), with what the caller fixed."""
+    if choose and (form is None or merge is None):
+        ch = choose_on_history(sp.history, table.model_ids, signals, ks, noise, repeats, folds, seed, scheme,
+                               forms=None if form is None else [form])
+    else:
+        ch = Choices(form or PriorForm.AVGRANK, {k: False for k in ks if k > 0}, {}, "fixed")
+    if merge is not None:
+        ch = Choices(ch.form, {k: bool(merge) for k in ks if k > 0}, ch.means, ch.why + "; merge fixed")
+    return ch
+
+
+def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth | None = None,
+           finetunes: Sequence[int] = DEFAULT_FINETUNES, noise: float = 0.0, repeats: int = 1,
+           folds: int | None = None,
+           seed: int = 0, sequential: bool = True, acquisition: Acquisition | str = Acquisition.BLEND,
+           trust: float | None = None, prior_form: PriorForm | str | None = None, choose: bool = True,
+           merge: bool | None = None, scheme: GradingScheme | str = GradingScheme.NTCIR,
+           with_merge: bool = True) -> ReplayData:
+    """Replay every policy on every task of ``truth`` (see the module docstring). ``history``: what the policies
+    learn from (default: ``folds``-fold cross-fitting by task within ``truth``; ``folds`` defaults to 5, or one
+    fold per task when there are fewer); ``signals``: runs scoring the candidates of every task; ``noise``: sd
+    of the seed noise added to each revealed score
+    (``repeats`` draws, from ``numpy.random.default_rng(seed)``); ``scheme``: the grading whose gain is scored
+    and learned by the merge. ``prior_form`` fixes the prior's form and ``merge`` the funnel's final ranking (the
+    expected-gain merge or fine-tuned first); each left ``None`` is chosen per split by inner cross-fitting on
+    the split's history (:func:`choose_on_history`) when ``choose`` (else: the average rank, fine-tuned first).
+    The base order's merge is always replayed too (policy ``<base>+merge``), and the funnel's final ranking per
+    budget is policy ``funnel`` where the splits chose differently."""
+    acq = Acquisition.parse(acquisition, field="--acquisition")
+    scheme = GradingScheme.parse(scheme, field="--scheme")
+    fixed_form = None if prior_form is None else PriorForm.parse(prior_form, field="--prior-form")
+    ks = _checked(finetunes, noise, repeats, trust, signals)
     table = Table.from_truth(truth)
     for run in signals:
         check_covers(run, table.task_ids)
     folds = min(5, len(table.task_ids)) if folds is None else int(folds)
     parts = splits(truth, table, history, folds, seed)
+    inner_folds = folds if history is None else 5  # what a split's history is cross-fitted with, for its choices
     rng = np.random.default_rng(seed)
-    draws = rng.normal(0.0, noise, (int(repeats), len(table.task_ids), len(table.model_ids))) if noise > 0 \
-        else np.zeros((int(repeats), len(table.task_ids), len(table.model_ids)))
+    draws = rng.normal(0.0, noise, (int(repeats), *table.score.shape)) if noise > 0 else np.zeros(
+        (int(repeats), *table.score.shape))
     base = FUSION if signals else PRIOR
     per: dict[str, dict[int, dict[str, np.ndarray]]] = {}
     scores_for_rel: dict[str, np.ndarray] = {}
     trusts: list[float] = []
+    choices: list[Choices] = []
     for sp in parts:
-        orders = policy_orders(sp, table, signals)
-        lam = _split_trust(sp, table, signals, ks, noise, int(repeats), folds, seed) \
+        ch = _split_choices(sp, table, signals, ks, noise, int(repeats), inner_folds, seed, scheme,
+                            choose, fixed_form, merge)
+        choices.append(ch)
+        orders = policy_orders(sp, table, signals, ch.form)
+        lam = _split_trust(sp, table, signals, ks, noise, int(repeats), inner_folds, seed, ch.form) \
             if sequential and acq is Acquisition.BLEND and trust is None else float(trust or 0.0)
         trusts.append(lam)
+        tables = history_gains(sp.history, table.model_ids, ks, ch.form, scheme, noise, seed,
+                               unseen=sp.cross_fitted) if with_merge else None
         got = _replay_split(table, sp, orders, draws[:, sp.test], ks, base if sequential else None, noise,
-                             acq, lam)
+                             acq, lam, scheme, base if with_merge else None, tables)
+        got[FUNNEL] = {k: got[merge_name(base)][k] if with_merge and ch.merge.get(k) else got[base][k] for k in ks}
         for name, by_k in got.items():
             for k, mets in by_k.items():
                 slot = per.setdefault(name, {}).setdefault(k, {x: np.zeros(len(table.task_ids)) for x in METRICS})
@@ -500,9 +731,20 @@ def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth
             acc = scores_for_rel.setdefault(name, np.full(table.score.shape, np.nan))
             acc[sp.test] = -_ranks_of(order).astype(float)
     rel = _reliability(scores_for_rel, table.score)
+    mname = merge_name(base)
+    funnel_final = {}
+    for k in ks:  # the funnel's final ranking at k: a policy's name where every split chose it alike
+        picked = {ch.merge.get(k, False) for ch in choices}
+        funnel_final[k] = (mname if picked == {True} else base) if len(picked) == 1 else FUNNEL
+    if all(v != FUNNEL for v in funnel_final.values()):
+        per.pop(FUNNEL, None)
     return ReplayData(task_ids=table.task_ids, model_ids=table.model_ids, finetunes=ks, noise=float(noise),
                       repeats=int(repeats), folds=None if history is not None else int(folds), seed=int(seed),
                       values=per, reliability=rel, base=base,
                       history=(history.source or "given") if history is not None else "cross-fitted",
                       extra={"acquisition": acq.value, **({"trust": trusts} if sequential and acq is
-                                                            Acquisition.BLEND else {})})
+                                                            Acquisition.BLEND else {}),
+                             "scheme": scheme.value, "prior_form": [c.form.value for c in choices],
+                             "merge": {str(k): [bool(c.merge.get(k, False)) for c in choices] for k in ks if k > 0},
+                             "choices": [c.to_dict() for c in choices]},
+                      final=funnel_final, choices=choices)

@@ -27,13 +27,16 @@ from .budget import format_seconds, parse_budget
 from .plan import Plan, Reliability, finetune_cost, plan_funnel
 from .state import FunnelState
 from ..data.loaders import load_table_task, load_tasks
-from .answer import base_order, merge_finetuned
+from .answer import final_ranking, walk_order
+from .replay import prior_scores
 from .pools import load_any_pool
 from ..data.truth import GroundTruth
-from .curve import measure
+from .curve import CURVE_NOISE, measure
 from ..io import atomic_write_text
 
 RUN_ID = "funnel"
+#: ``prior_method`` for the prior replay fits on the history (the form it chose there)
+HISTORY_PRIOR = "history"
 
 
 @dataclass
@@ -46,6 +49,10 @@ class FunnelResult:
     out: Path
     ran_units: list[str] = field(default_factory=list)   # units run by this call (resumed ones are not)
     measured: Any = None                  # what replay on the history measured (:class:`.curve.Measured`), if used
+    final: str = ""                       # how the final ranking was made (the merge, or fine-tuned first)
+    warnings: list[str] = field(default_factory=list)   # e.g. the fine-tuned scores cannot tell the candidates apart
+    costs: dict[str, dict[str, float]] = field(default_factory=dict)  # per fine-tuned id: estimated and spent seconds
+    left_undone: list[str] = field(default_factory=list)  # candidates of the order whose fine-tuning did not fit
 
     @property
     def total_spent_s(self) -> float:
@@ -78,14 +85,20 @@ def _order(pool: Pool, scores: dict[str, float]) -> list[Candidate]:
     return sorted(pool, key=lambda c: (-scores.get(c.id, float("-inf")), pos[c.id]))
 
 
-def _final_run(task: Task, pool: Pool, st: FunnelState) -> Run:
-    r_prior, r_feats = st["settings"]["reliability"]
-    order = base_order(pool.ids, st["prior"] or {}, st["features"], r_prior, r_feats)
+def _final_run(task: Task, pool: Pool, st: FunnelState, measured: Any = None) -> tuple[Run, str]:
+    """The final ranking (:func:`.answer.final_ranking`) as a run, and how it was made (one line)."""
+    order = walk_order(pool.ids, st["prior"] or {}, st["features"])
     ft = {r["model_id"]: (float(r.get("rung") or 0), float(r["val_f1"])) for r in st["finetune"].values()
           if r.get("status") == "done" and r.get("val_f1") is not None}
-    ranking = merge_finetuned(order, ft)
+    k = len(ft)
+    tables = None
+    if measured is not None and k and not st["settings"]["halving"] and measured.merge_at(k):
+        tables = measured.gain_tables(k, model_ids=list(pool.ids))
+    how = ("by expected official gain (the merge replay chose on the history at this k)" if tables is not None
+           else "fine-tuned first, then the order walked")
+    ranking = final_ranking(order, ft, tables)
     n = len(ranking)
-    return Run.from_scores({task.id: {c: float(n - i) for i, c in enumerate(ranking)}}, run_id=RUN_ID)
+    return Run.from_scores({task.id: {c: float(n - i) for i, c in enumerate(ranking)}}, run_id=RUN_ID), how
 
 
 def _check_options(epochs: int, chunk: int, executor: str, address: str | None) -> None:
@@ -104,7 +117,7 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
            halving: bool = False, plan_only: bool = False, seed: int = 0, chunk: int = 8, backend=None,
            reliability: Reliability | None = None, progress: bool = False,
            echo: Callable[[str], None] | None = None, trainer=None, executor: str = "local",
-           address: str | None = None, history=None) -> FunnelResult:
+           address: str | None = None, history=None, noise: float = CURVE_NOISE) -> FunnelResult:
     """Plan and run the funnel for one task (see the module docstring). ``budget`` is a duration (``"4h"``,
     ``"90m"``, ``"3600s"``) or seconds; ``out`` the folder that holds the state, the run and the results;
     ``epochs`` caps each fine-tuning (the plan assumes all of them run); ``backend`` replaces the real models
@@ -112,7 +125,9 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
     by default the prior's is measured by replay (:mod:`.curve`) on ``history`` (a ground truth or its path;
     default: the NTCIR-19 fine-tuning results shipped with the package), and the estimators' stays assumed
     (no estimator scores are recorded there). ``executor`` (a name of :data:`modelseek.executors.EXECUTORS`, at
-    ``address``) runs the frozen-feature candidate jobs and the fine-tuning jobs."""
+    ``address``) runs the frozen-feature candidate jobs and the fine-tuning jobs. ``prior_method="history"``
+    is the prior replay fits on the history (its form chosen there by cross-fitting; the pool's ids must be the
+    history's). ``noise``: the seed noise replay assumes when it measures (:data:`.curve.CURVE_NOISE`)."""
     from .backend import RealBackend  # lazy: start-up
 
     say = echo or (lambda s: None)
@@ -132,7 +147,8 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
         recipe = recipe or PROTOCOL
         backend = RealBackend(out / "finetune.sqlite", feature_method=feature_method, prior_method=prior_method,
                               recipe=recipe, seed=seed, trainer=trainer, executor=executor, address=address)
-    rel, measured, measure_s = _reliability(reliability, history, say, backend.clock)
+    rel, measured, measure_s = _reliability(reliability, history, say, backend.clock, noise,
+                                            need_history=prior_method == HISTORY_PRIOR)
     settings = {"task": task.id, "task_fingerprint": _fingerprint(task), "pool": _ids_digest(pool.ids),
                 "pool_size": len(pool), "budget_s": budget_s, "feature_method": feature_method,
                 "prior_method": prior_method,
@@ -148,7 +164,8 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
 
     # ---- stage 1: the prior
     if st["prior"] is None:
-        prior = _timed(st, "prior", clock, lambda: backend.prior(task, pool))
+        prior = _timed(st, "prior", clock, lambda: _history_prior(measured, pool) if prior_method == HISTORY_PRIOR
+                       else backend.prior(task, pool))
         st["prior"] = {k: float(v) for k, v in prior.items()}
         st.save()
         ran.append("prior")
@@ -172,20 +189,27 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
         elif halving:
             status = _halving_stage(task, st, plan, backend, costs, by_id, pool, n_ft, fits, ran)
         else:
-            status = _finetune_stage(task, st, plan, backend, costs, by_id, pool, n_ft, fits, ran, progress)
+            status = _finetune_stage(task, st, plan, backend, costs, by_id, pool, n_ft, fits, ran, progress, say)
     return _finish(task, pool, st, plan, out, status, ran, measured)
 
 
-def _reliability(given: Reliability | None, history, say: Callable[[str], None], clock: Callable[[], float]
-                 ) -> tuple[Reliability, Any, float]:
-    """The reliabilities to plan with: ``given``, else the prior's measured by replay on ``history`` (printed with
-    the expected gain per fine-tune); and the seconds the measurement took on the backend's ``clock`` (spent, and
-    reported as such)."""
-    if given is not None:
-        return given, None, 0.0
+def _history_prior(measured: Any, pool: Pool) -> dict[str, float]:
+    """The prior replay fits on the history, in the form the history chose, for the pool's candidates."""
+    return dict(zip(pool.ids, prior_scores(measured.truth, pool.ids, measured.prior_form).tolist()))
 
+
+def _reliability(given: Reliability | None, history, say: Callable[[str], None], clock: Callable[[], float],
+                 noise: float = CURVE_NOISE, need_history: bool = False) -> tuple[Reliability, Any, float]:
+    """The reliabilities to plan with: ``given``, else the prior's measured by replay on ``history`` (printed with
+    the expected gain per fine-tune), with what replay chose there (the prior's form, the final ranking per k);
+    and the seconds the measurement took on the backend's ``clock`` (spent, and reported as such)."""
     t0 = clock()
-    measured = measure(history, sequential=False)
+    if given is not None:
+        if not need_history:
+            return given, None, 0.0
+        measured = measure(history, sequential=False, noise=noise, choices=True)
+        return given, measured, clock() - t0
+    measured = measure(history, sequential=False, noise=noise, choices=True)
     default = Reliability()
     prior = measured.reliability.get("prior", default.prior)
     rel = Reliability(prior=round(min(max(prior, 0.0), 0.95), 4), features=default.features)
@@ -223,12 +247,16 @@ def _features_stage(task: Task, st: FunnelState, plan: Plan, backend: Any, costs
     todo = [cid for cid in plan.feature_ids if cid not in st["features"] and cid not in st["feature_failures"]]
     chunks = [todo[i:i + chunk] for i in range(0, len(todo), chunk)]
     for part in progress_bar(chunks, desc="estimators", disable=not progress or not chunks):
-        est = sum(costs.cost(by_id[c]).features(n_feat) for c in part)
+        planned = sum(costs.cost(by_id[c]).features(n_feat) for c in part)
+        est = planned * max(1.0, float(st.body.get("features_scale") or 1.0))  # re-planned with what chunks took
         if not fits(est):
             status = f"stopped: the budget does not fit the next estimators ({format_seconds(est)})"
             break
+        before = st.spent_s
         scores, failed = _timed(st, "features", backend.clock,
                                 partial(backend.features, task, [by_id[c] for c in part]))
+        if planned > 0:
+            st["features_scale"] = max(float(st.body.get("features_scale") or 0.0), (st.spent_s - before) / planned)
         st["features"].update({k: float(v) for k, v in scores.items()})
         st["feature_failures"].update(failed)
         st.save()
@@ -237,37 +265,67 @@ def _features_stage(task: Task, st: FunnelState, plan: Plan, backend: Any, costs
 
 
 def _finetune_order(pool: Pool, st: FunnelState, plan: Plan) -> list[str]:
-    """The order fine-tuning walks: the estimator-scored top ``K1`` by fused score, or the pool by the prior."""
-    if plan.finetune_from == "features":
+    """The order fine-tuning walks (:func:`.answer.walk_order`): the reciprocal-rank fusion of the prior and the
+    estimators over the candidates they scored, else the prior's — the order replay measured."""
+    if plan.finetune_from == "features":  # the estimator-scored top K1, in the fused order
         feats = {c: st["features"][c] for c in plan.feature_ids if c in st["features"]}
-        return base_order(pool.ids, st["prior"], feats, *st["settings"]["reliability"])[: len(feats)]
-    return [c.id for c in _order(pool, st["prior"])]
+        return [c for c in walk_order(pool.ids, st["prior"], feats) if c in feats]
+    return walk_order(pool.ids, st["prior"], {})
 
 
-def _finetune_stage(task, st, plan, backend, costs, by_id, pool, n_ft, fits, ran, progress) -> str:
-    """Fine-tune down the order: every candidate whose cost fits what is left (a dearer one is passed over for
-    the next that fits), at least the plan's ``K2`` when they fit, then more while the budget lasts (early stopping
-    leaves some). Deterministic given the state, so a resumed run walks the same way."""
+def _finetune_stage(task, st, plan, backend, costs, by_id, pool, n_ft, fits, ran, progress, say=None) -> str:
+    """Fine-tune down the order — the order replay measured: its first ``k`` wherever their costs fit — the plan's
+    ``K2`` when they fit, then more while the budget lasts (early stopping leaves some); a job that would not fit
+    what is left is not started (a dear candidate is passed over for the next that fits, and named as left
+    undone). Each job's cost is the plan's estimate times the largest ratio of measured to estimated seconds per
+    epoch of the jobs done so far (never below 1): the first job is measured and the rest re-planned with it, so
+    a job that would not fit is not started. Deterministic given the state, so a resumed run walks the same way.
+    Progress (each job's start, time and score, what is spent) goes to ``say``.
+    """
+    say = say or (lambda _: None)
     status = "done"
     order = _finetune_order(pool, st, plan)
     done = [c for c in order if c in st["finetune"]]
-    passed = []
-    for cid in order:
-        if cid in st["finetune"]:
-            continue
-        est = costs.cost(by_id[cid]).finetune(n_ft, plan.epochs)
+    passed: list[tuple[str, float]] = []
+    budget_s = st["settings"]["budget_s"]
+    todo = [c for c in order if c not in st["finetune"]]
+    for cid in todo:
+        scale = max(1.0, float(st.body.get("finetune_scale") or 1.0))
+        planned = costs.cost(by_id[cid]).finetune(n_ft, plan.epochs)
+        est = planned * scale
         if not fits(est):
-            passed.append(cid)
+            passed.append((cid, est))
             continue
+        say(f"fine-tuning {len(done) + 1}: {cid} (estimated ~{format_seconds(est)}; "
+            f"{format_seconds(st.spent_s)} of {format_seconds(budget_s)} spent)")
+        before = st.spent_s
         rows = _timed(st, "finetune", backend.clock, partial(backend.finetune, task, [by_id[cid]], plan.epochs))
+        took = st.spent_s - before
+        ran_epochs = max((int(r.get("epochs") or 0) for r in rows), default=0) or plan.epochs
+        per_epoch_est = costs.cost(by_id[cid]).finetune(n_ft, ran_epochs)
+        ratio = took / per_epoch_est if per_epoch_est > 0 else 1.0
+        st["finetune_scale"] = max(float(st.body.get("finetune_scale") or 0.0), ratio)
+        st["finetune_costs"] = {**(st.body.get("finetune_costs") or {}),
+                                cid: {"planned_s": planned, "estimated_s": est, "spent_s": took,
+                                      "epochs": ran_epochs}}
         st["finetune"].update({r["model_id"]: r for r in rows})
         st["finetune_order"] = (st.body.get("finetune_order") or []) + [cid]
         st.save()
         ran.append("finetune:" + cid)
         done.append(cid)
-    if len(done) < plan.finetune_k and passed:
-        status = (f"done: {len(done)} of the planned {plan.finetune_k} fine-tunings fitted the budget "
-                  f"(next: {passed[0]})")
+        row: dict[str, Any] = next((r for r in rows if r["model_id"] == cid), {})
+        score = "" if row.get("val_f1") is None else f", validation F1 {row['val_f1']:.4f}"
+        say(f"  {cid}: {row.get('status', '?')} in {format_seconds(took)} ({ran_epochs} epoch(s){score}); "
+            f"{format_seconds(st.spent_s)} of {format_seconds(budget_s)} spent")
+    if passed and len(done) < len(order):
+        left = max(budget_s - st.spent_s, 0.0)
+        first = [c for c, _ in passed if c in order[: max(len(done), plan.finetune_k) + 1]] or [passed[0][0]]
+        st["left_undone"] = first
+        st.save()
+        est = dict(passed)
+        status = (f"done: {len(done)} fine-tuned ({plan.finetune_k} planned); not started, as it would not fit the "
+                  f"{format_seconds(left)} left: " + ", ".join(f"{c} (~{format_seconds(est[c])})" for c in first[:5])
+                  + (f" and {len(first) - 5} more" if len(first) > 5 else ""))
     return status
 
 
@@ -330,7 +388,7 @@ def _finish(task: Task, pool: Pool, st: FunnelState, plan: Plan, out: Path, stat
     import io
 
     st.save()
-    run = _final_run(task, pool, st)
+    run, how = _final_run(task, pool, st, measured)
     rows = sorted(st["finetune"].values(), key=lambda r: (-(r.get("rung") or 0), -(r.get("val_f1") or -1.0)))
     if status != "planned":
         write_runs(out / "run.trec", [run])
@@ -341,5 +399,40 @@ def _finish(task: Task, pool: Pool, st: FunnelState, plan: Plan, out: Path, stat
         for r in rows:
             w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in cols})
         atomic_write_text(out / "finetuned.csv", buf.getvalue())
+    warn = indistinguishable(task, rows, measured.noise if measured is not None else CURVE_NOISE)
     return FunnelResult(run=run, plan=plan, finetuned=rows, spent_s=dict(st["spent"]), status=status, out=out,
-                        ran_units=ran, measured=measured)
+                        ran_units=ran, measured=measured, final=how, warnings=[warn] if warn else [],
+                        costs=dict(st.body.get("finetune_costs") or {}), left_undone=list(st.body.get("left_undone")
+                                                                                          or []))
+
+
+def chance_f1(labels) -> float:
+    """The macro-F1 of the best constant prediction on ``labels`` (the level a fine-tune that learned nothing
+    reaches): predicting class ``c`` of share ``p`` scores ``2p / (1 + p)`` on ``c`` and 0 on the others."""
+    from collections import Counter
+
+    counts = Counter(labels)
+    n = sum(counts.values())
+    if not n:
+        return 0.0
+    return max(2 * (c / n) / (1 + c / n) for c in counts.values()) / len(counts)
+
+
+def indistinguishable(task: Task, rows: list[dict[str, Any]], noise: float) -> str:
+    """A warning when the fine-tuned candidates' validation scores cannot tell them apart: every one at chance
+    (within 0.02 of the best constant prediction's macro-F1, or of one over the class count), or all within two
+    seed-noise sds (``noise``, the assumed sd of a fine-tuned score) of each other; ``""`` otherwise."""
+    vals = [float(r["val_f1"]) for r in rows if r.get("status") == "done" and r.get("val_f1") is not None]
+    if len(vals) < 2:
+        return ""
+    labels = list(task.val.labels) if task.val is not None and task.val.labels else list(task.train.labels)
+    chance = max(chance_f1(labels), 1.0 / max(len(set(labels)), 1))
+    if max(vals) <= chance + 0.02:
+        return (f"warning: the {len(vals)} fine-tuned candidates cannot be told apart: every validation F1 "
+                f"({min(vals):.3f}-{max(vals):.3f}) is at chance (about {chance:.3f} for these labels); the "
+                f"ranking among them is not evidence (more epochs, another recipe, or more data)")
+    if max(vals) - min(vals) <= 2 * noise:
+        return (f"warning: the {len(vals)} fine-tuned candidates cannot be told apart: their validation F1 "
+                f"({min(vals):.3f}-{max(vals):.3f}) lie within two seed-noise sds ({2 * noise:.3f}, assumed) of "
+                f"each other")
+    return ""
