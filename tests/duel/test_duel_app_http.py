@@ -406,3 +406,159 @@ def test_a_stalled_upload_is_dropped_and_its_bytes_freed(tmp_path, cfg, sub_dict
     finally:
         demo.close()
         store.close()
+
+
+# ------------------------------------------------------------------------------ issue #44: the operator's page
+HOSTILE = "<b>bold</b> <img src=x onerror=alert(1)> `tick` ' \" &amp;"
+
+
+def _review_server(tmp_path, cfg, sub_dicts, trusted=("127.0.0.1",)):
+    """A review board served behind a "proxy" at 127.0.0.1 (the tests' own address) naming users in
+    X-Forwarded-User; carol is the operator. Alice has queued model-01, mallory a hostile name."""
+    from modelseek.duel.app import build_app, launch
+    from modelseek.duel.reference import Reference
+    from modelseek.duel.storage import create_board
+    from modelseek.duel.submission import validate_submission
+
+    store = create_board(tmp_path / "rv.db", cfg, Reference.from_submission(validate_submission(sub_dicts[0], cfg)),
+                         review=True)
+    store.submit(json.dumps(sub_dicts[0]).encode())
+    store.approve("model-00", "carol")
+    tokens = {}
+    for who, d in (("alice", sub_dicts[1]), ("mallory", {**sub_dicts[2], "metadata": {**sub_dicts[2]["metadata"],
+                                                                                       "model": HOSTILE}})):
+        pv = store.presubmit(json.dumps(d).encode(), session=who * 40, identity=who)
+        store.confirm(pv.token, session=who * 40, identity=who)
+        tokens[who] = pv.token
+    demo = build_app(store, identity_header="X-Forwarded-User", operators=("carol",))
+    port = _port()
+    launch(demo, "127.0.0.1", port, prevent_thread_lock=True, quiet=True, trusted_proxies=trusted)
+    return f"http://127.0.0.1:{port}", demo, store, tokens
+
+
+def _csrf(page: str) -> str:
+    import re
+
+    return re.search(r"name='csrf' value='([0-9a-f]{64})'", page).group(1)
+
+
+@pytest.mark.slow(reason="starts a server, several requests (about 3 s)")
+def test_the_review_page_is_absent_for_uploaders_and_decides_for_the_operator(tmp_path, cfg, sub_dicts):
+    base, demo, store, tokens = _review_server(tmp_path, cfg, sub_dicts)
+    try:
+        ids = {q["identity"]: q["id"] for q in store.review_queue()}
+        absent = httpx.get(f"{base}/no-such-page", timeout=60)
+        # an uploader (signed in), an anonymous client: /review is a path the server does not have
+        for headers in ({"X-Forwarded-User": "mallory"}, {"X-Forwarded-User": "alice"}, {},
+                        {"X-Forwarded-User": "Carol"}, {"X-Forwarded-User": "carol2"}):
+            client = httpx.Client(base_url=base, timeout=60, headers=headers)
+            client.get("/")
+            page = client.get("/review")
+            assert (page.status_code, page.content) == (absent.status_code, absent.content) == (404, page.content)
+            assert "model-01" not in page.text and "alice" not in page.text
+            for action in ("approve", "reject", "withdraw"):
+                r = client.post("/review", data={"action": action, "id": str(ids["alice"]), "why": "x",
+                                                 "csrf": "0" * 64})
+                assert r.status_code == 404
+            assert client.post("/review/", data={"action": "approve", "id": "1"}).status_code == 404
+        assert [m for _, m in store.published()] == ["model-00"] and len(store.review_queue()) == 2
+        # the app registers no review function an uploader could call through Gradio's API
+        assert not any(n in fn.name for fn in demo.fns.values() for n in ("approve", "reject", "withdraw", "review"))
+        # the operator: the queue with ids, uploaders, metrics and flags; every field escaped
+        carol = httpx.Client(base_url=base, timeout=120, headers={"X-Forwarded-User": "carol"})
+        carol.get("/")
+        page = carol.get("/review")
+        assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+        assert "script-src" not in page.headers["content-security-policy"]       # default-src 'none': no script
+        text = page.text
+        assert f"<td>{ids['alice']}</td><td class='model'>model-01</td>" in text and "alice" in text
+        assert "task_acc" in text and "Signed in as <b>carol</b>" in text
+        assert "<b>bold" not in text and "<img" not in text and "&lt;b&gt;bold&lt;/b&gt;" in text
+        assert "&#x27; &quot; &amp;amp;" in text
+        # a decision without the page's token (another site posting through carol's browser) does nothing
+        r = carol.post("/review", data={"action": "approve", "id": str(ids["alice"])})
+        assert r.status_code == 403 and store.published()[-1][1] == "model-00"
+        other = httpx.Client(base_url=base, timeout=60, headers={"X-Forwarded-User": "carol"})
+        other.get("/")
+        r = other.post("/review", data={"action": "approve", "id": str(ids["alice"]), "csrf": _csrf(text)})
+        assert r.status_code == 403                                    # a token of another session
+        # approve by id: published, reviewed by the signed-in operator
+        r = carol.post("/review", data={"action": "approve", "id": str(ids["alice"]), "csrf": _csrf(text)})
+        assert r.status_code == 303 and r.headers["location"] == "review"
+        assert [m for _, m in store.published()] == ["model-00", "model-01"]
+        assert store.verdict(tokens["alice"])["by"] == "carol"
+        page = carol.get("/review").text
+        assert "Approved and published &#x27;model-01&#x27;" in page
+        # reject needs a reason, which the uploader reads
+        carol.post("/review", data={"action": "reject", "id": str(ids["mallory"]), "why": " ", "csrf": _csrf(page)})
+        page = carol.get("/review").text
+        assert "Error: field &#x27;why&#x27;: say why" in page and len(store.review_queue()) == 1
+        carol.post("/review", data={"action": "reject", "id": str(ids["mallory"]), "why": "<i>fabricated</i>",
+                                    "csrf": _csrf(page)})
+        v = store.verdict(tokens["mallory"])
+        assert (v["status"], v["why"], v["by"]) == ("rejected", "<i>fabricated</i>", "carol")
+        # withdraw a published entry by id, with a reason: chained, the board recomputed
+        sid = dict((m, i) for i, m in store.published())["model-00"]
+        page = carol.get("/review").text
+        carol.post("/review", data={"action": "withdraw", "id": str(sid), "why": "squatted", "csrf": _csrf(page)})
+        assert store.leaderboard()["model"].tolist() == ["model-01"] and store.withdrawn()[0]["by"] == "carol"
+        page = carol.get("/review").text
+        assert "Withdrew &#x27;model-00&#x27;" in page and "squatted" in page and store.verify() == []
+        r = carol.post("/review", data={"action": "approve", "id": "999", "csrf": _csrf(page)})
+        assert r.status_code == 303 and "no submission with id 999 awaits review" in carol.get("/review").text
+    finally:
+        demo.close()
+        store.close()
+
+
+def test_the_review_page_honours_operators_only_through_the_trusted_proxy(tmp_path, cfg, sub_dicts):
+    """The ASGI layers alone: "carol" in the identity header from an address that is not the trusted proxy is
+    removed before the review page sees it (404); through the proxy the page is served."""
+    import asyncio
+
+    from modelseek.duel.app import SessionCookie
+    from modelseek.duel.review_page import ReviewPage
+
+    store = Store(tmp_path / "p.db", config=cfg)
+    store.submit(json.dumps(sub_dicts[0]).encode())
+    reached = []
+
+    async def gradio(scope, receive, send):
+        reached.append(scope["path"])
+
+    secret = b"s" * 32
+    page = ReviewPage(gradio, store, secret, "X-Forwarded-User", ("carol",))
+    mw = SessionCookie(page, secret=secret, trusted=("10.0.0.1",), identity_header="X-Forwarded-User")
+
+    def get(peer, path="/review"):
+        sent = []
+
+        async def send(message):
+            sent.append(message)
+
+        async def receive():
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        scope = {"type": "http", "method": "GET", "path": path, "client": (peer, 1234),
+                 "headers": [(b"x-forwarded-user", b"carol")]}
+        asyncio.run(mw(scope, receive, send))
+        return sent
+
+    assert get("198.51.100.2")[0]["status"] == 404
+    ok = get("10.0.0.1")
+    assert ok[0]["status"] == 200 and b"model-00" in ok[1]["body"]
+    assert get("10.0.0.1", "/") == [] and reached == ["/"]             # everything else goes to the app
+    with pytest.raises(Exception, match="identity header"):
+        from modelseek.duel.app import LeaderboardApp
+
+        LeaderboardApp(store, uploads=tmp_path, operators=("carol",))
+    store.close()
+
+
+def test_serve_refuses_an_operator_without_the_proxy(tmp_path, cfg, sub_dicts, meta_file, cli):
+    ref = tmp_path / "ref.json"
+    ref.write_text(json.dumps(sub_dicts[0]), encoding="utf-8")
+    db = tmp_path / "board.db"
+    assert cli("duel", "db", "init", "--db", str(db), "--metadata", str(meta_file), "--reference", str(ref)).code == 0
+    r = cli("duel", "serve", "--db", str(db), "--operator", "carol", "--identity-header", "X-Forwarded-User")
+    assert r.code != 0 and "--trusted-proxy" in r.err and "Traceback" not in r.err and len(r.err.splitlines()) == 1

@@ -158,6 +158,10 @@ def _add_store_commands(dsub) -> None:
                    help="the address of a reverse proxy whose X-Forwarded-For (and identity header) is honoured; "
                         "repeat for several. Without it forwarded headers are ignored: the client is the address "
                         "that connects")
+    w.add_argument("--operator", action="append", default=[], metavar="IDENTITY",
+                   help="a signed-in user (as the identity header names them) who sees the review page at /review "
+                        "(the queue, approve, reject, withdraw); repeat for several. Needs --identity-header and "
+                        "--trusted-proxy; for anyone else /review does not exist")
     w.set_defaults(func=_serve)
 
 
@@ -502,14 +506,20 @@ def _serve(args) -> int:
         store.max_daily_bytes = int(args.daily_mb * 1024 * 1024)
     if args.pending_hours is not None:
         store.pending_ttl = args.pending_hours * 3600.0
+    if args.operator and not (args.identity_header and args.trusted_proxy):
+        raise InputError("--operator needs --identity-header HEADER and --trusted-proxy ADDRESS: an operator is a "
+                         "user the signing-in proxy names, and only that proxy may name them", field="--operator")
     _refuse_altered(store, args.db)
     store.check_servable()
-    demo = build_app(store, identity_header=args.identity_header)
+    demo = build_app(store, identity_header=args.identity_header, operators=tuple(args.operator))
     for note in demo.modelseek_notes:
         print(f"warning: {note}")
     if args.identity_header and not args.trusted_proxy:
         print(f"warning: {args.identity_header} is honoured from any client: give --trusted-proxy ADDRESS of the "
               "signing-in proxy so that only it can name the user")
+    if args.operator:
+        print(f"the review page: http://{args.host}:{args.port}/review for {', '.join(args.operator)} (through the "
+              "proxy)")
     launch(demo, host=args.host, port=args.port, trusted_proxies=tuple(args.trusted_proxy),
            upload_stall=args.upload_stall_seconds)
     return 0

@@ -325,8 +325,13 @@ class LeaderboardApp:
     """The app's behaviour, apart from its layout (tests call these handlers directly)."""
 
     def __init__(self, store: Store, uploads: Path | None = None, identity_header: str | None = None,
-                 upload_ttl: float = UPLOAD_TTL) -> None:
+                 upload_ttl: float = UPLOAD_TTL, operators: tuple[str, ...] = ()) -> None:
         self.store = store
+        #: the identities that see the review page (:mod:`.review_page`); they need ``identity_header``
+        self.operators = tuple(o.strip() for o in operators if o and o.strip())
+        if self.operators and not identity_header:
+            raise ModelseekError("an operator is a signed-in user: give the proxy's identity header with the "
+                                 "operators (serve --identity-header HEADER --operator NAME)")
         self.uploads = (uploads or upload_root()).resolve()
         self.identity_header = identity_header
         self.upload_ttl = upload_ttl
@@ -439,6 +444,14 @@ class LeaderboardApp:
             host = None
         uploader = identity or (f"ip:{host}" if host else session)
         return session, identity, uploader
+
+    def operator_link(self, request=None) -> str:
+        """Markdown linking to the review page, for an operator only (anyone else: nothing)."""
+        _, identity, _ = self.who(request)
+        if identity is None or identity not in self.operators:
+            return ""
+        waiting = self.store.queued() if self.store.review else 0
+        return f"**Operator:** [review queue](review) ({waiting} awaiting review)."
 
     def _require(self, session, identity) -> None:
         if self.identity_header and identity is None:
@@ -699,12 +712,15 @@ def _layout(gr, app: LeaderboardApp, store: Store, levels: list[str], shown, due
     return c
 
 
-def build_app(store: Store, title: str = "Duel leaderboard", identity_header: str | None = None):
+def build_app(store: Store, title: str = "Duel leaderboard", identity_header: str | None = None,
+              operators: tuple[str, ...] = ()):
     """A ``gradio.Blocks`` app over ``store`` (launch it with :func:`launch`). ``identity_header``: the
-    proxy's header naming the signed-in user (uploads without it are refused)."""
+    proxy's header naming the signed-in user (uploads without it are refused). ``operators``: the signed-in
+    users who see the review page at ``/review`` (:mod:`.review_page`; it is served by :func:`launch`, outside
+    Gradio, so the app registers no review function anyone could call)."""
     import gradio as gr  # lazy: gradio
 
-    app = LeaderboardApp(store, identity_header=identity_header)
+    app = LeaderboardApp(store, identity_header=identity_header, operators=operators)
     store.purge_expired()
     levels = ["overall", "tasks", *store.config.categories]
 
@@ -739,6 +755,7 @@ def build_app(store: Store, title: str = "Duel leaderboard", identity_header: st
                     "to its page. "
                     "Near-copies count once: duels against models whose predictions are near-copies of each other "
                     "count as one opponent.")
+        operator = gr.Markdown("", elem_id="operator-link")
         c = _layout(gr, app, store, levels, shown, duels_update)
         board = [c["table"], c["titles"]]
         downloads = [c["csv"], c["json"]]
@@ -755,6 +772,12 @@ def build_app(store: Store, title: str = "Duel leaderboard", identity_header: st
         c["discard_btn"].click(discard, c["token"], [c["status"], c["preview"], c["token"], *buttons, c["upload"]])
         # a page opened later shows the board as it is then (also on the Duels tab)
         demo.load(first_open, [c["level"], c["search"]], [*board, *downloads, c["empty"], *duels])
+        if app.operators:
+            def operator_link(request: gr.Request):
+                return app.operator_link(request)
+
+            operator_link.__annotations__["request"] = gr.Request
+            demo.load(operator_link, None, operator)
     demo.modelseek_store = store
     demo.modelseek_notes = notes
     demo.modelseek_app = app
@@ -765,8 +788,9 @@ def launch(demo, host: str = "127.0.0.1", port: int = 7860, trusted_proxies: tup
     """Serve ``demo`` (from :func:`build_app`): uploads over the store's limit are refused while they are
     received (Gradio's ``max_file_size`` stops reading the request), no server folder is added to what
     Gradio may serve, every browser gets its signed session cookie and forwarded headers count only from
-    ``trusted_proxies`` (:class:`SessionCookie`), and the address is printed by modelseek (Gradio's own
-    start-up text advertises a ``share=True`` this command has not).
+    ``trusted_proxies`` (:class:`SessionCookie`), the operators named in :func:`build_app` (only through a trusted
+    proxy) get the review page at ``/review`` (:class:`~.review_page.ReviewPage`, 404 for anyone else), and the
+    address is printed by modelseek (Gradio's own start-up text advertises a ``share=True`` this command has not).
 
     Uvicorn (under Gradio) trusts ``X-Forwarded-For`` from 127.0.0.1 by default (``FORWARDED_ALLOW_IPS``);
     while the server starts that variable is set to trust no one, so :class:`SessionCookie` alone decides."""
@@ -776,10 +800,19 @@ def launch(demo, host: str = "127.0.0.1", port: int = 7860, trusted_proxies: tup
     block = not kwargs.pop("prevent_thread_lock", False)
     stall = kwargs.pop("upload_stall", UPLOAD_STALL)
     app = demo.modelseek_app
+    if app.operators and not trusted_proxies:
+        raise ModelseekError("the review page needs the signing-in proxy's address (--trusted-proxy ADDRESS): "
+                             "without it any client could name itself an operator in the identity header")
     cookie = Middleware(SessionCookie, secret=app.secret, trusted=tuple(trusted_proxies),
                         identity_header=app.identity_header, stall=stall,
                         on_stall=lambda: app.sweep_stalled(stall))
-    app_kwargs = {**kwargs.pop("app_kwargs", {}), "middleware": [cookie]}
+    middleware = [cookie]
+    if app.operators:
+        from .review_page import ReviewPage
+
+        middleware.append(Middleware(ReviewPage, store=demo.modelseek_store, secret=app.secret,
+                                     identity_header=app.identity_header, operators=app.operators))
+    app_kwargs = {**kwargs.pop("app_kwargs", {}), "middleware": middleware}
     before = os.environ.get("FORWARDED_ALLOW_IPS")
     os.environ["FORWARDED_ALLOW_IPS"] = ""          # read by uvicorn.Config inside demo.launch
     try:
