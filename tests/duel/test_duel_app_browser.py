@@ -241,3 +241,65 @@ def test_downloads_are_formula_safe_and_model_names_link_in_chromium(tmp_path, c
         assert other.locator("[role=gridcell]").first.evaluate(color) != "rgb(255, 243, 191)"
         page.locator("#confirm").click()                                     # one click publishes
         sync_api.expect(page.locator("#status")).to_contain_text("Published", timeout=60_000)
+
+
+@pytest.mark.slow(reason="drives chromium against a running server (about 6 s)")
+def test_the_operator_approves_by_id_on_the_review_page_in_chromium(tmp_path, cfg, sub_dicts):
+    """Issue #44: the operator (signed in through the trusted proxy) opens /review, approves a queued entry by its
+    id and it appears on the board; hostile names stay text; an uploader gets 404 and no link to it."""
+    sync_api = _chromium()
+    pytest.importorskip("gradio")
+    from modelseek.duel.app import build_app, launch
+    from modelseek.duel.reference import Reference
+    from modelseek.duel.storage import create_board
+    from modelseek.duel.submission import validate_submission
+
+    store = create_board(tmp_path / "rv.db", cfg, Reference.from_submission(validate_submission(sub_dicts[0], cfg)),
+                         review=True)
+    store.submit(json.dumps(sub_dicts[0]).encode())
+    store.approve("model-00", "carol")
+    for who, d, name in (("alice", sub_dicts[1], "queued-model"), ("mallory", sub_dicts[2], HOSTILE)):
+        pv = store.presubmit(json.dumps({**d, "metadata": {**d["metadata"], "model": name}}).encode(),
+                             session=who * 40, identity=who)
+        store.confirm(pv.token, session=who * 40, identity=who)
+    wanted = next(q["id"] for q in store.review_queue() if q["model"] == "queued-model")
+    demo = build_app(store, identity_header="X-Forwarded-User", operators=("carol",))
+    port = _free_port()
+    launch(demo, "127.0.0.1", port, prevent_thread_lock=True, quiet=True, trusted_proxies=("127.0.0.1",))
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        with sync_api.sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+            try:
+                uploader = browser.new_context(extra_http_headers={"X-Forwarded-User": "mallory"}).new_page()
+                assert uploader.goto(url + "review").status == 404
+                assert "queued-model" not in uploader.content()
+                uploader.goto(url)
+                sync_api.expect(uploader.locator("#leaderboard")).to_contain_text("model-00", timeout=30_000)
+                assert "review queue" not in uploader.locator("#operator-link").inner_text()
+
+                page = browser.new_context(extra_http_headers={"X-Forwarded-User": "carol"}).new_page()
+                page.goto(url)
+                sync_api.expect(page.locator("#operator-link")).to_contain_text("review queue", timeout=30_000)
+                sync_api.expect(page.locator("#operator-link a")).to_have_attribute("href", "review")
+                page.goto(url + "review")
+                queue = page.locator("#queue")
+                sync_api.expect(queue).to_contain_text("queued-model", timeout=30_000)
+                sync_api.expect(queue).to_contain_text(HOSTILE, timeout=30_000)           # shown as text
+                assert queue.locator("b").count() == 0 and queue.locator("img").count() == 0
+                row = page.locator(f"#queue tr[data-id='{wanted}']")
+                sync_api.expect(row).to_contain_text("alice", timeout=30_000)
+                row.locator("form.approve button").click()
+                sync_api.expect(page.locator("#status")).to_contain_text("Approved and published 'queued-model'",
+                                                                         timeout=60_000)
+                sync_api.expect(page.locator(f"#queue tr[data-id='{wanted}']")).to_have_count(0, timeout=30_000)
+                sync_api.expect(page.locator("#published")).to_contain_text("queued-model", timeout=30_000)
+                page.goto(url)
+                sync_api.expect(page.locator("#leaderboard")).to_contain_text("queued-model", timeout=30_000)
+                assert HOSTILE not in page.locator("#leaderboard").inner_text()         # still queued
+            finally:
+                browser.close()
+        assert "queued-model" in {m for _, m in store.published()}
+    finally:
+        demo.close()
+        store.close()
