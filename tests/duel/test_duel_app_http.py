@@ -414,7 +414,8 @@ HOSTILE = "<b>bold</b> <img src=x onerror=alert(1)> `tick` ' \" &amp;"
 
 def _review_server(tmp_path, cfg, sub_dicts, trusted=("127.0.0.1",)):
     """A review board served behind a "proxy" at 127.0.0.1 (the tests' own address) naming users in
-    X-Forwarded-User; carol is the operator. Alice has queued model-01, mallory a hostile name."""
+    X-Forwarded-User; carol is the operator. Alice has queued model-01 and mallory a hostile name, both under team
+    OpenAI; bob a copy of the published model-00."""
     from modelseek.duel.app import build_app, launch
     from modelseek.duel.reference import Reference
     from modelseek.duel.storage import create_board
@@ -425,8 +426,12 @@ def _review_server(tmp_path, cfg, sub_dicts, trusted=("127.0.0.1",)):
     store.submit(json.dumps(sub_dicts[0]).encode())
     store.approve("model-00", "carol")
     tokens = {}
-    for who, d in (("alice", sub_dicts[1]), ("mallory", {**sub_dicts[2], "metadata": {**sub_dicts[2]["metadata"],
-                                                                                       "model": HOSTILE}})):
+    def named(d, model, team=None):
+        return {**d, "metadata": {**d["metadata"], "model": model, **({"team": team} if team else {})}}
+
+    for who, d in (("alice", named(sub_dicts[1], "model-01", "OpenAI")), ("mallory", named(sub_dicts[2], HOSTILE,
+                                                                                         "OpenAI")),
+                   ("bob", named(sub_dicts[0], "copycat"))):              # model-00's predictions: a copy
         pv = store.presubmit(json.dumps(d).encode(), session=who * 40, identity=who)
         store.confirm(pv.token, session=who * 40, identity=who)
         tokens[who] = pv.token
@@ -461,7 +466,7 @@ def test_the_review_page_is_absent_for_uploaders_and_decides_for_the_operator(tm
                                                  "csrf": "0" * 64})
                 assert r.status_code == 404
             assert client.post("/review/", data={"action": "approve", "id": "1"}).status_code == 404
-        assert [m for _, m in store.published()] == ["model-00"] and len(store.review_queue()) == 2
+        assert [m for _, m in store.published()] == ["model-00"] and len(store.review_queue()) == 3
         # the app registers no review function an uploader could call through Gradio's API
         assert not any(n in fn.name for fn in demo.fns.values() for n in ("approve", "reject", "withdraw", "review"))
         # the operator: the queue with ids, uploaders, metrics and flags; every field escaped
@@ -473,6 +478,8 @@ def test_the_review_page_is_absent_for_uploaders_and_decides_for_the_operator(tm
         text = page.text
         assert f"<td>{ids['alice']}</td><td class='model'>model-01</td>" in text and "alice" in text
         assert "task_acc" in text and "Signed in as <b>carol</b>" in text
+        assert "near-copy of the published &#x27;model-00&#x27;" in text                  # the flags
+        assert text.count("team &#x27;OpenAI&#x27; is claimed by 2 identities") == 2
         assert "<b>bold" not in text and "<img" not in text and "&lt;b&gt;bold&lt;/b&gt;" in text
         assert "&#x27; &quot; &amp;amp;" in text
         # a decision without the page's token (another site posting through carol's browser) does nothing
@@ -492,7 +499,7 @@ def test_the_review_page_is_absent_for_uploaders_and_decides_for_the_operator(tm
         # reject needs a reason, which the uploader reads
         carol.post("/review", data={"action": "reject", "id": str(ids["mallory"]), "why": " ", "csrf": _csrf(page)})
         page = carol.get("/review").text
-        assert "Error: field &#x27;why&#x27;: say why" in page and len(store.review_queue()) == 1
+        assert "Error: field &#x27;why&#x27;: say why" in page and len(store.review_queue()) == 2
         carol.post("/review", data={"action": "reject", "id": str(ids["mallory"]), "why": "<i>fabricated</i>",
                                     "csrf": _csrf(page)})
         v = store.verdict(tokens["mallory"])
