@@ -460,11 +460,13 @@ def test_the_review_page_is_absent_for_uploaders_and_decides_for_the_operator(tm
             client.get("/")
             page = client.get("/review")
             assert (page.status_code, page.content) == (absent.status_code, absent.content) == (404, page.content)
+            assert {k: v for k, v in page.headers.items() if k not in ("date", "set-cookie")} == \
+                {k: v for k, v in absent.headers.items() if k not in ("date", "set-cookie")}
             assert "model-01" not in page.text and "alice" not in page.text
             for action in ("approve", "reject", "withdraw"):
                 r = client.post("/review", data={"action": action, "id": str(ids["alice"]), "why": "x",
                                                  "csrf": "0" * 64})
-                assert r.status_code == 404
+                assert r.status_code == 404, r.status_code
             assert client.post("/review/", data={"action": "approve", "id": "1"}).status_code == 404
         assert [m for _, m in store.published()] == ["model-00"] and len(store.review_queue()) == 3
         # the app registers no review function an uploader could call through Gradio's API
@@ -490,10 +492,12 @@ def test_the_review_page_is_absent_for_uploaders_and_decides_for_the_operator(tm
         r = other.post("/review", data={"action": "approve", "id": str(ids["alice"]), "csrf": _csrf(text)})
         assert r.status_code == 403                                    # a token of another session
         # approve by id: published, reviewed by the signed-in operator
-        r = carol.post("/review", data={"action": "approve", "id": str(ids["alice"]), "csrf": _csrf(text)})
+        r = carol.post("/review", data={"action": "approve", "id": str(ids["alice"]), "why": "checked the logs",
+                                        "csrf": _csrf(text)})
         assert r.status_code == 303 and r.headers["location"] == "review"
         assert [m for _, m in store.published()] == ["model-00", "model-01"]
-        assert store.verdict(tokens["alice"])["by"] == "carol"
+        v = store.verdict(tokens["alice"])
+        assert (v["status"], v["by"], v["why"]) == ("approved", "carol", "checked the logs")
         page = carol.get("/review").text
         assert "Approved and published &#x27;model-01&#x27;" in page
         # reject needs a reason, which the uploader reads
@@ -551,10 +555,10 @@ def test_the_review_page_honours_operators_only_through_the_trusted_proxy(tmp_pa
         asyncio.run(mw(scope, receive, send))
         return sent
 
-    assert get("198.51.100.2")[0]["status"] == 404
+    assert get("198.51.100.2") == [] and reached == ["/review"]        # not the operator: on to the app
     ok = get("10.0.0.1")
     assert ok[0]["status"] == 200 and b"model-00" in ok[1]["body"]
-    assert get("10.0.0.1", "/") == [] and reached == ["/"]             # everything else goes to the app
+    assert get("10.0.0.1", "/") == [] and reached == ["/review", "/"]  # everything else goes to the app
     with pytest.raises(Exception, match="identity header"):
         from modelseek.duel.app import LeaderboardApp
 

@@ -2,7 +2,7 @@
 
 Only the identities the operator names see it: the signed-in user named by the trusted proxy's identity header
 (``--identity-header``, honoured only through ``--trusted-proxy``) must be one of ``--operator``. For anyone else
-``/review`` and everything under it answer 404 Not Found exactly as a path the server does not have, and the
+``/review`` goes on to the Gradio app, which has no such path: its own 404 Not Found, as for any absent path, and the
 Gradio app registers no review function at all, so no uploader can list or decide anything.
 
 The page is server-rendered HTML without scripts (a Content-Security-Policy forbids them; every stored field is
@@ -31,7 +31,6 @@ from .text import safe_str
 PATH = "/review"
 #: the largest form body accepted (a reason is at most 5,000 characters)
 MAX_FORM = 64 * 1024
-NOT_FOUND = b'{"detail":"Not Found"}'
 _CSP = ("default-src 'none'; style-src 'unsafe-inline'; form-action 'self'; frame-ancestors 'none'; "
         "base-uri 'none'")
 _STYLE = """body{font-family:system-ui,sans-serif;margin:1.5em;max-width:1400px}
@@ -63,7 +62,7 @@ def _session(scope: dict) -> str | None:
 class ReviewPage:
     """ASGI middleware (inside :class:`~.app.SessionCookie`, which has already removed identity headers that did
     not come through a trusted proxy and given the request its signed session cookie) serving ``/review`` to the
-    operators and 404 to everyone else."""
+    operators; every other request, anyone else's ``/review`` included, goes on to the app."""
 
     def __init__(self, app, store, secret: bytes, identity_header: str | None, operators: tuple[str, ...]) -> None:
         self.app, self.store, self.secret = app, store, secret
@@ -81,14 +80,13 @@ class ReviewPage:
         return hmac.new(self.secret, msg, hashlib.sha256).hexdigest()
 
     async def __call__(self, scope, receive, send):
-        path = scope.get("path", "")
-        if scope["type"] != "http" or not (path == PATH or path.startswith(PATH + "/")):
+        if scope["type"] != "http" or scope.get("path", "") != PATH:
             return await self.app(scope, receive, send)
         operator = self.operator(scope)
         session = _session(scope)
-        if operator is None or path != PATH or session is None \
-                or not valid_session(self.secret, session):
-            return await _respond(send, 404, NOT_FOUND, "application/json")
+        if operator is None or session is None or not valid_session(self.secret, session):
+            # not an operator: the request goes on to the app, which has no such path (its own 404, byte for byte)
+            return await self.app(scope, receive, send)
         method = scope.get("method")
         if method == "GET":
             message = self._flash.pop(session, None)
@@ -148,9 +146,9 @@ class ReviewPage:
     def render(self, operator: str, session: str, message: str | None = None) -> str:
         token = self.csrf(session, operator)
 
-        def form(action: str, sid: int, label: str, reason: str | None) -> str:
-            why = ("" if reason is None else
-                   f"<textarea name='why' placeholder='{esc(reason)}' required maxlength='5000'></textarea>")
+        def form(action: str, sid: int, label: str, reason: str, required: bool = True) -> str:
+            why = (f"<textarea name='why' placeholder='{esc(reason)}' maxlength='5000'"
+                   f"{' required' if required else ''}></textarea>")
             return (f"<form method='post' action='review' class='{action}' data-id='{sid}'>"
                     f"<input type='hidden' name='csrf' value='{token}'><input type='hidden' name='action' "
                     f"value='{action}'><input type='hidden' name='id' value='{sid}'>{why}"
@@ -195,7 +193,7 @@ class ReviewPage:
                         f"<td>{esc(q['team'] or '-')}</td><td>{esc(q['identity'] or '-')}</td>"
                         f"<td>{esc(q['uploaded'])}<br>{esc(q['confirmed'])}</td><td>{metrics}</td>"
                         f"<td class='flags'>{flags}</td><td>"
-                        + form("approve", int(q["id"]), "Approve and publish", None)
+                        + form("approve", int(q["id"]), "Approve and publish", "note (optional)", False)
                         + form("reject", int(q["id"]), "Reject", "why (the uploader reads it)") + "</td></tr>")
                 parts.append("</table>")
         parts.append(f"<h2>Published ({len(published)})</h2>")
