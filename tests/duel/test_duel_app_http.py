@@ -573,3 +573,42 @@ def test_serve_refuses_an_operator_without_the_proxy(tmp_path, cfg, sub_dicts, m
     assert cli("duel", "db", "init", "--db", str(db), "--metadata", str(meta_file), "--reference", str(ref)).code == 0
     r = cli("duel", "serve", "--db", str(db), "--operator", "carol", "--identity-header", "X-Forwarded-User")
     assert r.code != 0 and "--trusted-proxy" in r.err and "Traceback" not in r.err and len(r.err.splitlines()) == 1
+
+
+@pytest.mark.slow(reason="starts the web server in a subprocess (about 5 s)")
+def test_duel_serve_with_an_operator_serves_the_review_page_to_them_only(tmp_path, cfg, sub_dicts, meta_file):
+    import threading
+
+    ref = tmp_path / "ref.json"
+    ref.write_text(json.dumps(sub_dicts[0]), encoding="utf-8")
+    db = tmp_path / "board.db"
+    init = subprocess.run([sys.executable, "-m", "modelseek", "duel", "db", "init", "--db", str(db), "--metadata",
+                           str(meta_file), "--reference", str(ref), "--review"], capture_output=True, text=True,
+                          timeout=300)
+    assert init.returncode == 0, init.stderr
+    store = Store(db)
+    pv = store.presubmit(json.dumps(sub_dicts[1]).encode(), session="a" * 40, identity="alice")
+    store.confirm(pv.token, session="a" * 40, identity="alice")
+    store.close()
+    port = _port()
+    proc = subprocess.Popen([sys.executable, "-m", "modelseek", "duel", "serve", "--db", str(db), "--port", str(port),
+                             "--identity-header", "X-Forwarded-User", "--trusted-proxy", "127.0.0.1",
+                             "--operator", "carol", "--operator", "dave"], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    guard = threading.Timer(300, proc.kill)
+    guard.start()
+    try:
+        lines = []
+        for line in proc.stdout:
+            lines.append(line)
+            if "serving the leaderboard" in line or len(lines) > 200:
+                break
+        assert f"the review page: http://127.0.0.1:{port}/review for carol, dave" in "".join(lines), lines
+        for who, status in (("alice", 404), ("carol", 200), ("dave", 200)):
+            client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60,
+                                  headers={"X-Forwarded-User": who})
+            client.get("/")
+            page = client.get("/review")
+            assert page.status_code == status and ("model-01" in page.text) == (status == 200)
+    finally:
+        _stop(proc, guard)
