@@ -485,8 +485,9 @@ def test_the_review_page_is_absent_for_uploaders_and_decides_for_the_operator(tm
         assert "<b>bold" not in text and "<img" not in text and "&lt;b&gt;bold&lt;/b&gt;" in text
         assert "&#x27; &quot; &amp;amp;" in text
         # a decision without the page's token (another site posting through carol's browser) does nothing
-        r = carol.post("/review", data={"action": "approve", "id": str(ids["alice"])})
-        assert r.status_code == 403 and store.published()[-1][1] == "model-00"
+        for forged in ({}, {"csrf": "é" * 64}, {"csrf": "0" * 64}):
+            r = carol.post("/review", data={"action": "approve", "id": str(ids["alice"]), **forged})
+            assert r.status_code == 403 and store.published()[-1][1] == "model-00"
         other = httpx.Client(base_url=base, timeout=60, headers={"X-Forwarded-User": "carol"})
         other.get("/")
         r = other.post("/review", data={"action": "approve", "id": str(ids["alice"]), "csrf": _csrf(text)})

@@ -108,7 +108,8 @@ class ReviewPage:
         if not ok:
             return await _respond(send, 413, b"form too large", "text/plain")
         form = {k: v[0] for k, v in parse_qs(body.decode("utf-8", "replace"), keep_blank_values=True).items()}
-        if not hmac.compare_digest(form.get("csrf", ""), self.csrf(session, operator)):
+        given = form.get("csrf", "").encode("utf-8", "backslashreplace")
+        if not hmac.compare_digest(given, self.csrf(session, operator).encode("ascii")):
             return await _respond(send, 403, b"the form is stale or not from this page: reload /review",
                                   "text/plain")
         result = await asyncio.get_running_loop().run_in_executor(None, self.decide, operator, form)
