@@ -251,6 +251,39 @@ def plan(layout: OrganisersLayout, pool: Pool, methods: Sequence[str] | None,
     return todo, skipped
 
 
+def _test_tasks(layout: OrganisersLayout, topics: Sequence[str]) -> list[Task]:
+    """The downloaded test tasks; one that tasks.csv does not list as a test task is refused."""
+    tasks = load_split(layout, "test")
+    extra = [t.id for t in tasks if t.id not in set(topics)]
+    if extra:
+        raise InputError(f"task(s) {', '.join(extra[:8])} are in test-tasks/ but not test tasks of tasks.csv",
+                         path=layout.splits["test"], field="task_type")
+    return list(tasks)
+
+
+def _checked(tasks: list[Task], todo: list[str], seed: int, methods: Sequence[str] | None, skipped: dict[str, str],
+             say: Callable[[str], None], prior: Prior) -> tuple[list[str], dict[str, dict[str, str]]]:
+    """Every method's preconditions on every test task, before any model loads: a method that cannot run on any
+    task is refused (asked for by name) or left out (``skipped``); the methods to run and, per method, the tasks it
+    cannot rank (those go to the prior)."""
+    started = time.monotonic()
+    cannot = check_methods(list(tasks), todo, seed)
+    for m, per in cannot.items():
+        first_task, first_why = next(iter(per.items()))
+        if len(per) == len(tasks):
+            why = f"cannot run on any test task (e.g. task {first_task}: {first_why})"
+            if methods:  # asked for by name: refused now, in seconds, naming task and method
+                raise InputError(f"{m}: {why}", field="--methods")
+            skipped[m] = why
+        else:
+            say(f"{m}: cannot run on {len(per)} test task(s) ({', '.join(list(per)[:8])}; e.g. task {first_task}: "
+                f"{first_why}); the run ranks them by the avgrank prior (said in METHODS.md)")
+    todo = [m for m in todo if m not in skipped]
+    say(f"checked {len(todo)} method(s) on {len(tasks)} test task(s) in {time.monotonic() - started:.1f}s; "
+        f"the avgrank prior: {prior.describe()}")
+    return todo, cannot
+
+
 def make_submission(root: str | Path, out: str | Path, methods: Sequence[str] | None = None, team: str = "modelseek",
                     pool: str | Path | None = None, device: str | None = None, command: str | None = None,
                     progress: bool = False, echo: Callable[[str], None] | None = None,
@@ -277,26 +310,8 @@ def make_submission(root: str | Path, out: str | Path, methods: Sequence[str] | 
     if absent:  # named before any work; those topics are ranked by the prior in every run (they have no data)
         say(f"warning: {describe_absent(layout, absent)}; every run ranks them by the avgrank prior (said in "
             f"METHODS.md)")
-    tasks = load_split(layout, "test")
-    extra = [t.id for t in tasks if t.id not in set(topics)]
-    if extra:
-        raise InputError(f"task(s) {', '.join(extra[:8])} are in test-tasks/ but not test tasks of tasks.csv",
-                         path=layout.splits["test"], field="task_type")
-    started = time.monotonic()
-    cannot = check_methods(list(tasks), todo, seed)
-    for m, per in cannot.items():
-        first_task, first_why = next(iter(per.items()))
-        if len(per) == len(tasks):
-            why = f"cannot run on any test task (e.g. task {first_task}: {first_why})"
-            if methods:  # asked for by name: refused now, in seconds, naming task and method
-                raise InputError(f"{m}: {why}", field="--methods")
-            skipped[m] = why
-        else:
-            say(f"{m}: cannot run on {len(per)} test task(s) ({', '.join(list(per)[:8])}; e.g. task {first_task}: "
-                f"{first_why}); the run ranks them by the avgrank prior (said in METHODS.md)")
-    todo = [m for m in todo if m not in skipped]
-    say(f"checked {len(todo)} method(s) on {len(tasks)} test task(s) in {time.monotonic() - started:.1f}s; "
-        f"the avgrank prior: {prior.describe()}")
+    tasks = _test_tasks(layout, topics)
+    todo, cannot = _checked(list(tasks), todo, seed, methods, skipped, say, prior)
     infos = _infos(prior)
     fallback_run = (_prior_run([*tasks, *(Task.from_id(t) for t in absent)], the_pool, prior)
                     if (absent or cannot) else None)

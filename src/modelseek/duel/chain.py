@@ -184,6 +184,27 @@ def _who(sub: Mapping | None, sid) -> str:
     return f"submission id {sid} (model {model!r})"
 
 
+def _outside_chain(chain, subs, profiles, tids, seq_of, approved, withdrawn, copies, orphan) -> list[str]:
+    """Rows of the other tables that no chain row covers (inserted outside the app)."""
+    problems: list[str] = []
+    for sid in sorted(set(subs) - set(seq_of)):
+        problems.append(f"{_who(subs[sid], sid)} is not in the chain: it was inserted outside the app")
+    for sid in sorted(set(profiles) - set(seq_of)):
+        problems.append(f"profiles of {_who(subs.get(sid), sid)} are not in the chain")
+    if orphan is not None:
+        problems.append(f"duel ({orphan['task']!r}, {orphan['a_id']}, {orphan['b_id']}) names a submission that "
+                        "is not in the chain")
+    for sid in sorted(set(approved) - set(seq_of)):
+        problems.append(f"the approval of submission id {sid} names no chained submission (inserted outside the app)")
+    for seq in sorted(set(withdrawn) - {int(r["seq"]) for r in chain if r["submission_id"] is None}):
+        problems.append(f"withdrawal at row {seq} is not in the chain (inserted outside the app)")
+    for sid in sorted(set(copies) - set(seq_of)):
+        problems.append(f"near-copy records of submission id {sid} are not in the chain")
+    for sid in sorted(set(tids) - set(seq_of)):
+        problems.append(f"task_ids fixed by {_who(subs.get(sid), sid)} are not in the chain")
+    return problems
+
+
 def verify(conn, t, sa, key: bytes | None = None) -> list[str]:
     """Every problem found, the first bad row first (empty: the chain and the triggers are intact). ``key``: the
     operator's chain key (see the module docstring)."""
@@ -254,21 +275,7 @@ def verify(conn, t, sa, key: bytes | None = None) -> list[str]:
                             + " (the chain was rebuilt, or the board was keyed with another key)")
             break
         prev = row["hash"]
-    for sid in sorted(set(subs) - set(seq_of)):
-        problems.append(f"{_who(subs[sid], sid)} is not in the chain: it was inserted outside the app")
-    for sid in sorted(set(profiles) - set(seq_of)):
-        problems.append(f"profiles of {_who(subs.get(sid), sid)} are not in the chain")
-    if orphan is not None:
-        problems.append(f"duel ({orphan['task']!r}, {orphan['a_id']}, {orphan['b_id']}) names a submission that "
-                        "is not in the chain")
-    for sid in sorted(set(approved) - set(seq_of)):
-        problems.append(f"the approval of submission id {sid} names no chained submission (inserted outside the app)")
-    for seq in sorted(set(withdrawn) - {int(r["seq"]) for r in chain if r["submission_id"] is None}):
-        problems.append(f"withdrawal at row {seq} is not in the chain (inserted outside the app)")
-    for sid in sorted(set(copies) - set(seq_of)):
-        problems.append(f"near-copy records of submission id {sid} are not in the chain")
-    for sid in sorted(set(tids) - set(seq_of)):
-        problems.append(f"task_ids fixed by {_who(subs.get(sid), sid)} are not in the chain")
+    problems += _outside_chain(chain, subs, profiles, tids, seq_of, approved, withdrawn, copies, orphan)
     return problems + check_triggers(conn)
 
 

@@ -345,7 +345,12 @@ class PublishWorkflow:
                 c.execute(pduel.insert(), rows)
 
         self._write(write, serialised=False)
-        # the preview: the published matrices grown by the new model's row and column
+        return self._preview(sub, pub, P, ids, duels, raw_by_model, token, t0, notes, board)
+
+    def _preview(self, sub, pub, P, ids, duels, raw_by_model, token: str, t0: float, notes: tuple,
+                 board: int) -> Preview:
+        """The preview: the published matrices grown by the new model's row and column, and its rank."""
+        tasks = self.config.task_ids
         names = [m for _, m in pub] + [sub.model]
         n = len(names)
         Pn = {}
