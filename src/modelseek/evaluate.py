@@ -46,6 +46,8 @@ from .enums import Choice
 from .errors import InputError
 from .metrics import DEFAULT_METRICS, METRICS, Batch, Metric, resolve
 from .data.pool import load_pool  # the pool module (config records): read only when a pool is needed
+from .data.run import read_runs
+from .data.style_truth import is_style_truth, load_style_truth, score_style_run
 
 if TYPE_CHECKING:
     from .data.pool import Pool
@@ -84,8 +86,6 @@ def evaluate(run: Run | str | os.PathLike, truth: GroundTruth | str | os.PathLik
         truth = Path(os.fspath(truth))
         style = _style_truth(truth)
         if style is not None:
-            from .style.evaluation import score_style_run  # lazy: pandas, scipy (only for a Subtask B truth)
-
             return score_style_run(run, style)  # type: ignore[return-value]
         truth = (GroundTruth.from_qrels(truth) if GroundTruth.detect_format(truth) == "qrels"
                  else GroundTruth.from_csv(truth))
@@ -112,8 +112,6 @@ def evaluate(run: Run | str | os.PathLike, truth: GroundTruth | str | os.PathLik
 
 
 def _one_run(path: str | os.PathLike) -> Run:
-    from .data.run import read_runs
-
     runs = read_runs(Path(os.fspath(path)), extra_columns=True)
     if len(runs) != 1:
         raise InputError(f"the file holds {len(runs)} runs ({', '.join(runs)}): pass one Run (read_run(path, "
@@ -123,19 +121,7 @@ def _one_run(path: str | os.PathLike) -> Run:
 
 def _style_truth(path: Path) -> dict[str, str] | None:
     """The Subtask B truth of ``path`` (query -> model), or None when it is not one (as the command tells them
-    apart: a header naming image_id and model_id and no f1)."""
-    import stat
-
-    try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # never open a FIFO or a device here
-            return None
-        with open(path, "rb") as fh:
-            if b"image_id" not in fh.read(65536):  # the style package is imported only then
-                return None
-    except OSError:
-        return None
-    from .style.evaluation import is_style_truth, load_style_truth  # lazy: pandas, scipy
-
+    apart: a regular file whose CSV header names image_id and model_id and no f1)."""
     return load_style_truth(path) if is_style_truth(path) else None
 
 

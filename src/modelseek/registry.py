@@ -31,6 +31,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Generic, TypeVar
 
 from .errors import ModelseekError
+from .kinds import declared
+from .kinds import KINDS
 
 T = TypeVar("T")
 
@@ -102,7 +104,6 @@ class Registry(Generic[T]):
     """
 
     def __init__(self, kind: str) -> None:
-        from .kinds import declared  # the table of kinds names modules by strings only: no cycle
 
         decl = declared(kind, exact=True)
         self.declaration = decl
@@ -192,7 +193,6 @@ class Registry(Generic[T]):
         """The other registries of this registry's namespace (rankers and estimators share ``method``)."""
         if self.namespace is None:
             return []
-        from .kinds import KINDS
 
         return [r for r in (k.registry() for k in KINDS if k.namespace == self.namespace) if r is not self]
 

@@ -53,6 +53,9 @@ from .io import atomic_write_text
 from .rankers.default import default_spec
 from .rankers.feature_jobs import preflight
 from .rankers.resolve import ranker_class
+from .rankers.resolve import resolve
+from . import estimators
+from .rankers.feature_jobs import estimator_score, prepare_tasks
 
 MAX_RUNS = 5
 #: the runs a submission can make, in the order it makes them (see :func:`_infos`)
@@ -88,7 +91,6 @@ class Prior:
 
 
 def shipped_prior() -> Prior:
-    from .rankers.resolve import resolve  # lazy: start-up
 
     fitted = getattr(resolve("avgrank-ntcir19", {}), "fitted_task_ids_", None) or []
     return Prior(len(fitted), "the ground truth shipped with modelseek (avgrank-ntcir19)")
@@ -176,7 +178,6 @@ def missing_weights(pool: Pool) -> dict[str, str]:
 def _job_config(method: str, seed: int):
     """The feature job a submission method computes (its estimators and options), or None for a method that runs
     no estimator."""
-    from .rankers.resolve import resolve  # lazy: start-up
 
     name = "logme" if method == "funnel" else _infos()[method].method  # the funnel scores its top by LogME
     ranker = resolve(name, {})
@@ -192,8 +193,6 @@ def check_methods(tasks: Sequence[Task], methods: Sequence[str], seed: int = 0) 
     (the same subsample, the task's declared label kind) with stand-in features of the right shape: whatever an
     estimator refuses for the labels — a regression task for a classification estimator, too few examples of a
     class, a single class — is refused here, not after the candidates' features were computed."""
-    from . import estimators  # lazy: start-up
-    from .rankers.feature_jobs import estimator_score, prepare_tasks  # lazy: start-up
 
     out: dict[str, dict[str, str]] = {}
     for m in methods:

@@ -10,12 +10,14 @@ from ..config import Interval
 from ..data.truth import GroundTruth
 from ..eevee import BatchedEvaluator, MetaConfig, SearchConfig, importance, parse_ks, search, sweep, tiers
 from ..eevee.honest import BASELINES, DESCRIPTIONS, NestedConfig
+from ..eevee.models import META_MODELS
 from ..eevee.report import BASELINE, baseline_dict, search_report
 from ..eevee.search import choose_k
 from ..eevee.table import Table, load_table, read_costs, read_task_mapping, read_task_weights
 from ..errors import InputError
 from ._common import (EXISTING_FILE, NON_NEGATIVE_INT, OUTPUT_DIR, OUTPUT_FILE, POSITIVE_INT, SEED, LazyText,
                       add_registry_option, arg_type, print_json, set_lazy)
+from ..eevee.honest import paired_interval
 
 
 def _numbers(text: str, what: str, positive: bool) -> tuple[float, ...]:
@@ -126,8 +128,6 @@ def nested_config(args: argparse.Namespace) -> NestedConfig:
 
 
 def _meta_model_help() -> str:
-    from ..eevee.models import META_MODELS  # lazy: listing names imports no plugin
-
     return "; ".join(f"{n}: " + (f"{META_MODELS.get(n).description}{' (default)' if n == 'mlp' else ''}" if dist is None
                                  else f"from the distribution {dist}") for n, dist, _ in META_MODELS.members())
 
@@ -214,7 +214,6 @@ def _print_honest(res) -> None:
     s = h.search
     n = len(s.per_split)
     conf = f"{100 * h.confidence:g}%"
-    from ..eevee.honest import paired_interval
 
     ci = paired_interval(s.per_split, h.confidence)
     print(f"honest loss (nested: chosen on the training models of {n} outer splits by {h.split_by}, scored on "

@@ -17,6 +17,7 @@ from ._common import RUN_FILE, print_json
 from ._truth import add_truth_args, check_shared_topics, load_runs, read_truth
 from ..errors import InputError
 from ..evaluate import evaluate
+from ..data.style_truth import is_style_truth
 
 DEFAULT_METRICS = ",".join(_DEFAULT)  # the library's default (ms.evaluate's): nDCG@1,3,5, MRR, weighted Kendall tau
 
@@ -81,11 +82,9 @@ def _style(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.ground_truth and _names_image_id(args.ground_truth):
-        # Subtask B truth (image_id,model_id: train.csv), issue #22
-        from ..style.evaluation import is_style_truth  # lazy: pandas, scipy
-        if is_style_truth(args.ground_truth):
-            return _style(args)
+    # Subtask B truth (image_id,model_id: train.csv), issue #22
+    if args.ground_truth and _names_image_id(args.ground_truth) and is_style_truth(args.ground_truth):
+        return _style(args)
     truth = read_truth(args)
     runs = load_runs(args.run, args.run_id)
     metrics = [m for m in args.metrics.split(",") if m.strip()]

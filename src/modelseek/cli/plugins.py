@@ -4,6 +4,7 @@ declares them) and, for one that cannot be used, why (:func:`modelseek.kinds.rep
 from __future__ import annotations
 
 from ._common import print_json
+from ..kinds import KINDS, kind, report
 
 
 def register(sub) -> None:
@@ -20,7 +21,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-    from ..kinds import KINDS, kind, report
 
     wanted = kind(args.kind).name if args.kind else None
     members = [m for m in report(load=not args.no_load) if wanted is None or m.kind == wanted]

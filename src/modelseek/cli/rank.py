@@ -27,6 +27,7 @@ from ..rankers.resolve import describe_methods, ranker_class, split_params
 from ._common import (NON_NEGATIVE_INT, OUTPUT_FILE, SEED, int_at_least, load_pool_arg, load_truth, print_json,
                       find_in_root)
 from ._finetune import add_verify_args, verify_after_rank
+from ..rankers._registry import RANKERS
 
 
 def register(sub) -> None:
@@ -147,7 +148,6 @@ def _truth_on_disk(args, pool):
     """For a method that learns from past tasks (``avgrank``, ``task_knn`` ...) given no --train-truth: the ground
     truth in PATH (ROOT, ROOT/data), without the tasks being ranked; (None, ...) when there is none or no method
     learns."""
-    from ..rankers._registry import RANKERS  # the registered names (an artifact is fitted already)
 
     learners = [m for m in args.method if m in RANKERS and ranker_class(m).needs_fit]
     path = Path(args.path)

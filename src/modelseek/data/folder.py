@@ -20,6 +20,9 @@ from typing import TYPE_CHECKING
 
 from ..errors import InputError
 from .organisers import OrganisersLayout, find_layout
+from .truth import GroundTruth
+from .loaders import load_ntcir_tasks
+from .pool import load_pool
 
 if TYPE_CHECKING:
     from .pool import Pool
@@ -48,7 +51,6 @@ class ResolvedFolder:
 
     def truth(self, any_score: bool = False) -> GroundTruth:
         """The ground truth, or an error naming where it was looked for."""
-        from .truth import GroundTruth  # lazy: pandas
 
         if self.ground_truth is None:
             raise InputError(f"no ground truth here (no {TRUTH_NAME} in {self.data}); give its path (--ground-truth "
@@ -58,13 +60,11 @@ class ResolvedFolder:
     def training_tasks(self, ids=None) -> TaskSet:
         """The task folders beside the ground truth (the organisers' ``task-data/train-tasks``), those of ``ids``
         only when given."""
-        from .loaders import load_ntcir_tasks  # lazy: start-up
 
         return load_ntcir_tasks(self.data, ids=ids)
 
     def pool(self, given: str | Path | None = None) -> Pool:
         """``given`` (a pool file or name), else the ``models.csv`` beside the data, else the built-in ntcir19."""
-        from .pool import load_pool  # lazy: start-up
 
         if given is not None:
             return load_pool(given)

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import hmac
 import math
 import os
 import re
@@ -39,9 +38,10 @@ from ..io import atomic_write_text
 from .leaderboard import board_csv, board_json, display_frame
 from .publish import StalePreview
 from .storage import Store
+from .review_page import ReviewPage
+from .session import COOKIE, sign_session, valid_session
 from .text import name_key, safe_str
 
-COOKIE = "modelseek_session"
 #: uploaded files older than this are deleted (identical uploads share one file: not deleted at once)
 UPLOAD_TTL = 600.0
 #: an upload whose next bytes do not arrive within this many seconds is stalled: the request is dropped and its
@@ -208,20 +208,6 @@ def safe_frame(df: pd.DataFrame | None) -> pd.DataFrame | None:
         if out[col].dtype == object:
             out[col] = out[col].map(cell)
     return out
-
-
-_SESSION = re.compile(r"^([A-Za-z0-9_-]{43})\.([0-9a-f]{32})$")
-
-
-def sign_session(secret: bytes, token: str) -> str:
-    """``token.signature``: the session value this server issues (HMAC-SHA256 with its secret)."""
-    return f"{token}.{hmac.new(secret, token.encode('ascii'), hashlib.sha256).hexdigest()[:32]}"
-
-
-def valid_session(secret: bytes, value: str | None) -> bool:
-    """Whether ``value`` is a session cookie this server issued (a client-chosen value is not)."""
-    m = _SESSION.match(value or "")
-    return m is not None and hmac.compare_digest(sign_session(secret, m.group(1)), str(value))
 
 
 def _forwarded_client(headers: list, trusted: frozenset[str]) -> str | None:
@@ -489,7 +475,6 @@ class LeaderboardApp:
     def exports(self, level: str | None = "overall", query: str | None = None) -> tuple[str, str]:
         """The shown board (this level and search) as formula-safe CSV and JSON files: their paths (one folder per
         content, so concurrent views never overwrite each other's file)."""
-        import hashlib
 
         df = self.board(level, query)
         csv_text, json_text = board_csv(df), board_json(df)
@@ -808,8 +793,6 @@ def launch(demo, host: str = "127.0.0.1", port: int = 7860, trusted_proxies: tup
                         on_stall=lambda: app.sweep_stalled(stall))
     middleware = [cookie]
     if app.operators:
-        from .review_page import ReviewPage
-
         middleware.append(Middleware(ReviewPage, store=demo.modelseek_store, secret=app.secret,
                                      identity_header=app.identity_header, operators=app.operators))
     app_kwargs = {**kwargs.pop("app_kwargs", {}), "middleware": middleware}

@@ -38,6 +38,7 @@ import os
 from collections.abc import Mapping, Sequence
 
 from . import schema
+from ..errors import InputError
 
 GENESIS = "0" * 64
 KEY_ENV, KEY_FILE_ENV = "MODELSEEK_DUEL_KEY", "MODELSEEK_DUEL_KEY_FILE"
@@ -46,7 +47,6 @@ KEY_ENV, KEY_FILE_ENV = "MODELSEEK_DUEL_KEY", "MODELSEEK_DUEL_KEY_FILE"
 def operator_key() -> bytes | None:
     """The operator's chain key: ``MODELSEEK_DUEL_KEY`` (its text), else the bytes of the file named by
     ``MODELSEEK_DUEL_KEY_FILE`` (surrounding white space stripped); ``None`` when neither is set."""
-    from ..errors import InputError
 
     text = os.environ.get(KEY_ENV)
     if text:

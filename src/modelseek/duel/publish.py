@@ -28,6 +28,7 @@ from .scoring import win_scores
 from .submission import (Submission, _records_to_data, check_sample_counts, id_difference, submission_from_bytes,
                          validate_submission)
 from .text import clean_name, name_key, skeletons
+from .copies import copy_groups
 
 #: bytes of an upload searched for its model name before the full parse
 MAX_PEEK = 512 * 1024
@@ -617,7 +618,6 @@ class PublishWorkflow:
         prof = [{t: by_task[t][k] for t in tasks} for k in range(len(subs))]
         payloads = [_payload(s) for s in subs]
 
-        from .copies import copy_groups
 
         vectors = [answer_vectors(s.data) for s in subs]
         groups = copy_groups(vectors)

@@ -47,6 +47,8 @@ import numpy as np
 from ..errors import InputError
 from .config import Metric
 from .text import name_key
+from .text import look_alike
+from . import chain
 
 if TYPE_CHECKING:
     from .config import LeaderboardConfig
@@ -208,7 +210,6 @@ class ReviewWorkflow:
 
     def _team_owner(self, c, team: str) -> str | None:
         """The uploader hash of the first published entry under ``team`` (or a look-alike), else ``None``."""
-        from .text import look_alike
 
         sa, ch, subs = self._sa, self.t["chain"], self.t["submissions"]
         for meta, who in c.execute(sa.select(subs.c.metadata_json, ch.c.uploader)
@@ -270,7 +271,6 @@ class ReviewWorkflow:
             raise InputError("the operator's name is required", field="operator")
         if not str(why).strip():
             raise InputError("say why (--why TEXT): the withdrawal is public", field="why")
-        from . import chain
 
         def write(c):
             self._refuse_tampered(c)

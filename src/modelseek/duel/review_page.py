@@ -25,7 +25,7 @@ from collections import OrderedDict
 from urllib.parse import parse_qs
 
 from ..errors import ModelseekError
-from .app import COOKIE, valid_session
+from .session import COOKIE, valid_session
 from .text import safe_str
 
 PATH = "/review"

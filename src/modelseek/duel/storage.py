@@ -55,6 +55,7 @@ from .reference import META_DEMO, META_REFERENCE, META_REVIEW, Reference
 from .submission import MAX_BYTES, Submission, validate_submission
 from .database import _reason, _retry_locked, _sqlalchemy, database_url, open_engine, prepare_write, shown_url
 from .publish import MAX_DAILY_BYTES, PENDING_TTL, Preview, PublishWorkflow, StalePreview  # noqa: F401 (re-exported)
+from .copies import groups_from_pairs
 
 
 class Store(PublishWorkflow, ReviewWorkflow):
@@ -207,7 +208,6 @@ class Store(PublishWorkflow, ReviewWorkflow):
     def _groups_of(self, ids: list[int]) -> list[int]:
         """Near-copy group labels of the published ``ids`` (:mod:`.copies`: duels against one group count once),
         from the near-copies a reviewer published (``copies``)."""
-        from .copies import groups_from_pairs
 
         cp = self.t["copies"]
         with self.engine.connect() as c:

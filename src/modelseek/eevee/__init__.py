@@ -17,6 +17,7 @@ from .score import Score
 from .honest import Honest, NestedConfig
 from .search import SearchConfig, SearchResult, Tier, choose_k, importance, parse_ks, search, sweep, tiers
 from .table import Table, load_table, read_costs, read_task_mapping, read_task_weights
+from .report import search_report
 
 __all__ = ["META_MODELS", "BatchedEvaluator", "Evaluator", "Honest", "LoopEvaluator", "MetaConfig", "MetaModel",
            "NestedConfig", "Score", "SearchConfig", "SearchResult", "Table", "Tier", "choose_k", "importance",
@@ -26,7 +27,6 @@ __all__ = ["META_MODELS", "BatchedEvaluator", "Evaluator", "Honest", "LoopEvalua
 
 def __getattr__(name: str):
     if name == "search_report":  # report imports search: loaded on first use
-        from .report import search_report
 
         return search_report
     raise AttributeError(name)

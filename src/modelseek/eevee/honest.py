@@ -35,9 +35,10 @@ column taken out of the table (see :meth:`~modelseek.eevee.table.Table.without_c
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from numbers import Integral, Real
+from typing import Any
 
 import numpy as np
 
@@ -343,7 +344,11 @@ class NestedRunner:
     outer split cost more to start (torch in each) than they save on tables of tens of models."""
 
     def __init__(self, table: Table, meta: MetaConfig, nested: NestedConfig, seed: int, *,
-                 order: Mapping[str, float] | Sequence[float] | None = None, workers: int = 1) -> None:
+                 order: Mapping[str, float] | Sequence[float] | None = None, workers: int = 1,
+                 search: Callable[..., Any], feasibility: Callable[..., Any]) -> None:
+        # the search and its feasibility rule are handed in by modelseek.eevee.search (which imports this module):
+        # no import cycle
+        self._search, self._feasibility = search, feasibility
         key: np.ndarray | None = None
         if order is not None:  # per model: a mapping model -> value, or values in ``table``'s row order
             if isinstance(order, Mapping):
@@ -399,8 +404,7 @@ class NestedRunner:
         """The nested estimate of a search of size ``k`` (``config``: its :class:`SearchConfig`) and of the
         baselines. With ``full`` (the whole table's evaluator) each method's in-sample subset and score are
         added (``full_search``: the search's own result on it, when already run)."""
-        from .search import _feasibility, search  # search imports this module
-
+        search, _feasibility = self._search, self._feasibility
         if not self.splits:
             return None
         feasible = _feasibility(self.table, budget)
@@ -449,8 +453,7 @@ class NestedRunner:
     def _in_sample(self, methods: dict[str, Method], k: int, config, full: Evaluator, feasible, full_search,
                    budget: float | None) -> None:
         """Each method's subset chosen on the whole table and its (in-sample) cross-validated loss there."""
-        from .search import search
-
+        search = self._search
         rng = derive_rng(self.seed, "eevee-in-sample", k)
         res = full_search or search(full, k, config, budget=budget, top=1)
         spawn = getattr(full, "spawn", None)

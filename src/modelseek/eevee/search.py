@@ -136,7 +136,8 @@ def search(table_or_evaluator: Table | Evaluator, k: int, config: SearchConfig |
     ev, order = _evaluator(table_or_evaluator, cfg, meta, nested, order)
     res = _search(ev, k, cfg, budget=budget, progress=progress, top=top)
     if nested is not None:
-        runner = NestedRunner(ev.table, ev.config, nested, cfg.seed, order=order)
+        runner = NestedRunner(ev.table, ev.config, nested, cfg.seed, order=order, search=search,
+                              feasibility=_feasibility)
         try:
             res.honest = runner.estimate(k, cfg, budget=budget, full=ev, full_search=res, progress=progress)
         finally:
@@ -284,8 +285,8 @@ def sweep(table: Table, ks: Sequence[int], config: SearchConfig | None = None, *
     cfg = config or SearchConfig()
     ev, order = _evaluator(evaluator or table, cfg, meta, nested, order)
     fp = _fingerprint(ev.table, ev.config, cfg, budget, nested, order)  # the canonical table: any order resumes
-    runner = NestedRunner(ev.table, ev.config, nested, cfg.seed, order=order) \
-        if nested is not None else None
+    runner = NestedRunner(ev.table, ev.config, nested, cfg.seed, order=order, search=search,
+                          feasibility=_feasibility) if nested is not None else None
     try:
         return _sweep(ev, ks, cfg, out_dir, budget, progress, fp, runner)
     finally:
@@ -381,8 +382,8 @@ def tiers(table: Table, budgets: Sequence[float], config: SearchConfig | None = 
     ev, order = _evaluator(evaluator or table, cfg, meta, nested, order)
     table = ev.table
     _feasibility(table, 0.0)  # every benchmark needs a cost
-    runner = NestedRunner(table, ev.config, nested, cfg.seed, order=order) \
-        if nested is not None else None
+    runner = NestedRunner(table, ev.config, nested, cfg.seed, order=order, search=search,
+                          feasibility=_feasibility) if nested is not None else None
     costs = sorted(table.costs[b] for b in table.benchmark_names)
     out = []
     try:

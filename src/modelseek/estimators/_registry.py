@@ -25,6 +25,7 @@ from ..enums import Choice
 from ..errors import InputError
 from ..registry import PluginRegistry
 from ._common import check_inputs, check_targets, unit_scale
+from ..kinds import named
 
 
 class InputKind(Choice):
@@ -91,7 +92,6 @@ def check_estimator(name: str, obj: Any) -> EstimatorInfo:
     signature must match what the record declares (:func:`check_contract`), and the registered function is behind
     the registration's checks (:func:`checked`)."""
     if isinstance(obj, EstimatorInfo):
-        from ..kinds import named
 
         named("the estimator record", obj.name, name)
         raw = getattr(obj.fn, "__wrapped__", obj.fn)

@@ -42,6 +42,7 @@ from typing import Any, ClassVar, Literal, Protocol, TypeVar, runtime_checkable
 
 from ..errors import InputError
 from ..registry import PluginRegistry
+from ..kinds import named, takes
 
 log = logging.getLogger(__name__)
 
@@ -175,7 +176,6 @@ def check_executor(name: str, obj: Any) -> type[Executor]:
     """The executor kind's one check (:data:`modelseek.kinds.KINDS`), run by :func:`register` and on every plugin:
     a class whose ``name`` is ``name``, with a boolean ``in_process``, a ``concurrency`` of :data:`CONCURRENCY`
     that agrees with it, and ``run(units, on_start, on_done)``."""
-    from ..kinds import named, takes
 
     if not (isinstance(obj, type) and callable(getattr(obj, "run", None))):
         raise TypeError(f"an executor is a class with a run(units, on_start, on_done) method, got {obj!r}")

@@ -21,6 +21,7 @@ import numpy as np
 from ..data.truth import GradingScheme
 from ..errors import InputError
 from ..registry import PluginRegistry
+from ..kinds import named, overrides, takes
 
 if TYPE_CHECKING:
     from ..data.truth import TruthArrays
@@ -145,7 +146,6 @@ def check_metric(name: str, obj: object) -> Metric:
     (its vectorised form may be the base class's loop), ``vectorised(b, k)`` and ``trec_name(k)``, with ``cutoff``
     one of required/optional/none, a boolean ``higher_is_better`` and a numeric ``missing``. It is registered under
     ``name`` (its ``name`` is set to it; one set to another name is refused)."""
-    from ..kinds import named, overrides, takes
 
     metric = obj() if isinstance(obj, type) and issubclass(obj, Metric) else obj
     if not isinstance(metric, Metric):

@@ -13,6 +13,7 @@ from typing import TypeVar
 
 from ..registry import PluginRegistry
 from .base import Ranker
+from ..kinds import named, takes
 
 R = TypeVar("R", bound="type[Ranker]")
 #: derives the ranker of a registered estimator
@@ -55,7 +56,6 @@ class RankerRegistry(PluginRegistry["type[Ranker]"]):
 def check_ranker(name: str, obj: object) -> type[Ranker]:
     """The ranker kind's one check (:data:`modelseek.kinds.KINDS`): a :class:`Ranker` subclass whose ``name`` is
     ``name``, with ``rank(task, pool)`` and ``explain(task, pool)``, and ``_learn`` when it needs fitting."""
-    from ..kinds import named, takes
 
     if not (isinstance(obj, type) and issubclass(obj, Ranker)):
         raise TypeError(f"a ranker is a Ranker subclass (modelseek.rankers.base), got {obj!r}")

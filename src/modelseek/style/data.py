@@ -19,7 +19,6 @@ the file stem (the same content rendered in several styles shares its file name)
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,8 +26,9 @@ from pathlib import Path
 import numpy as np
 
 from ..data.run import natural_key, normalize_b_id
+from ..data.style_truth import read_csv_rows as _read_csv
 from ..errors import InputError
-from ..io import open_text, read_text
+from ..io import read_text
 from .images import decode, read_bytes
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff")
@@ -178,24 +178,6 @@ def read_image(path: str | Path, size: int | None = None) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------------------- Subtask B layout
-def _read_csv(path: Path, required: Sequence[str]) -> list[tuple[int, dict[str, str]]]:
-    with open_text(path) as fh:  # missing, a directory, not UTF-8: located InputErrors
-        reader = csv.DictReader(fh)
-        fields = reader.fieldnames or []
-        for col in required:
-            if col not in fields:
-                raise InputError("missing column", path=path, line=1, field=col)
-        rows = []
-        for lineno, row in enumerate(reader, start=2):
-            for col in required:
-                if not (row.get(col) or "").strip():
-                    raise InputError("empty", path=path, line=lineno, field=col)
-            rows.append((lineno, {k: (v or "").strip() for k, v in row.items() if k is not None}))
-    if not rows:
-        raise InputError("no rows", path=path)
-    return rows
-
-
 def load_models(path: str | Path) -> StyleModels:
     """``models.csv`` of Subtask B: the ``id`` column (docIDs) and ``model_name``."""
     path = Path(path)

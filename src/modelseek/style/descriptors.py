@@ -47,6 +47,7 @@ from ..progress import progress_counter
 from ..registry import Registry
 from . import images as imgio
 from .data import StyleDataset
+from ..kinds import named, overrides, takes
 
 if TYPE_CHECKING:
     from ..align.sources import LoadedModel
@@ -59,7 +60,6 @@ EXTRACTORS: Registry[type[Extractor]] = Registry("style feature")
 def check_extractor(name: str, obj: object) -> type[Extractor]:
     """The style-feature kind's one check (:data:`modelseek.kinds.KINDS`): an :class:`Extractor` subclass whose
     ``name`` is ``name``, with ``__call__(images)`` implemented and ``Params`` a :class:`~modelseek.config.Config`."""
-    from ..kinds import named, overrides, takes
 
     if not (isinstance(obj, type) and issubclass(obj, Extractor)):
         raise TypeError(f"a style feature is an Extractor subclass (modelseek.style.descriptors), got {obj!r}")

@@ -14,76 +14,18 @@ every image of the test folder against every model of ``models.csv``.
 
 from __future__ import annotations
 
-import csv
-import os
-import stat
-from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
-from ..data.run import Run, normalize_b_id, read_run, read_runs
+from ..data.run import read_run, read_runs
+# the truth table and one run's score live in modelseek.data.style_truth (evaluate routes a Subtask B truth
+# without importing this package); named here too, where they always were
+from ..data.style_truth import StyleScore, is_style_truth, load_style_truth, score_style_run
 from ..errors import InputError
-from ..stats.bootstrap import bootstrap_ci
-from .data import _read_csv, load_models
+from .data import load_models
 from .layout import load_organiser_test, organiser_root
 
-
-def is_style_truth(path: str | Path) -> bool:
-    """True when ``path`` is a readable CSV whose header names ``image_id`` and ``model_id`` and no ``f1``
-    (Subtask B truth); any problem reading it is False (the general loader then reports it)."""
-    try:
-        # only a regular file is sniffed: opening a FIFO without a writer would block for ever, and a device
-        # never ends; anything else is left to the general loader, which refuses it in one line
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return False
-        with open(path, newline="", encoding="utf-8") as fh:
-            header = next(csv.reader([fh.readline(65536)]), [])
-    except (OSError, UnicodeDecodeError, csv.Error, ValueError):
-        return False
-    cols = {c.strip().lstrip("\ufeff") for c in header}
-    return {"image_id", "model_id"} <= cols and "f1" not in cols
-
-
-def load_style_truth(path: str | Path) -> dict[str, str]:
-    """``query id -> model id`` of a Subtask B truth table (ids as in runs: no ``.png``, no leading zeros)."""
-    path = Path(path)
-    truth: dict[str, str] = {}
-    first: dict[str, int] = {}
-    for lineno, row in _read_csv(path, ["image_id", "model_id"]):
-        q = normalize_b_id(row["image_id"])
-        if q in truth:
-            raise InputError(f"image {row['image_id']!r} is listed twice (first on line {first[q]})", path=path,
-                             line=lineno, field="image_id")
-        truth[q], first[q] = normalize_b_id(row["model_id"]), lineno
-    return truth
-
-
-@dataclass
-class StyleScore:
-    run_id: str
-    per_query: dict[str, float]
-    missing: int
-    mrr: float
-    low: float
-    high: float
-
-    def to_dict(self) -> dict:
-        return {"mrr": self.mrr, "mrr_interval": [self.low, self.high], "queries": len(self.per_query),
-                "missing": self.missing}
-
-
-def score_style_run(run: Run, truth: dict[str, str], n_resamples: int = 1000, seed: int = 0) -> StyleScore:
-    rr, missing = {}, 0
-    for q, model in truth.items():
-        if q not in run:
-            rr[q] = 0.0
-            missing += 1
-            continue
-        ranking = run.ranking(q)
-        rr[q] = 1.0 / (ranking.index(model) + 1) if model in ranking else 0.0
-    ci = bootstrap_ci(np.array(list(rr.values())), n_resamples=n_resamples, seed=seed)
-    return StyleScore(run.run_id, rr, missing, ci.mean, ci.low, ci.high)
+__all__ = ["StyleScore", "evaluate_style_runs", "is_style_truth", "load_style_truth", "score_style_run",
+           "test_folder_topics"]
 
 
 def evaluate_style_runs(run_path: str | Path, truth_path: str | Path, run_id: str | None = None) -> list[StyleScore]:

@@ -27,6 +27,7 @@ from ..data.run import Run
 from ..errors import InputError, NotFittedError
 from ..fusion import fuse
 from ..registry import Registry
+from ..kinds import named, takes
 
 RETRIEVERS: Registry[type] = Registry("style retriever")
 """Every style retriever: the classes below, then the entry points of ``modelseek.style_retrievers`` (checked by
@@ -38,7 +39,6 @@ def check_retriever(name: str, obj: object) -> type:
     """The style-retriever kind's one check (:data:`modelseek.kinds.KINDS`): a class whose ``name`` is ``name``, with
     ``fit(X, y, models)`` (returning the fitted retriever) and ``scores(X)``; a :class:`Retriever` subclass gets its
     input checks and its order of candidates from the base class."""
-    from ..kinds import named, takes
 
     if not isinstance(obj, type):
         raise TypeError(f"a style retriever is a class (e.g. a Retriever subclass), got {obj!r}")

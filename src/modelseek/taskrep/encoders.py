@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..registry import Registry
+from ..kinds import takes
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,6 @@ def check_encoder(name: str, obj: object) -> Callable[..., Encoder]:
     """The task-encoder kind's one check (:data:`modelseek.kinds.KINDS`): a factory callable with no arguments
     (its parameters keywords with defaults) that returns an :class:`Encoder`; the model is loaded on the encoder's
     first call, so the factory itself is cheap."""
-    from ..kinds import takes
 
     if not callable(obj):
         raise TypeError(f"a task encoder is a factory () -> Encoder, got {obj!r}")

@@ -7,6 +7,7 @@
 """
 
 from ..data.synthetic import make_ground_truth, make_ntcir_layout, make_text_task, write_task_table
+from ..kinds import check_member as check
 
 __all__ = ["make_ground_truth", "make_ntcir_layout", "make_text_task", "write_task_table"]
 
@@ -15,7 +16,6 @@ def check_member(kind: str, obj, name: str | None = None):
     """The one check of kind ``kind`` (:func:`modelseek.kinds.check_member`), for a plugin author's tests: what
     every built-in passes when it registers and every plugin when it is loaded. Returns the member as registered;
     a broken contract raises ``TypeError``/``ValueError`` saying what is wrong."""
-    from ..kinds import check_member as check
 
     return check(kind, obj, name)
 

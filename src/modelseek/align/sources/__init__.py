@@ -10,6 +10,7 @@ from typing import TypeVar
 
 from ...registry import PluginRegistry
 from .base import LoadedModel, ModelSource, Spec, WeightsUnavailable, offline
+from ...kinds import named, takes
 
 S = TypeVar("S", bound=type[ModelSource])
 
@@ -18,7 +19,6 @@ def check_source(name: str, obj: object) -> type[ModelSource]:
     """The model-source kind's one check (:data:`modelseek.kinds.KINDS`), run by :func:`register` and on every
     plugin: a :class:`ModelSource` subclass whose ``name`` is ``name``, with ``build(entry, spec)`` and
     ``defaults(entry)``, and string ``package`` and ``extra``."""
-    from ...kinds import named, takes
 
     if not (isinstance(obj, type) and issubclass(obj, ModelSource)):
         raise TypeError(f"a model source is a ModelSource subclass (modelseek.align.sources.base), got {obj!r}")

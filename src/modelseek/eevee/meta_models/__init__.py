@@ -12,12 +12,12 @@ from __future__ import annotations
 from typing import Any
 
 from ..models import KERNEL_PARAMETERS, MetaModel
+from ...kinds import named, takes
 
 
 def check_meta_model(name: str, obj: Any) -> MetaModel:
     """The meta-model kind's one check: a :class:`MetaModel` named ``name`` (its kernel's signature is checked
     when the record is built), or a scikit-learn-style regressor adapted by :func:`regressor_meta_model`."""
-    from ...kinds import named, takes
 
     if isinstance(obj, MetaModel):
         named("the meta-model", obj.name, name)
@@ -36,7 +36,6 @@ def regressor_meta_model(name: str, regressor: Any, description: str | None = No
     milliseconds): for any model a fast kernel does not cover."""
     cls: Any = regressor if isinstance(regressor, type) else type(regressor)
     what = f"meta-model {name!r} ({cls.__name__})"
-    from ...kinds import takes
 
     takes(f"{what}: fit", cls.fit, ("X", "y"))
     takes(f"{what}: predict", cls.predict, ("X",))

@@ -32,6 +32,7 @@ import numpy as np
 
 from ...errors import InputError
 from ...registry import PluginRegistry, closest
+from ...kinds import named, takes
 
 if TYPE_CHECKING:
     from ..core import Fusion
@@ -153,7 +154,6 @@ def check_fusion_method(name: str, obj: object) -> FusionMethod:
     """The fusion kind's one check (:data:`modelseek.kinds.KINDS`), run by :func:`register` and on every plugin: a
     :class:`FusionMethod` named ``name`` (lower case, no spaces), with boolean properties, ``combine(values,
     weights)`` and ``search(space)``."""
-    from ...kinds import named, takes
 
     if not isinstance(obj, FusionMethod):
         raise TypeError(f"a fusion method is a FusionMethod instance, got {obj!r}")
