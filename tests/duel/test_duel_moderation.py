@@ -2,7 +2,6 @@
 uploader's verdict, withdrawal in the chain), the keyed chain, the server's refusal to publish on a tampered board,
 masked passwords and one-line errors on a damaged database. SQLite and PostgreSQL (``db_url``)."""
 
-import copy
 import json
 import string
 import unicodedata
@@ -15,17 +14,13 @@ from modelseek.duel.storage import Store, create_board
 from modelseek.duel.submission import validate_submission
 from modelseek.duel.text import confusable_pairs, look_alike, mixed_scripts
 from modelseek.duel.tournament import tournament
+from modelseek.testing.duel import renamed
 from modelseek.errors import InputError
 
 LATIN_AND_DIGITS = set(string.ascii_letters + string.digits)
 
 
-def _named(d: dict, model: str, team: str | None = None) -> bytes:
-    out = copy.deepcopy(d)
-    out["metadata"]["model"] = model
-    if team is not None:
-        out["metadata"]["team"] = team
-    return json.dumps(out, ensure_ascii=False).encode()
+_named = renamed  # an upload under another name (and team)
 
 
 # ------------------------------------------------------------------------------------------------ names

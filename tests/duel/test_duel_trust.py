@@ -11,6 +11,7 @@ import pytest
 from modelseek.duel.reference import Reference
 from modelseek.duel.storage import Store, create_board
 from modelseek.errors import InputError
+from modelseek.testing.duel import renamed
 from modelseek.testing.duel import recompute_results
 
 
@@ -176,12 +177,7 @@ def test_perplexity_cross_check_is_absolute(cfg, sub_dicts):
         validate_submission(d, cfg)
 
 
-def _named(d: dict, model: str, team: str | None = None) -> bytes:
-    out = copy.deepcopy(d)
-    out["metadata"]["model"] = model
-    if team is not None:
-        out["metadata"]["team"] = team
-    return json.dumps(out, ensure_ascii=False).encode()
+_named = renamed  # an upload under another name (and team)
 
 
 @pytest.mark.parametrize("look_alike", ["vi\u0441tim-model",      # Cyrillic es

@@ -8,6 +8,7 @@ per-sample outcomes so that a more skilled model tends to be better on every met
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -17,6 +18,15 @@ from ..duel.config import LeaderboardConfig, Metric
 from ..duel.examples import (LM_EVAL_HEADER, _task_rng, example_config, make_submission_dicts,  # noqa: F401
                              make_submissions, write_examples)
 from ..duel.submission import _records_to_data, metric_value
+
+
+def renamed(submission: dict, model: str, team: str | None = None) -> bytes:
+    """An upload of ``submission`` (a dict) under another model name (and team): its bytes, as a client sends them."""
+    out = copy.deepcopy(submission)
+    out["metadata"]["model"] = model
+    if team is not None:
+        out["metadata"]["team"] = team
+    return json.dumps(out, ensure_ascii=False).encode()
 
 
 def write_submissions(folder: str | Path, **kwargs) -> list[Path]:
