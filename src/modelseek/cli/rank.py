@@ -13,11 +13,11 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from ..api import rank_explained
+from ..api import folder_request, rank_explained
 from ..config import parse_overrides
 from ..data.folder import resolve_folder
 from ..data.loaders import load_ntcir_tasks, load_table_task
-from ..data.organisers import absent_test_tasks, describe_absent, find_layout, load_split
+from ..data.organisers import find_layout
 from ..data.run import write_runs
 from ..data.task import Criticality, LabelKind, TaskSet
 from ..errors import InputError
@@ -84,31 +84,23 @@ def register(sub) -> None:
 
 
 def _tasks(args) -> tuple[list, str | None]:
-    """(the tasks, a line saying which split of the organisers' layout they are, or None)."""
+    """(the tasks, a line saying which split of the organisers' layout they are, or None): a folder through the
+    library's :func:`modelseek.api.folder_request` (what ``modelseek.rank(FOLDER)`` reads), a table file as one
+    task."""
     path = Path(args.path)
     if not path.exists():
         raise InputError("no such file or folder", path=path)
-    layout = find_layout(path) if path.is_dir() else None
-    if layout is None:
-        if args.split:
-            raise InputError("--split takes the organisers' layout: a folder holding task-data/test-tasks or "
-                             "task-data/train-tasks (or data/ with them)", path=path, field="--split")
-        if path.is_file():
-            return [load_table_task(path, text_col=args.text_col.split(",") if "," in args.text_col
-                                    else args.text_col,
-                                    label_col=args.label_col.split(",") if "," in args.label_col
-                                    else args.label_col, label_kind=args.label_kind)], None
-        return _declare(list(load_ntcir_tasks(path)), args.label_kind), None
-    split, folder = layout.split_folder(args.split, path)
-    absent = absent_test_tasks(layout) if split == "test" else []
-    if absent:  # named before any task is read or ranked: the run will miss them
-        print(f"warning: {describe_absent(layout, absent)}; the run will miss them (validate --official refuses "
-              f"it)", file=sys.stderr)
-    tasks = _declare(list(load_split(layout, split)), args.label_kind)
-    kind = "test tasks (the official topics)" if split == "test" else "training tasks"
-    if absent:
-        kind = f"test tasks of the {len(tasks) + len(absent)} official topics ({len(absent)} not downloaded)"
-    return tasks, f"ranking the {len(tasks)} {kind} of {folder}"
+    if path.is_dir():
+        req = args.request
+        if req.found.warning():  # before any task is ranked: the run will miss them
+            print(f"warning: {req.found.warning()}", file=sys.stderr)
+        return _declare(req.tasks, args.label_kind), req.found.describe()
+    if args.split:
+        raise InputError("--split takes the organisers' layout: a folder holding task-data/test-tasks or "
+                         "task-data/train-tasks (or data/ with them)", path=path, field="--split")
+    return [load_table_task(path, text_col=args.text_col.split(",") if "," in args.text_col else args.text_col,
+                            label_col=args.label_col.split(",") if "," in args.label_col else args.label_col,
+                            label_kind=args.label_kind)], None
 
 
 def _declare(tasks: list, kind: str | None) -> list:
@@ -145,28 +137,15 @@ def _train_data(args, pool):
 
 def _truth_on_disk(args, pool):
     """For a method that learns from past tasks (``avgrank``, ``task_knn`` ...) given no --train-truth: the ground
-    truth in PATH (ROOT, ROOT/data), without the tasks being ranked; (None, ...) when there is none or no method
-    learns."""
-    from ..rankers._registry import RANKERS  # the registered names (an artifact is fitted already)
-
-    learners = [m for m in args.method if m in RANKERS and ranker_class(m).needs_fit]
-    path = Path(args.path)
-    if not learners or not path.is_dir():
+    truth in PATH (ROOT, ROOT/data) without the tasks being ranked, as the library's
+    :func:`modelseek.api.folder_request` found it; (None, ...) when there is none or no method learns."""
+    req = getattr(args, "request", None)
+    if req is None or req.train_truth is None:
         return None, None, pool, None
-    folder = resolve_folder(path)
-    if folder.ground_truth is None:
-        return None, None, pool, None
-    truth = folder.truth()
-    ranked = set(args.ranked_ids)
-    keep = [t for t in truth.task_ids if t not in ranked]  # never learn from a task being ranked
-    if not keep:
-        raise InputError(f"the ground truth {folder.ground_truth} holds only the tasks being ranked; {learners[0]} "
-                         f"learns from other tasks: give --cv K (cross-fit) or --train-truth", field="--train-truth")
-    truth = truth.subset(keep) if len(keep) < len(truth.task_ids) else truth
     if not args.json:
-        print(f"method {', '.join(learners)}: fitted on the {len(keep)} past tasks of {folder.ground_truth}")
-    learn_text = any(ranker_class(m).needs_text for m in learners)
-    return truth, folder.training_tasks(keep) if learn_text else None, folder.pool(), str(folder.ground_truth)
+        print(f"method {', '.join(req.learners)}: fitted on the {len(req.train_truth.task_ids)} past tasks of "
+              f"{req.train_source}")
+    return req.train_truth, req.train_tasks, req.train_pool, req.train_source
 
 
 def _check_options(args) -> None:
@@ -193,11 +172,18 @@ def _plan(args) -> list[tuple[str, dict, str | None]]:
 def run(args: argparse.Namespace) -> int:
     _check_options(args)
     root = Path(args.path)
-    # the ranking pool: --pool, else models.csv beside the tasks (or beside --train-tasks), else ntcir19
-    pool = load_pool_arg(args.pool, root if root.is_dir() else (Path(args.train_tasks) if args.train_tasks else None))
     plan = _plan(args)  # methods and parameters are checked before any data is read
+    args.request = None
+    if root.is_dir():  # the folder's tasks, pool and training truth: the library's rule (modelseek.rank alike)
+        learn = [] if args.cv or args.train_tasks or args.train_truth else args.method
+        try:
+            args.request = folder_request(root, learn, split=args.split, pool=args.pool)
+        except InputError as exc:
+            raise _as_flag(exc) from None
+        pool = args.request.pool
+    else:  # a table file: --pool, else models.csv beside --train-tasks, else ntcir19
+        pool = load_pool_arg(args.pool, Path(args.train_tasks) if args.train_tasks else None)
     tasks, which = _tasks(args)
-    args.ranked_ids = [t.id for t in tasks]
     if not args.json:
         for line in ([which] if which else []) + _default_lines(args.method):
             print(line)
@@ -236,6 +222,17 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _print_runs(args, runs, explanations, layers, pool)
     return verify_after_rank(args, runs, tasks, pool)
+
+
+_FLAGS = {"split": "--split", "train_truth": "--train-truth", "pool": "--pool"}
+
+
+def _as_flag(exc: InputError) -> InputError:
+    """A library error naming a parameter, named by this command's flag instead."""
+    flag = _FLAGS.get(exc.field or "")
+    if flag is None:
+        return exc
+    return InputError(exc.message.replace("split takes", "--split takes"), path=exc.path, line=exc.line, field=flag)
 
 
 def _data_root(root: Path) -> Path:

@@ -182,7 +182,7 @@ def resolve(method: str | Ranker = "default", params: Mapping[str, Any] | None =
         if path is not None:
             check_params(method, params)
             return load_artifact(path, **params)
-        ranker = make(method, **params)
+        ranker = make(method, **(with_card_pool(method, params, pool) if train_truth is not None else params))
     if ranker.needs_fit and not ranker.is_fitted:
         name = ranker.name
         if train_truth is None:
@@ -195,6 +195,32 @@ def resolve(method: str | Ranker = "default", params: Mapping[str, Any] | None =
     return ranker
 
 
+def card_pool(pool: Pool) -> str | None:
+    """The one rule for what a card-reading method (``metadata``, ``ltr``: it declares a ``pool`` parameter) reads
+    its model cards from when none is given: the built-in ``ntcir19`` (it has card metadata) when ``pool`` holds the
+    same candidates (same ids, same or no Hugging Face id), else the file ``pool`` was read from; None for a pool
+    built in memory (the method's own default stands). ``bench``, ``rank``, ``rank --cv``, ``train-ranker``,
+    :func:`modelseek.rank` and :func:`modelseek.bench.cross_validate` all apply it through :func:`with_card_pool`."""
+    from ..data.pool import ntcir_pool  # lazy: the built-in pool is read only when asked
+
+    ref = ntcir_pool()
+    if all(c.id in ref and (not c.hf_id or c.hf_id == ref.get(c.id).hf_id) for c in pool):
+        return "ntcir19"
+    return getattr(pool, "file", None)
+
+
+def with_card_pool(method: str | Ranker, params: Mapping[str, Any] | None, pool: Pool | None) -> dict[str, Any]:
+    """``params`` with ``pool`` set by :func:`card_pool` when ``method`` (a name or an artifact) declares a ``pool``
+    parameter that is not given; a :class:`Ranker` instance (or a factory) carries its own."""
+    out = dict(params or {})
+    if pool is None or "pool" in out or not isinstance(method, str) or "pool" not in ranker_class(method).param_names():
+        return out
+    cards = card_pool(pool)
+    if cards is not None:
+        out["pool"] = cards
+    return out
+
+
 def describe_methods() -> str:
     """One line for ``--help``: the registered methods and the shipped artifacts."""
     shipped = sorted(p.stem for p in artifact_dir().glob("*.json") if p.name != "default.json")
@@ -202,5 +228,5 @@ def describe_methods() -> str:
             f"or the path of an artifact from 'modelseek train-ranker'")
 
 
-__all__ = ["artifact_path", "artifact_spec", "build", "check_params", "describe_methods", "make", "ranker_class",
-           "resolve", "split_params"]
+__all__ = ["artifact_path", "artifact_spec", "build", "card_pool", "check_params", "describe_methods", "make",
+           "ranker_class", "resolve", "split_params", "with_card_pool"]
