@@ -19,9 +19,8 @@ from ..data.folder import resolve_folder
 from ..data.loaders import load_ntcir_tasks, load_table_task
 from ..data.organisers import find_layout
 from ..data.run import write_runs
-from ..data.task import Criticality, LabelKind, TaskSet
+from ..data.task import LabelKind, TaskSet
 from ..errors import InputError
-from ..funnel.curve import budget_curve
 from ..rankers.default import default_spec
 from ..rankers.resolve import describe_methods, ranker_class, split_params
 from ._common import (NON_NEGATIVE_INT, OUTPUT_FILE, SEED, int_at_least, load_pool_arg, load_truth, print_json,
@@ -331,7 +330,7 @@ def _print_explained(run_id: str, ex: dict, n_pool: int) -> None:
     _print_indistinguishable(ex["candidates"])
     crit, reg = ex["criticality"], ex["regret_top1"]
     probs = ", ".join(f"{k} {v:.2f}" for k, v in crit["probabilities"].items())
-    rule = Criticality.from_regret(reg["expected"]).value
+    rule = ex["regret_rule"]["tier"]  # the library's verdict (api.with_verdicts), as --json carries it
     known = crit.get("vote", crit["tier"]) != crit["tier"] or "tasks.csv" in crit.get("source", "")
     print(f"  criticality: {crit['tier'].upper()} — {crit.get('source', 'a vote of the most similar past tasks')} "
           + (f"(the past tasks' vote: {crit.get('vote', crit['tier'])}, P: {probs})" if known else f"(P: {probs})"))
@@ -344,17 +343,17 @@ def _print_explained(run_id: str, ex: dict, n_pool: int) -> None:
                      + f" ({n['similarity']:.2f})"
                      for n in ex["nearest_tasks"])
     print(f"  most similar past tasks: {near}")
-    _print_budget_curve(crit["tier"])
+    _print_budget_curve(ex["budget_curve"])
 
 
-def _print_budget_curve(tier: str) -> None:
-    """What fine-tuning buys here: the replay curve of the shipped history's tasks of this task's tier."""
-    m = budget_curve(tier=tier)
+def _print_budget_curve(m: dict) -> None:
+    """What fine-tuning buys here: the replay curve of the shipped history's tasks of this task's tier (the
+    library's ``budget_curve`` of the explanation)."""
     cells = "; ".join(f"{p['k']}: nDCG@5 {p['ndcg@5']:.2f} [{p['ndcg@5_low']:.2f}, {p['ndcg@5_high']:.2f}], regret "
-                      f"{p['regret']:.3f}" for p in m.curve)
+                      f"{p['regret']:.3f}" for p in m["points"])
     print(f"  fine-tuning the top k, then ranking as the funnel does (by expected official gain where replay chose "
           f"it, else those k first by their F1) — expected after k = {cells} (replay on the "
-          f"{m.tasks} {tier}-criticality past tasks, seed noise sd {m.noise:g}; `modelseek replay`)")
+          f"{m['tasks']} {m['tier']}-criticality past tasks, seed noise sd {m['noise']:g}; `modelseek replay`)")
 
 
 def _print_indistinguishable(cands: list) -> None:
