@@ -138,5 +138,5 @@ def test_rank_explained_json_carries_the_verdicts(cli, layout, tmp_path):
     assert got["budget_curve"] == json.loads(json.dumps(ex["budget_curve"]))
     assert ex["regret_rule"]["tier"] in ("low", "medium", "high")
     assert ex["budget_curve"]["tier"] == ex["criticality"]["tier"]
-    assert [p["k"] for p in ex["budget_curve"]["points"]][0] == 0
+    assert ex["budget_curve"]["points"][0]["k"] == 0
     assert [e["doc"] for e in doc["adaptive"][tid]] == [e.doc for e in res.run[tid]]

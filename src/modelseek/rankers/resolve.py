@@ -209,7 +209,7 @@ def card_pool(pool: Pool) -> str | None:
     return getattr(pool, "file", None)
 
 
-def with_card_pool(method: str | Ranker, params: Mapping[str, Any] | None, pool: Pool | None) -> dict[str, Any]:
+def with_card_pool(method: object, params: Mapping[str, Any] | None, pool: Pool | None) -> dict[str, Any]:
     """``params`` with ``pool`` set by :func:`card_pool` when ``method`` (a name or an artifact) declares a ``pool``
     parameter that is not given; a :class:`Ranker` instance (or a factory) carries its own."""
     out = dict(params or {})
