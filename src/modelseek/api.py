@@ -172,8 +172,7 @@ def folder_request(path: str | Path | ResolvedFolder, methods: Sequence[str | Ra
     keep = [t for t in truth.task_ids if t not in ranked]  # never learn from a task being ranked
     if not keep:
         raise InputError(f"the ground truth {folder.ground_truth} holds only the tasks being ranked; {learners[0]} "
-                         f"learns from other tasks: cross-fit them (bench.cross_validate, rank --cv K) or give a "
-                         f"training truth", field="train_truth")
+                         f"learns from other tasks: cross-fit them (`cv`) or give `train_truth`", field="train_truth")
     truth = truth.subset(keep) if len(keep) < len(truth.task_ids) else truth
     learn_text = any(ranker_class(m).needs_text for m in learners)
     req.train_truth, req.train_tasks = truth, folder.training_tasks(keep) if learn_text else None

@@ -231,8 +231,8 @@ class RefitCheck:
         d = self.diff
         if d is not None and d < 0 and not force:
             raise InputError(f"not installed: in the CV above the refit is below avgrank (nDCG@5 − avgrank "
-                             f"{d:+.3f}), so it would rank worse than the plain prior; rerun with --force to "
-                             f"install it anyway", field="--install-default")
+                             f"{d:+.3f}), so it would rank worse than the plain prior; rerun with `force` to "
+                             f"install it anyway", field="install_default")
 
 
 def check_refit(method: str, truth: GroundTruth, pool: Pool, tasks: TaskSet | None = None, folds: int = 5,

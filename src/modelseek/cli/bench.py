@@ -41,7 +41,7 @@ def register(sub) -> None:
                         "out of the held-out rankings (they count as not retrieved) instead of stopping with "
                         "exit 1 naming every failure")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, map_params=True)  # library errors name parameters: shown as flags
 
 
 def _needs_text(method: str) -> bool:

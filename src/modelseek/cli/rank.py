@@ -79,7 +79,7 @@ def register(sub) -> None:
                    help="print the rankings of at most this many tasks")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_verify_args(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, map_params=True)  # library errors name parameters: shown as flags
 
 
 def _tasks(args) -> tuple[list, str | None]:
@@ -175,10 +175,7 @@ def run(args: argparse.Namespace) -> int:
     args.request = None
     if root.is_dir():  # the folder's tasks, pool and training truth: the library's rule (modelseek.rank alike)
         learn = [] if args.cv or args.train_tasks or args.train_truth else args.method
-        try:
-            args.request = folder_request(root, learn, split=args.split, pool=args.pool)
-        except InputError as exc:
-            raise _as_flag(exc) from None
+        args.request = folder_request(root, learn, split=args.split, pool=args.pool)
         pool = args.request.pool
     else:  # a table file: --pool, else models.csv beside --train-tasks, else ntcir19
         pool = load_pool_arg(args.pool, Path(args.train_tasks) if args.train_tasks else None)
@@ -221,17 +218,6 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _print_runs(args, runs, explanations, layers, pool)
     return verify_after_rank(args, runs, tasks, pool)
-
-
-_FLAGS = {"split": "--split", "train_truth": "--train-truth", "pool": "--pool"}
-
-
-def _as_flag(exc: InputError) -> InputError:
-    """A library error naming a parameter, named by this command's flag instead."""
-    flag = _FLAGS.get(exc.field or "")
-    if flag is None:
-        return exc
-    return InputError(exc.message.replace("split takes", "--split takes"), path=exc.path, line=exc.line, field=flag)
 
 
 def _data_root(root: Path) -> Path:

@@ -50,7 +50,7 @@ def register(sub) -> None:
                    help="before fitting on every task, cross-validate the method against avgrank (K folds over "
                         "tasks, --repeats seeds) and print nDCG@1/3/5 per tier with the paired difference")
     p.add_argument("--repeats", type=POSITIVE_INT, default=1, help="repeats of --cv with seeds seed..")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, map_params=True)  # library errors name parameters: shown as flags
 
 
 def run(args: argparse.Namespace) -> int:

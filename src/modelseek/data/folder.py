@@ -51,8 +51,8 @@ class ResolvedFolder:
         from .truth import GroundTruth  # lazy: pandas
 
         if self.ground_truth is None:
-            raise InputError(f"no ground truth here (no {TRUTH_NAME} in {self.data}); give its path (--ground-truth "
-                             f"or the CSV itself)", path=self.given)
+            raise InputError(f"no ground truth here (no {TRUTH_NAME} in {self.data}); give its path "
+                             f"(`ground_truth`, or the CSV itself)", path=self.given)
         return GroundTruth.from_csv(self.ground_truth, any_score=any_score)  # criticality: tasks.csv beside it
 
     def training_tasks(self, ids=None) -> TaskSet:
@@ -83,7 +83,7 @@ class ResolvedFolder:
         layout = find_layout(self.given)
         if layout is None:
             if split:
-                raise InputError("split takes the organisers' layout: a folder holding task-data/test-tasks or "
+                raise InputError("`split` takes the organisers' layout: a folder holding task-data/test-tasks or "
                                  "task-data/train-tasks (or data/ with them)", path=self.given, field="split")
             return RankingTasks(list(load_ntcir_tasks(self.given)), None, self.given, [], None)
         which, folder = layout.split_folder(split, self.given)

@@ -87,7 +87,7 @@ def check_params(method: str | Ranker, params: Mapping[str, Any]) -> dict[str, A
             hint = f" Did you mean {close!r}?" if close else ""
             listed = ", ".join(valid) if valid else "none"
             raise InputError(f"method {getattr(cls, 'name', method)!r} has no parameter {key!r}.{hint} "
-                             f"Valid: {listed}", field="--param")
+                             f"Valid: {listed}", field="params")
     return dict(params)
 
 
@@ -104,7 +104,7 @@ def split_params(methods: Sequence[str], params: Mapping[str, Any], seed: int | 
             close = closest(key, valid)
             hint = f" Did you mean {close!r}?" if close else ""
             raise InputError(f"no method of {', '.join(map(str, methods))} has a parameter {key!r}.{hint}",
-                             field="--param")
+                             field="params")
     out = {}
     for m in methods:
         p = {k: v for k, v in params.items() if k in names[m]}
@@ -142,7 +142,7 @@ def _typed(cls: type, params: Mapping[str, Any]) -> dict[str, Any]:
                 raise InputError(f"must be an integer in [0, 4294967295], got {out[key]}", field=key)
         except InputError as exc:
             raise InputError(f"method {getattr(cls, 'name', cls.__name__)!r}: {exc.message}",
-                             field=f"--param {key}") from None
+                             field=f"params.{key}") from None
     return out
 
 
@@ -160,7 +160,7 @@ def build(method: str | Ranker, params: Mapping[str, Any] | None = None) -> Rank
     params = dict(params or {})
     if isinstance(method, Ranker):
         if params:
-            raise InputError("parameters cannot be given with a ranker instance", field="--param")
+            raise InputError("parameters cannot be given with a ranker instance", field="params")
         return method
     path = artifact_path(method)
     if path is None:
@@ -186,11 +186,11 @@ def resolve(method: str | Ranker = "default", params: Mapping[str, Any] | None =
     if ranker.needs_fit and not ranker.is_fitted:
         name = ranker.name
         if train_truth is None:
-            raise InputError(f"method {name!r} learns from past tasks: give their ground truth (--train-truth "
-                             f"GT.csv, with columns task_id,model_id,f1)", field="--train-truth")
+            raise InputError(f"method {name!r} learns from past tasks: give their ground truth (`train_truth`: a "
+                             f"CSV with columns task_id,model_id,f1)", field="train_truth")
         if ranker.needs_text and train_tasks is None:
             raise InputError(f"method {name!r} learns from the training tasks' text: give their task folder "
-                             f"(--train-tasks DIR)", field="--train-tasks")
+                             f"(`train_tasks`)", field="train_tasks")
         ranker.fit(train_tasks, train_truth, pool=pool, progress=progress)
     return ranker
 
