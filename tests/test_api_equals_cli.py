@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import modelseek as ms
-from modelseek.api import rank_explained
+from modelseek.verdicts import rank_explained
 from modelseek.bench import check_refit, cross_validate
 from modelseek.data.folder import resolve_folder
 from modelseek.data.loaders import load_table_task

@@ -68,7 +68,9 @@ def rank_explained(tasks: Task | Iterable[Task] | str | Path | ResolvedFolder, p
                    train_source: str | None = None, explain: bool = True, executor: str | None = None,
                    address: str | None = None, device: str | None = None, strict_execution: bool = True,
                    **params) -> RankResult:
-    """:func:`rank`, with the ranker's explanations (``explain``) and chosen layers.
+    """:func:`rank`, with the ranker's explanations (``explain``) and chosen layers. What ``rank`` concludes from
+    an explanation (the regret rule's tier, the budget curve) is added by :func:`modelseek.verdicts.rank_explained`
+    (above the funnel, which this module serves).
 
     ``tasks`` and ``split`` as for :func:`rank` (a folder is read by :func:`folder_request`).
 
@@ -101,36 +103,8 @@ def rank_explained(tasks: Task | Iterable[Task] | str | Path | ResolvedFolder, p
     run = ranker.rank_tasks(task_list, pool, run_id=run_id or getattr(ranker, "name", "run"), progress=progress)
     explanations = {}
     if explain:
-        curves: dict[str, dict[str, Any]] = {}  # one replay per tier
-        explanations = {t.id: with_verdicts(ex, curves) for t in task_list
-                        if (ex := ranker.explain(t, pool)) is not None}
+        explanations = {t.id: ex for t in task_list if (ex := ranker.explain(t, pool)) is not None}
     return RankResult(run, explanations, dict(getattr(ranker, "chosen_layers_", {})))
-
-
-def with_verdicts(ex: dict[str, Any], curves: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
-    """An explanation that predicts criticality and the top-1 regret (``adaptive``'s), with what ``rank`` concludes
-    from them, so that :func:`rank_explained`, ``rank --json`` and ``rank``'s text say the same:
-
-    * ``regret_rule``: the tier the regret rule alone gives (:meth:`Criticality.from_regret` of the expected
-      regret), and whether it is the predicted tier;
-    * ``budget_curve``: what fine-tuning the top k buys on the shipped history's tasks of the predicted tier
-      (:func:`modelseek.funnel.curve.budget_curve`: per k, expected nDCG@5 with its interval and the regret).
-
-    ``curves`` memoises the curve per tier. Other explanations are returned as they are."""
-    if "criticality" not in ex or "regret_top1" not in ex:
-        return ex
-    from .data.task import Criticality
-    from .funnel.curve import budget_curve  # lazy: the replay's history is read only for an explained rank
-
-    tier = ex["criticality"]["tier"]
-    rule = Criticality.from_regret(ex["regret_top1"]["expected"]).value
-    curves = {} if curves is None else curves
-    if tier not in curves:
-        m = budget_curve(tier=tier)
-        curves[tier] = {"tier": tier, "tasks": int(m.tasks), "noise": float(m.noise),
-                        "points": [{k: p[k] for k in ("k", "ndcg@5", "ndcg@5_low", "ndcg@5_high", "regret")}
-                                   for p in m.curve]}
-    return {**ex, "regret_rule": {"tier": rule, "agrees": rule == tier}, "budget_curve": curves[tier]}
 
 
 @dataclass

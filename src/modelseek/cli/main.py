@@ -104,7 +104,7 @@ def _in_flags(exc: ModelseekError, parser: argparse.ArgumentParser, args: argpar
     if not getattr(args, "map_params", False) and exc.field.partition(".")[0] not in _LIBRARY_PARAMS:
         return exc
     try:
-        sub = parser._subparsers._group_actions[0].choices[args.command]  # type: ignore[union-attr]
+        sub = parser._subparsers._group_actions[0].choices[args.command]  # type: ignore[union-attr,index]
     except (AttributeError, IndexError, KeyError, TypeError):
         return exc
     flags = {a.dest: max(a.option_strings, key=len) for a in sub._actions if a.option_strings}

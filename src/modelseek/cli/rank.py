@@ -13,7 +13,8 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from ..api import folder_request, rank_explained
+from ..api import folder_request
+from ..verdicts import rank_explained
 from ..config import parse_overrides
 from ..data.folder import resolve_folder
 from ..data.loaders import load_ntcir_tasks, load_table_task
@@ -316,7 +317,7 @@ def _print_explained(run_id: str, ex: dict, n_pool: int) -> None:
     _print_indistinguishable(ex["candidates"])
     crit, reg = ex["criticality"], ex["regret_top1"]
     probs = ", ".join(f"{k} {v:.2f}" for k, v in crit["probabilities"].items())
-    rule = ex["regret_rule"]["tier"]  # the library's verdict (api.with_verdicts), as --json carries it
+    rule = ex["regret_rule"]["tier"]  # the library's verdict (verdicts.with_verdicts), as --json carries it
     known = crit.get("vote", crit["tier"]) != crit["tier"] or "tasks.csv" in crit.get("source", "")
     print(f"  criticality: {crit['tier'].upper()} — {crit.get('source', 'a vote of the most similar past tasks')} "
           + (f"(the past tasks' vote: {crit.get('vote', crit['tier'])}, P: {probs})" if known else f"(P: {probs})"))
