@@ -140,3 +140,19 @@ def test_rank_explained_json_carries_the_verdicts(cli, layout, tmp_path):
     assert ex["budget_curve"]["tier"] == ex["criticality"]["tier"]
     assert ex["budget_curve"]["points"][0]["k"] == 0
     assert [e["doc"] for e in doc["adaptive"][tid]] == [e.doc for e in res.run[tid]]
+
+
+def test_library_errors_name_parameters_the_cli_its_flags(cli, layout):
+    """A method parameter the method refuses: the library names the parameter (``params.KEY``), the CLI its flag
+    (``--param KEY``); the message is the same."""
+    with pytest.raises(InputError) as exc:
+        ms.rank(layout, method="random", seed="x")
+    assert exc.value.field == "params.seed"
+    r = cli("rank", layout, "-m", "random", "--param", "seed=x")
+    assert r.code == 1 and f"field '--param seed': {exc.value.message}" in r.err, r.err
+    with pytest.raises(InputError) as exc:
+        ms.rank(layout, method="random", nope=1)
+    assert exc.value.field == "params" and "has no parameter 'nope'" in exc.value.message
+    with pytest.raises(InputError, match="`split` takes a folder") as exc:
+        ms.rank([], method="random", split="test")
+    assert exc.value.field == "split"

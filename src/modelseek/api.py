@@ -90,7 +90,7 @@ def rank_explained(tasks: Task | Iterable[Task] | str | Path | ResolvedFolder, p
                                                                   req.train_source)
     else:
         if split is not None:
-            raise InputError("split takes a folder (the organisers' layout), not tasks already read", field="split")
+            raise InputError("`split` takes a folder (the organisers' layout), not tasks already read", field="split")
         task_list = [tasks] if isinstance(tasks, Task) else list(tasks)
     pool = pool if pool is not None else ntcir_pool()
     ranker = resolve(method, params, train_truth=train_truth, train_tasks=train_tasks,
