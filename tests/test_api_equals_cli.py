@@ -156,3 +156,19 @@ def test_library_errors_name_parameters_the_cli_its_flags(cli, layout):
     with pytest.raises(InputError, match="`split` takes a folder") as exc:
         ms.rank([], method="random", split="test")
     assert exc.value.field == "split"
+
+
+@pytest.mark.parametrize("given", ["csv", "folder"])
+def test_rank_with_a_training_truth_path(cli, layout, tmp_path, given):
+    """--train-truth PATH (the CSV, or the folder it is in) and ms.rank(train_truth=PATH): the same truth, the same
+    pool beside it, the same run."""
+    task_csv = tmp_path / "task.csv"
+    task_csv.write_text("text,label\n" + "".join(f"text {i},{i % 2}\n" for i in range(20)))
+    truth = layout / "ground-truth.csv" if given == "csv" else layout
+    models = resolve_folder(layout).models_csv
+    out = tmp_path / "avg.run"
+    r = cli("rank", task_csv, "-m", "avgrank", "--train-truth", truth, "--pool", models, "-o", out)
+    assert r.code == 0, r.err
+    api = ms.rank(load_table_task(task_csv), ms.load_pool(models), method="avgrank", train_truth=truth)
+    _same_run(read_run(out), api)
+    assert [e.doc for t in api for e in api[t]] != [] and len(api[next(iter(api))]) == 4

@@ -18,7 +18,8 @@ from .rankers.base import failures_allowed
 
 
 def rank(tasks: Task | Iterable[Task] | str | Path | ResolvedFolder, pool: Pool | None = None,
-         method: str | Ranker = "default", train_truth: GroundTruth | None = None, train_tasks: TaskSet | None = None,
+         method: str | Ranker = "default", train_truth: GroundTruth | str | Path | None = None,
+         train_tasks: TaskSet | str | Path | None = None,
          run_id: str | None = None, progress: bool = False, allow_failures: bool = False,
          executor: str | None = None, address: str | None = None, device: str | None = None,
          split: str | None = None, **params) -> Run:
@@ -62,8 +63,8 @@ class RankResult:
 
 
 def rank_explained(tasks: Task | Iterable[Task] | str | Path | ResolvedFolder, pool: Pool | None = None,
-                   method: str | Ranker = "default", train_truth: GroundTruth | None = None,
-                   train_tasks: TaskSet | None = None, run_id: str | None = None, progress: bool = False,
+                   method: str | Ranker = "default", train_truth: GroundTruth | str | Path | None = None,
+                   train_tasks: TaskSet | str | Path | None = None, run_id: str | None = None, progress: bool = False,
                    allow_failures: bool = False, *, split: str | None = None, train_pool: Pool | None = None,
                    train_source: str | None = None, explain: bool = True, executor: str | None = None,
                    address: str | None = None, device: str | None = None, strict_execution: bool = True,
@@ -74,8 +75,10 @@ def rank_explained(tasks: Task | Iterable[Task] | str | Path | ResolvedFolder, p
 
     ``tasks`` and ``split`` as for :func:`rank` (a folder is read by :func:`folder_request`).
 
-    ``train_pool`` is the pool whose ids the training truth uses (default ``pool``); ``train_source`` the file
-    that names the training models, named by the error when a candidate to rank is not among them.
+    ``train_truth`` and ``train_tasks`` may be paths, read by :func:`training_data` as ``rank --train-truth`` and
+    ``--train-tasks`` read them. ``train_pool`` is the pool whose ids the training truth uses (default ``pool``);
+    ``train_source`` the file that names the training models, named by the error when a candidate to rank is not
+    among them.
     ``executor``, ``address`` and ``device`` as for :func:`rank`; ``strict_execution=False`` accepts ``ray`` for a
     method that runs no candidate model (``rank --verify-top`` uses the executor for fine-tuning).
     """
@@ -83,12 +86,19 @@ def rank_explained(tasks: Task | Iterable[Task] | str | Path | ResolvedFolder, p
     from .rankers.resolve import resolve  # lazy: start-up
 
     if isinstance(tasks, (str, Path, ResolvedFolder)):
-        req = folder_request(tasks, [method], split=split, pool=pool)
+        learns = train_truth is None and train_tasks is None  # else the training data given is used
+        req = folder_request(tasks, [method] if learns else [], split=split, pool=pool)
         task_list, pool = req.tasks, req.pool
         if train_truth is None and train_tasks is None and req.train_truth is not None:
             train_truth, train_tasks, train_pool, train_source = (req.train_truth, req.train_tasks, req.train_pool,
                                                                   req.train_source)
-    else:
+    if isinstance(train_truth, (str, Path)) or isinstance(train_tasks, (str, Path)):  # paths, read as rank reads them
+        if isinstance(train_truth, GroundTruth) or isinstance(train_tasks, TaskSet):
+            raise InputError("give `train_truth` and `train_tasks` both as paths or both as loaded data",
+                             field="train_tasks")
+        train_truth, train_tasks, train_pool, train_source = training_data(
+            [method], pool if pool is not None else ntcir_pool(), train_truth, train_tasks)
+    if not isinstance(tasks, (str, Path, ResolvedFolder)):
         if split is not None:
             raise InputError("`split` takes a folder (the organisers' layout), not tasks already read", field="split")
         task_list = [tasks] if isinstance(tasks, Task) else list(tasks)
@@ -152,3 +162,38 @@ def folder_request(path: str | Path | ResolvedFolder, methods: Sequence[str | Ra
     req.train_truth, req.train_tasks = truth, folder.training_tasks(keep) if learn_text else None
     req.train_pool, req.train_source, req.learners = folder.pool(), str(folder.ground_truth), learners
     return req
+
+
+def training_data(methods: Sequence[str | Ranker], pool: Pool, train_truth: str | Path | None = None,
+                  train_tasks: str | Path | None = None
+                  ) -> tuple[GroundTruth | None, TaskSet | None, Pool, str | None]:
+    """(training truth, training tasks, the pool that names the truth's models, the file that named them) from
+    paths, as ``rank --train-truth/--train-tasks`` reads them: ``train_truth`` a folder (read by
+    :func:`~modelseek.data.folder.resolve_folder`: its ground truth, its task folders when a method reads text,
+    its pool) or a CSV (default with ``train_tasks``: the ground truth beside those tasks); the pool is the
+    ``models.csv`` beside them where there is one, else ``pool``."""
+    from .data.folder import _near
+    from .data.loaders import load_ntcir_tasks
+    from .data.pool import load_pool
+    from .rankers.resolve import ranker_class  # lazy: start-up
+
+    if train_truth is not None and train_tasks is None and Path(train_truth).is_dir():
+        folder = resolve_folder(train_truth)
+        truth = folder.truth()
+        learn_text = any(ranker_class(m).needs_text and ranker_class(m).needs_fit for m in methods)
+        return (truth, folder.training_tasks(truth.task_ids) if learn_text else None, folder.pool(),
+                str(folder.models_csv or folder.ground_truth))
+    if train_truth is None and train_tasks is None:
+        return None, None, pool, None
+    where = Path(train_tasks) if train_tasks is not None else Path(str(train_truth)).parent
+    models = _near(where, "models.csv") if where.is_dir() else None
+    train_pool = load_pool(models) if models is not None else pool
+    if train_truth is None:
+        found = _near(where, "ground-truth.csv")
+        if found is None:
+            raise InputError("no training ground truth given and none found beside the training tasks",
+                             path=where, field="train_truth")
+        train_truth = found
+    truth = GroundTruth.from_csv(train_truth)
+    tasks = load_ntcir_tasks(where, ids=truth.task_ids) if train_tasks is not None else None
+    return truth, tasks, train_pool, str(models) if models is not None else truth.source

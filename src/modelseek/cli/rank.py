@@ -13,19 +13,18 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from ..api import folder_request
+from ..api import folder_request, training_data
 from ..verdicts import rank_explained
 from ..config import parse_overrides
-from ..data.folder import resolve_folder
-from ..data.loaders import load_ntcir_tasks, load_table_task
+from ..data.loaders import load_table_task
 from ..data.organisers import find_layout
 from ..data.run import write_runs
 from ..data.task import LabelKind, TaskSet
 from ..errors import InputError
+from ..io import check_readable
 from ..rankers.default import default_spec
 from ..rankers.resolve import describe_methods, ranker_class, split_params
-from ._common import (NON_NEGATIVE_INT, OUTPUT_FILE, SEED, int_at_least, load_pool_arg, load_truth, print_json,
-                      find_in_root)
+from ._common import (NON_NEGATIVE_INT, OUTPUT_FILE, SEED, int_at_least, load_pool_arg, load_truth, print_json)
 from ._finetune import add_verify_args, verify_after_rank
 
 
@@ -113,26 +112,13 @@ def _declare(tasks: list, kind: str | None) -> list:
 
 def _train_data(args, pool):
     """(training ground truth, training tasks, the pool that names the truth's models, the file that named
-    them) from --train-truth / --train-tasks; the pool is the models.csv beside them where there is one, else the
-    ranking pool."""
+    them) from --train-truth / --train-tasks, read by the library's :func:`modelseek.api.training_data` (what
+    ``modelseek.rank(..., train_truth=PATH)`` reads); else the ground truth found in PATH."""
     if not args.train_tasks and not args.train_truth:
         return _truth_on_disk(args, pool)
-    if args.train_truth and not args.train_tasks and Path(args.train_truth).is_dir():
-        # --train-truth ROOT or ROOT/data: the ground truth (and task folders) the folder resolver finds there
-        folder = resolve_folder(args.train_truth)
-        truth = folder.truth()
-        learn_text = any(ranker_class(m).needs_text and ranker_class(m).needs_fit for m in args.method)
-        return (truth, folder.training_tasks(truth.task_ids) if learn_text else None, folder.pool(),
-                str(folder.models_csv or folder.ground_truth))
-    where = Path(args.train_tasks) if args.train_tasks else Path(args.train_truth).parent
-    models = find_in_root(where, "models.csv") if where.is_dir() else None
-    train_pool = load_pool_arg(str(models)) if models is not None else pool
-    if args.train_tasks:
-        truth = load_truth(args.train_truth, where)
-        tasks = load_ntcir_tasks(where, ids=truth.task_ids)
-    else:
-        truth, tasks = load_truth(args.train_truth), None
-    return truth, tasks, train_pool, str(models) if models is not None else truth.source
+    if args.train_truth and not Path(args.train_truth).is_dir():
+        check_readable(args.train_truth, "ground-truth file")  # a file given: one located line, as every input file
+    return training_data(args.method, pool, args.train_truth, args.train_tasks)
 
 
 def _truth_on_disk(args, pool):
