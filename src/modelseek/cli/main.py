@@ -99,8 +99,8 @@ def _in_flags(exc: ModelseekError, parser: argparse.ArgumentParser, args: argpar
     one whose dest is that name (``--train-truth``; ``--param KEY``). The library holds the rule, the CLI the flag."""
     from ..errors import InputError
 
-    if not (isinstance(exc, InputError) and exc.field):
-        return exc
+    if not (isinstance(exc, InputError) and exc.field) or exc.path is not None:
+        return exc  # an error located in a file names the file's field (an artifact's params.view, a row's split)
     if not getattr(args, "map_params", False) and exc.field.partition(".")[0] not in _LIBRARY_PARAMS:
         return exc
     try:

@@ -83,8 +83,8 @@ class ResolvedFolder:
         layout = find_layout(self.given)
         if layout is None:
             if split:
-                raise InputError("`split` takes the organisers' layout: a folder holding task-data/test-tasks or "
-                                 "task-data/train-tasks (or data/ with them)", path=self.given, field="split")
+                raise InputError(f"`split` takes the organisers' layout: a folder holding task-data/test-tasks or "
+                                 f"task-data/train-tasks (or data/ with them), not {self.given}", field="split")
             return RankingTasks(list(load_ntcir_tasks(self.given)), None, self.given, [], None)
         which, folder = layout.split_folder(split, self.given)
         absent = absent_test_tasks(layout) if which == "test" else []
