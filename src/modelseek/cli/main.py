@@ -95,14 +95,15 @@ _LIBRARY_PARAMS = frozenset({"params", "train_truth", "train_tasks"})
 
 def _in_flags(exc: ModelseekError, parser: argparse.ArgumentParser, args: argparse.Namespace) -> ModelseekError:
     """A library error names the parameter it is about (``field="train_truth"``, `` `train_truth` `` in its text;
-    ``params.KEY`` for a method's parameter): a command that sets ``map_params`` shows its own option for it, the
-    one whose dest is that name (``--train-truth``; ``--param KEY``). The library holds the rule, the CLI the flag."""
+    ``params.KEY`` for a method's parameter): the command shows its own option for it, the one whose dest is that
+    name (``--train-truth``; ``--param KEY``) — in the text always, as the field for the ranking library's
+    parameters and, in a command that sets ``map_params``, for every one. The library holds the rule, the CLI the
+    flag."""
     from ..errors import InputError
 
-    if not (isinstance(exc, InputError) and exc.field) or exc.path is not None:
-        return exc  # an error located in a file names the file's field (an artifact's params.view, a row's split)
-    if not getattr(args, "map_params", False) and exc.field.partition(".")[0] not in _LIBRARY_PARAMS:
+    if not isinstance(exc, InputError):
         return exc
+    head, _, key = (exc.field or "").partition(".")
     try:
         sub = parser._subparsers._group_actions[0].choices[args.command]  # type: ignore[union-attr,index]
     except (AttributeError, IndexError, KeyError, TypeError):
@@ -110,10 +111,9 @@ def _in_flags(exc: ModelseekError, parser: argparse.ArgumentParser, args: argpar
     flags = {a.dest: max(a.option_strings, key=len) for a in sub._actions if a.option_strings}
     if "param" in flags:
         flags.setdefault("params", flags["param"])
-    head, _, key = exc.field.partition(".")
-    if head not in flags:
-        return exc
-    exc.field = flags[head] + (f" {key}" if key else "")
+    # an error located in a file keeps the file's field (an artifact's params.view, a task row's split)
+    if exc.path is None and head in flags and (getattr(args, "map_params", False) or head in _LIBRARY_PARAMS):
+        exc.field = flags[head] + (f" {key}" if key else "")
     exc.message = re.sub(r"`(\w+)`", lambda m: flags.get(m.group(1), m.group(0)), exc.message)
     exc.args = (exc._format(),)
     return exc
