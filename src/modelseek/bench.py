@@ -27,7 +27,7 @@ from .progress import progress_bar
 from .rankers import Ranker
 from .rankers.base import failures_allowed
 from .rankers.features import CandidateFailures
-from .rankers.resolve import build, check_params
+from .rankers.resolve import build, check_params, with_card_pool
 from .stats.bootstrap import paired_bootstrap
 
 
@@ -74,7 +74,7 @@ def cross_validate(method: str | Ranker | Callable[[], Ranker], truth: GroundTru
         raise InputError(f"folds must be at least 2, got {folds}", field="folds")
     if repeats is None or int(repeats) < 1:
         raise InputError(f"repeats must be at least 1, got {repeats}", field="repeats")
-    factory = _factory(method, method_params)
+    factory = _factory(method, with_card_pool(method, method_params, pool))  # the one card-pool rule
     probe = factory()
     name = method if isinstance(method, str) else probe.name
     task_ids = truth.task_ids
@@ -231,8 +231,8 @@ class RefitCheck:
         d = self.diff
         if d is not None and d < 0 and not force:
             raise InputError(f"not installed: in the CV above the refit is below avgrank (nDCG@5 − avgrank "
-                             f"{d:+.3f}), so it would rank worse than the plain prior; rerun with --force to "
-                             f"install it anyway", field="--install-default")
+                             f"{d:+.3f}), so it would rank worse than the plain prior; rerun with `force` to "
+                             f"install it anyway", field="install_default")
 
 
 def check_refit(method: str, truth: GroundTruth, pool: Pool, tasks: TaskSet | None = None, folds: int = 5,

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import MAX_SAMPLES, Constraint, Interval, check, coerce
-from ..data.pool import load_pool, ntcir_pool
+from ..data.pool import load_pool
 from ..data.truth import GradingScheme, GroundTruth
 from ..errors import InputError
 from ..io import check_readable
@@ -348,13 +348,3 @@ def load_pool_arg(value: str | None, root: Path | None = None):
 def add_scheme(p) -> None:
     p.add_argument("--scheme", default=GradingScheme.NTCIR, type=choice(GradingScheme), metavar=metavar(GradingScheme),
                    help="relevance grading: ntcir (official; gain 2^rel-1) or paper (gain rel)")
-
-
-def card_pool(pool, given: str | None, root) -> str:
-    """What a card-reading method (``metadata``, ``ltr``) takes as its ``pool`` parameter (a pool file or name):
-    the built-in ``ntcir19`` pool (it has model-card metadata) when ``pool`` holds the same candidates, else the
-    pool file the command read (``--pool``, else ``models.csv`` in ``root``)."""
-    ref = ntcir_pool()
-    if all(c.id in ref and (not c.hf_id or c.hf_id == ref.get(c.id).hf_id) for c in pool):
-        return "ntcir19"
-    return str(given or find_in_root(root, "models.csv") or "ntcir19")

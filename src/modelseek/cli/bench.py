@@ -10,7 +10,7 @@ from ..data.loaders import load_ntcir_tasks
 from ..data.run import write_runs
 from ..rankers.resolve import describe_methods, ranker_class, split_params
 from ._common import (EXISTING_DIR, OUTPUT_FILE, POSITIVE_INT, SAMPLE_COUNT, SEED, add_scheme, int_at_least,
-                      load_pool_arg, load_truth, print_json, card_pool)
+                      load_pool_arg, load_truth, print_json)
 
 
 def register(sub) -> None:
@@ -41,7 +41,7 @@ def register(sub) -> None:
                         "out of the held-out rankings (they count as not retrieved) instead of stopping with "
                         "exit 1 naming every failure")
     p.add_argument("--json", action="store_true")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, map_params=True)  # library errors name parameters: shown as flags
 
 
 def _needs_text(method: str) -> bool:
@@ -60,12 +60,10 @@ def run(args: argparse.Namespace) -> int:
     per = split_params(methods, given, args.seed)
     results = {}
     for m in methods:
-        params = per[m]
-        if "pool" in ranker_class(m).param_names() and "pool" not in params:
-            params["pool"] = card_pool(pool, args.pool, root)
+        # the card pool of a card-reading method is the library's rule (rankers.resolve.card_pool)
         results[m] = cross_validate(m, truth, pool, tasks=tasks, folds=args.folds, seed=args.seed,
                                     repeats=args.repeats, scheme=args.scheme, progress=not args.json,
-                                    method_params=params, allow_failures=args.allow_failures)
+                                    method_params=per[m], allow_failures=args.allow_failures)
     if args.run_out:
         write_runs(args.run_out, [results[m].runs[0] for m in args.method])
     out = {}

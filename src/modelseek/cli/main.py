@@ -13,6 +13,7 @@ import importlib
 import logging
 import os
 import pkgutil
+import re
 import sys
 
 import modelseek.cli as pkg
@@ -73,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{exc.path}: {len(exc.problems)} problem(s)", file=sys.stderr)
         return 1
     except ModelseekError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {_in_flags(exc, parser, args)}", file=sys.stderr)
         return 1
     except OSError as exc:
         if exc.errno not in _OUTPUT_ERRNOS or exc.filename is not None:
@@ -86,6 +87,36 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+
+
+#: parameters the ranking library names in its errors, shown as flags by every command (others opt in: map_params)
+_LIBRARY_PARAMS = frozenset({"params", "train_truth", "train_tasks"})
+
+
+def _in_flags(exc: ModelseekError, parser: argparse.ArgumentParser, args: argparse.Namespace) -> ModelseekError:
+    """A library error names the parameter it is about (``field="train_truth"``, `` `train_truth` `` in its text;
+    ``params.KEY`` for a method's parameter): the command shows its own option for it, the one whose dest is that
+    name (``--train-truth``; ``--param KEY``) — in the text always, as the field for the ranking library's
+    parameters and, in a command that sets ``map_params``, for every one. The library holds the rule, the CLI the
+    flag."""
+    from ..errors import InputError
+
+    if not isinstance(exc, InputError):
+        return exc
+    head, _, key = (exc.field or "").partition(".")
+    try:
+        sub = parser._subparsers._group_actions[0].choices[args.command]  # type: ignore[union-attr,index]
+    except (AttributeError, IndexError, KeyError, TypeError):
+        return exc
+    flags = {a.dest: max(a.option_strings, key=len) for a in sub._actions if a.option_strings}
+    if "param" in flags:
+        flags.setdefault("params", flags["param"])
+    # an error located in a file keeps the file's field (an artifact's params.view, a task row's split)
+    if exc.path is None and head in flags and (getattr(args, "map_params", False) or head in _LIBRARY_PARAMS):
+        exc.field = flags[head] + (f" {key}" if key else "")
+    exc.message = re.sub(r"`(\w+)`", lambda m: flags.get(m.group(1), m.group(0)), exc.message)
+    exc.args = (exc._format(),)
+    return exc
 
 
 def _interactive_stderr() -> bool:

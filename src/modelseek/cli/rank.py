@@ -13,21 +13,19 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from ..api import rank_explained
+from ..api import folder_request, training_data
+from ..verdicts import rank_explained
 from ..config import parse_overrides
-from ..data.folder import resolve_folder
-from ..data.loaders import load_ntcir_tasks, load_table_task
-from ..data.organisers import absent_test_tasks, describe_absent, find_layout, load_split
+from ..data.loaders import load_table_task
+from ..data.organisers import find_layout
 from ..data.run import write_runs
-from ..data.task import Criticality, LabelKind, TaskSet
+from ..data.task import LabelKind, TaskSet
 from ..errors import InputError
-from ..funnel.curve import budget_curve
+from ..io import check_readable
 from ..rankers.default import default_spec
 from ..rankers.resolve import describe_methods, ranker_class, split_params
-from ._common import (NON_NEGATIVE_INT, OUTPUT_FILE, SEED, int_at_least, load_pool_arg, load_truth, print_json,
-                      find_in_root)
+from ._common import (NON_NEGATIVE_INT, OUTPUT_FILE, SEED, int_at_least, load_pool_arg, load_truth, print_json)
 from ._finetune import add_verify_args, verify_after_rank
-from ..rankers._registry import RANKERS
 
 
 def register(sub) -> None:
@@ -81,35 +79,27 @@ def register(sub) -> None:
                    help="print the rankings of at most this many tasks")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_verify_args(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, map_params=True)  # library errors name parameters: shown as flags
 
 
 def _tasks(args) -> tuple[list, str | None]:
-    """(the tasks, a line saying which split of the organisers' layout they are, or None)."""
+    """(the tasks, a line saying which split of the organisers' layout they are, or None): a folder through the
+    library's :func:`modelseek.api.folder_request` (what ``modelseek.rank(FOLDER)`` reads), a table file as one
+    task."""
     path = Path(args.path)
     if not path.exists():
         raise InputError("no such file or folder", path=path)
-    layout = find_layout(path) if path.is_dir() else None
-    if layout is None:
-        if args.split:
-            raise InputError("--split takes the organisers' layout: a folder holding task-data/test-tasks or "
-                             "task-data/train-tasks (or data/ with them)", path=path, field="--split")
-        if path.is_file():
-            return [load_table_task(path, text_col=args.text_col.split(",") if "," in args.text_col
-                                    else args.text_col,
-                                    label_col=args.label_col.split(",") if "," in args.label_col
-                                    else args.label_col, label_kind=args.label_kind)], None
-        return _declare(list(load_ntcir_tasks(path)), args.label_kind), None
-    split, folder = layout.split_folder(args.split, path)
-    absent = absent_test_tasks(layout) if split == "test" else []
-    if absent:  # named before any task is read or ranked: the run will miss them
-        print(f"warning: {describe_absent(layout, absent)}; the run will miss them (validate --official refuses "
-              f"it)", file=sys.stderr)
-    tasks = _declare(list(load_split(layout, split)), args.label_kind)
-    kind = "test tasks (the official topics)" if split == "test" else "training tasks"
-    if absent:
-        kind = f"test tasks of the {len(tasks) + len(absent)} official topics ({len(absent)} not downloaded)"
-    return tasks, f"ranking the {len(tasks)} {kind} of {folder}"
+    if path.is_dir():
+        req = args.request
+        if req.found.warning():  # before any task is ranked: the run will miss them
+            print(f"warning: {req.found.warning()}", file=sys.stderr)
+        return _declare(req.tasks, args.label_kind), req.found.describe()
+    if args.split:
+        raise InputError("--split takes the organisers' layout: a folder holding task-data/test-tasks or "
+                         "task-data/train-tasks (or data/ with them)", path=path, field="--split")
+    return [load_table_task(path, text_col=args.text_col.split(",") if "," in args.text_col else args.text_col,
+                            label_col=args.label_col.split(",") if "," in args.label_col else args.label_col,
+                            label_kind=args.label_kind)], None
 
 
 def _declare(tasks: list, kind: str | None) -> list:
@@ -122,51 +112,26 @@ def _declare(tasks: list, kind: str | None) -> list:
 
 def _train_data(args, pool):
     """(training ground truth, training tasks, the pool that names the truth's models, the file that named
-    them) from --train-truth / --train-tasks; the pool is the models.csv beside them where there is one, else the
-    ranking pool."""
+    them) from --train-truth / --train-tasks, read by the library's :func:`modelseek.api.training_data` (what
+    ``modelseek.rank(..., train_truth=PATH)`` reads); else the ground truth found in PATH."""
     if not args.train_tasks and not args.train_truth:
         return _truth_on_disk(args, pool)
-    if args.train_truth and not args.train_tasks and Path(args.train_truth).is_dir():
-        # --train-truth ROOT or ROOT/data: the ground truth (and task folders) the folder resolver finds there
-        folder = resolve_folder(args.train_truth)
-        truth = folder.truth()
-        learn_text = any(ranker_class(m).needs_text and ranker_class(m).needs_fit for m in args.method)
-        return (truth, folder.training_tasks(truth.task_ids) if learn_text else None, folder.pool(),
-                str(folder.models_csv or folder.ground_truth))
-    where = Path(args.train_tasks) if args.train_tasks else Path(args.train_truth).parent
-    models = find_in_root(where, "models.csv") if where.is_dir() else None
-    train_pool = load_pool_arg(str(models)) if models is not None else pool
-    if args.train_tasks:
-        truth = load_truth(args.train_truth, where)
-        tasks = load_ntcir_tasks(where, ids=truth.task_ids)
-    else:
-        truth, tasks = load_truth(args.train_truth), None
-    return truth, tasks, train_pool, str(models) if models is not None else truth.source
+    if args.train_truth and not Path(args.train_truth).is_dir():
+        check_readable(args.train_truth, "ground-truth file")  # a file given: one located line, as every input file
+    return training_data(args.method, pool, args.train_truth, args.train_tasks)
 
 
 def _truth_on_disk(args, pool):
     """For a method that learns from past tasks (``avgrank``, ``task_knn`` ...) given no --train-truth: the ground
-    truth in PATH (ROOT, ROOT/data), without the tasks being ranked; (None, ...) when there is none or no method
-    learns."""
-
-    learners = [m for m in args.method if m in RANKERS and ranker_class(m).needs_fit]
-    path = Path(args.path)
-    if not learners or not path.is_dir():
+    truth in PATH (ROOT, ROOT/data) without the tasks being ranked, as the library's
+    :func:`modelseek.api.folder_request` found it; (None, ...) when there is none or no method learns."""
+    req = getattr(args, "request", None)
+    if req is None or req.train_truth is None:
         return None, None, pool, None
-    folder = resolve_folder(path)
-    if folder.ground_truth is None:
-        return None, None, pool, None
-    truth = folder.truth()
-    ranked = set(args.ranked_ids)
-    keep = [t for t in truth.task_ids if t not in ranked]  # never learn from a task being ranked
-    if not keep:
-        raise InputError(f"the ground truth {folder.ground_truth} holds only the tasks being ranked; {learners[0]} "
-                         f"learns from other tasks: give --cv K (cross-fit) or --train-truth", field="--train-truth")
-    truth = truth.subset(keep) if len(keep) < len(truth.task_ids) else truth
     if not args.json:
-        print(f"method {', '.join(learners)}: fitted on the {len(keep)} past tasks of {folder.ground_truth}")
-    learn_text = any(ranker_class(m).needs_text for m in learners)
-    return truth, folder.training_tasks(keep) if learn_text else None, folder.pool(), str(folder.ground_truth)
+        print(f"method {', '.join(req.learners)}: fitted on the {len(req.train_truth.task_ids)} past tasks of "
+              f"{req.train_source}")
+    return req.train_truth, req.train_tasks, req.train_pool, req.train_source
 
 
 def _check_options(args) -> None:
@@ -193,11 +158,15 @@ def _plan(args) -> list[tuple[str, dict, str | None]]:
 def run(args: argparse.Namespace) -> int:
     _check_options(args)
     root = Path(args.path)
-    # the ranking pool: --pool, else models.csv beside the tasks (or beside --train-tasks), else ntcir19
-    pool = load_pool_arg(args.pool, root if root.is_dir() else (Path(args.train_tasks) if args.train_tasks else None))
     plan = _plan(args)  # methods and parameters are checked before any data is read
+    args.request = None
+    if root.is_dir():  # the folder's tasks, pool and training truth: the library's rule (modelseek.rank alike)
+        learn = [] if args.cv or args.train_tasks or args.train_truth else args.method
+        args.request = folder_request(root, learn, split=args.split, pool=args.pool)
+        pool = args.request.pool
+    else:  # a table file: --pool, else models.csv beside --train-tasks, else ntcir19
+        pool = load_pool_arg(args.pool, Path(args.train_tasks) if args.train_tasks else None)
     tasks, which = _tasks(args)
-    args.ranked_ids = [t.id for t in tasks]
     if not args.json:
         for line in ([which] if which else []) + _default_lines(args.method):
             print(line)
@@ -334,7 +303,7 @@ def _print_explained(run_id: str, ex: dict, n_pool: int) -> None:
     _print_indistinguishable(ex["candidates"])
     crit, reg = ex["criticality"], ex["regret_top1"]
     probs = ", ".join(f"{k} {v:.2f}" for k, v in crit["probabilities"].items())
-    rule = Criticality.from_regret(reg["expected"]).value
+    rule = ex["regret_rule"]["tier"]  # the library's verdict (verdicts.with_verdicts), as --json carries it
     known = crit.get("vote", crit["tier"]) != crit["tier"] or "tasks.csv" in crit.get("source", "")
     print(f"  criticality: {crit['tier'].upper()} — {crit.get('source', 'a vote of the most similar past tasks')} "
           + (f"(the past tasks' vote: {crit.get('vote', crit['tier'])}, P: {probs})" if known else f"(P: {probs})"))
@@ -347,17 +316,17 @@ def _print_explained(run_id: str, ex: dict, n_pool: int) -> None:
                      + f" ({n['similarity']:.2f})"
                      for n in ex["nearest_tasks"])
     print(f"  most similar past tasks: {near}")
-    _print_budget_curve(crit["tier"])
+    _print_budget_curve(ex["budget_curve"])
 
 
-def _print_budget_curve(tier: str) -> None:
-    """What fine-tuning buys here: the replay curve of the shipped history's tasks of this task's tier."""
-    m = budget_curve(tier=tier)
+def _print_budget_curve(m: dict) -> None:
+    """What fine-tuning buys here: the replay curve of the shipped history's tasks of this task's tier (the
+    library's ``budget_curve`` of the explanation)."""
     cells = "; ".join(f"{p['k']}: nDCG@5 {p['ndcg@5']:.2f} [{p['ndcg@5_low']:.2f}, {p['ndcg@5_high']:.2f}], regret "
-                      f"{p['regret']:.3f}" for p in m.curve)
+                      f"{p['regret']:.3f}" for p in m["points"])
     print(f"  fine-tuning the top k, then ranking as the funnel does (by expected official gain where replay chose "
           f"it, else those k first by their F1) — expected after k = {cells} (replay on the "
-          f"{m.tasks} {tier}-criticality past tasks, seed noise sd {m.noise:g}; `modelseek replay`)")
+          f"{m['tasks']} {m['tier']}-criticality past tasks, seed noise sd {m['noise']:g}; `modelseek replay`)")
 
 
 def _print_indistinguishable(cands: list) -> None:

@@ -14,8 +14,8 @@ from ..data.folder import resolve_folder
 from ..errors import InputError
 from ..rankers._artifact import Persistable
 from ..rankers.default import artifact_dir, install_default, reset_default, user_dir
-from ..rankers.resolve import build, describe_methods, ranker_class, split_params
-from ._common import OUTPUT_FILE, POSITIVE_INT, SEED, card_pool, int_at_least, load_pool_arg
+from ..rankers.resolve import build, describe_methods, ranker_class, split_params, with_card_pool
+from ._common import OUTPUT_FILE, POSITIVE_INT, SEED, int_at_least, load_pool_arg
 
 if TYPE_CHECKING:
     from ..bench import RefitCheck
@@ -50,7 +50,7 @@ def register(sub) -> None:
                    help="before fitting on every task, cross-validate the method against avgrank (K folds over "
                         "tasks, --repeats seeds) and print nDCG@1/3/5 per tier with the paired difference")
     p.add_argument("--repeats", type=POSITIVE_INT, default=1, help="repeats of --cv with seeds seed..")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, map_params=True)  # library errors name parameters: shown as flags
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,8 +70,7 @@ def run(args: argparse.Namespace) -> int:
     truth = folder.truth()
     pool = load_pool_arg(args.pool, root)
     params = split_params([args.method], parse_overrides(args.param or [], "--param"), args.seed)[args.method]
-    if "pool" in cls.param_names() and "pool" not in params:
-        params["pool"] = card_pool(pool, args.pool, root)
+    params = with_card_pool(args.method, params, pool)  # the library's one card-pool rule
     unknown = [m for m in truth.model_ids if m not in pool and not any(c.hf_id == m for c in pool)]
     if unknown:
         raise InputError(f"model(s) {', '.join(unknown)} are not in the pool {args.pool or 'beside it'}",

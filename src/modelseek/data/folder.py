@@ -53,8 +53,8 @@ class ResolvedFolder:
         """The ground truth, or an error naming where it was looked for."""
 
         if self.ground_truth is None:
-            raise InputError(f"no ground truth here (no {TRUTH_NAME} in {self.data}); give its path (--ground-truth "
-                             f"or the CSV itself)", path=self.given)
+            raise InputError(f"no ground truth here (no {TRUTH_NAME} in {self.data}); give its path "
+                             f"(`ground_truth`, or the CSV itself)", path=self.given)
         return GroundTruth.from_csv(self.ground_truth, any_score=any_score)  # criticality: tasks.csv beside it
 
     def training_tasks(self, ids=None) -> TaskSet:
@@ -70,9 +70,60 @@ class ResolvedFolder:
             return load_pool(given)
         return load_pool(self.models_csv if self.models_csv is not None else "ntcir19")
 
+    def ranking_tasks(self, split: str | None = None) -> RankingTasks:
+        """The tasks a ``rank`` of this path ranks: the organisers' ``split`` (``test`` | ``train``; the only one
+        present when None) with tasks.csv's ids and fields, else every task folder under the path. ``split`` on a
+        path without the organisers' layout is an error."""
+        from .loaders import load_ntcir_tasks  # lazy: start-up
+        from .organisers import absent_test_tasks, load_split
+
+        if not self.given.is_dir():
+            raise InputError("not a folder of tasks (a table file is ranked as one task: load_table_task)",
+                             path=self.given)
+        layout = find_layout(self.given)
+        if layout is None:
+            if split:
+                raise InputError(f"`split` takes the organisers' layout: a folder holding task-data/test-tasks or "
+                                 f"task-data/train-tasks (or data/ with them), not {self.given}", field="split")
+            return RankingTasks(list(load_ntcir_tasks(self.given)), None, self.given, [], None)
+        which, folder = layout.split_folder(split, self.given)
+        absent = absent_test_tasks(layout) if which == "test" else []
+        return RankingTasks(list(load_split(layout, which)), which, folder, absent, layout)
+
     def describe(self) -> str:
         """Where the ground truth came from, in words."""
         return str(self.ground_truth) if self.ground_truth is not None else f"{self.data} (no ground truth)"
+
+
+@dataclass(frozen=True)
+class RankingTasks:
+    """What :meth:`ResolvedFolder.ranking_tasks` found: the tasks, the organisers' split they are (None for a plain
+    folder), its folder, and the official test topics of tasks.csv that are not downloaded."""
+
+    tasks: list
+    split: str | None
+    folder: Path
+    absent: list[str]
+    layout: OrganisersLayout | None
+
+    def describe(self) -> str | None:
+        """One line saying which tasks these are (None for a plain folder)."""
+        if self.split is None:
+            return None
+        kind = "test tasks (the official topics)" if self.split == "test" else "training tasks"
+        if self.absent:
+            kind = (f"test tasks of the {len(self.tasks) + len(self.absent)} official topics ({len(self.absent)} "
+                    f"not downloaded)")
+        return f"ranking the {len(self.tasks)} {kind} of {self.folder}"
+
+    def warning(self) -> str | None:
+        """The official test tasks the run will miss, in one line (None when none is missing)."""
+        if not self.absent or self.layout is None:
+            return None
+        from .organisers import describe_absent
+
+        return (f"{describe_absent(self.layout, self.absent)}; the run will miss them (validate --official refuses "
+                f"it)")
 
 
 def _near(folder: Path, name: str) -> Path | None:
@@ -115,7 +166,7 @@ def resolve_folder(path: str | Path, ground_truth: str | Path | None = None) -> 
         layout = find_layout(given, need_tasks=False)
         if layout is not None:
             found = ResolvedFolder(given, "organisers", layout.data, _near(layout.data, TRUTH_NAME),
-                                   layout.tasks_csv, layout.models_csv, layout)
+                                   layout.tasks_csv, layout.models_csv or _near(given, "models.csv"), layout)
         else:
             data = given / "data" if (given / "data" / TRUTH_NAME).is_file() else given
             found = ResolvedFolder(given, "folder", data, _near(data, TRUTH_NAME), _near(data, "tasks.csv"),
@@ -129,4 +180,4 @@ def resolve_folder(path: str | Path, ground_truth: str | Path | None = None) -> 
     return found
 
 
-__all__ = ["TRUTH_NAME", "ResolvedFolder", "is_truth_csv", "resolve_folder"]
+__all__ = ["TRUTH_NAME", "RankingTasks", "ResolvedFolder", "is_truth_csv", "resolve_folder"]

@@ -72,6 +72,8 @@ class Pool(Sequence[Candidate]):
         self.name = name
         #: the organisers' ``models/`` folder searched for ``NN/`` snapshots (``models.csv`` pools), else None
         self.model_dir = model_dir
+        #: the file it was read from (``load_pool``), else None: what a card-reading ranker's ``pool`` parameter names
+        self.file: str | None = None
         self._c: dict[str, Candidate] = {}
         for c in candidates:
             if c.id in self._c:
@@ -218,10 +220,10 @@ def load_pool(path: str | Path) -> Pool:
             raise InputError(f"no such pool file (built-in pools: {', '.join(builtin_pools())})", path=p)
         p = builtin
     suffix = suffix_of(p)  # a symlink is judged by its target's suffix
-    if suffix == ".csv":
-        return _read_models_csv(p)
-    if suffix in (".yaml", ".yml"):
-        return _read_pool_yaml(p)
+    if suffix in (".csv", ".yaml", ".yml"):
+        pool = _read_models_csv(p) if suffix == ".csv" else _read_pool_yaml(p)
+        pool.file = str(p) if Path(path).exists() else str(path)  # a built-in pool by its name
+        return pool
     raise InputError("pool must be a .csv (NTCIR models.csv) or .yaml file", path=p)
 
 

@@ -100,7 +100,7 @@ class Persistable(Ranker):
         names = cls.param_names()
         for key in overrides:
             if key not in names:
-                raise InputError(f"method {cls.name!r} has no parameter {key!r}", field="--param")
+                raise InputError(f"method {cls.name!r} has no parameter {key!r}", field="params")
         try:
             doc = cls._upgrade(doc)
             params = doc.get("params") or {}

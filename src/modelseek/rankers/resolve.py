@@ -87,7 +87,7 @@ def check_params(method: str | Ranker, params: Mapping[str, Any]) -> dict[str, A
             hint = f" Did you mean {close!r}?" if close else ""
             listed = ", ".join(valid) if valid else "none"
             raise InputError(f"method {getattr(cls, 'name', method)!r} has no parameter {key!r}.{hint} "
-                             f"Valid: {listed}", field="--param")
+                             f"Valid: {listed}", field="params")
     return dict(params)
 
 
@@ -104,7 +104,7 @@ def split_params(methods: Sequence[str], params: Mapping[str, Any], seed: int | 
             close = closest(key, valid)
             hint = f" Did you mean {close!r}?" if close else ""
             raise InputError(f"no method of {', '.join(map(str, methods))} has a parameter {key!r}.{hint}",
-                             field="--param")
+                             field="params")
     out = {}
     for m in methods:
         p = {k: v for k, v in params.items() if k in names[m]}
@@ -142,7 +142,7 @@ def _typed(cls: type, params: Mapping[str, Any]) -> dict[str, Any]:
                 raise InputError(f"must be an integer in [0, 4294967295], got {out[key]}", field=key)
         except InputError as exc:
             raise InputError(f"method {getattr(cls, 'name', cls.__name__)!r}: {exc.message}",
-                             field=f"--param {key}") from None
+                             field=f"params.{key}") from None
     return out
 
 
@@ -160,7 +160,7 @@ def build(method: str | Ranker, params: Mapping[str, Any] | None = None) -> Rank
     params = dict(params or {})
     if isinstance(method, Ranker):
         if params:
-            raise InputError("parameters cannot be given with a ranker instance", field="--param")
+            raise InputError("parameters cannot be given with a ranker instance", field="params")
         return method
     path = artifact_path(method)
     if path is None:
@@ -182,17 +182,43 @@ def resolve(method: str | Ranker = "default", params: Mapping[str, Any] | None =
         if path is not None:
             check_params(method, params)
             return load_artifact(path, **params)
-        ranker = make(method, **params)
+        ranker = make(method, **(with_card_pool(method, params, pool) if train_truth is not None else params))
     if ranker.needs_fit and not ranker.is_fitted:
         name = ranker.name
         if train_truth is None:
-            raise InputError(f"method {name!r} learns from past tasks: give their ground truth (--train-truth "
-                             f"GT.csv, with columns task_id,model_id,f1)", field="--train-truth")
+            raise InputError(f"method {name!r} learns from past tasks: give their ground truth (`train_truth`: a "
+                             f"CSV with columns task_id,model_id,f1)", field="train_truth")
         if ranker.needs_text and train_tasks is None:
             raise InputError(f"method {name!r} learns from the training tasks' text: give their task folder "
-                             f"(--train-tasks DIR)", field="--train-tasks")
+                             f"(`train_tasks`)", field="train_tasks")
         ranker.fit(train_tasks, train_truth, pool=pool, progress=progress)
     return ranker
+
+
+def card_pool(pool: Pool) -> str | None:
+    """The one rule for what a card-reading method (``metadata``, ``ltr``: it declares a ``pool`` parameter) reads
+    its model cards from when none is given: the built-in ``ntcir19`` (it has card metadata) when ``pool`` holds the
+    same candidates (same ids, same or no Hugging Face id), else the file ``pool`` was read from; None for a pool
+    built in memory (the method's own default stands). ``bench``, ``rank``, ``rank --cv``, ``train-ranker``,
+    :func:`modelseek.rank` and :func:`modelseek.bench.cross_validate` all apply it through :func:`with_card_pool`."""
+    from ..data.pool import ntcir_pool  # lazy: the built-in pool is read only when asked
+
+    ref = ntcir_pool()
+    if all(c.id in ref and (not c.hf_id or c.hf_id == ref.get(c.id).hf_id) for c in pool):
+        return "ntcir19"
+    return getattr(pool, "file", None)
+
+
+def with_card_pool(method: object, params: Mapping[str, Any] | None, pool: Pool | None) -> dict[str, Any]:
+    """``params`` with ``pool`` set by :func:`card_pool` when ``method`` (a name or an artifact) declares a ``pool``
+    parameter that is not given; a :class:`Ranker` instance (or a factory) carries its own."""
+    out = dict(params or {})
+    if pool is None or "pool" in out or not isinstance(method, str) or "pool" not in ranker_class(method).param_names():
+        return out
+    cards = card_pool(pool)
+    if cards is not None:
+        out["pool"] = cards
+    return out
 
 
 def describe_methods() -> str:
@@ -202,5 +228,5 @@ def describe_methods() -> str:
             f"or the path of an artifact from 'modelseek train-ranker'")
 
 
-__all__ = ["artifact_path", "artifact_spec", "build", "check_params", "describe_methods", "make", "ranker_class",
-           "resolve", "split_params"]
+__all__ = ["artifact_path", "artifact_spec", "build", "card_pool", "check_params", "describe_methods", "make",
+           "ranker_class", "resolve", "split_params", "with_card_pool"]

@@ -1,0 +1,174 @@
+"""The API answers as the CLI does (#45 item 5): the same request through ``modelseek`` (the ``cli`` fixture) and
+through ``import modelseek`` on the same inputs gives the same runs, reports and JSON, because the rules (a folder's
+tasks and pool, the training truth found beside them, the card pool of a card-reading method, rank's verdicts) live
+in the library and the commands only parse and print. Small generated layouts keep it a few seconds."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import modelseek as ms
+from modelseek.verdicts import rank_explained
+from modelseek.bench import check_refit, cross_validate
+from modelseek.data.folder import resolve_folder
+from modelseek.data.loaders import load_table_task
+from modelseek.data.run import read_run, read_runs
+from modelseek.errors import InputError
+from modelseek.rankers.resolve import build, card_pool, with_card_pool
+from modelseek.testing import make_ntcir_layout
+
+
+@pytest.fixture(scope="module")
+def layout(tmp_path_factory) -> Path:
+    """A generated layout with 4 candidates (docIDs 1-4: not the 20 of the built-in ntcir19 pool)."""
+    return make_ntcir_layout(tmp_path_factory.mktemp("api-cli") / "a", n_tasks=12, n_models=4, seed=3)
+
+
+def _same_run(a, b) -> None:
+    assert list(a) == list(b)
+    for t in a:
+        assert [e.doc for e in a[t]] == [e.doc for e in b[t]], t
+        assert [e.score for e in a[t]] == pytest.approx([e.score for e in b[t]], abs=1e-4), t
+
+
+def test_rank_folder_ranks_the_folders_candidates(cli, layout, tmp_path):
+    out = tmp_path / "random.run"
+    r = cli("rank", layout, "-m", "random", "-o", out)
+    assert r.code == 0, r.err
+    by_cli = read_run(out)
+    by_api = ms.rank(layout, method="random")  # a path: the same folder rule
+    by_resolved = ms.rank(resolve_folder(layout), method="random")  # the resolver's output too
+    _same_run(by_cli, by_api)
+    _same_run(by_api, by_resolved)
+    assert {e.doc for t in by_api for e in by_api[t]} == {"1", "2", "3", "4"}  # models.csv, not ntcir19's 20
+    assert len(list(by_api)) == 12
+
+
+def test_rank_folder_json_equals_the_api_run(cli, layout):
+    r = cli("rank", layout, "-m", "random", "--seed", "7", "--json")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    run = ms.rank(layout, method="random", seed=7)
+    assert list(doc["random"]) == list(run)
+    for t in run:
+        assert [(e["doc"], e["rank"]) for e in doc["random"][t]] == [(e.doc, e.rank) for e in run[t]]
+        assert [e["score"] for e in doc["random"][t]] == pytest.approx([e.score for e in run[t]])
+
+
+def test_rank_folder_learner_refuses_alike(cli, layout):
+    """avgrank on a folder whose ground truth holds only the tasks being ranked: the same refusal, the CLI naming
+    its flag, the library its parameter."""
+    r = cli("rank", layout, "-m", "avgrank")
+    assert r.code == 1 and "holds only the tasks being ranked" in r.err and "--train-truth" in r.err, r.err
+    with pytest.raises(InputError, match="holds only the tasks being ranked") as exc:
+        ms.rank(layout, method="avgrank")
+    assert exc.value.field == "train_truth"
+
+
+def test_bench_and_rank_cv_use_one_card_pool(cli, layout, tmp_path):
+    """bench (CLI), rank --cv (CLI) and bench.cross_validate (API) of a card-reading method: one card pool (the
+    layout's models.csv, its candidates not being ntcir19's), so one run and one report."""
+    folder = resolve_folder(layout)
+    truth, pool = folder.truth(), folder.pool()
+    assert card_pool(pool) == str(folder.models_csv)
+    assert with_card_pool("metadata", {}, pool) == {"pool": str(folder.models_csv)}
+    assert with_card_pool("avgrank", {}, pool) == {}
+    tasks = folder.training_tasks(truth.task_ids)
+    api = cross_validate("metadata", truth, pool, tasks=tasks, folds=3, seed=0,
+                         method_params={"encoder": "hashing", "seed": 0})
+    run_out = tmp_path / "bench.run"
+    r = cli("bench", layout, "-m", "metadata", "avgrank", "-p", "encoder=hashing", "--folds", "3", "--json",
+            "--run-out", run_out)
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    want = api.report.mean()
+    got = doc["methods"]["metadata"]["tiers"]["all"]
+    for m in ("ndcg@1", "ndcg@3", "ndcg@5", "mrr"):
+        assert got[m]["mean"] == pytest.approx(want[m]), m
+    _same_run(read_runs(run_out)["metadata"], api.runs[0])
+    cv_out = tmp_path / "cv.run"
+    r = cli("rank", layout, "-m", "metadata", "--param", "encoder=hashing", "--cv", "3", "-o", cv_out)
+    assert r.code == 0, r.err
+    _same_run(read_run(cv_out), api.runs[0])
+    avg = cross_validate("avgrank", truth, pool, folds=3, seed=0)
+    assert doc["methods"]["avgrank"]["tiers"]["all"]["ndcg@5"]["mean"] == pytest.approx(avg.report.mean()["ndcg@5"])
+
+
+def test_train_ranker_equals_the_library(cli, layout, tmp_path):
+    """train-ranker --cv: the verdict printed is check_refit's; the artifact saved is the library's fit (same
+    parameters, card pool included, and the same rankings)."""
+    out = tmp_path / "metadata.json"
+    r = cli("train-ranker", layout, "-m", "metadata", "-p", "encoder=hashing", "--cv", "3", "-o", out)
+    assert r.code == 0, r.err
+    folder = resolve_folder(layout)
+    truth, pool = folder.truth(), folder.pool()
+    tasks = folder.training_tasks(truth.task_ids)
+    params = with_card_pool("metadata", {"encoder": "hashing", "seed": 0}, pool)
+    check = check_refit("metadata", truth, pool, tasks=tasks, folds=3, seed=0, method_params=params)
+    assert check.verdict() in r.out
+    saved = json.loads(out.read_text())
+    assert saved["params"]["pool"] == str(folder.models_csv)
+    ranker = build("metadata", params)
+    ranker.fit(tasks, truth, pool=pool)
+    assert saved["params"] == {k: v for k, v in ranker.get_params().items() if k != "cache_dir"}
+    _same_run(ms.rank(tasks, pool, method=str(out)), ranker.rank_tasks(list(tasks), pool, run_id="metadata"))
+
+
+@pytest.mark.slow(reason="the budget curve replays the shipped history, CLI and API: 9 s on 2 shared cores")
+def test_rank_explained_json_carries_the_verdicts(cli, layout, tmp_path):
+    """rank's regret-rule verdict and budget curve: in rank_explained()'s explanation and in --json, the same."""
+    task_csv = tmp_path / "task.csv"
+    task_csv.write_text("text,label\n" + "".join(f"sample text {i} about topic {i % 3},{i % 3}\n" for i in range(30)))
+    models = str(resolve_folder(layout).models_csv)
+    r = cli("rank", task_csv, "-m", "adaptive", "--param", "encoder=hashing", "--train-truth", layout,
+            "--pool", models, "--json")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    folder = resolve_folder(layout)
+    truth = folder.truth()
+    res = rank_explained(load_table_task(task_csv), ms.load_pool(models), "adaptive", train_truth=truth,
+                         train_tasks=folder.training_tasks(truth.task_ids), train_pool=folder.pool(),
+                         encoder="hashing", seed=0)
+    (tid, ex), = res.explanations.items()
+    got = doc["explanations"]["adaptive"][tid]
+    assert got["regret_rule"] == ex["regret_rule"]
+    assert got["budget_curve"] == json.loads(json.dumps(ex["budget_curve"]))
+    assert ex["regret_rule"]["tier"] in ("low", "medium", "high")
+    assert ex["budget_curve"]["tier"] == ex["criticality"]["tier"]
+    assert ex["budget_curve"]["points"][0]["k"] == 0
+    assert [e["doc"] for e in doc["adaptive"][tid]] == [e.doc for e in res.run[tid]]
+
+
+def test_library_errors_name_parameters_the_cli_its_flags(cli, layout):
+    """A method parameter the method refuses: the library names the parameter (``params.KEY``), the CLI its flag
+    (``--param KEY``); the message is the same."""
+    with pytest.raises(InputError) as exc:
+        ms.rank(layout, method="random", seed="x")
+    assert exc.value.field == "params.seed"
+    r = cli("rank", layout, "-m", "random", "--param", "seed=x")
+    assert r.code == 1 and f"field '--param seed': {exc.value.message}" in r.err, r.err
+    with pytest.raises(InputError) as exc:
+        ms.rank(layout, method="random", nope=1)
+    assert exc.value.field == "params" and "has no parameter 'nope'" in exc.value.message
+    with pytest.raises(InputError, match="`split` takes a folder") as exc:
+        ms.rank([], method="random", split="test")
+    assert exc.value.field == "split"
+
+
+@pytest.mark.parametrize("given", ["csv", "folder"])
+def test_rank_with_a_training_truth_path(cli, layout, tmp_path, given):
+    """--train-truth PATH (the CSV, or the folder it is in) and ms.rank(train_truth=PATH): the same truth, the same
+    pool beside it, the same run."""
+    task_csv = tmp_path / "task.csv"
+    task_csv.write_text("text,label\n" + "".join(f"text {i},{i % 2}\n" for i in range(20)))
+    truth = layout / "ground-truth.csv" if given == "csv" else layout
+    models = resolve_folder(layout).models_csv
+    out = tmp_path / "avg.run"
+    r = cli("rank", task_csv, "-m", "avgrank", "--train-truth", truth, "--pool", models, "-o", out)
+    assert r.code == 0, r.err
+    api = ms.rank(load_table_task(task_csv), ms.load_pool(models), method="avgrank", train_truth=truth)
+    _same_run(read_run(out), api)
+    assert [e.doc for t in api for e in api[t]] != [] and len(api[next(iter(api))]) == 4
