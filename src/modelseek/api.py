@@ -15,6 +15,10 @@ from .data.truth import GroundTruth
 from .errors import InputError
 from .rankers import Ranker
 from .rankers.base import failures_allowed
+from .rankers._registry import RANKERS
+from .data.folder import _near
+from .data.loaders import load_ntcir_tasks
+from .data.pool import load_pool
 
 
 def rank(tasks: Task | Iterable[Task] | str | Path | ResolvedFolder, pool: Pool | None = None,
@@ -141,7 +145,6 @@ def folder_request(path: str | Path | ResolvedFolder, methods: Sequence[str | Ra
     (see :class:`FolderRequest`); ``pool`` (a pool, a file or a name) replaces the one beside the tasks. A method
     that learns from past tasks is fitted on the folder's ground truth without the tasks being ranked; a ground
     truth that holds only those tasks is an error (cross-fit them instead)."""
-    from .rankers._registry import RANKERS  # the registered names (an artifact is fitted already)
     from .rankers.resolve import ranker_class  # lazy: start-up
 
     folder = path if isinstance(path, ResolvedFolder) else resolve_folder(path)
@@ -172,9 +175,6 @@ def training_data(methods: Sequence[str | Ranker], pool: Pool, train_truth: str 
     :func:`~modelseek.data.folder.resolve_folder`: its ground truth, its task folders when a method reads text,
     its pool) or a CSV (default with ``train_tasks``: the ground truth beside those tasks); the pool is the
     ``models.csv`` beside them where there is one, else ``pool``."""
-    from .data.folder import _near
-    from .data.loaders import load_ntcir_tasks
-    from .data.pool import load_pool
     from .rankers.resolve import ranker_class  # lazy: start-up
 
     if train_truth is not None and train_tasks is None and Path(train_truth).is_dir():

@@ -104,7 +104,6 @@ class Registry(Generic[T]):
     """
 
     def __init__(self, kind: str) -> None:
-
         decl = declared(kind, exact=True)
         self.declaration = decl
         #: the kind's word in messages ("estimator", "method" for the ranker namespace ...)

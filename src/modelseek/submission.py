@@ -91,7 +91,6 @@ class Prior:
 
 
 def shipped_prior() -> Prior:
-
     fitted = getattr(resolve("avgrank-ntcir19", {}), "fitted_task_ids_", None) or []
     return Prior(len(fitted), "the ground truth shipped with modelseek (avgrank-ntcir19)")
 

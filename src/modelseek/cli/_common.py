@@ -31,6 +31,7 @@ from ..data.pool import load_pool
 from ..data.truth import GradingScheme, GroundTruth
 from ..errors import InputError
 from ..io import check_readable
+from ..data.organisers import find_layout
 
 
 # ------------------------------------------------------------------------------------------ option types
@@ -337,7 +338,6 @@ def load_pool_arg(value: str | None, root: Path | None = None):
     if value is None:
         found = None
         if root is not None and root.is_dir():
-            from ..data.organisers import find_layout  # lazy: start-up, CLI parser (evaluate's lean start-up)
 
             layout = find_layout(root, need_tasks=False)  # the organisers' repository root: data/models.csv
             found = layout.models_csv if layout is not None and layout.models_csv else find_in_root(root, "models.csv")

@@ -22,6 +22,7 @@ from .. import __version__
 from ..errors import ModelseekError, ValidationError
 from ._common import check_before_work
 from ..io import write_error
+from ..errors import InputError
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -99,7 +100,6 @@ def _in_flags(exc: ModelseekError, parser: argparse.ArgumentParser, args: argpar
     name (``--train-truth``; ``--param KEY``) — in the text always, as the field for the ranking library's
     parameters and, in a command that sets ``map_params``, for every one. The library holds the rule, the CLI the
     flag."""
-    from ..errors import InputError
 
     if not isinstance(exc, InputError):
         return exc

@@ -21,7 +21,6 @@ def register(sub) -> None:
 
 
 def run(args) -> int:
-
     wanted = kind(args.kind).name if args.kind else None
     members = [m for m in report(load=not args.no_load) if wanted is None or m.kind == wanted]
     broken = [m for m in members if m.broken]

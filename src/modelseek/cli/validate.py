@@ -11,6 +11,7 @@ from ..data.run import validate_run
 from ..data.truth import GroundTruth
 from ..errors import InputError, ValidationError
 from ..io import open_text, read_text
+from ..data.organisers import find_layout, test_topics
 
 #: the runs a participant may submit per subtask (NTCIR-19 Model Retrieval)
 MAX_RUNS = 5
@@ -115,7 +116,6 @@ def _looks_like_a(path: str, per: dict) -> list[InputError]:
 
 def _official(args: argparse.Namespace) -> tuple[str, list[str] | None, list[str] | None, str]:
     """(subtask, topics, docIDs, what the ok line says) of the organisers' ROOT."""
-    from ..data.organisers import find_layout, test_topics  # lazy: start-up, CLI parser (validate's lean start-up)
     from ..style.layout import organiser_root  # lazy: pandas, scipy
 
     root = Path(args.official)

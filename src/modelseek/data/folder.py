@@ -23,6 +23,8 @@ from .organisers import OrganisersLayout, find_layout
 from .truth import GroundTruth
 from .loaders import load_ntcir_tasks
 from .pool import load_pool
+from .organisers import absent_test_tasks, load_split
+from .organisers import describe_absent
 
 if TYPE_CHECKING:
     from .pool import Pool
@@ -74,8 +76,6 @@ class ResolvedFolder:
         """The tasks a ``rank`` of this path ranks: the organisers' ``split`` (``test`` | ``train``; the only one
         present when None) with tasks.csv's ids and fields, else every task folder under the path. ``split`` on a
         path without the organisers' layout is an error."""
-        from .loaders import load_ntcir_tasks  # lazy: start-up
-        from .organisers import absent_test_tasks, load_split
 
         if not self.given.is_dir():
             raise InputError("not a folder of tasks (a table file is ranked as one task: load_table_task)",
@@ -120,7 +120,6 @@ class RankingTasks:
         """The official test tasks the run will miss, in one line (None when none is missing)."""
         if not self.absent or self.layout is None:
             return None
-        from .organisers import describe_absent
 
         return (f"{describe_absent(self.layout, self.absent)}; the run will miss them (validate --official refuses "
                 f"it)")

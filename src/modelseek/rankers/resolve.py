@@ -33,6 +33,7 @@ from ._artifact import read_artifact
 from ._registry import RANKERS
 from .base import Ranker
 from .default import artifact_dir, builtin_artifact, default_spec, load_artifact
+from ..data.pool import ntcir_pool
 
 
 def _registry():
@@ -201,7 +202,6 @@ def card_pool(pool: Pool) -> str | None:
     same candidates (same ids, same or no Hugging Face id), else the file ``pool`` was read from; None for a pool
     built in memory (the method's own default stands). ``bench``, ``rank``, ``rank --cv``, ``train-ranker``,
     :func:`modelseek.rank` and :func:`modelseek.bench.cross_validate` all apply it through :func:`with_card_pool`."""
-    from ..data.pool import ntcir_pool  # lazy: the built-in pool is read only when asked
 
     ref = ntcir_pool()
     if all(c.id in ref and (not c.hf_id or c.hf_id == ref.get(c.id).hf_id) for c in pool):
