@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         for t, task in enumerate(world.tasks[: args.tasks]):
             with tempfile.TemporaryDirectory(dir=SCRATCH) as out:
                 res = select(task, world.pool, budget_s, out, backend=SimulatedBackend(world, t), epochs=args.epochs,
-                             reliability=rel, history=hist, history_signals=hist_signals, noise=0.0)
+                             reliability=rel, history=hist, history_signals=hist_signals, noise=0.003)
             if measured is None:
                 measured = res.measured
                 ch = measured.choices

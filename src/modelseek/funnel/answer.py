@@ -70,8 +70,8 @@ def final_ranking(order: Sequence[str], finetuned: Mapping[str, tuple[float, flo
     fine-tunes, or ``None`` for fine-tuned first. Fine-tuned first is what replay measured for the first ``k`` of
     the order; where the budget passed over a dear candidate for a cheaper one further down (not a prefix), the
     fine-tuned ones are re-sorted in place instead (:func:`in_place`), so a cheap outsider cannot jump to the top."""
+    if set(order[: len(finetuned)]) != set(finetuned):  # not the order's first k: neither what replay measured
+        return in_place(order, finetuned)                 # for fine-tuned first nor what the merge's tables learned
     if tables is None or not finetuned or any(r for r, _ in finetuned.values()):
-        if set(order[: len(finetuned)]) != set(finetuned):
-            return in_place(order, finetuned)
         return finetuned_first(order, finetuned)
     return merge_ranking(order, {c: float(v) for c, (_, v) in finetuned.items()}, tables)

@@ -343,11 +343,14 @@ def fusion_weight(r: float) -> float:
 
 
 def weighted_scores(prior: np.ndarray, signal_mats: Sequence[np.ndarray], rel: Sequence[float]) -> np.ndarray:
-    """The reliability-weighted fusion's score: the weighted sum of the per-task z-scores of the prior and of each
-    signal (``rel``: their reliabilities, the prior's first)."""
+    """The reliability-weighted fusion's score: over the candidates every signal scored, the weighted sum of the
+    per-task z-scores (over those candidates) of the prior and of each signal (``rel``: their reliabilities, the
+    prior's first); the others after them (at ``-inf``: the prior orders them)."""
     mats = [np.broadcast_to(prior, signal_mats[0].shape if signal_mats else np.shape(prior)), *signal_mats]
-    return sum((fusion_weight(r) * _zscores(np.asarray(m, dtype=float)) for m, r in zip(mats, rel)),
-               np.zeros(mats[0].shape))
+    both = np.all([np.isfinite(m) for m in signal_mats], axis=0) if signal_mats else np.isfinite(mats[0])
+    out = sum((fusion_weight(r) * _zscores(np.where(both, np.asarray(m, dtype=float), np.nan))
+               for m, r in zip(mats, rel)), np.zeros(mats[0].shape))
+    return np.where(both, out, -np.inf)
 
 
 def plain_orders(prior: np.ndarray, table: Table, rows: np.ndarray, signals: Sequence[Run],
@@ -697,15 +700,14 @@ def choose_on_history(history: GroundTruth, model_ids: Sequence[str], signals: S
     inner = inner.subset(inner.task_ids, models)
     base = FUSION if use else PRIOR
     runs: dict[PriorForm, ReplayData] = {}
-    inner_kw = dict(signals=use, finetunes=ks, noise=noise, repeats=min(repeats, _INNER_REPEATS),
+    inner_kw: dict[str, Any] = dict(signals=use, finetunes=ks, noise=noise, repeats=min(repeats, _INNER_REPEATS),
                     folds=max(2, min(folds, len(inner.task_ids))), seed=seed, sequential=False, choose=False,
                     scheme=scheme, prior_run=prior_run)
     all_forms = [PriorForm.AVGRANK] if prior_run is not None else [PriorForm.parse(f)
                                                                    for f in (forms or list(PriorForm))]
     single = len(all_forms) == 1 and (not use or order is not None)  # nothing to choose before the merge
     for form in all_forms:  # the forms compared on the plain order alone; the merge replayed for the chosen one
-        runs[form] = replay(inner, prior_form=form, with_merge=single, order=order,  # type: ignore[arg-type]
-                            **inner_kw)
+        runs[form] = replay(inner, prior_form=form, with_merge=single, order=order, **inner_kw)
     means = {f"{base}[{form.value}]": {k: float(d.values[base][k]["ndcg@5"].mean()) for k in ks}
              for form, d in runs.items()}
     form = max(runs, key=lambda f: (round(float(np.mean([means[f"{base}[{f.value}]"][k] for k in FORM_FINETUNES])),
@@ -715,7 +717,7 @@ def choose_on_history(history: GroundTruth, model_ids: Sequence[str], signals: S
         chosen, o_means = _choose_order(runs[form].values, [PRIOR, *(r.run_id for r in use), FUSION, WEIGHTED],
                                         ORDER_FINETUNES)
         means.update({f"order:{n}": {0: v} for n, v in o_means.items()})
-    d = runs[form] if single else replay(inner, prior_form=form, order=chosen, **inner_kw)  # type: ignore[arg-type]
+    d = runs[form] if single else replay(inner, prior_form=form, order=chosen, **inner_kw)
     mname = merge_name(chosen)
     means[f"{chosen}[{form.value}]"] = {k: float(d.values[chosen][k]["ndcg@5"].mean()) for k in ks}
     means[f"{mname}[{form.value}]"] = {k: float(d.values[mname][k]["ndcg@5"].mean()) for k in ks}

@@ -216,6 +216,21 @@ def _history_signals(given: Any, history: GroundTruth | None) -> tuple[Run, Run 
     :data:`.answer.ESTIMATOR`, as replay names it)."""
     if given is None:
         return None
+    key = (id(given), id(history))
+    hit = _PARSED.get(key)
+    if hit is not None and hit[0] is given and hit[1] is history:  # the same runs again (a benchmark's many tasks)
+        return hit[2]
+    parsed = _parse_history_signals(given, history)
+    if len(_PARSED) >= 4:
+        _PARSED.clear()
+    _PARSED[key] = (given, history, parsed)
+    return parsed
+
+
+_PARSED: dict[tuple, tuple[Any, Any, Any]] = {}
+
+
+def _parse_history_signals(given: Any, history: GroundTruth | None) -> tuple[Run, Run | None]:
     from ..data.run import read_runs  # lazy: start-up
     from .answer import ESTIMATOR
     from .replay import PRIOR
