@@ -69,12 +69,14 @@ def test_replay_reports_the_merge_beside_finetuned_first_and_uses_it_where_the_h
     sig = Run.from_scores({f"t{i}": {"A": 4.0, "D": 3.0, "B": 2.0, "C": 1.0} for i in range(n)}, run_id="sig")
     sig2 = sig.with_id("sig2")
     sig3 = sig.with_id("sig3")
-    d = replay(_truth(scores, models), signals=[sig, sig2, sig3], finetunes=[0, 2], folds=5, sequential=False)
+    # the order fixed to RRF (here the folds would choose the prior's, which tries A and B: nothing to merge)
+    d = replay(_truth(scores, models), signals=[sig, sig2, sig3], finetunes=[0, 2], folds=5, sequential=False,
+               order="rrf")
     assert d.base == "rrf" and d.final[2] == "rrf+merge" and all(d.extra["merge"]["2"])
     assert d.values["rrf+merge"][2]["ndcg@5"] == pytest.approx(np.ones(n))
     assert d.values["rrf"][2]["ndcg@5"].mean() < 0.99
     # the rankings replay scores are the funnel's: A, B, C (untried, top grade), then D (tried, far below)
-    ranks = funnel_rankings(_truth(scores, models), 2, signals=[sig, sig2, sig3], folds=5)
+    ranks = funnel_rankings(_truth(scores, models), 2, signals=[sig, sig2, sig3], folds=5, order="rrf")
     assert all(picks == ["A", "D"] and ranking == ["A", "B", "C", "D"] for picks, ranking in ranks.values())
 
 

@@ -732,7 +732,8 @@ def choose_on_history(history: GroundTruth, model_ids: Sequence[str], signals: S
 def funnel_rankings(truth: GroundTruth, k: int, signals: Sequence[Run] = (), history: GroundTruth | None = None,
                     noise: float = 0.0, repeats: int = 1, folds: int | None = None, seed: int = 0,
                     scheme: GradingScheme | str = GradingScheme.NTCIR, history_signals: Sequence[Run] = (),
-                    prior_run: Run | None = None) -> dict[str, tuple[list[str], list[str]]]:
+                    prior_run: Run | None = None, order: str | None = None
+                    ) -> dict[str, tuple[list[str], list[str]]]:
     """Per task of ``truth``: the funnel policy's picks and final ranking after ``k`` fine-tunes that reveal the
     recorded scores as they are (the draw without noise), made by the steps :func:`replay` scores — the split's
     choices (:func:`choose_on_history`, with ``noise`` and ``repeats`` as replay passes them), the order the split
@@ -740,8 +741,8 @@ def funnel_rankings(truth: GroundTruth, k: int, signals: Sequence[Run] = (), his
     with ``history_signals`` — the same runs' scores on the history tasks — the one chosen there by cross-fitting,
     ``weighted`` with the reliabilities measured there), and the final ranking chosen at ``k`` (the merge's gain
     tables learned on the split's history, or fine-tuned first). ``prior_run``: the prior's scores per task (the
-    replayed ones and the history's) instead of the prior fitted on the history. What ``select`` does on the same
-    inputs."""
+    replayed ones and the history's) instead of the prior fitted on the history; ``order`` fixes the order (as in
+    :func:`replay`). What ``select`` does on the same inputs."""
 
     scheme = GradingScheme.parse(scheme, field="--scheme")
     table = Table.from_truth(truth)
@@ -750,27 +751,27 @@ def funnel_rankings(truth: GroundTruth, k: int, signals: Sequence[Run] = (), his
     for sp in splits(truth, table, history, folds, seed):
         both = _joined(signals, history_signals)
         ch = choose_on_history(sp.history, table.model_ids, both, [k], noise, int(repeats),
-                               folds if history is None else 5, seed, scheme, prior_run=prior_run)
+                               folds if history is None else 5, seed, scheme, prior_run=prior_run, order=order)
         rows = sp.test
         orders = plain_orders(_signal_matrix(prior_run, table, rows) if prior_run is not None else
                               prior_scores(sp.history, table.model_ids, ch.form, unseen_neutral=sp.cross_fitted),
                               table, rows, both, ch.reliability)
-        order = _scored_first(orders[ch.order if ch.order in orders else (FUSION if signals else PRIOR)],
-                              table.scored[rows])
+        walked = _scored_first(orders[ch.order if ch.order in orders else (FUSION if signals else PRIOR)],
+                               table.scored[rows])
         kk = min(int(k), len(table.model_ids))
-        rank_of = _ranks_of(order)
+        rank_of = _ranks_of(walked)
         observed = table.filled()[rows]
         if kk and ch.merge.get(int(k)):
             tables = history_gains(sp.history, table.model_ids, [int(k)], ch.form, scheme, noise, seed,
                                    unseen=sp.cross_fitted)[int(k)]
-            picked = np.zeros(order.shape, dtype=bool)
-            np.put_along_axis(picked, order[:, :kk], True, axis=1)
+            picked = np.zeros(walked.shape, dtype=bool)
+            np.put_along_axis(picked, walked[:, :kk], True, axis=1)
             final = merged_final(rank_of, picked, observed, table.scored[rows], tables)
         else:
-            final = _final_scores(rank_of, order[:, :kk], observed)
+            final = _final_scores(rank_of, walked[:, :kk], observed)
         for i, r in enumerate(rows):
             ranked = np.lexsort((rank_of[i], -final[i]))
-            out[table.task_ids[r]] = ([table.model_ids[j] for j in order[i, :kk]],
+            out[table.task_ids[r]] = ([table.model_ids[j] for j in walked[i, :kk]],
                                       [table.model_ids[j] for j in ranked])
     return out
 
