@@ -15,13 +15,17 @@ F1 per task, an inference-free prior (corr. ~0.55 with it), frozen-feature estim
 * **estimators on all** — estimators down the prior's order while they fit (all of the pool when the budget
   allows), ranked by the estimators, then the rest by the prior.
 
-The funnel plans with *measured* reliabilities: replay (:func:`modelseek.funnel.curve.measure`) on
-``--history-tasks`` further tasks of the same world (never evaluated) measures how well the prior and the estimators
-rank each task's candidates (mean within-task rank correlation with fine-tuned F1), and ``select`` gets those.
+The funnel is given what a user gives ``select`` about past tasks: ``--history-tasks`` further tasks of the same
+world (never evaluated) as ``history`` (their fine-tuned F1) and, as ``history_signals``, the prior's and the
+estimator's scores on them. Replay on that history (5-fold cross-fitting) measures the reliabilities (mean
+within-task rank correlation with fine-tuned F1) that the plan uses, and chooses the order fine-tuning walks (the
+prior, the estimator, their RRF, or their fusion weighted by those reliabilities) and the final ranking per k;
+``select`` walks and ranks exactly so. Seed noise: the world's (0.003).
 
 Both baselines spend what their work really costs (fine-tuning stops early as in the funnel's backend) from the
 same budget. Prints nDCG@5 (NTCIR grades) and regret@1 (relative F1 lost), means over tasks, per budget; exits 1
-unless the funnel is at least as good as both baselines on both at every budget. Runs in about a minute.
+unless the funnel is at least as good as both baselines on both at every budget. Runs in about four
+minutes (replay on the history included).
 """
 
 from __future__ import annotations
@@ -86,20 +90,16 @@ def baseline_features_all(world, t: int, budget_s: float) -> list[str]:
     return then_prior([c for c, _ in scored], [ids[j] for j in order_idx])
 
 
-def measured_reliability(world, history: range):
-    """The prior's and the estimators' reliabilities measured by replay on the ``history`` tasks of ``world``."""
+def history_inputs(world, history: range):
+    """What a user gives ``select`` about past tasks: their fine-tuning results (``--history``) and the prior's and
+    the estimator's scores on them (``--history-signals``: runs named ``prior`` and ``estimator``)."""
     from modelseek.data.run import Run
-    from modelseek.funnel import Reliability
-    from modelseek.funnel.curve import measure
 
     ids = [world.tasks[i].id for i in history]
     truth = world.truth().subset(ids)
-    signals = tuple(Run.from_scores({world.tasks[i].id: dict(zip(world.pool.ids, m[i].tolist())) for i in history},
-                                    run_id=name) for name, m in (("world-prior", world.prior),
-                                                                  ("estimators", world.features)))
-    m = measure(truth, signals=signals, sequential=False)
-    clip = lambda r: round(min(max(r, 0.0), 0.95), 4)  # noqa: E731 - Reliability takes [0, 1)
-    return Reliability(prior=clip(m.reliability["world-prior"]), features=clip(m.reliability["estimators"])), m
+    signals = [Run.from_scores({world.tasks[i].id: dict(zip(world.pool.ids, m[i].tolist())) for i in history},
+                               run_id=name) for name, m in (("prior", world.prior), ("estimator", world.features))]
+    return truth, signals
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -126,13 +126,13 @@ def main(argv: list[str] | None = None) -> int:
     corr = world.correlations()
     print(f"pool: {args.models} generated models, {args.tasks} tasks (+ {args.history_tasks} history tasks); "
           f"correlation with fine-tuned F1: " + ", ".join(f"{k} {v:.2f}" for k, v in corr.items()))
-    rel, measured = measured_reliability(world, range(args.tasks, args.tasks + args.history_tasks))
+    hist, hist_signals = history_inputs(world, range(args.tasks, args.tasks + args.history_tasks))
+    rel = None
     if args.assumed:
         from modelseek.funnel import Reliability
 
         rel = Reliability()
-    print(f"reliabilities measured by replay on the {args.history_tasks} history tasks: prior {rel.prior:.2f}, "
-          f"estimators {rel.features:.2f} (the plan's former assumption: 0.50, 0.70)")
+    measured = None
     methods = ("funnel", "finetune-prior-top", "estimators-on-all")
     rows = []
     for hours in args.budgets:
@@ -142,7 +142,15 @@ def main(argv: list[str] | None = None) -> int:
         for t, task in enumerate(world.tasks[: args.tasks]):
             with tempfile.TemporaryDirectory(dir=SCRATCH) as out:
                 res = select(task, world.pool, budget_s, out, backend=SimulatedBackend(world, t), epochs=args.epochs,
-                             reliability=rel)
+                             reliability=rel, history=hist, history_signals=hist_signals, noise=0.003)
+            if measured is None:
+                measured = res.measured
+                ch = measured.choices
+                print(f"replay on the {args.history_tasks} history tasks (5-fold cross-fitting): reliabilities "
+                      f"prior {ch.reliability[0]:.2f}, estimator {ch.reliability[1]:.2f}; order chosen: {ch.order} "
+                      f"(mean nDCG@5 over k = 1, 3, 5, 10: " + ", ".join(
+                          f"{n[6:]} {v[0]:.3f}" for n, v in ch.means.items() if n.startswith("order:")) + "); "
+                      f"merge at k = {[k for k, v in ch.merge.items() if v]}")
             if res.total_spent_s > budget_s + 1e-6:
                 print(f"error: the funnel spent {res.total_spent_s:.0f} s of a {budget_s:.0f} s budget",
                       file=sys.stderr)
@@ -182,7 +190,10 @@ def main(argv: list[str] | None = None) -> int:
         Path(args.json).write_text(json.dumps({"models": args.models, "tasks": args.tasks,
                                                "history_tasks": args.history_tasks, "seed": args.seed,
                                                "epochs": args.epochs, "correlations": corr,
-                                               "measured_reliability": {"prior": rel.prior, "features": rel.features},
+                                               "measured_reliability": {"prior": measured.choices.reliability[0],
+                                                                        "features": measured.choices.reliability[1]},
+                                               "order": measured.choices.order,
+                                               "choices": measured.choices.to_dict(),
                                                "measured_curve": list(measured.curve), "rows": rows},
                                               indent=1) + "\n", encoding="utf-8")
     if args.plot:

@@ -70,3 +70,28 @@ def test_cli_errors(cli, tmp_path):
     r = cli("select", data, "--pool", pool)  # --budget is required: a usage error
     assert r.code == 2 and "--budget" in r.err
     assert not (tmp_path / "o").exists()  # nothing was started
+
+
+def test_cli_history_signals_errors(cli, tmp_path):
+    """``--history-signals`` needs a history whose every task it scores, and one estimator run (plus an optional
+    ``prior``): otherwise one located line, exit 1, nothing started."""
+    from modelseek.data.run import Run
+    from modelseek.testing import make_text_task, write_task_table
+
+    data = write_task_table(make_text_task("t", n_train=20, n_val=6, n_test=6), tmp_path / "t.csv")
+    pool = tmp_path / "p.txt"
+    pool.write_text("a/b\nc/d\n", encoding="utf-8")
+    hist = tmp_path / "h.csv"
+    hist.write_text("task_id,model_id,f1\nh1,a/b,0.5\nh1,c/d,0.6\nh2,a/b,0.7\nh2,c/d,0.4\n", encoding="utf-8")
+    runs = tmp_path / "s.trec"
+    Run.from_scores({"h1": {"a/b": 1.0, "c/d": 2.0}}, run_id="logme").write(runs)
+    base = ("select", data, "--pool", pool, "--budget", "1h", "--out", tmp_path / "o", "--history-signals", runs)
+    assert_one_error_line(cli(*base), str(runs), "need a history")
+    assert_one_error_line(cli(*base, "--history", hist), str(runs), "no topic 'h2'")
+    two = tmp_path / "two.trec"
+    Run.from_scores({"h1": {"a/b": 1.0}, "h2": {"a/b": 1.0}}, run_id="x").write(two)
+    with open(two, "a", encoding="utf-8") as f:
+        f.write("".join(line + "\n" for line in Run.from_scores({"h1": {"a/b": 1.0}, "h2": {"a/b": 1.0}},
+                                                                run_id="y").lines()))
+    assert_one_error_line(cli(*base[:-1], two, "--history", hist), str(two), "one estimator run", "x, y")
+    assert not (tmp_path / "o").exists()

@@ -69,12 +69,14 @@ def test_replay_reports_the_merge_beside_finetuned_first_and_uses_it_where_the_h
     sig = Run.from_scores({f"t{i}": {"A": 4.0, "D": 3.0, "B": 2.0, "C": 1.0} for i in range(n)}, run_id="sig")
     sig2 = sig.with_id("sig2")
     sig3 = sig.with_id("sig3")
-    d = replay(_truth(scores, models), signals=[sig, sig2, sig3], finetunes=[0, 2], folds=5, sequential=False)
+    # the order fixed to RRF (here the folds would choose the prior's, which tries A and B: nothing to merge)
+    d = replay(_truth(scores, models), signals=[sig, sig2, sig3], finetunes=[0, 2], folds=5, sequential=False,
+               order="rrf")
     assert d.base == "rrf" and d.final[2] == "rrf+merge" and all(d.extra["merge"]["2"])
     assert d.values["rrf+merge"][2]["ndcg@5"] == pytest.approx(np.ones(n))
     assert d.values["rrf"][2]["ndcg@5"].mean() < 0.99
     # the rankings replay scores are the funnel's: A, B, C (untried, top grade), then D (tried, far below)
-    ranks = funnel_rankings(_truth(scores, models), 2, signals=[sig, sig2, sig3], folds=5)
+    ranks = funnel_rankings(_truth(scores, models), 2, signals=[sig, sig2, sig3], folds=5, order="rrf")
     assert all(picks == ["A", "D"] and ranking == ["A", "B", "C", "D"] for picks, ranking in ranks.values())
 
 
@@ -111,6 +113,42 @@ def test_select_walks_and_ranks_exactly_as_replay_measured(tmp_path, budget):
     assert res.run.ranking(tid) == ranking
     assert state["features"] and res.plan.k1 > 0  # the order walked was the RRF of the prior and the estimator
     assert res.final.startswith("by expected official gain") == res.measured.merge_at(k)
+
+
+@pytest.mark.parametrize("seed,walked", [(7, "weighted"), pytest.param(2, "rrf", marks=pytest.mark.slow(
+    reason="4 s on 2 busy cores"))])
+def test_select_walks_the_order_replay_chose_on_the_history_signals(tmp_path, seed, walked):
+    """With the estimator's scores on the history's tasks, replay chooses the order by cross-fitting there (here
+    the reliability-weighted fusion, its weights measured on the history, or RRF) and ``select`` walks exactly it:
+    its fine-tuned picks and final ranking equal replay's funnel policy on the same history and signals."""
+    import json
+
+    from modelseek import select
+    from modelseek.funnel import ModelCost
+    from modelseek.testing.funnel import SimulatedBackend, make_funnel_world
+
+    w = make_funnel_world(n_models=16, n_tasks=24, n_texts=300, seed=seed)
+    w.costs = {c.id: ModelCost(load_s=2.0, feature_s_per_1k=5.0, finetune_s_per_epoch_1k=50.0) for c in w.pool}
+    hist = w.truth().subset([t.id for t in w.tasks[1:]])
+    hsig = Run.from_scores({w.tasks[i].id: dict(zip(w.pool.ids, w.features[i].tolist())) for i in range(1, 24)},
+                           run_id="logme")
+    hsig.write(tmp_path / "history.trec")
+    res = select(w.tasks[0], w.pool, "10m", tmp_path / "o", backend=SimulatedBackend(w, 0), history=hist,
+                 prior_method="history", noise=0.0, history_signals=tmp_path / "history.trec")
+    ch = res.measured.choices
+    assert ch.order == walked and ch.reliability is not None and 0.3 < ch.reliability[0] < ch.reliability[1] < 0.9
+    assert ch.means[f"order:{walked}"][0] == max(v[0] for n, v in ch.means.items() if n.startswith("order:"))
+    k = len(res.finetuned)
+    assert 3 <= k < len(w.pool) and res.status.startswith("done")
+    state = json.loads((tmp_path / "o" / "state.json").read_text().split("\n", 1)[1])
+    assert state["settings"]["walk"] == [walked, list(ch.reliability)]
+    tid = w.tasks[0].id
+    observed = pd.DataFrame([(tid, c.id, float(w.val_f1[0, j])) for j, c in enumerate(w.pool)],
+                            columns=["task_id", "model_id", "f1"])
+    signals = [Run.from_scores({tid: state["features"]}, run_id="estimator")]
+    picks, ranking = funnel_rankings(GroundTruth(observed), k, signals=signals, history=hist, noise=0.0,
+                                     repeats=20, history_signals=[hsig.with_id("estimator")])[tid]
+    assert state["finetune_order"] == picks and res.run.ranking(tid) == ranking
 
 
 def test_rerank_follows_what_the_shipped_history_chose():

@@ -263,10 +263,10 @@ def test_cli_journey_with_signals_json_and_plot(cli, tmp_path):
     doc = json.loads(r.out)
     assert [b["k"] for b in doc["budgets"]] == [0, 1, 3]
     for b in doc["budgets"]:
-        # the plain orders, fine-tuned first; the base order's expected-gain merge; and (where the folds chose
-        # differently) the funnel's mix of the two
-        assert {"prior", "oracle", "rrf", "rrf+merge", "sequential"} <= set(b["policies"]) <= {
-            "prior", "oracle", "rrf", "rrf+merge", "sequential", "funnel"}
+        # the plain orders (the reliability-weighted fusion among them), fine-tuned first; the base order's
+        # expected-gain merge; and (where the folds chose differently) the funnel's mix of the two
+        assert {"prior", "oracle", "rrf", "weighted", "rrf+merge", "sequential"} <= set(b["policies"]) <= {
+            "prior", "oracle", "rrf", "weighted", "rrf+merge", "sequential", "funnel"}
         assert b["funnel"] in b["policies"] and b["funnel"] in ("rrf", "rrf+merge", "funnel")
         assert b["merge_vs_plain"]["ndcg@5"]["diff"] == pytest.approx(
             b["policies"]["rrf+merge"]["ndcg@5"] - b["policies"]["rrf"]["ndcg@5"])

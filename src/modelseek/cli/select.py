@@ -60,6 +60,12 @@ def register(sub) -> None:
                    help="fine-tuning results of past tasks (task_id, model_id, f1; the pool's ids) on which replay "
                         "measures the prior's reliability and what each fine-tune buys (default: the NTCIR-19 "
                         "results shipped with the package)")
+    p.add_argument("--history-signals", type=existing_file, metavar="RUN",
+                   help="TREC run file of the estimator's (--method) scores on the --history tasks (one run; a run "
+                        "named 'prior' may add your prior's scores there): replay then chooses by cross-fitting on "
+                        "the history the order fine-tuning walks (the prior, the estimator, their RRF, or their "
+                        "fusion weighted by the reliabilities measured there) and the plan uses the measured "
+                        "reliabilities (default: none; the order is then RRF and the estimators' reliability assumed)")
     p.add_argument("--noise", type=NON_NEGATIVE_FLOAT, default=CURVE_NOISE, metavar="SD",
                    help=f"seed noise of a fine-tuned F1 (sd) that replay assumes when it measures on the history "
                         f"(an assumption; default {CURVE_NOISE:g})")
@@ -80,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     res = select(data, pool, args.budget, args.out, feature_method=args.method, prior_method=args.prior,
                  recipe=recipe, epochs=args.epochs, halving=args.halving, plan_only=args.plan_only, seed=args.seed,
                  progress=not args.json, echo=echo, executor=args.executor, address=args.address,
-                 history=args.history, noise=args.noise)
+                 history=args.history, noise=args.noise, history_signals=args.history_signals)
     tid = next(iter(res.run))
     if args.json:
         print_json({"status": res.status, "plan": res.plan.to_dict(), "spent_s": res.spent_s,

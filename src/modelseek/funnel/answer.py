@@ -1,8 +1,10 @@
 """The funnel's answer: the order fine-tuning walks and the final ranking, the same functions replay measures.
 
 * The order (:func:`walk_order`) is the one replay measured and names: the prior's, or — when the frozen-feature
-  estimators scored candidates — the reciprocal-rank fusion of the prior and the estimator
-  (:func:`modelseek.funnel.replay.plain_orders`, the ``rrf`` policy of ``modelseek replay``).
+  estimators scored candidates — the one replay chose on a history that records the estimator's scores (the
+  prior, the estimator, the reciprocal-rank fusion ``rrf``, or ``weighted``, the fusion weighted by the
+  reliabilities measured there), and ``rrf`` where the history records none
+  (:func:`modelseek.funnel.replay.plain_orders`, the policies of ``modelseek replay``).
 * The final ranking (:func:`final_ranking`): where replay on the history chose it, the expected-gain merge
   (:mod:`.merge`: every candidate by its expected official gain, the fine-tuned ones by their score relative to the
   best observed, the untried ones by the level of the best observed); otherwise fine-tuned first (later halving
@@ -19,21 +21,28 @@ import numpy as np
 
 from ..data.run import Run
 from .merge import merge_ranking
-from .replay import Table, plain_orders
+from .replay import FUSION, PRIOR, Table, plain_orders
+
+#: the name of the estimator's signal in replay's orders (and of its run in ``--history-signals``)
+ESTIMATOR = "estimator"
 
 
-def walk_order(pool_ids: Sequence[str], prior: Mapping[str, float], feats: Mapping[str, float]) -> list[str]:
-    """The prior's order of ``pool_ids`` (pool order breaking ties), or with estimator scores ``feats`` the
-    reciprocal-rank fusion of the prior and them, exactly as replay orders a task."""
+def walk_order(pool_ids: Sequence[str], prior: Mapping[str, float], feats: Mapping[str, float],
+               order: str | None = None, reliability: Sequence[float] | None = None) -> list[str]:
+    """The order of ``pool_ids`` that replay measured and named ``order`` (pool order breaking ties), exactly as
+    replay orders a task: the prior's; with estimator scores ``feats`` (a signal named ``estimator``), by default
+    the reciprocal-rank fusion of the prior and them, or the order replay chose on the history (``prior``,
+    ``estimator``, ``rrf``, or ``weighted``: the fusion weighted by the ``reliability`` measured there, the prior's
+    first)."""
     ids = list(pool_ids)
     table = Table(["task"], ids, np.full((1, len(ids)), np.nan))
     p = np.array([float(prior.get(c, -np.inf)) for c in ids])
     p = np.where(np.isfinite(p), p, (np.nanmin(p[np.isfinite(p)]) - 1.0) if np.isfinite(p).any() else 0.0)
     scored = {c: float(v) for c, v in feats.items() if c in set(ids) and np.isfinite(v)}
-    signals = [Run.from_scores({"task": scored}, run_id="estimator")] if scored else []
-    orders = plain_orders(p, table, np.array([0]), signals)
-    order = orders["rrf"] if signals else orders["prior"]
-    return [ids[i] for i in order[0]]
+    signals = [Run.from_scores({"task": scored}, run_id=ESTIMATOR)] if scored else []
+    orders = plain_orders(p, table, np.array([0]), signals, reliability if signals else None)
+    name = (order or FUSION) if signals else PRIOR
+    return [ids[i] for i in orders.get(name, orders[FUSION if signals else PRIOR])[0]]
 
 
 def finetuned_first(order: Sequence[str], finetuned: Mapping[str, tuple[float, float]]) -> list[str]:
@@ -61,8 +70,8 @@ def final_ranking(order: Sequence[str], finetuned: Mapping[str, tuple[float, flo
     fine-tunes, or ``None`` for fine-tuned first. Fine-tuned first is what replay measured for the first ``k`` of
     the order; where the budget passed over a dear candidate for a cheaper one further down (not a prefix), the
     fine-tuned ones are re-sorted in place instead (:func:`in_place`), so a cheap outsider cannot jump to the top."""
+    if set(order[: len(finetuned)]) != set(finetuned):  # not the order's first k: neither what replay measured
+        return in_place(order, finetuned)                 # for fine-tuned first nor what the merge's tables learned
     if tables is None or not finetuned or any(r for r, _ in finetuned.values()):
-        if set(order[: len(finetuned)]) != set(finetuned):
-            return in_place(order, finetuned)
         return finetuned_first(order, finetuned)
     return merge_ranking(order, {c: float(v) for c, (_, v) in finetuned.items()}, tables)

@@ -15,7 +15,7 @@ plans with.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -235,11 +235,21 @@ class Measured:
     base: str = PRIOR                       # the plain order replay measured ("prior", or "rrf" with signals)
     choices: Choices | None = None          # prior form and final ranking chosen by cross-fitting on the history
     truth: GroundTruth | None = None        # the history itself (the merge's gain tables are learned on it)
+    signals: tuple = ()                     # the estimator's scores on the history's tasks (runs), if recorded
+    prior_run: Any = None                   # the prior's scores on the history's tasks, where it is not fitted there
+    _merge: dict = field(default_factory=dict, compare=False, repr=False)  # merge_at's answers, per k
 
     def merge_at(self, k: int) -> bool:
         """Whether the funnel's final ranking after ``k`` fine-tunes is the expected-gain merge (chosen at this very
-        ``k`` on the history, as replay chooses it)."""
-        return merge_at(self.choices, k, self.truth, self.noise)
+        ``k`` on the history, as replay chooses it, for the order chosen there)."""
+        if k not in self._merge:
+            self._merge[k] = merge_at(self.choices, k, self.truth, self.noise, self.signals, self.prior_run)
+        return self._merge[k]
+
+    @property
+    def walk(self) -> str:
+        """The order the funnel fine-tunes down, as chosen on the history (``rrf`` where nothing was chosen)."""
+        return self.choices.order if self.choices is not None else PRIOR
 
     @property
     def prior_form(self) -> PriorForm:
@@ -276,7 +286,13 @@ class Measured:
         out.append(f"  fine-tuning order: {self.order} ({self.why})")
         if self.choices is not None:
             merged = [k for k, v in self.choices.merge.items() if v]
-            out.append(f"  chosen by cross-fitting on the history: prior form {self.prior_form.value}; final ranking "
+            crel = self.choices.reliability
+            out.append(f"  chosen by cross-fitting on the history: fine-tuning order {self.choices.order}"
+                       + (f" (reliabilities measured there: prior {crel[0]:.2f}, estimator "
+                          f"{', '.join(f'{r:.2f}' for r in crel[1:])})" if crel else
+                          " (no estimator scores on the history's tasks: the order is not chosen there)")
+                       + "; prior form " + ("given" if self.prior_run is not None else self.prior_form.value)
+                       + "; final ranking "
                        + (f"by expected official gain (the merge) after k = {', '.join(map(str, merged))} fine-tunes, "
                           f"fine-tuned first otherwise" if merged else "fine-tuned first at every k"))
         return out
@@ -284,17 +300,19 @@ class Measured:
 
 def measure(history: GroundTruth | None = None, signals: tuple = (), finetunes: tuple[int, ...] = CURVE_FINETUNES,
             sequential: bool = True, tier: str | None = None, noise: float = CURVE_NOISE,
-            choices: bool = False) -> Measured:
+            choices: bool = False, prior_run: Any = None) -> Measured:
     """Replay the policies on ``history`` (default: :func:`shipped_history`) with 5-fold cross-fitting, seed
     noise ``noise`` (:data:`CURVE_NOISE`, an assumption) and :data:`CURVE_REPEATS` draws; the curve is the
     funnel's policy's, over the history's tasks of criticality ``tier`` when one is given (over all of them
-    otherwise). With ``choices``, also what the whole history chooses by cross-fitting (the prior's form and the
-    final ranking at each of :data:`CHOICE_FINETUNES`), which ``select`` follows."""
+    otherwise). With ``choices``, also what the whole history chooses by cross-fitting (the prior's form, the order
+    to fine-tune down where ``signals`` score the history, and the final ranking at each of
+    :data:`CHOICE_FINETUNES`), which ``select`` follows. ``prior_run``: the prior's scores on the history's tasks
+    (where the prior is not the one fitted on the history)."""
     if history is None and not signals:
         data = _replayed(None, (), tuple(finetunes), sequential, float(noise))
     hist = history if history is not None else shipped_history()
     if history is not None or signals:
-        data = _replay_history(hist, tuple(signals), tuple(finetunes), sequential, float(noise))
+        data = _replay_history(hist, tuple(signals), tuple(finetunes), sequential, float(noise), prior_run)
     if tier is not None:
         keep = [t for t in data.task_ids if hist.criticality(t).value == tier]
         if len(keep) < 2:
@@ -304,14 +322,14 @@ def measure(history: GroundTruth | None = None, signals: tuple = (), finetunes: 
     from dataclasses import replace
 
     m = _measured(data, hist.source or "the given history", tier)
-    m = replace(m, noise=float(noise), base=data.base, truth=hist)
+    m = replace(m, noise=float(noise), base=data.base, truth=hist, signals=tuple(signals), prior_run=prior_run)
     if choices:
-        m = replace(m, choices=history_choices(hist, tuple(signals), float(noise)))
+        m = replace(m, choices=history_choices(hist, tuple(signals), float(noise), prior_run))
     return m
 
 
-def merge_at(choices: Choices | None, k: int, history: GroundTruth | None = None, noise: float = CURVE_NOISE
-             ) -> bool:
+def merge_at(choices: Choices | None, k: int, history: GroundTruth | None = None, noise: float = CURVE_NOISE,
+             signals: tuple = (), prior_run: Any = None) -> bool:
     """Whether ``choices`` rank by the expected-gain merge after ``k`` fine-tunes; a ``k`` they were not made at
     is chosen on ``history`` the same way (:func:`.replay.choose_on_history`), or without a history takes the
     largest budget's choice."""
@@ -321,8 +339,9 @@ def merge_at(choices: Choices | None, k: int, history: GroundTruth | None = None
         return bool(choices.merge[k])
     if history is not None:
         models = [str(c) for c in history.matrix("f1").columns]
-        return bool(choose_on_history(history, models, (), [k], noise=noise, repeats=CURVE_REPEATS,
-                                      folds=min(5, len(history.task_ids)), seed=0).merge.get(k, False))
+        return bool(choose_on_history(history, models, signals, [k], noise=noise, repeats=CURVE_REPEATS,
+                                      folds=min(5, len(history.task_ids)), seed=0, prior_run=prior_run
+                                      ).merge.get(k, False))
     return bool(choices.merge[max(choices.merge)]) if k > max(choices.merge) else False
 
 
@@ -345,18 +364,19 @@ def rerank(order: list[str], finetuned: dict[str, float], history: GroundTruth |
                                               f"{hist.source or 'the history'} at k = {k} by cross-fitting)")
 
 
-def history_choices(history: GroundTruth, signals: tuple = (), noise: float = CURVE_NOISE) -> Choices:
+def history_choices(history: GroundTruth, signals: tuple = (), noise: float = CURVE_NOISE, prior_run: Any = None
+                    ) -> Choices:
     """What ``history`` as a whole chooses by cross-fitting (:func:`.replay.choose_on_history`) at
     :data:`CHOICE_FINETUNES`, with the noise ``select`` measures with (cached for the shipped history)."""
-    if history is None or ((history.source or "").startswith(SHIPPED) and not signals):
+    if history is None or ((history.source or "").startswith(SHIPPED) and not signals and prior_run is None):
         return _shipped_choices(float(noise))
-    return _choices(history, signals, noise)
+    return _choices(history, signals, noise, prior_run)
 
 
-def _choices(history: GroundTruth, signals: tuple, noise: float) -> Choices:
+def _choices(history: GroundTruth, signals: tuple, noise: float, prior_run: Any = None) -> Choices:
     models = [str(c) for c in history.matrix("f1").columns]
     return choose_on_history(history, models, signals, CHOICE_FINETUNES, noise=noise, repeats=CURVE_REPEATS,
-                             folds=min(5, len(history.task_ids)), seed=0)
+                             folds=min(5, len(history.task_ids)), seed=0, prior_run=prior_run)
 
 
 @functools.lru_cache(maxsize=4)
@@ -382,9 +402,9 @@ def _replayed(_: None, signals: tuple, finetunes: tuple[int, ...], sequential: b
 
 
 def _replay_history(history: GroundTruth, signals: tuple, finetunes: tuple[int, ...], sequential: bool,
-                    noise: float = CURVE_NOISE) -> ReplayData:
+                    noise: float = CURVE_NOISE, prior_run: Any = None) -> ReplayData:
     return replay(history, signals=signals, finetunes=finetunes, noise=noise, repeats=CURVE_REPEATS,
-                  folds=min(5, len(history.task_ids)), seed=0, sequential=sequential)
+                  folds=min(5, len(history.task_ids)), seed=0, sequential=sequential, prior_run=prior_run)
 
 
 def _measured(data: ReplayData, source: str, tier: str | None) -> Measured:
@@ -395,9 +415,11 @@ def _measured(data: ReplayData, source: str, tier: str | None) -> Measured:
         curve.append({"k": b["k"], "ndcg@5": p["ndcg@5"], "ndcg@5_low": p["intervals"]["ndcg@5"][0],
                       "ndcg@5_high": p["intervals"]["ndcg@5"][1], "regret": p["regret"],
                       "regret_low": p["intervals"]["regret"][0], "regret_high": p["intervals"]["regret"][1]})
+    walked = sorted(set(data.extra.get("order") or [data.base]))
     order = SEQUENTIAL if s["sequential"]["shipped"] else (
-        "the prior's top-k" if data.base == PRIOR else f"{data.base} (the reciprocal-rank fusion of the prior and the "
-                                                        f"signals)")
+        "the prior's top-k" if walked == [PRIOR] else
+        f"{walked[0]} (chosen on every fold's history by cross-fitting)" if len(walked) == 1 else
+        f"the order each fold's history chose ({', '.join(walked)})")
     return Measured(source=source + (f", its {tier}-criticality tasks" if tier else ""), tasks=len(data.task_ids),
                     reliability=dict(data.reliability), curve=tuple(curve), order=order, why=s["sequential"]["why"])
 

@@ -36,7 +36,7 @@ replays selection policies over a recorded task x model table.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -51,6 +51,9 @@ from .merge import learn_gains, merged_final
 
 PRIOR = "prior"
 FUSION = "rrf"
+#: the reliability-weighted fusion of the prior and the signals (z-scores per task weighted by r / (1 - r^2), r each
+#: input's mean within-task rank correlation with the fine-tuned score MEASURED on the history: :func:`reliabilities`)
+WEIGHTED = "weighted"
 SEQUENTIAL = "sequential"
 #: the suffix of a policy whose final ranking is the expected-gain merge (:mod:`.merge`) instead of fine-tuned first
 MERGE_SUFFIX = "+merge"
@@ -58,6 +61,9 @@ MERGE_SUFFIX = "+merge"
 FUNNEL = "funnel"
 #: the budgets over which the prior's form is chosen (its mean nDCG@5 over them; whatever budgets are replayed)
 FORM_FINETUNES = (0, 1, 3, 5)
+#: the budgets over which the funnel's order is chosen (its mean nDCG@5 over them, fine-tuned first; whatever budgets
+#: are replayed, so the choice does not depend on them)
+ORDER_FINETUNES = (1, 3, 5, 10)
 #: the fewest history tasks on which replay chooses the prior's form and the merge by inner cross-fitting (below:
 #: the average rank, fine-tuned first)
 MIN_CHOICE_TASKS = 10
@@ -310,33 +316,120 @@ def _signal_matrix(run: Run, table: Table, rows: np.ndarray) -> np.ndarray:
 
 
 def _orders(scores: np.ndarray, prior: np.ndarray) -> np.ndarray:
-    """Per row, candidate indices by descending score, the prior breaking ties (then column order)."""
-    return np.lexsort((np.arange(scores.shape[1])[None, :].repeat(len(scores), 0), -prior[None, :].repeat(
-        len(scores), 0), -scores), axis=1)
+    """Per row, candidate indices by descending score, the prior (one row, or one per row) breaking ties (then
+    column order)."""
+    pri = np.broadcast_to(prior, scores.shape)
+    return np.lexsort((np.arange(scores.shape[1])[None, :].repeat(len(scores), 0), -pri, -scores), axis=1)
 
 
-def plain_orders(prior: np.ndarray, table: Table, rows: np.ndarray, signals: Sequence[Run]
-                 ) -> dict[str, np.ndarray]:
-    """Each plain policy's order of the candidates on ``rows`` of ``table`` from the ``prior``'s scores: the
-    prior's, each signal's (the prior breaking ties) and ``rrf``, the reciprocal-rank fusion of the prior and the
-    signals (:func:`modelseek.fusion.fuse`) — the one function ``select`` walks too."""
-    out = {PRIOR: _orders(np.repeat(prior[None, :], len(rows), 0), prior)}
+def _zscores(a: np.ndarray) -> np.ndarray:
+    """Per row, the finite scores standardised (mean 0, sd 1 over the row's finite ones; all 0 where they are
+    equal); a missing (non-finite) score takes the row's lowest standardised score."""
+    ok = np.isfinite(a)
+    x = np.where(ok, a, np.nan)
+    with np.errstate(all="ignore"):
+        mu = np.nanmean(np.where(ok.any(axis=1, keepdims=True), x, 0.0), axis=1, keepdims=True)
+        sd = np.nanstd(np.where(ok.any(axis=1, keepdims=True), x, 0.0), axis=1, keepdims=True)
+    z = np.where(sd > 0, (x - mu) / np.where(sd > 0, sd, 1.0), 0.0)
+    low = np.nanmin(np.where(ok, z, np.inf), axis=1, keepdims=True)
+    return np.where(ok, z, np.where(np.isfinite(low), low, 0.0))
+
+
+def fusion_weight(r: float) -> float:
+    """The weight of an input of reliability ``r`` in the weighted fusion: ``r / (1 - r^2)``, ``r`` clipped to
+    [0, 0.95] (an input that does not rank with the fine-tuned score gets no weight)."""
+    r = min(max(float(r), 0.0), 0.95) if np.isfinite(r) else 0.0
+    return r / (1.0 - r * r)
+
+
+def weighted_scores(prior: np.ndarray, signal_mats: Sequence[np.ndarray], rel: Sequence[float]) -> np.ndarray:
+    """The reliability-weighted fusion's score: over the candidates every signal scored, the weighted sum of the
+    per-task z-scores (over those candidates) of the prior and of each signal (``rel``: their reliabilities, the
+    prior's first); the others after them (at ``-inf``: the prior orders them)."""
+    mats = [np.broadcast_to(prior, signal_mats[0].shape if signal_mats else np.shape(prior)), *signal_mats]
+    both = np.all([np.isfinite(m) for m in signal_mats], axis=0) if signal_mats else np.isfinite(mats[0])
+    out = sum((fusion_weight(r) * _zscores(np.where(both, np.asarray(m, dtype=float), np.nan))
+               for m, r in zip(mats, rel)), np.zeros(mats[0].shape))
+    return np.where(both, out, -np.inf)
+
+
+def plain_orders(prior: np.ndarray, table: Table, rows: np.ndarray, signals: Sequence[Run],
+                 rel: Sequence[float] | None = None) -> dict[str, np.ndarray]:
+    """Each plain policy's order of the candidates on ``rows`` of ``table`` from the ``prior``'s scores (one
+    vector, or one row per replayed row): the prior's, each signal's (the prior breaking ties), ``rrf``, the
+    reciprocal-rank fusion of the prior and the signals (:func:`modelseek.fusion.fuse`), and with the measured
+    reliabilities ``rel`` (the prior's, then each signal's) ``weighted``, their reliability-weighted fusion — the one
+    function ``select`` walks too."""
+    pri = np.broadcast_to(np.asarray(prior, dtype=float), (len(rows), len(table.model_ids)))
+    out = {PRIOR: _orders(pri, pri)}
     if signals:
         tids = [table.task_ids[r] for r in rows]
-        prior_run = Run.from_scores({t: dict(zip(table.model_ids, prior.tolist())) for t in tids}, run_id=PRIOR)
+        prior_run = Run.from_scores({t: dict(zip(table.model_ids, p.tolist())) for t, p in zip(tids, pri)},
+                                    run_id=PRIOR)
+        mats = []
         for run in signals:
-            out[run.run_id] = _orders(_signal_matrix(run, table, rows), prior)
+            mats.append(_signal_matrix(run, table, rows))
+            out[run.run_id] = _orders(mats[-1], pri)
         fused = fuse([prior_run, *(r.restrict(tids) for r in signals if any(t in r for t in tids))], "rrf",
                      run_id=FUSION)
-        out[FUSION] = _orders(_signal_matrix(fused, table, rows), prior)
+        out[FUSION] = _orders(_signal_matrix(fused, table, rows), pri)
+        if rel is not None:
+            out[WEIGHTED] = _orders(weighted_scores(pri, mats, rel), pri)
     return out
 
 
-def policy_orders(split: Split, table: Table, signals: Sequence[Run], form: PriorForm | str = PriorForm.AVGRANK
-                  ) -> dict[str, np.ndarray]:
-    """Each plain policy's order of the candidates (rows: the split's test tasks)."""
-    prior = prior_scores(split.history, table.model_ids, form, unseen_neutral=split.cross_fitted)
-    return plain_orders(prior, table, split.test, signals)
+def _mean_rank_corr(scores: np.ndarray, true: np.ndarray) -> float:
+    """Mean over rows of the Spearman correlation of ``scores`` with ``true`` over the entries where both are
+    finite (rows where either is constant are left out; ``nan`` when none is left)."""
+    from scipy.stats import spearmanr  # lazy: scipy
+
+    rs = []
+    for a, b in zip(scores, true):
+        ok = np.isfinite(a) & np.isfinite(b)
+        if ok.sum() > 2 and np.ptp(a[ok]) > 0 and np.ptp(b[ok]) > 0:
+            rs.append(float(spearmanr(a[ok], b[ok])[0]))
+    return float(np.mean(rs)) if rs else float("nan")
+
+
+def reliabilities(history: GroundTruth, model_ids: Sequence[str], signals: Sequence[Run],
+                  form: PriorForm | str = PriorForm.AVGRANK, unseen: bool = False, prior_run: Run | None = None
+                  ) -> list[float] | None:
+    """The prior's and each signal's reliability measured on ``history``: the mean within-task rank correlation
+    with the fine-tuned score over its tasks. The prior's scores on a history task are ``prior_run``'s, or the
+    prior fitted on the history's other folds (5-fold by task: never on the task it is measured on). ``None``
+    where a signal (or ``prior_run``) does not score every history task: nothing to measure the weights on."""
+    tids = list(history.task_ids)
+    if any(not all(t in r for t in tids) for r in (*signals, *([prior_run] if prior_run else []))):
+        return None
+    hist = Table.from_truth(history, model_ids, what="history", unseen=unseen)
+    rows = np.arange(len(hist.task_ids))
+    if prior_run is not None:
+        pri = _signal_matrix(prior_run, hist, rows)
+    else:
+        from ..data.folds import make_folds  # lazy: start-up
+
+        pri = np.zeros(hist.score.shape)
+        pos = {t: i for i, t in enumerate(hist.task_ids)}
+        n_f = max(2, min(5, len(tids)))
+        for fold in make_folds(hist.task_ids, history.tiers(hist.task_ids), folds=n_f, seed=0):
+            rest = history.subset([t for t in hist.task_ids if t not in fold])
+            pri[[pos[t] for t in fold]] = prior_scores(rest, model_ids, form, unseen_neutral=True)
+    out = [_mean_rank_corr(pri, hist.score)]
+    out += [_mean_rank_corr(_signal_matrix(r, hist, rows), hist.score) for r in signals]
+    return [0.0 if not np.isfinite(r) else round(r, 6) for r in out]
+
+
+def policy_orders(split: Split, table: Table, signals: Sequence[Run], form: PriorForm | str = PriorForm.AVGRANK,
+                  prior_run: Run | None = None) -> dict[str, np.ndarray]:
+    """Each plain policy's order of the candidates (rows: the split's test tasks); ``weighted`` where the signals
+    (and ``prior_run``) score the split's history, with the reliabilities measured there."""
+    if prior_run is not None:
+        prior = _signal_matrix(prior_run, table, split.test)
+    else:
+        prior = prior_scores(split.history, table.model_ids, form, unseen_neutral=split.cross_fitted)
+    rel = reliabilities(split.history, table.model_ids, signals, form, split.cross_fitted, prior_run) \
+        if signals else None
+    return plain_orders(prior, table, split.test, signals, rel)
 
 
 def history_gains(history: GroundTruth, model_ids: Sequence[str], ks: Sequence[int],
@@ -546,94 +639,156 @@ def _split_trust(sp: Split, table: Table, signals: Sequence[Run], ks: Sequence[i
 
 @dataclass(frozen=True)
 class Choices:
-    """What replay chooses per history by inner cross-fitting (:func:`choose_on_history`): the prior's form and,
-    per budget, whether the final ranking is the expected-gain merge; with each alternative's mean nDCG@5."""
+    """What replay chooses per history by inner cross-fitting (:func:`choose_on_history`): the prior's form, the
+    order the funnel fine-tunes down (the prior, a signal, ``rrf`` or ``weighted``, with the reliabilities measured
+    on the whole history that weight the latter) and, per budget, whether the final ranking is the expected-gain
+    merge; with each alternative's mean nDCG@5."""
 
     form: PriorForm = PriorForm.AVGRANK
     merge: dict[int, bool] = field(default_factory=dict)
     means: dict[str, dict[int, float]] = field(default_factory=dict)
     why: str = ""
+    order: str = PRIOR
+    reliability: tuple[float, ...] | None = None   # the prior's, then each signal's (weights of ``weighted``)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"prior_form": self.form.value, "merge": {str(k): v for k, v in self.merge.items()},
+        return {"prior_form": self.form.value, "order": self.order,
+                "reliability": list(self.reliability) if self.reliability is not None else None,
+                "merge": {str(k): v for k, v in self.merge.items()},
                 "means": {p: {str(k): round(v, 6) for k, v in by.items()} for p, by in self.means.items()},
                 "why": self.why}
 
 
+def _choose_order(values: dict[str, dict[int, dict[str, np.ndarray]]], names: Sequence[str], ks: Sequence[int]
+                  ) -> tuple[str, dict[str, float]]:
+    """The plain order of the highest mean nDCG@5 over the budgets ``ks`` (``rrf``, then the prior, then the
+    others among equals), and each one's mean."""
+    pos = list(ks)
+    means = {n: float(np.mean([values[n][k]["ndcg@5"].mean() for k in pos])) for n in names if n in values}
+    pref = {FUSION: 0, PRIOR: 1, WEIGHTED: 2}
+    best = max(means, key=lambda n: (round(means[n], 12), -pref.get(n, 3)))
+    return best, means
+
+
 def choose_on_history(history: GroundTruth, model_ids: Sequence[str], signals: Sequence[Run], finetunes: Sequence[int],
                       noise: float = 0.0, repeats: int = 1, folds: int = 5, seed: int = 0,
-                      scheme: GradingScheme = GradingScheme.NTCIR, forms: Sequence[PriorForm | str] | None = None
-                      ) -> Choices:
-    """The prior's form and the final ranking per budget that replay on ``history`` alone (``folds``-fold
-    cross-fitting by task within it) finds best: the form of the higher mean nDCG@5 of the plain order over the
-    budgets :data:`FORM_FINETUNES` (the average rank among equals), then at each ``k > 0`` the merge where its
-    mean nDCG@5 is above fine-tuned first's. Signals join only where they score every task of the history, as in
-    :func:`fit_trust`. A history of fewer than :data:`MIN_CHOICE_TASKS` tasks chooses nothing (the average rank,
-    fine-tuned first)."""
-    ks = sorted({int(k) for k in finetunes} | set(FORM_FINETUNES))
+                      scheme: GradingScheme = GradingScheme.NTCIR, forms: Sequence[PriorForm | str] | None = None,
+                      prior_run: Run | None = None, order: str | None = None) -> Choices:
+    """The prior's form, the funnel's order and the final ranking per budget that replay on ``history`` alone
+    (``folds``-fold cross-fitting by task within it) finds best: the form of the higher mean nDCG@5 of the plain
+    order over the budgets :data:`FORM_FINETUNES` (the average rank among equals); then, with signals, the order
+    of the highest mean nDCG@5 over the budgets among the prior, each signal, ``rrf`` and ``weighted`` (its
+    weights measured on each inner fold's history; :func:`_choose_order`), unless ``order`` fixes it; then at each
+    ``k > 0`` the merge where its mean nDCG@5 is above fine-tuned first's. Signals join only where they score every
+    task of the history, as in :func:`fit_trust`. ``prior_run``: the prior's scores per task (instead of the prior
+    fitted on the history; no form to choose). A history of fewer than :data:`MIN_CHOICE_TASKS` tasks chooses
+    nothing (the average rank, ``rrf`` with signals, fine-tuned first)."""
     inner = history
+    use = [r for r in signals if all(t in r for t in inner.task_ids)]
+    walk = order or (FUSION if signals else PRIOR)  # the order walked where the history is not asked to choose it
+    order = order if use else None  # signals that do not score the history: its own orders are the prior's
+    ks = sorted({int(k) for k in finetunes} | set(FORM_FINETUNES) | set(ORDER_FINETUNES if use and order is None
+                                                                       else ()))
+    if prior_run is not None and not all(t in prior_run for t in inner.task_ids):
+        raise InputError(f"the prior's run {prior_run.run_id!r} does not score every history task",
+                         path=history.source or None, field="topic")
     if len(inner.task_ids) < MIN_CHOICE_TASKS:
         return Choices(PriorForm.AVGRANK, {k: False for k in ks if k > 0}, {},
                        f"the history holds {len(inner.task_ids)} task(s), fewer than {MIN_CHOICE_TASKS}: "
-                       f"avgrank, fine-tuned first")
-    use = [r for r in signals if all(t in r for t in inner.task_ids)]
+                       f"avgrank, {walk}, fine-tuned first", walk)
     models = [m for m in model_ids if m in set(map(str, inner.matrix("f1").columns))]
     inner = inner.subset(inner.task_ids, models)
     base = FUSION if use else PRIOR
     runs: dict[PriorForm, ReplayData] = {}
-    inner_kw = dict(signals=use, finetunes=ks, noise=noise, repeats=min(repeats, _INNER_REPEATS),
+    inner_kw: dict[str, Any] = dict(signals=use, finetunes=ks, noise=noise, repeats=min(repeats, _INNER_REPEATS),
                     folds=max(2, min(folds, len(inner.task_ids))), seed=seed, sequential=False, choose=False,
-                    scheme=scheme)
-    all_forms = [PriorForm.parse(f) for f in (forms or list(PriorForm))]
+                    scheme=scheme, prior_run=prior_run)
+    all_forms = [PriorForm.AVGRANK] if prior_run is not None else [PriorForm.parse(f)
+                                                                   for f in (forms or list(PriorForm))]
+    single = len(all_forms) == 1 and (not use or order is not None)  # nothing to choose before the merge
     for form in all_forms:  # the forms compared on the plain order alone; the merge replayed for the chosen one
-        runs[form] = replay(inner, prior_form=form, with_merge=len(all_forms) == 1, **inner_kw)  # type: ignore[arg-type]
+        runs[form] = replay(inner, prior_form=form, with_merge=single, order=order, **inner_kw)
     means = {f"{base}[{form.value}]": {k: float(d.values[base][k]["ndcg@5"].mean()) for k in ks}
              for form, d in runs.items()}
     form = max(runs, key=lambda f: (round(float(np.mean([means[f"{base}[{f.value}]"][k] for k in FORM_FINETUNES])),
                                           12), f is PriorForm.AVGRANK))
-    d = runs[form] if len(all_forms) == 1 else replay(inner, prior_form=form, **inner_kw)  # type: ignore[arg-type]
-    mname = merge_name(base)
+    chosen = order or base
+    if use and order is None:
+        chosen, o_means = _choose_order(runs[form].values, [PRIOR, *(r.run_id for r in use), FUSION, WEIGHTED],
+                                        ORDER_FINETUNES)
+        means.update({f"order:{n}": {0: v} for n, v in o_means.items()})
+    d = runs[form] if single else replay(inner, prior_form=form, order=chosen, **inner_kw)
+    mname = merge_name(chosen)
+    means[f"{chosen}[{form.value}]"] = {k: float(d.values[chosen][k]["ndcg@5"].mean()) for k in ks}
     means[f"{mname}[{form.value}]"] = {k: float(d.values[mname][k]["ndcg@5"].mean()) for k in ks}
-    merge = {k: bool(means[f"{mname}[{form.value}]"][k] > means[f"{base}[{form.value}]"][k] + 1e-12)
+    merge = {k: bool(means[f"{mname}[{form.value}]"][k] > means[f"{chosen}[{form.value}]"][k] + 1e-12)
              for k in ks if k > 0}
+    rel = reliabilities(inner, models, use, form, False, prior_run) if use else None
     return Choices(form, merge, means, f"inner {max(2, min(folds, len(inner.task_ids)))}-fold cross-fitting on the "
-                                       f"{len(inner.task_ids)} history tasks")
+                                       f"{len(inner.task_ids)} history tasks", chosen if use else walk,
+                   tuple(rel) if rel is not None else None)
 
 
 def funnel_rankings(truth: GroundTruth, k: int, signals: Sequence[Run] = (), history: GroundTruth | None = None,
                     noise: float = 0.0, repeats: int = 1, folds: int | None = None, seed: int = 0,
-                    scheme: GradingScheme | str = GradingScheme.NTCIR) -> dict[str, tuple[list[str], list[str]]]:
+                    scheme: GradingScheme | str = GradingScheme.NTCIR, history_signals: Sequence[Run] = (),
+                    prior_run: Run | None = None, order: str | None = None
+                    ) -> dict[str, tuple[list[str], list[str]]]:
     """Per task of ``truth``: the funnel policy's picks and final ranking after ``k`` fine-tunes that reveal the
     recorded scores as they are (the draw without noise), made by the steps :func:`replay` scores — the split's
-    choices (:func:`choose_on_history`, with ``noise`` and ``repeats`` as replay passes them), the plain order of
-    the chosen prior form (``rrf`` with signals), and the final ranking chosen at ``k`` (the merge's gain tables
-    learned on the split's history, or fine-tuned first). What ``select`` does on the same inputs."""
+    choices (:func:`choose_on_history`, with ``noise`` and ``repeats`` as replay passes them), the order the split
+    chose (the plain order of the chosen prior form, ``rrf`` with signals that do not score the history's tasks, or
+    with ``history_signals`` — the same runs' scores on the history tasks — the one chosen there by cross-fitting,
+    ``weighted`` with the reliabilities measured there), and the final ranking chosen at ``k`` (the merge's gain
+    tables learned on the split's history, or fine-tuned first). ``prior_run``: the prior's scores per task (the
+    replayed ones and the history's) instead of the prior fitted on the history; ``order`` fixes the order (as in
+    :func:`replay`). What ``select`` does on the same inputs."""
 
     scheme = GradingScheme.parse(scheme, field="--scheme")
     table = Table.from_truth(truth)
     folds = min(5, len(table.task_ids)) if folds is None else int(folds)
-    base = FUSION if signals else PRIOR
     out: dict[str, tuple[list[str], list[str]]] = {}
     for sp in splits(truth, table, history, folds, seed):
-        ch = choose_on_history(sp.history, table.model_ids, signals, [k], noise, int(repeats),
-                               folds if history is None else 5, seed, scheme)
+        both = _joined(signals, history_signals)
+        ch = choose_on_history(sp.history, table.model_ids, both, [k], noise, int(repeats),
+                               folds if history is None else 5, seed, scheme, prior_run=prior_run, order=order)
         rows = sp.test
-        order = _scored_first(policy_orders(sp, table, signals, ch.form)[base], table.scored[rows])
+        orders = plain_orders(_signal_matrix(prior_run, table, rows) if prior_run is not None else
+                              prior_scores(sp.history, table.model_ids, ch.form, unseen_neutral=sp.cross_fitted),
+                              table, rows, both, ch.reliability)
+        walked = _scored_first(orders[ch.order if ch.order in orders else (FUSION if signals else PRIOR)],
+                               table.scored[rows])
         kk = min(int(k), len(table.model_ids))
-        rank_of = _ranks_of(order)
+        rank_of = _ranks_of(walked)
         observed = table.filled()[rows]
         if kk and ch.merge.get(int(k)):
             tables = history_gains(sp.history, table.model_ids, [int(k)], ch.form, scheme, noise, seed,
                                    unseen=sp.cross_fitted)[int(k)]
-            picked = np.zeros(order.shape, dtype=bool)
-            np.put_along_axis(picked, order[:, :kk], True, axis=1)
+            picked = np.zeros(walked.shape, dtype=bool)
+            np.put_along_axis(picked, walked[:, :kk], True, axis=1)
             final = merged_final(rank_of, picked, observed, table.scored[rows], tables)
         else:
-            final = _final_scores(rank_of, order[:, :kk], observed)
+            final = _final_scores(rank_of, walked[:, :kk], observed)
         for i, r in enumerate(rows):
             ranked = np.lexsort((rank_of[i], -final[i]))
-            out[table.task_ids[r]] = ([table.model_ids[j] for j in order[i, :kk]],
+            out[table.task_ids[r]] = ([table.model_ids[j] for j in walked[i, :kk]],
                                       [table.model_ids[j] for j in ranked])
+    return out
+
+
+def _joined(signals: Sequence[Run], history_signals: Sequence[Run]) -> list[Run]:
+    """Each signal run joined with the run of the same id in ``history_signals`` (its scores on the history
+    tasks); the history runs no signal names are left out."""
+    by_id = {r.run_id: r for r in history_signals}
+    out = []
+    for r in signals:
+        h = by_id.get(r.run_id)
+        if h is None:
+            out.append(r)
+            continue
+        scores = {t: h.scores(t) for t in h if t not in r}
+        scores.update({t: r.scores(t) for t in r})
+        out.append(Run.from_scores(scores, run_id=r.run_id))
     return out
 
 
@@ -650,7 +805,7 @@ def _checked(finetunes: Sequence[int], noise: float, repeats: int, trust: float 
     if trust is not None and not (np.isfinite(trust) and trust >= 0):
         raise InputError(f"must be a finite number >= 0, got {trust}", field="--trust")
     names = [r.run_id for r in signals]
-    clash = {PRIOR, FUSION, SEQUENTIAL, FUNNEL} & set(names) or {n for n in names if names.count(n) > 1} or \
+    clash = {PRIOR, FUSION, WEIGHTED, SEQUENTIAL, FUNNEL} & set(names) or {n for n in names if names.count(n) > 1} or \
         {n for n in names if n.endswith(MERGE_SUFFIX)}
     if clash:
         raise InputError(f"signal run id {sorted(clash)[0]!r} is used twice or names a built-in policy; give each "
@@ -660,15 +815,20 @@ def _checked(finetunes: Sequence[int], noise: float, repeats: int, trust: float 
 
 def _split_choices(sp: Split, table: Table, signals: Sequence[Run], ks: list[int], noise: float, repeats: int,
                    folds: int, seed: int, scheme: GradingScheme, choose: bool, form: PriorForm | None,
-                   merge: bool | None) -> Choices:
-    """What a split's history chooses (:func:`choose_on_history`), with what the caller fixed."""
-    if choose and (form is None or merge is None):
+                   merge: bool | None, prior_run: Run | None = None, order: str | None = None) -> Choices:
+    """What a split's history chooses (:func:`choose_on_history`), with what the caller fixed (without choosing:
+    ``order``, else ``rrf`` with signals, with the reliabilities measured on the split's history)."""
+    base = order or (FUSION if signals else PRIOR)
+    if choose and (form is None or merge is None or (order is None and signals)):
         ch = choose_on_history(sp.history, table.model_ids, signals, ks, noise, repeats, folds, seed, scheme,
-                               forms=None if form is None else [form])
+                               forms=None if form is None else [form], prior_run=prior_run, order=order)
     else:
-        ch = Choices(form or PriorForm.AVGRANK, {k: False for k in ks if k > 0}, {}, "fixed")
+        ch = Choices(form or PriorForm.AVGRANK, {k: False for k in ks if k > 0}, {}, "fixed", base)
     if merge is not None:
-        ch = Choices(ch.form, {k: bool(merge) for k in ks if k > 0}, ch.means, ch.why + "; merge fixed")
+        ch = replace(ch, merge={k: bool(merge) for k in ks if k > 0}, why=ch.why + "; merge fixed")
+    if ch.reliability is None and signals:
+        rel = reliabilities(sp.history, table.model_ids, signals, ch.form, sp.cross_fitted, prior_run)
+        ch = replace(ch, reliability=tuple(rel) if rel is not None else None)
     return ch
 
 
@@ -678,7 +838,7 @@ def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth
            seed: int = 0, sequential: bool = True, acquisition: Acquisition | str = Acquisition.BLEND,
            trust: float | None = None, prior_form: PriorForm | str | None = None, choose: bool = True,
            merge: bool | None = None, scheme: GradingScheme | str = GradingScheme.NTCIR,
-           with_merge: bool = True) -> ReplayData:
+           with_merge: bool = True, prior_run: Run | None = None, order: str | None = None) -> ReplayData:
     """Replay every policy on every task of ``truth`` (see the module docstring). ``history``: what the policies
     learn from (default: ``folds``-fold cross-fitting by task within ``truth``; ``folds`` defaults to 5, or one
     fold per task when there are fewer); ``signals``: runs scoring the candidates of every task; ``noise``: sd
@@ -688,7 +848,11 @@ def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth
     expected-gain merge or fine-tuned first); each left ``None`` is chosen per split by inner cross-fitting on
     the split's history (:func:`choose_on_history`) when ``choose`` (else: the average rank, fine-tuned first).
     The base order's merge is always replayed too (policy ``<base>+merge``), and the funnel's final ranking per
-    budget is policy ``funnel`` where the splits chose differently."""
+    budget is policy ``funnel`` where the splits chose differently. With signals, the order the funnel walks is
+    chosen per split the same way (``order`` fixes it): the prior, a signal, ``rrf`` or ``weighted`` (the
+    reliability-weighted fusion, its weights measured on the split's history where the signals score it), and the
+    policy ``funnel`` walks each split's choice where they differ. ``prior_run``: the prior's scores per task
+    (covering the history's tasks too) instead of the prior fitted on the history."""
     acq = Acquisition.parse(acquisition, field="--acquisition")
     scheme = GradingScheme.parse(scheme, field="--scheme")
     fixed_form = None if prior_form is None else PriorForm.parse(prior_form, field="--prior-form")
@@ -702,16 +866,23 @@ def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth
     rng = np.random.default_rng(seed)
     draws = rng.normal(0.0, noise, (int(repeats), *table.score.shape)) if noise > 0 else np.zeros(
         (int(repeats), *table.score.shape))
-    base = FUSION if signals else PRIOR
+    if prior_run is not None:
+        check_covers(prior_run, table.task_ids)
+    default_base = order or (FUSION if signals else PRIOR)
     per: dict[str, dict[int, dict[str, np.ndarray]]] = {}
     scores_for_rel: dict[str, np.ndarray] = {}
     trusts: list[float] = []
     choices: list[Choices] = []
     for sp in parts:
         ch = _split_choices(sp, table, signals, ks, noise, int(repeats), inner_folds, seed, scheme,
-                            choose, fixed_form, merge)
+                            choose, fixed_form, merge, prior_run, order)
         choices.append(ch)
-        orders = policy_orders(sp, table, signals, ch.form)
+        base = ch.order
+        orders = plain_orders(_signal_matrix(prior_run, table, sp.test) if prior_run is not None else
+                              prior_scores(sp.history, table.model_ids, ch.form, unseen_neutral=sp.cross_fitted),
+                              table, sp.test, signals, ch.reliability)
+        if base not in orders:
+            raise InputError(f"no order {base!r} to walk (orders: {', '.join(orders)})", field="order")
         lam = _split_trust(sp, table, signals, ks, noise, int(repeats), inner_folds, seed, ch.form) \
             if sequential and acq is Acquisition.BLEND and trust is None else float(trust or 0.0)
         trusts.append(lam)
@@ -720,24 +891,32 @@ def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth
         got = _replay_split(table, sp, orders, draws[:, sp.test], ks, base if sequential else None, noise,
                              acq, lam, scheme, base if with_merge else None, tables)
         got[FUNNEL] = {k: got[merge_name(base)][k] if with_merge and ch.merge.get(k) else got[base][k] for k in ks}
+        if with_merge and base != default_base:  # the default order's merge, named alike in every split
+            got.update(_replay_split(table, sp, {default_base: orders[default_base]}, draws[:, sp.test], ks, None,
+                                     noise, acq, 0.0, scheme, default_base, tables))
         for name, by_k in got.items():
             for k, mets in by_k.items():
                 slot = per.setdefault(name, {}).setdefault(k, {x: np.zeros(len(table.task_ids)) for x in METRICS})
                 for x in METRICS:
                     slot[x][sp.test] = mets[x].mean(axis=0)
-        for name, order in orders.items():
-            if name == FUSION:
+        for name, o in orders.items():
+            if name in (FUSION, WEIGHTED):
                 continue
             acc = scores_for_rel.setdefault(name, np.full(table.score.shape, np.nan))
-            acc[sp.test] = -_ranks_of(order).astype(float)
+            acc[sp.test] = -_ranks_of(o).astype(float)
     rel = _reliability(scores_for_rel, table.score)
+    walked = {ch.order for ch in choices}
+    base = walked.pop() if len(walked) == 1 else FUNNEL
     mname = merge_name(base)
     funnel_final = {}
     for k in ks:  # the funnel's final ranking at k: a policy's name where every split chose it alike
         picked = {ch.merge.get(k, False) for ch in choices}
-        funnel_final[k] = (mname if picked == {True} else base) if len(picked) == 1 else FUNNEL
+        funnel_final[k] = ((mname if picked == {True} else base) if len(picked) == 1 else FUNNEL) \
+            if base != FUNNEL else FUNNEL
     if all(v != FUNNEL for v in funnel_final.values()):
         per.pop(FUNNEL, None)
+    if base == FUNNEL:  # the splits walked different orders: the plain comparisons are against the default's
+        base = default_base
     return ReplayData(task_ids=table.task_ids, model_ids=table.model_ids, finetunes=ks, noise=float(noise),
                       repeats=int(repeats), folds=None if history is not None else int(folds), seed=int(seed),
                       values=per, reliability=rel, base=base,
@@ -746,5 +925,6 @@ def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth
                                                             Acquisition.BLEND else {}),
                              "scheme": scheme.value, "prior_form": [c.form.value for c in choices],
                              "merge": {str(k): [bool(c.merge.get(k, False)) for c in choices] for k in ks if k > 0},
+                             "order": [c.order for c in choices],
                              "choices": [c.to_dict() for c in choices]},
                       final=funnel_final, choices=choices)

@@ -87,7 +87,7 @@ def _order(pool: Pool, scores: dict[str, float]) -> list[Candidate]:
 
 def _final_run(task: Task, pool: Pool, st: FunnelState, measured: Any = None) -> tuple[Run, str]:
     """The final ranking (:func:`.answer.final_ranking`) as a run, and how it was made (one line)."""
-    order = walk_order(pool.ids, st["prior"] or {}, st["features"])
+    order = walk_order(pool.ids, st["prior"] or {}, st["features"], *_walk(st))
     ft = {r["model_id"]: (float(r.get("rung") or 0), float(r["val_f1"])) for r in st["finetune"].values()
           if r.get("status") == "done" and r.get("val_f1") is not None}
     k = len(ft)
@@ -117,7 +117,8 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
            halving: bool = False, plan_only: bool = False, seed: int = 0, chunk: int = 8, backend=None,
            reliability: Reliability | None = None, progress: bool = False,
            echo: Callable[[str], None] | None = None, trainer=None, executor: str = "local",
-           address: str | None = None, history=None, noise: float = CURVE_NOISE) -> FunnelResult:
+           address: str | None = None, history=None, noise: float = CURVE_NOISE, history_signals=None
+           ) -> FunnelResult:
     """Plan and run the funnel for one task (see the module docstring). ``budget`` is a duration (``"4h"``,
     ``"90m"``, ``"3600s"``) or seconds; ``out`` the folder that holds the state, the run and the results;
     ``epochs`` caps each fine-tuning (the plan assumes all of them run); ``backend`` replaces the real models
@@ -127,7 +128,12 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
     (no estimator scores are recorded there). ``executor`` (a name of :data:`modelseek.executors.EXECUTORS`, at
     ``address``) runs the frozen-feature candidate jobs and the fine-tuning jobs. ``prior_method="history"``
     is the prior replay fits on the history (its form chosen there by cross-fitting; the pool's ids must be the
-    history's). ``noise``: the seed noise replay assumes when it measures (:data:`.curve.CURVE_NOISE`)."""
+    history's). ``noise``: the seed noise replay assumes when it measures (:data:`.curve.CURVE_NOISE`).
+    ``history_signals`` (runs, or a TREC run file): the estimator's scores on the history's tasks (one run; a
+    run named ``prior`` may add the prior's scores there, where the prior is not the one fitted on the history):
+    replay then chooses on the history by cross-fitting the order fine-tuning walks — the prior, the estimator,
+    ``rrf`` or ``weighted`` (the fusion weighted by the reliabilities measured there, which the plan uses too) —
+    and ``select`` walks it; without them the order is ``rrf``, replay's default with estimator signals."""
     from .backend import RealBackend  # lazy: start-up
 
     say = echo or (lambda s: None)
@@ -135,8 +141,10 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
     _check_options(epochs, chunk, executor, address)
     task = _load_task(data)
     pool = pool if isinstance(pool, Pool) else load_any_pool(pool)
-    if history is not None and reliability is None:
+    if history is not None and (reliability is None or history_signals is not None
+                                or prior_method == HISTORY_PRIOR):
         history = history if isinstance(history, GroundTruth) else GroundTruth.from_csv(history)
+    hsig = _history_signals(history_signals, history)
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise InputError("the output must be a folder", path=out)
@@ -148,12 +156,16 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
         backend = RealBackend(out / "finetune.sqlite", feature_method=feature_method, prior_method=prior_method,
                               recipe=recipe, seed=seed, trainer=trainer, executor=executor, address=address)
     rel, measured, measure_s = _reliability(reliability, history, say, backend.clock, noise,
-                                            need_history=prior_method == HISTORY_PRIOR)
+                                            need_history=prior_method == HISTORY_PRIOR, signals=hsig,
+                                            own_prior=prior_method == HISTORY_PRIOR)
     settings = {"task": task.id, "task_fingerprint": _fingerprint(task), "pool": _ids_digest(pool.ids),
                 "pool_size": len(pool), "budget_s": budget_s, "feature_method": feature_method,
                 "prior_method": prior_method,
                 "recipe": getattr(recipe, "digest", None), "epochs": int(epochs), "halving": bool(halving),
                 "seed": int(seed), "reliability": [rel.prior, rel.features]}
+    if measured is not None and measured.signals and measured.choices is not None:
+        ch = measured.choices
+        settings["walk"] = [ch.order, list(ch.reliability) if ch.reliability is not None else None]
     st = FunnelState.open(out / "state.json", settings)
     st["runs"] += 1
     st.add_spent("replay", measure_s)
@@ -198,25 +210,107 @@ def _history_prior(measured: Any, pool: Pool) -> dict[str, float]:
     return dict(zip(pool.ids, prior_scores(measured.truth, pool.ids, measured.prior_form).tolist()))
 
 
+def _history_signals(given: Any, history: GroundTruth | None) -> tuple[Run, Run | None] | None:
+    """The estimator's run and the prior's (or ``None``) on the history's tasks, from ``given`` (runs, or a TREC run
+    file): the run named ``prior`` is the prior's, the one other run the estimator's (renamed
+    :data:`.answer.ESTIMATOR`, as replay names it)."""
+    if given is None:
+        return None
+    key = (id(given), id(history))
+    hit = _PARSED.get(key)
+    if hit is not None and hit[0] is given and hit[1] is history:  # the same runs again (a benchmark's many tasks)
+        return hit[2]
+    parsed = _parse_history_signals(given, history)
+    if len(_PARSED) >= 4:
+        _PARSED.clear()
+    _PARSED[key] = (given, history, parsed)
+    return parsed
+
+
+_PARSED: dict[tuple, tuple[Any, Any, Any]] = {}
+
+
+def _parse_history_signals(given: Any, history: GroundTruth | None) -> tuple[Run, Run | None]:
+    from ..data.run import read_runs  # lazy: start-up
+    from .answer import ESTIMATOR
+    from .replay import PRIOR
+
+    path = None
+    if isinstance(given, (str, Path)):
+        path = Path(given)
+        given = list(read_runs(path).values())
+    if history is None:
+        raise InputError("history signals need a history (--history): they score its tasks", path=path)
+    runs = list(given)
+    prior = [r for r in runs if r.run_id == PRIOR]
+    est = [r for r in runs if r.run_id != PRIOR]
+    if len(est) != 1:
+        raise InputError(f"history signals must hold one estimator run (and optionally one named 'prior'), got "
+                         f"{len(est)}: {', '.join(r.run_id for r in est) or 'none'}", path=path, field="RunID")
+    for r in (*est, *prior):
+        missing = [t for t in history.task_ids if t not in r]
+        if missing:
+            raise InputError(f"history signal run {r.run_id!r} has no topic {missing[0]!r} ({len(missing)} of "
+                             f"{len(history.task_ids)} history tasks missing)", path=path, field="topic")
+    return est[0].with_id(ESTIMATOR), (prior[0] if prior else None)
+
+
+_MEASURED: dict[tuple, tuple[Any, Any]] = {}  # replay's measurement per (history, signals, noise); a handful
+
+
+def _measure(history: Any, noise: float, signals: tuple[Run, Run | None] | None) -> Any:
+    """:func:`.curve.measure` with the choices, with the history's estimator signals where given; the same
+    objects measured again (a benchmark's many tasks on one history) are not replayed twice."""
+    key = (id(history), noise, *((id(signals[0]), id(signals[1])) if signals else ()))
+    hit = _MEASURED.get(key)
+    if hit is not None and hit[0][0] is history:
+        return hit[1]
+    if signals is None:
+        m = measure(history, sequential=False, noise=noise, choices=True)
+    else:
+        m = measure(history, signals=(signals[0],), sequential=False, noise=noise, choices=True,
+                    prior_run=signals[1])
+    if len(_MEASURED) >= 4:
+        _MEASURED.clear()
+    _MEASURED[key] = ((history, signals), m)
+    return m
+
+
 def _reliability(given: Reliability | None, history, say: Callable[[str], None], clock: Callable[[], float],
-                 noise: float = CURVE_NOISE, need_history: bool = False) -> tuple[Reliability, Any, float]:
+                 noise: float = CURVE_NOISE, need_history: bool = False,
+                 signals: tuple[Run, Run | None] | None = None, own_prior: bool = False
+                 ) -> tuple[Reliability, Any, float]:
     """The reliabilities to plan with: ``given``, else the prior's measured by replay on ``history`` (printed with
-    the expected gain per fine-tune), with what replay chose there (the prior's form, the final ranking per k);
-    and the seconds the measurement took on the backend's ``clock`` (spent, and reported as such)."""
+    the expected gain per fine-tune), with what replay chose there (the prior's form, the order with the history's
+    estimator ``signals``, the final ranking per k) — the estimator's measured there too where ``signals`` score
+    the history's tasks, else assumed; and the seconds the measurement took on the backend's ``clock`` (spent,
+    and reported as such)."""
     t0 = clock()
-    if given is not None:
-        if not need_history:
-            return given, None, 0.0
-        measured = measure(history, sequential=False, noise=noise, choices=True)
-        return given, measured, clock() - t0
-    measured = measure(history, sequential=False, noise=noise, choices=True)
-    default = Reliability()
-    prior = measured.reliability.get("prior", default.prior)
-    rel = Reliability(prior=round(min(max(prior, 0.0), 0.95), 4), features=default.features)
+    if given is not None and not need_history and signals is None:
+        return given, None, 0.0
+    if signals is not None and signals[1] is not None and own_prior:
+        signals = (signals[0], None)  # the prior fitted on the history is select's own: its scores there are known
+    measured = _measure(history, noise, signals)
     for line in measured.describe():
         say(line)
+    if signals is not None and signals[1] is None and not own_prior:
+        say("  note: the order was chosen with the prior fitted on the history, not select's own (give the "
+            "prior's scores on the history's tasks as a run named 'prior' in the history signals)")
+    if given is not None:
+        return given, measured, clock() - t0
+    default = Reliability()
+    crel = measured.choices.reliability if measured.choices is not None else None
+    if crel:
+        rel = Reliability(prior=round(min(max(crel[0], 0.0), 0.95), 4),
+                          features=round(min(max(crel[1], 0.0), 0.95), 4))
+        say(f"  planning with reliabilities measured on the history: prior {rel.prior:.2f}, estimators "
+            f"{rel.features:.2f}")
+        return rel, measured, clock() - t0
+    prior = measured.reliability.get("prior", default.prior)
+    rel = Reliability(prior=round(min(max(prior, 0.0), 0.95), 4), features=default.features)
     say(f"  planning with reliabilities: prior {rel.prior:.2f} (measured), estimators {rel.features:.2f} "
-        f"(assumed: the history records no estimator scores)")
+        f"(assumed: the history records no estimator scores); fine-tuning order rrf, replay's default with "
+        f"estimator signals (give --history-signals to choose it there)")
     return rel, measured, clock() - t0
 
 
@@ -264,12 +358,20 @@ def _features_stage(task: Task, st: FunnelState, plan: Plan, backend: Any, costs
     return status
 
 
+def _walk(st: FunnelState) -> tuple[str | None, list[float] | None]:
+    """The order replay chose on the history's estimator scores and the reliabilities that weight it (``None``,
+    ``None`` without them: ``rrf``)."""
+    w = st["settings"].get("walk")
+    return (w[0], w[1]) if w else (None, None)
+
+
 def _finetune_order(pool: Pool, st: FunnelState, plan: Plan) -> list[str]:
-    """The order fine-tuning walks (:func:`.answer.walk_order`): the reciprocal-rank fusion of the prior and the
-    estimators over the candidates they scored, else the prior's — the order replay measured."""
-    if plan.finetune_from == "features":  # the estimator-scored top K1, in the fused order
+    """The order fine-tuning walks (:func:`.answer.walk_order`): over the candidates the estimators scored, the
+    order replay chose on the history's estimator scores (``rrf``, the reciprocal-rank fusion of the prior and the
+    estimator, where the history has none), else the prior's — the order replay measured."""
+    if plan.finetune_from == "features":  # the estimator-scored top K1, in the order chosen
         feats = {c: st["features"][c] for c in plan.feature_ids if c in st["features"]}
-        return [c for c in walk_order(pool.ids, st["prior"], feats) if c in feats]
+        return [c for c in walk_order(pool.ids, st["prior"], feats, *_walk(st)) if c in feats]
     return walk_order(pool.ids, st["prior"], {})
 
 
