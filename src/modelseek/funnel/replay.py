@@ -832,6 +832,37 @@ def _split_choices(sp: Split, table: Table, signals: Sequence[Run], ks: list[int
     return ch
 
 
+def _collect(per: dict, scores_for_rel: dict[str, np.ndarray], got: dict, orders: dict, table: Table,
+             test: np.ndarray) -> None:
+    """One split's replayed metrics into ``per`` (policy -> k -> metric -> per task) and its plain orders' ranks
+    into ``scores_for_rel`` (for the reliabilities over every split)."""
+    for name, by_k in got.items():
+        for k, mets in by_k.items():
+            slot = per.setdefault(name, {}).setdefault(k, {x: np.zeros(len(table.task_ids)) for x in METRICS})
+            for x in METRICS:
+                slot[x][test] = mets[x].mean(axis=0)
+    for name, o in orders.items():
+        if name in (FUSION, WEIGHTED):
+            continue
+        acc = scores_for_rel.setdefault(name, np.full(table.score.shape, np.nan))
+        acc[test] = -_ranks_of(o).astype(float)
+
+
+def _funnel_final(choices: Sequence[Choices], ks: Sequence[int], default_base: str) -> tuple[str, dict[int, str]]:
+    """The order the splits walked (the default's name where they walked different ones: the plain comparisons are
+    against it) and, per k, the funnel's final ranking as a policy's name where every split chose it alike (else
+    ``funnel``)."""
+    walked = {ch.order for ch in choices}
+    base = walked.pop() if len(walked) == 1 else FUNNEL
+    mname = merge_name(base)
+    funnel_final = {}
+    for k in ks:
+        picked = {ch.merge.get(k, False) for ch in choices}
+        funnel_final[k] = ((mname if picked == {True} else base) if len(picked) == 1 else FUNNEL) \
+            if base != FUNNEL else FUNNEL
+    return (default_base if base == FUNNEL else base), funnel_final
+
+
 def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth | None = None,
            finetunes: Sequence[int] = DEFAULT_FINETUNES, noise: float = 0.0, repeats: int = 1,
            folds: int | None = None,
@@ -894,29 +925,11 @@ def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth
         if with_merge and base != default_base:  # the default order's merge, named alike in every split
             got.update(_replay_split(table, sp, {default_base: orders[default_base]}, draws[:, sp.test], ks, None,
                                      noise, acq, 0.0, scheme, default_base, tables))
-        for name, by_k in got.items():
-            for k, mets in by_k.items():
-                slot = per.setdefault(name, {}).setdefault(k, {x: np.zeros(len(table.task_ids)) for x in METRICS})
-                for x in METRICS:
-                    slot[x][sp.test] = mets[x].mean(axis=0)
-        for name, o in orders.items():
-            if name in (FUSION, WEIGHTED):
-                continue
-            acc = scores_for_rel.setdefault(name, np.full(table.score.shape, np.nan))
-            acc[sp.test] = -_ranks_of(o).astype(float)
+        _collect(per, scores_for_rel, got, orders, table, sp.test)
     rel = _reliability(scores_for_rel, table.score)
-    walked = {ch.order for ch in choices}
-    base = walked.pop() if len(walked) == 1 else FUNNEL
-    mname = merge_name(base)
-    funnel_final = {}
-    for k in ks:  # the funnel's final ranking at k: a policy's name where every split chose it alike
-        picked = {ch.merge.get(k, False) for ch in choices}
-        funnel_final[k] = ((mname if picked == {True} else base) if len(picked) == 1 else FUNNEL) \
-            if base != FUNNEL else FUNNEL
+    base, funnel_final = _funnel_final(choices, ks, default_base)
     if all(v != FUNNEL for v in funnel_final.values()):
         per.pop(FUNNEL, None)
-    if base == FUNNEL:  # the splits walked different orders: the plain comparisons are against the default's
-        base = default_base
     return ReplayData(task_ids=table.task_ids, model_ids=table.model_ids, finetunes=ks, noise=float(noise),
                       repeats=int(repeats), folds=None if history is not None else int(folds), seed=int(seed),
                       values=per, reliability=rel, base=base,

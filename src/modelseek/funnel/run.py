@@ -33,6 +33,9 @@ from .pools import load_any_pool
 from ..data.truth import GroundTruth
 from .curve import CURVE_NOISE, measure
 from ..io import atomic_write_text
+from ..data.run import read_runs
+from .answer import ESTIMATOR
+from .replay import PRIOR
 
 RUN_ID = "funnel"
 #: ``prior_method`` for the prior replay fits on the history (the form it chose there)
@@ -112,6 +115,31 @@ def _check_options(epochs: int, chunk: int, executor: str, address: str | None) 
     make_executor(executor, address)
 
 
+def _real_backend(out: Path, feature_method: str, prior_method: str, recipe, seed: int, trainer, executor: str,
+                  address: str | None):
+    """The real models' backend (frozen features, fine-tuning in ``out/finetune.sqlite``) and the recipe it uses."""
+    from ..finetune.recipe import PROTOCOL  # lazy: pandas
+    from .backend import RealBackend  # lazy: start-up
+
+    recipe = recipe or PROTOCOL
+    return RealBackend(out / "finetune.sqlite", feature_method=feature_method, prior_method=prior_method,
+                       recipe=recipe, seed=seed, trainer=trainer, executor=executor, address=address), recipe
+
+
+def _settings(task: Task, pool: Pool, budget_s: float, feature_method: str, prior_method: str, recipe, epochs: int,
+              halving: bool, seed: int, rel: Reliability, measured: Any) -> dict[str, Any]:
+    """What a resumed run must share with the first (the state refuses another), and the order it walks."""
+    settings: dict[str, Any] = {
+        "task": task.id, "task_fingerprint": _fingerprint(task), "pool": _ids_digest(pool.ids),
+        "pool_size": len(pool), "budget_s": budget_s, "feature_method": feature_method, "prior_method": prior_method,
+        "recipe": getattr(recipe, "digest", None), "epochs": int(epochs), "halving": bool(halving),
+        "seed": int(seed), "reliability": [rel.prior, rel.features]}
+    if measured is not None and measured.signals and measured.choices is not None:
+        ch = measured.choices
+        settings["walk"] = [ch.order, list(ch.reliability) if ch.reliability is not None else None]
+    return settings
+
+
 def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float, out: str | Path,
            feature_method: str = "logme", prior_method: str = "default", recipe=None, epochs: int = 10,
            halving: bool = False, plan_only: bool = False, seed: int = 0, chunk: int = 8, backend=None,
@@ -134,8 +162,6 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
     replay then chooses on the history by cross-fitting the order fine-tuning walks — the prior, the estimator,
     ``rrf`` or ``weighted`` (the fusion weighted by the reliabilities measured there, which the plan uses too) —
     and ``select`` walks it; without them the order is ``rrf``, replay's default with estimator signals."""
-    from .backend import RealBackend  # lazy: start-up
-
     say = echo or (lambda s: None)
     budget_s = parse_budget(budget)
     _check_options(epochs, chunk, executor, address)
@@ -150,22 +176,12 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
         raise InputError("the output must be a folder", path=out)
     out.mkdir(parents=True, exist_ok=True)
     if backend is None:
-        from ..finetune.recipe import PROTOCOL  # lazy: pandas
-
-        recipe = recipe or PROTOCOL
-        backend = RealBackend(out / "finetune.sqlite", feature_method=feature_method, prior_method=prior_method,
-                              recipe=recipe, seed=seed, trainer=trainer, executor=executor, address=address)
+        backend, recipe = _real_backend(out, feature_method, prior_method, recipe, seed, trainer, executor, address)
     rel, measured, measure_s = _reliability(reliability, history, say, backend.clock, noise,
                                             need_history=prior_method == HISTORY_PRIOR, signals=hsig,
                                             own_prior=prior_method == HISTORY_PRIOR)
-    settings = {"task": task.id, "task_fingerprint": _fingerprint(task), "pool": _ids_digest(pool.ids),
-                "pool_size": len(pool), "budget_s": budget_s, "feature_method": feature_method,
-                "prior_method": prior_method,
-                "recipe": getattr(recipe, "digest", None), "epochs": int(epochs), "halving": bool(halving),
-                "seed": int(seed), "reliability": [rel.prior, rel.features]}
-    if measured is not None and measured.signals and measured.choices is not None:
-        ch = measured.choices
-        settings["walk"] = [ch.order, list(ch.reliability) if ch.reliability is not None else None]
+    settings = _settings(task, pool, budget_s, feature_method, prior_method, recipe, epochs, halving, seed, rel,
+                         measured)
     st = FunnelState.open(out / "state.json", settings)
     st["runs"] += 1
     st.add_spent("replay", measure_s)
@@ -231,10 +247,6 @@ _PARSED: dict[tuple, tuple[Any, Any, Any]] = {}
 
 
 def _parse_history_signals(given: Any, history: GroundTruth | None) -> tuple[Run, Run | None]:
-    from ..data.run import read_runs  # lazy: start-up
-    from .answer import ESTIMATOR
-    from .replay import PRIOR
-
     path = None
     if isinstance(given, (str, Path)):
         path = Path(given)
