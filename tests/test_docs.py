@@ -320,6 +320,7 @@ def test_the_site_builds_with_warnings_as_errors_and_its_references_are_complete
     assert len(_cli_paths()) > 30  # every command group and its sub-commands were walked
 
 
+@pytest.mark.slow(reason="1.4 s: a Sphinx build in the quick loop on 2 busy cores")
 def test_a_broken_link_fails_the_build(tmp_path):
     """The build's settings (docs/conf.py, -W) turn a link to a missing page or heading into a failure."""
     src = tmp_path / "src"

@@ -333,6 +333,7 @@ def test_install_default_writes_the_user_folder_not_the_package(cli, tiny_layout
     assert "no installed default" in cli("train-ranker", "--reset-default").out
 
 
+@pytest.mark.slow(reason="2.7 s in the quick loop on 2 busy cores")
 def test_a_refit_below_avgrank_is_refused_without_force(cli, tiny_layout, tmp_path, monkeypatch):
     # task_knn on this layout is measured below avgrank (3-fold CV, seed 0): the library's guard refuses it
     monkeypatch.setenv("MODELSEEK_DATA", str(tmp_path / "user"))

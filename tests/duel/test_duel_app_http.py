@@ -359,6 +359,7 @@ def test_duel_serve_on_a_board_with_a_reference_issues_signed_cookies(tmp_path, 
         _stop(proc, guard)
 
 
+@pytest.mark.slow(reason="2 s: waits out the stall timeout in the quick loop on 2 busy cores")
 def test_a_stalled_upload_is_dropped_and_its_bytes_freed(tmp_path, cfg, sub_dicts):
     """Issue #44: an upload whose bytes stop arriving is dropped after the stall time-out and its partial file
     deleted (10 stalled 60 MB uploads held 576 MB with no time-out)."""

@@ -225,6 +225,7 @@ def _tables(draw):
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                  HealthCheck.too_slow])
 @given(data=_tables(), model=st.sampled_from(["ridge", "ridge", "mlp"]))
+@pytest.mark.slow(reason="1.3 s: a fuzz loop in the quick loop on 2 busy cores")
 def test_fuzz_table_reader_never_tracebacks_or_nans(cli, tmp_path, data, model):
     p = tmp_path / "fuzz.csv"
     p.write_bytes(data)

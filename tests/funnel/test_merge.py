@@ -117,6 +117,7 @@ def test_select_walks_and_ranks_exactly_as_replay_measured(tmp_path, budget):
 
 @pytest.mark.parametrize("seed,walked", [(7, "weighted"), pytest.param(2, "rrf", marks=pytest.mark.slow(
     reason="4 s on 2 busy cores"))])
+@pytest.mark.slow(reason="6 s in the quick loop on 2 busy cores")
 def test_select_walks_the_order_replay_chose_on_the_history_signals(tmp_path, seed, walked):
     """With the estimator's scores on the history's tasks, replay chooses the order by cross-fitting there (here
     the reliability-weighted fusion, its weights measured on the history, or RRF) and ``select`` walks exactly it:
@@ -185,6 +186,7 @@ def test_on_the_ntcir_tasks_the_merge_wins_at_k_3_and_5_and_the_funnel_uses_it()
     assert by_k[1]["funnel"] == "prior" and s["prior_form"] == ["avgrank"] * 5
 
 
+@pytest.mark.slow(reason="4 s in the quick loop on 2 busy cores")
 def test_cli_noise_sweep_and_fixed_choices(cli, tmp_path):
     import json
 

@@ -76,6 +76,7 @@ def test_run_spends_within_budget(world, tmp_path, hours):
             assert placed == sorted(fine, key=lambda c: -fine[c])
 
 
+@pytest.mark.slow(reason="1.5 s in the quick loop on 2 busy cores")
 def test_halving_run_fits_and_ranks_the_last_rung_first(world, tmp_path):
     be = SimulatedBackend(world, 1)
     res = select(world.tasks[1], world.pool, "12h", tmp_path / "h", backend=be, epochs=8, halving=True)

@@ -145,6 +145,7 @@ def test_a_task_needs_two_scored_models():
 
 
 @need_ntcir
+@pytest.mark.slow(reason="6 s in the quick loop on 2 busy cores")
 def test_ntcir_prior_curve_equals_independent_computation_and_sequential_is_not_shipped():
     truth = GroundTruth.from_csv(NTCIR)
     data = replay(truth, finetunes=[0, 1, 3, 5, 10], noise=0.0, folds=5, seed=0)
@@ -211,6 +212,7 @@ def test_gaussian_conditioning_matches_the_formula():
             assert picks == [2, 0] and all(np.argsort(-sc).tolist() == [2, 0, 1] for sc in scores)
 
 
+@pytest.mark.slow(reason="4 s in the quick loop on 2 busy cores")
 def test_blend_with_zero_trust_is_the_plain_top_k_and_learns_trust_where_models_co_vary():
     from modelseek.testing.funnel import make_family_truth
 
@@ -305,6 +307,7 @@ def test_cli_train_truth_and_errors(cli, tmp_path):
     assert r.code == 1 and "bad.csv:3" in r.err and "f1" in r.err and len(r.err.strip().splitlines()) == 1
 
 
+@pytest.mark.slow(reason="2 s in the quick loop on 2 busy cores")
 def test_budget_curve_of_the_shipped_history_per_tier():
     from modelseek.funnel.curve import budget_curve
 

@@ -217,6 +217,7 @@ def test_artifact_of_the_earlier_domain_form_ranks_without_it(tmp_path):
     assert load_default().domain_weight_ == 1.0
 
 
+@pytest.mark.slow(reason="1.3 s in the quick loop on 2 busy cores")
 def test_candidate_without_history_gets_a_profile_prior(tmp_path):
     """A pool with a model the ranker has no fine-tuning history for: ranked, not refused, and explained."""
     prof = tmp_path / "profiles.json"
