@@ -22,7 +22,8 @@ import pytest
 import modelseek
 from modelseek.data.pool import Candidate, Pool
 from modelseek.errors import InputError
-from modelseek.executors import EXECUTORS, Executor, Outcome, Shared, Unit, make_executor, register
+from modelseek import register
+from modelseek.executors import EXECUTORS, Executor, Outcome, Shared, Unit, make_executor
 from modelseek.finetune import run_grid
 from modelseek.registry import UnknownNameError
 from modelseek.testing import make_text_task
@@ -67,7 +68,7 @@ THREADS = ("from __future__ import annotations\nimport threading\nfrom concurren
 def threads():
     import modelseek.executors as executors
 
-    register(Threads)
+    register("executor", Threads)
     Threads.ran.clear()
     executors._WARM.clear()  # which unit functions ran in this process (each test starts from none)
     yield Threads
@@ -138,19 +139,19 @@ def test_make_executor_refuses_what_it_cannot_make(threads):
             pass
 
     with pytest.raises(TypeError, match="class attribute 'in_process'"):
-        register(NoFlag)
+        register("executor", NoFlag)
     NoFlag.in_process = True
     with pytest.raises(TypeError, match="class attribute 'concurrency': one of serial, threads, processes"):
-        register(NoFlag)
+        register("executor", NoFlag)
     NoFlag.concurrency = "processes"
     with pytest.raises(TypeError, match="in_process=True contradicts concurrency='processes'"):
-        register(NoFlag)
+        register("executor", NoFlag)
     NoFlag.concurrency = "serial"
     NoFlag.run = lambda self, units: None
     with pytest.raises(TypeError, match=r"NoFlag.run must take \(units, on_start, on_done\)"):
-        register(NoFlag)
+        register("executor", NoFlag)
     with pytest.raises(ValueError, match="duplicate executor name: 'threads'"):
-        register(Threads)
+        register("executor", Threads)
 
 
 def test_run_until_done_refuses_a_store_where_a_job_is_neither_finished_nor_claimable(tmp_path):

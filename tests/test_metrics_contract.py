@@ -15,7 +15,8 @@ from modelseek import GroundTruth, Run, evaluate
 from modelseek.data.run import Entry
 from modelseek.data.task import CRITICALITY_BOUNDS, Criticality
 from modelseek.errors import InputError
-from modelseek.metrics import METRICS, Judgments, Metric, get, register
+from modelseek import register
+from modelseek.metrics import METRICS, Judgments, Metric, get
 from modelseek.metrics.kendall import weighted_tau_rows
 from modelseek.registry import UnknownNameError
 
@@ -148,7 +149,7 @@ class _TopHit(Metric):
 
 
 def test_a_metric_with_only_a_per_list_form_is_evaluated_through_the_registry(tmp_path, cli):
-    register("tophit_contract")(_TopHit)
+    register("metric", _TopHit, name="tophit_contract")
     try:
         truth, run = _case(0, False)
         rep = evaluate(run, truth, ["tophit_contract", "ndcg@3"]).per_topic
@@ -201,8 +202,8 @@ def test_a_new_metric_is_one_file_of_the_package(tmp_path):
     extra = tmp_path / "more_metrics"
     extra.mkdir()
     (extra / "firsthit.py").write_text(
-        "from modelseek.metrics.base import Metric, register\n\n\n"
-        "@register('firsthit')\nclass FirstHit(Metric):\n    cutoff = 'none'\n\n"
+        "from modelseek import register\nfrom modelseek.metrics.base import Metric\n\n\n"
+        "@register('metric', name='firsthit')\nclass FirstHit(Metric):\n    cutoff = 'none'\n\n"
         "    def per_list(self, ranking, j, k):\n        return float(bool(ranking) and j.grades.get(ranking[0], 0) > 0)\n",
         encoding="utf-8")
     code = ("import modelseek.metrics as m; m.__path__.append(%r); from modelseek.metrics import METRICS; "

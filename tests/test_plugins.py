@@ -370,6 +370,58 @@ def test_check_member_is_the_registration_check():
         check_member("fusion", rrf)
 
 
+def test_registration_is_spelled_one_way_for_every_kind():
+    """``modelseek.register(kind, member, name=, **properties)``: the decorator returns the member as written, the
+    registry holds it through the kind's check; properties only where the kind has them; a taken name is refused
+    naming where it was registered; ``unregister`` takes it out again."""
+    import numpy as np
+
+    from modelseek import register
+    from modelseek.estimators import ESTIMATORS, InputKind
+    from modelseek.fusion.methods import FUSION_METHODS
+    from modelseek.kinds import unregister
+    from modelseek.rankers.base import Ranker
+
+    @register("estimator", name="one_way_probe", input="probs", higher_is_better=False)
+    def probe(probs, labels) -> float:
+        return float(np.asarray(probs).mean())
+
+    try:
+        info = ESTIMATORS.get("one_way_probe")
+        assert probe.__name__ == "probe" and not hasattr(probe, "fn")  # the module keeps its plain function
+        assert (info.input, info.higher_is_better, info.seeded) == (InputKind.PROBS, False, False)
+        assert info.fn(np.array([[0.25, 0.75], [0.5, 0.5]]), [0, 1]) == 0.5
+        with pytest.raises(ValueError, match="duplicate estimator name: 'one_way_probe'"):
+            register("estimator", probe, name="one_way_probe")
+    finally:
+        unregister("estimator", "one_way_probe")
+    assert "one_way_probe" not in ESTIMATORS
+    with pytest.raises(TypeError, match="fusion method: register takes no properties here"):
+        register("fusion method", FUSION_METHODS.get("rrf"), seeded=True)
+    with pytest.raises(TypeError, match="ranker Nameless's own name is ''"):
+        register("ranker", type("Nameless", (Ranker,), {"name": ""}))
+    with pytest.raises(TypeError, match="a ranker is a Ranker subclass"):
+        register("ranker", object, name="not_a_ranker")
+    with pytest.raises(Exception, match="unknown kind 'rankers'"):
+        register("rankers")
+
+
+def test_no_built_in_registers_any_other_way():
+    """Every built-in member of a kind is registered by ``register(kind, ...)`` (or lazily by its registry): no
+    module calls a registry's ``add``/``register`` or a per-kind helper."""
+    import re
+
+    from modelseek.kinds import KINDS
+
+    src = Path(modelseek.__file__).resolve().parent
+    registries = "|".join(k.registry_target.split(":")[1] for k in KINDS)
+    other = re.compile(rf"^\s*@?({registries})\.(register|add)\(|register_meta_model\(", re.M)
+    found = [f"{p.relative_to(src)}:{s.count(chr(10), 0, m.start()) + 1}" for p in sorted(src.rglob("*.py"))
+             if p.name not in ("registry.py", "kinds.py") for s in [p.read_text(encoding="utf-8")]
+             for m in other.finditer(s)]
+    assert found == []
+
+
 # ------------------------------------------------------------------------------------------ the guide's blocks
 GUIDE = Path(__file__).resolve().parents[1] / "docs" / "guides" / "plugin-author.md"
 

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from .errors import InputError, ModelseekError, ValidationError
     from .funnel import select
     from .fusion import fuse
+    from .kinds import register
 
 _LAZY = {
     ".api": ("rank",),
@@ -49,6 +50,7 @@ _LAZY = {
     ".errors": ("InputError", "ModelseekError", "ValidationError"),
     ".funnel": ("select",),
     ".fusion": ("fuse",),
+    ".kinds": ("register",),
 }
 _MODULE_OF = {name: module for module, names in _LAZY.items() for name in names}
 
@@ -69,6 +71,6 @@ def __dir__() -> list[str]:
 __all__ = [
     "Candidate", "Criticality", "GradingScheme", "GroundTruth", "InputError", "ModelseekError", "Pool", "Report", "Run",
     "Split", "Task", "TaskSet", "ValidationError", "__version__", "evaluate", "from_hf_dataset", "fuse",
-    "load_ntcir_tasks", "load_pool", "load_table_task", "load_tasks", "rank", "read_run", "read_runs", "select",
-    "validate_run", "write_runs",
+    "load_ntcir_tasks", "load_pool", "load_table_task", "load_tasks", "rank", "read_run", "read_runs", "register",
+    "select", "validate_run", "write_runs",
 ]

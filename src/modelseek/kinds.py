@@ -12,6 +12,19 @@ The registries (:class:`modelseek.registry.Registry`) read their group, check an
 else declares a kind. Plugin authors run the same check in their own tests with :func:`check_member`
 (re-exported as :func:`modelseek.testing.check_member`); ``modelseek plugins`` prints :func:`report`.
 This module names other modules by import strings only: importing it imports no kind.
+
+**Registration is spelled one way**, for every kind, built-in and in a plugin author's own code alike:
+:func:`register` (``modelseek.register``)::
+
+    @register("ranker")                        # a class: registered under its own ``name``
+    class MyRanker(Ranker): ...
+
+    @register("estimator", name="my_score", input="features", seeded=False)   # properties of the kind
+    def my_score(features, labels): ...
+
+    register("fusion method", FusionMethod("my-max", ...))                     # a record, not a decorator
+
+Outside distributions declare the same members as entry points instead (the kind's ``group``).
 """
 
 from __future__ import annotations
@@ -45,6 +58,9 @@ class Kind:
     word: str = ""
     #: kinds with the same namespace share one space of names: a plugin may not reuse a name of either
     namespace: str | None = None
+    #: ``build(name, obj, **properties) -> member``: how :func:`register` makes the member from what it is given
+    #: (an estimator's function and its properties become its record); None: the object is the member
+    build: str | None = None
 
     @property
     def label(self) -> str:
@@ -65,7 +81,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("estimator", "modelseek.estimators._registry:ESTIMATORS", "modelseek.estimators._registry:Estimator",
          "modelseek.estimators", "modelseek.estimators._registry:check_estimator",
          "keyword-only parameters of the function after (features, labels); properties by `register(...)`",
-         namespace="method"),
+         namespace="method", build="modelseek.estimators._registry:estimator_record"),
     Kind("fusion method", "modelseek.fusion.methods:FUSION_METHODS", "modelseek.fusion.methods:FusionMethod",
          "modelseek.fusion", "modelseek.fusion.methods:check_fusion_method",
          "the fields of the FusionMethod record (uses_scores, takes_weights); weights, norm and k per call"),
@@ -117,10 +133,48 @@ def check_member(kind_name: str, obj: Any, name: str | None = None) -> Any:
     """
     k = kind(kind_name)
     if name is None:
-        name = getattr(obj, "name", None) or getattr(obj, "value", None) or getattr(obj, "__name__", None)
+        name = own_name(k, obj)
     if not isinstance(name, str) or not name:
         raise TypeError(f"{k.name}: give the name it is registered under (name=...)")
     return _target(k.check)(name, obj)
+
+
+_NO_MEMBER: Any = object()
+
+
+def register(kind_name: str, member: Any = _NO_MEMBER, /, *, name: str | None = None, **properties: Any) -> Any:
+    """Register ``member`` as a member of kind ``kind_name`` under ``name`` (default: its own name, as in
+    :func:`check_member`), through the kind's one check; without ``member``, a decorator doing so. ``properties``
+    are the kind's own (an estimator's ``input``, ``seeded``, ``higher_is_better`` ...: its ``build``); a kind
+    without properties refuses them. A name already registered is a ``ValueError`` naming where it was. Returns
+    ``member`` as given (a module keeps its plain function or class), so it stacks as a decorator."""
+    k = kind(kind_name)
+    if properties and k.build is None:
+        raise TypeError(f"{k.name}: register takes no properties here ({', '.join(sorted(properties))}); "
+                        f"a {k.name} declares {k.parameters}")
+
+    def add(obj: Any) -> Any:
+        n = own_name(k, obj) if name is None else name
+        built = obj if k.build is None else _target(k.build)(n, obj, **properties)
+        k.registry().add(n, built)
+        return obj
+
+    return add if member is _NO_MEMBER else add(member)
+
+
+def unregister(kind_name: str, name: str) -> None:
+    """Remove the member ``name`` of kind ``kind_name`` (for tests and code that registers temporarily)."""
+    kind(kind_name).registry().unregister(name)
+
+
+def own_name(k: Kind, obj: Any) -> str:
+    """The name a member calls itself: its ``name`` (a class attribute or a record's field), a fusion method's
+    ``value``, or a function's ``__name__``; a ``TypeError`` asking for ``name=`` when it has none."""
+    for attr in ("name", "value", "__name__"):
+        found = getattr(obj, attr, None)
+        if isinstance(found, str) and found:
+            return found
+    raise TypeError(f"{k.name}: give the name it is registered under (name=...)")
 
 
 # ---------------------------------------------------------------------------------------- helpers of the checks
@@ -182,4 +236,5 @@ def _target(target: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
-__all__ = ["KINDS", "Kind", "Member", "check_member", "declared", "kind", "named", "overrides", "report", "takes"]
+__all__ = ["KINDS", "Kind", "Member", "check_member", "declared", "kind", "named", "overrides", "own_name",
+           "register", "report", "takes", "unregister"]

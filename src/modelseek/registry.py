@@ -4,10 +4,11 @@ Each registry is made for one *kind* declared in :data:`modelseek.kinds.KINDS` (
 group, how members declare parameters, the one check every member passes, the namespace it shares): the registry
 takes its group, its check and its namespace from that declaration, so a kind is declared once.
 
-Entries register by decorator (``@REG.register("name")``), by :meth:`Registry.add`, or lazily by an import string
-(``REG.register_lazy("name", "modelseek.rankers.avgrank:AvgRank")``) so that a registry lists names without
-importing heavy modules. A duplicate built-in name raises naming both origins; an unknown name raises with "did you
-mean" and the list of valid names.
+Members of a declared kind register one way, :func:`modelseek.kinds.register` (which calls :meth:`Registry.add`),
+or lazily by an import string (``REG.register_lazy("name", "modelseek.rankers.avgrank:AvgRank")``) so that a
+registry lists names without importing heavy modules; ``@REG.register("name")`` serves registries of no kind. A
+duplicate built-in name raises naming both origins; an unknown name raises with "did you mean" and the list of
+valid names.
 
 **Plugins from outside the package.** The registry also lists the entry points that installed distributions
 declare in its kind's group, by name and without importing them; a member is loaded on first use and passed
@@ -283,6 +284,12 @@ class Registry(Generic[T]):
         hint = f" Did you mean {close!r}?" if close else ""
         raise UnknownNameError(f"unknown {self.kind} {name!r}.{hint} Valid names: {', '.join(names)}")
 
+    def unregister(self, name: str) -> None:
+        """Remove ``name`` (for tests and code that register temporarily: :func:`modelseek.kinds.unregister`)."""
+        self.get(name)
+        del self._items[name]
+        self._loaded_eps.pop(name, None)
+
     def names(self) -> list[str]:
         """Every member's name, broken plugins included (using one is its error); imports no plugin."""
         self._read_plugins()
@@ -348,12 +355,6 @@ class PluginRegistry(Registry[T]):
     def __contains__(self, name: object) -> bool:
         self.discover()
         return super().__contains__(name)
-
-    def unregister(self, name: str) -> None:
-        """Remove ``name`` (for tests and plug-ins that register temporarily)."""
-        self.get(name)
-        del self._items[name]
-        self._loaded_eps.pop(name, None)
 
 
 def _dist_name(ep: Any) -> str:

@@ -163,15 +163,15 @@ def test_estimator_contract(name):
 
 
 def test_an_estimator_whose_signature_contradicts_its_record_is_refused():
-    from modelseek.estimators import register
+    from modelseek import register
 
     def no_seed(features, labels) -> float:
         return 0.0
 
     with pytest.raises(TypeError, match="'seed'"):
-        register("contract_bad_seed", seeded=True)(no_seed)
+        register("estimator", no_seed, name="contract_bad_seed", seeded=True)
     with pytest.raises(TypeError, match=r"takes \(features, labels\) first"):
-        register("contract_bad_args")(lambda features: 0.0)
+        register("estimator", lambda features: 0.0, name="contract_bad_args")
     assert "contract_bad_seed" not in est.names() and "contract_bad_args" not in est.names()
 
 

@@ -21,7 +21,8 @@ from modelseek.data.pool import Pool
 from modelseek.data.task import Task, TaskSet
 from modelseek.data.truth import GroundTruth
 from modelseek.errors import InputError
-from modelseek.rankers import RANKERS, register
+from modelseek import register
+from modelseek.rankers import RANKERS
 from modelseek.rankers._artifact import Persistable
 from modelseek.rankers.base import Constraints, Trained
 
@@ -56,7 +57,7 @@ class MyTestRanker(Persistable):
 
 @pytest.fixture
 def my_ranker():
-    register(MyTestRanker)
+    register("ranker", MyTestRanker)
     yield MyTestRanker
     RANKERS.unregister(MyTestRanker.name)
 
@@ -102,7 +103,7 @@ def test_throwaway_ranker_through_the_api_and_the_cli(my_ranker, layout, cli, tm
 # ------------------------------------------------------------------------------------------ a fusion method
 @pytest.fixture
 def my_fusion():
-    from modelseek.fusion.methods import FUSION_METHODS, FusionMethod, register as register_fusion
+    from modelseek.fusion.methods import FUSION_METHODS, FusionMethod
 
     def combine(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
         return np.where(np.isnan(values), -np.inf, values).max(axis=0)
@@ -110,8 +111,8 @@ def my_fusion():
     def search(space):
         return [(0, space.build("my-test-max", n)) for n in space.norms]
 
-    m = register_fusion(FusionMethod("my-test-max", "the best normalised score", uses_scores=True,
-                                     takes_weights=False, combine=combine, search=search))
+    m = register("fusion method", FusionMethod("my-test-max", "the best normalised score", uses_scores=True,
+                                                takes_weights=False, combine=combine, search=search))
     yield m
     FUSION_METHODS.unregister("my-test-max")
 
@@ -167,9 +168,9 @@ def fisher_ratio(features, labels) -> float:
 
 @pytest.fixture
 def my_estimator():
-    from modelseek.estimators import ESTIMATORS, register as register_estimator
+    from modelseek.estimators import ESTIMATORS
 
-    register_estimator("my_test_fisher")(fisher_ratio)
+    register("estimator", fisher_ratio, name="my_test_fisher")
     yield fisher_ratio
     ESTIMATORS.unregister("my_test_fisher")
 

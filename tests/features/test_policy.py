@@ -14,7 +14,9 @@ import numpy as np
 import pytest
 import yaml
 
+import modelseek
 import modelseek.estimators as est
+import modelseek.kinds
 from modelseek.data.run import read_run
 from modelseek.features.text import hub_offline_reason, in_hub_cache, is_hub_source
 from modelseek.rankers import RANKERS, make, names
@@ -164,7 +166,7 @@ def test_a_new_estimator_is_one_registration(cli, tiny_layout, tiny_bert, tmp_pa
     seeds: list[int] = []
     values: list[float] = []
 
-    @est.register("toy_spread", seeded=True, higher_is_better=False)
+    @modelseek.register("estimator", name="toy_spread", seeded=True, higher_is_better=False)
     def toy_spread(features, labels, *, seed: int = 0) -> float:
         """Mean feature standard deviation (lower = better, for the test)."""
         seeds.append(seed)
@@ -185,7 +187,7 @@ def test_a_new_estimator_is_one_registration(cli, tiny_layout, tiny_bert, tmp_pa
         assert len(got) == 12 * 2 and got == pytest.approx(sorted(values), rel=1e-5)  # run files keep 6 digits
         assert all(run[t][0].score >= run[t][1].score for t in run)
     finally:
-        est.ESTIMATORS.unregister("toy_spread")
+        modelseek.kinds.unregister("estimator", "toy_spread")
     assert "toy_spread" not in names() and "toy_spread" not in RANKERS
 
 

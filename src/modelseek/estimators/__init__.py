@@ -6,19 +6,19 @@ True
 >>> est.info("leep").input.value, est.info("knn").seeded
 ('probs', True)
 
-Every estimator computes in float64, remaps labels to 0..C-1 (sorted order) first, never modifies its
-inputs, and raises :class:`modelseek.errors.InputError` for NaN/inf features, a single class, mismatched
-shapes, or too few examples of a class where the method needs them. Each one registers itself in its own
-module with :func:`register` (input kind ``features`` or ``probs``, whether it takes a ``seed``, its
-direction, whether it fits on a train split and scores a validation split, whether it is scale-invariant):
-adding an estimator is one file, and ``rank --method NAME`` works for it at once.
+Every estimator computes in float64, remaps labels to 0..C-1 (sorted order) first, never modifies its inputs, and
+raises :class:`modelseek.errors.InputError` for NaN/inf features, a single class, mismatched shapes, or too few
+examples of a class where the method needs them. Each one registers itself in its own module with
+``@register("estimator", ...)`` (:func:`modelseek.kinds.register`; input kind ``features`` or ``probs``, whether it
+takes a ``seed``, its direction, whether it fits on a train split and scores a validation split, whether it is
+scale-invariant): adding an estimator is one file, and ``rank --method NAME`` works for it at once.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from ._registry import ESTIMATORS, EstimatorInfo, InputKind, register
+from ._registry import ESTIMATORS, EstimatorInfo, InputKind
 
 
 def get(name: str) -> Callable[..., float]:
@@ -40,4 +40,4 @@ def input_kind(name: str) -> str:
     return ESTIMATORS.get(name).input.value
 
 
-__all__ = ["ESTIMATORS", "EstimatorInfo", "InputKind", "get", "info", "input_kind", "names", "register"]
+__all__ = ["ESTIMATORS", "EstimatorInfo", "InputKind", "get", "info", "input_kind", "names"]

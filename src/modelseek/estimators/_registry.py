@@ -1,12 +1,13 @@
 """The estimator registry: every estimator registers itself, with its properties, in its own module.
 
-``@register("name", input="features", seeded=False, higher_is_better=True)`` on the function is all a new
-estimator needs: the package discovers its modules on first use (every public module of
-``modelseek.estimators``), and the feature ranker of each registered estimator is derived from this record
-(:mod:`modelseek.rankers.features`), so no other table lists estimators or their properties.
+``@register("estimator", name="name", input="features", seeded=False, higher_is_better=True)``
+(:func:`modelseek.kinds.register`) on the function is all a new estimator needs: the package discovers its modules
+on first use (every public module of ``modelseek.estimators``), and the feature ranker of each registered
+estimator is derived from this record (:mod:`modelseek.rankers.features`), so no other table lists estimators or
+their properties.
 
 The contract is :class:`Estimator` (a ``typing.Protocol``, for mypy) and :func:`check_contract` (run by
-:func:`register`, so a function whose signature contradicts what it declares is refused when its module is
+the registration, so a function whose signature contradicts what it declares is refused when its module is
 imported): ``fn(features_or_probs, labels, /, **options) -> float``, with a ``seed`` keyword exactly when
 ``seeded``, ``val_features``/``val_labels`` keywords exactly when ``uses_validation``, and a ``task`` keyword
 (``"classification"`` or ``"regression"``) exactly when ``regression``.
@@ -86,7 +87,7 @@ class EstimatorInfo:
 
 
 def check_estimator(name: str, obj: Any) -> EstimatorInfo:
-    """The estimator kind's one check (:data:`modelseek.kinds.KINDS`), run by :func:`register` and on every plugin:
+    """The estimator kind's one check (:data:`modelseek.kinds.KINDS`), run when it registers and on every plugin:
     an :class:`EstimatorInfo` named ``name``, or a plain function ``(features, labels) -> float`` that takes the
     default properties (features in, higher is better, unseeded, not declared scale-invariant). The function's
     signature must match what the record declares (:func:`check_contract`), and the registered function is behind
@@ -143,23 +144,21 @@ def checked(name: str, fn: Callable[..., float], kind: InputKind, *, scale_invar
 ESTIMATORS: PluginRegistry[EstimatorInfo] = PluginRegistry("estimator", "modelseek.estimators")
 
 
-def register(name: str, *, input: str | InputKind = "features", seeded: bool = False,
-             higher_is_better: bool = True, uses_validation: bool = False,
-             scale_invariant: bool = True, regression: bool = False
-             ) -> Callable[[Callable[..., float]], Callable[..., float]]:
-    """Decorator: register ``fn(features_or_probs, labels, **options) -> float`` under ``name``. The registered
-    estimator is ``fn`` behind the contract's input, scale and result checks (:func:`checked`); the module keeps
-    the plain function."""
+def estimator_record(name: str, fn: Callable[..., float], *, input: str | InputKind = "features",
+                     seeded: bool = False, higher_is_better: bool = True, uses_validation: bool = False,
+                     scale_invariant: bool = True, regression: bool = False) -> EstimatorInfo:
+    """The estimator kind's ``build`` (:data:`modelseek.kinds.KINDS`): what
+    ``register("estimator", fn, name=..., input=..., seeded=...)`` registers, ``fn(features_or_probs, labels,
+    **options) -> float`` with its properties, behind the contract's input, scale and result checks
+    (:func:`checked`); the module keeps the plain function."""
     kind = InputKind.parse(input, "input")
-
-    def deco(fn: Callable[..., float]) -> Callable[..., float]:
-        ESTIMATORS.add(name, EstimatorInfo(name=name, fn=checked(name, fn, kind, scale_invariant=bool(scale_invariant),
-                                                                 regression=bool(regression)),
-                                           input=kind, seeded=bool(seeded),
-                                           higher_is_better=bool(higher_is_better),
-                                           uses_validation=bool(uses_validation),
-                                           scale_invariant=bool(scale_invariant),
-                                           regression=bool(regression)))
+    if isinstance(fn, EstimatorInfo):
+        if (input, seeded, higher_is_better, uses_validation, scale_invariant, regression) != (
+                "features", False, True, False, True, False):
+            raise TypeError(f"estimator {name!r}: an EstimatorInfo carries its own properties; give none")
         return fn
-
-    return deco
+    return EstimatorInfo(name=name, fn=checked(name, fn, kind, scale_invariant=bool(scale_invariant),
+                                               regression=bool(regression)),
+                         input=kind, seeded=bool(seeded), higher_is_better=bool(higher_is_better),
+                         uses_validation=bool(uses_validation), scale_invariant=bool(scale_invariant),
+                         regression=bool(regression))

@@ -26,7 +26,7 @@ import numpy as np
 
 from ..enums import Choice
 from ._common import LOG2, check_inputs, class_means, unit_scale
-from ._registry import register
+from ..kinds import register
 
 #: the released code's variance floor (absolute)
 VAR_FLOOR = 1e-4
@@ -37,7 +37,7 @@ class GbcGaussian(Choice):
     SPHERICAL = "spherical"  # one variance per class: the mean of its per-dimension variances
 
 
-@register("gbc", scale_invariant=False)
+@register("estimator", name="gbc", scale_invariant=False)
 def gbc(features, labels, *, gaussian: str = "diagonal") -> float:
     """-sum over ordered class pairs of the Bhattacharyya coefficient. Higher = better (max 0)."""
     kind = GbcGaussian.parse(gaussian, "gaussian")

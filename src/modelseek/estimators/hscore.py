@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._registry import register
+from ..kinds import register
 from ._common import check_inputs, class_means, spd_solve, sym_eig_project, unit_scale
 
 RCOND = 1e-15
@@ -41,7 +41,7 @@ def pinv_quadratic(w: np.ndarray, P: np.ndarray, rcond: float = RCOND) -> float:
     return float(((P[keep] ** 2).sum(1) / w[keep]).sum())
 
 
-@register("hscore")
+@register("estimator", name="hscore")
 def hscore(features, labels) -> float:
     """H-score tr(pinv(cov f) cov(E[f|y])) with unbiased covariances. Higher = better."""
     X, y, counts = check_inputs(features, labels, name="hscore")

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._registry import register
+from ..kinds import register
 from ._common import check_inputs, unit_scale
 from .hscore import between_class_factor, trace_pinv_quadratic
 
@@ -37,7 +37,7 @@ def ledoit_wolf_shrinkage_from_gram(Xc: np.ndarray, G: np.ndarray) -> float:
     return 0.0 if delta_ == 0 else float(beta / delta_)
 
 
-@register("hscore_reg")
+@register("estimator", name="hscore_reg")
 def hscore_reg(features, labels) -> float:
     """tr(pinv(Sigma_LW) (1 - alpha) cov(E[f|y])). Higher = better."""
     X, y, counts = check_inputs(features, labels, name="hscore_reg")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError
-from ._registry import register
+from ..kinds import register
 from ._common import check_inputs, one_hot
 
 
@@ -28,7 +28,7 @@ def check_probs(probs, labels, name: str) -> tuple[np.ndarray, np.ndarray, np.nd
     return P, y, counts
 
 
-@register("leep", input="probs")
+@register("estimator", name="leep", input="probs")
 def leep(probs, labels) -> float:
     """(1/N) sum_i log sum_z P(y_i | z) theta(x_i)_z. Higher = better (<= 0)."""
     P, y, counts = check_probs(probs, labels, "leep")

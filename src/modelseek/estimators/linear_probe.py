@@ -14,11 +14,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError
-from ._registry import register
+from ..kinds import register
 from ._split import train_val_macro_f1
 
 
-@register("linear_probe", seeded=True, uses_validation=True)
+@register("estimator", name="linear_probe", seeded=True, uses_validation=True)
 def linear_probe(features, labels, *, val_features=None, val_labels=None, C: float = 1.0,
                  max_iter: int = 1000, folds: int = 5, seed: int = 0) -> float:
     """Macro-F1 of L2 logistic regression (train -> validation, or stratified CV without a validation set)."""

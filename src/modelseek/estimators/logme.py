@@ -28,14 +28,14 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError
-from ._registry import register
+from ..kinds import register
 from ._common import check_inputs, check_targets, one_hot, sym_eig_project, tridiagonalize
 
 #: MacKay fixed-point safeguard added to the denominators, as in the published algorithm
 _EPS = 1e-5
 
 
-@register("logme", scale_invariant=False, regression=True)
+@register("estimator", name="logme", scale_invariant=False, regression=True)
 def logme(features, labels, *, max_iter: int = 11, tol: float = 1e-3, route: str = "auto",
           task: str = "classification") -> float:
     """LogME of ``features`` (N x D) for classification ``labels`` (N,), or for numeric targets with

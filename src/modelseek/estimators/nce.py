@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._registry import register
+from ..kinds import register
 from .leep import check_probs
 
 
-@register("nce", input="probs")
+@register("estimator", name="nce", input="probs")
 def nce(probs, labels) -> float:
     """-H(Y | Z) with Z = argmax of the source probabilities (natural log). Higher = better."""
     P, y, counts = check_probs(probs, labels, "nce")

@@ -16,12 +16,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError
-from ._registry import register
+from ..kinds import register
 from ._common import check_inputs, unit_scale
 from .leep import leep
 
 
-@register("nleep", seeded=True)
+@register("estimator", name="nleep", seeded=True)
 def nleep(features, labels, *, variance: float = 0.8, components_per_class: int = 5, seed: int = 0,
           covariance_type: str = "diag", max_iter: int = 100) -> float:
     """LEEP on the posteriors of a seeded GMM over PCA-reduced features. Higher = better."""

@@ -26,11 +26,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError
-from ._registry import register
+from ..kinds import register
 from ._common import LOG2, check_inputs, one_hot, unit_scale
 
 
-@register("pactran_gauss", scale_invariant=False)
+@register("estimator", name="pactran_gauss", scale_invariant=False)
 def pactran_gauss(features, labels, *, prior_var: float | None = None, max_iter: int = 100) -> float:
     """-(regularised training loss + PAC-Bayes Gaussian complexity). Higher = better."""
     from scipy.optimize import minimize  # lazy: scipy

@@ -48,7 +48,7 @@ import numpy as np
 from ..enums import Choice
 from ..errors import InputError
 from ._common import check_inputs, class_means, unit_scale
-from ._registry import register
+from ..kinds import register
 
 
 
@@ -186,7 +186,7 @@ def _fisher(X: np.ndarray, y: np.ndarray, counts: np.ndarray, a: float) -> float
     return float(P2[np.arange(N), y].mean())
 
 
-@register("sfda", scale_invariant=False)
+@register("estimator", name="sfda", scale_invariant=False)
 def sfda(features, labels, *, a: float = 5.0, variant: str = "released") -> float:
     """Mean true-class probability after self-challenging ConfMix (authors' released code by default)."""
     kind = SfdaVariant.parse(variant, "variant")

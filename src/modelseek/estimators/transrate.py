@@ -26,7 +26,7 @@ import numpy as np
 
 from ._common import LOG2, check_inputs, unit_scale
 from ..errors import InputError
-from ._registry import register
+from ..kinds import register
 
 
 def coding_rate(Z: np.ndarray, eps: float = 1e-4, k: int = 0) -> float:
@@ -45,7 +45,7 @@ def coding_rate(Z: np.ndarray, eps: float = 1e-4, k: int = 0) -> float:
     return float(0.5 * np.logaddexp(0.0, u).sum())
 
 
-@register("transrate", scale_invariant=False)
+@register("estimator", name="transrate", scale_invariant=False)
 def transrate(features, labels, *, eps: float = 1e-4) -> float:
     """R(Z) - mean_c R(Z_c) on centred features. Higher = better."""
     X, y, counts = check_inputs(features, labels, name="transrate")

@@ -17,9 +17,10 @@ cluster gave up on after its retries (a dead worker, a lost node). Arguments wra
 texts read by many units) are sent once by a cluster executor and arrive as the object itself.
 
 Executors are a registry (:data:`EXECUTORS`, the names of ``--executor`` on every command): ``local`` (in this
-process, one unit after another) and ``ray`` (a Ray task per unit; see :mod:`modelseek.executors.ray`) are
-modules of this package. A new executor is one module here whose class is decorated with :func:`register`, or,
-from another distribution, one entry point in the group ``modelseek.executors`` naming the class.
+process, one unit after another) and ``ray`` (a Ray task per unit; see :mod:`modelseek.executors.ray`) are modules of
+this package. A new executor is one module here whose class is decorated with ``@register("executor")``
+(:func:`modelseek.kinds.register`), or, from another distribution, one entry point in the group
+``modelseek.executors`` naming the class.
 
 **Concurrency** is part of the contract: every executor states its :data:`Concurrency`. One that runs several
 units at once in this process (``"threads"``) is made safe by :func:`make_executor`: the first unit of each unit
@@ -38,7 +39,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol, TypeVar, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
 
 from ..errors import InputError
 from ..registry import PluginRegistry
@@ -169,11 +170,10 @@ def run_until_done(executor: Executor, pending: Callable[[], list[Unit]], on_sta
                 left = pending()
 
 
-E = TypeVar("E", bound=type)
 
 
 def check_executor(name: str, obj: Any) -> type[Executor]:
-    """The executor kind's one check (:data:`modelseek.kinds.KINDS`), run by :func:`register` and on every plugin:
+    """The executor kind's one check (:data:`modelseek.kinds.KINDS`), run when it registers and on every plugin:
     a class whose ``name`` is ``name``, with a boolean ``in_process``, a ``concurrency`` of :data:`CONCURRENCY`
     that agrees with it, and ``run(units, on_start, on_done)``."""
 
@@ -198,13 +198,6 @@ def check_executor(name: str, obj: Any) -> type[Executor]:
 
 EXECUTORS: PluginRegistry[type[Executor]] = PluginRegistry("executor", __name__)
 """Every executor: this package's modules, then the entry points of the group ``modelseek.executors``."""
-
-
-def register(cls: E) -> E:
-    """Class decorator: register an executor class (see :class:`Executor`) under its ``name`` (through
-    :func:`check_executor`, as a plugin executor is)."""
-    EXECUTORS.add(getattr(cls, "name", ""), cls)
-    return cls
 
 
 #: unit functions that have run to success in this process (their lazy imports are done)
@@ -283,4 +276,4 @@ def _safe(executor: Executor) -> Executor:
 
 __all__ = ["CONCURRENCY", "EXECUTORS", "ClaimStore", "Concurrency", "Executor", "FirstUnitAlone", "Gpu", "OnDone",
            "OnStart", "Outcome", "Shared", "Unit", "call_unit", "check_executor", "executor_class", "make_executor",
-           "register", "run_until_done", "runs_in_process"]
+           "run_until_done", "runs_in_process"]

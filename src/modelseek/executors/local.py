@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
-from . import OnDone, OnStart, Unit, register
+from . import OnDone, OnStart, Unit
+from ..kinds import register
 
 
-@register
+@register("executor")
 class LocalExecutor:
     """Runs each unit in this process, in order, as soon as its claim is granted."""
 

@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from ..errors import InputError, ModelseekError
-from . import OnDone, OnStart, Outcome, Shared, Unit, call_unit, register
+from . import OnDone, OnStart, Outcome, Shared, Unit, call_unit
+from ..kinds import register
 
 
-@register
+@register("executor")
 class RayExecutor:
     """Runs units as Ray tasks (see the module's docstring)."""
 

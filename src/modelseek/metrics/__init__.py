@@ -1,11 +1,11 @@
 """Metrics by name: ``ndcg@5``, ``mrr``, ``kendall``, ``regret@1`` ...
 
-A metric is one object registered in :data:`METRICS` (see :mod:`modelseek.metrics.base`) that carries its
-per-list definition ``(ranking, judgments, k) -> float`` over one topic and its vectorised form over every topic
-of a run; :func:`modelseek.evaluate.evaluate` dispatches each name through the registry, and the contract tests
-check that both forms agree on every registered metric. :func:`get` parses a name with an optional ``@k``
-cut-off and returns the per-list function. Higher is better except where ``higher_is_better`` is False
-(``regret``). A new metric is one file in this package: a :class:`Metric` subclass with ``@register(name)``.
+A metric is one object registered in :data:`METRICS` (see :mod:`modelseek.metrics.base`) that carries its per-list
+definition ``(ranking, judgments, k) -> float`` over one topic and its vectorised form over every topic of a run;
+:func:`modelseek.evaluate.evaluate` dispatches each name through the registry, and the contract tests check that both
+forms agree on every registered metric. :func:`get` parses a name with an optional ``@k`` cut-off and returns the
+per-list function. Higher is better except where ``higher_is_better`` is False (``regret``). A new metric is one file
+in this package: a :class:`Metric` subclass with ``@register("metric", name=...)``.
 
 :func:`trec_name` gives trec_eval's name of each measure (``ndcg@5`` -> ``ndcg_cut_5``, ``mrr`` -> ``recip_rank``).
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ..errors import InputError
-from .base import METRICS, Batch, Judgments, Metric, parse, register, resolve
+from .base import METRICS, Batch, Judgments, Metric, parse, resolve
 from .kendall import weighted_tau
 from .mrr import reciprocal_rank
 from .ndcg import ndcg_at_k
@@ -59,4 +59,4 @@ def trec_name(name: str) -> str:
 
 
 __all__ = ["DEFAULT_METRICS", "METRICS", "RANKING_METRICS", "Batch", "Judgments", "Metric", "get", "names", "ndcg_at_k",
-           "ndcg_cutoff", "parse", "reciprocal_rank", "register", "regret_at_k", "resolve", "trec_name", "weighted_tau"]
+           "ndcg_cutoff", "parse", "reciprocal_rank", "regret_at_k", "resolve", "trec_name", "weighted_tau"]

@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -141,7 +141,7 @@ CUTOFFS = ("required", "optional", "none")
 
 
 def check_metric(name: str, obj: object) -> Metric:
-    """The metric kind's one check (:data:`modelseek.kinds.KINDS`), run by :func:`register` and on every plugin:
+    """The metric kind's one check (:data:`modelseek.kinds.KINDS`), run when it registers and on every plugin:
     a :class:`Metric` subclass (made with no arguments) or instance that implements ``per_list(ranking, j, k)``
     (its vectorised form may be the base class's loop), ``vectorised(b, k)`` and ``trec_name(k)``, with ``cutoff``
     one of required/optional/none, a boolean ``higher_is_better`` and a numeric ``missing``. It is registered under
@@ -171,16 +171,6 @@ def check_metric(name: str, obj: object) -> Metric:
 #: every metric: this package's modules (each registers its own; a new metric is one file), then the entry points
 #: of the kind's group (``modelseek.metrics``, :data:`modelseek.kinds.KINDS`)
 METRICS: PluginRegistry[Metric] = PluginRegistry("metric", "modelseek.metrics")
-
-
-def register(name: str) -> Callable[[type[Metric]], type[Metric]]:
-    """Class decorator: register one instance of the class under ``name`` (through :func:`check_metric`)."""
-
-    def deco(cls: type[Metric]) -> type[Metric]:
-        METRICS.add(name, cls)
-        return cls
-
-    return deco
 
 
 def parse(name: str) -> tuple[str, int | None]:

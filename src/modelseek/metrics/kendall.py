@@ -26,7 +26,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .base import Batch, Judgments, Metric, register
+from .base import Batch, Judgments, Metric
+from ..kinds import register
 
 # topics with more candidates than this go through SciPy one by one (the pairwise form is quadratic in them),
 # unless their scores take few values (graded qrels): the form by levels below is not quadratic
@@ -147,7 +148,7 @@ def _pairwise(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.
     return c, nx, ny
 
 
-@register("kendall")
+@register("metric", name="kendall")
 class WeightedKendall(Metric):
     """``kendall``: weighted Kendall tau of the run's order against the ground-truth scores (no cut-off)."""
 

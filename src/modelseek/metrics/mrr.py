@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .base import Batch, Judgments, Metric, register
+from .base import Batch, Judgments, Metric
+from ..kinds import register
 
 
 def reciprocal_rank(ranking: Sequence[str], grades: Mapping[str, float], min_grade: float = 1) -> float:
@@ -21,7 +22,7 @@ def reciprocal_rank(ranking: Sequence[str], grades: Mapping[str, float], min_gra
     return 0.0
 
 
-@register("mrr")
+@register("metric", name="mrr")
 class MRR(Metric):
     """``mrr`` / ``mrr@k``: per list, :func:`reciprocal_rank`; vectorised, the first relevant row of each topic."""
 

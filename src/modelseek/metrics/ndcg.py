@@ -23,7 +23,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
-from .base import Batch, Judgments, Metric, register, segment_sum
+from .base import Batch, Judgments, Metric, segment_sum
+from ..kinds import register
 
 
 def discounts(n: int) -> np.ndarray:
@@ -76,7 +77,7 @@ def ndcg_at_k(ranking: Sequence[str], grades: Mapping[str, float], k: int,
     return float(ndcg(-np.arange(len(run_gains), dtype=np.float64), run_gains, k, idcg)[0])
 
 
-@register("ndcg")
+@register("metric", name="ndcg")
 class NDCG(Metric):
     """``ndcg@k``: the per-list form is :func:`ndcg_at_k`; the vectorised one sums each topic's discounted gains
     over the run's rows (a segment sum) and divides by the ideal DCG of all the topic's judged candidates,

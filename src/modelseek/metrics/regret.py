@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .base import Batch, Judgments, Metric, register
+from .base import Batch, Judgments, Metric
+from ..kinds import register
 
 
 def regret_at_k(ranking: Sequence[str], f1: Mapping[str, float], k: int = 1) -> float:
@@ -23,7 +24,7 @@ def regret_at_k(ranking: Sequence[str], f1: Mapping[str, float], k: int = 1) -> 
     return float(1.0 - max(picks) / best)
 
 
-@register("regret")
+@register("metric", name="regret")
 class Regret(Metric):
     """``regret@k`` (``regret`` is ``regret@1``): per list, :func:`regret_at_k`; vectorised, one maximum per
     topic over its top-k judged rows."""

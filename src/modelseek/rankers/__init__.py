@@ -1,11 +1,11 @@
-"""Rankers by name. A ranker registers itself with ``@register`` in its own module of this package (see
+"""Rankers by name. A ranker registers itself with ``@register("ranker")`` in its own module of this package (see
 :mod:`modelseek.rankers._registry`); the contract it keeps is :class:`modelseek.rankers.base.Ranker`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ._registry import RANKERS, register
+from ._registry import RANKERS
 from .base import NotFittedError, Ranker
 
 
@@ -21,4 +21,4 @@ def names() -> list[str]:
     return RANKERS.names()
 
 
-__all__ = ["RANKERS", "NotFittedError", "Ranker", "make", "names", "register"]
+__all__ = ["RANKERS", "NotFittedError", "Ranker", "make", "names"]

@@ -1,4 +1,4 @@
-"""The ranker registry: every ranker registers itself with ``@register`` in its own module.
+"""The ranker registry: every ranker registers itself with ``@register("ranker")`` in its own module.
 
 The registry discovers the public modules of :mod:`modelseek.rankers` the first time it is asked for a name
 it does not hold (as the estimator registry does), so a new ranker is one file. The feature ranker of every
@@ -9,13 +9,11 @@ estimator needs no line here either.
 from __future__ import annotations
 
 import importlib
-from typing import TypeVar
 
 from ..registry import PluginRegistry
 from .base import Ranker
 from ..kinds import named, takes
 
-R = TypeVar("R", bound="type[Ranker]")
 #: derives the ranker of a registered estimator
 FEATURE_RANKER = "modelseek.rankers.features:feature_ranker"
 
@@ -68,11 +66,3 @@ def check_ranker(name: str, obj: object) -> type[Ranker]:
 
 
 RANKERS = RankerRegistry("modelseek.rankers")
-
-
-def register(cls: R) -> R:
-    """Class decorator: register a :class:`~modelseek.rankers.base.Ranker` under its ``name``."""
-    if not (isinstance(cls, type) and issubclass(cls, Ranker)):
-        raise TypeError(f"@register takes a Ranker subclass, got {cls!r}")
-    RANKERS.add(cls.name, cls)  # through check_ranker, as a plugin ranker is
-    return cls

@@ -70,7 +70,7 @@ from ..errors import InputError
 from ..metrics.ndcg import ideal_dcg, ndcg
 from ..taskrep import TaskRep, sample_indices, META_FEATURES
 from ._learned import LearnedRanker
-from ._registry import register
+from ..kinds import register
 from .base import Constraints
 
 K_GRID = (3, 5, 10, 20, 40)
@@ -260,7 +260,7 @@ class _Text(Constraint):
 _AUTO = _Auto()
 
 
-@register
+@register("ranker")
 class AdaptiveRanker(LearnedRanker):
     name = "adaptive"
     _parameter_constraints: ClassVar[Constraints] = {

@@ -16,11 +16,11 @@ from ..data.pool import Pool
 from ..data.task import Task, TaskSet
 from ..data.truth import GroundTruth
 from ._artifact import Persistable, pack_array
-from ._registry import register
+from ..kinds import register
 from .base import Trained
 
 
-@register
+@register("ranker")
 class AvgRank(Persistable):
     name = "avgrank"
 

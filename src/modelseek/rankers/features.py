@@ -51,7 +51,7 @@ from ..data.run import Run
 from ..data.task import Task
 from ..errors import InputError, ModelseekError
 from ..fusion import fuse
-from ._registry import register
+from ..kinds import register
 from .base import Ranker
 from .feature_jobs import is_regression  # noqa: F401  (re-exported: part of the API)
 from .feature_jobs import FeatureJobConfig, score_candidates
@@ -196,7 +196,7 @@ def reciprocal_rank_fusion(per_method: Sequence[dict[str, float]], k: float = 60
     return {d: got.get(d, -math.inf) for s in per_method for d in s}
 
 
-@register
+@register("ranker")
 class FusionRanker(FeatureRanker):
     """Reciprocal-rank fusion of several estimators over one feature extraction per candidate."""
 

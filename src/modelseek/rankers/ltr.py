@@ -33,7 +33,7 @@ from ..data.task import Task
 from ..data.truth import GradingScheme
 from ..taskrep import META_FEATURES, TaskRep
 from ._learned import LearnedRanker
-from ._registry import register
+from ..kinds import register
 from .task_knn import knn_predict, task_vector
 
 
@@ -42,7 +42,7 @@ def _z(x: np.ndarray) -> np.ndarray:
     return (x - x.mean()) / (sd if sd > 0 else 1.0)
 
 
-@register
+@register("ranker")
 class LTRRanker(LearnedRanker):
     name = "ltr"
 

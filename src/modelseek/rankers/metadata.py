@@ -25,7 +25,7 @@ from ..data.task import Task
 from ..config import Interval
 from ..taskrep import TaskRep
 from ._learned import LearnedRanker, ndcg_matrix
-from ._registry import register
+from ..kinds import register
 from .base import Constraints
 
 
@@ -34,7 +34,7 @@ def _z(x: np.ndarray, axis: int = -1) -> np.ndarray:
     return (x - x.mean(axis=axis, keepdims=True)) / np.where(sd > 0, sd, 1.0)
 
 
-@register
+@register("ranker")
 class MetadataRanker(LearnedRanker):
     name = "metadata"
     _parameter_constraints: ClassVar[Constraints] = {**LearnedRanker._parameter_constraints,

@@ -11,11 +11,11 @@ import numpy as np
 
 from ..data.pool import Pool
 from ..data.task import Task
-from ._registry import register
+from ..kinds import register
 from .base import Ranker
 
 
-@register
+@register("ranker")
 class RandomRanker(Ranker):
     name = "random"
     needs_fit = False

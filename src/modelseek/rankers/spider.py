@@ -19,7 +19,7 @@ from ..data.task import Task
 from ..progress import progress_bar
 from ..taskrep import TaskRep
 from ._learned import LearnedRanker
-from ._registry import register
+from ..kinds import register
 from ._torch import NetState, listnet_loss, seeded
 
 
@@ -78,7 +78,7 @@ def prototype_batch(reps: list[TaskRep], max_classes: int) -> tuple[np.ndarray, 
     return x, mask
 
 
-@register
+@register("ranker")
 class SpiderRanker(NetState, LearnedRanker):
     name = "spider"
 

@@ -20,7 +20,7 @@ from ..errors import InputError
 from ..config import Interval, Options
 from ..taskrep import TaskRep
 from ._learned import LearnedRanker
-from ._registry import register
+from ..kinds import register
 from .base import Constraints
 
 _VIEWS = ("mean", "label", "mean+label")
@@ -49,7 +49,7 @@ def knn_predict(query: np.ndarray, keys: np.ndarray, targets: np.ndarray, k: int
     return w @ targets[top]
 
 
-@register
+@register("ranker")
 class TaskKNN(LearnedRanker):
     name = "task_knn"
     _parameter_constraints: ClassVar[Constraints] = {

@@ -59,7 +59,7 @@ from ..errors import InputError
 from ..progress import progress_bar
 from ..taskrep import read_arrays, resolve_cache_dir, sample_indices, text_hash, write_arrays, _check_task
 from ._learned import LearnedRanker
-from ._registry import register
+from ..kinds import register
 from ._torch import NetState, seeded
 from .base import Constraints
 
@@ -430,7 +430,7 @@ def _build(n_models: int, n_prompts: int, in_dim: int, width: int, heads: int, l
     return TuPaTENet()
 
 
-@register
+@register("ranker")
 class TuPaTERanker(NetState, LearnedRanker):
     name = "tupate"
     # pt_max_texts / pt_layers / width: None = the mode's default, 0 = every text / at the input / the encoder's

@@ -47,7 +47,7 @@ from ..progress import progress_counter
 from ..registry import Registry
 from . import images as imgio
 from .data import StyleDataset
-from ..kinds import named, overrides, takes
+from ..kinds import named, overrides, register, takes
 
 if TYPE_CHECKING:
     from ..align.sources import LoadedModel
@@ -109,7 +109,7 @@ class Extractor:
 
 
 # ----------------------------------------------------------------------------------------- colour
-@EXTRACTORS.register("hist")
+@register("style feature", name="hist")
 class ColourHistogram(Extractor):
     name = "hist"
 
@@ -140,7 +140,7 @@ def _rgb_to_hsv(x: np.ndarray) -> np.ndarray:
     return rgb_to_hsv(x)
 
 
-@EXTRACTORS.register("colour")
+@register("style feature", name="colour")
 class ColourStats(Extractor):
     name = "colour"
 
@@ -179,7 +179,7 @@ class ColourStats(Extractor):
         return np.concatenate([mean, std, np.clip(skew, -10, 10), pct, hue_hist, s_hist, v_hist, [colourfulness]])
 
 
-@EXTRACTORS.register("texture")
+@register("style feature", name="texture")
 class TextureStats(Extractor):
     """Pixel-level texture statistics in the spirit of Portilla & Simoncelli ("A parametric texture model
     based on joint statistics of complex wavelet coefficients", IJCV 2000), reduced to what is cheap in
@@ -366,7 +366,7 @@ class _CNNExtractor(Extractor):
             return self._net(x)
 
 
-@EXTRACTORS.register("gram")
+@register("style feature", name="gram")
 class GramFeatures(_CNNExtractor):
     name = "gram"
 
@@ -374,7 +374,7 @@ class GramFeatures(_CNNExtractor):
         return np.concatenate([self._project(i, gram_upper(f)) for i, f in enumerate(self._maps(images))], axis=1)
 
 
-@EXTRACTORS.register("moments")
+@register("style feature", name="moments")
 class ChannelMoments(_CNNExtractor):
     name = "moments"
 
@@ -419,7 +419,7 @@ class _RegistryExtractor(Extractor):
         return self._loaded
 
 
-@EXTRACTORS.register("enc")
+@register("style feature", name="enc")
 class EncoderEmbedding(_RegistryExtractor):
     """The entry's embedding (its layer, reduced by its ``embedding`` strategy)."""
 
@@ -429,7 +429,7 @@ class EncoderEmbedding(_RegistryExtractor):
         return embed_images(self.entry, list(images), model=self._model())
 
 
-@EXTRACTORS.register("encgram")
+@register("style feature", name="encgram")
 class EncoderGram(_RegistryExtractor):
     """Gram matrix of the entry's layer output (conv maps N x C x H x W, or tokens N x T x C), projected."""
 

@@ -27,7 +27,7 @@ from ..data.run import Run
 from ..errors import InputError, NotFittedError
 from ..fusion import fuse
 from ..registry import Registry
-from ..kinds import named, takes
+from ..kinds import named, register, takes
 
 RETRIEVERS: Registry[type] = Registry("style retriever")
 """Every style retriever: the classes below, then the entry points of ``modelseek.style_retrievers`` (checked by
@@ -139,7 +139,7 @@ class Retriever:
         raise NotImplementedError
 
 
-@RETRIEVERS.register("centroid")
+@register("style retriever", name="centroid")
 class CentroidRetriever(Retriever):
     name = "centroid"
 
@@ -151,7 +151,7 @@ class CentroidRetriever(Retriever):
         return _unit(Z) @ self.centroids_.T
 
 
-@RETRIEVERS.register("knn")
+@register("style retriever", name="knn")
 class KNNRetriever(Retriever):
     name = "knn"
 
@@ -180,7 +180,7 @@ class KNNRetriever(Retriever):
         return votes + 1e-3 * (1.0 + best)  # votes decide; the closest image breaks ties
 
 
-@RETRIEVERS.register("logreg")
+@register("style retriever", name="logreg")
 class LogRegRetriever(Retriever):
     name = "logreg"
 

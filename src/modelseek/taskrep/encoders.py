@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..registry import Registry
-from ..kinds import takes
+from ..kinds import register, takes
 
 
 @dataclass(frozen=True)
@@ -75,8 +75,8 @@ def check_encoder(name: str, obj: object) -> Callable[..., Encoder]:
 
 ENCODERS: Registry[Callable[..., Encoder]] = Registry("task encoder")
 """Every task encoder: the two below, then the entry points of ``modelseek.task_encoders``."""
-ENCODERS.add("minilm", minilm)
-ENCODERS.add("hashing", hashing)
+register("task encoder", minilm, name="minilm")
+register("task encoder", hashing, name="hashing")
 
 
 def get_encoder(spec: str | Encoder) -> Encoder:

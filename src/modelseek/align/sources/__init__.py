@@ -1,22 +1,18 @@
 """Model sources of the alignment part: one :class:`~.base.ModelSource` subclass per library, each registered by
-``@register`` in its own module of this package (a new source is one file; the registry discovers the package's
-modules on first use, then the ``modelseek.sources`` entry points of installed distributions). A registry
-entry is valid when its ``source`` is registered here. The modules import their model library only when a model
-is loaded: listing the sources imports none."""
+``@register("model source")`` (:func:`modelseek.kinds.register`) in its own module of this package (a new source is
+one file; the registry discovers the package's modules on first use, then the ``modelseek.sources`` entry points of
+installed distributions). A registry entry is valid when its ``source`` is registered here. The modules import their
+model library only when a model is loaded: listing the sources imports none."""
 
 from __future__ import annotations
-
-from typing import TypeVar
 
 from ...registry import PluginRegistry
 from .base import LoadedModel, ModelSource, Spec, WeightsUnavailable, offline
 from ...kinds import named, takes
 
-S = TypeVar("S", bound=type[ModelSource])
-
 
 def check_source(name: str, obj: object) -> type[ModelSource]:
-    """The model-source kind's one check (:data:`modelseek.kinds.KINDS`), run by :func:`register` and on every
+    """The model-source kind's one check (:data:`modelseek.kinds.KINDS`), run when it registers and on every
     plugin: a :class:`ModelSource` subclass whose ``name`` is ``name``, with ``build(entry, spec)`` and
     ``defaults(entry)``, and string ``package`` and ``extra``."""
 
@@ -34,18 +30,10 @@ def check_source(name: str, obj: object) -> type[ModelSource]:
 SOURCES: PluginRegistry[type[ModelSource]] = PluginRegistry("model source", __name__)
 
 
-def register(cls: S) -> S:
-    """Class decorator: register a :class:`ModelSource` subclass under its ``name`` (through :func:`check_source`)."""
-    if not (isinstance(cls, type) and issubclass(cls, ModelSource)):
-        raise TypeError(f"@register takes a ModelSource subclass, got {cls!r}")
-    SOURCES.add(cls.name, cls)
-    return cls
-
-
 def get_source(name: str) -> ModelSource:
     """An instance of the source registered as ``name`` (a registry entry's ``source``)."""
     return SOURCES.get(name)()
 
 
 __all__ = ["SOURCES", "LoadedModel", "ModelSource", "Spec", "WeightsUnavailable", "check_source", "get_source",
-           "offline", "register"]
+           "offline"]

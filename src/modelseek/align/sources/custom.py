@@ -8,11 +8,11 @@ import importlib
 
 from ...errors import InputError
 from ..zoo import ZOO
-from . import register
+from ...kinds import register
 from .base import LoadedModel, ModelSource, load_state_dict, seeded
 
 
-@register
+@register("model source")
 class CustomSource(ModelSource):
     name = "custom"
     package = "torch"

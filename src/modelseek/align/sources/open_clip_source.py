@@ -3,11 +3,11 @@ through ``encode_text``. Layer paths are relative to the whole CLIP model (``vis
 
 from __future__ import annotations
 
-from . import register
+from ...kinds import register
 from .base import (LoadedModel, ModelSource, WeightsUnavailable, _first_line, offline, offline_reason, seeded)
 
 
-@register
+@register("model source")
 class OpenClipSource(ModelSource):
     name = "open_clip"
     package = "open_clip"

@@ -13,12 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 from ...errors import InputError
-from . import register
+from ...kinds import register
 from .base import (LoadedModel, ModelSource, Spec, WeightsUnavailable, _first_line, is_default_pretrained,
                    load_state_dict, offline, offline_reason, seeded)
 
 
-@register
+@register("model source")
 class TimmSource(ModelSource):
     name = "timm"
     package = "timm"

@@ -10,12 +10,12 @@ from typing import Any
 from urllib.parse import urlparse
 
 from ...errors import InputError
-from . import register
+from ...kinds import register
 from .base import (LoadedModel, ModelSource, WeightsUnavailable, _first_line, is_default_pretrained, load_state_dict,
                    offline, offline_reason, seeded, Spec)
 
 
-@register
+@register("model source")
 class TorchvisionSource(ModelSource):
     name = "torchvision"
     package = "torchvision"

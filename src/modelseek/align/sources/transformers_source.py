@@ -9,12 +9,12 @@ from pathlib import Path
 
 from ...errors import InputError
 from ..formats import Modality
-from . import register
+from ...kinds import register
 from .base import (LoadedModel, ModelSource, WeightsUnavailable, _first_line, import_package, offline,
                    offline_reason, seeded)
 
 
-@register
+@register("model source")
 class TransformersSource(ModelSource):
     name = "transformers"
     package = "transformers"

@@ -1,11 +1,11 @@
 """Fusion methods: one registered :class:`FusionMethod` per file of this package, with its properties, its
 combine function and the part of the learned-fusion search space it contributes, in one place.
 
-A method is a :class:`FusionMethod` passed to :func:`register` in its own module here (``rrf.py``,
-``combsum.py``, ...); the registry discovers the package's modules on first use, so a new method is one file:
-``fuse(..., method=NAME)``, ``modelseek fuse --method NAME`` and the optimiser's grid
-(:func:`modelseek.fusion.learned.candidate_fusions`, built from every method's :attr:`FusionMethod.search`)
-take it at once.
+A method is a :class:`FusionMethod` passed to ``register("fusion method", ...)`` (:func:`modelseek.kinds.register`) in
+its own module here (``rrf.py``, ``combsum.py``, ...); the registry discovers the package's modules on first use, so a
+new method is one file: ``fuse(..., method=NAME)``, ``modelseek fuse --method NAME`` and the optimiser's grid
+(:func:`modelseek.fusion.learned.candidate_fusions`, built from every method's :attr:`FusionMethod.search`) take it at
+once.
 
 The contract (:class:`FusionMethod`):
 
@@ -151,7 +151,7 @@ FUSION_METHODS: PluginRegistry[FusionMethod] = PluginRegistry("fusion method", _
 
 
 def check_fusion_method(name: str, obj: object) -> FusionMethod:
-    """The fusion kind's one check (:data:`modelseek.kinds.KINDS`), run by :func:`register` and on every plugin: a
+    """The fusion kind's one check (:data:`modelseek.kinds.KINDS`), run when it registers and on every plugin: a
     :class:`FusionMethod` named ``name`` (lower case, no spaces), with boolean properties, ``combine(values,
     weights)`` and ``search(space)``."""
 
@@ -166,13 +166,6 @@ def check_fusion_method(name: str, obj: object) -> FusionMethod:
     takes(f"fusion method {name!r}: combine", obj.combine, ("values", "weights"), bound=True)
     takes(f"fusion method {name!r}: search", obj.search, ("space",), bound=True)
     return obj
-
-
-def register(method: FusionMethod) -> FusionMethod:
-    """Register ``method`` under its name (a module of this package calls it once), through the kind's check."""
-    if not isinstance(method, FusionMethod):
-        raise TypeError(f"register takes a FusionMethod, got {method!r}")
-    return FUSION_METHODS.add(method.value, method)
 
 
 def ordered_sum(terms: np.ndarray) -> np.ndarray:
@@ -194,5 +187,5 @@ def weighted_terms(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return np.array([float(x) * v[r] for r, x in enumerate(w)]).reshape(-1, *v.shape[1:])
 
 
-__all__ = ["FUSION_METHODS", "FusionMethod", "SearchSpace", "check_fusion_method", "ordered_sum", "register",
+__all__ = ["FUSION_METHODS", "FusionMethod", "SearchSpace", "check_fusion_method", "ordered_sum",
            "weighted_terms"]

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import FusionMethod, SearchSpace, ordered_sum, register
+from . import FusionMethod, SearchSpace, ordered_sum
+from ...kinds import register
 
 
 def combine(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -18,5 +19,6 @@ def search(space: SearchSpace):
     return [(0, space.build("combmnz", n)) for n in space.norms]
 
 
-register(FusionMethod("combmnz", "sum of normalised scores times the number of runs holding the candidate",
+register("fusion method",
+         FusionMethod("combmnz", "sum of normalised scores times the number of runs holding the candidate",
                       uses_scores=True, takes_weights=False, combine=combine, search=search))

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import FusionMethod, SearchSpace, ordered_sum, register
+from . import FusionMethod, SearchSpace, ordered_sum
+from ...kinds import register
 
 
 def combine(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -17,5 +18,6 @@ def search(space: SearchSpace):
     return [(0, space.build("combsum", n)) for n in space.norms]
 
 
-register(FusionMethod("combsum", "sum of normalised scores", uses_scores=True, takes_weights=False,
+register("fusion method",
+         FusionMethod("combsum", "sum of normalised scores", uses_scores=True, takes_weights=False,
                       combine=combine, search=search))

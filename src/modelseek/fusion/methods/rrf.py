@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import FusionMethod, SearchSpace, ordered_sum, register, weighted_terms
+from . import FusionMethod, SearchSpace, ordered_sum, weighted_terms
+from ...kinds import register
 
 
 def combine(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -21,5 +22,6 @@ def search(space: SearchSpace):
     return plain + weighted
 
 
-register(FusionMethod("rrf", "reciprocal-rank fusion", uses_scores=False, takes_weights=True, combine=combine,
+register("fusion method",
+         FusionMethod("rrf", "reciprocal-rank fusion", uses_scores=False, takes_weights=True, combine=combine,
                       search=search))

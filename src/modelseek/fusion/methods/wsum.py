@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import FusionMethod, SearchSpace, ordered_sum, register, weighted_terms
+from . import FusionMethod, SearchSpace, ordered_sum, weighted_terms
+from ...kinds import register
 
 
 def combine(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
@@ -19,5 +20,6 @@ def search(space: SearchSpace):
     return [(1, space.build("wsum", n, w)) for n in space.norms for w in space.weights]
 
 
-register(FusionMethod("wsum", "weighted sum of normalised scores", uses_scores=True, takes_weights=True,
+register("fusion method",
+         FusionMethod("wsum", "weighted sum of normalised scores", uses_scores=True, takes_weights=True,
                       combine=combine, search=search))
