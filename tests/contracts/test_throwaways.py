@@ -202,6 +202,7 @@ def test_throwaway_estimator_ranks_through_the_api(my_estimator, tmp_path):
 def my_meta_model():
     pytest.importorskip("torch")
     from modelseek.eevee.kernels import ridge_block
+    from modelseek.eevee.meta_models.ridge import RidgeParams
     from modelseek.eevee.models import META_MODELS, MetaModel, register_meta_model
 
     calls: list[int] = []
@@ -211,7 +212,7 @@ def my_meta_model():
         return ridge_block(d, cfg, cand, split, idx, mask, fan, return_pred)
 
     register_meta_model(MetaModel("my-test-ridge", "ridge, counting its calls (a throwaway)", seeded=False,
-                                  parallel=False, fit=counted_ridge))
+                                  parallel=False, fit=counted_ridge, params=RidgeParams))  # the kernel's parameters
     yield calls
     META_MODELS.unregister("my-test-ridge")
 

@@ -98,7 +98,7 @@ class SplitData:
         # value of 1e300 once made every mean, std and score NaN). ``scale`` maps back to the table's unit.
         self.scale = column_scale(table.values)
         raw = table.oriented() / self.scale
-        n, m = raw.shape
+        n = raw.shape[0]
         if splits is None:
             cv = ShuffleSplit(n_splits=config.n_splits, test_size=config.test_size, random_state=config.cv_seed)
             splits = list(cv.split(np.zeros((n, 1))))

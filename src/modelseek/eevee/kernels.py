@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 
 def init_params(d: SplitData, cfg: MetaConfig, cand, split, idx, mask, fan, out=None):
-    """Initial weights of networks (cand, split) of the MLP (its parameters: ``cfg.model_params``): nn.Linear's U(-1/sqrt(fan_in), 1/sqrt(fan_in)) from the
+    """Initial weights of networks (cand, split) of the MLP (its parameters: ``cfg.model_params``): nn.Linear's
+    U(-1/sqrt(fan_in), 1/sqrt(fan_in)) from the
     per-split full-width draws, restricted to each subset's input columns. With ``out`` (the six parameter
     tensors), the weights are written into them."""
     import torch  # lazy: torch
@@ -57,7 +58,8 @@ def flat_views(buf, shapes):
 
 def mlp_block(d: SplitData, cfg: MetaConfig, cand, split, idx, mask, fan, return_pred: bool = False):
     """Train networks (cand[p], split[p]) together; return each one's test loss (and test predictions). The
-    MLP's own parameters (width, optimiser) are ``cfg.model_params`` (:class:`~modelseek.eevee.meta_models.mlp.MLPParams`).
+    MLP's own parameters (width, optimiser) are ``cfg.model_params``
+    (:class:`~modelseek.eevee.meta_models.mlp.MLPParams`).
 
     The forward and backward passes are written out as batched matmuls and elementwise passes into
     preallocated buffers; each linear layer's bias is one more row of its weight matrix, fed by a column of
@@ -151,7 +153,8 @@ def ridge_block(d: SplitData, cfg: MetaConfig, cand, split, idx, mask, fan=None,
     z-units, with an unpenalised intercept (missing training targets are the training mean, like missing
     inputs). Solved in the dual, W = X^T (X X^T + alpha I)^-1 Y, from one eigen-
     decomposition of each n x n Gram matrix (n = training models, so a few microseconds per fit); alpha is
-    chosen per fit among ``cfg.model_params.alphas`` (:class:`~modelseek.eevee.meta_models.ridge.RidgeParams`) by the exact leave-one-out error of the training models,
+    chosen per fit among ``cfg.model_params.alphas`` (the ridge's own parameter,
+    :class:`~modelseek.eevee.meta_models.ridge.RidgeParams`) by the exact leave-one-out error of the training models,
     e_i = (y_i - yhat_i) / (1 - h_ii), weighted like the loss. Float64 throughout. (``fan`` is unused: it is
     the MLP's initialisation scale, kept so that every meta-model's kernel has one signature.)"""
     import torch  # lazy: torch

@@ -39,7 +39,8 @@ class MetaModelKernel(Protocol):
     """Fits one block of (subset, split) meta-models together.
 
     ``d``: the table's splits (:class:`~modelseek.eevee.data.SplitData`); ``cfg``: the
-    :class:`~modelseek.eevee.config.MetaConfig` (the member's own parameters: ``cfg.model_params``); network ``p`` of the block is subset ``cand[p]`` on split
+    :class:`~modelseek.eevee.config.MetaConfig` (the member's own parameters: ``cfg.model_params``);
+    network ``p`` of the block is subset ``cand[p]`` on split
     ``split[p]``, its input columns ``idx[cand[p]]`` where ``mask[cand[p]]`` is 1 (``fan``: their number, the
     initialisation scale). Returns the ``P`` test losses, or ``(losses, test predictions)`` with
     ``return_pred=True``.
@@ -146,7 +147,9 @@ def _short(value: Any) -> str:
     """A default as help shows it: a long list by its ends and length."""
     if isinstance(value, (list, tuple)):
         items = [_short(v) for v in value]
-        return "[" + ", ".join(items) + "]" if len(items) <= 4 else f"[{items[0]} ... {items[-1]}] ({len(items)} values)"
+        if len(items) <= 4:
+            return "[" + ", ".join(items) + "]"
+        return f"[{items[0]} ... {items[-1]}] ({len(items)} values)"
     if isinstance(value, float):
         return f"{value:g}"
     return str(value)

@@ -67,7 +67,7 @@ def search_report(res: SearchResult, ev: Evaluator, *, top: int = 10, meta_model
         "n_evaluated": res.n_evaluated, "n_trained": res.n_trained, "n_subsets": res.n_subsets,
         "exhaustive": res.exhaustive, "wall_s": res.wall_s,
         "leaky": ev.config.leaky, "loss_scale": ev.config.loss_scale,
-        "meta_model": meta_model or ev.config.model, "meta_model_params": json_safe(ev.config.model_params.to_mapping()),
-        "seed": ev.config.seed,
+        "meta_model": meta_model or ev.config.model,
+        "meta_model_params": json_safe(ev.config.model_params.to_mapping()), "seed": ev.config.seed,
         "table": repr(ev.table),
     }

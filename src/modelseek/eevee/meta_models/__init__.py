@@ -46,7 +46,7 @@ def regressor_meta_model(name: str, regressor: Any, description: str | None = No
     takes(f"{what}: fit", cls.fit, ("X", "y"))
     takes(f"{what}: predict", cls.predict, ("X",))
 
-    defaults = _constructor_defaults(regressor, cls)
+    defaults = _constructor_defaults(regressor)
     params = _regressor_params(cls, defaults, regressor) if defaults else NoParams
 
     def make(given: Any) -> Any:
@@ -82,7 +82,7 @@ def regressor_meta_model(name: str, regressor: Any, description: str | None = No
                      seeded=False, parallel=False, fit=kernel, params=params)
 
 
-def _constructor_defaults(regressor: Any, cls: type) -> dict[str, Any]:
+def _constructor_defaults(regressor: Any) -> dict[str, Any]:
     """The regressor's parameters and their defaults: an instance's ``get_params(deep=False)`` (its own values),
     a class's made with no arguments, or else its constructor's keyword parameters with defaults. An instance
     without ``get_params`` has none (it is cloned as it is)."""
@@ -92,10 +92,10 @@ def _constructor_defaults(regressor: Any, cls: type) -> dict[str, Any]:
     if not isinstance(regressor, type):
         return {}
     try:
-        sig = inspect.signature(cls.__init__)
+        sig = inspect.signature(regressor)  # a class's: its constructor's, without self
     except (TypeError, ValueError):
         return {}
-    return {p.name: p.default for p in list(sig.parameters.values())[1:]
+    return {p.name: p.default for p in sig.parameters.values()
             if p.default is not inspect.Parameter.empty and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
 
 
@@ -118,10 +118,14 @@ def _regressor_params(cls: type, defaults: dict[str, Any], regressor: Any) -> ty
             except Exception as exc:  # noqa: BLE001 - the regressor's own refusal, whatever its class
                 raise InputError(" ".join(str(exc).split()) or type(exc).__name__, field=f.name) from None
 
-    fields = [(n, Any, dataclasses.field(default_factory=lambda v=v: copy.deepcopy(v))) for n in defaults
-              for v in (defaults[n],)]
+    fields = [(n, Any, dataclasses.field(default_factory=_copier(v))) for n, v in defaults.items()]
     return dataclasses.make_dataclass(f"{cls.__name__}Params", fields, bases=(Config,), frozen=True,
                                       namespace={"_check": check, "__doc__": f"the parameters of {cls.__name__}"})
+
+
+def _copier(value: Any) -> Any:
+    """A default factory: a fresh copy of ``value`` (a list default is not shared between configs)."""
+    return lambda: copy.deepcopy(value)
 
 
 __all__ = ["check_meta_model", "regressor_meta_model"]
