@@ -217,3 +217,26 @@ def test_an_outside_regressors_parameter_set_by_meta_param_reaches_its_fits(tmp_
     assert bad.code == 1 and len(lines) == 1 and "Traceback" not in bad.err
     assert ("meta-model 'skridge' has no parameter 'alphas' (did you mean 'alpha'?); its parameters: alpha=10"
             in lines[0])
+
+
+def test_the_plugin_guides_batched_member_with_its_params_runs():
+    """The plugin author's guide's ``MetaModel`` example (its ``python`` block under "Meta-models and their
+    parameters") passes the kind's check and fits with the parameters it declares."""
+    from modelseek.testing import check_member
+
+    from .conftest import copied_signal_table
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "guides" / "plugin-author.md").read_text(encoding="utf-8")
+    section = text.split("## Meta-models and their parameters", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    scope: dict = {}
+    exec(compile(code, "plugin-author.md", "exec"), scope)
+    two = check_member("meta-model", scope["TWO"])
+    register_meta_model(two)
+    try:
+        cfg = MetaConfig(model="two_alphas", model_params={"alphas": [1, 100]})
+        assert cfg.model_params.alphas == (1.0, 100.0) and two.describe_params() == "alphas=[0.1, 10]"
+        score = BatchedEvaluator(copied_signal_table(), cfg).score(["target"])
+        assert 0 < score.mean < BatchedEvaluator(copied_signal_table(), cfg).baseline().mean
+    finally:
+        META_MODELS.unregister("two_alphas")

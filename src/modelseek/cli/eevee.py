@@ -88,8 +88,8 @@ def _common(c) -> None:
              help=LazyText(_meta_model_help))
     set_lazy(c.add_argument("--meta-param", dest="model_params", action="append", default=[], metavar="KEY=VALUE"),
              help=LazyText(_meta_param_help))
-    # deprecated: the ridge's own parameter, now --meta-param alphas=...
-    c.add_argument("--ridge-alpha", default=None, type=RIDGE_ALPHAS, help=argparse.SUPPRESS)
+    c.add_argument("--ridge-alpha", default=None, type=RIDGE_ALPHAS,
+                   help="deprecated: --meta-param alphas=... (the ridge meta-model's own parameter)")
     c.add_argument("--loss-scale", choices=("table", "split"), default="table",
                    help="unit of the test loss: each metric's std over the whole table (default; the "
                         "reference's unit, the same in every split) or the split's training models' std")
