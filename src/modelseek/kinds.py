@@ -94,7 +94,7 @@ KINDS: tuple[Kind, ...] = (
          "modelseek.executors:check_executor", "constructor keyword parameters (`address`, `max_retries` ...)"),
     Kind("meta-model", "modelseek.eevee.models:META_MODELS", "modelseek.eevee.models:MetaModel",
          "modelseek.meta_models", "modelseek.eevee.meta_models:check_meta_model",
-         "the MetaModel record's own fields; a scikit-learn regressor: its constructor's parameters"),
+         "the record's `params` (a Config class: `--meta-param`); a scikit-learn regressor: its constructor's"),
     Kind("style retriever", "modelseek.style.retrievers:RETRIEVERS", "modelseek.style.retrievers:Retriever",
          "modelseek.style_retrievers", "modelseek.style.retrievers:check_retriever",
          "constructor keyword parameters (`blocks`, `pca`, `seed` and its own)"),

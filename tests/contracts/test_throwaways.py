@@ -203,7 +203,8 @@ def test_throwaway_estimator_ranks_through_the_api(my_estimator, tmp_path):
 def my_meta_model():
     pytest.importorskip("torch")
     from modelseek.eevee.kernels import ridge_block
-    from modelseek.eevee.models import META_MODELS, MetaModel, register_meta_model
+    from modelseek.eevee.meta_models.ridge import RidgeParams
+    from modelseek.eevee.models import META_MODELS, MetaModel
 
     calls: list[int] = []
 
@@ -211,8 +212,8 @@ def my_meta_model():
         calls.append(len(cand))
         return ridge_block(d, cfg, cand, split, idx, mask, fan, return_pred)
 
-    register_meta_model(MetaModel("my-test-ridge", "ridge, counting its calls (a throwaway)", seeded=False,
-                                  parallel=False, fit=counted_ridge))
+    register("meta-model", MetaModel("my-test-ridge", "ridge, counting its calls (a throwaway)", seeded=False,
+                                     parallel=False, fit=counted_ridge, params=RidgeParams))  # the kernel's parameters
     yield calls
     META_MODELS.unregister("my-test-ridge")
 

@@ -233,7 +233,7 @@ def test_ridge_meta_model_matches_sklearn_with_leave_one_out_alpha(small_gate, l
 
     t = load_table(small_gate)
     alphas = (0.1, 1.0, 10.0)
-    ev = BatchedEvaluator(t, MetaConfig(model="ridge", ridge_alphas=alphas, leaky=leaky))
+    ev = BatchedEvaluator(t, MetaConfig(model="ridge", model_params={"alphas": alphas}, leaky=leaky))
     d, sub = ev.data, ["b1", "b3"]
     cols = d.columns(sub)
     pred = ev.predict(sub)
@@ -252,7 +252,7 @@ def test_ridge_meta_model_matches_sklearn_with_leave_one_out_alpha(small_gate, l
         raw = (Ridge(alpha=a).fit(X, Y).predict(d.Xte[s].double().numpy()[:, cols]) * d.std[s] + d.mean[s]) * sign
         np.testing.assert_allclose(pred[s, d.splits[s][1]], raw, rtol=1e-5, atol=1e-5)
     # the loss of the ridge predictions, as for the MLP; scores are deterministic
-    again = BatchedEvaluator(t, MetaConfig(model="ridge", ridge_alphas=alphas, leaky=leaky))
+    again = BatchedEvaluator(t, MetaConfig(model="ridge", model_params={"alphas": alphas}, leaky=leaky))
     assert ev.score(sub).mean == again.score(sub).mean
     with pytest.raises(InputError, match="meta-model"):
         BatchedEvaluator(t, MetaConfig(model="forest"))
@@ -263,12 +263,18 @@ def test_ridge_meta_model_matches_sklearn_with_leave_one_out_alpha(small_gate, l
 def test_ridge_finds_the_copied_target_and_cli(signal_table, cli, small_gate):
     ev = BatchedEvaluator(signal_table, MetaConfig(model="ridge"))
     assert search(ev, 1, FAST).best.subset[0] in ("target", "copy")
-    r = cli("eevee", "search", "--table", small_gate, "-k", "2", "--meta-model", "ridge", "--ridge-alpha", "1",
-            "--population", "6", "--keep", "3", "--children", "2", "--generations", "1", "--json")
+    tiny = ("--population", "6", "--keep", "3", "--children", "2", "--generations", "1", "--json")
+    r = cli("eevee", "search", "--table", small_gate, "-k", "2", "--meta-model", "ridge", "--meta-param", "alphas=1",
+            *tiny)
     j = json.loads(r.out)
-    assert r.code == 0 and j["meta_model"] == "ridge"
-    fixed = BatchedEvaluator(load_table(small_gate), MetaConfig(model="ridge", ridge_alphas=(1.0,)))
+    assert r.code == 0 and j["meta_model"] == "ridge" and j["meta_model_params"] == {"alphas": [1.0]}
+    fixed = BatchedEvaluator(load_table(small_gate), MetaConfig(model="ridge", model_params={"alphas": (1.0,)}))
     assert j["top"][0]["score"] == pytest.approx(fixed.score(j["top"][0]["benchmarks"]).mean)
+    # the deprecated alias gives the same search, with a one-line note
+    old = cli("eevee", "search", "--table", small_gate, "-k", "2", "--meta-model", "ridge", "--ridge-alpha", "1", *tiny)
+    assert old.code == 0 and json.loads(old.out)["top"] == j["top"]
+    assert [ln for ln in old.err.splitlines() if ln.startswith("note:")] == [
+        "note: --ridge-alpha is deprecated; use --meta-param alphas=... (the ridge meta-model's own parameter)"]
     bad = cli("eevee", "search", "--table", small_gate, "-k", "2", "--meta-model", "ridge", "--ridge-alpha", "x")
     assert bad.code == 2 and "argument --ridge-alpha" in bad.err  # a usage error (option type)
 

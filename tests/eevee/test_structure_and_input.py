@@ -244,18 +244,21 @@ def test_meta_and_search_configs_use_the_config_layer(tmp_path):
     from modelseek.eevee import read_task_weights
 
     p = tmp_path / "meta.yaml"
-    p.write_text("hidden: 50\nlr: 0.1\nlos_scale: split\n")
+    p.write_text("model_params: {hidden: 50}\nseed: 1\nlos_scale: split\n")
     with pytest.raises(InputError, match=r"meta.yaml:3: field 'los_scale': unknown key .*did you mean 'loss_scale'"):
         MetaConfig.from_file(p)
-    p.write_text("hidden: 50\nbetas: [0.9, 1.5]\n")
-    with pytest.raises(InputError, match=r"meta.yaml:2: field 'betas\[1\]'"):
+    p.write_text("model_params:\n  hidden: 50\n  betas: [0.9, 1.5]\n")
+    with pytest.raises(InputError, match=r"field 'model_params.betas\[1\]': meta-model 'mlp': betas\[1\] must be"):
         MetaConfig.from_file(p)
-    p.write_text("hidden: 50\nloss_scale: split\nridge_alphas: [1, 10]\n")
+    p.write_text("model: ridge\nloss_scale: split\nmodel_params: {alphas: [1, 10]}\n")
     cfg = MetaConfig.from_file(p)
-    assert (cfg.hidden, cfg.loss_scale, cfg.ridge_alphas) == (50, "split", (1.0, 10.0))
-    for bad in ({"test_size": 1.0}, {"seed": -1}, {"lr": 0}, {"loss_scale": "tabel"}, {"epochs": 2.5}):
+    assert (cfg.model, cfg.loss_scale, cfg.model_params.alphas) == ("ridge", "split", (1.0, 10.0))
+    for bad in ({"test_size": 1.0}, {"seed": -1}, {"loss_scale": "tabel"}):
         with pytest.raises(InputError, match=next(iter(bad))):
             MetaConfig(**bad)
+    for bad in ({"lr": 0}, {"epochs": 2.5}):  # the MLP's own parameters
+        with pytest.raises(InputError, match=f"model_params.{next(iter(bad))}"):
+            MetaConfig(model_params=bad)
     with pytest.raises(InputError, match="population"):
         SearchConfig(population=0)
     w = tmp_path / "task_weights.yaml"

@@ -4,9 +4,10 @@ importance)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from numbers import Real
 
-from ..config import Interval
+from ..config import Interval, parse_overrides
 from ..data.truth import GroundTruth
 from ..eevee import BatchedEvaluator, MetaConfig, SearchConfig, importance, parse_ks, search, sweep, tiers
 from ..eevee.honest import BASELINES, DESCRIPTIONS, NestedConfig
@@ -85,9 +86,10 @@ def _common(c) -> None:
     # choices and help read when shown or checked: a plugin meta-model is listed by name, never imported here
     set_lazy(add_registry_option(c, "--meta-model", "modelseek.eevee.models:META_MODELS", default="mlp"),
              help=LazyText(_meta_model_help))
-    c.add_argument("--ridge-alpha", default="auto", type=RIDGE_ALPHAS,
-                   help="ridge penalty in z-units: a number, comma-separated candidates chosen by leave-one-out, "
-                        "or auto (13 values from 0.01 to 10,000; default)")
+    set_lazy(c.add_argument("--meta-param", dest="model_params", action="append", default=[], metavar="KEY=VALUE"),
+             help=LazyText(_meta_param_help))
+    c.add_argument("--ridge-alpha", default=None, type=RIDGE_ALPHAS,
+                   help="deprecated: --meta-param alphas=... (the ridge meta-model's own parameter)")
     c.add_argument("--loss-scale", choices=("table", "split"), default="table",
                    help="unit of the test loss: each metric's std over the whole table (default; the "
                         "reference's unit, the same in every split) or the split's training models' std")
@@ -132,6 +134,40 @@ def _meta_model_help() -> str:
                                  else f"from the distribution {dist}") for n, dist, _ in META_MODELS.members())
 
 
+def _meta_param_help() -> str:
+    """The built-in meta-models' parameters (a plugin's are listed by its errors: it is not imported here)."""
+    own = "; ".join(f"{n}: {META_MODELS.get(n).describe_params()}" for n, dist, _ in META_MODELS.members()
+                    if dist is None)
+    return (f"a parameter of the --meta-model (repeatable; values are YAML, a list also comma-separated), e.g. "
+            f"--meta-model ridge --meta-param alphas=0.1,1,10. {own}; a scikit-learn regressor from a "
+            f"distribution: its constructor's parameters. A name the meta-model does not have is an error listing "
+            f"its parameters")
+
+
+def meta_config(args: argparse.Namespace) -> MetaConfig:
+    """The meta-model protocol of the options; an error about the meta-model's parameters names --meta-param."""
+    given = parse_overrides(args.model_params or [], "--meta-param")
+    if args.ridge_alpha is not None:
+        print("note: --ridge-alpha is deprecated; use --meta-param alphas=... (the ridge meta-model's own "
+              "parameter)", file=sys.stderr)
+        if args.ridge_alpha != "auto":  # auto: the ridge's default candidates
+            if args.meta_model != "ridge":
+                raise InputError(f"--ridge-alpha sets the ridge meta-model's alphas; the meta-model is "
+                                 f"{args.meta_model!r}", field="--ridge-alpha")
+            if "alphas" in given:
+                raise InputError("give the ridge's alphas once: --meta-param alphas=... (--ridge-alpha is its "
+                                 "deprecated alias)", field="--ridge-alpha")
+            given["alphas"] = list(args.ridge_alpha)
+    try:
+        return MetaConfig(seed=args.seed, leaky=args.leaky, loss_scale=args.loss_scale, model=args.meta_model,
+                          model_params=given)
+    except InputError as exc:
+        head, _, key = (exc.field or "").partition(".")
+        if head != "model_params":
+            raise
+        raise InputError(exc.message, field="--meta-param" + (f" {key}" if key else "")) from None
+
+
 def check_options(args: argparse.Namespace) -> None:
     """Options that need each other, checked by the entry point before the table is read or a model trained."""
     if args.eevee_command == "tiers" and not args.costs:
@@ -154,9 +190,8 @@ def _table(args):
 
 
 def run(args: argparse.Namespace) -> int:
+    meta = meta_config(args)  # the meta-model's parameters are checked before the table is read
     table = _table(args)
-    extra = {} if args.ridge_alpha == "auto" else {"ridge_alphas": args.ridge_alpha}
-    meta = MetaConfig(seed=args.seed, leaky=args.leaky, loss_scale=args.loss_scale, model=args.meta_model, **extra)
     cfg = SearchConfig(population=args.population, keep=args.keep, children=args.children,
                        generations=args.generations, seed=args.seed)
     nested = nested_config(args) if args.eevee_command != "importance" else None
@@ -191,12 +226,21 @@ def _search(args, table, ev, cfg, base, progress: bool, nested, order) -> int:
         return 0
     print(f"{table!r}; k={args.k}; {_how(res, len(table.benchmark_names))} ({res.n_trained} trained) in "
           f"{res.wall_s:.1f} s{' [leaky normalisation]' if args.leaky else ''}"
-          f"{f' [{args.meta_model} meta-model]' if args.meta_model != 'mlp' else ''}")
+          f"{_meta_label(ev)}")
     _print_honest(res)
     _print_baseline(base, res.best, "in-sample best gain")
     print("top subsets (in-sample cross-validated loss: chosen and scored on the same splits):")
     _print_scores(res.top[: args.top], base)
     return 0
+
+
+def _meta_label(ev) -> str:
+    """`` [ridge meta-model, alphas=[1.0]]``: the meta-model when not the default, and its parameters when set."""
+    cfg = ev.config
+    changed = META_MODELS.get(cfg.model).changed(cfg.model_params)
+    if cfg.model == "mlp" and not changed:
+        return ""
+    return f" [{cfg.model} meta-model" + "".join(f", {k}={v}" for k, v in changed.items()) + "]"
 
 
 def _ci(ci) -> str:

@@ -12,7 +12,7 @@ torch is imported only when meta-models are trained.
 
 from .config import MetaConfig
 from .evaluators import BatchedEvaluator, Evaluator, LoopEvaluator
-from .models import META_MODELS, MetaModel, register_meta_model
+from .models import META_MODELS, MetaModel
 from .score import Score
 from .honest import Honest, NestedConfig
 from .search import SearchConfig, SearchResult, Tier, choose_k, importance, parse_ks, search, sweep, tiers
@@ -21,7 +21,7 @@ from .report import search_report
 
 __all__ = ["META_MODELS", "BatchedEvaluator", "Evaluator", "Honest", "LoopEvaluator", "MetaConfig", "MetaModel",
            "NestedConfig", "Score", "SearchConfig", "SearchResult", "Table", "Tier", "choose_k", "importance",
-           "load_table", "parse_ks", "read_costs", "read_task_mapping", "read_task_weights", "register_meta_model",
+           "load_table", "parse_ks", "read_costs", "read_task_mapping", "read_task_weights",
            "search", "search_report", "sweep", "tiers"]
 
 

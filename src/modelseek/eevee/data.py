@@ -1,6 +1,6 @@
 """Data preparation for the meta-models: the cross-validation splits over models, per-split z-scores (fitted
 on the training models only, or on all models in the reference's leaky mode), loss weights, and the per-split
-initial weight draws shared by every subset (see :mod:`modelseek.eevee.evaluators`)."""
+initial weight draws shared by every subset of the MLP (see :mod:`modelseek.eevee.evaluators`)."""
 
 from __future__ import annotations
 
@@ -98,7 +98,7 @@ class SplitData:
         # value of 1e300 once made every mean, std and score NaN). ``scale`` maps back to the table's unit.
         self.scale = column_scale(table.values)
         raw = table.oriented() / self.scale
-        n, m = raw.shape
+        n = raw.shape[0]
         if splits is None:
             cv = ShuffleSplit(n_splits=config.n_splits, test_size=config.test_size, random_state=config.cv_seed)
             splits = list(cv.split(np.zeros((n, 1))))
@@ -153,7 +153,7 @@ class SplitData:
         self.Atr = torch.tensor(np.stack([weights(o[tr]) for o, (tr, _) in zip(obs_all, self.splits)]), dtype=f)
         self.Ate = torch.tensor(np.stack([weights(o[te]) * u[None, :] for o, (_, te), u in
                                           zip(obs_all, self.splits, test_unit)]), dtype=f)
-        self._draw_initial_weights(config, m)
+        self._draws: dict[int, tuple] = {}
         self.bench_cols = {b: [j for j, bb in enumerate(table.benchmarks) if bb == b]
                            for b in table.benchmark_names}
 
@@ -199,21 +199,23 @@ class SplitData:
             z = np.where(obs, (raw - mu) / sd, 0.0)  # missing = the training mean (0 in z-space)
         return z, obs, mu, sd, const
 
-    def _draw_initial_weights(self, config: MetaConfig, m: int) -> None:
-        """Per split, the uniform(-1, 1) draws the meta-model's initial weights are made from (seeded by
-        ``config.seed`` and the split)."""
-        import torch  # lazy: torch
+    def initial_draws(self, hidden: int) -> tuple:
+        """Per split, the uniform(-1, 1) draws a network's initial weights are made from, for ``hidden`` hidden
+        units: ``(U1, u1, U2, u2)`` of shapes (splits, M, hidden), (splits, hidden), (splits, hidden, M),
+        (splits, M), seeded by ``config.seed`` and the split (drawn on first use, for the MLP meta-model)."""
+        if hidden not in self._draws:
+            import torch  # lazy: torch
 
-        h = config.hidden
-        U1, u1, U2, u2 = [], [], [], []
-        for s in range(config.n_splits):
-            g = torch.Generator().manual_seed(int(np.random.SeedSequence([config.seed, s]).generate_state(1)[0]))
-            U1.append(torch.rand(m, h, generator=g) * 2 - 1)
-            u1.append(torch.rand(h, generator=g) * 2 - 1)
-            U2.append(torch.rand(h, m, generator=g) * 2 - 1)
-            u2.append(torch.rand(m, generator=g) * 2 - 1)
-        self.U1, self.u1 = torch.stack(U1), torch.stack(u1)
-        self.U2, self.u2 = torch.stack(U2), torch.stack(u2)
+            m, config = self.Xtr.shape[2], self.config
+            U1, u1, U2, u2 = [], [], [], []
+            for s in range(config.n_splits):
+                g = torch.Generator().manual_seed(int(np.random.SeedSequence([config.seed, s]).generate_state(1)[0]))
+                U1.append(torch.rand(m, hidden, generator=g) * 2 - 1)
+                u1.append(torch.rand(hidden, generator=g) * 2 - 1)
+                U2.append(torch.rand(hidden, m, generator=g) * 2 - 1)
+                u2.append(torch.rand(m, generator=g) * 2 - 1)
+            self._draws[hidden] = (torch.stack(U1), torch.stack(u1), torch.stack(U2), torch.stack(u2))
+        return self._draws[hidden]
 
     def _check_finite(self, zs: list[np.ndarray], obs_all: list[np.ndarray]) -> None:
         """A located error for the first value whose z-score (in some split) is beyond :data:`Z_MAX`."""

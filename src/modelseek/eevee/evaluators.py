@@ -179,25 +179,27 @@ class LoopEvaluator(Evaluator):
         from torch import nn  # lazy: torch
 
         cfg, d = self.config, self.data
+        hp = cfg.model_params  # the MLP's own parameters
+        U1, u1, U2, u2 = d.initial_draws(hp.hidden)
         out = np.empty((len(subsets), cfg.n_splits))
-        hs = 1.0 / math.sqrt(cfg.hidden)
+        hs = 1.0 / math.sqrt(hp.hidden)
         for i, sub in enumerate(subsets):
             cols = d.columns(sub)
             fan = max(1, len(cols))
             for s in range(cfg.n_splits):
-                first, last = nn.Linear(fan, cfg.hidden), nn.Linear(cfg.hidden, d.Xtr.shape[2])
-                net = nn.Sequential(first, nn.LeakyReLU(cfg.negative_slope),
-                                    nn.LayerNorm(cfg.hidden, eps=cfg.ln_eps), last)
+                first, last = nn.Linear(fan, hp.hidden), nn.Linear(hp.hidden, d.Xtr.shape[2])
+                net = nn.Sequential(first, nn.LeakyReLU(hp.negative_slope),
+                                    nn.LayerNorm(hp.hidden, eps=hp.ln_eps), last)
                 with torch.no_grad():
-                    w1 = d.U1[s, cols].T if cols else torch.zeros(cfg.hidden, 1)
+                    w1 = U1[s, cols].T if cols else torch.zeros(hp.hidden, 1)
                     first.weight.copy_(w1 / math.sqrt(fan))
-                    first.bias.copy_(d.u1[s] / math.sqrt(fan))
-                    last.weight.copy_(d.U2[s].T * hs * d.out_mask[s][:, None])
-                    last.bias.copy_(d.u2[s] * hs * d.out_mask[s])
-                opt = torch.optim.AdamW(net.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay,
-                                        betas=cfg.betas, eps=cfg.adam_eps)
+                    first.bias.copy_(u1[s] / math.sqrt(fan))
+                    last.weight.copy_(U2[s].T * hs * d.out_mask[s][:, None])
+                    last.bias.copy_(u2[s] * hs * d.out_mask[s])
+                opt = torch.optim.AdamW(net.parameters(), lr=hp.lr, weight_decay=hp.weight_decay,
+                                        betas=hp.betas, eps=hp.adam_eps)
                 X = d.Xtr[s][:, cols] if cols else torch.zeros(d.Xtr.shape[1], 1)
-                for _ in range(cfg.epochs):
+                for _ in range(hp.epochs):
                     opt.zero_grad()
                     loss = ((net(X) - d.Xtr[s]) ** 2 * d.Atr[s]).sum()
                     loss.backward()

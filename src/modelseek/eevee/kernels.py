@@ -19,20 +19,23 @@ if TYPE_CHECKING:
 
 
 def init_params(d: SplitData, cfg: MetaConfig, cand, split, idx, mask, fan, out=None):
-    """Initial weights of networks (cand, split): nn.Linear's U(-1/sqrt(fan_in), 1/sqrt(fan_in)) from the
+    """Initial weights of networks (cand, split) of the MLP (its parameters: ``cfg.model_params``): nn.Linear's
+    U(-1/sqrt(fan_in), 1/sqrt(fan_in)) from the
     per-split full-width draws, restricted to each subset's input columns. With ``out`` (the six parameter
     tensors), the weights are written into them."""
     import torch  # lazy: torch
 
+    hidden = cfg.model_params.hidden
+    U1, u1, U2, u2 = d.initial_draws(hidden)
     ci = idx[cand]                                         # (P, D)
     cm = mask[cand]                                        # (P, D)
     scale = fan[cand].rsqrt()                              # (P,)
-    W1 = d.U1[split.unsqueeze(1), ci] * (cm * scale.unsqueeze(1)).unsqueeze(2)   # (P, D, H)
-    b1 = (d.u1[split] * scale.unsqueeze(1)).unsqueeze(1)                          # (P, 1, H)
-    hs = 1.0 / math.sqrt(cfg.hidden)
+    W1 = U1[split.unsqueeze(1), ci] * (cm * scale.unsqueeze(1)).unsqueeze(2)     # (P, D, H)
+    b1 = (u1[split] * scale.unsqueeze(1)).unsqueeze(1)                            # (P, 1, H)
+    hs = 1.0 / math.sqrt(hidden)
     om = d.out_mask[split].unsqueeze(1)                                           # (P, 1, M)
-    W2 = d.U2[split] * hs * om                                                    # (P, H, M)
-    b2 = d.u2[split].unsqueeze(1) * hs * om                                       # (P, 1, M)
+    W2 = U2[split] * hs * om                                                      # (P, H, M)
+    b2 = u2[split].unsqueeze(1) * hs * om                                         # (P, 1, M)
     g = torch.ones_like(b1)
     be = torch.zeros_like(b1)
     params = [W1, b1, g, be, W2, b2]
@@ -54,7 +57,9 @@ def flat_views(buf, shapes):
 
 
 def mlp_block(d: SplitData, cfg: MetaConfig, cand, split, idx, mask, fan, return_pred: bool = False):
-    """Train networks (cand[p], split[p]) together; return each one's test loss (and test predictions).
+    """Train networks (cand[p], split[p]) together; return each one's test loss (and test predictions). The
+    MLP's own parameters (width, optimiser) are ``cfg.model_params``
+    (:class:`~modelseek.eevee.meta_models.mlp.MLPParams`).
 
     The forward and backward passes are written out as batched matmuls and elementwise passes into
     preallocated buffers; each linear layer's bias is one more row of its weight matrix, fed by a column of
@@ -67,7 +72,8 @@ def mlp_block(d: SplitData, cfg: MetaConfig, cand, split, idx, mask, fan, return
     import torch  # lazy: torch
 
     P, D = cand.shape[0], idx.shape[1]
-    n, M, H = d.Xtr.shape[1], d.Xtr.shape[2], cfg.hidden
+    hp = cfg.model_params
+    n, M, H = d.Xtr.shape[1], d.Xtr.shape[2], hp.hidden
     shapes = [(P, D + 1, H), (P, 1, H), (P, 1, H), (P, H + 1, M)]
     total = sum(math.prod(sh) for sh in shapes)
     flat, gflat = torch.empty(total), torch.empty(total)
@@ -91,8 +97,8 @@ def mlp_block(d: SplitData, cfg: MetaConfig, cand, split, idx, mask, fan, return
     Xat = Xa.transpose(1, 2).contiguous()
     A2 = d.Atr[split] * 2.0                                # dLoss/dyhat = 2 A (yhat - Y)
     YA2 = d.Xtr[split] * A2
-    slope, eps = cfg.negative_slope, cfg.ln_eps
-    beta1, beta2 = cfg.betas
+    slope, eps = hp.negative_slope, hp.ln_eps
+    beta1, beta2 = hp.betas
     leaky = torch._C._nn.leaky_relu
     leaky_back = torch.ops.aten.leaky_relu_backward.grad_input
     ln_back = torch.ops.aten.native_layer_norm_backward
@@ -109,7 +115,7 @@ def mlp_block(d: SplitData, cfg: MetaConfig, cand, split, idx, mask, fan, return
         torch.mean(torch.mul(xhat, xhat, out=tmp), -1, keepdim=True, out=rstd).add_(eps).rsqrt_()
         return xhat.mul_(rstd)
 
-    for _ in range(cfg.epochs):
+    for _ in range(hp.epochs):
         torch.bmm(Xa, W1a, out=h)
         layer_norm(leaky(h, slope, out=a))
         torch.addcmul(be, xhat, g, out=ln_out)
@@ -122,8 +128,8 @@ def mlp_block(d: SplitData, cfg: MetaConfig, cand, split, idx, mask, fan, return
         leaky_back(da, h, slope, False, grad_input=dh)
         torch.bmm(Xat, dh, out=gW1a)
         step += 1
-        torch._fused_adamw_([flat], [gflat], [exp_avg], [exp_avg_sq], [], [step], amsgrad=False, lr=cfg.lr,
-                            beta1=beta1, beta2=beta2, weight_decay=cfg.weight_decay, eps=cfg.adam_eps,
+        torch._fused_adamw_([flat], [gflat], [exp_avg], [exp_avg_sq], [], [step], amsgrad=False, lr=hp.lr,
+                            beta1=beta1, beta2=beta2, weight_decay=hp.weight_decay, eps=hp.adam_eps,
                             maximize=False, grad_scale=None, found_inf=None)
     yhat = _mlp_predict(inputs(d.Xte_in[split]), W1a, W2a, g, be, slope, eps)
     loss = ((yhat - d.Xte[split]) ** 2 * d.Ate[split]).sum((1, 2))
@@ -147,7 +153,8 @@ def ridge_block(d: SplitData, cfg: MetaConfig, cand, split, idx, mask, fan=None,
     z-units, with an unpenalised intercept (missing training targets are the training mean, like missing
     inputs). Solved in the dual, W = X^T (X X^T + alpha I)^-1 Y, from one eigen-
     decomposition of each n x n Gram matrix (n = training models, so a few microseconds per fit); alpha is
-    chosen per fit among ``cfg.ridge_alphas`` by the exact leave-one-out error of the training models,
+    chosen per fit among ``cfg.model_params.alphas`` (the ridge's own parameter,
+    :class:`~modelseek.eevee.meta_models.ridge.RidgeParams`) by the exact leave-one-out error of the training models,
     e_i = (y_i - yhat_i) / (1 - h_ii), weighted like the loss. Float64 throughout. (``fan`` is unused: it is
     the MLP's initialisation scale, kept so that every meta-model's kernel has one signature.)"""
     import torch  # lazy: torch
@@ -166,7 +173,7 @@ def ridge_block(d: SplitData, cfg: MetaConfig, cand, split, idx, mask, fan=None,
     s, U = torch.linalg.eigh(X @ X.transpose(1, 2))                                    # (P, n), (P, n, n)
     s = s.clamp(min=0.0)
     UtY = U.transpose(1, 2) @ Y                                                        # (P, n, M)
-    alphas = torch.tensor(cfg.ridge_alphas, dtype=f)                                   # (G,)
+    alphas = torch.tensor(cfg.model_params.alphas, dtype=f)                            # (G,)
     shrink = s.unsqueeze(1) / (s.unsqueeze(1) + alphas[None, :, None])                 # (P, G, n)
     fitted = torch.einsum("pij,pgj,pjm->pgim", U, shrink, UtY)                         # (P, G, n, M)
     # leverages of the model *with* its intercept: the centring is part of the fit, so leaving model i out

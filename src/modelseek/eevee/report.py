@@ -3,6 +3,8 @@ the very document the CLI prints for the same table and settings."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from .evaluators import Evaluator
 from .honest import paired_interval
 from .score import Score
@@ -11,6 +13,20 @@ from .search import SearchResult
 BASELINE = "predict every metric of a test model by the training models' mean"
 IN_SAMPLE = ("the best subset's cross-validated loss on the whole table: chosen and scored on the same splits, "
              "so optimistic for a new model (the honest figure is the nested one)")
+
+
+def json_safe(value: Any) -> Any:
+    """Plain data as JSON holds it; another object (a regressor's parameter such as an estimator) as its repr."""
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    item = getattr(value, "item", None)  # a numpy scalar
+    if callable(item) and getattr(value, "shape", None) == ():
+        return json_safe(item())
+    return repr(value)
 
 
 def baseline_dict(base: Score) -> dict:
@@ -51,6 +67,7 @@ def search_report(res: SearchResult, ev: Evaluator, *, top: int = 10, meta_model
         "n_evaluated": res.n_evaluated, "n_trained": res.n_trained, "n_subsets": res.n_subsets,
         "exhaustive": res.exhaustive, "wall_s": res.wall_s,
         "leaky": ev.config.leaky, "loss_scale": ev.config.loss_scale,
-        "meta_model": meta_model or ev.config.model, "seed": ev.config.seed,
+        "meta_model": meta_model or ev.config.model,
+        "meta_model_params": json_safe(ev.config.model_params.to_mapping()), "seed": ev.config.seed,
         "table": repr(ev.table),
     }
