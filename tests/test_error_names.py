@@ -144,6 +144,14 @@ def test_a_nested_command_maps_its_own_options(tmp_path, cli):
     assert exc.field == "after_head" and "is not in the chain" in exc.message
     assert_one_error_line(cli("duel", "db", "recover", "--db", db, "--after-head", "0" * 64),
                           "field '--after-head': ", "is not in the chain")
+    store = Store(f"sqlite:///{db}")
+    try:
+        exc = _raised(store.reject, "model-01", "carol", "  ")
+    finally:
+        store.close()
+    assert exc.field == "why" and exc.message == "say why: the uploader is told"
+    assert_one_error_line(cli("duel", "review", "reject", "model-01", "--db", db, "--by", "carol", "--why", " "),
+                          "field '--why': say why: the uploader is told")
 
 
 def test_eevee_honest_names_split_by_and_outer_splits():

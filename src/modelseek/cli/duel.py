@@ -225,7 +225,7 @@ def _add_review_commands(dsub) -> None:
         a.add_argument("--by", default=me, help=f"the reviewer's name (default: the system user, {me})")
         a.add_argument("--why", required=name != "approve", default="",
                        help="the reason (required to reject or withdraw)")
-        a.set_defaults(func=_review_decide)
+        a.set_defaults(func=_review_decide, map_params=("why",))  # the library names its parameter
     st = rsub.add_parser("status", help="the verdict on an upload, by its token (what the uploader sees)")
     st.add_argument("token")
     _db_args(st)
