@@ -417,7 +417,7 @@ def _plain(v: Any) -> Any:
     return v
 
 
-def parse_overrides(pairs: Iterable[str], option: str = "--set") -> dict[str, Any]:
+def parse_overrides(pairs: Iterable[str], option: str = "pairs") -> dict[str, Any]:
     """``["key=value", ...]`` (as given by a repeated ``--set`` option) to a mapping; values are YAML
     scalars (``5`` an int, ``1.0e-4`` a float, ``true`` a bool, ``[a, b]`` a list); keys may be dotted for
     nested configs (``optimiser.lr=0.1`` gives ``{"optimiser": {"lr": 0.1}}``)."""

@@ -224,13 +224,13 @@ def plan(layout: OrganisersLayout, pool: Pool, methods: Sequence[str] | None,
     asked = list(dict.fromkeys(methods)) if methods else None
     for m in asked or ():
         if m not in known:
-            raise InputError(f"unknown submission method {m!r}; valid: {', '.join(known)}", field="--methods")
+            raise InputError(f"unknown submission method {m!r}; valid: {', '.join(known)}", field="methods")
     if asked is not None and len(asked) > MAX_RUNS:
-        raise InputError(f"{len(asked)} methods; a participant submits at most {MAX_RUNS} runs", field="--methods")
+        raise InputError(f"{len(asked)} methods; a participant submits at most {MAX_RUNS} runs", field="methods")
     wanted = asked or [m for m in known if m != "funnel" or budget is not None]
     if "funnel" in wanted and budget is None:
-        raise InputError("the funnel run fine-tunes candidates: give --budget (e.g. 48h for all test tasks)",
-                         field="--methods")
+        raise InputError("the funnel run fine-tunes candidates: give `budget` (e.g. 48h for all test tasks)",
+                         field="methods")
     dead = missing_weights(pool) if any(m in FEATURE_METHODS for m in wanted) else {}
     skipped: dict[str, str] = {}
     if dead:
@@ -240,8 +240,8 @@ def plan(layout: OrganisersLayout, pool: Pool, methods: Sequence[str] | None,
                f"organisers' 'python main.py download_models --all' first")
         feature = [m for m in wanted if m in FEATURE_METHODS]
         if (asked is not None or budget is not None) and feature:
-            raise InputError(f"{'--methods ' + ' '.join(feature) if asked else '--budget'}: {why}",
-                             field="--methods" if asked else "--budget")
+            raise InputError(f"{' '.join(feature)}: {why}",
+                             field="methods" if asked else "budget")
         skipped = {m: why for m in feature}
     todo = [m for m in wanted if m not in skipped]
     if len(todo) > MAX_RUNS:  # the budgeted default: the funnel replaces the last estimator run
@@ -271,7 +271,7 @@ def _checked(tasks: list[Task], todo: list[str], seed: int, methods: Sequence[st
         if len(per) == len(tasks):
             why = f"cannot run on any test task (e.g. task {first_task}: {first_why})"
             if methods:  # asked for by name: refused now, in seconds, naming task and method
-                raise InputError(f"{m}: {why}", field="--methods")
+                raise InputError(f"{m}: {why}", field="methods")
             skipped[m] = why
         else:
             say(f"{m}: cannot run on {len(per)} test task(s) ({', '.join(list(per)[:8])}; e.g. task {first_task}: "
@@ -347,7 +347,7 @@ def make_submission(root: str | Path, out: str | Path, methods: Sequence[str] | 
         made.append((m, run_id, r.with_id(run_id)))
     if not made:
         raise InputError("no run could be made: " + "; ".join(f"{m}: {why}" for m, why in skipped.items()),
-                         field="--methods")
+                         field="methods")
     docs = official.ids
     runs = _validated(made, topics, docs, Path(out))
     out = Path(out)
@@ -394,7 +394,7 @@ def _layout_pool(layout: OrganisersLayout) -> Pool:
 def _check_team(team: str) -> None:
     if not team or any(c.isspace() or not c.isprintable() for c in team) or len(team) > 40:
         raise InputError(f"team {team!r} must be 1-40 printable characters without white space (it starts each run "
-                         f"id)", field="--team")
+                         f"id)", field="team")
 
 
 def _validated(made: list[tuple[str, str, Run]], topics: list[str], docs: list[str], out: Path) -> list[Path]:

@@ -166,7 +166,7 @@ def test_too_few_models_say_so_and_zero_outer_splits_skip(cli, tmp_path):
     assert d["honest"] is None and d["baselines"] is None and d["loss_is"] == "in_sample"
     assert "4 models leave no outer split" in d["honest_note"]
     off = json.loads(cli("eevee", "search", "--table", path, "-k", "1", *TINY, "--outer-splits", "0", "--json").out)
-    assert off["honest"] is None and "--outer-splits 0" in off["honest_note"]
+    assert off["honest"] is None and "outer_splits is 0" in off["honest_note"]  # the library's note
     bad = cli("eevee", "search", "--table", path, "-k", "1", *TINY, "--outer-splits", "1")
     assert bad.code == 1 and "K-fold" in bad.err
 

@@ -193,7 +193,7 @@ def _add_db_commands(dsub) -> None:
     rec.add_argument("--apply", action="store_true", help="remove them (default: only list what would be removed)")
     rec.add_argument("--after-head", metavar="HASH", help="a head hash recorded while the board was intact: the "
                                                           "chain rows appended after it are removed too")
-    rec.set_defaults(func=_db_recover)
+    rec.set_defaults(func=_db_recover, map_params=("after_head",))  # the library names its parameter
     gr_ = dbsub.add_parser("grants", help="print the PostgreSQL GRANTs of the least-privilege app role")
     gr_.add_argument("role", help="the app's database role (it must own nothing)")
     gr_.set_defaults(func=_db_grants)
@@ -225,7 +225,7 @@ def _add_review_commands(dsub) -> None:
         a.add_argument("--by", default=me, help=f"the reviewer's name (default: the system user, {me})")
         a.add_argument("--why", required=name != "approve", default="",
                        help="the reason (required to reject or withdraw)")
-        a.set_defaults(func=_review_decide)
+        a.set_defaults(func=_review_decide, map_params=("why",))  # the library names its parameter
     st = rsub.add_parser("status", help="the verdict on an upload, by its token (what the uploader sees)")
     st.add_argument("token")
     _db_args(st)

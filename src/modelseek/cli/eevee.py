@@ -65,7 +65,7 @@ def register(sub) -> None:
             c.add_argument("--plot", type=OUTPUT_FILE, help="write the bar chart (PNG) here")
         if name != "importance":
             _nested_options(c)
-        c.set_defaults(func=run, options_check=check_options)
+        c.set_defaults(func=run, options_check=check_options, map_params=("split_by", "outer_splits"))
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
 

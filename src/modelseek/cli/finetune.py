@@ -47,7 +47,7 @@ def register(sub) -> None:
                    help="also draw the validation-loss curves of the grid's jobs")
     add_recipe_args(p)
     p.add_argument("--json", action="store_true", help="print a machine-readable summary")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, map_params=("overrides",))  # library errors naming these show the flag
 
 
 #: the head policy in words, said once per run (issue #48)

@@ -98,25 +98,39 @@ def _in_flags(exc: ModelseekError, parser: argparse.ArgumentParser, args: argpar
     """A library error names the parameter it is about (``field="train_truth"``, `` `train_truth` `` in its text;
     ``params.KEY`` for a method's parameter): the command shows its own option for it, the one whose dest is that
     name (``--train-truth``; ``--param KEY``) — in the text always, as the field for the ranking library's
-    parameters and, in a command that sets ``map_params``, for every one. The library holds the rule, the CLI the
-    flag."""
+    parameters and, in a command that sets ``map_params`` (``True``, or the parameter names it maps: a command whose
+    library also names recipe or config keys as fields keeps those), for every one. Nested commands (``eevee
+    search``, ``duel db recover``) map to their own options. The library holds the rule, the CLI the flag."""
 
     if not isinstance(exc, InputError):
         return exc
     head, _, key = (exc.field or "").partition(".")
-    try:
-        sub = parser._subparsers._group_actions[0].choices[args.command]  # type: ignore[union-attr,index]
-    except (AttributeError, IndexError, KeyError, TypeError):
+    sub = _command_parser(parser, args)
+    if sub is None:
         return exc
     flags = {a.dest: max(a.option_strings, key=len) for a in sub._actions if a.option_strings}
     if "param" in flags:
         flags.setdefault("params", flags["param"])
+    mapped = getattr(args, "map_params", False)
+    mapped = mapped if isinstance(mapped, bool) else head in mapped
     # an error located in a file keeps the file's field (an artifact's params.view, a task row's split)
-    if exc.path is None and head in flags and (getattr(args, "map_params", False) or head in _LIBRARY_PARAMS):
+    if exc.path is None and head in flags and (mapped or head in _LIBRARY_PARAMS):
         exc.field = flags[head] + (f" {key}" if key else "")
     exc.message = re.sub(r"`(\w+)`", lambda m: flags.get(m.group(1), m.group(0)), exc.message)
     exc.args = (exc._format(),)
     return exc
+
+
+def _command_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser | None:
+    """The parser of the command that ran: the top-level command's, or the nested one's (``eevee search``)."""
+    found = None
+    here = parser
+    while True:
+        subs = [a for a in here._actions if isinstance(a, argparse._SubParsersAction)]
+        name = getattr(args, subs[0].dest, None) if subs else None
+        if not subs or not isinstance(name, str) or name not in subs[0].choices:
+            return found
+        here = found = subs[0].choices[name]
 
 
 def _interactive_stderr() -> bool:

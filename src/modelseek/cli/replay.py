@@ -94,7 +94,7 @@ def register(sub) -> None:
     p.add_argument("--seed", type=SEED, default=0)
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", type=OUTPUT_FILE, metavar="PNG", help="write nDCG@5 and regret against k per policy")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, map_params=True)  # library errors name parameters: shown as flags
 
 
 def _signals(args) -> list:

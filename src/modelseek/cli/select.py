@@ -70,7 +70,7 @@ def register(sub) -> None:
                    help=f"seed noise of a fine-tuned F1 (sd) that replay assumes when it measures on the history "
                         f"(an assumption; default {CURVE_NOISE:g})")
     p.add_argument("--json", action="store_true", help="print a machine-readable summary (the plan included)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, map_params=("budget", "overrides"))  # library errors naming these show the flag
 
 
 def run(args: argparse.Namespace) -> int:

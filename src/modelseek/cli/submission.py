@@ -40,7 +40,7 @@ def register(sub) -> None:
                    help="the ground truth of the avgrank prior: a repository root, its data/ folder or the CSV "
                         "(default: ROOT's data/ground-truth.csv when it holds more training tasks than the 70 "
                         "shipped with modelseek, else the shipped one; METHODS.md says which)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, map_params=True)  # library errors name parameters: shown as flags
 
 
 def run(args: argparse.Namespace) -> int:

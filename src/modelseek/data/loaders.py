@@ -231,9 +231,9 @@ def load_table_task(path: str | Path, text_col: str | Sequence[str] = "text",
         label_cols = ["labels"]
     for c in text_cols + label_cols:
         if c not in df.columns:
-            which = "--text-col" if c in text_cols else "--label-col"
+            which = "text" if c in text_cols else "label"
             raise InputError(f"unknown column (columns: {', '.join(map(str, df.columns))}; name the "
-                             f"{'text' if which == '--text-col' else 'label'} column with {which})", path=path,
+                             f"{which} column with `{which}_col`)", path=path,
                              line=header_line, field=c)
     if len(df) == 0:
         raise InputError("no data rows (the file has only a header)", path=path, line=header_line)
@@ -266,7 +266,7 @@ def load_table_task(path: str | Path, text_col: str | Sequence[str] = "text",
             raise InputError(exc.message, path=path, field=exc.field) from None
     _check_splits(tid, built, path)
     return Task(id=tid, train=built["train"], val=built["val"], test=built.get("test"), source=str(path),
-                label_kind=None if label_kind is None else LabelKind.parse(label_kind, field="--label-kind"))
+                label_kind=None if label_kind is None else LabelKind.parse(label_kind, field="label_kind"))
 
 
 def _join_text(df, cols: list[str], path: Path, offset: int) -> list[str]:

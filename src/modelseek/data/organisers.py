@@ -43,15 +43,15 @@ class OrganisersLayout:
         if split is None:
             if len(self.splits) > 1:
                 raise InputError(f"holds both the training tasks ({self._rel('train')}) and the test tasks "
-                                 f"({self._rel('test')}); choose one with --split test|train", path=given,
-                                 field="--split")
+                                 f"({self._rel('test')}); choose one with `split` (test or train)", path=given,
+                                 field="split")
             split = next(iter(self.splits))
         if split not in SPLITS:
-            raise InputError(f"unknown split {split!r}; valid: {', '.join(SPLITS)}", field="--split")
+            raise InputError(f"unknown split {split!r}; valid: {', '.join(SPLITS)}", field="split")
         if split not in self.splits:
             raise InputError(f"no {split} tasks here (no folder {self.data / 'task-data' / SPLITS[split]}; the "
                              f"organisers' main.py download_{'test_' if split == 'test' else ''}tasks writes it)",
-                             path=given, field="--split")
+                             path=given, field="split")
         return split, self.splits[split]
 
     def _rel(self, split: str) -> str:

@@ -241,7 +241,7 @@ class GroundTruth:
         fields = _header(text, path)
         for col in ("task_id", "model_id", "f1"):
             if col not in fields:
-                hint = (" (the score column is named f1 whatever it holds; with --any-score it may hold accuracy "
+                hint = (" (the score column is named f1 whatever it holds; with `any_score` it may hold accuracy "
                         "in %, BLEU ...)") if col == "f1" else ""
                 header = ", ".join(map(repr, fields))[:200]
                 raise InputError(f"missing column (the header has: {header}){hint}", path=path, line=1, field=col)
@@ -607,7 +607,7 @@ def _read_truth_careful(path: Path, text: str, crit_col: str | None, any_score: 
                 raise InputError(f"must be finite, got {raw.strip()[:60]}", path=path, line=lineno, field="f1")
             if not any_score and (f1 < 0 or f1 > 1):
                 raise InputError(f"must be in [0, 1], got {raw.strip()[:60]} (for another higher-is-better score, "
-                                 f"e.g. accuracy in %, read it as any score: --any-score)", path=path,
+                                 f"e.g. accuracy in %, read it as any score: `any_score`)", path=path,
                                  line=lineno, field="f1")
             if (t, m) in seen:
                 raise InputError(f"duplicate (task, model) pair ({t}, {m})", path=path, line=lineno,

@@ -37,7 +37,7 @@ def _plan(conn, t, sa, head: str | None) -> tuple[dict[str, list], list[str]]:
         hit = [k for k, r in enumerate(rows) if r["hash"] == head]
         if not hit:
             raise InputError(f"the recorded head {head} is not in the chain: restore the board from a backup",
-                             field="--after-head")
+                             field="after_head")
         good = hit[0] + 1
     chained = {int(r["submission_id"]) for r in rows[:good] if r["submission_id"] is not None}
     plan: dict[str, list] = {

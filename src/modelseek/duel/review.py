@@ -226,7 +226,7 @@ class ReviewWorkflow:
         """Drop the queued submission ``ref``, recording who rejected it, when and why (``why`` is required: the
         uploader reads it with :meth:`verdict`); returns the model name."""
         if not str(why).strip():
-            raise InputError("say why (--why TEXT): the uploader is told", field="why")
+            raise InputError("say why: the uploader is told", field="why")
         review = self._decide("rejected", reviewer, why)
 
         def drop(c):
@@ -270,7 +270,7 @@ class ReviewWorkflow:
         if not operator:
             raise InputError("the operator's name is required", field="operator")
         if not str(why).strip():
-            raise InputError("say why (--why TEXT): the withdrawal is public", field="why")
+            raise InputError("say why: the withdrawal is public", field="why")
 
         def write(c):
             self._refuse_tampered(c)

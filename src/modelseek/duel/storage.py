@@ -387,8 +387,9 @@ class Store(PublishWorkflow, ReviewWorkflow):
         """A board facing uploads needs the operator's reference (boards made by ``duel example`` are demos)."""
         if self.reference is None and not self.demo:
             raise InputError("this board has no reference (the benchmark's sample ids and gold labels), so the first "
-                             "uploader would fix them: create the board with modelseek duel db init --db DB "
-                             "--metadata M --reference GOLD_OR_TRUSTED_SUBMISSION.json", path=shown_url(self.url),
+                             "uploader would fix them: create the board with its `reference` (Store(url, "
+                             "reference=...), or the CLI's modelseek duel db init --db DB --metadata M --reference "
+                             "GOLD_OR_TRUSTED_SUBMISSION.json)", path=shown_url(self.url),
                              field="db")
 
     def close(self) -> None:

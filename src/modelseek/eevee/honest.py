@@ -132,7 +132,7 @@ def outer_splits(table: Table, nested: NestedConfig, seed: int, order: np.ndarra
     else:
         key = strength(table) if nested.split_by == "strongest" else np.asarray(order, dtype=float)
         if key is None or len(key) != n:
-            raise InputError(f"--split-by {nested.split_by}: no ordering of the models", field="split_by")
+            raise InputError(f"`split_by` {nested.split_by!r}: no ordering of the models", field="split_by")
         ranked = sorted(range(n), key=lambda i: (key[i], table.models[i]))   # weakest (oldest) first
         m = nested.test_models or max(1, n // 8)
         splits = []
@@ -365,7 +365,7 @@ class NestedRunner:
         table = table.canonical()
         self.table, self.meta, self.nested, self.seed, self.workers = table, meta, nested, seed, workers
         if nested.by_column and key is None and nested.outer_splits > 0:
-            raise InputError(f"--split-by {nested.split_by}: take the column out of the table first "
+            raise InputError(f"`split_by` {nested.split_by!r}: take the column out of the table first "
                              f"(Table.without_column) and pass its values as the order", field="split_by")
         if key is not None and np.isnan(key).any():
             i = int(np.flatnonzero(np.isnan(key))[0])
@@ -373,7 +373,7 @@ class NestedRunner:
                              path=table.source or None, field="split_by")
         self.splits = outer_splits(table, nested, seed, key)
         self.note = "" if self.splits else (
-            "no nested estimate: " + ("--outer-splits 0" if nested.outer_splits == 0 else
+            "no nested estimate: " + ("outer_splits is 0" if nested.outer_splits == 0 else
                                       f"{table.n_models} models leave no outer split with "
                                       f"{min_models(MetaConfig())} or more training models for the inner "
                                       f"cross-validation"))

@@ -136,7 +136,7 @@ def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelS
         ex = make_executor(executor, address=address, **executor_options)
         try:
             run_until_done(ex, lambda: [job_unit(j, trainer) for j in pending()], on_start, on_done, store, poll_s,
-                           "start a new one with --store")
+                           "start a new one (another `store`)")
         finally:
             bar.close()
     result.elsewhere = len(todo) - result.ran

@@ -124,9 +124,10 @@ class Recipe(Config):
         """Load a recipe file (YAML mapping; keys not given keep the protocol's defaults)."""
         return cls.from_file(path, what="recipe file")
 
-    def with_overrides(self, pairs: list[str]) -> Recipe:
-        """Apply ``key=value`` strings (values parsed as YAML scalars), as given by ``--set``."""
-        return Recipe.from_dict({**self.to_dict(), **parse_overrides(pairs)})
+    def with_overrides(self, overrides: list[str]) -> Recipe:
+        """Apply ``key=value`` strings (values parsed as YAML scalars), as given by ``--set``; a malformed one is an
+        error naming ``overrides``."""
+        return Recipe.from_dict({**self.to_dict(), **parse_overrides(overrides, "overrides")})
 
 
 PROTOCOL = Recipe()

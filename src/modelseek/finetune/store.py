@@ -243,7 +243,7 @@ class JobStore:
         except sqlite3.Error as exc:
             raise self._error(exc) from None
         except UnicodeDecodeError:
-            raise _Damaged("damaged job store (text that is not UTF-8); restore it or start a new one with --store",
+            raise _Damaged("damaged job store (text that is not UTF-8); restore it or start a new store file",
                            path=self.path) from None
 
     def _error(self, exc: sqlite3.Error) -> ModelseekError:
@@ -320,7 +320,7 @@ class JobStore:
                    if ln.strip() and not ln.startswith("***")][:3]
             if bad != ["ok"]:
                 raise _Damaged(f"damaged job store (SQLite integrity_check: {'; '.join(bad)}); restore it or start "
-                                 f"a new one with --store", path=self.path)
+                                 f"a new store file", path=self.path)
             self._db.executescript(_SCHEMA)
             return self._db.execute("SELECT value FROM meta WHERE key='schema'").fetchone()
         except sqlite3.OperationalError as exc:
@@ -330,8 +330,8 @@ class JobStore:
         except sqlite3.DatabaseError as exc:
             raise self._error(exc) from None
         except UnicodeDecodeError:  # damaged text in the schema or a row (sqlite3 decodes it as UTF-8)
-            raise _Damaged("damaged job store (text that is not UTF-8); restore it or start a new one with "
-                             "--store", path=self.path) from None
+            raise _Damaged("damaged job store (text that is not UTF-8); restore it or start a new store "
+                             "file", path=self.path) from None
         except OSError as exc:  # a folder above the file is a file, or not writable
             raise InputError(f"cannot open the job store: {exc.strerror or exc}", path=self.path) from None
 
@@ -494,7 +494,7 @@ class JobStore:
             return json.loads(text)
         except (TypeError, ValueError, RecursionError) as exc:  # JSONDecodeError is a ValueError
             raise InputError(f"job {key!r}: the stored result is not valid JSON ({exc}); the store is damaged — "
-                             f"rerun that job with a new store (--store)", path=self.path,
+                             f"rerun that job with a new store file", path=self.path,
                              field="result") from None
 
     def attempts(self) -> list[dict[str, Any]]:

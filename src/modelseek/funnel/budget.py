@@ -16,7 +16,7 @@ _WHOLE = re.compile(r"\s*(?:(?:\d+(?:\.\d*)?|\.\d+)\s*[hms]\s*)+", re.I)
 _SECONDS = {"h": 3600.0, "m": 60.0, "s": 1.0}
 
 
-def parse_budget(text: str | float | int, field: str = "--budget") -> float:
+def parse_budget(text: str | float | int, field: str = "budget") -> float:
     """Seconds in ``text`` (a number with a unit, ``h``, ``m`` or ``s``, or several: ``1h30m``); a bare number
     is refused (minutes or hours? the unit is never guessed). Raises a one-line :class:`InputError`."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):

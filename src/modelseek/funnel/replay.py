@@ -744,7 +744,7 @@ def funnel_rankings(truth: GroundTruth, k: int, signals: Sequence[Run] = (), his
     replayed ones and the history's) instead of the prior fitted on the history; ``order`` fixes the order (as in
     :func:`replay`). What ``select`` does on the same inputs."""
 
-    scheme = GradingScheme.parse(scheme, field="--scheme")
+    scheme = GradingScheme.parse(scheme, field="scheme")
     table = Table.from_truth(truth)
     folds = min(5, len(table.task_ids)) if folds is None else int(folds)
     out: dict[str, tuple[list[str], list[str]]] = {}
@@ -797,13 +797,13 @@ def _checked(finetunes: Sequence[int], noise: float, repeats: int, trust: float 
     """The budgets, sorted; every other argument of :func:`replay` checked (a located error otherwise)."""
     ks = sorted({int(k) for k in finetunes})
     if not ks or ks[0] < 0:
-        raise InputError(f"fine-tune budgets must be >= 0, got {list(finetunes)}", field="--finetunes")
+        raise InputError(f"fine-tune budgets must be >= 0, got {list(finetunes)}", field="finetunes")
     if not (np.isfinite(noise) and noise >= 0):
-        raise InputError(f"must be a finite number >= 0, got {noise}", field="--noise")
+        raise InputError(f"must be a finite number >= 0, got {noise}", field="noise")
     if int(repeats) < 1:
-        raise InputError(f"must be >= 1, got {repeats}", field="--repeats")
+        raise InputError(f"must be >= 1, got {repeats}", field="repeats")
     if trust is not None and not (np.isfinite(trust) and trust >= 0):
-        raise InputError(f"must be a finite number >= 0, got {trust}", field="--trust")
+        raise InputError(f"must be a finite number >= 0, got {trust}", field="trust")
     names = [r.run_id for r in signals]
     clash = {PRIOR, FUSION, WEIGHTED, SEQUENTIAL, FUNNEL} & set(names) or {n for n in names if names.count(n) > 1} or \
         {n for n in names if n.endswith(MERGE_SUFFIX)}
@@ -884,9 +884,9 @@ def replay(truth: GroundTruth, signals: Sequence[Run] = (), history: GroundTruth
     reliability-weighted fusion, its weights measured on the split's history where the signals score it), and the
     policy ``funnel`` walks each split's choice where they differ. ``prior_run``: the prior's scores per task
     (covering the history's tasks too) instead of the prior fitted on the history."""
-    acq = Acquisition.parse(acquisition, field="--acquisition")
-    scheme = GradingScheme.parse(scheme, field="--scheme")
-    fixed_form = None if prior_form is None else PriorForm.parse(prior_form, field="--prior-form")
+    acq = Acquisition.parse(acquisition, field="acquisition")
+    scheme = GradingScheme.parse(scheme, field="scheme")
+    fixed_form = None if prior_form is None else PriorForm.parse(prior_form, field="prior_form")
     ks = _checked(finetunes, noise, repeats, trust, signals)
     table = Table.from_truth(truth)
     for run in signals:

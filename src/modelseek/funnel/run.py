@@ -252,7 +252,7 @@ def _parse_history_signals(given: Any, history: GroundTruth | None) -> tuple[Run
         path = Path(given)
         given = list(read_runs(path).values())
     if history is None:
-        raise InputError("history signals need a history (--history): they score its tasks", path=path)
+        raise InputError("history signals need a history (`history`): they score its tasks", path=path)
     runs = list(given)
     prior = [r for r in runs if r.run_id == PRIOR]
     est = [r for r in runs if r.run_id != PRIOR]

@@ -41,9 +41,9 @@ class FunnelState:
         try:
             body = json.loads(blob)
         except ValueError as exc:
-            raise InputError(f"not a funnel state file ({exc}); remove it or choose another --out", path=path) from None
+            raise InputError(f"not a funnel state file ({exc}); remove it or choose another `out`", path=path) from None
         if hashlib.sha256(blob.encode()).hexdigest() != digest.strip() or not isinstance(body, dict):
-            raise InputError("funnel state fails its checksum (edited or damaged); remove it or choose another --out",
+            raise InputError("funnel state fails its checksum (edited or damaged); remove it or choose another `out`",
                              path=path)
         if body.get("version") != STATE_VERSION:
             raise InputError(f"funnel state version {body.get('version')} (this modelseek writes {STATE_VERSION})",
@@ -57,7 +57,7 @@ class FunnelState:
         for key in sorted(set(old) | set(settings)):
             if old.get(key) != settings.get(key):
                 raise InputError(f"this output folder holds a funnel made with {key}={old.get(key)!r}, not "
-                                 f"{settings.get(key)!r}; choose another --out to start a new one", path=path,
+                                 f"{settings.get(key)!r}; choose another `out` to start a new one", path=path,
                                  field=key)
         return cls(path, settings, body)
 

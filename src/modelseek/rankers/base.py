@@ -220,8 +220,10 @@ class Trained:
             known = ", ".join(h or m for m, h in zip(self.model_ids, self.hf_ids))
             raise InputError(
                 f"{who} was not trained on candidate(s) {names}: it has fine-tuning history only for {known}. "
-                f"Rank a pool with new models by a frozen-feature method (--method logme knn ...), add "
-                f"--verify-top K to fine-tune the top K, or retrain with `modelseek train-ranker`", path=source)
+                f"Rank a pool with new models by a frozen-feature `method` (logme, knn ...), fine-tune the top K "
+                f"(modelseek.finetune.verify.verify_top; rank --verify-top K), or retrain with "
+                f"`modelseek train-ranker`",
+                path=source)
         if len(set(out)) != len(out):
             raise InputError(f"{who}: two pool candidates are the same trained model", path=source)
         return np.asarray(out, dtype=int)

@@ -73,7 +73,7 @@ class DefaultSpec:
     def describe(self) -> str:
         if self.origin == "installed":
             return (f"the default installed by train-ranker ({self.artifact}; {self.why}); "
-                    f"'modelseek train-ranker --reset-default' returns to the shipped one")
+                    f"reset_default() (the CLI: 'modelseek train-ranker --reset-default') returns to the shipped one")
         return f"the shipped default ({self.artifact.name}, inside the package)"
 
 
@@ -83,8 +83,9 @@ def _read_spec(spec_file: Path, origin: str) -> DefaultSpec:
         raise InputError("expected {\"artifact\": FILE-NAME, \"why\": TEXT}", path=spec_file, field="artifact")
     artifact = spec_file.parent / spec["artifact"]
     if not artifact.is_file():
-        raise InputError(f"names {spec['artifact']!r}, which is not in {spec_file.parent}; 'modelseek train-ranker "
-                         f"--reset-default' returns to the shipped default", path=spec_file, field="artifact")
+        raise InputError(f"names {spec['artifact']!r}, which is not in {spec_file.parent}; reset_default() "
+                         f"(the CLI: 'modelseek train-ranker --reset-default') returns to the shipped default",
+                         path=spec_file, field="artifact")
     return DefaultSpec(artifact, origin, str(spec.get("why", "")), spec_file)
 
 

@@ -549,8 +549,8 @@ def with_execution(ranker: Ranker, executor: str | None = None, address: str | N
         make_executor(executor, address)  # validates the pair
     declared = type(ranker).param_names()
     if strict and "executor" not in declared and (executor not in (None, "local") or address):
-        raise InputError(f"method {getattr(ranker, 'name', ranker)!r} runs no candidate model: --executor "
-                         f"{executor or 'ray'} is for the feature methods (logme, knn, rrf ...)", field="executor")
+        raise InputError(f"method {getattr(ranker, 'name', ranker)!r} runs no candidate model: `executor` "
+                         f"{executor or 'ray'!r} is for the feature methods (logme, knn, rrf ...)", field="executor")
     ranker = copy.copy(ranker)
     for k, v in wanted.items():
         if k in declared:

@@ -221,7 +221,7 @@ def _image_dirs(root: Path, images: str | Path | None) -> list[Path]:
     base = Path(images) if images is not None else root / "images"
     if not base.is_dir():
         raise InputError("images folder not found (the Subtask B images are distributed separately; give "
-                         "--images DIR)", path=base)
+                         "their folder as `images`)", path=base)
     return [d for d in (base, base / "train", base / "test") if d.is_dir()]
 
 
