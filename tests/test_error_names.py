@@ -202,3 +202,17 @@ def test_no_library_error_names_a_flag_as_its_field():
                           and str(d.value).startswith("--")]
     assert not found, found
     assert len(_library_files()) > 100  # the scan saw the library
+
+
+def test_style_test_folder_names_pool_as_the_parameter_and_the_flag(tmp_path, cli):
+    from modelseek.style.evaluation import test_folder_topics
+
+    folder = tmp_path / "somewhere" / "test"
+    folder.mkdir(parents=True)
+    (folder / "a.png").write_bytes(b"")
+    exc = _raised(test_folder_topics, folder)
+    assert "give `pool` (the candidates' models.csv)" in exc.message
+    _no_flag(exc)
+    run = tmp_path / "run.txt"
+    run.write_text("a Q0 1 1 1.0 r\n", encoding="utf-8")
+    assert_one_error_line(cli("validate", run, "--test-images", folder), "give --pool (the candidates' models.csv)")

@@ -40,23 +40,24 @@ def evaluate_style_runs(run_path: str | Path, truth_path: str | Path, run_id: st
     return [score_style_run(r, truth) for r in runs]
 
 
-def test_folder_topics(path: str | Path, models_csv: str | Path | None = None) -> tuple[list[str], list[str]]:
+def test_folder_topics(path: str | Path, pool: str | Path | None = None) -> tuple[list[str], list[str]]:
     """The topicIDs (test image names without ``.png``) and docIDs (``models.csv`` ids) a Subtask B run must
     cover: ``path`` is the organisers' ``data/`` folder, their repository root, or a test folder (then
-    ``models_csv``, or ``models.csv`` beside or above it)."""
+    ``pool``, or ``models.csv`` beside or above it)."""
     path = Path(path)
     data = organiser_root(path)
     if data is not None:
-        models = load_models(models_csv or data / "models.csv")
+        models = load_models(pool or data / "models.csv")
         return load_organiser_test(data, models=models).ids, list(models.ids)
     if not path.is_dir():
         raise InputError("no such folder (the test images: data/test/, or the organisers' data/ folder)", path=path)
-    if models_csv is None:
+    if pool is None:
         for cand in (path / "models.csv", path.parent / "models.csv"):
             if cand.is_file():
-                models_csv = cand
+                pool = cand
                 break
         else:
-            raise InputError("no models.csv beside the test folder; give --pool models.csv", path=path)
-    models = load_models(models_csv)
+            raise InputError("no models.csv beside the test folder; give `pool` (the candidates' models.csv)",
+                             path=path)
+    models = load_models(pool)
     return load_organiser_test(path.parent, folder=path, models=models).ids, list(models.ids)
