@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 
 import modelseek as ms
-from modelseek.verdicts import rank_explained
 from modelseek.bench import check_refit, cross_validate
 from modelseek.data.folder import resolve_folder
 from modelseek.data.loaders import load_table_task
@@ -119,7 +118,8 @@ def test_train_ranker_equals_the_library(cli, layout, tmp_path):
 
 @pytest.mark.slow(reason="the budget curve replays the shipped history, CLI and API: 9 s on 2 shared cores")
 def test_rank_explained_json_carries_the_verdicts(cli, layout, tmp_path):
-    """rank's regret-rule verdict and budget curve: in rank_explained()'s explanation and in --json, the same."""
+    """rank's regret-rule verdict and budget curve: in ms.rank_explained()'s explanation (the one public
+    rank_explained) and in --json, the same; the whole explanation is what --json prints."""
     task_csv = tmp_path / "task.csv"
     task_csv.write_text("text,label\n" + "".join(f"sample text {i} about topic {i % 3},{i % 3}\n" for i in range(30)))
     models = str(resolve_folder(layout).models_csv)
@@ -129,11 +129,15 @@ def test_rank_explained_json_carries_the_verdicts(cli, layout, tmp_path):
     doc = json.loads(r.out)
     folder = resolve_folder(layout)
     truth = folder.truth()
-    res = rank_explained(load_table_task(task_csv), ms.load_pool(models), "adaptive", train_truth=truth,
+    res = ms.rank_explained(load_table_task(task_csv), ms.load_pool(models), "adaptive", train_truth=truth,
                          train_tasks=folder.training_tasks(truth.task_ids), train_pool=folder.pool(),
                          encoder="hashing", seed=0)
     (tid, ex), = res.explanations.items()
     got = doc["explanations"]["adaptive"][tid]
+    # the whole explanation, verdicts included; --json leaves out each candidate's rank and model (its run has them)
+    lean = {**ex, "candidates": [{k: v for k, v in c.items() if k not in ("rank", "model")} for c in ex["candidates"]]}
+    assert got == json.loads(json.dumps(lean))
+    assert [c["doc"] for c in ex["candidates"]] == [c["doc"] for c in got["candidates"]]
     assert got["regret_rule"] == ex["regret_rule"]
     assert got["budget_curve"] == json.loads(json.dumps(ex["budget_curve"]))
     assert ex["regret_rule"]["tier"] in ("low", "medium", "high")
