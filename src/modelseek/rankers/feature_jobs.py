@@ -57,6 +57,7 @@ from ..data.task import Split, Task
 from ..errors import InputError, ModelseekError
 from ..executors import Executor, Gpu, Outcome, Shared, Unit, make_executor, run_until_done, runs_in_process
 from .._version import __version__
+from ..registry import PluginError
 from .. import estimators
 from ..progress import progress_counter
 
@@ -188,12 +189,21 @@ def prepare_tasks(tasks: Sequence[Task], config: FeatureJobConfig) -> list[TaskI
                         "regression task)", task.id, ytr[0], len(set(ytr) | set(yva)))
         cannot = [n for n in config.estimators if regression and not estimators.info(n).regression]
         if cannot:
-            able = [n for n in estimators.names() if estimators.info(n).regression]
+            able = [n for n in estimators.names() if _for_regression(n)]
             raise InputError(f"task {task.id}: a regression task (label kind number, e.g. {ytr[0]!r}); "
                              f"{', '.join(cannot)} need{'s' if len(cannot) == 1 else ''} class labels; estimators "
                              f"for regression: {', '.join(able)}", field="method")
         out.append(TaskInput(task.id, tuple(tr.texts) + tuple(va.texts), ytr, yva, regression))
     return out
+
+
+def _for_regression(name: str) -> bool:
+    """Whether estimator ``name`` scores regression tasks; a plugin that cannot be used is not listed (it fails
+    only the command that names it)."""
+    try:
+        return bool(estimators.info(name).regression)
+    except PluginError:
+        return False
 
 
 # ------------------------------------------------------------------------------------------ one candidate

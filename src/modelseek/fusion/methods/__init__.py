@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Protocol
 import numpy as np
 
 from ...errors import InputError
-from ...registry import PluginRegistry, closest
+from ...registry import PluginError, PluginRegistry, closest
 from ...kinds import named, takes
 
 if TYPE_CHECKING:
@@ -81,7 +81,8 @@ class _Methods(type):
     """Iterating :class:`FusionMethod` itself lists the registered methods (as iterating an enum would)."""
 
     def __iter__(cls) -> Iterator[FusionMethod]:
-        return iter([FUSION_METHODS.get(n) for n in FUSION_METHODS.names()])
+        """The usable methods (:func:`usable_methods`): a broken plugin is left out, never raised here."""
+        return iter(usable_methods()[0])
 
     def __len__(cls) -> int:
         return len(FUSION_METHODS.names())
@@ -168,11 +169,45 @@ def check_fusion_method(name: str, obj: object) -> FusionMethod:
     return obj
 
 
+#: the members given to :func:`register` (the package's own modules: the built-ins), by name; a plugin whose entry
+#: point clashes with one of them is the broken member, and the package's own uses of the built-in (the optimiser's
+#: grid, its plain-RRF baseline) still find it here
+_REGISTERED: dict[str, FusionMethod] = {}
+
+
 def register(method: FusionMethod) -> FusionMethod:
     """Register ``method`` under its name (a module of this package calls it once), through the kind's check."""
     if not isinstance(method, FusionMethod):
         raise TypeError(f"register takes a FusionMethod, got {method!r}")
-    return FUSION_METHODS.add(method.value, method)
+    member = FUSION_METHODS.add(method.value, method)
+    _REGISTERED[method.value] = member
+    return member
+
+
+def builtin(name: str) -> FusionMethod:
+    """The registered (not plugin) method ``name``, also where a plugin's entry point of the same name clashes with
+    it: for the package's own uses of a built-in that no user named (plain RRF as the optimiser's baseline)."""
+    FUSION_METHODS.discover()
+    if name in FUSION_METHODS and name in _REGISTERED:
+        return _REGISTERED[name]
+    return FUSION_METHODS.get(name)  # a plugin, or an unknown name: the registry's own error
+
+
+def usable_methods() -> tuple[list[FusionMethod], dict[str, str]]:
+    """(every method a whole-registry use such as the optimiser's search can take, in registration order: the
+    built-ins and each plugin that loads and passes the check; {name: why} of the plugin members left out, each
+    why one line naming the entry point and distribution). A broken plugin fails alone: it is left out here and
+    only a command that names it fails. Loads the plugins (their first use)."""
+    out: list[FusionMethod] = []
+    left: dict[str, str] = {}
+    for name in dict.fromkeys(FUSION_METHODS.names()):  # a clashing plugin is listed beside the built-in
+        try:
+            out.append(FUSION_METHODS.get(name))
+        except PluginError as exc:
+            left[name] = str(exc)
+            if name in _REGISTERED:  # a plugin named as a built-in: the plugin is the broken member
+                out.append(_REGISTERED[name])
+    return out, left
 
 
 def ordered_sum(terms: np.ndarray) -> np.ndarray:
@@ -194,5 +229,5 @@ def weighted_terms(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return np.array([float(x) * v[r] for r, x in enumerate(w)]).reshape(-1, *v.shape[1:])
 
 
-__all__ = ["FUSION_METHODS", "FusionMethod", "SearchSpace", "check_fusion_method", "ordered_sum", "register",
-           "weighted_terms"]
+__all__ = ["FUSION_METHODS", "FusionMethod", "SearchSpace", "builtin", "check_fusion_method", "ordered_sum", "register",
+           "usable_methods", "weighted_terms"]
