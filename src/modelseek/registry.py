@@ -342,7 +342,8 @@ class PluginRegistry(Registry[T]):
         self.discover()
         if self.ordered:
             self._read_plugins()
-            return list(self._items) + sorted(set(self._lazy) | set(self._plugins) | set(self._broken))
+            rest = sorted(set(self._lazy) | set(self._plugins) | set(self._broken))
+            return list(dict.fromkeys([*self._items, *rest]))  # a plugin clashing with a built-in: once
         return super().names()
 
     def __contains__(self, name: object) -> bool:

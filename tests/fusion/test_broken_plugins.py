@@ -76,7 +76,7 @@ def runs(tmp_path_factory) -> tuple[Path, Path, Path]:
     return a, b, layout / "ground-truth.csv"
 
 
-@pytest.mark.slow(reason="three fresh interpreters and a learned fusion (about 8 s on 2 shared cores)")
+@pytest.mark.slow(reason="four fresh interpreters and a learned fusion (about 9 s on 2 shared cores)")
 def test_fuse_optimize_leaves_broken_plugins_out_with_one_note(site, runs, tmp_path):
     a, b, truth = runs
     out, saved = tmp_path / "fused.run", tmp_path / "fusion.json"
@@ -101,6 +101,9 @@ def test_fuse_optimize_leaves_broken_plugins_out_with_one_note(site, runs, tmp_p
     assert r.code == 0 and "Traceback" not in r.err, r.err
     notes = [line for line in r.out.splitlines() if line.startswith("note: ") and "left out" in line]
     assert len(notes) == 1 and "broken_fusion" in notes[0] and "'ms-fbad'" in notes[0]
+    # listed once each, the clashing rrf beside the built-in included, and none imported to list them
+    h = _cli(site, "fuse", "--help")
+    assert h.code == 0 and "{rrf,combsum,combmnz,wsum,broken_fusion,maxfuse}" in h.out, h.out
     # naming the broken member is the one command that fails, in one line naming its distribution
     bad = _cli(site, "fuse", a, b, "--method", "broken_fusion", "-o", tmp_path / "f3.run")
     assert_one_error_line(bad, "fusion method 'broken_fusion'", "'ms_fbad_missing:THING'", "'ms-fbad'")
