@@ -11,8 +11,7 @@ from pathlib import Path
 import pytest
 
 import modelseek as ms
-from modelseek.verdicts import rank_explained
-from modelseek.bench import check_refit, cross_validate
+from modelseek.bench import bench, check_refit, cross_validate
 from modelseek.data.folder import resolve_folder
 from modelseek.data.loaders import load_table_task
 from modelseek.data.run import read_run, read_runs
@@ -97,6 +96,59 @@ def test_bench_and_rank_cv_use_one_card_pool(cli, layout, tmp_path):
     assert doc["methods"]["avgrank"]["tiers"]["all"]["ndcg@5"]["mean"] == pytest.approx(avg.report.mean()["ndcg@5"])
 
 
+@pytest.fixture(scope="module")
+def organisers_root(tmp_path_factory) -> Path:
+    """The organisers' repository form: ROOT holding data/ (ground-truth.csv, tasks.csv, models.csv, task-data/)."""
+    root = tmp_path_factory.mktemp("api-cli-root") / "modelretrieval-1-subtask-a"
+    make_ntcir_layout(root / "data", n_tasks=12, n_models=4, seed=5)
+    return root
+
+
+@pytest.mark.parametrize("form", ["layout", "root", "root/data", "csv"])
+def test_bench_folder_equals_the_api(cli, layout, organisers_root, form):
+    """bench PATH --json and bench.bench(PATH).to_json() (and cross_validate(method, PATH)): the same JSON for every
+    form resolve_folder reads — a generated layout, the organisers' ROOT, ROOT/data, the ground-truth CSV; ROOT,
+    ROOT/data and the CSV are the same data, so the same numbers."""
+    path = {"layout": layout, "root": organisers_root, "root/data": organisers_root / "data",
+            "csv": organisers_root / "data" / "ground-truth.csv"}[form]
+    args = ["-m", "metadata", "random", "--baseline", "avgrank", "-p", "encoder=hashing", "--folds", "3",
+            "--bootstrap", "200", "--seed", "2"]
+    r = cli("bench", path, *args, "--json")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    res = bench(path, ["metadata", "random"], baseline="avgrank", params={"encoder": "hashing"}, folds=3,
+                n_resamples=200, seed=2)
+    assert doc == json.loads(json.dumps(res.to_json()))
+    assert set(doc["methods"]) == {"metadata", "random"} and "vs_baseline" in doc["methods"]["random"]
+    assert doc["path"] == str(path)
+    folder = resolve_folder(path)
+    assert len(res.pool) == 4 and res.truth.task_ids == folder.truth().task_ids  # its models.csv, not ntcir19's 20
+    one = cross_validate("random", path, folds=3, seed=2, method_params={"seed": 2})
+    assert doc["methods"]["random"]["tiers"]["all"]["ndcg@5"]["mean"] == pytest.approx(one.report.mean()["ndcg@5"])
+    _same_run(one.runs[0], res.results["random"].runs[0])
+    if form != "layout":  # ROOT, ROOT/data and the CSV: one data set, one answer
+        again = bench(organisers_root, ["metadata", "random"], baseline="avgrank", params={"encoder": "hashing"},
+                      folds=3, n_resamples=200, seed=2).to_json()
+        assert again["methods"] == res.to_json()["methods"]
+
+
+def test_bench_refuses_alike(cli, tmp_path):
+    """A path that is not there, a file that is no ground truth, a folder without one: bench says what rank and
+    train-ranker say (resolve_folder's errors), the API raises the same."""
+    junk = tmp_path / "notes.csv"
+    junk.write_text("a,b\n1,2\n")
+    for path, msg in ((tmp_path / "nope", "no such file or folder"), (junk, "not a ground truth"),
+                      (tmp_path, "no ground truth here")):
+        r = cli("bench", path, "-m", "avgrank")
+        t = cli("train-ranker", path, "-m", "avgrank")
+        assert r.code == t.code == 1 and msg in r.err and r.err == t.err, (r.err, t.err)
+        assert len(r.err.strip().splitlines()) == 1
+        with pytest.raises(InputError, match=msg):
+            bench(path, "avgrank")
+        with pytest.raises(InputError, match=msg):
+            cross_validate("avgrank", path)
+
+
 def test_train_ranker_equals_the_library(cli, layout, tmp_path):
     """train-ranker --cv: the verdict printed is check_refit's; the artifact saved is the library's fit (same
     parameters, card pool included, and the same rankings)."""
@@ -119,7 +171,8 @@ def test_train_ranker_equals_the_library(cli, layout, tmp_path):
 
 @pytest.mark.slow(reason="the budget curve replays the shipped history, CLI and API: 9 s on 2 shared cores")
 def test_rank_explained_json_carries_the_verdicts(cli, layout, tmp_path):
-    """rank's regret-rule verdict and budget curve: in rank_explained()'s explanation and in --json, the same."""
+    """rank's regret-rule verdict and budget curve: in ms.rank_explained()'s explanation (the one public
+    rank_explained) and in --json, the same; the whole explanation is what --json prints."""
     task_csv = tmp_path / "task.csv"
     task_csv.write_text("text,label\n" + "".join(f"sample text {i} about topic {i % 3},{i % 3}\n" for i in range(30)))
     models = str(resolve_folder(layout).models_csv)
@@ -129,11 +182,15 @@ def test_rank_explained_json_carries_the_verdicts(cli, layout, tmp_path):
     doc = json.loads(r.out)
     folder = resolve_folder(layout)
     truth = folder.truth()
-    res = rank_explained(load_table_task(task_csv), ms.load_pool(models), "adaptive", train_truth=truth,
+    res = ms.rank_explained(load_table_task(task_csv), ms.load_pool(models), "adaptive", train_truth=truth,
                          train_tasks=folder.training_tasks(truth.task_ids), train_pool=folder.pool(),
                          encoder="hashing", seed=0)
     (tid, ex), = res.explanations.items()
     got = doc["explanations"]["adaptive"][tid]
+    # the whole explanation, verdicts included; --json leaves out each candidate's rank and model (its run has them)
+    lean = {**ex, "candidates": [{k: v for k, v in c.items() if k not in ("rank", "model")} for c in ex["candidates"]]}
+    assert got == json.loads(json.dumps(lean))
+    assert [c["doc"] for c in ex["candidates"]] == [c["doc"] for c in got["candidates"]]
     assert got["regret_rule"] == ex["regret_rule"]
     assert got["budget_curve"] == json.loads(json.dumps(ex["budget_curve"]))
     assert ex["regret_rule"]["tier"] in ("low", "medium", "high")

@@ -313,6 +313,26 @@ def test_a_broken_distribution_fails_only_the_commands_that_use_its_members(tmp_
     assert origins[("fusion method", "combsum")] == "built-in" and origins[("metric", "ndcg")] == "built-in"
 
 
+@pytest.mark.slow(reason="three fresh interpreters, one EEVEE search (about 5 s)")
+def test_a_meta_model_plugin_named_as_a_built_in_fails_only_when_named(tmp_path):
+    """A meta-model entry point named ``mlp`` (the default's name): ``eevee search --help`` still lists the
+    built-ins with their parameters; naming ``mlp`` is one line naming the distribution; ``ridge`` still runs."""
+    from modelseek.testing import make_ntcir_layout
+
+    site = _distribution(tmp_path / "site", "[modelseek.meta_models]\nmlp = ms_plugin_demo:class_gap\n",
+                         name="ms_plugin_demo")
+    truth = make_ntcir_layout(tmp_path / "ntcir", n_tasks=6, n_models=4, seed=2) / "ground-truth.csv"
+    r = _cli(site, "eevee", "search", "--help")
+    assert r.code == 0 and "Traceback" not in r.err, r.err
+    assert "from the distribution ms_plugin_demo" in " ".join(r.out.split()) and "alphas=" in r.out
+    search = ("eevee", "search", "--ground-truth", truth, "-k", "2", "--generations", "1", "--population", "5",
+              "--workers", "1", "--json")
+    _one_line_error(_cli(site, *search, "--meta-model", "mlp"), "'ms_plugin_demo:class_gap'", "'ms_plugin_demo'",
+                    "clashes with the built-in meta-model")
+    r = _cli(site, *search, "--meta-model", "ridge")
+    assert r.code == 0 and json.loads(r.out)["meta_model"] == "ridge", r.err
+
+
 @pytest.mark.slow(reason="four fresh interpreters, two EEVEE searches (about 12 s)")
 def test_a_meta_model_and_a_style_retriever_from_a_distribution_run_through_the_cli(tmp_path):
     from modelseek.testing import make_ntcir_layout

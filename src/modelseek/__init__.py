@@ -27,7 +27,7 @@ from .evaluate import evaluate
 # no longer pays for all (22 modules, 20 ms of its start-up). Type checkers read the imports below;
 # tests/test_imports.py checks that they name the same things as _LAZY.
 if TYPE_CHECKING:
-    from .api import rank
+    from .api import rank, rank_explained
     from .data.loaders import from_hf_dataset, load_ntcir_tasks, load_table_task, load_tasks
     from .data.pool import Candidate, Pool, load_pool
     from .data.report import Report
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from .kinds import register
 
 _LAZY = {
-    ".api": ("rank",),
+    ".api": ("rank", "rank_explained"),
     ".data.loaders": ("from_hf_dataset", "load_ntcir_tasks", "load_table_task", "load_tasks"),
     ".data.pool": ("Candidate", "Pool", "load_pool"),
     ".data.report": ("Report",),
@@ -71,6 +71,6 @@ def __dir__() -> list[str]:
 __all__ = [
     "Candidate", "Criticality", "GradingScheme", "GroundTruth", "InputError", "ModelseekError", "Pool", "Report", "Run",
     "Split", "Task", "TaskSet", "ValidationError", "__version__", "evaluate", "from_hf_dataset", "fuse",
-    "load_ntcir_tasks", "load_pool", "load_table_task", "load_tasks", "rank", "read_run", "read_runs", "register",
-    "select", "validate_run", "write_runs",
+    "load_ntcir_tasks", "load_pool", "load_table_task", "load_tasks", "rank", "rank_explained", "read_run",
+    "read_runs", "register", "select", "validate_run", "write_runs",
 ]

@@ -4,18 +4,31 @@ Tasks are split into folds (stratified by criticality tier where every tier has 
 seeded). For each fold the method is fitted on the other folds' tasks and ground truth only, then ranks the
 held-out tasks; the held-out rankings of all folds form one run, evaluated with :func:`evaluate`.
 ``repeats`` > 1 repeats the CV with seeds ``seed, seed+1, ...`` and averages per-topic scores.
+
+The data may be given loaded (a :class:`GroundTruth`, a :class:`Pool`, a :class:`TaskSet`) or as a path read by
+:func:`~modelseek.data.folder.resolve_folder` (the organisers' root or its ``data/``, a generated layout, a
+ground-truth CSV): its ground truth, the ``models.csv`` beside it (else the built-in ntcir19) and, for a method
+that reads the tasks' text, its task folders. :func:`bench` is what ``modelseek bench PATH`` does (several methods,
+intervals, a baseline), returning what ``bench --json`` prints::
+
+    from modelseek.bench import bench, cross_validate
+    res = cross_validate("avgrank", "modelretrieval-1-subtask-a", folds=5)    # or .../data, or the CSV
+    doc = bench("modelretrieval-1-subtask-a", ["avgrank", "random"], baseline="avgrank").to_json()
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from .data.folder import ResolvedFolder, resolve_folder
 from .data.folds import make_folds
-from .data.pool import Pool
+from .data.pool import Pool, load_pool
 from .data.report import Report
 from .data.run import Run, natural_key
 from .data.task import Task, TaskSet
@@ -27,7 +40,7 @@ from .progress import progress_bar
 from .rankers import Ranker
 from .rankers.base import failures_allowed
 from .rankers.features import CandidateFailures
-from .rankers.resolve import build, check_params, with_card_pool
+from .rankers.resolve import build, check_params, ranker_class, split_params, with_card_pool
 from .stats.bootstrap import paired_bootstrap
 
 
@@ -58,7 +71,8 @@ class CVResult:
         return self.report.intervals(n_resamples=n_resamples, seed=seed)
 
 
-def cross_validate(method: str | Ranker | Callable[[], Ranker], truth: GroundTruth, pool: Pool,
+def cross_validate(method: str | Ranker | Callable[[], Ranker],
+                   truth: GroundTruth | str | Path | ResolvedFolder, pool: Pool | str | Path | None = None,
                    tasks: TaskSet | None = None, folds: int = 5, seed: int = 0, repeats: int = 1,
                    scheme: GradingScheme | str = GradingScheme.NTCIR, metrics: Sequence[str] = RANKING_METRICS,
                    progress: bool = False, method_params: dict | None = None,
@@ -67,6 +81,10 @@ def cross_validate(method: str | Ranker | Callable[[], Ranker], truth: GroundTru
 
     ``method`` is anything :func:`~modelseek.rankers.resolve.build` takes (a registered name, ``"default"``, an
     artifact: refitted on every fold with its parameters) or a factory returning a new unfitted ranker.
+    ``truth`` is a ground truth, or a path (or :func:`~modelseek.data.folder.resolve_folder`'s result) read as
+    ``modelseek bench PATH`` reads it: its ground truth, its pool (the ``models.csv`` beside it, unless ``pool``
+    names one) and, for a method that reads text and no ``tasks`` given, its task folders. ``pool`` with a loaded
+    ground truth defaults to the built-in ntcir19.
     ``allow_failures``: candidates that cannot be featurised are left out of the held-out tasks' rankings (and
     so count as not retrieved) instead of stopping the CV with
     :class:`~modelseek.rankers.features.CandidateFailures`."""
@@ -74,9 +92,16 @@ def cross_validate(method: str | Ranker | Callable[[], Ranker], truth: GroundTru
         raise InputError(f"folds must be at least 2, got {folds}", field="folds")
     if repeats is None or int(repeats) < 1:
         raise InputError(f"repeats must be at least 1, got {repeats}", field="repeats")
+    folder = None
+    if isinstance(truth, (str, Path, ResolvedFolder)):
+        folder = truth if isinstance(truth, ResolvedFolder) else resolve_folder(truth)
+        truth = folder.truth()
+    pool = _the_pool(pool, folder)
     factory = _factory(method, with_card_pool(method, method_params, pool))  # the one card-pool rule
     probe = factory()
     name = method if isinstance(method, str) else probe.name
+    if folder is not None and tasks is None and probe.needs_text:
+        tasks = folder.training_tasks(truth.task_ids)
     task_ids = truth.task_ids
     tasks = _cv_tasks(truth, pool, tasks, probe.needs_text, name)
     tiers = [truth.criticality(t).value for t in task_ids]
@@ -122,6 +147,15 @@ def cross_validate(method: str | Ranker | Callable[[], Ranker], truth: GroundTru
     kept = [t for t in task_ids if t not in dropped]  # a task dropped in one repeat is dropped from all
     reports = [evaluate(r, truth, metrics, scheme, topics=kept if dropped else None) for r in runs]
     return CVResult(name, runs, reports, all_folds, all_fitted, list(metrics), dropped=list(dropped))
+
+
+def _the_pool(pool: Pool | str | Path | None, folder: ResolvedFolder | None) -> Pool:
+    """``pool`` (a pool, a file or a name), else the folder's (its ``models.csv``, else ntcir19), else ntcir19."""
+    if isinstance(pool, Pool):
+        return pool
+    if folder is not None:
+        return folder.pool(pool)
+    return load_pool(pool if pool is not None else "ntcir19")
 
 
 def _factory(method: str | Ranker | Callable[[], Ranker], method_params: dict | None) -> Callable[[], Ranker]:
@@ -187,6 +221,78 @@ def compare(a: CVResult, b: CVResult, metric: str = "ndcg@5", n_resamples: int =
         rows.append({"tier": tier, "metric": metric, "mean_diff": c.mean_diff, "low": c.low, "high": c.high,
                      "p_better": c.p_better, "n": int(mask.sum())})
     return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------------------------------ bench
+@dataclass
+class BenchResult:
+    """What :func:`bench` measured: per method its :class:`CVResult` (``results``; the baseline's too), its
+    per-tier intervals (``summaries``) and, against ``baseline``, the paired nDCG@5 difference per tier
+    (``comparisons``). :meth:`to_json` is what ``modelseek bench --json`` prints."""
+
+    path: str
+    methods: list[str]
+    truth: GroundTruth
+    pool: Pool
+    results: dict[str, CVResult]
+    summaries: dict[str, pd.DataFrame]
+    comparisons: dict[str, pd.DataFrame]
+    folds: int
+    seed: int
+    repeats: int
+    scheme: str
+    baseline: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"path", "scheme", "methods": {METHOD: {"tiers": {TIER: {"n", METRIC: {"mean", "low", "high"}}},
+        "folds", "seed", "repeats", "dropped_tasks", "vs_baseline"?}}}``."""
+        out: dict[str, Any] = {}
+        for m in self.methods:
+            entry: dict[str, Any] = {"tiers": {}, "folds": self.folds, "seed": self.seed, "repeats": self.repeats,
+                                     "dropped_tasks": list(self.results[m].dropped)}
+            for _, row in self.summaries[m].iterrows():
+                entry["tiers"].setdefault(row["tier"], {"n": int(row["n"])})[row["metric"]] = {
+                    "mean": float(row["mean"]), "low": float(row["low"]), "high": float(row["high"])}
+            if m in self.comparisons:
+                entry["vs_baseline"] = {r["tier"]: {k: float(r[k]) for k in ("mean_diff", "low", "high", "p_better")}
+                                        for _, r in self.comparisons[m].iterrows()}
+            out[m] = entry
+        return {"path": self.path, "scheme": self.scheme, "methods": out}
+
+
+def bench(path: str | Path | ResolvedFolder, methods: str | Sequence[str] = ("avgrank",), *,
+          ground_truth: str | Path | None = None, pool: Pool | str | Path | None = None, folds: int = 5,
+          seed: int = 0, repeats: int = 1, baseline: str | None = None, n_resamples: int = 1000,
+          scheme: GradingScheme | str = GradingScheme.NTCIR, params: Mapping[str, Any] | None = None,
+          allow_failures: bool = False, progress: bool = False) -> BenchResult:
+    """``modelseek bench PATH``: :func:`cross_validate` of each of ``methods`` (and ``baseline``) on the data at
+    ``path``, read by :func:`~modelseek.data.folder.resolve_folder` (the organisers' root or its ``data/``, a
+    generated layout, a ground-truth CSV; ``ground_truth`` overrides the one found there, ``pool`` the
+    ``models.csv`` beside it), with ``n_resamples`` bootstrap intervals per tier and, against ``baseline``, the
+    paired nDCG@5 difference. ``params`` go to every method that declares them (with ``seed`` where a method
+    declares one, as :func:`~modelseek.rankers.resolve.split_params` gives them)."""
+    if isinstance(path, ResolvedFolder):
+        folder = path if ground_truth is None else resolve_folder(path.given, ground_truth)
+    else:
+        folder = resolve_folder(path, ground_truth)
+    truth, the_pool = folder.truth(), _the_pool(pool, folder)
+    shown = list(dict.fromkeys([methods] if isinstance(methods, str) else methods))
+    if not shown:
+        raise InputError("no method to cross-validate", field="methods")
+    every = list(dict.fromkeys(shown + ([baseline] if baseline else [])))
+    # every method sees the same tasks: their text is read once when one of them reads it
+    tasks = folder.training_tasks(truth.task_ids) if any(ranker_class(m).needs_text for m in every) else None
+    per = split_params(every, dict(params or {}), seed)
+    scheme = GradingScheme.parse(scheme)
+    results = {m: cross_validate(m, truth, the_pool, tasks=tasks, folds=folds, seed=seed, repeats=repeats,
+                                 scheme=scheme, progress=progress, method_params=per[m],
+                                 allow_failures=allow_failures)
+               for m in every}
+    summaries = {m: results[m].summary(n_resamples=n_resamples, seed=seed) for m in shown}
+    comparisons = {m: compare(results[m], results[baseline], "ndcg@5", n_resamples, seed)
+                   for m in shown if baseline and m != baseline}
+    return BenchResult(str(folder.given), shown, truth, the_pool, results, summaries, comparisons, int(folds),
+                       int(seed), int(repeats), scheme.value, baseline)
 
 
 # ------------------------------------------------------------------------------------------ refit check

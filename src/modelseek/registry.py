@@ -290,6 +290,34 @@ class Registry(Generic[T]):
         del self._items[name]
         self._loaded_eps.pop(name, None)
 
+    def builtin(self, name: str) -> T:
+        """The built-in member ``name``, also where a plugin's entry point of the same name clashes with it (then
+        :meth:`get` refuses the ambiguous name): for the package's own uses of a built-in that no user named. Any
+        other name is :meth:`get`'s."""
+        if name in self._builtin_names() and name not in self._loaded_eps:
+            if name in self._lazy:
+                member = self.check(name, _target(self._lazy[name]))
+                self._items[name] = member
+                del self._lazy[name]
+            return self._items[name]
+        return self.get(name)
+
+    def usable(self) -> tuple[dict[str, T], dict[str, str]]:
+        """({name: member} of every member a whole-registry use (a search over every method) can take: the
+        built-ins and each plugin that loads and passes the check, in :meth:`names` order; {name: why} of the plugin
+        members left out, each why one line naming the entry point and distribution). A broken plugin fails alone:
+        left out here, it fails only a command that names it. Loads the plugins (their first use)."""
+        out: dict[str, T] = {}
+        left: dict[str, str] = {}
+        for name in self.names():
+            try:
+                out[name] = self.get(name)
+            except PluginError as exc:
+                left[name] = str(exc)
+                if name in self._builtin_names():  # a plugin named as a built-in: the plugin is the broken member
+                    out[name] = self.builtin(name)
+        return out, left
+
     def names(self) -> list[str]:
         """Every member's name, broken plugins included (using one is its error); imports no plugin."""
         self._read_plugins()
@@ -349,7 +377,8 @@ class PluginRegistry(Registry[T]):
         self.discover()
         if self.ordered:
             self._read_plugins()
-            return list(self._items) + sorted(set(self._lazy) | set(self._plugins) | set(self._broken))
+            rest = sorted(set(self._lazy) | set(self._plugins) | set(self._broken))
+            return list(dict.fromkeys([*self._items, *rest]))  # a plugin clashing with a built-in: once
         return super().names()
 
     def __contains__(self, name: object) -> bool:

@@ -1,25 +1,23 @@
-"""What ``modelseek rank`` concludes from an explained ranking, in the library: :func:`rank_explained` is
-:func:`modelseek.api.rank_explained` with, in each explanation that predicts criticality and the top-1 regret
-(``adaptive``'s, the default's), the regret rule's tier and the budget curve. ``rank``'s text, ``rank --json`` and
-this function read the same fields. It sits above :mod:`modelseek.funnel` (the curve is the funnel's replay),
-which itself ranks through :mod:`modelseek.api`."""
+"""What ``modelseek rank`` concludes from an explained ranking, in the library: in each explanation that predicts
+criticality and the top-1 regret (``adaptive``'s, the default's), the regret rule's tier and the budget curve
+(:func:`with_verdicts`). :func:`modelseek.api.rank_explained` adds them to every explanation it returns, so
+``rank``'s text, ``rank --json`` and the API read the same fields. The curve is the funnel's replay
+(:mod:`modelseek.funnel.curve`); the funnel ranks through :mod:`modelseek.ranking`, below the API."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from .api import RankResult
-from .api import rank_explained as _rank_explained
 from .data.task import Criticality
 from .funnel.curve import budget_curve
 
+if TYPE_CHECKING:
+    from .api import RankResult
 
-def rank_explained(*args: Any, **kwargs: Any) -> RankResult:
-    """:func:`modelseek.api.rank_explained` (same arguments) with :func:`with_verdicts` on every explanation."""
-    return add_verdicts(_rank_explained(*args, **kwargs))
+Result = TypeVar("Result", bound="RankResult")
 
 
-def add_verdicts(result: RankResult) -> RankResult:
+def add_verdicts(result: Result) -> Result:
     """``result`` with :func:`with_verdicts` on each explanation (the budget curve replayed once per tier)."""
     curves: dict[str, dict[str, Any]] = {}
     result.explanations = {t: with_verdicts(ex, curves) for t, ex in result.explanations.items()}
@@ -48,4 +46,4 @@ def with_verdicts(ex: dict[str, Any], curves: dict[str, dict[str, Any]] | None =
     return {**ex, "regret_rule": {"tier": rule, "agrees": rule == tier}, "budget_curve": curves[tier]}
 
 
-__all__ = ["add_verdicts", "rank_explained", "with_verdicts"]
+__all__ = ["add_verdicts", "with_verdicts"]

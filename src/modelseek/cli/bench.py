@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from ..config import parse_overrides
-from ..data.loaders import load_ntcir_tasks
 from ..data.run import write_runs
-from ..rankers.resolve import describe_methods, ranker_class, split_params
-from ._common import (EXISTING_DIR, OUTPUT_FILE, POSITIVE_INT, SAMPLE_COUNT, SEED, add_scheme, int_at_least,
-                      load_pool_arg, load_truth, print_json)
+from ..rankers.resolve import describe_methods
+from ._common import OUTPUT_FILE, POSITIVE_INT, SAMPLE_COUNT, SEED, add_scheme, int_at_least, print_json
 
 
 def register(sub) -> None:
@@ -18,12 +15,14 @@ def register(sub) -> None:
                        description="Task-level k-fold CV (folds stratified by criticality, seeded): each method "
                                    "is fitted on the training folds only and ranks the held-out tasks. Prints "
                                    "per-tier nDCG@1/3/5 and MRR with bootstrap intervals.")
-    p.add_argument("path", type=EXISTING_DIR, help="NTCIR subtask-A root (ground-truth.csv, tasks.csv, task-data/)")
+    p.add_argument("path", help="the data to cross-validate on: the organisers' Subtask A repository root, its data/ "
+                                "folder, a generated layout (ground-truth.csv, tasks.csv, task-data/) or the "
+                                "ground-truth CSV itself")
     p.add_argument("-m", "--method", nargs="+", default=["avgrank"],
                    help="method name(s); an artifact is refitted on each fold with its parameters. "
                         f"{describe_methods()}")
-    p.add_argument("--ground-truth", "-g", help="ground-truth CSV (default: PATH/ground-truth.csv)")
-    p.add_argument("--pool", help="pool (default: PATH/models.csv)")
+    p.add_argument("--ground-truth", "-g", help="ground-truth CSV (default: ground-truth.csv in PATH or PATH/data)")
+    p.add_argument("--pool", help="pool the ground truth's models come from (default: PATH/models.csv or ntcir19)")
     p.add_argument("--folds", type=int_at_least(2), default=5)
     p.add_argument("--seed", type=SEED, default=0)
     p.add_argument("--repeats", type=POSITIVE_INT, default=1,
@@ -44,52 +43,28 @@ def register(sub) -> None:
     p.set_defaults(func=run, map_params=True)  # library errors name parameters: shown as flags
 
 
-def _needs_text(method: str) -> bool:
-    return bool(getattr(ranker_class(method), "needs_text", False))
-
-
 def run(args: argparse.Namespace) -> int:
-    from ..bench import compare, cross_validate  # lazy: pandas
+    from ..bench import bench  # lazy: pandas
 
-    given = parse_overrides(args.param or [], "--param")
-    root = Path(args.path)
-    truth = load_truth(args.ground_truth, root)
-    pool = load_pool_arg(args.pool, root)
-    methods = list(dict.fromkeys(args.method + ([args.baseline] if args.baseline else [])))
-    tasks = load_ntcir_tasks(root, ids=truth.task_ids) if any(_needs_text(m) for m in methods) else None
-    per = split_params(methods, given, args.seed)
-    results = {}
-    for m in methods:
-        # the card pool of a card-reading method is the library's rule (rankers.resolve.card_pool)
-        results[m] = cross_validate(m, truth, pool, tasks=tasks, folds=args.folds, seed=args.seed,
-                                    repeats=args.repeats, scheme=args.scheme, progress=not args.json,
-                                    method_params=per[m], allow_failures=args.allow_failures)
+    # the library's bench: PATH read by resolve_folder (ROOT, ROOT/data, a layout or the CSV), its pool, the
+    # card pool of a card-reading method, the baseline's comparison
+    res = bench(args.path, args.method, ground_truth=args.ground_truth, pool=args.pool, folds=args.folds,
+                seed=args.seed, repeats=args.repeats, baseline=args.baseline, n_resamples=args.bootstrap,
+                scheme=args.scheme, params=parse_overrides(args.param or [], "--param"),
+                allow_failures=args.allow_failures, progress=not args.json)
     if args.run_out:
-        write_runs(args.run_out, [results[m].runs[0] for m in args.method])
-    out = {}
-    summaries = {m: results[m].summary(n_resamples=args.bootstrap, seed=args.seed) for m in args.method}
+        write_runs(args.run_out, [res.results[m].runs[0] for m in res.methods])
     if args.plot:
         from ..plots import plot_tier_intervals  # lazy: pandas
 
-        plot_tier_intervals(summaries, "ndcg@5", args.plot)
-    for m in args.method:
-        res = results[m]
-        summ = summaries[m]
-        entry = {"tiers": {}, "folds": args.folds, "seed": args.seed, "repeats": args.repeats,
-                 "dropped_tasks": list(res.dropped)}
-        for _, row in summ.iterrows():
-            entry["tiers"].setdefault(row["tier"], {"n": int(row["n"])})[row["metric"]] = {
-                "mean": row["mean"], "low": row["low"], "high": row["high"]}
-        if args.baseline and m != args.baseline:
-            cmp = compare(res, results[args.baseline], "ndcg@5", args.bootstrap, args.seed)
-            entry["vs_baseline"] = {r["tier"]: {k: r[k] for k in ("mean_diff", "low", "high", "p_better")}
-                                    for _, r in cmp.iterrows()}
-        out[m] = entry
+        plot_tier_intervals(res.summaries, "ndcg@5", args.plot)
+    doc = res.to_json()
+    out = doc["methods"]
     if args.json:
-        print_json({"path": str(root), "scheme": args.scheme, "methods": out})
+        print_json(doc)
         return 0
-    metrics = results[args.method[0]].metrics
-    print(f"{len(truth.task_ids)} tasks, {len(pool)} candidates, {args.folds}-fold CV, seed {args.seed}, "
+    metrics = res.results[res.methods[0]].metrics
+    print(f"{len(res.truth.task_ids)} tasks, {len(res.pool)} candidates, {args.folds}-fold CV, seed {args.seed}, "
           f"repeats {args.repeats}, grading {args.scheme}; mean [95% bootstrap interval]")
     header = f"{'method':<12} {'tier':<7} {'n':>3}  " + "  ".join(f"{m:<21}" for m in metrics)
     print(header)

@@ -130,13 +130,15 @@ def nested_config(args: argparse.Namespace) -> NestedConfig:
 
 
 def _meta_model_help() -> str:
-    return "; ".join(f"{n}: " + (f"{META_MODELS.get(n).description}{' (default)' if n == 'mlp' else ''}" if dist is None
-                                 else f"from the distribution {dist}") for n, dist, _ in META_MODELS.members())
+    # builtin(): a plugin whose entry point clashes with a built-in's name must not take the help down
+    return "; ".join(f"{n}: " + (f"{META_MODELS.builtin(n).description}{' (default)' if n == 'mlp' else ''}"
+                                 if dist is None else f"from the distribution {dist}")
+                     for n, dist, _ in META_MODELS.members())
 
 
 def _meta_param_help() -> str:
     """The built-in meta-models' parameters (a plugin's are listed by its errors: it is not imported here)."""
-    own = "; ".join(f"{n}: {META_MODELS.get(n).describe_params()}" for n, dist, _ in META_MODELS.members()
+    own = "; ".join(f"{n}: {META_MODELS.builtin(n).describe_params()}" for n, dist, _ in META_MODELS.members()
                     if dist is None)
     return (f"a parameter of the --meta-model (repeatable; values are YAML, a list also comma-separated), e.g. "
             f"--meta-model ridge --meta-param alphas=0.1,1,10. {own}; a scikit-learn regressor from a "

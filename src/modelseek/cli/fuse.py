@@ -193,6 +193,9 @@ def _optimize(args: argparse.Namespace, runs, features) -> int:
     if args.save:
         learned.save(args.save)
     notes = _coverage_notes(features, learned.fitted_topics)
+    left = learned.info.get("left_out") or {}
+    if left:  # a broken plugin fails alone: the search went on without it
+        notes.insert(0, f"fusion method(s) left out of the search, not usable: {'; '.join(left.values())}")
     if args.json:
         print_json({"fusion": learned.fusion.to_dict(), "describe": learned.fusion.describe(),
                     "fitted_topics": learned.fitted_topics, "train_score": learned.train_score,

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from ..api import folder_request, training_data
-from ..verdicts import rank_explained
+from ..api import rank_explained
 from ..config import parse_overrides
 from ..data.loaders import load_table_task
 from ..data.organisers import find_layout

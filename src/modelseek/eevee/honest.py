@@ -114,10 +114,11 @@ def strength(table: Table) -> np.ndarray:
     return np.nansum(np.nan_to_num(z) * w, 1) / np.maximum(w.sum(1), 1e-300)
 
 
-def outer_splits(table: Table, nested: NestedConfig, seed: int, order: np.ndarray | None = None
-                 ) -> list[tuple[np.ndarray, np.ndarray]]:
+def outer_splits(table: Table, nested: NestedConfig, seed: int, order: np.ndarray | None = None,
+                 meta: MetaConfig | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
     """The outer (training rows, test rows) of ``table`` (rows as given). Splits whose training part is too
-    small for the inner protocol are left out; an empty list means no nested estimate is possible."""
+    small for the inner protocol (``meta``'s, default the default protocol's) are left out; an empty list means no
+    nested estimate is possible."""
     n = table.n_models
     J = nested.outer_splits
     if J < 1:
@@ -142,7 +143,8 @@ def outer_splits(table: Table, nested: NestedConfig, seed: int, order: np.ndarra
             if lo < 1:
                 continue
             splits.append((np.sort(np.array(ranked[:lo])), np.sort(np.array(ranked[lo:hi]))))
-    return [(tr, te) for tr, te in splits if len(tr) >= min_models(MetaConfig()) and len(te) >= 1]
+    fewest = min_models(meta if meta is not None else MetaConfig())
+    return [(tr, te) for tr, te in splits if len(tr) >= fewest and len(te) >= 1]
 
 
 # ------------------------------------------------------------------------------------------------ selectors
@@ -371,11 +373,11 @@ class NestedRunner:
             i = int(np.flatnonzero(np.isnan(key))[0])
             raise InputError(f"model {table.models[i]!r} has no value in the ordering column {nested.split_by!r}",
                              path=table.source or None, field="split_by")
-        self.splits = outer_splits(table, nested, seed, key)
+        self.splits = outer_splits(table, nested, seed, key, meta)
         self.note = "" if self.splits else (
             "no nested estimate: " + ("outer_splits is 0" if nested.outer_splits == 0 else
                                       f"{table.n_models} models leave no outer split with "
-                                      f"{min_models(MetaConfig())} or more training models for the inner "
+                                      f"{min_models(meta)} or more training models for the inner "
                                       f"cross-validation"))
         st = strength(table)
         self.out_of_range = [[table.models[i] for i in te

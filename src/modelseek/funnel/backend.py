@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from ..data.pool import Candidate, Pool
 from ..data.task import Task
-from ..api import rank, rank_explained
+from ..ranking import rank, ranked
 from ..rankers.features import CandidateFailures
 from .costs import MeasuredCosts
 
@@ -56,9 +56,8 @@ class RealBackend:
 
     def features(self, task: Task, cands: Sequence[Candidate]) -> tuple[dict[str, float], dict[str, str]]:
         try:  # a feature method that runs no candidate model ignores the executor (fine-tuning still uses it)
-            run = rank_explained(task, Pool(cands, name="funnel"), method=self.feature_method, allow_failures=True,
-                                 explain=False, executor=self.executor, address=self.address,
-                                 strict_execution=False).run
+            run = ranked(task, Pool(cands, name="funnel"), method=self.feature_method, allow_failures=True,
+                         executor=self.executor, address=self.address, strict_execution=False).run
         except CandidateFailures as exc:  # none of them could be scored
             return {}, {cid: str(f[1]).splitlines()[0] if str(f[1]) else "failed" for cid, f in exc.failures.items()}
         scores = run.scores(task.id) if task.id in run else {}

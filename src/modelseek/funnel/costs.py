@@ -26,7 +26,7 @@ import numpy as np
 
 from ..data.pool import Candidate, Pool
 from ..data.task import Split, Task
-from ..api import rank
+from ..ranking import rank
 from ..errors import ModelseekError
 
 log = logging.getLogger(__name__)

@@ -47,7 +47,7 @@ from ..stats.bootstrap import bootstrap_ci, paired_bootstrap
 from .core import DEFAULT_RRF_K, Block, Fusion, FusionMethod, _as_runs, block_to_run, fuse, make_block
 from .features import TaskFeatures
 from .gates import GAMMAS, Gate, candidate_gates
-from .methods import SearchSpace
+from .methods import SearchSpace, builtin, usable_methods
 from .norms import Norm
 from .persist import read_fusion, save_fusion
 
@@ -84,7 +84,8 @@ def candidate_fusions(run_ids: Sequence[str], methods: Sequence[FusionMethod | s
     for each of ``gates`` in turn, every weighted fusion of the grid that uses at least two runs (and the gated
     run, for a gate on a task feature) with its weights scaled per topic by the gate (per-task weights)."""
     ids = list(run_ids)
-    ms = [FusionMethod.parse(m, field="method") for m in (methods or list(FusionMethod))]
+    every, _ = usable_methods()  # a broken plugin is left out (optimize_fusion says which), never raised
+    ms = [FusionMethod.parse(m, field="method") for m in methods] if methods else every
     ns = [Norm.parse(n, field="norm") for n in (norms or DEFAULT_NORMS)]
     if not ms or not ns:
         raise InputError("the search needs at least one method and one normalisation")
@@ -100,13 +101,17 @@ def candidate_fusions(run_ids: Sequence[str], methods: Sequence[FusionMethod | s
         grid = [grid[i] for i in keep]
     run_ids = tuple(ids)
 
+    by_name = {m.value: m for m in ms}  # a search names its method: the member searched, not a fresh look-up
+
     def make(method, norm, weights, k):
-        return Fusion.build(run_ids, method, norm, weights, DEFAULT_RRF_K if k is None else k)
+        return Fusion.build(run_ids, by_name.get(method, method) if isinstance(method, str) else method, norm,
+                            weights, DEFAULT_RRF_K if k is None else k)
 
     space = SearchSpace(run_ids, tuple(ns), tuple(dict.fromkeys([equal, *singles, *grid])),
                         tuple(float(k) for k in rrf_ks), make)
     chosen = set(ms)
-    staged = [(phase, spec) for m in FusionMethod if m in chosen for phase, spec in m.search(space)]
+    order = every + [m for m in ms if m not in every]
+    staged = [(phase, spec) for m in order if m in chosen for phase, spec in m.search(space)]
     out = [spec for _, spec in sorted(staged, key=lambda x: x[0])]  # stable: method order, then as yielded
     out += [spec.with_gate(g) for g in gates for spec in out if _gateable(spec, g)]
     return list(dict.fromkeys(out))
@@ -256,7 +261,7 @@ def _choose_per_task(M: np.ndarray, cols: list[int], grid: Sequence[Fusion], fla
 def plain_rrf_index(grid: Sequence[Fusion]) -> int | None:
     """Position of plain RRF (equal weights, the default k) in the grid, or None when it is not searched."""
     for i, g in enumerate(grid):
-        if g.method == FusionMethod.RRF and len(set(g.weights)) <= 1 and g.k == DEFAULT_RRF_K:
+        if g.method.value == "rrf" and len(set(g.weights)) <= 1 and g.k == DEFAULT_RRF_K:  # only the built-in
             return i
     return None
 
@@ -411,11 +416,13 @@ def optimize_fusion(runs: Sequence[Run] | Mapping[str, Run], truth: GroundTruth,
     cross-validation (the result has ``cv=None``). ``per_task`` (default) adds to the grid fusions whose
     weights differ per task (:mod:`modelseek.fusion.gates`): gated by each run's spread and by each of the task
     ``features`` (``{feature: {topic: value}}``, e.g. from :func:`~modelseek.fusion.features.read_task_features`),
-    with exponents ``gammas``; they compete under the same selection rule.
+    with exponents ``gammas``; they compete under the same selection rule. ``methods`` (default: every usable
+    one) are searched; a plugin method that cannot be used (it fails to import, breaks the contract or clashes with
+    a built-in) is left out of the default search and named, with why, in ``info["left_out"]``.
     """
     rs = sorted(_as_runs(runs), key=lambda r: r.run_id)  # canonical orders: the files' order changes nothing
     ids = [r.run_id for r in rs]
-    Fusion.build(ids)  # validates the run ids
+    Fusion.build(ids, builtin("rrf"))  # validates the run ids
     s = GradingScheme.parse(scheme)
     k = _ndcg_cut(metric)
     if selection not in SELECTIONS:
@@ -438,6 +445,9 @@ def optimize_fusion(runs: Sequence[Run] | Mapping[str, Run], truth: GroundTruth,
             "methods": sorted({g.method.value for g in grid}), "norms": sorted({g.norm.value for g in grid}),
             "runs": ids, "n_topics_with_truth": len(topics), "n_topics": len(all_topics),
             "per_task": bool(per_task), "task_features": feats.names, "gammas": [float(g) for g in gammas]}
+    left = {} if methods else usable_methods()[1]
+    if left:  # plugin methods that could not be searched: named, each with why (the CLI prints it as a note)
+        info["left_out"] = left
     result = LearnedFusion(grid[best], metric, s.value, list(topics), float(mean_all[best]), None, info)
     if folds is None:
         return result
@@ -497,7 +507,8 @@ def _cross_validate_choice(rs: list[Run], truth: GroundTruth, s: GradingScheme, 
     scores = {LEARNED: evaluate(cv_run, truth, [metric_name], s, topics=topics).per_topic[metric_name]}
     for r in rs:
         scores[r.run_id] = evaluate(r, truth, [metric_name], s, topics=topics).per_topic[metric_name]
-    scores[PLAIN_RRF] = evaluate(fuse(rs, "rrf"), truth, [metric_name], s, topics=topics).per_topic[metric_name]
+    plain = fuse(rs, builtin("rrf"))  # the built-in, also where a plugin's entry point clashes with its name
+    scores[PLAIN_RRF] = evaluate(plain, truth, [metric_name], s, topics=topics).per_topic[metric_name]
     per_topic = pd.DataFrame(scores)
     per_topic.insert(0, "tier", tiers)
     per_topic.insert(0, "fold", [fold_of[t] for t in topics])

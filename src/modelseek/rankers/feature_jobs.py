@@ -188,7 +188,7 @@ def prepare_tasks(tasks: Sequence[Task], config: FeatureJobConfig) -> list[TaskI
                         "regression task)", task.id, ytr[0], len(set(ytr) | set(yva)))
         cannot = [n for n in config.estimators if regression and not estimators.info(n).regression]
         if cannot:
-            able = [n for n in estimators.names() if estimators.info(n).regression]
+            able = [n for n, e in estimators.ESTIMATORS.usable()[0].items() if e.regression]
             raise InputError(f"task {task.id}: a regression task (label kind number, e.g. {ytr[0]!r}); "
                              f"{', '.join(cannot)} need{'s' if len(cannot) == 1 else ''} class labels; estimators "
                              f"for regression: {', '.join(able)}", field="method")

@@ -81,7 +81,8 @@ class _Methods(type):
     """Iterating :class:`FusionMethod` itself lists the registered methods (as iterating an enum would)."""
 
     def __iter__(cls) -> Iterator[FusionMethod]:
-        return iter([FUSION_METHODS.get(n) for n in FUSION_METHODS.names()])
+        """The usable methods (:func:`usable_methods`): a broken plugin is left out, never raised here."""
+        return iter(usable_methods()[0])
 
     def __len__(cls) -> int:
         return len(FUSION_METHODS.names())
@@ -168,6 +169,22 @@ def check_fusion_method(name: str, obj: object) -> FusionMethod:
     return obj
 
 
+def builtin(name: str) -> FusionMethod:
+    """The built-in method ``name``, also where a plugin's entry point of the same name clashes with it: for the
+    package's own uses of a built-in that no user named (plain RRF as the optimiser's baseline)
+    (:meth:`modelseek.registry.Registry.builtin`)."""
+    return FUSION_METHODS.builtin(name)
+
+
+def usable_methods() -> tuple[list[FusionMethod], dict[str, str]]:
+    """(every method a whole-registry use such as the optimiser's search can take, in registration order: the
+    built-ins and each plugin that loads and passes the check; {name: why} of the plugin members left out, each
+    why one line naming the entry point and distribution). A broken plugin fails alone: it is left out here and
+    only a command that names it fails (:meth:`modelseek.registry.Registry.usable`)."""
+    members, left = FUSION_METHODS.usable()
+    return list(members.values()), left
+
+
 def ordered_sum(terms: np.ndarray) -> np.ndarray:
     """``terms`` (``R x ...``) summed over the first axis in increasing order, so that the result depends neither
     on the shape of the block nor on the order of the runs (floating-point addition is not associative)."""
@@ -187,5 +204,5 @@ def weighted_terms(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
     return np.array([float(x) * v[r] for r, x in enumerate(w)]).reshape(-1, *v.shape[1:])
 
 
-__all__ = ["FUSION_METHODS", "FusionMethod", "SearchSpace", "check_fusion_method", "ordered_sum",
-           "weighted_terms"]
+__all__ = ["FUSION_METHODS", "FusionMethod", "SearchSpace", "builtin", "check_fusion_method", "ordered_sum",
+           "usable_methods", "weighted_terms"]
