@@ -327,7 +327,7 @@ class RefitCheck:
         row = self.diffs.loc["all"]
         cell = f"nDCG@5 − avgrank {row['mean_diff']:+.3f} [{row['low']:+.3f}, {row['high']:+.3f}]"
         if self.helps:
-            return f"the refit is measured to help ({cell}): install it with --install-default"
+            return f"the refit is measured to help ({cell}): install it with `install_default`"
         if self.diff is not None and self.diff < 0:
             return f"the refit is below avgrank ({cell}): keep the current default"
         return f"the refit is not measured to help ({cell}; the interval holds 0): keep the current default"

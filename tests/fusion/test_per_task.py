@@ -93,11 +93,20 @@ def test_gated_fusion_is_invariant_to_run_and_topic_order():
     assert g.apply([a, b], features=SIZES) == one
 
 
-def test_gated_fusion_needs_its_task_feature():
+def test_gated_fusion_needs_its_task_feature(tmp_path, cli):
+    from modelseek.fusion.learned import LearnedFusion
+
     a, b = _two_runs()
     f = Fusion.build(["a", "b"], "wsum", "none", [0.5, 0.5], gate=Gate.build("size", 1.0, {"a": 10.0}))
-    with pytest.raises(InputError, match="task feature size; give the tasks"):
+    with pytest.raises(InputError, match="task feature size; give `features` \\(the tasks, or a task features"):
         f.apply([a, b])
+    # the CLI names the options that give the library's `features`
+    LearnedFusion(f, "ndcg@5", "ntcir", ["t1"], 0.5).save(tmp_path / "fusion.json")
+    a.write(tmp_path / "a.txt")
+    b.write(tmp_path / "b.txt")
+    r = cli("fuse", tmp_path / "a.txt", tmp_path / "b.txt", "--apply", tmp_path / "fusion.json", "-o",
+            tmp_path / "out.txt")
+    assert r.code == 1 and "give --tasks DIR or --task-features CSV (the tasks" in r.err, r.err
     with pytest.raises(InputError, match="takes no weights; a gate"):
         Fusion.build(["a", "b"], "combsum", gate=Gate.build("size", 1.0, {"a": 10.0}))
     with pytest.raises(InputError, match="gates run"):

@@ -82,7 +82,7 @@ def register(sub) -> None:
     g.add_argument("--save", metavar="FUSION_JSON", type=OUTPUT_FILE,
                    help="save the learned fusion (versioned, checksummed JSON)")
     p.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, param_flags={"features": "--tasks DIR or --task-features CSV"})
 
 
 def _read_inputs(paths: list[str], names: str | None):

@@ -100,7 +100,8 @@ def _in_flags(exc: ModelseekError, parser: argparse.ArgumentParser, args: argpar
     name (``--train-truth``; ``--param KEY``) — in the text always, as the field for the ranking library's
     parameters and, in a command that sets ``map_params`` (``True``, or the parameter names it maps: a command whose
     library also names recipe or config keys as fields keeps those), for every one. Nested commands (``eevee
-    search``, ``duel db recover``) map to their own options. The library holds the rule, the CLI the flag."""
+    search``, ``duel db recover``) map to their own options; ``param_flags`` names what shows a parameter that no one
+    option's dest is. The library holds the rule, the CLI the flag."""
 
     if not isinstance(exc, InputError):
         return exc
@@ -111,6 +112,8 @@ def _in_flags(exc: ModelseekError, parser: argparse.ArgumentParser, args: argpar
     flags = {a.dest: max(a.option_strings, key=len) for a in sub._actions if a.option_strings}
     if "param" in flags:
         flags.setdefault("params", flags["param"])
+    # a library parameter that several options feed (fuse's task `features`: --tasks or --task-features)
+    flags.update(getattr(args, "param_flags", {}))
     mapped = getattr(args, "map_params", False)
     mapped = mapped if isinstance(mapped, bool) else head in mapped
     # an error located in a file keeps the file's field (an artifact's params.view, a task row's split)

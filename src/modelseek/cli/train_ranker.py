@@ -85,7 +85,8 @@ def run(args: argparse.Namespace) -> int:
         if args.install_default:
             check.check_install(force=args.force)  # the library's policy: below avgrank is not installed
         elif args.method != "avgrank":
-            print(check.verdict())
+            # the library names its function (modelseek.rankers.default.install_default), the CLI its flag
+            print(check.verdict().replace("`install_default`", "--install-default"))
     ranker = build(args.method, params)
     assert isinstance(ranker, Persistable)  # its class was checked above
     ranker.fit(tasks, truth, pool=pool, progress=True)

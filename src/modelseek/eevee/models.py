@@ -78,7 +78,7 @@ class MetaModel:
         if not self.name or not isinstance(self.name, str):
             raise ValueError("a meta-model's name must be a non-empty string")
         if not self.description:
-            raise ValueError(f"meta-model {self.name!r}: give a description (--help lists it)")
+            raise ValueError(f"meta-model {self.name!r}: give a description (the meta-model's help lists it)")
         params = list(inspect.signature(self.fit).parameters)
         if tuple(params[: len(KERNEL_PARAMETERS)]) != KERNEL_PARAMETERS:
             raise TypeError(f"meta-model {self.name!r}: the kernel must take ({', '.join(KERNEL_PARAMETERS)}), "

@@ -153,7 +153,7 @@ def block_to_run(block: Block, fused: np.ndarray, run_id: str, topics: Sequence[
         scores = {d: float(row[j]) for j, d in enumerate(block.docs[ti]) if not math.isnan(row[j])}
         if any(not math.isfinite(s) for s in scores.values()):
             raise InputError(f"topic {t!r}: fused scores overflow (raw scores near the float range); "
-                             f"use a normalisation (--norm min-max)", field="norm")
+                             f"use a normalisation (`norm` min-max)", field="norm")
         if scores:
             out[t] = scores
     return Run.from_scores(out, run_id)
@@ -183,12 +183,13 @@ class Fusion:
             raise InputError("fusion needs at least one run", field="runs")
         if len(set(ids)) != len(ids):
             dup = sorted({r for r in ids if ids.count(r) > 1})
-            raise InputError(f"duplicate run id(s) {', '.join(dup)}; rename the runs (--names)", field="RunID")
+            raise InputError(f"duplicate run id(s) {', '.join(dup)}; rename the runs (give them as a mapping "
+                             f"{{new id: run}})", field="RunID")
         if not m.uses_scores:
             n = Norm.parse(norm or "none", field="norm")
             if n is not Norm.NONE:
                 raise InputError(f"{m.value} fuses ranks; normalisation {n.value!r} does not apply (use wsum or "
-                                 f"combsum with --norm)", field="norm")
+                                 f"combsum with `norm`)", field="norm")
         else:
             n = Norm.parse(norm or "min-max", field="norm")
         try:
@@ -262,7 +263,8 @@ class Fusion:
         have = [r.run_id for r in runs]
         if len(set(have)) != len(have):
             dup = sorted({r for r in have if have.count(r) > 1})
-            raise InputError(f"duplicate run id(s) {', '.join(dup)}; rename the runs (--names)", field="RunID")
+            raise InputError(f"duplicate run id(s) {', '.join(dup)}; rename the runs (give them as a mapping "
+                             f"{{new id: run}})", field="RunID")
         missing = [r for r in self.run_ids if r not in have]
         extra = [r for r in have if r not in self.run_ids]
         if missing or extra:
@@ -289,8 +291,8 @@ class Fusion:
         given = TaskFeatures.of(features)
         lacking = [f for f in self.task_features if f not in given.values]
         if lacking:
-            raise InputError(f"the fusion weighs runs by the task feature {', '.join(lacking)}; give the tasks "
-                             f"(--tasks DIR) or a task features file (--task-features CSV)", field="features")
+            raise InputError(f"the fusion weighs runs by the task feature {', '.join(lacking)}; give `features` "
+                             f"(the tasks, or a task features table)", field="features")
         block = make_block(ordered, features=given)
         return block_to_run(block, self.fused_scores(block), run_id or self.default_run_id())
 

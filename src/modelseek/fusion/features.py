@@ -68,7 +68,7 @@ class TaskFeatures:
         """Both sets of features; a feature named by both is an error."""
         both = sorted(set(self.values) & set(other.values))
         if both:
-            raise InputError(f"task feature(s) {', '.join(both)} given twice (by --tasks and --task-features)",
+            raise InputError(f"task feature(s) {', '.join(both)} given twice (by the tasks and the features table)",
                              field="task features")
         return TaskFeatures({**self.values, **other.values})
 
