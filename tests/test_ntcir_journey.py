@@ -58,6 +58,16 @@ def test_the_train_split_cross_fits_with_the_truth_in_data(cli, repo, tmp_path):
     assert "ranking the 6 training tasks" in r.out
     (run,) = read_runs(out).values()
     assert sorted(run) == [str(1001 + i) for i in range(6)]
+    # ROOT/data is the same folder to the one resolver: the same cross-fitted run
+    again = tmp_path / "cv-data.txt"
+    r = cli("rank", repo / "data", "--split", "train", "-m", "avgrank", "--cv", "3", "-o", again, "--show", "0")
+    assert r.code == 0 and again.read_bytes() == out.read_bytes(), r.err
+
+
+def test_cv_without_a_ground_truth_names_the_option(cli, tiny_layout):
+    (tiny_layout / "ground-truth.csv").unlink()
+    assert_one_error_line(cli("rank", tiny_layout, "-m", "avgrank", "--cv", "3"), "no ground truth here",
+                          "--train-truth")
 
 
 def test_split_needs_the_organisers_layout(cli, tmp_path):

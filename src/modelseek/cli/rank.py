@@ -17,7 +17,6 @@ from ..api import folder_request, training_data
 from ..api import rank_explained
 from ..config import parse_overrides
 from ..data.loaders import load_table_task
-from ..data.organisers import find_layout
 from ..data.run import write_runs
 from ..data.task import LabelKind, TaskSet
 from ..errors import InputError
@@ -79,7 +78,8 @@ def register(sub) -> None:
                    help="print the rankings of at most this many tasks")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_verify_args(p)
-    p.set_defaults(func=run, map_params=True)  # library errors name parameters: shown as flags
+    # library errors name parameters: shown as flags (the folder's ground truth is --train-truth here)
+    p.set_defaults(func=run, map_params=True, param_flags={"ground_truth": "--train-truth"})
 
 
 def _tasks(args) -> tuple[list, str | None]:
@@ -177,7 +177,9 @@ def run(args: argparse.Namespace) -> int:
         if args.cv:
             from ..bench import cross_validate  # lazy: pandas; (imported here: the plain path stays light)
 
-            truth = load_truth(args.train_truth, _data_root(root) if root.is_dir() else root.parent)
+            # the folder's ground truth by the one resolver (modelseek.data.folder), as bench reads it
+            truth = (args.request.folder.truth() if args.request is not None and not args.train_truth
+                     else load_truth(args.train_truth, root.parent))
             if args.device and "device" in ranker_class(method).param_names():
                 params = {**params, "device": args.device}
             res = cross_validate(method, truth, pool, tasks=TaskSet(tasks), folds=args.cv, seed=args.seed,
@@ -205,12 +207,6 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _print_runs(args, runs, explanations, layers, pool)
     return verify_after_rank(args, runs, tasks, pool)
-
-
-def _data_root(root: Path) -> Path:
-    """Where ground-truth.csv sits beside the tasks: the organisers' data/ folder of a repository root."""
-    layout = find_layout(root)
-    return layout.data if layout is not None else root
 
 
 def _default_lines(methods) -> list[str]:
