@@ -39,6 +39,10 @@ install: $(PY)
 demo: install-demo
 	HF_HUB_OFFLINE=1 $(PY) -m modelseek demo --out out
 
+# two pytest-xdist workers, one per core of the project's machine (tests/conftest.py gives each one compute thread
+# and keeps the packages that start PostgreSQL or Ray on one worker); PYTEST_WORKERS= runs the suite in one process
+PYTEST_WORKERS ?= -n 2 --dist loadgroup
+
 test: install
 	# the leaderboard's browser test drives Debian's chromium: installed here when we are root with apt
 	# (otherwise the test is skipped and its reason names the command that enables it)
@@ -47,11 +51,11 @@ test: install
 		{ apt-get install -y -qq --no-install-recommends chromium >/dev/null 2>&1 \
 		  || { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null; }; } \
 		|| echo "chromium not installed (apt-get failed): the browser test will be skipped"; fi
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q $(PYTEST_WORKERS)
 
 # the quick loop: every test package, without the tests marked slow (each mark says why); run `make install` once
 test-fast:
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -m "not slow"
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q $(PYTEST_WORKERS) -m "not slow"
 
 # ruff (rules in pyproject's [tool.ruff]) and mypy (files and strictness in [tool.mypy]) over src/modelseek
 lint: install

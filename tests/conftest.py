@@ -9,6 +9,13 @@ import pytest
 
 from modelseek.testing.cli import CLIResult, run_cli, run_cli_subprocess  # noqa: F401  (re-exported)
 
+# Under pytest-xdist (``make test``: two workers on two cores) each worker computes on one thread: torch's and
+# BLAS's own thread pools (one thread per core by default) would otherwise put four busy threads on two cores. The
+# subprocesses the tests start inherit it. Tests that set a thread count themselves keep theirs.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 # Hermetic caches: the suite never reads or writes the user's ~/.cache/modelseek.
@@ -33,6 +40,18 @@ try:
     _hypothesis_settings.load_profile(os.environ.get("MODELSEEK_HYPOTHESIS", "modelseek"))
 except ImportError:  # hypothesis is a dev dependency; the tests that need it import it themselves
     pass
+
+#: test packages whose session-scoped fixtures start a server or a cluster (PostgreSQL, Ray): under pytest-xdist
+#: (``make test`` runs two workers) each package runs on one worker, so each is started once
+ONE_WORKER = ("duel", "rankers_ray")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        parts = Path(str(item.fspath)).relative_to(Path(__file__).resolve().parent).parts
+        if len(parts) > 1 and parts[0] in ONE_WORKER:
+            item.add_marker(pytest.mark.xdist_group(parts[0]))
+
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"

@@ -231,7 +231,7 @@ def test_a_registered_executor_scores_frozen_features_through_the_cli(threads, t
     assert again.code == 0 and out.read_bytes() == local_run and len(Threads.ran) == 2  # read from the store
     # a method that runs no candidate model takes no executor but the local one
     r = cli("rank", task_and_pool[0], "--pool", task_and_pool[1], "-m", "random", "--executor", "threads")
-    assert r.code == 1 and "runs no candidate model: --executor threads" in r.err
+    assert r.code == 1 and "runs no candidate model: --executor 'threads'" in r.err
 
 
 # ------------------------------------------------------------------------------------------ from a distribution
