@@ -23,6 +23,7 @@ import modelseek
 from modelseek.data.pool import Candidate, Pool
 from modelseek.errors import InputError
 from modelseek import register
+from modelseek.testing.plugins import install_distribution, plugin_env
 from modelseek.executors import EXECUTORS, Executor, Outcome, Shared, Unit, make_executor
 from modelseek.finetune import run_grid
 from modelseek.registry import UnknownNameError
@@ -236,17 +237,11 @@ def test_a_registered_executor_scores_frozen_features_through_the_cli(threads, t
 
 # ------------------------------------------------------------------------------------------ from a distribution
 def _distribution(site: Path, entry_points: str) -> Path:
-    site.mkdir(parents=True, exist_ok=True)
-    (site / "ms_executor_demo.py").write_text(THREADS, encoding="utf-8")
-    info = site / "ms_executor_demo-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ms_executor_demo\nVersion: 0.1\n", encoding="utf-8")
-    (info / "entry_points.txt").write_text(entry_points, encoding="utf-8")
-    return site
+    return install_distribution(site, "ms_executor_demo", {"ms_executor_demo": THREADS}, entry_points)
 
 
 def _env(site: Path) -> dict[str, str]:
-    return {"PYTHONPATH": os.pathsep.join([SRC, str(site)])}
+    return plugin_env(site)
 
 
 @pytest.mark.slow(reason="three fresh interpreters, one featurising three tiny BERTs (about 8 s)")

@@ -13,6 +13,7 @@ import pytest
 
 import modelseek
 from modelseek.testing.cli import run_cli_subprocess
+from modelseek.testing.plugins import install_distribution, plugin_env
 
 PLUGIN = '''
 import numpy as np
@@ -76,13 +77,7 @@ ROOTSUM = FusionMethod("rootsum", "sum of square roots of normalised scores", us
 
 
 def _distribution(site: Path, entry_points: str, name: str = "ms_plugin_demo") -> Path:
-    site.mkdir(parents=True, exist_ok=True)
-    (site / f"{name}.py").write_text(PLUGIN, encoding="utf-8")
-    info = site / f"{name}-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n", encoding="utf-8")
-    (info / "entry_points.txt").write_text(entry_points, encoding="utf-8")
-    return site
+    return install_distribution(site, name, {name: PLUGIN}, entry_points)
 
 
 GOOD = """[modelseek.estimators]
@@ -104,8 +99,7 @@ best_first = ms_plugin_demo:BestFirst
 
 
 def _cli(site: Path, *args):
-    src = str(Path(modelseek.__file__).resolve().parents[1])
-    return run_cli_subprocess(*args, env={"PYTHONPATH": os.pathsep.join([src, str(site)])})
+    return run_cli_subprocess(*args, env=plugin_env(site))
 
 
 @pytest.fixture(scope="module")
@@ -128,12 +122,11 @@ def test_plugins_are_listed_without_being_imported(site):
     code = ("import sys, modelseek.estimators as e, modelseek.rankers._registry as r, modelseek.align.sources as s; "
             "print('class_gap' in e.names(), 'by_name_length' in r.RANKERS.names(), 'echo' in s.SOURCES.names(), "
             "'ms_plugin_demo' in sys.modules, s.SOURCES.get('echo').__name__)")
-    src = str(Path(modelseek.__file__).resolve().parents[1])
     import subprocess
     import sys
 
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": os.pathsep.join([src, str(site)])})
+                         env={**os.environ, **plugin_env(site)})
     assert out.stdout.split() == ["True", "True", "True", "False", "EchoSource"], out.stderr
 
 
@@ -255,14 +248,8 @@ class Farthest(Retriever):
 
 
 def _bad_distribution(site: Path) -> Path:
-    site.mkdir(parents=True, exist_ok=True)
-    (site / "ms_bad.py").write_text(BAD, encoding="utf-8")
-    (site / "ms_bad_broken.py").write_text("import this_module_does_not_exist\n", encoding="utf-8")
-    info = site / "ms_bad-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ms-bad\nVersion: 0.1\n", encoding="utf-8")
-    (info / "entry_points.txt").write_text(BAD_ENTRY_POINTS, encoding="utf-8")
-    return site
+    return install_distribution(site, "ms-bad", {"ms_bad": BAD, "ms_bad_broken": "import this_module_does_not_exist\n"},
+                                BAD_ENTRY_POINTS)
 
 
 def _one_line_error(r, *needles: str) -> None:
@@ -338,15 +325,9 @@ def test_a_meta_model_and_a_style_retriever_from_a_distribution_run_through_the_
     from modelseek.testing import make_ntcir_layout
     from modelseek.testing.style import make_b_layout
 
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "ms_more.py").write_text(GOOD_EXTRA, encoding="utf-8")
-    info = site / "ms_more-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ms-more\nVersion: 0.1\n", encoding="utf-8")
-    (info / "entry_points.txt").write_text("[modelseek.meta_models]\nskridge = ms_more:RIDGE\n\n"
-                                           "[modelseek.style_retrievers]\nfarthest = ms_more:Farthest\n",
-                                           encoding="utf-8")
+    site = install_distribution(tmp_path / "site", "ms-more", {"ms_more": GOOD_EXTRA},
+                                {"modelseek.meta_models": {"skridge": "ms_more:RIDGE"},
+                                 "modelseek.style_retrievers": {"farthest": "ms_more:Farthest"}})
     layout = make_ntcir_layout(tmp_path / "ntcir", n_tasks=6, n_models=8, seed=3)
     args = ("eevee", "search", "--ground-truth", layout / "ground-truth.csv", "-k", "2", "--generations", "1",
             "--population", "6", "--workers", "1", "--json")
@@ -464,16 +445,8 @@ def _install_guide_distribution(site: Path) -> Path:
 
     blocks = _guide_blocks()
     project = tomllib.loads(blocks["pyproject.toml"])["project"]
-    site.mkdir(parents=True, exist_ok=True)
-    (site / "my_plugins.py").write_text(blocks["my_plugins.py"], encoding="utf-8")
-    info = site / f"{project['name'].replace('-', '_')}-{project['version']}.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {project['name']}\nVersion: {project['version']}\n",
-                                   encoding="utf-8")
-    (info / "entry_points.txt").write_text("".join(
-        f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in eps.items()) + "\n"
-        for group, eps in project["entry-points"].items()), encoding="utf-8")
-    return site
+    return install_distribution(site, project["name"], {"my_plugins": blocks["my_plugins.py"]},
+                                project["entry-points"], version=project["version"])
 
 
 def test_the_guide_table_is_the_declaration_of_every_kind():
@@ -496,7 +469,7 @@ def test_the_guides_blocks_run_from_an_outside_distribution(tmp_path):
     from modelseek.testing.finetune import make_learnable_bert
 
     site = _install_guide_distribution(tmp_path / "site")
-    env = {"PYTHONPATH": os.pathsep.join([str(Path(modelseek.__file__).resolve().parents[1]), str(site)])}
+    env = plugin_env(site)
     # the plugin author's own tests, as written in the guide
     tests = tmp_path / "authors"
     tests.mkdir()
@@ -530,15 +503,10 @@ def test_the_guides_blocks_run_from_an_outside_distribution(tmp_path):
 def test_building_the_parser_and_help_import_no_plugin(tmp_path):
     from modelseek.kinds import KINDS
 
-    site = tmp_path / "site"
-    site.mkdir()
     marker = tmp_path / "imported"
-    (site / "ms_spy.py").write_text(f"open({str(marker)!r}, 'a').write('x')\nTHING = None\n", encoding="utf-8")
-    info = site / "ms_spy-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ms-spy\nVersion: 0.1\n", encoding="utf-8")
-    (info / "entry_points.txt").write_text("".join(f"[{k.group}]\nspy_{i} = ms_spy:THING\n\n"
-                                                   for i, k in enumerate(KINDS)), encoding="utf-8")
+    site = install_distribution(tmp_path / "site", "ms-spy",
+                                {"ms_spy": f"open({str(marker)!r}, 'a').write('x')\nTHING = None\n"},
+                                {k.group: {f"spy_{i}": "ms_spy:THING"} for i, k in enumerate(KINDS)})
     for args in (("--help",), ("rank", "--help"), ("fuse", "--help"), ("eevee", "search", "--help"),
                  ("finetune", "--help"), ("plugins", "--no-load")):
         r = _cli(site, *args)

@@ -47,15 +47,8 @@ def rank_explained(tasks: Task | Iterable[Task] | str | Path | ResolvedFolder, p
     and ``rank --json`` carries. Each explanation that predicts criticality and the top-1 regret (``adaptive``'s,
     the default's) holds the regret rule's tier and the budget curve (:func:`modelseek.verdicts.with_verdicts`).
 
-    ``tasks`` and ``split`` as for :func:`rank` (a folder is read by :func:`folder_request`).
-
-    ``train_truth`` and ``train_tasks`` may be paths, read by :func:`training_data` as ``rank --train-truth`` and
-    ``--train-tasks`` read them. ``train_pool`` is the pool whose ids the training truth uses (default ``pool``);
-    ``train_source`` the file that names the training models, named by the error when a candidate to rank is not
-    among them.
-    ``executor``, ``address`` and ``device`` as for :func:`rank`; ``strict_execution=False`` accepts ``ray`` for a
-    method that runs no candidate model (``rank --verify-top`` uses the executor for fine-tuning).
-    """
+    Every other parameter is :func:`modelseek.ranking.ranked`'s (the tasks or a folder, the training data as
+    objects or paths, the pool the training truth names, the executor, ``strict_execution``)."""
     done = ranked(tasks, pool, method, train_truth=train_truth, train_tasks=train_tasks, run_id=run_id,
                   progress=progress, allow_failures=allow_failures, split=split, train_pool=train_pool,
                   train_source=train_source, executor=executor, address=address, device=device,

@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-import modelseek
 from modelseek.eevee import META_MODELS, BatchedEvaluator, LoopEvaluator, MetaConfig, SearchConfig, load_table, search
 from modelseek.eevee.meta_models import check_meta_model, regressor_meta_model
 from modelseek import register
@@ -183,15 +181,12 @@ def test_an_outside_regressors_parameter_set_by_meta_param_reaches_its_fits(tmp_
 
     from modelseek.testing.cli import run_cli_subprocess
 
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "ms_meta.py").write_text("from sklearn.linear_model import Ridge\n\nRIDGE = Ridge(alpha=10.0)\n",
-                                     encoding="utf-8")
-    info = site / "ms_meta-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ms-meta\nVersion: 0.1\n", encoding="utf-8")
-    (info / "entry_points.txt").write_text("[modelseek.meta_models]\nskridge = ms_meta:RIDGE\n", encoding="utf-8")
-    env = {"PYTHONPATH": os.pathsep.join([str(Path(modelseek.__file__).resolve().parents[1]), str(site)])}
+    from modelseek.testing.plugins import install_distribution, plugin_env
+
+    site = install_distribution(tmp_path / "site", "ms-meta",
+                                {"ms_meta": "from sklearn.linear_model import Ridge\n\nRIDGE = Ridge(alpha=10.0)\n"},
+                                {"modelseek.meta_models": {"skridge": "ms_meta:RIDGE"}})
+    env = plugin_env(site)
     args = ("eevee", "search", "--table", small_gate, "-k", "2", *TINY, "--json", "--meta-model", "skridge")
     runs = {}
     for alpha in ("10", "0.5"):

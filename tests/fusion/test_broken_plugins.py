@@ -7,7 +7,6 @@ estimators a refusal names). The outside distribution is a folder of files on PY
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from modelseek.data.run import read_run, write_runs
 from modelseek.fusion.learned import optimize_fusion
 from modelseek.testing import make_ntcir_layout
 from modelseek.testing.cli import assert_one_error_line, message_lines, run_cli_subprocess
+from modelseek.testing.plugins import install_distribution, plugin_env
 
 PLUGIN = '''
 import numpy as np
@@ -52,18 +52,11 @@ broken_estimator = ms_fbad_missing:score
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
-    site = tmp_path_factory.mktemp("fbad-site")
-    (site / "ms_fbad.py").write_text(PLUGIN, encoding="utf-8")
-    info = site / "ms_fbad-0.1.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: ms-fbad\nVersion: 0.1\n", encoding="utf-8")
-    (info / "entry_points.txt").write_text(ENTRY_POINTS, encoding="utf-8")
-    return site
+    return install_distribution(tmp_path_factory.mktemp("fbad-site"), "ms-fbad", {"ms_fbad": PLUGIN}, ENTRY_POINTS)
 
 
 def _cli(site: Path, *args):
-    src = str(Path(ms.__file__).resolve().parents[1])
-    return run_cli_subprocess(*args, env={"PYTHONPATH": os.pathsep.join([src, str(site)])})
+    return run_cli_subprocess(*args, env=plugin_env(site))
 
 
 @pytest.fixture(scope="module")
