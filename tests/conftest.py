@@ -47,8 +47,9 @@ ONE_WORKER = ("duel", "rankers_ray")
 
 
 def pytest_collection_modifyitems(config, items):
+    here = Path(__file__).resolve().parent
     for item in items:
-        parts = Path(str(item.fspath)).relative_to(Path(__file__).resolve().parent).parts
+        parts = item.path.relative_to(here).parts
         if len(parts) > 1 and parts[0] in ONE_WORKER:
             item.add_marker(pytest.mark.xdist_group(parts[0]))
 

@@ -272,11 +272,7 @@ class Registry(Generic[T]):
         if name in self._items:
             return self._items[name]
         if name in self._lazy:
-            obj = _target(self._lazy[name])
-            member = self.check(name, obj)
-            self._items[name] = member
-            del self._lazy[name]
-            return member
+            return self._load_lazy(name)
         if name in self._plugins:
             return self._load_plugin(name)
         names = self.names()
@@ -290,15 +286,20 @@ class Registry(Generic[T]):
         del self._items[name]
         self._loaded_eps.pop(name, None)
 
+    def _load_lazy(self, name: str) -> T:
+        """Import the lazy built-in ``name`` (its ``"module:Attr"``), through the kind's check, once."""
+        member = self.check(name, _target(self._lazy[name]))
+        self._items[name] = member
+        del self._lazy[name]
+        return member
+
     def builtin(self, name: str) -> T:
         """The built-in member ``name``, also where a plugin's entry point of the same name clashes with it (then
         :meth:`get` refuses the ambiguous name): for the package's own uses of a built-in that no user named. Any
         other name is :meth:`get`'s."""
+        if name in self._lazy:
+            return self._load_lazy(name)
         if name in self._builtin_names() and name not in self._loaded_eps:
-            if name in self._lazy:
-                member = self.check(name, _target(self._lazy[name]))
-                self._items[name] = member
-                del self._lazy[name]
             return self._items[name]
         return self.get(name)
 

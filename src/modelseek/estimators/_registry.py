@@ -144,19 +144,22 @@ def checked(name: str, fn: Callable[..., float], kind: InputKind, *, scale_invar
 ESTIMATORS: PluginRegistry[EstimatorInfo] = PluginRegistry("estimator", "modelseek.estimators")
 
 
-def estimator_record(name: str, fn: Callable[..., float], *, input: str | InputKind = "features",
-                     seeded: bool = False, higher_is_better: bool = True, uses_validation: bool = False,
-                     scale_invariant: bool = True, regression: bool = False) -> EstimatorInfo:
+def estimator_record(name: str, fn: Callable[..., float] | EstimatorInfo, **properties: Any) -> EstimatorInfo:
     """The estimator kind's ``build`` (:data:`modelseek.kinds.KINDS`): what
     ``register("estimator", fn, name=..., input=..., seeded=...)`` registers, ``fn(features_or_probs, labels,
-    **options) -> float`` with its properties, behind the contract's input, scale and result checks
-    (:func:`checked`); the module keeps the plain function."""
-    kind = InputKind.parse(input, "input")
+    **options) -> float`` with its properties (:func:`_with_properties`), behind the contract's input, scale and
+    result checks (:func:`checked`); the module keeps the plain function. A record is registered as it is."""
     if isinstance(fn, EstimatorInfo):
-        if (input, seeded, higher_is_better, uses_validation, scale_invariant, regression) != (
-                "features", False, True, False, True, False):
+        if properties:
             raise TypeError(f"estimator {name!r}: an EstimatorInfo carries its own properties; give none")
         return fn
+    return _with_properties(name, fn, **properties)
+
+
+def _with_properties(name: str, fn: Callable[..., float], *, input: str | InputKind = "features",
+                     seeded: bool = False, higher_is_better: bool = True, uses_validation: bool = False,
+                     scale_invariant: bool = True, regression: bool = False) -> EstimatorInfo:
+    kind = InputKind.parse(input, "input")
     return EstimatorInfo(name=name, fn=checked(name, fn, kind, scale_invariant=bool(scale_invariant),
                                                regression=bool(regression)),
                          input=kind, seeded=bool(seeded), higher_is_better=bool(higher_is_better),
