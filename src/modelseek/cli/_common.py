@@ -21,17 +21,22 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
 
+from .. import clash as paths_rule
 from ..config import MAX_SAMPLES, Constraint, Interval, check, coerce
 from ..data.pool import load_pool
 from ..data.truth import GradingScheme, GroundTruth
 from ..errors import InputError
 from ..io import check_readable
 from ..data.organisers import find_layout
+
+
+#: the role (modelseek.clash) of a path option whose ``type=`` says it (input_file_of adds its converters)
+_TYPE_ROLES: dict[Callable, str] = {}
 
 
 # ------------------------------------------------------------------------------------------ option types
@@ -206,6 +211,7 @@ def input_file_of(what: str) -> Callable[[str], InputFile]:
         return value
 
     convert.__name__ = what
+    _TYPE_ROLES[convert] = paths_rule.INPUT
     return convert
 
 
@@ -223,18 +229,78 @@ def existing_file(text: str) -> InputFile:
     return InputFile(text)
 
 
-def check_before_work(args: argparse.Namespace) -> None:
+def check_before_work(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> None:
     """What the entry point runs after parsing and before the command: the command's option check (set by
-    ``p.set_defaults(options_check=FUNCTION)``: options that need each other, counts) and then the one check of every
-    input file given (:func:`modelseek.io.check_readable`). Every problem is a ``ModelseekError`` (one line,
-    exit 1) before a second of work."""
+    ``p.set_defaults(options_check=FUNCTION)``: options that need each other, counts), a run id to write checked
+    by the rule ``validate`` applies (:func:`modelseek.data.run.check_run_id`), the one check of every input file
+    given (:func:`modelseek.io.check_readable`) and, given the command's ``parser``, the one rule that no path it
+    writes is one it reads (:func:`check_paths`). Every problem is a ``ModelseekError`` (one line, exit 1) before
+    a second of work."""
     check = getattr(args, "options_check", None)
     if check is not None:
         check(args)
+    if isinstance(getattr(args, "run_id", None), str):
+        from ..data.run import check_run_id
+
+        check_run_id(args.run_id, field="--run-id")
     for value in vars(args).values():
         for item in value if isinstance(value, (list, tuple)) else (value,):
             if isinstance(item, InputFile):
                 check_readable(item, item.what)
+    if parser is not None:
+        check_paths(parser, args)
+
+
+# ------------------------------------------------------------------------------- paths read and written
+
+def declare_paths(parser: argparse.ArgumentParser, *, inputs: Sequence[str] = (), outputs: Sequence[str] = (),
+                  output_dirs: Mapping[str, Sequence[str]] | Sequence[str] = (),
+                  databases: Sequence[str] = ()) -> None:
+    """Declare, by ``dest``, which options (and positionals) of ``parser`` name paths the command reads
+    (``inputs``: files or folders), writes (``outputs``: files), writes into (``output_dirs``: a folder, with the
+    names it writes there as fnmatch patterns where known) or reads and writes (``databases``: ``--db``). Options
+    typed ``INPUT_FILE``/``EXISTING_FILE``/``EXISTING_DIR``/``OUTPUT_FILE``/``OUTPUT_DIR`` need no declaration.
+    Before any work, :func:`check_paths` refuses a written path that is a read one (:mod:`modelseek.clash`)."""
+    actions = {a.dest: a for a in parser._actions}
+    dirs = output_dirs if isinstance(output_dirs, Mapping) else {d: () for d in output_dirs}
+    for role, dests in ((paths_rule.INPUT, inputs), (paths_rule.OUTPUT, outputs), (paths_rule.OUTPUT_DIR, dirs),
+                        (paths_rule.DATABASE, databases)):
+        for dest in dests:
+            action = actions[dest]  # a KeyError is a typo in the command module, found by every test
+            action.path_role = role  # type: ignore[attr-defined]
+            action.path_writes = tuple(dirs.get(dest, ()))  # type: ignore[attr-defined]
+
+
+def path_role(action: argparse.Action) -> str | None:
+    """The role (:data:`modelseek.clash.ROLES`) of ``action``'s path: declared, else said by its ``type=``."""
+    return getattr(action, "path_role", None) or _TYPE_ROLES.get(action.type)  # type: ignore[arg-type]
+
+
+def flag_of(action: argparse.Action) -> str:
+    """How a user names ``action``: its longest option string, or a positional's metavar (``RUN``, ``PATH``)."""
+    if action.option_strings:
+        return max(action.option_strings, key=len)
+    return str(action.metavar or action.dest.upper())
+
+
+def path_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[paths_rule.PathArg]:
+    """Every path ``args`` gives to the command of ``parser``, with its role (lists: each item)."""
+    out = []
+    for action in parser._actions:
+        role = path_role(action)
+        value = getattr(args, action.dest, None)
+        if role is None or value is None:
+            continue
+        for item in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(item, (str, os.PathLike)):
+                out.append(paths_rule.PathArg(flag_of(action), item, role, getattr(action, "path_writes", ())))
+    return out
+
+
+def check_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """The one rule for every writing command: no output is an input or another output, whatever the names
+    (symlinks, ``..``); a database is no FIFO or device (:func:`modelseek.clash.refuse_clashes`)."""
+    paths_rule.refuse_clashes(path_args(parser, args))
 
 
 def existing_dir(text: str) -> Path:
@@ -285,6 +351,8 @@ def _creatable(text: str) -> Path:
     return p
 
 
+_TYPE_ROLES.update({existing_file: paths_rule.INPUT, existing_dir: paths_rule.INPUT, output_file: paths_rule.OUTPUT,
+                    output_dir: paths_rule.OUTPUT_DIR})
 EXISTING_FILE = existing_file
 INPUT_FILE = input_file
 RUN_FILE = input_file_of("run file")

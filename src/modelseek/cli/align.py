@@ -10,6 +10,7 @@ from ..align.formats import (REGISTRY_ENV, ModelRegistry, StimulusCatalog, Submi
                              validate_align_submission)
 from ..errors import InputError
 from ..io import atomic_write_text
+from ._common import declare_paths
 from ._common import POSITIVE_INT, SEED, UNIT_INTERVAL, choice, int_at_least, metavar, print_json
 
 
@@ -24,6 +25,7 @@ def _common(p: argparse.ArgumentParser, data: bool = True) -> None:
         p.add_argument("--batch-size", type=POSITIVE_INT, default=32)
         p.add_argument("--unbiased", action="store_true", help="unbiased HSIC (Song et al. 2012) in CKA")
     p.add_argument("--json", action="store_true", help="machine-readable output")
+    declare_paths(p, inputs=["registry", "catalog"], output_dirs=["cache_dir"] if data else ())
 
 
 def register(sub) -> None:
@@ -42,6 +44,7 @@ def register(sub) -> None:
     e.add_argument("--models", nargs="+", help="these registry models (default: all)")
     e.add_argument("-o", "--output-dir", help="write <model_name>.npy files and embeddings.json here")
     _common(e)
+    declare_paths(e, output_dirs={"output_dir": ("*.npy", "embeddings.json")})
     e.set_defaults(func=run_embed)
 
     m = s.add_parser("matrix", help="CKA matrix of registry models on the catalog; list near-duplicates")
@@ -52,6 +55,7 @@ def register(sub) -> None:
                                           "--cka-matrix' reads) or CSV")
     m.add_argument("--plot", help="write a heat map PNG here")
     _common(m)
+    declare_paths(m, outputs=["output", "plot"])
     m.set_defaults(func=run_matrix)
 
     c = s.add_parser("convert", help="rewrite a submission in the live or the draft form")
@@ -61,6 +65,7 @@ def register(sub) -> None:
     c.add_argument("-o", "--output", help="write here (default: print)")
     c.add_argument("--registry", help="model registry JSON, for the layer_name of each model (live) "
                                       "(default: $MODELSEEK_MODEL_REGISTRY if set)")
+    declare_paths(c, inputs=["submission", "registry"], outputs=["output"])
     c.set_defaults(func=run_convert)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 
@@ -80,6 +85,7 @@ def _add_validate(s) -> None:
     v.add_argument("--no-check-files", action="store_true", help="do not check that image files exist")
     v.add_argument("--deep", action="store_true", help="build the models: check layer paths and output_dim")
     _common(v, data=False)
+    declare_paths(v, inputs=["submission"])
     v.set_defaults(func=run_validate)
 
 
@@ -89,6 +95,7 @@ def _add_score(s) -> None:
     sc.add_argument("--min-models", type=int_at_least(1), default=2)
     sc.add_argument("--min-stimuli", type=int_at_least(1), default=2)
     _common(sc)
+    declare_paths(sc, inputs=["submission"])
     sc.set_defaults(func=run_score)
 
 
@@ -117,6 +124,7 @@ def _add_optimize(s) -> None:
     o.add_argument("--trajectory", help="write the score trajectory (JSON) here")
     o.add_argument("--plot", help="write a PNG of the score trajectory here")
     _common(o)
+    declare_paths(o, inputs=["cka_matrix", "embeddings", "compare"], outputs=["output", "trajectory", "plot"])
     o.set_defaults(func=run_optimize)
 
 

@@ -17,6 +17,7 @@ import sys
 from ..errors import InputError
 from ..evaluate import evaluate
 from ..metrics import RANKING_METRICS as _DEFAULT
+from ._common import declare_paths
 from ._common import PROBABILITY, RUN_FILE, SAMPLE_COUNT, SEED, print_json
 from ._truth import add_truth_args, check_shared_topics, harmonise, load_runs, read_truth
 
@@ -46,6 +47,7 @@ def register(sub) -> None:
     fmt.add_argument("--json", action="store_true")
     fmt.add_argument("--markdown", action="store_true")
     fmt.add_argument("--latex", action="store_true")
+    declare_paths(p, inputs=["pool"])
     p.set_defaults(func=run)
 
 

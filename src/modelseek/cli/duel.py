@@ -14,6 +14,7 @@ from pathlib import Path
 from ..data.run import read_runs
 from ..errors import InputError
 from ..io import atomic_write_text
+from ._common import declare_paths
 from ._common import (OUTPUT_FILE, PORT, POSITIVE_FLOAT, PROBABILITY, SAMPLE_COUNT, SEED,
                       add_scheme, load_truth, print_json)
 
@@ -70,6 +71,7 @@ def register(sub) -> None:
     c.add_argument("--params", type=POSITIVE_FLOAT, help="number of parameters")
     c.add_argument("--source", help="link to the model")
     _metadata_arg(c)
+    declare_paths(c, inputs=["folders", "metadata"])
     c.set_defaults(func=_compile)
 
     v = dsub.add_parser("validate", help="check submission files against the leaderboard's tasks")
@@ -77,6 +79,7 @@ def register(sub) -> None:
     _metadata_arg(v)
     v.add_argument("--reference", metavar="FILE", help="also check them against a board's reference (the "
                                                         "benchmark's doc_ids and gold labels, see db init)")
+    declare_paths(v, inputs=["submissions", "metadata", "reference"])
     v.set_defaults(func=_validate)
 
     t = dsub.add_parser("tournament", help="run every duel between submissions and print win scores")
@@ -87,6 +90,7 @@ def register(sub) -> None:
     t.add_argument("--json", action="store_true",
                    help='print {"duels": [{"task","a","b","significant","p_value"}...], "scores": {...}}')
     t.add_argument("--progress", action="store_true", help="show a progress bar")
+    declare_paths(t, inputs=["submissions", "metadata"])
     t.set_defaults(func=_tournament)
 
     r = dsub.add_parser("runs", help="duel leaderboard over TREC runs: nDCG@5 t-tests per criticality tier")
@@ -97,6 +101,7 @@ def register(sub) -> None:
     r.add_argument("--alpha", type=PROBABILITY, default=0.05, help="significance level in (0, 1) (default 0.05)")
     r.add_argument("--fdr", action="store_true", help="Benjamini-Hochberg across tiers")
     r.add_argument("--json", action="store_true")
+    declare_paths(r, inputs=["runs", "ground_truth", "tasks_csv"])
     r.set_defaults(func=_runs)
 
     _add_store_commands(dsub)
@@ -107,6 +112,7 @@ def register(sub) -> None:
                     help="how many submissions (default 3)")
     ex.add_argument("--seed", type=SEED, default=0, help="seed of the generated predictions (default 0)")
     ex.add_argument("--db", help="also create this demo board (no reference needed) and publish the examples on it")
+    declare_paths(ex, output_dirs={"folder": ("*.json",)}, databases=["db"])
     ex.set_defaults(func=_example)
 
     _add_db_commands(dsub)
@@ -120,6 +126,7 @@ def _add_store_commands(dsub) -> None:
         s = dsub.add_parser(name, help=helptext)
         s.add_argument("submission")
         _db_args(s)
+        declare_paths(s, inputs=["submission"])
         s.add_argument("--confirm", action="store_true", help="publish at once after the preview")
         s.add_argument("--json", action="store_true")
         s.set_defaults(func=_presubmit)
@@ -177,15 +184,18 @@ def _add_db_commands(dsub) -> None:
                           "or a compiled submission the operator trusts: fixes every task's samples for good")
     ini.add_argument("--review", action="store_true",
                      help="confirmed submissions wait in a queue until modelseek duel review approve")
+    declare_paths(ini, inputs=["metadata", "reference"], databases=["db"])
     ini.set_defaults(func=_db_init)
     up = dbsub.add_parser("upgrade", help="apply the schema migrations (also done, under a lock, on opening)")
     up.add_argument("--db", default="leaderboard.db", help="SQLAlchemy URL or SQLite file (default leaderboard.db)")
+    declare_paths(up, databases=["db"])
     up.set_defaults(func=_db_upgrade)
     ver = dbsub.add_parser("verify", help="check the hash chain over the published rows and the immutability "
                                           "triggers (exit 1 naming the first altered row)")
     ver.add_argument("--db", default="leaderboard.db", help="SQLAlchemy URL or SQLite file (default leaderboard.db)")
     ver.add_argument("--head", metavar="HASH", help="the head hash recorded earlier: also refuse a chain that no "
                                                     "longer contains it (rows removed from the end)")
+    declare_paths(ver, databases=["db"])
     ver.set_defaults(func=_db_verify)
     rec = dbsub.add_parser("recover", help="remove the published rows appended outside the app (as the tables' owner), "
                                            "re-verify the chain, reopen the board")
@@ -193,6 +203,7 @@ def _add_db_commands(dsub) -> None:
     rec.add_argument("--apply", action="store_true", help="remove them (default: only list what would be removed)")
     rec.add_argument("--after-head", metavar="HASH", help="a head hash recorded while the board was intact: the "
                                                           "chain rows appended after it are removed too")
+    declare_paths(rec, databases=["db"])
     rec.set_defaults(func=_db_recover, map_params=("after_head",))  # the library names its parameter
     gr_ = dbsub.add_parser("grants", help="print the PostgreSQL GRANTs of the least-privilege app role")
     gr_.add_argument("role", help="the app's database role (it must own nothing)")
@@ -298,6 +309,7 @@ def _test_args(p) -> None:
 def _db_args(p) -> None:
     p.add_argument("--db", default="leaderboard.db", help="SQLAlchemy URL or SQLite file (default leaderboard.db)")
     _metadata_arg(p)
+    declare_paths(p, inputs=["metadata"], databases=["db"])
 
 
 def _config(args):

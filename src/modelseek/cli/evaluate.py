@@ -13,6 +13,7 @@ import argparse
 import sys
 
 from ..metrics import DEFAULT_METRICS as _DEFAULT
+from ._common import declare_paths
 from ._common import RUN_FILE, print_json
 from ._truth import add_truth_args, check_shared_topics, load_runs, read_truth
 from ..errors import InputError
@@ -42,6 +43,7 @@ def register(sub) -> None:
     fmt.add_argument("--trec", action="store_true",
                      help="trec_eval -q layout: measure<TAB>topic<TAB>value with trec_eval's names (ndcg_cut_5, "
                           "recip_rank) and an 'all' line per measure; per-topic lines with --per-topic")
+    declare_paths(p, inputs=["pool"])
     p.set_defaults(func=run)
 
 

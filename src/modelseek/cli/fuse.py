@@ -19,6 +19,7 @@ from ..fusion import FusionMethod, Norm, LearnedFusion, optimize_fusion, fuse
 from ..fusion.features import TaskFeatures, read_task_features, task_features_from_tasks
 from ..fusion.core import check_shared_candidates
 from ..fusion.learned import PLAIN_RRF
+from ._common import declare_paths
 from ._common import (INPUT_FILE, NON_NEGATIVE_FLOAT, OUTPUT_FILE, RUN_FILE, SEED, TASKS_FILE, TRUTH_FILE, add_scheme,
                       choice, input_file_of, int_at_least, metavar, number, print_json, load_truth, registry_metavar,
                       set_lazy)
@@ -82,6 +83,7 @@ def register(sub) -> None:
     g.add_argument("--save", metavar="FUSION_JSON", type=OUTPUT_FILE,
                    help="save the learned fusion (versioned, checksummed JSON)")
     p.add_argument("--json", action="store_true", help="machine-readable summary on stdout")
+    declare_paths(p, inputs=["tasks"])
     p.set_defaults(func=run, param_flags={"features": "--tasks DIR or --task-features CSV"})
 
 

@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(levelname)s %(name)s: %(message)s")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     try:
-        check_before_work(args)  # options that need each other, then every input file: before any work
+        # options that need each other, every input file, no output onto an input: before any work
+        check_before_work(args, _command_parser(parser, args))
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # a closed pipe surfaces here, inside the handler, not at interpreter exit
         return code

@@ -14,6 +14,7 @@ import argparse
 
 from ..data.pool import load_pool
 from ..errors import InputError
+from ._common import declare_paths
 from ._common import OUTPUT_FILE, print_json
 
 
@@ -25,6 +26,7 @@ def register(sub) -> None:
     show.add_argument("--pool", default="ntcir19", help="pool file or built-in pool (default ntcir19)")
     show.add_argument("--profiles", help="a profile file that takes precedence")
     show.add_argument("--json", action="store_true")
+    declare_paths(show, inputs=["pool", "profiles"])
     show.set_defaults(func=_show)
     fetch = s.add_parser("fetch", help="fetch cards and configs from the Hugging Face Hub into a profile file")
     fetch.add_argument("hf_ids", nargs="+", metavar="HF_ID")
@@ -33,6 +35,7 @@ def register(sub) -> None:
     facts = s.add_parser("from-facts", help="profiles from a facts table (columns of NTCIR's model-facts.csv)")
     facts.add_argument("facts")
     facts.add_argument("-o", "--output", required=True, type=OUTPUT_FILE)
+    declare_paths(facts, inputs=["facts"])
     facts.set_defaults(func=_from_facts)
     p.set_defaults(func=lambda a: (p.print_help(), 2)[1])
 

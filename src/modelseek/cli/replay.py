@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ._common import declare_paths
 from ._common import (NON_NEGATIVE_FLOAT, OUTPUT_FILE, SAMPLE_COUNT, SEED, add_scheme, choice, existing_file,
                       int_at_least, metavar, print_json)
 from ..funnel.replay import Acquisition, PriorForm, check_covers, replay
@@ -94,6 +95,7 @@ def register(sub) -> None:
     p.add_argument("--seed", type=SEED, default=0)
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", type=OUTPUT_FILE, metavar="PNG", help="write nDCG@5 and regret against k per policy")
+    declare_paths(p, inputs=["pool", "tasks_csv"])
     p.set_defaults(func=run, map_params=True)  # library errors name parameters: shown as flags
 
 

@@ -14,6 +14,7 @@ import argparse
 import sys
 
 from ..data.truth import GroundTruth
+from ._common import declare_paths
 from ._common import PROBABILITY, TASKS_FILE, TRUTH_FILE, SAMPLE_COUNT, SEED, OUTPUT_FILE, int_at_least, print_json
 from ._truth import pool_aliases
 
@@ -42,6 +43,7 @@ def register(sub) -> None:
     p.add_argument("--plot", type=OUTPUT_FILE, metavar="PNG",
                    help="write a scree plot: each component's share against its null band, per tier")
     p.add_argument("--json", action="store_true")
+    declare_paths(p, inputs=["pool"])
     p.set_defaults(func=run)
 
 

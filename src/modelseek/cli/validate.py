@@ -11,6 +11,7 @@ from ..data.run import validate_run
 from ..data.truth import GroundTruth
 from ..errors import InputError, ValidationError
 from ..io import open_text, read_text
+from ._common import declare_paths
 from ..data.organisers import find_layout, test_topics
 
 #: the runs a participant may submit per subtask (NTCIR-19 Model Retrieval)
@@ -42,6 +43,7 @@ def register(sub) -> None:
     p.add_argument("--test-images", help="Subtask B: the organisers' data/ folder or a test folder; the run must "
                                          "rank every test image against every model of models.csv")
     p.add_argument("--quiet", "-q", action="store_true", help="print nothing when valid (default prints 'ok')")
+    declare_paths(p, inputs=["run", "official", "pool", "topics", "ground_truth", "tasks", "test_images"])
     p.set_defaults(func=run)
 
 

@@ -278,9 +278,17 @@ class Run(Mapping[str, tuple[Entry, ...]]):
         return f"Run({self.run_id!r}, {len(self)} topics)"
 
 
-def _check_run_id(run_id: str) -> None:
+def check_run_id(run_id: str, field: str = "RunID") -> None:
+    """A run id that can be written: a non-empty word without spaces and without the control or format characters
+    :func:`validate_run` refuses (a U+202E would write a run that ``validate`` then refuses)."""
     if not run_id or any(c.isspace() for c in run_id):
-        raise InputError(f"run id must be a non-empty word without spaces, got {run_id!r}", field="RunID")
+        raise InputError(f"run id must be a non-empty word without spaces, got {run_id!r}", field=field)
+    c = bad_identifier_char(run_id)
+    if c is not None:
+        raise InputError(f"{run_id!r} holds {describe_char(c)}, a control or format character", field=field)
+
+
+_check_run_id = check_run_id
 
 
 def _object_array(items: Sequence[str]) -> np.ndarray:
