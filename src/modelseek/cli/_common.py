@@ -232,10 +232,12 @@ def existing_file(text: str) -> InputFile:
 def check_before_work(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> None:
     """What the entry point runs after parsing and before the command: the command's option check (set by
     ``p.set_defaults(options_check=FUNCTION)``: options that need each other, counts), a run id to write checked
-    by the rule ``validate`` applies (:func:`modelseek.data.run.check_run_id`), the one check of every input file
-    given (:func:`modelseek.io.check_readable`) and, given the command's ``parser``, the one rule that no path it
-    writes is one it reads (:func:`check_paths`). Every problem is a ``ModelseekError`` (one line, exit 1) before
-    a second of work."""
+    by the rule ``validate`` applies (:func:`modelseek.data.run.check_run_id`) and the one check of every input
+    file given (:func:`modelseek.io.check_readable`) — after, given the command's ``parser``, the one rule that no
+    path it writes is one it reads (:func:`check_paths`). Every problem is a ``ModelseekError`` (one line, exit 1)
+    before a second of work."""
+    if parser is not None:  # first: comparing names reads nothing, and nothing may touch an input written over
+        check_paths(parser, args)
     check = getattr(args, "options_check", None)
     if check is not None:
         check(args)
@@ -247,8 +249,6 @@ def check_before_work(args: argparse.Namespace, parser: argparse.ArgumentParser 
         for item in value if isinstance(value, (list, tuple)) else (value,):
             if isinstance(item, InputFile):
                 check_readable(item, item.what)
-    if parser is not None:
-        check_paths(parser, args)
 
 
 # ------------------------------------------------------------------------------- paths read and written

@@ -16,6 +16,7 @@ from ..eevee.report import BASELINE, baseline_dict, search_report
 from ..eevee.search import choose_k
 from ..eevee.table import Table, load_table, read_costs, read_task_mapping, read_task_weights
 from ..errors import InputError
+from ._common import declare_paths
 from ._common import (EXISTING_FILE, NON_NEGATIVE_INT, OUTPUT_DIR, OUTPUT_FILE, POSITIVE_INT, SEED, LazyText,
                       add_registry_option, arg_type, print_json, set_lazy)
 from ..eevee.honest import paired_interval
@@ -55,6 +56,7 @@ def register(sub) -> None:
         elif name == "sweep":
             c.add_argument("--k", dest="ks", default="1-25", help="k values, e.g. 1-25 or 1,2,8 (default 1-25)")
             c.add_argument("--out", type=OUTPUT_DIR, help="folder for one JSON per k (a rerun resumes from it)")
+            declare_paths(c, output_dirs={"out": ("k*.json",)})
             c.add_argument("--plot", type=OUTPUT_FILE, help="write the score-versus-k box plot (PNG) here")
         elif name == "tiers":
             c.add_argument("--budgets", required=True, type=BUDGETS, help="comma-separated budgets >= 0, e.g. 12,24,36")

@@ -146,6 +146,9 @@ def _check_options(args) -> None:
         raise InputError(f"--cv runs in this process; it takes no --executor {args.executor}", field="--executor")
     if len(args.method) > 1 and args.run_id and not args.fusion:
         raise InputError("--run-id needs a single --method")
+    if args.json and (args.run_id or "") == _EXPLANATIONS:  # #56: the run would be overwritten by the key
+        raise InputError(f"--json keeps the explanations under the key {_EXPLANATIONS!r}; a run of that id would be "
+                         "lost: give another --run-id", field="--run-id")
 
 
 def _plan(args) -> list[tuple[str, dict, str | None]]:
@@ -219,6 +222,10 @@ def _default_lines(methods) -> list[str]:
     return [f"method default: {default_spec().describe()}"]
 
 
+#: the key of ``--json``'s output that holds the explanations, beside one key per run id
+_EXPLANATIONS = "explanations"
+
+
 def _print_json(runs, explanations, layers, pool) -> None:
     # each fact once: the run holds the order (doc, rank, score, model; the layer `layer: best` chose); an
     # explanation holds what the ranker predicts per candidate, keyed by doc, and what the ranking rests on
@@ -226,7 +233,10 @@ def _print_json(runs, explanations, layers, pool) -> None:
                                  **({"layer": lay} if (lay := layers.get(r.run_id, {}).get(t, {}).get(e.doc))
                                     else {})} for e in r[t]] for t in r} for r in runs}
     if explanations:
-        out["explanations"] = {rid: {t: _json_explanation(ex) for t, ex in per.items()}
+        if _EXPLANATIONS in out:  # a run whose id the ranker chose: never dropped for the explanations
+            raise InputError(f"run id {_EXPLANATIONS!r} is the key --json keeps the explanations under; give "
+                             "another --run-id", field="--run-id")
+        out[_EXPLANATIONS] = {rid: {t: _json_explanation(ex) for t, ex in per.items()}
                                for rid, per in explanations.items()}
     print_json(out)
 
