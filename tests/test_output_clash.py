@@ -154,7 +154,7 @@ def test_no_output_names_an_input_or_another_output(command, out, other, kind, t
     if path_role(other_action) == clash.INPUT:
         if path_role(out_action) == clash.OUTPUT_DIR:
             folder = tmp_path / "out-folder"
-            writes = getattr(out_action, "path_writes", ())
+            writes = getattr(out_action, "path_inside", ())
             # an input lying in the folder under a name the command writes there
             if writes and other_action.type is not existing_dir:
                 target = _file(folder / writes[0].replace("*", "x"))
@@ -176,6 +176,44 @@ def test_no_output_names_an_input_or_another_output(command, out, other, kind, t
     assert_one_error_line(r, flag_of(out_action), flag_of(other_action))
     after = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and not p.is_symlink()}
     assert after == before, argv
+
+
+def _inside_cases():
+    """(command, written file option, input folder option): every input declared with the names it reads inside."""
+    for words, parser in COMMANDS:
+        actions = _roles(parser)
+        for out, a in actions.items():
+            for other, b in actions.items():
+                if path_role(a) in (clash.OUTPUT, clash.DATABASE) and path_role(b) == clash.INPUT and \
+                        getattr(b, "path_inside", ()):
+                    yield pytest.param(" ".join(words), out, other, id=f"{' '.join(words)}:{out}<{other}")
+
+
+@pytest.mark.parametrize("command,out,other", list(_inside_cases()))
+def test_no_output_names_a_file_an_input_folder_reads(command, out, other, tmp_path):
+    """``bench ROOT --run-out ROOT/ground-truth.csv``: a file the command reads from a folder it is given (named
+    through ``missing/..``, which the write would create) is refused like the input itself."""
+    parser = PARSERS[command]
+    actions = _roles(parser)
+    folder = tmp_path / "data-folder"
+    inside = _file(folder / actions[other].path_inside[0].replace("*", "x"))
+    named = str(folder / "missing" / ".." / inside.relative_to(folder))
+    argv = [*command.split(), *_argv(parser, {other: str(folder), out: named}, tmp_path)]
+    before = inside.read_bytes()
+    assert_one_error_line(run_cli(*argv), flag_of(actions[out]), flag_of(actions[other]), "reads")
+    assert inside.read_bytes() == before and not (folder / "missing").exists()
+
+
+def test_finetune_writes_the_ground_truth_into_its_tasks_folder_but_not_over_its_tasks(tmp_path):
+    """The names read inside a folder are the command's own: finetune reads tasks.csv there, not the ground truth."""
+    folder = tmp_path / "layout"
+    tasks = _file(folder / "tasks.csv")
+    r = run_cli("finetune", "--pool", "ntcir19", "--tasks", folder, "--out", folder / "sub" / ".." / "tasks.csv")
+    assert_one_error_line(r, "--out", "--tasks")
+    assert tasks.read_bytes() == b"task_id,model_id,f1\n1,1,0.5\n"
+    paths = clash.refuse_clashes  # the ground truth beside the tasks is what finetune writes: no clash
+    paths([clash.PathArg("--tasks", folder, clash.INPUT, clash.TASK_READS),
+           clash.PathArg("--out", _file(folder / "ground-truth.csv"), clash.OUTPUT)])
 
 
 def test_a_fifo_or_device_given_as_a_database_is_named(tmp_path):

@@ -13,11 +13,13 @@ What clashes:
 - an output file (or a database) and an input, or two outputs, that are one file;
 - an output folder that is an input, or that holds an input under a name the command writes there (``writes``:
   the names, as :mod:`fnmatch` patterns, the command writes into it; none declared: only the folder itself);
+- an output file that is an existing file the call reads from an input folder (``inside``: its ground truth,
+  ``tasks.csv``, ``models.csv``, a task's data, :data:`FOLDER_READS`), or beside an input file;
 - a character device or FIFO (``/dev/stdout``, a pipe) never clashes: it is written in place, nothing is replaced.
 
 An output folder that cannot be one (a file, a dangling symlink, a symlink loop, a path below a file) is one line
-(:func:`check_output_folder`), and a database (``--db``) is refused when it names a FIFO, a device or a socket (SQLite would say "disk I/O
-error"): :func:`check_database_file`.
+(:func:`check_output_folder`), and a database (``--db``) is refused when it names a FIFO, a device or a socket
+(SQLite would say "disk I/O error"): :func:`check_database_file`.
 """
 
 from __future__ import annotations
@@ -43,16 +45,24 @@ DATABASE = "database"
 
 ROLES = (INPUT, OUTPUT, OUTPUT_DIR, DATABASE)
 
+#: the files a command reads from the data folder it is given (the organisers' layout at its root or its data/, a
+#: generated layout, a Subtask B set; a ground truth given as a file: tasks.csv beside it)
+FOLDER_READS = ("ground-truth.csv", "tasks.csv", "models.csv", "model-facts.csv", "train.csv", "task-data/*",
+                "models/*", "images/*", "test/*")
+#: the files ``finetune`` reads from its tasks folder (it writes the ground truth there)
+TASK_READS = ("tasks.csv", "task-data/*")
+
 
 @dataclasses.dataclass(frozen=True)
 class PathArg:
     """One path of a call: how the caller names it (``--output``, ``RUN``, ``save``), the path and its role.
-    ``writes`` (an output folder): the names the call writes into it, as :mod:`fnmatch` patterns."""
+    ``inside``: for an output folder, the names the call writes into it; for an input folder, the names it reads
+    there (given a file instead, the same names beside it), as :mod:`fnmatch` patterns (:data:`FOLDER_READS`)."""
 
     flag: str
     path: str | os.PathLike
     role: str
-    writes: tuple[str, ...] = ()
+    inside: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,7 +85,10 @@ def _resolve(arg: PathArg) -> _Resolved | None:
     try:
         st = os.stat(text)
     except (OSError, ValueError):
-        return _Resolved(arg, real, None, False, False)
+        try:  # ``missing/../x``: the write makes ``missing`` and lands on ``x``
+            st = os.stat(real)
+        except (OSError, ValueError):
+            return _Resolved(arg, real, None, False, False)
     stream = stat.S_ISCHR(st.st_mode) or stat.S_ISFIFO(st.st_mode)
     return _Resolved(arg, real, (st.st_dev, st.st_ino), stream, stat.S_ISDIR(st.st_mode))
 
@@ -88,13 +101,27 @@ def _same(a: _Resolved, b: _Resolved) -> bool:
 
 def _written_into(folder: _Resolved, inp: _Resolved) -> bool:
     """``inp`` lies in ``folder`` under a name the call writes there."""
-    if not folder.arg.writes or inp.is_dir:
+    if not folder.arg.inside or inp.is_dir:
         return False
     try:
         rel = Path(inp.real).relative_to(folder.real)
     except ValueError:
         return False
-    return any(fnmatch.fnmatchcase(rel.as_posix(), pattern) for pattern in folder.arg.writes)
+    return any(fnmatch.fnmatchcase(rel.as_posix(), pattern) for pattern in folder.arg.inside)
+
+
+def _read_from(inp: _Resolved, out: _Resolved) -> bool:
+    """``out`` is an existing file that the call reads from the input folder ``inp`` (or beside the input file)."""
+    if not inp.arg.inside or out.inode is None or out.is_dir or inp.inode is None:
+        return False
+    folder = inp.real if inp.is_dir else os.path.dirname(inp.real)
+    patterns = inp.arg.inside if inp.is_dir else [p for p in inp.arg.inside if "/" not in p]
+    try:
+        rel = Path(out.real).relative_to(folder).as_posix()
+    except ValueError:
+        return False
+    rel = rel.removeprefix("data/") if inp.is_dir else rel
+    return any(fnmatch.fnmatchcase(rel, pattern) for pattern in patterns)
 
 
 def database_file(text: str | os.PathLike | None) -> str | None:
@@ -165,6 +192,11 @@ def refuse_clashes(paths: Iterable[PathArg]) -> None:
         for inp in inputs:
             if _same(out, inp) or (out.arg.role == OUTPUT_DIR and _written_into(out, inp)):
                 raise _clash(out, inp, "reads")
+            if out.arg.role != OUTPUT_DIR and _read_from(inp, out):
+                where = "of the folder" if inp.is_dir else "beside the file"
+                raise InputError(f"{out.arg.flag} names a file {where} {inp.arg.flag} reads "
+                                 f"({os.fspath(inp.arg.path)}): refusing to overwrite an input; give another path",
+                                 path=os.fspath(out.arg.path), field=out.arg.flag)
         for other in written[:i]:
             if _same(out, other):
                 raise _clash(out, other, "writes")

@@ -253,22 +253,25 @@ def check_before_work(args: argparse.Namespace, parser: argparse.ArgumentParser 
 
 # ------------------------------------------------------------------------------- paths read and written
 
-def declare_paths(parser: argparse.ArgumentParser, *, inputs: Sequence[str] = (), outputs: Sequence[str] = (),
-                  output_dirs: Mapping[str, Sequence[str]] | Sequence[str] = (),
-                  databases: Sequence[str] = ()) -> None:
+Names = Mapping[str, Sequence[str]] | Sequence[str]
+
+
+def declare_paths(parser: argparse.ArgumentParser, *, inputs: Names = (), outputs: Sequence[str] = (),
+                  output_dirs: Names = (), databases: Sequence[str] = ()) -> None:
     """Declare, by ``dest``, which options (and positionals) of ``parser`` name paths the command reads
-    (``inputs``: files or folders), writes (``outputs``: files), writes into (``output_dirs``: a folder, with the
-    names it writes there as fnmatch patterns where known) or reads and writes (``databases``: ``--db``). Options
-    typed ``INPUT_FILE``/``EXISTING_FILE``/``EXISTING_DIR``/``OUTPUT_FILE``/``OUTPUT_DIR`` need no declaration.
-    Before any work, :func:`check_paths` refuses a written path that is a read one (:mod:`modelseek.clash`)."""
+    (``inputs``: files or folders; as a mapping, with the names it reads inside a folder, e.g.
+    :data:`modelseek.clash.FOLDER_READS`), writes (``outputs``: files), writes into (``output_dirs``: a folder; as a
+    mapping, with the names it writes there) or reads and writes (``databases``: ``--db``). Options typed
+    ``INPUT_FILE``/``EXISTING_FILE``/``EXISTING_DIR``/``OUTPUT_FILE``/``OUTPUT_DIR`` need no declaration. Before
+    any work, :func:`check_paths` refuses a written path that is a read one (:mod:`modelseek.clash`)."""
     actions = {a.dest: a for a in parser._actions}
-    dirs = output_dirs if isinstance(output_dirs, Mapping) else {d: () for d in output_dirs}
-    for role, dests in ((paths_rule.INPUT, inputs), (paths_rule.OUTPUT, outputs), (paths_rule.OUTPUT_DIR, dirs),
+    for role, dests in ((paths_rule.INPUT, inputs), (paths_rule.OUTPUT, outputs), (paths_rule.OUTPUT_DIR, output_dirs),
                         (paths_rule.DATABASE, databases)):
-        for dest in dests:
+        names = dests if isinstance(dests, Mapping) else {d: () for d in dests}
+        for dest, inside in names.items():
             action = actions[dest]  # a KeyError is a typo in the command module, found by every test
             action.path_role = role  # type: ignore[attr-defined]
-            action.path_writes = tuple(dirs.get(dest, ()))  # type: ignore[attr-defined]
+            action.path_inside = tuple(inside)  # type: ignore[attr-defined]
 
 
 def path_role(action: argparse.Action) -> str | None:
@@ -293,7 +296,7 @@ def path_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list
             continue
         for item in value if isinstance(value, (list, tuple)) else (value,):
             if isinstance(item, (str, os.PathLike)):
-                out.append(paths_rule.PathArg(flag_of(action), item, role, getattr(action, "path_writes", ())))
+                out.append(paths_rule.PathArg(flag_of(action), item, role, getattr(action, "path_inside", ())))
     return out
 
 

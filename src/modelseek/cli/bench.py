@@ -7,6 +7,7 @@ import argparse
 from ..config import parse_overrides
 from ..data.run import write_runs
 from ..rankers.resolve import describe_methods
+from ..clash import FOLDER_READS
 from ._common import declare_paths
 from ._common import OUTPUT_FILE, POSITIVE_INT, SAMPLE_COUNT, SEED, add_scheme, int_at_least, print_json
 
@@ -41,7 +42,7 @@ def register(sub) -> None:
                         "out of the held-out rankings (they count as not retrieved) instead of stopping with "
                         "exit 1 naming every failure")
     p.add_argument("--json", action="store_true")
-    declare_paths(p, inputs=["path", "ground_truth", "pool", "method"])
+    declare_paths(p, inputs={"path": FOLDER_READS, "ground_truth": FOLDER_READS, "pool": (), "method": ()})
     p.set_defaults(func=run, map_params=True)  # library errors name parameters: shown as flags
 
 

@@ -11,6 +11,7 @@ from ..data.loaders import load_tasks
 from ..data.pool import load_pool
 from ..data.truth import GradingScheme
 from ..errors import InputError
+from ..clash import TASK_READS
 from ._common import declare_paths
 from ._common import EXECUTOR_REGISTRY, OUTPUT_FILE, SEED, add_registry_option, choice, metavar, print_json
 from ._finetune import load_recipe
@@ -48,7 +49,7 @@ def register(sub) -> None:
                    help="also draw the validation-loss curves of the grid's jobs")
     add_recipe_args(p)
     p.add_argument("--json", action="store_true", help="print a machine-readable summary")
-    declare_paths(p, inputs=["pool", "tasks", "recipe"], databases=["store"])
+    declare_paths(p, inputs={"pool": (), "tasks": TASK_READS, "recipe": ()}, databases=["store"])
     p.set_defaults(func=run, map_params=("overrides",))  # library errors naming these show the flag
 
 

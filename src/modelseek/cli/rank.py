@@ -23,6 +23,7 @@ from ..errors import InputError
 from ..io import check_readable
 from ..rankers.default import default_spec
 from ..rankers.resolve import describe_methods, ranker_class, split_params
+from ..clash import FOLDER_READS
 from ._common import declare_paths
 from ._common import (NON_NEGATIVE_INT, OUTPUT_FILE, SEED, int_at_least, load_pool_arg, load_truth, print_json)
 from ._finetune import add_verify_args, verify_after_rank
@@ -79,8 +80,8 @@ def register(sub) -> None:
                    help="print the rankings of at most this many tasks")
     p.add_argument("--json", action="store_true", help="machine-readable output")
     add_verify_args(p)
-    declare_paths(p, inputs=["path", "method", "pool", "train_truth", "train_tasks", "recipe"],
-                  databases=["finetune_store"])
+    declare_paths(p, inputs={"path": FOLDER_READS, "method": (), "pool": (), "train_truth": FOLDER_READS,
+                             "train_tasks": FOLDER_READS, "recipe": ()}, databases=["finetune_store"])
     # library errors name parameters: shown as flags (the folder's ground truth is --train-truth here)
     p.set_defaults(func=run, map_params=True, param_flags={"ground_truth": "--train-truth"})
 

@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..clash import FOLDER_READS
 from ._common import declare_paths
 from ._common import (EXECUTOR_REGISTRY, NON_NEGATIVE_FLOAT, OUTPUT_DIR, POSITIVE_INT, SEED, add_registry_option,
                       existing_file, print_json)
@@ -71,7 +72,7 @@ def register(sub) -> None:
                    help=f"seed noise of a fine-tuned F1 (sd) that replay assumes when it measures on the history "
                         f"(an assumption; default {CURVE_NOISE:g})")
     p.add_argument("--json", action="store_true", help="print a machine-readable summary (the plan included)")
-    declare_paths(p, inputs=["path", "pool", "recipe"],
+    declare_paths(p, inputs={"path": FOLDER_READS, "pool": (), "recipe": ()},
                   output_dirs={"out": ("run.trec", "finetuned.csv", "state.json", "finetune.sqlite")})
     p.set_defaults(func=run, map_params=("budget", "overrides"))  # library errors naming these show the flag
 

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from ..data.run import MAX_RUN_IDS, normalize_b_id, validate_run, write_runs
 from ..errors import InputError
+from ..clash import FOLDER_READS
 from ._common import declare_paths
 from ._common import NON_NEGATIVE_INT, OUTPUT_DIR, OUTPUT_FILE, SEED, int_at_least, print_json
 
@@ -49,7 +50,7 @@ def register(sub) -> None:
     p.add_argument("--run-id", help="run id (default: the method name)")
     p.add_argument("--show", type=NON_NEGATIVE_INT, default=3, help="print the top models of at most this many queries")
     _common(p)
-    declare_paths(p, inputs=["train", "test", "images", "models", "registry"])
+    declare_paths(p, inputs={"train": FOLDER_READS, "test": (), "images": (), "models": (), "registry": ()})
     p.set_defaults(func=run_rank)
 
     b = sub.add_parser("bench-style", help="Subtask B: grouped cross-validation of style retrievers",
@@ -68,7 +69,7 @@ def register(sub) -> None:
     b.add_argument("--run-out", type=OUTPUT_FILE, help="write the cross-fitted runs (at most 5 methods) to this file")
     b.add_argument("--plot", type=OUTPUT_FILE, help="write a bar chart of MRR per method (PNG)")
     _common(b)
-    declare_paths(b, inputs=["path", "images", "models", "registry"])
+    declare_paths(b, inputs={"path": FOLDER_READS, "images": (), "models": (), "registry": ()})
     b.set_defaults(func=run_bench, size=None, options_check=check_bench)
 
 

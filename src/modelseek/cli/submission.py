@@ -7,6 +7,7 @@ import shlex
 import sys
 
 from ..submission import MAX_RUNS, METHODS, make_submission
+from ..clash import FOLDER_READS
 from ._common import declare_paths
 from ._common import EXISTING_DIR, SEED
 
@@ -41,7 +42,8 @@ def register(sub) -> None:
                    help="the ground truth of the avgrank prior: a repository root, its data/ folder or the CSV "
                         "(default: ROOT's data/ground-truth.csv when it holds more training tasks than the 70 "
                         "shipped with modelseek, else the shipped one; METHODS.md says which)")
-    declare_paths(p, inputs=["pool", "train_truth"], output_dirs={"out": ("*.txt", "METHODS.md")})
+    declare_paths(p, inputs={"root": FOLDER_READS, "pool": (), "train_truth": FOLDER_READS},
+                  output_dirs={"out": ("*.txt", "METHODS.md")})
     p.set_defaults(func=run, map_params=True)  # library errors name parameters: shown as flags
 
 

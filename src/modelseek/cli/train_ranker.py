@@ -15,6 +15,7 @@ from ..errors import InputError
 from ..rankers._artifact import Persistable
 from ..rankers.default import artifact_dir, install_default, reset_default, user_dir
 from ..rankers.resolve import build, describe_methods, ranker_class, split_params, with_card_pool
+from ..clash import FOLDER_READS
 from ._common import declare_paths
 from ._common import OUTPUT_FILE, POSITIVE_INT, SEED, int_at_least, load_pool_arg
 
@@ -51,7 +52,7 @@ def register(sub) -> None:
                    help="before fitting on every task, cross-validate the method against avgrank (K folds over "
                         "tasks, --repeats seeds) and print nDCG@1/3/5 per tier with the paired difference")
     p.add_argument("--repeats", type=POSITIVE_INT, default=1, help="repeats of --cv with seeds seed..")
-    declare_paths(p, inputs=["path", "ground_truth", "pool"])
+    declare_paths(p, inputs={"path": FOLDER_READS, "ground_truth": FOLDER_READS, "pool": ()})
     p.set_defaults(func=run, map_params=True)  # library errors name parameters: shown as flags
 
 
