@@ -245,3 +245,7 @@ def test_the_library_rule_alone():
                               clash.PathArg("save", here.parent / ".." / here.parent.name / here.name, clash.OUTPUT)])
     clash.refuse_clashes([clash.PathArg("truth", here, clash.INPUT),
                           clash.PathArg("save", here.with_name("elsewhere.json"), clash.OUTPUT)])
+    # a file written where a folder output writes one of its files: two outputs over each other
+    with pytest.raises(InputError, match="out writes into this folder the file db writes"):
+        clash.refuse_clashes([clash.PathArg("out", here.parent / "new-folder", clash.OUTPUT_DIR, ("*.json",)),
+                              clash.PathArg("db", here.parent / "new-folder" / "metadata.json", clash.DATABASE)])

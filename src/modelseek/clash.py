@@ -200,6 +200,9 @@ def refuse_clashes(paths: Iterable[PathArg]) -> None:
         for other in written[:i]:
             if _same(out, other):
                 raise _clash(out, other, "writes")
+            for folder, file in ((out, other), (other, out)):  # a file written where a folder's files go
+                if folder.arg.role == OUTPUT_DIR and file.arg.role != OUTPUT_DIR and _written_into(folder, file):
+                    raise _clash(folder, file, "writes")
 
 
 def _clash(out: _Resolved, other: _Resolved, verb: str) -> InputError:
