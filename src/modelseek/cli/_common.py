@@ -13,6 +13,8 @@ with one clear line (``argument --seed: must be an integer >= 0, got -1``)::
     p.add_argument("data", type=EXISTING_FILE)
     p.add_argument("--ground-truth", type=INPUT_FILE)  # checked, with every input file, before any work
     p.add_argument("--out", type=OUTPUT_FILE)
+    p.add_argument("--pool")  # a file or a built-in name: its role is declared
+    declare_paths(p, inputs=["pool"])  # no output may be an input, checked before any work (modelseek.clash)
 """
 
 from __future__ import annotations
