@@ -540,11 +540,14 @@ def loads_yaml_located(text: str, path: str | os.PathLike | None = None) -> tupl
         lines: dict[str, int] = {}
         if node is not None:
             _walk(node, "", lines, path, set())
+            _check_expansion(node, path)
         data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as exc:
         raise _yaml_error(exc, text, path) from None
     except RecursionError:
         raise InputError("invalid YAML: nested too deeply", path=path) from None
+    except InputError:
+        raise
     except (ValueError, TypeError, AttributeError, OverflowError) as exc:  # a tagged value PyYAML cannot build
         raise InputError(f"invalid YAML: cannot build a value ({type(exc).__name__}: {exc})", path=path) from None
     finally:
@@ -553,10 +556,48 @@ def loads_yaml_located(text: str, path: str | os.PathLike | None = None) -> tupl
     return data, lines
 
 
+#: the most values a YAML document may hold once its aliases are expanded (a "billion laughs" document of a few
+#: hundred bytes expands to billions: every reader that walks the data would take gigabytes and hours)
+MAX_YAML_VALUES = 1_000_000
+#: the most digits of a YAML integer (Python's int() refuses more: sys.get_int_max_str_digits)
+MAX_INT_DIGITS = 4300
+
+
+def _check_expansion(root, path) -> None:
+    """Refuse a document whose aliases expand past :data:`MAX_YAML_VALUES` values. Each node is sized once (its
+    expanded size memoised), so the check is linear in the document, not in its expansion."""
+    import yaml
+
+    size: dict[int, int] = {}
+
+    def walk(node) -> int:
+        if id(node) in size:
+            return size[id(node)]
+        size[id(node)] = 1  # a node that contains itself: counted once (the constructor refuses it later)
+        n = 1
+        if isinstance(node, yaml.MappingNode):
+            n += sum(walk(k) + walk(v) for k, v in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            n += sum(walk(v) for v in node.value)
+        size[id(node)] = n
+        if n > MAX_YAML_VALUES:
+            raise InputError(f"invalid YAML: its aliases expand to over {MAX_YAML_VALUES:,} values (at most "
+                             f"{MAX_YAML_VALUES:,}; a 'billion laughs' document?)", path=path,
+                             line=node.start_mark.line + 1)
+        return n
+
+    walk(root)
+
+
 def _walk(node, where: str, lines: dict[str, int], path, seen_nodes: set[int]) -> None:
     import yaml
 
     lines.setdefault(where, node.start_mark.line + 1)
+    if (isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:int"
+            and len(node.value) > MAX_INT_DIGITS):
+        raise InputError(f"invalid YAML: an integer of {len(node.value):,} characters is too long (at most "
+                         f"{MAX_INT_DIGITS:,} digits)", path=path, line=node.start_mark.line + 1,
+                         field=where or None)
     if id(node) in seen_nodes:  # an alias: walked once (else "billion laughs" documents take forever)
         return
     seen_nodes.add(id(node))

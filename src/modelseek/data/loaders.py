@@ -43,6 +43,19 @@ def _check_splits(task_id: str, splits: Mapping[str, Split], path: Path | str) -
                          path=path, field="labels")
 
 
+
+def unpadded(name: str) -> str:
+    """A zero-padded number without its padding (``0007`` -> ``7``); any other text as it is. String work, not
+    ``int()``: a folder or id of 5,000 digits stays a name (``int()`` refuses over 4,300), and ``isdigit()`` digits
+    that are not ASCII (``²``) are no number."""
+    return (name.lstrip("0") or "0") if name.isascii() and name.isdigit() else name
+
+
+def padded(name: str, width: int) -> str:
+    """A number zero-padded to ``width`` (``7`` -> ``0007``), as ``f"{int(name):0{width}d}"`` without ``int()``;
+    any other text as it is."""
+    return unpadded(name).zfill(width) if name.isascii() and name.isdigit() else name
+
 def read_jsonl_split(path: Path, text_field: str = "text", label_field: str = "labels") -> Split:
     """Read one JSONL split; every bad line is an error naming file, line and field."""
     texts: list[str] = []
@@ -157,7 +170,7 @@ def load_ntcir_tasks(root: str | Path, ids: Iterable[str] | None = None) -> Task
     tasks = []
     for f in folders:
         # the organisers' downloader pads test-task folders ({task_id:04d}): 0001 is tasks.csv's task 1
-        tid = f.name if f.name in meta or not f.name.isdigit() or str(int(f.name)) not in meta else str(int(f.name))
+        tid = f.name if f.name in meta or unpadded(f.name) not in meta else unpadded(f.name)
         if wanted is not None and tid not in wanted:
             continue
         task = load_ntcir_task(f, meta.get(tid), tasks_csv)
