@@ -333,9 +333,24 @@ def read_bytes(path: str | os.PathLike, what: str = "file") -> bytes:
     return data
 
 
+def utf16_bom(data: bytes) -> str | None:
+    """``"UTF-16LE"``/``"UTF-16BE"`` when ``data`` starts with that byte-order mark (Excel's "Unicode text", a
+    Windows editor's default), else None. A UTF-32 mark (``ff fe 00 00``) is named as UTF-16LE's prefix would be:
+    either way the file is not UTF-8."""
+    if data[:2] == b"\xff\xfe":
+        return "UTF-32LE" if data[2:4] == b"\x00\x00" else "UTF-16LE"
+    if data[:2] == b"\xfe\xff":
+        return "UTF-16BE"
+    return None
+
+
 def decode_text(data: bytes, path: str | os.PathLike | None = None) -> str:
-    """UTF-8 bytes → text (a leading byte-order mark dropped, ``\\r\\n`` kept as is); other bytes are an
-    ``InputError`` naming the offending byte, its offset and its line."""
+    """UTF-8 bytes → text (a leading byte-order mark dropped, ``\\r\\n`` kept as is); UTF-16 (by its byte-order
+    mark) is named as such, other bytes are an ``InputError`` naming the offending byte, its offset and its line."""
+    bom = utf16_bom(data)
+    if bom:
+        raise InputError(f"{bom} text (byte-order mark 0x{data[0]:02x} 0x{data[1]:02x}); modelseek reads UTF-8: "
+                         f"save it as UTF-8 (e.g. iconv -f UTF-16 -t UTF-8)", path=path, line=1)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
