@@ -341,9 +341,8 @@ def _holdout(split: Split, fraction: float, seed: int) -> tuple[Split, Split]:
     """Split off ``fraction`` of ``split``, stratified where every class has at least 2 examples."""
     from sklearn.model_selection import train_test_split  # lazy: sklearn
 
-    if len(split) < 10:
-        raise InputError(f"only {len(split)} examples: too few to split off validation/test data "
-                         f"(need at least 10, or give a split column)", field="split")
+    if len(split) < 10:  # _organiser_splits checks the whole first; this guards other callers
+        raise InputError(f"only {len(split)} examples: too few to hold out validation/test examples (at least 10)")
     idx = np.arange(len(split))
     labels = np.asarray(split.labels)
     _, counts = np.unique(labels, return_counts=True)
@@ -359,6 +358,12 @@ def _organiser_splits(splits: Mapping[str, Split], seed: int = SPLIT_SEED) -> di
     out = dict(splits)
     if "train" not in out:
         raise InputError("data set has no train split")
+    need = 10 if "test" in out else 11  # 11: 1 test row, then 1 validation row of the other 10
+    if "val" not in out and len(out["train"]) < need:
+        # the data itself is the problem (a one-row table), not an option: say so, and how to give the splits
+        raise InputError(f"only {len(out['train'])} example(s) to train on: too few to hold out validation"
+                         f"{'' if 'test' in out else ' and test'} examples (at least {need}), or give each row's "
+                         f"split (train/val/test) in a 'split' column")
     if "val" not in out:
         if "test" in out:
             out["train"], out["val"] = _holdout(out["train"], 0.10, seed)
