@@ -105,6 +105,8 @@ def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelS
     # a failed job is retried once per run asked for: while its stored attempts are those seen now
     retry = {k: a for k, (s, a) in known.items() if s == "failed"} if retry_failed else {}
     todo = [j for j in jobs if j.key not in known or j.key in retry]
+    if todo and trainer is None and executor == "local":  # a Ray worker has a cache of its own; a fake loads nothing
+        _check_offline(todo)
     result = GridResult(jobs=jobs, store=store, skipped=len(jobs) - len(todo))
     if result.skipped:
         log.info("skipping %d finished job(s) of %d", result.skipped, len(jobs))
@@ -141,6 +143,28 @@ def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelS
             bar.close()
     result.elsewhere = len(todo) - result.ran
     return result
+
+
+def _check_offline(jobs: Sequence[Job]) -> None:
+    """Before any job runs: with the Hub offline, every Hub candidate of ``jobs`` must be in the local Hugging Face
+    cache. Else one line naming them and what to do (transformers would fail each job with its own OSError)."""
+    from ..features.sources import hub_offline_reason, in_hub_cache, is_hub_source  # lazy: start-up
+
+    models = list({j.model.model_id: j.model for j in jobs}.values())
+    hub = [m for m in models if is_hub_source(m.source)]
+    reason = hub_offline_reason() if hub else None
+    if not reason:
+        return
+    missing = [m for m in hub if not in_hub_cache(m.source, m.revision)]
+    if missing:
+        from ..profiles import hf_cache_dir  # lazy: start-up
+
+        named = ", ".join(f"{m.model_id!r} ({m.source})" for m in missing[:5]) + (
+            f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise InputError(f"{len(missing)} candidate(s) not in the local Hugging Face cache ({hf_cache_dir()}) and the "
+                         f"Hub is offline ({reason}): {named}; download them where the Hub is reachable "
+                         f"(huggingface-cli download {missing[0].source}) or give the pool local model folders "
+                         f"(its path column)", field="pool")
 
 
 def collect_ground_truth(store: JobStore, jobs: Sequence[Job], tasks: Iterable[Task] | None = None) -> GroundTruth:
