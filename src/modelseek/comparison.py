@@ -21,8 +21,8 @@ MAX_PAIRS = 500
 def check_comparison(run_ids: Sequence[str], metrics: Sequence[str], baseline: str | None = None) -> list[str]:
     """What :func:`compare_runs` needs of its inputs, checked before any work (the CLI runs it before evaluating):
     at least two runs, no run id twice, a ``baseline`` among them, at most :data:`MAX_PAIRS` pairs, at least one
-    metric. Each failure is a one-line :class:`~modelseek.errors.InputError` naming the parameter (``reports``, ``baseline``, ``metrics``). Returns
-    the metrics, stripped and lower-cased."""
+    metric. Each failure is a one-line :class:`~modelseek.errors.InputError` naming the parameter (``reports``,
+    ``baseline``, ``metrics``). Returns the metrics, stripped and lower-cased."""
     ids = [str(i) for i in run_ids]
     if len(ids) < 2:
         raise InputError(f"a comparison needs at least two runs, got {len(ids)}"

@@ -117,7 +117,8 @@ def test_meta_param_on_the_command_line(cli, small_gate):
                             ("field '--meta-param alpha': meta-model 'ridge' has no parameter 'alpha'",
                              "its parameters: alphas=")),
                            (("--meta-param", "hidden=-1"),
-                            ("field '--meta-param hidden': meta-model 'mlp': hidden must be an integer in [1, 10000]",)),
+                            ("field '--meta-param hidden': meta-model 'mlp':",
+                             "hidden must be an integer in [1, 10000]")),
                            (("--meta-param", "hidden"), ("field '--meta-param': expected KEY=VALUE",)),
                            (("--ridge-alpha", "1"), ("field '--ridge-alpha'", "the meta-model is 'mlp'"))):
         bad = cli(*args, *extra)
