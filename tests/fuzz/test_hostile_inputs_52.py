@@ -224,3 +224,15 @@ def test_finetune_with_the_hub_offline_names_the_model_and_what_to_do(cli, layou
     assert_one_error_line(r, "'1' (org/never-downloaded-h52)", "Hub is offline (HF_HUB_OFFLINE=1)",
                           "huggingface-cli download org/never-downloaded-h52")
     assert "OSError" not in r.err
+
+
+def test_one_job_of_an_uncached_hub_model_offline_names_the_model_and_what_to_do(monkeypatch):
+    """The per-job form (a ranking's verification lets each job fail on its own): no transformers OSError."""
+    from modelseek.finetune.protocol import CandidateLoadError, ModelSpec, load_model
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(CandidateLoadError) as ei:
+        load_model(ModelSpec("1", "org/never-downloaded-h52"), ["a", "b"])
+    text = str(ei.value)
+    assert "'1' (org/never-downloaded-h52)" in text and "Hub is offline (HF_HUB_OFFLINE=1)" in text
+    assert "huggingface-cli download org/never-downloaded-h52" in text and "\n" not in text
