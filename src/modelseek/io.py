@@ -387,6 +387,10 @@ class _LongFields:
         return False
 
 
+#: the context in which a :mod:`csv` reader takes fields of any length (for readers that are no DictReader)
+long_csv_fields = _LongFields
+
+
 def csv_dict_reader(fh, path: str | os.PathLike | None = None):
     """A :class:`csv.DictReader` whose problems are located ``InputError`` errors: a field or header of any length
     is read (no ``_csv.Error`` at 131,072 characters), a malformed row names its line, and a header naming a

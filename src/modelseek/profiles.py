@@ -422,8 +422,8 @@ def profile_from_folder(hf_id: str, folder: str | Path, origin: str = "model-fol
         if (folder / "README.md").is_file():
             readme = (folder / "README.md").read_text(encoding="utf-8", errors="replace")[:200_000]
         if (folder / "config.json").is_file():
-            config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+            config = read_json(folder / "config.json", "model config")  # any nesting or number: an InputError
+    except (OSError, ValueError):  # InputError is a ValueError: an unreadable card is no profile
         return None
     if readme is None and config is None:
         return None
@@ -483,7 +483,11 @@ def fetch_profile(hf_id: str, check_hub: bool = True) -> ModelProfile:
                          f"offline? write its profile by hand (modelseek profiles show --json) or fetch it where the "
                          f"Hub is reachable", field="hf_id")
     readme = got["README.md"].read_text(encoding="utf-8", errors="replace") if "README.md" in got else None
-    config = json.loads(got["config.json"].read_text(encoding="utf-8")) if "config.json" in got else None
+    try:  # the one strict reader: a config.json nested past the recursion limit or with a 5,000-digit number
+        config = read_json(got["config.json"], "model config") if "config.json" in got else None
+    except InputError as exc:
+        raise InputError(f"{hf_id}: its config.json from the Hub is unreadable ({exc.message})", field="hf_id") \
+            from None
     return profile_from_card(hf_id, readme, config, "fetched", [f"https://huggingface.co/{hf_id}"])
 
 
