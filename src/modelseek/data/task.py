@@ -78,7 +78,7 @@ class LabelKind(Choice):
         count = str(row.get("task_class_count") or "").strip()
         try:
             n = int(float(count)) if count else None
-        except ValueError:
+        except (ValueError, OverflowError):  # not a number, NaN, or a count of 5,000 digits (float: inf)
             return None
         if n is None:
             return None
