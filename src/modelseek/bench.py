@@ -71,6 +71,11 @@ class CVResult:
         return self.report.intervals(n_resamples=n_resamples, seed=seed)
 
 
+
+#: the most repeats of a cross-validation (each one is the whole k-fold CV again, with the next seed)
+MAX_REPEATS = 1000
+
+
 def cross_validate(method: str | Ranker | Callable[[], Ranker],
                    truth: GroundTruth | str | Path | ResolvedFolder, pool: Pool | str | Path | None = None,
                    tasks: TaskSet | None = None, folds: int = 5, seed: int = 0, repeats: int = 1,
@@ -90,8 +95,9 @@ def cross_validate(method: str | Ranker | Callable[[], Ranker],
     :class:`~modelseek.rankers.features.CandidateFailures`."""
     if folds is None or int(folds) < 2:
         raise InputError(f"folds must be at least 2, got {folds}", field="folds")
-    if repeats is None or int(repeats) < 1:
-        raise InputError(f"repeats must be at least 1, got {repeats}", field="repeats")
+    if repeats is None or not 1 <= int(repeats) <= MAX_REPEATS:
+        raise InputError(f"repeats must be an integer in [1, {MAX_REPEATS:,}] (each repeat is a whole "
+                         f"cross-validation), got {repeats}", field="repeats")
     folder = None
     if isinstance(truth, (str, Path, ResolvedFolder)):
         folder = truth if isinstance(truth, ResolvedFolder) else resolve_folder(truth)

@@ -4,6 +4,7 @@ compare``)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 from .errors import InputError
@@ -12,22 +13,35 @@ from .stats.multitest import holm
 from .stats.seeding import derive_rng
 
 
+#: the most pairs of runs one comparison tests (each a randomisation test and a bootstrap per metric; the
+#: all-pairs comparison of 32 runs is 496 pairs)
+MAX_PAIRS = 500
+
+
 def check_comparison(run_ids: Sequence[str], metrics: Sequence[str], baseline: str | None = None) -> list[str]:
     """What :func:`compare_runs` needs of its inputs, checked before any work (the CLI runs it before evaluating):
-    at least two runs, no run id twice, a ``baseline`` among them, at least one metric. Each failure is a one-line
-    :class:`~modelseek.errors.InputError` naming the parameter (``reports``, ``baseline``, ``metrics``). Returns
-    the metrics, stripped and lower-cased."""
+    at least two runs, no run id twice, a ``baseline`` among them, at most :data:`MAX_PAIRS` pairs, at least one
+    metric. Each failure is a one-line :class:`~modelseek.errors.InputError` naming the parameter (``reports``,
+    ``baseline``, ``metrics``). Returns the metrics, stripped and lower-cased."""
     ids = [str(i) for i in run_ids]
     if len(ids) < 2:
         raise InputError(f"a comparison needs at least two runs, got {len(ids)}"
                          + (f" ({ids[0]})" if ids else ""), field="reports")
-    twice = sorted({i for i in ids if ids.count(i) > 1})
+    twice = sorted(i for i, n in Counter(ids).items() if n > 1)
     if twice:
         raise InputError(f"run id(s) {', '.join(map(repr, twice))} given more than once; run ids must differ "
                          f"(the same run compared with itself)", field="reports")
     if baseline is not None and baseline not in ids:
-        raise InputError(f"baseline {baseline!r} is not a run id of the runs (run ids: {', '.join(ids)})",
-                         field="baseline")
+        shown = ", ".join(ids[:20]) + (f" ... ({len(ids):,} runs)" if len(ids) > 20 else "")
+        raise InputError(f"baseline {baseline!r} is not a run id of the runs (run ids: {shown})", field="baseline")
+    n_pairs = len(ids) - 1 if baseline is not None else len(ids) * (len(ids) - 1) // 2
+    if n_pairs > MAX_PAIRS:
+        # every pair is a randomisation test and a bootstrap per metric: the work grows with the square of the runs
+        most = max(n for n in range(2, MAX_PAIRS + 2) if n * (n - 1) // 2 <= MAX_PAIRS)
+        hint = (f"compare at most {MAX_PAIRS + 1:,} runs with a baseline" if baseline is not None else
+                f"give --baseline RUN_ID (one pair per run) or at most {most} runs")
+        raise InputError(f"{len(ids):,} runs make {n_pairs:,} pairs, over the {MAX_PAIRS:,} pairs a comparison "
+                         f"tests; {hint}", field="reports")
     names = [str(m).strip().lower() for m in (metrics.split(",") if isinstance(metrics, str) else metrics)
              if str(m).strip()]
     if not names:

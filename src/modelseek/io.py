@@ -333,9 +333,24 @@ def read_bytes(path: str | os.PathLike, what: str = "file") -> bytes:
     return data
 
 
+def utf16_bom(data: bytes) -> str | None:
+    """``"UTF-16LE"``/``"UTF-16BE"`` when ``data`` starts with that byte-order mark (Excel's "Unicode text", a
+    Windows editor's default), else None. A UTF-32 mark (``ff fe 00 00``) is named as UTF-16LE's prefix would be:
+    either way the file is not UTF-8."""
+    if data[:2] == b"\xff\xfe":
+        return "UTF-32LE" if data[2:4] == b"\x00\x00" else "UTF-16LE"
+    if data[:2] == b"\xfe\xff":
+        return "UTF-16BE"
+    return None
+
+
 def decode_text(data: bytes, path: str | os.PathLike | None = None) -> str:
-    """UTF-8 bytes → text (a leading byte-order mark dropped, ``\\r\\n`` kept as is); other bytes are an
-    ``InputError`` naming the offending byte, its offset and its line."""
+    """UTF-8 bytes → text (a leading byte-order mark dropped, ``\\r\\n`` kept as is); UTF-16 (by its byte-order
+    mark) is named as such, other bytes are an ``InputError`` naming the offending byte, its offset and its line."""
+    bom = utf16_bom(data)
+    if bom:
+        raise InputError(f"{bom} text (byte-order mark 0x{data[0]:02x} 0x{data[1]:02x}); modelseek reads UTF-8: "
+                         f"save it as UTF-8 (e.g. iconv -f UTF-16 -t UTF-8)", path=path, line=1)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -370,6 +385,10 @@ class _LongFields:
 
         csv.field_size_limit(self._old)
         return False
+
+
+#: the context in which a :mod:`csv` reader takes fields of any length (for readers that are no DictReader)
+long_csv_fields = _LongFields
 
 
 def csv_dict_reader(fh, path: str | os.PathLike | None = None):
@@ -540,11 +559,14 @@ def loads_yaml_located(text: str, path: str | os.PathLike | None = None) -> tupl
         lines: dict[str, int] = {}
         if node is not None:
             _walk(node, "", lines, path, set())
+            _check_expansion(node, path)
         data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as exc:
         raise _yaml_error(exc, text, path) from None
     except RecursionError:
         raise InputError("invalid YAML: nested too deeply", path=path) from None
+    except InputError:
+        raise
     except (ValueError, TypeError, AttributeError, OverflowError) as exc:  # a tagged value PyYAML cannot build
         raise InputError(f"invalid YAML: cannot build a value ({type(exc).__name__}: {exc})", path=path) from None
     finally:
@@ -553,10 +575,48 @@ def loads_yaml_located(text: str, path: str | os.PathLike | None = None) -> tupl
     return data, lines
 
 
+#: the most values a YAML document may hold once its aliases are expanded (a "billion laughs" document of a few
+#: hundred bytes expands to billions: every reader that walks the data would take gigabytes and hours)
+MAX_YAML_VALUES = 1_000_000
+#: the most digits of a YAML integer (Python's int() refuses more: sys.get_int_max_str_digits)
+MAX_INT_DIGITS = 4300
+
+
+def _check_expansion(root, path) -> None:
+    """Refuse a document whose aliases expand past :data:`MAX_YAML_VALUES` values. Each node is sized once (its
+    expanded size memoised), so the check is linear in the document, not in its expansion."""
+    import yaml
+
+    size: dict[int, int] = {}
+
+    def walk(node) -> int:
+        if id(node) in size:
+            return size[id(node)]
+        size[id(node)] = 1  # a node that contains itself: counted once (the constructor refuses it later)
+        n = 1
+        if isinstance(node, yaml.MappingNode):
+            n += sum(walk(k) + walk(v) for k, v in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            n += sum(walk(v) for v in node.value)
+        size[id(node)] = n
+        if n > MAX_YAML_VALUES:
+            raise InputError(f"invalid YAML: its aliases expand to over {MAX_YAML_VALUES:,} values (at most "
+                             f"{MAX_YAML_VALUES:,}; a 'billion laughs' document?)", path=path,
+                             line=node.start_mark.line + 1)
+        return n
+
+    walk(root)
+
+
 def _walk(node, where: str, lines: dict[str, int], path, seen_nodes: set[int]) -> None:
     import yaml
 
     lines.setdefault(where, node.start_mark.line + 1)
+    if (isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:int"
+            and len(node.value) > MAX_INT_DIGITS):
+        raise InputError(f"invalid YAML: an integer of {len(node.value):,} characters is too long (at most "
+                         f"{MAX_INT_DIGITS:,} digits)", path=path, line=node.start_mark.line + 1,
+                         field=where or None)
     if id(node) in seen_nodes:  # an alias: walked once (else "billion laughs" documents take forever)
         return
     seen_nodes.add(id(node))

@@ -35,7 +35,8 @@ from typing import Any
 
 from .errors import InputError
 from .features.sources import hub_offline_reason
-from .io import atomic_write_text, open_text, read_json
+from .data.loaders import unpadded
+from .io import atomic_write_text, csv_dict_reader, open_text, read_json
 
 #: words of a pre-training description that say nothing about a domain (the generic corpora)
 _GENERIC = ("bookcorpus", "wikipedia", "inherits", "same as bert", "openwebtext", "commoncrawl", "roberta-corpus",
@@ -204,12 +205,9 @@ def profiles_from_facts(path: str | Path) -> list[ModelProfile]:
     """Profiles from a facts table with the columns of the NTCIR ``model-facts.csv`` (one row per model:
     ``hf_id, architecture, params_m, cased, languages, initialised_from, pretraining_data, domain,
     fine_tuned_on, head_task, labels, license, notes, sources``); ``?`` and empty cells are unknown."""
-    import csv
-
-
     out = []
     with open_text(path, "facts file") as fh:
-        reader = csv.DictReader(fh)
+        reader = csv_dict_reader(fh, path)  # a cell of any length, a malformed row: one located line
         if "hf_id" not in (reader.fieldnames or []):
             raise InputError("missing column", path=path, line=1, field="hf_id")
         for lineno, row in enumerate(reader, start=2):
@@ -322,14 +320,14 @@ def folder_identity(path: str | os.PathLike | None) -> str:
     import csv
 
     folder = Path(os.path.expanduser(str(path)))
-    if folder.parent.name != "models" or not folder.name.isdigit():
+    if folder.parent.name != "models" or not (folder.name.isascii() and folder.name.isdigit()):
         return ""
     table = folder.parent.parent / "models.csv"
     try:
         with open(table, encoding="utf-8-sig", newline="") as fh:
             for row in csv.DictReader(fh):
                 mid, name = (row.get("model_id") or "").strip(), (row.get("model_name") or "").strip()
-                if mid.isdigit() and int(mid) == int(folder.name) and name:
+                if mid.isascii() and mid.isdigit() and unpadded(mid) == unpadded(folder.name) and name:
                     return name
     except (OSError, UnicodeDecodeError, csv.Error):
         return ""
@@ -424,8 +422,8 @@ def profile_from_folder(hf_id: str, folder: str | Path, origin: str = "model-fol
         if (folder / "README.md").is_file():
             readme = (folder / "README.md").read_text(encoding="utf-8", errors="replace")[:200_000]
         if (folder / "config.json").is_file():
-            config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+            config = read_json(folder / "config.json", "model config")  # any nesting or number: an InputError
+    except (OSError, ValueError):  # InputError is a ValueError: an unreadable card is no profile
         return None
     if readme is None and config is None:
         return None
@@ -485,7 +483,11 @@ def fetch_profile(hf_id: str, check_hub: bool = True) -> ModelProfile:
                          f"offline? write its profile by hand (modelseek profiles show --json) or fetch it where the "
                          f"Hub is reachable", field="hf_id")
     readme = got["README.md"].read_text(encoding="utf-8", errors="replace") if "README.md" in got else None
-    config = json.loads(got["config.json"].read_text(encoding="utf-8")) if "config.json" in got else None
+    try:  # the one strict reader: a config.json nested past the recursion limit or with a 5,000-digit number
+        config = read_json(got["config.json"], "model config") if "config.json" in got else None
+    except InputError as exc:
+        raise InputError(f"{hf_id}: its config.json from the Hub is unreadable ({exc.message})", field="hf_id") \
+            from None
     return profile_from_card(hf_id, readme, config, "fetched", [f"https://huggingface.co/{hf_id}"])
 
 

@@ -89,7 +89,7 @@ def test_an_unknown_or_bad_parameter_names_the_member_and_lists_its_parameters()
     with pytest.raises(InputError, match=r"meta-model 'mlp' has no parameter 'alphas'; its parameters: hidden=100, "
                                          r"lr=0.01, weight_decay=0.01, epochs=20"):
         MetaConfig(model_params={"alphas": [1]})
-    with pytest.raises(InputError, match=r"model_params.hidden.*mlp.*hidden must be an integer >= 1, got 0"):
+    with pytest.raises(InputError, match=r"model_params.hidden.*mlp.*hidden must be an integer in \[1, 10000\], got 0"):
         MetaConfig(model_params={"hidden": 0})
     # another member's parameters do not carry over: replace() checks them against the new member
     ridge = MetaConfig(model="ridge", model_params={"alphas": [2]})
@@ -117,7 +117,8 @@ def test_meta_param_on_the_command_line(cli, small_gate):
                             ("field '--meta-param alpha': meta-model 'ridge' has no parameter 'alpha'",
                              "its parameters: alphas=")),
                            (("--meta-param", "hidden=-1"),
-                            ("field '--meta-param hidden': meta-model 'mlp': hidden must be an integer >= 1",)),
+                            ("field '--meta-param hidden': meta-model 'mlp':",
+                             "hidden must be an integer in [1, 10000]")),
                            (("--meta-param", "hidden"), ("field '--meta-param': expected KEY=VALUE",)),
                            (("--ridge-alpha", "1"), ("field '--ridge-alpha'", "the meta-model is 'mlp'"))):
         bad = cli(*args, *extra)

@@ -42,6 +42,11 @@ class OptimizeOptions:
     batch_size: int = 32
     progress: bool = False
 
+    def __post_init__(self) -> None:  # the work counts, before any catalog or model is read
+        from .solvers import _check_work
+
+        _check_work(restarts=self.restarts, **({} if self.steps is None else {"steps": self.steps}))
+
 
 @dataclass(frozen=True)
 class Optimized:

@@ -261,11 +261,25 @@ def _initial_temperature(state: RedState, cur: float, m: int, free_list, steps: 
     return max(float(np.median(deltas)), 1e-12) / math.log(1.0 / p_start)
 
 
+#: the most annealing steps and local-search restarts a solver takes (200x and 500x their defaults): each is work
+MAX_STEPS = 1_000_000
+MAX_RESTARTS = 10_000
+
+
+def _check_work(**counts: int) -> None:
+    """Each of ``counts`` (steps, restarts) an integer in [0, its cap], checked before any work."""
+    caps = {"steps": MAX_STEPS, "restarts": MAX_RESTARTS}
+    for name, value in counts.items():
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= caps[name]:
+            raise InputError(f"{name} must be an integer in [0, {caps[name]:,}], got {value}", field=name)
+
+
 def optimize_red(features, m: int, *, pool: int | None = None, greedy_sample: int = 32, steps: int = 5000,
                  seed: int = 0, t0: float | None = None, p_start: float = 0.2, cooling_to: float = 1e-3,
                  recompute_every: int = 500, memory_bytes: int = 1 << 30, progress: bool = False,
                  log_every: int | None = None) -> SolverResult:
     """Choose ``m`` stimuli (catalog positions) maximising the Red score; see the module docstring."""
+    _check_work(steps=steps)
     feats = _feats(features)
     n = feats[0].shape[0]
     if not 4 <= m <= n:
@@ -493,6 +507,7 @@ def optimize_blue(C: np.ndarray, k: int, names: Sequence[str] | None = None, *, 
     greedy start and ``restarts`` seeded random starts, then simulated annealing (``steps`` swaps) from the
     best. ``meta`` holds the upper bound (:func:`blue_upper_bound`) and whether the result is proved optimal
     (exhaustive search, or the bound reached)."""
+    _check_work(steps=steps, restarts=restarts)
     C = _check_matrix(C)
     M = C.shape[0]
     if not 2 <= k <= M:

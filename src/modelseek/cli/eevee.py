@@ -203,6 +203,8 @@ def run(args: argparse.Namespace) -> int:
     if nested is not None and nested.by_column and nested.outer_splits > 0:
         table, values = table.without_column(nested.split_by)
         order = dict(zip(table.models, values))
+    if getattr(args, "ks", None):  # the k values are checked before the evaluator's baseline costs any work
+        parse_ks(args.ks, len(table.benchmark_names))
     ev = BatchedEvaluator(table, meta, workers=args.workers)
     try:
         return _run(args, table, ev, cfg, nested, order)

@@ -14,6 +14,7 @@ find the same files whichever form was given::
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -134,15 +135,25 @@ def _near(folder: Path, name: str) -> Path | None:
 
 
 def is_truth_csv(path: Path) -> bool:
-    """Whether ``path`` is a CSV whose header names a ground truth's columns (task_id, model_id)."""
-    if path.suffix.lower() != ".csv" or not path.is_file():
-        return False
+    """Whether ``path`` is a file whose header names a ground truth's columns (task_id, model_id), whatever its
+    suffix (``gt.txt``, ``truth``) and whether it is UTF-8 or UTF-16 (by its byte-order mark: the reader then names
+    the encoding, instead of this saying it is no ground truth). Only a regular file is opened (a FIFO would
+    block) and only its first 64 KiB are read."""
+    import stat
+
+    from ..io import utf16_bom
+
     try:
-        with open(path, encoding="utf-8-sig", errors="replace") as fh:
-            header = fh.readline(1 << 16)
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return False
+        with open(path, "rb") as fh:
+            head = fh.read(1 << 16)
     except OSError:
         return False
-    cols = {c.strip().strip('"') for c in header.strip().split(",")}
+    bom = utf16_bom(head)
+    text = head.decode(bom or "utf-8-sig", errors="replace").lstrip("\ufeff")
+    first = text.split("\n", 1)[0]
+    cols = {c.strip().strip('"') for c in first.strip().split(",")}
     return all(c in cols for c in TRUTH_COLUMNS)
 
 

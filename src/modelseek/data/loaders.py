@@ -43,6 +43,19 @@ def _check_splits(task_id: str, splits: Mapping[str, Split], path: Path | str) -
                          path=path, field="labels")
 
 
+
+def unpadded(name: str) -> str:
+    """A zero-padded number without its padding (``0007`` -> ``7``); any other text as it is. String work, not
+    ``int()``: a folder or id of 5,000 digits stays a name (``int()`` refuses over 4,300), and ``isdigit()`` digits
+    that are not ASCII (``²``) are no number."""
+    return (name.lstrip("0") or "0") if name.isascii() and name.isdigit() else name
+
+
+def padded(name: str, width: int) -> str:
+    """A number zero-padded to ``width`` (``7`` -> ``0007``), as ``f"{int(name):0{width}d}"`` without ``int()``;
+    any other text as it is."""
+    return unpadded(name).zfill(width) if name.isascii() and name.isdigit() else name
+
 def read_jsonl_split(path: Path, text_field: str = "text", label_field: str = "labels") -> Split:
     """Read one JSONL split; every bad line is an error naming file, line and field."""
     texts: list[str] = []
@@ -157,7 +170,7 @@ def load_ntcir_tasks(root: str | Path, ids: Iterable[str] | None = None) -> Task
     tasks = []
     for f in folders:
         # the organisers' downloader pads test-task folders ({task_id:04d}): 0001 is tasks.csv's task 1
-        tid = f.name if f.name in meta or not f.name.isdigit() or str(int(f.name)) not in meta else str(int(f.name))
+        tid = f.name if f.name in meta or unpadded(f.name) not in meta else unpadded(f.name)
         if wanted is not None and tid not in wanted:
             continue
         task = load_ntcir_task(f, meta.get(tid), tasks_csv)
@@ -328,9 +341,8 @@ def _holdout(split: Split, fraction: float, seed: int) -> tuple[Split, Split]:
     """Split off ``fraction`` of ``split``, stratified where every class has at least 2 examples."""
     from sklearn.model_selection import train_test_split  # lazy: sklearn
 
-    if len(split) < 10:
-        raise InputError(f"only {len(split)} examples: too few to split off validation/test data "
-                         f"(need at least 10, or give a split column)", field="split")
+    if len(split) < 10:  # _organiser_splits checks the whole first; this guards other callers
+        raise InputError(f"only {len(split)} examples: too few to hold out validation/test examples (at least 10)")
     idx = np.arange(len(split))
     labels = np.asarray(split.labels)
     _, counts = np.unique(labels, return_counts=True)
@@ -346,6 +358,12 @@ def _organiser_splits(splits: Mapping[str, Split], seed: int = SPLIT_SEED) -> di
     out = dict(splits)
     if "train" not in out:
         raise InputError("data set has no train split")
+    need = 10 if "test" in out else 11  # 11: 1 test row, then 1 validation row of the other 10
+    if "val" not in out and len(out["train"]) < need:
+        # the data itself is the problem (a one-row table), not an option: say so, and how to give the splits
+        raise InputError(f"only {len(out['train'])} example(s) to train on: too few to hold out validation"
+                         f"{'' if 'test' in out else ' and test'} examples (at least {need}), or give each row's "
+                         f"split (train/val/test) in a 'split' column")
     if "val" not in out:
         if "test" in out:
             out["train"], out["val"] = _holdout(out["train"], 0.10, seed)

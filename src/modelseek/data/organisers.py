@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import InputError
-from .loaders import _task_folders, load_ntcir_task, read_tasks_csv
+from .loaders import _task_folders, load_ntcir_task, padded, read_tasks_csv, unpadded
 from .task import TaskSet
 
 #: the organisers' split names -> the folder under ``task-data``
@@ -80,10 +80,10 @@ def official_task_id(folder: Path, known: Mapping[str, object] | None, tasks_csv
     (``0001`` -> ``1``) when tasks.csv lists that; a folder that is no task of tasks.csv is an error naming both.
     Without a tasks.csv, a zero-padded number is read as the number."""
     name = folder.name
-    unpadded = str(int(name)) if name.isdigit() else name
+    bare = unpadded(name)
     if known is None:
-        return unpadded
-    for tid in (name, unpadded):
+        return bare
+    for tid in (name, bare):
         if tid in known:
             return tid
     raise InputError(f"task folder {name!r} is no task_id of {tasks_csv} (tasks.csv lists "
@@ -97,16 +97,15 @@ def absent_test_tasks(layout: OrganisersLayout) -> list[str]:
     if layout.tasks_csv is None or "test" not in layout.splits:
         return []
     folder = layout.splits["test"]
-    present = {str(int(f.name)) if f.name.isdigit() else f.name
-               for f in _task_folders(folder) if f != folder}
-    return [t for t in test_topics(layout) if (str(int(t)) if t.isdigit() else t) not in present]
+    present = {unpadded(f.name) for f in _task_folders(folder) if f != folder}
+    return [t for t in test_topics(layout) if unpadded(t) not in present]
 
 
 def describe_absent(layout: OrganisersLayout, absent: list[str]) -> str:
     """One line naming the test tasks of tasks.csv that are not downloaded, and where they should be."""
     folder = layout.splits.get("test", layout.data / "task-data" / SPLITS["test"])
     first = absent[0]
-    name = f"{int(first):04d}" if first.isdigit() else first
+    name = padded(first, 4)
     return (f"{len(absent)} official test task(s) of {layout.tasks_csv} are not downloaded: {_some(absent, 8)} (no "
             f"folder {folder / name}); rerun the organisers' 'python main.py download_test_tasks --all'")
 

@@ -141,7 +141,9 @@ def _read_models_csv(path: Path) -> Pool:
 
 def snapshot_name(cid: str) -> str:
     """The folder name the organisers' ``download_models`` gives candidate ``cid``: ``{model_id:02d}``."""
-    return f"{int(cid):02d}" if cid.isdigit() else cid
+    from .loaders import padded
+
+    return padded(cid, 2)
 
 
 def _snapshot_folder(model_dir: Path | None, cid: str) -> str | None:

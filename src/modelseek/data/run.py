@@ -315,6 +315,15 @@ def write_runs(path: str | Path, runs: Sequence[Run]) -> None:
 MAX_RANK = 2**31 - 1
 _INT = re.compile(r"[+-]?[0-9]+")  # ASCII digits only: int() would also take Arabic-Indic or full-width ones
 _FLOAT = re.compile(r"[+-]?(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|inf|infinity|nan)", re.I)
+
+
+def _rank_int(text: str) -> int:
+    """The value of a Rank that matched :data:`_INT`; a digit run too long to be a rank (past :data:`MAX_RANK`) is
+    returned as ``MAX_RANK + 1`` without ``int()``, which refuses more than 4,300 digits (a hostile file's 300,001)."""
+    if len(text.lstrip("+-").lstrip("0")) > len(str(MAX_RANK)):
+        return -(MAX_RANK + 1) if text.startswith("-") else MAX_RANK + 1
+    return int(text)
+
 class _Table(NamedTuple):
     topic: np.ndarray | None  # None: only the codes are there (arrow reader for read_runs)
     q0: np.ndarray
@@ -372,7 +381,7 @@ def _parse_arrow(path: Path, need_q0: bool) -> _Table | None:
     for v in rvalues.tolist():
         if not _INT.fullmatch(v):
             return None
-        r = int(v)
+        r = _rank_int(v)
         if r < 1 or r > MAX_RANK:
             return None
         values.append(r)
@@ -427,12 +436,13 @@ def _parse_careful(path: Path, text: str, problems: list[InputError] | None, str
                                                   if any(ch.isdigit() and not ch.isascii() for ch in rank_s)
                                                   else ""), lineno, "Rank")
             continue
-        rk = int(rank_s)
+        rk = _rank_int(rank_s)
         if rk < 1:
-            bad(f"must be >= 1, got {rk}", lineno, "Rank")
+            bad(f"must be >= 1, got {rank_s[:40]}", lineno, "Rank")
             continue
         if rk > MAX_RANK:
-            bad(f"must be <= {MAX_RANK}, got {rank_s[:40]}", lineno, "Rank")
+            bad(f"must be <= {MAX_RANK}, got {rank_s[:40]}" + (f"... ({len(rank_s):,} characters)"
+                                                                if len(rank_s) > 40 else ""), lineno, "Rank")
             continue
         if not _FLOAT.fullmatch(score_s):
             bad(f"not a number: {score_s[:60]!r}" + (" (write scores with ASCII digits 0-9)"

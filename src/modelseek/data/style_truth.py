@@ -14,14 +14,14 @@ import numpy as np
 
 from ..errors import InputError
 from ..stats.bootstrap import bootstrap_ci
-from ..io import open_text
+from ..io import csv_dict_reader, open_text
 from .run import Run, normalize_b_id
 
 
 def read_csv_rows(path: Path, required: Sequence[str]) -> list[tuple[int, dict[str, str]]]:
     """The rows of a CSV with their line numbers; each ``required`` column present and non-empty."""
     with open_text(path) as fh:  # missing, a directory, not UTF-8: located InputErrors
-        reader = csv.DictReader(fh)
+        reader = csv_dict_reader(fh, path)  # a cell of any length, a malformed row: one located line
         fields = reader.fieldnames or []
         for col in required:
             if col not in fields:

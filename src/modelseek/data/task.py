@@ -21,6 +21,10 @@ from ..errors import InputError
 #: from the first, high from the second. The one definition: every tier computed from regret reads it.
 CRITICALITY_BOUNDS: tuple[float, float] = (0.03, 0.10)
 
+#: the longest text (characters) a task keeps per example: 100,000 characters is over ten times what the
+#: longest-reading candidate takes (8,192 tokens); a longer text is cut (see :class:`Split`)
+MAX_TEXT_CHARS = 100_000
+
 
 class Criticality(Choice):
     """How much picking the wrong model costs on a task (expected regret tier)."""
@@ -74,7 +78,7 @@ class LabelKind(Choice):
         count = str(row.get("task_class_count") or "").strip()
         try:
             n = int(float(count)) if count else None
-        except ValueError:
+        except (ValueError, OverflowError):  # not a number, NaN, or a count of 5,000 digits (float: inf)
             return None
         if n is None:
             return None
@@ -99,13 +103,25 @@ def looks_numeric(labels: Iterable[str]) -> bool:
 
 @dataclass(frozen=True)
 class Split:
-    """Parallel tuples of texts and (string) labels."""
+    """Parallel tuples of texts and (string) labels. A text longer than :data:`MAX_TEXT_CHARS` characters is cut
+    there (a warning says how many were): no candidate reads further, and every step after (tokenizers, encoders,
+    hashing, task features) then works in bounded time and memory on a table with one 20 MB cell."""
 
     texts: tuple[str, ...] = ()
     labels: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "texts", tuple(self.texts))
+        texts = tuple(self.texts)
+        long = [i for i, t in enumerate(texts) if isinstance(t, str) and len(t) > MAX_TEXT_CHARS]
+        if long:
+            import logging
+
+            logging.getLogger(__name__).warning(
+                "%d text(s) longer than %s characters (the longest %s) cut to their first %s: no candidate model "
+                "reads further (tokenizers stop at max_length tokens)", len(long), f"{MAX_TEXT_CHARS:,}",
+                f"{max(len(texts[i]) for i in long):,}", f"{MAX_TEXT_CHARS:,}")
+            texts = tuple(t[:MAX_TEXT_CHARS] if len(t) > MAX_TEXT_CHARS else t for t in texts)
+        object.__setattr__(self, "texts", texts)
         object.__setattr__(self, "labels", tuple(str(x) for x in self.labels))
         if len(self.texts) != len(self.labels):
             raise InputError(f"split has {len(self.texts)} texts but {len(self.labels)} labels")

@@ -17,7 +17,6 @@ from ..errors import InputError
 from ..registry import UnknownNameError
 from .models import META_MODELS
 
-_POS_INT = [Interval(Integral, 1, None, closed="left")]
 _NONNEG_INT = [Interval(Integral, 0, None, closed="left")]
 _SEED = [Interval(Integral, 0, 2**32 - 1, closed="both")]
 
@@ -49,7 +48,8 @@ class MetaConfig(Config):
                                    # blocks stay in cache: measured ~1.5x faster than one block of 10,000
 
     _constraints = {
-        "n_splits": _POS_INT, "test_size": [Interval(Real, 0, 1, closed="neither")], "cv_seed": _SEED,
+        "n_splits": [Interval(Integral, 1, 1000, closed="both")],
+        "test_size": [Interval(Real, 0, 1, closed="neither")], "cv_seed": _SEED,
         "seed": _SEED, "chunk": _NONNEG_INT,
     }
 

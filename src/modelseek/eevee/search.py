@@ -243,24 +243,41 @@ def _feasibility(table: Table, budget: float | None):
 
 
 # ------------------------------------------------------------------------------------------------ sweep
+#: the largest k :func:`parse_ks` reads without a table to bound it (a table bounds k by its benchmarks)
+MAX_K = 10_000
+
+
 def parse_ks(text: str, n_benchmarks: int | None = None) -> list[int]:
-    """``"1-25"``, ``"1,2,8"`` or ``"3"`` -> sorted list of k."""
+    """``"1-25"``, ``"1,2,8"`` or ``"3"`` -> sorted list of k. Each value is checked against the benchmarks
+    (or :data:`MAX_K`) before a range is expanded: ``1-<30 digits>`` is refused, never made."""
+    shown = repr(text) if len(str(text)) <= 60 else repr(str(text)[:57]) + "..."
+    most = MAX_K if n_benchmarks is None else n_benchmarks
     ks: set[int] = set()
-    try:
-        for part in str(text).split(","):
-            part = part.strip()
-            if "-" in part:
-                lo, hi = (int(x) for x in part.split("-", 1))
-                ks.update(range(lo, hi + 1))
-            elif part:
-                ks.add(int(part))
-    except ValueError:
-        raise InputError(f"cannot read k values {text!r}; use e.g. 1-25 or 1,2,8", field="k") from None
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        bounds = part.split("-", 1) if "-" in part else [part, part]
+        if not all(b.strip().isascii() and b.strip().isdigit() for b in bounds):
+            raise InputError(f"cannot read k values {shown}; use e.g. 1-25 or 1,2,8", field="k")
+        lo, hi = (_bounded_k(b.strip(), most, n_benchmarks) for b in bounds)
+        if lo > hi:
+            raise InputError(f"k range {part!r} is empty (write the smaller k first)", field="k")
+        ks.update(range(lo, hi + 1))
     if not ks or min(ks) < 1:
-        raise InputError(f"k values must be positive integers, got {text!r}", field="k")
-    if n_benchmarks is not None and max(ks) > n_benchmarks:
-        raise InputError(f"k = {max(ks)} is larger than the number of benchmarks ({n_benchmarks})", field="k")
+        raise InputError(f"k values must be positive integers, got {shown}", field="k")
     return sorted(ks)
+
+
+def _bounded_k(digits: str, most: int, n_benchmarks: int | None) -> int:
+    """The k of ``digits`` if at most ``most`` (compared as text first: int() refuses over 4,300 digits)."""
+    bare = digits.lstrip("0") or "0"
+    if len(bare) > len(str(most)) or int(bare) > most:
+        shown = bare if len(bare) <= 20 else f"{bare[:12]}... ({len(bare):,} digits)"
+        if n_benchmarks is not None:
+            raise InputError(f"k = {shown} is larger than the number of benchmarks ({n_benchmarks})", field="k")
+        raise InputError(f"k = {shown} is over the {MAX_K:,} k values a sweep considers", field="k")
+    return int(bare)
 
 
 def _fingerprint(table: Table, meta: MetaConfig, cfg: SearchConfig, budget: float | None,

@@ -30,7 +30,7 @@ import numpy as np
 
 from ..config import coerce
 from ..errors import InputError
-from ..io import open_text, read_yaml_located
+from ..io import long_csv_fields, open_text, read_yaml_located
 
 log = logging.getLogger(__name__)
 
@@ -451,7 +451,8 @@ def _read_rows(path: Path) -> list[list[str]]:
     fh = open_text(path, "table")  # a located error for a missing file, a folder, bytes that are not UTF-8
     reader = csv.reader(fh)
     try:
-        return list(reader)
+        with long_csv_fields():  # a cell of any length (the file itself is capped)
+            return list(reader)
     except csv.Error as exc:
         raise InputError(f"cannot read as CSV: {exc}", path=path, line=reader.line_num or None) from None
 

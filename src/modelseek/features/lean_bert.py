@@ -17,7 +17,6 @@ random tiny configurations (``save_pretrained``).
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -48,10 +47,9 @@ _EMBEDDINGS = ["embeddings.word_embeddings.weight", "embeddings.position_embeddi
 
 
 def _read_json(path: Path) -> dict:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ModelseekError(f"{path}: unreadable ({exc})") from None
+    from ..io import read_json  # the one strict reader: any nesting, any number, bytes that are not UTF-8
+
+    data = read_json(path, "model config")
     if not isinstance(data, dict):
         raise ModelseekError(f"{path}: expected a JSON object")
     return data

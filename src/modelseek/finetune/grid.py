@@ -83,7 +83,8 @@ def _check_jobs(jobs: Sequence[Job], need_test: bool) -> None:
 def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelSpec], store: JobStore | str | Path,
              recipe: Recipe = PROTOCOL, seeds: Sequence[int] = (0,), executor: str | Executor = "local",
              address: str | None = None, retry_failed: bool = False, trainer=None, progress: bool = False,
-             poll_s: float = 1.0, need_test: bool = True, **executor_options: Any) -> GridResult:
+             poll_s: float = 1.0, need_test: bool = True, check_offline: bool = True,
+             **executor_options: Any) -> GridResult:
     """Fine-tune every candidate of ``pool`` on every task with every seed; results go to ``store``.
 
     Finished jobs are skipped; failed ones too unless ``retry_failed``. Each outcome is written to the
@@ -93,7 +94,9 @@ def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelS
     other workers hold, taking over any whose worker died, and returns when the whole grid is finished.
 
     ``executor`` is a name of :data:`modelseek.executors.EXECUTORS` (made with ``address`` and
-    ``executor_options``) or an executor instance.
+    ``executor_options``) or an executor instance. ``check_offline``: with the Hub offline, refuse before any job
+    a grid whose Hub candidates are not in the local cache (one line naming them); False lets each such job fail on
+    its own (the verification of a ranking reports them per candidate).
     """
     _check_options(recipe, executor, poll_s)
     store = store if isinstance(store, JobStore) else JobStore(store)
@@ -105,6 +108,8 @@ def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelS
     # a failed job is retried once per run asked for: while its stored attempts are those seen now
     retry = {k: a for k, (s, a) in known.items() if s == "failed"} if retry_failed else {}
     todo = [j for j in jobs if j.key not in known or j.key in retry]
+    if todo and check_offline and trainer is None and executor == "local":  # a Ray worker has its own cache
+        _check_offline(todo)
     result = GridResult(jobs=jobs, store=store, skipped=len(jobs) - len(todo))
     if result.skipped:
         log.info("skipping %d finished job(s) of %d", result.skipped, len(jobs))
@@ -141,6 +146,28 @@ def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelS
             bar.close()
     result.elsewhere = len(todo) - result.ran
     return result
+
+
+def _check_offline(jobs: Sequence[Job]) -> None:
+    """Before any job runs: with the Hub offline, every Hub candidate of ``jobs`` must be in the local Hugging Face
+    cache. Else one line naming them and what to do (transformers would fail each job with its own OSError)."""
+    from ..features.sources import hub_offline_reason, in_hub_cache, is_hub_source  # lazy: start-up
+
+    models = list({j.model.model_id: j.model for j in jobs}.values())
+    hub = [m for m in models if is_hub_source(m.source)]
+    reason = hub_offline_reason() if hub else None
+    if not reason:
+        return
+    missing = [m for m in hub if not in_hub_cache(m.source, m.revision)]
+    if missing:
+        from ..profiles import hf_cache_dir  # lazy: start-up
+
+        named = ", ".join(f"{m.model_id!r} ({m.source})" for m in missing[:5]) + (
+            f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise InputError(f"{len(missing)} candidate(s) not in the local Hugging Face cache ({hf_cache_dir()}) and the "
+                         f"Hub is offline ({reason}): {named}; download them where the Hub is reachable "
+                         f"(huggingface-cli download {missing[0].source}) or give the pool local model folders "
+                         f"(its path column)", field="pool")
 
 
 def collect_ground_truth(store: JobStore, jobs: Sequence[Job], tasks: Iterable[Task] | None = None) -> GroundTruth:

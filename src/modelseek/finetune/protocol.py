@@ -226,6 +226,20 @@ def _say_head(model: ModelSpec, policy: HeadPolicy, checkpoint_head: int | None,
                  "is not used", model.model_id, n, policy.value, checkpoint_head)
 
 
+def _offline_problem(src: str, revision: str | None) -> str | None:
+    """Why Hub id ``src`` cannot load here (not cached while the Hub is offline), with what to do; else None.
+    transformers would say it with an ``OSError`` about connecting to huggingface.co."""
+    from ..features.sources import hub_offline_reason, in_hub_cache, is_hub_source  # lazy: start-up
+
+    if not is_hub_source(src) or in_hub_cache(src, revision):
+        return None
+    reason = hub_offline_reason()
+    if reason is None:
+        return None
+    return (f"not in the local Hugging Face cache and the Hub is offline ({reason}); download it where the Hub is "
+            f"reachable (huggingface-cli download {src}) or give a local model folder")
+
+
 def load_model(model: ModelSpec, label_names: list[str], head: HeadPolicy | str = HeadPolicy.FRESH):
     """Tokenizer and a classification model with a ``len(label_names)``-way head: a fresh one (``head: fresh``,
     the protocol), or under ``head: keep`` the checkpoint's own when its size equals the class count."""
@@ -241,6 +255,9 @@ def load_model(model: ModelSpec, label_names: list[str], head: HeadPolicy | str 
     damage = snapshot_problem(src)
     if damage:
         raise CandidateLoadError(f"candidate {model.model_id!r}: {damage}")
+    offline = _offline_problem(src, model.revision)
+    if offline:
+        raise CandidateLoadError(f"candidate {model.model_id!r} ({model.source}): {offline}")
     n = len(label_names)
     try:
         from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer  # lazy: transformers

@@ -56,7 +56,6 @@ class HeadPolicy(Choice):
 
 _POSITIVE = [Interval(Real, 0, None, closed="neither")]
 _NON_NEGATIVE = [Interval(Real, 0, None, closed="left")]
-_AT_LEAST_1 = [Interval(Integral, 1, None, closed="left")]
 
 
 @dataclass(frozen=True)
@@ -88,10 +87,14 @@ class Recipe(Config):
     deterministic: bool = True
     head: HeadPolicy = HeadPolicy.FRESH
 
+    #: each count bounded by what a job can afford (a job is one model on one task): epochs and patience at
+    #: 100,000, batches at 65,536 examples, texts at 131,072 tokens, threads at 4,096
     _constraints = {
         "lr": _POSITIVE, "weight_decay": _NON_NEGATIVE, "min_delta": _NON_NEGATIVE,
-        **{name: _AT_LEAST_1 for name in ("batch_size", "grad_accum", "max_epochs", "patience", "max_length",
-                                          "eval_batch_size", "pad_to_length", "cpu_threads")},
+        **{name: [Interval(Integral, 1, most, closed="both")] for name, most in (
+            ("batch_size", 65_536), ("grad_accum", 65_536), ("max_epochs", 100_000), ("patience", 100_000),
+            ("max_length", 131_072), ("eval_batch_size", 65_536), ("pad_to_length", 131_072),
+            ("cpu_threads", 4096))},
     }
 
     def _check(self) -> None:

@@ -44,7 +44,7 @@ def verify_top(task: Task, candidates: Sequence[Candidate], store, recipe: Recip
     if not candidates:
         raise InputError("no candidates to verify")
     grid = run_grid([task], candidates, store, recipe=recipe, seeds=[seed], need_test=False, executor=executor,
-                    address=address, **grid_kw)
+                    address=address, check_offline=False, **grid_kw)
     recs = {r.key: r for r in grid.store.records(j.key for j in grid.jobs)}
     rows = []
     for rank, job in enumerate(grid.jobs, start=1):
@@ -109,7 +109,7 @@ def successive_halving(task: Task, candidates: Sequence[Candidate], store, recip
         budget = min(min_epochs * eta ** r, recipe.max_epochs)
         rung_recipe = recipe.replace(max_epochs=budget)
         grid = run_grid([task], survivors, store, recipe=rung_recipe, seeds=[seed], need_test=False, executor=executor,
-                        address=address, **grid_kw)
+                        address=address, check_offline=False, **grid_kw)
         recs = {rec.key: rec for rec in grid.store.records(j.key for j in grid.jobs)}
         rows = [_row(recs.get(j.key), j.model.model_id) for j in grid.jobs]
         ok = [(i, row) for i, row in enumerate(rows) if row["status"] == "done"]

@@ -28,9 +28,8 @@ is then chosen on every topic with ground truth.
 
 from __future__ import annotations
 
-import itertools
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TYPE_CHECKING
@@ -60,19 +59,41 @@ DEFAULT_NORMS = (Norm.MIN_MAX, Norm.ZMUV, Norm.RANK, Norm.SUM)
 
 
 # ------------------------------------------------------------------------------------------ the grid
+#: the most weight vectors :func:`simplex_weights` enumerates (a --step of 1e-9 would ask for a billion)
+MAX_GRID = 200_000
+
+
 def simplex_weights(n_runs: int, step: float = 0.1) -> list[tuple[float, ...]]:
-    """Every weight vector with entries in {0, step, 2 step, ..., 1} summing to 1 (lexicographic order)."""
+    """Every weight vector with entries in {0, step, 2 step, ..., 1} summing to 1 (lexicographic order). A grid of
+    more than :data:`MAX_GRID` vectors is refused before any is made, naming the step the runs can afford."""
     if not (0 < step <= 1) or not math.isfinite(step):
         raise InputError(f"step must be in (0, 1], got {step}", field="step")
     units = int(round(1.0 / step))  # noqa: RUF046 - a numpy step: numpy<2 rounds to a float
     if abs(units * step - 1.0) > 1e-9:
         raise InputError(f"step must divide 1 (0.5, 0.25, 0.2, 0.1, 0.05 ...), got {step}", field="step")
-    out = []
-    for comp in itertools.product(range(units + 1), repeat=n_runs - 1):
-        rest = units - sum(comp)
-        if rest >= 0:
-            out.append(tuple(c / units for c in (*comp, rest)))
+    size = math.comb(units + n_runs - 1, n_runs - 1)
+    if size > MAX_GRID:
+        most = max(u for u in (1, 2, 4, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 10_000, 100_000)
+                   if math.comb(u + n_runs - 1, n_runs - 1) <= MAX_GRID)
+        raise InputError(f"step {step:g} gives {_count(size)} weight vectors for {n_runs} runs, over the "
+                         f"{MAX_GRID:,} the search enumerates; use a step of at least {1 / most:g}", field="step")
+    out = [tuple(c / units for c in comp) for comp in _compositions(units, n_runs)]
     return sorted(out, reverse=True)
+
+
+def _compositions(total: int, parts: int) -> Iterator[tuple[int, ...]]:
+    """Every tuple of ``parts`` non-negative integers summing to ``total`` (each made once: no filtering of a
+    larger product, so the work is the size of the grid)."""
+    if parts == 1:
+        yield (total,)
+        return
+    for first in range(total + 1):
+        for rest in _compositions(total - first, parts - 1):
+            yield (first, *rest)
+
+
+def _count(n: int) -> str:
+    return f"{n:,}" if n < 10**15 else f"about 10^{len(str(n)) - 1}"
 
 
 def candidate_fusions(run_ids: Sequence[str], methods: Sequence[FusionMethod | str] | None = None,

@@ -19,7 +19,7 @@ import numpy as np
 
 from ..data.pool import Pool
 from ..errors import InputError
-from ..io import atomic_write_text
+from ..io import atomic_write_text, read_json
 from .base import Ranker, Trained
 
 if TYPE_CHECKING:
@@ -42,10 +42,9 @@ def unpack_array(d: dict[str, Any]) -> np.ndarray:
 def read_artifact(path: str | Path) -> dict[str, Any]:
     """The JSON document of a saved ranker artifact, checked to name its method (the one reader)."""
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read ranker artifact: {exc}", path=path) from None
+    # the one strict JSON reader: a missing file, bytes that are not UTF-8, nesting of any depth, numbers of any
+    # length are each one located line
+    data = read_json(path, "ranker artifact")
     if not isinstance(data, dict) or not isinstance(data.get("method"), str):
         raise InputError("not a ranker artifact (no 'method')", path=path, field="method")
     return data

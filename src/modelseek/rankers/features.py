@@ -43,7 +43,9 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Iterable, Sequence
+from numbers import Integral
 from pathlib import Path
+from typing import ClassVar
 
 from .. import estimators
 from ..data.pool import Candidate, Pool
@@ -52,7 +54,8 @@ from ..data.task import Task
 from ..errors import InputError, ModelseekError
 from ..fusion import fuse
 from ..kinds import register
-from .base import Ranker
+from ..config import Interval
+from .base import Constraints, Ranker
 from .feature_jobs import is_regression  # noqa: F401  (re-exported: part of the API)
 from .feature_jobs import FeatureJobConfig, score_candidates
 
@@ -83,6 +86,14 @@ class FeatureRanker(Ranker):
     needs_fit = False
     #: default estimator of the derived subclasses
     estimator_name = "logme"
+    #: each bound is what one candidate's job can afford (tokens per text, texts per forward pass, examples
+    #: embedded per task); a value outside is refused before any model is read
+    _parameter_constraints: ClassVar[Constraints] = {
+        "max_length": [Interval(Integral, 2, 131_072, closed="both")],
+        "batch_size": [Interval(Integral, 1, 65_536, closed="both")],
+        "max_examples": [Interval(Integral, 1, 10_000_000, closed="both"), None],
+        "seed": [Interval(Integral, 0, 2**32 - 1, closed="both")],
+    }
 
     def __init__(self, estimator: str | None = None, *, pooling: str = "mean", layer: str | int = "last",
                  max_length: int = 256, batch_size: int = 32, device: str = "auto",

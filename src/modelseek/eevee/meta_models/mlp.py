@@ -12,8 +12,10 @@ from ..kernels import mlp_block
 from ...kinds import register
 from ..models import MetaModel
 
-_POS_INT = [Interval(Integral, 1, None, closed="left")]
-_NONNEG_INT = [Interval(Integral, 0, None, closed="left")]
+#: the work one fit may cost: every subset the search scores trains n_splits networks of ``hidden`` units for
+#: ``epochs`` full-batch steps, so each is bounded (100x and 500x the protocol's 100 and 20)
+MAX_HIDDEN = 10_000
+MAX_EPOCHS = 10_000
 _POS = [Interval(Real, 0, None, closed="neither")]
 _NONNEG = [Interval(Real, 0, None, closed="left")]
 
@@ -31,7 +33,8 @@ class MLPParams(Config):
     betas: tuple[float, float] = (0.9, 0.999)
     adam_eps: float = 1e-8
 
-    _constraints = {"hidden": _POS_INT, "lr": _POS, "weight_decay": _NONNEG, "epochs": _NONNEG_INT,
+    _constraints = {"hidden": [Interval(Integral, 1, MAX_HIDDEN, closed="both")], "lr": _POS,
+                    "weight_decay": _NONNEG, "epochs": [Interval(Integral, 0, MAX_EPOCHS, closed="both")],
                     "negative_slope": _NONNEG, "ln_eps": _POS, "adam_eps": _POS}
 
     def _check(self) -> None:
