@@ -469,11 +469,7 @@ def _discard(args) -> int:
 
 
 def _refuse_altered(store, db) -> None:
-    problems = store.verify()   # an altered board is not shown (nor served)
-    if problems:
-        raise InputError(f"the leaderboard was altered: {problems[0]}"
-                         + (f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else "")
-                         + "; not using it (modelseek duel db verify lists them)", path=_shown(db), field="db")
+    store.require_intact(fresh=True)   # the library's rule: an altered board is not shown (nor served)
 
 
 @_db_errors

@@ -333,17 +333,19 @@ class PublishWorkflow:
                 if used + size > self.max_daily_bytes:
                     raise InputError(f"daily storage limit reached: {used:,} bytes stored in the last 24 hours + "
                                      f"{size:,} > {self.max_daily_bytes:,}; try again later", path=source)
-            new_id = c.execute(pend.insert().values(
-                model=sub.model, token=token, sha256=digest, created_at=now,
-                metadata_json=json.dumps(sub.metadata, sort_keys=True), payload=payload, name_key=key,
-                session=_sha_text(session) if session is not None else None, identity=identity, uploader=who_hash,
-                size=size, board=board)).inserted_primary_key[0]
-            c.execute(pprof.insert(), [{"pending_id": new_id, "task": t, "n": prof[t].n, "raw": sub.raw(t),
-                                        "blob": prof[t].to_bytes()} for t in tasks])
+            row = {"model": sub.model, "token": token, "sha256": digest, "created_at": now,
+                   "metadata_json": json.dumps(sub.metadata, sort_keys=True), "payload": payload, "name_key": key,
+                   "session": _sha_text(session) if session is not None else None, "identity": identity,
+                   "uploader": who_hash, "size": size}
+            seal = chain.pending_seal(self.key, row)            # the preview is sealed (schema 0005)
+            new_id = c.execute(pend.insert().values(**row, board=board, seal=seal)).inserted_primary_key[0]
+            profs = [{"pending_id": new_id, "task": t, "n": prof[t].n, "raw": sub.raw(t),
+                      "blob": prof[t].to_bytes()} for t in tasks]
+            c.execute(pprof.insert(), [{**r, "seal": chain.profile_seal(self.key, seal, r)} for r in profs])
             rows = [{"pending_id": new_id, "task": t, "opponent_id": sid, "p_win": float(duels[t][1][0, k]),
                      "p_loss": float(duels[t][2][k, 0])} for t in tasks for k, sid in enumerate(ids)]
             if rows:
-                c.execute(pduel.insert(), rows)
+                c.execute(pduel.insert(), [{**r, "seal": chain.duel_seal(self.key, seal, r)} for r in rows])
 
         self._write(write, serialised=False)
         return self._preview(sub, pub, P, ids, duels, raw_by_model, token, t0, notes, board)
@@ -469,6 +471,10 @@ class PublishWorkflow:
         if stale and not recompute:
             raise StalePreview(f"the leaderboard changed since this preview ({now_board - int(row['board'] or 0)} "
                                "model(s) published since): recompute the preview before confirming", field="token")
+        altered = chain.verify_pending(c, self.t, sa, self.key, only=sid)
+        if altered:                     # its stored duels or profiles are not what was computed for it
+            raise InputError(f"this preview was altered after it was computed ({altered[0]}): it is not published; "
+                             "run modelseek duel db verify", field="token")
         if stale:
             self._recheck_ids(c, row)
         self._refuse_tampered(c)
@@ -537,8 +543,8 @@ class PublishWorkflow:
                                                 .distinct()).all()}
             new = self._missing_duels(c, sid, have, pub)
             if new:
-                c.execute(pduel.insert(), [{"pending_id": sid, "task": t, "opponent_id": o, "p_win": w, "p_loss": lo}
-                                           for t, o, w, lo in new])
+                rows = [{"pending_id": sid, "task": t, "opponent_id": o, "p_win": w, "p_loss": lo} for t, o, w, lo in new]
+                c.execute(pduel.insert(), [{**r, "seal": chain.duel_seal(self.key, row["seal"], r)} for r in rows])
             top = chain.head(c, self.t, sa)
             board = top[0] if top else 0
             # pending rows are not append-only: the board the preview now stands on

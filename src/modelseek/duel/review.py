@@ -120,6 +120,7 @@ class ReviewWorkflow:
     _refuse_tampered: Callable[[Any], None]
     _copies_of: Callable[..., list]
     _stored_answers: Callable[..., dict]
+    require_intact: Callable[..., None]
 
     def _queued(self, c, ref: int | str) -> dict:
         """The queued submission ``ref``: its id (an int, or digits naming a queued id), else its model name
@@ -146,6 +147,7 @@ class ReviewWorkflow:
         """The queued submissions, oldest first: id, model, team, the uploader's identity, when uploaded and
         confirmed, the task metrics and the flags (plausibility, near-copies, a team claimed by several
         identities)."""
+        self.require_intact()               # the queue's metrics are read from the sealed previews
         sa, pend, pprof = self._sa, self.t["pending"], self.t["pending_profiles"]
         with self.engine.connect() as c:
             rows = [dict(r) for r in c.execute(sa.select(pend.c.id, pend.c.model, pend.c.created_at,

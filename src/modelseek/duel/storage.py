@@ -58,6 +58,15 @@ from .publish import MAX_DAILY_BYTES, PENDING_TTL, Preview, PublishWorkflow, Sta
 from .copies import groups_from_pairs
 
 
+class BoardAltered(InputError):
+    """The board's chain, sealed previews or triggers show that it was changed outside the app: it is not shown
+    (not by the page, its downloads, the API or the CLI) and nothing is published on top of it."""
+
+
+#: seconds a verdict of :meth:`Store.problems` is reused by the reads (a page view reads the board several times)
+CHECK_EVERY = 5.0
+
+
 class Store(PublishWorkflow, ReviewWorkflow):
     """A leaderboard database. ``url``: a SQLAlchemy URL (SQLite or PostgreSQL) or a SQLite file path."""
 
@@ -72,6 +81,9 @@ class Store(PublishWorkflow, ReviewWorkflow):
         self.key: bytes | None = (key.encode("utf-8") if isinstance(key, str) else key) if key is not None \
             else chain.operator_key()
         self._answers: dict = {}
+        #: the reads re-verify the board at most this often (seconds; 0: at every read) and refuse an altered one
+        self.check_every = CHECK_EVERY
+        self._checked: tuple[float, list[str]] | None = None
         self.url = database_url(url)
         self.alpha, self.fdr, self.max_competitors, self.max_bytes = check_alpha(alpha), fdr, max_competitors, max_bytes
         if not pending_ttl > 0:
@@ -282,18 +294,40 @@ class Store(PublishWorkflow, ReviewWorkflow):
         raw_by_id = self._raw(conn, ids)
         return pub, P, scores, {names[k]: raw_by_id[sid] for k, sid in enumerate(ids)}
 
+    def problems(self, fresh: bool = False) -> list[str]:
+        """:meth:`verify`, its verdict reused for :attr:`check_every` seconds unless ``fresh``."""
+        now = time.monotonic()
+        if fresh or self._checked is None or now - self._checked[0] >= self.check_every:
+            self._checked = (now, self.verify())
+        return list(self._checked[1])
+
+    def require_intact(self, fresh: bool = False) -> None:
+        """Raise :class:`BoardAltered` (one line naming the first problem) when the board was altered: every read
+        of the board (:meth:`leaderboard`, :meth:`scores`, :meth:`duel_details`, the review queue) calls it, so the
+        page, its downloads, the API and the CLI never show an altered board."""
+        problems = self.problems(fresh)
+        if problems:
+            raise BoardAltered(f"the leaderboard was altered: {problems[0]}"
+                               + (f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else "")
+                               + "; not using it (modelseek duel db verify lists them)", path=shown_url(self.url),
+                               field="db")
+
     def leaderboard(self, level: str = "overall") -> pd.DataFrame:
-        """The published leaderboard (see :func:`leaderboard_frame` for ``level``)."""
+        """The published leaderboard (see :func:`leaderboard_frame` for ``level``); :class:`BoardAltered` when the
+        board was altered."""
+        self.require_intact()
         with self.engine.connect() as c:
             _, _, scores, raw = self._board(c)
         return leaderboard_frame(scores, raw, self.config, level)
 
     def scores(self) -> dict[str, dict[str, float]]:
+        self.require_intact()
         with self.engine.connect() as c:
             return self._board(c)[2]
 
     def duel_details(self, model: str) -> pd.DataFrame:
         """Every duel of a published ``model``: task, opponent, p-values both ways, won / lost."""
+        self.require_intact()
         with self.engine.connect() as c:
             pub, P, _, _ = self._board(c)
         names = [m for _, m in pub]
