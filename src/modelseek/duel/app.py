@@ -35,9 +35,9 @@ import pandas as pd
 
 from ..errors import ModelseekError
 from ..io import atomic_write_text
-from .leaderboard import board_csv, board_json, display_frame
+from .leaderboard import altered_frame, board_csv, board_json, display_frame
 from .publish import StalePreview
-from .storage import Store
+from .storage import BoardAltered, Store
 from .review_page import ReviewPage
 from .session import COOKIE, sign_session, valid_session
 from .text import name_key, safe_str
@@ -450,7 +450,10 @@ class LeaderboardApp:
         """The leaderboard with the model's type, parameters, precision and link (and, on a board with review,
         who approved it) beside its name; ``query`` keeps the models whose name contains it (case, width and
         invisible characters ignored), ranks unchanged."""
-        df = self.store.leaderboard(level or "overall")
+        try:
+            df = self.store.leaderboard(level or "overall")
+        except BoardAltered as exc:         # the library refuses it: the page and the downloads say why
+            return altered_frame(exc.message)
         if not len(df):
             return df
         info = self.store.model_info()
@@ -489,13 +492,20 @@ class LeaderboardApp:
         return str(paths[0]), str(paths[1])
 
     def empty_note(self) -> str:
+        try:
+            self.store.require_intact()
+        except BoardAltered as exc:
+            return f"**Warning:** {md_text(exc.message)}"
         waiting = self.store.queued() if self.store.review else 0
         note = f"{waiting} confirmed submission(s) await the operator's review." if waiting else ""
         return note if self.store.published() else (EMPTY + (f" {note}" if note else ""))
 
     def models(self) -> list[str]:
         """Published models, best first (the Duels tab opens on the leader)."""
-        board = self.store.leaderboard("overall")
+        try:
+            board = self.store.leaderboard("overall")
+        except BoardAltered:
+            return []                   # an altered board has no duels to show (the note says why)
         return [safe_str(m) for m in board["model"]] if len(board) else []
 
     def duels(self, model: str | None) -> tuple[pd.DataFrame | None, dict | None]:

@@ -133,12 +133,19 @@ def upgrade_database(url: str | Path) -> tuple[str | None, str]:
 
 def verify_database(url: str | Path, key: bytes | None = None) -> tuple[list[str], tuple[int, str] | None, list[str]]:
     """``(problems, (models on the board, head hash), every chain hash)`` of the database at ``url``
-    (``modelseek duel db verify``),
-    without reading its configuration (altered meta rows are one of the things found)."""
+    (``modelseek duel db verify``), without reading its configuration (altered meta rows are one of the things
+    found). The engine's own check (:func:`storage_check`) runs first: a damaged file is reported as such. A SQLite
+    file that does not exist is refused (nothing is created)."""
     sa = _sqlalchemy()
     full = database_url(url)
+    path = sqlite_path(full)
+    if path is not None and not Path(path).is_file():     # verifying must not create a board
+        raise InputError("no such database file (db verify checks an existing board)", path=path, field="db")
     engine = open_engine(full)
     try:
+        damaged = storage_check(engine)
+        if damaged:
+            return damaged, None, []
         if schema.schema_version(engine) != schema.SCHEMA_VERSION:
             _retry_locked(lambda: schema.upgrade(engine, prepare_write))
         _, t = schema.tables(sa)
@@ -155,6 +162,47 @@ def verify_database(url: str | Path, key: bytes | None = None) -> tuple[list[str
         raise InputError(f"cannot use the database: {_reason(exc)}", path=shown_url(full), field="db") from None
     finally:
         engine.dispose()
+
+
+def sqlite_path(url: str) -> str | None:
+    """The file of a SQLite URL from :func:`database_url` (``None``: in memory, a ``file:`` URI or another
+    dialect)."""
+    if not url.startswith("sqlite"):
+        return None
+    path = url.split("://", 1)[1][1:].split("?", 1)[0]
+    return None if not path or path == ":memory:" or path.startswith("file:") else path
+
+
+#: PostgreSQL's amcheck functions (contrib) verify each B-tree index of the board's tables when installed
+_PG_INDEXES = ("SELECT c.oid::regclass::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+               "JOIN pg_am a ON a.oid = c.relam JOIN pg_class r ON r.oid = i.indrelid "
+               "JOIN pg_namespace n ON n.oid = r.relnamespace WHERE a.amname = 'btree' AND n.nspname = 'public'")
+
+
+def storage_check(engine) -> list[str]:
+    """The database engine's own integrity check: SQLite's ``PRAGMA integrity_check`` (every line it reports), and
+    on PostgreSQL amcheck's ``bt_index_check`` of every index when the extension is installed (``CREATE EXTENSION
+    amcheck``, as the owner); empty when intact."""
+    sa = _sqlalchemy()
+    with engine.connect() as c:
+        if engine.dialect.name == "sqlite":
+            try:
+                lines = [str(r[0]) for r in c.exec_driver_sql("PRAGMA integrity_check").all()]
+            except sa.exc.DBAPIError as exc:
+                return [f"SQLite's integrity check failed: {_reason(exc)}"]
+            return [] if lines == ["ok"] else [f"SQLite's integrity check: {line}" for line in lines[:20]]
+        if engine.dialect.name == "postgresql":
+            if c.execute(sa.text("SELECT 1 FROM pg_extension WHERE extname = 'amcheck'")).first() is None:
+                return []
+            out = []
+            for (index,) in c.execute(sa.text(_PG_INDEXES)).all():
+                try:
+                    with c.begin_nested():
+                        c.execute(sa.text("SELECT bt_index_check(CAST(:i AS regclass))"), {"i": index})
+                except sa.exc.DBAPIError as exc:
+                    out.append(f"PostgreSQL's amcheck: index {index}: {_reason(exc)}")
+            return out
+    return []
 
 
 def _retryable(exc: Exception) -> bool:

@@ -543,7 +543,8 @@ class PublishWorkflow:
                                                 .distinct()).all()}
             new = self._missing_duels(c, sid, have, pub)
             if new:
-                rows = [{"pending_id": sid, "task": t, "opponent_id": o, "p_win": w, "p_loss": lo} for t, o, w, lo in new]
+                rows = [{"pending_id": sid, "task": t, "opponent_id": o, "p_win": w, "p_loss": lo}
+                        for t, o, w, lo in new]
                 c.execute(pduel.insert(), [{**r, "seal": chain.duel_seal(self.key, row["seal"], r)} for r in rows])
             top = chain.head(c, self.t, sa)
             board = top[0] if top else 0
