@@ -343,24 +343,13 @@ def _compile(args) -> int:
 
 
 def _load_all(paths: list[str], config):
-    """Load every submission; two naming the same model, or with another number of samples on a task than the
-    first, are an error naming the later file (paired tests compare the models sample by sample)."""
-    from ..duel.submission import id_difference, load_submission  # lazy: scipy
-    from ..duel.text import name_key  # lazy: scipy
+    """Load every submission; two naming the same model, or with other samples on a task than the first, are an
+    error naming the later file (the library's rules: :func:`~modelseek.duel.submission.check_distinct_models`)."""
+    from ..duel.submission import check_distinct_models, check_sample_counts, load_submission  # lazy: scipy
 
     subs = [load_submission(s, config) for s in paths]
-    for i, (path, s) in enumerate(zip(paths, subs)):
-        for first, earlier in zip(paths[:i], subs[:i]):
-            if name_key(earlier.model) == name_key(s.model):
-                raise InputError(f"names the same model {s.model!r} as {first} ({earlier.model!r}; names are "
-                                 "compared ignoring case, width and invisible characters)", path=path,
-                                 field="metadata.model")
-        if i:
-            for t in config.task_ids:
-                diff = id_difference(subs[0].data[t].doc_ids, s.data[t].doc_ids)
-                if diff is not None:
-                    raise InputError(f"task {t!r}: {s.data[t].n} samples, {paths[0]} has {subs[0].data[t].n}: {diff} "
-                                     "(paired tests pair samples by doc_id)", path=path, field=f"predictions.{t}")
+    check_distinct_models(subs, [str(p) for p in paths])
+    check_sample_counts(subs, config, [str(p) for p in paths])
     return subs
 
 

@@ -559,15 +559,35 @@ def metric_value(data: TaskSamples) -> float:
     return float(np.mean(data.need("values")))
 
 
-def check_sample_counts(subs: list[Submission], config: LeaderboardConfig) -> None:
-    """Every model must have the same samples (doc_ids) on a task: paired tests pair them by doc_id."""
+def check_distinct_models(subs: list[Submission], sources: list[str] | None = None) -> None:
+    """Two submissions naming the same model are an error naming the later one (by its file when ``sources`` are
+    given). Names are compared as a board compares them (:func:`.text.name_key`: case, width and invisible
+    characters do not count), so the API and the CLI's tournament agree."""
+    from .text import name_key
+
+    seen: dict[str, int] = {}
+    for k, s in enumerate(subs):
+        key = name_key(s.model)
+        if key in seen:
+            first = subs[seen[key]]
+            where = f"{sources[seen[key]]} ({first.model!r}" if sources else f"{first.model!r} ("
+            raise InputError(f"names the same model {s.model!r} as {where}; names are compared ignoring case, "
+                             "width and invisible characters)", path=sources[k] if sources else None,
+                             field="metadata.model")
+        seen[key] = k
+
+
+def check_sample_counts(subs: list[Submission], config: LeaderboardConfig, sources: list[str] | None = None) -> None:
+    """Every model must have the same samples (doc_ids) on a task: paired tests pair them by doc_id. The error
+    names the later model (its file when ``sources`` are given)."""
     if not subs:
         return
     for t in config.task_ids:
         ref = subs[0].data[t].doc_ids
-        for s in subs[1:]:
+        for k, s in enumerate(subs[1:], 1):
             diff = id_difference(ref, s.data[t].doc_ids)
             if diff is not None:
-                raise InputError(f"task {t!r}: model {s.model!r} has {s.data[t].n} samples and {subs[0].model!r} "
+                first = sources[0] if sources else repr(subs[0].model)
+                raise InputError(f"task {t!r}: model {s.model!r} has {s.data[t].n} samples and {first} "
                                  f"{len(ref)}: {diff} (paired tests pair samples by doc_id)",
-                                 field=f"predictions.{t}")
+                                 path=sources[k] if sources else None, field=f"predictions.{t}")
