@@ -39,10 +39,13 @@ def _db_errors(fn):
                              "modelseek duel db verify checks it", path=_shown(getattr(args, "db", "")),
                              field="db") from None
         except InputError as exc:
+            from ..duel.database import mask_secrets  # lazy: scipy
+
             db = str(getattr(args, "db", "") or "")
-            masked = _shown(db)
-            if db and masked != db and db in str(exc):
-                raise InputError(str(exc).replace(db, masked)) from None
+            text = str(exc)
+            masked = mask_secrets(text.replace(db, _shown(db)) if db else text)
+            if masked != text:              # no secret of any URL form in a message
+                raise InputError(masked) from None
             raise
 
     return run
@@ -50,10 +53,9 @@ def _db_errors(fn):
 
 def _shown(db) -> str:
     """``--db`` as printed: a URL's password masked."""
-    from ..duel.database import shown_url  # lazy: scipy
+    from ..duel.database import mask_secrets  # lazy: scipy
 
-    text = str(db or "")
-    return shown_url(text) if "://" in text else text
+    return mask_secrets(str(db or ""))
 
 
 def register(sub) -> None:
@@ -148,6 +150,9 @@ def _add_store_commands(dsub) -> None:
     w.add_argument("--upload-stall-seconds", type=POSITIVE_FLOAT, default=30.0,
                    help="an upload whose next bytes do not arrive within this many seconds is dropped and its "
                         "partial file deleted (default 30)")
+    w.add_argument("--upload-deadline-seconds", type=POSITIVE_FLOAT, default=600.0,
+                   help="an upload not received whole within this many seconds is dropped, however steadily it "
+                        "trickles, and its partial file deleted (default 600)")
     w.add_argument("--pending-hours", type=POSITIVE_FLOAT, default=None,
                    help="pre-submissions not confirmed within this many hours are deleted (default 24)")
     w.add_argument("--identity-header", default=None, metavar="HEADER",
@@ -506,7 +511,7 @@ def _serve(args) -> int:
         print(f"the review page: http://{args.host}:{args.port}/review for {', '.join(args.operator)} (through the "
               "proxy)")
     launch(demo, host=args.host, port=args.port, trusted_proxies=tuple(args.trusted_proxy),
-           upload_stall=args.upload_stall_seconds)
+           upload_stall=args.upload_stall_seconds, upload_deadline=args.upload_deadline_seconds)
     return 0
 
 

@@ -39,14 +39,12 @@ from .leaderboard import altered_frame, board_csv, board_json, display_frame
 from .publish import StalePreview
 from .storage import BoardAltered, Store
 from .review_page import ReviewPage
-from .session import COOKIE, sign_session, valid_session
+from .middleware import UPLOAD_DEADLINE, UPLOAD_STALL, SessionCookie, _forwarded_client  # noqa: F401 (re-exported)
+from .session import COOKIE, valid_session
 from .text import name_key, safe_str
 
 #: uploaded files older than this are deleted (identical uploads share one file: not deleted at once)
 UPLOAD_TTL = 600.0
-#: an upload whose next bytes do not arrive within this many seconds is stalled: the request is dropped and its
-#: partial file deleted (``serve --upload-stall-seconds``)
-UPLOAD_STALL = 30.0
 #: pre-submissions the page runs at once (Gradio's default is one at a time: one uploader's large refused uploads
 #: made every other wait); a taken name is refused before the full parse, so refused uploads are cheap anyway
 PRESUBMIT_CONCURRENCY = 4
@@ -210,103 +208,6 @@ def safe_frame(df: pd.DataFrame | None) -> pd.DataFrame | None:
     return out
 
 
-def _forwarded_client(headers: list, trusted: frozenset[str]) -> str | None:
-    """The client named by ``X-Forwarded-For`` behind trusted proxies: the rightmost address that is not a
-    trusted proxy (the ones to its left were written by the client itself)."""
-    chain = [a.strip() for k, v in headers if k == b"x-forwarded-for" for a in v.decode("latin-1").split(",")]
-    for addr in reversed([a for a in chain if a]):
-        if addr not in trusted:
-            return addr
-    return None
-
-
-class SessionCookie:
-    """ASGI middleware: who is asking, as the server knows it.
-
-    * **Session**: the server issues the session cookie (HttpOnly, SameSite=Lax, Secure over https), a random
-      token signed with the server's secret; any other value (a client-chosen one) is replaced by a new
-      session, so a browser cannot choose or fixate one.
-    * **Client address**: forwarded headers (``X-Forwarded-For``, ``-Proto``, ``-Host``) are honoured only
-      from the addresses in ``trusted`` (``--trusted-proxy``) and removed from every other request; the
-      client is the rightmost forwarded address that is not a trusted proxy.
-    * **Identity header**: with trusted proxies, honoured only on requests that came through one of them."""
-
-    def __init__(self, app, secret: bytes, trusted: tuple[str, ...] = (), identity_header: str | None = None,
-                 stall: float | None = UPLOAD_STALL, on_stall=None) -> None:
-        self.app, self.secret, self.trusted = app, secret, frozenset(trusted)
-        self.identity = identity_header.lower().encode("latin-1") if identity_header else None
-        self.stall, self.on_stall = stall, on_stall
-
-    def _timed(self, receive):
-        """``receive`` for a request body: a body whose next chunk does not come within ``stall`` seconds ends as a
-        client disconnect (the handler stops reading) and ``on_stall()`` frees what the stalled upload wrote."""
-        import asyncio
-
-        state = {"complete": False, "stalled": False}
-
-        async def timed():
-            if state["stalled"]:
-                return {"type": "http.disconnect"}
-            if state["complete"] or self.stall is None:
-                return await receive()
-            try:
-                message = await asyncio.wait_for(receive(), timeout=self.stall)
-            except asyncio.TimeoutError:
-                state["stalled"] = True
-                if self.on_stall is not None:
-                    with contextlib.suppress(Exception):
-                        self.on_stall()
-                return {"type": "http.disconnect"}
-            if message.get("type") != "http.request" or not message.get("more_body", False):
-                state["complete"] = True
-            return message
-
-        return timed
-
-    def _who(self, scope: dict) -> dict:
-        headers = list(scope.get("headers", []))
-        peer = (scope.get("client") or (None, 0))[0]
-        if peer is not None and peer in self.trusted:
-            client = _forwarded_client(headers, self.trusted)
-            if client is not None:
-                scope = {**scope, "client": (client, 0)}
-            proto = next((v.decode("latin-1").strip() for k, v in headers if k == b"x-forwarded-proto"), None)
-            if proto in ("http", "https") and scope["type"] == "http":
-                scope = {**scope, "scheme": proto}
-            return scope
-        drop = {b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-host", b"forwarded", b"x-real-ip"}
-        if self.trusted and self.identity is not None:
-            drop.add(self.identity)
-        return {**scope, "headers": [(k, v) for k, v in headers if k not in drop]}
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] not in ("http", "websocket"):
-            return await self.app(scope, receive, send)
-        scope = self._who(scope)
-        if scope["type"] == "http" and scope.get("method") in ("POST", "PUT"):
-            receive = self._timed(receive)
-        raw = b"; ".join(v for k, v in scope.get("headers", []) if k == b"cookie").decode("latin-1")
-        pairs = [p.strip() for p in raw.split(";") if p.strip()]
-        mine = [p.split("=", 1)[1] for p in pairs if p.startswith(f"{COOKIE}=")]
-        if len(mine) == 1 and valid_session(self.secret, mine[0]):
-            return await self.app(scope, receive, send)
-        value = sign_session(self.secret, secrets.token_urlsafe(32))
-        others = [p for p in pairs if not p.startswith(f"{COOKIE}=")]
-        headers = [(k, v) for k, v in scope.get("headers", []) if k != b"cookie"]
-        headers.append((b"cookie", "; ".join([*others, f"{COOKIE}={value}"]).encode("latin-1")))
-        scope = {**scope, "headers": headers}            # this request already carries it
-        secure = scope.get("scheme") in ("https", "wss")
-        attrs = "; Path=/; HttpOnly; SameSite=Lax" + ("; Secure" if secure else "")
-
-        async def send_with_cookie(message):
-            if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", []),
-                                                   (b"set-cookie", f"{COOKIE}={value}{attrs}".encode())]}
-            await send(message)
-
-        return await self.app(scope, receive, send_with_cookie)
-
-
 class LeaderboardApp:
     """The app's behaviour, apart from its layout (tests call these handlers directly)."""
 
@@ -325,6 +226,9 @@ class LeaderboardApp:
         #: signs the session cookies (:class:`SessionCookie`); a new one per process: a restart ends every
         #: browser session (their pending pre-submissions can no longer be confirmed, and expire)
         self.secret = secrets.token_bytes(32)
+        #: bytes are charged as the server receives them (:func:`launch`'s middleware): a pre-submission only
+        #: checks the quota
+        self.metered = False
 
     # ------------------------------------------------------------------------------------ uploads
     def _uploaded_path(self, file) -> Path:
@@ -430,6 +334,12 @@ class LeaderboardApp:
             host = None
         uploader = identity or (f"ip:{host}" if host else session)
         return session, identity, uploader
+
+    def over_quota(self, uploader: str) -> bool:
+        """Whether ``uploader`` (as :meth:`who` names them) has spent the day's quota: their next body is refused
+        before it is read."""
+        limit = self.store.max_daily_bytes
+        return limit is not None and self.store.received_today(uploader) >= limit
 
     def operator_link(self, request=None) -> str:
         """Markdown linking to the review page, for an operator only (anyone else: nothing)."""
@@ -551,7 +461,8 @@ class LeaderboardApp:
             if request is not None:
                 self._require(session, identity)
             data, name = self.read_upload(file)
-            pv = self.store.presubmit(data, source=name, session=session, identity=identity, uploader=uploader)
+            pv = self.store.presubmit(data, source=name, session=session, identity=identity, uploader=uploader,
+                                      charged=self.metered)
         except ModelseekError as exc:
             return f"**Error:** {md_text(exc)}", None, None
         except Exception as exc:  # noqa: BLE001 - never a traceback on the page
@@ -781,7 +692,9 @@ def build_app(store: Store, title: str = "Duel leaderboard", identity_header: st
 
 def launch(demo, host: str = "127.0.0.1", port: int = 7860, trusted_proxies: tuple[str, ...] = (), **kwargs):
     """Serve ``demo`` (from :func:`build_app`): uploads over the store's limit are refused while they are
-    received (Gradio's ``max_file_size`` stops reading the request), no server folder is added to what
+    received (Gradio's ``max_file_size`` stops reading the request), every body has a stall limit
+    (``upload_stall``) and a deadline (``upload_deadline``) and its bytes are charged to the uploader's daily quota
+    as they arrive (:class:`~.middleware.SessionCookie`), no server folder is added to what
     Gradio may serve, every browser gets its signed session cookie and forwarded headers count only from
     ``trusted_proxies`` (:class:`SessionCookie`), the operators named in :func:`build_app` (only through a trusted
     proxy) get the review page at ``/review`` (:class:`~.review_page.ReviewPage`, 404 for anyone else), and the
@@ -794,13 +707,17 @@ def launch(demo, host: str = "127.0.0.1", port: int = 7860, trusted_proxies: tup
     quiet = kwargs.pop("quiet", False)
     block = not kwargs.pop("prevent_thread_lock", False)
     stall = kwargs.pop("upload_stall", UPLOAD_STALL)
+    deadline = kwargs.pop("upload_deadline", UPLOAD_DEADLINE)
     app = demo.modelseek_app
+    store = demo.modelseek_store
     if app.operators and not trusted_proxies:
         raise ModelseekError("the review page needs the signing-in proxy's address (--trusted-proxy ADDRESS): "
                              "without it any client could name itself an operator in the identity header")
     cookie = Middleware(SessionCookie, secret=app.secret, trusted=tuple(trusted_proxies),
                         identity_header=app.identity_header, stall=stall,
-                        on_stall=lambda: app.sweep_stalled(stall))
+                        on_stall=lambda: app.sweep_stalled(stall), deadline=deadline,
+                        on_bytes=store.charge_received, over_quota=app.over_quota)
+    app.metered = True
     middleware = [cookie]
     if app.operators:
         middleware.append(Middleware(ReviewPage, store=demo.modelseek_store, secret=app.secret,

@@ -6,6 +6,7 @@ deadlock (randomised back-off)."""
 from __future__ import annotations
 
 import random
+import re
 import time
 from pathlib import Path
 
@@ -35,7 +36,15 @@ def database_url(url: str | Path) -> str:
     if dialect in ("postgres", "postgresql"):
         if driver not in ("", "psycopg"):
             raise InputError(f"unsupported PostgreSQL driver {driver!r}; use postgresql:// (psycopg 3)", field="db")
-        return "postgresql+psycopg://" + text.split("://", 1)[1]
+        full = "postgresql+psycopg://" + text.split("://", 1)[1]
+        try:                                    # a malformed URL (a port that is no number) is one line
+            _sqlalchemy().engine.make_url(full)
+        except (ValueError, TypeError, _sqlalchemy().exc.ArgumentError) as exc:
+            # the parser's own words may quote a piece of an unescaped password: not shown
+            what = "its port is not a number" if "int()" in str(exc) else "not postgresql://USER:PASSWORD@HOST:PORT/DB"
+            raise InputError(f"malformed database URL ({what}; escape '@', ':' and '/' in a password as %40, %3A, "
+                             "%2F)", path=mask_secrets(text), field="db") from None
+        return full
     if dialect != "sqlite" or driver not in ("", "pysqlite"):
         raise InputError(f"unknown database URL scheme {scheme!r}; use a file path, sqlite:///FILE or "
                          "postgresql://USER@HOST/DB", field="db")
@@ -49,12 +58,23 @@ def database_url(url: str | Path) -> str:
     return text
 
 
+#: a password in a URL's userinfo (``scheme://user:PASSWORD@host``)
+_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^/\s@:]*:)\S*(@)")   # (to the last @ of the word)
+#: secret parameters of a URL's query or a libpq connection string (``?user=u&password=PASSWORD``, ``sslpassword=``)
+_SECRET_PARAM = re.compile(r"((?:^|[?&;\s])[A-Za-z_]*(?:password|passwd|pwd|secret|token|passfile|api_?key)=)"
+                           r"(?:(?!:\s)[^&;\s#])*", re.IGNORECASE)
+
+
+def mask_secrets(text: str) -> str:
+    """``text`` with every password in it masked (``***``), in all the forms a database URL carries one: the
+    userinfo (``postgresql://lb_app:***@db/lb``) and query or connection-string parameters (``?password=***``,
+    ``sslpassword=***``). Works on any text (a URL, a message quoting one, a malformed URL)."""
+    return _SECRET_PARAM.sub(r"\1***", _USERINFO.sub(r"\1***\2", str(text)))
+
+
 def shown_url(url: str) -> str:
-    """``url`` without its password (for messages)."""
-    try:
-        return _sqlalchemy().engine.make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 # pragma: no cover - the URL was checked before; a message never fails
-        return url
+    """``url`` without its secrets (for messages): :func:`mask_secrets`."""
+    return mask_secrets(url)
 
 
 def _reason(exc) -> str:
