@@ -640,7 +640,6 @@ def test_a_trickled_upload_is_dropped_by_its_deadline_and_its_bytes_charged(tmp_
     deadline drops it with a 408 and one log line (no HTTP 500, no traceback), its partial file is deleted, every
     byte the server received is charged, and with the quota spent the next body is refused unread (429)."""
     import logging
-    import socket
 
     from modelseek.duel.app import build_app, launch, upload_root
 
@@ -664,7 +663,7 @@ def test_a_trickled_upload_is_dropped_by_its_deadline_and_its_bytes_charged(tmp_
                 break
             try:
                 reply = sock.recv(65536)
-            except socket.timeout:
+            except TimeoutError:
                 continue
             break
         sock.settimeout(10)

@@ -148,7 +148,7 @@ def test_shifted_doc_ids_are_refused_naming_the_first_missing(db_url, cli, cfg, 
 def test_pending_expire_and_are_deleted(db_url, cfg, sub_dicts, monkeypatch):
     store = Store(db_url, config=cfg, pending_ttl=3600)
     pv = store.presubmit(_b(sub_dicts[0]))
-    with pytest.raises(sa.exc.DBAPIError, match="sealed|immutable"), store.engine.begin() as c:
+    with pytest.raises(sa.exc.DBAPIError, match=r"sealed|immutable"), store.engine.begin() as c:
         c.execute(sa.text("UPDATE pending SET created_at = created_at - 7200"))   # a preview is sealed (0005)
     now = time.time()
     monkeypatch.setattr(time, "time", lambda: now + 7200)  # two hours later

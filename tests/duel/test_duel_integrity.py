@@ -54,7 +54,7 @@ def test_a_preview_refuses_update_and_an_edited_one_is_found_and_refused(db_url,
     for stmt in ("UPDATE pending_duels SET p_win = 0.0, p_loss = 1.0",
                  "UPDATE pending_profiles SET raw = 1.0",
                  "UPDATE pending SET metadata_json = '{}'"):
-        with pytest.raises(Exception, match="sealed|immutable"):
+        with pytest.raises(Exception, match=r"sealed|immutable"):
             _sql(db_url, [stmt])
     _sql(db_url, ["UPDATE pending SET refreshes = 0"])      # the workflow's own columns stay writable
     # the attack of the issue, by DELETE and INSERT (the app role may delete a preview): the weakest model now
@@ -83,7 +83,7 @@ def test_a_dropped_seal_trigger_and_a_forged_preview_are_named(db_url, cfg, sub_
         _sql(db_url, ["INSERT INTO pending_profiles (pending_id, task, n, raw, blob, seal) SELECT 999, task, n, "
                       "raw, blob, seal FROM pending_profiles"])
         assert any("names no pending submission (id 999)" in p for p in store.verify())
-    with pytest.raises(InputError, match="the leaderboard was altered .*nothing is published on top of it"):
+    with pytest.raises(InputError, match=r"the leaderboard was altered .*nothing is published on top of it"):
         store.confirm(token)
     store.close()
 
