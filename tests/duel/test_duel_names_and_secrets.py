@@ -37,7 +37,7 @@ def test_every_multi_character_confusable_of_the_table_is_the_same_name():
 def test_the_issues_look_alikes_are_refused(tmp_path, cfg, sub_dicts, fake):
     store = Store(tmp_path / "n.db", config=cfg)
     store.submit(renamed(sub_dicts[0], "example-model-06"))
-    with pytest.raises(InputError, match="looks like the published 'example-model-06'|one script") as exc:
+    with pytest.raises(InputError, match=r"looks like the published 'example-model-06'|one script") as exc:
         store.presubmit(renamed(sub_dicts[1], fake))
     assert exc.value.field == "metadata.model"
     store.close()
@@ -48,7 +48,7 @@ def test_the_issues_look_alikes_are_refused(tmp_path, cfg, sub_dicts, fake):
 def test_blank_and_invisible_code_points_are_refused(cfg, sub_dicts, name):
     sub = copy.deepcopy(sub_dicts[0])
     sub["metadata"]["model"] = name
-    with pytest.raises(InputError, match="blank or invisible|white space|non-empty") as exc:
+    with pytest.raises(InputError, match=r"blank or invisible|white space|non-empty") as exc:
         validate_submission(sub, cfg)
     assert exc.value.field == "metadata.model"
 
@@ -58,7 +58,7 @@ def test_the_same_model_rule_of_a_tournament_is_the_librarys(tmp_path, cfg, sub_
     other = copy.deepcopy(sub_dicts[1])
     other["metadata"]["model"] = "MODEL\uff0d00"             # model-00 in capitals with a full-width hyphen
     subs = [validate_submission(d, cfg) for d in (sub_dicts[0], other, sub_dicts[2])]
-    with pytest.raises(InputError, match="names the same model 'MODEL－00' as 'model-00'"):
+    with pytest.raises(InputError, match="names the same model 'MODEL\uff0d00' as 'model-00'"):
         tournament(subs, cfg)
     paths = []
     for k, d in enumerate((sub_dicts[0], other, sub_dicts[2])):
