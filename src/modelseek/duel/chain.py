@@ -347,8 +347,9 @@ def verify_pending(conn, t, sa, key: bytes | None = None, only: int | None = Non
                 continue
             if pid not in seals:            # a preview stored after the first read
                 check(conn.execute(sa.select(pend).where(pend.c.id == pid)).mappings().all())
-            if seals.get(pid) is not None and not (_same(r["parent_seal"], seals[pid])
-                                                   and _same(r["seal"], sealer(key, seals[pid], r))):
+            parent = seals.get(pid)
+            if parent is not None and not (_same(r["parent_seal"], parent)
+                                           and _same(r["seal"], sealer(key, parent, r))):
                 problems.append(f"a pending {what} of pending submission id {pid} (task {str(r['task'])!r}) was "
                                 "altered after its preview was computed (its seal differs)")
     return problems

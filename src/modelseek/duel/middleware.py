@@ -57,9 +57,9 @@ class _Body:
     def _end(self) -> dict:
         """What the handler reads after a drop: a malformed part for a multipart body (the parser's error path
         deletes its partial files), else a disconnect."""
-        if self.boundary is not None:
-            self.boundary, body = None, b"\r\n--" + self.boundary + b"\r\n\x00\r\n"
-            return {"type": "http.request", "body": body, "more_body": False}
+        boundary, self.boundary = self.boundary, None
+        if boundary is not None:
+            return {"type": "http.request", "body": b"\r\n--" + boundary + b"\r\n\x00\r\n", "more_body": False}
         return {"type": "http.disconnect"}
 
     async def __call__(self) -> dict:
