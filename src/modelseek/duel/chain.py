@@ -41,6 +41,12 @@ from . import schema
 from ..errors import InputError
 
 GENESIS = "0" * 64
+
+
+class BoardAltered(InputError):
+    """The board's chain, sealed previews or triggers show that it was changed outside the app: it is not shown
+    (not by the page, its downloads, the API or the CLI) and nothing is published on top of it."""
+
 KEY_ENV, KEY_FILE_ENV = "MODELSEEK_DUEL_KEY", "MODELSEEK_DUEL_KEY_FILE"
 
 
@@ -205,10 +211,13 @@ def _outside_chain(chain, subs, profiles, tids, seq_of, approved, withdrawn, cop
     return problems
 
 
-def verify(conn, t, sa, key: bytes | None = None) -> list[str]:
+def verify(conn, t, sa, key: bytes | None = None, pending: bool = True) -> list[str]:
     """Every problem found, the first bad row first (empty: the chain, the sealed previews and the triggers are
-    intact). ``key``: the operator's chain key (see the module docstring)."""
-    return _verify_published(conn, t, sa, key) + verify_pending(conn, t, sa, key) + check_triggers(conn)
+    intact). ``key``: the operator's chain key (see the module docstring); ``pending``: check every preview's seals
+    too (``db verify``; a read of the board or a publication checks the published rows and the triggers, and a
+    confirmation its own preview)."""
+    return (_verify_published(conn, t, sa, key) + (verify_pending(conn, t, sa, key) if pending else [])
+            + check_triggers(conn))
 
 
 def _verify_published(conn, t, sa, key: bytes | None) -> list[str]:

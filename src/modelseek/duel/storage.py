@@ -46,6 +46,7 @@ import pandas as pd
 
 from ..errors import InputError
 from . import chain, schema
+from .chain import BoardAltered
 from .config import LeaderboardConfig
 from .engine import Profile, Settings
 from .leaderboard import leaderboard_frame
@@ -56,11 +57,6 @@ from .submission import MAX_BYTES, Submission, validate_submission
 from .database import _reason, _retry_locked, _sqlalchemy, database_url, open_engine, prepare_write, shown_url
 from .publish import MAX_DAILY_BYTES, PENDING_TTL, Preview, PublishWorkflow, StalePreview  # noqa: F401 (re-exported)
 from .copies import groups_from_pairs
-
-
-class BoardAltered(InputError):
-    """The board's chain, sealed previews or triggers show that it was changed outside the app: it is not shown
-    (not by the page, its downloads, the API or the CLI) and nothing is published on top of it."""
 
 
 #: seconds a verdict of :meth:`Store.problems` is reused by the reads (a page view reads the board several times)
@@ -242,7 +238,7 @@ class Store(PublishWorkflow, ReviewWorkflow):
     def _refuse_tampered(self, conn) -> None:
         """Before publishing on top of the board: its chain and triggers must be intact (an owner-edited score
         is not built upon)."""
-        problems = chain.verify(conn, self.t, self._sa, self.key)
+        problems = chain.verify(conn, self.t, self._sa, self.key, pending=False)
         if problems:
             raise InputError(f"the leaderboard was altered ({problems[0]}): nothing is published on top of it; "
                              "run modelseek duel db verify", field="db")
@@ -295,10 +291,12 @@ class Store(PublishWorkflow, ReviewWorkflow):
         return pub, P, scores, {names[k]: raw_by_id[sid] for k, sid in enumerate(ids)}
 
     def problems(self, fresh: bool = False) -> list[str]:
-        """:meth:`verify`, its verdict reused for :attr:`check_every` seconds unless ``fresh``."""
+        """The problems of what a reader sees (the published rows, their chain and the triggers; :meth:`verify` also
+        checks every preview's seals), the verdict reused for :attr:`check_every` seconds unless ``fresh``."""
         now = time.monotonic()
         if fresh or self._checked is None or now - self._checked[0] >= self.check_every:
-            self._checked = (now, self.verify())
+            with self.engine.connect() as c, c.begin():
+                self._checked = (now, chain.verify(c, self.t, self._sa, self.key, pending=False))
         return list(self._checked[1])
 
     def require_intact(self, fresh: bool = False) -> None:
