@@ -94,7 +94,8 @@ class SessionCookie:
     * **Identity header**: with trusted proxies, honoured only on requests that came through one of them.
     * **Bodies** (POST, PUT, PATCH): dropped when no byte comes for ``stall`` seconds or the whole has not come
       within ``deadline`` seconds; every byte received is passed to ``on_bytes(uploader, n)`` (the daily quota),
-      and a body from an uploader for whom ``over_quota(uploader)`` is true is refused before it is read."""
+      and an upload (or a body over :data:`SMALL_BODY`) from an uploader for whom ``over_quota(uploader)`` is true
+      is refused before it is read."""
 
     def __init__(self, app, secret: bytes, trusted: tuple[str, ...] = (), identity_header: str | None = None,
                  stall: float | None = UPLOAD_STALL, on_stall=None, deadline: float | None = UPLOAD_DEADLINE,
@@ -163,7 +164,8 @@ class SessionCookie:
         if scope["type"] != "http" or scope.get("method") not in ("POST", "PUT", "PATCH"):
             return await self.app(scope, receive, send)
         who = self.uploader(scope)
-        if who is not None and self.over_quota is not None and await asyncio.to_thread(self.over_quota, who):
+        if who is not None and self.over_quota is not None and _bulky(scope) \
+                and await asyncio.to_thread(self.over_quota, who):
             log.warning("refused a %s body from %s: its daily quota is spent", scope.get("path"), who)
             return await _answer(send, 429, "daily upload limit reached: try again later")
         body = _Body(scope, receive, self.stall, self.deadline)
@@ -216,6 +218,22 @@ class SessionCookie:
                 await settle()
                 with contextlib.suppress(Exception):
                     await _answer(send, 408, f"upload dropped: {body.dropped} ({body.bytes:,} bytes received)")
+
+
+#: bodies up to this size on other endpoints than the upload (the page's own calls: confirm, discard) are not
+#: refused when the quota is spent (they are charged all the same), so a user over the quota can still confirm
+SMALL_BODY = 64 * 1024
+
+
+def _bulky(scope: dict) -> bool:
+    """An upload, or a body announced larger than :data:`SMALL_BODY` (or of unknown length)."""
+    if str(scope.get("path", "")).rstrip("/").endswith("/upload"):
+        return True
+    length = dict(scope.get("headers", [])).get(b"content-length")
+    try:
+        return length is None or int(length) > SMALL_BODY
+    except ValueError:
+        return True
 
 
 async def _answer(send, status: int, text: str) -> None:
