@@ -162,3 +162,48 @@ def test_db_verify_runs_the_engines_check_and_refuses_a_missing_path(tmp_path, c
         f.write(b"\x0d\x00\x00\xff\xff\x00")
     r = cli("duel", "db", "verify", "--db", str(path))
     assert r.code == 1 and "SQLite's integrity check" in r.err and "malformed" in r.err
+
+
+def test_db_verify_runs_postgresqls_amcheck_where_installed(pg_server, cfg, sub_dicts):
+    """With the amcheck extension installed (as the owner), every B-tree index of the board is checked; intact here
+    (what a damaged index reports is amcheck's own line)."""
+    from modelseek.duel.database import open_engine, storage_check
+
+    url = pg_server.url(f"a_{uuid.uuid4().hex[:10]}")
+    store = Store(url, config=cfg)
+    store.publish_many([store._load(_b(d), "<x>") for d in sub_dicts[:2]])
+    store.close()
+    _sql(url, ["CREATE EXTENSION IF NOT EXISTS amcheck"])
+    engine = open_engine(store.url)
+    try:
+        assert storage_check(engine) == []
+        _sql(url, ["ALTER EXTENSION amcheck DROP FUNCTION bt_index_check(regclass)",   # a stand-in that fails
+                   "DROP FUNCTION bt_index_check(regclass)",
+                   "CREATE FUNCTION bt_index_check(regclass) RETURNS void AS $$ BEGIN RAISE EXCEPTION "
+                   "'index is corrupt (test)'; END; $$ LANGUAGE plpgsql"])
+        found = storage_check(engine)
+        assert found and all(p.startswith("PostgreSQL's amcheck: index ") for p in found)
+        assert any("index is corrupt (test)" in p for p in found)
+    finally:
+        engine.dispose()
+
+
+def test_the_review_queue_refuses_an_edited_queued_preview(tmp_path, cfg, sub_dicts):
+    from modelseek.duel.reference import Reference
+    from modelseek.duel.storage import create_board
+    from modelseek.duel.submission import validate_submission
+
+    url = f"sqlite:///{tmp_path / 'r.db'}"
+    store = create_board(url, cfg, Reference.from_submission(validate_submission(sub_dicts[0], cfg)), review=True)
+    store.check_every = 0
+    pv = store.presubmit(_b(sub_dicts[1]))
+    store.confirm(pv.token)
+    assert [q["model"] for q in store.review_queue()] == ["model-01"]
+    _sql(url, ["CREATE TABLE saved AS SELECT * FROM pending_profiles", "DELETE FROM pending_profiles",
+               "INSERT INTO pending_profiles (pending_id, task, n, raw, blob, seal) "
+               "SELECT pending_id, task, n, 0.999, blob, seal FROM saved", "DROP TABLE saved"])
+    with pytest.raises(BoardAltered, match="pending profile of pending submission id"):
+        store.review_queue()
+    with pytest.raises(InputError, match="this preview was altered"):
+        store.approve(pv.model, "carol")
+    store.close()
