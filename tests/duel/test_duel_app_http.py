@@ -635,6 +635,7 @@ def _raw_upload(port: int, boundary: str, announced: int):
     return sock, len(head)
 
 
+@pytest.mark.slow(reason="2.4 s (a real server, a 1.5 s deadline) on 2 busy cores")
 def test_a_trickled_upload_is_dropped_by_its_deadline_and_its_bytes_charged(tmp_path, cfg, sub_dicts, caplog):
     """Issue #53: 1 KB now and then, each within the stall limit, never ended (300 such uploads held 600 MB). The
     deadline drops it with a 408 and one log line (no HTTP 500, no traceback), its partial file is deleted, every

@@ -48,6 +48,7 @@ def _staged(db_url, cfg, sub_dicts):
     return store, pv.token
 
 
+@pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_a_preview_refuses_update_and_an_edited_one_is_found_and_refused(db_url, cfg, sub_dicts, cli):
     store, token = _staged(db_url, cfg, sub_dicts)
     assert store.verify() == []
@@ -116,6 +117,7 @@ def test_an_altered_board_is_refused_by_the_api_and_the_cli(db_url, cfg, sub_dic
     store.close()
 
 
+@pytest.mark.slow(reason="3.4 s (a real server) on 2 busy cores")
 def test_the_page_and_its_downloads_of_an_altered_board_say_so(tmp_path, cfg, sub_dicts):
     pytest.importorskip("gradio")
     from tests.duel.test_duel_app_http import Browser, _port

@@ -101,6 +101,7 @@ def test_every_url_form_is_masked(url):
 
 
 @pytest.mark.parametrize("form", ["userinfo", "query", "both"])
+@pytest.mark.slow(reason="1.9 s (12 commands on a real PostgreSQL) on 2 busy cores")
 def test_no_password_in_any_output(pg_server, cfg, sub_dicts, meta_file, cli, form):
     """``db verify``, ``leaderboard``, ``review list`` and ``serve`` on a real server (PostgreSQL: a password given
     as the URL's query parameter is taken by libpq), on a board that works and on one that cannot be reached, and a
