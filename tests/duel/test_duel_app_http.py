@@ -245,12 +245,18 @@ def test_forwarded_headers_count_only_from_a_trusted_proxy(tmp_path, cfg, sub_di
         statuses = []
         for k in range(1, 7):                              # the issue's six uploads from "other" clients
             b = Browser(base, demo, headers={"X-Forwarded-For": f"10.0.0.{k}"})
-            statuses.append(b.call("presubmit", [b.upload(json.dumps(sub_dicts[k % 5]).encode())])[0])
+            r = b.http.post("/gradio_api/upload", files={"files": ("s.json", json.dumps(sub_dicts[k % 5]).encode(),
+                                                                   "application/json")})
+            if r.status_code == 429:                       # the quota is spent: the body is refused unread
+                statuses.append(r.text)
+                continue
+            up = {"path": r.json()[0], "orig_name": "s.json", "meta": {"_type": "gradio.FileData"}}
+            statuses.append(b.call("presubmit", [up])[0])
         if trusted:     # behind the trusted proxy each forwarded client has its own quota
             assert all("Preview" in s for s in statuses), statuses
             assert store.counts()["pending"] == 7
         else:           # a client-supplied header changes nothing: one client, over its quota
-            assert all("daily storage limit" in s for s in statuses), statuses
+            assert all("daily storage limit" in s or "daily upload limit" in s for s in statuses), statuses
             assert store.counts()["pending"] == 1
     finally:
         demo.close()
@@ -614,3 +620,92 @@ def test_duel_serve_with_an_operator_serves_the_review_page_to_them_only(tmp_pat
             assert page.status_code == status and ("model-01" in page.text) == (status == 200)
     finally:
         _stop(proc, guard)
+
+
+def _raw_upload(port: int, boundary: str, announced: int):
+    """A raw socket that has sent the headers of a multipart upload of ``announced`` bytes and its part header."""
+    import socket
+
+    head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"files\"; filename=\"slow.json\"\r\n"
+            "Content-Type: application/json\r\n\r\n").encode()
+    sock = socket.create_connection(("127.0.0.1", port))
+    sock.sendall((f"POST /gradio_api/upload HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+                  f"Content-Type: multipart/form-data; boundary={boundary}\r\n"
+                  f"Content-Length: {announced}\r\n\r\n").encode() + head)
+    return sock, len(head)
+
+
+@pytest.mark.slow(reason="2.4 s (a real server, a 1.5 s deadline) on 2 busy cores")
+def test_a_trickled_upload_is_dropped_by_its_deadline_and_its_bytes_charged(tmp_path, cfg, sub_dicts, caplog):
+    """Issue #53: 1 KB now and then, each within the stall limit, never ended (300 such uploads held 600 MB). The
+    deadline drops it with a 408 and one log line (no HTTP 500, no traceback), its partial file is deleted, every
+    byte the server received is charged, and with the quota spent the next body is refused unread (429)."""
+    import logging
+
+    from modelseek.duel.app import build_app, launch, upload_root
+
+    store = Store(tmp_path / "tr.db", config=cfg)
+    store.max_daily_bytes = 4096
+    demo = build_app(store)
+    port = _port()
+    launch(demo, "127.0.0.1", port, prevent_thread_lock=True, quiet=True, upload_stall=2.0, upload_deadline=1.5)
+    root = upload_root()
+    before = set(root.glob("tmp*")) if root.is_dir() else set()
+    caplog.set_level(logging.WARNING)
+    try:
+        sock, sent = _raw_upload(port, "----trickle53", 50_000_000)
+        sock.settimeout(0.25)                             # a chunk every 0.25 s: far within the stall limit
+        reply = b""
+        for _ in range(400):                              # (a bound: the deadline ends it long before)
+            try:
+                sock.sendall(b"0," * 512)
+                sent += 1024
+            except OSError:
+                break
+            try:
+                reply = sock.recv(65536)
+            except TimeoutError:
+                continue
+            break
+        sock.settimeout(10)
+        while reply and not reply.endswith(b"received)\n"):  # the rest of the answer (the server closes after)
+            more = sock.recv(65536)
+            if not more:
+                break
+            reply += more
+        sock.close()
+        assert reply.startswith(b"HTTP/1.1 408") and b"past its deadline" in reply, reply[:200]
+        dropped = [r for r in caplog.records if "dropped a /gradio_api/upload upload" in r.getMessage()]
+        assert len(dropped) == 1 and "past its deadline" in dropped[0].getMessage()
+        assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+        assert not [p for p in root.glob("tmp*") if p not in before]      # its partial file is gone
+        charged = store.received_today("ip:127.0.0.1")
+        assert 1024 < charged <= sent                     # what the server received, refused or not
+        assert charged > store.max_daily_bytes
+        r = httpx.post(f"http://127.0.0.1:{port}/gradio_api/upload", files={"files": ("s.json", b"{}")})
+        assert r.status_code == 429 and "daily upload limit" in r.text
+    finally:
+        demo.close()
+        store.close()
+
+
+def test_the_taken_name_check_does_not_depend_on_key_order(tmp_path, cfg, sub_dicts):
+    """Issue #53: "metadata" last was parsed whole before the taken name was refused; it is found wherever it
+    stands (the peek never parses the predictions)."""
+    from modelseek.duel import publish
+
+    store = Store(tmp_path / "k.db", config=cfg)
+    store.submit(json.dumps(sub_dicts[0]).encode())
+    last = json.dumps({"predictions": sub_dicts[1]["predictions"], "metadata": sub_dicts[0]["metadata"]}).encode()
+    assert publish.peek_model_name(last) == sub_dicts[0]["metadata"]["model"]
+    calls = []
+    real = publish.PublishWorkflow._load
+    publish.PublishWorkflow._load = lambda self, *a: calls.append(a) or real(self, *a)
+    try:
+        with pytest.raises(Exception, match="already published"):
+            store.presubmit(last, uploader="ip:10.0.0.9")
+    finally:
+        publish.PublishWorkflow._load = real
+    assert calls == []                                    # refused before the full parse
+    assert store.received_today("ip:10.0.0.9") == len(last)
+    store.close()

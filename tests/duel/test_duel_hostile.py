@@ -6,6 +6,7 @@ import json
 import re
 import shutil
 import sqlite3
+import time
 import uuid
 from pathlib import Path
 
@@ -144,11 +145,13 @@ def test_shifted_doc_ids_are_refused_naming_the_first_missing(db_url, cli, cfg, 
 
 
 # ------------------------------------------------------------------------------------------ pre-submissions
-def test_pending_expire_and_are_deleted(db_url, cfg, sub_dicts):
+def test_pending_expire_and_are_deleted(db_url, cfg, sub_dicts, monkeypatch):
     store = Store(db_url, config=cfg, pending_ttl=3600)
     pv = store.presubmit(_b(sub_dicts[0]))
-    with store.engine.begin() as c:                      # the pre-submission was made 2 hours ago
-        c.execute(sa.text("UPDATE pending SET created_at = created_at - 7200"))
+    with pytest.raises(sa.exc.DBAPIError, match=r"sealed|immutable"), store.engine.begin() as c:
+        c.execute(sa.text("UPDATE pending SET created_at = created_at - 7200"))   # a preview is sealed (0005)
+    now = time.time()
+    monkeypatch.setattr(time, "time", lambda: now + 7200)  # two hours later
     with pytest.raises(InputError, match="unknown, expired"):
         store.confirm(pv.token)
     assert store.counts()["pending"] == 0 and store.counts()["pending_duels"] == 0

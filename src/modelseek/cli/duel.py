@@ -40,10 +40,13 @@ def _db_errors(fn):
                              "modelseek duel db verify checks it", path=_shown(getattr(args, "db", "")),
                              field="db") from None
         except InputError as exc:
+            from ..duel.database import mask_secrets  # lazy: scipy
+
             db = str(getattr(args, "db", "") or "")
-            masked = _shown(db)
-            if db and masked != db and db in str(exc):
-                raise InputError(str(exc).replace(db, masked)) from None
+            text = str(exc)
+            masked = mask_secrets(text.replace(db, _shown(db)) if db else text)
+            if masked != text:              # no secret of any URL form in a message
+                raise InputError(masked) from None
             raise
 
     return run
@@ -51,10 +54,9 @@ def _db_errors(fn):
 
 def _shown(db) -> str:
     """``--db`` as printed: a URL's password masked."""
-    from ..duel.database import shown_url  # lazy: scipy
+    from ..duel.database import mask_secrets  # lazy: scipy
 
-    text = str(db or "")
-    return shown_url(text) if "://" in text else text
+    return mask_secrets(str(db or ""))
 
 
 def register(sub) -> None:
@@ -155,6 +157,9 @@ def _add_store_commands(dsub) -> None:
     w.add_argument("--upload-stall-seconds", type=POSITIVE_FLOAT, default=30.0,
                    help="an upload whose next bytes do not arrive within this many seconds is dropped and its "
                         "partial file deleted (default 30)")
+    w.add_argument("--upload-deadline-seconds", type=POSITIVE_FLOAT, default=600.0,
+                   help="an upload not received whole within this many seconds is dropped, however steadily it "
+                        "trickles, and its partial file deleted (default 600)")
     w.add_argument("--pending-hours", type=POSITIVE_FLOAT, default=None,
                    help="pre-submissions not confirmed within this many hours are deleted (default 24)")
     w.add_argument("--identity-header", default=None, metavar="HEADER",
@@ -355,24 +360,13 @@ def _compile(args) -> int:
 
 
 def _load_all(paths: list[str], config):
-    """Load every submission; two naming the same model, or with another number of samples on a task than the
-    first, are an error naming the later file (paired tests compare the models sample by sample)."""
-    from ..duel.submission import id_difference, load_submission  # lazy: scipy
-    from ..duel.text import name_key  # lazy: scipy
+    """Load every submission; two naming the same model, or with other samples on a task than the first, are an
+    error naming the later file (the library's rules: :func:`~modelseek.duel.submission.check_distinct_models`)."""
+    from ..duel.submission import check_distinct_models, check_sample_counts, load_submission  # lazy: scipy
 
     subs = [load_submission(s, config) for s in paths]
-    for i, (path, s) in enumerate(zip(paths, subs)):
-        for first, earlier in zip(paths[:i], subs[:i]):
-            if name_key(earlier.model) == name_key(s.model):
-                raise InputError(f"names the same model {s.model!r} as {first} ({earlier.model!r}; names are "
-                                 "compared ignoring case, width and invisible characters)", path=path,
-                                 field="metadata.model")
-        if i:
-            for t in config.task_ids:
-                diff = id_difference(subs[0].data[t].doc_ids, s.data[t].doc_ids)
-                if diff is not None:
-                    raise InputError(f"task {t!r}: {s.data[t].n} samples, {paths[0]} has {subs[0].data[t].n}: {diff} "
-                                     "(paired tests pair samples by doc_id)", path=path, field=f"predictions.{t}")
+    check_distinct_models(subs, [str(p) for p in paths])
+    check_sample_counts(subs, config, [str(p) for p in paths])
     return subs
 
 
@@ -481,11 +475,7 @@ def _discard(args) -> int:
 
 
 def _refuse_altered(store, db) -> None:
-    problems = store.verify()   # an altered board is not shown (nor served)
-    if problems:
-        raise InputError(f"the leaderboard was altered: {problems[0]}"
-                         + (f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else "")
-                         + "; not using it (modelseek duel db verify lists them)", path=_shown(db), field="db")
+    store.require_intact(fresh=True)   # the library's rule: an altered board is not shown (nor served)
 
 
 @_db_errors
@@ -533,7 +523,7 @@ def _serve(args) -> int:
         print(f"the review page: http://{args.host}:{args.port}/review for {', '.join(args.operator)} (through the "
               "proxy)")
     launch(demo, host=args.host, port=args.port, trusted_proxies=tuple(args.trusted_proxy),
-           upload_stall=args.upload_stall_seconds)
+           upload_stall=args.upload_stall_seconds, upload_deadline=args.upload_deadline_seconds)
     return 0
 
 

@@ -41,6 +41,12 @@ from . import schema
 from ..errors import InputError
 
 GENESIS = "0" * 64
+
+
+class BoardAltered(InputError):
+    """The board's chain, sealed previews or triggers show that it was changed outside the app: it is not shown
+    (not by the page, its downloads, the API or the CLI) and nothing is published on top of it."""
+
 KEY_ENV, KEY_FILE_ENV = "MODELSEEK_DUEL_KEY", "MODELSEEK_DUEL_KEY_FILE"
 
 
@@ -205,14 +211,22 @@ def _outside_chain(chain, subs, profiles, tids, seq_of, approved, withdrawn, cop
     return problems
 
 
-def verify(conn, t, sa, key: bytes | None = None) -> list[str]:
-    """Every problem found, the first bad row first (empty: the chain and the triggers are intact). ``key``: the
-    operator's chain key (see the module docstring)."""
+def verify(conn, t, sa, key: bytes | None = None, pending: bool = True) -> list[str]:
+    """Every problem found, the first bad row first (empty: the chain, the sealed previews and the triggers are
+    intact). ``key``: the operator's chain key (see the module docstring); ``pending``: check every preview's seals
+    too (``db verify``; a read of the board or a publication checks the published rows and the triggers, and a
+    confirmation its own preview)."""
+    return (_verify_published(conn, t, sa, key) + (verify_pending(conn, t, sa, key) if pending else [])
+            + check_triggers(conn))
+
+
+def _verify_published(conn, t, sa, key: bytes | None) -> list[str]:
+    """The chain over the published rows (:func:`verify` without the previews and the triggers)."""
     problems: list[str] = []
     chain = [dict(r) for r in conn.execute(sa.select(t["chain"]).order_by(t["chain"].c.seq)).mappings()]
     meta = conn.execute(sa.select(t["meta"].c.key, t["meta"].c.value)).all()
     if not chain:
-        return (["chain row 0 (the configuration) is missing"] if meta else []) + check_triggers(conn)
+        return ["chain row 0 (the configuration) is missing"] if meta else []
     subs = {int(r["id"]): dict(r) for r in conn.execute(sa.select(t["submissions"])).mappings()}
     profiles: dict[int, list] = {}
     for r in conn.execute(sa.select(t["profiles"])).mappings():
@@ -275,8 +289,94 @@ def verify(conn, t, sa, key: bytes | None = None) -> list[str]:
                             + " (the chain was rebuilt, or the board was keyed with another key)")
             break
         prev = row["hash"]
-    problems += _outside_chain(chain, subs, profiles, tids, seq_of, approved, withdrawn, copies, orphan)
-    return problems + check_triggers(conn)
+    return problems + _outside_chain(chain, subs, profiles, tids, seq_of, approved, withdrawn, copies, orphan)
+
+
+# ------------------------------------------------------------------------------------------ sealed previews
+# A preview (its ``pending`` row, the profiles and the duels computed for it) is what a confirmation publishes, so
+# it is as much part of what a reader will see as the published rows. It is not chained (previews come and go),
+# but sealed: each row carries SHA-256 of its canonical content (HMAC-SHA-256 under the operator's key), the
+# profiles and duels with their preview's seal inside theirs, and the database refuses UPDATE on them (schema
+# 0005). An edited preview is named by :func:`verify` and refused at confirmation.
+def _seal(key: bytes | None, content: bytes) -> str:
+    return _sha(content) if key is None else hmac.new(key, content, hashlib.sha256).hexdigest()
+
+
+def pending_seal(key: bytes | None, row: Mapping) -> str:
+    """The seal of a ``pending`` row (every column a confirmation publishes or checks; not its id, which the
+    database assigns, nor the workflow's board, refreshes and queued_at)."""
+    return _seal(key, _dumps(["pending", str(row["model"]), str(row["token"]), str(row["sha256"]),
+                              _f(row["created_at"]), str(row["metadata_json"]), _sha(bytes(row["payload"])),
+                              row.get("name_key"), row.get("session"), row.get("identity"), row.get("uploader"),
+                              None if row.get("size") is None else int(row["size"])]))
+
+
+def profile_seal(key: bytes | None, parent: str, row: Mapping) -> str:
+    """The seal of a ``pending_profiles`` row of the preview sealed ``parent``."""
+    return _seal(key, _dumps(["pending_profile", parent, str(row["task"]), int(row["n"]), _f(row["raw"]),
+                              _sha(bytes(row["blob"]))]))
+
+
+def duel_seal(key: bytes | None, parent: str, row: Mapping) -> str:
+    """The seal of a ``pending_duels`` row of the preview sealed ``parent``."""
+    return _seal(key, _dumps(["pending_duel", parent, str(row["task"]), int(row["opponent_id"]), _f(row["p_win"]),
+                              _f(row["p_loss"])]))
+
+
+def _same(a, b) -> bool:
+    return hmac.compare_digest(str(a or ""), str(b or "")) and a is not None
+
+
+def verify_pending(conn, t, sa, key: bytes | None = None, only: int | None = None) -> list[str]:
+    """The previews (pending rows, their profiles and duels) whose seal does not match their content: edited,
+    inserted or moved outside the app. ``only``: check the preview of this pending id alone. Each child row is
+    read with its preview's id and seal in one statement (one snapshot, also under concurrent writes)."""
+    pend = t["pending"]
+    problems: list[str] = []
+    seals: dict[int, str | None] = {}
+
+    def check(rows) -> None:
+        for r in rows:
+            ok = _same(r["seal"], pending_seal(key, r))
+            seals[int(r["id"])] = r["seal"] if ok else None
+            if not ok:
+                problems.append(f"pending {_who(r, r['id'])} was altered after its preview was computed (its seal "
+                                "differs)")
+
+    q = sa.select(pend)
+    check(conn.execute(q if only is None else q.where(pend.c.id == only)).mappings().all())
+    for table, what, sealer in ((t["pending_profiles"], "profile", profile_seal), (t["pending_duels"], "duel",
+                                                                                    duel_seal)):
+        q = sa.select(table, pend.c.id.label("parent_id"), pend.c.seal.label("parent_seal")).select_from(
+            table.outerjoin(pend, table.c.pending_id == pend.c.id))
+        for r in conn.execute(q if only is None else q.where(table.c.pending_id == only)).mappings().all():
+            pid = int(r["pending_id"])
+            if r["parent_id"] is None:
+                problems.append(f"a pending {what} names no pending submission (id {pid}): inserted outside the app")
+                continue
+            if pid not in seals:            # a preview stored after the first read
+                check(conn.execute(sa.select(pend).where(pend.c.id == pid)).mappings().all())
+            parent = seals.get(pid)
+            if parent is not None and not (_same(r["parent_seal"], parent)
+                                           and _same(r["seal"], sealer(key, parent, r))):
+                problems.append(f"a pending {what} of pending submission id {pid} (task {str(r['task'])!r}) was "
+                                "altered after its preview was computed (its seal differs)")
+    return problems
+
+
+def seal_pending_rows(conn, t, sa, key: bytes | None) -> None:
+    """Seal the previews stored before schema 0005 (the migration, before the triggers that refuse UPDATE)."""
+    pend, pprof, pduel = t["pending"], t["pending_profiles"], t["pending_duels"]
+    seals = {}
+    for r in conn.execute(sa.select(pend)).mappings().all():
+        seals[int(r["id"])] = pending_seal(key, r)
+        conn.execute(sa.update(pend).where(pend.c.id == r["id"]).values(seal=seals[int(r["id"])]))
+    for table, sealer, keys in ((pprof, profile_seal, ("pending_id", "task")),
+                                (pduel, duel_seal, ("pending_id", "task", "opponent_id"))):
+        for r in conn.execute(sa.select(table)).mappings().all():
+            if int(r["pending_id"]) in seals:
+                where = [table.c[k] == r[k] for k in keys]
+                conn.execute(sa.update(table).where(*where).values(seal=sealer(key, seals[int(r["pending_id"])], r)))
 
 
 def check_triggers(conn) -> list[str]:
@@ -287,7 +387,7 @@ def check_triggers(conn) -> list[str]:
     out = []
     if dialect == "sqlite":
         have = dict(conn.execute(sa.text("SELECT name, sql FROM sqlite_master WHERE type = 'trigger'")).all())
-        for stmt in schema.immutability_ddl("sqlite"):
+        for stmt in schema.immutability_ddl("sqlite") + schema.sealed_ddl("sqlite"):
             name = stmt.split()[2]
             if name not in have:
                 out.append(f"trigger {name} is missing (published rows can be changed)")
@@ -301,15 +401,16 @@ def check_triggers(conn) -> list[str]:
             "SELECT t.tgname, t.tgenabled, pg_get_triggerdef(t.oid) FROM pg_trigger t "
             "JOIN pg_class c ON c.oid = t.tgrelid WHERE NOT t.tgisinternal")).all()
         have = {r[0]: (r[1], r[2]) for r in rows}
-        for table in schema.IMMUTABLE:
-            for name, when in ((f"{table}_immutable", "BEFORE DELETE OR UPDATE"), (f"{table}_no_truncate",
-                                                                                   "BEFORE TRUNCATE")):
-                if name not in have:
-                    out.append(f"trigger {name} is missing (published rows can be changed)")
-                    continue
-                enabled, definition = have[name]
-                if enabled not in ("O", "A"):
-                    out.append(f"trigger {name} is disabled (published rows can be changed)")
-                elif when not in definition or "EXECUTE FUNCTION modelseek_immutable()" not in definition:
-                    out.append(f"trigger {name} was altered")
+        expected = [(f"{table}_immutable", "BEFORE DELETE OR UPDATE") for table in schema.IMMUTABLE]
+        expected += [(f"{table}_no_truncate", "BEFORE TRUNCATE") for table in schema.IMMUTABLE]
+        expected += [(f"{table}_sealed", "BEFORE UPDATE") for table in schema.SEALED]
+        for name, when in expected:
+            if name not in have:
+                out.append(f"trigger {name} is missing (published rows can be changed)")
+                continue
+            enabled, definition = have[name]
+            if enabled not in ("O", "A"):
+                out.append(f"trigger {name} is disabled (published rows can be changed)")
+            elif when not in definition or "EXECUTE FUNCTION modelseek_immutable()" not in definition:
+                out.append(f"trigger {name} was altered")
     return out

@@ -6,6 +6,7 @@ deadlock (randomised back-off)."""
 from __future__ import annotations
 
 import random
+import re
 import time
 from pathlib import Path
 
@@ -35,7 +36,15 @@ def database_url(url: str | Path) -> str:
     if dialect in ("postgres", "postgresql"):
         if driver not in ("", "psycopg"):
             raise InputError(f"unsupported PostgreSQL driver {driver!r}; use postgresql:// (psycopg 3)", field="db")
-        return "postgresql+psycopg://" + text.split("://", 1)[1]
+        full = "postgresql+psycopg://" + text.split("://", 1)[1]
+        try:                                    # a malformed URL (a port that is no number) is one line
+            _sqlalchemy().engine.make_url(full)
+        except (ValueError, TypeError, _sqlalchemy().exc.ArgumentError) as exc:
+            # the parser's own words may quote a piece of an unescaped password: not shown
+            what = "its port is not a number" if "int()" in str(exc) else "not postgresql://USER:PASSWORD@HOST:PORT/DB"
+            raise InputError(f"malformed database URL ({what}; escape '@', ':' and '/' in a password as %40, %3A, "
+                             "%2F)", path=mask_secrets(text), field="db") from None
+        return full
     if dialect != "sqlite" or driver not in ("", "pysqlite"):
         raise InputError(f"unknown database URL scheme {scheme!r}; use a file path, sqlite:///FILE or "
                          "postgresql://USER@HOST/DB", field="db")
@@ -49,12 +58,23 @@ def database_url(url: str | Path) -> str:
     return text
 
 
+#: a password in a URL's userinfo (``scheme://user:PASSWORD@host``)
+_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://[^/\s@:]*:)\S*(@)")   # (to the last @ of the word)
+#: secret parameters of a URL's query or a libpq connection string (``?user=u&password=PASSWORD``, ``sslpassword=``)
+_SECRET_PARAM = re.compile(r"((?:^|[?&;\s])[A-Za-z_]*(?:password|passwd|pwd|secret|token|passfile|api_?key)=)"
+                           r"(?:(?!:\s)[^&;\s#])*", re.IGNORECASE)
+
+
+def mask_secrets(text: str) -> str:
+    """``text`` with every password in it masked (``***``), in all the forms a database URL carries one: the
+    userinfo (``postgresql://lb_app:***@db/lb``) and query or connection-string parameters (``?password=***``,
+    ``sslpassword=***``). Works on any text (a URL, a message quoting one, a malformed URL)."""
+    return _SECRET_PARAM.sub(r"\1***", _USERINFO.sub(r"\1***\2", str(text)))
+
+
 def shown_url(url: str) -> str:
-    """``url`` without its password (for messages)."""
-    try:
-        return _sqlalchemy().engine.make_url(url).render_as_string(hide_password=True)
-    except Exception:  # noqa: BLE001 # pragma: no cover - the URL was checked before; a message never fails
-        return url
+    """``url`` without its secrets (for messages): :func:`mask_secrets`."""
+    return mask_secrets(url)
 
 
 def _reason(exc) -> str:
@@ -133,12 +153,19 @@ def upgrade_database(url: str | Path) -> tuple[str | None, str]:
 
 def verify_database(url: str | Path, key: bytes | None = None) -> tuple[list[str], tuple[int, str] | None, list[str]]:
     """``(problems, (models on the board, head hash), every chain hash)`` of the database at ``url``
-    (``modelseek duel db verify``),
-    without reading its configuration (altered meta rows are one of the things found)."""
+    (``modelseek duel db verify``), without reading its configuration (altered meta rows are one of the things
+    found). The engine's own check (:func:`storage_check`) runs first: a damaged file is reported as such. A SQLite
+    file that does not exist is refused (nothing is created)."""
     sa = _sqlalchemy()
     full = database_url(url)
+    path = sqlite_path(full)
+    if path is not None and not Path(path).is_file():     # verifying must not create a board
+        raise InputError("no such database file (db verify checks an existing board)", path=path, field="db")
     engine = open_engine(full)
     try:
+        damaged = storage_check(engine)
+        if damaged:
+            return damaged, None, []
         if schema.schema_version(engine) != schema.SCHEMA_VERSION:
             _retry_locked(lambda: schema.upgrade(engine, prepare_write))
         _, t = schema.tables(sa)
@@ -155,6 +182,47 @@ def verify_database(url: str | Path, key: bytes | None = None) -> tuple[list[str
         raise InputError(f"cannot use the database: {_reason(exc)}", path=shown_url(full), field="db") from None
     finally:
         engine.dispose()
+
+
+def sqlite_path(url: str) -> str | None:
+    """The file of a SQLite URL from :func:`database_url` (``None``: in memory, a ``file:`` URI or another
+    dialect)."""
+    if not url.startswith("sqlite"):
+        return None
+    path = url.split("://", 1)[1][1:].split("?", 1)[0]
+    return None if not path or path == ":memory:" or path.startswith("file:") else path
+
+
+#: PostgreSQL's amcheck functions (contrib) verify each B-tree index of the board's tables when installed
+_PG_INDEXES = ("SELECT c.oid::regclass::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+               "JOIN pg_am a ON a.oid = c.relam JOIN pg_class r ON r.oid = i.indrelid "
+               "JOIN pg_namespace n ON n.oid = r.relnamespace WHERE a.amname = 'btree' AND n.nspname = 'public'")
+
+
+def storage_check(engine) -> list[str]:
+    """The database engine's own integrity check: SQLite's ``PRAGMA integrity_check`` (every line it reports), and
+    on PostgreSQL amcheck's ``bt_index_check`` of every index when the extension is installed (``CREATE EXTENSION
+    amcheck``, as the owner); empty when intact."""
+    sa = _sqlalchemy()
+    with engine.connect() as c:
+        if engine.dialect.name == "sqlite":
+            try:
+                lines = [str(r[0]) for r in c.exec_driver_sql("PRAGMA integrity_check").all()]
+            except sa.exc.DBAPIError as exc:
+                return [f"SQLite's integrity check failed: {_reason(exc)}"]
+            return [] if lines == ["ok"] else [f"SQLite's integrity check: {line}" for line in lines[:20]]
+        if engine.dialect.name == "postgresql":
+            if c.execute(sa.text("SELECT 1 FROM pg_extension WHERE extname = 'amcheck'")).first() is None:
+                return []
+            out = []
+            for (index,) in c.execute(sa.text(_PG_INDEXES)).all():
+                try:
+                    with c.begin_nested():
+                        c.execute(sa.text("SELECT bt_index_check(CAST(:i AS regclass))"), {"i": index})
+                except sa.exc.DBAPIError as exc:
+                    out.append(f"PostgreSQL's amcheck: index {index}: {_reason(exc)}")
+            return out
+    return []
 
 
 def _retryable(exc: Exception) -> bool:

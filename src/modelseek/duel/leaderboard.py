@@ -42,6 +42,12 @@ def leaderboard_frame(scores: dict, raw: dict, config: LeaderboardConfig, level:
     return df
 
 
+def altered_frame(message: str) -> pd.DataFrame:
+    """What the page and its CSV/JSON downloads show in place of an altered board (:class:`.storage.BoardAltered`):
+    one row, the warning."""
+    return pd.DataFrame({"warning": [str(message)]})
+
+
 #: the columns the app adds beside the model (Hugging Face leaderboards show them): header, hover title
 INFO_COLUMNS = {"type": ("Type", "model type, as uploaded (pretrained, fine-tuned, chat, ...)"),
                 "params": ("Params", "number of parameters, as uploaded"),

@@ -30,26 +30,27 @@ from .submission import (Submission, _records_to_data, check_sample_counts, id_d
 from .text import clean_name, name_key, skeletons
 from .copies import copy_groups
 
-#: bytes of an upload searched for its model name before the full parse
+#: bytes after an upload's ``"metadata":`` decoded for its model name before the full parse
 MAX_PEEK = 512 * 1024
 _META_KEY = re.compile(rb'"metadata"\s*:\s*\{')
 
 
-def peek_model_name(head: bytes) -> str | None:
-    """The model name of an upload from its first bytes, without parsing the rest (``None`` when the whole
-    ``"metadata"`` object is not there): the object after the first ``"metadata":`` is decoded alone and its
-    ``model`` (else ``model_name``) taken, as validation takes it. Used only to refuse a taken name early; the full
-    parse decides everything else."""
-    m = _META_KEY.search(head)
-    if m is None:
-        return None
-    text = head[m.end() - 1:].decode("utf-8", "replace")
-    try:
-        meta, _ = json.JSONDecoder().raw_decode(text)
-    except ValueError:
-        return None
-    name = meta.get("model") if isinstance(meta.get("model"), str) else meta.get("model_name")
-    return name if isinstance(name, str) and name.strip() else None
+def peek_model_name(data: bytes) -> str | None:
+    """The model name of an upload without parsing it (``None`` when no ``"metadata"`` object is found whole): the
+    upload is searched for ``"metadata": {`` wherever it stands (first, last or between the predictions: the key
+    order of a JSON object is the uploader's choice) and the object there is decoded alone (within
+    :data:`MAX_PEEK` bytes), its ``model`` (else ``model_name``) taken as validation takes it. Used only to refuse
+    a taken name early; the full parse decides everything else."""
+    for m in _META_KEY.finditer(data):
+        text = bytes(data[m.end() - 1:m.end() - 1 + MAX_PEEK]).decode("utf-8", "replace")
+        try:
+            meta, _ = json.JSONDecoder().raw_decode(text)
+        except ValueError:
+            continue
+        name = meta.get("model") if isinstance(meta.get("model"), str) else meta.get("model_name")
+        if isinstance(name, str) and name.strip():
+            return name
+    return None
 
 if TYPE_CHECKING:
     from .config import LeaderboardConfig
@@ -227,9 +228,31 @@ class PublishWorkflow:
             return submission_from_bytes(p.read_bytes(), self.config, str(p), self.max_bytes)
         return submission_from_bytes(bytes(upload), self.config, source, self.max_bytes)
 
+    def charge_received(self, who: str, size: int) -> int:
+        """Charge ``size`` bytes received from ``who`` (whatever endpoint received them, finished or dropped:
+        the server's middleware) to the daily quota, unconditionally; returns the bytes charged to ``who`` in the
+        last 24 hours, these included."""
+        sa, usage, who_hash = self._sa, self.t["usage"], _sha_text(who)
+
+        def charge(c):
+            now = time.time()
+            if size > 0:
+                c.execute(usage.insert().values(uploader=who_hash, at=now, bytes=int(size)))
+            return int(c.execute(sa.select(sa.func.coalesce(sa.func.sum(usage.c.bytes), 0)).where(
+                usage.c.uploader == who_hash, usage.c.at >= now - DAY)).scalar_one())
+
+        return self._write(charge, serialised=False)
+
+    def received_today(self, who: str) -> int:
+        """The bytes charged to ``who`` in the last 24 hours (:meth:`charge_received`)."""
+        sa, usage = self._sa, self.t["usage"]
+        with self.engine.connect() as c:
+            return int(c.execute(sa.select(sa.func.coalesce(sa.func.sum(usage.c.bytes), 0)).where(
+                usage.c.uploader == _sha_text(who), usage.c.at >= time.time() - DAY)).scalar_one())
+
     def _charge(self, who_hash: str, size: int, source: str) -> None:
         """Charge ``size`` raw bytes received to ``who_hash`` (refused uploads count too: parsing them is work);
-        refuse when the day's bytes would pass ``max_daily_bytes``."""
+        refuse when the day's bytes would pass ``max_daily_bytes`` (``size`` 0: when they already do)."""
         if self.max_daily_bytes is None:
             return
         sa, usage = self._sa, self.t["usage"]
@@ -240,7 +263,8 @@ class PublishWorkflow:
                 usage.c.uploader == who_hash, usage.c.at >= now - DAY)).scalar_one())
             if used + size > self.max_daily_bytes:
                 return used
-            c.execute(usage.insert().values(uploader=who_hash, at=now, bytes=int(size)))
+            if size:
+                c.execute(usage.insert().values(uploader=who_hash, at=now, bytes=int(size)))
             return None
 
         used = self._write(charge, serialised=False)
@@ -274,12 +298,14 @@ class PublishWorkflow:
         return int(pending) + int(published)
 
     def presubmit(self, upload: bytes | str | Path | Submission, source: str = "<upload>", *,
-                  session: str | None = None, identity: str | None = None, uploader: str | None = None) -> Preview:
+                  session: str | None = None, identity: str | None = None, uploader: str | None = None,
+                  charged: bool = False) -> Preview:
         """Validate, compute the new model's duels, store it as pending and return the preview.
 
         ``session``: the browser session the pre-submission belongs to (confirm must present it again);
         ``identity``: the signed-in user (likewise); ``uploader``: who is charged for the stored bytes
-        (default: the identity, else the session)."""
+        (default: the identity, else the session); ``charged``: the bytes were charged as they were received (the
+        server's middleware, :meth:`charge_received`), so only the quota is checked here."""
         t0 = time.perf_counter()
         if isinstance(upload, (str, Path)) and source == "<upload>":
             source = str(upload)                # errors name the operator's file
@@ -288,9 +314,9 @@ class PublishWorkflow:
         who = identity if identity is not None else (uploader if uploader is not None else session)
         who_hash = _sha_text(who) if who is not None else None
         if isinstance(upload, (bytes, bytearray, memoryview)):
-            if who_hash is not None:
-                self._charge(who_hash, len(upload), source)     # raw bytes received, before anything else
-            named = peek_model_name(bytes(upload[:MAX_PEEK]))
+            if who_hash is not None:                            # raw bytes received, before anything else
+                self._charge(who_hash, 0 if charged else len(upload), source)
+            named = peek_model_name(upload)
             if named is not None:                               # a taken name stops before the full parse
                 with self.engine.connect() as c:
                     self._check_name(c, named, name_key(named))
@@ -333,17 +359,19 @@ class PublishWorkflow:
                 if used + size > self.max_daily_bytes:
                     raise InputError(f"daily storage limit reached: {used:,} bytes stored in the last 24 hours + "
                                      f"{size:,} > {self.max_daily_bytes:,}; try again later", path=source)
-            new_id = c.execute(pend.insert().values(
-                model=sub.model, token=token, sha256=digest, created_at=now,
-                metadata_json=json.dumps(sub.metadata, sort_keys=True), payload=payload, name_key=key,
-                session=_sha_text(session) if session is not None else None, identity=identity, uploader=who_hash,
-                size=size, board=board)).inserted_primary_key[0]
-            c.execute(pprof.insert(), [{"pending_id": new_id, "task": t, "n": prof[t].n, "raw": sub.raw(t),
-                                        "blob": prof[t].to_bytes()} for t in tasks])
+            row = {"model": sub.model, "token": token, "sha256": digest, "created_at": now,
+                   "metadata_json": json.dumps(sub.metadata, sort_keys=True), "payload": payload, "name_key": key,
+                   "session": _sha_text(session) if session is not None else None, "identity": identity,
+                   "uploader": who_hash, "size": size}
+            seal = chain.pending_seal(self.key, row)            # the preview is sealed (schema 0005)
+            new_id = c.execute(pend.insert().values(**row, board=board, seal=seal)).inserted_primary_key[0]
+            profs = [{"pending_id": new_id, "task": t, "n": prof[t].n, "raw": sub.raw(t),
+                      "blob": prof[t].to_bytes()} for t in tasks]
+            c.execute(pprof.insert(), [{**r, "seal": chain.profile_seal(self.key, seal, r)} for r in profs])
             rows = [{"pending_id": new_id, "task": t, "opponent_id": sid, "p_win": float(duels[t][1][0, k]),
                      "p_loss": float(duels[t][2][k, 0])} for t in tasks for k, sid in enumerate(ids)]
             if rows:
-                c.execute(pduel.insert(), rows)
+                c.execute(pduel.insert(), [{**r, "seal": chain.duel_seal(self.key, seal, r)} for r in rows])
 
         self._write(write, serialised=False)
         return self._preview(sub, pub, P, ids, duels, raw_by_model, token, t0, notes, board)
@@ -469,6 +497,10 @@ class PublishWorkflow:
         if stale and not recompute:
             raise StalePreview(f"the leaderboard changed since this preview ({now_board - int(row['board'] or 0)} "
                                "model(s) published since): recompute the preview before confirming", field="token")
+        altered = chain.verify_pending(c, self.t, sa, self.key, only=sid)
+        if altered:                     # its stored duels or profiles are not what was computed for it
+            raise InputError(f"this preview was altered after it was computed ({altered[0]}): it is not published; "
+                             "run modelseek duel db verify", field="token")
         if stale:
             self._recheck_ids(c, row)
         self._refuse_tampered(c)
@@ -537,8 +569,9 @@ class PublishWorkflow:
                                                 .distinct()).all()}
             new = self._missing_duels(c, sid, have, pub)
             if new:
-                c.execute(pduel.insert(), [{"pending_id": sid, "task": t, "opponent_id": o, "p_win": w, "p_loss": lo}
-                                           for t, o, w, lo in new])
+                rows = [{"pending_id": sid, "task": t, "opponent_id": o, "p_win": w, "p_loss": lo}
+                        for t, o, w, lo in new]
+                c.execute(pduel.insert(), [{**r, "seal": chain.duel_seal(self.key, row["seal"], r)} for r in rows])
             top = chain.head(c, self.t, sa)
             board = top[0] if top else 0
             # pending rows are not append-only: the board the preview now stands on

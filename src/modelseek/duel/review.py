@@ -49,6 +49,7 @@ from .config import Metric
 from .text import name_key
 from .text import look_alike
 from . import chain
+from .chain import BoardAltered
 
 if TYPE_CHECKING:
     from .config import LeaderboardConfig
@@ -120,6 +121,7 @@ class ReviewWorkflow:
     _refuse_tampered: Callable[[Any], None]
     _copies_of: Callable[..., list]
     _stored_answers: Callable[..., dict]
+    require_intact: Callable[..., None]
 
     def _queued(self, c, ref: int | str) -> dict:
         """The queued submission ``ref``: its id (an int, or digits naming a queued id), else its model name
@@ -146,8 +148,14 @@ class ReviewWorkflow:
         """The queued submissions, oldest first: id, model, team, the uploader's identity, when uploaded and
         confirmed, the task metrics and the flags (plausibility, near-copies, a team claimed by several
         identities)."""
+        self.require_intact()
         sa, pend, pprof = self._sa, self.t["pending"], self.t["pending_profiles"]
         with self.engine.connect() as c:
+            altered = [p for i, in c.execute(sa.select(pend.c.id).where(pend.c.queued_at.is_not(None))).all()
+                       for p in chain.verify_pending(c, self.t, sa, self.key, only=int(i))]
+            if altered:                     # the queue's metrics are read from the sealed previews
+                raise BoardAltered(f"the leaderboard was altered: {altered[0]}; not using it (modelseek duel db "
+                                   "verify lists them)", field="db")
             rows = [dict(r) for r in c.execute(sa.select(pend.c.id, pend.c.model, pend.c.created_at,
                                                          pend.c.queued_at, pend.c.identity, pend.c.metadata_json)
                                                .where(pend.c.queued_at.is_not(None))

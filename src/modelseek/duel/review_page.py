@@ -60,7 +60,7 @@ def _session(scope: dict) -> str | None:
 
 
 class ReviewPage:
-    """ASGI middleware (inside :class:`~.app.SessionCookie`, which has already removed identity headers that did
+    """ASGI middleware (inside :class:`~.middleware.SessionCookie`, which has already removed identity headers that did
     not come through a trusted proxy and given the request its signed session cookie) serving ``/review`` to the
     operators; every other request, anyone else's ``/review`` included, goes on to the app."""
 

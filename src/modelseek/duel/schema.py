@@ -24,7 +24,7 @@ from pathlib import Path
 from ..errors import InputError
 
 #: the Alembic revision this code expects (the newest migration)
-SCHEMA_VERSION = "0004"
+SCHEMA_VERSION = "0005"
 #: pg_advisory lock keys (two int4 keys: 'mdls', purpose)
 LOCK_NAMESPACE = 0x6D646C73
 MIGRATION_LOCK, PUBLISH_LOCK = 1, 2
@@ -55,6 +55,11 @@ PENDING_0002 = ("name_key", "session", "identity", "uploader", "size", "board")
 #: columns 0003 adds to ``pending``
 PENDING_0003 = ("queued_at", "refreshes")
 PENDING = ("pending", "pending_profiles", "pending_duels", "usage")
+#: 0005: the pending (preview) tables carry a seal (:func:`.chain.pending_seal`) and refuse UPDATE (the rows of
+#: pending_profiles and pending_duels entirely; of pending every column but the workflow's own three)
+SEALED = ("pending", "pending_profiles", "pending_duels")
+#: the columns of ``pending`` the workflow updates (a refresh, a confirmation on a board with review)
+PENDING_MUTABLE = ("board", "refreshes", "queued_at")
 
 
 def tables(sa, md=None):
@@ -80,6 +85,7 @@ def tables(sa, md=None):
         sa.Column("board", sa.Integer, nullable=True),          # the chain's head when the preview was computed
         sa.Column("queued_at", sa.Float, nullable=True),        # confirmed, awaiting review (0003)
         sa.Column("refreshes", sa.Integer, nullable=True),      # times its preview was recomputed (0003)
+        sa.Column("seal", sa.String(64), nullable=True),        # 0005: .chain.pending_seal of the row
         sqlite_autoincrement=True,   # ids are never reused: a published submission keeps its pending id
     )
     t["submissions"] = sa.Table(
@@ -102,6 +108,7 @@ def tables(sa, md=None):
             sa.Column("n", sa.Integer, nullable=False),
             sa.Column("raw", sa.Float, nullable=False),
             sa.Column("blob", sa.LargeBinary, nullable=False),
+            *([sa.Column("seal", sa.String(64), nullable=True)] if name == "pending_profiles" else []),   # 0005
         )
     t["duels"] = sa.Table(
         "duels", md,
@@ -118,6 +125,7 @@ def tables(sa, md=None):
         sa.Column("opponent_id", sa.Integer, sa.ForeignKey("submissions.id"), primary_key=True),
         sa.Column("p_win", sa.Float, nullable=False),      # p that the pending model beats the opponent
         sa.Column("p_loss", sa.Float, nullable=False),     # p that the opponent beats it
+        sa.Column("seal", sa.String(64), nullable=True),   # 0005: .chain.pending_seal of the row
     )
     return md, t
 
@@ -219,11 +227,32 @@ def immutability_ddl(dialect: str, tables: tuple[str, ...] | None = None, functi
     return out
 
 
+def sealed_ddl(dialect: str) -> list[str]:
+    """0005: the statements that refuse UPDATE on the pending tables (every column of ``pending`` but
+    :data:`PENDING_MUTABLE`); DELETE stays allowed (discard, expiry, publication). PostgreSQL reuses the function
+    of :func:`immutability_ddl`."""
+    pending_cols = ", ".join(c for c in ("id", "model", "token", "sha256", "created_at", "metadata_json", "payload",
+                                         "name_key", "session", "identity", "uploader", "size", "seal"))
+    out = []
+    for table in SEALED:
+        of = f" OF {pending_cols}" if table == "pending" else ""
+        if dialect == "sqlite":
+            out.append(f"CREATE TRIGGER {table}_sealed BEFORE UPDATE{of} ON {table} "
+                       f"BEGIN SELECT RAISE(ABORT, '{table}: a preview is sealed'); END")
+        elif dialect == "postgresql":
+            out.append(f"CREATE TRIGGER {table}_sealed BEFORE UPDATE{of} ON {table} "
+                       "FOR EACH ROW EXECUTE FUNCTION modelseek_immutable()")
+        else:
+            raise InputError(f"unsupported database dialect {dialect!r}; use SQLite or PostgreSQL", field="db")
+    return out
+
+
 def grants(role: str) -> list[str]:
     """PostgreSQL statements giving the app's role ``role`` what it needs and nothing more: SELECT and
     INSERT on the published tables (no UPDATE, DELETE, TRUNCATE, no ownership: it can neither drop nor
-    disable a trigger nor replace the trigger function), SELECT, INSERT, UPDATE, DELETE on the pending
-    tables, and the sequences of their ids. Run them as the owner role, after ``modelseek duel db upgrade``."""
+    disable a trigger nor replace the trigger function), SELECT, INSERT, DELETE on the pending tables and
+    UPDATE only of the three columns of ``pending`` the workflow updates (a preview is sealed: 0005), and the
+    sequences of their ids. Run them as the owner role, after ``modelseek duel db upgrade``."""
     import re
 
     if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,62}", role):
@@ -233,7 +262,8 @@ def grants(role: str) -> list[str]:
             f"GRANT USAGE ON SCHEMA public TO {role};",
             f"GRANT SELECT ON alembic_version TO {role};",
             f"GRANT SELECT, INSERT ON {published} TO {role};",
-            f"GRANT SELECT, INSERT, UPDATE, DELETE ON {', '.join(PENDING)} TO {role};",
+            f"GRANT SELECT, INSERT, DELETE ON {', '.join(PENDING)} TO {role};",
+            f"GRANT UPDATE ({', '.join(PENDING_MUTABLE)}) ON pending TO {role};",
             f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO {role};"]
 
 

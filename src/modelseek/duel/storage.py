@@ -46,6 +46,7 @@ import pandas as pd
 
 from ..errors import InputError
 from . import chain, schema
+from .chain import BoardAltered
 from .config import LeaderboardConfig
 from .engine import Profile, Settings
 from .leaderboard import leaderboard_frame
@@ -56,6 +57,10 @@ from .submission import MAX_BYTES, Submission, validate_submission
 from .database import _reason, _retry_locked, _sqlalchemy, database_url, open_engine, prepare_write, shown_url
 from .publish import MAX_DAILY_BYTES, PENDING_TTL, Preview, PublishWorkflow, StalePreview  # noqa: F401 (re-exported)
 from .copies import groups_from_pairs
+
+
+#: seconds a verdict of :meth:`Store.problems` is reused by the reads (a page view reads the board several times)
+CHECK_EVERY = 5.0
 
 
 class Store(PublishWorkflow, ReviewWorkflow):
@@ -72,6 +77,9 @@ class Store(PublishWorkflow, ReviewWorkflow):
         self.key: bytes | None = (key.encode("utf-8") if isinstance(key, str) else key) if key is not None \
             else chain.operator_key()
         self._answers: dict = {}
+        #: the reads re-verify the board at most this often (seconds; 0: at every read) and refuse an altered one
+        self.check_every = CHECK_EVERY
+        self._checked: tuple[float, list[str]] | None = None
         self.url = database_url(url)
         self.alpha, self.fdr, self.max_competitors, self.max_bytes = check_alpha(alpha), fdr, max_competitors, max_bytes
         if not pending_ttl > 0:
@@ -230,7 +238,7 @@ class Store(PublishWorkflow, ReviewWorkflow):
     def _refuse_tampered(self, conn) -> None:
         """Before publishing on top of the board: its chain and triggers must be intact (an owner-edited score
         is not built upon)."""
-        problems = chain.verify(conn, self.t, self._sa, self.key)
+        problems = chain.verify(conn, self.t, self._sa, self.key, pending=False)
         if problems:
             raise InputError(f"the leaderboard was altered ({problems[0]}): nothing is published on top of it; "
                              "run modelseek duel db verify", field="db")
@@ -282,18 +290,42 @@ class Store(PublishWorkflow, ReviewWorkflow):
         raw_by_id = self._raw(conn, ids)
         return pub, P, scores, {names[k]: raw_by_id[sid] for k, sid in enumerate(ids)}
 
+    def problems(self, fresh: bool = False) -> list[str]:
+        """The problems of what a reader sees (the published rows, their chain and the triggers; :meth:`verify` also
+        checks every preview's seals), the verdict reused for :attr:`check_every` seconds unless ``fresh``."""
+        now = time.monotonic()
+        if fresh or self._checked is None or now - self._checked[0] >= self.check_every:
+            with self.engine.connect() as c, c.begin():
+                self._checked = (now, chain.verify(c, self.t, self._sa, self.key, pending=False))
+        return list(self._checked[1])
+
+    def require_intact(self, fresh: bool = False) -> None:
+        """Raise :class:`BoardAltered` (one line naming the first problem) when the board was altered: every read
+        of the board (:meth:`leaderboard`, :meth:`scores`, :meth:`duel_details`, the review queue) calls it, so the
+        page, its downloads, the API and the CLI never show an altered board."""
+        problems = self.problems(fresh)
+        if problems:
+            raise BoardAltered(f"the leaderboard was altered: {problems[0]}"
+                               + (f" (and {len(problems) - 1} more problems)" if len(problems) > 1 else "")
+                               + "; not using it (modelseek duel db verify lists them)", path=shown_url(self.url),
+                               field="db")
+
     def leaderboard(self, level: str = "overall") -> pd.DataFrame:
-        """The published leaderboard (see :func:`leaderboard_frame` for ``level``)."""
+        """The published leaderboard (see :func:`leaderboard_frame` for ``level``); :class:`BoardAltered` when the
+        board was altered."""
+        self.require_intact()
         with self.engine.connect() as c:
             _, _, scores, raw = self._board(c)
         return leaderboard_frame(scores, raw, self.config, level)
 
     def scores(self) -> dict[str, dict[str, float]]:
+        self.require_intact()
         with self.engine.connect() as c:
             return self._board(c)[2]
 
     def duel_details(self, model: str) -> pd.DataFrame:
         """Every duel of a published ``model``: task, opponent, p-values both ways, won / lost."""
+        self.require_intact()
         with self.engine.connect() as c:
             pub, P, _, _ = self._board(c)
         names = [m for _, m in pub]

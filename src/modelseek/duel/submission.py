@@ -75,6 +75,8 @@ MAX_WORDS = 10_000_000
 PROB_SUM_TOL = 1e-3
 #: ``n_params``: a positive number of parameters, at most 100 trillion (some write billions: 7.2 is accepted)
 MAX_PARAMS = 1e14
+#: ... and at least a thousandth (of a billion: 1e-300 is no count of parameters in any unit)
+MIN_PARAMS = 1e-3
 _URL = re.compile(r"^https?://[^\s]+$")
 
 
@@ -286,7 +288,7 @@ def _fast_records_to_data(metric: Metric, records: list) -> TaskSamples | None:
                 return None
             data = TaskSamples(metric, loglik=arr[:, 0].copy(), words=arr[:, 1].copy())
         else:
-            if any(isinstance(v, (list, dict, str)) or v is None for v in vals):
+            if any(isinstance(v, (list, dict, str, bool)) or v is None for v in vals):
                 return None
             arr = np.array(vals, dtype=float)
             if arr.ndim != 1 or not np.isfinite(arr).all():
@@ -303,7 +305,7 @@ def _fast_records_to_data(metric: Metric, records: list) -> TaskSamples | None:
 
 def _doc_ids(records: list, source: str, fld: str) -> tuple[tuple | None, list[int] | None]:
     """``(doc_ids in sorted order, the records' order)``, or ``(None, None)`` when no record has one.
-    A doc_id is an integer (an integral float counts as one) or a name; integers sort before names."""
+    A doc_id is an integer (not a float: ``1.0``) or a name; integers sort before names."""
     raw = [r.get("doc_id") for r in records]
     if all(i is None for i in raw):
         return None, None
@@ -315,11 +317,9 @@ def _doc_ids(records: list, source: str, fld: str) -> tuple[tuple | None, list[i
                              path=source, field=where)
         if isinstance(i, bool):
             raise InputError("must be an integer or a name", path=source, field=where)
-        if isinstance(i, float):
-            if not _num(i) or not i.is_integer():
-                raise InputError(f"must be an integer or a name, got {i!r}", path=source, field=where)
-            i = int(i)
-        elif isinstance(i, str):
+        if isinstance(i, float):             # 1.0 and 1 would be one sample written two ways
+            raise InputError(f"must be an integer or a name, got the number {i!r}", path=source, field=where)
+        if isinstance(i, str):
             i = clean_name(i, where, source)
         elif not isinstance(i, int):
             raise InputError(f"must be an integer or a name, got {type(i).__name__}", path=source, field=where)
@@ -365,10 +365,9 @@ def _records_to_data_slow(task: str, metric: Metric, records: list, source: str)
         v = rec[_key(metric, rec)]
         f = f"{where}.{metric.value}"
         if metric in (Metric.ACC, Metric.EXACT_MATCH):
-            if isinstance(v, bool):
-                v = int(v)
-            if not _num(v) or v not in (0, 1):
-                raise InputError(f"must be 0 or 1, got {v!r}", path=source, field=f)
+            if not _num(v) or v not in (0, 1):           # (a JSON true is not a number: refused)
+                raise InputError(f"must be 0 or 1, got {json.dumps(v) if isinstance(v, bool) else repr(v)}",
+                                 path=source, field=f)
         elif metric in (Metric.ROUGE, Metric.NDCG5):
             if not _num(v) or not 0 <= v <= 1:
                 raise InputError(f"must be a number in [0, 1], got {v!r}", path=source, field=f)
@@ -438,9 +437,9 @@ def _check_metadata(meta: Mapping, source: str) -> tuple[dict, list[str]]:
                 v = clean_name(v, fld, source, FIELD_LIMITS[k])
                 if k in ("model", "team"):
                     check_single_script(v, fld, source)
-            if k == "n_params" and not 0 < v <= MAX_PARAMS:
-                raise InputError(f"must be a positive number of parameters up to {MAX_PARAMS:g}, got {v!r}",
-                                 path=source, field=fld)
+            if k == "n_params" and not MIN_PARAMS <= v <= MAX_PARAMS:
+                raise InputError(f"must be a number of parameters from {MIN_PARAMS:g} (in billions) to "
+                                 f"{MAX_PARAMS:g}, got {v!r}", path=source, field=fld)
             elif isinstance(v, str):
                 v = clean_text(v, fld, source, limit)
             if k == "source" and v and not _URL.match(v):
@@ -559,15 +558,35 @@ def metric_value(data: TaskSamples) -> float:
     return float(np.mean(data.need("values")))
 
 
-def check_sample_counts(subs: list[Submission], config: LeaderboardConfig) -> None:
-    """Every model must have the same samples (doc_ids) on a task: paired tests pair them by doc_id."""
+def check_distinct_models(subs: list[Submission], sources: list[str] | None = None) -> None:
+    """Two submissions naming the same model are an error naming the later one (by its file when ``sources`` are
+    given). Names are compared as a board compares them (:func:`.text.name_key`: case, width and invisible
+    characters do not count), so the API and the CLI's tournament agree."""
+    from .text import name_key
+
+    seen: dict[str, int] = {}
+    for k, s in enumerate(subs):
+        key = name_key(s.model)
+        if key in seen:
+            first = subs[seen[key]]
+            where = f"{sources[seen[key]]} ({first.model!r}" if sources else f"{first.model!r} ("
+            raise InputError(f"names the same model {s.model!r} as {where}; names are compared ignoring case, "
+                             "width and invisible characters)", path=sources[k] if sources else None,
+                             field="metadata.model")
+        seen[key] = k
+
+
+def check_sample_counts(subs: list[Submission], config: LeaderboardConfig, sources: list[str] | None = None) -> None:
+    """Every model must have the same samples (doc_ids) on a task: paired tests pair them by doc_id. The error
+    names the later model (its file when ``sources`` are given)."""
     if not subs:
         return
     for t in config.task_ids:
         ref = subs[0].data[t].doc_ids
-        for s in subs[1:]:
+        for k, s in enumerate(subs[1:], 1):
             diff = id_difference(ref, s.data[t].doc_ids)
             if diff is not None:
-                raise InputError(f"task {t!r}: model {s.model!r} has {s.data[t].n} samples and {subs[0].model!r} "
+                first = sources[0] if sources else repr(subs[0].model)
+                raise InputError(f"task {t!r}: model {s.model!r} has {s.data[t].n} samples and {first} "
                                  f"{len(ref)}: {diff} (paired tests pair samples by doc_id)",
-                                 field=f"predictions.{t}")
+                                 path=sources[k] if sources else None, field=f"predictions.{t}")

@@ -3,7 +3,8 @@
 Every string of a submission is valid Unicode (no lone surrogates: they cannot be encoded, so they could
 neither be stored as UTF-8 nor shown), normalised to NFC. *Names* (model, team, precision, revision, prompt
 names, string ``doc_id``\\ s) also hold no control (Cc), format (Cf: zero-width characters, bidi overrides),
-line or paragraph separator, surrogate or default-ignorable character; free text (``description``,
+line or paragraph separator, surrogate or default-ignorable character, no blank (:data:`BLANKS`: U+2800 BRAILLE
+PATTERN BLANK, fillers) and no space but U+0020; free text (``description``,
 provenance) may hold line breaks and tabs but no other control character and no bidi control. Two names are
 the same model when their :func:`name_key`\\ s are equal: NFKC, case folding and removal of
 default-ignorable characters (Unicode's ``NFKC_Casefold`` idea), so ``Model_0``, ``model_0`` + U+200B and
@@ -35,6 +36,9 @@ _IGNORABLE_RE = re.compile("[" + "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in _I
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 _BIDI = frozenset(range(0x202A, 0x202F)) | frozenset(range(0x2066, 0x206A)) | {0x200E, 0x200F, 0x061C}
 _NAME_BAD_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})
+#: visible-width blanks that are not white space to ``str.strip`` (a name ending in, or made of, U+2800 BRAILLE
+#: PATTERN BLANK looked like another or like nothing); fillers are default-ignorable already
+BLANKS = frozenset("\u2800\u3164\u115f\u1160\uffa0\u2005\U0001d159")
 
 
 def describe(ch: str) -> str:
@@ -57,9 +61,10 @@ def clean_name(text: Any, field: str, source: str | None = None, limit: int = 20
     _surrogate_error(text, field, source)
     text = unicodedata.normalize("NFC", text)
     for ch in text:
-        if unicodedata.category(ch) in _NAME_BAD_CATEGORIES or _IGNORABLE_RE.match(ch):
-            raise InputError(f"a name must not hold control characters, nor format, separator or invisible ones "
-                             f"({describe(ch)})", path=source, field=field)
+        cat = unicodedata.category(ch)
+        if cat in _NAME_BAD_CATEGORIES or _IGNORABLE_RE.match(ch) or ch in BLANKS or (cat == "Zs" and ch != " "):
+            raise InputError(f"a name must not hold control characters, nor format, separator, blank or invisible "
+                             f"ones ({describe(ch)})", path=source, field=field)
     if not text.strip():
         raise InputError("must be a non-empty name", path=source, field=field)
     if text != text.strip():
@@ -121,13 +126,26 @@ def _rep_rank(ch: str) -> tuple:
     return (3, ch)
 
 
+#: horizontal strokes of every script that read as a hyphen in a name (TR39 maps them to one another but not to
+#: ``-``: Han 一 and Hangul ㅡ to the katakana ー): joined with ``-``, as is every dash (category Pd) and minus
+DASHES = frozenset("\u2212\u2796\u2500\u2501\u23af\u2015\u2014\u30fc\uff70\u4e00\u3161\u1173\u2f00\u31d0"
+                   "\u2574\u2576\u2578\u257a\u257c\u257e\u23bc\u23bd\u2043\u02d7\u2cba\U00010191")
+
+
+def _dashes() -> list[str]:
+    import sys
+
+    pd = [chr(c) for c in range(sys.maxunicode + 1) if unicodedata.category(chr(c)) == "Pd"]
+    return sorted(set(pd) | set(DASHES))
+
+
 @functools.lru_cache(maxsize=1)
 def confusable_classes() -> dict[str, str]:
     """Each character's stand-in for :func:`skeleton`: the classes of single-character look-alikes of Unicode's
     confusables.txt (as packaged by confusable-homoglyphs, which keeps each character's look-alikes but not the
     file's prototype column), closed transitively (``I`` ~ ``l`` and ``l`` ~ ``1`` make one class), each class
-    standing for its member chosen by :func:`_rep_rank`. Multi-character look-alikes (``rn`` for ``m``) are not
-    mapped."""
+    standing for its member chosen by :func:`_rep_rank`; every dash of every script (:data:`DASHES`, category Pd)
+    joins ``-``. Multi-character look-alikes (``rn`` for ``m``) are :func:`confusable_strings`."""
     from confusable_homoglyphs import confusables  # type: ignore[import-untyped]
 
     parent: dict[str, str] = {}
@@ -140,17 +158,58 @@ def confusable_classes() -> dict[str, str]:
             parent[x], x = root, parent[x]
         return root
 
+    def union(x: str, y: str) -> None:
+        a, b = find(x), find(y)
+        if a != b:
+            keep, drop = (a, b) if _rep_rank(a) <= _rep_rank(b) else (b, a)
+            parent[drop] = keep
+
     for ch, entries in confusables.confusables_data.items():
         if len(ch) != 1:
             continue
         for e in entries:
             m = _MARKS.sub("", e["c"])
             if len(m) == 1:
-                a, b = find(ch), find(m)
-                if a != b:
-                    keep, drop = (a, b) if _rep_rank(a) <= _rep_rank(b) else (b, a)
-                    parent[drop] = keep
+                union(ch, m)
+    for dash in _dashes():                 # (a dash already like a letter or digit keeps its class)
+        if not any(c.isascii() and c.isalnum() for c in (find(dash),)):
+            union("-", dash)
     return {ch: find(ch) for ch in parent}
+
+
+@functools.lru_cache(maxsize=1)
+def confusable_strings() -> dict[str, str]:
+    """TR39's multi-character prototypes: a character whose look-alike is a string (``m`` looks like ``rn``,
+    ``ǆ`` like ``dž``, ``Ⅲ`` like ``III``) -> that string, written in stand-ins (:func:`confusable_classes`). In
+    confusables.txt a prototype of several characters is only ever a target, so mapping each such character to it
+    (a character without a string of its own takes its class stand-in's: ``ⅿ`` -> ``m`` -> ``rn``) gives ``rn``
+    and ``m`` one skeleton."""
+    from confusable_homoglyphs import confusables
+
+    protos = confusable_classes()
+    out: dict[str, str] = {}
+    for target, entries in confusables.confusables_data.items():
+        target = _MARKS.sub("", target)
+        if len(target) < 2:
+            continue
+        written = unicodedata.normalize("NFD", "".join(protos.get(c, c) for c in unicodedata.normalize("NFD", target)))
+        for e in entries:
+            ch = _MARKS.sub("", e["c"])
+            if len(ch) == 1 and (ch not in out or len(written) < len(out[ch])):
+                out[ch] = written
+    return out
+
+
+def multi_char_pairs() -> list[tuple[str, str]]:
+    """Every (character, multi-character look-alike) pair of the confusables table (the tests walk them)."""
+    from confusable_homoglyphs import confusables
+
+    out = []
+    for target, entries in confusables.confusables_data.items():
+        target = _MARKS.sub("", target)
+        if len(target) >= 2:
+            out += [(m, target) for m in (_MARKS.sub("", e["c"]) for e in entries) if len(m) == 1]
+    return out
 
 
 def confusable_pairs() -> list[tuple[str, str]]:
@@ -168,12 +227,16 @@ def confusable_pairs() -> list[tuple[str, str]]:
 def skeleton(name: str) -> str:
     """A confusable skeleton in the manner of Unicode TR39, computed on the name *as written*: invisible
     characters removed, NFD, each character replaced by its look-alike class's stand-in
-    (:func:`confusable_classes`), NFD again; then case folded (NFKC), so that the comparison of skeletons ignores
+    (:func:`confusable_classes`) and then by its multi-character prototype (:func:`confusable_strings`: ``m`` ->
+    ``rn``), NFD again; then case folded (NFKC), so that the comparison of skeletons ignores
     case. Folding case first would lose look-alikes that differ by case (capital ``I`` for ``l``, Cyrillic
     ``Р`` for ``P``). Needs ``confusable-homoglyphs`` (extra ``web``)."""  # noqa: RUF002 - the look-alike is the point
-    protos = confusable_classes()
-    text = unicodedata.normalize("NFD", _IGNORABLE_RE.sub("", _SURROGATE_RE.sub("\ufffd", str(name))))
-    mapped = unicodedata.normalize("NFD", "".join(protos.get(ch, ch) for ch in text))
+    protos, strings = confusable_classes(), confusable_strings()
+    text = unicodedata.normalize("NFC", _IGNORABLE_RE.sub("", _SURROGATE_RE.sub("\ufffd", str(name))))
+    # a precomposed character with a string prototype (``ơ`` -> ``o'``) is mapped before NFD would split it
+    text = unicodedata.normalize("NFD", "".join(strings.get(ch, ch) for ch in text))
+    mapped = unicodedata.normalize("NFD", "".join(
+        strings.get(ch) or strings.get(protos.get(ch, ch)) or protos.get(ch, ch) for ch in text))
     return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", mapped).casefold())
 
 

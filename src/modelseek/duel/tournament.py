@@ -12,7 +12,7 @@ from .config import LeaderboardConfig
 from .copies import answer_vectors, copy_groups
 from .engine import Settings, profiles, pvalues
 from .scoring import ALPHA, MAX_COMPETITORS, adjusted, win_scores
-from .submission import Submission, check_sample_counts
+from .submission import Submission, check_distinct_models, check_sample_counts
 
 
 @dataclass
@@ -57,9 +57,7 @@ def tournament(subs: list[Submission], config: LeaderboardConfig | None = None, 
     (:mod:`.copies`) are found and their duels count once (:mod:`.scoring`); ``copies`` of the result names them."""
     config = config or LeaderboardConfig.load()
     names = [s.model for s in subs]
-    if len(set(names)) != len(names):
-        dup = next(n for n in names if names.count(n) > 1)
-        raise InputError(f"two submissions name the same model {dup!r}", field="metadata.model")
+    check_distinct_models(subs)                 # case, width and invisible characters do not count
     if len(subs) < 2:
         raise InputError("a tournament needs at least two submissions")
     check_sample_counts(subs, config)
