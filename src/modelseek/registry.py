@@ -25,6 +25,7 @@ for a broken one, why). A distribution declares one in its ``pyproject.toml``::
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
 import pkgutil
@@ -75,12 +76,6 @@ def entry_points_of(group: str) -> list[Any]:
                 found.setdefault(ep.group, []).append(ep)
         _ENTRY_POINTS = found
     return list(_ENTRY_POINTS.get(group, ()))
-
-
-def forget_entry_points() -> None:
-    """Read the installed entry points again on next use (for tests that install a distribution)."""
-    global _ENTRY_POINTS
-    _ENTRY_POINTS = None
 
 
 def _target(target: str) -> Any:
@@ -245,6 +240,42 @@ class Registry(Generic[T]):
         self._items[name] = member
         self._loaded_eps[name] = ep
         return member
+
+    # ------------------------------------------------------------------ the call boundary
+    def failure(self, name: str, call: str, exc: BaseException,
+                keep: tuple[type[BaseException], ...] = ()) -> BaseException:
+        """What a caller raises when member ``name``'s ``call`` raised ``exc``: for a plugin (a member of an
+        outside distribution), a :class:`PluginError` of one line naming the entry point, the distribution, the call
+        and what it raised; for a built-in, or an error of the types ``keep`` (those the kind's contract lets a
+        member raise), ``exc`` itself (its own errors keep their meaning)."""
+        ep = self._loaded_eps.get(name)
+        if ep is None or isinstance(exc, (PluginError, *keep)):
+            return exc
+        return PluginError(f"{self.kind} {name!r} of {self.origin_of(ep)}: {call} raised {_one_line(exc)}")
+
+    @contextlib.contextmanager
+    def calling(self, name: str, call: str, keep: tuple[type[BaseException], ...] = ()) -> Iterator[None]:
+        """The one call boundary of this kind: every call into a member goes through it, as
+        ``with REG.calling(name, "combine"): member.combine(values, weights)``. An exception from a plugin member
+        becomes one line naming its entry point, distribution and ``call`` (:meth:`failure`); a built-in's pass
+        unchanged."""
+        try:
+            yield
+        except Exception as exc:
+            err = self.failure(name, call, exc, keep)
+            if err is exc:
+                raise
+            raise err from None
+
+    def leave_out(self, name: str, why: str) -> None:
+        """Record the plugin member ``name`` as unusable for the rest of this process, because ``why`` (one line:
+        a call into it raised): a whole-registry use (a search over every member) leaves it out and names it with
+        why, as a member broken at load time; a built-in is never left out."""
+        ep = self._loaded_eps.get(name)
+        if ep is not None:
+            self._items.pop(name, None)
+            del self._loaded_eps[name]
+            self._break(name, ep, why)
 
     def broken(self) -> dict[str, str]:
         """The plugin members that cannot be used (those found so far: a failed import is found on loading)."""

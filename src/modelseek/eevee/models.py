@@ -195,5 +195,6 @@ def fit_columns(d, cols: list[list[int]], width: int):
     with torch.no_grad():
         for lo in range(0, P, block):
             sl = slice(lo, min(P, lo + block))
-            out[sl] = fit(d, cfg, cand[sl], split[sl], idx, mask, fan)
+            with META_MODELS.calling(cfg.model, "fit"):
+                out[sl] = fit(d, cfg, cand[sl], split[sl], idx, mask, fan)
     return out.view(C, S).double().numpy()

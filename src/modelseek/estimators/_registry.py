@@ -129,7 +129,13 @@ def checked(name: str, fn: Callable[..., float], kind: InputKind, *, scale_invar
             X, k = unit_scale(X)
             if options.get("val_features") is not None:
                 options = {**options, "val_features": np.ldexp(np.asarray(options["val_features"], float), -k)}
-        value = float(fn(X, np.asarray(labels), **options))
+        with ESTIMATORS.calling(name, "the estimator function"):  # a plugin's error names its distribution
+            raw = fn(X, np.asarray(labels), **options)
+            given = np.asarray(raw) if isinstance(raw, (int, float, np.generic, np.ndarray)) else None
+            if given is None or given.ndim != 0 or given.dtype.kind not in "iuf":
+                raise TypeError(f"{name}: the estimator returned {type(raw).__name__} {str(raw)[:40]!r} (a score "
+                                f"is one real number)")
+        value = float(given)
         if not np.isfinite(value):
             raise InputError(f"{name}: the estimator returned {value} (a score must be finite)", field=what)
         return value
