@@ -133,7 +133,7 @@ def _cli(site: Path, *args):
 def _named(r, call: str, name: str, raised: str) -> None:
     """One error line naming the member, its entry point, the distribution, the call and what it raised."""
     assert "Traceback" not in r.out
-    assert_one_error_line(r, f"{name!r}", f"'ms_raising:", DIST, f"{call} raised", raised)
+    assert_one_error_line(r, f"{name!r}", "'ms_raising:", DIST, f"{call} raised", raised)
 
 
 @pytest.mark.slow(reason="four fresh interpreters (about 6 s)")
@@ -145,7 +145,8 @@ def test_a_fusion_method_raising_fails_in_one_line_and_the_optimiser_goes_on_wit
              "-o", tmp_path / "opt.txt", "--json")
     assert r.code == 0 and "Traceback" not in r.err, r.err
     notes = " ".join(json.loads(r.out)["notes"])
-    for name, call, raised in (("boom_combine", "combine", "boom in combine"), ("boom_search", "search", "boom in search")):
+    for name, call, raised in (("boom_combine", "combine", "boom in combine"),
+                               ("boom_search", "search", "boom in search")):
         assert f"fusion method {name!r} of the entry point 'ms_raising:" in notes and f"{call} raised" in notes
         assert raised in notes
     assert (tmp_path / "opt.txt").read_text().count("\n") == 6 * 4  # every candidate of every topic, fused
@@ -213,9 +214,8 @@ def test_a_built_in_raising_keeps_its_own_error():
 
     from modelseek.fusion.methods import FUSION_METHODS
 
-    with pytest.raises(ZeroDivisionError):
-        with FUSION_METHODS.calling("rrf", "combine"):
-            raise ZeroDivisionError("a built-in's own")
+    with pytest.raises(ZeroDivisionError), FUSION_METHODS.calling("rrf", "combine"):
+        raise ZeroDivisionError("a built-in's own")
     from modelseek.errors import InputError
     import modelseek.estimators as est
 

@@ -117,6 +117,8 @@ class Registry(Generic[T]):
         #: the loaded plugin members' entry points, by name (their origin)
         self._loaded_eps: dict[str, Any] = {}
         self._plugins_read = self.group is None
+        #: the module that registered each member by :meth:`add`, when its caller says (its origin)
+        self._modules: dict[str, str] = {}
 
     # ------------------------------------------------------------------ the kind's one check
     def check(self, name: str, obj: Any) -> T:
@@ -133,6 +135,8 @@ class Registry(Generic[T]):
                 return self.origin_of(eps[name])
         if name in self._lazy:
             return self._lazy[name]
+        if name in self._modules:  # the module that registered it (a record's class is defined elsewhere)
+            return f"module {self._modules[name]}"
         obj: Any = self._items.get(name)
         # a record's own function (an estimator's fn, a fusion method's combine) says where it was written
         inner = next((getattr(obj, a) for a in ("fn", "combine") if callable(getattr(obj, a, None))), obj)
@@ -169,11 +173,14 @@ class Registry(Generic[T]):
 
         return deco
 
-    def add(self, name: str, obj: Any) -> T:
-        """Register ``obj`` under ``name`` through the kind's check; returns the registered member."""
+    def add(self, name: str, obj: Any, module: str | None = None) -> T:
+        """Register ``obj`` under ``name`` through the kind's check (``module``: the module registering it, its
+        origin in messages); returns the registered member."""
         self._check_new(name)
         member = self.check(name, obj)
         self._items[name] = member
+        if module:
+            self._modules[name] = module
         return member
 
     def register_lazy(self, name: str, target: str) -> None:
@@ -316,6 +323,7 @@ class Registry(Generic[T]):
         self.get(name)
         del self._items[name]
         self._loaded_eps.pop(name, None)
+        self._modules.pop(name, None)
 
     def _load_lazy(self, name: str) -> T:
         """Import the lazy built-in ``name`` (its ``"module:Attr"``), through the kind's check, once."""

@@ -41,7 +41,7 @@ def pinv_quadratic(w: np.ndarray, P: np.ndarray, rcond: float = RCOND) -> float:
     return float(((P[keep] ** 2).sum(1) / w[keep]).sum())
 
 
-@register("estimator", name="hscore")
+@register("estimator", name="hscore", scale_invariant=True)
 def hscore(features, labels) -> float:
     """H-score tr(pinv(cov f) cov(E[f|y])) with unbiased covariances. Higher = better."""
     X, y, counts = check_inputs(features, labels, name="hscore")

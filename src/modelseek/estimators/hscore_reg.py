@@ -37,7 +37,7 @@ def ledoit_wolf_shrinkage_from_gram(Xc: np.ndarray, G: np.ndarray) -> float:
     return 0.0 if delta_ == 0 else float(beta / delta_)
 
 
-@register("estimator", name="hscore_reg")
+@register("estimator", name="hscore_reg", scale_invariant=True)
 def hscore_reg(features, labels) -> float:
     """tr(pinv(Sigma_LW) (1 - alpha) cov(E[f|y])). Higher = better."""
     X, y, counts = check_inputs(features, labels, name="hscore_reg")

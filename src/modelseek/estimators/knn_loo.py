@@ -31,7 +31,7 @@ _EXTRA = 8            # candidates re-scored in float64 beyond the k asked for
 _U32 = 2.0 ** -24     # float32 unit round-off
 
 
-@register("estimator", name="knn_loo", regression=True)
+@register("estimator", name="knn_loo", regression=True, scale_invariant=True)
 def knn_loo(features, labels, *, k: int = 5, metric: str = "cosine", score: str | None = None,
             task: str = "classification") -> float:
     """Leave-one-out k-NN ``score``: ``macro_f1`` (default) or ``accuracy`` of the majority vote; with

@@ -28,7 +28,7 @@ def check_probs(probs, labels, name: str) -> tuple[np.ndarray, np.ndarray, np.nd
     return P, y, counts
 
 
-@register("estimator", name="leep", input="probs")
+@register("estimator", name="leep", input="probs", scale_invariant=True)
 def leep(probs, labels) -> float:
     """(1/N) sum_i log sum_z P(y_i | z) theta(x_i)_z. Higher = better (<= 0)."""
     P, y, counts = check_probs(probs, labels, "leep")

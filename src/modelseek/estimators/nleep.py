@@ -21,7 +21,7 @@ from ._common import check_inputs, unit_scale
 from .leep import leep
 
 
-@register("estimator", name="nleep", seeded=True)
+@register("estimator", name="nleep", seeded=True, scale_invariant=True)
 def nleep(features, labels, *, variance: float = 0.8, components_per_class: int = 5, seed: int = 0,
           covariance_type: str = "diag", max_iter: int = 100) -> float:
     """LEEP on the posteriors of a seeded GMM over PCA-reduced features. Higher = better."""
