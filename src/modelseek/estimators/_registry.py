@@ -122,8 +122,9 @@ def checked(name: str, fn: Callable[..., float], kind: InputKind, *, scale_invar
     rescale = scale_invariant and kind is InputKind.FEATURES
 
     def estimator(features, labels, /, **options) -> float:
+        labels = np.asarray(labels)
         if regression and options.get("task") == "regression":
-            X = check_targets(features, labels, name=name)[0]
+            X, labels = check_targets(features, labels, name=name)  # the targets as numbers
         else:
             X = check_inputs(features, labels, name=name, what=what)[0]
         if rescale:
@@ -131,7 +132,7 @@ def checked(name: str, fn: Callable[..., float], kind: InputKind, *, scale_invar
             if options.get("val_features") is not None:
                 options = {**options, "val_features": np.ldexp(np.asarray(options["val_features"], float), -k)}
         with ESTIMATORS.calling(name, "the estimator function"):  # a plugin's error names its distribution
-            raw = fn(X, np.asarray(labels), **options)
+            raw = fn(X, labels, **options)
             given = np.asarray(raw) if isinstance(raw, (int, float, np.generic, np.ndarray)) else None
             if given is None or given.ndim != 0 or given.dtype.kind not in "iuf":
                 raise TypeError(f"{name}: the estimator returned {type(raw).__name__} {str(raw)[:40]!r} (a score "
