@@ -559,7 +559,7 @@ def test_the_guides_blocks_run_from_an_outside_distribution(tmp_path):
     (tests / "test_my_plugins.py").write_text(_guide_blocks()["test_my_plugins.py"], encoding="utf-8")
     p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tests)],
                        capture_output=True, text=True, cwd=tests, env={**os.environ, **env})
-    assert p.returncode == 0 and "2 passed" in p.stdout, p.stdout + p.stderr
+    assert p.returncode == 0 and "3 passed" in p.stdout, p.stdout + p.stderr
     # the commands, in a folder with what they name: three tiny local models, a task folder and a quick recipe
     work = tmp_path / "work"
     make_ntcir_layout(work / "tasks", n_tasks=1, n_models=3, n_train=32, n_val=8, n_test=8, seed=1)

@@ -266,9 +266,7 @@ def _parameters(member: Any) -> dict[str, Any]:
     fn = getattr(member, "fn", None)
     if callable(fn):  # an estimator's record: the keywords of its own function
         target, skip = getattr(fn, "__wrapped__", fn), 2
-    elif isinstance(member, type):
-        target, skip = member.__init__, 1
-    elif inspect.isfunction(member):
+    elif isinstance(member, type) or inspect.isfunction(member):  # a class: its constructor's, without self
         target, skip = member, 0
     else:  # a record whose calls take per-call values only (a fusion method), a metric instance
         return {}

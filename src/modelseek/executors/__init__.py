@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, cast, runtime_checkable
 
 from ..errors import InputError
 from ..registry import PluginRegistry
@@ -267,7 +267,9 @@ def make_executor(executor: str | Executor, address: str | None = None, **option
                                  f"{', '.join(params) or 'none'})", field=k)
     with EXECUTORS.calling(executor, "construction"):
         made = cls(**given)
-    return _safe(made if EXECUTORS.distribution(executor) is None else Bounded(made, executor))
+    if EXECUTORS.distribution(executor) is not None:
+        made = cast(Executor, Bounded(made, executor))  # a plugin's: behind the kind's call boundary
+    return _safe(made)
 
 
 class Bounded:
