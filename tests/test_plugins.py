@@ -450,6 +450,9 @@ def test_every_kind_describes_its_members_one_way():
     assert members[("meta-model", "ridge")].properties == {"seeded": False, "parallel": False}
     assert "hidden" in members[("meta-model", "mlp")].parameters
     assert members[("executor", "local")].properties == {"in_process": True, "concurrency": "serial"}
+    from modelseek.eevee.models import META_MODELS
+
+    assert META_MODELS.origin("mlp") == "module modelseek.eevee.meta_models.mlp"  # where it registers, not MetaModel's
     assert members[("ranker", "task_knn")].properties["needs_fit"] is True and members[("metric", "ndcg")].properties[
         "cutoff"] == "required"
 

@@ -413,6 +413,10 @@ class PluginRegistry(Registry[T]):
         self.discover()
         return super().get(name)
 
+    def origin(self, name: str) -> str:
+        self.discover()
+        return super().origin(name)
+
     def names(self) -> list[str]:
         self.discover()
         if self.ordered:
