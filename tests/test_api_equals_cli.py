@@ -229,3 +229,45 @@ def test_rank_with_a_training_truth_path(cli, layout, tmp_path, given):
     api = ms.rank(load_table_task(task_csv), ms.load_pool(models), method="avgrank", train_truth=truth)
     _same_run(read_run(out), api)
     assert [e.doc for t in api for e in api[t]] != [] and len(api[next(iter(api))]) == 4
+
+
+def test_evaluate_of_a_run_sharing_no_topic_is_refused_alike(cli, layout, tmp_path):
+    """#56 item 2: a run sharing no topic with the ground truth would score 0 everywhere: the library refuses it
+    (a Run or a run file), and the CLI says the same through it."""
+    run = ms.Run.from_scores({"elsewhere": {"1": 2.0, "2": 1.0}}, "lost")
+    path = tmp_path / "lost.run"
+    run.write(path)
+    truth = layout / "ground-truth.csv"
+    with pytest.raises(InputError, match="run 'lost' shares no topic with the ground truth") as by_run:
+        ms.evaluate(run, truth)
+    assert by_run.value.field == "topicID"
+    with pytest.raises(InputError) as by_path:
+        ms.evaluate(path, truth)
+    assert str(by_path.value.path) == str(path) and by_path.value.message == by_run.value.message
+    r = cli("evaluate", path, "-g", truth)
+    assert r.code == 1 and by_run.value.message in r.err and str(path) in r.err, r.err
+    # topics named by the caller are scored as asked (a topic the run lacks scores as missing)
+    some = ms.GroundTruth.from_csv(truth).task_ids[:2]
+    assert list(ms.evaluate(run, truth, topics=some).per_topic.index) == some
+
+
+@pytest.mark.parametrize("seed", [0, 5])
+def test_rank_cv_is_the_librarys_cross_fitted_run(cli, layout, tmp_path, seed):
+    """#56 item 2: ``rank PATH --cv K`` and ``ms.rank(PATH, cv=K)``: the same cross-fitted run; the refusals (no
+    training tasks, this process only) live in the library, the CLI shows its flags."""
+    out = tmp_path / "cv.run"
+    r = cli("rank", layout, "-m", "avgrank", "--cv", "3", "--seed", seed, "-o", out)
+    assert r.code == 0, r.err
+    api = ms.rank(layout, method="avgrank", cv=3, seed=seed)
+    _same_run(read_run(out), api)
+    assert api.run_id == "avgrank" and len(list(api)) == 12
+    with pytest.raises(InputError, match="it takes no `train_tasks`") as exc:
+        ms.rank(layout, method="avgrank", cv=3, train_tasks=layout)
+    assert exc.value.field == "cv"
+    r = cli("rank", layout, "-m", "avgrank", "--cv", "3", "--train-tasks", layout, "-o", out)
+    assert r.code == 1 and "field '--cv': --cv fits on the other folds of the tasks ranked; it takes no --train-tasks" \
+        in r.err, r.err
+    with pytest.raises(InputError, match="runs in this process") as exc:
+        ms.rank(layout, method="avgrank", cv=3, executor="ray")
+    r = cli("rank", layout, "-m", "avgrank", "--cv", "3", "--executor", "ray", "-o", out)
+    assert r.code == 1 and "--cv runs in this process" in r.err, r.err

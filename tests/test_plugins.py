@@ -371,6 +371,92 @@ def test_check_member_is_the_registration_check():
         check_member("fusion", rrf)
 
 
+def test_check_member_calls_the_member_and_refuses_what_breaks_the_behaviour():
+    """Issue #56 (item 4): the shipped check calls the member on generated data: a combine returning a string, an
+    estimator returning a string, a combine that depends on the order of the runs, an unseeded result under a
+    seed, a metric giving a string, an executor running a refused unit are refused, each naming what is wrong."""
+    import numpy as np
+
+    from modelseek.estimators import EstimatorInfo
+    from modelseek.fusion.methods import FusionMethod, ordered_sum
+    from modelseek.metrics import Metric
+    from modelseek.testing import check_member
+
+    def method(name, combine):
+        return FusionMethod(name, "x", uses_scores=True, takes_weights=True, combine=combine, search=lambda space: [])
+
+    with pytest.raises(TypeError, match=r"fusion method 'text': combine gave str 'fused', not an array of numbers"):
+        check_member("fusion method", method("text", lambda values, weights: "fused"))
+    with pytest.raises(ValueError, match="depends on the order of the runs"):
+        check_member("fusion method", method("first", lambda values, weights: np.nan_to_num(values[0]) * weights[0]))
+    with pytest.raises(ValueError, match=r"shape \(3, 2, 5\)"):
+        check_member("fusion method", method("noreduce", lambda values, weights: values))
+    ok = method("ok", lambda values, weights: ordered_sum(np.nan_to_num(values) * weights[:, None, None]))
+    assert check_member("fusion method", ok) is ok
+
+    def text(features, labels):
+        return "0.5"
+
+    with pytest.raises(TypeError, match=r"returned str '0.5' \(a score is one real number\)"):
+        check_member("estimator", text)
+    rng = np.random.default_rng()
+
+    def drifting(features, labels, *, seed=0):
+        return float(rng.random())
+
+    with pytest.raises(ValueError, match="seed=3 gave different scores"):
+        check_member("estimator", EstimatorInfo("drifting", drifting, seeded=True))
+
+    class Wordy(Metric):
+        cutoff = "none"
+
+        def per_list(self, ranking, j, k):
+            return "good"
+
+    with pytest.raises(TypeError, match="metric 'wordy': per_list gave str"):
+        check_member("metric", Wordy, name="wordy")
+
+    class Eager:
+        name, in_process, concurrency = "eager", True, "serial"
+
+        def run(self, units, on_start, on_done):
+            for u in units:
+                on_done(u, u.call(), 1)
+
+    with pytest.raises(ValueError, match="u3's claim was refused"):
+        check_member("executor", Eager)
+
+
+def test_every_kind_describes_its_members_one_way():
+    """One descriptor per member of every kind (name, summary, typed properties, parameters); a hand-made
+    estimator record, a plain function and ``register`` agree on the defaults (not declared scale-invariant)."""
+    from modelseek.estimators import EstimatorInfo
+    from modelseek.estimators._registry import check_estimator, estimator_record
+    from modelseek.kinds import describe, report
+
+    def plain(features, labels, *, shrink: float = 0.5):
+        """A plain score."""
+        return 0.0
+
+    made = [EstimatorInfo("plain", plain), check_estimator("plain", plain), estimator_record("plain", plain)]
+    assert {r.scale_invariant for r in made} == {False}
+    d = describe("estimator", "plain", made[1])
+    assert (d.summary, d.parameters) == ("A plain score.", {"shrink": 0.5})
+    assert d.properties == {"input": "features", "seeded": False, "higher_is_better": True, "uses_validation": False,
+                            "scale_invariant": False, "regression": False}
+    members = {(m.kind, m.name): m.descriptor for m in report()}
+    assert all(d is not None and d.summary for d in members.values())
+    assert members[("fusion method", "rrf")].properties == {"uses_scores": False, "takes_weights": True}
+    assert members[("meta-model", "ridge")].properties == {"seeded": False, "parallel": False}
+    assert "hidden" in members[("meta-model", "mlp")].parameters
+    assert members[("executor", "local")].properties == {"in_process": True, "concurrency": "serial"}
+    from modelseek.eevee.models import META_MODELS
+
+    assert META_MODELS.origin("mlp") == "module modelseek.eevee.meta_models.mlp"  # where it registers, not MetaModel's
+    assert members[("ranker", "task_knn")].properties["needs_fit"] is True and members[("metric", "ndcg")].properties[
+        "cutoff"] == "required"
+
+
 def test_registration_is_spelled_one_way_for_every_kind():
     """``modelseek.register(kind, member, name=, **properties)``: the decorator returns the member as written, the
     registry holds it through the kind's check; properties only where the kind has them; a taken name is refused
@@ -476,7 +562,7 @@ def test_the_guides_blocks_run_from_an_outside_distribution(tmp_path):
     (tests / "test_my_plugins.py").write_text(_guide_blocks()["test_my_plugins.py"], encoding="utf-8")
     p = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tests)],
                        capture_output=True, text=True, cwd=tests, env={**os.environ, **env})
-    assert p.returncode == 0 and "2 passed" in p.stdout, p.stdout + p.stderr
+    assert p.returncode == 0 and "3 passed" in p.stdout, p.stdout + p.stderr
     # the commands, in a folder with what they name: three tiny local models, a task folder and a quick recipe
     work = tmp_path / "work"
     make_ntcir_layout(work / "tasks", n_tasks=1, n_models=3, n_train=32, n_val=8, n_test=8, seed=1)

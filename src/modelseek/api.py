@@ -18,7 +18,7 @@ from .data.run import Run
 from .data.task import Task, TaskSet
 from .data.truth import GroundTruth
 from .rankers import Ranker
-from .ranking import FolderRequest, folder_request, rank, training_data
+from .ranking import FolderRequest, cross_fitted, folder_request, rank, training_data
 from .ranking import ranked
 from .verdicts import add_verdicts
 
@@ -60,4 +60,4 @@ def rank_explained(tasks: Task | Iterable[Task] | str | Path | ResolvedFolder, p
     return add_verdicts(result)
 
 
-__all__ = ["FolderRequest", "RankResult", "folder_request", "rank", "rank_explained", "training_data"]
+__all__ = ["FolderRequest", "RankResult", "cross_fitted", "folder_request", "rank", "rank_explained", "training_data"]

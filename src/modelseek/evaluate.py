@@ -80,8 +80,9 @@ def evaluate(run: Run | str | os.PathLike, truth: GroundTruth | str | os.PathLik
     default reads the NTCIR pool for a CSV ground truth only when a docID of the run is not a model id of the
     ground truth (as ``modelseek evaluate`` does), ``"none"`` matches ids as written. ``relevance_level`` above
     every grade of the ground truth is an :class:`InputError` (nothing could count as relevant)."""
+    run_path = None
     if isinstance(run, (str, os.PathLike)):
-        run = _one_run(run)
+        run_path, run = run, _one_run(run)
     if isinstance(truth, (str, os.PathLike)):
         truth = Path(os.fspath(truth))
         style = _style_truth(truth)
@@ -89,6 +90,8 @@ def evaluate(run: Run | str | os.PathLike, truth: GroundTruth | str | os.PathLik
             return score_style_run(run, style)  # type: ignore[return-value]
         truth = (GroundTruth.from_qrels(truth) if GroundTruth.detect_format(truth) == "qrels"
                  else GroundTruth.from_csv(truth))
+    if topics is None:  # scored on the ground truth's topics: a run sharing none would score 0 everywhere
+        check_shared_topics(run, truth, run_path)
     s = GradingScheme.parse(scheme)
     o = Order.parse(order)
     level = int(relevance_level)
@@ -101,7 +104,9 @@ def evaluate(run: Run | str | os.PathLike, truth: GroundTruth | str | os.PathLik
     present = batch.present
     columns = {}
     for m, (metric, k) in resolved.items():
-        col = np.asarray(metric.vectorised(batch, k), dtype=float)
+        own = "vectorised" if type(metric).vectorised is not Metric.vectorised else "per_list"  # the base loops
+        with METRICS.calling(metric.name, own):
+            col = np.asarray(metric.vectorised(batch, k), dtype=float)
         columns[m] = np.where(present, col, metric.missing)
     ra = run.arrays()
     missing = [wanted[i] for i in np.flatnonzero(~present)]
@@ -109,6 +114,16 @@ def evaluate(run: Run | str | os.PathLike, truth: GroundTruth | str | os.PathLik
     return Report.from_columns(wanted, truth.tiers(wanted), columns, list(resolved), run_id=run.run_id,
                                missing_topics=missing, extra_topics=extra, scheme=s.value, unknown_models=unknown,
                                order=o.value, relevance_level=level, tier_source=truth.tier_source(wanted))
+
+
+def check_shared_topics(run: Run, truth: GroundTruth, path: str | os.PathLike | None = None) -> None:
+    """An :class:`InputError` (field topicID, naming ``path`` where the run was read from) when ``run`` shares no
+    topic with ``truth``: every score would be the placeholder of a missing topic, never a result. ``evaluate``
+    applies it (unless its ``topics`` name the topics to score); ``modelseek evaluate`` and ``compare`` too."""
+    if not any(truth.has_task(t) for t in run):
+        raise InputError(f"run {run.run_id!r} shares no topic with the ground truth (run: "
+                         f"{', '.join(list(run)[:3])} ...; ground truth: {', '.join(truth.task_ids[:3])} ...)",
+                         path=path, field="topicID")
 
 
 def _one_run(path: str | os.PathLike) -> Run:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -61,6 +62,8 @@ class Kind:
     #: ``build(name, obj, **properties) -> member``: how :func:`register` makes the member from what it is given
     #: (an estimator's function and its properties become its record); None: the object is the member
     build: str | None = None
+    #: the typed properties every member of the kind states (read by :func:`describe`)
+    properties: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -77,24 +80,29 @@ KINDS: tuple[Kind, ...] = (
     Kind("ranker", "modelseek.rankers._registry:RANKERS", "modelseek.rankers.base:Ranker", "modelseek.rankers",
          "modelseek.rankers._registry:check_ranker",
          "constructor keyword parameters, their rules in `_parameter_constraints` (checked by `validate_params`)",
-         word="method", namespace="method"),
+         word="method", namespace="method", properties=("needs_fit", "needs_text")),
     Kind("estimator", "modelseek.estimators._registry:ESTIMATORS", "modelseek.estimators._registry:Estimator",
          "modelseek.estimators", "modelseek.estimators._registry:check_estimator",
          "keyword-only parameters of the function after (features, labels); properties by `register(...)`",
-         namespace="method", build="modelseek.estimators._registry:estimator_record"),
+         namespace="method", build="modelseek.estimators._registry:estimator_record",
+         properties=("input", "seeded", "higher_is_better", "uses_validation", "scale_invariant", "regression")),
     Kind("fusion method", "modelseek.fusion.methods:FUSION_METHODS", "modelseek.fusion.methods:FusionMethod",
          "modelseek.fusion", "modelseek.fusion.methods:check_fusion_method",
-         "the fields of the FusionMethod record (uses_scores, takes_weights); weights, norm and k per call"),
+         "the fields of the FusionMethod record (uses_scores, takes_weights); weights, norm and k per call",
+         properties=("uses_scores", "takes_weights")),
     Kind("metric", "modelseek.metrics.base:METRICS", "modelseek.metrics.base:Metric", "modelseek.metrics",
-         "modelseek.metrics.base:check_metric", "a cut-off `@k` in the name (class attribute `cutoff`)"),
+         "modelseek.metrics.base:check_metric", "a cut-off `@k` in the name (class attribute `cutoff`)",
+         properties=("cutoff", "higher_is_better", "missing")),
     Kind("model source", "modelseek.align.sources:SOURCES", "modelseek.align.sources.base:ModelSource",
          "modelseek.sources", "modelseek.align.sources:check_source",
-         "an entry's `model_parameters` (read by `build(entry, spec)`)"),
+         "an entry's `model_parameters` (read by `build(entry, spec)`)", properties=("package", "extra")),
     Kind("executor", "modelseek.executors:EXECUTORS", "modelseek.executors:Executor", "modelseek.executors",
-         "modelseek.executors:check_executor", "constructor keyword parameters (`address`, `max_retries` ...)"),
+         "modelseek.executors:check_executor", "constructor keyword parameters (`address`, `max_retries` ...)",
+         properties=("in_process", "concurrency")),
     Kind("meta-model", "modelseek.eevee.models:META_MODELS", "modelseek.eevee.models:MetaModel",
          "modelseek.meta_models", "modelseek.eevee.meta_models:check_meta_model",
-         "the record's `params` (a Config class: `--meta-param`); a scikit-learn regressor: its constructor's"),
+         "the record's `params` (a Config class: `--meta-param`); a scikit-learn regressor: its constructor's",
+         properties=("seeded", "parallel")),
     Kind("style retriever", "modelseek.style.retrievers:RETRIEVERS", "modelseek.style.retrievers:Retriever",
          "modelseek.style_retrievers", "modelseek.style.retrievers:check_retriever",
          "constructor keyword parameters (`blocks`, `pca`, `seed` and its own)"),
@@ -149,6 +157,9 @@ def register(kind_name: str, member: Any = _NO_MEMBER, /, *, name: str | None = 
     without properties refuses them. A name already registered is a ``ValueError`` naming where it was. Returns
     ``member`` as given (a module keeps its plain function or class), so it stacks as a decorator."""
     k = kind(kind_name)
+    frame = inspect.currentframe()
+    caller = frame.f_back if frame is not None else None
+    module = caller.f_globals.get("__name__") if caller is not None else None  # the registering module: its origin
     if properties and k.build is None:
         raise TypeError(f"{k.name}: register takes no properties here ({', '.join(sorted(properties))}); "
                         f"a {k.name} declares {k.parameters}")
@@ -156,7 +167,7 @@ def register(kind_name: str, member: Any = _NO_MEMBER, /, *, name: str | None = 
     def add(obj: Any) -> Any:
         n = own_name(k, obj) if name is None else name
         built = obj if k.build is None else _target(k.build)(n, obj, **properties)
-        k.registry().add(n, built)
+        k.registry().add(n, built, module)
         return obj
 
     return add if member is _NO_MEMBER else add(member)
@@ -204,6 +215,84 @@ def overrides(cls: type, base: type, method: str) -> bool:
     return getattr(cls, method, None) is not getattr(base, method, None)
 
 
+# ---------------------------------------------------------------------------------------- one descriptor per member
+@dataclass(frozen=True)
+class Descriptor:
+    """One member of any kind, described one way (``modelseek plugins --json`` prints it): its name, the first line
+    of its own description, the typed properties its kind declares (:attr:`Kind.properties`: booleans, names,
+    numbers) and its own parameters with their defaults (None: no default)."""
+
+    kind: str
+    name: str
+    summary: str
+    properties: dict[str, Any]
+    parameters: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"summary": self.summary, "properties": dict(self.properties), "parameters": dict(self.parameters)}
+
+
+def describe(kind_name: str, name: str, member: Any) -> Descriptor:
+    """The :class:`Descriptor` of ``member`` (as registered: a record, a class, a metric instance, a factory) of kind
+    ``kind_name``, registered as ``name``."""
+    k = kind(kind_name)
+    props = {p: _plain(getattr(member, p, None)) for p in k.properties}
+    return Descriptor(k.name, name, _summary(member), props, _parameters(member))
+
+
+def _summary(member: Any) -> str:
+    for attr in ("summary", "description"):  # a record's own (an estimator's, a fusion method's, a meta-model's)
+        text = getattr(member, attr, None)
+        if isinstance(text, str) and text.strip():
+            return text.strip().splitlines()[0]
+    obj = member if isinstance(member, type) or inspect.isfunction(member) else type(member)
+    doc = vars(obj).get("__doc__") or ""  # its own, never a base class's; else its module's
+    if not doc.strip():
+        module = importlib.import_module(obj.__module__) if getattr(obj, "__module__", None) else None
+        doc = (module.__doc__ if module is not None else None) or ""
+    doc = inspect.cleandoc(doc)
+    return doc.splitlines()[0] if doc else ""
+
+
+def _parameters(member: Any) -> dict[str, Any]:
+    """The member's own parameters and their defaults: a record's ``params``/``Params`` config class (a meta-model,
+    a style feature), an estimator's keywords after (features, labels), a class's constructor's, a factory's."""
+    import dataclasses
+
+    config = getattr(member, "params", None) or getattr(member, "Params", None)
+    if isinstance(config, type) and dataclasses.is_dataclass(config):
+        made = config()
+        return {f.name: _plain(getattr(made, f.name)) for f in dataclasses.fields(config) if f.init}
+    fn = getattr(member, "fn", None)
+    if callable(fn):  # an estimator's record: the keywords of its own function
+        target, skip = getattr(fn, "__wrapped__", fn), 2
+    elif isinstance(member, type) or inspect.isfunction(member):  # a class: its constructor's, without self
+        target, skip = member, 0
+    else:  # a record whose calls take per-call values only (a fusion method), a metric instance
+        return {}
+    try:
+        sig = inspect.signature(target)
+    except (TypeError, ValueError):
+        return {}
+    params = [p for p in sig.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)][skip:]
+    return {p.name: None if p.default is p.empty else _plain(p.default) for p in params}
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON holds it: an enum by its value, a sequence as a list, anything else not plain as text."""
+    import enum
+
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)  # JSON has no NaN
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return str(value)
+
+
 # ---------------------------------------------------------------------------------------- the plugins report
 @dataclass(frozen=True)
 class Member:
@@ -213,6 +302,8 @@ class Member:
     origin: str
     #: why it cannot be used (None: it can)
     broken: str | None = None
+    #: what it is (None: not loaded, or broken)
+    descriptor: Descriptor | None = None
 
 
 def report(load: bool = True) -> list[Member]:
@@ -222,12 +313,14 @@ def report(load: bool = True) -> list[Member]:
     for k in KINDS:
         reg = k.registry()
         for n, dist, why in reg.members():
-            if why is None and dist is not None and load:
+            desc = None
+            if why is None and load:
                 try:
-                    reg.get(n)
+                    member = reg.get(n) if dist is not None else reg.builtin(n)
+                    desc = describe(k.name, n, member)
                 except ModelseekError as exc:
                     why = str(exc)
-            out.append(Member(k.name, n, "built-in" if dist is None else dist, why))
+            out.append(Member(k.name, n, "built-in" if dist is None else dist, why, desc))
     return out
 
 
@@ -236,5 +329,6 @@ def _target(target: str) -> Any:
     return getattr(importlib.import_module(module), attr)
 
 
-__all__ = ["KINDS", "Kind", "Member", "check_member", "declared", "kind", "named", "overrides", "own_name",
+__all__ = ["KINDS", "Descriptor", "Kind", "Member", "check_member", "declared", "describe", "kind", "named",
+           "overrides", "own_name",
            "register", "report", "takes", "unregister"]

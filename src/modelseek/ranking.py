@@ -30,7 +30,7 @@ def rank(tasks: Task | Iterable[Task] | str | Path | ResolvedFolder, pool: Pool 
          train_tasks: TaskSet | str | Path | None = None,
          run_id: str | None = None, progress: bool = False, allow_failures: bool = False,
          executor: str | None = None, address: str | None = None, device: str | None = None,
-         split: str | None = None, **params) -> Run:
+         split: str | None = None, cv: int | None = None, **params) -> Run:
     """Rank ``pool`` (default: the 20 NTCIR-19 candidates) for ``tasks`` with ``method``.
 
     ``tasks`` may be a folder (a path, or :func:`~modelseek.data.folder.resolve_folder`'s result): the organisers'
@@ -54,10 +54,64 @@ def rank(tasks: Task | Iterable[Task] | str | Path | ResolvedFolder, pool: Pool 
     :mod:`modelseek.rankers.feature_jobs`). ``device`` (``"auto"`` | ``"cpu"`` | ``"cuda"``) is where features are
     computed, for every method that runs models. :func:`modelseek.api.rank_explained` also returns what ``rank``
     explains and concludes.
+
+    ``cv=K`` makes the cross-fitted run of ``modelseek rank PATH --cv K`` instead (:func:`cross_fitted`: each task
+    ranked by the method fitted on the other folds; ``seed`` seeds the folds).
     """
+    if cv is not None:
+        return cross_fitted(tasks, pool, method, cv, train_truth=train_truth, train_tasks=train_tasks, run_id=run_id,
+                            allow_failures=allow_failures, executor=executor, address=address, device=device,
+                            split=split, **params)
     return ranked(tasks, pool, method, train_truth=train_truth, train_tasks=train_tasks, run_id=run_id,
                   progress=progress, allow_failures=allow_failures, executor=executor, address=address,
                   device=device, split=split, **params).run
+
+
+def cross_fitted(tasks: Task | Iterable[Task] | str | Path | ResolvedFolder, pool: Pool | None = None,
+                 method: str | Ranker = "default", folds: int = 5, *,
+                 train_truth: GroundTruth | str | Path | ResolvedFolder | None = None,
+                 train_tasks: TaskSet | str | Path | None = None, seed: int = 0, run_id: str | None = None,
+                 allow_failures: bool = False, executor: str | None = None, address: str | None = None,
+                 device: str | None = None, split: str | None = None, **params) -> Run:
+    """The run ``modelseek rank PATH --cv K`` makes (the whole rule here, the command only parses): every task
+    ranked by ``method`` fitted on the tasks of the other ``folds`` (task-level k-fold drawn with ``seed``,
+    :func:`modelseek.bench.cross_validate`), so that a learned method is scored on tasks it never saw.
+
+    ``tasks`` as for :func:`rank`: a folder gives its tasks, its pool and its ground truth (found by the one
+    resolver, :meth:`~modelseek.data.folder.ResolvedFolder.truth`); ``train_truth`` (a ground truth, its file or
+    folder) is the ground truth of tasks given otherwise, or replaces the folder's. ``seed`` also seeds a method
+    that declares one; ``device`` goes to a method that takes one. It fits on the tasks' own folds, so it takes no
+    ``train_tasks``, and runs in this process (no executor but ``local``)."""
+    from .bench import cross_validate  # lazy: pandas
+    from .rankers.resolve import ranker_class, split_params  # lazy: start-up
+
+    if train_tasks is not None:
+        raise InputError("`cv` fits on the other folds of the tasks ranked; it takes no `train_tasks`", field="cv")
+    if executor not in (None, "local") or address:
+        raise InputError(f"`cv` runs in this process; it takes no `executor` {executor or address}", field="executor")
+    truth = train_truth
+    if isinstance(tasks, (str, Path, ResolvedFolder)):
+        req = folder_request(tasks, [], split=split, pool=pool)
+        task_list, pool = req.tasks, req.pool
+        truth = req.folder.truth() if truth is None else truth
+    else:
+        if split is not None:
+            raise InputError("`split` takes a folder (the organisers' layout), not tasks already read", field="split")
+        task_list = [tasks] if isinstance(tasks, Task) else list(tasks)
+    if truth is None:
+        raise InputError("`cv` needs the ground truth of the tasks ranked: give `train_truth`", field="train_truth")
+    if isinstance(truth, (str, Path)):
+        truth = resolve_folder(truth).truth() if Path(truth).is_dir() else GroundTruth.from_csv(truth)
+    elif isinstance(truth, ResolvedFolder):
+        truth = truth.truth()
+    if isinstance(method, str):
+        params = split_params([method], params, seed)[method]
+        if device and "device" in ranker_class(method).param_names():
+            params = {**params, "device": device}
+    res = cross_validate(method, truth, pool if pool is not None else ntcir_pool(), tasks=TaskSet(task_list),
+                         folds=folds, seed=seed, method_params=params, allow_failures=allow_failures)
+    run = res.runs[0]
+    return run.with_id(run_id) if run_id else run
 
 
 @dataclass

@@ -25,6 +25,7 @@ for a broken one, why). A distribution declares one in its ``pyproject.toml``::
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
 import pkgutil
@@ -77,12 +78,6 @@ def entry_points_of(group: str) -> list[Any]:
     return list(_ENTRY_POINTS.get(group, ()))
 
 
-def forget_entry_points() -> None:
-    """Read the installed entry points again on next use (for tests that install a distribution)."""
-    global _ENTRY_POINTS
-    _ENTRY_POINTS = None
-
-
 def _target(target: str) -> Any:
     module, attr = target.split(":", 1)
     return getattr(importlib.import_module(module), attr)
@@ -122,6 +117,8 @@ class Registry(Generic[T]):
         #: the loaded plugin members' entry points, by name (their origin)
         self._loaded_eps: dict[str, Any] = {}
         self._plugins_read = self.group is None
+        #: the module that registered each member by :meth:`add`, when its caller says (its origin)
+        self._modules: dict[str, str] = {}
 
     # ------------------------------------------------------------------ the kind's one check
     def check(self, name: str, obj: Any) -> T:
@@ -138,6 +135,8 @@ class Registry(Generic[T]):
                 return self.origin_of(eps[name])
         if name in self._lazy:
             return self._lazy[name]
+        if name in self._modules:  # the module that registered it (a record's class is defined elsewhere)
+            return f"module {self._modules[name]}"
         obj: Any = self._items.get(name)
         # a record's own function (an estimator's fn, a fusion method's combine) says where it was written
         inner = next((getattr(obj, a) for a in ("fn", "combine") if callable(getattr(obj, a, None))), obj)
@@ -174,11 +173,14 @@ class Registry(Generic[T]):
 
         return deco
 
-    def add(self, name: str, obj: Any) -> T:
-        """Register ``obj`` under ``name`` through the kind's check; returns the registered member."""
+    def add(self, name: str, obj: Any, module: str | None = None) -> T:
+        """Register ``obj`` under ``name`` through the kind's check (``module``: the module registering it, its
+        origin in messages); returns the registered member."""
         self._check_new(name)
         member = self.check(name, obj)
         self._items[name] = member
+        if module:
+            self._modules[name] = module
         return member
 
     def register_lazy(self, name: str, target: str) -> None:
@@ -246,6 +248,42 @@ class Registry(Generic[T]):
         self._loaded_eps[name] = ep
         return member
 
+    # ------------------------------------------------------------------ the call boundary
+    def failure(self, name: str, call: str, exc: BaseException,
+                keep: tuple[type[BaseException], ...] = ()) -> BaseException:
+        """What a caller raises when member ``name``'s ``call`` raised ``exc``: for a plugin (a member of an
+        outside distribution), a :class:`PluginError` of one line naming the entry point, the distribution, the call
+        and what it raised; for a built-in, or an error of the types ``keep`` (those the kind's contract lets a
+        member raise), ``exc`` itself (its own errors keep their meaning)."""
+        ep = self._loaded_eps.get(name)
+        if ep is None or isinstance(exc, (PluginError, *keep)):
+            return exc
+        return PluginError(f"{self.kind} {name!r} of {self.origin_of(ep)}: {call} raised {_one_line(exc)}")
+
+    @contextlib.contextmanager
+    def calling(self, name: str, call: str, keep: tuple[type[BaseException], ...] = ()) -> Iterator[None]:
+        """The one call boundary of this kind: every call into a member goes through it, as
+        ``with REG.calling(name, "combine"): member.combine(values, weights)``. An exception from a plugin member
+        becomes one line naming its entry point, distribution and ``call`` (:meth:`failure`); a built-in's pass
+        unchanged."""
+        try:
+            yield
+        except Exception as exc:
+            err = self.failure(name, call, exc, keep)
+            if err is exc:
+                raise
+            raise err from None
+
+    def leave_out(self, name: str, why: str) -> None:
+        """Record the plugin member ``name`` as unusable for the rest of this process, because ``why`` (one line:
+        a call into it raised): a whole-registry use (a search over every member) leaves it out and names it with
+        why, as a member broken at load time; a built-in is never left out."""
+        ep = self._loaded_eps.get(name)
+        if ep is not None:
+            self._items.pop(name, None)
+            del self._loaded_eps[name]
+            self._break(name, ep, why)
+
     def broken(self) -> dict[str, str]:
         """The plugin members that cannot be used (those found so far: a failed import is found on loading)."""
         self._read_plugins()
@@ -285,6 +323,7 @@ class Registry(Generic[T]):
         self.get(name)
         del self._items[name]
         self._loaded_eps.pop(name, None)
+        self._modules.pop(name, None)
 
     def _load_lazy(self, name: str) -> T:
         """Import the lazy built-in ``name`` (its ``"module:Attr"``), through the kind's check, once."""
@@ -373,6 +412,10 @@ class PluginRegistry(Registry[T]):
     def get(self, name: str) -> T:
         self.discover()
         return super().get(name)
+
+    def origin(self, name: str) -> str:
+        self.discover()
+        return super().origin(name)
 
     def names(self) -> list[str]:
         self.discover()

@@ -1,19 +1,17 @@
-"""Every registered member of each pluggable kind keeps its written contract.
+"""Every registered member of each pluggable kind keeps its written contract: the shipped checks
+(:func:`modelseek.testing.check_member`, :mod:`modelseek.testing.contract`, the rules a plugin author's tests run
+too) over whatever is registered, and what the package adds around a member:
 
-* rankers (:class:`modelseek.rankers.base.Ranker`): concrete, ``fit`` not overridden (learning is ``_learn``),
-  parameters = the constructor's signature, stored under their names, constraints only on parameters and
-  checked with an error naming the parameter; persistable rankers share the one mixin's ``save``/``load``;
-* fusion methods (:class:`modelseek.fusion.methods.FusionMethod`): combine independent of the runs' order,
-  rank-based methods refuse a normalisation, every method is searched by the optimiser;
-* estimators (:class:`modelseek.estimators.EstimatorInfo`): the signature holds what the record declares, the
-  function returns a finite float, a seeded one is deterministic under its seed;
-* meta-models (:class:`modelseek.eevee.models.MetaModel`): the kernel's signature, finite losses.
+* rankers: constraints checked with an error naming the parameter; persistable rankers share the one mixin's
+  ``save``/``load``;
+* fusion methods: enum-like names, the public ``fuse`` on runs, every method searched by the optimiser;
+* estimators: a record whose signature contradicts it is refused;
+* meta-models: the registered ones through the batched evaluator, a kernel of the wrong signature refused.
 """
 
 from __future__ import annotations
 
 import inspect
-import math
 from numbers import Integral
 
 import numpy as np
@@ -22,29 +20,20 @@ import pytest
 import modelseek.estimators as est
 from modelseek.config import Interval, Options
 from modelseek.errors import InputError
-from modelseek.fusion import Fusion, FusionMethod, candidate_fusions, fuse
-from modelseek.fusion.core import combine
-from modelseek.rankers import RANKERS, Ranker, make
+from modelseek.fusion import FusionMethod, candidate_fusions, fuse
+from modelseek.rankers import RANKERS, make
 from modelseek.rankers._artifact import Persistable
+from modelseek.testing import check_member
+from modelseek.testing.contract import signal_table
 
 
 # ------------------------------------------------------------------------------------------ rankers
 @pytest.mark.parametrize("name", RANKERS.names())
 def test_ranker_contract(name):
     cls = RANKERS.get(name)
-    assert issubclass(cls, Ranker) and not inspect.isabstract(cls), name
-    assert cls.fit is Ranker.fit, f"{name} overrides fit; implement _learn"
-    if cls.needs_fit:
-        assert cls._learn is not Ranker._learn, f"{name} needs fit but does not implement _learn"
-    sig = [p for p, v in inspect.signature(cls.__init__).parameters.items()
-           if p != "self" and v.kind not in (v.VAR_KEYWORD, v.VAR_POSITIONAL)]
-    assert list(cls.param_names()) == sig
-    assert set(cls._parameter_constraints) <= set(sig), f"{name}: constraints on non-parameters"
-    r = make(name)
-    assert set(r.get_params()) == set(sig)  # every parameter is stored under its own name
+    assert check_member("ranker", cls) is cls
     if issubclass(cls, Persistable):
         assert cls.save is Persistable.save and cls.load.__func__ is Persistable.load.__func__, name
-    assert r.is_fitted == (not cls.needs_fit)
 
 
 def _violations(rules) -> list:
@@ -81,26 +70,11 @@ def test_ranker_parameter_constraints_are_checked_with_the_parameter_named(name,
 
 
 # ------------------------------------------------------------------------------------------ fusion methods
-def _values(rng, runs=3, topics=2, docs=5):
-    v = rng.random((runs, topics, docs))
-    v[0, 0, 1] = np.nan  # a candidate run 0 lacks
-    v[:, 1, 4] = np.nan  # a candidate no run holds
-    return v
-
-
 @pytest.mark.parametrize("name", FusionMethod.values())
 def test_fusion_method_contract(name):
     m = FusionMethod.parse(name)
-    assert m.value == name and FusionMethod.parse(name.upper()) is m
-    assert isinstance(m.uses_scores, bool) and isinstance(m.takes_weights, bool) and m.summary
-    rng = np.random.default_rng(0)
-    v = _values(rng)
-    w = np.array([0.2, 0.5, 0.3]) if m.takes_weights else np.ones(3)
-    fused = combine(v, m, w)
-    assert fused.shape == v.shape[1:]
-    assert np.isnan(fused[1, 4]) and np.isfinite(np.delete(fused.ravel(), 9)).all()
-    perm = [2, 0, 1]
-    np.testing.assert_array_equal(combine(v[perm], m, w[perm]), fused)  # independent of the runs' order
+    assert m.value == name and FusionMethod.parse(name.upper()) is m and m.summary
+    assert check_member("fusion method", m) is m  # combine's types, shape, finiteness, order; search; refusals
     # through the public fuse, on runs
     from modelseek.data.run import Run
 
@@ -108,12 +82,6 @@ def test_fusion_method_contract(name):
             Run.from_scores({"t": {"b": 5.0, "a": 1.0}}, "y")]
     out = fuse(runs, method=name)
     assert set(out.ranking("t")) == {"a", "b", "c"} and out.run_id == f"fused-{name}"
-    if not m.uses_scores:
-        with pytest.raises(InputError, match="fuses ranks"):
-            Fusion.build(["x", "y"], name, "min-max")
-    if not m.takes_weights:
-        with pytest.raises(InputError, match="takes no weights"):
-            Fusion.build(["x", "y"], name, None, [1, 2])
     # the optimiser searches it
     grid = candidate_fusions(["x", "y"], step=0.5)
     assert any(g.method is m for g in grid)
@@ -129,37 +97,12 @@ def test_fusion_method_names_and_enum_like_access():
 
 
 # ------------------------------------------------------------------------------------------ estimators
-def _features(rng, n=60, d=6, c=3):
-    y = np.repeat(np.arange(c), n // c)
-    x = rng.normal(size=(n, d)) + y[:, None] * 0.8
-    return x, [f"l{v}" for v in y]
-
-
 @pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
 @pytest.mark.parametrize("name", est.names())
 def test_estimator_contract(name):
-    from modelseek.estimators._registry import check_contract
-
     info = est.info(name)
-    check_contract(name, info.fn, seeded=info.seeded, uses_validation=info.uses_validation,
-                   regression=info.regression)
+    assert check_member("estimator", info) is info  # a finite float, seeded determinism, validation, regression
     assert info.summary and isinstance(info.higher_is_better, bool)
-    rng = np.random.default_rng(0)
-    x, y = _features(rng)
-    if info.input.value == "probs":
-        e = np.exp(x[:, :4])
-        x = e / e.sum(axis=1, keepdims=True)
-    kw = {"seed": 3} if info.seeded else {}
-    value = info.fn(x, y, **kw)
-    assert isinstance(value, float) and math.isfinite(value)
-    if info.seeded:
-        assert info.fn(x, y, seed=3) == value
-    if info.uses_validation:
-        v = info.fn(x[::2], y[::2], val_features=x[1::2], val_labels=y[1::2], **kw)
-        assert math.isfinite(v)
-    if info.regression:
-        t = x[:, 0] * 2 + rng.normal(size=len(x)) * 0.1
-        assert math.isfinite(info.fn(x, [float(v) for v in t], task="regression"))
 
 
 def test_an_estimator_whose_signature_contradicts_its_record_is_refused():
@@ -176,19 +119,6 @@ def test_an_estimator_whose_signature_contradicts_its_record_is_refused():
 
 
 # ------------------------------------------------------------------------------------------ meta-models
-def signal_table(n_models: int = 16, seed: int = 0):
-    """Benchmark ``target``, its copy and two noise benchmarks (each its own task group)."""
-    import pandas as pd
-
-    from modelseek.eevee import Table
-
-    rng = np.random.default_rng(seed)
-    target = rng.normal(size=n_models)
-    cols = {"target.acc": target, "copy.acc": target.copy(), "noise0.acc": rng.normal(size=n_models),
-            "noise1.acc": rng.normal(size=n_models)}
-    return Table.from_frame(pd.DataFrame(cols, index=[f"m{i}" for i in range(n_models)]))
-
-
 @pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_meta_model_contract():
     pytest.importorskip("torch")
@@ -200,6 +130,7 @@ def test_meta_model_contract():
         m = META_MODELS.get(name)
         assert m.name == name and m.description and isinstance(m.seeded, bool) and isinstance(m.parallel, bool)
         assert tuple(inspect.signature(m.fit).parameters)[: len(KERNEL_PARAMETERS)] == KERNEL_PARAMETERS
+        assert check_member("meta-model", m) is m  # finite losses, deterministic under its seed
         losses = BatchedEvaluator(t, MetaConfig(model=name, seed=0)).losses([("target",), ("noise0", "noise1")])
         assert np.asarray(losses).shape[0] == 2 and np.all(np.isfinite(losses))
     with pytest.raises(TypeError, match="the kernel must take"):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..data.run import read_run, read_runs
 from ..data.truth import GroundTruth
-from ..errors import InputError
+from ..evaluate import check_shared_topics as shared_topics
 from ..evaluate import Order, harmonise, pool_aliases  # noqa: F401  (the library's policy; re-exported for commands)
 from ._common import TASKS_FILE, TRUTH_FILE, add_scheme, choice, int_at_least, load_truth, metavar
 
@@ -60,8 +60,6 @@ def load_runs(path, run_id=None):
 
 
 def check_shared_topics(runs, truth, path) -> None:
+    """The library's rule (:func:`modelseek.evaluate.check_shared_topics`) on every run read from ``path``."""
     for r in runs:
-        if not any(truth.has_task(t) for t in r):
-            raise InputError(f"run {r.run_id!r} shares no topic with the ground truth (run: "
-                             f"{', '.join(list(r)[:3])} ...; ground truth: {', '.join(truth.task_ids[:3])} ...)",
-                             path=path, field="topicID")
+        shared_topics(r, truth, path)

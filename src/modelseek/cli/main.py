@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 #: parameters the ranking library names in its errors, shown as flags by every command (others opt in: map_params)
-_LIBRARY_PARAMS = frozenset({"params", "train_truth", "train_tasks"})
+_LIBRARY_PARAMS = frozenset({"params", "train_truth", "train_tasks", "cv"})
 
 
 def _in_flags(exc: ModelseekError, parser: argparse.ArgumentParser, args: argparse.Namespace) -> ModelseekError:

@@ -26,7 +26,8 @@ def run(args) -> int:
     broken = [m for m in members if m.broken]
     if args.json:
         print_json({"kinds": [{"kind": k.name, "group": k.group, "contract": k.contract, "parameters": k.parameters,
-                               "members": [{"name": m.name, "origin": m.origin, "broken": m.broken}
+                               "members": [{"name": m.name, "origin": m.origin, "broken": m.broken,
+                                            **(m.descriptor.to_dict() if m.descriptor is not None else {})}
                                            for m in members if m.kind == k.name]}
                               for k in KINDS if wanted is None or k.name == wanted]})
         return 0

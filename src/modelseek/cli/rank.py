@@ -14,15 +14,15 @@ import sys
 from pathlib import Path
 
 from ..api import folder_request, training_data
-from ..api import rank_explained
+from ..api import cross_fitted, rank_explained
 from ..config import parse_overrides
 from ..data.loaders import load_table_task
 from ..data.run import write_runs
-from ..data.task import LabelKind, TaskSet
+from ..data.task import LabelKind
 from ..errors import InputError
 from ..io import check_readable
 from ..rankers.default import default_spec
-from ..rankers.resolve import describe_methods, ranker_class, split_params
+from ..rankers.resolve import describe_methods, split_params
 from ..clash import FOLDER_READS
 from ._common import declare_paths
 from ._common import (NON_NEGATIVE_INT, OUTPUT_FILE, SEED, int_at_least, load_pool_arg, load_truth, print_json)
@@ -141,10 +141,6 @@ def _truth_on_disk(args, pool):
 def _check_options(args) -> None:
     if args.json and (args.verify_top or args.halving):
         raise InputError("--verify-top/--halving print tables; use them without --json")
-    if args.cv and args.train_tasks:
-        raise InputError("--cv fits on the other folds of PATH itself; it takes no --train-tasks", field="--cv")
-    if args.cv and (args.executor != "local" or args.address):
-        raise InputError(f"--cv runs in this process; it takes no --executor {args.executor}", field="--executor")
     if len(args.method) > 1 and args.run_id and not args.fusion:
         raise InputError("--run-id needs a single --method")
     if args.json and (args.run_id or "") == _EXPLANATIONS:  # #56: the run would be overwritten by the key
@@ -181,17 +177,16 @@ def run(args: argparse.Namespace) -> int:
     train = None
     for method, params, default_id in plan:
         run_id = args.run_id or default_id
-        if args.cv:
-            from ..bench import cross_validate  # lazy: pandas; (imported here: the plain path stays light)
-
-            # the folder's ground truth by the one resolver (modelseek.data.folder), as bench reads it
-            truth = (args.request.folder.truth() if args.request is not None and not args.train_truth
+        if args.cv:  # the library's rule (modelseek.rank(..., cv=K) alike); the folder's truth unless one is given
+            truth = (args.request.folder if args.request is not None and not args.train_truth
                      else load_truth(args.train_truth, root.parent))
-            if args.device and "device" in ranker_class(method).param_names():
-                params = {**params, "device": args.device}
-            res = cross_validate(method, truth, pool, tasks=TaskSet(tasks), folds=args.cv, seed=args.seed,
-                                 method_params=params, allow_failures=args.allow_failures)
-            r = res.runs[0]
+            if params.get("seed", args.seed) != args.seed:
+                raise InputError("--cv seeds its folds and the method with --seed; give no --param seed",
+                                 field="--param seed")
+            r = cross_fitted(tasks, pool, method, args.cv, train_truth=truth, train_tasks=args.train_tasks,
+                             seed=args.seed, allow_failures=args.allow_failures, executor=args.executor,
+                             address=args.address, device=args.device,
+                             **{k: v for k, v in params.items() if k != "seed"})
         else:
             if train is None:
                 train = _train_data(args, pool)

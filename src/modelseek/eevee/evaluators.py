@@ -153,7 +153,7 @@ class BatchedEvaluator(Evaluator):
         idx[0, : len(c)] = torch.tensor(c, dtype=torch.long)
         mask[0, : len(c)] = 1.0
         S = cfg.n_splits
-        with torch.no_grad(), torch_threads(self.threads):
+        with torch.no_grad(), torch_threads(self.threads), META_MODELS.calling(cfg.model, "fit (predict)"):
             _, pred = META_MODELS.get(cfg.model).fit(d, cfg, torch.zeros(S, dtype=torch.long), torch.arange(S),
                                                      idx, mask, mask.sum(1).clamp(min=1.0), return_pred=True)
         n, m = self.table.values.shape

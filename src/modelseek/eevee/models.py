@@ -171,14 +171,15 @@ def _listed(value: Any, annotation: Any) -> Any:
     return value
 
 
-def fit_columns(d, cols: list[list[int]], width: int):
+def fit_columns(d, cols: list[list[int]], width: int, kernel: MetaModelKernel | None = None):
     """Per-split test losses of the subsets given by their input columns (column indices of ``d``'s table),
-    shape (len(cols), n_splits), with ``d.config``'s meta-model. Every (subset, split) pair is one network;
-    the networks are fitted ``config.chunk`` at a time, their inputs padded to ``width`` columns."""
+    shape (len(cols), n_splits), with ``d.config``'s meta-model (or ``kernel``: a member checked before it is
+    registered, :mod:`modelseek.testing.contract`). Every (subset, split) pair is one network; the networks are
+    fitted ``config.chunk`` at a time, their inputs padded to ``width`` columns."""
     import torch  # lazy: torch
 
     cfg = d.config
-    fit = META_MODELS.get(cfg.model).fit
+    fit = META_MODELS.get(cfg.model).fit if kernel is None else kernel
     S = cfg.n_splits
     C = len(cols)
     idx = torch.zeros(C, width, dtype=torch.long)
@@ -195,5 +196,6 @@ def fit_columns(d, cols: list[list[int]], width: int):
     with torch.no_grad():
         for lo in range(0, P, block):
             sl = slice(lo, min(P, lo + block))
-            out[sl] = fit(d, cfg, cand[sl], split[sl], idx, mask, fan)
+            with META_MODELS.calling(cfg.model, "fit"):
+                out[sl] = fit(d, cfg, cand[sl], split[sl], idx, mask, fan)
     return out.view(C, S).double().numpy()

@@ -35,12 +35,26 @@ def check_inputs(features, labels, *, name: str, min_per_class: int = 1, min_cla
     y = y.reshape(-1).astype(np.intp)
     if len(classes) < min_classes:
         raise InputError(f"{name}: needs at least {min_classes} classes, got {len(classes)}", field="labels")
+    _enough_per_class(classes, counts, name, min_per_class)
+    return X, y, counts
+
+
+def _enough_per_class(classes: np.ndarray, counts: np.ndarray, name: str, min_per_class: int) -> None:
     if counts.min() < min_per_class:
         c = classes[int(np.argmin(counts))]
         c = c.item() if isinstance(c, np.generic) else c  # a numpy scalar prints as its Python value
         raise InputError(f"{name}: needs at least {min_per_class} examples of every class; class {c!r} has "
                          f"{int(counts.min())}", field="labels")
-    return X, y, counts
+
+
+def classes(labels, *, name: str, min_per_class: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """-> (y int 0..C-1 (N,), counts per class (C,)) of labels the registration has checked already
+    (:func:`check_inputs`, applied to every registered estimator: one label per row, at least two classes), in
+    sorted order of the labels; an estimator's own need of ``min_per_class`` examples of every class is an
+    :class:`InputError` as there."""
+    found, y, counts = np.unique(np.asarray(labels), return_inverse=True, return_counts=True)
+    _enough_per_class(found, counts, name, min_per_class)
+    return y.reshape(-1).astype(np.intp), counts
 
 
 def check_targets(features, labels, *, name: str, min_examples: int = 3) -> tuple[np.ndarray, np.ndarray]:

@@ -74,8 +74,10 @@ class EstimatorInfo:
     #: fits on a training split and scores ``val_features``/``val_labels`` when given them
     uses_validation: bool = False
     #: the score is unchanged when the features are multiplied by any c > 0 (the contract tests hold each
-    #: estimator to what it declares; the others compute a finite value at any scale or raise InputError)
-    scale_invariant: bool = True
+    #: estimator to what it declares; the others compute a finite value at any scale or raise InputError). Not
+    #: declared by default, for a record, a plain function and ``register`` alike: declaring it lets the
+    #: registration rescale the features
+    scale_invariant: bool = False
     #: also scores a regression task: takes ``task="regression"`` with numeric labels (the others need
     #: classes and are refused for such a task)
     regression: bool = False
@@ -104,8 +106,7 @@ def check_estimator(name: str, obj: Any) -> EstimatorInfo:
     if not callable(obj):
         raise TypeError(f"an estimator is a function (features, labels) -> float or an EstimatorInfo, got {obj!r}")
     check_contract(name, obj, seeded=False, uses_validation=False, regression=False)
-    return EstimatorInfo(name=name, fn=checked(name, obj, InputKind.FEATURES, scale_invariant=False),
-                         scale_invariant=False)
+    return EstimatorInfo(name=name, fn=checked(name, obj, InputKind.FEATURES, scale_invariant=False))
 
 
 def checked(name: str, fn: Callable[..., float], kind: InputKind, *, scale_invariant: bool,
@@ -121,15 +122,22 @@ def checked(name: str, fn: Callable[..., float], kind: InputKind, *, scale_invar
     rescale = scale_invariant and kind is InputKind.FEATURES
 
     def estimator(features, labels, /, **options) -> float:
+        labels = np.asarray(labels)
         if regression and options.get("task") == "regression":
-            X = check_targets(features, labels, name=name)[0]
+            X, labels = check_targets(features, labels, name=name)  # the targets as numbers
         else:
             X = check_inputs(features, labels, name=name, what=what)[0]
         if rescale:
             X, k = unit_scale(X)
             if options.get("val_features") is not None:
                 options = {**options, "val_features": np.ldexp(np.asarray(options["val_features"], float), -k)}
-        value = float(fn(X, np.asarray(labels), **options))
+        with ESTIMATORS.calling(name, "the estimator function"):  # a plugin's error names its distribution
+            raw = fn(X, labels, **options)
+            given = np.asarray(raw) if isinstance(raw, (int, float, np.generic, np.ndarray)) else None
+            if given is None or given.ndim != 0 or given.dtype.kind not in "iuf":
+                raise TypeError(f"{name}: the estimator returned {type(raw).__name__} {str(raw)[:40]!r} (a score "
+                                f"is one real number)")
+        value = float(given)
         if not np.isfinite(value):
             raise InputError(f"{name}: the estimator returned {value} (a score must be finite)", field=what)
         return value
@@ -158,7 +166,7 @@ def estimator_record(name: str, fn: Callable[..., float] | EstimatorInfo, **prop
 
 def _with_properties(name: str, fn: Callable[..., float], *, input: str | InputKind = "features",
                      seeded: bool = False, higher_is_better: bool = True, uses_validation: bool = False,
-                     scale_invariant: bool = True, regression: bool = False) -> EstimatorInfo:
+                     scale_invariant: bool = False, regression: bool = False) -> EstimatorInfo:
     kind = InputKind.parse(input, "input")
     return EstimatorInfo(name=name, fn=checked(name, fn, kind, scale_invariant=bool(scale_invariant),
                                                regression=bool(regression)),

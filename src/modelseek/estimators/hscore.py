@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kinds import register
-from ._common import check_inputs, class_means, spd_solve, sym_eig_project, unit_scale
+from ._common import class_means, classes, spd_solve, sym_eig_project, unit_scale
 
 RCOND = 1e-15
 
@@ -41,10 +41,11 @@ def pinv_quadratic(w: np.ndarray, P: np.ndarray, rcond: float = RCOND) -> float:
     return float(((P[keep] ** 2).sum(1) / w[keep]).sum())
 
 
-@register("estimator", name="hscore")
+@register("estimator", name="hscore", scale_invariant=True)
 def hscore(features, labels) -> float:
     """H-score tr(pinv(cov f) cov(E[f|y])) with unbiased covariances. Higher = better."""
-    X, y, counts = check_inputs(features, labels, name="hscore")
+    X = features  # checked by the registration
+    y, counts = classes(labels, name="hscore")
     X = unit_scale(X)[0]  # scale-invariant: an exact power-of-two rescale keeps 1e200-scaled features finite
     N = X.shape[0]
     Xc, B = between_class_factor(X, y, counts)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kinds import register
-from ._common import check_inputs, unit_scale
+from ._common import classes, unit_scale
 from .hscore import between_class_factor, trace_pinv_quadratic
 
 
@@ -37,10 +37,11 @@ def ledoit_wolf_shrinkage_from_gram(Xc: np.ndarray, G: np.ndarray) -> float:
     return 0.0 if delta_ == 0 else float(beta / delta_)
 
 
-@register("estimator", name="hscore_reg")
+@register("estimator", name="hscore_reg", scale_invariant=True)
 def hscore_reg(features, labels) -> float:
     """tr(pinv(Sigma_LW) (1 - alpha) cov(E[f|y])). Higher = better."""
-    X, y, counts = check_inputs(features, labels, name="hscore_reg")
+    X = features  # checked by the registration
+    y, counts = classes(labels, name="hscore_reg")
     X = unit_scale(X)[0]  # scale-invariant (so is the Ledoit-Wolf intensity): exact power-of-two rescale
     N, D = X.shape
     Xc, B = between_class_factor(X, y, counts)

@@ -30,7 +30,7 @@ def _fit_predict(k: int, metric: str):
     return run
 
 
-@register("estimator", name="knn", seeded=True, uses_validation=True)
+@register("estimator", name="knn", seeded=True, uses_validation=True, scale_invariant=True)
 def knn(features, labels, *, val_features=None, val_labels=None, k: int = 5, metric: str = "cosine",
         folds: int = 5, seed: int = 0) -> float:
     """Macro-F1 of a k-NN classifier (train -> validation, or stratified CV when no validation set)."""

@@ -25,13 +25,13 @@ import numpy as np
 
 from ..errors import InputError
 from ..kinds import register
-from ._common import check_inputs, check_targets, unit_scale
+from ._common import classes, unit_scale
 
 _EXTRA = 8            # candidates re-scored in float64 beyond the k asked for
 _U32 = 2.0 ** -24     # float32 unit round-off
 
 
-@register("estimator", name="knn_loo", regression=True)
+@register("estimator", name="knn_loo", regression=True, scale_invariant=True)
 def knn_loo(features, labels, *, k: int = 5, metric: str = "cosine", score: str | None = None,
             task: str = "classification") -> float:
     """Leave-one-out k-NN ``score``: ``macro_f1`` (default) or ``accuracy`` of the majority vote; with
@@ -45,9 +45,10 @@ def knn_loo(features, labels, *, k: int = 5, metric: str = "cosine", score: str 
     if metric not in ("cosine", "euclidean"):
         raise InputError(f"knn_loo: metric must be cosine or euclidean, got {metric!r}", field="metric")
     if task == "classification":
-        X, y, counts = check_inputs(features, labels, name="knn_loo", min_per_class=2)
+        y, counts = classes(labels, name="knn_loo", min_per_class=2)
     else:
-        X, t = check_targets(features, labels, name="knn_loo")
+        t = np.asarray(labels, dtype=np.float64)  # numeric targets: checked by the registration
+    X = features  # checked by the registration
     k = int(k)
     if not 1 <= k < X.shape[0]:
         raise InputError(f"knn_loo: k must be in 1..{X.shape[0] - 1}, got {k}", field="k")

@@ -17,18 +17,19 @@ import numpy as np
 
 from ..errors import InputError
 from ..kinds import register
-from ._common import check_inputs, one_hot
+from ._common import classes, one_hot
 
 
 def check_probs(probs, labels, name: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    P, y, counts = check_inputs(probs, labels, name=name, what="probs")
+    P = probs  # checked by the registration (check_inputs)
+    y, counts = classes(labels, name=name)
     if (P < 0).any() or not np.allclose(P.sum(1), 1.0, atol=1e-4):
         raise InputError(f"{name}: probs must be rows of probabilities (non-negative, summing to 1); "
                          f"apply a softmax to the head's logits", field="probs")
     return P, y, counts
 
 
-@register("estimator", name="leep", input="probs")
+@register("estimator", name="leep", input="probs", scale_invariant=True)
 def leep(probs, labels) -> float:
     """(1/N) sum_i log sum_z P(y_i | z) theta(x_i)_z. Higher = better (<= 0)."""
     P, y, counts = check_probs(probs, labels, "leep")

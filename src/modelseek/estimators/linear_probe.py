@@ -18,7 +18,7 @@ from ..kinds import register
 from ._split import train_val_macro_f1
 
 
-@register("estimator", name="linear_probe", seeded=True, uses_validation=True)
+@register("estimator", name="linear_probe", seeded=True, uses_validation=True, scale_invariant=True)
 def linear_probe(features, labels, *, val_features=None, val_labels=None, C: float = 1.0,
                  max_iter: int = 1000, folds: int = 5, seed: int = 0) -> float:
     """Macro-F1 of L2 logistic regression (train -> validation, or stratified CV without a validation set)."""

@@ -29,7 +29,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..kinds import register
-from ._common import check_inputs, check_targets, one_hot, sym_eig_project, tridiagonalize
+from ._common import classes, one_hot, sym_eig_project, tridiagonalize
 
 #: MacKay fixed-point safeguard added to the denominators, as in the published algorithm
 _EPS = 1e-5
@@ -45,13 +45,13 @@ def logme(features, labels, *, max_iter: int = 11, tol: float = 1e-3, route: str
     or ``dual`` (N x N Gram); all give the same value, the choice only changes the cost.
     """
     if task == "classification":
-        X, y, counts = check_inputs(features, labels, name="logme")
+        y, counts = classes(labels, name="logme")
         Y = one_hot(y, counts.shape[0])
     elif task == "regression":
-        X, t = check_targets(features, labels, name="logme")
-        Y = t[:, None]
+        Y = np.asarray(labels, dtype=np.float64)[:, None]  # numeric targets: checked by the registration
     else:
         raise InputError(f"logme: task must be classification or regression, got {task!r}", field="task")
+    X = features  # checked by the registration
     N, D = X.shape
     top = float(np.abs(X).max())
     if top == 0.0:

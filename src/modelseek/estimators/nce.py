@@ -18,7 +18,7 @@ from ..kinds import register
 from .leep import check_probs
 
 
-@register("estimator", name="nce", input="probs")
+@register("estimator", name="nce", input="probs", scale_invariant=True)
 def nce(probs, labels) -> float:
     """-H(Y | Z) with Z = argmax of the source probabilities (natural log). Higher = better."""
     P, y, counts = check_probs(probs, labels, "nce")

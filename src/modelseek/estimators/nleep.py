@@ -17,11 +17,11 @@ import numpy as np
 
 from ..errors import InputError
 from ..kinds import register
-from ._common import check_inputs, unit_scale
+from ._common import classes, unit_scale
 from .leep import leep
 
 
-@register("estimator", name="nleep", seeded=True)
+@register("estimator", name="nleep", seeded=True, scale_invariant=True)
 def nleep(features, labels, *, variance: float = 0.8, components_per_class: int = 5, seed: int = 0,
           covariance_type: str = "diag", max_iter: int = 100) -> float:
     """LEEP on the posteriors of a seeded GMM over PCA-reduced features. Higher = better."""
@@ -30,7 +30,8 @@ def nleep(features, labels, *, variance: float = 0.8, components_per_class: int 
 
     if not 0 < variance <= 1:
         raise InputError(f"nleep: variance must be in (0, 1], got {variance}", field="variance")
-    X, y, counts = check_inputs(features, labels, name="nleep")
+    X = features  # checked by the registration
+    y, counts = classes(labels, name="nleep")
     Xc = X - X.mean(0)
     if not np.abs(Xc).max() > 64 * np.finfo(np.float64).eps * np.abs(X).max():
         raise InputError("nleep: every feature is constant (no variance to fit a mixture to)", field="features")

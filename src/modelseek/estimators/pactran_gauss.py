@@ -27,7 +27,7 @@ import numpy as np
 
 from ..errors import InputError
 from ..kinds import register
-from ._common import LOG2, check_inputs, one_hot, unit_scale
+from ._common import LOG2, classes, one_hot, unit_scale
 
 
 @register("estimator", name="pactran_gauss", scale_invariant=False)
@@ -36,7 +36,8 @@ def pactran_gauss(features, labels, *, prior_var: float | None = None, max_iter:
     from scipy.optimize import minimize  # lazy: scipy
     from scipy.special import log_softmax, softmax  # lazy: scipy
 
-    X, y, counts = check_inputs(features, labels, name="pactran_gauss")
+    X = features  # checked by the registration
+    y, counts = classes(labels, name="pactran_gauss")
     N, D = X.shape
     C = counts.shape[0]
     X, k = unit_scale(X - X.mean(0))                         # true features = X * 2**k

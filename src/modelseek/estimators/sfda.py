@@ -47,7 +47,7 @@ import numpy as np
 
 from ..enums import Choice
 from ..errors import InputError
-from ._common import check_inputs, class_means, unit_scale
+from ._common import class_means, classes, unit_scale
 from ..kinds import register
 
 
@@ -190,5 +190,6 @@ def _fisher(X: np.ndarray, y: np.ndarray, counts: np.ndarray, a: float) -> float
 def sfda(features, labels, *, a: float = 5.0, variant: str = "released") -> float:
     """Mean true-class probability after self-challenging ConfMix (authors' released code by default)."""
     kind = SfdaVariant.parse(variant, "variant")
-    X, y, counts = check_inputs(features, labels, name="sfda", min_per_class=2)
+    X = features  # checked by the registration
+    y, counts = classes(labels, name="sfda", min_per_class=2)
     return (_released if kind is SfdaVariant.RELEASED else _fisher)(X, y, counts, float(a))

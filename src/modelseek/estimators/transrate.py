@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import LOG2, check_inputs, unit_scale
+from ._common import LOG2, classes, unit_scale
 from ..errors import InputError
 from ..kinds import register
 
@@ -48,7 +48,8 @@ def coding_rate(Z: np.ndarray, eps: float = 1e-4, k: int = 0) -> float:
 @register("estimator", name="transrate", scale_invariant=False)
 def transrate(features, labels, *, eps: float = 1e-4) -> float:
     """R(Z) - mean_c R(Z_c) on centred features. Higher = better."""
-    X, y, counts = check_inputs(features, labels, name="transrate")
+    X = features  # checked by the registration
+    y, counts = classes(labels, name="transrate")
     if not eps > 0:
         raise InputError(f"transrate: eps must be > 0, got {eps}", field="eps")
     Xs, k = unit_scale(X)

@@ -39,7 +39,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Protocol, runtime_checkable
+from typing import Any, ClassVar, Literal, Protocol, cast, runtime_checkable
 
 from ..errors import InputError
 from ..registry import PluginRegistry
@@ -265,7 +265,49 @@ def make_executor(executor: str | Executor, address: str | None = None, **option
                                      f"none", field="address")
                 raise InputError(f"executor {executor!r} takes no option {k!r} (it takes: "
                                  f"{', '.join(params) or 'none'})", field=k)
-    return _safe(cls(**given))
+    with EXECUTORS.calling(executor, "construction"):
+        made = cls(**given)
+    if EXECUTORS.distribution(executor) is not None:
+        made = cast(Executor, Bounded(made, executor))  # a plugin's: behind the kind's call boundary
+    return _safe(made)
+
+
+class Bounded:
+    """A plugin's executor whose ``run`` goes through the kind's call boundary
+    (:meth:`modelseek.registry.Registry.calling`): what it raises is one line naming the distribution, except what
+    the caller's own ``on_start``/``on_done`` raised through it (the caller's errors keep their meaning).
+    Everything else is the executor's."""
+
+    def __init__(self, inner: Executor, name: str) -> None:
+        self.inner, self.registered = inner, name
+        self.name, self.in_process, self.concurrency = inner.name, inner.in_process, inner.concurrency
+
+    def run(self, units: Sequence[Unit], on_start: OnStart, on_done: OnDone) -> None:
+        ours: list[BaseException] = []
+
+        def start(unit: Unit) -> int | None:
+            try:
+                return on_start(unit)
+            except BaseException as exc:
+                ours.append(exc)
+                raise
+
+        def done(unit: Unit, outcome: Outcome, attempt: int) -> None:
+            try:
+                on_done(unit, outcome, attempt)
+            except BaseException as exc:
+                ours.append(exc)
+                raise
+
+        try:
+            self.inner.run(units, start, done)
+        except Exception as exc:
+            if any(exc is e for e in ours):
+                raise
+            raise EXECUTORS.failure(self.registered, "run", exc) from None
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.inner, attr)
 
 
 def _safe(executor: Executor) -> Executor:

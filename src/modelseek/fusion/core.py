@@ -39,7 +39,7 @@ from ..data.run import Entry, Run, natural_key
 from ..errors import InputError
 from .features import TaskFeatures, spread
 from .gates import Gate
-from .methods import FusionMethod
+from .methods import FUSION_METHODS, FusionMethod
 from .norms import Norm, normalize_block
 
 FAILED_SCORE = 1e308  # a score this large in magnitude is the run files' marker for a failed candidate
@@ -138,8 +138,8 @@ def combine(values: np.ndarray, method: FusionMethod, weights: Sequence[float] |
     of the block it was computed in nor on the order of the runs.
     """
     present = ~np.isnan(values)
-    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported by block_to_run
-        acc = method.combine(values, np.asarray(weights, dtype=float))
+    with np.errstate(over="ignore", invalid="ignore"), FUSION_METHODS.calling(method.value, "combine"):
+        acc = method.combine(values, np.asarray(weights, dtype=float))  # an overflow is reported by block_to_run
     return np.where(present.any(axis=0), acc, np.nan)
 
 

@@ -39,6 +39,7 @@ import numpy as np
 from ..data.run import Run, natural_key
 from ..data.truth import GradingScheme, GroundTruth
 from ..errors import InputError
+from ..registry import PluginError
 from ..evaluate import evaluate
 from ..metrics import ndcg_cutoff
 from ..metrics.ndcg import ideal_dcg, ndcg
@@ -46,7 +47,7 @@ from ..stats.bootstrap import bootstrap_ci, paired_bootstrap
 from .core import DEFAULT_RRF_K, Block, Fusion, FusionMethod, _as_runs, block_to_run, fuse, make_block
 from .features import TaskFeatures
 from .gates import GAMMAS, Gate, candidate_gates
-from .methods import SearchSpace, builtin, usable_methods
+from .methods import FUSION_METHODS, SearchSpace, builtin, usable_methods
 from .norms import Norm
 from .persist import read_fusion, save_fusion
 
@@ -132,7 +133,15 @@ def candidate_fusions(run_ids: Sequence[str], methods: Sequence[FusionMethod | s
                         tuple(float(k) for k in rrf_ks), make)
     chosen = set(ms)
     order = every + [m for m in ms if m not in every]
-    staged = [(phase, spec) for m in order if m in chosen for phase, spec in m.search(space)]
+    staged: list[tuple[int, Fusion]] = []
+    for m in (m for m in order if m in chosen):
+        try:
+            with FUSION_METHODS.calling(m.value, "search"):
+                staged += [(phase, spec) for phase, spec in m.search(space)]
+        except PluginError as exc:  # a plugin fails alone: out of the default search (optimize_fusion names it)
+            if methods:
+                raise
+            FUSION_METHODS.leave_out(m.value, str(exc))
     out = [spec for _, spec in sorted(staged, key=lambda x: x[0])]  # stable: method order, then as yielded
     out += [spec.with_gate(g) for g in gates for spec in out if _gateable(spec, g)]
     return list(dict.fromkeys(out))
@@ -188,6 +197,25 @@ def score_grid(block: Block, judged: _Judged, grid: Sequence[Fusion], progress: 
         else:
             out[i] = judged.ndcg(fused)
     return out
+
+
+def _without_failing_plugins(grid: list[Fusion], block: Block) -> list[Fusion]:
+    """``grid`` less the fusions of every plugin method whose combine raises on ``block`` (its first fusion of the
+    grid is tried): such a method is left out of the registry with why, and :func:`optimize_fusion` names it, as a
+    plugin that fails to load. A plugin fails alone: the search goes on with the others."""
+    tried: set[FusionMethod] = set()
+    failed: set[FusionMethod] = set()
+    for spec in grid:
+        m = spec.method
+        if m in tried or FUSION_METHODS.distribution(m.value) is None:
+            continue
+        tried.add(m)
+        try:
+            spec.fused_scores(block)
+        except PluginError as exc:
+            FUSION_METHODS.leave_out(m.value, str(exc))
+            failed.add(m)
+    return [g for g in grid if g.method not in failed] if failed else grid
 
 
 SELECTIONS = ("vs-rrf", "1se", "best")
@@ -459,6 +487,8 @@ def optimize_fusion(runs: Sequence[Run] | Mapping[str, Run], truth: GroundTruth,
     judged = _Judged.build(block, truth, s, k)
     gates = candidate_gates(block, feats.names, gammas) if per_task else []
     grid = candidate_fusions(ids, methods, norms, step, rrf_ks, max_weights, seed, gates)
+    if not methods:
+        grid = _without_failing_plugins(grid, block)
     M = score_grid(block, judged, grid, progress)
     mean_all = M.mean(axis=1)
     best = choose(M, list(range(len(topics))), grid, selection)

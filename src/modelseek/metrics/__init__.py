@@ -42,7 +42,12 @@ def ndcg_cutoff(metric: str, who: str = "learned fusion") -> int:
 def get(name: str) -> MetricFn:
     """The per-list function of ``name`` (``ndcg@5`` ...): ``(ranking, judgments) -> float``."""
     metric, k = resolve(name)
-    return lambda ranking, j: metric.per_list(ranking, j, k)
+
+    def per_list(ranking, j):
+        with METRICS.calling(metric.name, "per_list"):
+            return metric.per_list(ranking, j, k)
+
+    return per_list
 
 
 def names() -> list[str]:

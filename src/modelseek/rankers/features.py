@@ -55,6 +55,7 @@ from ..errors import InputError, ModelseekError
 from ..fusion import fuse
 from ..kinds import register
 from ..config import Interval
+from ..registry import PluginError
 from .base import Constraints, Ranker
 from .feature_jobs import is_regression  # noqa: F401  (re-exported: part of the API)
 from .feature_jobs import FeatureJobConfig, score_candidates
@@ -162,6 +163,7 @@ class FeatureRanker(Ranker):
     def _apply_policy(self, scores, tasks: Sequence[Task], pool: Pool):
         """Raise :class:`CandidateFailures` unless ``allow_failures``; then drop tasks nobody could score."""
         if self.failures_ and not self.allow_failures:
+            _raise_plugin_failure(self._estimators(), self.failures_)
             raise CandidateFailures(self.name, len(pool), self.failures_)
         if self.failures_:
             log.warning("%s: %d candidate(s) failed and are left out of the run: %s", self.name, len(self.failures_),
@@ -195,6 +197,17 @@ class FeatureRanker(Ranker):
 
     def _combine(self, scores, tasks) -> dict[str, dict[str, float]]:
         return {t.id: scores[self.estimator][t.id] for t in tasks}
+
+
+def _raise_plugin_failure(names: Sequence[str], failures: dict[str, tuple[str, str, list[str]]]) -> None:
+    """A plugin estimator that raised (the job recorded ``"NAME: PluginError: ..."``, as text since outcomes travel
+    through the job store and other processes): its one line naming the distribution, not a failure of every
+    candidate."""
+    for _, reason, _ in failures.values():
+        for n in names:
+            head = f"{n}: {PluginError.__name__}: "
+            if reason.startswith(head):
+                raise PluginError(reason[len(head):])
 
 
 def reciprocal_rank_fusion(per_method: Sequence[dict[str, float]], k: float = 60.0) -> dict[str, float]:

@@ -13,11 +13,18 @@ __all__ = ["make_ground_truth", "make_ntcir_layout", "make_text_task", "write_ta
 
 
 def check_member(kind: str, obj, name: str | None = None):
-    """The one check of kind ``kind`` (:func:`modelseek.kinds.check_member`), for a plugin author's tests: what
-    every built-in passes when it registers and every plugin when it is loaded. Returns the member as registered;
-    a broken contract raises ``TypeError``/``ValueError`` saying what is wrong."""
+    """Kind ``kind``'s whole contract on ``obj``, for a plugin author's tests and this package's: the one load-time
+    check (:func:`modelseek.kinds.check_member`: what every built-in passes when it registers and every plugin when
+    it is loaded), then the member called on generated data (:mod:`modelseek.testing.contract`: types, finiteness,
+    order independence, seeded determinism). Returns the member as registered; a broken contract raises
+    ``TypeError``/``ValueError`` saying what is wrong."""
+    from ..kinds import kind as declared, own_name
+    from .contract import check_behaviour
 
-    return check(kind, obj, name)
+    k = declared(kind)
+    member = check(kind, obj, name)
+    check_behaviour(k.name, own_name(k, obj) if name is None else name, member)
+    return member
 
 
 __all__ += ["check_member"]

@@ -6,6 +6,8 @@ model library only when a model is loaded: listing the sources imports none."""
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from ...registry import PluginRegistry
 from .base import LoadedModel, ModelSource, Spec, WeightsUnavailable, offline
 from ...kinds import named, takes
@@ -31,8 +33,32 @@ SOURCES: PluginRegistry[type[ModelSource]] = PluginRegistry("model source", __na
 
 
 def get_source(name: str) -> ModelSource:
-    """An instance of the source registered as ``name`` (a registry entry's ``source``)."""
-    return SOURCES.get(name)()
+    """An instance of the source registered as ``name`` (a registry entry's ``source``); a plugin's is behind the
+    kind's call boundary (:class:`Bounded`)."""
+    cls = SOURCES.get(name)
+    with SOURCES.calling(name, "construction"):
+        source = cls()
+    return source if SOURCES.distribution(name) is None else cast(ModelSource, Bounded(source, name))
+
+
+class Bounded:
+    """A plugin's model source whose ``build`` and ``defaults`` go through the kind's call boundary
+    (:meth:`modelseek.registry.Registry.calling`): what they raise is one line naming the distribution, except
+    :class:`WeightsUnavailable`, which the contract lets a source raise. Everything else is the source's."""
+
+    def __init__(self, inner: ModelSource, name: str) -> None:
+        self.inner, self.registered = inner, name
+
+    def build(self, entry: Any, spec: Any) -> Any:
+        with SOURCES.calling(self.registered, "build", keep=(WeightsUnavailable,)):
+            return self.inner.build(entry, spec)
+
+    def defaults(self, entry: Any) -> Any:
+        with SOURCES.calling(self.registered, "defaults", keep=(WeightsUnavailable,)):
+            return self.inner.defaults(entry)
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self.inner, attr)
 
 
 __all__ = ["SOURCES", "LoadedModel", "ModelSource", "Spec", "WeightsUnavailable", "check_source", "get_source",

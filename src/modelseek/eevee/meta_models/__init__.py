@@ -14,7 +14,7 @@ import dataclasses
 import inspect
 from typing import Any
 
-from ..models import KERNEL_PARAMETERS, MetaModel, NoParams
+from ..models import KERNEL_PARAMETERS, META_MODELS, MetaModel, NoParams
 from ...config import Config
 from ...errors import InputError
 from ...kinds import named, takes
@@ -68,7 +68,10 @@ def regressor_meta_model(name: str, regressor: Any, description: str | None = No
             X = d.Xtr[s][:, cols].double().numpy()
             Y = d.Xtr[s].double().numpy()
             Xte = d.Xte_in[s][:, cols].double().numpy()
-            yhat = np.asarray(make(cfg.model_params).fit(X, Y).predict(Xte), dtype=float).reshape(len(Xte), -1)
+            with META_MODELS.calling(name, "fit"):  # a plugin's error names its distribution and the call
+                fitted = make(cfg.model_params).fit(X, Y)
+            with META_MODELS.calling(name, "predict"):
+                yhat = np.asarray(fitted.predict(Xte), dtype=float).reshape(len(Xte), -1)
             if yhat.shape != tuple(d.Xte[s].shape):
                 raise ValueError(f"{what}: predict gave shape {yhat.shape}, expected {tuple(d.Xte[s].shape)}")
             err = (torch.from_numpy(yhat) - d.Xte[s].double()) ** 2 * d.Ate[s].double()
