@@ -64,9 +64,15 @@ FORM_FINETUNES = (0, 1, 3, 5)
 #: the budgets over which the funnel's order is chosen (its mean nDCG@5 over them, fine-tuned first; whatever budgets
 #: are replayed, so the choice does not depend on them)
 ORDER_FINETUNES = (1, 3, 5, 10)
-#: the fewest history tasks on which replay chooses the prior's form and the merge by inner cross-fitting (below:
-#: the average rank, fine-tuned first)
+#: the fewest history tasks on which replay chooses the prior's form and the order by inner cross-fitting (below:
+#: the average rank and the default order)
 MIN_CHOICE_TASKS = 10
+#: the fewest history tasks on which replay chooses the final ranking (the merge) by inner cross-fitting (below:
+#: fine-tuned first). Lower than :data:`MIN_CHOICE_TASKS`: a small zoo (TransferGraph's 8 data sets leave 6 or 7
+#: history tasks a fold) can still show a merge that gains on every task; the interval guards the choice
+MIN_MERGE_TASKS = 4
+#: bootstrap resamples of the paired interval that a choice must clear (its held-out gain's 95 % lower bound > 0)
+CHOICE_BOOTSTRAP = 1000
 METRICS = ("ndcg@1", "ndcg@3", "ndcg@5", "regret")
 DEFAULT_FINETUNES = (0, 1, 3, 5, 10)
 #: the weights of the joint model's evidence that ``blend`` chooses among (by inner cross-fitting on the history)
@@ -419,19 +425,6 @@ def reliabilities(history: GroundTruth, model_ids: Sequence[str], signals: Seque
     return [0.0 if not np.isfinite(r) else round(r, 6) for r in out]
 
 
-def policy_orders(split: Split, table: Table, signals: Sequence[Run], form: PriorForm | str = PriorForm.AVGRANK,
-                  prior_run: Run | None = None) -> dict[str, np.ndarray]:
-    """Each plain policy's order of the candidates (rows: the split's test tasks); ``weighted`` where the signals
-    (and ``prior_run``) score the split's history, with the reliabilities measured there."""
-    if prior_run is not None:
-        prior = _signal_matrix(prior_run, table, split.test)
-    else:
-        prior = prior_scores(split.history, table.model_ids, form, unseen_neutral=split.cross_fitted)
-    rel = reliabilities(split.history, table.model_ids, signals, form, split.cross_fitted, prior_run) \
-        if signals else None
-    return plain_orders(prior, table, split.test, signals, rel)
-
-
 def history_gains(history: GroundTruth, model_ids: Sequence[str], ks: Sequence[int],
                   form: PriorForm | str = PriorForm.AVGRANK, scheme: GradingScheme = GradingScheme.NTCIR,
                   noise: float = 0.0, seed: int = 0, unseen: bool = False) -> dict[int, Any]:
@@ -650,24 +643,70 @@ class Choices:
     why: str = ""
     order: str = PRIOR
     reliability: tuple[float, ...] | None = None   # the prior's, then each signal's (weights of ``weighted``)
+    #: per budget: the merge's held-out nDCG@5 gain over fine-tuned first on the inner folds, (mean, low, high)
+    merge_gain: dict[int, tuple[float, float, float]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"prior_form": self.form.value, "order": self.order,
                 "reliability": list(self.reliability) if self.reliability is not None else None,
                 "merge": {str(k): v for k, v in self.merge.items()},
+                "merge_gain": {str(k): [round(x, 6) for x in v] for k, v in self.merge_gain.items()},
                 "means": {p: {str(k): round(v, 6) for k, v in by.items()} for p, by in self.means.items()},
                 "why": self.why}
 
 
-def _choose_order(values: dict[str, dict[int, dict[str, np.ndarray]]], names: Sequence[str], ks: Sequence[int]
-                  ) -> tuple[str, dict[str, float]]:
-    """The plain order of the highest mean nDCG@5 over the budgets ``ks`` (``rrf``, then the prior, then the
-    others among equals), and each one's mean."""
+def gains_clearly(a: np.ndarray, b: np.ndarray, seed: int = 0) -> tuple[float, float, float]:
+    """The paired gain of ``a`` over ``b`` (per task, held out), its mean and 95 % bootstrap interval
+    (:func:`modelseek.stats.bootstrap.paired_bootstrap`): a choice is made only where the low end is above 0."""
+    from ..stats.bootstrap import paired_bootstrap  # lazy: start-up
+
+    if len(a) < 2:
+        d = float(np.mean(np.asarray(a) - np.asarray(b))) if len(a) else 0.0
+        return d, d, d
+    c = paired_bootstrap(np.asarray(a, float), np.asarray(b, float), n_resamples=CHOICE_BOOTSTRAP, seed=seed)
+    return float(c.mean_diff), float(c.low), float(c.high)
+
+
+def _per_task(values: dict[str, dict[int, dict[str, np.ndarray]]], name: str, ks: Sequence[int]) -> np.ndarray:
+    """Per task, the mean nDCG@5 of policy ``name`` over the budgets ``ks``."""
+    return np.mean([values[name][k]["ndcg@5"] for k in ks], axis=0)
+
+
+def _choose_order(values: dict[str, dict[int, dict[str, np.ndarray]]], names: Sequence[str], ks: Sequence[int],
+                  seed: int = 0) -> tuple[str, dict[str, float]]:
+    """The plain order of the highest mean nDCG@5 over the budgets ``ks`` where its gain over ``rrf`` (the default
+    with signals) is positive with its paired interval (:func:`gains_clearly`), else ``rrf``; and each one's mean."""
     pos = list(ks)
     means = {n: float(np.mean([values[n][k]["ndcg@5"].mean() for k in pos])) for n in names if n in values}
     pref = {FUSION: 0, PRIOR: 1, WEIGHTED: 2}
     best = max(means, key=lambda n: (round(means[n], 12), -pref.get(n, 3)))
+    if best != FUSION and FUSION in means and \
+            gains_clearly(_per_task(values, best, pos), _per_task(values, FUSION, pos), seed)[1] <= 0:
+        best = FUSION
     return best, means
+
+
+def _choose_form(runs: dict[PriorForm, ReplayData], base: str, seed: int) -> PriorForm:
+    """The average rank, or the other form where its gain over the budgets :data:`FORM_FINETUNES` is positive with
+    its paired interval."""
+    avg = runs.get(PriorForm.AVGRANK)
+    best = max(runs, key=lambda f: (round(float(np.mean([runs[f].values[base][k]["ndcg@5"].mean()
+                                                          for k in FORM_FINETUNES])), 12), f is PriorForm.AVGRANK))
+    if best is PriorForm.AVGRANK or avg is None:
+        return best
+    low = gains_clearly(_per_task(runs[best].values, base, FORM_FINETUNES),
+                        _per_task(avg.values, base, FORM_FINETUNES), seed)[1]
+    return best if low > 0 else PriorForm.AVGRANK
+
+
+def _choose_merge(d: ReplayData, chosen: str, ks: Sequence[int], seed: int
+                  ) -> tuple[dict[int, bool], dict[int, tuple[float, float, float]]]:
+    """Per ``k > 0``: the merge where its held-out nDCG@5 gain over fine-tuned first is positive with its paired
+    interval (:func:`gains_clearly`), and that gain."""
+    mname = merge_name(chosen)
+    gain = {k: gains_clearly(d.values[mname][k]["ndcg@5"], d.values[chosen][k]["ndcg@5"], seed)
+            for k in ks if k > 0}
+    return {k: bool(g[1] > 0) for k, g in gain.items()}, gain
 
 
 def choose_on_history(history: GroundTruth, model_ids: Sequence[str], signals: Sequence[Run], finetunes: Sequence[int],
@@ -675,58 +714,58 @@ def choose_on_history(history: GroundTruth, model_ids: Sequence[str], signals: S
                       scheme: GradingScheme = GradingScheme.NTCIR, forms: Sequence[PriorForm | str] | None = None,
                       prior_run: Run | None = None, order: str | None = None) -> Choices:
     """The prior's form, the funnel's order and the final ranking per budget that replay on ``history`` alone
-    (``folds``-fold cross-fitting by task within it) finds best: the form of the higher mean nDCG@5 of the plain
-    order over the budgets :data:`FORM_FINETUNES` (the average rank among equals); then, with signals, the order
-    of the highest mean nDCG@5 over the budgets among the prior, each signal, ``rrf`` and ``weighted`` (its
-    weights measured on each inner fold's history; :func:`_choose_order`), unless ``order`` fixes it; then at each
-    ``k > 0`` the merge where its mean nDCG@5 is above fine-tuned first's. Signals join only where they score every
-    task of the history, as in :func:`fit_trust`. ``prior_run``: the prior's scores per task (instead of the prior
-    fitted on the history; no form to choose). A history of fewer than :data:`MIN_CHOICE_TASKS` tasks chooses
-    nothing (the average rank, ``rrf`` with signals, fine-tuned first)."""
-    inner = history
-    use = [r for r in signals if all(t in r for t in inner.task_ids)]
+    (``folds``-fold cross-fitting by task within it) finds best — each alternative to the default only where its
+    held-out gain is positive with its paired 95 % interval over the history's tasks (:func:`gains_clearly`): the
+    mean normalised score instead of the average rank (over the budgets :data:`FORM_FINETUNES`); with signals, the
+    order of the highest mean nDCG@5 over :data:`ORDER_FINETUNES` among the prior, each signal, ``rrf`` and
+    ``weighted`` instead of ``rrf`` (:func:`_choose_order`), unless ``order`` fixes it; then at each ``k > 0`` the
+    expected-gain merge instead of fine-tuned first. Signals join only where they score every task of the history,
+    as in :func:`fit_trust`. ``prior_run``: the prior's scores per task (instead of the prior fitted on the history;
+    no form to choose). A history of fewer than :data:`MIN_CHOICE_TASKS` tasks keeps the average rank and the
+    default order; of fewer than :data:`MIN_MERGE_TASKS`, fine-tuned first too."""
     walk = order or (FUSION if signals else PRIOR)  # the order walked where the history is not asked to choose it
-    order = order if use else None  # signals that do not score the history: its own orders are the prior's
+    n_tasks = len(history.task_ids)
+    few = n_tasks < MIN_CHOICE_TASKS
+    use = [r for r in signals if all(t in r for t in history.task_ids)]
+    order = (walk if few else order) if use else None  # signals that do not score the history: the prior's orders
     ks = sorted({int(k) for k in finetunes} | set(FORM_FINETUNES) | set(ORDER_FINETUNES if use and order is None
                                                                        else ()))
-    if prior_run is not None and not all(t in prior_run for t in inner.task_ids):
+    if prior_run is not None and not all(t in prior_run for t in history.task_ids):
         raise InputError(f"the prior's run {prior_run.run_id!r} does not score every history task",
                          path=history.source or None, field="topic")
-    if len(inner.task_ids) < MIN_CHOICE_TASKS:
+    if n_tasks < MIN_MERGE_TASKS:
         return Choices(PriorForm.AVGRANK, {k: False for k in ks if k > 0}, {},
-                       f"the history holds {len(inner.task_ids)} task(s), fewer than {MIN_CHOICE_TASKS}: "
+                       f"the history holds {n_tasks} task(s), fewer than {MIN_MERGE_TASKS}: "
                        f"avgrank, {walk}, fine-tuned first", walk)
-    models = [m for m in model_ids if m in set(map(str, inner.matrix("f1").columns))]
-    inner = inner.subset(inner.task_ids, models)
+    models = [m for m in model_ids if m in set(map(str, history.matrix("f1").columns))]
+    inner = history.subset(history.task_ids, models)
     base = FUSION if use else PRIOR
-    runs: dict[PriorForm, ReplayData] = {}
     inner_kw: dict[str, Any] = dict(signals=use, finetunes=ks, noise=noise, repeats=min(repeats, _INNER_REPEATS),
-                    folds=max(2, min(folds, len(inner.task_ids))), seed=seed, sequential=False, choose=False,
-                    scheme=scheme, prior_run=prior_run)
-    all_forms = [PriorForm.AVGRANK] if prior_run is not None else [PriorForm.parse(f)
-                                                                   for f in (forms or list(PriorForm))]
+                                    folds=max(2, min(folds, n_tasks)), seed=seed, sequential=False, choose=False,
+                                    scheme=scheme, prior_run=prior_run)
+    all_forms = [PriorForm.AVGRANK] if prior_run is not None or few else [PriorForm.parse(f)
+                                                                          for f in (forms or list(PriorForm))]
     single = len(all_forms) == 1 and (not use or order is not None)  # nothing to choose before the merge
-    for form in all_forms:  # the forms compared on the plain order alone; the merge replayed for the chosen one
-        runs[form] = replay(inner, prior_form=form, with_merge=single, order=order, **inner_kw)
+    runs = {form: replay(inner, prior_form=form, with_merge=single, order=order, **inner_kw)
+            for form in all_forms}  # the forms compared on the plain order alone; the merge replayed for the chosen
     means = {f"{base}[{form.value}]": {k: float(d.values[base][k]["ndcg@5"].mean()) for k in ks}
              for form, d in runs.items()}
-    form = max(runs, key=lambda f: (round(float(np.mean([means[f"{base}[{f.value}]"][k] for k in FORM_FINETUNES])),
-                                          12), f is PriorForm.AVGRANK))
+    form = _choose_form(runs, base, seed)
     chosen = order or base
     if use and order is None:
         chosen, o_means = _choose_order(runs[form].values, [PRIOR, *(r.run_id for r in use), FUSION, WEIGHTED],
-                                        ORDER_FINETUNES)
+                                        ORDER_FINETUNES, seed)
         means.update({f"order:{n}": {0: v} for n, v in o_means.items()})
     d = runs[form] if single else replay(inner, prior_form=form, order=chosen, **inner_kw)
     mname = merge_name(chosen)
     means[f"{chosen}[{form.value}]"] = {k: float(d.values[chosen][k]["ndcg@5"].mean()) for k in ks}
     means[f"{mname}[{form.value}]"] = {k: float(d.values[mname][k]["ndcg@5"].mean()) for k in ks}
-    merge = {k: bool(means[f"{mname}[{form.value}]"][k] > means[f"{chosen}[{form.value}]"][k] + 1e-12)
-             for k in ks if k > 0}
+    merge, gain = _choose_merge(d, chosen, ks, seed)
     rel = reliabilities(inner, models, use, form, False, prior_run) if use else None
-    return Choices(form, merge, means, f"inner {max(2, min(folds, len(inner.task_ids)))}-fold cross-fitting on the "
-                                       f"{len(inner.task_ids)} history tasks", chosen if use else walk,
-                   tuple(rel) if rel is not None else None)
+    why = (f"inner {max(2, min(folds, n_tasks))}-fold cross-fitting on the {n_tasks} history tasks; an "
+           f"alternative only where its held-out gain is positive with its 95 % interval"
+           + (f" (fewer than {MIN_CHOICE_TASKS} tasks: avgrank and {walk} kept, only the merge chosen)" if few else ""))
+    return Choices(form, merge, means, why, chosen if use else walk, tuple(rel) if rel is not None else None, gain)
 
 
 def funnel_rankings(truth: GroundTruth, k: int, signals: Sequence[Run] = (), history: GroundTruth | None = None,
