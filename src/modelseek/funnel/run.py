@@ -426,6 +426,8 @@ def _plan_stage(st: FunnelState, order: list[Candidate], costs: Any, budget_s: f
         say(plan.describe())
     else:
         plan = Plan.from_dict(st["plan"])
+        if hasattr(costs, "prepare") and not getattr(costs, "measured", True):  # planned offline: probe now
+            st.add_spent("probe", costs.prepare(order))
         say(plan.describe())
         say(f"resuming (run {st['runs']}): {format_seconds(st.spent_s)} spent so far")
     return plan
