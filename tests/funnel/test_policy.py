@@ -151,3 +151,14 @@ def test_on_withheld_ntcir_tasks_select_reaches_replays_figures():
         assert r["select_ndcg@5"] == pytest.approx(r["replay_ndcg@5"], abs=1e-9)
     assert by_k[3]["select_ndcg@5"] >= 0.69 and by_k[5]["select_ndcg@5"] >= 0.74
     assert by_k[10]["select_ndcg@5"] >= by_k[10]["finetuned_first"] - 1e-12
+
+
+def test_replay_writes_the_policy_select_walks(cli, tmp_path):
+    w = make_funnel_world(n_models=6, n_tasks=12, n_texts=100, seed=2)
+    csv = tmp_path / "truth.csv"
+    w.truth().frame[["task_id", "model_id", "f1"]].to_csv(csv, index=False)
+    r = cli("replay", csv, "--finetunes", "1", "--policy-out", tmp_path / "p.json")
+    assert r.code == 0, r.err
+    p = Policy.load(tmp_path / "p.json")
+    assert p.measured_on == str(csv) and p.tasks == 12 and p.noise == 0.0
+    assert p.to_dict() == choose_policy(w.truth(), source=str(csv)).to_dict()
