@@ -160,8 +160,9 @@ def test_ntcir_prior_curve_equals_independent_computation_and_sequential_is_not_
     assert data.extra["trust"] == [0.0] * 5  # no fold's history gives the joint model any weight ...
     s = summarize(data, n_boot=200)
     for b in s["budgets"]:  # ... so the sequential order is the prior's top-k: as good, and not better; the funnel
-        # ranks the prior's top-k by the merge where every fold's history chose it (k = 3, 5, 10)
-        assert b["funnel"] == ("prior+merge" if b["k"] >= 3 else "prior") and b["funnel"] in b["policies"]
+        # ranks the prior's top-k by the merge where every fold's history chose it: k = 3 and 5, where its held-out
+        # gain is positive with its interval (at k = 10 it is not: fine-tuned first)
+        assert b["funnel"] == ("prior+merge" if b["k"] in (3, 5) else "prior") and b["funnel"] in b["policies"]
         assert b["sequential_vs_plain"]["ndcg@5"] == {"diff": 0.0, "low": 0.0, "high": 0.0}
     full = replay(truth, finetunes=[0, 1, 3, 5, 10], noise=0.0, folds=5, seed=0, acquisition="pi")
     for k in (1, 3, 5, 10):  # trusted fully, the Gaussian's order loses to the prior's top-k
