@@ -279,6 +279,7 @@ def test_cli_journey_with_signals_json_and_plot(cli, tmp_path):
         lo, hi = b["policies"]["prior"]["intervals"]["ndcg@5"]
         assert lo <= b["policies"]["prior"]["ndcg@5"] <= hi
     assert doc["noise"] == 0.01 and doc["repeats"] == 3 and doc["reliability"]["oracle"] == pytest.approx(1.0)
+    assert doc["figures"].startswith("nested: 5-fold cross-fitting") and "not withheld" in doc["figures"]
     assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     r = cli("replay", str(csv), "--finetunes", "3")
     assert r.code == 0 and "k = 3 fine-tune(s)" in r.out and "order used by the funnel" in r.out
@@ -295,6 +296,7 @@ def test_cli_train_truth_and_errors(cli, tmp_path):
     r = cli("replay", str(csv), "--train-truth", str(hcsv), "--json")
     assert r.code == 0, r.err
     assert json.loads(r.out)["folds"] is None and json.loads(r.out)["history"].endswith("hist.csv")
+    assert json.loads(r.out)["figures"].startswith("withheld: the 6 replayed tasks")
     r = cli("replay", str(csv), "--train-truth", str(csv))  # every history task is replayed: none left to learn
     assert r.code == 1 and r.err.startswith("error:") and "truth.csv" in r.err and len(r.err.strip().splitlines()) == 1
     acc = tmp_path / "zoo.csv"  # a published zoo's records with their own column name
