@@ -25,6 +25,7 @@ from ..data.run import read_runs
 from ._truth import pool_aliases
 from ..data.truth import GroundTruth
 from ..funnel.curve import plot, render, summarize
+from ..funnel.policy import choose_policy
 
 
 def _finetunes(text: str) -> list[int]:
@@ -124,8 +125,6 @@ def run(args: argparse.Namespace) -> int:
                       trust=args.trust, prior_form=args.prior_form, merge=merge, scheme=args.scheme)
         summaries.append(summarize(data, n_boot=args.bootstrap, source=str(args.truth)))
     if args.policy_out:
-        from ..funnel.policy import choose_policy  # lazy: start-up
-
         choose_policy(truth, noise=args.noise[0], seed=args.seed, source=str(args.truth)).save(args.policy_out)
     if args.plot:
         plot({f"{args.truth} (noise {s['noise']:g})" if len(summaries) > 1 else str(args.truth): s

@@ -14,12 +14,14 @@ made from these numbers; what each unit really took is recorded as it finishes.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -27,7 +29,7 @@ import numpy as np
 from ..data.pool import Candidate, Pool
 from ..data.task import Split, Task
 from ..ranking import rank
-from ..errors import ModelseekError
+from ..errors import InputError, ModelseekError
 
 log = logging.getLogger(__name__)
 
@@ -276,11 +278,6 @@ class OfflineCosts(MeasuredCosts):
 def read_cost_table(path) -> CostTable:
     """Stated costs from a CSV (``model_id, load_s, feature_s_per_1k, finetune_s_per_epoch_1k``; every number
     finite and >= 0); a bad row is a located error. A candidate the table lacks is an error when the plan asks."""
-    import csv
-    from pathlib import Path
-
-    from ..errors import InputError
-
     p = Path(path)
     if not p.is_file():
         raise InputError("no such cost table", path=p)
@@ -314,7 +311,5 @@ class _StatedCosts(CostTable):
 
     def cost(self, candidate: Candidate) -> ModelCost:
         if candidate.id not in self.table:
-            from ..errors import InputError
-
             raise InputError(f"no cost for candidate {candidate.id!r}", path=self.source, field="model_id")
         return self.table[candidate.id]

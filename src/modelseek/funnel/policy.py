@@ -30,6 +30,8 @@ from typing import Any
 
 from ..data.truth import GradingScheme, GroundTruth
 from ..errors import InputError
+from ..io import atomic_write_text
+from .curve import summarize
 from .merge import GainTables
 from .replay import PRIOR, PriorForm, choose_on_history, history_gains, prior_scores, replay
 
@@ -120,8 +122,6 @@ class Policy:
             raise InputError(f"not a funnel policy ({type(exc).__name__}: {exc})", path=path) from None
 
     def save(self, path: str | Path) -> Path:
-        from ..io import atomic_write_text  # lazy: start-up
-
         atomic_write_text(Path(path), json.dumps(self.to_dict(), indent=1) + "\n")
         return Path(path)
 
@@ -162,8 +162,6 @@ def choose_policy(history: GroundTruth, noise: float = 0.0, seed: int = 0, sourc
     :func:`~modelseek.funnel.replay.choose_on_history`) at :data:`POLICY_FINETUNES`, with the seed noise ``noise``
     assumed; with ``figures``, its nested figures (replay's 5-fold cross-fitting within the history at
     :data:`FIGURE_FINETUNES`, each fold choosing on its other folds alone)."""
-    from .curve import summarize  # lazy: curve imports this module's users
-
     models = [str(c) for c in history.matrix("f1").columns]
     n = len(history.task_ids)
     folds = min(5, n)

@@ -31,7 +31,9 @@ from .answer import final_ranking, walk_order
 from .replay import prior_scores
 from .pools import load_any_pool
 from ..data.truth import GroundTruth
-from .curve import CURVE_NOISE, measure
+from .costs import OfflineCosts, read_cost_table
+from .curve import CURVE_NOISE, measure, shipped_history
+from .policy import Policy, shipped_policy
 from ..io import atomic_write_text
 from ..data.run import read_runs
 from .answer import ESTIMATOR
@@ -254,16 +256,12 @@ def _policy(policy: Any, history: Any, history_signals: Any, reliability: Reliab
     """The policy ``select`` walks (``None`` where replay chooses on ``history`` instead) and the history: the
     given policy (or file), else the shipped one where no history, history signals or reliabilities are given and
     ``noise`` is its own; a ``noise`` of another value re-chooses on the shipped history."""
-    from .policy import Policy, shipped_policy  # lazy: start-up
-
     if policy is not None:
         return (policy if isinstance(policy, Policy) else Policy.load(policy)), history
     if history is not None or history_signals is not None or reliability is not None:
         return None, history
     pol = shipped_policy()
     if noise is not None and float(noise) != pol.noise:
-        from .curve import shipped_history  # lazy: start-up
-
         return None, shipped_history()
     return pol, None
 
@@ -299,12 +297,9 @@ def _stage_prior(prior_method: str, pol: Any, measured: Any, pool: Pool, task: T
 def _costs(stated: Any, backend: Any, task: Task, progress: bool, plan_only: bool) -> Any:
     """The cost model the plan uses: ``stated`` costs (a table or its CSV), else with ``plan_only`` and the real
     backend the offline one (no weights loaded), else the backend's (its probes)."""
-    from .backend import RealBackend  # lazy: start-up
-    from .costs import OfflineCosts, read_cost_table  # lazy: start-up
-
     if stated is not None:
         return stated if hasattr(stated, "cost") else read_cost_table(stated)
-    if plan_only and isinstance(backend, RealBackend):
+    if plan_only and hasattr(backend, "recipe") and hasattr(backend, "feature_method"):  # the real models' backend
         return OfflineCosts(task, backend.feature_method, backend.recipe)
     return backend.costs(task, progress)
 
