@@ -61,7 +61,8 @@ def split_withheld(truth, n: int = WITHHELD, seed: int = 0) -> tuple[list[str], 
 
 
 def select_on(withheld, policy, k: int, out: Path) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
-    """``select`` on every withheld task with ``k`` fine-tunes' budget: its picks and final rankings."""
+    """``select`` on every withheld task with ``k`` fine-tunes' budget, walking ``policy`` (``None``: its defaults,
+    the shipped policy): its picks and final rankings."""
     from modelseek import select
     from modelseek.data.pool import Candidate, Pool
     from modelseek.testing.funnel import RecordedBackend, recorded_task
@@ -70,7 +71,8 @@ def select_on(withheld, policy, k: int, out: Path) -> tuple[dict[str, list[str]]
     for tid in withheld.task_ids:
         pool = Pool([Candidate(str(m)) for m in withheld.matrix("f1").columns], name="recorded")
         be = RecordedBackend(withheld, tid, finetune_s=60.0)
-        res = select(recorded_task(tid), pool, 60.0 * k + 30.0, out / f"{tid}-{k}", backend=be, policy=policy)
+        kw = {} if policy is None else {"policy": policy}
+        res = select(recorded_task(tid), pool, 60.0 * k + 30.0, out / f"{tid}-{k}", backend=be, **kw)
         picks[tid] = [c for _, ids in be.calls for c in ids]
         rankings[tid] = res.run.ranking(tid)
     return picks, rankings
@@ -137,8 +139,14 @@ def main(argv: list[str] | None = None) -> int:
         fitting, withheld = truth.subset(fit_ids), truth.subset(held_ids)
         split = (f"{len(held_ids)} of the {len(truth.task_ids)} tasks of {args.truth.name} withheld (seed 0, "
                  f"stratified by tier), the policy chosen on the other {len(fit_ids)}")
-    policy = choose_policy(fitting, noise=0.0, source=f"the {len(fitting.task_ids)} fitting tasks", figures=False)
-    doc = {"split": split, "withheld_ids": withheld.task_ids, "policy": policy.describe(),
+    if args.withheld:  # select with its defaults: the shipped policy, chosen on the 70
+        from modelseek.funnel.policy import shipped_policy
+
+        policy, walked = None, shipped_policy()
+    else:
+        policy = walked = choose_policy(fitting, noise=0.0, source=f"the {len(fitting.task_ids)} fitting tasks",
+                                        figures=False)
+    doc = {"split": split, "withheld_ids": withheld.task_ids, "policy": walked.describe(),
            **compare(fitting, withheld, policy)}
     print(f"withheld figures: {split}")
     print("\n".join(doc["policy"]))
