@@ -46,7 +46,7 @@ def test_select_with_fake_trainer_then_resume(tmp_path, models, task):
     lines: list[str] = []
     res = select(task, pool, "1h", tmp_path / "out", recipe=recipe, epochs=2, trainer=FakeTrainer(log=str(log)),
                  echo=lines.append)
-    assert lines[0].startswith("measured by replay on shipped NTCIR-19 truth")  # the plan's reliabilities
+    assert lines[0].startswith("policy: the 70 NTCIR-19 training tasks")  # the policy walked, the plan's inputs
     assert any(x.startswith("plan for a budget of 1h00m over 3 candidates") for x in lines)
     # an hour fine-tunes all three tiny models: straight from the prior, no estimators needed
     assert res.status == "done" and (res.plan.k1, res.plan.finetune_k) == (0, 3)
@@ -114,9 +114,9 @@ def test_cli_select_real_finetuning(cli, tmp_path, models, task):
     planned = cli(*args, "--plan-only")
     assert planned.code == 0, planned.err
     out = planned.out
-    assert out.startswith("measured by replay on shipped NTCIR-19 truth") and "planned;" in out
-    # the measured reliabilities and what each fine-tune buys come before the plan made with them
-    assert out.index("reliability (within-task rank correlation") < out.index("expected gain per fine-tune") \
+    assert out.startswith("policy: the 70 NTCIR-19 training tasks") and "planned;" in out
+    # the policy walked, with its nested figures, comes before the plan made with its measured reliability
+    assert out.index("(within-task rank correlation") < out.index("expected nDCG@5 (nested") \
         < out.index("planning with reliabilities: prior 0.") < out.index("plan for a budget of 30m over 3 candidates")
     assert not (tmp_path / "o" / "run.trec").exists()
     r = cli(*args)
@@ -136,11 +136,12 @@ def test_cli_select_real_finetuning(cli, tmp_path, models, task):
     assert again.code == 0, again.err
     summary = json.loads(again.out)
     assert summary["ranking"] == top and summary["status"].startswith("done")
-    m = summary["measured"]
-    assert [p["k"] for p in m["curve"]] == [0, 1, 3, 5] and 0 < m["reliability"]["prior"] < 1
-    assert summary["plan"] is not None and m["order"] == "the prior's top-k" and m["base"] == "prior"
-    assert m["choices"]["prior_form"] in ("avgrank", "meanscore") and set(m["choices"]["merge"]) == {
-        str(k) for k in range(1, 11)}
+    m = summary["policy"]  # the shipped policy walked: where it was measured, its figures labelled as nested
+    assert summary["measured"] is None and m["measured_on"].startswith("the 70 NTCIR-19") and m["tasks"] == 70
+    assert [b["k"] for b in m["figures"]["budgets"]] == [0, 1, 3, 5, 10] and 0 < m["reliability"] < 1
+    assert summary["plan"] is not None and m["order"] == "prior" and m["noise"] == 0.0
+    assert m["prior_form"] == "avgrank" and set(m["merge"]) == {str(k) for k in range(1, 11)}
+    assert m["figures"]["kind"].startswith("nested") and "not withheld" in m["figures"]["kind"]
     assert summary["final_ranking"].startswith(("by expected official gain", "fine-tuned first"))
     assert summary["total_spent_s"] <= summary["budget_s"] and summary["left_undone"] == []
     assert [r["model_id"] for r in summary["finetuned"]] == [row.split(",")[0] for row in rows[1:]]

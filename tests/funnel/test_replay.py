@@ -160,8 +160,9 @@ def test_ntcir_prior_curve_equals_independent_computation_and_sequential_is_not_
     assert data.extra["trust"] == [0.0] * 5  # no fold's history gives the joint model any weight ...
     s = summarize(data, n_boot=200)
     for b in s["budgets"]:  # ... so the sequential order is the prior's top-k: as good, and not better; the funnel
-        # ranks the prior's top-k by the merge where every fold's history chose it (k = 3, 5, 10)
-        assert b["funnel"] == ("prior+merge" if b["k"] >= 3 else "prior") and b["funnel"] in b["policies"]
+        # ranks the prior's top-k by the merge where every fold's history chose it: k = 3 and 5, where its held-out
+        # gain is positive with its interval (at k = 10 it is not: fine-tuned first)
+        assert b["funnel"] == ("prior+merge" if b["k"] in (3, 5) else "prior") and b["funnel"] in b["policies"]
         assert b["sequential_vs_plain"]["ndcg@5"] == {"diff": 0.0, "low": 0.0, "high": 0.0}
     full = replay(truth, finetunes=[0, 1, 3, 5, 10], noise=0.0, folds=5, seed=0, acquisition="pi")
     for k in (1, 3, 5, 10):  # trusted fully, the Gaussian's order loses to the prior's top-k
@@ -278,6 +279,7 @@ def test_cli_journey_with_signals_json_and_plot(cli, tmp_path):
         lo, hi = b["policies"]["prior"]["intervals"]["ndcg@5"]
         assert lo <= b["policies"]["prior"]["ndcg@5"] <= hi
     assert doc["noise"] == 0.01 and doc["repeats"] == 3 and doc["reliability"]["oracle"] == pytest.approx(1.0)
+    assert doc["figures"].startswith("nested: 5-fold cross-fitting") and "not withheld" in doc["figures"]
     assert (tmp_path / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     r = cli("replay", str(csv), "--finetunes", "3")
     assert r.code == 0 and "k = 3 fine-tune(s)" in r.out and "order used by the funnel" in r.out
@@ -294,6 +296,7 @@ def test_cli_train_truth_and_errors(cli, tmp_path):
     r = cli("replay", str(csv), "--train-truth", str(hcsv), "--json")
     assert r.code == 0, r.err
     assert json.loads(r.out)["folds"] is None and json.loads(r.out)["history"].endswith("hist.csv")
+    assert json.loads(r.out)["figures"].startswith("withheld: the 6 replayed tasks")
     r = cli("replay", str(csv), "--train-truth", str(csv))  # every history task is replayed: none left to learn
     assert r.code == 1 and r.err.startswith("error:") and "truth.csv" in r.err and len(r.err.strip().splitlines()) == 1
     acc = tmp_path / "zoo.csv"  # a published zoo's records with their own column name
@@ -359,10 +362,12 @@ def test_select_plans_with_the_reliability_measured_on_the_given_history(tmp_pat
     lines: list[str] = []
     res = select(w.tasks[0], w.pool, "2h", tmp_path / "o", backend=SimulatedBackend(w, 0), history=hist,
                  plan_only=True, echo=lines.append)
-    expected = replay(hist, finetunes=[0, 1, 3, 5], noise=0.01, repeats=20, folds=5, seed=0, sequential=False)
+    # replay's default noise assumption (0), select's too
+    expected = replay(hist, finetunes=[0, 1, 3, 5], noise=0.0, repeats=20, folds=5, seed=0, sequential=False)
     r = expected.reliability["prior"]
     assert res.measured.tasks == 10 and res.measured.reliability["prior"] == pytest.approx(r)
-    assert res.measured.curve[2]["ndcg@5"] == pytest.approx(expected.values["prior"][3]["ndcg@5"].mean())
+    assert res.measured.curve[2]["ndcg@5"] == pytest.approx(
+        expected.values[expected.final[3]][3]["ndcg@5"].mean())  # the funnel's policy at k = 3
     body = json.loads((tmp_path / "o" / "state.json").read_text().split("\n", 1)[1])
     assert body["settings"]["reliability"] == [round(min(max(r, 0.0), 0.95), 4), 0.7]  # the plan's inputs
     assert any(f"planning with reliabilities: prior {round(r, 2):.2f} (measured)" in x for x in lines)

@@ -76,9 +76,9 @@ def test_plan_printed_before_spending(world, tmp_path):
                  echo=lambda s: events.append("plan: " + s))
     first_work = min(events.index("features"), events.index("finetune"))
     plan_at = next(i for i, e in enumerate(events) if e.startswith("plan: plan for a budget of 8h00m over 60 candidates"))
-    measured_at = next(i for i, e in enumerate(events) if e.startswith("plan: measured by replay on"))
+    measured_at = next(i for i, e in enumerate(events) if e.startswith("plan: policy: the 70 NTCIR-19"))
     assert measured_at < plan_at < first_work and res.plan.k1 > 0
-    assert any("expected gain per fine-tune" in e for e in events[:plan_at])
+    assert any("expected nDCG@5 (nested" in e for e in events[:plan_at])
 
 
 def test_plan_only_spends_nothing_beyond_the_prior(world, tmp_path):

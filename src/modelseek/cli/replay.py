@@ -26,6 +26,7 @@ from ..data.run import read_runs
 from ._truth import pool_aliases
 from ..data.truth import GroundTruth
 from ..funnel.curve import plot, render, summarize
+from ..funnel.policy import choose_policy
 
 
 def _finetunes(text: str) -> list[int]:
@@ -95,6 +96,9 @@ def register(sub) -> None:
     p.add_argument("--seed", type=SEED, default=0)
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", type=OUTPUT_FILE, metavar="PNG", help="write nDCG@5 and regret against k per policy")
+    p.add_argument("--policy-out", type=OUTPUT_FILE, metavar="JSON",
+                   help="write the policy replay chooses on every task of TRUTH (prior, order, merge per budget, the "
+                        "first --noise value) with its nested figures, for `select --policy`")
     declare_paths(p, inputs=["pool", "tasks_csv"])
     p.set_defaults(func=run, map_params=True)  # library errors name parameters: shown as flags
 
@@ -122,6 +126,8 @@ def run(args: argparse.Namespace) -> int:
                       repeats=args.repeats, folds=args.folds, seed=args.seed, acquisition=args.acquisition,
                       trust=args.trust, prior_form=args.prior_form, merge=merge, scheme=args.scheme)
         summaries.append(summarize(data, n_boot=args.bootstrap, source=str(args.truth)))
+    if args.policy_out:
+        choose_policy(truth, noise=args.noise[0], seed=args.seed, source=str(args.truth)).save(args.policy_out)
     if args.plot:
         plot({f"{args.truth} (noise {s['noise']:g})" if len(summaries) > 1 else str(args.truth): s
               for s in summaries}, args.plot)

@@ -16,7 +16,6 @@ from ..clash import FOLDER_READS
 from ._common import declare_paths
 from ._common import (EXECUTOR_REGISTRY, NON_NEGATIVE_FLOAT, OUTPUT_DIR, POSITIVE_INT, SEED, add_registry_option,
                       existing_file, print_json)
-from ..funnel.curve import CURVE_NOISE
 from ..funnel import format_seconds, parse_budget, select
 from ..funnel.pools import load_any_pool
 from ._finetune import load_recipe
@@ -41,14 +40,24 @@ def register(sub) -> None:
                         "fine-tuned results (finetuned.csv) and the job store "
                         "(default: ./modelseek-select)")
     p.add_argument("-m", "--method", default="logme", help="frozen-feature method for stage 2 (default: logme)")
-    p.add_argument("--prior", default="default", help="inference-free ranker for stage 1 (default: the shipped "
-                                                      "default, adaptive; 'history': the prior replay fits on "
-                                                      "--history, in the form it chose there)")
+    p.add_argument("--prior", default="policy", help="inference-free ranker for stage 1 (default 'policy': the "
+                                                     "prior of the policy walked where it knows every candidate, "
+                                                     "else the shipped default ranker; 'history': the prior replay "
+                                                     "fits on --history, in the form it chose there; or a ranker "
+                                                     "name)")
+    p.add_argument("--policy", type=existing_file, metavar="FILE",
+                   help="the policy to walk (prior, order, merge, noise assumption), as `modelseek replay "
+                        "--policy-out` writes it (default: the one replay chose on the 70 NTCIR-19 training tasks, "
+                        "shipped with the package)")
+    p.add_argument("--costs", type=existing_file, metavar="CSV",
+                   help="stated costs (model_id, load_s, feature_s_per_1k, finetune_s_per_epoch_1k) instead of "
+                        "measuring them")
     p.add_argument("--epochs", type=POSITIVE_INT, default=10,
                    help="at most this many epochs per fine-tuning (the plan assumes all run; default 10)")
     p.add_argument("--halving", action="store_true", help="successive halving over the fine-tuning candidates")
     p.add_argument("--plan-only", "--dry-run", dest="plan_only", action="store_true",
-                   help="run the prior and the cost probes, print the plan, spend nothing else")
+                   help="print the plan from the prior, the pool's metadata and cached or stated costs, loading "
+                        "no weights (runs offline); spend nothing else")
     p.add_argument("--recipe", help="fine-tuning recipe YAML (default: the protocol)")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override one recipe key (repeatable)")
@@ -68,9 +77,10 @@ def register(sub) -> None:
                         "the history the order fine-tuning walks (the prior, the estimator, their RRF, or their "
                         "fusion weighted by the reliabilities measured there) and the plan uses the measured "
                         "reliabilities (default: none; the order is then RRF and the estimators' reliability assumed)")
-    p.add_argument("--noise", type=NON_NEGATIVE_FLOAT, default=CURVE_NOISE, metavar="SD",
-                   help=f"seed noise of a fine-tuned F1 (sd) that replay assumes when it measures on the history "
-                        f"(an assumption; default {CURVE_NOISE:g})")
+    p.add_argument("--noise", type=NON_NEGATIVE_FLOAT, metavar="SD",
+                   help="seed noise of a fine-tuned F1 (sd) that replay assumes when it chooses on the history (an "
+                        "assumption; default: the policy's, 0 for the shipped one, as replay's default; another "
+                        "value re-chooses on the shipped history)")
     p.add_argument("--json", action="store_true", help="print a machine-readable summary (the plan included)")
     declare_paths(p, inputs={"path": FOLDER_READS, "pool": (), "recipe": ()},
                   output_dirs={"out": ("run.trec", "finetuned.csv", "state.json", "finetune.sqlite")})
@@ -90,12 +100,14 @@ def run(args: argparse.Namespace) -> int:
     res = select(data, pool, args.budget, args.out, feature_method=args.method, prior_method=args.prior,
                  recipe=recipe, epochs=args.epochs, halving=args.halving, plan_only=args.plan_only, seed=args.seed,
                  progress=not args.json, echo=echo, executor=args.executor, address=args.address,
-                 history=args.history, noise=args.noise, history_signals=args.history_signals)
+                 history=args.history, noise=args.noise, history_signals=args.history_signals,
+                 policy=args.policy, costs=args.costs)
     tid = next(iter(res.run))
     if args.json:
         print_json({"status": res.status, "plan": res.plan.to_dict(), "spent_s": res.spent_s,
                     "total_spent_s": res.total_spent_s, "budget_s": res.plan.budget_s,
-                    "measured": _measured_json(res.measured), "ranking": res.run.ranking(tid),
+                    "measured": _measured_json(res.measured), "policy": _policy_json(res.policy),
+                    "ranking": res.run.ranking(tid),
                     "final_ranking": res.final, "finetuned": res.finetuned, "finetune_costs": res.costs,
                     "left_undone": res.left_undone, "warnings": res.warnings, "out": str(res.out)})
         return 0
@@ -119,10 +131,22 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _policy_json(p) -> dict | None:
+    """The policy walked, where it was measured and its figures (labelled nested or withheld)."""
+    if p is None:
+        return None
+    return {"measured_on": p.measured_on, "tasks": p.tasks, "noise": p.noise, "prior_form": p.prior_form.value,
+            "order": p.order, "merge": {str(k): v for k, v in p.merge.items()},
+            "merge_gain": {str(k): list(v) for k, v in p.merge_gain.items()}, "reliability": p.reliability,
+            "figures": p.figures}
+
+
 def _measured_json(m) -> dict | None:
-    """What replay on the history measured, as ``--json`` carries it."""
+    """What replay on the history measured, as ``--json`` carries it (5-fold cross-fitting within the history's
+    own tasks: nested figures, not withheld ones; ``figures`` says so)."""
     if m is None:
         return None
     return {"history": m.source, "tasks": m.tasks, "noise": m.noise, "reliability": m.reliability,
+            "figures": "nested: 5-fold cross-fitting by task within the history's tasks (not withheld tasks)",
             "curve": list(m.curve), "gain_per_finetune": m.gain_per_finetune(), "order": m.order, "why": m.why,
             "base": m.base, "choices": m.choices.to_dict() if m.choices is not None else None}

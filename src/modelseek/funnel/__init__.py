@@ -6,8 +6,11 @@
     res.finetuned    # the fine-tuned candidates' validation and test F1
 
 Stages, plan and resumption: :mod:`.run`; the plan: :mod:`.plan`; costs: :mod:`.costs`; budgets: :mod:`.budget`;
-what a budget buys, replayed on recorded results: :mod:`.replay` (``modelseek replay``) and :mod:`.curve` (the
-measured reliabilities and curve the plan and the answer use).
+what a budget buys, replayed on recorded results: :mod:`.replay` (``modelseek replay``: the replay loop and its
+scores, over :mod:`.table` — the recorded table and its splits —, :mod:`.priors`, :mod:`.orders` — the plain
+orders, their names and reliabilities —, :mod:`.joint` — the sequential policy's Gaussian — and :mod:`.scoring` —
+one split's metrics) and :mod:`.curve` (the measured reliabilities and curve the plan
+and the answer use); the policy ``select`` walks, chosen by replay: :mod:`.policy`.
 """
 
 from .budget import format_seconds, parse_budget

@@ -14,12 +14,14 @@ made from these numbers; what each unit really took is recorded as it finishes.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import json
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -27,7 +29,7 @@ import numpy as np
 from ..data.pool import Candidate, Pool
 from ..data.task import Split, Task
 from ..ranking import rank
-from ..errors import ModelseekError
+from ..errors import InputError, ModelseekError
 
 log = logging.getLogger(__name__)
 
@@ -223,3 +225,91 @@ class MeasuredCosts:
             why = f"; {first[0]}: {first[1]}" if first else ""
             raise ModelseekError(f"no candidate's cost could be measured (every cost probe failed{why})")
         return scaled_cost(self.measured, self.params, candidate.id)
+
+
+#: stated costs per million parameters for a plan made offline (``select --plan-only`` with nothing cached and no
+#: ``--costs``): ASSUMPTIONS, the generated world's (``modelseek.testing.funnel``: a CPU-like machine), not
+#: measurements — seconds to load, per 1,000 texts of frozen features, per epoch per 1,000 fine-tuning texts
+STATED_PER_M = ModelCost(load_s=0.01, feature_s_per_1k=0.1, finetune_s_per_epoch_1k=1.0)
+#: the size assumed for a candidate whose parameter count no card, config or pool declares (BERT-base)
+STATED_PARAMS_M = 110.0
+
+
+class OfflineCosts(MeasuredCosts):
+    """Costs for a plan made without loading any weights: a candidate's cost cached by an earlier probe on this
+    machine (:class:`MeasuredCosts`' cache), else the cached ones' median scaled by its parameter count, else
+    :data:`STATED_PER_M` times its parameter count (from the pool, its shipped profile, its card or config in the
+    local cache; :data:`STATED_PARAMS_M` where none declares one). :attr:`sources` says which per candidate."""
+
+    def __init__(self, task: Task, feature_method: str, recipe, seed: int = 0) -> None:
+        super().__init__(task, feature_method, recipe, seed=seed, probe_top=0)
+        self.sources: dict[str, str] = {}
+
+    def prepare(self, order: Sequence[Candidate]) -> float:
+        """The parameter counts and cached costs of every candidate; no probe. Returns the seconds it took."""
+        from ..profiles import profile_for  # lazy: start-up
+
+        start = self.clock()
+        for c in order:
+            p = c.params_m if c.params_m else getattr(profile_for(c), "params_m", None)
+            self.params[c.id] = float(p) if p else None
+            got = self.cached(c)
+            if got is not None:
+                self.measured[c.id] = got
+                self.sources[c.id] = "cached probe"
+        whole = self.clock() - start
+        self.probe_seconds += whole
+        return whole
+
+    def cost(self, candidate: Candidate) -> ModelCost:
+        if candidate.id in self.measured:
+            return self.measured[candidate.id]
+        if self.measured:
+            self.sources.setdefault(candidate.id, "cached probes, scaled by parameter count")
+            return scaled_cost(self.measured, self.params, candidate.id)
+        size = self.params.get(candidate.id) or candidate.params_m or STATED_PARAMS_M
+        self.sources.setdefault(candidate.id, "stated per-parameter cost" + (
+            "" if self.params.get(candidate.id) or candidate.params_m else f" ({STATED_PARAMS_M:g} M assumed)"))
+        s = STATED_PER_M
+        return ModelCost(load_s=s.load_s * size, feature_s_per_1k=s.feature_s_per_1k * size,
+                         finetune_s_per_epoch_1k=s.finetune_s_per_epoch_1k * size)
+
+
+def read_cost_table(path) -> CostTable:
+    """Stated costs from a CSV (``model_id, load_s, feature_s_per_1k, finetune_s_per_epoch_1k``; every number
+    finite and >= 0); a bad row is a located error. A candidate the table lacks is an error when the plan asks."""
+    p = Path(path)
+    if not p.is_file():
+        raise InputError("no such cost table", path=p)
+    cols = ("load_s", "feature_s_per_1k", "finetune_s_per_epoch_1k")
+    out: dict[str, ModelCost] = {}
+    with p.open(newline="", encoding="utf-8") as fh:
+        rows = csv.DictReader(fh)
+        missing = [c for c in ("model_id", *cols) if c not in (rows.fieldnames or [])]
+        if missing:
+            raise InputError(f"missing column {missing[0]!r}", path=p, line=1, field=missing[0])
+        for i, row in enumerate(rows, start=2):
+            vals = []
+            for c in cols:
+                try:
+                    v = float(row[c])
+                except (TypeError, ValueError):
+                    v = float("nan")
+                if not (np.isfinite(v) and v >= 0):
+                    raise InputError(f"must be a finite number >= 0, got {row[c]!r}", path=p, line=i, field=c)
+                vals.append(v)
+            out[str(row["model_id"])] = ModelCost(*vals)
+    return _StatedCosts(out, str(p))
+
+
+class _StatedCosts(CostTable):
+    """A :class:`CostTable` read from a file: a candidate it lacks is a located error."""
+
+    def __init__(self, table: Mapping[str, ModelCost], source: str) -> None:
+        super().__init__(table)
+        self.source = source
+
+    def cost(self, candidate: Candidate) -> ModelCost:
+        if candidate.id not in self.table:
+            raise InputError(f"no cost for candidate {candidate.id!r}", path=self.source, field="model_id")
+        return self.table[candidate.id]

@@ -107,6 +107,15 @@ def _budget(data: ReplayData, k: int, n_boot: int, seed: int) -> dict[str, Any]:
     return out
 
 
+def figures_kind(data: ReplayData) -> str:
+    """What a replay's figures are: nested cross-fitting within the replayed tasks, or withheld tasks."""
+    if data.folds is not None:
+        return (f"nested: {data.folds}-fold cross-fitting by task within the {len(data.task_ids)} replayed tasks, "
+                f"each fold's choices made on its other folds alone; not withheld tasks")
+    return (f"withheld: the {len(data.task_ids)} replayed tasks, every choice and fit made on the history "
+            f"({data.history}) alone")
+
+
 def summarize(data: ReplayData, n_boot: int = 1000, seed: int | None = None, source: str = "") -> dict[str, Any]:
     """The JSON-ready summary of a replay (``{"budgets": [{"k", "policies", "funnel", ...}], ...}``)."""
     s = data.seed if seed is None else seed
@@ -115,6 +124,7 @@ def summarize(data: ReplayData, n_boot: int = 1000, seed: int | None = None, sou
         why = NOT_SHIPPED
     return {"truth": source, "tasks": len(data.task_ids), "models": len(data.model_ids), "noise": data.noise,
             "repeats": data.repeats, "folds": data.folds, "history": data.history, "seed": data.seed,
+            "figures": figures_kind(data),
             "bootstrap": n_boot, **data.extra, "plain_order": data.base,
             "sequential": {"shipped": shipped, "why": why}, "reliability": data.reliability,
             "budgets": [_budget(data, k, n_boot, s) for k in data.finetunes]}
@@ -126,6 +136,7 @@ def render(summary: dict[str, Any]) -> str:
     lines = [f"replay of {summary['truth'] or 'the ground truth'}: {summary['tasks']} tasks x {summary['models']} "
              f"models; policies learn from {hist}; seed noise sd {summary['noise']:g} x {summary['repeats']} "
              f"draw(s); means over tasks [95% bootstrap interval]",
+             f"figures: {summary['figures']}",
              "reliability (mean within-task rank correlation with the recorded score): "
              + ", ".join(f"{k} {v:.2f}" for k, v in summary["reliability"].items())]
     head = f"  {'policy':<16} {'nDCG@1':>21} {'nDCG@3':>21} {'nDCG@5':>21} {'regret':>24}"

@@ -16,7 +16,7 @@ score over the history's tasks), the fine-tuned ones per level bin by an increas
 (:class:`sklearn.isotonic.IsotonicRegression`), over the fine-tuned ones and every other candidate counted as if
 fine-tuned beside them (so that ratios the history's order never tried are learned, not extrapolated). Ties: a
 fine-tuned candidate before an untried one of equal expected gain; fine-tuned ones among themselves by observed
-score; untried ones by their order.
+score, then by their order; untried ones by their order.
 
 Written by hand: two tables of conditional means (scikit-learn does the isotonic fit); no library merges
 verified and unverified candidates of a selection by expected graded gain.
@@ -65,11 +65,21 @@ class GainTables:
     def untried_gain(self, level: np.ndarray) -> np.ndarray:
         return self.untried[self._bins(np.asarray(level, float))]
 
-    def to_dict(self) -> dict:
-        return {"k": self.k, "tasks": self.tasks, "level_edges": [round(float(e), 6) for e in self.edges],
-                "untried": [round(float(u), 6) for u in self.untried],
-                "tried": [{"ratio": [round(float(v), 6) for v in x], "gain": [round(float(v), 6) for v in y]}
+    def to_dict(self, exact: bool = False) -> dict:
+        """As JSON holds it: rounded to 6 decimals, or with ``exact`` every float as it is (what
+        :meth:`from_dict` reads back bit for bit: a shipped policy ranks exactly as the tables it was chosen with)."""
+        r = (lambda v: float(v)) if exact else (lambda v: round(float(v), 6))
+        return {"k": self.k, "tasks": self.tasks, "level_edges": [r(e) for e in self.edges],
+                "untried": [r(u) for u in self.untried],
+                "tried": [{"ratio": [r(v) for v in x], "gain": [r(v) for v in y]}
                           for x, y in zip(self.tried_x, self.tried_y)]}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> GainTables:
+        return cls(k=int(d["k"]), edges=np.array(d["level_edges"], float),
+                   tried_x=tuple(np.array(t["ratio"], float) for t in d["tried"]),
+                   tried_y=tuple(np.array(t["gain"], float) for t in d["tried"]),
+                   untried=np.array(d["untried"], float), tasks=int(d["tasks"]))
 
 
 def true_gains(scores: np.ndarray, scheme: GradingScheme = GradingScheme.NTCIR) -> np.ndarray:
@@ -156,7 +166,8 @@ def merged_final(base_rank: np.ndarray, picked: np.ndarray, observed: np.ndarray
                    tables.untried_gain(level)[:, None])
     key = np.where(scored, key, -np.inf)
     third = np.where(picked, -observed, base_rank.astype(float))
-    merged = np.lexsort((third, (~picked).astype(int), -key), axis=1)
+    # equal observed scores of fine-tuned ones: the order walked breaks the tie (as fine-tuned first does)
+    merged = np.lexsort((base_rank, third, (~picked).astype(int), -key), axis=1)
     final = np.empty(base_rank.shape, float)
     rows = np.arange(len(final))[:, None]
     final[rows, merged] = -np.arange(base_rank.shape[1], dtype=float)[None, :]

@@ -31,7 +31,9 @@ from .answer import final_ranking, walk_order
 from .replay import prior_scores
 from .pools import load_any_pool
 from ..data.truth import GroundTruth
-from .curve import CURVE_NOISE, measure
+from .costs import OfflineCosts, read_cost_table
+from .curve import CURVE_NOISE, measure, shipped_history
+from .policy import Policy, shipped_policy
 from ..io import atomic_write_text
 from ..data.run import read_runs
 from .answer import ESTIMATOR
@@ -40,6 +42,9 @@ from .replay import PRIOR
 RUN_ID = "funnel"
 #: ``prior_method`` for the prior replay fits on the history (the form it chose there)
 HISTORY_PRIOR = "history"
+#: ``prior_method`` for the prior of the policy walked (the shipped policy's, or the one replay chose on
+#: ``history``), where it covers the pool; the shipped default ranker otherwise (``select`` says so)
+POLICY_PRIOR = "policy"
 
 
 @dataclass
@@ -52,6 +57,7 @@ class FunnelResult:
     out: Path
     ran_units: list[str] = field(default_factory=list)   # units run by this call (resumed ones are not)
     measured: Any = None                  # what replay on the history measured (:class:`.curve.Measured`), if used
+    policy: Any = None                    # the policy walked (:class:`.policy.Policy`), where no history was given
     final: str = ""                       # how the final ranking was made (the merge, or fine-tuned first)
     warnings: list[str] = field(default_factory=list)   # e.g. the fine-tuned scores cannot tell the candidates apart
     costs: dict[str, dict[str, float]] = field(default_factory=dict)  # per fine-tuned id: estimated and spent seconds
@@ -88,16 +94,20 @@ def _order(pool: Pool, scores: dict[str, float]) -> list[Candidate]:
     return sorted(pool, key=lambda c: (-scores.get(c.id, float("-inf")), pos[c.id]))
 
 
-def _final_run(task: Task, pool: Pool, st: FunnelState, measured: Any = None) -> tuple[Run, str]:
+def _final_run(task: Task, pool: Pool, st: FunnelState, measured: Any = None, policy: Any = None
+               ) -> tuple[Run, str]:
     """The final ranking (:func:`.answer.final_ranking`) as a run, and how it was made (one line)."""
     order = walk_order(pool.ids, st["prior"] or {}, st["features"], *_walk(st))
     ft = {r["model_id"]: (float(r.get("rung") or 0), float(r["val_f1"])) for r in st["finetune"].values()
           if r.get("status") == "done" and r.get("val_f1") is not None}
     k = len(ft)
     tables = None
-    if measured is not None and k and not st["settings"]["halving"] and measured.merge_at(k):
+    if policy is not None and k and not st["settings"]["halving"] and policy.merge_at(k):
+        tables = policy.gain_tables(k)
+    elif measured is not None and k and not st["settings"]["halving"] and measured.merge_at(k):
         tables = measured.gain_tables(k, model_ids=list(pool.ids))
-    how = ("by expected official gain (the merge replay chose on the history at this k)" if tables is not None
+    where = "the policy's history" if policy is not None else "the history"
+    how = (f"by expected official gain (the merge replay chose on {where} at this k)" if tables is not None
            else "fine-tuned first, then the order walked")
     ranking = final_ranking(order, ft, tables)
     n = len(ranking)
@@ -122,18 +132,22 @@ def _real_backend(out: Path, feature_method: str, prior_method: str, recipe, see
     from .backend import RealBackend  # lazy: start-up
 
     recipe = recipe or PROTOCOL
+    if prior_method in (POLICY_PRIOR, HISTORY_PRIOR):  # asked of the backend only where the policy does not cover
+        prior_method = "default"
     return RealBackend(out / "finetune.sqlite", feature_method=feature_method, prior_method=prior_method,
                        recipe=recipe, seed=seed, trainer=trainer, executor=executor, address=address), recipe
 
 
 def _settings(task: Task, pool: Pool, budget_s: float, feature_method: str, prior_method: str, recipe, epochs: int,
-              halving: bool, seed: int, rel: Reliability, measured: Any) -> dict[str, Any]:
+              halving: bool, seed: int, rel: Reliability, measured: Any, policy: Any = None) -> dict[str, Any]:
     """What a resumed run must share with the first (the state refuses another), and the order it walks."""
     settings: dict[str, Any] = {
         "task": task.id, "task_fingerprint": _fingerprint(task), "pool": _ids_digest(pool.ids),
         "pool_size": len(pool), "budget_s": budget_s, "feature_method": feature_method, "prior_method": prior_method,
         "recipe": getattr(recipe, "digest", None), "epochs": int(epochs), "halving": bool(halving),
         "seed": int(seed), "reliability": [rel.prior, rel.features]}
+    if policy is not None:
+        settings["policy"] = policy.digest
     if measured is not None and measured.signals and measured.choices is not None:
         ch = measured.choices
         settings["walk"] = [ch.order, list(ch.reliability) if ch.reliability is not None else None]
@@ -141,32 +155,41 @@ def _settings(task: Task, pool: Pool, budget_s: float, feature_method: str, prio
 
 
 def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float, out: str | Path,
-           feature_method: str = "logme", prior_method: str = "default", recipe=None, epochs: int = 10,
+           feature_method: str = "logme", prior_method: str = POLICY_PRIOR, recipe=None, epochs: int = 10,
            halving: bool = False, plan_only: bool = False, seed: int = 0, chunk: int = 8, backend=None,
            reliability: Reliability | None = None, progress: bool = False,
            echo: Callable[[str], None] | None = None, trainer=None, executor: str = "local",
-           address: str | None = None, history=None, noise: float = CURVE_NOISE, history_signals=None
-           ) -> FunnelResult:
+           address: str | None = None, history=None, noise: float | None = None, history_signals=None,
+           policy=None, costs=None) -> FunnelResult:
     """Plan and run the funnel for one task (see the module docstring). ``budget`` is a duration (``"4h"``,
     ``"90m"``, ``"3600s"``) or seconds; ``out`` the folder that holds the state, the run and the results;
     ``epochs`` caps each fine-tuning (the plan assumes all of them run); ``backend`` replaces the real models
-    (the benchmark's simulated pool). ``reliability``: the signals' correlations with fine-tuned F1 to plan with;
-    by default the prior's is measured by replay (:mod:`.curve`) on ``history`` (a ground truth or its path;
-    default: the NTCIR-19 fine-tuning results shipped with the package), and the estimators' stays assumed
-    (no estimator scores are recorded there). ``executor`` (a name of :data:`modelseek.executors.EXECUTORS`, at
-    ``address``) runs the frozen-feature candidate jobs and the fine-tuning jobs. ``prior_method="history"``
-    is the prior replay fits on the history (its form chosen there by cross-fitting; the pool's ids must be the
-    history's). ``noise``: the seed noise replay assumes when it measures (:data:`.curve.CURVE_NOISE`).
-    ``history_signals`` (runs, or a TREC run file): the estimator's scores on the history's tasks (one run; a
-    run named ``prior`` may add the prior's scores there, where the prior is not the one fitted on the history):
-    replay then chooses on the history by cross-fitting the order fine-tuning walks — the prior, the estimator,
-    ``rrf`` or ``weighted`` (the fusion weighted by the reliabilities measured there, which the plan uses too) —
-    and ``select`` walks it; without them the order is ``rrf``, replay's default with estimator signals."""
+    (the benchmark's simulated pool). ``executor`` (a name of :data:`modelseek.executors.EXECUTORS`, at
+    ``address``) runs the frozen-feature candidate jobs and the fine-tuning jobs.
+
+    **What it walks.** By default the policy (:class:`.policy.Policy`) that replay chose on the 70 NTCIR-19
+    training tasks, shipped with the package (:func:`.policy.shipped_policy`), or ``policy`` (one, or its file:
+    ``modelseek replay --policy-out``): its prior (``prior_method="policy"``, where it covers the pool's
+    candidates; else the shipped default ranker, and ``select`` says so), its order, its final ranking per budget
+    (the merge where its held-out gain was positive with its interval) and its noise assumption. With ``history``
+    (a ground truth or its path) replay chooses all that on it instead, as ``modelseek replay`` does, with the seed
+    noise ``noise`` (default 0, replay's default); ``noise`` given with no history re-chooses on the shipped
+    history with it. ``prior_method="history"`` is the prior replay fits on the history; another name is a
+    ranker of :func:`modelseek.rank`. ``history_signals`` (runs, or a TREC run file): the estimator's scores on
+    the history's tasks (one run; a run named ``prior`` may add the prior's scores there): replay then chooses on
+    the history the order fine-tuning walks — the prior, the estimator, ``rrf`` or ``weighted`` — and ``select``
+    walks it; without them the order with estimators is ``rrf``. ``reliability``: the signals' correlations with
+    fine-tuned F1 to plan with (default: measured). ``costs`` (a :class:`.costs.CostTable`, or a CSV of
+    ``model_id, load_s, feature_s_per_1k, finetune_s_per_epoch_1k``): stated costs instead of the backend's
+    probes; with ``plan_only`` and no stated costs the plan is made from cached or parameter-count costs
+    (:class:`.costs.OfflineCosts`), loading no weights."""
     say = echo or (lambda s: None)
     budget_s = parse_budget(budget)
     _check_options(epochs, chunk, executor, address)
     task = _load_task(data)
     pool = pool if isinstance(pool, Pool) else load_any_pool(pool)
+    pol, history = _policy(policy, history, history_signals, reliability, noise)
+    noise = pol.noise if pol is not None else (0.0 if noise is None else float(noise))
     if history is not None and (reliability is None or history_signals is not None
                                 or prior_method == HISTORY_PRIOR):
         history = history if isinstance(history, GroundTruth) else GroundTruth.from_csv(history)
@@ -177,33 +200,40 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
     out.mkdir(parents=True, exist_ok=True)
     if backend is None:
         backend, recipe = _real_backend(out, feature_method, prior_method, recipe, seed, trainer, executor, address)
-    rel, measured, measure_s = _reliability(reliability, history, say, backend.clock, noise,
-                                            need_history=prior_method == HISTORY_PRIOR, signals=hsig,
-                                            own_prior=prior_method == HISTORY_PRIOR)
+    if pol is not None:
+        rel, measured, measure_s = _policy_reliability(pol, reliability, say), None, 0.0
+    else:
+        rel, measured, measure_s = _reliability(reliability, history, say, backend.clock, noise,
+                                                need_history=prior_method == HISTORY_PRIOR, signals=hsig,
+                                                own_prior=prior_method == HISTORY_PRIOR)
     settings = _settings(task, pool, budget_s, feature_method, prior_method, recipe, epochs, halving, seed, rel,
-                         measured)
+                         measured, pol)
     st = FunnelState.open(out / "state.json", settings)
     st["runs"] += 1
     st.add_spent("replay", measure_s)
     ran: list[str] = []
-    clock = backend.clock
     n_feat = len(task.train.texts) + len(task.val.texts)
-    n_ft = n_feat
 
     # ---- stage 1: the prior
     if st["prior"] is None:
-        prior = _timed(st, "prior", clock, lambda: _history_prior(measured, pool) if prior_method == HISTORY_PRIOR
-                       else backend.prior(task, pool))
+        prior = _timed(st, "prior", backend.clock, lambda: _stage_prior(prior_method, pol, measured, pool, task,
+                                                                         backend, say))
         st["prior"] = {k: float(v) for k, v in prior.items()}
         st.save()
         ran.append("prior")
     order = _order(pool, st["prior"])
-    costs = backend.costs(task, progress)
-
-    plan = _plan_stage(st, order, costs, budget_s, n_feat, n_ft, int(epochs), halving, rel, say)
+    cost_model = _costs(costs, backend, task, progress, plan_only)
+    plan = _plan_stage(st, order, cost_model, budget_s, n_feat, n_feat, int(epochs), halving, rel, say)
     if plan_only:
         st.save()
-        return _finish(task, pool, st, plan, out, "planned", ran, measured)
+        return _finish(task, pool, st, plan, out, "planned", ran, measured, pol)
+    status = _spend(task, st, plan, backend, cost_model, pool, n_feat, chunk, halving, ran, progress, say)
+    return _finish(task, pool, st, plan, out, status, ran, measured, pol)
+
+
+def _spend(task, st, plan, backend, costs, pool, n_feat, chunk, halving, ran, progress, say) -> str:
+    """Stages 2 and 3 (estimators, then fine-tuning) within what is left of the budget; the status."""
+    budget_s = st["settings"]["budget_s"]
 
     def fits(estimate: float) -> bool:
         return st.spent_s + estimate <= budget_s + 1e-9
@@ -215,10 +245,63 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
         if len(st["features"]) + len(st["feature_failures"]) < plan.k1:
             status = "stopped: estimators unfinished"
         elif halving:
-            status = _halving_stage(task, st, plan, backend, costs, by_id, pool, n_ft, fits, ran)
+            status = _halving_stage(task, st, plan, backend, costs, by_id, pool, n_feat, fits, ran)
         else:
-            status = _finetune_stage(task, st, plan, backend, costs, by_id, pool, n_ft, fits, ran, progress, say)
-    return _finish(task, pool, st, plan, out, status, ran, measured)
+            status = _finetune_stage(task, st, plan, backend, costs, by_id, pool, n_feat, fits, ran, progress, say)
+    return status
+
+
+def _policy(policy: Any, history: Any, history_signals: Any, reliability: Reliability | None,
+            noise: float | None) -> tuple[Any, Any]:
+    """The policy ``select`` walks (``None`` where replay chooses on ``history`` instead) and the history: the
+    given policy (or file), else the shipped one where no history, history signals or reliabilities are given and
+    ``noise`` is its own; a ``noise`` of another value re-chooses on the shipped history."""
+    if policy is not None:
+        return (policy if isinstance(policy, Policy) else Policy.load(policy)), history
+    if history is not None or history_signals is not None or reliability is not None:
+        return None, history
+    pol = shipped_policy()
+    if noise is not None and float(noise) != pol.noise:
+        return None, shipped_history()
+    return pol, None
+
+
+def _policy_reliability(pol: Any, given: Reliability | None, say: Callable[[str], None]) -> Reliability:
+    """What the plan uses with a policy: ``given``, else the prior's reliability the policy measured (the
+    estimators' assumed: its history records no estimator scores)."""
+    for line in pol.describe():
+        say(line)
+    if given is not None:
+        return given
+    rel = Reliability(prior=round(min(max(pol.reliability, 0.0), 0.95), 4))
+    say(f"  planning with reliabilities: prior {rel.prior:.2f} (measured there), estimators {rel.features:.2f} "
+        f"(assumed: the policy's history records no estimator scores); with estimators the order is rrf")
+    return rel
+
+
+def _stage_prior(prior_method: str, pol: Any, measured: Any, pool: Pool, task: Task, backend: Any,
+                 say: Callable[[str], None]) -> dict[str, float]:
+    """Stage 1: the policy's prior where it covers the pool, the prior fitted on the history (``history``), else
+    the backend's ranker (with a history, ``policy`` is the backend's: replay measured the history for it)."""
+    if prior_method == POLICY_PRIOR and pol is not None:
+        got = pol.prior_for(list(pool.ids), [c.source for c in pool])
+        if got is not None:
+            return got
+        say(f"  the policy's prior knows {len(pol.prior)} models, not all of this pool's {len(pool)}: the prior "
+            f"is the shipped default ranker (the merge and the order are still the policy's)")
+    elif measured is not None and prior_method == HISTORY_PRIOR:
+        return _history_prior(measured, pool)
+    return backend.prior(task, pool)
+
+
+def _costs(stated: Any, backend: Any, task: Task, progress: bool, plan_only: bool) -> Any:
+    """The cost model the plan uses: ``stated`` costs (a table or its CSV), else with ``plan_only`` and the real
+    backend the offline one (no weights loaded), else the backend's (its probes)."""
+    if stated is not None:
+        return stated if hasattr(stated, "cost") else read_cost_table(stated)
+    if plan_only and hasattr(backend, "recipe") and hasattr(backend, "feature_method"):  # the real models' backend
+        return OfflineCosts(task, backend.feature_method, backend.recipe)
+    return backend.costs(task, progress)
 
 
 def _history_prior(measured: Any, pool: Pool) -> dict[str, float]:
@@ -338,6 +421,8 @@ def _plan_stage(st: FunnelState, order: list[Candidate], costs: Any, budget_s: f
         say(plan.describe())
     else:
         plan = Plan.from_dict(st["plan"])
+        if hasattr(costs, "prepare") and not getattr(costs, "measured", True):  # planned offline: probe now
+            st.add_spent("probe", costs.prepare(order))
         say(plan.describe())
         say(f"resuming (run {st['runs']}): {format_seconds(st.spent_s)} spent so far")
     return plan
@@ -497,12 +582,12 @@ def _fingerprint(task: Task) -> str:
 
 
 def _finish(task: Task, pool: Pool, st: FunnelState, plan: Plan, out: Path, status: str,
-            ran: list[str], measured: Any = None) -> FunnelResult:
+            ran: list[str], measured: Any = None, policy: Any = None) -> FunnelResult:
     import csv
     import io
 
     st.save()
-    run, how = _final_run(task, pool, st, measured)
+    run, how = _final_run(task, pool, st, measured, policy)
     rows = sorted(st["finetune"].values(), key=lambda r: (-(r.get("rung") or 0), -(r.get("val_f1") or -1.0)))
     if status != "planned":
         write_runs(out / "run.trec", [run])
@@ -513,9 +598,9 @@ def _finish(task: Task, pool: Pool, st: FunnelState, plan: Plan, out: Path, stat
         for r in rows:
             w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in cols})
         atomic_write_text(out / "finetuned.csv", buf.getvalue())
-    warn = indistinguishable(task, rows, measured.noise if measured is not None else CURVE_NOISE)
+    warn = indistinguishable(task, rows, max(measured.noise if measured is not None else 0.0, CURVE_NOISE))
     return FunnelResult(run=run, plan=plan, finetuned=rows, spent_s=dict(st["spent"]), status=status, out=out,
-                        ran_units=ran, measured=measured, final=how, warnings=[warn] if warn else [],
+                        ran_units=ran, measured=measured, policy=policy, final=how, warnings=[warn] if warn else [],
                         costs=dict(st.body.get("finetune_costs") or {}), left_undone=list(st.body.get("left_undone")
                                                                                           or []))
 

@@ -164,3 +164,56 @@ def make_family_truth(n_tasks: int = 40, n_models: int = 10, lead: float = 0.05,
                   + rng.normal(0, 0.005)) for j in range(n_models)]
     return GroundTruth(pd.DataFrame(rows, columns=["task_id", "model_id", "f1"]), source="generated families")
 
+
+
+class _FlatCosts:
+    """Every candidate's fine-tuning costs ``finetune_s`` whatever its epochs; frozen features cost more than any
+    budget (the funnel then walks the prior alone, as replay's prior policy does)."""
+
+    def __init__(self, finetune_s: float) -> None:
+        self.finetune_s = float(finetune_s)
+
+    def cost(self, candidate: Candidate) -> ModelCost:
+        return ModelCost(load_s=self.finetune_s, feature_s_per_1k=1e12, finetune_s_per_epoch_1k=0.0)
+
+
+class RecordedBackend:
+    """One task of a recorded ground truth behind the funnel's backend interface (a virtual clock): fine-tuning a
+    candidate reveals its recorded score (as validation and test F1, as ``replay`` reveals it without noise) and
+    takes ``finetune_s`` seconds, so a budget of ``k * finetune_s`` (plus less than one more) fine-tunes exactly the
+    first ``k`` of the order walked. The prior is the policy's (``select`` asks the backend only for a pool the
+    policy does not cover: an error here)."""
+
+    def __init__(self, truth: GroundTruth, task_id: str, finetune_s: float = 60.0) -> None:
+        self.f1 = {str(m): float(v) for m, v in truth.f1(task_id).items()}
+        self.finetune_s = float(finetune_s)
+        self.now = 0.0
+        self.calls: list[tuple[str, tuple[str, ...]]] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def prior(self, task: Task, pool: Pool) -> dict[str, float]:
+        raise AssertionError("the recorded backend has no prior of its own: walk a policy that covers the pool")
+
+    def features(self, task: Task, cands: Sequence[Candidate]) -> tuple[dict[str, float], dict[str, str]]:
+        raise AssertionError("the recorded backend has no frozen features (they cost more than any budget)")
+
+    def finetune(self, task: Task, cands: Sequence[Candidate], epochs: int) -> list[dict[str, Any]]:
+        self.calls.append(("finetune", tuple(c.id for c in cands)))
+        self.now += self.finetune_s * len(cands)
+        return [{"model_id": c.id, "val_f1": self.f1[c.id], "f1": self.f1[c.id], "epochs": epochs, "status": "done",
+                 "error": None} for c in cands]
+
+    def halving(self, task: Task, cands: Sequence[Candidate], epochs: int) -> list[dict[str, Any]]:
+        raise AssertionError("the recorded backend replays plain fine-tuning only")
+
+    def costs(self, task: Task, progress: bool) -> _FlatCosts:
+        return _FlatCosts(self.finetune_s)
+
+
+def recorded_task(task_id: str) -> Task:
+    """A stand-in task of a recorded ground truth: two texts per split (``select`` reads no text of it with a
+    :class:`RecordedBackend`)."""
+    two = Split(("a text", "another text"), ("a", "b"))
+    return Task(id=task_id, train=two, val=two, test=two)
