@@ -244,11 +244,13 @@ class RandomDraws:
 
 def random_median(loss_of: Callable[[list[Subset]], Sequence[float]], names: Sequence[str], k: int,
                   nested: NestedConfig, rng: np.random.Generator, feasible,
-                  reference_of: Callable[[list[Subset]], Sequence[float]] | None = None) -> RandomDraws:
+                  reference_of: Callable[[list[Subset]], Sequence[float]] | None = None,
+                  grow: bool = True) -> RandomDraws:
     """The median loss of random k-subsets: ``nested.random_subsets`` draws, doubled (up to eight times as many)
     while the median's interval is wider than ``nested.random_tolerance`` times the median on either side.
     ``loss_of`` scores a list of subsets (one meta-model fit per subset and split); ``reference_of``, when given,
-    their training-means references (no fit), averaged over the draws."""
+    their training-means references (no fit), averaged over the draws. ``grow=False``: the first draws only (the
+    in-sample figure, scored on every cross-validation split, is shown, not used to recommend)."""
     seen: dict[Subset, None] = {}
     losses: list[float] = []
     n = nested.random_subsets
@@ -261,7 +263,7 @@ def random_median(loss_of: Callable[[list[Subset]], Sequence[float]], names: Seq
         exact = exhausted(names, k, n)
         lo, hi = (med, med) if exact else median_interval(losses, nested.confidence)
         tight = max(med - lo, hi - med) <= nested.random_tolerance * abs(med)
-        if exact or tight or len(subs) < n or n >= 8 * nested.random_subsets:
+        if exact or tight or not grow or len(subs) < n or n >= 8 * nested.random_subsets:
             q1, q3 = np.percentile(losses, [25, 75])
             ref = float(np.mean(reference_of(subs))) if reference_of is not None else None
             return RandomDraws(len(losses), med, (lo, hi), (float(q1), float(q3)), exact, ref)
@@ -672,6 +674,6 @@ class NestedRunner:
             methods[m].subset = list(s)
             methods[m].in_sample = full.score(s).mean
         draws = random_median(lambda subs: [s.mean for s in full.scores(subs)], full.table.benchmark_names, k,
-                              self.nested, rng, feasible)
+                              self.nested, rng, feasible, grow=False)
         methods["median_random"].in_sample = draws.median
         return draws
