@@ -242,9 +242,9 @@ class RandomDraws:
                    float(ref) if ref is not None else None)
 
 
-def random_median(loss_of: Callable[[list[Subset]], Sequence[float]], names: Sequence[str], k: int,
+def random_median(loss_of: Callable[[list[Subset]], Sequence[float] | np.ndarray], names: Sequence[str], k: int,
                   nested: NestedConfig, rng: np.random.Generator, feasible,
-                  reference_of: Callable[[list[Subset]], Sequence[float]] | None = None,
+                  reference_of: Callable[[list[Subset]], Sequence[float] | np.ndarray] | None = None,
                   grow: bool = True) -> RandomDraws:
     """The median loss of random k-subsets: ``nested.random_subsets`` draws, doubled (up to eight times as many)
     while the median's interval is wider than ``nested.random_tolerance`` times the median on either side.
@@ -326,7 +326,7 @@ def facility_location(table: Table, k: int, feasible) -> Subset:
 
 
 # ------------------------------------------------------------------------------------------------ results
-def standard_error(per_split: Sequence[float]) -> float:
+def standard_error(per_split: Sequence[float] | np.ndarray) -> float:
     """The standard error of a mean over outer splits (0 with one split: no spread to measure)."""
     x = np.asarray(per_split, dtype=float)
     return float(x.std(ddof=1) / math.sqrt(len(x))) if len(x) > 1 else 0.0
@@ -622,10 +622,9 @@ class NestedRunner:
                 per[m].append(float(loss))
                 refs[m].append(float(g))
                 subsets[m].append(list(pick[m]))
-            draws.append(random_median(lambda subs, out=out: out.losses(subs)[:, 0], names, k, self.nested, rng,
-                                       feasible, lambda subs, out=out: out.baseline_given(subs)[:, 0]))
+            draws.append(self._random(out, names, k, rng, feasible))
             per["median_random"].append(draws[-1].median)
-            refs["median_random"].append(float(draws[-1].reference))
+            refs["median_random"].append(float(draws[-1].reference or 0.0))
             subsets["median_random"].append(None)
             scored["median_random"].append(0)
             means.append(float(out.baseline().mean))
@@ -636,6 +635,17 @@ class NestedRunner:
                       [[self.table.models[i] for i in te] for _, te in self.splits],
                       [len(tr) for tr, _ in self.splits], self.out_of_range, methods, means,
                       self._warnings(methods["search"].mean, float(np.mean(means))), draws, in_sample)
+
+    def _random(self, out: Evaluator, names: Sequence[str], k: int, rng: np.random.Generator,
+                feasible) -> RandomDraws:
+        """The median random baseline of one outer split (``out``: its evaluator), with its references."""
+        def losses(subs: list[Subset]) -> np.ndarray:
+            return out.losses(subs)[:, 0]
+
+        def given(subs: list[Subset]) -> np.ndarray:
+            return out.baseline_given(subs)[:, 0]
+
+        return random_median(losses, names, k, self.nested, rng, feasible, given)
 
     def _warnings(self, search: float, training_means: float) -> list[str]:
         warnings = []
