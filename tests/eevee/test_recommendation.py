@@ -149,3 +149,13 @@ def test_gate_recommends_a_method_within_the_best_interval(split_by):
         hi = best.to_dict(h.confidence)["interval"][1]
         assert h.methods[rec["method"]].mean <= best.mean + rec["margin"] <= hi
         assert h.methods[rec["method"]].mean < h.training_means_dict()["loss"]
+
+
+def test_sweep_says_when_no_subset_is_worth_measuring(cli, tmp_path):
+    path = write_gate_csv(tmp_path / "noise.csv", noise_table(16, 8, seed=11))
+    r = cli("eevee", "sweep", "--table", path, "--k", "2,3", *TINY, "--meta-model", "ridge", "--workers", "1",
+            "--random-subsets", "50")
+    assert r.code == 0, r.err
+    rows = [x.split() for x in r.out.splitlines() if x.strip()[:1].isdigit()]
+    assert [row[6] for row in rows] == ["none", "none"]      # the recommended column, per k
+    assert "recommended at k = " in r.out and "no subset is worth measuring" in r.out

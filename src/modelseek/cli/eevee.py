@@ -332,14 +332,19 @@ def _sweep(args, table, ev, cfg, base, progress: bool, nested, order) -> int:
     if not honest:
         print(next((r.honest_note for r in results.values() if r.honest_note), "no honest estimate") +
               "; k is chosen by the in-sample loss (optimistic)")
-    print(f"{'k':>3}  {'honest':>8}  {'in-sample':>9}  {'gain':>8}  {'random':>8}  {'s':>7}  best subset (whole table)")
+    print(f"{'k':>3}  {'honest':>8}  {'in-sample':>9}  {'gain':>8}  {'random':>8}  {'s':>7}  {'recommended':<17}  "
+          f"best subset (whole table)")
     for k, r in results.items():
         hon = f"{r.honest.loss:>8.4f}" if r.honest else f"{'-':>8}"
         rnd = f"{r.honest.methods['median_random'].mean:>8.4f}" if r.honest else f"{'-':>8}"
+        rec = r.honest.recommended if r.honest else "-"
         print(f"{k:>3}  {hon}  {r.best.mean:>9.4f}  {base.mean - r.best.mean:>+8.4f}  {rnd}  "
-              f"{r.wall_s:>7.1f}  {', '.join(r.best.subset)}")
-    print(f"chosen k: {k_use} (" + ("the smallest k whose honest loss is not worse than the best k's beyond the "
-                                     "noise)" if honest else "the lowest in-sample loss)"))
+              f"{r.wall_s:>7.1f}  {rec:<17}  {', '.join(r.best.subset)}")
+    print(f"chosen k: {k_use} (" + ("the smallest k whose honest loss is within the best k's standard error and "
+                                     "not shown worse)" if honest else "the lowest in-sample loss)"))
+    chosen = results[k_use].honest
+    if chosen is not None and chosen.recommended == "none":
+        print(f"recommended at k = {k_use}: none — {chosen.recommendation()['reason']}")
     if args.plot:
         print(f"wrote {args.plot}")
     return 0
