@@ -151,6 +151,7 @@ def test_gate_recommends_a_method_within_the_best_interval(split_by):
         assert h.methods[rec["method"]].mean < h.training_means_dict()["loss"]
 
 
+@pytest.mark.slow(reason="a two-k nested sweep through the CLI: ~8 s on 2 busy cores")
 def test_sweep_says_when_no_subset_is_worth_measuring(cli, tmp_path):
     path = write_gate_csv(tmp_path / "noise.csv", noise_table(16, 8, seed=11))
     r = cli("eevee", "sweep", "--table", path, "--k", "2,3", *TINY, "--meta-model", "ridge", "--workers", "1",
