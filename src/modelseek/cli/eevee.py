@@ -277,12 +277,15 @@ def _print_honest(res) -> None:
         print(f"  {m:<18}  {x.mean:>8.4f}  {ins}  {c['diff']:>+11.4f}  {_ci(c['interval']):>20}  {c['verdict']}")
     tm = h.training_means_dict()
     c = tm["search_minus_training_means"]
+    given = h.search.reference
+    measured = f"; {sum(given) / len(given):.4f} with the search's subsets measured" if given else ""
     print(f"  {'training means':<18}  {tm['loss']:>8.4f}  {'-':>9}  {c['diff']:>+11.4f}  {_ci(c['interval']):>20}  "
-          f"(no benchmark measured)")
+          f"(no benchmark measured{measured})")
     _print_random(h)
     rec = h.recommendation()
-    print(f"recommended: {rec['method']} — {DESCRIPTIONS[rec['method']]} ({rec['reason']}; margin: the best's "
-          f"standard error {rec['margin']:.4f})")
+    what = "" if rec["method"] == "none" else f"{DESCRIPTIONS[rec['method']]}: "
+    print(f"recommended: {rec['method']} — {what}{rec['reason']} (margin: the best's standard error over the outer "
+          f"splits, {rec['margin']:.4f})")
     for w in h.warnings:
         print(f"warning: {w}")
 

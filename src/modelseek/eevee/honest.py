@@ -453,9 +453,9 @@ class Honest:
             reason = (f"{method} is within the best method's ({best}, {self.methods[best].mean:.4f}) standard error "
                       f"and predicts better than the training means beyond the noise")
         else:
-            reason = (f"no subset predicts the held-out models better than the training means beyond the noise (the "
-                      f"best method, {best}, {self.methods[best].mean:.4f}; the training means {tm:.4f}, "
-                      f"{given:.4f} with its subsets measured): no subset is worth measuring")
+            reason = (f"no subset is worth measuring: none predicts the held-out models better than the training "
+                      f"means beyond the noise (the best method, {best}, {self.methods[best].mean:.4f}; the training "
+                      f"means {tm:.4f}, {given:.4f} with its subsets measured)")
         return {"method": method, "what": DESCRIPTIONS[method], "reason": reason, "rule": RULE,
                 "best": best, "best_loss": self.methods[best].mean, "margin": standard_error(ref),
                 "margin_is": MARGIN, "within_noise_of_best": near,
