@@ -135,7 +135,7 @@ def test_search_reports_the_random_draws_with_their_spread(cli, tmp_path):
     assert "random subsets per outer split; the median's 90% interval" in text.out
 
 
-@pytest.mark.slow(reason="four nested searches on GATE (ridge, reduced search): ~30 s on 2 busy cores")
+@pytest.mark.slow(reason="two nested searches on GATE (ridge, reduced search) per split kind: ~30 s on 2 busy cores")
 @pytest.mark.skipif(not GATE.exists(), reason=f"the GATE table is not at {GATE} (../shared/data)")
 @pytest.mark.parametrize("split_by", ["random", "strongest"])
 def test_gate_recommends_a_method_within_the_best_interval(split_by):
