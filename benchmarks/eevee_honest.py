@@ -5,14 +5,17 @@ extrapolation case) and k: the search's in-sample loss (chosen and scored on the
 (chosen on the training models of each outer split, scored on its held-out models), and the same two figures
 for the median random k-subset, the best of as many random subsets as the search scored, greedy forward
 selection and facility location on benchmark correlation; the paired interval of search minus each baseline
-over the outer splits, and the recommended (cheapest not worse) method. One :func:`modelseek.eevee.sweep` per
-(table, meta-model, split): the outer splits and the score caches are shared by the k.
+over the outer splits, and the recommended method (the cheapest within the best's standard error that beats
+the training means beyond the noise, or none; :meth:`modelseek.eevee.honest.Honest.recommendation`).
+One :func:`modelseek.eevee.sweep` per (table, meta-model, split): the outer splits and the score caches are shared
+by the k.
 
     python benchmarks/eevee_honest.py --out docs/results/eevee_honest.json --md out/eevee_honest.md
 
 Defaults keep it to minutes on a shared 2-core machine: a reduced search (300 initial subsets, keep 20,
-5 children, 3 generations; about 600 subsets scored per search), 4 outer splits, 50 random subsets per
-split for the median. NTCIR-19 (20 models x 70 tasks, F1) with the ridge meta-model only.
+5 children, 3 generations; about 600 subsets scored per search), 4 outer splits, 1,000 random subsets per
+split for the median (doubled up to 8,000 until the median's 90% interval is within 2%). NTCIR-19 (20 models
+x 70 tasks, F1) with the ridge meta-model only.
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ def run_table(name: str, table: Table, models: list[str], splits: list[str], ks:
                 row = {"table": name, "meta_model": model, "split_by": split, "k": k, "training_means": base,
                        "in_sample": r.best.mean, "subset": list(r.best.subset), "honest": h.to_dict(),
                        "baselines": h.baselines_dict(), "recommended": h.recommended,
+                       "recommendation": h.recommendation(), "random_draws": h.random_dict(),
                        "honest_training_means": float(sum(h.training_means) / len(h.training_means)),
                        "sweep_wall_s": wall, "sweep_cpu_s": cpu}
                 rows.append(row)
@@ -76,6 +80,12 @@ def run_table(name: str, table: Table, models: list[str], splits: list[str], ks:
                       f" | {h.recommended}", flush=True)
             print(f"  ({wall:.0f} s wall, {cpu:.0f} s CPU)", flush=True)
     return rows
+
+
+def draws(d) -> str:
+    n = d["draws"]
+    return (f"{min(n):,}{'' if len(set(n)) == 1 else '-' + format(max(n), ',')}: [{d['interval'][0]:.3f}, "
+            f"{d['interval'][1]:.3f}]; [{d['quartiles'][0]:.2f}, {d['quartiles'][1]:.2f}]")
 
 
 def ci(c) -> str:
@@ -94,8 +104,8 @@ def markdown(rows: list[dict]) -> str:
         out.append("| k | EEVEE in-sample | **EEVEE honest** | " +
                    " | ".join(f"{SHORT[m]} in-sample / honest" for m in BASELINES) +
                    " | search − random [90% CI] | search − best random | search − greedy | search − facility | "
-                   "recommended |")
-        out.append("|---:|---:|---:|" + "---:|" * len(BASELINES) + "---|---|---|---|---|")
+                   "random draws per split: median's 90% interval; quartiles | best (its SE) | recommended |")
+        out.append("|---:|---:|---:|" + "---:|" * len(BASELINES) + "---|---|---|---|---|---|---|")
         for r in sorted(sel, key=lambda r: r["k"]):
             b = r["baselines"]
             out.append(f"| {r['k']} | {r['in_sample']:.3f} | **{r['honest']['loss']:.3f}** | " +
@@ -103,7 +113,9 @@ def markdown(rows: list[dict]) -> str:
                        " | ".join(f"{b[m]['search_minus_baseline']['diff']:+.3f} "
                                   f"{ci(b[m]['search_minus_baseline']['interval'])}"
                                   for m in ("median_random", "best_random", "greedy", "facility_location")) +
-                       f" | {r['recommended']} |")
+                       f" | {draws(r['random_draws'])} | {r['recommendation']['best']} "
+                       f"{r['recommendation']['best_loss']:.3f} ({r['recommendation']['margin']:.3f}) | "
+                       f"**{r['recommended']}** |")
         out.append("")
     return "\n".join(out)
 
@@ -116,12 +128,13 @@ def main() -> int:
     ap.add_argument("--models", default="ridge,mlp")
     ap.add_argument("--splits", default="random,strongest")
     ap.add_argument("--outer-splits", type=int, default=4)
-    ap.add_argument("--random-subsets", type=int, default=50)
+    ap.add_argument("--random-subsets", type=int, default=1000)
     ap.add_argument("--population", type=int, default=300)
     ap.add_argument("--keep", type=int, default=20)
     ap.add_argument("--children", type=int, default=5)
     ap.add_argument("--generations", type=int, default=3)
     ap.add_argument("--skip-ntcir", action="store_true")
+    ap.add_argument("--skip-gate", action="store_true")
     ap.add_argument("--out", default="docs/results/eevee_honest.json")
     ap.add_argument("--md", default="out/eevee_honest.md")
     args = ap.parse_args()
@@ -129,8 +142,9 @@ def main() -> int:
                        generations=args.generations, seed=0)
     ks = [int(k) for k in args.ks.split(",")]
     t0 = time.perf_counter()
-    rows = run_table("GATE", load_table(args.gate), args.models.split(","), args.splits.split(","), ks, cfg,
-                     args.outer_splits, args.random_subsets)
+    rows = [] if args.skip_gate else run_table("GATE", load_table(args.gate), args.models.split(","),
+                                               args.splits.split(","), ks, cfg, args.outer_splits,
+                                               args.random_subsets)
     if not args.skip_ntcir and Path(args.ntcir).exists():
         nt = Table.from_ground_truth(GroundTruth.from_csv(args.ntcir))
         rows += run_table("NTCIR-19", nt, ["ridge"], args.splits.split(","), ks, cfg, args.outer_splits,

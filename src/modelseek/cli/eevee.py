@@ -10,7 +10,7 @@ from numbers import Real
 from ..config import Interval, parse_overrides
 from ..data.truth import GroundTruth
 from ..eevee import BatchedEvaluator, MetaConfig, SearchConfig, importance, parse_ks, search, sweep, tiers
-from ..eevee.honest import BASELINES, DESCRIPTIONS, NestedConfig
+from ..eevee.honest import BASELINES, DESCRIPTIONS, NestedConfig, paired_interval
 from ..eevee.models import META_MODELS
 from ..eevee.report import BASELINE, baseline_dict, search_report
 from ..eevee.search import choose_k
@@ -19,7 +19,6 @@ from ..errors import InputError
 from ._common import declare_paths
 from ._common import (EXISTING_FILE, NON_NEGATIVE_INT, OUTPUT_DIR, OUTPUT_FILE, POSITIVE_INT, SEED, LazyText,
                       add_registry_option, arg_type, print_json, set_lazy)
-from ..eevee.honest import paired_interval
 
 
 def _numbers(text: str, what: str, positive: bool) -> tuple[float, ...]:
@@ -122,8 +121,10 @@ def _nested_options(c) -> None:
                         "taken out of the table)")
     g.add_argument("--outer-test-models", type=NON_NEGATIVE_INT, default=0,
                    help="held-out models per outer split for strongest/COLUMN (default 0 = models / 8, at least 1)")
-    g.add_argument("--random-subsets", type=POSITIVE_INT, default=50,
-                   help="random k-subsets per outer split behind the median-random baseline (default 50)")
+    g.add_argument("--random-subsets", type=POSITIVE_INT, default=1000,
+                   help="random k-subsets per outer split behind the median-random baseline, at least (default "
+                        "1000; doubled, up to 8x, until the median's 90%% interval is within 2%% of it; each is one "
+                        "meta-model fit)")
 
 
 def nested_config(args: argparse.Namespace) -> NestedConfig:
@@ -278,10 +279,32 @@ def _print_honest(res) -> None:
         x, c = h.methods[m], h.comparison("search", m)
         ins = f"{x.in_sample:>9.4f}" if x.in_sample is not None else f"{'-':>9}"
         print(f"  {m:<18}  {x.mean:>8.4f}  {ins}  {c['diff']:>+11.4f}  {_ci(c['interval']):>20}  {c['verdict']}")
-    rec = h.recommended
-    print(f"recommended: {rec} — {DESCRIPTIONS[rec]} (the cheapest method not worse than the best beyond the noise)")
+    tm = h.training_means_dict()
+    c = tm["search_minus_training_means"]
+    given = h.search.reference
+    measured = f"; {sum(given) / len(given):.4f} with the search's subsets measured" if given else ""
+    print(f"  {'training means':<18}  {tm['loss']:>8.4f}  {'-':>9}  {c['diff']:>+11.4f}  {_ci(c['interval']):>20}  "
+          f"(no benchmark measured{measured})")
+    _print_random(h)
+    rec = h.recommendation()
+    what = "" if rec["method"] == "none" else f"{DESCRIPTIONS[rec['method']]}: "
+    print(f"recommended: {rec['method']} — {what}{rec['reason']} (margin: the best's standard error over the outer "
+          f"splits, {rec['margin']:.4f})")
     for w in h.warnings:
         print(f"warning: {w}")
+
+
+def _print_random(h) -> None:
+    """How many random subsets stand behind the median random baseline, and how stable their median is."""
+    r = h.random_dict()
+    if r is None:
+        return
+    n = r["draws"]
+    draws = f"{n[0]:,}" if len(set(n)) == 1 else f"{min(n):,}-{max(n):,}"
+    lo, hi = r["interval"]
+    q1, q3 = r["quartiles"]
+    print(f"median random: {draws} random subsets per outer split; the median's {100 * h.confidence:g}% interval "
+          f"(mean over the splits) [{lo:.4f}, {hi:.4f}]; half of the random subsets lie in [{q1:.4f}, {q3:.4f}]")
 
 
 def _how(res, n_benchmarks: int) -> str:
@@ -316,14 +339,19 @@ def _sweep(args, table, ev, cfg, base, progress: bool, nested, order) -> int:
     if not honest:
         print(next((r.honest_note for r in results.values() if r.honest_note), "no honest estimate") +
               "; k is chosen by the in-sample loss (optimistic)")
-    print(f"{'k':>3}  {'honest':>8}  {'in-sample':>9}  {'gain':>8}  {'random':>8}  {'s':>7}  best subset (whole table)")
+    print(f"{'k':>3}  {'honest':>8}  {'in-sample':>9}  {'gain':>8}  {'random':>8}  {'s':>7}  {'recommended':<17}  "
+          f"best subset (whole table)")
     for k, r in results.items():
         hon = f"{r.honest.loss:>8.4f}" if r.honest else f"{'-':>8}"
         rnd = f"{r.honest.methods['median_random'].mean:>8.4f}" if r.honest else f"{'-':>8}"
+        rec = r.honest.recommended if r.honest else "-"
         print(f"{k:>3}  {hon}  {r.best.mean:>9.4f}  {base.mean - r.best.mean:>+8.4f}  {rnd}  "
-              f"{r.wall_s:>7.1f}  {', '.join(r.best.subset)}")
-    print(f"chosen k: {k_use} (" + ("the smallest k whose honest loss is not worse than the best k's beyond the "
-                                     "noise)" if honest else "the lowest in-sample loss)"))
+              f"{r.wall_s:>7.1f}  {rec:<17}  {', '.join(r.best.subset)}")
+    print(f"chosen k: {k_use} (" + ("the smallest k whose honest loss is within the best k's standard error and "
+                                     "not shown worse)" if honest else "the lowest in-sample loss)"))
+    chosen = results[k_use].honest
+    if chosen is not None and chosen.recommended == "none":
+        print(f"recommended at k = {k_use}: none — {chosen.recommendation()['reason']}")
     if args.plot:
         print(f"wrote {args.plot}")
     return 0

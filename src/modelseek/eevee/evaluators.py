@@ -96,6 +96,17 @@ class Evaluator:
         losses = ((mean - d.Xte.double()) ** 2 * d.Ate.double()).sum((1, 2)).numpy()
         return Score.of((), losses)
 
+    def baseline_given(self, subsets: Sequence[Iterable[str]]) -> np.ndarray:
+        """Per-split losses of :meth:`baseline` with each subset's own metrics measured, shape (len(subsets),
+        n_splits): the training means predict only the other metrics (what a subset must beat to predict
+        anything: the meta-model's loss counts the subset's own metrics too, which measuring it reveals)."""
+        d = self.data
+        mean = d.Xtr.double().mean(1, keepdim=True)
+        per_col = ((mean - d.Xte.double()) ** 2 * d.Ate.double()).sum(1).numpy()      # (splits, M)
+        total = per_col.sum(1)
+        return np.array([total - per_col[:, d.columns(normalise_subset(s))].sum(1) for s in subsets]
+                        ).reshape(-1, self.config.n_splits)
+
     def _train(self, subsets: list[Subset]) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
 

@@ -31,7 +31,7 @@ from ..io import atomic_write_text, read_json
 from ..progress import progress_bar
 from .config import MetaConfig
 from .evaluators import BatchedEvaluator, Evaluator
-from .honest import Honest, NestedConfig, NestedRunner, paired_interval
+from .honest import Honest, NestedConfig, NestedRunner, within_noise
 from .score import Score, Subset, normalise_subset
 from .table import Table
 
@@ -335,8 +335,9 @@ def _sweep(ev: Evaluator, ks, cfg: SearchConfig, out_dir, budget, progress: bool
 
 
 def choose_k(results: Mapping[int, SearchResult], confidence: float | None = None) -> int:
-    """The k to use: the smallest k whose honest loss is not worse than the best k's beyond the noise (the
-    paired interval of their differences over the shared outer splits reaches zero); without honest estimates,
+    """The k to use: the smallest k whose honest loss is not worse than the best k's beyond the noise
+    (:func:`~modelseek.eevee.honest.within_noise`: worse by no more than the best k's standard error over the
+    shared outer splits, and the paired interval of their differences reaching zero); without honest estimates,
     the k of the lowest in-sample loss. Ties go to the smaller k."""
     if not results:
         raise InputError("no k to choose from", field="k")
@@ -345,11 +346,9 @@ def choose_k(results: Mapping[int, SearchResult], confidence: float | None = Non
         return min(ks, key=lambda k: (results[k].best.mean, k))
     best = min(ks, key=lambda k: (results[k].loss, k))
     conf = confidence or results[best].honest.confidence  # type: ignore[union-attr]
-    ref = np.array(results[best].honest.search.per_split)  # type: ignore[union-attr]
+    ref = results[best].honest.search.per_split  # type: ignore[union-attr]
     for k in ks:
-        diff = np.array(results[k].honest.search.per_split) - ref  # type: ignore[union-attr]
-        ci = paired_interval(diff, conf) if len(diff) == len(ref) else None
-        if k == best or (ci is not None and ci[0] <= 0):
+        if k == best or within_noise(results[k].honest.search.per_split, ref, conf):  # type: ignore[union-attr]
             return k
     return best
 
