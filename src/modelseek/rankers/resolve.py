@@ -139,7 +139,8 @@ def _typed(cls: type, params: Mapping[str, Any]) -> dict[str, Any]:
             continue
         try:
             out[key] = coerce(value, hint, key)
-            if key == "seed" and isinstance(out[key], int) and not 0 <= out[key] < 2**32:  # as --seed: numpy's range
+            declared = key in getattr(cls, "_parameter_constraints", {})  # then validate_params names the rule
+            if key == "seed" and not declared and isinstance(out[key], int) and not 0 <= out[key] < 2**32:  # as --seed
                 raise InputError(f"must be an integer in [0, 4294967295], got {out[key]}", field=key)
         except InputError as exc:
             raise InputError(f"method {getattr(cls, 'name', cls.__name__)!r}: {exc.message}",
