@@ -18,9 +18,10 @@ same values would disagree (for 0/1 answers with accuracies ``p``, ``q`` exactly
 gives ``z_i = |x_i - y_i| / D0`` (mean 1 for independent models, 0 for a copy). Two one-sided versions catch
 *derived* entries: ``z_i = max(x_i - y_i, 0) / D0+``, where the upload is better (none in a copy with answers made
 wrong: a "sparring partner" its source beats) and ``max(y_i - x_i, 0) / D0-``, where it is worse (none in a copy
-with some answers improved), with ``D0+``/``D0-`` the independent models' one-sided disagreements. On the multiset view ``z_i`` is 0 where the
-sorted log-likelihoods coincide (to 1e-9) and 1 elsewhere. A task's evidence against an entry is the one of these
-statistics with the lowest bound ``r + Z sd(z) / sqrt(n)`` (``r`` = mean z, ``Z`` = :data:`Z`).
+with some answers improved), with ``D0+``/``D0-`` the independent models' one-sided disagreements. On the
+multiset view ``z_i`` is 0 where the sorted log-likelihoods coincide (to 1e-9) and 1 elsewhere. A task's evidence
+against an entry is the one of these statistics with the lowest bound ``r + Z sd(z) / sqrt(n)`` (``r`` = mean z,
+``Z`` = :data:`Z`).
 
 **The rule** (:func:`find_copies`). Each task is assigned the published or queued entry it is closest to (lowest
 bound). The upload is a copy:
