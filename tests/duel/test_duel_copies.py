@@ -87,7 +87,7 @@ def test_a_transform_the_metric_cannot_see_leaves_the_verdict_unchanged():
     ppl = small_config().spec("task_word_perplexity").metric
     moved = compare_task(task_view(TaskSamples(ppl, loglik=rng.permutation(ll), words=words)),
                          task_view(TaskSamples(ppl, loglik=ll, words=words)))
-    assert moved.how == "reordered" and moved.upper == 0.0              # the same total: a copy of that task
+    assert moved.how == "reordered" and moved.ratio == 0.0 and moved.upper < TAU   # the same total: a copy
     other = TaskSamples(ppl, loglik=-rng.uniform(1, 4, 200) * words, words=words)
     assert compare_task(task_view(other), task_view(TaskSamples(ppl, loglik=ll, words=words))).upper > TAU
 
@@ -199,16 +199,17 @@ def test_families_count_once_in_the_scores():
     assert all(ranks1[f"a{k}"] >= ranks1["a"] and fam[f"a{k}"]["overall"] <= fam["a"]["overall"] for k in range(6))
 
 
-@pytest.mark.parametrize("n_samples", [(40, 80), 400])
-def test_no_false_positive_among_independent_models_of_similar_skill(n_samples):
-    """Boards of independent models (own random streams, shared sample difficulty, skills 0.5 +- 0.15): no upload
-    is called a copy of the others (the benchmark measures the rate over more seeds)."""
+@pytest.mark.parametrize("n_samples, spread", [((40, 80), 0.15), (400, 0.15), (30, 0.6)])
+def test_no_false_positive_among_independent_models(n_samples, spread):
+    """Boards of independent models (own random streams, shared sample difficulty; skills 0.5 +- 0.15, similar, or
+    +- 0.6, where a weaker model is worse on nearly every sample): no upload is called a copy of the others (the
+    benchmark measures the rate over more seeds)."""
     from modelseek.duel.examples import example_config
 
-    cfg = example_config() if n_samples != 400 else small_config()
+    cfg = example_config() if n_samples == (40, 80) else small_config()
     flagged = 0
     for seed in range(4):
-        skills = list(0.5 + np.random.default_rng(seed).normal(0.0, 0.15, 6))
+        skills = list(0.5 + np.random.default_rng(seed).normal(0.0, spread, 6))
         subs = make_submission_dicts(cfg, n_models=6, n_samples=n_samples, seed=1000 + seed, skills=skills)
         vecs = [answer_vectors(validate_submission(d, cfg).data) for d in subs]
         for j in range(6):

@@ -21,7 +21,8 @@ wrong: a "sparring partner" its source beats) and ``max(y_i - x_i, 0) / D0-``, w
 with some answers improved), with ``D0+``/``D0-`` the independent models' one-sided disagreements. On the
 multiset view ``z_i`` is 0 where the sorted log-likelihoods coincide (to 1e-9) and 1 elsewhere. A task's evidence
 against an entry is the one of these statistics with the lowest bound ``r + Z sd(z) / sqrt(n)`` (``r`` = mean z,
-``Z`` = :data:`Z`).
+``Z`` = :data:`Z`), computed with ``Z^2`` extra samples at 1 (:data:`PSEUDO`); the one-sided statistics count only
+where the two-sided ``r`` is under :data:`ONE_SIDED_GATE`.
 
 **The rule** (:func:`find_copies`). Each task is assigned the published or queued entry it is closest to (lowest
 bound). The upload is a copy:
@@ -50,6 +51,12 @@ from .submission import TaskSamples
 TAU = 0.3
 #: the confidence margin, in standard errors, of the mean disagreement
 Z = 3.0
+#: the one-sided statistics count only where the two-sided ratio is under this (a much weaker independent model is
+#: worse on nearly every sample, as a copy made worse is, but disagrees with it as much as independent models do)
+ONE_SIDED_GATE = 0.7
+#: the bound counts this many extra samples at an independent model's disagreement (1): a task with little
+#: information (few samples, answers that seldom differ) cannot alone be called a copy
+PSEUDO = Z * Z
 #: sorted log-likelihoods closer than this (relative) are the same value
 MULTISET_RTOL = 1e-9
 
@@ -115,9 +122,12 @@ def independent_disagreement(x: np.ndarray, y: np.ndarray) -> float:
 
 
 def bound(z: np.ndarray) -> tuple[float, float]:
-    """``(mean, mean + Z sd / sqrt(n))`` of per-sample disagreements."""
+    """``(mean, upper bound)`` of per-sample disagreements: the bound is ``mean + Z sd / sqrt(n)`` of ``z`` with
+    :data:`PSEUDO` extra samples at 1 (an independent model's mean), so that no disagreement on a few samples that
+    independent models would seldom disagree on is not taken for certainty."""
     r = float(z.mean())
-    return r, r + Z * (float(z.std(ddof=1)) if len(z) > 1 else 0.0) / math.sqrt(len(z))
+    w = np.concatenate([z, np.ones(int(PSEUDO))])
+    return r, float(w.mean()) + Z * float(w.std(ddof=1)) / math.sqrt(len(w))
 
 
 @dataclass(frozen=True)
@@ -135,7 +145,7 @@ class TaskMatch:
 
     @property
     def upper(self) -> float:
-        return 0.0 if self.identical else bound(self.z)[1]
+        return bound(self.z)[1]
 
 
 def compare_task(a: TaskView, b: TaskView) -> TaskMatch | None:
@@ -164,6 +174,8 @@ def compare_task(a: TaskView, b: TaskView) -> TaskMatch | None:
     if a.same(b):
         return TaskMatch(np.zeros(a.n), "both", True)
     cands = [(k, sums[k][counts[k] > 0] / counts[k][counts[k] > 0]) for k in sums if counts[k].any()]
+    if cands[0][1].mean() >= ONE_SIDED_GATE:
+        cands = cands[:1]
     if a.multiset is not None and b.multiset is not None and len(a.multiset) == len(b.multiset):
         same = np.isclose(a.multiset, b.multiset, rtol=MULTISET_RTOL, atol=0.0)
         cands.append(("reordered", (~same).astype(float)))
@@ -202,8 +214,6 @@ class Agreement:
 
 
 def _pooled(matches: Sequence[TaskMatch]) -> tuple[float, float]:
-    if all(m.identical for m in matches):
-        return 0.0, 0.0
     return bound(np.concatenate([m.z for m in matches]))
 
 
