@@ -18,7 +18,7 @@ import argparse
 
 import numpy as np
 
-from modelseek.duel.copies import TAU, Z, answer_vectors, compare_task, find_copies
+from modelseek.duel.copies import TAU, TAU_POOLED, Z, answer_vectors, compare_task, find_copies
 from modelseek.duel.examples import example_config, make_submission_dicts
 from modelseek.duel.submission import validate_submission
 from modelseek.testing.duel import small_config
@@ -69,7 +69,7 @@ def main() -> None:
     ap.add_argument("--worse", type=float, nargs="*", default=[0.1, 0.2, 0.3])
     ap.add_argument("--flips", type=float, nargs="*", default=[0.05, 0.1, 0.2, 0.3])
     a = ap.parse_args()
-    print(f"rule: a copy when a task's (or the pooled tasks') bound is under {TAU:.0%}, Z = {Z}")
+    print(f"rule: a copy when a task's bound is under {TAU:.0%} or the pooled tasks' under {TAU_POOLED:.0%}, Z = {Z}")
     for label, cfg, n in (("example tasks (4, 40-80 samples)", example_config(), (40, 80)),
                           ("test tasks (5, 400 samples)", small_config(), 400)):
         counts = run(cfg, n, a.seeds, a.models, a.spread, a.worse, a.flips)

@@ -29,7 +29,7 @@ bound). The upload is a copy:
 
 * on a task, of that entry, when the task's bound is under :data:`TAU`;
 * on every task, of the entries assigned to them (a task-by-task **mix**; one entry when they are all the same),
-  when the bound pooled over the tasks' samples (each with its own entry) is under :data:`TAU`.
+  when the bound pooled over the tasks' samples (each with its own entry) is under :data:`TAU_POOLED`.
 
 An upload that is a copy on any task is refused naming the entries and the tasks (held for the reviewer on a
 board with review). The false-positive rate on independent models of similar skill, and what the rule catches,
@@ -47,13 +47,16 @@ import numpy as np
 from .config import Metric
 from .submission import TaskSamples
 
-#: a task (or the pooled tasks) whose disagreement bound is under this share of independent models' is a copy
-TAU = 0.3
+#: a task whose disagreement bound is under this share of independent models' is a copy
+TAU = 0.35
+#: all the tasks together (each against its closest entry) whose pooled bound is under this are a copy (independent
+#: models' pooled bound, even against the closest entry of each task, was never under 0.75: benchmarks)
+TAU_POOLED = 0.5
 #: the confidence margin, in standard errors, of the mean disagreement
 Z = 3.0
 #: the one-sided statistics count only where the two-sided ratio is under this (a much weaker independent model is
 #: worse on nearly every sample, as a copy made worse is, but disagrees with it as much as independent models do)
-ONE_SIDED_GATE = 0.7
+ONE_SIDED_GATE = 0.6
 #: the bound counts this many extra samples at an independent model's disagreement (1): a task with little
 #: information (few samples, answers that seldom differ) cannot alone be called a copy
 PSEUDO = Z * Z
@@ -167,8 +170,8 @@ def compare_task(a: TaskView, b: TaskView) -> TaskMatch | None:
         for k, num, den in (("both", np.abs(diff), d0), ("worse", np.maximum(diff, 0.0), (d0 + shift) / 2),
                             ("better", np.maximum(-diff, 0.0), (d0 - shift) / 2)):
             if den > 1e-12 * d0:
-                np.add.at(sums[k], ia, num / den)
-                np.add.at(counts[k], ia, 1.0)
+                sums[k] += np.bincount(ia, num / den, minlength=a.n)
+                counts[k] += np.bincount(ia, minlength=a.n)
     if not counts["both"].any():
         return None                             # nothing to tell models apart by (every value the same)
     if a.same(b):
@@ -210,7 +213,7 @@ class Agreement:
         where = (f"on {len(self.copied)} of {self.tasks} task(s) ({', '.join(self.copied)})" if self.copied
                  else f"over {self.tasks} task(s)")
         return (f"{where} disagree {self.ratio:.1%} as much as two independent models of these scores would "
-                f"(bound {self.upper:.1%}; a copy is under {TAU:.0%})")
+                f"(bound {self.upper:.1%}; a copy is under {TAU:.0%} on a task, {TAU_POOLED:.0%} over all tasks)")
 
 
 def _pooled(matches: Sequence[TaskMatch]) -> tuple[float, float]:
@@ -242,7 +245,7 @@ def find_copies(new: Mapping[str, TaskView], others: Sequence[tuple[str, Mapping
     if not closest:
         return []
     copied = {t: e for t, (e, m) in closest.items() if m.upper < TAU}
-    if _pooled([m for _, m in closest.values()])[1] < TAU:
+    if _pooled([m for _, m in closest.values()])[1] < TAU_POOLED:
         copied = {t: e for t, (e, _) in closest.items()}          # a copy on every task (of one entry or a mix)
     names = {e for e in copied.values()}
     hits = [(n, _agreement(n, matches[n], copied, len(new))) for n in matches if n in names]
