@@ -219,7 +219,8 @@ class Store(PublishWorkflow, ReviewWorkflow):
         return groups_from_pairs(ids, list(source.items()))
 
     def near_copies(self) -> dict[str, list[str]]:
-        """Published model -> the published models it is a near-copy of (their duels count once)."""
+        """Published model -> the published models it copies or that copy it (recorded by approvals; families:
+        :mod:`.scoring`)."""
         cp = self.t["copies"]
         with self.engine.connect() as c:
             names = dict(self._published(c))
