@@ -116,7 +116,7 @@ def test_on_a_review_board_near_copies_are_held_and_counted_once(db_url, cfg, bo
     order = [m for m in after["model"] if m in originals]
     assert order == originals                                          # no original changed places
     r = cli("duel", "leaderboard", "--db", db_url)
-    assert r.code == 0 and "Near-copies count once" in r.out and f"{victim} ~ " in r.out
+    assert r.code == 0 and "Families count once" in r.out and f"{victim} ~ " in r.out
     store.close()
 
 

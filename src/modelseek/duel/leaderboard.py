@@ -35,10 +35,14 @@ def leaderboard_frame(scores: dict, raw: dict, config: LeaderboardConfig, level:
     if df.empty:
         return pd.DataFrame(columns=["rank", "model", "overall"])
     by = "overall" if level in ("overall", "tasks") else level
+    copy_of = getattr(scores, "copy_of", {})            # a family's copies (:class:`.scoring.Scores`) take no rank
     exact = df["model"].map(lambda m: scores[m][by])
-    df = df.assign(_exact=exact).sort_values(["_exact", "model"], ascending=[False, True], kind="stable")
-    df = df.drop(columns="_exact").reset_index(drop=True)
-    df.insert(0, "rank", ranks([scores[m][by] for m in df["model"]]))
+    df = df.assign(_exact=exact, _copy=df["model"].map(lambda m: m in copy_of))
+    df = df.sort_values(["_exact", "_copy", "model"], ascending=[False, True, True], kind="stable")
+    df = df.drop(columns=["_exact", "_copy"]).reset_index(drop=True)
+    df.insert(0, "rank", ranks([scores[m][by] for m in df["model"]], [m not in copy_of for m in df["model"]]))
+    if copy_of:
+        df.attrs["copy_of"] = dict(copy_of)
     return df
 
 

@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..errors import InputError
 from . import chain
-from .copies import Agreement, answer_vectors, find_copies
+from .copies import Agreement, TaskView, answer_vectors, find_copies
 from .engine import duels_against, profile, profiles
 from .leaderboard import leaderboard_frame
 from .scoring import win_scores
@@ -112,7 +112,7 @@ class PublishWorkflow:
     reference: Reference | None
     review: bool
     key: bytes | None
-    _answers: dict[tuple[str, int], dict[str, np.ndarray]]
+    _answers: dict[tuple[str, int], dict[str, TaskView]]
     _write: Callable[..., Any]           # (fn(conn), serialised=True) -> fn's result, in one write transaction
     _published: Callable[[Any], list[tuple[int, str]]]
     _profiles: Callable[..., dict[int, dict[str, Profile]]]   # (conn, ids, table="profiles")
@@ -157,7 +157,7 @@ class PublishWorkflow:
                                  field="metadata.model")
 
     # -------------------------------------------------------------------------------------- copies
-    def _stored_answers(self, conn, table: str, ids: list[int]) -> dict[int, dict[str, np.ndarray]]:
+    def _stored_answers(self, conn, table: str, ids: list[int]) -> dict[int, dict[str, TaskView]]:
         """Per-sample answers (:func:`.copies.answers`) of stored submissions, decoded once per store (published
         and pending payloads never change under their id)."""
         todo = [i for i in ids if (table, i) not in self._answers]
@@ -173,7 +173,7 @@ class PublishWorkflow:
                 self._answers[(table, int(i))] = answer_vectors(data)
         return {i: self._answers[(table, i)] for i in ids if (table, i) in self._answers}
 
-    def _copies_of(self, conn, answers: dict[str, np.ndarray], exclude: int | None = None
+    def _copies_of(self, conn, answers: dict[str, TaskView], exclude: int | None = None
                    ) -> list[tuple[str, int, str, Agreement]]:
         """The published (not withdrawn) and queued submissions that ``answers`` is a near-copy of:
         ``(table, id, model, agreement)``, the closest first."""
@@ -191,10 +191,12 @@ class PublishWorkflow:
 
     @staticmethod
     def _copy_message(model: str, hits) -> str:
-        table, _, other, ag = hits[0]
-        what = "the published" if table == "submissions" else "the queued"
-        more = f" (and {len(hits) - 1} more)" if len(hits) > 1 else ""
-        return f"model {model!r} is a near-copy of {what} {other!r}{more}: {ag.describe()}"
+        """One line naming every entry copied (a task-by-task mix names each, with its tasks)."""
+        parts = []
+        for table, _, other, ag in hits:
+            what = "the published" if table == "submissions" else "the queued"
+            parts.append(f"{what} {other!r}: {ag.describe()}")
+        return f"model {model!r} is a near-copy of " + "; and of ".join(parts)
 
     def _check_team(self, conn, team: str | None, identity: str | None) -> None:
         """With signed-in uploaders, a team belongs to the identity that first published under it (or under a

@@ -11,7 +11,8 @@ enter the board and the duels. The uploader reads the verdict and its reason by 
 (:meth:`ReviewWorkflow.verdict`, ``modelseek duel review status TOKEN``, the app's status box).
 
 A near-copy (:mod:`.copies`) is held for review instead of refused on such a board; approved anyway, it is
-recorded in ``copies`` (chained with it) and duels against it and the model it copies count once.
+recorded in ``copies`` (chained with it) and joins the family of the entry it copies (:mod:`.scoring`: families
+count once).
 
 **Withdrawal** (``modelseek duel review withdraw ID --by NAME --why TEXT``, any board): an append-only
 ``withdrawals`` row chained at its own chain row; the entry stays in ``submissions`` for audit (and its name stays

@@ -6,11 +6,18 @@ at most the top ``max_competitors`` (50) by overall score (computed first agains
 category score is the mean over its tasks, the overall score the mean over categories. With
 ``fdr=True`` each ordered pair's p-values are Benjamini-Hochberg adjusted across tasks first.
 
-**Near-copies count once** (``groups``): models whose predictions are near-copies of each other
-(:mod:`.copies`) form a group, and a model's duels against a group count as one opponent, the mean of its
-results against the group's members. Four clones of one model are one opponent, so they cannot lift (or sink)
-anyone by being beaten four times. Without groups every competitor weighs one.
+**Families count once** (``groups``): an entry that copies another (:mod:`.copies`: published anyway by a
+reviewer, or found among the files of an offline tournament) joins that entry's family, whose **original** is its
+first member in ``models`` order (publication order). Then
 
+* every entry's competitors are the originals (and entries without a family) outside its own family: the duels of
+  anyone against a family are the duels against its original, and members of a family do not duel each other;
+* a copy's task scores are at most its original's (then its categories and overall are recomputed);
+* ranks are taken among originals and entries without a family (:func:`ranks` with ``counted``): a copy shares
+  the rank its score would have among them and takes no rank from anyone.
+
+So adding copies (an "army" of sparring partners of one model, or an exact copy of the leader) changes no other
+entry's score or rank, and a copy never ranks above its original. Without groups every model is its own original.
 **Ties** are never broken by name: models with equal overall scores share a rank (:func:`ranks`), and the top
 ``max_competitors`` include every model tied with the last one.
 """
@@ -44,57 +51,65 @@ def adjusted(pvals: Mapping[str, np.ndarray], tasks: list[str], fdr: bool) -> di
     return {t: adj[k] for k, t in enumerate(tasks)}
 
 
-def _weights(competitors: np.ndarray, groups: np.ndarray | None) -> np.ndarray:
-    """Each competitor's weight: 1, or 1 / (members of its near-copy group among the row's competitors)."""
-    w = competitors.astype(float)
+def originals(groups: Sequence[int] | None, m: int) -> np.ndarray:
+    """Each model's original: the first model of its family (its own index without ``groups``)."""
     if groups is None:
-        return w
-    labels, index = np.unique(groups, return_inverse=True)
-    onehot = np.zeros((len(groups), len(labels)))
-    onehot[np.arange(len(groups)), index] = 1.0
-    per_group = w @ onehot                      # row i: how many of each group are i's competitors
-    members = per_group[:, index]               # row i, column j: j's group's members among i's competitors
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(competitors, 1.0 / np.maximum(members, 1), 0.0)
+        return np.arange(m)
+    first: dict[int, int] = {}
+    return np.array([first.setdefault(g, i) for i, g in enumerate(groups)])
 
 
 def _scores(wins: dict[str, np.ndarray], config: LeaderboardConfig, competitors: np.ndarray,
-            groups: np.ndarray | None = None) -> np.ndarray:
-    """models x (tasks, categories, overall) matrix; ``competitors`` is a boolean models x models mask."""
+            orig: np.ndarray) -> np.ndarray:
+    """models x (tasks, categories, overall) matrix; ``competitors`` is a boolean models x models mask; a copy's
+    task scores are capped at its original's (``orig``)."""
     tasks = config.task_ids
-    w = _weights(competitors, groups)
+    w = competitors.astype(float)
     count = w.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         task_scores = np.stack([np.where(count > 0, (wins[t] * w).sum(axis=1) / count * 100.0, 0.0)
                                 for t in tasks], axis=1)
+    task_scores = np.minimum(task_scores, task_scores[orig])
     cats = [np.mean(task_scores[:, [tasks.index(t) for t in config.tasks_of(c)]], axis=1) for c in config.categories]
     cat_scores = np.stack(cats, axis=1)
     return np.concatenate([task_scores, cat_scores, cat_scores.mean(axis=1, keepdims=True)], axis=1)
+
+
+class Scores(dict):
+    """``{model: {task: score, ..., "overall": score}}`` with ``copy_of``: each copy's original (:func:`ranks`
+    counts only the others)."""
+
+    copy_of: dict[str, str]
 
 
 def win_scores(pvals: Mapping[str, np.ndarray], models: list[str], config: LeaderboardConfig, alpha: float = ALPHA,
                max_competitors: int = MAX_COMPETITORS, fdr: bool = False,
                groups: Sequence[int] | None = None) -> dict[str, dict[str, float]]:
     """``{model: {task: score, ..., category: score, ..., "overall": score}}`` from ``P[task][i, j]``;
-    ``groups[i]``: model i's near-copy group (see the module docstring), ``None``: every model its own."""
+    ``groups[i]``: model i's family (see the module docstring), ``None``: every model its own."""
     check_alpha(alpha)
     m = len(models)
     p = adjusted(pvals, config.task_ids, fdr)
     wins = {t: np.nan_to_num(p[t], nan=1.0) < alpha for t in config.task_ids}
-    g = None if groups is None or len(set(groups)) == len(groups) else np.asarray(groups)
-    competitors = ~np.eye(m, dtype=bool)
-    table = _scores(wins, config, competitors, g)
-    if m - 1 > max_competitors:
+    orig = originals(groups, m)
+    is_orig = orig == np.arange(m)
+    competitors = is_orig[None, :] & (orig[:, None] != orig[None, :])
+    table = _scores(wins, config, competitors, orig)
+    if int(is_orig.sum()) - 1 > max_competitors:
         overall = np.round(table[:, -1], 9)
-        cut = np.sort(overall)[::-1][max_competitors - 1]
+        cut = np.sort(overall[is_orig])[::-1][max_competitors - 1]
         top = overall >= cut                    # every model tied with the last one stays: no tie broken by name
         competitors = competitors & top[None, :]
-        table = _scores(wins, config, competitors, g)
+        table = _scores(wins, config, competitors, orig)
     keys = [*config.task_ids, *config.categories, "overall"]
-    return {models[i]: {k: float(table[i, c]) for c, k in enumerate(keys)} for i in range(m)}
+    out = Scores({models[i]: {k: float(table[i, c]) for c, k in enumerate(keys)} for i in range(m)})
+    out.copy_of = {models[i]: models[int(orig[i])] for i in range(m) if not is_orig[i]}
+    return out
 
 
-def ranks(overall: Sequence[float]) -> list[int]:
-    """Competition ranks of overall scores (1 for the best; equal scores, to 9 decimals, share the better rank)."""
+def ranks(overall: Sequence[float], counted: Sequence[bool] | None = None) -> list[int]:
+    """Competition ranks of overall scores (1 for the best; equal scores, to 9 decimals, share the better rank);
+    ``counted``: the scores that take ranks (a family's copies do not: every score is ranked among the others)."""
     vals = np.round(np.asarray(overall, dtype=float), 9)
-    return [1 + int((vals > v).sum()) for v in vals]
+    keep = vals if counted is None else vals[np.asarray(counted, dtype=bool)]
+    return [1 + int((keep > v).sum()) for v in vals]

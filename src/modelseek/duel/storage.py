@@ -214,16 +214,21 @@ class Store(PublishWorkflow, ReviewWorkflow):
         return [(int(i), m) for i, m in rows]
 
     def _groups_of(self, ids: list[int]) -> list[int]:
-        """Near-copy group labels of the published ``ids`` (:mod:`.copies`: duels against one group count once),
-        from the near-copies a reviewer published (``copies``)."""
-
-        cp = self.t["copies"]
+        """Family labels of the published ``ids`` (:mod:`.scoring`: families count once), from the copies a
+        reviewer published (``copies``): a copy joins the family of the entry it is closest to (lowest ratio, the
+        earliest on a tie) among those still on the board."""
+        cp, on = self.t["copies"], set(ids)
         with self.engine.connect() as c:
-            pairs = [(int(a), int(b)) for a, b in c.execute(self._sa.select(cp.c.submission_id, cp.c.of_id)).all()]
-        return groups_from_pairs(ids, pairs)
+            rows = c.execute(self._sa.select(cp.c.submission_id, cp.c.of_id, cp.c.ratio)).all()
+        source: dict[int, int] = {}
+        for a, b, _ in sorted(rows, key=lambda r: (float(r[2]), int(r[1]))):
+            if int(b) in on:
+                source.setdefault(int(a), int(b))
+        return groups_from_pairs(ids, list(source.items()))
 
     def near_copies(self) -> dict[str, list[str]]:
-        """Published model -> the published models it is a near-copy of (their duels count once)."""
+        """Published model -> the published models it copies or that copy it (recorded by approvals; families:
+        :mod:`.scoring`)."""
         cp = self.t["copies"]
         with self.engine.connect() as c:
             names = dict(self._published(c))

@@ -24,7 +24,7 @@ class TournamentResult:
     raw: dict[str, dict[str, float]] = field(default_factory=dict)  # model -> task -> reported metric
     alpha: float = ALPHA
     fdr: bool = False
-    copies: dict[str, list[str]] = field(default_factory=dict)   # model -> its near-copies (duels count once)
+    copies: dict[str, list[str]] = field(default_factory=dict)   # model -> its family's other members
 
     def duels(self) -> list[dict]:
         """Every ordered pair on every task: ``{"task", "a", "b", "significant", "p_value"}`` (adjusted if fdr)."""
@@ -53,8 +53,9 @@ class TournamentResult:
 def tournament(subs: list[Submission], config: LeaderboardConfig | None = None, settings: Settings = Settings(),
                alpha: float = ALPHA, fdr: bool = False, max_competitors: int = MAX_COMPETITORS,
                progress: bool = False) -> TournamentResult:
-    """Run the full tournament of ``subs`` (each must cover every task of ``config``). Near-copies among them
-    (:mod:`.copies`) are found and their duels count once (:mod:`.scoring`); ``copies`` of the result names them."""
+    """Run the full tournament of ``subs`` (each must cover every task of ``config``). Copies among them
+    (:mod:`.copies`: a file that copies earlier ones, in the order given) join the family of the one they copy and
+    families count once (:mod:`.scoring`); ``copies`` of the result names them."""
     config = config or LeaderboardConfig.load()
     names = [s.model for s in subs]
     check_distinct_models(subs)                 # case, width and invisible characters do not count
