@@ -199,8 +199,9 @@ def build_app(store: Store, title: str = "Duel leaderboard", identity_header: st
                     "category's score); equal scores share a rank. To sort by another column, open the ⋮ menu of its "
                     "header (Sort ascending / descending); hover a header for its full name. A model's name links "
                     "to its page. "
-                    "Near-copies count once: duels against models whose predictions are near-copies of each other "
-                    "count as one opponent.")
+                    "Families count once: an entry published although it copies another joins its family; duels "
+                    "against a family are those against its original, and a copy scores at most its original and "
+                    "takes no rank.")
         operator = gr.Markdown("", elem_id="operator-link")
         c = _layout(gr, app, store, levels, shown, duels_update)
         board = [c["table"], c["titles"]]
