@@ -134,3 +134,25 @@ def test_interrupted_unit_time_counts_as_spent(world, tmp_path):
     assert res.spent_s["features"] == pytest.approx(100.0 + sum(
         world.costs[c].features(1000) for _, ids in resumed.calls if _ == "features" for c in ids))
     assert res.total_spent_s <= 2 * 3600
+
+
+def test_the_library_refuses_an_out_folder_that_holds_its_input(tmp_path):
+    """``ms.select`` keeps the rule of every writing command (#52): an ``out`` that would overwrite the history it
+    learns from (its ``finetuned.csv``) or that is the task's own folder is refused before any work, bytes unchanged."""
+    import modelseek as ms
+    from modelseek.errors import InputError
+
+    out = tmp_path / "out"
+    out.mkdir()
+    history = out / "finetuned.csv"
+    history.write_text("task_id,model_id,f1\nt,m,0.5\n")
+    pool = tmp_path / "pool.yaml"
+    pool.write_text("models: []\n")
+    task = tmp_path / "task.csv"
+    task.write_text("text,label\na,0\nb,1\n")
+    before = history.read_bytes()
+    with pytest.raises(InputError, match=r"out.*history|history.*out"):
+        ms.select(str(task), str(pool), "1h", str(out), history=str(history), plan_only=True)
+    assert history.read_bytes() == before
+    with pytest.raises(InputError, match="out"):
+        ms.select(str(out), str(pool), "1h", str(out), plan_only=True)

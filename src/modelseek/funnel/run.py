@@ -13,12 +13,15 @@ reported, never used to choose).
 
 from __future__ import annotations
 
+import os
+
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from ..clash import FOLDER_READS, INPUT, OUTPUT_DIR, PathArg, refuse_clashes
 from ..data.pool import Candidate, Pool
 from ..data.run import Run, write_runs
 from ..data.task import Task
@@ -154,6 +157,21 @@ def _settings(task: Task, pool: Pool, budget_s: float, feature_method: str, prio
     return settings
 
 
+#: what ``select`` writes into its ``out`` folder (the state, the run, the fine-tuned results and their job store)
+WRITES = ("run.trec", "finetuned.csv", "state.json", "finetune.sqlite")
+
+
+def _refuse_clashes(data, pool, out, **inputs) -> None:
+    """The one rule of every writing call (:mod:`modelseek.clash`): ``out`` holds none of the files this call reads,
+    checked before any work, as ``modelseek select`` checks its options."""
+    paths = [PathArg("out", out, OUTPUT_DIR, WRITES)]
+    if isinstance(data, (str, os.PathLike)):
+        paths.append(PathArg("data", data, INPUT, FOLDER_READS))
+    paths += [PathArg(name, value, INPUT) for name, value in (("pool", pool), *inputs.items())
+              if isinstance(value, (str, os.PathLike))]
+    refuse_clashes(paths)
+
+
 def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float, out: str | Path,
            feature_method: str = "logme", prior_method: str = POLICY_PRIOR, recipe=None, epochs: int = 10,
            halving: bool = False, plan_only: bool = False, seed: int = 0, chunk: int = 8, backend=None,
@@ -184,6 +202,7 @@ def select(data: Task | str | Path, pool: Pool | str | Path, budget: str | float
     probes; with ``plan_only`` and no stated costs the plan is made from cached or parameter-count costs
     (:class:`.costs.OfflineCosts`), loading no weights."""
     say = echo or (lambda s: None)
+    _refuse_clashes(data, pool, out, history=history, policy=policy, costs=costs, history_signals=history_signals)
     budget_s = parse_budget(budget)
     _check_options(epochs, chunk, executor, address)
     task = _load_task(data)
