@@ -88,14 +88,15 @@ def probe(task: Task, pool: Pool, estimators: Sequence[str], methods: Sequence[s
         load_s, forward_s = t1 - t0, t2 - t1
         with tempfile.TemporaryDirectory(prefix="modelseek-probe-") as tmp:
             cache = FeatureCache(tmp)
-            t3 = time.perf_counter()
             cache.put("probe", {"probe": True}, feats)
+            t3 = time.perf_counter()
             cache.get("probe")
             read_s = time.perf_counter() - t3
-        for name in estimators:
-            t4 = time.perf_counter()
-            estimator_score(config, name, feats, inp.train_labels, inp.val_labels, inp.regression)
-            spent[name] = time.perf_counter() - t4
+        for name in estimators:  # the second call: the first imports the estimator's libraries
+            for _ in range(2):
+                t4 = time.perf_counter()
+                estimator_score(config, name, feats, inp.train_labels, inp.val_labels, inp.regression)
+                spent[name] = time.perf_counter() - t4
     return Probe(cand.id, task.id, texts, classes, load_s, forward_s, read_s, spent, method_s)
 
 
