@@ -93,7 +93,7 @@ def test_an_up_front_estimate_steadies_the_time_left():
     assert steady[0] - steady[4] < (plain[0] - plain[4]) / 4  # over the first five items: 152 -> 100 s, not 380 -> 120
     truth = [5.0 * (20 - n) for n in range(1, 20)]
     assert all(abs(s - t) <= abs(p - t) for s, p, t in zip(steady, plain, truth))  # never further from the truth
-    assert time_left(10.0, 0, 20, expected_s=100.0) == pytest.approx(100.0)  # before any item: the estimate
+    assert time_left(0.0, 0, 20, expected_s=100.0) == pytest.approx(100.0)  # at the start: the estimate
     assert time_left(10.0, 0, 20) == 0.0 and time_left(50.0, 20, 20, expected_s=100.0) == 0.0
 
 
