@@ -50,6 +50,7 @@ from .data.truth import GroundTruth
 from .errors import InputError, ModelseekError, ValidationError
 from .funnel import format_seconds, parse_budget, select
 from .progress import expected_duration
+from .submission_cost import ModelThreads, cpu_parallel, parallel_workers
 from .io import atomic_write_text
 from .rankers.default import default_spec
 from .rankers.feature_jobs import preflight
@@ -381,9 +382,12 @@ def _one_run(m: str, here: list[Task], pool: Pool, infos: dict[str, MethodInfo],
     if m == "funnel":
         assert budget is not None  # plan() refuses the funnel without a budget
         return _funnel_run(here, pool, budget, Path(out) / "funnel-work", seed, progress, say)
-    r = rank_explained(here, pool, infos[m].method, run_id=run_id, progress=progress, explain=False,
-                       train_truth=prior.truth if m == "avgrank" else None,
-                       device=device if infos[m].inference == "inference-based" else None).run
+    inference = infos[m].inference == "inference-based"
+    workers = parallel_workers(pool, device) if inference else 1
+    with cpu_parallel(workers):  # on a CPU: the candidates on parallel threads, one torch thread each
+        r = rank_explained(here, pool, infos[m].method, run_id=run_id, progress=progress, explain=False,
+                           train_truth=prior.truth if m == "avgrank" else None, device=device if inference else None,
+                           executor=ModelThreads(workers) if workers > 1 else None).run
     return r, tuned
 
 
@@ -413,7 +417,8 @@ def _estimates(todo: Sequence[str], plans: dict[str, tuple[dict[str, str], list[
     started = time.monotonic()
     try:
         p = cost.probe(first, pool, feature, list(estimators_of), device=device, cost_of=cost_of,
-                       second=second if second is not first else None, seed=seed)
+                       second=second if second is not first else None, seed=seed,
+                       workers=parallel_workers(pool, device) if feature else 1)
     except ModelseekError as exc:
         say(f"no cost estimate (the probe of candidate {pool[0].id} on task {first.id} failed: "
             f"{str(exc).splitlines()[0]})")

@@ -5,7 +5,8 @@ passes over the task's texts, each estimator on its features, and reading featur
 :func:`estimate` scales that to every run: the first frozen-feature run computes every candidate's features on
 every task (loads + forward passes, in proportion to each task's texts) and its estimators; the later ones read the
 features back from the cache and run their estimators (LogME in proportion to texts x classes, kNN to texts
-squared). The inference-free runs are timed on the probe task and scaled by the number of tasks.
+squared), the candidates shared among the parallel workers (:func:`parallel_workers`). The inference-free runs
+are timed on a second task (the first pays their set-up) and scaled by the number of tasks.
 
 The figures are estimates: the candidates differ in size (the probe is the first one), and a shared machine runs
 slower than an idle one. :func:`advice` names the cheap alternative when a run is estimated to take long.
@@ -34,6 +35,7 @@ class Probe:
     task: str
     texts: int
     classes: int
+    workers: int
     load_s: float
     forward_s: float
     read_s: float
@@ -51,7 +53,8 @@ def _scale(name: str, texts: int, classes: int, probe: Probe) -> float:
 
 
 def probe(task: Task, pool: Pool, estimators: Sequence[str], methods: Sequence[str], *, device: str | None,
-          cost_of: Callable[[str, Task], float], second: Task | None = None, seed: int = 0) -> Probe:
+          cost_of: Callable[[str, Task], float], second: Task | None = None, seed: int = 0,
+          workers: int = 1) -> Probe:
     """Time the first candidate of ``pool`` on ``task`` (no feature cache, so nothing is left behind), each of
     ``estimators`` on its features, a cache round trip of them, and each inference-free run of ``methods`` on the
     task, then on ``second`` (``cost_of(method, task)`` runs one and returns its seconds): the first includes the
@@ -78,12 +81,14 @@ def probe(task: Task, pool: Pool, estimators: Sequence[str], methods: Sequence[s
         config = FeatureJobConfig(estimators=tuple(estimators), seed=seed)
         (inp,) = prepare_tasks([task], config)
         texts = len(inp.texts)
-        t0 = time.perf_counter()
         source, revision, name, _ = _model_identity(cand, None)
+        _load_model(source, revision, device or "auto", name)  # the first load imports the model's classes
+        t0 = time.perf_counter()
         loaded = _load_model(source, revision, device or "auto", name)
         t1 = time.perf_counter()
-        feats = encode(loaded, inp.texts, max_length=config.max_length, batch_size=config.batch_size,
-                       progress=False)
+        with cpu_parallel(workers):  # as the runs compute: one torch thread per model when models run in parallel
+            feats = encode(loaded, inp.texts, max_length=config.max_length, batch_size=config.batch_size,
+                           progress=False)
         t2 = time.perf_counter()
         load_s, forward_s = t1 - t0, t2 - t1
         with tempfile.TemporaryDirectory(prefix="modelseek-probe-") as tmp:
@@ -97,7 +102,7 @@ def probe(task: Task, pool: Pool, estimators: Sequence[str], methods: Sequence[s
                 t4 = time.perf_counter()
                 estimator_score(config, name, feats, inp.train_labels, inp.val_labels, inp.regression)
                 spent[name] = time.perf_counter() - t4
-    return Probe(cand.id, task.id, texts, classes, load_s, forward_s, read_s, spent, method_s)
+    return Probe(cand.id, task.id, texts, classes, workers, load_s, forward_s, read_s, spent, method_s)
 
 
 def estimate(p: Probe, methods: Sequence[str], estimators_of: Mapping[str, Sequence[str]],
@@ -110,8 +115,8 @@ def estimate(p: Probe, methods: Sequence[str], estimators_of: Mapping[str, Seque
         tasks = tasks_of.get(m, ())
         names = estimators_of.get(m, ())
         if not names:
-            setup, each = p.method_s.get(m, (0.0, 0.0))
-            out[m] = setup + each * len(tasks)
+            _, each = p.method_s.get(m, (0.0, 0.0))  # its set-up (imports, a shared encoder) was the probe's
+            out[m] = each * len(tasks)
             continue
         sizes = [(len(t.train) + len(t.val), max(t.num_classes, 1)) for t in tasks]
         math_s = sum(p.estimator_s.get(n, 0.0) * _scale(n, x, c, p) for n in names for x, c in sizes)
@@ -120,7 +125,7 @@ def estimate(p: Probe, methods: Sequence[str], estimators_of: Mapping[str, Seque
         else:
             per = p.load_s + p.forward_s * sum(x for x, _ in sizes) / max(p.texts, 1) + math_s
             features_done = True
-        out[m] = per * n_candidates
+        out[m] = per * n_candidates / max(p.workers, 1)  # the candidates' jobs run on p.workers threads
     return out
 
 
@@ -142,4 +147,92 @@ def measured_share(estimates: Mapping[str, float], timings: Mapping[str, float])
     return {m: timings[m] / estimates[m] for m in timings if estimates.get(m)}
 
 
-__all__ = ["INFERENCE_FREE", "LONG_S", "Probe", "advice", "estimate", "measured_share", "probe"]
+class ModelThreads:
+    """An in-process executor (:mod:`modelseek.executors`) that runs the candidates' jobs on ``workers`` threads:
+    the submission's frozen-feature runs on a CPU, each model with one torch thread (see :func:`cpu_parallel`).
+    ``on_start`` and ``on_done`` are called in the caller's thread, as the contract asks."""
+
+    name = "threads"
+    in_process = True
+    concurrency = "threads"
+
+    def __init__(self, workers: int = 2) -> None:
+        self.workers = max(1, int(workers))
+
+    def run(self, units, on_start, on_done) -> None:
+        from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
+        todo = iter(units)
+        with ThreadPoolExecutor(self.workers, thread_name_prefix="modelseek-candidate") as pool:
+            running: dict = {}
+
+            def start_next() -> None:
+                for unit in todo:
+                    attempt = on_start(unit)
+                    if attempt is not None:
+                        running[pool.submit(unit.call)] = (unit, attempt)
+                        return
+
+            for _ in range(self.workers):
+                start_next()
+            while running:
+                finished, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                for fut in finished:
+                    unit, attempt = running.pop(fut)
+                    on_done(unit, fut.result(), attempt)
+                    start_next()
+
+
+def parallel_workers(pool: Pool, device: str | None) -> int:
+    """How many candidates to run at once: on a CPU, one per core (at most 8) while the largest snapshot, three
+    times over (weights, activations, a tokenizer), fits that many times in the free memory; on a GPU one."""
+    import os
+    from pathlib import Path
+
+    if device not in (None, "auto", "cpu"):
+        return 1
+    if device != "cpu":
+        import torch  # lazy: torch
+
+        if torch.cuda.is_available():
+            return 1
+    cores = min(os.cpu_count() or 1, 8)
+    biggest = 0
+    for c in pool:
+        folder = Path(str(c.path)) if c.path and not str(c.path).startswith("package:") else None
+        if folder is not None and folder.is_dir():
+            biggest = max(biggest, sum(f.stat().st_size for f in folder.rglob("*") if f.is_file()))
+    try:
+        free = os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 1
+    fits = free // max(3 * biggest, 1) if biggest else cores
+    return max(1, min(cores, int(fits), len(pool)))
+
+
+class cpu_parallel:
+    """Within the block, torch runs one thread per operation (restored after): the candidates are parallel
+    instead. Small models' operations are too small to share between cores — on the stand-in of issue #55 two
+    torch threads made the forward passes 2.6x slower than one on a busy machine."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self._before: int | None = None
+
+    def __enter__(self) -> cpu_parallel:
+        if self.workers > 1:
+            import torch  # lazy: torch
+
+            self._before = torch.get_num_threads()
+            torch.set_num_threads(1)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._before is not None:
+            import torch  # lazy: torch
+
+            torch.set_num_threads(self._before)
+
+
+__all__ = ["INFERENCE_FREE", "LONG_S", "ModelThreads", "Probe", "advice", "cpu_parallel", "estimate",
+           "measured_share", "parallel_workers", "probe"]
