@@ -16,10 +16,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 from .data.pool import Pool
 from .data.task import Task
+from .executors import Concurrency, OnDone, OnStart, Outcome, Unit
 
 #: a run estimated to take longer than this (seconds) is said with its cheap alternative
 LONG_S = 600.0
@@ -152,19 +155,19 @@ class ModelThreads:
     the submission's frozen-feature runs on a CPU, each model with one torch thread (see :func:`cpu_parallel`).
     ``on_start`` and ``on_done`` are called in the caller's thread, as the contract asks."""
 
-    name = "threads"
-    in_process = True
-    concurrency = "threads"
+    name: ClassVar[str] = "threads"
+    in_process: ClassVar[bool] = True
+    concurrency: ClassVar[Concurrency] = "threads"
 
     def __init__(self, workers: int = 2) -> None:
         self.workers = max(1, int(workers))
 
-    def run(self, units, on_start, on_done) -> None:
+    def run(self, units: Sequence[Unit], on_start: OnStart, on_done: OnDone) -> None:
         from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
         todo = iter(units)
         with ThreadPoolExecutor(self.workers, thread_name_prefix="modelseek-candidate") as pool:
-            running: dict = {}
+            running: dict[Future[Outcome], tuple[Unit, int]] = {}
 
             def start_next() -> None:
                 for unit in todo:

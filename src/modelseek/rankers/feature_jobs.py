@@ -535,7 +535,7 @@ def _open_store(stack: contextlib.ExitStack, store: str | Path | bool | JobStore
 
 
 # ------------------------------------------------------------------------------------------ plumbing
-def with_execution(ranker: Ranker, executor: str | None = None, address: str | None = None,
+def with_execution(ranker: Ranker, executor: str | Executor | None = None, address: str | None = None,
                    device: str | None = None, strict: bool = True) -> Ranker:
     """``ranker`` set to run its candidate jobs with ``executor`` (at ``address``) on ``device`` (a copy; None
     leaves a setting as it is). Rankers that run no candidate model take no executor: ``ray`` for one is an
