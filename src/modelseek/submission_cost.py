@@ -42,6 +42,7 @@ class Probe:
     load_s: float
     forward_s: float
     read_s: float
+    job_s: float  # a candidate job's bookkeeping (its claim and its outcome written to the job store)
     estimator_s: Mapping[str, float] = field(default_factory=dict)
     #: inference-free runs: (the first task's seconds less a later one's: set-up, a later task's seconds)
     method_s: Mapping[str, tuple[float, float]] = field(default_factory=dict)
@@ -77,7 +78,7 @@ def probe(task: Task, pool: Pool, estimators: Sequence[str], methods: Sequence[s
             first = cost_of(m, task)
             later = cost_of(m, second) if second is not None else first
             method_s[m] = (max(first - later, 0.0), later)
-    load_s = forward_s = read_s = 0.0
+    load_s = forward_s = read_s = job_s = 0.0
     spent: dict[str, float] = {}
     texts, classes = len(task.train) + len(task.val), max(task.num_classes, 1)
     if estimators:
@@ -96,16 +97,18 @@ def probe(task: Task, pool: Pool, estimators: Sequence[str], methods: Sequence[s
         load_s, forward_s = t1 - t0, t2 - t1
         with tempfile.TemporaryDirectory(prefix="modelseek-probe-") as tmp:
             cache = FeatureCache(tmp)
-            cache.put("probe", {"probe": True}, feats)
             t3 = time.perf_counter()
+            cache.put("probe", {"probe": True}, feats)  # a durable write: what a job's claim and outcome cost too
+            t4 = time.perf_counter()
             cache.get("probe")
-            read_s = time.perf_counter() - t3
+            read_s = time.perf_counter() - t4
+            job_s = 2 * (t4 - t3)
         for name in estimators:  # the second call: the first imports the estimator's libraries
             for _ in range(2):
                 t4 = time.perf_counter()
                 estimator_score(config, name, feats, inp.train_labels, inp.val_labels, inp.regression)
                 spent[name] = time.perf_counter() - t4
-    return Probe(cand.id, task.id, texts, classes, workers, load_s, forward_s, read_s, spent, method_s)
+    return Probe(cand.id, task.id, texts, classes, workers, load_s, forward_s, read_s, job_s, spent, method_s)
 
 
 def estimate(p: Probe, methods: Sequence[str], estimators_of: Mapping[str, Sequence[str]],
@@ -124,9 +127,9 @@ def estimate(p: Probe, methods: Sequence[str], estimators_of: Mapping[str, Seque
         sizes = [(len(t.train) + len(t.val), max(t.num_classes, 1)) for t in tasks]
         math_s = sum(p.estimator_s.get(n, 0.0) * _scale(n, x, c, p) for n in names for x, c in sizes)
         if features_done:  # the features are read back from the cache
-            per = p.read_s * len(tasks) + math_s
+            per = p.job_s + p.read_s * len(tasks) + math_s
         else:
-            per = p.load_s + p.forward_s * sum(x for x, _ in sizes) / max(p.texts, 1) + math_s
+            per = p.job_s + p.load_s + p.forward_s * sum(x for x, _ in sizes) / max(p.texts, 1) + math_s
             features_done = True
         out[m] = per * n_candidates / max(p.workers, 1)  # the candidates' jobs run on p.workers threads
     return out
