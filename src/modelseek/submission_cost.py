@@ -4,9 +4,9 @@ Before the runs start, :func:`probe` times what one candidate costs on one test 
 passes over the task's texts, each estimator on its features, and reading features back from the feature cache.
 :func:`estimate` scales that to every run: the first frozen-feature run computes every candidate's features on
 every task (loads + forward passes, in proportion to each task's texts) and its estimators; the later ones read the
-features back from the cache and run their estimators (LogME in proportion to texts x classes, kNN to texts
-squared), the candidates shared among the parallel workers (:func:`parallel_workers`). The inference-free runs
-are timed on a second task (the first pays their set-up) and scaled by the number of tasks.
+features back from the cache and run their estimators (LogME half in proportion to texts, half to classes; kNN
+to texts to the power 1.5 — rules of thumb checked by ``benchmarks/bench_submission.py``), the candidates shared
+among the parallel workers (:func:`parallel_workers`). The inference-free runs are timed on a second task (the first pays their set-up) and scaled by the number of tasks.
 
 The figures are estimates: the candidates differ in size (the probe is the first one), and a shared machine runs
 slower than an idle one. :func:`advice` names the cheap alternative when a run is estimated to take long.
@@ -51,9 +51,11 @@ class Probe:
 def _scale(name: str, texts: int, classes: int, probe: Probe) -> float:
     """How much more ``name`` costs on a task of ``texts`` texts and ``classes`` classes than on the probe's."""
     n = texts / max(probe.texts, 1)
-    if name == "knn":  # pairwise distances: texts squared
-        return n * n
-    return n * max(classes, 1) / max(probe.classes, 1)
+    c = max(classes, 1) / max(probe.classes, 1)
+    if name == "knn":  # pairwise distances grow with texts squared, but small tasks are all overhead: between
+        return n ** 1.5
+    # LogME: an SVD in proportion to the texts, then a fixed point per class
+    return (n + c) / 2
 
 
 def probe(task: Task, pool: Pool, estimators: Sequence[str], methods: Sequence[str], *, device: str | None,
