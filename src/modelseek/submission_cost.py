@@ -6,7 +6,8 @@ passes over the task's texts, each estimator on its features, and reading featur
 every task (loads + forward passes, in proportion to each task's texts) and its estimators; the later ones read the
 features back from the cache and run their estimators (LogME half in proportion to texts, half to classes; kNN
 to texts to the power 1.5 — rules of thumb checked by ``benchmarks/bench_submission.py``), the candidates shared
-among the parallel workers (:func:`parallel_workers`). The inference-free runs are timed on a second task (the first pays their set-up) and scaled by the number of tasks.
+among the parallel workers (:func:`parallel_workers`). The inference-free runs are timed on a second task (the
+first pays their set-up) and scaled by the number of tasks.
 
 The figures are estimates: the candidates differ in size (the probe is the first one), and a shared machine runs
 slower than an idle one. :func:`advice` names the cheap alternative when a run is estimated to take long.
