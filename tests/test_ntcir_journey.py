@@ -282,12 +282,13 @@ def test_submission_on_the_real_label_kinds_with_a_missing_task_makes_five_runs(
     assert r.err.index(est) < r.err.index("[1/5] default") and "[3/5] logme: done in" in r.err
     assert re.search(r"\[3/5\] logme: ranking 5 test tasks \(estimated [0-9.hms]+\) \.\.\.", r.err)
     assert not [line for line in r.err.splitlines() if line.startswith("features ")]
+    assert "Loading weights" not in r.err  # transformers' own bars stay quiet with the candidates on threads
     # each task's kind, said on the console (the tasks whose labels could be misread) and in METHODS.md (every one)
     assert "test tasks: 5 classification, 0 regression" in r.err
-    assert re.search(r"task 5: 11 classes; labels look like numbers \(0\.\d, 0\.\d, 0\.\d \.\.\.\) but are read as "
+    assert re.search(r"task 5: 11 classes; labels look like numbers \(\d\.\d, \d\.\d, \d\.\d \.\.\.\) but are read as "
                      r"class names \(declared by tasks\.csv\)", r.err)
     assert "## Test tasks" in md and "| 3 | 151 classes | class labels (intent_" in md
-    assert re.search(r"\| 5 \| 11 classes \| labels look like numbers \(0\.\d, ", md)
+    assert re.search(r"\| 5 \| 11 classes \| labels look like numbers \(\d\.\d, ", md)
 
 
 def _declare_kinds(path: Path, kinds: dict[str, str]) -> None:
