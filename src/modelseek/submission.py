@@ -45,11 +45,12 @@ from .data.organisers import (OrganisersLayout, absent_test_tasks, describe_abse
 from .data.pool import Pool, load_pool
 from .data.run import Run, write_runs, validate_run
 from .data.folder import resolve_folder
-from .data.task import Task
+from .data.task import Task, looks_numeric
 from .data.truth import GroundTruth
 from .errors import InputError, ModelseekError, ValidationError
 from .funnel import format_seconds, parse_budget, select
 from .progress import expected_duration
+from . import submission_cost as cost
 from .submission_cost import ModelThreads, cpu_parallel, parallel_workers
 from .io import atomic_write_text
 from .rankers.default import default_spec
@@ -397,8 +398,6 @@ def _estimates(todo: Sequence[str], plans: dict[str, tuple[dict[str, str], list[
     """Each run's up-front cost from a probe of one candidate on one test task (:mod:`.submission_cost`), said
     in one line, with the cheap alternative of a long one. The funnel's is its budget; none when the probe fails
     (the runs then say why)."""
-    from . import submission_cost as cost
-
     estimators_of = {m: tuple(cfg.estimators) if (cfg := _job_config(m, seed)) is not None else ()
                      for m in todo if m != "funnel"}
     tasks_of = {m: [t for t in plans[m][1] if t.has_data] for m in estimators_of}
@@ -527,8 +526,6 @@ def task_kind(task: Task) -> tuple[str, str]:
     decides — tasks.csv's ``label_kind`` column, else its ``task_class_count`` (2 or more: classes; 0 or 1:
     regression), a table's ``--label-kind``; a task that declares nothing is a classification task. How the labels
     look never decides: ``0.0`` ... ``1.0`` of a task declared with 11 classes are 11 class names."""
-    from .data.task import looks_numeric
-
     labels = task.label_names
     sample = ", ".join(labels[:3]) + (" ..." if len(labels) > 3 else "")
     if task.regression:

@@ -23,6 +23,8 @@ from typing import ClassVar
 
 from .data.pool import Pool
 from .data.task import Task
+from .funnel import format_seconds
+from .rankers.feature_jobs import FeatureJobConfig, estimator_score, prepare_tasks
 from .executors import Concurrency, OnDone, OnStart, Outcome, Unit
 
 #: a run estimated to take longer than this (seconds) is said with its cheap alternative
@@ -68,11 +70,10 @@ def probe(task: Task, pool: Pool, estimators: Sequence[str], methods: Sequence[s
     run's set-up (its encoder's load)."""
     import tempfile
 
-    from .features.cache import FeatureCache
-    from .features.text import _load_model, encode
-    from .rankers.feature_jobs import FeatureJobConfig, estimator_score, prepare_tasks
+    from .features.cache import FeatureCache  # lazy: start-up
+    from .features.text import _load_model, encode  # lazy: start-up
 
-    from .features.sources import _model_identity
+    from .features.sources import _model_identity  # lazy: start-up
 
     cand = pool[0]
     method_s = {}
@@ -143,7 +144,6 @@ def estimate(p: Probe, methods: Sequence[str], estimators_of: Mapping[str, Seque
 
 def advice(method: str, seconds: float, n_candidates: int, n_tasks: int, cheap: Sequence[str]) -> str | None:
     """The line that names the cheap alternative of a run estimated to take longer than :data:`LONG_S`."""
-    from .funnel import format_seconds
 
     if seconds < LONG_S:
         return None
