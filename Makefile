@@ -31,10 +31,12 @@ install-demo: $(PY)
 	$(PIP) torch==2.14.1 torchvision==0.29.1
 	$(PIP) -e ".[text]"
 
-# what the tests, lint and docs need: every extra
+# what the tests, lint and docs need: every extra (the stamp file says it was done, for test-fast)
+INSTALLED := $(VENV)/.modelseek-installed
 install: $(PY)
 	$(PIP) torch==2.14.1 torchvision==0.29.1
 	$(PIP) -e ".[all,dev,docs]"
+	@touch $(INSTALLED)
 
 demo: install-demo
 	HF_HUB_OFFLINE=1 $(PY) -m modelseek demo --out out
@@ -53,8 +55,10 @@ test: install
 		|| echo "chromium not installed (apt-get failed): the browser test will be skipped"; fi
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q $(PYTEST_WORKERS)
 
-# the quick loop: every test package, without the tests marked slow (each mark says why); run `make install` once
-test-fast:
+# the quick loop: every test package, without the tests marked slow (each mark says why). It installs what the
+# tests need (`make install`) the first time, or when the environment lacks pytest (after `make demo` alone)
+test-fast: $(PY)
+	@if [ ! -f $(INSTALLED) ] || ! $(PY) -c "import pytest, xdist" >/dev/null 2>&1; then $(MAKE) --no-print-directory install; fi
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q $(PYTEST_WORKERS) -m "not slow"
 
 # ruff (rules in pyproject's [tool.ruff]) and mypy (files and strictness in [tool.mypy]) over src/modelseek

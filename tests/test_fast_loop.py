@@ -7,6 +7,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 TESTS = Path(__file__).resolve().parent
 ROOT = TESTS.parent
 
@@ -87,3 +89,24 @@ def test_make_test_fast_leaves_out_the_slow_tests_only():
     assert re.search(r'pytest .*-m "not slow"', target.group(1))
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     assert re.search(r'"slow\(reason\): ', pyproject)  # the marker is registered with its argument
+
+
+def test_make_test_fast_installs_what_the_tests_need_first(tmp_path):
+    """README's loop `make demo && make test-fast` (issue #55): the demo installs only the text extra, so test-fast
+    runs `make install` when the environment lacks pytest or was never given every extra. Checked by running the
+    target's guard with a stand-in interpreter that has no pytest: make is asked for the install."""
+    import shutil
+    import subprocess
+
+    if shutil.which("make") is None:
+        pytest.skip("make is not installed")
+    venv = tmp_path / "venv"
+    (venv / "bin").mkdir(parents=True)
+    fake = venv / "bin" / "python"  # no pytest: every `-c` import fails
+    fake.write_text("#!/bin/sh\nexit 1\n")
+    fake.chmod(0o755)
+    out = subprocess.run(["make", "-n", "-f", str(ROOT / "Makefile"), "test-fast", f"VENV={venv}"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=60)
+    assert out.returncode == 0, out.stderr
+    # make -n runs the guard's recursive `make install` (as -n does with $(MAKE)), which prints its recipe
+    assert 'pip install --disable-pip-version-check -q -e ".[all,dev,docs]"' in out.stdout, out.stdout

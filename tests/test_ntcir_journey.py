@@ -6,6 +6,7 @@ labels, a 151-class task, a model snapshot in ``data/models/05``."""
 from __future__ import annotations
 
 import hashlib
+import re
 import json
 import shutil
 from pathlib import Path
@@ -275,6 +276,19 @@ def test_submission_on_the_real_label_kinds_with_a_missing_task_makes_five_runs(
     for m in ("logme", "knn", "rrf"):
         (run,) = read_runs(out / f"modelseek-{m}.txt").values()
         assert len(run) == 6 and len(run.ranking("5")) == 20 and len(run.ranking("3")) == 20  # 11 and 151 classes
+    # issue #55: the up-front estimate per run, then one progress line per step (no bar per candidate x task)
+    est = next(line for line in r.err.splitlines() if line.startswith("estimated from candidate 1 on task "))
+    assert all(f" {m} " in est for m in ("default", "avgrank", "logme", "knn", "rrf")), est
+    assert r.err.index(est) < r.err.index("[1/5] default") and "[3/5] logme: done in" in r.err
+    assert re.search(r"\[3/5\] logme: ranking 5 test tasks \(estimated [0-9.hms]+\) \.\.\.", r.err)
+    assert not [line for line in r.err.splitlines() if line.startswith("features ")]
+    assert "Loading weights" not in r.err  # transformers' own bars stay quiet with the candidates on threads
+    # each task's kind, said on the console (the tasks whose labels could be misread) and in METHODS.md (every one)
+    assert "test tasks: 5 classification, 0 regression" in r.err
+    assert re.search(r"task 5: 11 classes; labels look like numbers \(\d\.\d, \d\.\d, \d\.\d \.\.\.\) but are read as "
+                     r"class names \(declared by tasks\.csv\)", r.err)
+    assert "## Test tasks" in md and "| 3 | 151 classes | class labels (intent_" in md
+    assert re.search(r"\| 5 \| 11 classes \| labels look like numbers \(\d\.\d, ", md)
 
 
 def _declare_kinds(path: Path, kinds: dict[str, str]) -> None:
@@ -304,6 +318,8 @@ def test_a_method_that_cannot_run_on_a_task_is_checked_first_and_said(cli, tmp_p
     assert "[2/2] logme: ranking 3 test tasks" in r.err
     md = (out / "METHODS.md").read_text()
     assert "task 2: a regression task (label kind number" in md and md.count("- Ranked without this method") == 1
+    assert "| 2 | regression | numeric targets (declared label kind number" in md  # issue #55: each task's kind
+    assert "task 2: regression; numeric targets" in r.err and "test tasks: 2 classification, 1 regression" in r.err
     assert cli("validate", *sorted(out.glob("*.txt")), "--official", repo).code == 0
     # a method that can run on no task, asked by name: refused in seconds naming task and method, nothing written
     _declare_kinds(csv_path, {"1": "number", "2": "number", "3": "number"})

@@ -78,3 +78,33 @@ def test_a_command_logs_plain_lines(cli, tmp_path, monkeypatch, interval):
     lines = _lines("\n".join(x for x in r.err.splitlines() if x.startswith("eevee sweep")))
     assert lines[0]["n"] == "0" and lines[-1]["n"] == lines[-1]["total"] == "2"
     assert "\r" not in r.err and "\x1b" not in r.err
+
+
+def test_an_up_front_estimate_steadies_the_time_left():
+    """Issue #55: a slow first item (a model's first load, imports) swings the mean-rate time left; pooled with an
+    up-front estimate it moves less, and the measured rate takes over as items finish."""
+    from modelseek.progress import PRIOR_ITEMS, time_left
+
+    # 20 items expected to take 100 s; the first takes 20 s (cold), the rest 5 s each
+    elapsed = [20.0 + 5.0 * (n - 1) for n in range(1, 21)]
+    plain = [time_left(e, n, 20) for n, e in zip(range(1, 20), elapsed)]
+    steady = [time_left(e, n, 20, expected_s=100.0) for n, e in zip(range(1, 20), elapsed)]
+    assert plain[0] == 380.0 and steady[0] == pytest.approx((20 + PRIOR_ITEMS * 5) / (1 + PRIOR_ITEMS) * 19)
+    assert steady[0] - steady[4] < (plain[0] - plain[4]) / 4  # over the first five items: 152 -> 100 s, not 380 -> 120
+    truth = [5.0 * (20 - n) for n in range(1, 20)]
+    assert all(abs(s - t) <= abs(p - t) for s, p, t in zip(steady, plain, truth))  # never further from the truth
+    assert time_left(0.0, 0, 20, expected_s=100.0) == pytest.approx(100.0)  # at the start: the estimate
+    assert time_left(10.0, 0, 20) == 0.0 and time_left(50.0, 20, 20, expected_s=100.0) == 0.0
+
+
+def test_the_estimate_reaches_the_plain_lines(monkeypatch):
+    from modelseek.progress import expected_duration
+
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    monkeypatch.setenv("MODELSEEK_PROGRESS_INTERVAL", "3600")
+    with expected_duration(3600.0):
+        bar = progress_counter(4, desc="logme: candidates")
+    bar.close()
+    first = err.getvalue().splitlines()[0]
+    assert _lines(err.getvalue()) and first.endswith(", 1:00:00 left"), first  # the estimate before any item

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .data.folder import ResolvedFolder
 from .data.pool import Pool
@@ -18,6 +18,9 @@ from .data.run import Run
 from .data.task import Task, TaskSet
 from .data.truth import GroundTruth
 from .rankers import Ranker
+
+if TYPE_CHECKING:
+    from .executors import Executor
 from .ranking import FolderRequest, cross_fitted, folder_request, rank, training_data
 from .ranking import ranked
 from .verdicts import add_verdicts
@@ -40,7 +43,7 @@ def rank_explained(tasks: Task | Iterable[Task] | str | Path | ResolvedFolder, p
                    method: str | Ranker = "default", train_truth: GroundTruth | str | Path | None = None,
                    train_tasks: TaskSet | str | Path | None = None, run_id: str | None = None, progress: bool = False,
                    allow_failures: bool = False, *, split: str | None = None, train_pool: Pool | None = None,
-                   train_source: str | None = None, explain: bool = True, executor: str | None = None,
+                   train_source: str | None = None, explain: bool = True, executor: str | Executor | None = None,
                    address: str | None = None, device: str | None = None, strict_execution: bool = True,
                    **params) -> RankResult:
     """:func:`rank`, with the ranker's explanations (``explain``) and chosen layers: what ``modelseek rank`` prints

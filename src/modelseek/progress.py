@@ -3,13 +3,15 @@
 When stderr is not a terminal (a log file, a CI job, ``2> log``) a bar's ``\\r`` frames and cursor escapes fill the
 log; there each bar writes one plain line when it starts, at most one every :data:`INTERVAL_S` seconds while it
 runs (``MODELSEEK_PROGRESS_INTERVAL`` overrides it), and one when it ends: ``fine-tuning: 12/192 (6%) 0:01:40
-elapsed, 0:25:00 left``. tqdm has no such mode (it redraws the same line whatever the stream), hence the small
+elapsed, 0:25:00 left``. Given an up-front estimate of the whole, the time left is steadied by it
+(:func:`time_left`). tqdm has no such mode (it redraws the same line whatever the stream), hence the small
 writer below.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import os
 import re
 import sys
@@ -97,9 +99,10 @@ class _LineCounter:
     """A bar for a stream that is not a terminal: plain lines, at most one per interval (see the module doc)."""
 
     def __init__(self, total: int | None, desc: str, stream: IO[str] | None = None,
-                 interval: float | None = None) -> None:
+                 interval: float | None = None, expected_s: float | None = None) -> None:
         self.n = 0
         self.total, self.desc = total, desc
+        self.expected_s = expected_s
         self.stream = sys.stderr if stream is None else stream
         self.interval = _interval() if interval is None else interval
         self.start = self.last = time.monotonic()
@@ -112,8 +115,8 @@ class _LineCounter:
         if self.total:
             text += f"/{self.total} ({100 * self.n / self.total:.0f}%)"
         text += f" {_clock(elapsed)} elapsed"
-        if self.total and 0 < self.n < self.total:
-            text += f", {_clock(elapsed * (self.total - self.n) / self.n)} left"
+        if self.total and self.n < self.total and (self.n or self.expected_s):
+            text += f", {_clock(time_left(elapsed, self.n, self.total, self.expected_s))} left"
         with contextlib.suppress(OSError, ValueError):  # progress never stops the work (a full log disk)
             print(text, file=self.stream, flush=True)
         self.last = now
@@ -141,13 +144,49 @@ class _LineCounter:
             self.close()
 
 
-def progress_counter(total: int, desc: str = "", disable: bool = False) -> Counter:
+_EXPECTED: contextvars.ContextVar[float | None] = contextvars.ContextVar("modelseek_expected_s", default=None)
+
+
+@contextlib.contextmanager
+def expected_duration(seconds: float | None) -> Iterator[None]:
+    """Within the block, a :func:`progress_counter` made without ``expected_s`` takes ``seconds`` as its up-front
+    estimate (a caller that estimated a step, such as ``submission``, steadies the bars the step's code makes)."""
+    token = _EXPECTED.set(seconds)
+    try:
+        yield
+    finally:
+        _EXPECTED.reset(token)
+
+
+#: how many items' worth of weight an up-front estimate has in :func:`time_left`
+PRIOR_ITEMS = 4
+
+
+def time_left(elapsed: float, done: int, total: int, expected_s: float | None = None) -> float:
+    """Seconds left after ``done`` of ``total`` items in ``elapsed`` seconds. Without an estimate: the mean rate so
+    far. With ``expected_s`` (an up-front estimate of the whole): the rate is the measured one pooled with
+    :data:`PRIOR_ITEMS` items at the estimate's rate, so the first items (a model's first load, imports) do not
+    swing the figure; the measurement takes over as items finish."""
+    if done >= total:
+        return 0.0
+    if not expected_s or expected_s <= 0:
+        return elapsed * (total - done) / done if done else 0.0
+    prior_rate = expected_s / total
+    rate = (elapsed + PRIOR_ITEMS * prior_rate) / (done + PRIOR_ITEMS)
+    return rate * (total - done)
+
+
+def progress_counter(total: int, desc: str = "", disable: bool = False,
+                     expected_s: float | None = None) -> Counter:
     """A bar advanced by ``update`` (work that finishes out of order, or elsewhere); silent when disabled, plain
-    periodic lines when stderr is not a terminal."""
+    periodic lines when stderr is not a terminal. ``expected_s``: an up-front estimate of the whole, which steadies
+    the time left (:func:`time_left`) of the plain lines."""
     if disable:
         return _Silent()
+    if expected_s is None:
+        expected_s = _EXPECTED.get()
     if not _interactive(sys.stderr):
-        return _LineCounter(total, desc)
+        return _LineCounter(total, desc, expected_s=expected_s)
     from tqdm.auto import tqdm
 
     return tqdm(total=total, desc=desc, leave=False, dynamic_ncols=True)

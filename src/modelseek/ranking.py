@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .data.folder import ResolvedFolder, resolve_folder
 from .data.pool import Pool, ntcir_pool
@@ -18,6 +18,9 @@ from .data.task import Task, TaskSet
 from .data.truth import GroundTruth
 from .errors import InputError
 from .rankers import Ranker
+
+if TYPE_CHECKING:
+    from .executors import Executor
 from .rankers.base import failures_allowed
 from .rankers._registry import RANKERS
 from .data.folder import _near
@@ -29,7 +32,7 @@ def rank(tasks: Task | Iterable[Task] | str | Path | ResolvedFolder, pool: Pool 
          method: str | Ranker = "default", train_truth: GroundTruth | str | Path | None = None,
          train_tasks: TaskSet | str | Path | None = None,
          run_id: str | None = None, progress: bool = False, allow_failures: bool = False,
-         executor: str | None = None, address: str | None = None, device: str | None = None,
+         executor: str | Executor | None = None, address: str | None = None, device: str | None = None,
          split: str | None = None, cv: int | None = None, **params) -> Run:
     """Rank ``pool`` (default: the 20 NTCIR-19 candidates) for ``tasks`` with ``method``.
 
@@ -128,7 +131,7 @@ def ranked(tasks: Task | Iterable[Task] | str | Path | ResolvedFolder, pool: Poo
            method: str | Ranker = "default", train_truth: GroundTruth | str | Path | None = None,
            train_tasks: TaskSet | str | Path | None = None, run_id: str | None = None, progress: bool = False,
            allow_failures: bool = False, *, split: str | None = None, train_pool: Pool | None = None,
-           train_source: str | None = None, executor: str | None = None, address: str | None = None,
+           train_source: str | None = None, executor: str | Executor | None = None, address: str | None = None,
            device: str | None = None, strict_execution: bool = True, **params) -> Ranked:
     """:func:`rank`, keeping the fitted ranker (its explanations and chosen layers are read by
     :func:`modelseek.api.rank_explained`, the public entry; the funnel ranks through this module, below the API).

@@ -45,10 +45,13 @@ from .data.organisers import (OrganisersLayout, absent_test_tasks, describe_abse
 from .data.pool import Pool, load_pool
 from .data.run import Run, write_runs, validate_run
 from .data.folder import resolve_folder
-from .data.task import Task
+from .data.task import Task, looks_numeric
 from .data.truth import GroundTruth
 from .errors import InputError, ModelseekError, ValidationError
 from .funnel import format_seconds, parse_budget, select
+from .progress import expected_duration
+from . import submission_cost as cost
+from .submission_cost import ModelThreads, cpu_parallel, parallel_workers
 from .io import atomic_write_text
 from .rankers.default import default_spec
 from .rankers.feature_jobs import preflight
@@ -167,6 +170,8 @@ class Submission:
     methods_file: Path
     layout: OrganisersLayout
     absent: list[str] = field(default_factory=list)  # test tasks of tasks.csv not downloaded
+    estimates: dict[str, float] = field(default_factory=dict)  # method -> the up-front estimate (seconds)
+    timings: dict[str, float] = field(default_factory=dict)    # method -> what it took (seconds)
 
 
 def missing_weights(pool: Pool) -> dict[str, str]:
@@ -310,27 +315,26 @@ def make_submission(root: str | Path, out: str | Path, methods: Sequence[str] | 
             f"METHODS.md)")
     tasks = _test_tasks(layout, topics)
     todo, cannot = _checked(list(tasks), todo, seed, methods, skipped, say, prior)
+    say_task_kinds(tasks, say)
     infos = _infos(prior)
     fallback_run = (_prior_run([*tasks, *(Task.from_id(t) for t in absent)], the_pool, prior)
                     if (absent or cannot) else None)
     made: list[tuple[str, str, Run]] = []
     fallbacks: dict[str, dict[str, str]] = {}
     tuned: dict[str, int] = {}
+    plans = {m: _tasks_of(m, tasks, absent, cannot, infos) for m in todo}
+    estimates = _estimates(todo, plans, the_pool, device, seed, prior, infos, say)
+    timings: dict[str, float] = {}
     for i, m in enumerate(todo, 1):
         run_id = f"{team}-{m}"
-        blind = m != "funnel" and not ranker_class(infos[m].method).needs_text  # reads no task data
-        fall = {**({} if blind else {t: "not downloaded (no task data)" for t in absent}), **cannot.get(m, {})}
-        here = [t for t in tasks if t.id not in fall] + ([Task.from_id(t) for t in absent] if blind else [])
-        say(f"[{i}/{len(todo)}] {m}: ranking {len(here)} test tasks ...")
+        fall, here = plans[m]
+        guess = f" (estimated {format_seconds(estimates[m])})" if m in estimates else ""
+        say(f"[{i}/{len(todo)}] {m}: ranking {len(here)} test tasks{guess} ...")
         t0 = time.monotonic()
         try:
-            if m == "funnel":
-                assert budget is not None  # plan() refuses the funnel without a budget
-                r, tuned = _funnel_run(here, the_pool, budget, Path(out) / "funnel-work", seed, progress, say)
-            else:
-                r = rank_explained(here, the_pool, infos[m].method, run_id=run_id, progress=progress,
-                                   explain=False, train_truth=prior.truth if m == "avgrank" else None,
-                                   device=device if infos[m].inference == "inference-based" else None).run
+            with expected_duration(estimates.get(m)):
+                r, tuned = _one_run(m, here, the_pool, infos, run_id, progress, prior, device, budget, out, seed,
+                                    say, tuned)
         except ModelseekError as exc:  # one run lost, not the submission: the others are still written
             if methods and len(todo) == 1:
                 raise
@@ -338,7 +342,8 @@ def make_submission(root: str | Path, out: str | Path, methods: Sequence[str] | 
                           f"{str(exc).splitlines()[0]}")
             say(f"[{i}/{len(todo)}] {m}: not made — {skipped[m]}")
             continue
-        say(f"[{i}/{len(todo)}] {m}: done in {format_seconds(time.monotonic() - t0)}")
+        timings[m] = time.monotonic() - t0
+        say(f"[{i}/{len(todo)}] {m}: done in {format_seconds(timings[m])}{guess}")
         if fall:  # the topics its method cannot rank: the prior's ranking, in the official topic order
             assert fallback_run is not None
             fallbacks[run_id] = fall
@@ -358,8 +363,74 @@ def make_submission(root: str | Path, out: str | Path, methods: Sequence[str] | 
         done.append(SubmittedRun(run_id, m, path, infos[m], len(r), sum(tuned.values()) if m == "funnel" else 0,
                                  fallbacks.get(run_id, {})))
     methods_file = out / "METHODS.md"
-    atomic_write_text(methods_file, methods_md(done, skipped, layout, command, tuned, prior))
-    return Submission(done, skipped, methods_file, layout, absent)
+    atomic_write_text(methods_file, methods_md(done, skipped, layout, command, tuned, prior, tasks))
+    return Submission(done, skipped, methods_file, layout, absent, estimates, timings)
+
+
+def _tasks_of(m: str, tasks: Sequence[Task], absent: Sequence[str], cannot: dict[str, dict[str, str]],
+              infos: dict[str, MethodInfo]) -> tuple[dict[str, str], list[Task]]:
+    """({task id: why method ``m`` does not rank it (the prior does)}, the tasks ``m`` ranks)."""
+    blind = m != "funnel" and not ranker_class(infos[m].method).needs_text  # reads no task data
+    fall = {**({} if blind else {t: "not downloaded (no task data)" for t in absent}), **cannot.get(m, {})}
+    here = [t for t in tasks if t.id not in fall] + ([Task.from_id(t) for t in absent] if blind else [])
+    return fall, here
+
+
+def _one_run(m: str, here: list[Task], pool: Pool, infos: dict[str, MethodInfo], run_id: str, progress: bool,
+             prior: Prior, device: str | None, budget: str | float | None, out: str | Path, seed: int,
+             say: Callable[[str], None], tuned: dict[str, int]) -> tuple[Run, dict[str, int]]:
+    """Method ``m``'s run on ``here`` (and the funnel's fine-tunings per task)."""
+    if m == "funnel":
+        assert budget is not None  # plan() refuses the funnel without a budget
+        return _funnel_run(here, pool, budget, Path(out) / "funnel-work", seed, progress, say)
+    inference = infos[m].inference == "inference-based"
+    workers = parallel_workers(pool, device) if inference else 1
+    with cpu_parallel(workers):  # on a CPU: the candidates on parallel threads, one torch thread each
+        r = rank_explained(here, pool, infos[m].method, run_id=run_id, progress=progress, explain=False,
+                           train_truth=prior.truth if m == "avgrank" else None, device=device if inference else None,
+                           executor=ModelThreads(workers) if workers > 1 else None).run
+    return r, tuned
+
+
+def _estimates(todo: Sequence[str], plans: dict[str, tuple[dict[str, str], list[Task]]], pool: Pool,
+               device: str | None, seed: int, prior: Prior, infos: dict[str, MethodInfo],
+               say: Callable[[str], None]) -> dict[str, float]:
+    """Each run's up-front cost from a probe of one candidate on one test task (:mod:`.submission_cost`), said
+    in one line, with the cheap alternative of a long one. The funnel's is its budget; none when the probe fails
+    (the runs then say why)."""
+    estimators_of = {m: tuple(cfg.estimators) if (cfg := _job_config(m, seed)) is not None else ()
+                     for m in todo if m != "funnel"}
+    tasks_of = {m: [t for t in plans[m][1] if t.has_data] for m in estimators_of}
+    sized = sorted({t.id: t for ts in tasks_of.values() for t in ts}.values(), key=lambda t: len(t.train))
+    if not sized:
+        return {}
+    first, second = sized[len(sized) // 2], sized[max(len(sized) // 2 - 1, 0)]
+
+    def cost_of(m: str, task: Task) -> float:
+        t0 = time.perf_counter()
+        rank_explained([task], pool, infos[m].method, explain=False, train_truth=prior.truth if m == "avgrank"
+                       else None)
+        return time.perf_counter() - t0
+
+    feature = sorted({n for m in estimators_of for n in estimators_of[m]})
+    started = time.monotonic()
+    try:
+        p = cost.probe(first, pool, feature, list(estimators_of), device=device, cost_of=cost_of,
+                       second=second if second is not first else None, seed=seed,
+                       workers=parallel_workers(pool, device) if feature else 1)
+    except ModelseekError as exc:
+        say(f"no cost estimate (the probe of candidate {pool[0].id} on task {first.id} failed: "
+            f"{str(exc).splitlines()[0]})")
+        return {}
+    out = cost.estimate(p, list(estimators_of), estimators_of, tasks_of, len(pool))
+    say(f"estimated from candidate {p.candidate} on task {p.task} (probed in "
+        f"{format_seconds(time.monotonic() - started)}): "
+        + ", ".join(f"{m} {format_seconds(v)}" for m, v in out.items()))
+    for m, v in out.items():
+        line = cost.advice(m, v, len(pool), len(tasks_of[m]), [c for c in cost.INFERENCE_FREE if c in out])
+        if line:
+            say(f"note: {line}")
+    return out
 
 
 def _prior_run(tasks: Sequence[Task], pool: Pool, prior: Prior) -> Run:
@@ -448,8 +519,43 @@ def _portable_command(command: str) -> str:
     return shlex.join(out)
 
 
+def task_kind(task: Task) -> tuple[str, str]:
+    """(the kind of ``task`` as the runs treat it — ``N classes`` or ``regression`` —, how its labels were read).
+
+    One rule everywhere (:attr:`Task.regression <modelseek.data.task.Task.regression>`): the task's declaration
+    decides — tasks.csv's ``label_kind`` column, else its ``task_class_count`` (2 or more: classes; 0 or 1:
+    regression), a table's ``--label-kind``; a task that declares nothing is a classification task. How the labels
+    look never decides: ``0.0`` ... ``1.0`` of a task declared with 11 classes are 11 class names."""
+    labels = task.label_names
+    sample = ", ".join(labels[:3]) + (" ..." if len(labels) > 3 else "")
+    if task.regression:
+        return "regression", f"numeric targets (declared label kind number; e.g. {sample})"
+    declared = "declared by tasks.csv" if task.label_kind is not None else "no kind declared: classes"
+    if looks_numeric(labels):
+        how = f"labels look like numbers ({sample}) but are read as class names ({declared})"
+    elif labels and all(str(v).lower() in ("true", "false") for v in labels):
+        how = f"true/false labels read as class names ({declared})"
+    else:
+        how = f"class labels ({sample}; {declared})"
+    return f"{len(labels)} classes", how
+
+
+def say_task_kinds(tasks: Sequence[Task], say: Callable[[str], None]) -> None:
+    """One line on the kinds of the test tasks, and one per task whose labels could be misread (numbers, true/false,
+    a regression task)."""
+    kinds = {t.id: task_kind(t) for t in tasks}
+    n_reg = sum(1 for k, _ in kinds.values() if k == "regression")
+    say(f"test tasks: {len(tasks) - n_reg} classification, {n_reg} regression (the tasks' declarations decide; "
+        f"METHODS.md lists each)")
+    for t in tasks:
+        kind, how = kinds[t.id]
+        if kind == "regression" or not how.startswith("class labels"):
+            say(f"  task {t.id}: {kind}; {how}")
+
+
 def methods_md(runs: Sequence[SubmittedRun], skipped: dict[str, str], layout: OrganisersLayout,
-               command: str | None, tuned: dict[str, int] | None = None, prior: Prior | None = None) -> str:
+               command: str | None, tuned: dict[str, int] | None = None, prior: Prior | None = None,
+               tasks: Sequence[Task] = ()) -> str:
     """``METHODS.md``: for each run, its kind, whether candidates were fine-tuned, the data used, the version and
     the exact command — ready for the working notes."""
     when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
@@ -477,9 +583,15 @@ def methods_md(runs: Sequence[SubmittedRun], skipped: dict[str, str], layout: Or
                          f"instead): " + "; ".join(f"task {t}: {why}" for t, why in r.fallback.items()) + ".")
     if skipped:
         lines += ["", "## Not made", ""] + [f"- {m}: {why}" for m, why in skipped.items()]
+    if tasks:
+        lines += ["", "## Test tasks", "",
+                  "How each run treated each test task's labels (the task's declaration decides: tasks.csv's "
+                  "label_kind, else its task_class_count; never how the labels look).", "",
+                  "| task | kind | labels |", "|---|---|---|"]
+        lines += [f"| {t.id} | {k} | {how.replace('|', '/')} |" for t in tasks for k, how in [task_kind(t)]]
     return "\n".join(lines) + "\n"
 
 
 __all__ = ["FEATURE_METHODS", "MAX_RUNS", "METHODS", "MethodInfo", "Prior", "Submission", "SubmittedRun",
            "check_methods", "choose_prior", "make_submission",
-           "methods_md", "missing_weights", "plan"]
+           "methods_md", "missing_weights", "plan", "say_task_kinds", "task_kind"]

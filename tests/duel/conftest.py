@@ -1,4 +1,5 @@
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -41,7 +42,13 @@ def pg_server():
 
     if postgres_binaries() is None:
         pytest.skip(f"PostgreSQL server binaries (initdb, pg_ctl) not found: {POSTGRES_HINT}")
-    server = PostgresServer()
+    try:
+        server = PostgresServer()
+    except (OSError, subprocess.CalledProcessError) as exc:  # the binaries are there but the server cannot start
+        said = getattr(exc, "stderr", None) or b""
+        said = (said.decode(errors="replace") if isinstance(said, bytes) else str(said)).strip().splitlines()
+        pytest.skip(f"the PostgreSQL server cannot start here ({said[-1] if said else exc}): the PostgreSQL tests "
+                    f"need a machine where initdb and pg_ctl can run")
     yield server
     server.stop()
 

@@ -32,11 +32,24 @@ SRC = str(Path(__file__).resolve().parents[2] / "src")
 
 # ------------------------------------------------------------------------------------------ helpers
 def _device(path: Path, like: str) -> Path:
-    """A character device node at ``path`` with the numbers of ``like`` (made here; the system's is only stat'ed)."""
+    """A character device node at ``path`` with the numbers of ``like`` (made here; the system's is only stat'ed).
+    Skipped, saying why, where ``like`` is not a character device (some containers bind a regular file there) or
+    where the node made cannot be opened (a file system mounted ``nodev``)."""
+    found = os.stat(like)
+    if not stat.S_ISCHR(found.st_mode):
+        pytest.skip(f"{like} is not a character device on this machine (a {stat.filemode(found.st_mode)[0]!r} "
+                    f"entry): there is no device to copy")
     try:
-        os.mknod(path, stat.S_IFCHR | 0o666, os.stat(like).st_rdev)
+        os.mknod(path, stat.S_IFCHR | 0o666, found.st_rdev)
     except PermissionError:
         pytest.skip("making a device node needs root (CAP_MKNOD)")
+    try:
+        with open(path, "wb"):
+            pass
+    except OSError as exc:
+        path.unlink()
+        pytest.skip(f"a device node made in {path.parent} cannot be opened here ({exc.strerror}; a file system "
+                    f"mounted nodev?)")
     return path
 
 

@@ -18,6 +18,7 @@ import contextlib
 import importlib.util
 import logging
 import os
+import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -36,18 +37,30 @@ _HEAD_PARTS = ("lm_head", "cls.", "classifier", "pre_classifier", "qa_outputs", 
 
 @contextlib.contextmanager
 def quiet_transformers() -> Iterator[None]:
-    """Silence transformers' load report and progress bars while loading; restore them after."""
+    """Silence transformers' load report and progress bars while loading; restore them after. Safe across threads
+    (candidates loaded in parallel): the first to enter silences, the last to leave restores."""
     from transformers.utils import logging as tlog  # lazy: transformers
 
-    level, bars = tlog.get_verbosity(), tlog.is_progress_bar_enabled()
-    tlog.set_verbosity_error()
-    tlog.disable_progress_bar()
+    with _QUIET_LOCK:
+        if _QUIET["depth"] == 0:
+            _QUIET["saved"] = (tlog.get_verbosity(), tlog.is_progress_bar_enabled())
+            tlog.set_verbosity_error()
+            tlog.disable_progress_bar()
+        _QUIET["depth"] += 1
     try:
         yield
     finally:
-        tlog.set_verbosity(level)
-        if bars:
-            tlog.enable_progress_bar()
+        with _QUIET_LOCK:
+            _QUIET["depth"] -= 1
+            if _QUIET["depth"] == 0:
+                level, bars = _QUIET["saved"]
+                tlog.set_verbosity(level)
+                if bars:
+                    tlog.enable_progress_bar()
+
+
+_QUIET_LOCK = threading.Lock()
+_QUIET: dict[str, Any] = {"depth": 0, "saved": None}
 
 
 def _is_head(key: str) -> bool:

@@ -25,8 +25,12 @@ fingerprint of the texts makes a second call on the same inputs a file read, wit
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import os
+import re
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -80,6 +84,8 @@ class LoadedTextModel:
     tokenizer: Any
     device: Any
     name: str
+    #: what the tokenizer is (:func:`_tokenizer_key`), set on first use
+    token_key: str | None = None
 
 
 def pick_device(device: str = "auto"):
@@ -160,6 +166,82 @@ def _effective_max_length(tok, model, max_length: int, name: str = "") -> int:
     return token_limit(getattr(model, "config", None), tok, max_length, name)
 
 
+#: a text longer than ``max_length`` x this many characters is cut (at a white space) before it is tokenized
+CUT_CHARS_PER_TOKEN = 24
+_WHITE = re.compile(r"\s")
+_TOKEN_CACHE: OrderedDict[tuple[str, int, str], list[list[int]]] = OrderedDict()
+_TOKEN_CACHE_BYTES = [0]
+#: how many bytes of token ids the cache keeps (the oldest task's ids leave first)
+TOKEN_CACHE_LIMIT = 256 << 20
+_TOKEN_LOCK = threading.Lock()
+
+
+def _head(text: str, max_length: int) -> str:
+    """``text`` cut at the last white space before ``max_length`` x :data:`CUT_CHARS_PER_TOKEN` characters (the
+    whole text when it is shorter or has no white space there)."""
+    limit = max_length * CUT_CHARS_PER_TOKEN
+    if len(text) <= limit:
+        return text
+    cut = max((m.start() for m in _WHITE.finditer(text, limit // 2, limit)), default=-1)
+    return text[:cut] if cut > 0 else text
+
+
+def _tokenizer_key(loaded: LoadedTextModel) -> str:
+    """What the tokenizer is (its serialised pipeline: normaliser, pre-tokeniser, vocabulary, special tokens), so
+    that candidates sharing a tokenizer share its token ids; a tokenizer that cannot be serialised is its own."""
+    key = getattr(loaded, "token_key", None)
+    if key is None:
+        backend = getattr(loaded.tokenizer, "backend_tokenizer", None)
+        try:
+            key = hashlib.sha256(backend.to_str().encode("utf-8")).hexdigest() if backend is not None else None
+        except Exception:  # noqa: BLE001 - an unserialisable tokenizer is only not shared
+            key = None
+        key = key or f"object {id(loaded.tokenizer)}"
+        loaded.token_key = key
+    return key
+
+
+def token_ids(loaded: LoadedTextModel, texts: Sequence[str], max_length: int) -> list[list[int]]:
+    """The token ids of ``texts`` truncated to ``max_length`` — computed once per tokenizer and list of texts
+    (the candidates of one family share them; an LRU of :data:`TOKEN_CACHE_LIMIT` bytes keeps them).
+
+    Why by hand: a fast tokenizer reads the whole text before it truncates, so a 2,000-word text costs eight
+    times what its first 256 tokens need. Each long text is therefore cut at a white space after
+    ``max_length`` x :data:`CUT_CHARS_PER_TOKEN` characters first; the pre-tokenisers of these models split at
+    white space, so the head's tokens are the whole text's, and the head is kept only where it still fills all
+    ``max_length`` positions (any other text is tokenized whole): the ids equal the uncut text's."""
+    key = (_tokenizer_key(loaded), int(max_length), texts_fingerprint(list(texts)))
+    with _TOKEN_LOCK:
+        hit = _TOKEN_CACHE.get(key)
+        if hit is not None:
+            _TOKEN_CACHE.move_to_end(key)
+            return hit
+    tok = loaded.tokenizer
+    kw = {"truncation": True, "max_length": max_length, "padding": False, "return_attention_mask": False,
+          "return_token_type_ids": False}
+    heads = [_head(t, max_length) for t in texts]
+    ids = list(tok(heads, **kw)["input_ids"])
+    short = [i for i, (h, t) in enumerate(zip(heads, texts)) if len(h) < len(t) and len(ids[i]) < max_length]
+    if short:  # the head did not fill the positions: the whole text decides
+        for i, row in zip(short, tok([texts[i] for i in short], **kw)["input_ids"]):
+            ids[i] = row
+    size = sum(len(r) for r in ids) * 8 + 64 * len(ids)
+    with _TOKEN_LOCK:
+        _TOKEN_CACHE[key] = ids
+        _TOKEN_CACHE_BYTES[0] += size
+        while _TOKEN_CACHE_BYTES[0] > TOKEN_CACHE_LIMIT and len(_TOKEN_CACHE) > 1:
+            _, old = _TOKEN_CACHE.popitem(last=False)
+            _TOKEN_CACHE_BYTES[0] -= sum(len(r) for r in old) * 8 + 64 * len(old)
+    return ids
+
+
+def clear_token_cache() -> None:
+    """Forget the token ids :func:`token_ids` keeps."""
+    with _TOKEN_LOCK:
+        _TOKEN_CACHE.clear()
+        _TOKEN_CACHE_BYTES[0] = 0
+
+
 def _batches(loaded: LoadedTextModel, texts: Sequence[str], max_length: int, batch_size: int, progress: bool,
              what: str = "features"):
     """Yield (indices, input_ids, attention_mask) on the device: texts tokenized once, sorted by length
@@ -170,8 +252,7 @@ def _batches(loaded: LoadedTextModel, texts: Sequence[str], max_length: int, bat
     tok, dev = loaded.tokenizer, loaded.device
     n = len(texts)
     ml = _effective_max_length(tok, loaded.model, max_length, loaded.name)
-    ids = tok(list(texts), truncation=True, max_length=ml, padding=False, return_attention_mask=False,
-              return_token_type_ids=False)["input_ids"]
+    ids = token_ids(loaded, texts, ml)
     lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=n)
     order = np.argsort(-lengths, kind="stable")
     pad_id = int(tok.pad_token_id)

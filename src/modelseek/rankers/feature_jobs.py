@@ -263,15 +263,16 @@ def score_candidate(config: FeatureJobConfig, cand: Candidate, tasks: Sequence[T
             try:
                 if "features" in kinds:
                     if enc is None:
+                        # no bar per (candidate, task): the candidates' bar is the one progress line
                         enc = TextEncoder(cand, device=config.device, cache_dir=config.cache_dir,
-                                          progress=config.progress, models=models, **local, **kw)
+                                          progress=False, models=models, **local, **kw)
                         _keep_only(models, enc)
                     inputs["features"] = enc(task.texts)
                 if "probs" in kinds:
                     if head is None:
                         head = HeadProbs(cand, max_length=kw["max_length"], batch_size=kw["batch_size"],
                                          device=config.device, cache_dir=config.cache_dir,
-                                         progress=config.progress, models=models, **local)
+                                         progress=False, models=models, **local)
                         _keep_only(models, head)
                     inputs["probs"] = head(task.texts)
             except Exception as exc:  # noqa: BLE001 - recorded, then the ranker's policy decides
@@ -534,7 +535,7 @@ def _open_store(stack: contextlib.ExitStack, store: str | Path | bool | JobStore
 
 
 # ------------------------------------------------------------------------------------------ plumbing
-def with_execution(ranker: Ranker, executor: str | None = None, address: str | None = None,
+def with_execution(ranker: Ranker, executor: str | Executor | None = None, address: str | None = None,
                    device: str | None = None, strict: bool = True) -> Ranker:
     """``ranker`` set to run its candidate jobs with ``executor`` (at ``address``) on ``device`` (a copy; None
     leaves a setting as it is). Rankers that run no candidate model take no executor: ``ray`` for one is an
