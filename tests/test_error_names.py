@@ -64,6 +64,14 @@ def test_submission_names_its_parameters(repo, tmp_path, cli, kw, param, flag, v
     assert not (tmp_path / "cli").exists() and not (tmp_path / "api").exists()
 
 
+def test_submission_refuses_to_write_into_its_own_input_through_api_and_cli(repo, cli):
+    """The rule of every writing call (#52) holds for the library's make_submission as for the command."""
+    exc = _raised(make_submission, repo, repo)
+    assert exc.field == "out" and "root" in exc.message
+    r = cli("submission", repo, "--out", repo)
+    assert_one_error_line(r, "field '--out': ", "ROOT")
+
+
 def test_submission_advice_names_the_parameter_then_the_flag(repo, tmp_path, cli):
     exc = _raised(make_submission, repo, tmp_path / "o", methods=["funnel"])
     assert "give `budget`" in exc.message

@@ -42,6 +42,7 @@ from . import __version__
 from .api import rank_explained
 from .data.organisers import (OrganisersLayout, absent_test_tasks, describe_absent, find_layout, load_split,
                               test_topics)
+from .clash import FOLDER_READS, INPUT, OUTPUT_DIR, PathArg, refuse_clashes
 from .data.pool import Pool, load_pool
 from .data.run import Run, write_runs, validate_run
 from .data.folder import resolve_folder
@@ -295,6 +296,11 @@ def make_submission(root: str | Path, out: str | Path, methods: Sequence[str] | 
     """Rank the official test tasks of the organisers' ``root`` with each method, validate every run against the
     official topics and docIDs, then write ``out/<run id>.txt`` and ``out/METHODS.md`` (nothing before all pass)."""
     say = echo or (lambda s: None)
+    # the one rule of every writing call (modelseek.clash), as `modelseek submission` checks its options
+    refuse_clashes([PathArg("out", out, OUTPUT_DIR, ("*.txt", "METHODS.md")),
+                    PathArg("root", root, INPUT, FOLDER_READS),
+                    *(PathArg(name, value, INPUT, FOLDER_READS if name == "train_truth" else ())
+                      for name, value in (("pool", pool), ("train_truth", train_truth)) if value is not None)])
     root = Path(root)
     layout = find_layout(root)
     if layout is None or "test" not in layout.splits:

@@ -85,6 +85,22 @@ class LabelKind(Choice):
         return cls.CLASS if n >= 2 else cls.NUMBER
 
 
+def looks_numeric(labels: Iterable[str]) -> bool:
+    """Whether labels read as non-integer numbers (``0.5``, ``3.0``): only for a hint to declare the kind, never to
+    decide it."""
+    integral, seen = True, False
+    for v in labels:
+        seen = True
+        try:
+            x = float(v)
+        except (TypeError, ValueError):
+            return False
+        if x != x or x in (float("inf"), float("-inf")):
+            return False
+        integral = integral and str(v).strip().lstrip("+-").isdigit()
+    return seen and not integral
+
+
 @dataclass(frozen=True)
 class Split:
     """Parallel tuples of texts and (string) labels. A text longer than :data:`MAX_TEXT_CHARS` characters is cut
