@@ -25,8 +25,8 @@ import numpy as np
 
 
 def criticality_cv(truth, pool, tasks, folds: int, repeats: int, n_boot: int = 1000) -> dict:
-    from modelseek.bench import make_folds
-    from modelseek.rankers.adaptive import TIERS, AdaptiveRanker
+    from modelseek.retrieval.bench import make_folds
+    from modelseek.retrieval.rankers.adaptive import TIERS, AdaptiveRanker
 
     ids = truth.task_ids
     true = np.array([TIERS.index(truth.criticality(t).value) for t in ids])
@@ -73,10 +73,10 @@ def main() -> None:
     ap.add_argument("--json", help="also write the figures here")
     args = ap.parse_args()
 
-    from modelseek.bench import compare, cross_validate
-    from modelseek.data.loaders import load_ntcir_tasks
-    from modelseek.data.pool import load_pool
-    from modelseek.data.truth import GroundTruth
+    from modelseek.retrieval.bench import compare, cross_validate
+    from modelseek.retrieval.data.loaders import load_ntcir_tasks
+    from modelseek.retrieval.data.pool import load_pool
+    from modelseek.retrieval.data.truth import GroundTruth
 
     truth = GroundTruth.from_csv(f"{args.root}/ground-truth.csv")
     pool = load_pool(f"{args.root}/models.csv")

@@ -77,7 +77,7 @@ def build(root: Path, n_tasks: int = 48, rows: int = 200, words: int = 2000, n_m
     """The stand-in under ``root``; returns ``root``."""
     import numpy as np
 
-    from modelseek.data.synthetic import DOMAINS
+    from modelseek.retrieval.data.synthetic import DOMAINS
     from modelseek.testing.candidate_kinds import KINDS, make_candidate_snapshot
 
     src = _ntcir()
@@ -141,8 +141,8 @@ class Clock:
 def measure(root: Path, out: Path, cache: Path, methods: list[str], profile: str | None) -> dict:
     """One submission (cold cache) -> its figures."""
     from modelseek import submission
-    from modelseek.features import lean_bert, text
-    from modelseek.rankers import feature_jobs
+    from modelseek.retrieval.features import lean_bert, text
+    from modelseek.retrieval.rankers import feature_jobs
 
     os.environ["MODELSEEK_CACHE"] = str(cache)
     clock = Clock()

@@ -22,8 +22,8 @@ def main() -> int:
     ap.add_argument("--method", default="default")
     ap.add_argument("--top", type=int, default=8)
     args = ap.parse_args()
-    from modelseek.rankers.adaptive import AdaptiveRanker, card_matches
-    from modelseek.rankers.resolve import resolve
+    from modelseek.retrieval.rankers.adaptive import AdaptiveRanker, card_matches
+    from modelseek.retrieval.rankers.resolve import resolve
 
     r = resolve(args.method)
     if not isinstance(r, AdaptiveRanker):

@@ -35,7 +35,7 @@ from modelseek.duel.engine import Settings  # noqa: E402
 from modelseek.duel.storage import Store  # noqa: E402
 from modelseek.duel.submission import validate_submission  # noqa: E402
 from modelseek.duel.tournament import tournament  # noqa: E402
-from modelseek.errors import InputError  # noqa: E402
+from modelseek.core.errors import InputError  # noqa: E402
 from modelseek.testing.duel import (PostgresServer, make_submission_dicts, postgres_binaries,  # noqa: E402
                                     publish_like_a_user)
 

@@ -40,8 +40,8 @@ from sklearn.metrics import auc as sk_auc  # noqa: E402
 from modelseek.duel.config import LeaderboardConfig, Metric, Test  # noqa: E402
 from modelseek.duel.engine import Settings  # noqa: E402
 from modelseek.duel.tournament import tournament  # noqa: E402
-from modelseek.stats.bootstrap import _indices  # noqa: E402
-from modelseek.stats.seeding import derive_rng  # noqa: E402
+from modelseek.core.stats.bootstrap import _indices  # noqa: E402
+from modelseek.core.stats.seeding import derive_rng  # noqa: E402
 from modelseek.testing.duel import make_submissions, write_submissions  # noqa: E402
 
 

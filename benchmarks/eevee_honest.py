@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from modelseek.data.truth import GroundTruth  # noqa: E402
+from modelseek.retrieval.data.truth import GroundTruth  # noqa: E402
 from modelseek.eevee import BatchedEvaluator, MetaConfig, NestedConfig, SearchConfig, Table, load_table, sweep  # noqa: E402
 from modelseek.eevee.honest import BASELINES  # noqa: E402
 

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT / "src"))
 import numpy as np  # noqa: E402
 from scipy.stats import spearmanr  # noqa: E402
 
-from modelseek.data.truth import GroundTruth  # noqa: E402
+from modelseek.retrieval.data.truth import GroundTruth  # noqa: E402
 from modelseek.eevee import BatchedEvaluator, MetaConfig, SearchConfig, Table, search  # noqa: E402
 
 GT = ROOT.parent / "shared" / "data" / "ntcir19-mr" / "subtask-a" / "ground-truth.csv"
@@ -96,7 +96,7 @@ def plot_predictions(out: dict, path: str, k: int) -> None:
     """Predicted against actual mean F1 on the other tasks, one panel per meta-model."""
     from matplotlib.figure import Figure
 
-    from modelseek.plots import save_figure
+    from modelseek.core.plots import save_figure
 
     fig = Figure(figsize=(9.0, 4.2))
     for i, (name, res) in enumerate((("MLP (protocol)", out), ("ridge", out["ridge"]))):

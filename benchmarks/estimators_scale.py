@@ -16,8 +16,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-import modelseek.estimators as est  # noqa: E402
-from modelseek.errors import InputError  # noqa: E402
+import modelseek.retrieval.estimators as est  # noqa: E402
+from modelseek.core.errors import InputError  # noqa: E402
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from modelseek.estimators import get  # noqa: E402
+from modelseek.retrieval.estimators import get  # noqa: E402
 
 
 # ------------------------------------------------------------------------------------------- baselines

@@ -35,10 +35,10 @@ def stage(name: str):
 
 def main() -> None:
     import modelseek as ms
-    from modelseek.data.loaders import load_ntcir_tasks
-    from modelseek.data.pool import load_pool
-    from modelseek.data.run import validate_run
-    from modelseek.features.text import TextEncoder, _load_model
+    from modelseek.retrieval.data.loaders import load_ntcir_tasks
+    from modelseek.retrieval.data.pool import load_pool
+    from modelseek.retrieval.data.run import validate_run
+    from modelseek.retrieval.features.text import TextEncoder, _load_model
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--task", default="1094")
@@ -59,7 +59,7 @@ def main() -> None:
         (task,) = list(load_ntcir_tasks(NTCIR / "task-data" / "train-tasks" / args.task))
     with stage("load offline pool"):
         pool = load_pool("offline")
-    from modelseek.rankers.features import FeatureRanker
+    from modelseek.retrieval.rankers.features import FeatureRanker
 
     ranker = FeatureRanker("logme", cache_dir=cache, max_examples=args.max_examples, progress=False)
     texts, ytr, yva = ranker._task_data(task)

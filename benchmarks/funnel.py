@@ -44,9 +44,9 @@ SCRATCH = "/dev/shm" if os.path.isdir("/dev/shm") else None
 
 
 def evaluate(ranking: list[str], truth, task_id: str) -> tuple[float, float]:
-    from modelseek.data.truth import GradingScheme
-    from modelseek.metrics.ndcg import ndcg_at_k
-    from modelseek.metrics.regret import regret_at_k
+    from modelseek.retrieval.data.truth import GradingScheme
+    from modelseek.retrieval.metrics.ndcg import ndcg_at_k
+    from modelseek.retrieval.metrics.regret import regret_at_k
 
     grades = truth.grades(task_id, GradingScheme.NTCIR)
     f1 = dict(zip(*truth.frame[truth.frame["task_id"] == task_id][["model_id", "f1"]].T.values))
@@ -93,7 +93,7 @@ def baseline_features_all(world, t: int, budget_s: float) -> list[str]:
 def history_inputs(world, history: range):
     """What a user gives ``select`` about past tasks: their fine-tuning results (``--history``) and the prior's and
     the estimator's scores on them (``--history-signals``: runs named ``prior`` and ``estimator``)."""
-    from modelseek.data.run import Run
+    from modelseek.retrieval.data.run import Run
 
     ids = [world.tasks[i].id for i in history]
     truth = world.truth().subset(ids)
@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     hist, hist_signals = history_inputs(world, range(args.tasks, args.tasks + args.history_tasks))
     rel = None
     if args.assumed:
-        from modelseek.funnel import Reliability
+        from modelseek.retrieval.funnel import Reliability
 
         rel = Reliability()
     measured = None

@@ -16,10 +16,10 @@ Runs (every one cross-fitted: a task's scores never come from its own ground tru
   -- less reliable the more classes the task has. (The NTCIR-19 training tasks all have 788-800 training rows,
   so their size cannot tell them apart; their number of classes runs from 2 to 17.)
 Task features are real: ``size`` (training rows) and ``classes`` (number of classes) read from the task folders
-(``task-data/train-tasks``) by :func:`modelseek.fusion.features.task_features_from_tasks`.
+(``task-data/train-tasks``) by :func:`modelseek.retrieval.fusion.features.task_features_from_tasks`.
 
 Each seed draws a new estimator run and new folds. Learned fusion (default selection ``vs-rrf``) is
-cross-validated over tasks by :func:`modelseek.fusion.optimize_fusion`, once with the global-only grid
+cross-validated over tasks by :func:`modelseek.retrieval.fusion.optimize_fusion`, once with the global-only grid
 (``per_task=False``) and once with the per-task grid (weights gated by each run's spread, the task size and the
 number of classes); the table gives nDCG@5 on held-out tasks and learned − plain RRF with its 95% bootstrap
 interval, per seed and pooled (per task, the mean over seeds; bootstrap over tasks).
@@ -37,7 +37,7 @@ NOISE_POWER = {"size": -0.5, "classes": 0.5}   # sd = noise * (x / median x) ** 
 
 
 def _estimator(truth, nf1, noise: float, feature: dict | None, power: float, seed: int):
-    from modelseek.data.run import Run
+    from modelseek.retrieval.data.run import Run
 
     rng = np.random.default_rng(seed)
     sd = np.full((len(nf1.index), 1), noise)
@@ -60,13 +60,13 @@ def main() -> None:
     ap.add_argument("--selection", default="vs-rrf")
     args = ap.parse_args()
 
-    from modelseek.bench import cross_validate
-    from modelseek.data.pool import load_pool
-    from modelseek.data.truth import GroundTruth
-    from modelseek.fusion import optimize_fusion
-    from modelseek.fusion.features import task_features_from_tasks
-    from modelseek.fusion.learned import LEARNED, PLAIN_RRF
-    from modelseek.stats.bootstrap import paired_bootstrap
+    from modelseek.retrieval.bench import cross_validate
+    from modelseek.retrieval.data.pool import load_pool
+    from modelseek.retrieval.data.truth import GroundTruth
+    from modelseek.retrieval.fusion import optimize_fusion
+    from modelseek.retrieval.fusion.features import task_features_from_tasks
+    from modelseek.retrieval.fusion.learned import LEARNED, PLAIN_RRF
+    from modelseek.core.stats.bootstrap import paired_bootstrap
 
     truth = GroundTruth.from_csv(f"{args.root}/ground-truth.csv")
     pool = load_pool(f"{args.root}/models.csv")

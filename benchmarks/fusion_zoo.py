@@ -13,7 +13,7 @@ folds' tasks only). Prints Markdown tables for docs/results/fusion.md: nDCG@5 on
 [95% bootstrap interval over tasks], and the paired difference learned − each system [95%].
 
 Every zoo is learned twice: with the global-only grid (the same weights for every task) and with the per-task
-grid (also weights gated by each run's spread and by the task size; :mod:`modelseek.fusion.gates`); the last
+grid (also weights gated by each run's spread and by the task size; :mod:`modelseek.retrieval.fusion.gates`); the last
 table gives learned − plain RRF [95%] of both, per zoo and pooled over the zoos' tasks. The task sizes are
 generated (``zoo_task_features``); with ``--size-noise`` est_a's noise is proportional to 1/sqrt(task size)
 (generated, to show a zoo where the best weights depend on the task), otherwise the sizes are uninformative.
@@ -28,7 +28,7 @@ from collections import Counter
 
 
 def _table(cv, n_resamples: int, seed: int) -> list[str]:
-    from modelseek.fusion.learned import LEARNED
+    from modelseek.retrieval.fusion.learned import LEARNED
 
     summ = cv.summary(n_resamples, seed=seed)
     lines = ["| system | nDCG@5 [95%] | learned − system [95%] | P(learned better) |", "|---|---|---|---:|"]
@@ -44,8 +44,8 @@ def _versus(versus: dict, n_resamples: int, seed: int) -> None:
     """learned − plain RRF [95%] of the global-only and the per-task grid, per case and pooled over their tasks."""
     import numpy as np
 
-    from modelseek.fusion.learned import LEARNED, PLAIN_RRF
-    from modelseek.stats.bootstrap import paired_bootstrap
+    from modelseek.retrieval.fusion.learned import LEARNED, PLAIN_RRF
+    from modelseek.core.stats.bootstrap import paired_bootstrap
 
     print("## learned − plain RRF: global-only grid vs per-task grid\n")
     print("| data | grid | learned | plain RRF | learned − plain RRF [95%] | final fusion |\n"
@@ -91,10 +91,10 @@ def main() -> None:
 
     import numpy as np
 
-    from modelseek.data.run import read_runs
-    from modelseek.data.truth import GroundTruth
-    from modelseek.fusion import optimize_fusion
-    from modelseek.fusion.learned import LEARNED
+    from modelseek.retrieval.data.run import read_runs
+    from modelseek.retrieval.data.truth import GroundTruth
+    from modelseek.retrieval.fusion import optimize_fusion
+    from modelseek.retrieval.fusion.learned import LEARNED
     from modelseek.testing.fusion_zoo import make_fusion_zoo, zoo_task_features
 
     print(f"machine: {platform.machine()} {platform.processor() or ''}, python {platform.python_version()}\n")

@@ -1,5 +1,5 @@
 """What a fine-tuning budget buys, replayed on recorded results: the NTCIR-19 training tasks and a generated zoo
-with estimator signals (``modelseek replay`` through its API, :mod:`modelseek.funnel.replay`).
+with estimator signals (``modelseek replay`` through its API, :mod:`modelseek.retrieval.funnel.replay`).
 
     python benchmarks/replay.py [--truth ../shared/data/ntcir19-mr/subtask-a/ground-truth.csv] [--repeats 20]
         [--noise 0.01] [--plot docs/results/replay.png] [--json docs/results/replay.json]
@@ -33,9 +33,9 @@ NTCIR = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "ntcir1
 
 
 def ntcir(path: Path, noise: float, repeats: int) -> tuple[dict, dict]:
-    from modelseek.data.truth import GroundTruth
-    from modelseek.funnel.curve import summarize
-    from modelseek.funnel.replay import TRUST_GRID, Acquisition, replay
+    from modelseek.retrieval.data.truth import GroundTruth
+    from modelseek.retrieval.funnel.curve import summarize
+    from modelseek.retrieval.funnel.replay import TRUST_GRID, Acquisition, replay
 
     truth = GroundTruth.from_csv(path)
     main = None
@@ -56,9 +56,9 @@ def ntcir(path: Path, noise: float, repeats: int) -> tuple[dict, dict]:
 
 
 def zoo(noise: float, repeats: int) -> dict:
-    from modelseek.data.run import Run
-    from modelseek.funnel.curve import summarize
-    from modelseek.funnel.replay import replay
+    from modelseek.retrieval.data.run import Run
+    from modelseek.retrieval.funnel.curve import summarize
+    from modelseek.retrieval.funnel.replay import replay
     from modelseek.testing.funnel import make_funnel_world
 
     world = make_funnel_world(n_models=40, n_tasks=60, n_texts=200, seed=0)
@@ -72,8 +72,8 @@ def zoo(noise: float, repeats: int) -> dict:
 def families(repeats: int) -> dict:
     """Where a joint model of the candidates has something to learn: two families that co-vary
     (:func:`modelseek.testing.funnel.make_family_truth`, 40 tasks x 10 models, seed noise sd 0.005)."""
-    from modelseek.funnel.curve import summarize
-    from modelseek.funnel.replay import replay
+    from modelseek.retrieval.funnel.curve import summarize
+    from modelseek.retrieval.funnel.replay import replay
     from modelseek.testing.funnel import make_family_truth
 
     data = replay(make_family_truth(), finetunes=[0, 1, 3, 5], noise=0.005, repeats=repeats, folds=5, seed=0)
@@ -88,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--plot", default="docs/results/replay.png")
     ap.add_argument("--json", default="docs/results/replay.json")
     args = ap.parse_args(argv)
-    from modelseek.funnel.curve import plot, render
+    from modelseek.retrieval.funnel.curve import plot, render
 
     if not args.truth.is_file():
         print(f"error: no NTCIR-19 ground truth at {args.truth} (../shared/data is absent)", file=sys.stderr)

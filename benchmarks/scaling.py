@@ -8,7 +8,7 @@ leaderboard of N accuracy tasks with 5 samples each; a ground truth of N tasks x
 * ``validate`` — :func:`modelseek.validate_run` with the topic list and the NTCIR pool;
 * ``fuse`` — ``modelseek fuse`` of two runs (RRF), reading and writing the files;
 * ``duel submission`` — :func:`modelseek.duel.submission.validate_submission` of one submission;
-* ``bench`` — :func:`modelseek.bench.cross_validate` of ``avgrank`` (5 folds; no task text needed).
+* ``bench`` — :func:`modelseek.retrieval.bench.cross_validate` of ``avgrank`` (5 folds; no task text needed).
 
 A stage is linear when its cost per topic at the largest size is at most twice its smallest cost per topic
 (quadratic code grows 100x from 1k to 100k). Run: ``python benchmarks/scaling.py [--sizes 1000,10000,100000]``.
@@ -94,8 +94,8 @@ def stage_bench(folder: Path, n: int) -> float:
     import pandas as pd
 
     from modelseek import GroundTruth
-    from modelseek.bench import cross_validate
-    from modelseek.data.pool import ntcir_pool
+    from modelseek.retrieval.bench import cross_validate
+    from modelseek.retrieval.data.pool import ntcir_pool
 
     rng = np.random.default_rng(4)
     frame = pd.DataFrame({"task_id": np.repeat([f"t{i}" for i in range(n)], 20), "model_id": MODELS * n,

@@ -64,7 +64,7 @@ def select_on(withheld, policy, k: int, out: Path) -> tuple[dict[str, list[str]]
     """``select`` on every withheld task with ``k`` fine-tunes' budget, walking ``policy`` (``None``: its defaults,
     the shipped policy): its picks and final rankings."""
     from modelseek import select
-    from modelseek.data.pool import Candidate, Pool
+    from modelseek.retrieval.data.pool import Candidate, Pool
     from modelseek.testing.funnel import RecordedBackend, recorded_task
 
     picks, rankings = {}, {}
@@ -80,7 +80,7 @@ def select_on(withheld, policy, k: int, out: Path) -> tuple[dict[str, list[str]]
 
 def _ndcg(rankings: dict[str, list[str]], truth) -> np.ndarray:
     from modelseek import evaluate
-    from modelseek.data.run import Run
+    from modelseek.retrieval.data.run import Run
 
     run = Run.from_scores({t: {m: float(len(r) - i) for i, m in enumerate(r)} for t, r in rankings.items()},
                           run_id="select")
@@ -89,8 +89,8 @@ def _ndcg(rankings: dict[str, list[str]], truth) -> np.ndarray:
 
 def compare(fitting, withheld, policy) -> dict:
     """Replay and select side by side on the withheld tasks (see the module docstring)."""
-    from modelseek.funnel.curve import summarize
-    from modelseek.funnel.replay import funnel_rankings, replay
+    from modelseek.retrieval.funnel.curve import summarize
+    from modelseek.retrieval.funnel.replay import funnel_rankings, replay
 
     s = summarize(replay(withheld, history=fitting, finetunes=[0, *KS], noise=0.0, sequential=False), n_boot=1000)
     rows = []
@@ -121,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
     if not args.truth.is_file():
         print(f"no ground truth at {args.truth} (../shared/data is absent)", file=sys.stderr)
         return 1
-    from modelseek.data.truth import GroundTruth
-    from modelseek.funnel.policy import choose_policy
+    from modelseek.retrieval.data.truth import GroundTruth
+    from modelseek.retrieval.funnel.policy import choose_policy
 
     truth = GroundTruth.from_csv(args.truth)
     sources = _sources(args.truth.parent / "models.csv")
@@ -140,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         split = (f"{len(held_ids)} of the {len(truth.task_ids)} tasks of {args.truth.name} withheld (seed 0, "
                  f"stratified by tier), the policy chosen on the other {len(fit_ids)}")
     if args.withheld:  # select with its defaults: the shipped policy, chosen on the 70
-        from modelseek.funnel.policy import shipped_policy
+        from modelseek.retrieval.funnel.policy import shipped_policy
 
         policy, walked = None, shipped_policy()
     else:

@@ -8,7 +8,7 @@ seeded standard-normal task feature and ``v`` is either *dense* (every model; ce
 *sparse* (two models: a domain specialist that gains where ``u`` is high and one that loses, or gains half as
 much). Ranks and NTCIR grades are recomputed from the planted table. For each (kind, a) and each trial:
 
-- the test: :func:`modelseek.stats.structure.residual_structure` on the planted ranks; "detected" = the first
+- the test: :func:`modelseek.core.stats.structure.residual_structure` on the planted ranks; "detected" = the first
   residual component's permutation p < 0.05;
 - the learner: told the true feature ``u`` (the best case for any method that reads the task), it moves each
   model by its least-squares slope of utility (minus rank) on ``u`` over the training folds -- the form of the
@@ -36,9 +36,9 @@ def _grades(y, scheme):
 
 
 def _learner_gain(ranks, gains, feat, ids, tiers, seeds=(0, 1, 2), boot=1000):
-    from modelseek.data.folds import make_folds
-    from modelseek.metrics.ndcg import ideal_dcg, ndcg
-    from modelseek.stats import paired_bootstrap
+    from modelseek.retrieval.data.folds import make_folds
+    from modelseek.retrieval.metrics.ndcg import ideal_dcg, ndcg
+    from modelseek.core.stats import paired_bootstrap
 
     n = len(ids)
     pos = {t: i for i, t in enumerate(ids)}
@@ -76,8 +76,8 @@ def main() -> int:
         return 1
     from scipy.stats import rankdata
 
-    from modelseek.data.truth import GradingScheme, GroundTruth
-    from modelseek.stats.structure import residual_structure
+    from modelseek.retrieval.data.truth import GradingScheme, GroundTruth
+    from modelseek.core.stats.structure import residual_structure
 
     t0 = time.perf_counter()
     truth = GroundTruth.from_csv(path)

@@ -53,7 +53,7 @@ def naive(dest: str, out: str, method: str, size: int) -> None:
     """The baseline: PIL open-resize loop into memory, then the same method on the arrays."""
     from PIL import Image
 
-    from modelseek.data.run import normalize_b_id, write_runs
+    from modelseek.retrieval.data.run import normalize_b_id, write_runs
     from modelseek.style.data import StyleDataset, load_models
     from modelseek.style.layout import organiser_root
     from modelseek.style.pipeline import StyleRanker
@@ -133,7 +133,7 @@ def main() -> None:
     if args.naive_child:
         return naive(args.naive_child[0], args.naive_child[1], args.method, args.feature_size)
 
-    from modelseek.data.run import read_run
+    from modelseek.retrieval.data.run import read_run
     from modelseek.style.evaluation import load_style_truth, score_style_run
     from modelseek.style.synthetic import write_organiser_layout
 

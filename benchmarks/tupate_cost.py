@@ -61,7 +61,7 @@ def make_bert(folder: Path, size: str, seed: int = 0) -> Path:
 
     folder.mkdir(parents=True, exist_ok=True)
     try:
-        from modelseek.features.text import offline_minilm_path
+        from modelseek.retrieval.features.text import offline_minilm_path
 
         tok = BertTokenizerFast(vocab_file=str(offline_minilm_path() / "vocab.txt"), model_max_length=512)
     except Exception:  # noqa: BLE001 - the package is optional (a bare GPU machine has no copy)
@@ -85,7 +85,7 @@ def worker(args) -> dict:
     import numpy as np
     import torch
 
-    from modelseek.rankers import make
+    from modelseek.retrieval.rankers import make
 
     task = _task(args.texts)
     params = dict(mode=args.mode, device=args.device, encoder_path=args.encoder, cache_dir=None, seed=0)

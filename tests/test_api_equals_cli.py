@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 import modelseek as ms
-from modelseek.bench import bench, check_refit, cross_validate
-from modelseek.data.folder import resolve_folder
-from modelseek.data.loaders import load_table_task
-from modelseek.data.run import read_run, read_runs
-from modelseek.errors import InputError
-from modelseek.rankers.resolve import build, card_pool, with_card_pool
+from modelseek.retrieval.bench import bench, check_refit, cross_validate
+from modelseek.retrieval.data.folder import resolve_folder
+from modelseek.retrieval.data.loaders import load_table_task
+from modelseek.retrieval.data.run import read_run, read_runs
+from modelseek.core.errors import InputError
+from modelseek.retrieval.rankers.resolve import build, card_pool, with_card_pool
 from modelseek.testing import make_ntcir_layout
 
 

@@ -1,4 +1,4 @@
-"""The one cache policy (where) and the one verified format (what) of modelseek.cache."""
+"""The one cache policy (where) and the one verified format (what) of modelseek.core.cache."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from modelseek.cache import CorruptCacheError, cache_dir, cache_root, decode_arrays, encode_arrays, load_arrays
-from modelseek.features.cache import default_cache_dir as features_dir
-from modelseek.taskrep import default_cache_dir as taskrep_dir
+from modelseek.core.cache import CorruptCacheError, cache_dir, cache_root, decode_arrays, encode_arrays, load_arrays
+from modelseek.retrieval.features.cache import default_cache_dir as features_dir
+from modelseek.retrieval.taskrep import default_cache_dir as taskrep_dir
 
 
 def test_cache_root_precedence(monkeypatch, tmp_path):
@@ -70,7 +70,7 @@ def test_any_damage_is_detected(arrays, data):
 
 
 def test_key_mismatch_and_load_removes_corrupt_files(tmp_path, caplog):
-    from modelseek.cache import write_arrays
+    from modelseek.core.cache import write_arrays
 
     p = write_arrays(tmp_path / "a" / "x.arrays", {"m": np.arange(6.0).reshape(2, 3)}, {"key": "one"})
     with pytest.raises(CorruptCacheError, match="key mismatch"):

@@ -8,9 +8,9 @@ import pytest
 
 from modelseek.testing.cli import run_cli_subprocess
 from modelseek import GroundTruth, read_runs
-from modelseek.bench import cross_validate, make_folds
-from modelseek.data.pool import load_pool
-from modelseek.registry import Registry, UnknownNameError
+from modelseek.retrieval.bench import cross_validate, make_folds
+from modelseek.retrieval.data.pool import load_pool
+from modelseek.core.registry import Registry, UnknownNameError
 
 
 @pytest.mark.slow(reason="7 s (setup and call) on 2 busy cores")
@@ -87,7 +87,7 @@ def test_random_is_seeded_and_task_order_independent(tiny_layout, cli, tmp_path)
 def test_registry_did_you_mean():
     reg: Registry = Registry("method")
     reg.register("avgrank")(object)
-    reg.register_lazy("lazy", "modelseek.rankers.random:RandomRanker")
+    reg.register_lazy("lazy", "modelseek.retrieval.rankers.random:RandomRanker")
     assert reg.names() == ["avgrank", "lazy"]
     with pytest.raises(ValueError, match="duplicate"):
         reg.register("avgrank")(object)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from modelseek.executors import EXECUTORS
+from modelseek.retrieval.executors import EXECUTORS
 
 
 @pytest.mark.parametrize("command", [("finetune",), ("rank",)])

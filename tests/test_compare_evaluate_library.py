@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 import modelseek as ms
-from modelseek.comparison import check_comparison, compare_runs
-from modelseek.data.run import read_run
-from modelseek.data.truth import GroundTruth
-from modelseek.errors import InputError
-from modelseek.metrics import DEFAULT_METRICS, RANKING_METRICS
+from modelseek.retrieval.comparison import check_comparison, compare_runs
+from modelseek.retrieval.data.run import read_run
+from modelseek.retrieval.data.truth import GroundTruth
+from modelseek.core.errors import InputError
+from modelseek.retrieval.metrics import DEFAULT_METRICS, RANKING_METRICS
 
 
 @pytest.fixture(scope="module")

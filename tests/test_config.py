@@ -1,4 +1,4 @@
-"""The config layer (modelseek.config), the one reader (modelseek.io) and the argparse option types:
+"""The config layer (modelseek.core.config), the one reader (modelseek.core.io) and the argparse option types:
 property tests over generated values and documents, plus the located messages users see."""
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from hypothesis import strategies as st
 
 from modelseek.cli._common import (OUTPUT_FILE, PORT, PROBABILITY, SEED, choice, existing_file, int_at_least,
                                    metavar)
-from modelseek.config import NONFINITE, Config, Interval, Options, Source, check, coerce, parse_overrides
-from modelseek.enums import Choice
-from modelseek.errors import InputError
-from modelseek.io import decode_text, loads_json, loads_yaml_located, read_config, read_json, read_text
+from modelseek.core.config import NONFINITE, Config, Interval, Options, Source, check, coerce, parse_overrides
+from modelseek.core.enums import Choice
+from modelseek.core.errors import InputError
+from modelseek.core.io import decode_text, loads_json, loads_yaml_located, read_config, read_json, read_text
 
 SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 

@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 
 import modelseek as ms
-from modelseek.config import parse_overrides
-from modelseek.data.loaders import load_table_task
-from modelseek.data.truth import GroundTruth
-from modelseek.errors import InputError
-from modelseek.finetune.recipe import Recipe
-from modelseek.funnel import parse_budget
-from modelseek.funnel.replay import replay
-from modelseek.submission import make_submission
+from modelseek.core.config import parse_overrides
+from modelseek.retrieval.data.loaders import load_table_task
+from modelseek.retrieval.data.truth import GroundTruth
+from modelseek.core.errors import InputError
+from modelseek.retrieval.finetune.recipe import Recipe
+from modelseek.retrieval.funnel import parse_budget
+from modelseek.retrieval.funnel.replay import replay
+from modelseek.retrieval.submission import make_submission
 from modelseek.testing import make_text_task, write_task_table
 from modelseek.testing.cli import assert_one_error_line
 from modelseek.testing.organisers import make_organisers_layout

@@ -14,8 +14,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from modelseek import GradingScheme, GroundTruth, evaluate, read_run
-from modelseek.data.run import Entry, Run
-from modelseek.metrics import Judgments, get as metric
+from modelseek.retrieval.data.run import Entry, Run
+from modelseek.retrieval.metrics import Judgments, get as metric
 
 L2 = math.log2
 
@@ -209,7 +209,7 @@ def test_compare_ttest_equals_scipy_and_permutation_equals_exact_enumeration(tmp
 
 
 def test_compare_monte_carlo_is_seeded_and_close_to_exact(tmp_path, cli):
-    from modelseek.stats.paired import randomization_test
+    from modelseek.core.stats.paired import randomization_test
 
     rng = np.random.default_rng(1)
     a, b = rng.random(12), rng.random(12)

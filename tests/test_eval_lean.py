@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from modelseek import GroundTruth, InputError, Report, evaluate, read_run, read_runs
-from modelseek.data.run import Entry, Run
+from modelseek.retrieval.data.run import Entry, Run
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 HEAVY = ("pandas", "scipy", "sklearn", "torch", "transformers", "matplotlib")
@@ -113,7 +113,7 @@ def test_a_bad_line_in_a_late_block_is_located(big, tmp_path, bad, field):
 def test_the_read_ahead_thread_hands_over_errors_and_stops_with_its_caller():
     """The reader's second thread: batches in order, an error raised in the caller's thread, and a caller that
     stops early (a file that grew while it was read) stops the thread, which never blocks on a full queue."""
-    from modelseek.data._arrow import _parsed_ahead
+    from modelseek.retrieval.data._arrow import _parsed_ahead
 
     assert list(_parsed_ahead(iter(range(5)))) == [0, 1, 2, 3, 4]
 

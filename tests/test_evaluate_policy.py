@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import modelseek as ms
-from modelseek.errors import InputError
+from modelseek.core.errors import InputError
 from modelseek.testing import make_ntcir_layout
 from modelseek.testing.cli import assert_one_error_line
 

@@ -20,13 +20,13 @@ from typing import ClassVar
 import pytest
 
 import modelseek
-from modelseek.data.pool import Candidate, Pool
-from modelseek.errors import InputError
+from modelseek.retrieval.data.pool import Candidate, Pool
+from modelseek.core.errors import InputError
 from modelseek import register
 from modelseek.testing.plugins import install_distribution, plugin_env
-from modelseek.executors import EXECUTORS, Executor, Outcome, Shared, Unit, make_executor
-from modelseek.finetune import run_grid
-from modelseek.registry import UnknownNameError
+from modelseek.retrieval.executors import EXECUTORS, Executor, Outcome, Shared, Unit, make_executor
+from modelseek.retrieval.finetune import run_grid
+from modelseek.core.registry import UnknownNameError
 from modelseek.testing import make_text_task
 from modelseek.testing.finetune import FakeTrainer
 
@@ -61,13 +61,13 @@ class Threads:
 
 #: the plugin module of the throwaway distribution: the same class, in a file of its own
 THREADS = ("from __future__ import annotations\nimport threading\nfrom concurrent.futures import ThreadPoolExecutor, "
-           "as_completed\nfrom typing import ClassVar\nfrom modelseek.executors import Outcome, Unit\n\n\n"
+           "as_completed\nfrom typing import ClassVar\nfrom modelseek.retrieval.executors import Outcome, Unit\n\n\n"
            + inspect.getsource(Threads))
 
 
 @pytest.fixture
 def threads():
-    import modelseek.executors as executors
+    import modelseek.retrieval.executors as executors
 
     register("executor", Threads)
     Threads.ran.clear()
@@ -156,8 +156,8 @@ def test_make_executor_refuses_what_it_cannot_make(threads):
 
 
 def test_run_until_done_refuses_a_store_where_a_job_is_neither_finished_nor_claimable(tmp_path):
-    from modelseek.executors import run_until_done
-    from modelseek.finetune import JobStore
+    from modelseek.retrieval.executors import run_until_done
+    from modelseek.retrieval.finetune import JobStore
 
     unit = Unit("k", operator.add, (1, 2))
     # nobody holds the key, yet every claim of it is refused: waiting would never end
@@ -246,7 +246,7 @@ def _env(site: Path) -> dict[str, str]:
 
 @pytest.mark.slow(reason="three fresh interpreters, one featurising three tiny BERTs (about 8 s)")
 def test_an_entry_point_executor_runs_through_the_cli(task_and_pool, local_run, cli_subprocess, tmp_path):
-    site = _distribution(tmp_path / "site", "[modelseek.executors]\nthreads = ms_executor_demo:Threads\n")
+    site = _distribution(tmp_path / "site", "[modelseek.retrieval.executors]\nthreads = ms_executor_demo:Threads\n")
     r = cli_subprocess("finetune", "--help", env=_env(site))
     assert r.code == 0 and "{local,ray,threads}" in r.out.replace("\n", "").replace(" ", "")
     out = tmp_path / "run.txt"
@@ -259,20 +259,20 @@ def test_an_entry_point_executor_runs_through_the_cli(task_and_pool, local_run, 
 
 
 def test_an_entry_point_named_as_a_built_in_executor_is_refused_naming_both(tmp_path):
-    site = _distribution(tmp_path / "site", "[modelseek.executors]\nlocal = ms_executor_demo:Threads\n")
-    code = ("from modelseek.executors import EXECUTORS; print(EXECUTORS.names()); EXECUTORS.get('ray'); "
+    site = _distribution(tmp_path / "site", "[modelseek.retrieval.executors]\nlocal = ms_executor_demo:Threads\n")
+    code = ("from modelseek.retrieval.executors import EXECUTORS; print(EXECUTORS.names()); EXECUTORS.get('ray'); "
             "EXECUTORS.get('local')")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, **_env(site)})
     assert p.returncode == 1 and p.stdout.strip() == "['local', 'ray']"  # listed; only using the name fails
     assert "executor 'local'" in p.stderr and "'ms_executor_demo:Threads'" in p.stderr
-    assert "modelseek.executors.local" in p.stderr
+    assert "modelseek.retrieval.executors.local" in p.stderr
 
 
 @pytest.mark.slow(reason="the funnel twice on three tiny BERTs with the fake trainer (about 15 s)")
 def test_the_funnel_runs_its_feature_and_fine_tuning_jobs_on_the_executor(threads, tmp_path):
     pytest.importorskip("transformers")
     from modelseek import select
-    from modelseek.finetune import Recipe
+    from modelseek.retrieval.finetune import Recipe
     from modelseek.testing.finetune import make_learnable_bert
 
     task = make_text_task("tiny", n_classes=2, n_train=32, n_val=8, n_test=8, seed=5)

@@ -188,9 +188,9 @@ def test_the_graph_follows_every_kind_of_import(tmp_path):
 def test_the_graph_sees_lazy_imports_in_the_package():
     g = import_graph()
     assert "modelseek.errors" in g["modelseek.config"]                 # from .errors import ... (module level)
-    assert "modelseek.rankers.resolve" in g["modelseek.rankers"]        # inside make(): lazy, still an edge
-    assert "modelseek.estimators" in g["modelseek.rankers.features"]    # from .. import estimators (a package)
-    assert {"modelseek.data.folds", "modelseek.data"} <= g["modelseek.fusion.learned"]
+    assert "modelseek.retrieval.rankers.resolve" in g["modelseek.rankers"]        # inside make(): lazy, still an edge
+    assert "modelseek.estimators" in g["modelseek.retrieval.rankers.features"]    # from .. import estimators (a package)
+    assert {"modelseek.retrieval.data.folds", "modelseek.data"} <= g["modelseek.retrieval.fusion.learned"]
 
 
 @pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")

@@ -23,7 +23,7 @@ def test_written_files_honour_the_umask(tmp_path, tiny_layout, layout_run, cli, 
     old = os.umask(mask)
     try:
         out = tmp_path / f"fused-{mask:o}.txt"
-        from modelseek.io import atomic_write_text
+        from modelseek.core.io import atomic_write_text
 
         atomic_write_text(out, "x\n")
         run = Run.from_scores({"1": {"a": 1.0}}, "r")
@@ -188,7 +188,7 @@ def test_rank_writes_hf_ids_on_request(tmp_path, cli):
     task = next((tmp_path / "d").glob("*.csv"))
     res = cli("rank", task, "-m", "random", "--docid", "hf", "-o", out)
     assert res.code == 0, res.err
-    from modelseek.data.pool import ntcir_pool
+    from modelseek.retrieval.data.pool import ntcir_pool
 
     hf = {c.hf_id for c in ntcir_pool()}
     docs = {ln.split()[2] for ln in out.read_text().splitlines()}

@@ -147,7 +147,7 @@ def test_ground_truth_frame_with_a_missing_id_is_refused():
     import numpy as np
     import pandas as pd
 
-    from modelseek.errors import InputError
+    from modelseek.core.errors import InputError
 
     frame = pd.DataFrame({"task_id": ["t1", "t1", np.nan], "model_id": ["m1", "m2", "m1"], "f1": [0.5, 0.6, 0.7]})
     with pytest.raises(InputError, match="ground truth row 2: missing task_id"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from types import SimpleNamespace
 
-from modelseek.submission import methods_md
+from modelseek.retrieval.submission import methods_md
 
 
 def test_methods_md_embeds_no_local_path(tmp_path, monkeypatch):

@@ -10,15 +10,15 @@ import pandas as pd
 import pytest
 from scipy.stats import weightedtau
 
-import modelseek.data.task as task_module
+import modelseek.retrieval.data.task as task_module
 from modelseek import GroundTruth, Run, evaluate
-from modelseek.data.run import Entry
-from modelseek.data.task import CRITICALITY_BOUNDS, Criticality
-from modelseek.errors import InputError
+from modelseek.retrieval.data.run import Entry
+from modelseek.retrieval.data.task import CRITICALITY_BOUNDS, Criticality
+from modelseek.core.errors import InputError
 from modelseek import register
-from modelseek.metrics import METRICS, Judgments, Metric, get
-from modelseek.metrics.kendall import weighted_tau_rows
-from modelseek.registry import UnknownNameError
+from modelseek.retrieval.metrics import METRICS, Judgments, Metric, get
+from modelseek.retrieval.metrics.kendall import weighted_tau_rows
+from modelseek.core.registry import UnknownNameError
 
 
 def _case(seed: int, qrels: bool):
@@ -107,7 +107,7 @@ def test_vectorised_weighted_tau_equals_scipy_with_ties():
 def test_weighted_tau_by_levels_equals_the_pairwise_form_and_scipy():
     """Few distinct scores (graded qrels): the balances counted level by level are the pairwise ones exactly, and
     a topic of 1,500 judged candidates (once sent to SciPy one by one) is computed in the batch, equal to SciPy."""
-    from modelseek.metrics.kendall import _by_levels, _pairwise
+    from modelseek.retrieval.metrics.kendall import _by_levels, _pairwise
 
     rng = np.random.default_rng(2)
     for n in (2, 5, 60, 200):
@@ -202,11 +202,11 @@ def test_a_new_metric_is_one_file_of_the_package(tmp_path):
     extra = tmp_path / "more_metrics"
     extra.mkdir()
     (extra / "firsthit.py").write_text(
-        "from modelseek import register\nfrom modelseek.metrics.base import Metric\n\n\n"
+        "from modelseek import register\nfrom modelseek.retrieval.metrics.base import Metric\n\n\n"
         "@register('metric', name='firsthit')\nclass FirstHit(Metric):\n    cutoff = 'none'\n\n"
         "    def per_list(self, ranking, j, k):\n        return float(bool(ranking) and j.grades.get(ranking[0], 0) > 0)\n",
         encoding="utf-8")
-    code = ("import modelseek.metrics as m; m.__path__.append(%r); from modelseek.metrics import METRICS; "
+    code = ("import modelseek.retrieval.metrics as m; m.__path__.append(%r); from modelseek.retrieval.metrics import METRICS; "
             "print(METRICS.get('firsthit').name, 'firsthit' in METRICS.names())" % str(extra))
     src = str(Path(modelseek.__file__).resolve().parents[1])
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

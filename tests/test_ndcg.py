@@ -1,5 +1,5 @@
-"""The one nDCG (:mod:`modelseek.metrics.ndcg`): checked against trec_eval's C code (pytrec_eval), against the
-scorer of run files (:func:`modelseek.evaluate.evaluate`), and against the copies it replaced in the learned
+"""The one nDCG (:mod:`modelseek.retrieval.metrics.ndcg`): checked against trec_eval's C code (pytrec_eval), against the
+scorer of run files (:func:`modelseek.retrieval.evaluation.evaluate`), and against the copies it replaced in the learned
 rankers, the adaptive ranker and learned fusion (kept below verbatim as they were, so that a change of
 convention — tie order, ideal over all candidates, absent candidates, gain of a grade — shows up here)."""
 
@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 
 from modelseek import GradingScheme, GroundTruth, Run, evaluate
-from modelseek.fusion.core import make_block
-from modelseek.fusion.learned import _Judged
-from modelseek.metrics import DEFAULT_METRICS, RANKING_METRICS, ndcg_at_k
-from modelseek.metrics.ndcg import ideal_dcg, ndcg
-from modelseek.rankers._learned import ndcg_matrix
+from modelseek.retrieval.fusion.core import make_block
+from modelseek.retrieval.fusion.learned import _Judged
+from modelseek.retrieval.metrics import DEFAULT_METRICS, RANKING_METRICS, ndcg_at_k
+from modelseek.retrieval.metrics.ndcg import ideal_dcg, ndcg
+from modelseek.retrieval.rankers._learned import ndcg_matrix
 
 S = GradingScheme.NTCIR
 

@@ -91,7 +91,7 @@ def test_the_known_tier_comes_from_tasks_csv(test_run):
 
 
 def test_every_tasks_csv_field_reaches_the_task(repo):
-    from modelseek.data.organisers import find_layout, load_split
+    from modelseek.retrieval.data.organisers import find_layout, load_split
 
     tasks = load_split(find_layout(repo), "test")
     t3 = tasks.get("3")
@@ -169,8 +169,8 @@ def test_when_every_candidate_fails_the_given_flag_is_not_suggested(cli, repo, t
 
 
 def test_a_model_folder_feeds_the_profile(repo, tmp_path):
-    from modelseek.data.pool import Candidate, load_pool
-    from modelseek.profiles import profile_for
+    from modelseek.retrieval.data.pool import Candidate, load_pool
+    from modelseek.retrieval.profiles import profile_for
 
     pool = load_pool(repo / "data" / "models.csv")
     assert pool.get("5").path == str((repo / "data" / "models" / "05").resolve()) and pool.get("4").path is None
@@ -338,7 +338,7 @@ def _digest(folder: Path) -> str:
 
 @pytest.mark.slow(reason="a 3-fold CV and three ranks (about 3 s)")
 def test_install_default_writes_the_user_folder_not_the_package(cli, tiny_layout, tmp_path, monkeypatch):
-    from modelseek.rankers.default import artifact_dir
+    from modelseek.retrieval.rankers.default import artifact_dir
 
     monkeypatch.setenv("MODELSEEK_DATA", str(tmp_path / "user"))
     before = _digest(artifact_dir())
@@ -376,9 +376,9 @@ def test_a_refit_below_avgrank_is_refused_without_force(cli, tiny_layout, tmp_pa
 
 
 def test_the_refit_guard_is_the_librarys(tiny_layout):
-    from modelseek.bench import check_refit
-    from modelseek.data.folder import resolve_folder
-    from modelseek.errors import InputError
+    from modelseek.retrieval.bench import check_refit
+    from modelseek.retrieval.data.folder import resolve_folder
+    from modelseek.core.errors import InputError
 
     folder = resolve_folder(tiny_layout)
     truth = folder.truth()

@@ -20,7 +20,7 @@ import pytest
 from modelseek import clash
 from modelseek.cli._common import existing_dir, existing_file, flag_of, path_role
 from modelseek.cli.main import build_parser
-from modelseek.errors import InputError
+from modelseek.core.errors import InputError
 from modelseek.testing.cli import assert_one_error_line, run_cli
 
 WRITTEN = (clash.OUTPUT, clash.OUTPUT_DIR, clash.DATABASE)
@@ -238,7 +238,7 @@ def test_writes_with_distinct_paths_still_run(tmp_path):
 
 
 def test_the_library_rule_alone():
-    """The API's callers get the same rule: :func:`modelseek.clash.refuse_clashes` names both paths' names."""
+    """The API's callers get the same rule: :func:`modelseek.core.clash.refuse_clashes` names both paths' names."""
     here = Path(__file__)
     with pytest.raises(InputError, match="save and truth name the same file"):
         clash.refuse_clashes([clash.PathArg("truth", here, clash.INPUT),

@@ -20,9 +20,9 @@ from modelseek.testing.plugins import install_distribution, plugin_env
 RAISING = '''
 import numpy as np
 
-from modelseek.align.sources import ModelSource
-from modelseek.fusion.methods import FusionMethod, ordered_sum
-from modelseek.metrics import Metric
+from modelseek.retrieval.vision.sources import ModelSource
+from modelseek.retrieval.fusion.methods import FusionMethod, ordered_sum
+from modelseek.retrieval.metrics import Metric
 
 
 def boom_score(features, labels):
@@ -175,8 +175,8 @@ def test_a_metric_raising_fails_in_one_line(site, layout, runs):
 
 
 def test_a_model_source_raising_fails_in_one_line(site):
-    code = ("from modelseek.align.sources import get_source\n"
-            "from modelseek.registry import PluginError\n"
+    code = ("from modelseek.retrieval.vision.sources import get_source\n"
+            "from modelseek.core.registry import PluginError\n"
             "try:\n    get_source('boom_source').build(None, None)\n"
             "except PluginError as exc:\n    print(exc)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -212,12 +212,12 @@ def test_a_built_in_raising_keeps_its_own_error():
     """The boundary changes nothing for a built-in: its error reaches the caller as it was raised."""
     import numpy as np
 
-    from modelseek.fusion.methods import FUSION_METHODS
+    from modelseek.retrieval.fusion.methods import FUSION_METHODS
 
     with pytest.raises(ZeroDivisionError), FUSION_METHODS.calling("rrf", "combine"):
         raise ZeroDivisionError("a built-in's own")
-    from modelseek.errors import InputError
-    import modelseek.estimators as est
+    from modelseek.core.errors import InputError
+    import modelseek.retrieval.estimators as est
 
     with pytest.raises(InputError, match="finite"):
         est.info("hscore").fn(np.full((6, 2), np.nan), ["a", "b"] * 3)

@@ -18,8 +18,8 @@ from modelseek.testing.plugins import install_distribution, plugin_env
 PLUGIN = '''
 import numpy as np
 
-from modelseek.fusion.methods import FusionMethod, ordered_sum
-from modelseek.rankers.base import Ranker
+from modelseek.retrieval.fusion.methods import FusionMethod, ordered_sum
+from modelseek.retrieval.rankers.base import Ranker
 
 
 def class_gap(features, labels):
@@ -46,8 +46,8 @@ def _combine(values, weights):
     return ordered_sum(np.sqrt(np.clip(np.where(np.isnan(values), 0.0, values), 0, None)))
 
 
-from modelseek.align.sources import ModelSource
-from modelseek.metrics import Metric
+from modelseek.retrieval.vision.sources import ModelSource
+from modelseek.retrieval.metrics import Metric
 
 
 class BestFirst(Metric):
@@ -80,20 +80,20 @@ def _distribution(site: Path, entry_points: str, name: str = "ms_plugin_demo") -
     return install_distribution(site, name, {name: PLUGIN}, entry_points)
 
 
-GOOD = """[modelseek.estimators]
+GOOD = """[modelseek.retrieval.estimators]
 class_gap = ms_plugin_demo:class_gap
 broken_score = ms_plugin_demo:broken
 
-[modelseek.rankers]
+[modelseek.retrieval.rankers]
 by_name_length = ms_plugin_demo:ByNameLength
 
-[modelseek.fusion]
+[modelseek.retrieval.fusion]
 rootsum = ms_plugin_demo:ROOTSUM
 
 [modelseek.sources]
 echo = ms_plugin_demo:EchoSource
 
-[modelseek.metrics]
+[modelseek.retrieval.metrics]
 best_first = ms_plugin_demo:BestFirst
 """
 
@@ -119,7 +119,7 @@ def task_and_pool(tmp_path_factory) -> tuple[Path, Path]:
 
 
 def test_plugins_are_listed_without_being_imported(site):
-    code = ("import sys, modelseek.estimators as e, modelseek.rankers._registry as r, modelseek.align.sources as s; "
+    code = ("import sys, modelseek.retrieval.estimators as e, modelseek.retrieval.rankers._registry as r, modelseek.retrieval.vision.sources as s; "
             "print('class_gap' in e.names(), 'by_name_length' in r.RANKERS.names(), 'echo' in s.SOURCES.names(), "
             "'ms_plugin_demo' in sys.modules, s.SOURCES.get('echo').__name__)")
     import subprocess
@@ -166,15 +166,15 @@ def test_a_plugin_ranker_and_fusion_method_run_and_evaluate(site, tmp_path):
 
 
 def test_a_plugin_named_as_a_built_in_is_refused_naming_both(tmp_path):
-    site = _distribution(tmp_path / "site", "[modelseek.estimators]\nlogme = ms_plugin_demo:class_gap\n")
+    site = _distribution(tmp_path / "site", "[modelseek.retrieval.estimators]\nlogme = ms_plugin_demo:class_gap\n")
     r = _cli(site, "rank", tmp_path, "-m", "logme")
     assert r.code == 1
     assert "estimator 'logme'" in r.err and "'ms_plugin_demo:class_gap'" in r.err and "ms_plugin_demo" in r.err
-    assert "modelseek.estimators.logme" in r.err
+    assert "modelseek.retrieval.estimators.logme" in r.err
 
 
 def test_a_plugin_of_the_wrong_kind_is_named(tmp_path):
-    site = _distribution(tmp_path / "site", "[modelseek.rankers]\nclass_gap = ms_plugin_demo:class_gap\n")
+    site = _distribution(tmp_path / "site", "[modelseek.retrieval.rankers]\nclass_gap = ms_plugin_demo:class_gap\n")
     r = _cli(site, "rank", tmp_path, "-m", "class_gap")
     assert r.code == 1 and "a ranker is a Ranker subclass" in r.err and "ms_plugin_demo" in r.err
 
@@ -183,8 +183,8 @@ def test_a_plugin_of_the_wrong_kind_is_named(tmp_path):
 BAD = '''
 import numpy as np
 
-from modelseek.fusion.methods import FusionMethod, ordered_sum
-from modelseek.metrics import Metric
+from modelseek.retrieval.fusion.methods import FusionMethod, ordered_sum
+from modelseek.retrieval.metrics import Metric
 
 
 def _combine(values, weights):
@@ -210,17 +210,17 @@ class NoPerList(Metric):
     cutoff = "none"
 '''
 
-BAD_ENTRY_POINTS = """[modelseek.fusion]
+BAD_ENTRY_POINTS = """[modelseek.retrieval.fusion]
 broken_fusion = ms_bad_broken:THING
 rrf = ms_bad:RRF
 
-[modelseek.estimators]
+[modelseek.retrieval.estimators]
 avgrank = ms_bad:avgrank
 
-[modelseek.executors]
+[modelseek.retrieval.executors]
 wrongrun = ms_bad:WrongRun
 
-[modelseek.metrics]
+[modelseek.retrieval.metrics]
 noperlist = ms_bad:NoPerList
 """
 
@@ -352,7 +352,7 @@ def test_a_meta_model_and_a_style_retriever_from_a_distribution_run_through_the_
 
 
 def test_check_member_is_the_registration_check():
-    from modelseek.fusion.methods import FUSION_METHODS, FusionMethod
+    from modelseek.retrieval.fusion.methods import FUSION_METHODS, FusionMethod
     from modelseek.testing import check_member
 
     rrf = FUSION_METHODS.get("rrf")
@@ -364,7 +364,7 @@ def test_check_member_is_the_registration_check():
     with pytest.raises(TypeError, match="own name is 'rrf'"):
         check_member("fusion method", rrf, name="twoargs")
     with pytest.raises(TypeError, match="does not implement per_list"):
-        from modelseek.metrics import Metric
+        from modelseek.retrieval.metrics import Metric
 
         check_member("metric", type("NoPerList", (Metric,), {}), name="x")
     with pytest.raises(Exception, match="unknown kind 'fusion'"):
@@ -377,9 +377,9 @@ def test_check_member_calls_the_member_and_refuses_what_breaks_the_behaviour():
     seed, a metric giving a string, an executor running a refused unit are refused, each naming what is wrong."""
     import numpy as np
 
-    from modelseek.estimators import EstimatorInfo
-    from modelseek.fusion.methods import FusionMethod, ordered_sum
-    from modelseek.metrics import Metric
+    from modelseek.retrieval.estimators import EstimatorInfo
+    from modelseek.retrieval.fusion.methods import FusionMethod, ordered_sum
+    from modelseek.retrieval.metrics import Metric
     from modelseek.testing import check_member
 
     def method(name, combine):
@@ -430,9 +430,9 @@ def test_check_member_calls_the_member_and_refuses_what_breaks_the_behaviour():
 def test_every_kind_describes_its_members_one_way():
     """One descriptor per member of every kind (name, summary, typed properties, parameters); a hand-made
     estimator record, a plain function and ``register`` agree on the defaults (not declared scale-invariant)."""
-    from modelseek.estimators import EstimatorInfo
-    from modelseek.estimators._registry import check_estimator, estimator_record
-    from modelseek.kinds import describe, report
+    from modelseek.retrieval.estimators import EstimatorInfo
+    from modelseek.retrieval.estimators._registry import check_estimator, estimator_record
+    from modelseek.core.kinds import describe, report
 
     def plain(features, labels, *, shrink: float = 0.5):
         """A plain score."""
@@ -464,10 +464,10 @@ def test_registration_is_spelled_one_way_for_every_kind():
     import numpy as np
 
     from modelseek import register
-    from modelseek.estimators import ESTIMATORS, InputKind
-    from modelseek.fusion.methods import FUSION_METHODS
-    from modelseek.kinds import unregister
-    from modelseek.rankers.base import Ranker
+    from modelseek.retrieval.estimators import ESTIMATORS, InputKind
+    from modelseek.retrieval.fusion.methods import FUSION_METHODS
+    from modelseek.core.kinds import unregister
+    from modelseek.retrieval.rankers.base import Ranker
 
     @register("estimator", name="one_way_probe", input="probs", higher_is_better=False)
     def probe(probs, labels) -> float:
@@ -498,7 +498,7 @@ def test_no_built_in_registers_any_other_way():
     module calls a registry's ``add``/``register`` or a per-kind helper."""
     import re
 
-    from modelseek.kinds import KINDS
+    from modelseek.core.kinds import KINDS
 
     src = Path(modelseek.__file__).resolve().parent
     registries = "|".join(k.registry_target.split(":")[1] for k in KINDS)
@@ -536,7 +536,7 @@ def _install_guide_distribution(site: Path) -> Path:
 
 
 def test_the_guide_table_is_the_declaration_of_every_kind():
-    from modelseek.kinds import KINDS
+    from modelseek.core.kinds import KINDS
 
     text = GUIDE.read_text(encoding="utf-8")
     for k in KINDS:
@@ -587,7 +587,7 @@ def test_the_guides_blocks_run_from_an_outside_distribution(tmp_path):
 
 @pytest.mark.slow(reason="nine fresh interpreters (about 15 s)")
 def test_building_the_parser_and_help_import_no_plugin(tmp_path):
-    from modelseek.kinds import KINDS
+    from modelseek.core.kinds import KINDS
 
     marker = tmp_path / "imported"
     site = install_distribution(tmp_path / "site", "ms-spy",

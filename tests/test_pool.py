@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from modelseek.data.pool import load_pool
-from modelseek.errors import InputError
+from modelseek.retrieval.data.pool import load_pool
+from modelseek.core.errors import InputError
 
 
 def test_yaml_pool_forms(tmp_path):

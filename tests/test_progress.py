@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from modelseek.progress import progress_bar, progress_counter
+from modelseek.core.progress import progress_bar, progress_counter
 
 LINE = re.compile(r"^(?P<desc>.+): (?P<n>\d+)(/(?P<total>\d+) \((?P<pct>\d+)%\))? \d+:\d\d:\d\d elapsed"
                   r"(, \d+:\d\d:\d\d left)?$")
@@ -47,7 +47,7 @@ def test_an_interval_of_zero_writes_every_step_with_the_time_left(monkeypatch):
 
 
 def test_progress_lines_are_told_from_messages():
-    from modelseek.progress import is_progress_line
+    from modelseek.core.progress import is_progress_line
 
     assert is_progress_line("hist features (images): 0/16 (0%) 0:00:00 elapsed")
     assert is_progress_line("fine-tuning: 12/192 (6%) 0:01:40 elapsed, 0:25:00 left")
@@ -83,7 +83,7 @@ def test_a_command_logs_plain_lines(cli, tmp_path, monkeypatch, interval):
 def test_an_up_front_estimate_steadies_the_time_left():
     """Issue #55: a slow first item (a model's first load, imports) swings the mean-rate time left; pooled with an
     up-front estimate it moves less, and the measured rate takes over as items finish."""
-    from modelseek.progress import PRIOR_ITEMS, time_left
+    from modelseek.core.progress import PRIOR_ITEMS, time_left
 
     # 20 items expected to take 100 s; the first takes 20 s (cold), the rest 5 s each
     elapsed = [20.0 + 5.0 * (n - 1) for n in range(1, 21)]
@@ -98,7 +98,7 @@ def test_an_up_front_estimate_steadies_the_time_left():
 
 
 def test_the_estimate_reaches_the_plain_lines(monkeypatch):
-    from modelseek.progress import expected_duration
+    from modelseek.core.progress import expected_duration
 
     err = io.StringIO()
     monkeypatch.setattr(sys, "stderr", err)

@@ -46,8 +46,8 @@ def test_columns_fit_long_docids_and_every_row_names_its_model(cli, pool_and_tas
 
 
 def test_a_local_models_architecture_comes_from_its_config(pool_and_task):
-    from modelseek.data.pool import load_pool
-    from modelseek.profiles import profile_for
+    from modelseek.retrieval.data.pool import load_pool
+    from modelseek.retrieval.profiles import profile_for
 
     _, pool = pool_and_task
     profiles = [profile_for(c) for c in load_pool(pool)]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from modelseek import Run, ValidationError, read_run, read_runs, validate_run, write_runs
-from modelseek.errors import InputError
+from modelseek.core.errors import InputError
 
 DOCS = [str(i) for i in range(1, 21)]
 
@@ -144,7 +144,7 @@ def test_the_fast_and_careful_paths_give_the_same_runs(tmp_path):
     ranks, scores, line numbers)."""
     import numpy as np
 
-    from modelseek.data import run as R
+    from modelseek.retrieval.data import run as R
 
     rng = np.random.default_rng(0)
     rows = [(f"{t:03d}", str(d), int(r), float(s), rid) for rid in ("a", "b") for t in range(7)
@@ -184,7 +184,7 @@ def test_a_second_run_id_or_q0_value_blocks_into_the_file_is_read_as_the_careful
     """The fast path keeps no codes for a column while it has one value (RunID, Q0): a second value that first
     appears megabytes into the file, past many of the reader's blocks, still gives every line its own run, and
     validation still sees the Q0 of every line."""
-    from modelseek.data import run as R
+    from modelseek.retrieval.data import run as R
 
     n = 120_000  # about 3 MB: several of the reader's blocks
     lines = [f"{i // 100} {'0' if i == n - 7 else 'Q0'} d{i % 100} {i % 100 + 1} {1 - (i % 100) / 100:.2f} "
@@ -222,7 +222,7 @@ def test_natural_order_is_the_order_of_natural_key():
     """The flat key for ids like ``q12`` gives the order of natural_key, on any mix of ids (ties stable)."""
     import random
 
-    from modelseek.data.run import natural_key, natural_order
+    from modelseek.retrieval.data.run import natural_key, natural_order
 
     rng = random.Random(0)
     alphabet = ["", "a", "b", "q", "Q", "-", "_", "0", "1", "5", "9", "٣"]

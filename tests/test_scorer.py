@@ -10,9 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from modelseek import GradingScheme, GroundTruth, Run, evaluate
-from modelseek.data.run import Entry
-from modelseek.metrics import get as metric
-from modelseek.metrics import Judgments, ndcg_at_k, reciprocal_rank, regret_at_k, weighted_tau
+from modelseek.retrieval.data.run import Entry
+from modelseek.retrieval.metrics import get as metric
+from modelseek.retrieval.metrics import Judgments, ndcg_at_k, reciprocal_rank, regret_at_k, weighted_tau
 
 L2 = math.log2
 

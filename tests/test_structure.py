@@ -1,4 +1,4 @@
-"""``modelseek structure`` / :func:`modelseek.stats.structure.residual_structure`: parallel analysis of a ground truth
+"""``modelseek structure`` / :func:`modelseek.core.stats.structure.residual_structure`: parallel analysis of a ground truth
 against a permutation null (does it hold per-task structure beyond the average-rank prior?)."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from modelseek.errors import InputError
-from modelseek.stats.structure import residual_structure, truth_structure
+from modelseek.core.errors import InputError
+from modelseek.core.stats.structure import residual_structure, truth_structure
 from modelseek.testing.cli import assert_one_error_line
 
 
@@ -122,7 +122,7 @@ def test_cli_reports_structure_per_tier_as_text_json_and_plot(cli, tmp_path):
     assert j["tasks"] == 48 and j["retained"] >= 1 and set(j["tiers"]) == {"low", "medium", "high"}
     assert j["components"][0]["p"] == pytest.approx(1 / 201)
     # the library gives the same figures from the loaded ground truth
-    from modelseek.data.truth import GroundTruth
+    from modelseek.retrieval.data.truth import GroundTruth
 
     s = truth_structure(GroundTruth.from_csv(truth), permutations=200)
     assert j["components"][0]["share"] == pytest.approx(float(s.shares[0]))
@@ -158,7 +158,7 @@ def test_cli_errors_are_one_located_line(cli, tmp_path):
 def test_ntcir_training_tasks_hold_a_prior_and_no_residual_structure_above_the_null(ntcir_a):
     """The finding behind issue #21's figures: on the 70 training tasks the average rank is real, and what is left
     looks like noise to a permutation null (first component 11.4% vs 12.2%)."""
-    from modelseek.data.truth import GroundTruth
+    from modelseek.retrieval.data.truth import GroundTruth
 
     s = truth_structure(GroundTruth.from_csv(ntcir_a / "ground-truth.csv"), permutations=500)
     assert s.prior_p < 0.01 and s.prior_share == pytest.approx(0.0765, abs=5e-4)

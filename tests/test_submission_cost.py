@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from modelseek.data.task import Split, Task
-from modelseek.submission_cost import LONG_S, Probe, advice, estimate
+from modelseek.retrieval.data.task import Split, Task
+from modelseek.retrieval.submission_cost import LONG_S, Probe, advice, estimate
 
 
 def _task(tid: str, n: int, classes: int) -> Task:

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from modelseek import Criticality, GroundTruth, load_ntcir_tasks, load_pool, load_table_task
-from modelseek.data.loaders import from_hf_dataset
-from modelseek.errors import InputError
+from modelseek.retrieval.data.loaders import from_hf_dataset
+from modelseek.core.errors import InputError
 
 
 def test_ntcir_layout_loads_with_metadata(tiny_layout):
@@ -163,24 +163,24 @@ def test_import_modelseek_is_light():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": "src", "PATH": ""}).stdout.split()
     assert out == ["False"] * len(heavy)
-    code = "import modelseek.stats as s; print(s.paired_ttest.__module__)"
+    code = "import modelseek.core.stats as s; print(s.paired_ttest.__module__)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": "src", "PATH": ""}).stdout.strip()
-    assert out == "modelseek.stats.ttest"
+    assert out == "modelseek.core.stats.ttest"
 
 
 # ------------------------------------------------------------------------------------------------ label kinds
 def _feature_inputs(task, estimator: str = "logme"):
     """The task as a frozen-feature job reads it (labels, regression or not)."""
-    from modelseek.rankers.feature_jobs import FeatureJobConfig, prepare_tasks
+    from modelseek.retrieval.rankers.feature_jobs import FeatureJobConfig, prepare_tasks
 
     (inp,) = prepare_tasks([task], FeatureJobConfig(estimators=(estimator,)))
     return inp
 
 
 def test_the_task_declares_its_label_kind_never_the_look_of_its_labels(tmp_path):
-    from modelseek.data.organisers import find_layout, load_split
-    from modelseek.data.task import LabelKind
+    from modelseek.retrieval.data.organisers import find_layout, load_split
+    from modelseek.retrieval.data.task import LabelKind
     from modelseek.testing.organisers import make_organisers_layout
 
     repo = make_organisers_layout(tmp_path / "repo", n_test=5, n_train_tasks=2, snapshots=(), rating_task=5,
@@ -193,7 +193,7 @@ def test_the_task_declares_its_label_kind_never_the_look_of_its_labels(tmp_path)
 
 
 def test_tasks_csv_and_label_kind_option_declare_the_kind(tmp_path):
-    from modelseek.data.task import LabelKind
+    from modelseek.retrieval.data.task import LabelKind
 
     assert LabelKind.declared({"task_class_count": "11"}) is LabelKind.CLASS
     assert LabelKind.declared({"task_class_count": "1"}) is LabelKind.NUMBER
@@ -225,8 +225,8 @@ def test_a_tasks_csv_with_a_bad_label_kind_is_located(tmp_path):
 
 
 def test_the_official_tasks_csv_declares_every_task_a_classification_task(ntcir_a):
-    from modelseek.data.loaders import read_tasks_csv
-    from modelseek.data.task import LabelKind
+    from modelseek.retrieval.data.loaders import read_tasks_csv
+    from modelseek.retrieval.data.task import LabelKind
 
     rows = read_tasks_csv(ntcir_a / "tasks.csv")
     assert rows["33"]["task_name"] == "google-research-datasets/google_wellformed_query"

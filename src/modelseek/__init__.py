@@ -21,23 +21,23 @@ from typing import TYPE_CHECKING
 from ._version import __version__
 # imported now, not on first use: the submodule of the same name would otherwise shadow the function as soon as
 # anything imports it (its import binds ``modelseek.evaluate`` to the module, and __getattr__ is then not asked)
-from .evaluate import evaluate
+from .retrieval.evaluation import evaluate
 
 # The other nouns and verbs are imported when first used (PEP 562): ``modelseek evaluate`` needs few of them and
 # no longer pays for all (22 modules, 20 ms of its start-up). Type checkers read the imports below;
 # tests/test_imports.py checks that they name the same things as _LAZY.
 if TYPE_CHECKING:
-    from .api import rank, rank_explained
-    from .data.loaders import from_hf_dataset, load_ntcir_tasks, load_table_task, load_tasks
-    from .data.pool import Candidate, Pool, load_pool
-    from .data.report import Report
-    from .data.run import Run, read_run, read_runs, validate_run, write_runs
-    from .data.task import Criticality, Split, Task, TaskSet
-    from .data.truth import GradingScheme, GroundTruth
-    from .errors import InputError, ModelseekError, ValidationError
-    from .funnel import select
-    from .fusion import fuse
-    from .kinds import register
+    from .retrieval.api import rank, rank_explained
+    from .retrieval.data.loaders import from_hf_dataset, load_ntcir_tasks, load_table_task, load_tasks
+    from .retrieval.data.pool import Candidate, Pool, load_pool
+    from .retrieval.data.report import Report
+    from .retrieval.data.run import Run, read_run, read_runs, validate_run, write_runs
+    from .retrieval.data.task import Criticality, Split, Task, TaskSet
+    from .retrieval.data.truth import GradingScheme, GroundTruth
+    from .core.errors import InputError, ModelseekError, ValidationError
+    from .retrieval.funnel import select
+    from .retrieval.fusion import fuse
+    from .core.kinds import register
 
 _LAZY = {
     ".api": ("rank", "rank_explained"),

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from modelseek.align import cka, cka_matrix, hsic, minibatch_cka
 from modelseek.align.linear_cka import MinibatchCKA, choose_route
-from modelseek.errors import InputError
+from modelseek.core.errors import InputError
 
 
 def naive_biased(X, Y):

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from modelseek.align import ModelEntry, ModelRegistry, StimulusCatalog, validate_align_submission
-from modelseek.errors import InputError, ValidationError
+from modelseek.core.errors import InputError, ValidationError
 
 
 def test_entry_roundtrip_and_defaults():

@@ -11,7 +11,7 @@ import pytest
 
 from modelseek.align.formats import ModelRegistry, AlignSubmission, SubmissionForm, Team, load_align_submission
 from modelseek.align.testing import custom_entry, planted_cka
-from modelseek.errors import InputError
+from modelseek.core.errors import InputError
 
 torch = pytest.importorskip("torch")
 
@@ -152,7 +152,7 @@ def live_registry(tmp_path, monkeypatch, align_setup):
 
 @pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_challenge_registry_resolves_tags_and_input_size(live_registry):
-    from modelseek.align.models import resolve_entry
+    from modelseek.retrieval.vision.models import resolve_entry
 
     import timm
 
@@ -267,8 +267,8 @@ def test_matrix_threshold_nan_is_an_error(cli, align_setup):
 
 def test_sources_are_a_registry_and_one_loaded_model_class():
     import modelseek.align as align
-    from modelseek.align.sources import SOURCES
-    from modelseek.align.sources.base import LoadedModel
+    from modelseek.retrieval.vision.sources import SOURCES
+    from modelseek.retrieval.vision.sources.base import LoadedModel
 
     assert SOURCES.names() == ["custom", "open_clip", "timm", "torchvision", "transformers"]
     assert align.LoadedModel is LoadedModel
@@ -330,7 +330,7 @@ def test_bad_cka_matrix_one_line(cli, tmp_path, fix, match):
 
 def test_out_of_range_cka_matrix_is_located_and_refused_by_the_api(cli, tmp_path):
     from modelseek.align.solvers import optimize_blue
-    from modelseek.errors import InputError
+    from modelseek.core.errors import InputError
 
     C, _ = planted_cka()
     C[3, 5] = C[5, 3] = 1.5

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from modelseek.align import embed_images, embed_texts, layer_names, load_model, preprocess_images
-from modelseek.errors import InputError
+from modelseek.core.errors import InputError
 
 from modelseek.align.testing import TINY_RESNET, TINY_VIT, custom_entry
 
@@ -122,7 +122,7 @@ def test_bad_images_clear_error_and_nothing_cached(tmp_path, image_paths):
 
 
 def test_cache_hit_and_corrupt_entry_recomputed(tmp_path, image_paths, monkeypatch):
-    import modelseek.align.models as models
+    import modelseek.retrieval.vision.models as models
 
     cache = tmp_path / "cache"
     e = custom_entry()

@@ -12,7 +12,7 @@ from modelseek.align import (ModelRegistry, OptimizeOptions, StimulusCatalog, ne
                              optimize_submission)
 from modelseek.align.formats import SubmissionForm, Team
 from modelseek.align.testing import planted_cka
-from modelseek.errors import InputError
+from modelseek.core.errors import InputError
 
 
 def _solver_part(d: dict) -> dict:
@@ -113,7 +113,7 @@ def test_deep_check_blames_the_file_to_edit_as_the_cli_does(cli, align_setup, tm
     """A typo in a submission's layer_name is the submission's to fix; a wrong registry layer the registry's."""
     pytest.importorskip("torch")
     from modelseek.align import deep_check, load_align_submission, raise_for_checks
-    from modelseek.errors import ValidationError
+    from modelseek.core.errors import ValidationError
 
     registry = ModelRegistry.load(align_setup["registry"])
     sub_path = tmp_path / "blue.json"

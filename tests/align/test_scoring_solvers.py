@@ -12,7 +12,7 @@ from modelseek.align import (AlignData, ModelRegistry, StimulusCatalog, blue_sco
 from modelseek.align.plots import plot_trajectory
 from modelseek.align.solvers import RedState, _GramSource, red_objective
 from modelseek.align.testing import make_features
-from modelseek.errors import InputError
+from modelseek.core.errors import InputError
 
 pytest.importorskip("torch")
 
@@ -37,7 +37,7 @@ def test_blue_and_red_scores_from_forward_passes(align_setup):
 
 
 def test_cli_score_and_cache_reuse(cli, align_setup, tmp_path, monkeypatch):
-    import modelseek.align.models as models
+    import modelseek.retrieval.vision.models as models
 
     cache = tmp_path / "cache"
     blue = tmp_path / "blue.json"

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from modelseek.align.formats import ModelEntry
-from modelseek.align.sources import SOURCES, get_source
-from modelseek.align.sources.base import LoadedModel, ModelSource, Spec, seeded
-from modelseek.errors import InputError
+from modelseek.retrieval.vision.sources import SOURCES, get_source
+from modelseek.retrieval.vision.sources.base import LoadedModel, ModelSource, Spec, seeded
+from modelseek.core.errors import InputError
 
 torch = pytest.importorskip("torch")
 

@@ -17,12 +17,12 @@ from numbers import Integral
 import numpy as np
 import pytest
 
-import modelseek.estimators as est
-from modelseek.config import Interval, Options
-from modelseek.errors import InputError
-from modelseek.fusion import FusionMethod, candidate_fusions, fuse
-from modelseek.rankers import RANKERS, make
-from modelseek.rankers._artifact import Persistable
+import modelseek.retrieval.estimators as est
+from modelseek.core.config import Interval, Options
+from modelseek.core.errors import InputError
+from modelseek.retrieval.fusion import FusionMethod, candidate_fusions, fuse
+from modelseek.retrieval.rankers import RANKERS, make
+from modelseek.retrieval.rankers._artifact import Persistable
 from modelseek.testing import check_member
 from modelseek.testing.contract import signal_table
 
@@ -76,7 +76,7 @@ def test_fusion_method_contract(name):
     assert m.value == name and FusionMethod.parse(name.upper()) is m and m.summary
     assert check_member("fusion method", m) is m  # combine's types, shape, finiteness, order; search; refusals
     # through the public fuse, on runs
-    from modelseek.data.run import Run
+    from modelseek.retrieval.data.run import Run
 
     runs = [Run.from_scores({"t": {"a": 3.0, "b": 2.0, "c": 1.0}}, "x"),
             Run.from_scores({"t": {"b": 5.0, "a": 1.0}}, "y")]
@@ -145,7 +145,7 @@ def test_integral_intervals_reject_bools():  # a constraint the rankers rely on 
 def test_every_shipped_artifact_loads_through_the_one_reader(tmp_path):
     """Every artifact in the package (avgrank's in its layout of before the common one) loads through the one
     mixin; avgrank saved again in the common layout loads back to the same numbers."""
-    from modelseek.rankers.default import artifact_dir, load_artifact
+    from modelseek.retrieval.rankers.default import artifact_dir, load_artifact
 
     shipped = sorted(p for p in artifact_dir().glob("*.json") if p.name != "default.json")
     assert {p.stem for p in shipped} >= {"avgrank-ntcir19", "adaptive-ntcir19"}

@@ -16,15 +16,15 @@ import numpy as np
 import pytest
 
 import modelseek as ms
-from modelseek.config import Interval
-from modelseek.data.pool import Pool
-from modelseek.data.task import Task, TaskSet
-from modelseek.data.truth import GroundTruth
-from modelseek.errors import InputError
+from modelseek.core.config import Interval
+from modelseek.retrieval.data.pool import Pool
+from modelseek.retrieval.data.task import Task, TaskSet
+from modelseek.retrieval.data.truth import GroundTruth
+from modelseek.core.errors import InputError
 from modelseek import register
-from modelseek.rankers import RANKERS
-from modelseek.rankers._artifact import Persistable
-from modelseek.rankers.base import Constraints, Trained
+from modelseek.retrieval.rankers import RANKERS
+from modelseek.retrieval.rankers._artifact import Persistable
+from modelseek.retrieval.rankers.base import Constraints, Trained
 
 
 # ------------------------------------------------------------------------------------------ a ranker
@@ -70,8 +70,8 @@ def layout(tmp_path_factory):
 
 
 def test_throwaway_ranker_through_the_api_and_the_cli(my_ranker, layout, cli, tmp_path):
-    from modelseek.data.loaders import load_ntcir_tasks
-    from modelseek.data.pool import load_pool
+    from modelseek.retrieval.data.loaders import load_ntcir_tasks
+    from modelseek.retrieval.data.pool import load_pool
 
     tasks, truth, pool = load_ntcir_tasks(layout), GroundTruth.from_csv(layout / "ground-truth.csv"), \
         load_pool(layout / "models.csv")
@@ -103,7 +103,7 @@ def test_throwaway_ranker_through_the_api_and_the_cli(my_ranker, layout, cli, tm
 # ------------------------------------------------------------------------------------------ a fusion method
 @pytest.fixture
 def my_fusion():
-    from modelseek.fusion.methods import FUSION_METHODS, FusionMethod
+    from modelseek.retrieval.fusion.methods import FUSION_METHODS, FusionMethod
 
     def combine(values: np.ndarray, weights: np.ndarray) -> np.ndarray:
         return np.where(np.isnan(values), -np.inf, values).max(axis=0)
@@ -118,7 +118,7 @@ def my_fusion():
 
 
 def _runs():
-    from modelseek.data.run import Run
+    from modelseek.retrieval.data.run import Run
 
     topics = [f"t{i}" for i in range(8)]
     rng = np.random.default_rng(0)
@@ -128,8 +128,8 @@ def _runs():
 
 
 def test_throwaway_fusion_method_is_fused_searched_and_offered_by_the_cli(my_fusion, cli, tmp_path):
-    from modelseek.data.run import write_runs
-    from modelseek.fusion import candidate_fusions, optimize_fusion
+    from modelseek.retrieval.data.run import write_runs
+    from modelseek.retrieval.fusion import candidate_fusions, optimize_fusion
 
     a, b = _runs()
     fused = ms.fuse([a, b], method="my-test-max", norm="none")
@@ -168,7 +168,7 @@ def fisher_ratio(features, labels) -> float:
 
 @pytest.fixture
 def my_estimator():
-    from modelseek.estimators import ESTIMATORS
+    from modelseek.retrieval.estimators import ESTIMATORS
 
     register("estimator", fisher_ratio, name="my_test_fisher")
     yield fisher_ratio
@@ -178,12 +178,12 @@ def my_estimator():
 @pytest.mark.slow(reason="5 s (setup and call) on 2 busy cores")
 def test_throwaway_estimator_ranks_through_the_api(my_estimator, tmp_path):
     pytest.importorskip("transformers")
-    from modelseek.data.pool import Candidate
-    from modelseek.features import extract_features
+    from modelseek.retrieval.data.pool import Candidate
+    from modelseek.retrieval.features import extract_features
     from modelseek.testing import make_text_task
     from modelseek.testing.tiny_models import make_tiny_bert
 
-    assert "my_test_fisher" in ms.rankers.names()
+    assert "my_test_fisher" in ms.retrieval.rankers.names()
     task = make_text_task("t1", n_train=40, n_val=20, n_classes=3, seed=0)
     bert = make_tiny_bert(tmp_path / "bert")
     pool = Pool([Candidate(id="1", path=str(bert)),

@@ -214,7 +214,7 @@ def test_benczechmark_compiled_file_accepted_as_is(tmp_path, cfg, sub_dicts, cap
         pytest.approx(sub.raw("task_acc"), abs=1e-4)
     obj["results"]["task_rouge_raw_r2_mid_f"]["rouge_raw_r2_mid_f_without_bootstrap"] = 0.99
     obj["metadata"]["model_name"] = "other"
-    from modelseek.errors import InputError
+    from modelseek.core.errors import InputError
 
     with pytest.raises(InputError, match="results.task_rouge_raw_r2_mid_f.rouge_raw_r2_mid_f.*reported"):
         store.presubmit(json.dumps(obj).encode())

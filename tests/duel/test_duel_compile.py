@@ -6,7 +6,7 @@ import pytest
 
 from modelseek.duel.compile import compile_submission
 from modelseek.duel.submission import validate_submission
-from modelseek.errors import InputError
+from modelseek.core.errors import InputError
 from modelseek.testing.duel import write_harness_folder
 
 

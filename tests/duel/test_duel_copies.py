@@ -12,7 +12,7 @@ from modelseek.duel.copies import TAU, answer_vectors, compare_task, find_copies
 from modelseek.duel.reference import Reference
 from modelseek.duel.storage import Store, create_board
 from modelseek.duel.submission import TaskSamples, validate_submission
-from modelseek.errors import InputError
+from modelseek.core.errors import InputError
 from modelseek.testing.duel import make_submission_dicts, small_config
 from modelseek.testing.duel_attacks import disguised, flipped, task_mix
 

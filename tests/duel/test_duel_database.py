@@ -15,7 +15,7 @@ from modelseek.duel.database import upgrade_database
 from modelseek.duel.storage import Store
 from modelseek.duel.submission import validate_submission
 from modelseek.duel.tournament import tournament
-from modelseek.errors import InputError
+from modelseek.core.errors import InputError
 from modelseek.testing.duel import make_submission_dicts, publish_like_a_user
 
 sa = pytest.importorskip("sqlalchemy")

@@ -17,7 +17,7 @@ from modelseek.duel.publish import StalePreview
 from modelseek.duel.storage import Store
 from modelseek.duel.submission import validate_submission
 from modelseek.duel.text import name_key
-from modelseek.errors import InputError
+from modelseek.core.errors import InputError
 
 sa = pytest.importorskip("sqlalchemy")
 pytest.importorskip("alembic")

@@ -12,7 +12,7 @@ import pytest
 
 from modelseek.duel.database import verify_database
 from modelseek.duel.storage import BoardAltered, Store
-from modelseek.errors import InputError
+from modelseek.core.errors import InputError
 
 pytest.importorskip("sqlalchemy")
 

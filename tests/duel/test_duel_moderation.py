@@ -15,7 +15,7 @@ from modelseek.duel.submission import validate_submission
 from modelseek.duel.text import confusable_pairs, look_alike, mixed_scripts
 from modelseek.duel.tournament import tournament
 from modelseek.testing.duel import renamed
-from modelseek.errors import InputError
+from modelseek.core.errors import InputError
 
 LATIN_AND_DIGITS = set(string.ascii_letters + string.digits)
 

@@ -13,7 +13,7 @@ from modelseek.duel.storage import Store
 from modelseek.duel.submission import validate_submission
 from modelseek.duel.text import look_alike, multi_char_pairs
 from modelseek.duel.tournament import tournament
-from modelseek.errors import InputError
+from modelseek.core.errors import InputError
 from modelseek.testing.duel import renamed
 
 pytest.importorskip("confusable_homoglyphs")

@@ -12,7 +12,7 @@ import pytest
 from modelseek.duel.reference import Reference
 from modelseek.duel.storage import Store, create_board
 from modelseek.duel.submission import validate_submission
-from modelseek.errors import InputError
+from modelseek.core.errors import InputError
 from modelseek.testing.duel import make_submission_dicts, recompute_results
 
 

@@ -5,11 +5,11 @@ import json
 import numpy as np
 import pytest
 
-from modelseek.data.run import Run, write_runs
-from modelseek.data.truth import GroundTruth
+from modelseek.retrieval.data.run import Run, write_runs
+from modelseek.retrieval.data.truth import GroundTruth
 from modelseek.duel.runs import runs_tournament, tier_task
-from modelseek.evaluate import evaluate
-from modelseek.stats import paired_ttest
+from modelseek.retrieval.evaluation import evaluate
+from modelseek.core.stats import paired_ttest
 
 
 def _runs(truth):

@@ -7,8 +7,8 @@ import pytest
 from scipy import stats as st
 from sklearn.metrics import roc_auc_score
 
-from modelseek.errors import InputError
-from modelseek.stats import (auroc, auroc_draws, auroc_pvalue, auroc_pvalue_matrix, bayesian_auroc_test,
+from modelseek.core.errors import InputError
+from modelseek.core.stats import (auroc, auroc_draws, auroc_pvalue, auroc_pvalue_matrix, bayesian_auroc_test,
                              benjamini_hochberg, bootstrap_pvalue_matrix, derive_rng, paired_bootstrap_perplexity_test,
                              paired_bootstrap_test, paired_ttest, paired_ttest_matrix, perplexity, resample_counts,
                              resampled_mean)

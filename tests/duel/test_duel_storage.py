@@ -12,7 +12,7 @@ from modelseek.duel.engine import Settings
 from modelseek.duel.storage import Store
 from modelseek.duel.submission import validate_submission
 from modelseek.duel.tournament import tournament
-from modelseek.errors import InputError
+from modelseek.core.errors import InputError
 from modelseek.testing.duel import publish_like_a_user, recompute_results
 
 sa = pytest.importorskip("sqlalchemy")

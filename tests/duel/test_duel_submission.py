@@ -8,7 +8,7 @@ import pytest
 
 from modelseek.duel.config import LeaderboardConfig, Metric
 from modelseek.duel.submission import load_submission, submission_from_bytes, validate_submission
-from modelseek.errors import InputError
+from modelseek.core.errors import InputError
 
 
 def test_default_config_is_benczechmark():

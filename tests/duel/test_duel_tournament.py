@@ -10,7 +10,7 @@ from modelseek.duel.engine import Settings
 from modelseek.duel.scoring import win_scores
 from modelseek.duel.submission import validate_submission
 from modelseek.duel.tournament import tournament
-from modelseek.errors import InputError
+from modelseek.core.errors import InputError
 
 
 def _acc_config():
@@ -37,7 +37,7 @@ def test_win_scores_by_hand():
     # t1: A beats B and C (constant difference), B = C identical -> no win
     assert (s["A"]["t1"], s["B"]["t1"], s["C"]["t1"]) == (100.0, 0.0, 0.0)
     # t2: the half-right model B against all-right A and all-wrong C: as the t-test decides
-    from modelseek.stats import paired_ttest
+    from modelseek.core.stats import paired_ttest
     b_beats_c = paired_ttest(half, zeros) < 0.05
     a_beats_b = paired_ttest(ones, half) < 0.05
     assert s["A"]["t2"] == 50.0 * (1 + a_beats_b)

@@ -10,7 +10,7 @@ import pytest
 
 from modelseek.duel.reference import Reference
 from modelseek.duel.storage import Store, create_board
-from modelseek.errors import InputError
+from modelseek.core.errors import InputError
 from modelseek.testing.duel import renamed
 from modelseek.testing.duel import recompute_results
 
@@ -320,8 +320,8 @@ def test_a_large_bootstrap_plan_in_chunks_equals_the_whole_plan(cfg):
 
     from modelseek.duel import engine
     from modelseek.duel.submission import TaskSamples
-    from modelseek.stats import bootstrap
-    from modelseek.stats.seeding import derive_rng
+    from modelseek.core.stats import bootstrap
+    from modelseek.core.stats.seeding import derive_rng
 
     spec = cfg.spec("task_rouge_raw_r2_mid_f")
     settings = engine.Settings(n_resamples=1000)

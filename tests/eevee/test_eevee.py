@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from modelseek.data.truth import GroundTruth
+from modelseek.retrieval.data.truth import GroundTruth
 from modelseek.eevee import (BatchedEvaluator, LoopEvaluator, MetaConfig, SearchConfig, Table, importance,
                              load_table, parse_ks, search, sweep, tiers)
-from modelseek.errors import InputError
+from modelseek.core.errors import InputError
 
 
 FAST = SearchConfig(population=40, keep=6, children=4, generations=2, seed=0)

@@ -15,7 +15,7 @@ import pytest
 from modelseek.eevee import META_MODELS, BatchedEvaluator, LoopEvaluator, MetaConfig, SearchConfig, load_table, search
 from modelseek.eevee.meta_models import check_meta_model, regressor_meta_model
 from modelseek import register
-from modelseek.errors import InputError
+from modelseek.core.errors import InputError
 
 TINY = ("--population", "6", "--keep", "3", "--children", "2", "--generations", "1", "--workers", "1",
         "--outer-splits", "0")

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from modelseek.eevee import META_MODELS, BatchedEvaluator, MetaConfig, SearchConfig, Table, load_table, search
-from modelseek.errors import InputError
+from modelseek.core.errors import InputError
 
 from .conftest import copied_signal_table, write_gate_csv
 

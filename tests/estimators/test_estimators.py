@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_iris
 
-import modelseek.estimators as est
-from modelseek.errors import InputError
-from modelseek.registry import UnknownNameError
+import modelseek.retrieval.estimators as est
+from modelseek.core.errors import InputError
+from modelseek.core.registry import UnknownNameError
 
 IRIS_X, IRIS_Y = load_iris(return_X_y=True)
 ALL = est.names()
@@ -230,7 +230,7 @@ def test_leep_and_nce_known_values():
 
 
 def test_spectral_projection_matches_eigh():
-    from modelseek.estimators._common import spd_solve, sym_eig_project
+    from modelseek.retrieval.estimators._common import spd_solve, sym_eig_project
 
     rng = np.random.default_rng(5)
     A = rng.standard_normal((70, 40))

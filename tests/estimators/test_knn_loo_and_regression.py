@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from sklearn.neighbors import NearestNeighbors
 
-import modelseek.estimators as est
-from modelseek.errors import InputError
-from modelseek.estimators.knn_loo import loo_neighbours
+import modelseek.retrieval.estimators as est
+from modelseek.core.errors import InputError
+from modelseek.retrieval.estimators.knn_loo import loo_neighbours
 
 
 @pytest.mark.slow(reason="11 s (setup and call) on 2 busy cores")
@@ -17,7 +17,7 @@ from modelseek.estimators.knn_loo import loo_neighbours
 @pytest.mark.parametrize("metric", ["cosine", "euclidean"])
 @pytest.mark.parametrize("n,d,block", [(300, 12, 2048), (700, 96, 128), (150, 768, 64)])
 def test_neighbours_equal_sklearns_float64_neighbours(metric, n, d, block, backend, monkeypatch):
-    import modelseek.estimators.knn_loo as mod
+    import modelseek.retrieval.estimators.knn_loo as mod
 
     torch = pytest.importorskip("torch") if backend == "torch" else None
     monkeypatch.setattr(mod, "_torch", lambda n: torch)  # the product and selection by torch, or numpy only

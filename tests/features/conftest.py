@@ -37,8 +37,8 @@ def _one_torch_thread():
 
 @pytest.fixture
 def load_counter(monkeypatch) -> list:
-    """Record every model load (hence every possible forward pass) of modelseek.features.text."""
-    import modelseek.features.text as text_mod
+    """Record every model load (hence every possible forward pass) of modelseek.retrieval.features.text."""
+    import modelseek.retrieval.features.text as text_mod
 
     calls: list = []
     real = text_mod._load_model

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from modelseek.estimators import ESTIMATORS
+from modelseek.retrieval.estimators import ESTIMATORS
 from modelseek.testing import make_text_task
 from modelseek.testing.candidate_kinds import KINDS, WITH_HEAD, make_candidate_snapshot, write_candidate_pool
 
@@ -64,7 +64,7 @@ def test_rank_with_every_estimator_and_one_line_load_reports(kinds, cli_subproce
         for task in ("k2", "k3"):
             assert sorted(int(row["doc"]) for row in out[m][task]) == list(range(1, 21)), (m, task)
     assert "LOAD REPORT" not in r.err and "UNEXPECTED" not in r.err and "| Status" not in r.err
-    loads = [ln for ln in r.err.splitlines() if "modelseek.features.loading" in ln]
+    loads = [ln for ln in r.err.splitlines() if "modelseek.retrieval.features.loading" in ln]
     said = [re.search(r"model (\d+): loaded", ln).group(1) for ln in loads]
     # one line per model, though it encodes two tasks; the two saved without a head (14, 16) load exactly: no line
     assert sorted(said) == [f"{m:02d}" for m in range(1, 21) if m not in (14, 16)], loads
@@ -84,7 +84,7 @@ def test_rank_with_every_estimator_and_one_line_load_reports(kinds, cli_subproce
 @pytest.mark.slow(reason="about 5 s on 2 busy cores: 20 tiny models fine-tuned one epoch")
 def test_finetune_all_twenty_with_a_fresh_head_said(kinds, cli, tmp_path, caplog):
     root, pool, tasks = kinds
-    caplog.set_level(logging.INFO, logger="modelseek.finetune.protocol")
+    caplog.set_level(logging.INFO, logger="modelseek.retrieval.finetune.protocol")
     recipe = tmp_path / "recipe.yaml"
     recipe.write_text("max_epochs: 1\npatience: 1\nlr: 0.001\ncpu_threads: 1\n")
     r = cli("finetune", "--pool", pool, "--tasks", tasks / "k3", "--out", tmp_path / "gt.csv", "--recipe", recipe)
@@ -101,7 +101,7 @@ def test_head_policy_fresh_drops_a_head_of_the_tasks_size_keep_keeps_it(kinds):
     import torch
     from safetensors.torch import load_file
 
-    from modelseek.finetune.protocol import ModelSpec, load_model
+    from modelseek.retrieval.finetune.protocol import ModelSpec, load_model
 
     root, _, _ = kinds
     folder = root / "pool" / "models" / "02"  # finbert stand-in: positive/negative/neutral

@@ -10,7 +10,7 @@ import shutil
 import pytest
 import yaml
 
-from modelseek.profiles import canonical_hf_id, profile_from_card
+from modelseek.retrieval.profiles import canonical_hf_id, profile_from_card
 from modelseek.testing import make_text_task
 from modelseek.testing.candidate_kinds import KINDS, write_candidate_pool
 

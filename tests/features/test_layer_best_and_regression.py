@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import yaml
 
-import modelseek.estimators as est
-from modelseek.data.loaders import load_ntcir_tasks, load_table_task
-from modelseek.features import extract_features
-from modelseek.rankers.features import is_regression
+import modelseek.retrieval.estimators as est
+from modelseek.retrieval.data.loaders import load_ntcir_tasks, load_table_task
+from modelseek.retrieval.features import extract_features
+from modelseek.retrieval.rankers.features import is_regression
 
 
 @pytest.fixture

@@ -10,9 +10,9 @@ import sys
 import numpy as np
 import pytest
 
-from modelseek.errors import ModelseekError
-from modelseek.features import extract_features, offline_minilm_path
-from modelseek.features import lean_bert
+from modelseek.core.errors import ModelseekError
+from modelseek.retrieval.features import extract_features, offline_minilm_path
+from modelseek.retrieval.features import lean_bert
 
 # accents, CJK, emoji, control whitespace, an empty text, punctuation runs, and texts past 128 tokens
 HOSTILE = ["", "Hello, World!!", "Ünïcödé naïve café résumé", "中文字符测试 and 日本語", "emoji 😀👍🏽 test",
@@ -87,7 +87,7 @@ def test_unsupported_models_are_refused_by_lean_and_run_by_auto(tiny_roberta):
 
 
 def test_lean_backend_refuses_a_revision_and_unknown_backends(tiny_bert):
-    from modelseek.errors import InputError
+    from modelseek.core.errors import InputError
 
     with pytest.raises(ModelseekError, match="without a revision"):
         extract_features(["hello"], tiny_bert, backend="lean", revision="main", cache_dir=False, progress=False)

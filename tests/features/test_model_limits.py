@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from modelseek.features.limits import position_limit, token_limit
+from modelseek.retrieval.features.limits import position_limit, token_limit
 
 WORDS = "the market rallied while the team lost a game and the movie was long but fine".split()
 
@@ -34,7 +34,7 @@ def _bert_128(folder: Path) -> Path:
     """A BERT with 128 positions whose tokenizer sets no model_max_length."""
     from transformers import BertConfig, BertModel, BertTokenizerFast
 
-    from modelseek.features.text import offline_minilm_path
+    from modelseek.retrieval.features.text import offline_minilm_path
 
     cfg = BertConfig(vocab_size=30522, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
                      intermediate_size=32, max_position_embeddings=128)
@@ -95,12 +95,12 @@ def test_position_limit_reads_the_table_and_the_offset():
 @pytest.mark.slow(reason="about 10 s on 2 busy cores: a grid of 2 tiny models fine-tuned on 1,000-word texts")
 def test_features_and_finetuning_succeed_with_the_length_said(cli, limited, tmp_path, caplog):
     root, pool, task = limited
-    caplog.set_level(logging.WARNING, logger="modelseek.features.limits")
+    caplog.set_level(logging.WARNING, logger="modelseek.retrieval.features.limits")
     r = cli("rank", task, "--pool", pool, "-m", "logme", "--param", "max_length=512",
             "--param", f"cache_dir={tmp_path / 'cache'}", "--json")
     assert r.code == 0, r.err
     assert sorted(row["doc"] for row in json.loads(r.out)["logme"]["long"]) == ["b", "r"]
-    said = [rec.getMessage() for rec in caplog.records if rec.name == "modelseek.features.limits"]
+    said = [rec.getMessage() for rec in caplog.records if rec.name == "modelseek.retrieval.features.limits"]
     assert any("bert128 takes at most 128 tokens: max_length 512 lowered to 128" in m for m in said), said
     assert any("roberta128 takes at most 126 tokens" in m and "padding offset" in m for m in said), said
     assert len(said) == 2  # once per model, though the model encodes train, val and test
@@ -114,6 +114,6 @@ def test_features_and_finetuning_succeed_with_the_length_said(cli, limited, tmp_
             "--seeds", "0", "1")
     assert r.code == 0, r.err
     assert "4 done, 0 failed" in r.out
-    said = [rec.getMessage() for rec in caplog.records if rec.name == "modelseek.features.limits"]
+    said = [rec.getMessage() for rec in caplog.records if rec.name == "modelseek.retrieval.features.limits"]
     assert sorted(m.split(" takes")[0] for m in said) == ["model b", "model r"], said  # once each, 2 seeds
     assert any("max_length 1024 lowered to 126" in m for m in said)

@@ -15,11 +15,11 @@ import pytest
 import yaml
 
 import modelseek
-import modelseek.estimators as est
-import modelseek.kinds
-from modelseek.data.run import read_run
-from modelseek.features.text import hub_offline_reason, in_hub_cache, is_hub_source
-from modelseek.rankers import RANKERS, make, names
+import modelseek.retrieval.estimators as est
+import modelseek.core.kinds
+from modelseek.retrieval.data.run import read_run
+from modelseek.retrieval.features.text import hub_offline_reason, in_hub_cache, is_hub_source
+from modelseek.retrieval.rankers import RANKERS, make, names
 
 UNCACHED = "modelseek-test-org/surely-not-cached-model"
 
@@ -157,7 +157,7 @@ def test_rankers_are_derived_from_the_estimator_registry():
         assert n in names() and cls.name == n and cls.estimator_name == n
         assert RANKERS.get(n) is cls  # built once
     with pytest.raises(ValueError, match="is a registered estimator"):
-        RANKERS.register_lazy("logme", "modelseek.rankers.avgrank:AvgRank")
+        RANKERS.register_lazy("logme", "modelseek.retrieval.rankers.avgrank:AvgRank")
 
 
 @pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")
@@ -187,7 +187,7 @@ def test_a_new_estimator_is_one_registration(cli, tiny_layout, tiny_bert, tmp_pa
         assert len(got) == 12 * 2 and got == pytest.approx(sorted(values), rel=1e-5)  # run files keep 6 digits
         assert all(run[t][0].score >= run[t][1].score for t in run)
     finally:
-        modelseek.kinds.unregister("estimator", "toy_spread")
+        modelseek.core.kinds.unregister("estimator", "toy_spread")
     assert "toy_spread" not in names() and "toy_spread" not in RANKERS
 
 

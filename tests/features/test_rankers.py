@@ -10,12 +10,12 @@ import pytest
 import yaml
 
 import modelseek as ms
-import modelseek.estimators as est
-import modelseek.features.text as text_mod
-from modelseek.data.pool import Candidate, Pool, load_pool
-from modelseek.features import extract_features
-from modelseek.rankers import make, names
-from modelseek.rankers.features import CandidateFailures, reciprocal_rank_fusion
+import modelseek.retrieval.estimators as est
+import modelseek.retrieval.features.text as text_mod
+from modelseek.retrieval.data.pool import Candidate, Pool, load_pool
+from modelseek.retrieval.features import extract_features
+from modelseek.retrieval.rankers import make, names
+from modelseek.retrieval.rankers.features import CandidateFailures, reciprocal_rank_fusion
 from modelseek.testing import make_text_task
 
 

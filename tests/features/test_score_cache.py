@@ -11,8 +11,8 @@ import sqlite3
 import pytest
 import yaml
 
-from modelseek.errors import OutputError
-from modelseek.finetune.store import JobStore
+from modelseek.core.errors import OutputError
+from modelseek.retrieval.finetune.store import JobStore
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ import sys
 import numpy as np
 import pytest
 
-from modelseek.data.pool import Candidate
-from modelseek.errors import InputError, ModelseekError
-from modelseek.features import FeatureCache, extract_features, offline_minilm_path
+from modelseek.retrieval.data.pool import Candidate
+from modelseek.core.errors import InputError, ModelseekError
+from modelseek.retrieval.features import FeatureCache, extract_features, offline_minilm_path
 
 TEXTS = ["the cat sat on the mat and then it slept for a long long while in the sun",
          "dogs bark", "a stock rose sharply today after the earnings call", "x",
@@ -155,7 +155,7 @@ def test_empty_text_list(tiny_bert):
 
 
 def test_import_is_light():
-    code = ("import sys, modelseek.features, modelseek.features.text; "
+    code = ("import sys, modelseek.retrieval.features, modelseek.retrieval.features.text; "
             "print('torch' in sys.modules, 'transformers' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PYTHONPATH": "src", "PATH": ""}).stdout.split()

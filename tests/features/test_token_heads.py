@@ -9,8 +9,8 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from modelseek.features import text
-from modelseek.features.text import CUT_CHARS_PER_TOKEN, _load_model, extract_features, token_ids
+from modelseek.retrieval.features import text
+from modelseek.retrieval.features.text import CUT_CHARS_PER_TOKEN, _load_model, extract_features, token_ids
 from modelseek.testing.candidate_kinds import make_candidate_snapshot
 
 # one candidate per tokenizer kind: BERT WordPiece, ALBERT and XLM-R SentencePiece, RoBERTa BPE, DeBERTa BPE

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from modelseek.data.pool import Candidate, Pool
-from modelseek.finetune import Recipe
+from modelseek.retrieval.data.pool import Candidate, Pool
+from modelseek.retrieval.finetune import Recipe
 from modelseek.testing import make_text_task
 from modelseek.testing.finetune import make_learnable_bert
 

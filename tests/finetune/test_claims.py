@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from modelseek.data.pool import Candidate, Pool
-from modelseek.finetune import JobStore, build_jobs, run_grid
+from modelseek.retrieval.data.pool import Candidate, Pool
+from modelseek.retrieval.finetune import JobStore, build_jobs, run_grid
 from modelseek.testing import make_text_task
 from modelseek.testing.finetune import FakeTrainer
 
@@ -23,8 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 DRIVER = '''
 import json, sys, time
 from pathlib import Path
-from modelseek.data.pool import Candidate, Pool
-from modelseek.finetune import run_grid
+from modelseek.retrieval.data.pool import Candidate, Pool
+from modelseek.retrieval.finetune import run_grid
 from modelseek.testing import make_text_task
 from modelseek.testing.finetune import FakeTrainer
 
@@ -94,7 +94,7 @@ def test_claim_of_a_dead_worker_is_taken_over(tmp_path):
     tasks, pool = _grid()
     store = tmp_path / "jobs.sqlite"
     job = build_jobs(tasks, pool, seeds=[0])[5]
-    code = (f"import os; from modelseek.finetune import JobStore; s = JobStore({str(store)!r}); "
+    code = (f"import os; from modelseek.retrieval.finetune import JobStore; s = JobStore({str(store)!r}); "
             f"assert s.claim({job.key!r}) is not None; print(os.getpid(), flush=True); os._exit(9)")
     dead = subprocess.run([sys.executable, "-c", code], env=_env(), capture_output=True, text=True)
     assert dead.returncode == 9, dead.stderr

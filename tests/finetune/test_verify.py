@@ -6,10 +6,10 @@ import math
 
 import pytest
 
-from modelseek.data.pool import Candidate
-from modelseek.errors import InputError
-from modelseek.finetune import JobStore
-from modelseek.finetune.verify import successive_halving, verify_top
+from modelseek.retrieval.data.pool import Candidate
+from modelseek.core.errors import InputError
+from modelseek.retrieval.finetune import JobStore
+from modelseek.retrieval.finetune.verify import successive_halving, verify_top
 from modelseek.testing import write_task_table
 
 
@@ -29,7 +29,7 @@ def test_rank_verify_top(cli, tmp_path, tiny_models, tiny_tasks, pool_yaml, fast
     for m, rec in recs.items():
         assert rec.status == "done" and f"{rec.f1:.6f}"[:6] in r.out
     # the table in the output lists them in rank order with the stored F1
-    from modelseek.data.loaders import load_table_task
+    from modelseek.retrieval.data.loaders import load_table_task
 
     # the task as the CLI read it (a user's table is read in a canonical row order): the same stored jobs
     table = verify_top(load_table_task(data), [Candidate(id=m, path=str(tiny_models[m])) for m in ranking[:2]], store,

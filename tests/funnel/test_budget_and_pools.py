@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from modelseek.errors import InputError
-from modelseek.funnel import format_seconds, load_any_pool, parse_budget
+from modelseek.core.errors import InputError
+from modelseek.retrieval.funnel import format_seconds, load_any_pool, parse_budget
 from modelseek.testing.cli import assert_one_error_line
 
 
@@ -75,7 +75,7 @@ def test_cli_errors(cli, tmp_path):
 def test_cli_history_signals_errors(cli, tmp_path):
     """``--history-signals`` needs a history whose every task it scores, and one estimator run (plus an optional
     ``prior``): otherwise one located line, exit 1, nothing started."""
-    from modelseek.data.run import Run
+    from modelseek.retrieval.data.run import Run
     from modelseek.testing import make_text_task, write_task_table
 
     data = write_task_table(make_text_task("t", n_train=20, n_val=6, n_test=6), tmp_path / "t.csv")

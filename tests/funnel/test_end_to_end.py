@@ -9,8 +9,8 @@ import pytest
 pytest.importorskip("transformers")
 
 from modelseek import read_run, select  # noqa: E402
-from modelseek.data.pool import Candidate, Pool  # noqa: E402
-from modelseek.funnel import MeasuredCosts  # noqa: E402
+from modelseek.retrieval.data.pool import Candidate, Pool  # noqa: E402
+from modelseek.retrieval.funnel import MeasuredCosts  # noqa: E402
 from modelseek.testing import make_text_task, write_task_table  # noqa: E402
 from modelseek.testing.finetune import FakeTrainer, make_learnable_bert  # noqa: E402
 
@@ -38,7 +38,7 @@ def _one_thread():
 
 @pytest.mark.slow(reason="15 s (setup and call) on 2 busy cores")
 def test_select_with_fake_trainer_then_resume(tmp_path, models, task):
-    from modelseek.finetune import Recipe
+    from modelseek.retrieval.finetune import Recipe
 
     pool = Pool([Candidate(id=k, path=str(v)) for k, v in models.items()], name="tiny")
     log = tmp_path / "trainer.log"
@@ -71,7 +71,7 @@ def test_select_with_fake_trainer_then_resume(tmp_path, models, task):
 
 @pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 def test_estimators_when_fine_tuning_does_not_fit(tmp_path, models, task):
-    from modelseek.finetune import Recipe
+    from modelseek.retrieval.finetune import Recipe
 
     pool = Pool([Candidate(id=k, path=str(v)) for k, v in models.items()], name="tiny")
     log = tmp_path / "trainer.log"
@@ -90,7 +90,7 @@ def test_estimators_when_fine_tuning_does_not_fit(tmp_path, models, task):
 
 
 def test_cost_cache_is_verified(tmp_path, models, task):
-    from modelseek.finetune import Recipe
+    from modelseek.retrieval.finetune import Recipe
 
     c = Candidate(id="m0", path=str(models["m0"]))
     costs = MeasuredCosts(task, "logme", Recipe(lr=5e-3, cpu_threads=1, max_length=32))
@@ -150,9 +150,9 @@ def test_cli_select_real_finetuning(cli, tmp_path, models, task):
 def test_prior_for_hub_ids_without_history(tmp_path, task):
     """Stage 1 on a plain list of Hub ids, offline: candidates the default has no fine-tuning history for are
     ranked from their profiles (family prior, card evidence), never refused."""
-    from modelseek.data.pool import ntcir_pool
-    from modelseek.funnel import read_id_list
-    from modelseek.funnel.backend import RealBackend
+    from modelseek.retrieval.data.pool import ntcir_pool
+    from modelseek.retrieval.funnel import read_id_list
+    from modelseek.retrieval.funnel.backend import RealBackend
 
     known = [c.hf_id for c in ntcir_pool()][:3]
     f = tmp_path / "ids.txt"
@@ -195,7 +195,7 @@ def test_select_budget_holds_on_the_tiny_pool(cli, tmp_path, models, task):
 
 
 def test_indistinguishable_finetunes_are_warned():
-    from modelseek.funnel.run import chance_f1, indistinguishable
+    from modelseek.retrieval.funnel.run import chance_f1, indistinguishable
 
     t = make_text_task("chance", n_classes=8, n_train=64, n_val=64, n_test=8, seed=1)
     chance = chance_f1(list(t.val.labels))
@@ -211,7 +211,7 @@ def test_indistinguishable_finetunes_are_warned():
 
 @pytest.mark.slow(reason="5 s: two real fine-tunes of tiny models")
 def test_rank_verify_top_prints_the_funnels_final_ranking(cli, tmp_path, models, task):
-    from modelseek.funnel.curve import rerank
+    from modelseek.retrieval.funnel.curve import rerank
 
     data = write_task_table(task, tmp_path / "task.csv")
     pool = tmp_path / "pool.yaml"

@@ -1,4 +1,4 @@
-"""The expected-gain merge (:mod:`modelseek.funnel.merge`) on hand-made truths whose answer is known, and
+"""The expected-gain merge (:mod:`modelseek.retrieval.funnel.merge`) on hand-made truths whose answer is known, and
 ``select`` walking exactly the order, picks and final ranking that ``replay`` measured on the same inputs."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from modelseek.data.run import Run
-from modelseek.data.truth import GroundTruth
-from modelseek.funnel.merge import learn_gains, merge_ranking
-from modelseek.funnel.replay import funnel_rankings, replay
+from modelseek.retrieval.data.run import Run
+from modelseek.retrieval.data.truth import GroundTruth
+from modelseek.retrieval.funnel.merge import learn_gains, merge_ranking
+from modelseek.retrieval.funnel.replay import funnel_rankings, replay
 
 
 def _hand_history(n_tasks: int = 24) -> np.ndarray:
@@ -88,7 +88,7 @@ def test_select_walks_and_ranks_exactly_as_replay_measured(tmp_path, budget):
     from modelseek import select
     from modelseek.testing.funnel import SimulatedBackend, make_funnel_world
 
-    from modelseek.funnel import ModelCost
+    from modelseek.retrieval.funnel import ModelCost
 
     w = make_funnel_world(n_models=16, n_tasks=24, n_texts=300, seed=7)
     # every candidate costs the same (replay knows no costs): the budget buys the first k of the order, none is
@@ -125,7 +125,7 @@ def test_select_walks_the_order_replay_chose_on_the_history_signals(tmp_path, se
     import json
 
     from modelseek import select
-    from modelseek.funnel import ModelCost
+    from modelseek.retrieval.funnel import ModelCost
     from modelseek.testing.funnel import SimulatedBackend, make_funnel_world
 
     w = make_funnel_world(n_models=16, n_tasks=24, n_texts=300, seed=seed)
@@ -158,7 +158,7 @@ def test_select_walks_the_order_replay_chose_on_the_history_signals(tmp_path, se
 def test_rerank_follows_what_the_shipped_history_chose():
     """``rank --verify-top``'s final ranking: the merge where replay on the shipped NTCIR-19 results chose it at
     this many fine-tunes (k = 5 there), with the shipped history's gain tables; fine-tuned first elsewhere."""
-    from modelseek.funnel.curve import history_choices, merge_at, rerank, shipped_history
+    from modelseek.retrieval.funnel.curve import history_choices, merge_at, rerank, shipped_history
 
     choices = history_choices(shipped_history())
     order = [f"c{i}" for i in range(8)]
@@ -177,7 +177,7 @@ NTCIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "ntcir1
 @pytest.mark.skipif(not NTCIR.is_file(), reason="the NTCIR-19 ground truth (../shared/data) is absent")
 @pytest.mark.slow(reason="15 s: replay of the 70 NTCIR tasks with inner cross-fitting per fold")
 def test_on_the_ntcir_tasks_the_merge_wins_at_k_3_and_5_and_the_funnel_uses_it():
-    from modelseek.funnel.curve import summarize
+    from modelseek.retrieval.funnel.curve import summarize
 
     s = summarize(replay(GroundTruth.from_csv(NTCIR), finetunes=[0, 1, 3, 5, 10], noise=0.0, folds=5, seed=0,
                          sequential=False), n_boot=500)

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from modelseek import select
-from modelseek.funnel import CostTable, Reliability, plan_funnel
-from modelseek.funnel.plan import halving_rungs, k_grid
+from modelseek.retrieval.funnel import CostTable, Reliability, plan_funnel
+from modelseek.retrieval.funnel.plan import halving_rungs, k_grid
 from modelseek.testing.funnel import SimulatedBackend
 
 BUDGETS_H = [0.01, 0.05, 0.2, 0.5, 1, 2, 4, 8, 16, 64]

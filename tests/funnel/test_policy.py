@@ -1,4 +1,4 @@
-"""The funnel's policy (:mod:`modelseek.funnel.policy`): chosen by replay, shipped for the NTCIR-19 training tasks,
+"""The funnel's policy (:mod:`modelseek.retrieval.funnel.policy`): chosen by replay, shipped for the NTCIR-19 training tasks,
 walked by ``select`` by default; ``select`` fine-tunes exactly replay's picks and reaches replay's figures on tasks
 never used to choose; ``select --plan-only`` runs offline without weights."""
 
@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from modelseek.data.pool import Candidate, Pool
-from modelseek.errors import InputError
-from modelseek.funnel.policy import Policy, choose_policy, shipped_policy
-from modelseek.funnel.replay import funnel_rankings
+from modelseek.retrieval.data.pool import Candidate, Pool
+from modelseek.core.errors import InputError
+from modelseek.retrieval.funnel.policy import Policy, choose_policy, shipped_policy
+from modelseek.retrieval.funnel.replay import funnel_rankings
 from modelseek.testing.funnel import RecordedBackend, make_funnel_world, recorded_task
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -79,7 +79,7 @@ def test_select_walks_a_policy_exactly_as_replay_measured_on_tasks_never_used_to
 
 def test_select_walks_the_shipped_policy_by_default(tmp_path, cli):
     from modelseek import select
-    from modelseek.data.truth import GroundTruth
+    from modelseek.retrieval.data.truth import GroundTruth
     import pandas as pd
 
     p = shipped_policy()
@@ -129,7 +129,7 @@ def test_on_withheld_ntcir_tasks_select_reaches_replays_figures():
     withheld by a seeded split and the policy chosen on the other 40), ``select`` fine-tunes exactly replay's
     picks and reaches replay's nDCG@5: at least 0.69 at k = 3 and 0.74 at k = 5, and at k = 10 never below
     fine-tuned first."""
-    from modelseek.data.truth import GroundTruth
+    from modelseek.retrieval.data.truth import GroundTruth
 
     bench = _bench()
     truth = GroundTruth.from_csv(NTCIR)

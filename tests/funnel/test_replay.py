@@ -1,4 +1,4 @@
-"""Replay (``modelseek replay``, :mod:`modelseek.funnel.replay`): answers known by hand on small truths, the prior's
+"""Replay (``modelseek replay``, :mod:`modelseek.retrieval.funnel.replay`): answers known by hand on small truths, the prior's
 figures against an independent computation through ``evaluate``, the Gaussian conditioning against its formula,
 and the NTCIR-19 training tasks where the data are present."""
 
@@ -13,12 +13,12 @@ import pandas as pd
 import pytest
 
 from modelseek import evaluate
-from modelseek.data.folds import make_folds
-from modelseek.data.run import Run
-from modelseek.data.truth import GroundTruth
-from modelseek.errors import InputError
-from modelseek.funnel.curve import sequential_wins, shipped_history, summarize
-from modelseek.funnel.replay import JointModel, replay
+from modelseek.retrieval.data.folds import make_folds
+from modelseek.retrieval.data.run import Run
+from modelseek.retrieval.data.truth import GroundTruth
+from modelseek.core.errors import InputError
+from modelseek.retrieval.funnel.curve import sequential_wins, shipped_history, summarize
+from modelseek.retrieval.funnel.replay import JointModel, replay
 
 NTCIR = Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "ntcir19-mr" / "subtask-a" / "ground-truth.csv"
 need_ntcir = pytest.mark.skipif(not NTCIR.is_file(), reason="the NTCIR-19 ground truth (../shared/data) is absent")
@@ -231,7 +231,7 @@ def test_blend_with_zero_trust_is_the_plain_top_k_and_learns_trust_where_models_
     assert shipped and "beats the plain top-k" in why
     assert all(b["funnel"] == ("sequential" if b["k"] else "prior") for b in s["budgets"])
     # the same weights, chosen from each fold's history alone by the rule that ships the order
-    from modelseek.funnel.replay import fit_trust, splits, Table
+    from modelseek.retrieval.funnel.replay import fit_trust, splits, Table
 
     table = Table.from_truth(fam)
     first = splits(fam, table, None, 4, 0)[0]
@@ -312,7 +312,7 @@ def test_cli_train_truth_and_errors(cli, tmp_path):
 
 @pytest.mark.slow(reason="2 s in the quick loop on 2 busy cores")
 def test_budget_curve_of_the_shipped_history_per_tier():
-    from modelseek.funnel.curve import budget_curve
+    from modelseek.retrieval.funnel.curve import budget_curve
 
     shipped = shipped_history()
     whole = budget_curve()
@@ -347,7 +347,7 @@ def test_rank_prints_what_fine_tuning_buys(cli, tmp_path):
     assert r.code == 0, r.err
     line = next(x for x in r.out.splitlines() if "fine-tuning the top k" in x)
     tier = r.out.split("criticality: ")[1].split(" ")[0].lower()
-    m = __import__("modelseek.funnel.curve", fromlist=["budget_curve"]).budget_curve(tier=tier)
+    m = __import__("modelseek.retrieval.funnel.curve", fromlist=["budget_curve"]).budget_curve(tier=tier)
     for p in m.curve:  # the figures printed are the tier's replay curve
         assert f"{p['k']}: nDCG@5 {p['ndcg@5']:.2f}" in line
     assert f"{m.tasks} {tier}-criticality past tasks" in line

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from modelseek import select
-from modelseek.errors import InputError
+from modelseek.core.errors import InputError
 from modelseek.testing.funnel import SimulatedBackend
 
 
@@ -140,7 +140,7 @@ def test_the_library_refuses_an_out_folder_that_holds_its_input(tmp_path):
     """``ms.select`` keeps the rule of every writing command (#52): an ``out`` that would overwrite the history it
     learns from (its ``finetuned.csv``) or that is the task's own folder is refused before any work, bytes unchanged."""
     import modelseek as ms
-    from modelseek.errors import InputError
+    from modelseek.core.errors import InputError
 
     out = tmp_path / "out"
     out.mkdir()

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import modelseek as ms
-from modelseek.data.run import read_run, write_runs
-from modelseek.fusion.learned import optimize_fusion
+from modelseek.retrieval.data.run import read_run, write_runs
+from modelseek.retrieval.fusion.learned import optimize_fusion
 from modelseek.testing import make_ntcir_layout
 from modelseek.testing.cli import assert_one_error_line, message_lines, run_cli_subprocess
 from modelseek.testing.plugins import install_distribution, plugin_env
@@ -21,7 +21,7 @@ from modelseek.testing.plugins import install_distribution, plugin_env
 PLUGIN = '''
 import numpy as np
 
-from modelseek.fusion.methods import FusionMethod, ordered_sum
+from modelseek.retrieval.fusion.methods import FusionMethod, ordered_sum
 
 
 def _max(values, weights):
@@ -40,12 +40,12 @@ RRF = FusionMethod("rrf", "a second rrf", uses_scores=True, takes_weights=False,
                    combine=lambda values, weights: ordered_sum(np.nan_to_num(values)), search=lambda space: [])
 '''
 
-ENTRY_POINTS = """[modelseek.fusion]
+ENTRY_POINTS = """[modelseek.retrieval.fusion]
 maxfuse = ms_fbad:MAXFUSE
 rrf = ms_fbad:RRF
 broken_fusion = ms_fbad_missing:THING
 
-[modelseek.estimators]
+[modelseek.retrieval.estimators]
 broken_estimator = ms_fbad_missing:score
 """
 

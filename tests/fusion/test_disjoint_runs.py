@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import modelseek as ms
-from modelseek.errors import InputError
+from modelseek.core.errors import InputError
 from modelseek.testing.cli import assert_one_error_line
 
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import modelseek as ms
-from modelseek.fusion import normalize_run
-from modelseek.errors import InputError
+from modelseek.retrieval.fusion import normalize_run
+from modelseek.core.errors import InputError
 
 
 def run(scores: dict, rid: str) -> ms.Run:
@@ -116,7 +116,7 @@ def test_fused_run_is_new_and_inputs_untouched(ab):
 # ------------------------------------------------------------------------------------ the rules
 def test_candidate_in_no_run_is_absent_and_failed_scores_are_missing():
     a = run({"t": {"x": 2.0, "y": 1.0, "bad": -math.inf}}, "a")
-    b = ms.Run({"t": [ms.data.run.Entry("y", 1, 9.0), ms.data.run.Entry("bad", 2, -1e308)]}, "b")
+    b = ms.Run({"t": [ms.retrieval.data.run.Entry("y", 1, 9.0), ms.retrieval.data.run.Entry("bad", 2, -1e308)]}, "b")
     for method in ("rrf", "combsum", "combmnz", "wsum"):
         fused = ms.fuse([a, b], method)
         assert set(fused.ranking("t")) == {"x", "y"}, method     # 'bad' failed in both: absent
@@ -169,7 +169,7 @@ def test_overflowing_raw_sums_are_an_error_not_a_ranking():
 
 # ------------------------------------------------------------------------------------ one implementation
 def test_ranker_rrf_is_the_fusion_rrf():
-    from modelseek.rankers.features import reciprocal_rank_fusion
+    from modelseek.retrieval.rankers.features import reciprocal_rank_fusion
 
     per_method = [{"a": 0.1, "b": 0.9, "c": -math.inf}, {"a": 5.0, "b": 1.0, "c": -math.inf}]
     got = reciprocal_rank_fusion(per_method, k=60)

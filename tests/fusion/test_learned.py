@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 import modelseek as ms
-from modelseek.errors import InputError
-from modelseek.fusion import LearnedFusion, candidate_fusions, optimize_fusion, simplex_weights
-from modelseek.fusion.learned import LEARNED, PLAIN_RRF
+from modelseek.core.errors import InputError
+from modelseek.retrieval.fusion import LearnedFusion, candidate_fusions, optimize_fusion, simplex_weights
+from modelseek.retrieval.fusion.learned import LEARNED, PLAIN_RRF
 from modelseek.testing.fusion_zoo import make_fusion_zoo
 
 
@@ -39,7 +39,7 @@ def test_simplex_grid():
 
 def test_grid_starts_with_plain_rrf_and_holds_each_run_alone():
     grid = candidate_fusions(["a", "b"], step=0.5)
-    assert grid[0] == ms.fusion.Fusion.build(["a", "b"], "rrf")
+    assert grid[0] == ms.retrieval.fusion.Fusion.build(["a", "b"], "rrf")
     singles = [g for g in grid if g.method.value == "wsum" and sorted(g.weights) == [0.0, 1.0]]
     assert len(singles) == 2 * 4   # each run alone under each of the 4 normalisations
     assert len(set(grid)) == len(grid)
@@ -174,7 +174,7 @@ def test_the_search_is_deterministic(zoo):
 
 
 def test_one_standard_error_rule_prefers_fewer_runs():
-    from modelseek.fusion import Fusion, choose
+    from modelseek.retrieval.fusion import Fusion, choose
 
     grid = [Fusion.build(["a", "b"], "rrf"),                         # both runs
             Fusion.build(["a", "b"], "wsum", "min-max", [1, 0]),     # a alone

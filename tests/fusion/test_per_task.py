@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 import modelseek as ms
-from modelseek.errors import InputError
-from modelseek.fusion import Fusion, LearnedFusion, optimize_fusion
-from modelseek.fusion.core import make_block
-from modelseek.fusion.features import TaskFeatures, read_task_features, task_features_from_tasks
-from modelseek.fusion.gates import Gate, candidate_gates
-from modelseek.fusion.learned import LEARNED, PLAIN_RRF
+from modelseek.core.errors import InputError
+from modelseek.retrieval.fusion import Fusion, LearnedFusion, optimize_fusion
+from modelseek.retrieval.fusion.core import make_block
+from modelseek.retrieval.fusion.features import TaskFeatures, read_task_features, task_features_from_tasks
+from modelseek.retrieval.fusion.gates import Gate, candidate_gates
+from modelseek.retrieval.fusion.learned import LEARNED, PLAIN_RRF
 from modelseek.testing.fusion_zoo import make_fusion_zoo, zoo_task_features
 
 OLD_FILE = Path(__file__).parent / "data" / "fusion-v1-main-e010ce0.json"  # saved by modelseek before gates
@@ -94,7 +94,7 @@ def test_gated_fusion_is_invariant_to_run_and_topic_order():
 
 
 def test_gated_fusion_needs_its_task_feature(tmp_path, cli):
-    from modelseek.fusion.learned import LearnedFusion
+    from modelseek.retrieval.fusion.learned import LearnedFusion
 
     a, b = _two_runs()
     f = Fusion.build(["a", "b"], "wsum", "none", [0.5, 0.5], gate=Gate.build("size", 1.0, {"a": 10.0}))
@@ -197,7 +197,7 @@ def test_uninformative_task_features_fall_back_to_the_global_choice():
 
 
 def test_the_one_se_rule_prefers_an_ungated_fusion_on_a_tie():
-    from modelseek.fusion.learned import choose
+    from modelseek.retrieval.fusion.learned import choose
 
     plain = Fusion.build(["a", "b"], "wsum", "min-max", [0.5, 0.5])
     gated = plain.with_gate(Gate.build("size", 1.0, {"a": 1.0}))
@@ -232,7 +232,7 @@ def test_a_file_saved_before_gates_still_loads():
 
 @pytest.mark.slow(reason="4 s (setup and call) on 2 busy cores")
 def test_a_damaged_gate_is_a_located_error(tmp_path, size_zoo):
-    from modelseek.fusion.persist import _digest
+    from modelseek.retrieval.fusion.persist import _digest
 
     truth, runs, feats = size_zoo
     learned = optimize_fusion(runs, truth, folds=None, features=feats, selection="1se")

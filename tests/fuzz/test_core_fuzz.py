@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from modelseek import GroundTruth, Run
-from modelseek.errors import InputError
+from modelseek.core.errors import InputError
 from modelseek.testing import make_ntcir_layout, make_text_task, write_task_table
 from modelseek.testing.cli import run_cli
 from modelseek.testing.fuzz import assert_clean_exit, damaged, fuzz_settings
@@ -146,7 +146,7 @@ def test_validate_survives_a_damaged_task_folder(case, data, split):
 @FUZZ
 @given(data=st.data(), suffix=st.sampled_from([".yaml", ".json"]))
 def test_recipe_file_is_a_recipe_or_a_located_error(case, data, suffix):
-    from modelseek.finetune.recipe import PROTOCOL, Recipe
+    from modelseek.retrieval.finetune.recipe import PROTOCOL, Recipe
 
     path = case["root"] / "victims" / f"recipe{suffix}"
     valid = (b'{"lr": 0.0001, "batch_size": 32, "grad_accum": 4, "precision": "bf16", "max_epochs": 50}'
@@ -197,7 +197,7 @@ _SEP = st.sampled_from([" ", "  ", "\t", " \t"])
 def test_fast_readers_agree_with_the_careful_reader(tmp_path_factory, rows, blank, crlf):
     """Whichever path the run reader takes (pyarrow's for plain white-space separated files, the careful line
     reader otherwise), the runs are those the careful line reader builds, or the same located error."""
-    from modelseek.data import run as R
+    from modelseek.retrieval.data import run as R
 
     lines = [sep.join([t, "Q0", d, str(r), repr(s), rid]) for t, d, r, s, sep, rid in rows]
     if blank:

@@ -365,7 +365,7 @@ def test_any_model_name_is_refused_or_stored_showable(duel, name):
 
     from modelseek.duel.submission import validate_submission
     from modelseek.duel.text import name_key, safe_str
-    from modelseek.errors import InputError
+    from modelseek.core.errors import InputError
 
     d = json.loads(duel["subs"][0].read_text(encoding="utf-8"))
     d["metadata"]["model"] = name
@@ -389,7 +389,7 @@ def test_duplicate_keys_and_extreme_numbers_are_located(duel, key, number, where
     underflow to 0; an exact zero and a subnormal are values) is one error naming the line, never a silent
     value."""
     from modelseek.duel.text import loads_strict
-    from modelseek.errors import InputError
+    from modelseek.core.errors import InputError
 
     text = duel["subs"][0].read_text(encoding="utf-8")
     lines = text.splitlines()

@@ -28,14 +28,14 @@ FEW = fuzz_settings(15)
 
 @pytest.fixture(autouse=True)
 def fake_training(monkeypatch):
-    import modelseek.finetune.protocol as protocol
+    import modelseek.retrieval.finetune.protocol as protocol
 
     monkeypatch.setattr(protocol, "finetune", FakeTrainer())  # run_job looks it up at call time
 
 
 @pytest.fixture(scope="module")
 def case(tmp_path_factory):
-    import modelseek.finetune.protocol as protocol
+    import modelseek.retrieval.finetune.protocol as protocol
 
     mp = pytest.MonkeyPatch()
     mp.setattr(protocol, "finetune", FakeTrainer())
@@ -266,7 +266,7 @@ def test_store_with_damaged_schema_text_is_one_located_line(case, byte):
     store.parent.mkdir(exist_ok=True)
     for p in store.parent.glob("schema.sqlite*"):
         p.unlink(missing_ok=True)
-    from modelseek.finetune.store import JobStore
+    from modelseek.retrieval.finetune.store import JobStore
 
     with JobStore(store):  # a new, empty store; closing it checkpoints the schema into the file
         pass

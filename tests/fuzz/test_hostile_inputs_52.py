@@ -135,8 +135,8 @@ def test_a_billion_laughs_mapping_is_refused_on_its_line(cli, gate, tmp_path):
 
 
 def test_a_text_cell_past_the_cap_is_cut_with_a_warning(tmp_path, caplog):
-    from modelseek.data.loaders import load_table_task
-    from modelseek.data.task import MAX_TEXT_CHARS
+    from modelseek.retrieval.data.loaders import load_table_task
+    from modelseek.retrieval.data.task import MAX_TEXT_CHARS
 
     table = tmp_path / "t.csv"
     table.write_text("text,label\n" + "x " * 150_000 + ",a\n" + "".join(f"w{i},{'ab'[i % 2]}\n" for i in range(20)))
@@ -180,8 +180,8 @@ def test_a_facts_cell_over_128_kib_is_read(cli, tmp_path):
 
 
 def test_a_yaml_integer_of_any_length_is_one_located_line(tmp_path):
-    from modelseek.errors import InputError
-    from modelseek.io import read_yaml
+    from modelseek.core.errors import InputError
+    from modelseek.core.io import read_yaml
 
     p = tmp_path / "c.yaml"
     p.write_text(f"a: 1\nb: {HUGE}\n")
@@ -228,7 +228,7 @@ def test_finetune_with_the_hub_offline_names_the_model_and_what_to_do(cli, layou
 
 def test_one_job_of_an_uncached_hub_model_offline_names_the_model_and_what_to_do(monkeypatch):
     """The per-job form (a ranking's verification lets each job fail on its own): no transformers OSError."""
-    from modelseek.finetune.protocol import CandidateLoadError, ModelSpec, load_model
+    from modelseek.retrieval.finetune.protocol import CandidateLoadError, ModelSpec, load_model
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(CandidateLoadError) as ei:

@@ -23,8 +23,8 @@ import numpy as np
 import pytest
 
 from modelseek import GroundTruth, Run
-from modelseek.errors import OutputError
-from modelseek.io import atomic_write_bytes, atomic_write_text
+from modelseek.core.errors import OutputError
+from modelseek.core.io import atomic_write_bytes, atomic_write_text
 from modelseek.testing.cli import assert_one_error_line, run_cli, run_cli_subprocess
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -211,7 +211,7 @@ def test_a_fifo_is_written_in_place(tmp_path):
 def test_a_fifo_nobody_reads_is_an_error_not_a_hang(tmp_path, monkeypatch):
     import time
 
-    import modelseek.io as msio
+    import modelseek.core.io as msio
 
     monkeypatch.setattr(msio, "FIFO_WAIT_S", 0.3)
     os.mkfifo(tmp_path / "pipe")
@@ -526,7 +526,7 @@ def test_an_unreadable_input_is_one_line_in_every_command(case, tmp_path, comman
 
 def test_a_job_store_on_a_full_disk_says_so(tmpfs):
     """Issue #36: on a full disk the store said "not a modelseek job store (database or disk is full)"."""
-    from modelseek.finetune.store import JobStore
+    from modelseek.retrieval.finetune.store import JobStore
 
     _fill(tmpfs, leave=0)
     with pytest.raises(OutputError) as exc:
@@ -539,8 +539,8 @@ def test_a_job_store_on_a_full_disk_says_so(tmpfs):
 @pytest.mark.parametrize("kind", ["fifo", "device"])
 def test_a_job_store_that_is_a_special_file_is_refused_without_opening_it(tmp_path, kind):
     """SQLite would block for ever reading a FIFO (it opens read-write, so it is its own writer)."""
-    from modelseek.errors import InputError
-    from modelseek.finetune.store import JobStore
+    from modelseek.core.errors import InputError
+    from modelseek.retrieval.finetune.store import JobStore
 
     path = tmp_path / "scores.sqlite"
     if kind == "fifo":
@@ -558,7 +558,7 @@ def test_a_special_file_where_a_cache_entry_goes_is_moved_aside(tmp_path, caplog
 
     import numpy as np
 
-    from modelseek.cache import load_arrays, read_arrays, write_arrays
+    from modelseek.core.cache import load_arrays, read_arrays, write_arrays
 
     entry = tmp_path / "abc.feat"
     os.mkfifo(entry)  # reading it would block for ever, writing into it would feed whoever reads it

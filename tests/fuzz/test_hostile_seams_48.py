@@ -72,7 +72,7 @@ def test_a_300001_digit_integer_in_qrels_is_one_line(cli, tmp_path, run_file, wh
 
 
 def test_huge_digit_ids_sort_in_numeric_order():
-    from modelseek.data.run import natural_key, natural_order
+    from modelseek.retrieval.data.run import natural_key, natural_order
 
     ids = ["10", BIG, "2", "9" * 5000, "x" + BIG, "x3"]
     assert [ids[i] for i in natural_order(ids)] == ["2", "10", "9" * 5000, BIG, "x3", "x" + BIG]
@@ -103,7 +103,7 @@ def _link(tmp_path: Path, name: str, target: Path) -> Path:
 
 
 def test_suffix_of_reads_the_target(tmp_path):
-    from modelseek.io import suffix_of
+    from modelseek.core.io import suffix_of
 
     real = tmp_path / "models.csv"
     real.write_text("x")

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from modelseek.data.run import Run, bad_identifier_char, check_run_id, validate_run
-from modelseek.errors import InputError
+from modelseek.retrieval.data.run import Run, bad_identifier_char, check_run_id, validate_run
+from modelseek.core.errors import InputError
 from modelseek.testing import make_ntcir_layout
 from modelseek.testing.cli import assert_one_error_line, run_cli
 from modelseek.testing.fuzz import fuzz_settings

@@ -57,7 +57,7 @@ def layout(tmp_path_factory):
 
 def _run_ok(path: Path, pool_ids: set[str], n_tasks: int | None = None) -> None:
     """A written run names only pool candidates, each once per task, with finite scores."""
-    from modelseek.data.run import read_runs
+    from modelseek.retrieval.data.run import read_runs
 
     for run in read_runs(path).values():
         assert n_tasks is None or len(run) == n_tasks

@@ -55,7 +55,7 @@ def _fresh_b(layout) -> Path:
 
 
 def _valid_run(path: Path, n_queries: int, n_models: int) -> None:
-    from modelseek.data.run import read_run
+    from modelseek.retrieval.data.run import read_run
 
     run = read_run(path)
     assert len(run) == n_queries

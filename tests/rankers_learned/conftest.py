@@ -16,9 +16,9 @@ def layout(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def data(layout):
-    from modelseek.data.loaders import load_ntcir_tasks
-    from modelseek.data.pool import load_pool
-    from modelseek.data.truth import GroundTruth
+    from modelseek.retrieval.data.loaders import load_ntcir_tasks
+    from modelseek.retrieval.data.pool import load_pool
+    from modelseek.retrieval.data.truth import GroundTruth
 
     return load_ntcir_tasks(layout), GroundTruth.from_csv(layout / "ground-truth.csv"), load_pool(layout / "models.csv")
 

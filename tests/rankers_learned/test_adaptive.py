@@ -68,8 +68,8 @@ def test_explained_output_and_json_carry_the_same_fields(cli, artifact, domain_l
     pool = domain_layout / "models.csv"
     r = cli("rank", data, "--method", artifact, "--pool", pool, "--param", "max_texts=100")
     assert r.code == 0, r.err
-    from modelseek.data.loaders import load_table_task
-    from modelseek.taskrep import sample_indices
+    from modelseek.retrieval.data.loaders import load_table_task
+    from modelseek.retrieval.taskrep import sample_indices
 
     n = len(sample_indices(load_table_task(data).train.labels, 100, 0))  # 33 per class of 3
     assert n == 99
@@ -105,7 +105,7 @@ def test_explained_output_and_json_carry_the_same_fields(cli, artifact, domain_l
 
 
 def test_weight_zero_is_avgrank_and_selection_can_fall_back(data):
-    from modelseek.rankers import make
+    from modelseek.retrieval.rankers import make
 
     tasks, truth, pool = data  # random ground truth, unrelated to the texts
     prior_f1 = truth.matrix("normalized_f1").mean(axis=0)
@@ -125,7 +125,7 @@ def test_weight_zero_is_avgrank_and_selection_can_fall_back(data):
 def test_interval_is_a_jackknife_quantile_known_value(data):
     """With weight 0 the leave-one-out prediction of task i is the mean over the other tasks, so the residual
     quantiles are known in closed form."""
-    from modelseek.rankers import make
+    from modelseek.retrieval.rankers import make
 
     tasks, truth, pool = data
     y = truth.matrix("normalized_f1").to_numpy(float)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from modelseek.data.run import read_run, validate_run
+from modelseek.retrieval.data.run import read_run, validate_run
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -16,9 +16,9 @@ import typing
 import numpy as np
 import pytest
 
-from modelseek.data.pool import Candidate, Pool
-from modelseek.errors import InputError
-from modelseek.rankers import RANKERS, make
+from modelseek.retrieval.data.pool import Candidate, Pool
+from modelseek.core.errors import InputError
+from modelseek.retrieval.rankers import RANKERS, make
 
 LEARNED = [n for n in RANKERS.names() if RANKERS.get(n).needs_fit]
 
@@ -79,7 +79,7 @@ def test_learned_ranker_contract(name, data, fitted, tmp_path):
     path = tmp_path / f"{name}.json"
     r.save(path)
     assert tasks[0].train.texts[0] not in path.read_text()
-    from modelseek.rankers.default import load_artifact
+    from modelseek.retrieval.rankers.default import load_artifact
 
     loaded = load_artifact(path)
     np.testing.assert_allclose(_scores(loaded, held, pool), a, rtol=1e-5, atol=1e-6)

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from modelseek.cli.main import main
-from modelseek.data.pool import Candidate, Pool, load_pool
-from modelseek.profiles import (ModelProfile, profile_for, profile_from_hf_cache, profiles_from_facts,
+from modelseek.retrieval.data.pool import Candidate, Pool, load_pool
+from modelseek.retrieval.profiles import (ModelProfile, profile_for, profile_from_hf_cache, profiles_from_facts,
                                 read_profiles, shipped_profiles)
-from modelseek.rankers.adaptive import clears_one_se, cv_select, domain_slopes
+from modelseek.retrieval.rankers.adaptive import clears_one_se, cv_select, domain_slopes
 from modelseek.testing.domain_text import make_domain_task
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -102,7 +102,7 @@ def test_one_se_rule_and_cv_selection_known_values():
 
 # ------------------------------------------------------------------------------------------ the default ranker
 def _shipped():
-    from modelseek.rankers.default import load_default
+    from modelseek.retrieval.rankers.default import load_default
 
     return load_default()
 
@@ -178,8 +178,8 @@ def test_domain_slopes_are_least_squares_slopes():
 def test_card_matches_are_the_training_tasks_leave_one_out_z_behind_the_shipped_slopes():
     """``card_matches`` gives the z the default's slopes are fitted on: a column per trained candidate, non-zero
     exactly for the candidates whose profile has card evidence, each row standardised by the other tasks."""
-    from modelseek.rankers.adaptive import card_matches
-    from modelseek.rankers.default import load_default
+    from modelseek.retrieval.rankers.adaptive import card_matches
+    from modelseek.retrieval.rankers.default import load_default
 
     r = load_default()
     z, carded = card_matches(r)
@@ -200,8 +200,8 @@ def test_card_matches_are_the_training_tasks_leave_one_out_z_behind_the_shipped_
 def test_artifact_of_the_earlier_domain_form_ranks_without_it(tmp_path):
     """An artifact written before the slope form (no `domain_model`) loads with the domain term off, not with the
     old weight applied to the new form."""
-    from modelseek.rankers.default import load_default
-    from modelseek.rankers.resolve import resolve
+    from modelseek.retrieval.rankers.default import load_default
+    from modelseek.retrieval.rankers.resolve import resolve
 
     art = json.loads((ROOT / "src/modelseek/resources/rankers/adaptive-ntcir19.json").read_text())
     assert art["extra"]["domain_model"] == "slope"
@@ -225,7 +225,7 @@ def test_candidate_without_history_gets_a_profile_prior(tmp_path):
                                               "domain": "clinical", "pretraining_data": "hospital discharge "
                                               "summaries and clinical notes", "sources": ["https://example.org"]}]}),
                     encoding="utf-8")
-    from modelseek.rankers.adaptive import AdaptiveRanker
+    from modelseek.retrieval.rankers.adaptive import AdaptiveRanker
 
     ranker = _shipped()
     params = {**ranker.get_params(), "profiles": str(prof)}
@@ -253,8 +253,8 @@ def test_rank_cli_prints_the_evidence(tmp_path, capsys):
 
 # ------------------------------------------------------------------------------------------ fusion
 def test_vs_rrf_selection_keeps_plain_rrf_unless_the_learned_choice_generalises():
-    from modelseek.fusion.core import Fusion
-    from modelseek.fusion.learned import _choose_vs_rrf, plain_rrf_index
+    from modelseek.retrieval.fusion.core import Fusion
+    from modelseek.retrieval.fusion.learned import _choose_vs_rrf, plain_rrf_index
 
     grid = [Fusion.build(["a", "b"], "rrf"), Fusion.build(["a", "b"], "wsum", "min-max", (0.9, 0.1)),
             Fusion.build(["a", "b"], "wsum", "min-max", (0.1, 0.9))]
@@ -273,11 +273,11 @@ def test_vs_rrf_selection_keeps_plain_rrf_unless_the_learned_choice_generalises(
 def test_learned_fusion_not_below_plain_rrf_on_ntcir(tmp_path):
     """avgrank prior (cross-fitted) + a generated frozen-feature-like run on the 70 training tasks: the learned
     fusion's held-out nDCG@5 is not below plain RRF's."""
-    from modelseek.bench import cross_validate
-    from modelseek.data.run import Run
-    from modelseek.data.truth import GroundTruth
-    from modelseek.fusion import optimize_fusion
-    from modelseek.fusion.learned import LEARNED, PLAIN_RRF
+    from modelseek.retrieval.bench import cross_validate
+    from modelseek.retrieval.data.run import Run
+    from modelseek.retrieval.data.truth import GroundTruth
+    from modelseek.retrieval.fusion import optimize_fusion
+    from modelseek.retrieval.fusion.learned import LEARNED, PLAIN_RRF
 
     truth = GroundTruth.from_csv(SHARED / "ground-truth.csv")
     prior = cross_validate("avgrank", truth, load_pool(SHARED / "models.csv"), folds=5, seed=0).runs[0].with_id("avgrank")

@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from modelseek.bench import cross_validate
-from modelseek.data.pool import Candidate, Pool
-from modelseek.data.truth import GroundTruth
-from modelseek.errors import InputError
-from modelseek.rankers import RANKERS, make
+from modelseek.retrieval.bench import cross_validate
+from modelseek.retrieval.data.pool import Candidate, Pool
+from modelseek.retrieval.data.truth import GroundTruth
+from modelseek.core.errors import InputError
+from modelseek.retrieval.rankers import RANKERS, make
 
 METHODS = ["adaptive", "task_knn", "metadata", "ltr", "spider", "tupate"]
 
@@ -112,7 +112,7 @@ def test_metadata_alpha_zero_is_mean_prior(data, tmp_path, layout):
 
 def test_ltr_fuses_an_estimator_run(data, tmp_path, layout):
     pytest.importorskip("lightgbm")
-    from modelseek.data.run import Run
+    from modelseek.retrieval.data.run import Run
 
     tasks, truth, pool = data
     oracle = Run.from_scores({t: truth.f1(t) for t in truth.task_ids}, "oracle")
@@ -128,7 +128,7 @@ def test_ltr_fuses_an_estimator_run(data, tmp_path, layout):
 
 def test_listnet_loss_known_value():
     torch = pytest.importorskip("torch")
-    from modelseek.rankers._torch import listnet_loss
+    from modelseek.retrieval.rankers._torch import listnet_loss
 
     # equal scores: cross-entropy of any target distribution against uniform = log(M)
     loss = listnet_loss(torch.zeros(2, 5), torch.rand(2, 5), 0.1)

@@ -8,7 +8,7 @@ import json
 import pandas as pd
 import pytest
 
-from modelseek.data.run import read_run
+from modelseek.retrieval.data.run import read_run
 from modelseek.testing import make_text_task, write_task_table
 
 
@@ -112,7 +112,7 @@ def test_prior_for_any_pool_with_a_history_matched_by_hf_id(cli, tmp_path, task_
 
 @pytest.mark.slow(reason="3 s (setup and call) on 2 busy cores")
 def test_default_ranks_a_subset_by_hf_id_and_refuses_renamed_ids(cli, tmp_path, task_csv):
-    from modelseek.data.pool import ntcir_pool
+    from modelseek.retrieval.data.pool import ntcir_pool
 
     ntcir = ntcir_pool()
     sub = tmp_path / "sub.yaml"  # three NTCIR candidates under other ids, in another order

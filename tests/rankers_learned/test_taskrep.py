@@ -7,9 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from modelseek.data.task import Split, Task
-from modelseek.errors import InputError
-from modelseek.taskrep import META_FEATURES, meta_features, represent, sample_indices
+from modelseek.retrieval.data.task import Split, Task
+from modelseek.core.errors import InputError
+from modelseek.retrieval.taskrep import META_FEATURES, meta_features, represent, sample_indices
 from modelseek.testing import make_text_task
 
 
@@ -51,7 +51,7 @@ def test_represent_shapes_and_prototypes(tmp_path):
 
 
 def test_cache_hit_and_corrupt_file_recomputed(tmp_path):
-    import modelseek.taskrep as tr
+    import modelseek.retrieval.taskrep as tr
 
     task = make_text_task("c", n_classes=2, seed=2)
     rep = represent(task, "hashing", cache_dir=tmp_path)

@@ -92,6 +92,6 @@ def start_rank(args: list, log_to: Path):
 
 
 def store_of(cache: Path):
-    from modelseek.finetune.store import JobStore
+    from modelseek.retrieval.finetune.store import JobStore
 
     return JobStore(cache / "scores.sqlite")

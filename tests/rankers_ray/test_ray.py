@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from modelseek.finetune.store import pid_alive
+from modelseek.retrieval.finetune.store import pid_alive
 from modelseek.testing.ray_local import local_ray
 
 from .conftest import N_MODELS, assert_each_once, rank_args, store_of

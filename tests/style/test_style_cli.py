@@ -7,7 +7,7 @@ import json
 import pytest
 
 from modelseek import validate_run
-from modelseek.data.run import read_runs
+from modelseek.retrieval.data.run import read_runs
 
 
 @pytest.mark.slow(reason="1 s (setup and call) on 2 busy cores")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from modelseek.errors import InputError
+from modelseek.core.errors import InputError
 from modelseek.style import (load_folder_dataset, load_models, load_query_folder, load_subtask_b_test,
                              load_subtask_b_train, read_image)
 from modelseek.style.data import read_image_list

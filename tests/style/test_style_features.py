@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from modelseek.errors import InputError
+from modelseek.core.errors import InputError
 from modelseek.style import StyleDataset, StyleModels
 from modelseek.style.descriptors import extract, gram_upper, make_extractor, random_cnn
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from modelseek import Run, evaluate
-from modelseek.data.run import Entry
-from modelseek.errors import InputError, NotFittedError
+from modelseek.retrieval.data.run import Entry
+from modelseek.core.errors import InputError, NotFittedError
 from modelseek.style import (chance_mrr, content_folds, cross_validate_style, generated_style_dataset, make_styles,
                              parse_method, style_truth)
 from modelseek.style.retrievers import make_retriever, ranks_from_scores, rrf
@@ -183,7 +183,7 @@ def test_generated_mixed_content_uses_sample_photos():
 
 
 def test_not_fitted_is_the_one_not_fitted_error():
-    from modelseek.rankers import NotFittedError as RankersNotFitted
+    from modelseek.retrieval.rankers import NotFittedError as RankersNotFitted
     from modelseek.style import StyleRanker
 
     assert RankersNotFitted is NotFittedError

@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from modelseek.rankers.tupate import FullPromptTuner, PromptTuner, bert_style  # noqa: E402
+from modelseek.retrieval.rankers.tupate import FullPromptTuner, PromptTuner, bert_style  # noqa: E402
 from modelseek.testing import make_text_task  # noqa: E402
 from modelseek.testing.candidate_kinds import make_candidate_snapshot  # noqa: E402
 
@@ -39,7 +39,7 @@ def test_the_cpu_approximation_on_encoders_that_are_not_bert_style(cli, encoders
     from modelseek.testing import make_ntcir_layout
 
     layout = make_ntcir_layout(tmp_path / "ntcir", n_tasks=4, n_models=3, seed=0, n_train=12, n_val=3, n_test=3)
-    caplog.set_level(logging.WARNING, logger="modelseek.rankers.tupate")
+    caplog.set_level(logging.WARNING, logger="modelseek.retrieval.rankers.tupate")
     for kind in ("deberta", "albert", "distilbert"):
         out = tmp_path / f"{kind}.json"
         r = cli("train-ranker", layout, "--method", "tupate", "-p", f"encoder_path={encoders[kind]}", "-p",
@@ -59,7 +59,7 @@ def test_published_mode_reads_its_encoder_from_the_organisers_snapshot(cli, tmp_
     from modelseek.testing.organisers import make_organisers_layout
 
     repo = make_organisers_layout(tmp_path / "repo", n_test=2, n_train_tasks=4, snapshots=(4,), wide_task=None)
-    caplog.set_level(logging.INFO, logger="modelseek.rankers.tupate")
+    caplog.set_level(logging.INFO, logger="modelseek.retrieval.rankers.tupate")
     r = cli("train-ranker", repo / "data", "--method", "tupate", "-p", "mode=published", "-p", "device=cpu",
             "-p", "n_prompts=4", "-p", "pt_epochs=1", "-p", "epochs=3", "-p", f"cache_dir={tmp_path / 'c'}",
             "-o", tmp_path / "t.json")

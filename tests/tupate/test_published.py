@@ -13,16 +13,16 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from modelseek.errors import InputError  # noqa: E402
-from modelseek.rankers import make  # noqa: E402
-from modelseek.rankers.tupate import FullPromptTuner, TuPaTERanker, resolve_mode  # noqa: E402
+from modelseek.core.errors import InputError  # noqa: E402
+from modelseek.retrieval.rankers import make  # noqa: E402
+from modelseek.retrieval.rankers.tupate import FullPromptTuner, TuPaTERanker, resolve_mode  # noqa: E402
 
 P = 4  # prompts in these tests (the paper: 20)
 
 
 @pytest.fixture(scope="module")
 def tiny_bert(tmp_path_factory):
-    from modelseek.errors import ModelseekError
+    from modelseek.core.errors import ModelseekError
     from modelseek.testing.tiny_models import make_tiny_bert
 
     folder = tmp_path_factory.mktemp("tiny-bert")
@@ -57,9 +57,9 @@ def layout(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def data(layout):
-    from modelseek.data.loaders import load_ntcir_tasks
-    from modelseek.data.pool import load_pool
-    from modelseek.data.truth import GroundTruth
+    from modelseek.retrieval.data.loaders import load_ntcir_tasks
+    from modelseek.retrieval.data.pool import load_pool
+    from modelseek.retrieval.data.truth import GroundTruth
 
     return load_ntcir_tasks(layout), GroundTruth.from_csv(layout / "ground-truth.csv"), load_pool(layout / "models.csv")
 
@@ -226,7 +226,7 @@ def test_auto_is_approx_on_cpu_and_says_it_is_an_approximation(tiny_bert, data, 
     r = make("tupate", device="cpu", encoder_path=str(tiny_bert), n_prompts=P, pt_epochs=1,
              cache_dir=str(tmp_path))
     assert r.mode == "auto" and r.resolved_mode == "approx"
-    with caplog.at_level(logging.WARNING, logger="modelseek.rankers.tupate"):
+    with caplog.at_level(logging.WARNING, logger="modelseek.retrieval.rankers.tupate"):
         mat = r.task_matrix(data[0][0])
     assert mat.shape == (P, 32)
     assert "CPU approximation" in caplog.text and "not the paper's full prompt tuning" in caplog.text
@@ -245,7 +245,7 @@ def test_bad_mode_and_parameters_are_errors(tiny_bert, tmp_path):
 
 
 def test_published_default_encoder_uncached_offline_is_one_clear_error(monkeypatch):
-    from modelseek.features.text import in_hub_cache
+    from modelseek.retrieval.features.text import in_hub_cache
 
     if in_hub_cache("bert-base-multilingual-uncased"):
         pytest.skip("bert-base-multilingual-uncased is in this machine's Hugging Face cache")

@@ -6,10 +6,10 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from ..errors import InputError, ValidationError
-from ..progress import progress_bar
+from ..core.errors import InputError, ValidationError
+from ..core.progress import progress_bar
 from .formats import AlignSubmission, ModelRegistry, Team
-from .models import EntryCheck, check_entry
+from ..retrieval.vision.models import EntryCheck, check_entry
 
 
 def deep_check(registry: ModelRegistry, sub: AlignSubmission | None = None, *, random_fallback: bool = True,

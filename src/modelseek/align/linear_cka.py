@@ -44,7 +44,7 @@ from enum import Enum
 
 import numpy as np
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 EPS = 1e-24
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputError
-from ..registry import closest
+from ..core.errors import InputError
+from ..core.registry import closest
 from .formats import AlignSubmission, ModelRegistry, StimulusCatalog, SubmissionForm, Team, load_align_submission
 from .formats.arrays import load_cka_matrix, load_embeddings
 from .scoring import AlignData, default_cache_dir

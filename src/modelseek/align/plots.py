@@ -3,7 +3,7 @@ score trajectory and a CKA matrix."""
 
 from __future__ import annotations
 
-from ..plots import save_figure
+from ..core.plots import save_figure
 from .formats import Team
 from .solvers import SolverResult
 

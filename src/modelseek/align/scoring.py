@@ -16,12 +16,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
-from ..features.cache import default_cache_dir as features_dir
-from ..progress import progress_bar
+from ..core.errors import InputError
+from ..retrieval.features.cache import default_cache_dir as features_dir
+from ..core.progress import progress_bar
 from .formats import ModelRegistry, StimulusCatalog, AlignSubmission, Team
 from .linear_cka import cka_matrix
-from .models import embed_catalog
+from ..retrieval.vision.models import embed_catalog
 
 
 def default_cache_dir() -> Path:

@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import InputError
-from ..progress import progress_bar
+from ..core.errors import InputError
+from ..core.progress import progress_bar
 from .formats import StimulusCatalog, AlignSubmission, Team
 from .linear_cka import EPS, cka_matrix
 from .scoring import AlignData

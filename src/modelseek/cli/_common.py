@@ -1,7 +1,7 @@
 """Helpers shared by the command modules.
 
 Option types: every option that takes a number, a choice or a path validates through the ``type=`` helpers
-below, built on :mod:`modelseek.config`'s constraints, so a bad value is argparse's usage error (exit 2)
+below, built on :mod:`modelseek.core.config`'s constraints, so a bad value is argparse's usage error (exit 2)
 with one clear line (``argument --seed: must be an integer >= 0, got -1``)::
 
     p.add_argument("--seed", type=SEED, default=0)
@@ -14,7 +14,7 @@ with one clear line (``argument --seed: must be an integer >= 0, got -1``)::
     p.add_argument("--ground-truth", type=INPUT_FILE)  # checked, with every input file, before any work
     p.add_argument("--out", type=OUTPUT_FILE)
     p.add_argument("--pool")  # a file or a built-in name: its role is declared
-    declare_paths(p, inputs=["pool"])  # no output may be an input, checked before any work (modelseek.clash)
+    declare_paths(p, inputs=["pool"])  # no output may be an input, checked before any work (modelseek.core.clash)
 """
 
 from __future__ import annotations
@@ -28,23 +28,23 @@ from numbers import Integral, Real
 from pathlib import Path
 from typing import Any
 
-from .. import clash as paths_rule
-from ..config import MAX_SAMPLES, Constraint, Interval, check, coerce
-from ..data.pool import load_pool
-from ..data.truth import GradingScheme, GroundTruth
-from ..errors import InputError
-from ..io import check_readable
-from ..data.organisers import find_layout
+from ..core import clash as paths_rule
+from ..core.config import MAX_SAMPLES, Constraint, Interval, check, coerce
+from ..retrieval.data.pool import load_pool
+from ..retrieval.data.truth import GradingScheme, GroundTruth
+from ..core.errors import InputError
+from ..core.io import check_readable
+from ..retrieval.data.organisers import find_layout
 
 
-#: the role (modelseek.clash) of a path option whose ``type=`` says it (input_file_of adds its converters)
+#: the role (modelseek.core.clash) of a path option whose ``type=`` says it (input_file_of adds its converters)
 _TYPE_ROLES: dict[Callable, str] = {}
 
 
 # ------------------------------------------------------------------------------------------ option types
 def arg_type(annotation: Any, *constraints: Constraint, name: str | None = None,
              nonfinite: bool = False) -> Callable[[str], Any]:
-    """An argparse ``type=`` converting the text with :func:`modelseek.config.coerce` (``annotation``) and
+    """An argparse ``type=`` converting the text with :func:`modelseek.core.config.coerce` (``annotation``) and
     checking ``constraints`` (any one satisfies): the same rules as a config file field."""
 
     def convert(text: str) -> Any:
@@ -153,8 +153,8 @@ def set_lazy(action: argparse.Action, *, metavar: LazyText | None = None, help: 
         action.help = help  # type: ignore[assignment]
 
 
-EXECUTOR_REGISTRY = "modelseek.executors:EXECUTORS"
-"""The registry that ``--executor`` names (:data:`modelseek.executors.EXECUTORS`)."""
+EXECUTOR_REGISTRY = "modelseek.retrieval.executors:EXECUTORS"
+"""The registry that ``--executor`` names (:data:`modelseek.retrieval.executors.EXECUTORS`)."""
 
 
 SAMPLE_COUNT = int_at_least(1, MAX_SAMPLES)
@@ -175,7 +175,7 @@ PORT = integer(Interval(Integral, 1, 65535, closed="both"))
 
 
 def choice(enum_cls) -> Callable[[str], Any]:
-    """``type=`` for a :class:`~modelseek.enums.Choice`: case-insensitive, errors with "did you mean" and the
+    """``type=`` for a :class:`~modelseek.core.enums.Choice`: case-insensitive, errors with "did you mean" and the
     valid values. Pair with ``metavar=metavar(enum_cls)`` so the usage line lists them."""
 
     def convert(text: str):
@@ -201,7 +201,7 @@ class InputFile(str):
 
 def input_file_of(what: str) -> Callable[[str], InputFile]:
     """``type=`` for a file the command reads, of kind ``what`` (``run file``, ``ground-truth file``: the word in
-    messages and the size cap of :func:`modelseek.io.size_limit`): checked by :func:`check_before_work` (missing,
+    messages and the size cap of :func:`modelseek.core.io.size_limit`): checked by :func:`check_before_work` (missing,
     unreadable, a directory, a device or FIFO, over its cap: one located line, exit 1) after parsing and before
     any work."""
 
@@ -234,8 +234,9 @@ def existing_file(text: str) -> InputFile:
 def check_before_work(args: argparse.Namespace, parser: argparse.ArgumentParser | None = None) -> None:
     """What the entry point runs after parsing and before the command: the command's option check (set by
     ``p.set_defaults(options_check=FUNCTION)``: options that need each other, counts), a run id to write checked
-    by the rule ``validate`` applies (:func:`modelseek.data.run.check_run_id`) and the one check of every input
-    file given (:func:`modelseek.io.check_readable`) — after, given the command's ``parser``, the one rule that no
+    by the rule ``validate`` applies (:func:`modelseek.retrieval.data.run.check_run_id`) and the one check of every
+    input
+    file given (:func:`modelseek.core.io.check_readable`) — after, given the command's ``parser``, the one rule that no
     path it writes is one it reads (:func:`check_paths`). Every problem is a ``ModelseekError`` (one line, exit 1)
     before a second of work."""
     if parser is not None:  # first: comparing names reads nothing, and nothing may touch an input written over
@@ -244,7 +245,7 @@ def check_before_work(args: argparse.Namespace, parser: argparse.ArgumentParser 
     if check is not None:
         check(args)
     if isinstance(getattr(args, "run_id", None), str):
-        from ..data.run import check_run_id
+        from ..retrieval.data.run import check_run_id
 
         check_run_id(args.run_id, field="--run-id")
     for value in vars(args).values():
@@ -262,10 +263,11 @@ def declare_paths(parser: argparse.ArgumentParser, *, inputs: Names = (), output
                   output_dirs: Names = (), databases: Sequence[str] = ()) -> None:
     """Declare, by ``dest``, which options (and positionals) of ``parser`` name paths the command reads
     (``inputs``: files or folders; as a mapping, with the names it reads inside a folder, e.g.
-    :data:`modelseek.clash.FOLDER_READS`), writes (``outputs``: files), writes into (``output_dirs``: a folder; as a
+    :data:`modelseek.core.clash.FOLDER_READS`), writes (``outputs``: files), writes into (``output_dirs``: a folder; as
+    a
     mapping, with the names it writes there) or reads and writes (``databases``: ``--db``). Options typed
     ``INPUT_FILE``/``EXISTING_FILE``/``EXISTING_DIR``/``OUTPUT_FILE``/``OUTPUT_DIR`` need no declaration. Before
-    any work, :func:`check_paths` refuses a written path that is a read one (:mod:`modelseek.clash`)."""
+    any work, :func:`check_paths` refuses a written path that is a read one (:mod:`modelseek.core.clash`)."""
     actions = {a.dest: a for a in parser._actions}
     for role, dests in ((paths_rule.INPUT, inputs), (paths_rule.OUTPUT, outputs), (paths_rule.OUTPUT_DIR, output_dirs),
                         (paths_rule.DATABASE, databases)):
@@ -277,7 +279,7 @@ def declare_paths(parser: argparse.ArgumentParser, *, inputs: Names = (), output
 
 
 def path_role(action: argparse.Action) -> str | None:
-    """The role (:data:`modelseek.clash.ROLES`) of ``action``'s path: declared, else said by its ``type=``."""
+    """The role (:data:`modelseek.core.clash.ROLES`) of ``action``'s path: declared, else said by its ``type=``."""
     return getattr(action, "path_role", None) or _TYPE_ROLES.get(action.type)  # type: ignore[arg-type]
 
 
@@ -304,7 +306,7 @@ def path_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list
 
 def check_paths(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """The one rule for every writing command: no output is an input or another output, whatever the names
-    (symlinks, ``..``); a database is no FIFO or device (:func:`modelseek.clash.refuse_clashes`)."""
+    (symlinks, ``..``); a database is no FIFO or device (:func:`modelseek.core.clash.refuse_clashes`)."""
     paths_rule.refuse_clashes(path_args(parser, args))
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from ..align.formats import (REGISTRY_ENV, ModelRegistry, StimulusCatalog, SubmissionForm, Team, load_align_submission,
                              validate_align_submission)
-from ..errors import InputError
-from ..io import atomic_write_text
+from ..core.errors import InputError
+from ..core.io import atomic_write_text
 from ._common import declare_paths
 from ._common import POSITIVE_INT, SEED, UNIT_INTERVAL, choice, int_at_least, metavar, print_json
 

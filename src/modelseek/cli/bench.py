@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from ..config import parse_overrides
-from ..data.run import write_runs
-from ..rankers.resolve import describe_methods
-from ..clash import FOLDER_READS
+from ..core.config import parse_overrides
+from ..retrieval.data.run import write_runs
+from ..retrieval.rankers.resolve import describe_methods
+from ..core.clash import FOLDER_READS
 from ._common import declare_paths
 from ._common import OUTPUT_FILE, POSITIVE_INT, SAMPLE_COUNT, SEED, add_scheme, int_at_least, print_json
 
@@ -47,7 +47,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..bench import bench  # lazy: pandas
+    from ..retrieval.bench import bench  # lazy: pandas
 
     # the library's bench: PATH read by resolve_folder (ROOT, ROOT/data, a layout or the CSV), its pool, the
     # card pool of a card-reading method, the baseline's comparison
@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     if args.run_out:
         write_runs(args.run_out, [res.results[m].runs[0] for m in res.methods])
     if args.plot:
-        from ..plots import plot_tier_intervals  # lazy: pandas
+        from ..core.plots import plot_tier_intervals  # lazy: pandas
 
         plot_tier_intervals(res.summaries, "ndcg@5", args.plot)
     doc = res.to_json()

@@ -11,9 +11,9 @@ import functools
 import json
 from pathlib import Path
 
-from ..data.run import read_runs
-from ..errors import InputError
-from ..io import atomic_write_text
+from ..retrieval.data.run import read_runs
+from ..core.errors import InputError
+from ..core.io import atomic_write_text
 from ._common import declare_paths
 from ._common import (OUTPUT_FILE, PORT, POSITIVE_FLOAT, PROBABILITY, SAMPLE_COUNT, SEED,
                       add_scheme, load_truth, print_json)

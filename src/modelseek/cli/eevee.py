@@ -7,15 +7,15 @@ import argparse
 import sys
 from numbers import Real
 
-from ..config import Interval, parse_overrides
-from ..data.truth import GroundTruth
+from ..core.config import Interval, parse_overrides
+from ..retrieval.data.truth import GroundTruth
 from ..eevee import BatchedEvaluator, MetaConfig, SearchConfig, importance, parse_ks, search, sweep, tiers
 from ..eevee.honest import BASELINES, DESCRIPTIONS, NestedConfig, paired_interval
 from ..eevee.models import META_MODELS
 from ..eevee.report import BASELINE, baseline_dict, search_report
 from ..eevee.search import choose_k
 from ..eevee.table import Table, load_table, read_costs, read_task_mapping, read_task_weights
-from ..errors import InputError
+from ..core.errors import InputError
 from ._common import declare_paths
 from ._common import (EXISTING_FILE, NON_NEGATIVE_INT, OUTPUT_DIR, OUTPUT_FILE, POSITIVE_INT, SEED, LazyText,
                       add_registry_option, arg_type, print_json, set_lazy)

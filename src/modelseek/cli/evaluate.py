@@ -12,13 +12,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..metrics import DEFAULT_METRICS as _DEFAULT
+from ..retrieval.metrics import DEFAULT_METRICS as _DEFAULT
 from ._common import declare_paths
 from ._common import RUN_FILE, print_json
 from ._truth import add_truth_args, check_shared_topics, load_runs, read_truth
-from ..errors import InputError
-from ..evaluate import evaluate
-from ..data.style_truth import is_style_truth
+from ..core.errors import InputError
+from ..retrieval.evaluation import evaluate
+from ..retrieval.data.style_truth import is_style_truth
 
 DEFAULT_METRICS = ",".join(_DEFAULT)  # the library's default (ms.evaluate's): nDCG@1,3,5, MRR, weighted Kendall tau
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 import argparse
 from numbers import Real
 
-from ..config import Interval
-from ..data.run import Run, read_runs
-from ..errors import InputError
-from ..fusion import FusionMethod, Norm, LearnedFusion, optimize_fusion, fuse
-from ..fusion.features import TaskFeatures, read_task_features, task_features_from_tasks
-from ..fusion.core import check_shared_candidates
-from ..fusion.learned import PLAIN_RRF
+from ..core.config import Interval
+from ..retrieval.data.run import Run, read_runs
+from ..core.errors import InputError
+from ..retrieval.fusion import FusionMethod, Norm, LearnedFusion, optimize_fusion, fuse
+from ..retrieval.fusion.features import TaskFeatures, read_task_features, task_features_from_tasks
+from ..retrieval.fusion.core import check_shared_candidates
+from ..retrieval.fusion.learned import PLAIN_RRF
 from ._common import declare_paths
 from ._common import (INPUT_FILE, NON_NEGATIVE_FLOAT, OUTPUT_FILE, RUN_FILE, SEED, TASKS_FILE, TRUTH_FILE, add_scheme,
                       choice, input_file_of, int_at_least, metavar, number, print_json, load_truth, registry_metavar,
@@ -41,7 +41,8 @@ def register(sub) -> None:
     p.add_argument("--names", help="comma-separated new run ids for the inputs, in order (when ids clash)")
     p.add_argument("--run-id", help="run id of the fused run (default fused-METHOD, or fused-learned)")
     set_lazy(p.add_argument("--method", type=choice(FusionMethod), help="rrf (default), combsum, combmnz or wsum"),
-             metavar=registry_metavar("modelseek.fusion.methods:FUSION_METHODS"))  # plugins by name, none imported
+             # plugins by name, none imported
+             metavar=registry_metavar("modelseek.retrieval.fusion.methods:FUSION_METHODS"))
     p.add_argument("--norm", type=choice(Norm), metavar=metavar(Norm),
                    help="score normalisation for combsum/combmnz/wsum: min-max (default), zmuv, rank, sum or none")
     p.add_argument("--weights", help="comma-separated weights, one per input run in order (rrf and wsum)")

@@ -19,10 +19,10 @@ import sys
 import modelseek.cli as pkg
 
 from .. import __version__
-from ..errors import ModelseekError, ValidationError
+from ..core.errors import ModelseekError, ValidationError
 from ._common import check_before_work
-from ..io import write_error
-from ..errors import InputError
+from ..core.io import write_error
+from ..core.errors import InputError
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
@@ -42,7 +42,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    if not _interactive_stderr():  # a log gets plain progress lines (modelseek.progress), not the Hub's bar frames
+    if not _interactive_stderr():  # a log gets plain progress lines (modelseek.core.progress), not the Hub's bar frames
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     words = sys.argv[1:] if argv is None else list(argv)
     first = next((w for w in words if not w.startswith("-")), None)
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:
         if exc.errno not in _OUTPUT_ERRNOS or exc.filename is not None:
             raise
-        # every file goes through modelseek.io (an OutputError); a raw write error is standard output's (a full
+        # every file goes through modelseek.core.io (an OutputError); a raw write error is standard output's (a full
         # disk under ``> file``, /dev/full): one line, and stdout silenced so the exit's flush does not fail again
         _silence_stdout()
         print(f"error: {write_error('standard output', exc)}", file=sys.stderr)

@@ -1,10 +1,10 @@
 """``modelseek plugins``: every pluggable kind's members, with their origin (built-in or the distribution that
-declares them) and, for one that cannot be used, why (:func:`modelseek.kinds.report`)."""
+declares them) and, for one that cannot be used, why (:func:`modelseek.core.kinds.report`)."""
 
 from __future__ import annotations
 
 from ._common import print_json
-from ..kinds import KINDS, kind, report
+from ..core.kinds import KINDS, kind, report
 
 
 def register(sub) -> None:

@@ -1,6 +1,7 @@
 """``modelseek rank``: rank the candidates of a pool for a task (or a task set) and write a run file.
 
-Every method goes through :func:`modelseek.rankers.resolve.resolve` (a name, ``default``, a shipped artifact or
+Every method goes through :func:`modelseek.retrieval.rankers.resolve.resolve` (a name, ``default``, a shipped artifact
+or
 an artifact path); a method that explains itself (``adaptive``, the default) also prints each candidate's
 predicted relative F1 with an interval, the predicted criticality tier, the expected regret of fine-tuning only
 the top-1 candidate, and the nearest past tasks; ``--json`` carries the same fields.
@@ -13,17 +14,17 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from ..api import folder_request, training_data
-from ..api import cross_fitted, rank_explained
-from ..config import parse_overrides
-from ..data.loaders import load_table_task
-from ..data.run import write_runs
-from ..data.task import LabelKind
-from ..errors import InputError
-from ..io import check_readable
-from ..rankers.default import default_spec
-from ..rankers.resolve import describe_methods, split_params
-from ..clash import FOLDER_READS
+from ..retrieval.api import folder_request, training_data
+from ..retrieval.api import cross_fitted, rank_explained
+from ..core.config import parse_overrides
+from ..retrieval.data.loaders import load_table_task
+from ..retrieval.data.run import write_runs
+from ..retrieval.data.task import LabelKind
+from ..core.errors import InputError
+from ..core.io import check_readable
+from ..retrieval.rankers.default import default_spec
+from ..retrieval.rankers.resolve import describe_methods, split_params
+from ..core.clash import FOLDER_READS
 from ._common import declare_paths
 from ._common import (NON_NEGATIVE_INT, OUTPUT_FILE, SEED, int_at_least, load_pool_arg, load_truth, print_json)
 from ._finetune import add_verify_args, verify_after_rank
@@ -88,7 +89,8 @@ def register(sub) -> None:
 
 def _tasks(args) -> tuple[list, str | None]:
     """(the tasks, a line saying which split of the organisers' layout they are, or None): a folder through the
-    library's :func:`modelseek.api.folder_request` (what ``modelseek.rank(FOLDER)`` reads), a table file as one
+    library's :func:`modelseek.retrieval.api.folder_request` (what ``modelseek.rank(FOLDER)`` reads), a table file as
+    one
     task."""
     path = Path(args.path)
     if not path.exists():
@@ -116,7 +118,7 @@ def _declare(tasks: list, kind: str | None) -> list:
 
 def _train_data(args, pool):
     """(training ground truth, training tasks, the pool that names the truth's models, the file that named
-    them) from --train-truth / --train-tasks, read by the library's :func:`modelseek.api.training_data` (what
+    them) from --train-truth / --train-tasks, read by the library's :func:`modelseek.retrieval.api.training_data` (what
     ``modelseek.rank(..., train_truth=PATH)`` reads); else the ground truth found in PATH."""
     if not args.train_tasks and not args.train_truth:
         return _truth_on_disk(args, pool)
@@ -128,7 +130,7 @@ def _train_data(args, pool):
 def _truth_on_disk(args, pool):
     """For a method that learns from past tasks (``avgrank``, ``task_knn`` ...) given no --train-truth: the ground
     truth in PATH (ROOT, ROOT/data) without the tasks being ranked, as the library's
-    :func:`modelseek.api.folder_request` found it; (None, ...) when there is none or no method learns."""
+    :func:`modelseek.retrieval.api.folder_request` found it; (None, ...) when there is none or no method learns."""
     req = getattr(args, "request", None)
     if req is None or req.train_truth is None:
         return None, None, pool, None

@@ -1,6 +1,6 @@
 """``modelseek select``: "I have 4 GPU-hours: which models should I look at, and which should I fine-tune?"
 
-Plans and runs the budgeted funnel (:mod:`modelseek.funnel`): the inference-free prior for the whole pool,
+Plans and runs the budgeted funnel (:mod:`modelseek.retrieval.funnel`): the inference-free prior for the whole pool,
 frozen-feature estimators for the top K1, fine-tuning of the top K2, with K1 and K2 chosen from measured costs
 so the plan fits the budget. The plan is printed before anything but the prior is spent; an interrupted run
 continues when the same command runs again (state in OUT).
@@ -12,17 +12,17 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..clash import FOLDER_READS
+from ..core.clash import FOLDER_READS
 from ._common import declare_paths
 from ._common import (EXECUTOR_REGISTRY, NON_NEGATIVE_FLOAT, OUTPUT_DIR, POSITIVE_INT, SEED, add_registry_option,
                       existing_file, print_json)
-from ..funnel import format_seconds, parse_budget, select
-from ..funnel.pools import load_any_pool
+from ..retrieval.funnel import format_seconds, parse_budget, select
+from ..retrieval.funnel.pools import load_any_pool
 from ._finetune import load_recipe
-from ..data.loaders import load_table_task
+from ..retrieval.data.loaders import load_table_task
 
 if TYPE_CHECKING:
-    from ..data.task import Task
+    from ..retrieval.data.task import Task
 
 
 def register(sub) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..data.run import MAX_RUN_IDS, normalize_b_id, validate_run, write_runs
-from ..errors import InputError
-from ..clash import FOLDER_READS
+from ..retrieval.data.run import MAX_RUN_IDS, normalize_b_id, validate_run, write_runs
+from ..core.errors import InputError
+from ..core.clash import FOLDER_READS
 from ._common import declare_paths
 from ._common import NON_NEGATIVE_INT, OUTPUT_DIR, OUTPUT_FILE, SEED, int_at_least, print_json
 
@@ -213,7 +213,7 @@ def run_bench(args: argparse.Namespace) -> int:
 def _plot(res, path: str) -> None:
     from matplotlib.figure import Figure  # lazy: matplotlib; a bare Figure renders with Agg, no pyplot or backend
 
-    from ..plots import save_figure  # lazy: pandas
+    from ..core.plots import save_figure  # lazy: pandas
 
     methods = sorted(res.methods, key=lambda m: res.mrr[m])
     iv = res.intervals()

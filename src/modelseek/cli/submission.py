@@ -1,4 +1,4 @@
-"""``modelseek submission``: a participant's NTCIR-19 Subtask A runs in one command (:mod:`modelseek.submission`)."""
+"""``modelseek submission``: a participant's NTCIR-19 Subtask A runs in one command (:mod:`modelseek.retrieval.submission`)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import argparse
 import shlex
 import sys
 
-from ..submission import MAX_RUNS, METHODS, make_submission
-from ..clash import FOLDER_READS
+from ..retrieval.submission import MAX_RUNS, METHODS, make_submission
+from ..core.clash import FOLDER_READS
 from ._common import declare_paths
 from ._common import EXISTING_DIR, SEED
 

@@ -9,18 +9,18 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..config import parse_overrides
-from ..data.folder import resolve_folder
-from ..errors import InputError
-from ..rankers._artifact import Persistable
-from ..rankers.default import artifact_dir, install_default, reset_default, user_dir
-from ..rankers.resolve import build, describe_methods, ranker_class, split_params, with_card_pool
-from ..clash import FOLDER_READS
+from ..core.config import parse_overrides
+from ..retrieval.data.folder import resolve_folder
+from ..core.errors import InputError
+from ..retrieval.rankers._artifact import Persistable
+from ..retrieval.rankers.default import artifact_dir, install_default, reset_default, user_dir
+from ..retrieval.rankers.resolve import build, describe_methods, ranker_class, split_params, with_card_pool
+from ..core.clash import FOLDER_READS
 from ._common import declare_paths
 from ._common import OUTPUT_FILE, POSITIVE_INT, SEED, int_at_least, load_pool_arg
 
 if TYPE_CHECKING:
-    from ..bench import RefitCheck
+    from ..retrieval.bench import RefitCheck
 
 
 def register(sub) -> None:
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
                          path=truth.source or None, field="model_id")
     tasks = folder.training_tasks(truth.task_ids) if cls.needs_text else None
     if args.cv:
-        from ..bench import check_refit  # lazy: pandas
+        from ..retrieval.bench import check_refit  # lazy: pandas
 
         check = check_refit(args.method, truth, pool, tasks=tasks, folds=args.cv, seed=args.seed,
                             repeats=args.repeats, method_params=params, progress=True)
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         if args.install_default:
             check.check_install(force=args.force)  # the library's policy: below avgrank is not installed
         elif args.method != "avgrank":
-            # the library names its function (modelseek.rankers.default.install_default), the CLI its flag
+            # the library names its function (modelseek.retrieval.rankers.default.install_default), the CLI its flag
             print(check.verdict().replace("`install_default`", "--install-default"))
     ranker = build(args.method, params)
     assert isinstance(ranker, Persistable)  # its class was checked above
@@ -123,7 +123,7 @@ def _reset(args: argparse.Namespace) -> int:
 
 
 def _print_cv(check: RefitCheck, n_tasks: int) -> None:
-    """The CV of :func:`modelseek.bench.check_refit`: nDCG@1/3/5 per tier, mean [95% bootstrap interval], and
+    """The CV of :func:`modelseek.retrieval.bench.check_refit`: nDCG@1/3/5 per tier, mean [95% bootstrap interval], and
     method − avgrank."""
     print(f"{n_tasks} tasks, {check.folds}-fold CV x {check.repeats} seed(s); mean [95% interval]")
     print(f"{'method':<10} {'tier':<7} {'nDCG@1':>21} {'nDCG@3':>21} {'nDCG@5':>21}  nDCG@5 − avgrank [95%]")

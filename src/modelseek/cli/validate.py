@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..data.loaders import load_tasks, read_tasks_csv
-from ..data.pool import load_pool
-from ..data.run import validate_run
-from ..data.truth import GroundTruth
-from ..errors import InputError, ValidationError
-from ..io import open_text, read_text
+from ..retrieval.data.loaders import load_tasks, read_tasks_csv
+from ..retrieval.data.pool import load_pool
+from ..retrieval.data.run import validate_run
+from ..retrieval.data.truth import GroundTruth
+from ..core.errors import InputError, ValidationError
+from ..core.io import open_text, read_text
 from ._common import declare_paths
-from ..data.organisers import find_layout, test_topics
+from ..retrieval.data.organisers import find_layout, test_topics
 
 #: the runs a participant may submit per subtask (NTCIR-19 Model Retrieval)
 MAX_RUNS = 5

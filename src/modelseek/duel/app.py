@@ -25,7 +25,7 @@ import os
 
 import pandas as pd
 
-from ..errors import ModelseekError
+from ..core.errors import ModelseekError
 from .handlers import EMPTY, LeaderboardApp  # noqa: F401 (re-exported)
 from .leaderboard import display_frame
 from .middleware import UPLOAD_DEADLINE, UPLOAD_STALL, SessionCookie, _forwarded_client  # noqa: F401 (re-exported)

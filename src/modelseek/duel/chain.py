@@ -38,7 +38,7 @@ import os
 from collections.abc import Mapping, Sequence
 
 from . import schema
-from ..errors import InputError
+from ..core.errors import InputError
 
 GENESIS = "0" * 64
 

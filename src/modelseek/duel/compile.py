@@ -15,8 +15,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
-from ..io import iter_jsonl, read_json
+from ..core.errors import InputError
+from ..core.io import iter_jsonl, read_json
 from .config import LeaderboardConfig
 from .submission import PROVENANCE_FIELDS, validate_submission
 

@@ -14,10 +14,10 @@ from enum import Enum
 from importlib import resources
 from pathlib import Path
 
-from ..config import Config
-from ..enums import Choice
-from ..errors import InputError
-from ..io import read_config
+from ..core.config import Config
+from ..core.enums import Choice
+from ..core.errors import InputError
+from ..core.io import read_config
 
 
 class Test(str, Enum):
@@ -29,7 +29,7 @@ class Test(str, Enum):
 
 class Metric(Choice):
     """Per-sample metrics a duel knows how to test; values are the field names of per-sample records
-    (parsed by the one :class:`~modelseek.enums.Choice` parser)."""
+    (parsed by the one :class:`~modelseek.core.enums.Choice` parser)."""
 
     ACC = "acc"
     EXACT_MATCH = "exact_match"

@@ -10,7 +10,7 @@ import re
 import time
 from pathlib import Path
 
-from ..errors import InputError
+from ..core.errors import InputError
 from . import chain, schema
 
 RETRIES = 30

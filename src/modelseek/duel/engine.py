@@ -17,12 +17,12 @@ from numbers import Integral
 
 import numpy as np
 
-from ..config import MAX_SAMPLES, Config, Interval
-from ..errors import InputError
-from ..stats.auroc import N_DRAWS, N_THRESHOLDS, auroc_draws, auroc_pvalue_matrix
-from ..stats import bootstrap as _boot
-from ..stats.seeding import derive_rng
-from ..stats.ttest import paired_ttest_matrix
+from ..core.config import MAX_SAMPLES, Config, Interval
+from ..core.errors import InputError
+from ..core.stats.auroc import N_DRAWS, N_THRESHOLDS, auroc_draws, auroc_pvalue_matrix
+from ..core.stats import bootstrap as _boot
+from ..core.stats.seeding import derive_rng
+from ..core.stats.ttest import paired_ttest_matrix
 from .config import TaskSpec, Test
 from .submission import TaskSamples
 

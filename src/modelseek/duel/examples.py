@@ -16,9 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..io import atomic_write_text
-from ..stats.auroc import auroc
-from ..stats.seeding import derive_rng
+from ..core.io import atomic_write_text
+from ..core.stats.auroc import auroc
+from ..core.stats.seeding import derive_rng
 from .config import LeaderboardConfig, Metric
 from .reference import Reference
 from .submission import Submission, TaskSamples, validate_submission

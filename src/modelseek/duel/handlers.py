@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..errors import ModelseekError
-from ..io import atomic_write_text
+from ..core.errors import ModelseekError
+from ..core.io import atomic_write_text
 from .leaderboard import altered_frame, board_csv, board_json, display_frame
 from .page import linked_frame, md_code, md_text, params_text, pvalue_text, safe_frame, safe_tree
 from .publish import StalePreview

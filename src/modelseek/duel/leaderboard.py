@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .config import LeaderboardConfig
 from .scoring import ranks
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
+from ..core.errors import InputError
 from . import chain
 from .copies import Agreement, TaskView, answer_vectors, find_copies
 from .engine import duels_against, profile, profiles

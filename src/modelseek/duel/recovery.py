@@ -23,7 +23,7 @@ state). Recovery never touches a row that the chain covers.
 
 from __future__ import annotations
 
-from ..errors import InputError
+from ..core.errors import InputError
 from . import chain, schema
 
 

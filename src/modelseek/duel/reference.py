@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .config import LeaderboardConfig, Metric
 from .submission import MAX_BYTES, MAX_WORDS, Submission, _doc_ids, id_difference, parse_bytes, validate_submission
 

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .config import Metric
 from .text import name_key
 from .text import look_alike

@@ -24,7 +24,7 @@ import time
 from collections import OrderedDict
 from urllib.parse import parse_qs
 
-from ..errors import ModelseekError
+from ..core.errors import ModelseekError
 from .session import COOKIE, valid_session
 from .text import safe_str
 

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..data.run import Run
-from ..data.truth import GroundTruth
-from ..errors import InputError
-from ..evaluate import evaluate
+from ..retrieval.data.run import Run
+from ..retrieval.data.truth import GroundTruth
+from ..core.errors import InputError
+from ..retrieval.evaluation import evaluate
 from .config import LeaderboardConfig, Metric
 from .engine import Settings
 from .scoring import ALPHA, MAX_COMPETITORS

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 #: the Alembic revision this code expects (the newest migration)
 SCHEMA_VERSION = "0005"

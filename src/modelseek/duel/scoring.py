@@ -28,8 +28,8 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from ..stats.multitest import benjamini_hochberg
-from ..errors import InputError
+from ..core.stats.multitest import benjamini_hochberg
+from ..core.errors import InputError
 from .config import LeaderboardConfig
 
 ALPHA = 0.05

@@ -44,7 +44,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import InputError
+from ..core.errors import InputError
 from . import chain, schema
 from .chain import BoardAltered
 from .config import LeaderboardConfig

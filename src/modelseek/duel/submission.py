@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
-from ..stats import bootstrap as _boot
-from ..stats.auroc import auroc
+from ..core.errors import InputError
+from ..core.stats import bootstrap as _boot
+from ..core.stats.auroc import auroc
 from .config import LeaderboardConfig, Metric
 from .text import check_single_script, clean_name, clean_text, clean_tree, loads_strict, safe_str
 

@@ -25,7 +25,7 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 #: Unicode's Default_Ignorable_Code_Point ranges (DerivedCoreProperties.txt, Unicode 15)
 _IGNORABLE = ((0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5),

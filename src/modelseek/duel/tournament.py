@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..errors import InputError
-from ..progress import progress_bar
+from ..core.errors import InputError
+from ..core.progress import progress_bar
 from .config import LeaderboardConfig
 from .copies import answer_vectors, copy_groups
 from .engine import Settings, profiles, pvalues

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import ModelseekError
+from ..core.errors import ModelseekError
 
 #: uploaded files older than this are deleted (identical uploads share one file: not deleted at once)
 UPLOAD_TTL = 600.0

@@ -1,4 +1,4 @@
-"""The meta-model protocol's settings (:class:`MetaConfig`), a :class:`modelseek.config.Config`: built from a
+"""The meta-model protocol's settings (:class:`MetaConfig`), a :class:`modelseek.core.config.Config`: built from a
 mapping or a YAML/JSON file with located errors, every field coerced and checked against its constraints.
 
 It holds the protocol shared by every meta-model (the splits over models, the seed, the normalisation, the unit of
@@ -12,9 +12,9 @@ from dataclasses import asdict, dataclass
 from numbers import Integral, Real
 from typing import Any, Literal
 
-from ..config import Config, Interval
-from ..errors import InputError
-from ..registry import UnknownNameError
+from ..core.config import Config, Interval
+from ..core.errors import InputError
+from ..core.registry import UnknownNameError
 from .models import META_MODELS
 
 _NONNEG_INT = [Interval(Integral, 0, None, closed="left")]

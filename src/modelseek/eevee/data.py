@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .config import MetaConfig
 from .table import Table, shown
 

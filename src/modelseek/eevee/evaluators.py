@@ -36,7 +36,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .config import MetaConfig
 from .data import SplitData
 from .models import META_MODELS, fit_columns

@@ -59,10 +59,10 @@ from typing import Any
 
 import numpy as np
 
-from ..config import Config, Interval
-from ..errors import InputError
-from ..progress import progress_bar
-from ..stats.seeding import derive_rng
+from ..core.config import Config, Interval
+from ..core.errors import InputError
+from ..core.progress import progress_bar
+from ..core.stats.seeding import derive_rng
 from .config import MetaConfig
 from .data import column_scale, min_models, rms
 from .evaluators import BatchedEvaluator, Evaluator

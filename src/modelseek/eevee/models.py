@@ -2,7 +2,7 @@
 matters, whether a batch is worth splitting across processes, the batched kernel that fits a block of them, and
 the member's own parameters). ``--meta-model`` lists its names.
 
-Each member declares its own parameters as a ``Params`` config class (:class:`modelseek.config.Config`, as a
+Each member declares its own parameters as a ``Params`` config class (:class:`modelseek.core.config.Config`, as a
 style feature does): the ridge's candidate penalties, the MLP's width and optimiser. The shared
 :class:`~modelseek.eevee.config.MetaConfig` holds only the protocol (splits, seed, normalisation, loss unit) and
 the member's parameters as given (``model_params``, ``--meta-param KEY=VALUE``), checked by the member's
@@ -10,7 +10,8 @@ the member's parameters as given (``model_params``, ``--meta-param KEY=VALUE``),
 
 The contract is :class:`MetaModelKernel` (a ``typing.Protocol``, for mypy; :class:`MetaModel` checks the kernel's
 signature when it is built). Each meta-model registers itself with ``register("meta-model", ...)``
-(:func:`modelseek.kinds.register`) in its own module of :mod:`modelseek.eevee.meta_models` (``mlp.py``, ``ridge.py``);
+(:func:`modelseek.core.kinds.register`) in its own module of :mod:`modelseek.eevee.meta_models` (``mlp.py``,
+``ridge.py``);
 the registry discovers that package's modules on first use, so a new meta-model is one file.
 """
 
@@ -23,9 +24,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ..config import Config, Source
-from ..errors import InputError
-from ..registry import PluginRegistry, closest
+from ..core.config import Config, Source
+from ..core.errors import InputError
+from ..core.registry import PluginRegistry, closest
 
 if TYPE_CHECKING:
     from .config import MetaConfig
@@ -63,7 +64,7 @@ class MetaModel:
     weights) changes its scores. ``parallel``: whether a batch is worth splitting across worker processes (a
     closed form costs less than starting them; the member's ``Params`` class must then be importable, as a
     worker receives it pickled). ``params``: the member's own parameters, a frozen
-    :class:`~modelseek.config.Config` subclass whose every field has a default (the kernel reads the checked
+    :class:`~modelseek.core.config.Config` subclass whose every field has a default (the kernel reads the checked
     instance as ``cfg.model_params``).
     """
 
@@ -85,7 +86,7 @@ class MetaModel:
                             f"got ({', '.join(params)})")
         if not (isinstance(self.params, type) and issubclass(self.params, Config)
                 and dataclasses.is_dataclass(self.params)):
-            raise TypeError(f"meta-model {self.name!r}: params must be a modelseek.config.Config dataclass, "
+            raise TypeError(f"meta-model {self.name!r}: params must be a modelseek.core.config.Config dataclass, "
                             f"got {self.params!r}")
         try:
             self.params()

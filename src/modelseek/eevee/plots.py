@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..io import atomic_write_bytes
+from ..core.io import atomic_write_bytes
 
 if TYPE_CHECKING:
     from .search import SearchResult

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 Subset = tuple[str, ...]
 

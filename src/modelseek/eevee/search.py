@@ -25,10 +25,10 @@ from numbers import Integral
 
 import numpy as np
 
-from ..config import Config, Interval
-from ..errors import InputError
-from ..io import atomic_write_text, read_json
-from ..progress import progress_bar
+from ..core.config import Config, Interval
+from ..core.errors import InputError
+from ..core.io import atomic_write_text, read_json
+from ..core.progress import progress_bar
 from .config import MetaConfig
 from .evaluators import BatchedEvaluator, Evaluator
 from .honest import Honest, NestedConfig, NestedRunner, within_noise

@@ -8,7 +8,7 @@ is the unit that EEVEE chooses. Every column belongs to one task *group*; groups
 * :meth:`Table.from_tidy_csv` — one ``model,benchmark,metric,value`` row per cell;
 * :meth:`Table.from_wide_csv` — the common shape: one row per model, a model-name column, one column per
   benchmark (or ``benchmark.metric``);
-* :meth:`Table.from_ground_truth` — a model-retrieval :class:`~modelseek.data.truth.GroundTruth` (rows =
+* :meth:`Table.from_ground_truth` — a model-retrieval :class:`~modelseek.retrieval.data.truth.GroundTruth` (rows =
   models, benchmarks = tasks, one ``f1`` column each);
 * :meth:`Table.read` picks the CSV layout from the header.
 
@@ -28,9 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..config import coerce
-from ..errors import InputError
-from ..io import long_csv_fields, open_text, read_yaml_located
+from ..core.config import coerce
+from ..core.errors import InputError
+from ..core.io import long_csv_fields, open_text, read_yaml_located
 
 log = logging.getLogger(__name__)
 

@@ -33,11 +33,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..align.sources.base import WeightsUnavailable, _first_line, offline, offline_reason
-from ..config import Config, Interval
-from ..errors import InputError
-from ..progress import progress_counter
-from ..registry import closest
+from ..retrieval.vision.sources.base import WeightsUnavailable, _first_line, offline, offline_reason
+from ..core.config import Config, Interval
+from ..core.errors import InputError
+from ..core.progress import progress_counter
+from ..core.registry import closest
 from .descriptors import Extractor, extract_many
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ class _Tiny:
 
 def build_backbone(cfg: FineTune):
     """The network with its ImageNet head (weights loaded or seeded); offline without cached weights: the
-    alignment loader's :class:`~modelseek.align.sources.WeightsUnavailable`."""
+    alignment loader's :class:`~modelseek.retrieval.vision.sources.WeightsUnavailable`."""
     import importlib
 
     for name in ("torch",) if cfg.arch == "tiny" else ("torch", "torchvision.models"):

@@ -25,10 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.run import natural_key, normalize_b_id
-from ..data.style_truth import read_csv_rows as _read_csv
-from ..errors import InputError
-from ..io import read_text
+from ..retrieval.data.run import natural_key, normalize_b_id
+from ..retrieval.data.style_truth import read_csv_rows as _read_csv
+from ..core.errors import InputError
+from ..core.io import read_text
 from .images import decode, read_bytes
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".webp", ".bmp", ".gif", ".tif", ".tiff")

@@ -39,18 +39,18 @@ from typing import TYPE_CHECKING, Any, ClassVar
 import numpy as np
 
 from ..align.formats import ModelRegistry
-from ..align.models import _first_tensor, _run_hooked, embed_images, load_model, preprocess_images
-from ..config import Config, Interval, Source
-from ..errors import InputError
-from ..features.cache import FeatureCache, cache_key
-from ..progress import progress_counter
-from ..registry import Registry
+from ..retrieval.vision.models import _first_tensor, _run_hooked, embed_images, load_model, preprocess_images
+from ..core.config import Config, Interval, Source
+from ..core.errors import InputError
+from ..retrieval.features.cache import FeatureCache, cache_key
+from ..core.progress import progress_counter
+from ..core.registry import Registry
 from . import images as imgio
 from .data import StyleDataset
-from ..kinds import named, overrides, register, takes
+from ..core.kinds import named, overrides, register, takes
 
 if TYPE_CHECKING:
-    from ..align.sources import LoadedModel
+    from ..retrieval.vision.sources import LoadedModel
 
 EXTRACTORS: Registry[type[Extractor]] = Registry("style feature")
 """Every style feature: the extractors below, then the entry points of ``modelseek.style_features`` (checked by
@@ -58,8 +58,9 @@ EXTRACTORS: Registry[type[Extractor]] = Registry("style feature")
 
 
 def check_extractor(name: str, obj: object) -> type[Extractor]:
-    """The style-feature kind's one check (:data:`modelseek.kinds.KINDS`): an :class:`Extractor` subclass whose
-    ``name`` is ``name``, with ``__call__(images)`` implemented and ``Params`` a :class:`~modelseek.config.Config`."""
+    """The style-feature kind's one check (:data:`modelseek.core.kinds.KINDS`): an :class:`Extractor` subclass whose
+    ``name`` is ``name``, with ``__call__(images)`` implemented and ``Params`` a
+    :class:`~modelseek.core.config.Config`."""
 
     if not (isinstance(obj, type) and issubclass(obj, Extractor)):
         raise TypeError(f"a style feature is an Extractor subclass (modelseek.style.descriptors), got {obj!r}")
@@ -68,7 +69,7 @@ def check_extractor(name: str, obj: object) -> type[Extractor]:
         raise TypeError(f"style feature {obj.__name__} does not implement __call__(images)")
     takes(f"{obj.__name__}.__call__", obj.__call__, ("images",))
     if not (isinstance(obj.Params, type) and issubclass(obj.Params, Config)):
-        raise TypeError(f"style feature {obj.__name__}: Params must be a modelseek.config.Config subclass")
+        raise TypeError(f"style feature {obj.__name__}: Params must be a modelseek.core.config.Config subclass")
     return obj
 
 
@@ -87,7 +88,7 @@ class NoParams(Config):
 class Extractor:
     """Maps a batch of N x S x S x 3 uint8 images to an N x D float32 matrix.
 
-    ``Params`` is the extractor's config (:mod:`modelseek.config`): :func:`make_extractor` builds it from
+    ``Params`` is the extractor's config (:mod:`modelseek.core.config`): :func:`make_extractor` builds it from
     user-given parameters (unknown names with "did you mean", declared ranges) before the constructor runs.
     """
 
@@ -551,7 +552,7 @@ def extract_many(dataset: StyleDataset, extractors: Sequence[Extractor], size: i
     (:func:`modelseek.style.images.decode`) and handed to every extractor once; at most a few batches of
     small decoded images are held in memory, whatever the number or size of the files.
 
-    With ``cache`` (a folder; the shared :class:`modelseek.features.cache.FeatureCache`: atomic writes,
+    With ``cache`` (a folder; the shared :class:`modelseek.retrieval.features.cache.FeatureCache`: atomic writes,
     hash-verified reads, a corrupt entry is recomputed) each image's vectors are stored under the SHA-1 of
     its file's bytes (arrays: of the array) and reused; every finished batch is written, so an interrupted
     extraction resumes where it stopped. A progress bar (images, rate, ETA) goes to stderr with ``progress``.

@@ -5,7 +5,7 @@ Truth: each image has exactly one relevant model, the one that made it; the reci
 ``1 / rank`` of that model in the run's ranking (ranks as the run orders them), 0 when the run does not rank
 it. MRR is the mean over the truth's images; an image of the truth that the run lacks counts 0 and is
 reported as missing (the official scorer's rule for a missing topic). The interval is a 95% percentile
-bootstrap over images (:func:`modelseek.stats.bootstrap.bootstrap_ci`, seeded).
+bootstrap over images (:func:`modelseek.core.stats.bootstrap.bootstrap_ci`, seeded).
 
 ``modelseek evaluate RUN --ground-truth train.csv`` comes here when the ground truth has ``image_id`` and
 ``model_id`` columns and no ``f1``; ``modelseek validate RUN --test-images data/`` checks that the run ranks
@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..data.run import read_run, read_runs
-# the truth table and one run's score live in modelseek.data.style_truth (evaluate routes a Subtask B truth
+from ..retrieval.data.run import read_run, read_runs
+# the truth table and one run's score live in modelseek.retrieval.data.style_truth (evaluate routes a Subtask B truth
 # without importing this package); named here too, where they always were
-from ..data.style_truth import StyleScore, is_style_truth, load_style_truth, score_style_run
-from ..errors import InputError
+from ..retrieval.data.style_truth import StyleScore, is_style_truth, load_style_truth, score_style_run
+from ..core.errors import InputError
 from .data import load_models
 from .layout import load_organiser_test, organiser_root
 

@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import ndimage as ndi
 
-from ..errors import InputError
+from ..core.errors import InputError
 from .data import StyleDataset, StyleModels, resize_square
 
 Style = Callable[[np.ndarray, np.random.Generator], np.ndarray]

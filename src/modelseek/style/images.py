@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 #: the largest image read (pixels); Pillow's own default limit, enforced here before decoding
 MAX_PIXELS = 89_478_485

@@ -16,8 +16,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..data.run import natural_key, normalize_b_id
-from ..errors import InputError
+from ..retrieval.data.run import natural_key, normalize_b_id
+from ..core.errors import InputError
 from .data import IMAGE_SUFFIXES, StyleDataset, _read_csv, load_models
 
 

@@ -22,13 +22,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..data.report import Report
-from ..data.run import Run
-from ..data.truth import GroundTruth
-from ..errors import InputError, NotFittedError
-from ..evaluate import evaluate
-from ..progress import progress_bar
-from ..stats.bootstrap import paired_bootstrap
+from ..retrieval.data.report import Report
+from ..retrieval.data.run import Run
+from ..retrieval.data.truth import GroundTruth
+from ..core.errors import InputError, NotFittedError
+from ..retrieval.evaluation import evaluate
+from ..core.progress import progress_bar
+from ..core.stats.bootstrap import paired_bootstrap
 from .baseline import finetune_scores, parse_finetune
 from .data import StyleDataset
 from .descriptors import EXTRACTORS, extract_many, make_extractor

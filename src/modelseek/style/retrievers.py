@@ -23,11 +23,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..data.run import Run
-from ..errors import InputError, NotFittedError
-from ..fusion import fuse
-from ..registry import Registry
-from ..kinds import named, register, takes
+from ..retrieval.data.run import Run
+from ..core.errors import InputError, NotFittedError
+from ..retrieval.fusion import fuse
+from ..core.registry import Registry
+from ..core.kinds import named, register, takes
 
 RETRIEVERS: Registry[type] = Registry("style retriever")
 """Every style retriever: the classes below, then the entry points of ``modelseek.style_retrievers`` (checked by
@@ -36,7 +36,8 @@ RRF_K = 60
 
 
 def check_retriever(name: str, obj: object) -> type:
-    """The style-retriever kind's one check (:data:`modelseek.kinds.KINDS`): a class whose ``name`` is ``name``, with
+    """The style-retriever kind's one check (:data:`modelseek.core.kinds.KINDS`): a class whose ``name`` is ``name``,
+    with
     ``fit(X, y, models)`` (returning the fitted retriever) and ``scores(X)``; a :class:`Retriever` subclass gets its
     input checks and its order of candidates from the base class."""
 
@@ -230,7 +231,7 @@ def ranks_from_scores(scores: np.ndarray) -> np.ndarray:
 
 def rrf(score_list: Sequence[np.ndarray], k: int = RRF_K) -> np.ndarray:
     """Reciprocal rank fusion of several ``n x m`` score matrices over the same queries and models, by
-    :func:`modelseek.fusion.fuse` (columns are docIDs 0..m-1, so ties go to the lower column)."""
+    :func:`modelseek.retrieval.fusion.fuse` (columns are docIDs 0..m-1, so ties go to the lower column)."""
     if not score_list:
         raise InputError("fusion needs at least one member")
     shape = score_list[0].shape

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 _TRAIN = re.compile(r"^data/train/(\d+)/(train-(\d+)-(\d+)\.png)$")
 _TEST = re.compile(r"^data/test/(test-(\d+)-(\d+)\.png)$")

@@ -6,19 +6,19 @@
   ground-truth.csv, task-data/train-tasks/<id>/{train,val,test}.jsonl).
 """
 
-from ..data.synthetic import make_ground_truth, make_ntcir_layout, make_text_task, write_task_table
-from ..kinds import check_member as check
+from ..retrieval.data.synthetic import make_ground_truth, make_ntcir_layout, make_text_task, write_task_table
+from ..core.kinds import check_member as check
 
 __all__ = ["make_ground_truth", "make_ntcir_layout", "make_text_task", "write_task_table"]
 
 
 def check_member(kind: str, obj, name: str | None = None):
     """Kind ``kind``'s whole contract on ``obj``, for a plugin author's tests and this package's: the one load-time
-    check (:func:`modelseek.kinds.check_member`: what every built-in passes when it registers and every plugin when
+    check (:func:`modelseek.core.kinds.check_member`: what every built-in passes when it registers and every plugin when
     it is loaded), then the member called on generated data (:mod:`modelseek.testing.contract`: types, finiteness,
     order independence, seeded determinism). Returns the member as registered; a broken contract raises
     ``TypeError``/``ValueError`` saying what is wrong."""
-    from ..kinds import kind as declared, own_name
+    from ..core.kinds import kind as declared, own_name
     from .contract import check_behaviour
 
     k = declared(kind)

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..features.loading import quiet_transformers
+from ..retrieval.features.loading import quiet_transformers
 from .tiny_models import _seeded_init
 
 _CORPUS = ["the cat sat on the mat", "dogs bark at night", "a stock rose sharply today", "shares fell after earnings",

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..cli.main import main
-from ..progress import is_progress_line
+from ..core.progress import is_progress_line
 
 
 @dataclass
@@ -46,7 +46,7 @@ def run_cli_subprocess(*args: object, cwd: str | Path | None = None, timeout: fl
 
 def message_lines(err: str) -> list[str]:
     """The lines of ``err`` that are messages: blank lines and plain progress lines (what a command's progress
-    writes to a stderr that is not a terminal, :func:`modelseek.progress.is_progress_line`) left out."""
+    writes to a stderr that is not a terminal, :func:`modelseek.core.progress.is_progress_line`) left out."""
     return [ln for ln in err.strip().splitlines() if ln.strip() and not is_progress_line(ln)]
 
 

@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InputError
+from ..core.errors import InputError
 
 
 def check_behaviour(kind: str, name: str, member: Any) -> None:
@@ -101,8 +101,8 @@ def _combined(name: str, method: Any, v: np.ndarray, w: np.ndarray) -> np.ndarra
 
 
 def check_fusion_behaviour(name: str, method: Any) -> None:
-    from ..fusion import Fusion
-    from ..fusion.learned import candidate_fusions
+    from ..retrieval.fusion import Fusion
+    from ..retrieval.fusion.learned import candidate_fusions
 
     v = _values(np.random.default_rng(0))
     w = np.array([0.2, 0.5, 0.3]) if method.takes_weights else np.ones(3)
@@ -113,7 +113,7 @@ def check_fusion_behaviour(name: str, method: Any) -> None:
     perm = [2, 0, 1]
     if not np.array_equal(_combined(name, method, v[perm], w[perm])[held], fused[held]):
         raise ValueError(f"fusion method {name!r}: combine depends on the order of the runs (sum terms with "
-                         f"modelseek.fusion.methods.ordered_sum)")
+                         f"modelseek.retrieval.fusion.methods.ordered_sum)")
     for spec in candidate_fusions(["x", "y"], methods=[method], step=0.5):
         if not isinstance(spec, Fusion) or spec.method != method:
             raise TypeError(f"fusion method {name!r}: search gave {spec!r}, not a Fusion of this method "
@@ -173,7 +173,7 @@ def check_meta_model_behaviour(name: str, model: Any) -> None:
 
 # ------------------------------------------------------------------------------------------ metrics
 def check_metric_behaviour(name: str, metric: Any) -> None:
-    from ..metrics import Judgments
+    from ..retrieval.metrics import Judgments
 
     grades = {"a": 3, "b": 1, "c": 0, "d": 2}
     j = Judgments(grades, {"a": 0.9, "b": 0.5, "c": 0.2, "d": 0.7})
@@ -185,7 +185,7 @@ def check_metric_behaviour(name: str, metric: Any) -> None:
 
 # ------------------------------------------------------------------------------------------ rankers
 def check_ranker_behaviour(name: str, cls: Any) -> None:
-    from ..rankers import Ranker
+    from ..retrieval.rankers import Ranker
 
     if not (isinstance(cls, type) and issubclass(cls, Ranker)) or inspect.isabstract(cls):
         raise TypeError(f"ranker {name!r}: not a concrete Ranker subclass")
@@ -215,7 +215,7 @@ def _double(x: int) -> int:
 
 
 def check_executor_behaviour(name: str, cls: Any) -> None:
-    from ..executors import Unit, make_executor
+    from ..retrieval.executors import Unit, make_executor
 
     if not cls.in_process:  # a cluster's: it needs one running
         return

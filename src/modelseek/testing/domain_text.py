@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..data.task import Split, Task
+from ..retrieval.data.task import Split, Task
 
 Gen = Callable[[np.random.Generator, str], str]
 

@@ -10,8 +10,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..data.synthetic import CLASS_WORDS, DOMAINS, FILLER
-from ..finetune.protocol import FinetuneResult, _quiet_transformers, finetune
+from ..retrieval.data.synthetic import CLASS_WORDS, DOMAINS, FILLER
+from ..retrieval.finetune.protocol import FinetuneResult, _quiet_transformers, finetune
 
 
 def make_learnable_bert(path: str | Path, seed: int = 0, hidden: int = 32, layers: int = 2,
@@ -46,7 +46,7 @@ def make_learnable_bert(path: str | Path, seed: int = 0, hidden: int = 32, layer
 
 @dataclass(frozen=True)
 class CrashOnce:
-    """A trainer that runs :func:`modelseek.finetune.finetune` but kills its own process (``os._exit``)
+    """A trainer that runs :func:`modelseek.retrieval.finetune.finetune` but kills its own process (``os._exit``)
     the first time it is asked to run ``model_id`` on ``task_id``; ``marker`` records that it did."""
 
     marker: str

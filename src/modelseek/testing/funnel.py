@@ -24,11 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from ..data.pool import Candidate, Pool
-from ..data.task import Split, Task
-from ..data.truth import GroundTruth
-from ..funnel.costs import CostTable, ModelCost
-from ..funnel.plan import halving_rungs
+from ..retrieval.data.pool import Candidate, Pool
+from ..retrieval.data.task import Split, Task
+from ..retrieval.data.truth import GroundTruth
+from ..retrieval.funnel.costs import CostTable, ModelCost
+from ..retrieval.funnel.plan import halving_rungs
 
 
 @dataclass
@@ -149,7 +149,8 @@ def world_digest(world: FunnelWorld) -> str:
 
 def make_family_truth(n_tasks: int = 40, n_models: int = 10, lead: float = 0.05, seed: int = 0):
     """A complete task x model ground truth where candidates co-vary by family, the structure a joint model of
-    the candidates can use (:mod:`modelseek.funnel.replay`'s sequential order): two families of ``n_models / 2``;
+    the candidates can use (:mod:`modelseek.retrieval.funnel.replay`'s sequential order): two families of ``n_models /
+    2``;
     on each task one family (which one, at random) is ``2 * lead`` above the other, the task's level is uniform in
     [0.5, 0.9], quality rises by 0.004 with the model's index, and each score has N(0, 0.005) noise. The average
     rank cannot know which family leads; one fine-tuned candidate tells it."""

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.run import Run
-from ..data.truth import GroundTruth
+from ..retrieval.data.run import Run
+from ..retrieval.data.truth import GroundTruth
 
 
 def zoo_task_features(n_tasks: int = 60, seed: int = 0) -> dict[str, dict[str, float]]:

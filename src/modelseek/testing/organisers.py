@@ -1,5 +1,5 @@
 """A stand-in of the organisers' NTCIR-19 Subtask A repository as a participant has it after the organisers'
-``main.py download_test_tasks --all`` and ``download_models`` (see :mod:`modelseek.data.organisers`).
+``main.py download_test_tasks --all`` and ``download_models`` (see :mod:`modelseek.retrieval.data.organisers`).
 
 What it reproduces, so that the participant's journey is tested on the layout they really have:
 
@@ -25,8 +25,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..data.pool import ntcir_pool
-from ..data.synthetic import DOMAINS, make_ground_truth, make_text_task
+from ..retrieval.data.pool import ntcir_pool
+from ..retrieval.data.synthetic import DOMAINS, make_ground_truth, make_text_task
 from .tiny_models import make_tiny_bert
 
 TIERS = ("High Criticalness", "Medium Criticalness", "Low Criticalness")

@@ -15,7 +15,7 @@ def make_b_layout(root: Path, n_models: int = 4, n_train_content: int = 4, n_tes
     like ``test-0001-0011.png``, images/train and images/test holding styled generated PNGs."""
     from PIL import Image  # lazy: PIL
 
-    from modelseek.style.generated import draw_content, make_styles  # lazy: pandas, scipy
+    from ..style.generated import draw_content, make_styles  # lazy: pandas, scipy
 
     styles = make_styles(n_models, seed)
     root.mkdir(parents=True, exist_ok=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..features.text import offline_minilm_path
+from ..retrieval.features.text import offline_minilm_path
 
 _CORPUS = ["the cat sat on the mat", "dogs bark at night", "a stock rose sharply today",
            "the movie was wonderful", "terrible service, never again", "hello world"] * 4

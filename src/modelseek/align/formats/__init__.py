@@ -6,7 +6,7 @@ Model registry
         {"model_name": "resnet18_rand",          # unique; for timm the full tagged name is fine
                                                  # ("beitv2_base_patch16_224.in1k_ft_in1k")
          "source": "torchvision",                # a registered source: custom | open_clip | timm | torchvision |
-                                                 # transformers (modelseek.align.sources.SOURCES)
+                                                 # transformers (modelseek.retrieval.vision.sources.SOURCES)
          "weights": null,                        # null/"random": random init (seeded); "imagenet"/"pretrained"/
                                                  # "DEFAULT": the library's pretrained weights (timm: those of
                                                  # the name's tag); a library weights name or timm tag; or a
@@ -52,7 +52,8 @@ from __future__ import annotations
 
 from .catalog import CATALOG_ENV, DATASET_ENV_PREFIX, DATASETS_ROOT_ENV, Stimulus, StimulusCatalog, parse_stimulus
 from .choices import Modality, Strategy, SubmissionForm, Team
-from .entries import (IMAGENET_MEAN, IMAGENET_STD, MAX_INPUT_SIDE, MAX_RESIZE_SIDE, REGISTRY_ENV, ModelEntry,
+from ...retrieval.vision.entries import (
+    IMAGENET_MEAN, IMAGENET_STD, MAX_INPUT_SIDE, MAX_RESIZE_SIDE, REGISTRY_ENV, ModelEntry,
                       ModelRegistry, Preprocess)
 from .submission import AlignSubmission, ModelChoice, load_align_submission, validate_align_submission
 

@@ -10,11 +10,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ...errors import InputError
-from ...io import atomic_write_bytes, atomic_write_text, read_json, read_text, suffix_of
+from ...core.errors import InputError
+from ...core.io import atomic_write_bytes, atomic_write_text, read_json, read_text, suffix_of
 from ..solvers import cka_out_of_range
 from .catalog import StimulusCatalog, parse_stimulus
-from .entries import ModelRegistry
+from ...retrieval.vision.entries import ModelRegistry
 
 if TYPE_CHECKING:
     import numpy as np

@@ -11,10 +11,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...errors import InputError
-from ...io import iter_jsonl, atomic_write_text
+from ...core.errors import InputError
+from ...core.io import iter_jsonl, atomic_write_text
 
-from .entries import _from_env
+from ...retrieval.vision.entries import _from_env
 
 CATALOG_ENV = "MODELSEEK_STIMULI_CATALOG"
 DATASET_ENV_PREFIX = "MODELSEEK_DATASET_"

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 
-from ...enums import Choice
-from ...errors import InputError
+from ...core.enums import Choice
+from ...core.errors import InputError
 
 class Strategy(Choice):
     """How a layer's output becomes one vector per stimulus."""
@@ -34,7 +34,7 @@ class SubmissionForm(Choice):
 
 
 def _enum(cls, value, *, path, line, fld):
-    """The one :class:`~modelseek.enums.Choice` parser, with the file and line of the record."""
+    """The one :class:`~modelseek.core.enums.Choice` parser, with the file and line of the record."""
     try:
         return cls.parse(value, field=fld)
     except InputError as exc:

@@ -11,13 +11,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ...config import Config, Source as ConfigSource
-from ...errors import InputError, ValidationError
-from ...io import read_json, atomic_write_text
+from ...core.config import Config, Source as ConfigSource
+from ...core.errors import InputError, ValidationError
+from ...core.io import read_json, atomic_write_text
 
 from .catalog import Stimulus, StimulusCatalog, parse_stimulus
 from .choices import SubmissionForm, Team, _enum
-from .entries import ModelEntry, ModelRegistry
+from ...retrieval.vision.entries import ModelEntry, ModelRegistry
 
 
 @dataclass(frozen=True)
@@ -168,7 +168,8 @@ def validate_align_submission(path: str | os.PathLike, registry: ModelRegistry,
 
     The draft contract asks for >= 2 models / stimuli; the live challenge used exactly 20 models and 1000
     stimuli (pass ``min_models=max_models=20`` etc.). A per-model ``layer_name`` is checked against the model
-    itself only by :func:`modelseek.align.models.check_entries` (``align validate --deep``): that needs the model.
+    itself only by :func:`modelseek.retrieval.vision.models.check_entries` (``align validate --deep``): that needs the
+    model.
     """
     path = Path(path)
     try:

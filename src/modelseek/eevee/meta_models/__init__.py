@@ -1,8 +1,8 @@
 """EEVEE meta-models, one per module: each registers a :class:`~modelseek.eevee.models.MetaModel` with
-``register("meta-model", ...)`` (:func:`modelseek.kinds.register`; the registry imports every module here on first
+``register("meta-model", ...)`` (:func:`modelseek.core.kinds.register`; the registry imports every module here on first
 use, then the entry points of the group ``modelseek.meta_models``).
 
-Every member passes :func:`check_meta_model` (the kind's one check, :data:`modelseek.kinds.KINDS`). A member from
+Every member passes :func:`check_meta_model` (the kind's one check, :data:`modelseek.core.kinds.KINDS`). A member from
 outside is a :class:`MetaModel`, or any scikit-learn-style regressor (a class, or an instance to clone, with
 ``fit(X, Y)`` and ``predict(X)`` on several target columns) that :func:`regressor_meta_model` adapts: its
 parameters are its own constructor's (``--meta-param alpha=3``), never a field of the shared ``MetaConfig``."""
@@ -15,9 +15,9 @@ import inspect
 from typing import Any
 
 from ..models import KERNEL_PARAMETERS, META_MODELS, MetaModel, NoParams
-from ...config import Config
-from ...errors import InputError
-from ...kinds import named, takes
+from ...core.config import Config
+from ...core.errors import InputError
+from ...core.kinds import named, takes
 
 
 def check_meta_model(name: str, obj: Any) -> MetaModel:
@@ -103,7 +103,7 @@ def _constructor_defaults(regressor: Any) -> dict[str, Any]:
 
 
 def _regressor_params(cls: type, defaults: dict[str, Any], regressor: Any) -> type[Config]:
-    """A :class:`~modelseek.config.Config` whose fields are the regressor's constructor parameters (any value,
+    """A :class:`~modelseek.core.config.Config` whose fields are the regressor's constructor parameters (any value,
     default: the regressor's own); its check builds the regressor with the given values and runs scikit-learn's
     own parameter validation where the regressor has it, so a bad value is refused before any fit."""
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from numbers import Integral, Real
 
-from ...config import Config, Interval
-from ...errors import InputError
+from ...core.config import Config, Interval
+from ...core.errors import InputError
 from ..kernels import mlp_block
-from ...kinds import register
+from ...core.kinds import register
 from ..models import MetaModel
 
 #: the work one fit may cost: every subset the search scores trains n_splits networks of ``hidden`` units for

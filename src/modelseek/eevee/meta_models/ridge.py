@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ...config import Config
-from ...errors import InputError
+from ...core.config import Config
+from ...core.errors import InputError
 from ..kernels import ridge_block
-from ...kinds import register
+from ...core.kinds import register
 from ..models import MetaModel
 
 
