@@ -58,7 +58,11 @@ def test_readme_layout_paths_exist():
                 missing.append(name)
         for name in re.findall(r"`([\w/]+\.py|[\w]+/)`", rest):  # files and folders named in the description
             if "/" in name.rstrip("/") or name.endswith(".py"):
-                candidates = [SRC / cell_dir / name for cell_dir in re.findall(r"`([\w]+/)`", cell)] + [SRC / name]
+                # the row's folders: each path of its cell (a file's folder) and the folders above it
+                folders = {parent for path in re.findall(r"`([^`]+)`", cell)
+                           for parent in [Path(path) if path.endswith("/") else Path(path).parent,
+                                          *(Path(path) if path.endswith("/") else Path(path).parent).parents]}
+                candidates = [SRC / folder / name for folder in folders] + [SRC / name]
                 if not any(c.exists() for c in candidates):
                     missing.append(name)
     assert not missing, f"docs/architecture.md layout names paths that do not exist: {missing}"

@@ -2,7 +2,7 @@
 
 The contract runs over every registered executor (Ray's as a slow test); a throwaway thread-pool executor,
 written here and nowhere else, is registered in the package's registry and, from a throwaway distribution, by
-one entry point in the group ``modelseek.executors``; it runs a fine-tuning grid and frozen-feature scoring
+one entry point in the group ``modelseek.retrieval.executors``; it runs a fine-tuning grid and frozen-feature scoring
 (``--executor threads``) with the same results as the local executor."""
 
 from __future__ import annotations

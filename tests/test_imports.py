@@ -22,6 +22,7 @@ A cycle is a strongly connected component of more than one module (Tarjan's algo
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import json
 import os
@@ -60,6 +61,18 @@ def _imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
     return [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) and id(n) not in type_only]
 
 
+@functools.cache
+def _served(package: str) -> dict[str, str]:
+    """A façade's table of the names it serves (``_CLI_NAMES`` in its ``__init__``): name -> module below it."""
+    init = SRC / package.replace(".", "/") / "__init__.py"
+    if not init.is_file():
+        return {}
+    for node in ast.parse(init.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "_CLI_NAMES" for t in node.targets):
+            return dict(ast.literal_eval(node.value))
+    return {}
+
+
 def _targets(node: ast.Import | ast.ImportFrom, module: str, is_pkg: bool, known: set[str], pkg: str) -> set[str]:
     """The package modules an import statement runs."""
     if isinstance(node, ast.Import):
@@ -73,6 +86,8 @@ def _targets(node: ast.Import | ast.ImportFrom, module: str, is_pkg: bool, known
             prefix = node.module or ""
         subs = [f"{prefix}.{a.name}" for a in node.names]
         names = [s for s in subs if s in known] + ([prefix] if any(s not in known for s in subs) else [])
+        served = _served(prefix)  # a façade's name runs the module that defines it (on first use, still an edge)
+        names += [f"{prefix}.{served[a.name]}" for a in node.names if a.name in served]
     found: set[str] = set()
     for name in names:
         if not (name == pkg or name.startswith(pkg + ".")):
@@ -187,10 +202,10 @@ def test_the_graph_follows_every_kind_of_import(tmp_path):
 @pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
 def test_the_graph_sees_lazy_imports_in_the_package():
     g = import_graph()
-    assert "modelseek.errors" in g["modelseek.config"]                 # from .errors import ... (module level)
-    assert "modelseek.retrieval.rankers.resolve" in g["modelseek.rankers"]        # inside make(): lazy, still an edge
-    assert "modelseek.estimators" in g["modelseek.retrieval.rankers.features"]    # from .. import estimators (a package)
-    assert {"modelseek.retrieval.data.folds", "modelseek.data"} <= g["modelseek.retrieval.fusion.learned"]
+    assert "modelseek.core.errors" in g["modelseek.core.config"]                 # from .errors import ... (module level)
+    assert "modelseek.retrieval.rankers.resolve" in g["modelseek.retrieval.rankers"]        # inside make(): lazy, still an edge
+    assert "modelseek.retrieval.estimators" in g["modelseek.retrieval.rankers.features"]    # from .. import estimators (a package)
+    assert {"modelseek.retrieval.data.folds", "modelseek.retrieval.data"} <= g["modelseek.retrieval.fusion.learned"]
 
 
 @pytest.mark.slow(reason="2 s (setup and call) on 2 busy cores")
@@ -221,10 +236,10 @@ def test_importing_modelseek_imports_no_estimator_and_no_heavy_library():
     """``import modelseek`` loads ``evaluate`` and what it needs; every other top-level name (``from modelseek
     import *``) loads its module on first use, and still no estimator and no heavy library."""
     light = _loaded_by("import modelseek")
-    assert "modelseek.evaluate" in light and not {"modelseek.api", "modelseek.funnel", "modelseek.fusion"} & set(light)
+    assert "modelseek.retrieval.evaluation" in light and not {"modelseek.retrieval.api", "modelseek.retrieval.funnel", "modelseek.retrieval.fusion"} & set(light)
     loaded = _loaded_by("from modelseek import *")
-    assert "modelseek.data" in loaded and "modelseek.fusion" in loaded  # the check sees the package's modules
-    assert not [m for m in loaded if m.startswith("modelseek.estimators")]
+    assert "modelseek.retrieval.data" in loaded and "modelseek.retrieval.fusion" in loaded  # the check sees the package's modules
+    assert not [m for m in loaded if m.startswith("modelseek.retrieval.estimators")]
     assert not [m for m in loaded if not m.startswith("modelseek")]
 
 
@@ -241,9 +256,9 @@ def test_every_top_level_name_resolves_and_is_listed():
     assert set(modelseek.__all__) <= set(dir(modelseek))
     for name in modelseek.__all__:
         assert getattr(modelseek, name) is not None, name
-    importlib.import_module("modelseek.evaluate")  # the submodule of the same name does not shadow the function
-    assert modelseek.evaluate is importlib.import_module("modelseek.evaluate").evaluate
-    assert importlib.import_module("modelseek.evaluate").__name__ == "modelseek.evaluate"
+    importlib.import_module("modelseek.retrieval.evaluation")  # the submodule of the same name does not shadow the function
+    assert modelseek.evaluate is importlib.import_module("modelseek.retrieval.evaluation").evaluate
+    assert importlib.import_module("modelseek.retrieval.evaluation").__name__ == "modelseek.retrieval.evaluation"
     with pytest.raises(AttributeError, match="has no attribute 'nonexistent'"):
         modelseek.nonexistent  # noqa: B018
 
@@ -435,7 +450,7 @@ def test_every_function_level_import_says_why(record_property):
     lazy, edges, libs = lazy_imports()
     start_up = _start_up_modules()
     light, lean, full = start_up  # what the subprocess saw of each start-up
-    assert "modelseek.data" in light and "modelseek.cli.evaluate" not in light
+    assert "modelseek.retrieval.data" in light and "modelseek.cli.evaluate" not in light
     assert "modelseek.cli.evaluate" in lean and "modelseek.cli.align" not in lean
     assert "modelseek.cli.align" in full and "modelseek.align.models" not in full
     mine = [imp for imp in lazy if not imp["file"].startswith(NOT_YET)]

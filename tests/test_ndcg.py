@@ -176,7 +176,7 @@ def test_one_default_metric_list_everywhere():
     import importlib
     import inspect
 
-    bench, ev = importlib.import_module("modelseek.bench"), importlib.import_module("modelseek.evaluate")
+    bench, ev = importlib.import_module("modelseek.retrieval.bench"), importlib.import_module("modelseek.retrieval.evaluation")
 
     assert DEFAULT_METRICS == ("ndcg@1", "ndcg@3", "ndcg@5", "mrr", "kendall")  # issue #45: one set, CLI and API
     assert inspect.signature(ev.evaluate).parameters["metrics"].default is DEFAULT_METRICS

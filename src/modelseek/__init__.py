@@ -15,7 +15,7 @@ first use.
 
 from __future__ import annotations
 
-import importlib
+import importlib as _importlib
 from typing import TYPE_CHECKING
 
 from ._version import __version__
@@ -40,32 +40,39 @@ if TYPE_CHECKING:
     from .core.kinds import register
 
 _LAZY = {
-    ".api": ("rank", "rank_explained"),
-    ".data.loaders": ("from_hf_dataset", "load_ntcir_tasks", "load_table_task", "load_tasks"),
-    ".data.pool": ("Candidate", "Pool", "load_pool"),
-    ".data.report": ("Report",),
-    ".data.run": ("Run", "read_run", "read_runs", "validate_run", "write_runs"),
-    ".data.task": ("Criticality", "Split", "Task", "TaskSet"),
-    ".data.truth": ("GradingScheme", "GroundTruth"),
-    ".errors": ("InputError", "ModelseekError", "ValidationError"),
-    ".funnel": ("select",),
-    ".fusion": ("fuse",),
-    ".kinds": ("register",),
+    ".retrieval.api": ("rank", "rank_explained"),
+    ".retrieval.data.loaders": ("from_hf_dataset", "load_ntcir_tasks", "load_table_task", "load_tasks"),
+    ".retrieval.data.pool": ("Candidate", "Pool", "load_pool"),
+    ".retrieval.data.report": ("Report",),
+    ".retrieval.data.run": ("Run", "read_run", "read_runs", "validate_run", "write_runs"),
+    ".retrieval.data.task": ("Criticality", "Split", "Task", "TaskSet"),
+    ".retrieval.data.truth": ("GradingScheme", "GroundTruth"),
+    ".core.errors": ("InputError", "ModelseekError", "ValidationError"),
+    ".retrieval.funnel": ("select",),
+    ".retrieval.fusion": ("fuse",),
+    ".core.kinds": ("register",),
 }
 _MODULE_OF = {name: module for module, names in _LAZY.items() for name in names}
 
 
+#: the layers and products, reachable as attributes (``modelseek.retrieval``, ``modelseek.duel``) and imported on
+#: first use; none of them is shadowed by a function of the same name
+SUBPACKAGES = ("align", "cli", "core", "duel", "eevee", "retrieval", "style", "testing")
+
+
 def __getattr__(name: str) -> object:
+    if name in SUBPACKAGES:
+        return _importlib.import_module(f"{__name__}.{name}")
     module = _MODULE_OF.get(name)
     if module is None:
         raise AttributeError(f"module 'modelseek' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
+    value = getattr(_importlib.import_module(module, __name__), name)
     globals()[name] = value  # once: later uses are plain attribute look-ups
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_MODULE_OF))
+    return sorted(set(globals()) | set(_MODULE_OF) | set(SUBPACKAGES))
 
 
 __all__ = [

@@ -39,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import __version__
+from .._version import __version__
 from .api import rank_explained
 from .data.organisers import (OrganisersLayout, absent_test_tasks, describe_absent, find_layout, load_split,
                               test_topics)

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from ..align.formats import ModelRegistry
+from ..retrieval.vision.entries import ModelRegistry
 from ..retrieval.vision.models import _first_tensor, _run_hooked, embed_images, load_model, preprocess_images
 from ..core.config import Config, Interval, Source
 from ..core.errors import InputError

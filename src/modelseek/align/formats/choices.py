@@ -1,23 +1,14 @@
-"""The named choices of the Re-Align formats: embedding strategy, modality, team, submission form."""
+"""The named choices of the Re-Align formats: team, submission form (a model entry's embedding strategy and modality
+are :mod:`modelseek.retrieval.vision.choices`, re-exported here)."""
 
 from __future__ import annotations
 
 
 from ...core.enums import Choice
 from ...core.errors import InputError
+from ...retrieval.vision.choices import Modality, Strategy
 
-class Strategy(Choice):
-    """How a layer's output becomes one vector per stimulus."""
-
-    POOL = "pool"        # global average pool over spatial positions ([n,c,h,w] -> [n,c]); tokens: mean
-    CLS = "cls"          # first token of a [n,tokens,d] sequence
-    FLATTEN = "flatten"  # everything after the batch axis
-    MEAN = "mean"        # mean over tokens (masked by the attention mask for text)
-
-
-class Modality(Choice):
-    IMAGE = "image"
-    TEXT = "text"
+__all__ = ["Modality", "Strategy", "SubmissionForm", "Team", "_enum"]
 
 
 class Team(Choice):

@@ -168,8 +168,8 @@ def validate_align_submission(path: str | os.PathLike, registry: ModelRegistry,
 
     The draft contract asks for >= 2 models / stimuli; the live challenge used exactly 20 models and 1000
     stimuli (pass ``min_models=max_models=20`` etc.). A per-model ``layer_name`` is checked against the model
-    itself only by :func:`modelseek.retrieval.vision.models.check_entries` (``align validate --deep``): that needs the
-    model.
+    itself only by :func:`modelseek.retrieval.vision.models.check_entries` (``align validate --deep``): that
+    needs the model.
     """
     path = Path(path)
     try:

@@ -149,8 +149,8 @@ def checked(name: str, fn: Callable[..., float], kind: InputKind, *, scale_invar
 
 
 #: registered estimators; the package's modules (which register themselves) are imported on first use, then the
-#: entry points of the kind's group (``modelseek.estimators``, :data:`modelseek.core.kinds.KINDS`)
-ESTIMATORS: PluginRegistry[EstimatorInfo] = PluginRegistry("estimator", "modelseek.estimators")
+#: entry points of the kind's group (``modelseek.retrieval.estimators``, :data:`modelseek.core.kinds.KINDS`)
+ESTIMATORS: PluginRegistry[EstimatorInfo] = PluginRegistry("estimator", __package__)
 
 
 def estimator_record(name: str, fn: Callable[..., float] | EstimatorInfo, **properties: Any) -> EstimatorInfo:

@@ -21,7 +21,7 @@ process, one unit after another) and ``ray`` (a Ray task per unit; see :mod:`mod
 modules of
 this package. A new executor is one module here whose class is decorated with ``@register("executor")``
 (:func:`modelseek.core.kinds.register`), or, from another distribution, one entry point in the group
-``modelseek.executors`` naming the class.
+``modelseek.retrieval.executors`` naming the class.
 
 **Concurrency** is part of the contract: every executor states its :data:`Concurrency`. One that runs several
 units at once in this process (``"threads"``) is made safe by :func:`make_executor`: the first unit of each unit
@@ -199,7 +199,7 @@ def check_executor(name: str, obj: Any) -> type[Executor]:
 
 
 EXECUTORS: PluginRegistry[type[Executor]] = PluginRegistry("executor", __name__)
-"""Every executor: this package's modules, then the entry points of the group ``modelseek.executors``."""
+"""Every executor: this package's modules, then the entry points of the group ``modelseek.retrieval.executors``."""
 
 
 #: unit functions that have run to success in this process (their lazy imports are done)

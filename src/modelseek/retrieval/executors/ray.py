@@ -76,7 +76,7 @@ def _modelseek_root() -> str | None:
 
 def _package_root() -> Path:
     """The folder that holds the ``modelseek`` package this driver imported."""
-    return Path(__file__).resolve().parents[2]
+    return Path(__file__).resolve().parents[3]
 
 
 @contextmanager

@@ -80,7 +80,7 @@ class Block:
         return self._normed[key]
 
     def spread(self) -> np.ndarray:
-        """``runs x topics`` standard deviation of each run's raw scores (:func:`~modelseek.retrieval.fusion.features.spread`)."""
+        """``runs x topics`` standard deviation of each run's raw scores (:func:`.features.spread`)."""
         if "spread" not in self._normed:
             self._normed["spread"] = spread(self.scores)
         return self._normed["spread"]

@@ -170,8 +170,8 @@ def check_metric(name: str, obj: object) -> Metric:
 
 
 #: every metric: this package's modules (each registers its own; a new metric is one file), then the entry points
-#: of the kind's group (``modelseek.metrics``, :data:`modelseek.core.kinds.KINDS`)
-METRICS: PluginRegistry[Metric] = PluginRegistry("metric", "modelseek.metrics")
+#: of the kind's group (``modelseek.retrieval.metrics``, :data:`modelseek.core.kinds.KINDS`)
+METRICS: PluginRegistry[Metric] = PluginRegistry("metric", __package__)
 
 
 def parse(name: str) -> tuple[str, int | None]:

@@ -65,4 +65,4 @@ def check_ranker(name: str, obj: object) -> type[Ranker]:
     return obj
 
 
-RANKERS = RankerRegistry("modelseek.rankers")
+RANKERS = RankerRegistry(__package__)

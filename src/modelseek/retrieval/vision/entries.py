@@ -19,7 +19,7 @@ from ...core.errors import InputError
 from ...core.io import read_json, atomic_write_text
 from ...core.registry import closest
 
-from ...align.formats.choices import Modality, Strategy
+from .choices import Modality, Strategy
 
 REGISTRY_ENV = "MODELSEEK_MODEL_REGISTRY"
 
@@ -84,7 +84,8 @@ class ModelEntry(Config):
     :func:`modelseek.retrieval.vision.models.resolve_entry` when the model is used."""
 
     model_name: str
-    source: str  # a name registered in modelseek.retrieval.vision.sources.SOURCES (the registry is the list of sources)
+    # a name registered in modelseek.retrieval.vision.sources.SOURCES (the registry is the list of sources)
+    source: str
     layer: str = "output"
     embedding: Strategy = Strategy.POOL
     weights: str | None = None

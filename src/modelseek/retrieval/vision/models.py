@@ -10,14 +10,16 @@ Public entry points (stable names)::
     embed_catalog(entry, catalog, cache_dir=None) -> np.ndarray   # images or texts of a StimulusCatalog
 
 ``entry`` is a :class:`~modelseek.align.formats.ModelEntry` or its dict form. Each ``source`` is one class in
-:mod:`modelseek.retrieval.vision.sources` (torchvision, timm, open_clip, transformers, custom), registered by name;
+:mod:`modelseek.retrieval.vision.sources` (torchvision, timm, open_clip, transformers, custom), registered by
+name;
 :func:`load_model` asks the entry's source to build the model, then resolves the layer.
 
 ``weights`` null or ``"random"`` means random init with ``torch.manual_seed(model_parameters.seed or 0)``
 inside :func:`torch.random.fork_rng` (the caller's RNG state is untouched); a path to an existing file loads
 a state dict (``.safetensors`` or a torch checkpoint, strictly); ``imagenet``/``pretrained`` the library's
 pretrained weights (timm: those of the name's tag). Pretrained weights that cannot be had are an
-:class:`~modelseek.retrieval.vision.sources.WeightsUnavailable` error, or, with ``random_fallback=True`` (``align
+:class:`~modelseek.retrieval.vision.sources.WeightsUnavailable` error, or, with ``random_fallback=True``
+(``align
 validate --deep``), random weights with a note saying so.
 
 The hook stops the forward pass once the hooked layer has run (later layers are not computed). If a module
@@ -40,7 +42,8 @@ from ...core.errors import InputError
 from ..features.cache import FeatureCache, cache_key, texts_fingerprint
 from ...core.progress import progress_bar
 from ...core.registry import closest
-from ...align.formats import IMAGENET_MEAN, IMAGENET_STD, Modality, ModelEntry, Preprocess, Strategy, MAX_INPUT_SIDE
+from .choices import Modality, Strategy
+from .entries import IMAGENET_MEAN, IMAGENET_STD, MAX_INPUT_SIDE, ModelEntry, Preprocess
 from .sources import LoadedModel, Spec, WeightsUnavailable, get_source
 
 log = logging.getLogger(__name__)

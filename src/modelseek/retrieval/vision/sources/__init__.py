@@ -19,7 +19,8 @@ def check_source(name: str, obj: object) -> type[ModelSource]:
     ``defaults(entry)``, and string ``package`` and ``extra``."""
 
     if not (isinstance(obj, type) and issubclass(obj, ModelSource)):
-        raise TypeError(f"a model source is a ModelSource subclass (modelseek.retrieval.vision.sources.base), got {obj!r}")
+        raise TypeError("a model source is a ModelSource subclass (modelseek.retrieval.vision.sources.base), "
+                        f"got {obj!r}")
     named(f"model source {obj.__name__}", obj.name, name)
     takes(f"{obj.__name__}.build", obj.build, ("entry", "spec"))
     takes(f"{obj.__name__}.defaults", obj.defaults, ("entry",))

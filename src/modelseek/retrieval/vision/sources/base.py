@@ -4,8 +4,8 @@ random init, checkpoints, and one offline check.
 The contract of a source is :class:`ModelSource`: a subclass sets ``name`` (the registry entry's ``source``),
 ``package`` and ``extra`` (what to install), implements ``build(entry, spec) -> LoadedModel`` (without the layer
 resolved) and may override ``defaults(entry) -> dict`` (the model's own input size and preprocessing). It registers in
-:data:`modelseek.retrieval.vision.sources.SOURCES` with ``@register("model source")`` in its own module of the package
-(or, from
+:data:`modelseek.retrieval.vision.sources.SOURCES` with ``@register("model source")`` in its own module of the
+package (or, from
 outside, as an entry point of the ``modelseek.sources`` group); the registry is the list of sources, so adding a
 source is one file, and a registry entry may name it at once.
 """

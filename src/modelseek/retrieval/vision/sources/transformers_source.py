@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ....core.errors import InputError
-from ....align.formats import Modality
+from ..choices import Modality
 from ....core.kinds import register
 from .base import (LoadedModel, ModelSource, WeightsUnavailable, _first_line, import_package, offline,
                    offline_reason, seeded)
