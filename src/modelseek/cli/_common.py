@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Any
 
 from ..core import clash as paths_rule
-from ..core.config import MAX_SAMPLES, Constraint, Interval, check, coerce
-from ..retrieval.data.pool import load_pool
-from ..retrieval.data.truth import GradingScheme, GroundTruth
+from ..core import MAX_SAMPLES, Constraint, Interval, check, coerce
+from ..retrieval import load_pool
+from ..retrieval import GradingScheme, GroundTruth
 from ..core.errors import InputError
 from ..core.io import check_readable
-from ..retrieval.data.organisers import find_layout
+from ..retrieval import find_layout
 
 
 #: the role (modelseek.core.clash) of a path option whose ``type=`` says it (input_file_of adds its converters)
@@ -245,7 +245,7 @@ def check_before_work(args: argparse.Namespace, parser: argparse.ArgumentParser 
     if check is not None:
         check(args)
     if isinstance(getattr(args, "run_id", None), str):
-        from ..retrieval.data.run import check_run_id
+        from ..retrieval import check_run_id
 
         check_run_id(args.run_id, field="--run-id")
     for value in vars(args).values():

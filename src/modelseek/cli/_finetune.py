@@ -4,11 +4,11 @@ that ``rank`` runs after ranking."""
 from __future__ import annotations
 
 from ._common import EXECUTOR_REGISTRY, POSITIVE_INT, add_registry_option
-from ..retrieval.funnel.curve import rerank
+from ..retrieval import rerank
 
 
 def load_recipe(args):
-    from ..retrieval.finetune.recipe import PROTOCOL, Recipe  # lazy: pandas
+    from ..retrieval import PROTOCOL, Recipe  # lazy: pandas
 
     recipe = Recipe.from_yaml(args.recipe) if args.recipe else PROTOCOL
     return recipe.with_overrides(args.overrides) if args.overrides else recipe
@@ -37,7 +37,7 @@ def verify_after_rank(args, runs, tasks, pool) -> int:
     """Run the verification asked for on the first run; print (or return as JSON) the table."""
     if not getattr(args, "verify_top", None) and not getattr(args, "halving", False):
         return 0
-    from ..retrieval.finetune.verify import successive_halving, verify_top  # lazy: pandas
+    from ..retrieval import successive_halving, verify_top  # lazy: pandas
 
     recipe = load_recipe(args)
     store = args.finetune_store or "modelseek-verify.sqlite"
@@ -65,7 +65,8 @@ def verify_after_rank(args, runs, tasks, pool) -> int:
 
 
 def _print_final(run, tid: str, table) -> None:
-    """The final ranking after the fine-tunes, as the funnel makes it (:func:`modelseek.retrieval.funnel.curve.rerank`)."""
+    """The final ranking after the fine-tunes, as the funnel makes it
+    (:func:`~modelseek.retrieval.funnel.curve.rerank`)."""
     import math
 
     done = {str(r["model_id"]): float(r["val_f1"]) for r in table.to_dict("records")

@@ -6,10 +6,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..retrieval.data.run import read_run, read_runs
-from ..retrieval.data.truth import GroundTruth
-from ..retrieval.evaluation import check_shared_topics as shared_topics
-from ..retrieval.evaluation import Order, harmonise, pool_aliases  # noqa: F401  (the library's policy; re-exported for commands)
+from ..retrieval import read_run, read_runs
+from ..retrieval import GroundTruth
+from ..retrieval import check_shared_topics as shared_topics
+from ..retrieval import Order, harmonise, pool_aliases  # noqa: F401  (the library's policy; re-exported for commands)
 from ._common import TASKS_FILE, TRUTH_FILE, add_scheme, choice, int_at_least, load_truth, metavar
 
 TRUTH_FORMATS = ("auto", "csv", "qrels")
@@ -60,6 +60,7 @@ def load_runs(path, run_id=None):
 
 
 def check_shared_topics(runs, truth, path) -> None:
-    """The library's rule (:func:`modelseek.retrieval.evaluation.check_shared_topics`) on every run read from ``path``."""
+    """The library's rule (:func:`~modelseek.retrieval.evaluation.check_shared_topics`) on every run read from
+    ``path``."""
     for r in runs:
         shared_topics(r, truth, path)

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from ..align.formats import (REGISTRY_ENV, ModelRegistry, StimulusCatalog, SubmissionForm, Team, load_align_submission,
+from ..align import (REGISTRY_ENV, ModelRegistry, StimulusCatalog, SubmissionForm, Team, load_align_submission,
                              validate_align_submission)
 from ..core.errors import InputError
 from ..core.io import atomic_write_text
@@ -156,7 +156,7 @@ def _load(args):
 
 
 def _cache(args):
-    from ..align.scoring import default_cache_dir  # lazy: start-up, CLI parser
+    from ..align import default_cache_dir  # lazy: start-up, CLI parser
 
     return Path(args.cache_dir) if args.cache_dir else default_cache_dir()
 
@@ -179,7 +179,7 @@ def run_validate(args) -> int:
                     "layer_overrides": overrides})
     checks = []
     if args.deep:
-        from ..align.checks import deep_check  # lazy: start-up, CLI parser
+        from ..align import deep_check  # lazy: start-up, CLI parser
 
         checks = deep_check(registry, sub, progress=not args.json)
         out["checks"] = [c.to_dict() for c in checks]
@@ -208,14 +208,14 @@ def run_validate(args) -> int:
             print(f"note: {len(fb)} model(s) checked with RANDOM weights (pretrained ones could not be fetched): "
                   f"layers and dims are right, their embeddings would not be")
     if checks:
-        from ..align.checks import raise_for_checks  # lazy: start-up, CLI parser
+        from ..align import raise_for_checks  # lazy: start-up, CLI parser
 
         raise_for_checks(checks, registry, sub, args.submission)
     return 0
 
 
 def run_score(args) -> int:
-    from ..align.scoring import score_submission  # lazy: start-up, CLI parser
+    from ..align import score_submission  # lazy: start-up, CLI parser
 
     registry, catalog = _load(args)
     sub = validate_align_submission(args.submission, registry, catalog, min_models=args.min_models,
@@ -234,8 +234,8 @@ def run_score(args) -> int:
 
 
 def run_optimize(args) -> int:
-    from ..align.optimize import OptimizeOptions, optimize_submission  # lazy: start-up, CLI parser
-    from ..align.plots import plot_trajectory  # lazy: pandas
+    from ..align import OptimizeOptions, optimize_submission  # lazy: start-up, CLI parser
+    from ..align import plot_trajectory  # lazy: pandas
 
     team = args.team
     if args.cka_matrix and team is not Team.BLUE:
@@ -281,8 +281,8 @@ def run_optimize(args) -> int:
 
 
 def run_embed(args) -> int:
-    from ..align.formats.arrays import MANIFEST, save_embeddings  # lazy: start-up, CLI parser
-    from ..align.scoring import AlignData  # lazy: start-up, CLI parser
+    from ..align import MANIFEST, save_embeddings  # lazy: start-up, CLI parser
+    from ..align import AlignData  # lazy: start-up, CLI parser
 
     registry, catalog = _load(args)
     data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size, progress=not args.json)
@@ -302,9 +302,9 @@ def run_embed(args) -> int:
 def run_matrix(args) -> int:
     import numpy as np
 
-    from ..align.formats.arrays import save_cka_matrix  # lazy: start-up, CLI parser
-    from ..align.plots import cka_heatmap  # lazy: pandas
-    from ..align.scoring import AlignData, near_duplicates  # lazy: start-up, CLI parser
+    from ..align import save_cka_matrix  # lazy: start-up, CLI parser
+    from ..align import cka_heatmap  # lazy: pandas
+    from ..align import AlignData, near_duplicates  # lazy: start-up, CLI parser
 
     registry, catalog = _load(args)
     data = AlignData.compute(registry, catalog, args.models, _cache(args), args.batch_size, progress=not args.json)

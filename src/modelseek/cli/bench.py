@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
-from ..core.config import parse_overrides
-from ..retrieval.data.run import write_runs
-from ..retrieval.rankers.resolve import describe_methods
-from ..core.clash import FOLDER_READS
+from ..core import parse_overrides
+from ..retrieval import write_runs
+from ..retrieval import describe_methods
+from ..core import FOLDER_READS
 from ._common import declare_paths
 from ._common import OUTPUT_FILE, POSITIVE_INT, SAMPLE_COUNT, SEED, add_scheme, int_at_least, print_json
 
@@ -47,18 +47,18 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..retrieval.bench import bench  # lazy: pandas
+    from ..retrieval import bench as library  # lazy: pandas  (the module: its function has the module's name)
 
     # the library's bench: PATH read by resolve_folder (ROOT, ROOT/data, a layout or the CSV), its pool, the
     # card pool of a card-reading method, the baseline's comparison
-    res = bench(args.path, args.method, ground_truth=args.ground_truth, pool=args.pool, folds=args.folds,
+    res = library.bench(args.path, args.method, ground_truth=args.ground_truth, pool=args.pool, folds=args.folds,
                 seed=args.seed, repeats=args.repeats, baseline=args.baseline, n_resamples=args.bootstrap,
                 scheme=args.scheme, params=parse_overrides(args.param or [], "--param"),
                 allow_failures=args.allow_failures, progress=not args.json)
     if args.run_out:
         write_runs(args.run_out, [res.results[m].runs[0] for m in res.methods])
     if args.plot:
-        from ..core.plots import plot_tier_intervals  # lazy: pandas
+        from ..core import plot_tier_intervals  # lazy: pandas
 
         plot_tier_intervals(res.summaries, "ndcg@5", args.plot)
     doc = res.to_json()

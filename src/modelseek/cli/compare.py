@@ -15,8 +15,8 @@ import argparse
 import sys
 
 from ..core.errors import InputError
-from ..retrieval.evaluation import evaluate
-from ..retrieval.metrics import RANKING_METRICS as _DEFAULT
+from ..retrieval import evaluate
+from ..retrieval import RANKING_METRICS as _DEFAULT
 from ._common import declare_paths
 from ._common import PROBABILITY, RUN_FILE, SAMPLE_COUNT, SEED, print_json
 from ._truth import add_truth_args, check_shared_topics, harmonise, load_runs, read_truth
@@ -134,7 +134,7 @@ def render_latex(res: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..retrieval.comparison import check_comparison, compare_runs  # lazy: start-up, CLI parser
+    from ..retrieval import check_comparison, compare_runs  # lazy: start-up, CLI parser
 
     truth = read_truth(args)
     runs = []

@@ -9,10 +9,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..retrieval.api import rank
-from ..retrieval.data.loaders import load_table_task
-from ..retrieval.data.pool import ntcir_pool
-from ..retrieval.data.run import validate_run
+from ..retrieval import rank
+from ..retrieval import load_table_task
+from ..retrieval import ntcir_pool
+from ..retrieval import validate_run
 from ._common import OUTPUT_DIR, SEED
 
 
@@ -28,7 +28,7 @@ def register(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..retrieval.data.synthetic import make_text_task, write_task_table  # lazy: pandas
+    from ..retrieval import make_text_task, write_task_table  # lazy: pandas
 
     out = Path(args.out)
     data = write_task_table(make_text_task("demo", n_classes=4, seed=args.seed), out / "demo-task.csv")
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
               f"score is its negative (TREC runs rank higher scores first)")
     print(f"run file (valid TREC format): {run_path}")
     if args.layout:
-        from ..retrieval.data.synthetic import make_ntcir_layout  # lazy: pandas
+        from ..retrieval import make_ntcir_layout  # lazy: pandas
 
         root = make_ntcir_layout(out / "subtask-a", n_tasks=24, n_models=8, seed=args.seed)
         print(f"generated NTCIR-19 Subtask A layout (24 tasks x 8 models): {root}")

@@ -11,7 +11,7 @@ import functools
 import json
 from pathlib import Path
 
-from ..retrieval.data.run import read_runs
+from ..retrieval import read_runs
 from ..core.errors import InputError
 from ..core.io import atomic_write_text
 from ._common import declare_paths
@@ -34,13 +34,13 @@ def _db_errors(fn):
         try:
             return fn(args)
         except sa.exc.SQLAlchemyError as exc:
-            from ..duel.database import _reason  # lazy: scipy
+            from ..duel import _reason  # lazy: scipy
 
             raise InputError(f"the database cannot be used ({_reason(exc)}): a table is missing or damaged; "
                              "modelseek duel db verify checks it", path=_shown(getattr(args, "db", "")),
                              field="db") from None
         except InputError as exc:
-            from ..duel.database import mask_secrets  # lazy: scipy
+            from ..duel import mask_secrets  # lazy: scipy
 
             db = str(getattr(args, "db", "") or "")
             text = str(exc)
@@ -54,7 +54,7 @@ def _db_errors(fn):
 
 def _shown(db) -> str:
     """``--db`` as printed: a URL's password masked."""
-    from ..duel.database import mask_secrets  # lazy: scipy
+    from ..duel import mask_secrets  # lazy: scipy
 
     return mask_secrets(str(db or ""))
 
@@ -318,7 +318,7 @@ def _db_args(p) -> None:
 
 
 def _config(args):
-    from ..duel.config import LeaderboardConfig  # lazy: scipy
+    from ..duel import LeaderboardConfig  # lazy: scipy
 
     return LeaderboardConfig.load(args.metadata)
 
@@ -327,7 +327,7 @@ def _db(text: str) -> str:
     """``--db`` for a command whose work must outlive it: an in-memory SQLite database (``sqlite://``,
     ``sqlite:///``, ``:memory:``) would be created empty and lost at exit — a pre-submission whose token
     can never be confirmed, an upgrade of nothing — so it is refused."""
-    from ..duel.database import database_url  # lazy: scipy
+    from ..duel import database_url  # lazy: scipy
 
     url = database_url(text)
     path = url.split("://", 1)[1][1:]
@@ -338,8 +338,8 @@ def _db(text: str) -> str:
 
 
 def _store(args):
-    from ..duel.config import LeaderboardConfig  # lazy: scipy
-    from ..duel.storage import Store  # lazy: pandas, scipy
+    from ..duel import LeaderboardConfig  # lazy: scipy
+    from ..duel import Store  # lazy: pandas, scipy
 
     if args.duel_command != "serve":
         _db(args.db)
@@ -347,7 +347,7 @@ def _store(args):
 
 
 def _compile(args) -> int:
-    from ..duel.compile import compile_submission  # lazy: scipy
+    from ..duel import compile_submission  # lazy: scipy
 
     meta = {k: v for k, v in (("precision", args.precision), ("n_params", args.params), ("source", args.source))
             if v is not None}
@@ -362,7 +362,7 @@ def _compile(args) -> int:
 def _load_all(paths: list[str], config):
     """Load every submission; two naming the same model, or with other samples on a task than the first, are an
     error naming the later file (the library's rules: :func:`~modelseek.duel.submission.check_distinct_models`)."""
-    from ..duel.submission import check_distinct_models, check_sample_counts, load_submission  # lazy: scipy
+    from ..duel import check_distinct_models, check_sample_counts, load_submission  # lazy: scipy
 
     subs = [load_submission(s, config) for s in paths]
     check_distinct_models(subs, [str(p) for p in paths])
@@ -374,7 +374,7 @@ def _validate(args) -> int:
     config = _config(args)
     subs = _load_all(args.submissions, config)
     if args.reference:
-        from ..duel.reference import Reference  # lazy: scipy
+        from ..duel import Reference  # lazy: scipy
 
         ref = Reference.load(args.reference, config)
         for path, s in zip(args.submissions, subs):
@@ -386,8 +386,8 @@ def _validate(args) -> int:
 
 
 def _tournament(args) -> int:
-    from ..duel.engine import Settings  # lazy: scipy
-    from ..duel.tournament import tournament  # lazy: scipy
+    from ..duel import Settings  # lazy: scipy
+    from ..duel import tournament  # lazy: scipy
 
     config = _config(args)
     subs = _load_all(args.submissions, config)
@@ -398,14 +398,14 @@ def _tournament(args) -> int:
     else:
         print(res.table(args.level).to_string(index=False))
         if res.copies:
-            from ..duel.copies import RULE  # lazy: scipy
+            from ..duel import RULE  # lazy: scipy
 
             print(RULE + " Here: " + "; ".join(f"{m} ~ {', '.join(o)}" for m, o in sorted(res.copies.items())))
     return 0
 
 
 def _runs(args) -> int:
-    from ..duel.runs import runs_tournament  # lazy: scipy
+    from ..duel import runs_tournament  # lazy: scipy
 
     runs, sources = [], []
     for path in args.runs:
@@ -439,7 +439,7 @@ def _presubmit(args) -> int:
     for note in pv.warnings:
         print(f"note: {note}")
     if store.near_copies():
-        from ..duel.copies import RULE  # lazy: scipy
+        from ..duel import RULE  # lazy: scipy
 
         print(RULE)
     if args.confirm:
@@ -451,7 +451,7 @@ def _presubmit(args) -> int:
 
 @_db_errors
 def _confirm(args) -> int:
-    from ..duel.publish import StalePreview  # lazy: pandas, scipy
+    from ..duel import StalePreview  # lazy: pandas, scipy
 
     store = _store(args)
     try:
@@ -489,7 +489,7 @@ def _leaderboard(args) -> int:
         print(df.to_string(index=False) if len(df) else "(no published submissions)")
         copies = store.near_copies()
         if copies and not args.model:
-            from ..duel.copies import RULE  # lazy: scipy
+            from ..duel import RULE  # lazy: scipy
 
             print(RULE + " Here: " + "; ".join(f"{m} ~ {', '.join(o)}" for m, o in sorted(copies.items())))
     return 0
@@ -497,7 +497,7 @@ def _leaderboard(args) -> int:
 
 @_db_errors
 def _serve(args) -> int:
-    from ..duel.app import build_app, launch  # lazy: pandas, scipy
+    from ..duel import build_app, launch  # lazy: pandas, scipy
 
     if not args.db:
         raise InputError("--db is required")
@@ -529,7 +529,7 @@ def _serve(args) -> int:
 
 @_db_errors
 def _db_verify(args) -> int:
-    from ..duel.database import verify_database  # lazy: scipy
+    from ..duel import verify_database  # lazy: scipy
 
     problems, top, hashes = verify_database(_db(args.db))
     if args.head and args.head not in hashes:
@@ -546,8 +546,8 @@ def _db_verify(args) -> int:
 
 @_db_errors
 def _db_recover(args) -> int:
-    from ..duel.recovery import recover  # lazy: scipy
-    from ..duel.storage import Store  # lazy: pandas, scipy
+    from ..duel import recover  # lazy: scipy
+    from ..duel import Store  # lazy: pandas, scipy
 
     store = Store(_db(args.db))
     notes = recover(store, apply=args.apply, after_head=args.after_head)
@@ -570,7 +570,7 @@ def _db_recover(args) -> int:
 
 
 def _db_grants(args) -> int:
-    from ..duel.schema import grants  # lazy: scipy
+    from ..duel import grants  # lazy: scipy
 
     print("\n".join(grants(args.role)))
     return 0
@@ -578,8 +578,8 @@ def _db_grants(args) -> int:
 
 @_db_errors
 def _example(args) -> int:
-    from ..duel.config import LeaderboardConfig  # lazy: scipy
-    from ..duel.examples import write_examples  # lazy: scipy
+    from ..duel import LeaderboardConfig  # lazy: scipy
+    from ..duel import write_examples  # lazy: scipy
 
     paths, meta = write_examples(args.folder, n_models=args.models, seed=args.seed)
     for p in paths:
@@ -588,8 +588,8 @@ def _example(args) -> int:
     print(f"wrote {meta} (the leaderboard's tasks: {len(config.tasks)})")
     print(f"wrote {meta.with_name('reference.json')} (the tasks' doc_ids and gold labels: a board's reference)")
     if args.db:
-        from ..duel.storage import Store  # lazy: pandas, scipy
-        from ..duel.submission import load_submission  # lazy: scipy
+        from ..duel import Store  # lazy: pandas, scipy
+        from ..duel import load_submission  # lazy: scipy
 
         store = Store(_db(args.db), config=config, demo=True)
         store.publish_many([load_submission(p, config) for p in paths])
@@ -601,7 +601,7 @@ def _example(args) -> int:
 
 @_db_errors
 def _db_init(args) -> int:
-    from ..duel.storage import create_board  # lazy: pandas, scipy
+    from ..duel import create_board  # lazy: pandas, scipy
 
     store = create_board(_db(args.db), _config(args), args.reference, review=args.review)
     top = store.head()
@@ -612,7 +612,7 @@ def _db_init(args) -> int:
 
 @_db_errors
 def _db_upgrade(args) -> int:
-    from ..duel.database import upgrade_database  # lazy: scipy
+    from ..duel import upgrade_database  # lazy: scipy
 
     before, after = upgrade_database(_db(args.db))
     print(f"schema {after}" + (" (already up to date)" if before == after else f" (was {before or 'empty'})"))
@@ -620,6 +620,6 @@ def _db_upgrade(args) -> int:
 
 
 def _keyed() -> bool:
-    from ..duel.chain import operator_key  # lazy: scipy
+    from ..duel import operator_key  # lazy: scipy
 
     return operator_key() is not None

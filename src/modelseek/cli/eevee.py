@@ -7,14 +7,14 @@ import argparse
 import sys
 from numbers import Real
 
-from ..core.config import Interval, parse_overrides
-from ..retrieval.data.truth import GroundTruth
+from ..core import Interval, parse_overrides
+from ..retrieval import GroundTruth
 from ..eevee import BatchedEvaluator, MetaConfig, SearchConfig, importance, parse_ks, search, sweep, tiers
-from ..eevee.honest import BASELINES, DESCRIPTIONS, NestedConfig, paired_interval
-from ..eevee.models import META_MODELS
-from ..eevee.report import BASELINE, baseline_dict, search_report
-from ..eevee.search import choose_k
-from ..eevee.table import Table, load_table, read_costs, read_task_mapping, read_task_weights
+from ..eevee import BASELINES, DESCRIPTIONS, NestedConfig, paired_interval
+from ..eevee import META_MODELS
+from ..eevee import BASELINE, baseline_dict, search_report
+from ..eevee import choose_k
+from ..eevee import Table, load_table, read_costs, read_task_mapping, read_task_weights
 from ..core.errors import InputError
 from ._common import declare_paths
 from ._common import (EXISTING_FILE, NON_NEGATIVE_INT, OUTPUT_DIR, OUTPUT_FILE, POSITIVE_INT, SEED, LazyText,
@@ -321,7 +321,7 @@ def _sweep(args, table, ev, cfg, base, progress: bool, nested, order) -> int:
     results = sweep(table, ks, cfg, out_dir=args.out, progress=progress, evaluator=ev, nested=nested, order=order)
     k_use = choose_k(results)
     if args.plot:
-        from ..eevee.plots import plot_score_vs_k  # lazy: start-up, CLI parser
+        from ..eevee import plot_score_vs_k  # lazy: start-up, CLI parser
 
         plot_score_vs_k(results, args.plot)
     if args.json:
@@ -398,7 +398,7 @@ def _importance(args, table, ev, cfg, base, progress: bool) -> int:
     items = importance(ev, subset)
     whole = ev.score(subset)
     if args.plot:
-        from ..eevee.plots import plot_importance  # lazy: start-up, CLI parser
+        from ..eevee import plot_importance  # lazy: start-up, CLI parser
 
         plot_importance(items, args.plot)
     if args.json:

@@ -12,13 +12,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..retrieval.metrics import DEFAULT_METRICS as _DEFAULT
+from ..retrieval import DEFAULT_METRICS as _DEFAULT
 from ._common import declare_paths
 from ._common import RUN_FILE, print_json
 from ._truth import add_truth_args, check_shared_topics, load_runs, read_truth
 from ..core.errors import InputError
-from ..retrieval.evaluation import evaluate
-from ..retrieval.data.style_truth import is_style_truth
+from ..retrieval import evaluate
+from ..retrieval import is_style_truth
 
 DEFAULT_METRICS = ",".join(_DEFAULT)  # the library's default (ms.evaluate's): nDCG@1,3,5, MRR, weighted Kendall tau
 
@@ -64,7 +64,7 @@ def _names_image_id(path: str) -> bool:
 
 def _style(args: argparse.Namespace) -> int:
     """``evaluate RUN --ground-truth train.csv`` on a Subtask B truth: MRR per run with its interval."""
-    from ..style.evaluation import evaluate_style_runs  # lazy: pandas, scipy
+    from ..style import evaluate_style_runs  # lazy: pandas, scipy
 
     scores = evaluate_style_runs(args.run, args.ground_truth, getattr(args, "run_id", None))
     if args.json:

@@ -7,11 +7,11 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..retrieval.data.loaders import load_tasks
-from ..retrieval.data.pool import load_pool
-from ..retrieval.data.truth import GradingScheme
+from ..retrieval import load_tasks
+from ..retrieval import load_pool
+from ..retrieval import GradingScheme
 from ..core.errors import InputError
-from ..core.clash import TASK_READS
+from ..core import TASK_READS
 from ._common import declare_paths
 from ._common import EXECUTOR_REGISTRY, OUTPUT_FILE, SEED, add_registry_option, choice, metavar, print_json
 from ._finetune import load_recipe
@@ -64,11 +64,11 @@ def _first_line(text: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..retrieval.finetune.grid import run_grid  # lazy: pandas
+    from ..retrieval import run_grid  # lazy: pandas
 
     recipe = load_recipe(args)
     if args.executor == "local" and recipe.device.value == "cuda":  # before the pool and tasks are read
-        from ..retrieval.finetune.protocol import resolve_device  # lazy: pandas; (run_grid checks it too, for the API)
+        from ..retrieval import resolve_device  # lazy: pandas; (run_grid checks it too, for the API)
 
         resolve_device(recipe)
     pool = load_pool(args.pool)
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         grid.ground_truth(tasks).to_csv(out, scheme=args.scheme)
         wrote = True
     if args.plot and grid.n_done:
-        from ..retrieval.finetune.curves import plot_learning_curves  # lazy: pandas
+        from ..retrieval import plot_learning_curves  # lazy: pandas
 
         plot_learning_curves(grid.store.records(j.key for j in grid.jobs), args.plot)
     summary = {"jobs": len(grid.jobs), "skipped": grid.skipped, "ran": grid.ran, "elsewhere": grid.elsewhere,

@@ -4,7 +4,7 @@ declares them) and, for one that cannot be used, why (:func:`modelseek.core.kind
 from __future__ import annotations
 
 from ._common import print_json
-from ..core.kinds import KINDS, kind, report
+from ..core import KINDS, kind, report
 
 
 def register(sub) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..retrieval.data.pool import load_pool
+from ..retrieval import load_pool
 from ..core.errors import InputError
 from ._common import declare_paths
 from ._common import OUTPUT_FILE, print_json
@@ -41,7 +41,7 @@ def register(sub) -> None:
 
 
 def _show(args: argparse.Namespace) -> int:
-    from ..retrieval.profiles import profile_for, read_profiles  # lazy: start-up, CLI parser
+    from ..retrieval import profile_for, read_profiles  # lazy: start-up, CLI parser
 
     pool = load_pool(args.pool)
     extra = read_profiles(args.profiles) if args.profiles else None
@@ -57,8 +57,8 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _fetch(args: argparse.Namespace) -> int:
-    from ..retrieval.profiles import fetch_profile, hub_unreachable, write_profiles  # lazy: start-up, CLI parser
-    from ..retrieval.features.sources import hub_offline_reason  # lazy: start-up
+    from ..retrieval import fetch_profile, hub_unreachable, write_profiles  # lazy: start-up, CLI parser
+    from ..retrieval import hub_offline_reason  # lazy: start-up
 
     hub_unreachable(args.hf_ids)  # offline: refused at once, before any download is tried
     offline = hub_offline_reason() is not None
@@ -69,7 +69,7 @@ def _fetch(args: argparse.Namespace) -> int:
 
 
 def _from_facts(args: argparse.Namespace) -> int:
-    from ..retrieval.profiles import profiles_from_facts, write_profiles  # lazy: start-up, CLI parser
+    from ..retrieval import profiles_from_facts, write_profiles  # lazy: start-up, CLI parser
 
     profs = profiles_from_facts(args.facts)
     if not profs:

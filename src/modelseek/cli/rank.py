@@ -14,17 +14,17 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from ..retrieval.api import folder_request, training_data
-from ..retrieval.api import cross_fitted, rank_explained
-from ..core.config import parse_overrides
-from ..retrieval.data.loaders import load_table_task
-from ..retrieval.data.run import write_runs
-from ..retrieval.data.task import LabelKind
+from ..retrieval import folder_request, training_data
+from ..retrieval import cross_fitted, rank_explained
+from ..core import parse_overrides
+from ..retrieval import load_table_task
+from ..retrieval import write_runs
+from ..retrieval import LabelKind
 from ..core.errors import InputError
 from ..core.io import check_readable
-from ..retrieval.rankers.default import default_spec
-from ..retrieval.rankers.resolve import describe_methods, split_params
-from ..core.clash import FOLDER_READS
+from ..retrieval import default_spec
+from ..retrieval import describe_methods, split_params
+from ..core import FOLDER_READS
 from ._common import declare_paths
 from ._common import (NON_NEGATIVE_INT, OUTPUT_FILE, SEED, int_at_least, load_pool_arg, load_truth, print_json)
 from ._finetune import add_verify_args, verify_after_rank

@@ -12,17 +12,17 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.clash import FOLDER_READS
+from ..core import FOLDER_READS
 from ._common import declare_paths
 from ._common import (EXECUTOR_REGISTRY, NON_NEGATIVE_FLOAT, OUTPUT_DIR, POSITIVE_INT, SEED, add_registry_option,
                       existing_file, print_json)
-from ..retrieval.funnel import format_seconds, parse_budget, select
-from ..retrieval.funnel.pools import load_any_pool
+from ..retrieval import format_seconds, parse_budget, select
+from ..retrieval import load_any_pool
 from ._finetune import load_recipe
-from ..retrieval.data.loaders import load_table_task
+from ..retrieval import load_table_task
 
 if TYPE_CHECKING:
-    from ..retrieval.data.task import Task
+    from ..retrieval import Task
 
 
 def register(sub) -> None:

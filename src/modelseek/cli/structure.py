@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..retrieval.data.truth import GroundTruth
+from ..retrieval import GroundTruth
 from ._common import declare_paths
 from ._common import PROBABILITY, TASKS_FILE, TRUTH_FILE, SAMPLE_COUNT, SEED, OUTPUT_FILE, int_at_least, print_json
 from ._truth import pool_aliases
@@ -133,7 +133,7 @@ def _verdict(s, names: dict[str, str]) -> str:
 def plot(path, results: dict) -> None:
     import numpy as np
 
-    from ..core.plots import _figure, save_figure  # lazy: pandas
+    from ..core import _figure, save_figure  # lazy: pandas
 
     plt = _figure()
     fig, axes = plt.subplots(1, len(results), figsize=(3.4 * len(results), 3.2), squeeze=False, sharey=True)
@@ -155,7 +155,7 @@ def plot(path, results: dict) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..core.stats.structure import truth_structure  # lazy: start-up, CLI parser
+    from ..core import truth_structure  # lazy: start-up, CLI parser
 
     names = _names(args)  # a bad --pool fails before the permutations run
     truth = _read(args)

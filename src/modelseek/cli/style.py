@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..retrieval.data.run import MAX_RUN_IDS, normalize_b_id, validate_run, write_runs
+from ..retrieval import MAX_RUN_IDS, normalize_b_id, validate_run, write_runs
 from ..core.errors import InputError
-from ..core.clash import FOLDER_READS
+from ..core import FOLDER_READS
 from ._common import declare_paths
 from ._common import NON_NEGATIVE_INT, OUTPUT_DIR, OUTPUT_FILE, SEED, int_at_least, print_json
 
@@ -75,7 +75,7 @@ def register(sub) -> None:
 
 def check_bench(args: argparse.Namespace) -> None:
     """bench-style's options together, before any image is read or generated (run by the entry point)."""
-    from ..style.pipeline import DEFAULT_METHODS, parse_method  # lazy: pandas, scipy
+    from ..style import DEFAULT_METHODS, parse_method  # lazy: pandas, scipy
 
     if args.generated == bool(args.path):
         raise InputError("give either a labelled set PATH or --generated")
@@ -89,14 +89,14 @@ def check_bench(args: argparse.Namespace) -> None:
 
 def _organiser(args):
     """The data/ folder when the training set is the organisers' layout (and --images is not given)."""
-    from ..style.layout import organiser_root  # lazy: pandas, scipy
+    from ..style import organiser_root  # lazy: pandas, scipy
 
     return organiser_root(args.train) if args.images is None else None
 
 
 def _load_train(args):
-    from ..style.data import is_subtask_b, load_folder_dataset, load_subtask_b_train  # lazy: pandas, scipy
-    from ..style.layout import load_organiser_train  # lazy: pandas, scipy
+    from ..style import is_subtask_b, load_folder_dataset, load_subtask_b_train  # lazy: pandas, scipy
+    from ..style import load_organiser_train  # lazy: pandas, scipy
 
     root = Path(args.train if hasattr(args, "train") else args.path)
     if not root.exists():
@@ -110,9 +110,9 @@ def _load_train(args):
 
 
 def _load_queries(args, train):
-    from ..style.data import (  # lazy: pandas, scipy
+    from ..style import (  # lazy: pandas, scipy
         StyleDataset, _find_image, is_subtask_b, load_query_folder, load_subtask_b_test, read_image_list_located)
-    from ..style.layout import load_organiser_test  # lazy: pandas, scipy
+    from ..style import load_organiser_test  # lazy: pandas, scipy
 
     root = Path(args.train)
     data = _organiser(args)
@@ -134,20 +134,20 @@ def _load_queries(args, train):
 
 
 def run_rank(args: argparse.Namespace) -> int:
-    from ..style.pipeline import StyleRanker, _run_id  # lazy: pandas, scipy
+    from ..style import StyleRanker, _run_id  # lazy: pandas, scipy
 
     if len(args.method) > 1 and args.run_id:
         raise InputError("--run-id needs a single --method")
     if args.output and len(args.method) > MAX_RUN_IDS:
         raise InputError(f"a run file holds at most {MAX_RUN_IDS} runs; got {len(args.method)} methods")
-    from ..style.pipeline import parse_method  # lazy: pandas, scipy
+    from ..style import parse_method  # lazy: pandas, scipy
 
     for method in args.method:  # a misspelt method is reported before any file is read
         parse_method(method)
     train = _load_train(args)
     queries = _load_queries(args, train)
     if queries.paths is not None:  # every query's header is checked before any training: a bad one fails fast
-        from ..style.images import probe  # lazy: pandas, scipy
+        from ..style import probe  # lazy: pandas, scipy
 
         for p in queries.paths:
             probe(p)
@@ -174,8 +174,8 @@ def run_rank(args: argparse.Namespace) -> int:
 
 
 def run_bench(args: argparse.Namespace) -> int:
-    from ..style.generated import generated_style_dataset  # lazy: pandas, scipy
-    from ..style.pipeline import BASELINE, DEFAULT_METHODS, cross_validate_style  # lazy: pandas, scipy
+    from ..style import generated_style_dataset  # lazy: pandas, scipy
+    from ..style import BASELINE, DEFAULT_METHODS, cross_validate_style  # lazy: pandas, scipy
 
     check_bench(args)  # also run by the entry point before any work; here for callers of run_bench
     if args.generated:
@@ -213,7 +213,7 @@ def run_bench(args: argparse.Namespace) -> int:
 def _plot(res, path: str) -> None:
     from matplotlib.figure import Figure  # lazy: matplotlib; a bare Figure renders with Agg, no pyplot or backend
 
-    from ..core.plots import save_figure  # lazy: pandas
+    from ..core import save_figure  # lazy: pandas
 
     methods = sorted(res.methods, key=lambda m: res.mrr[m])
     iv = res.intervals()

@@ -1,4 +1,5 @@
-"""``modelseek submission``: a participant's NTCIR-19 Subtask A runs in one command (:mod:`modelseek.retrieval.submission`)."""
+"""``modelseek submission``: a participant's NTCIR-19 Subtask A runs in one command
+(:mod:`modelseek.retrieval.submission`)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ import argparse
 import shlex
 import sys
 
-from ..retrieval.submission import MAX_RUNS, METHODS, make_submission
-from ..core.clash import FOLDER_READS
+from ..retrieval import MAX_RUNS, METHODS, make_submission
+from ..core import FOLDER_READS
 from ._common import declare_paths
 from ._common import EXISTING_DIR, SEED
 

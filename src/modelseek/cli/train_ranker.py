@@ -9,18 +9,18 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.config import parse_overrides
-from ..retrieval.data.folder import resolve_folder
+from ..core import parse_overrides
+from ..retrieval import resolve_folder
 from ..core.errors import InputError
-from ..retrieval.rankers._artifact import Persistable
-from ..retrieval.rankers.default import artifact_dir, install_default, reset_default, user_dir
-from ..retrieval.rankers.resolve import build, describe_methods, ranker_class, split_params, with_card_pool
-from ..core.clash import FOLDER_READS
+from ..retrieval import Persistable
+from ..retrieval import artifact_dir, install_default, reset_default, user_dir
+from ..retrieval import build, describe_methods, ranker_class, split_params, with_card_pool
+from ..core import FOLDER_READS
 from ._common import declare_paths
 from ._common import OUTPUT_FILE, POSITIVE_INT, SEED, int_at_least, load_pool_arg
 
 if TYPE_CHECKING:
-    from ..retrieval.bench import RefitCheck
+    from ..retrieval import RefitCheck
 
 
 def register(sub) -> None:
@@ -80,7 +80,7 @@ def run(args: argparse.Namespace) -> int:
                          path=truth.source or None, field="model_id")
     tasks = folder.training_tasks(truth.task_ids) if cls.needs_text else None
     if args.cv:
-        from ..retrieval.bench import check_refit  # lazy: pandas
+        from ..retrieval import check_refit  # lazy: pandas
 
         check = check_refit(args.method, truth, pool, tasks=tasks, folds=args.cv, seed=args.seed,
                             repeats=args.repeats, method_params=params, progress=True)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..retrieval.data.loaders import load_tasks, read_tasks_csv
-from ..retrieval.data.pool import load_pool
-from ..retrieval.data.run import validate_run
-from ..retrieval.data.truth import GroundTruth
+from ..retrieval import load_tasks, read_tasks_csv
+from ..retrieval import load_pool
+from ..retrieval import validate_run
+from ..retrieval import GroundTruth
 from ..core.errors import InputError, ValidationError
 from ..core.io import open_text, read_text
 from ._common import declare_paths
-from ..retrieval.data.organisers import find_layout, test_topics
+from ..retrieval import find_layout, test_topics
 
 #: the runs a participant may submit per subtask (NTCIR-19 Model Retrieval)
 MAX_RUNS = 5
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     if args.official:
         subtask, topics, docs, what = _official(args)
     elif args.test_images:  # Subtask B against the organisers' test folder (issue #22)
-        from ..style.evaluation import test_folder_topics  # lazy: pandas, scipy
+        from ..style import test_folder_topics  # lazy: pandas, scipy
 
         subtask = "B"
         topics, docs = test_folder_topics(args.test_images, args.pool)
@@ -118,7 +118,7 @@ def _looks_like_a(path: str, per: dict) -> list[InputError]:
 
 def _official(args: argparse.Namespace) -> tuple[str, list[str] | None, list[str] | None, str]:
     """(subtask, topics, docIDs, what the ok line says) of the organisers' ROOT."""
-    from ..style.layout import organiser_root  # lazy: pandas, scipy
+    from ..style import organiser_root  # lazy: pandas, scipy
 
     root = Path(args.official)
     if not root.is_dir():
@@ -126,7 +126,7 @@ def _official(args: argparse.Namespace) -> tuple[str, list[str] | None, list[str
     layout = find_layout(root, need_tasks=False)
     b_root = organiser_root(root)
     if args.subtask == "B" or (layout is None and b_root is not None):
-        from ..style.evaluation import test_folder_topics  # lazy: pandas, scipy
+        from ..style import test_folder_topics  # lazy: pandas, scipy
 
         topics, docs = test_folder_topics(root, args.pool)
         return "B", topics, docs, f"each ranking the {len(docs)} models for all {len(topics):,} test images"

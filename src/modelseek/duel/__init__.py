@@ -25,10 +25,8 @@ if TYPE_CHECKING:
     from .app import build_app, launch
     from .chain import operator_key
     from .compile import compile_submission
-    from .config import LeaderboardConfig
     from .copies import RULE
-    from .database import _reason, database_url, shown_url, upgrade_database, verify_database
-    from .engine import Settings
+    from .database import _reason, database_url, mask_secrets, upgrade_database, verify_database
     from .examples import write_examples
     from .publish import StalePreview
     from .recovery import recover
@@ -36,18 +34,15 @@ if TYPE_CHECKING:
     from .runs import runs_tournament
     from .schema import grants
     from .storage import Store, create_board
-    from .submission import id_difference, load_submission
-    from .text import name_key
-    from .tournament import tournament
+    from .submission import check_distinct_models, check_sample_counts
 
 #: name -> the module that defines it, imported on first use
-_CLI_NAMES = {"LeaderboardConfig": "config", "RULE": "copies", "Reference": "reference", "Settings": "engine",
-    "StalePreview": "publish", "Store": "storage", "_reason": "database", "build_app": "app",
-    "compile_submission": "compile", "create_board": "storage", "database_url": "database", "grants": "schema",
-    "id_difference": "submission", "launch": "app", "load_submission": "submission", "name_key": "text",
-    "operator_key": "chain", "recover": "recovery", "runs_tournament": "runs", "shown_url": "database",
-    "tournament": "tournament", "upgrade_database": "database", "verify_database": "database",
-    "write_examples": "examples"}
+_CLI_NAMES = {"RULE": "copies", "Reference": "reference", "StalePreview": "publish", "Store": "storage",
+    "_reason": "database", "build_app": "app", "check_distinct_models": "submission",
+    "check_sample_counts": "submission", "compile_submission": "compile", "create_board": "storage",
+    "database_url": "database", "grants": "schema", "launch": "app", "mask_secrets": "database",
+    "operator_key": "chain", "recover": "recovery", "runs_tournament": "runs", "upgrade_database": "database",
+    "verify_database": "database", "write_examples": "examples"}
 # --- end of the CLI's names
 
 
