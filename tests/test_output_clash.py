@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from modelseek import clash
+from modelseek.core import clash
 from modelseek.cli._common import existing_dir, existing_file, flag_of, path_role
 from modelseek.cli.main import build_parser
 from modelseek.core.errors import InputError

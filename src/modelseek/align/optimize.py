@@ -22,6 +22,7 @@ from .formats import AlignSubmission, ModelRegistry, StimulusCatalog, Submission
 from .formats.arrays import load_cka_matrix, load_embeddings
 from .scoring import AlignData, default_cache_dir
 from .solvers import SolverResult, blue_objective, optimize_blue, optimize_red, red_objective
+from .solvers import _check_work
 
 #: annealing steps when :attr:`OptimizeOptions.steps` is None
 DEFAULT_STEPS = {Team.RED: 5000, Team.BLUE: 20_000}
@@ -43,7 +44,6 @@ class OptimizeOptions:
     progress: bool = False
 
     def __post_init__(self) -> None:  # the work counts, before any catalog or model is read
-        from .solvers import _check_work
 
         _check_work(restarts=self.restarts, **({} if self.steps is None else {"steps": self.steps}))
 

@@ -3,7 +3,6 @@
 Option types: every option that takes a number, a choice or a path validates through the ``type=`` helpers
 below, built on :mod:`modelseek.core.config`'s constraints, so a bad value is argparse's usage error (exit 2)
 with one clear line (``argument --seed: must be an integer >= 0, got -1``)::
-
     p.add_argument("--seed", type=SEED, default=0)
     p.add_argument("--folds", type=int_at_least(2), default=5)
     p.add_argument("--alpha", type=PROBABILITY, default=0.05)
@@ -35,6 +34,7 @@ from ..retrieval import GradingScheme, GroundTruth
 from ..core.errors import InputError
 from ..core.io import check_readable
 from ..retrieval import find_layout
+from ..retrieval import check_run_id
 
 
 #: the role (modelseek.core.clash) of a path option whose ``type=`` says it (input_file_of adds its converters)
@@ -245,8 +245,6 @@ def check_before_work(args: argparse.Namespace, parser: argparse.ArgumentParser 
     if check is not None:
         check(args)
     if isinstance(getattr(args, "run_id", None), str):
-        from ..retrieval import check_run_id
-
         check_run_id(args.run_id, field="--run-id")
     for value in vars(args).values():
         for item in value if isinstance(value, (list, tuple)) else (value,):
@@ -413,7 +411,6 @@ def load_pool_arg(value: str | None, root: Path | None = None):
     if value is None:
         found = None
         if root is not None and root.is_dir():
-
             layout = find_layout(root, need_tasks=False)  # the organisers' repository root: data/models.csv
             found = layout.models_csv if layout is not None and layout.models_csv else find_in_root(root, "models.csv")
         return load_pool(found if found is not None else "ntcir19")

@@ -40,6 +40,7 @@ from ..core.stats import bootstrap as _boot
 from ..core.stats.auroc import auroc
 from .config import LeaderboardConfig, Metric
 from .text import check_single_script, clean_name, clean_text, clean_tree, loads_strict, safe_str
+from .text import name_key
 
 log = logging.getLogger(__name__)
 
@@ -562,7 +563,6 @@ def check_distinct_models(subs: list[Submission], sources: list[str] | None = No
     """Two submissions naming the same model are an error naming the later one (by its file when ``sources`` are
     given). Names are compared as a board compares them (:func:`.text.name_key`: case, width and invisible
     characters do not count), so the API and the CLI's tournament agree."""
-    from .text import name_key
 
     seen: dict[str, int] = {}
     for k, s in enumerate(subs):

@@ -8,6 +8,8 @@
 
 from ..retrieval.data.synthetic import make_ground_truth, make_ntcir_layout, make_text_task, write_task_table
 from ..core.kinds import check_member as check
+from ..core.kinds import kind as declared, own_name
+from .contract import check_behaviour
 
 __all__ = ["make_ground_truth", "make_ntcir_layout", "make_text_task", "write_task_table"]
 
@@ -18,8 +20,6 @@ def check_member(kind: str, obj, name: str | None = None):
     it is loaded), then the member called on generated data (:mod:`modelseek.testing.contract`: types, finiteness,
     order independence, seeded determinism). Returns the member as registered; a broken contract raises
     ``TypeError``/``ValueError`` saying what is wrong."""
-    from ..core.kinds import kind as declared, own_name
-    from .contract import check_behaviour
 
     k = declared(kind)
     member = check(kind, obj, name)

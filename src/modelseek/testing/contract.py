@@ -32,6 +32,15 @@ from typing import Any
 import numpy as np
 
 from ..core.errors import InputError
+from ..retrieval.fusion import Fusion
+from ..retrieval.fusion.learned import candidate_fusions
+from ..eevee import Table
+from ..eevee import MetaConfig
+from ..eevee.data import SplitData
+from ..eevee.models import fit_columns
+from ..retrieval.metrics import Judgments
+from ..retrieval.rankers import Ranker
+from ..retrieval.executors import Unit, make_executor
 
 
 def check_behaviour(kind: str, name: str, member: Any) -> None:
@@ -101,9 +110,6 @@ def _combined(name: str, method: Any, v: np.ndarray, w: np.ndarray) -> np.ndarra
 
 
 def check_fusion_behaviour(name: str, method: Any) -> None:
-    from ..retrieval.fusion import Fusion
-    from ..retrieval.fusion.learned import candidate_fusions
-
     v = _values(np.random.default_rng(0))
     w = np.array([0.2, 0.5, 0.3]) if method.takes_weights else np.ones(3)
     fused = _combined(name, method, v, w)
@@ -137,8 +143,6 @@ def signal_table(n_models: int = 16, seed: int = 0) -> Any:
     """A table of benchmark ``target``, its copy and two noise benchmarks (each its own task group)."""
     import pandas as pd  # lazy: pandas
 
-    from ..eevee import Table
-
     rng = np.random.default_rng(seed)
     target = rng.normal(size=n_models)
     cols = {"target.acc": target, "copy.acc": target.copy(), "noise0.acc": rng.normal(size=n_models),
@@ -148,10 +152,6 @@ def signal_table(n_models: int = 16, seed: int = 0) -> Any:
 
 def _meta_losses(name: str, model: Any, seed: int) -> np.ndarray:
     import dataclasses
-
-    from ..eevee import MetaConfig
-    from ..eevee.data import SplitData
-    from ..eevee.models import fit_columns
 
     base = MetaConfig(model="ridge", seed=seed)  # a built-in's config, then the member's own parameters (it
     cfg = dataclasses.replace(base)              # need not be registered to be checked)
@@ -173,8 +173,6 @@ def check_meta_model_behaviour(name: str, model: Any) -> None:
 
 # ------------------------------------------------------------------------------------------ metrics
 def check_metric_behaviour(name: str, metric: Any) -> None:
-    from ..retrieval.metrics import Judgments
-
     grades = {"a": 3, "b": 1, "c": 0, "d": 2}
     j = Judgments(grades, {"a": 0.9, "b": 0.5, "c": 0.2, "d": 0.7})
     k = 3 if metric.cutoff != "none" else None
@@ -185,8 +183,6 @@ def check_metric_behaviour(name: str, metric: Any) -> None:
 
 # ------------------------------------------------------------------------------------------ rankers
 def check_ranker_behaviour(name: str, cls: Any) -> None:
-    from ..retrieval.rankers import Ranker
-
     if not (isinstance(cls, type) and issubclass(cls, Ranker)) or inspect.isabstract(cls):
         raise TypeError(f"ranker {name!r}: not a concrete Ranker subclass")
     if cls.fit is not Ranker.fit:
@@ -215,8 +211,6 @@ def _double(x: int) -> int:
 
 
 def check_executor_behaviour(name: str, cls: Any) -> None:
-    from ..retrieval.executors import Unit, make_executor
-
     if not cls.in_process:  # a cluster's: it needs one running
         return
     ex = make_executor(cls())

@@ -5,7 +5,6 @@ A user names the same data in several ways: the organisers' repository root (``R
 ``task-data/train-tasks/<id>/`` side by side), or the ground-truth CSV itself. :func:`resolve_folder` reads any of
 them into one :class:`ResolvedFolder`, so that ``train-ranker``, ``rank`` (its training truth) and ``submission``
 find the same files whichever form was given::
-
     f = resolve_folder("modelretrieval-1-subtask-a")      # or .../data, or .../data/ground-truth.csv
     truth = f.truth()                                      # data/ground-truth.csv
     tasks = f.training_tasks(truth.task_ids)               # data/task-data/train-tasks/<id>/
@@ -26,6 +25,7 @@ from .loaders import load_ntcir_tasks
 from .pool import load_pool
 from .organisers import absent_test_tasks, load_split
 from .organisers import describe_absent
+from ...core.io import utf16_bom
 
 if TYPE_CHECKING:
     from .pool import Pool
@@ -140,8 +140,6 @@ def is_truth_csv(path: Path) -> bool:
     the encoding, instead of this saying it is no ground truth). Only a regular file is opened (a FIFO would
     block) and only its first 64 KiB are read."""
     import stat
-
-    from ...core.io import utf16_bom
 
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):

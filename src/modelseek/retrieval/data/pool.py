@@ -1,7 +1,6 @@
 """Candidates (the documents of model retrieval) and pools of them.
 
 A pool file is either the NTCIR ``models.csv`` (``model_id,model_name,...``) or YAML::
-
     name: my-pool
     candidates:
       - id: "1"
@@ -31,6 +30,7 @@ from typing import Any, overload
 from ...core.config import Config, Interval, Source
 from ...core.errors import InputError
 from ...core.io import csv_dict_reader, keyed_rows, open_text, read_yaml_located, suffix_of
+from .loaders import padded
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,6 @@ def _read_models_csv(path: Path) -> Pool:
 
 def snapshot_name(cid: str) -> str:
     """The folder name the organisers' ``download_models`` gives candidate ``cid``: ``{model_id:02d}``."""
-    from .loaders import padded
 
     return padded(cid, 2)
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.errors import ModelseekError
+from ...core.io import read_json  # the one strict reader: any nesting, any number, bytes that are not UTF-8
 
 CONFIG, WEIGHTS = "config.json", "model.safetensors"
 TOKENIZER, TOKENIZER_CONFIG = "tokenizer.json", "tokenizer_config.json"
@@ -47,8 +48,6 @@ _EMBEDDINGS = ["embeddings.word_embeddings.weight", "embeddings.position_embeddi
 
 
 def _read_json(path: Path) -> dict:
-    from ...core.io import read_json  # the one strict reader: any nesting, any number, bytes that are not UTF-8
-
     data = read_json(path, "model config")
     if not isinstance(data, dict):
         raise ModelseekError(f"{path}: expected a JSON object")

@@ -21,6 +21,8 @@ from .jobs import Job, build_jobs
 from .protocol import ModelSpec, TaskData, resolve_device
 from .recipe import PROTOCOL, Device, Recipe
 from .store import JobStore
+from ..features.sources import hub_offline_reason, in_hub_cache, is_hub_source
+from ..profiles import hf_cache_dir
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +153,6 @@ def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelS
 def _check_offline(jobs: Sequence[Job]) -> None:
     """Before any job runs: with the Hub offline, every Hub candidate of ``jobs`` must be in the local Hugging Face
     cache. Else one line naming them and what to do (transformers would fail each job with its own OSError)."""
-    from ..features.sources import hub_offline_reason, in_hub_cache, is_hub_source  # lazy: start-up
 
     models = list({j.model.model_id: j.model for j in jobs}.values())
     hub = [m for m in models if is_hub_source(m.source)]
@@ -160,8 +161,6 @@ def _check_offline(jobs: Sequence[Job]) -> None:
         return
     missing = [m for m in hub if not in_hub_cache(m.source, m.revision)]
     if missing:
-        from ..profiles import hf_cache_dir  # lazy: start-up
-
         named = ", ".join(f"{m.model_id!r} ({m.source})" for m in missing[:5]) + (
             f" and {len(missing) - 5} more" if len(missing) > 5 else "")
         raise InputError(f"{len(missing)} candidate(s) not in the local Hugging Face cache ({hf_cache_dir()}) and the "

@@ -32,6 +32,7 @@ from ...core.progress import progress_bar
 from .metrics import accuracy_from_confusion, macro_f1_from_confusion
 from .recipe import PROTOCOL, Device, HeadPolicy, Precision, Recipe
 from .stopping import EarlyStopper
+from ..features.sources import hub_offline_reason, in_hub_cache, is_hub_source
 
 
 log = logging.getLogger(__name__)
@@ -229,7 +230,6 @@ def _say_head(model: ModelSpec, policy: HeadPolicy, checkpoint_head: int | None,
 def _offline_problem(src: str, revision: str | None) -> str | None:
     """Why Hub id ``src`` cannot load here (not cached while the Hub is offline), with what to do; else None.
     transformers would say it with an ``OSError`` about connecting to huggingface.co."""
-    from ..features.sources import hub_offline_reason, in_hub_cache, is_hub_source  # lazy: start-up
 
     if not is_hub_source(src) or in_hub_cache(src, revision):
         return None
