@@ -3,6 +3,7 @@
 Option types: every option that takes a number, a choice or a path validates through the ``type=`` helpers
 below, built on :mod:`modelseek.core.config`'s constraints, so a bad value is argparse's usage error (exit 2)
 with one clear line (``argument --seed: must be an integer >= 0, got -1``)::
+
     p.add_argument("--seed", type=SEED, default=0)
     p.add_argument("--folds", type=int_at_least(2), default=5)
     p.add_argument("--alpha", type=PROBABILITY, default=0.05)

@@ -5,6 +5,7 @@ A user names the same data in several ways: the organisers' repository root (``R
 ``task-data/train-tasks/<id>/`` side by side), or the ground-truth CSV itself. :func:`resolve_folder` reads any of
 them into one :class:`ResolvedFolder`, so that ``train-ranker``, ``rank`` (its training truth) and ``submission``
 find the same files whichever form was given::
+
     f = resolve_folder("modelretrieval-1-subtask-a")      # or .../data, or .../data/ground-truth.csv
     truth = f.truth()                                      # data/ground-truth.csv
     tasks = f.training_tasks(truth.task_ids)               # data/task-data/train-tasks/<id>/

@@ -1,6 +1,7 @@
 """Candidates (the documents of model retrieval) and pools of them.
 
 A pool file is either the NTCIR ``models.csv`` (``model_id,model_name,...``) or YAML::
+
     name: my-pool
     candidates:
       - id: "1"
