@@ -78,7 +78,7 @@ def cross_fitted(tasks: Task | Iterable[Task] | str | Path | ResolvedFolder, poo
                  method: str | Ranker = "default", folds: int = 5, *,
                  train_truth: GroundTruth | str | Path | ResolvedFolder | None = None,
                  train_tasks: TaskSet | str | Path | None = None, seed: int = 0, run_id: str | None = None,
-                 allow_failures: bool = False, executor: str | None = None, address: str | None = None,
+                 allow_failures: bool = False, executor: str | Executor | None = None, address: str | None = None,
                  device: str | None = None, split: str | None = None, **params) -> Run:
     """The run ``modelseek rank PATH --cv K`` makes (the whole rule here, the command only parses): every task
     ranked by ``method`` fitted on the tasks of the other ``folds`` (task-level k-fold drawn with ``seed``,

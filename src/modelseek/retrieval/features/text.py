@@ -345,8 +345,8 @@ def _load_head_model(source: str, revision: str | None, device: str, name: str =
     dev = pick_device(device)
     with quiet_transformers():
         tok = AutoTokenizer.from_pretrained(source, revision=revision, **lfo)
-        model, info = AutoModelForSequenceClassification.from_pretrained(source, revision=revision,
-                                                                         output_loading_info=True, **lfo)
+        model, info = AutoModelForSequenceClassification.from_pretrained(
+            source, revision=revision, output_loading_info=True, local_files_only=local_files_only)
     summarise_load_report(name or source, info)
     if tok.pad_token_id is None:
         if tok.eos_token is None:
