@@ -83,7 +83,7 @@ KINDS: tuple[Kind, ...] = (
          "constructor keyword parameters, their rules in `_parameter_constraints` (checked by `validate_params`)",
          word="method", namespace="method", properties=("needs_fit", "needs_text")),
     Kind("estimator", "modelseek.retrieval.estimators._registry:ESTIMATORS",
-         "modelseek.retrieval.estimators._registry:Estimator",
+         "modelseek.retrieval.estimators:Estimator",
          "modelseek.estimators", "modelseek.retrieval.estimators._registry:check_estimator",
          "keyword-only parameters of the function after (features, labels); properties by `register(...)`",
          namespace="method", build="modelseek.retrieval.estimators._registry:estimator_record",

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ._registry import ESTIMATORS, EstimatorInfo, InputKind
+from ._registry import ESTIMATORS, Estimator, EstimatorInfo, InputKind
 
 
 def get(name: str) -> Callable[..., float]:
@@ -40,4 +40,4 @@ def input_kind(name: str) -> str:
     return ESTIMATORS.get(name).input.value
 
 
-__all__ = ["ESTIMATORS", "EstimatorInfo", "InputKind", "get", "info", "input_kind", "names"]
+__all__ = ["ESTIMATORS", "Estimator", "EstimatorInfo", "InputKind", "get", "info", "input_kind", "names"]
