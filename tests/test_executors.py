@@ -2,7 +2,7 @@
 
 The contract runs over every registered executor (Ray's as a slow test); a throwaway thread-pool executor,
 written here and nowhere else, is registered in the package's registry and, from a throwaway distribution, by
-one entry point in the group ``modelseek.retrieval.executors``; it runs a fine-tuning grid and frozen-feature scoring
+one entry point in the group ``modelseek.executors``; it runs a fine-tuning grid and frozen-feature scoring
 (``--executor threads``) with the same results as the local executor."""
 
 from __future__ import annotations
@@ -246,7 +246,7 @@ def _env(site: Path) -> dict[str, str]:
 
 @pytest.mark.slow(reason="three fresh interpreters, one featurising three tiny BERTs (about 8 s)")
 def test_an_entry_point_executor_runs_through_the_cli(task_and_pool, local_run, cli_subprocess, tmp_path):
-    site = _distribution(tmp_path / "site", "[modelseek.retrieval.executors]\nthreads = ms_executor_demo:Threads\n")
+    site = _distribution(tmp_path / "site", "[modelseek.executors]\nthreads = ms_executor_demo:Threads\n")
     r = cli_subprocess("finetune", "--help", env=_env(site))
     assert r.code == 0 and "{local,ray,threads}" in r.out.replace("\n", "").replace(" ", "")
     out = tmp_path / "run.txt"
@@ -259,7 +259,7 @@ def test_an_entry_point_executor_runs_through_the_cli(task_and_pool, local_run, 
 
 
 def test_an_entry_point_named_as_a_built_in_executor_is_refused_naming_both(tmp_path):
-    site = _distribution(tmp_path / "site", "[modelseek.retrieval.executors]\nlocal = ms_executor_demo:Threads\n")
+    site = _distribution(tmp_path / "site", "[modelseek.executors]\nlocal = ms_executor_demo:Threads\n")
     code = ("from modelseek.retrieval.executors import EXECUTORS; print(EXECUTORS.names()); EXECUTORS.get('ray'); "
             "EXECUTORS.get('local')")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, **_env(site)})

@@ -80,20 +80,20 @@ def _distribution(site: Path, entry_points: str, name: str = "ms_plugin_demo") -
     return install_distribution(site, name, {name: PLUGIN}, entry_points)
 
 
-GOOD = """[modelseek.retrieval.estimators]
+GOOD = """[modelseek.estimators]
 class_gap = ms_plugin_demo:class_gap
 broken_score = ms_plugin_demo:broken
 
-[modelseek.retrieval.rankers]
+[modelseek.rankers]
 by_name_length = ms_plugin_demo:ByNameLength
 
-[modelseek.retrieval.fusion]
+[modelseek.fusion]
 rootsum = ms_plugin_demo:ROOTSUM
 
 [modelseek.sources]
 echo = ms_plugin_demo:EchoSource
 
-[modelseek.retrieval.metrics]
+[modelseek.metrics]
 best_first = ms_plugin_demo:BestFirst
 """
 
@@ -166,7 +166,7 @@ def test_a_plugin_ranker_and_fusion_method_run_and_evaluate(site, tmp_path):
 
 
 def test_a_plugin_named_as_a_built_in_is_refused_naming_both(tmp_path):
-    site = _distribution(tmp_path / "site", "[modelseek.retrieval.estimators]\nlogme = ms_plugin_demo:class_gap\n")
+    site = _distribution(tmp_path / "site", "[modelseek.estimators]\nlogme = ms_plugin_demo:class_gap\n")
     r = _cli(site, "rank", tmp_path, "-m", "logme")
     assert r.code == 1
     assert "estimator 'logme'" in r.err and "'ms_plugin_demo:class_gap'" in r.err and "ms_plugin_demo" in r.err
@@ -174,7 +174,7 @@ def test_a_plugin_named_as_a_built_in_is_refused_naming_both(tmp_path):
 
 
 def test_a_plugin_of_the_wrong_kind_is_named(tmp_path):
-    site = _distribution(tmp_path / "site", "[modelseek.retrieval.rankers]\nclass_gap = ms_plugin_demo:class_gap\n")
+    site = _distribution(tmp_path / "site", "[modelseek.rankers]\nclass_gap = ms_plugin_demo:class_gap\n")
     r = _cli(site, "rank", tmp_path, "-m", "class_gap")
     assert r.code == 1 and "a ranker is a Ranker subclass" in r.err and "ms_plugin_demo" in r.err
 
@@ -210,17 +210,17 @@ class NoPerList(Metric):
     cutoff = "none"
 '''
 
-BAD_ENTRY_POINTS = """[modelseek.retrieval.fusion]
+BAD_ENTRY_POINTS = """[modelseek.fusion]
 broken_fusion = ms_bad_broken:THING
 rrf = ms_bad:RRF
 
-[modelseek.retrieval.estimators]
+[modelseek.estimators]
 avgrank = ms_bad:avgrank
 
-[modelseek.retrieval.executors]
+[modelseek.executors]
 wrongrun = ms_bad:WrongRun
 
-[modelseek.retrieval.metrics]
+[modelseek.metrics]
 noperlist = ms_bad:NoPerList
 """
 

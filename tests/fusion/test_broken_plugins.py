@@ -40,12 +40,12 @@ RRF = FusionMethod("rrf", "a second rrf", uses_scores=True, takes_weights=False,
                    combine=lambda values, weights: ordered_sum(np.nan_to_num(values)), search=lambda space: [])
 '''
 
-ENTRY_POINTS = """[modelseek.retrieval.fusion]
+ENTRY_POINTS = """[modelseek.fusion]
 maxfuse = ms_fbad:MAXFUSE
 rrf = ms_fbad:RRF
 broken_fusion = ms_fbad_missing:THING
 
-[modelseek.retrieval.estimators]
+[modelseek.estimators]
 broken_estimator = ms_fbad_missing:score
 """
 

@@ -52,11 +52,13 @@ def adjusted(pvals: Mapping[str, np.ndarray], tasks: list[str], fdr: bool) -> di
 
 
 def originals(groups: Sequence[int] | None, m: int) -> np.ndarray:
-    """Each model's original: the first model of its family (its own index without ``groups``)."""
+    """Each model's original: the model its family's label names (labels are the original's index, as
+    :func:`.copies.copy_groups` and :func:`.copies.groups_from_pairs` give them), else the first model of its family
+    (its own index without ``groups``)."""
     if groups is None:
         return np.arange(m)
     first: dict[int, int] = {}
-    return np.array([first.setdefault(g, i) for i, g in enumerate(groups)])
+    return np.array([g if 0 <= g < m and groups[g] == g else first.setdefault(g, i) for i, g in enumerate(groups)])
 
 
 def _scores(wins: dict[str, np.ndarray], config: LeaderboardConfig, competitors: np.ndarray,

@@ -54,7 +54,8 @@ def tournament(subs: list[Submission], config: LeaderboardConfig | None = None, 
                alpha: float = ALPHA, fdr: bool = False, max_competitors: int = MAX_COMPETITORS,
                progress: bool = False) -> TournamentResult:
     """Run the full tournament of ``subs`` (each must cover every task of ``config``). Copies among them
-    (:mod:`.copies`: a file that copies earlier ones, in the order given) join the family of the one they copy and
+    (:mod:`.copies`: a file that copies others, taken in the order of the models' names, whatever the order
+    given) join the family of the one they copy and
     families count once (:mod:`.scoring`); ``copies`` of the result names them."""
     config = config or LeaderboardConfig.load()
     names = [s.model for s in subs]
@@ -66,7 +67,11 @@ def tournament(subs: list[Submission], config: LeaderboardConfig | None = None, 
     for t in progress_bar(config.task_ids, desc="duels", disable=not progress):
         spec = config.spec(t)
         P[t] = pvalues(spec, profiles(spec, [s.data[t] for s in subs], names, settings))
-    groups = copy_groups([answer_vectors(s.data) for s in subs])
+    # files carry no publication time: copies are found in the order of the models' names, so that the answer does
+    # not depend on the order the files were given in (the first name of a family is its original)
+    order = sorted(range(len(subs)), key=lambda i: names[i])
+    canonical = copy_groups([answer_vectors(subs[i].data) for i in order])
+    groups = [order[canonical[order.index(i)]] for i in range(len(subs))]
     scores = win_scores(P, names, config, alpha, max_competitors, fdr, groups)
     raw = {s.model: {t: s.raw(t) for t in config.task_ids} for s in subs}   # from the predictions
     copies = {a: [b for j, b in enumerate(names) if j != i and groups[j] == groups[i]] for i, a in enumerate(names)}
