@@ -289,6 +289,15 @@ def _checked(tasks: list[Task], todo: list[str], seed: int, methods: Sequence[st
     return todo, cannot
 
 
+def _refuse_clashes(root, out, pool, train_truth) -> None:
+    """The one rule of every writing call (:mod:`modelseek.core.clash`), as ``modelseek submission`` checks its
+    options: ``out`` holds none of the files the call reads."""
+    refuse_clashes([PathArg("out", out, OUTPUT_DIR, ("*.txt", "METHODS.md")),
+                    PathArg("root", root, INPUT, FOLDER_READS),
+                    *(PathArg(name, value, INPUT, FOLDER_READS if name == "train_truth" else ())
+                      for name, value in (("pool", pool), ("train_truth", train_truth)) if value is not None)])
+
+
 def make_submission(root: str | Path, out: str | Path, methods: Sequence[str] | None = None, team: str = "modelseek",
                     pool: str | Path | None = None, device: str | None = None, command: str | None = None,
                     progress: bool = False, echo: Callable[[str], None] | None = None,
@@ -297,11 +306,7 @@ def make_submission(root: str | Path, out: str | Path, methods: Sequence[str] | 
     """Rank the official test tasks of the organisers' ``root`` with each method, validate every run against the
     official topics and docIDs, then write ``out/<run id>.txt`` and ``out/METHODS.md`` (nothing before all pass)."""
     say = echo or (lambda s: None)
-    # the one rule of every writing call (modelseek.core.clash), as `modelseek submission` checks its options
-    refuse_clashes([PathArg("out", out, OUTPUT_DIR, ("*.txt", "METHODS.md")),
-                    PathArg("root", root, INPUT, FOLDER_READS),
-                    *(PathArg(name, value, INPUT, FOLDER_READS if name == "train_truth" else ())
-                      for name, value in (("pool", pool), ("train_truth", train_truth)) if value is not None)])
+    _refuse_clashes(root, out, pool, train_truth)
     root = Path(root)
     layout = find_layout(root)
     if layout is None or "test" not in layout.splits:

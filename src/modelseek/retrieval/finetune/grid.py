@@ -111,7 +111,7 @@ def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelS
     retry = {k: a for k, (s, a) in known.items() if s == "failed"} if retry_failed else {}
     todo = [j for j in jobs if j.key not in known or j.key in retry]
     if todo and check_offline and trainer is None and executor == "local":  # a Ray worker has its own cache
-        _check_offline(todo)
+        _check_offline(todo, getattr(pool, "file", None))
     result = GridResult(jobs=jobs, store=store, skipped=len(jobs) - len(todo))
     if result.skipped:
         log.info("skipping %d finished job(s) of %d", result.skipped, len(jobs))
@@ -150,9 +150,10 @@ def run_grid(tasks: Iterable[Task | TaskData], pool: Iterable[Candidate | ModelS
     return result
 
 
-def _check_offline(jobs: Sequence[Job]) -> None:
+def _check_offline(jobs: Sequence[Job], pool_file: str | None = None) -> None:
     """Before any job runs: with the Hub offline, every Hub candidate of ``jobs`` must be in the local Hugging Face
-    cache. Else one line naming them and what to do (transformers would fail each job with its own OSError)."""
+    cache. Else one line naming them (and the pool's file) and what to do (transformers would fail each job with
+    its own OSError)."""
 
     models = list({j.model.model_id: j.model for j in jobs}.values())
     hub = [m for m in models if is_hub_source(m.source)]
@@ -166,7 +167,7 @@ def _check_offline(jobs: Sequence[Job]) -> None:
         raise InputError(f"{len(missing)} candidate(s) not in the local Hugging Face cache ({hf_cache_dir()}) and the "
                          f"Hub is offline ({reason}): {named}; download them where the Hub is reachable "
                          f"(huggingface-cli download {missing[0].source}) or give the pool local model folders "
-                         f"(its path column)", field="pool")
+                         f"(its path column)", path=pool_file, field="pool")
 
 
 def collect_ground_truth(store: JobStore, jobs: Sequence[Job], tasks: Iterable[Task] | None = None) -> GroundTruth:
