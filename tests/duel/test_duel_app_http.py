@@ -3,6 +3,7 @@ would): a reused Gradio session hash confirms nothing, a surrogate upload is ref
 starts on a database that already holds a row it cannot show as stored (and tells the operator)."""
 
 import json
+import time
 import socket
 import sqlite3
 import subprocess
@@ -675,7 +676,11 @@ def test_a_trickled_upload_is_dropped_by_its_deadline_and_its_bytes_charged(tmp_
             reply += more
         sock.close()
         assert reply.startswith(b"HTTP/1.1 408") and b"past its deadline" in reply, reply[:200]
-        dropped = [r for r in caplog.records if "dropped a /gradio_api/upload upload" in r.getMessage()]
+        for _ in range(100):      # the server logs after its answer is on the wire: wait for the line (bounded)
+            dropped = [r for r in caplog.records if "dropped a /gradio_api/upload upload" in r.getMessage()]
+            if dropped and not [p for p in root.glob("tmp*") if p not in before]:
+                break
+            time.sleep(0.05)
         assert len(dropped) == 1 and "past its deadline" in dropped[0].getMessage()
         assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
         assert not [p for p in root.glob("tmp*") if p not in before]      # its partial file is gone
