@@ -149,6 +149,7 @@ def test_recipe_file_is_a_recipe_or_a_located_error(case, data, suffix):
     from modelseek.retrieval.finetune.recipe import PROTOCOL, Recipe
 
     path = case["root"] / "victims" / f"recipe{suffix}"
+    path.parent.mkdir(exist_ok=True)  # whichever test of the module a worker runs first
     valid = (b'{"lr": 0.0001, "batch_size": 32, "grad_accum": 4, "precision": "bf16", "max_epochs": 50}'
              if suffix == ".json" else b"lr: 1.0e-4\nbatch_size: 32\ngrad_accum: 4\nprecision: bf16\nmax_epochs: 50\n")
     path.write_bytes(data.draw(damaged(valid)))
