@@ -30,12 +30,9 @@ from typing import Any
 
 from ..core import clash as paths_rule
 from ..core import MAX_SAMPLES, Constraint, Interval, check, coerce
-from ..retrieval import load_pool
-from ..retrieval import GradingScheme, GroundTruth
+from ..retrieval import check_run_id, find_layout, GradingScheme, GroundTruth, load_pool
 from ..core.errors import InputError
 from ..core.io import check_readable
-from ..retrieval import find_layout
-from ..retrieval import check_run_id
 
 
 #: the role (modelseek.core.clash) of a path option whose ``type=`` says it (input_file_of adds its converters)

@@ -6,8 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..retrieval import read_run, read_runs
-from ..retrieval import GroundTruth
+from ..retrieval import GroundTruth, read_run, read_runs
 from ..retrieval import check_shared_topics as shared_topics
 from ..retrieval import Order, harmonise, pool_aliases  # noqa: F401  (the library's policy; re-exported for commands)
 from ._common import TASKS_FILE, TRUTH_FILE, add_scheme, choice, int_at_least, load_truth, metavar

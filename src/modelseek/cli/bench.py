@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..core import parse_overrides
-from ..retrieval import write_runs
-from ..retrieval import describe_methods
-from ..core import FOLDER_READS
+from ..core import FOLDER_READS, parse_overrides
+from ..retrieval import describe_methods, write_runs
 from ._common import declare_paths
 from ._common import OUTPUT_FILE, POSITIVE_INT, SAMPLE_COUNT, SEED, add_scheme, int_at_least, print_json
 

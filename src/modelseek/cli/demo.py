@@ -9,10 +9,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..retrieval import rank
-from ..retrieval import load_table_task
-from ..retrieval import ntcir_pool
-from ..retrieval import validate_run
+from ..retrieval import load_table_task, ntcir_pool, rank, validate_run
 from ._common import OUTPUT_DIR, SEED
 
 

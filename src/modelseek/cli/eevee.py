@@ -9,12 +9,9 @@ from numbers import Real
 
 from ..core import Interval, parse_overrides
 from ..retrieval import GroundTruth
-from ..eevee import BatchedEvaluator, MetaConfig, SearchConfig, importance, parse_ks, search, sweep, tiers
-from ..eevee import BASELINES, DESCRIPTIONS, NestedConfig, paired_interval
-from ..eevee import META_MODELS
-from ..eevee import BASELINE, baseline_dict, search_report
-from ..eevee import choose_k
-from ..eevee import Table, load_table, read_costs, read_task_mapping, read_task_weights
+from ..eevee import (BASELINE, baseline_dict, BASELINES, BatchedEvaluator, choose_k, DESCRIPTIONS, importance,
+                     load_table, META_MODELS, MetaConfig, NestedConfig, paired_interval, parse_ks, read_costs,
+                     read_task_mapping, read_task_weights, search, search_report, SearchConfig, sweep, Table, tiers)
 from ..core.errors import InputError
 from ._common import declare_paths
 from ._common import (EXISTING_FILE, NON_NEGATIVE_INT, OUTPUT_DIR, OUTPUT_FILE, POSITIVE_INT, SEED, LazyText,

@@ -17,8 +17,7 @@ from ._common import declare_paths
 from ._common import RUN_FILE, print_json
 from ._truth import add_truth_args, check_shared_topics, load_runs, read_truth
 from ..core.errors import InputError
-from ..retrieval import evaluate
-from ..retrieval import is_style_truth
+from ..retrieval import evaluate, is_style_truth
 
 DEFAULT_METRICS = ",".join(_DEFAULT)  # the library's default (ms.evaluate's): nDCG@1,3,5, MRR, weighted Kendall tau
 

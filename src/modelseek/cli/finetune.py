@@ -7,9 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..retrieval import load_tasks
-from ..retrieval import load_pool
-from ..retrieval import GradingScheme
+from ..retrieval import GradingScheme, load_pool, load_tasks
 from ..core.errors import InputError
 from ..core import TASK_READS
 from ._common import declare_paths

@@ -13,12 +13,9 @@ import argparse
 from numbers import Real
 
 from ..core import Interval
-from ..retrieval import Run, read_runs
+from ..retrieval import (check_shared_candidates, fuse, FusionMethod, LearnedFusion, Norm, optimize_fusion, PLAIN_RRF,
+                         read_runs, read_task_features, Run, task_features_from_tasks, TaskFeatures)
 from ..core.errors import InputError
-from ..retrieval import FusionMethod, Norm, LearnedFusion, optimize_fusion, fuse
-from ..retrieval import TaskFeatures, read_task_features, task_features_from_tasks
-from ..retrieval import check_shared_candidates
-from ..retrieval import PLAIN_RRF
 from ._common import declare_paths
 from ._common import (INPUT_FILE, NON_NEGATIVE_FLOAT, OUTPUT_FILE, RUN_FILE, SEED, TASKS_FILE, TRUTH_FILE, add_scheme,
                       choice, input_file_of, int_at_least, metavar, number, print_json, load_truth, registry_metavar,

@@ -14,17 +14,11 @@ import dataclasses
 import sys
 from pathlib import Path
 
-from ..retrieval import folder_request, training_data
-from ..retrieval import cross_fitted, rank_explained
-from ..core import parse_overrides
-from ..retrieval import load_table_task
-from ..retrieval import write_runs
-from ..retrieval import LabelKind
+from ..retrieval import (cross_fitted, default_spec, describe_methods, folder_request, LabelKind, load_table_task,
+                         rank_explained, split_params, training_data, write_runs)
+from ..core import FOLDER_READS, parse_overrides
 from ..core.errors import InputError
 from ..core.io import check_readable
-from ..retrieval import default_spec
-from ..retrieval import describe_methods, split_params
-from ..core import FOLDER_READS
 from ._common import declare_paths
 from ._common import (NON_NEGATIVE_INT, OUTPUT_FILE, SEED, int_at_least, load_pool_arg, load_truth, print_json)
 from ._finetune import add_verify_args, verify_after_rank

@@ -21,12 +21,9 @@ import sys
 from ._common import declare_paths
 from ._common import (NON_NEGATIVE_FLOAT, OUTPUT_FILE, SAMPLE_COUNT, SEED, add_scheme, choice, existing_file,
                       int_at_least, metavar, print_json)
-from ..retrieval import Acquisition, PriorForm, check_covers, replay
-from ..retrieval import read_runs
+from ..retrieval import (Acquisition, check_covers, choose_policy, GroundTruth, plot, PriorForm, read_runs, render,
+                         replay, summarize)
 from ._truth import pool_aliases
-from ..retrieval import GroundTruth
-from ..retrieval import plot, render, summarize
-from ..retrieval import choose_policy
 
 
 def _finetunes(text: str) -> list[int]:

@@ -16,10 +16,8 @@ from ..core import FOLDER_READS
 from ._common import declare_paths
 from ._common import (EXECUTOR_REGISTRY, NON_NEGATIVE_FLOAT, OUTPUT_DIR, POSITIVE_INT, SEED, add_registry_option,
                       existing_file, print_json)
-from ..retrieval import format_seconds, parse_budget, select
-from ..retrieval import load_any_pool
+from ..retrieval import format_seconds, load_any_pool, load_table_task, parse_budget, select
 from ._finetune import load_recipe
-from ..retrieval import load_table_task
 
 if TYPE_CHECKING:
     from ..retrieval import Task

@@ -9,13 +9,10 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core import parse_overrides
-from ..retrieval import resolve_folder
+from ..core import FOLDER_READS, parse_overrides
+from ..retrieval import (artifact_dir, build, describe_methods, install_default, Persistable, ranker_class,
+                         reset_default, resolve_folder, split_params, user_dir, with_card_pool)
 from ..core.errors import InputError
-from ..retrieval import Persistable
-from ..retrieval import artifact_dir, install_default, reset_default, user_dir
-from ..retrieval import build, describe_methods, ranker_class, split_params, with_card_pool
-from ..core import FOLDER_READS
 from ._common import declare_paths
 from ._common import OUTPUT_FILE, POSITIVE_INT, SEED, int_at_least, load_pool_arg
 

@@ -5,14 +5,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ..retrieval import load_tasks, read_tasks_csv
-from ..retrieval import load_pool
-from ..retrieval import validate_run
-from ..retrieval import GroundTruth
+from ..retrieval import find_layout, GroundTruth, load_pool, load_tasks, read_tasks_csv, test_topics, validate_run
 from ..core.errors import InputError, ValidationError
 from ..core.io import open_text, read_text
 from ._common import declare_paths
-from ..retrieval import find_layout, test_topics
 
 #: the runs a participant may submit per subtask (NTCIR-19 Model Retrieval)
 MAX_RUNS = 5
