@@ -14,6 +14,7 @@ from modelseek.duel.storage import Store, create_board
 from modelseek.duel.submission import validate_submission
 from modelseek.core.errors import InputError
 from modelseek.testing.duel import make_submission_dicts, recompute_results
+from modelseek.testing.duel_attacks import flipped as flip_samples
 
 
 @pytest.fixture(scope="module")
@@ -23,29 +24,9 @@ def board_dicts(cfg):
 
 
 def _perturb(d: dict, cfg, name: str, share: float, seed: int, worse: bool = False) -> dict:
-    """``d``'s predictions with ``share`` of each task's samples changed (answers flipped, class probabilities
-    rotated, ROUGE mirrored, a document's log-likelihood doubled); ``worse``: only correct answers made wrong
-    (a slightly worse clone)."""
-    out = copy.deepcopy(d)
-    out["metadata"]["model"] = name
-    rng = np.random.default_rng(seed)
-    for t in cfg.task_ids:
-        recs = out["predictions"][t]
-        metric = cfg.spec(t).metric.value
-        k = max(1, round(share * len(recs)))
-        pool = [i for i, r in enumerate(recs) if not worse or r[metric] in (1, [1])] if metric in (
-            "acc", "exact_match") else list(range(len(recs)))
-        for i in rng.choice(pool, size=min(k, len(pool)), replace=False):
-            v = recs[i][metric]
-            if metric in ("acc", "exact_match"):
-                recs[i][metric] = 0 if worse else 1 - v
-            elif metric == "avg_mcauroc":
-                recs[i][metric] = [v[0], v[1][1:] + v[1][:1]]
-            elif metric == "word_perplexity":
-                recs[i][metric] = [v[0] * (1.5 if worse else 0.5), v[1]]
-            else:
-                recs[i][metric] = max(0.0, v - 0.3) if worse else 1.0 - v
-    return recompute_results(out, cfg)
+    """``d``'s predictions with ``share`` of each task's samples changed; ``worse``: only correct answers made wrong
+    (a slightly worse clone) — the attacker's uploads shipped in :mod:`modelseek.testing.duel_attacks`."""
+    return flip_samples(d, cfg, name, share, seed, worse)
 
 
 def _b(d: dict) -> bytes:
